@@ -1,0 +1,35 @@
+/* gdn_outputs: what one implementation produced for one call, owned.
+ *
+ * o (B, T, Hv, Dv) and ht (B, Hv, Dk, Dv), held as binary64 whatever the
+ * producer's dtype (every float32 and bfloat16 value is exact in binary64);
+ * `dtype` records the format the producer rounded its outputs to, which is
+ * the unit of its ULP errors.  Pair gdn_outputs_init with gdn_outputs_clear.
+ */
+#ifndef GDN_OUTPUTS_H
+#define GDN_OUTPUTS_H
+
+#include "gdn_dtype.h"
+#include "gdn_error.h"
+#include "gdn_shape.h"
+
+typedef struct gdn_outputs {
+  gdn_shape shape;
+  gdn_dtype dtype; /* of o; ht is float32 for float32/bfloat16 kernels */
+  double *o, *ht;
+} gdn_outputs;
+
+void gdn_outputs_init(gdn_outputs *out);
+/* Zeroed o and ht for a validated shape; frees what `out` held before. */
+int gdn_outputs_alloc(gdn_outputs *out, const gdn_shape *s, gdn_dtype dtype, gdn_error *e);
+void gdn_outputs_clear(gdn_outputs *out);
+
+static inline double *gdn_outputs_o(gdn_outputs *out, int64_t b, int64_t t, int64_t hv) {
+  const gdn_shape *s = &out->shape;
+  return out->o + ((b * s->T + t) * s->Hv + hv) * s->Dv;
+}
+static inline double *gdn_outputs_ht(gdn_outputs *out, int64_t b, int64_t hv) {
+  const gdn_shape *s = &out->shape;
+  return out->ht + (b * s->Hv + hv) * s->Dk * s->Dv;
+}
+
+#endif

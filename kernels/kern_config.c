@@ -1,0 +1,69 @@
+#include "kern_config.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+void kern_config_init(kern_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->dtype = GDN_DTYPE_F32;
+  cfg->matmul = KERN_MATMUL_IEEE;
+  cfg->ftz = 0;
+  cfg->chunk = 64;
+  cfg->devices = 1;
+  cfg->prefix = KERN_PREFIX_SEQUENTIAL;
+}
+
+static const char *const matmul_names[] = {"ieee", "default", "high", "highest"};
+static const char *const prefix_names[] = {"sequential", "associative-scan", "hillis-steele"};
+
+const char *kern_matmul_name(kern_matmul m) {
+  return (unsigned)m < 4 ? matmul_names[m] : "?";
+}
+
+int kern_matmul_parse(const char *s, kern_matmul *out, gdn_error *e) {
+  for (int i = 0; i < 4; i++)
+    if (s && !strcmp(s, matmul_names[i])) {
+      *out = (kern_matmul)i;
+      return GDN_OK;
+    }
+  return gdn_error_set(e, GDN_ERR_INPUT,
+                       "--matmul-precision '%s': unknown mode; expected default, high, highest or ieee",
+                       s ? s : "");
+}
+
+const char *kern_prefix_name(kern_prefix p) {
+  return (unsigned)p < 3 ? prefix_names[p] : "?";
+}
+
+int kern_prefix_parse(const char *s, kern_prefix *out, gdn_error *e) {
+  for (int i = 0; i < 3; i++)
+    if (s && !strcmp(s, prefix_names[i])) {
+      *out = (kern_prefix)i;
+      return GDN_OK;
+    }
+  return gdn_error_set(e, GDN_ERR_INPUT,
+                       "--prefix '%s': unknown schedule; expected sequential, associative-scan or "
+                       "hillis-steele",
+                       s ? s : "");
+}
+
+gdn_dtype kern_output_dtype(const kern_config *cfg, unsigned input_bf16_mask) {
+  if (cfg->dtype == GDN_DTYPE_F64) return GDN_DTYPE_F64;
+  return (input_bf16_mask & 1u) ? GDN_DTYPE_BF16 : GDN_DTYPE_F32;
+}
+
+int kern_config_validate(const kern_config *cfg, const gdn_shape *s, gdn_error *e) {
+  if (cfg->chunk < 1)
+    return gdn_error_set(e, GDN_ERR_INPUT, "--chunk %" PRId64 ": the chunk size must be at least 1",
+                         cfg->chunk);
+  if (cfg->devices < 1)
+    return gdn_error_set(e, GDN_ERR_INPUT, "--devices %" PRId64 ": the device count must be at least 1",
+                         cfg->devices);
+  int64_t n = gdn_shape_chunks(s, cfg->chunk);
+  if (cfg->devices > n)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "--devices %" PRId64 " is more than the %" PRId64 " chunk%s of T = %" PRId64
+                         " at chunk size %" PRId64 ": every device needs at least one whole chunk",
+                         cfg->devices, n, n == 1 ? "" : "s", s->T, cfg->chunk);
+  return GDN_OK;
+}

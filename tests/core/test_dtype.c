@@ -1,0 +1,62 @@
+#include <check.h>
+#include <math.h>
+#include <string.h>
+
+#include "gdn_dtype.h"
+
+START_TEST(ulp_values) {
+  ck_assert(gdn_dtype_ulp(GDN_DTYPE_F32, 1.0) == ldexp(1, -23));
+  ck_assert(gdn_dtype_ulp(GDN_DTYPE_F32, 1.5) == ldexp(1, -23));
+  ck_assert(gdn_dtype_ulp(GDN_DTYPE_F32, 0.999) == ldexp(1, -24));
+  ck_assert(gdn_dtype_ulp(GDN_DTYPE_F32, -2.0) == ldexp(1, -22));
+  ck_assert(gdn_dtype_ulp(GDN_DTYPE_F64, 1.0) == ldexp(1, -52));
+  ck_assert(gdn_dtype_ulp(GDN_DTYPE_BF16, 1.0) == ldexp(1, -7));
+  /* Subnormal range: spacing is the smallest subnormal. */
+  ck_assert(gdn_dtype_ulp(GDN_DTYPE_F32, 0.0) == ldexp(1, -149));
+  ck_assert(gdn_dtype_ulp(GDN_DTYPE_F32, ldexp(1, -140)) == ldexp(1, -149));
+  ck_assert(gdn_dtype_ulp(GDN_DTYPE_F64, 0.0) == ldexp(1, -1074));
+  ck_assert(gdn_dtype_ulp(GDN_DTYPE_BF16, 0.0) == ldexp(1, -133));
+}
+END_TEST
+
+START_TEST(ulp_distance) {
+  /* The float32 neighbour of 1 is exactly 1 ULP away; a correctly rounded
+   * value of an exact reference is at most 0.5 ULP away. */
+  ck_assert(gdn_dtype_ulp_distance(GDN_DTYPE_F32, 1.0 + ldexp(1, -23), 1.0) == 1.0);
+  double r = 1.0 / 3.0;
+  double d = gdn_dtype_ulp_distance(GDN_DTYPE_F32, (double)(float)r, r);
+  ck_assert(d > 0 && d <= 0.5);
+  ck_assert(gdn_dtype_ulp_distance(GDN_DTYPE_F32, 2.0, 2.0) == 0.0);
+  ck_assert(isinf(gdn_dtype_ulp_distance(GDN_DTYPE_F32, NAN, 1.0)));
+  ck_assert(isinf(gdn_dtype_ulp_distance(GDN_DTYPE_F32, INFINITY, 1.0)));
+  ck_assert(gdn_dtype_ulp_distance(GDN_DTYPE_F32, INFINITY, INFINITY) == 0.0);
+}
+END_TEST
+
+START_TEST(parse_names) {
+  gdn_dtype t;
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(gdn_dtype_parse("bfloat16", &t, NULL, &e), GDN_OK);
+  ck_assert_int_eq(t, GDN_DTYPE_BF16);
+  ck_assert_str_eq(gdn_dtype_name(t), "bfloat16");
+  ck_assert_int_eq(gdn_dtype_parse("float16", &t, "--dtype", &e), GDN_ERR_INPUT);
+  ck_assert_ptr_nonnull(strstr(e.msg, "'float16'"));
+  ck_assert(gdn_dtype_unit_roundoff(GDN_DTYPE_F32) == ldexp(1, -24));
+  ck_assert(gdn_dtype_unit_roundoff(GDN_DTYPE_BF16) == ldexp(1, -8));
+}
+END_TEST
+
+int main(void) {
+  Suite *su = suite_create("dtype");
+  TCase *tc = tcase_create("dtype");
+  tcase_add_test(tc, ulp_values);
+  tcase_add_test(tc, ulp_distance);
+  tcase_add_test(tc, parse_names);
+  suite_add_tcase(su, tc);
+  SRunner *sr = srunner_create(su);
+  srunner_run_all(sr, CK_NORMAL);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return nf ? 1 : 0;
+}
