@@ -1,0 +1,331 @@
+#include "parity_cli.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gdn_atomic.h"
+#include "gdn_config.h"
+#include "gdn_inputs.h"
+#include "gdn_synth.h"
+#include "gdn_threads.h"
+#include "parity_grid.h"
+#include "parity_oracle.h"
+#include "parity_output.h"
+#include "parity_policy.h"
+#include "parity_sweep.h"
+
+/* One table for every command: the parser and --help both read it. */
+static const gdn_cli_opt options[] = {
+    {"shape", "B,T,H,D", "batch, sequence length, value heads, head dim (Dk = Dv = D)"},
+    {"key-heads", "Hk", "key heads (default H); H must be a multiple of Hk"},
+    {"dv", "Dv", "value head dim (default D)"},
+    {"chunk", "C[,C...]", "chunk sizes (default 64)"},
+    {"devices", "D[,D...]", "context-parallel device counts for affine-prefix (default 1,2,4,8)"},
+    {"prefix", "NAME[,NAME...]",
+     "exclusive-prefix schedules: sequential, associative-scan, hillis-steele (default sequential)"},
+    {"dtype", "TYPE", "kernel compute dtype: float32, bfloat16, float64 (default float32)"},
+    {"matmul-precision", "MODE",
+     "default (1 bf16 pass), high (3), highest (6), ieee (plain float32) (default ieee)"},
+    {"ftz", NULL, "flush subnormals to zero, as TPU does"},
+    {"oracle", "TIER", "reference: mpfr, or none to judge affine-prefix against scan only (default mpfr)"},
+    {"oracle-bits", "N", "MPFR working precision in bits (default 128)"},
+    {"seed", "N", "synthetic input seed (default 0)"},
+    {"h0", NULL, "synthetic inputs get a random initial state h0"},
+    {"qk-norm", "WHERE", "in-kernel (the kernel L2-normalises q, k; default) or pre (inputs normalised)"},
+    {"input-dtype", "TYPE", "synthetic input storage: float32 (default) or bfloat16"},
+    {"grid", "GRID.json", "sweep: the grid of cases to run"},
+    {"policy", "FILE", "tolerance policy (JSON; default: the built-in policy)"},
+    {"print-policy", NULL, "print the built-in tolerance policy and exit"},
+    {"json", "FILE", "write the results document (JSON)"},
+    {"junit", "FILE", "write JUnit XML, one testcase per case"},
+    {"report", "FILE.html", "write the HTML tolerance report"},
+    {"summary", "FILE.md", "write a Markdown summary (for a CI job summary)"},
+    {"reproducible", NULL, "omit timestamps and timings from the outputs (byte-identical reruns)"},
+    {"max-bytes", "SIZE", "refuse inputs larger than SIZE bytes (K/M/G suffixes; default 16G)"},
+    {"threads", "N", "worker threads (default: all cores); results do not depend on it"},
+    {"quiet", NULL, "print only the verdict"},
+    {"verbose", NULL, "print every check of every case"},
+    {"version", NULL, "print the version and exit"},
+    {"help", NULL, "print this help and exit"},
+    {NULL, NULL, NULL},
+};
+
+const gdn_cli_opt *parity_cli_options(void) { return options; }
+
+void parity_cli_print_help(FILE *f) {
+  fprintf(f,
+          "gdn-parity %s: does the context-parallel (affine-prefix) Gated DeltaNet compute\n"
+          "the same thing as the stock sequential scan, and how far is each from the truth?\n\n"
+          "usage:\n"
+          "  gdn-parity --shape B,T,H,D [options]          synthetic case(s): the main job\n"
+          "  gdn-parity sweep --grid GRID.json [options]   a grid of cases\n"
+          "  gdn-parity --print-policy                     the built-in tolerance policy\n\n"
+          "options:\n",
+          GDN_VERSION);
+  gdn_cli_print_options(options, f);
+  fprintf(f,
+          "\nexit status: 0 every case within tolerance, 1 at least one case out of tolerance,\n"
+          "2 bad usage or bad input (the message says what and where), 3 internal error.\n");
+}
+
+#define GET(name) gdn_cli_get(options, &a, name)
+
+/* Options that never change a result: left out of the recorded command, so
+ * the results document is byte-identical whatever the thread count, the
+ * output file names or the verbosity. */
+static int is_incidental(const char *arg, int *takes_value) {
+  static const char *const with_value[] = {"--threads", "--json", "--junit", "--report", "--summary", NULL};
+  static const char *const flags[] = {"--quiet", "--verbose", NULL};
+  *takes_value = 0;
+  for (int i = 0; with_value[i]; i++) {
+    size_t n = strlen(with_value[i]);
+    if (!strncmp(arg, with_value[i], n) && (arg[n] == '\0' || arg[n] == '=')) {
+      *takes_value = arg[n] == '\0';
+      return 1;
+    }
+  }
+  for (int i = 0; flags[i]; i++)
+    if (!strcmp(arg, flags[i])) return 1;
+  return 0;
+}
+
+static char *join_args(int argc, char **argv) {
+  size_t n = 1;
+  for (int i = 0; i < argc; i++) n += strlen(argv[i]) * 4 + 3;
+  char *s = malloc(n), *p = s;
+  if (!s) return NULL;
+  /* The program is recorded by name, not by the path it was run from. */
+  memcpy(p, "gdn-parity", 10);
+  p += 10;
+  for (int i = 1; i < argc; i++) {
+    int tv;
+    if (is_incidental(argv[i], &tv)) {
+      i += tv;
+      continue;
+    }
+    int quote = strpbrk(argv[i], " \t\"'$\\") != NULL || !argv[i][0];
+    if (p != s) *p++ = ' ';
+    if (quote) *p++ = '\'';
+    for (const char *c = argv[i]; *c; c++) {
+      if (quote && *c == '\'') {
+        memcpy(p, "'\\''", 4);
+        p += 4;
+      } else {
+        *p++ = *c;
+      }
+    }
+    if (quote) *p++ = '\'';
+  }
+  *p = '\0';
+  return s;
+}
+
+static const char *const prefix_choices[] = {"sequential", "associative-scan", "hillis-steele", NULL};
+
+/* Options shared by every command: the sweep grid and numerics. */
+static int parse_sweep_opts(const gdn_cli_args *aa, parity_sweep_opts *o, gdn_error *e) {
+  const gdn_cli_args a = *aa;
+  const char *v;
+  int rc;
+  if ((v = GET("chunk")) &&
+      (rc = gdn_cli_int64_list(v, "--chunk", 1, 1 << 20, o->chunks, PARITY_MAX_LIST, &o->n_chunks, e)))
+    return rc;
+  if ((v = GET("devices"))) {
+    if ((rc = gdn_cli_int64_list(v, "--devices", 1, 1 << 20, o->devices, PARITY_MAX_LIST,
+                                 &o->n_devices, e)))
+      return rc;
+    o->devices_default = 0;
+  }
+  if ((v = GET("prefix"))) {
+    int idx[3];
+    size_t n;
+    if ((rc = gdn_cli_name_list(v, "--prefix", prefix_choices, idx, 3, &n, e))) return rc;
+    for (size_t i = 0; i < n; i++) o->prefixes[i] = (kern_prefix)idx[i];
+    o->n_prefixes = n;
+  }
+  if ((v = GET("dtype")) && (rc = gdn_dtype_parse(v, &o->dtype, "--dtype", e))) return rc;
+  if ((v = GET("matmul-precision")) && (rc = kern_matmul_parse(v, &o->matmul, e))) return rc;
+  if (GET("ftz")) o->ftz = 1;
+  return GDN_OK;
+}
+
+typedef struct run_state {
+  parity_policy policy;
+  parity_doc doc;
+  int doc_ready;
+  parity_oracle_tier tier;
+  int oracle_bits;
+  uint64_t max_bytes;
+} run_state;
+
+/* One synthetic input set through the sweep. */
+static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parity_sweep_opts *o,
+                         gdn_error *e) {
+  int rc = parity_sweep_validate(&sp->shape, o, e);
+  if (rc) return rc;
+  /* inputs + reference + scan + one affine result */
+  if ((rc = gdn_shape_check_limit(&sp->shape, (sp->synth.flags & GDN_SYNTH_H0) != 0, 3,
+                                  st->max_bytes, e)))
+    return rc;
+  gdn_inputs in;
+  gdn_inputs_init(&in);
+  parity_reference ref;
+  parity_reference_init(&ref);
+  if ((rc = gdn_synth_generate(&in, &sp->shape, &sp->synth, e))) goto done;
+  if ((rc = parity_reference_compute(&ref, &in, st->tier, st->oracle_bits, e))) goto done;
+  char name[96];
+  snprintf(name, sizeof name, "synthetic seed %" PRIu64, sp->synth.seed);
+  parity_input_info info = {name, "synthetic", NULL, NULL};
+  rc = parity_sweep_run(&st->doc, &in, &info, &ref, NULL, 0, o, e);
+done:
+  parity_reference_clear(&ref);
+  gdn_inputs_clear(&in);
+  return rc;
+}
+
+int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
+  (void)err;
+  gdn_cli_args a;
+  int first = 1;
+  const char *cmd = "run";
+  if (argc > 1 && argv[1][0] != '-') {
+    cmd = argv[1];
+    first = 2;
+    if (strcmp(cmd, "sweep")) {
+      gdn_error_set(e, GDN_ERR_INPUT,
+                    "unknown command '%s'; expected sweep, or options such as --shape (see --help)",
+                    cmd);
+      return -1;
+    }
+  }
+  if (gdn_cli_parse(options, argc, argv, first, &a, e)) return -1;
+  if (GET("help")) {
+    parity_cli_print_help(out);
+    return 0;
+  }
+  if (GET("version")) {
+    fprintf(out, "gdn-parity %s (git %s)\n", GDN_VERSION, GDN_GIT_COMMIT);
+    return 0;
+  }
+  if (GET("print-policy")) {
+    fputs(parity_policy_builtin_text(), out);
+    return 0;
+  }
+  if (a.n_pos) {
+    gdn_error_set(e, GDN_ERR_INPUT, "unexpected argument '%s' (see --help)", a.pos[0]);
+    return -1;
+  }
+  const char *v;
+  int rc;
+  if ((v = GET("threads"))) {
+    int64_t t;
+    if (gdn_cli_int64(v, "--threads", 1, 4096, &t, e)) return -1;
+    gdn_threads_set((int)t);
+  }
+  int verbosity = 1;
+  if (GET("quiet") && GET("verbose")) {
+    gdn_error_set(e, GDN_ERR_INPUT, "--quiet and --verbose contradict each other");
+    return -1;
+  }
+  if (GET("quiet")) verbosity = 0;
+  if (GET("verbose")) verbosity = 2;
+
+  run_state st;
+  memset(&st, 0, sizeof st);
+  parity_policy_init(&st.policy);
+  st.tier = PARITY_ORACLE_MPFR;
+  st.oracle_bits = 128;
+  st.max_bytes = 16ull << 30;
+  int status = -1;
+  char *command = NULL;
+
+  if ((v = GET("oracle")) && parity_oracle_tier_parse(v, &st.tier, e)) goto done;
+  if ((v = GET("oracle-bits"))) {
+    int64_t b;
+    if (gdn_cli_int64(v, "--oracle-bits", 53, 4096, &b, e)) goto done;
+    st.oracle_bits = (int)b;
+  }
+  if ((v = GET("max-bytes")) && gdn_cli_bytes(v, "--max-bytes", &st.max_bytes, e)) goto done;
+  if ((v = GET("policy")) ? parity_policy_load_file(&st.policy, v, e)
+                          : parity_policy_load_builtin(&st.policy, e))
+    goto done;
+
+  parity_sweep_opts so;
+  parity_sweep_opts_init(&so);
+  so.verbosity = verbosity;
+  so.log = out;
+  so.policy = &st.policy;
+  if (parse_sweep_opts(&a, &so, e)) goto done;
+
+  parity_output_opts oo = {GET("json"), GET("report"), GET("junit"), GET("summary"),
+                           GET("reproducible") != NULL};
+  if (parity_output_check_paths(&oo, e)) goto done;
+
+  command = join_args(argc, argv);
+  if (!command || parity_doc_init(&st.doc, command, &st.policy, e)) {
+    if (!command) gdn_error_set(e, GDN_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  st.doc_ready = 1;
+
+  parity_synth_spec base;
+  if (parity_synth_spec_from_cli(&base, GET("shape"), GET("key-heads"), GET("dv"), GET("seed"),
+                                 GET("h0") != NULL, GET("qk-norm"), GET("input-dtype"), e))
+    goto done;
+
+  if (!strcmp(cmd, "sweep")) {
+    const char *grid = GET("grid");
+    if (!grid) {
+      gdn_error_set(e, GDN_ERR_INPUT, "sweep needs --grid GRID.json");
+      goto done;
+    }
+    if (GET("shape")) {
+      gdn_error_set(e, GDN_ERR_INPUT, "sweep takes its shapes from --grid; drop --shape");
+      goto done;
+    }
+    parity_grid g;
+    parity_grid_init(&g);
+    if (parity_grid_load(&g, grid, &base, &so, e)) {
+      parity_grid_clear(&g);
+      goto done;
+    }
+    /* Validate the whole grid before running any of it. */
+    for (size_t i = 0; i < g.n; i++)
+      if ((rc = parity_sweep_validate(&g.entries[i].spec.shape, &g.entries[i].opts, e))) {
+        gdn_error_prefix(e, "%s: entry %zu: ", grid, i);
+        parity_grid_clear(&g);
+        goto done;
+      }
+    for (size_t i = 0; i < g.n; i++)
+      if ((rc = run_synthetic(&st, &g.entries[i].spec, &g.entries[i].opts, e))) {
+        parity_grid_clear(&g);
+        goto done;
+      }
+    parity_grid_clear(&g);
+  } else {
+    if (!GET("shape")) {
+      gdn_error_set(e, GDN_ERR_INPUT, "nothing to do: give --shape B,T,H,D (or see --help)");
+      goto done;
+    }
+    if (GET("grid")) {
+      gdn_error_set(e, GDN_ERR_INPUT, "--grid belongs to the sweep command: gdn-parity sweep --grid %s",
+                    GET("grid"));
+      goto done;
+    }
+    if ((rc = run_synthetic(&st, &base, &so, e))) goto done;
+  }
+
+  if (parity_doc_finish(&st.doc, oo.reproducible, e)) goto done;
+  int pass = parity_doc_pass(&st.doc);
+  if (parity_output_write_all(&oo, st.doc.root, e)) goto done;
+  fprintf(out, "\n%s: %zu case%s, %zu failed%s\n", pass ? "PASS" : "FAIL", st.doc.n_cases,
+          st.doc.n_cases == 1 ? "" : "s", st.doc.n_failed,
+          st.doc.have_oracle ? "" : " (no oracle: affine-prefix judged against scan only)");
+  status = pass ? 0 : 1;
+done:
+  free(command);
+  if (st.doc_ready) parity_doc_clear(&st.doc);
+  parity_policy_clear(&st.policy);
+  return status;
+}

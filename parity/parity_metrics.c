@@ -1,0 +1,173 @@
+#include "parity_metrics.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "gdn_alloc.h"
+
+#define BLOCK 65536
+
+double parity_ulp_bin_edge(int i) { return i == 0 ? 0.0 : ldexp(1.0, i - 2); }
+
+static int ulp_bin(double u) {
+  if (!(u >= 0.5)) return 0; /* includes u < 0.5 */
+  if (!isfinite(u)) return PARITY_ULP_BINS - 1;
+  int ex;
+  frexp(u, &ex); /* u in [2^(ex-1), 2^ex) */
+  int b = ex + 1; /* [0.5,1): ex = 0 -> bin 1 */
+  return b >= PARITY_ULP_BINS ? PARITY_ULP_BINS - 1 : b;
+}
+
+typedef struct {
+  double max_abs, sum_d2, sum_r2, max_ulp, max_r;
+  int64_t arg, zero_ref, nonfinite;
+  int64_t hist[PARITY_ULP_BINS];
+} partial;
+
+static inline double ulp_of(gdn_dtype t, double x, double r) {
+  return gdn_dtype_ulp_distance(t, x, r);
+}
+
+/* k-th smallest (0-based) ULP value, by 4 rounds of 16-bit radix selection on
+ * the binary64 bits (monotone for non-negative doubles, +inf included). */
+static double select_ulp(const double *x, const double *r, size_t n, gdn_dtype t, size_t k,
+                         int64_t *hist) {
+  uint64_t prefix = 0;
+  for (int round = 0; round < 4; round++) {
+    int shift = 48 - 16 * round;
+    memset(hist, 0, 65536 * sizeof *hist);
+    uint64_t mask_hi = round == 0 ? 0 : ~0ull << (shift + 16);
+    for (size_t i = 0; i < n; i++) {
+      double u = ulp_of(t, x[i], r[i]);
+      uint64_t b;
+      memcpy(&b, &u, sizeof b);
+      if ((b & mask_hi) != prefix) continue;
+      hist[(b >> shift) & 0xffff]++;
+    }
+    size_t acc = 0;
+    int sel = 0;
+    for (int j = 0; j < 65536; j++) {
+      if (acc + (size_t)hist[j] > k) {
+        sel = j;
+        break;
+      }
+      acc += (size_t)hist[j];
+    }
+    k -= acc;
+    prefix |= (uint64_t)sel << shift;
+  }
+  double v;
+  memcpy(&v, &prefix, sizeof v);
+  return v;
+}
+
+int parity_metrics_compute(const double *x, const double *r, const int64_t dims[4],
+                           gdn_dtype t, parity_metrics *m, gdn_error *e) {
+  memset(m, 0, sizeof *m);
+  size_t n = (size_t)(dims[0] * dims[1] * dims[2] * dims[3]);
+  m->n = (int64_t)n;
+  size_t nb = (n + BLOCK - 1) / BLOCK;
+  partial *p = gdn_calloc(nb ? nb : 1, sizeof *p, "metric partial sums", e);
+  if (!p) return e ? e->code : GDN_ERR_NOMEM;
+#pragma omp parallel for schedule(dynamic)
+  for (size_t bi = 0; bi < nb; bi++) {
+    partial *q = &p[bi];
+    q->arg = -1;
+    size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+    for (size_t i = lo; i < hi; i++) {
+      double xi = x[i], ri = r[i];
+      if (!isfinite(xi)) q->nonfinite++;
+      if (ri == 0.0) q->zero_ref++;
+      double ar = fabs(ri);
+      if (ar > q->max_r) q->max_r = ar;
+      double d = isfinite(xi) ? fabs(xi - ri) : INFINITY;
+      if (q->arg < 0 || d > q->max_abs) {
+        q->max_abs = d;
+        q->arg = (int64_t)i;
+      }
+      q->sum_d2 += d * d;
+      q->sum_r2 += ri * ri;
+      double u = ulp_of(t, xi, ri);
+      if (u > q->max_ulp) q->max_ulp = u;
+      q->hist[ulp_bin(u)]++;
+    }
+  }
+  double sd2 = 0, sr2 = 0;
+  int64_t arg = -1;
+  for (size_t bi = 0; bi < nb; bi++) {
+    partial *q = &p[bi];
+    sd2 += q->sum_d2;
+    sr2 += q->sum_r2;
+    if (arg < 0 || q->max_abs > m->max_abs) m->max_abs = q->max_abs, arg = q->arg;
+    if (q->max_ulp > m->max_ulp) m->max_ulp = q->max_ulp;
+    if (q->max_r > m->ref_max_abs) m->ref_max_abs = q->max_r;
+    m->zero_ref += q->zero_ref;
+    m->nonfinite += q->nonfinite;
+    for (int j = 0; j < PARITY_ULP_BINS; j++) m->ulp_hist[j] += q->hist[j];
+  }
+  gdn_free(p);
+  m->ref_fro = sqrt(sr2);
+  if (sd2 == 0) m->rel_fro = 0;
+  else m->rel_fro = sr2 > 0 ? sqrt(sd2) / sqrt(sr2) : INFINITY;
+  if (m->nonfinite) m->rel_fro = m->max_abs = m->max_ulp = INFINITY;
+  /* Componentwise relative error with the floor (needs max |r| first). */
+  m->rel_floor = gdn_dtype_unit_roundoff(t) * m->ref_max_abs;
+  double mr = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = isfinite(x[i]) ? fabs(x[i] - r[i]) : INFINITY;
+    if (d == 0) continue;
+    double den = fabs(r[i]) > m->rel_floor ? fabs(r[i]) : m->rel_floor;
+    double q = den > 0 ? d / den : INFINITY;
+    if (q > mr) mr = q;
+  }
+  m->max_rel = mr;
+  if (arg >= 0) {
+    int64_t rem = arg;
+    for (int d = 3; d >= 0; d--) {
+      m->worst[d] = rem % dims[d];
+      rem /= dims[d];
+    }
+    m->worst_x = x[arg];
+    m->worst_ref = r[arg];
+  }
+  if (n) {
+    int64_t *hist = gdn_malloc(65536 * sizeof *hist, "median histogram", e);
+    if (!hist) return e ? e->code : GDN_ERR_NOMEM;
+    double lo = select_ulp(x, r, n, t, (n - 1) / 2, hist);
+    double hi = (n % 2) ? lo : select_ulp(x, r, n, t, n / 2, hist);
+    m->median_ulp = (n % 2) ? lo : 0.5 * (lo + hi);
+    gdn_free(hist);
+  }
+  return GDN_OK;
+}
+
+void parity_profile_o(const double *x, const double *r, const int64_t dims[4], int64_t block,
+                      double *out) {
+  int64_t B = dims[0], T = dims[1], row = dims[2] * dims[3];
+  int64_t nblk = (T + block - 1) / block;
+  for (int64_t k = 0; k < nblk; k++) out[k] = 0;
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < nblk; k++) {
+    double mx = 0;
+    for (int64_t b = 0; b < B; b++)
+      for (int64_t t = k * block; t < (k + 1) * block && t < T; t++) {
+        const double *xr = x + (b * T + t) * row;
+        const double *rr = r ? r + (b * T + t) * row : NULL;
+        for (int64_t i = 0; i < row; i++) {
+          double d = rr ? (isfinite(xr[i]) ? fabs(xr[i] - rr[i]) : INFINITY) : fabs(xr[i]);
+          if (d > mx) mx = d;
+        }
+      }
+    out[k] = mx;
+  }
+}
+
+double parity_allclose_ratio(const double *x, const double *r, size_t n, double rtol, double atol) {
+  double worst = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = isfinite(x[i]) ? fabs(x[i] - r[i]) : INFINITY;
+    double q = d / (atol + rtol * fabs(r[i]));
+    if (q > worst) worst = q;
+  }
+  return worst;
+}

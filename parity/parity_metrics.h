@@ -1,0 +1,58 @@
+/* parity_metrics: how far one tensor is from a reference.
+ *
+ * All sums are in binary64 over fixed blocks of 65536 elements combined in
+ * block order, so the numbers are identical for any thread count.
+ *
+ *   max_abs     max |x - r|
+ *   rel_fro     ||x - r||_F / ||r||_F  (0 if x == r everywhere; +inf if r == 0
+ *               everywhere but x is not).  Equal to flash-linear-attention's
+ *               RMS ratio.
+ *   max_ulp     max |x - r| / ulp(r), ulp in `ulp_dtype` (gdn_dtype_ulp)
+ *   median_ulp  the exact median of those (mean of the two middle values
+ *               for even n), found by radix selection on the bits
+ *   max_rel     componentwise max |x - r| / max(|r|, rel_floor) with
+ *               rel_floor = u(ulp_dtype) * max |r|: relative error is
+ *               undefined where r == 0, so such elements (counted in
+ *               zero_ref) are measured against the floor instead
+ *   worst       the multi-index of max_abs (ties: the first in memory order)
+ * A non-finite x (counted in `nonfinite`) makes max_abs, rel_fro, max_ulp and
+ * max_rel +inf.
+ */
+#ifndef PARITY_METRICS_H
+#define PARITY_METRICS_H
+
+#include <stdint.h>
+
+#include "gdn_dtype.h"
+#include "gdn_error.h"
+
+#define PARITY_ULP_BINS 20 /* edges 0, 0.5, 1, 2, ..., 2^17; the last bin is open */
+
+typedef struct parity_metrics {
+  double max_abs, rel_fro, max_ulp, median_ulp, max_rel, rel_floor;
+  double ref_max_abs, ref_fro;
+  int64_t n, zero_ref, nonfinite;
+  int64_t worst[4];
+  double worst_x, worst_ref;
+  int64_t ulp_hist[PARITY_ULP_BINS];
+} parity_metrics;
+
+/* Lower edge of ULP-histogram bin i (0, 0.5, 1, 2, 4, ...). */
+double parity_ulp_bin_edge(int i);
+
+/* x and r have n = dims[0]*dims[1]*dims[2]*dims[3] elements, row-major. */
+int parity_metrics_compute(const double *x, const double *r, const int64_t dims[4],
+                           gdn_dtype ulp_dtype, parity_metrics *m, gdn_error *e);
+
+/* Max |x - r| over (b, h, d) for each block of `block` positions of an
+ * o-shaped (B, T, H, D) pair; out has ceil(T / block) entries.  r may be NULL
+ * (then max |x| is returned: the reference's own scale). */
+void parity_profile_o(const double *x, const double *r, const int64_t dims[4], int64_t block,
+                      double *out);
+
+/* The largest |x - r| / (atol + rtol |r|) over all elements: <= 1 means
+ * numpy.testing.assert_allclose / torch.testing.assert_close with these
+ * tolerances would pass.  +inf for a non-finite x. */
+double parity_allclose_ratio(const double *x, const double *r, size_t n, double rtol, double atol);
+
+#endif

@@ -1,0 +1,370 @@
+#include "parity_policy.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gdn_alloc.h"
+
+static const char *const metric_names[] = {"rel_fro", "max_abs", "max_rel", "max_ulp",
+                                           "median_ulp", NULL};
+
+const char *parity_metric_name(parity_metric_id m) {
+  return (unsigned)m < 5 ? metric_names[m] : "?";
+}
+
+double parity_metric_value(const parity_metrics *m, parity_metric_id id) {
+  switch (id) {
+  case PARITY_M_REL_FRO: return m->rel_fro;
+  case PARITY_M_MAX_ABS: return m->max_abs;
+  case PARITY_M_MAX_REL: return m->max_rel;
+  case PARITY_M_MAX_ULP: return m->max_ulp;
+  case PARITY_M_MEDIAN_ULP: return m->median_ulp;
+  }
+  return NAN;
+}
+
+void parity_policy_init(parity_policy *p) { memset(p, 0, sizeof *p); }
+
+void parity_policy_clear(parity_policy *p) {
+  gdn_free(p->rules);
+  parity_policy_init(p);
+}
+
+int parity_policy_load_builtin(parity_policy *p, gdn_error *e) {
+  return parity_policy_parse(p, parity_policy_builtin_text(), "built in", e);
+}
+
+int parity_policy_load_file(parity_policy *p, const char *path, gdn_error *e) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return gdn_error_set(e, GDN_ERR_INPUT, "--policy %s: cannot open: %m", path);
+  char *buf = NULL;
+  size_t n = 0, cap = 0;
+  for (;;) {
+    if (n + 4096 + 1 > cap) {
+      size_t nc = cap ? cap * 2 : 8192;
+      if (nc > (64u << 20)) {
+        free(buf);
+        fclose(f);
+        return gdn_error_set(e, GDN_ERR_INPUT, "--policy %s: larger than 64 MiB", path);
+      }
+      char *nb = realloc(buf, nc);
+      if (!nb) {
+        free(buf);
+        fclose(f);
+        return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory reading --policy %s", path);
+      }
+      buf = nb;
+      cap = nc;
+    }
+    size_t r = fread(buf + n, 1, 4096, f);
+    n += r;
+    if (r < 4096) break;
+  }
+  int rd_err = ferror(f);
+  fclose(f);
+  if (rd_err) {
+    free(buf);
+    return gdn_error_set(e, GDN_ERR_INPUT, "--policy %s: read error", path);
+  }
+  buf[n] = '\0';
+  if (strlen(buf) != n) {
+    free(buf);
+    return gdn_error_set(e, GDN_ERR_INPUT, "--policy %s: contains a NUL byte; not JSON text", path);
+  }
+  int rc = parity_policy_parse(p, buf, path, e);
+  free(buf);
+  return rc;
+}
+
+static int name_mask(json_t *v, const char *const *names, unsigned *mask, const char *src,
+                     size_t ri, const char *key, gdn_error *e) {
+  *mask = 0;
+  json_t *one;
+  size_t i;
+  if (json_is_string(v)) {
+    json_t *arr = json_array();
+    json_array_append(arr, v);
+    int rc = name_mask(arr, names, mask, src, ri, key, e);
+    json_decref(arr);
+    return rc;
+  }
+  if (!json_is_array(v) || json_array_size(v) == 0)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "policy %s: rule %zu: \"%s\" must be a name or a non-empty list of names",
+                         src, ri, key);
+  json_array_foreach(v, i, one) {
+    const char *s = json_string_value(one);
+    int k = -1;
+    for (int j = 0; s && names[j]; j++)
+      if (!strcmp(names[j], s)) k = j;
+    if (k < 0) {
+      char all[200] = "";
+      for (int j = 0; names[j]; j++) {
+        strncat(all, j ? ", " : "", sizeof all - strlen(all) - 1);
+        strncat(all, names[j], sizeof all - strlen(all) - 1);
+      }
+      return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu: \"%s\": unknown name %s%s%s; expected %s",
+                           src, ri, key, s ? "'" : "", s ? s : "(not a string)", s ? "'" : "", all);
+    }
+    *mask |= 1u << k;
+  }
+  return GDN_OK;
+}
+
+static int get_number(json_t *r, const char *key, double *out, const char *src, size_t ri,
+                      gdn_error *e) {
+  json_t *v = json_object_get(r, key);
+  if (!v) return 0;
+  if (!json_is_number(v)) {
+    gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu: \"%s\" must be a number", src, ri, key);
+    return -1;
+  }
+  double x = json_number_value(v);
+  if (!(x > 0) || !isfinite(x)) {
+    gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu: \"%s\" = %g must be positive and finite",
+                  src, ri, key, x);
+    return -1;
+  }
+  *out = x;
+  return 1;
+}
+
+static int parse_rule(json_t *r, size_t ri, const char *src, parity_rule *out, gdn_error *e) {
+  static const char *const allowed[] = {"id", "kind", "subject", "dtype", "matmul", "oracle",
+                                        "tensors", "metric", "limit", "limit_u", "factor",
+                                        "floor", "floor_u", "reason", NULL};
+  static const char *const kinds[] = {"absolute", "relative", "vs-scan", NULL};
+  static const char *const subjects[] = {"scan", "affine-prefix", "external", NULL};
+  static const char *const dtypes[] = {"float32", "bfloat16", "float64", NULL};
+  static const char *const matmuls[] = {"ieee", "default", "high", "highest", NULL};
+  static const char *const tensors[] = {"o", "ht", NULL};
+  memset(out, 0, sizeof *out);
+  if (!json_is_object(r))
+    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu is not an object", src, ri);
+  const char *key;
+  json_t *val;
+  json_object_foreach(r, key, val) {
+    int ok = 0;
+    for (int j = 0; allowed[j]; j++) ok |= !strcmp(key, allowed[j]);
+    if (!ok)
+      return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu: unknown key \"%s\"", src, ri, key);
+  }
+  const char *id = json_string_value(json_object_get(r, "id"));
+  if (!id || !*id || strlen(id) >= sizeof out->id)
+    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu: \"id\" must be a string of 1..%zu characters",
+                         src, ri, sizeof out->id - 1);
+  snprintf(out->id, sizeof out->id, "%s", id);
+  const char *reason = json_string_value(json_object_get(r, "reason"));
+  if (!reason || !*reason)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "policy %s: rule %zu (%s): \"reason\" is required: say where the limit comes from",
+                         src, ri, id);
+  if (strlen(reason) >= sizeof out->reason)
+    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"reason\" is longer than %zu characters",
+                         src, ri, id, sizeof out->reason - 1);
+  snprintf(out->reason, sizeof out->reason, "%s", reason);
+  unsigned m;
+  json_t *v;
+  int rc;
+  if (!(v = json_object_get(r, "kind")))
+    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"kind\" is required", src, ri, id);
+  if ((rc = name_mask(v, kinds, &m, src, ri, "kind", e))) return rc;
+  if (!json_is_string(v))
+    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"kind\" must be one name", src, ri, id);
+  out->kind = (parity_rule_kind)__builtin_ctz(m);
+  if ((v = json_object_get(r, "subject")) && (rc = name_mask(v, subjects, &out->subjects, src, ri, "subject", e)))
+    return rc;
+  if ((v = json_object_get(r, "dtype")) && (rc = name_mask(v, dtypes, &out->dtypes, src, ri, "dtype", e)))
+    return rc;
+  if ((v = json_object_get(r, "matmul")) && (rc = name_mask(v, matmuls, &out->matmuls, src, ri, "matmul", e)))
+    return rc;
+  out->tensors = PARITY_TENSOR_O | PARITY_TENSOR_HT;
+  if ((v = json_object_get(r, "tensors")) && (rc = name_mask(v, tensors, &out->tensors, src, ri, "tensors", e)))
+    return rc;
+  out->oracle = -1;
+  if ((v = json_object_get(r, "oracle"))) {
+    if (!json_is_boolean(v))
+      return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"oracle\" must be true or false", src, ri, id);
+    out->oracle = json_is_true(v);
+  }
+  if (!(v = json_object_get(r, "metric")) || !json_is_string(v))
+    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"metric\" must be one of rel_fro, max_abs, max_rel, max_ulp, median_ulp",
+                         src, ri, id);
+  if ((rc = name_mask(v, metric_names, &m, src, ri, "metric", e))) return rc;
+  out->metric = (parity_metric_id)__builtin_ctz(m);
+  int hl, hlu, hf, hfl, hflu;
+  if ((hl = get_number(r, "limit", &out->limit, src, ri, e)) < 0 ||
+      (hlu = get_number(r, "limit_u", &out->limit_u, src, ri, e)) < 0 ||
+      (hf = get_number(r, "factor", &out->factor, src, ri, e)) < 0 ||
+      (hfl = get_number(r, "floor", &out->floor, src, ri, e)) < 0 ||
+      (hflu = get_number(r, "floor_u", &out->floor_u, src, ri, e)) < 0)
+    return GDN_ERR_INPUT;
+  if (out->kind == PARITY_RULE_RELATIVE) {
+    if (!hf || hl || hlu)
+      return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): a relative rule takes \"factor\" (and \"floor\" or \"floor_u\"), not a limit",
+                           src, ri, id);
+    if (hfl && hflu)
+      return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): give \"floor\" or \"floor_u\", not both", src, ri, id);
+    if (out->subjects & PARITY_SUBJ_SCAN)
+      return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): a relative rule judges against the scan; its subject cannot be the scan",
+                           src, ri, id);
+    if (!out->subjects) out->subjects = PARITY_SUBJ_AFFINE | PARITY_SUBJ_EXTERNAL;
+    out->oracle = 1;
+  } else {
+    if (!(hl ^ hlu) || hf || hfl || hflu)
+      return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): an %s rule takes exactly one of \"limit\" or \"limit_u\"",
+                           src, ri, id, kinds[out->kind]);
+    if (out->kind == PARITY_RULE_VS_SCAN) {
+      if (out->subjects & PARITY_SUBJ_SCAN)
+        return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): a vs-scan rule cannot judge the scan against itself",
+                             src, ri, id);
+      if (!out->subjects) out->subjects = PARITY_SUBJ_AFFINE | PARITY_SUBJ_EXTERNAL;
+    } else {
+      if (!out->subjects) out->subjects = PARITY_SUBJ_SCAN | PARITY_SUBJ_AFFINE | PARITY_SUBJ_EXTERNAL;
+      out->oracle = 1;
+    }
+  }
+  return GDN_OK;
+}
+
+int parity_policy_parse(parity_policy *p, const char *text, const char *source, gdn_error *e) {
+  parity_policy_clear(p);
+  json_error_t je;
+  json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+  if (!root)
+    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: line %d, column %d: %s", source, je.line,
+                         je.column, je.text);
+  int rc = GDN_OK;
+  json_t *rules = json_object_get(root, "rules");
+  const char *name = json_string_value(json_object_get(root, "name"));
+  const char *key;
+  json_t *val;
+  json_object_foreach(root, key, val) {
+    if (strcmp(key, "name") && strcmp(key, "description") && strcmp(key, "rules") &&
+        strcmp(key, "version")) {
+      rc = gdn_error_set(e, GDN_ERR_INPUT, "policy %s: unknown top-level key \"%s\"", source, key);
+      goto done;
+    }
+  }
+  if (!json_is_object(root) || !name || !json_is_array(rules) || json_array_size(rules) == 0) {
+    rc = gdn_error_set(e, GDN_ERR_INPUT,
+                       "policy %s: expected an object with \"name\" (string) and \"rules\" (non-empty list)",
+                       source);
+    goto done;
+  }
+  json_t *ver = json_object_get(root, "version");
+  if (ver && !(json_is_integer(ver) && json_integer_value(ver) == 1)) {
+    rc = gdn_error_set(e, GDN_ERR_INPUT, "policy %s: unsupported \"version\" (this tool reads version 1)", source);
+    goto done;
+  }
+  size_t n = json_array_size(rules);
+  p->rules = gdn_calloc(n, sizeof *p->rules, "policy rules", e);
+  if (!p->rules) {
+    rc = e ? e->code : GDN_ERR_NOMEM;
+    goto done;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if ((rc = parse_rule(json_array_get(rules, i), i, source, &p->rules[i], e))) goto done;
+    for (size_t j = 0; j < i; j++)
+      if (!strcmp(p->rules[j].id, p->rules[i].id)) {
+        rc = gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule id \"%s\" is used twice", source,
+                           p->rules[i].id);
+        goto done;
+      }
+  }
+  p->n_rules = n;
+  snprintf(p->name, sizeof p->name, "%s", name);
+  snprintf(p->source, sizeof p->source, "%s", source);
+  unsigned char md[32];
+  unsigned int mdlen = 0;
+  if (!EVP_Digest(text, strlen(text), md, &mdlen, EVP_sha256(), NULL) || mdlen != 32) {
+    rc = gdn_error_set(e, GDN_ERR_INTERNAL, "SHA-256 of the policy failed");
+    goto done;
+  }
+  for (int i = 0; i < 32; i++) snprintf(p->sha256 + 2 * i, 3, "%02x", md[i]);
+done:
+  json_decref(root);
+  if (rc) parity_policy_clear(p);
+  return rc;
+}
+
+static double unit_u(gdn_dtype t) { return gdn_dtype_unit_roundoff(t); }
+
+static void fmt_g(char *buf, size_t n, double x) { snprintf(buf, n, "%.3g", x); }
+
+int parity_policy_evaluate(const parity_policy *p, const parity_case_view *c, parity_check *out,
+                           size_t cap, size_t *n, size_t *deciding, gdn_error *e) {
+  *n = 0;
+  *deciding = 0;
+  double u = unit_u(c->dtype);
+  static const char *const tn[2] = {"o", "ht"};
+  for (size_t ri = 0; ri < p->n_rules; ri++) {
+    const parity_rule *r = &p->rules[ri];
+    if (r->dtypes && !(r->dtypes & (1u << c->dtype))) continue;
+    if (r->matmuls && !(r->matmuls & (1u << c->matmul))) continue;
+    if (r->oracle >= 0 && r->oracle != (c->has_oracle != 0)) continue;
+    for (int ti = 0; ti < 2; ti++) {
+      if (!(r->tensors & (1u << ti))) continue;
+      for (size_t si = 0; si < c->n_subjects; si++) {
+        const parity_subject *s = &c->subjects[si];
+        const parity_metrics *m = r->kind == PARITY_RULE_VS_SCAN ? s->vs_scan[ti] : s->vs_oracle[ti];
+        if (!(r->subjects & s->kind) || !m) continue;
+        if (r->kind == PARITY_RULE_RELATIVE && !c->scan_vs_oracle[ti]) continue;
+        if (*n == cap) return gdn_error_set(e, GDN_ERR_INTERNAL, "more than %zu checks for one case", cap);
+        parity_check *k = &out[(*n)++];
+        memset(k, 0, sizeof *k);
+        k->rule = r;
+        k->subject = s->name;
+        k->tensor = 1 << ti;
+        k->value = parity_metric_value(m, r->metric);
+        char lb[48];
+        if (r->kind != PARITY_RULE_RELATIVE) {
+          k->limit = r->limit ? r->limit : r->limit_u * u;
+          k->factor_reached = k->value / k->limit;
+          fmt_g(lb, sizeof lb, k->limit);
+          snprintf(k->name, sizeof k->name, "%s%s %s %s <= %s", s->name,
+                   r->kind == PARITY_RULE_VS_SCAN ? " vs scan" : "", tn[ti],
+                   parity_metric_name(r->metric), lb);
+        } else {
+          double base = parity_metric_value(c->scan_vs_oracle[ti], r->metric);
+          double fl = r->floor ? r->floor : r->floor_u * u;
+          double allow = base > fl ? base : fl;
+          k->limit = r->factor * allow;
+          k->factor_reached = allow > 0 ? k->value / allow : INFINITY;
+          char fb[32];
+          if (r->floor_u) snprintf(fb, sizeof fb, "%gu", r->floor_u);
+          else fmt_g(fb, sizeof fb, fl);
+          snprintf(k->name, sizeof k->name, "%s %s %s <= %g x max(scan, %s)", s->name, tn[ti],
+                   parity_metric_name(r->metric), r->factor, fb);
+        }
+        k->pass = k->value <= k->limit; /* NaN fails */
+      }
+    }
+  }
+  if (*n == 0)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "policy '%s' has no rule for this case (dtype %s, matmul %s, %s oracle)",
+                         p->name, gdn_dtype_name(c->dtype), kern_matmul_name(c->matmul),
+                         c->has_oracle ? "with" : "without");
+  size_t best = 0;
+  int found_fail = 0;
+  for (size_t i = 0; i < *n; i++) {
+    if (!out[i].pass) {
+      best = i;
+      found_fail = 1;
+      break;
+    }
+  }
+  if (!found_fail) {
+    double worst = -1;
+    for (size_t i = 0; i < *n; i++) {
+      double q = out[i].limit > 0 ? out[i].value / out[i].limit : 0;
+      if (q > worst) worst = q, best = i;
+    }
+  }
+  *deciding = best;
+  return GDN_OK;
+}

@@ -1,0 +1,195 @@
+/* The gdn-parity command as users and scripts see it: exit statuses,
+ * messages that name the problem, outputs, determinism.  argv[1] is the path
+ * of the gdn-parity binary. */
+#include <check.h>
+#include <jansson.h>
+#include <sys/stat.h>
+
+#include "cli_run.h"
+#include "parity_cli.h"
+
+static const char *exe;
+
+#define RUN(res, ...)                                       \
+  do {                                                      \
+    char *const av_[] = {(char *)exe, __VA_ARGS__, NULL};   \
+    cli_run(res, av_);                                      \
+  } while (0)
+
+/* Bad usage: exit 2 and a message on stderr containing the needle. */
+START_TEST(bad_usage_exits_2_with_a_message) {
+  static const struct { const char *args[8]; const char *needle; } t[] = {
+      {{"--shape", "1,2,3"}, "3 fields"},
+      {{"--shape", "1,0,4,8"}, "T (sequence length)) must be at least 1"},
+      {{"--shape", "x,2,3,4"}, "field 1"},
+      {{"--shape", "1,64,4,8", "--key-heads", "3"}, "do not divide"},
+      {{"--shape", "1,64,1,8", "--chunk", "32", "--devices", "4"}, "more than the 2 chunks"},
+      {{"--shape", "1,64,1,8", "--chunk", "0"}, "--chunk"},
+      {{"--shape", "1,64,1,8", "--prefix", "tree"}, "unknown name 'tree'"},
+      {{"--shape", "1,64,1,8", "--dtype", "half"}, "'half'"},
+      {{"--shape", "1,64,1,8", "--matmul-precision", "max"}, "'max'"},
+      {{"--shape", "1,64,1,8", "--oracle", "magic"}, "'magic'"},
+      {{"--shape", "1,64,1,8", "--oracle-bits", "10"}, "--oracle-bits"},
+      {{"--shape", "1,64,1,8", "--threads", "0"}, "--threads"},
+      {{"--shape", "1,64,1,8", "--devices", "1,1"}, "listed twice"},
+      {{"--frobnicate"}, "unknown option '--frobnicate'"},
+      {{"--shape"}, "needs a value"},
+      {{"--quiet", "--verbose", "--shape", "1,64,1,8"}, "contradict"},
+      {{"--shape", "1,64,1,8", "--ftz=1"}, "takes no value"},
+      {{"bogus"}, "unknown command 'bogus'"},
+      {{"sweep"}, "--grid"},
+      {{"--shape", "1,64,1,8", "--json", "/nonexistent-dir/x.json"}, "does not exist"},
+      {{"--shape", "1,64,1,8", "--policy", "/nonexistent-policy.json"}, "cannot open"},
+      {{"--shape", "1,100000,8,64", "--max-bytes", "1M"}, "more than the limit"},
+      {{"--shape", "1,64,1,8", "extra"}, "unexpected argument 'extra'"},
+      {{"--seed", "1"}, "nothing to do"},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    char *av[12] = {(char *)exe};
+    int k = 1;
+    for (int j = 0; j < 8 && t[i].args[j]; j++) av[k++] = (char *)t[i].args[j];
+    av[k] = NULL;
+    cli_result r;
+    cli_run(&r, av);
+    ck_assert_msg(r.status == 2, "case %zu (%s): status %d, stderr: %s", i, t[i].args[0], r.status, r.err);
+    ck_assert_msg(strstr(r.err, t[i].needle), "case %zu: stderr '%s' lacks '%s'", i, r.err, t[i].needle);
+    ck_assert_msg(strstr(r.err, "gdn-parity: error: "), "case %zu: %s", i, r.err);
+  }
+}
+END_TEST
+
+/* --help lists exactly the options the parser knows. */
+START_TEST(help_lists_every_option) {
+  cli_result r;
+  RUN(&r, "--help");
+  ck_assert_int_eq(r.status, 0);
+  const gdn_cli_opt *o = parity_cli_options();
+  int n = 0;
+  for (; o[n].name; n++) {
+    char needle[80];
+    snprintf(needle, sizeof needle, "  --%s", o[n].name);
+    ck_assert_msg(strstr(r.out, needle), "--help lacks %s", needle);
+  }
+  /* and nothing else: count "  --" option lines */
+  int lines = 0;
+  for (const char *p = r.out; (p = strstr(p, "\n  --")); p++) lines++;
+  ck_assert_int_eq(lines, n);
+  RUN(&r, "--version");
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(r.out, "gdn-parity "));
+  RUN(&r, "--print-policy");
+  ck_assert_int_eq(r.status, 0);
+  json_error_t je;
+  json_t *p = json_loads(r.out, 0, &je);
+  ck_assert_msg(p != NULL, "--print-policy is not JSON: %s", je.text);
+  ck_assert(json_array_size(json_object_get(p, "rules")) >= 1);
+  json_decref(p);
+}
+END_TEST
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  if (fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
+  b[n] = '\0';
+  fclose(f);
+  return b;
+}
+
+/* A real run: exit 0, the contract's JSON fields, and byte-identical JSON for
+ * --threads 1 and 2 with --reproducible. */
+START_TEST(run_writes_contract_json_deterministically) {
+  char dir[] = "/tmp/gdn-cli-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char j1[256], j2[256];
+  snprintf(j1, sizeof j1, "%s/a.json", dir);
+  snprintf(j2, sizeof j2, "%s/b.json", dir);
+  cli_result r;
+  RUN(&r, "--shape", "1,200,2,16", "--key-heads", "1", "--chunk", "16", "--devices", "1,3,4",
+      "--h0", "--json", j1, "--reproducible", "--threads", "1");
+  ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "PASS: 3 cases"));
+  RUN(&r, "--shape", "1,200,2,16", "--key-heads", "1", "--chunk", "16", "--devices", "1,3,4",
+      "--h0", "--json", j2, "--reproducible", "--threads", "2");
+  ck_assert_int_eq(r.status, 0);
+  char *a = read_file(j1), *b = read_file(j2);
+  ck_assert_ptr_nonnull(a);
+  ck_assert_ptr_nonnull(b);
+  ck_assert_msg(strcmp(a, b) == 0, "JSON differs between --threads 1 and 2");
+  json_error_t je;
+  json_t *d = json_loads(a, 0, &je);
+  ck_assert_ptr_nonnull(d);
+  ck_assert_str_eq(json_string_value(json_object_get(d, "tool")), "gdn-parity");
+  ck_assert(json_is_true(json_object_get(d, "pass")));
+  ck_assert_ptr_null(json_object_get(d, "created"));
+  ck_assert_ptr_null(json_object_get(d, "timing"));
+  json_t *or = json_object_get(d, "oracle");
+  ck_assert_int_eq(json_integer_value(json_object_get(or, "precision_bits")), 128);
+  ck_assert(json_integer_value(json_object_get(or, "certified_bits")) >= 100);
+  json_t *cases = json_object_get(d, "cases");
+  ck_assert_uint_eq(json_array_size(cases), 3);
+  json_t *c = json_array_get(cases, 1);
+  ck_assert_str_eq(json_string_value(json_object_get(c, "id")),
+                   "B1-T200-Hk1-Hv2-D16-C16-D3-sequential-float32-ieee");
+  ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(c, "shape"), "Hk")), 1);
+  ck_assert_int_eq(json_integer_value(json_object_get(c, "devices")), 3);
+  const char *impl[2] = {"scan", "affine-prefix"};
+  for (int i = 0; i < 2; i++) {
+    json_t *m = json_object_get(json_object_get(json_object_get(c, "impls"), impl[i]), "o");
+    ck_assert_msg(json_is_number(json_object_get(m, "max_abs")) &&
+                      json_is_number(json_object_get(m, "rel_fro")) &&
+                      json_is_number(json_object_get(m, "max_ulp")),
+                  "impls.%s.o lacks a metric", impl[i]);
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(json_object_get(c, "impls"), impl[i]), "ht"));
+  }
+  ck_assert_ptr_nonnull(json_object_get(json_object_get(c, "affine_vs_scan"), "ht"));
+  ck_assert(json_array_size(json_object_get(json_object_get(c, "tolerance"), "checks")) >= 1);
+  ck_assert(json_is_true(json_object_get(c, "pass")));
+  /* Seams: one per device boundary, at the chunk the shard rule gives
+   * (13 chunks over 3 devices: 5, 4, 4). */
+  json_t *seams = json_object_get(c, "seams");
+  ck_assert_uint_eq(json_array_size(seams), 2);
+  ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(seams, 0), "chunk")), 5);
+  ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(seams, 1), "t")), 9 * 16);
+  json_decref(d);
+  free(a);
+  free(b);
+  unlink(j1);
+  unlink(j2);
+  rmdir(dir);
+}
+END_TEST
+
+/* --oracle none judges affine-prefix against scan only and says so. */
+START_TEST(oracle_none) {
+  cli_result r;
+  RUN(&r, "--shape", "1,128,1,8", "--chunk", "16", "--devices", "2,8", "--oracle", "none");
+  ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "no oracle"));
+}
+END_TEST
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: test_cli PATH-TO-gdn-parity\n");
+    return 2;
+  }
+  exe = argv[1];
+  Suite *su = suite_create("cli");
+  TCase *tc = tcase_create("cli");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, bad_usage_exits_2_with_a_message);
+  tcase_add_test(tc, help_lists_every_option);
+  tcase_add_test(tc, run_writes_contract_json_deterministically);
+  tcase_add_test(tc, oracle_none);
+  suite_add_tcase(su, tc);
+  SRunner *sr = srunner_create(su);
+  srunner_run_all(sr, CK_NORMAL);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return nf ? 1 : 0;
+}

@@ -1,0 +1,170 @@
+#include <check.h>
+#include <math.h>
+#include <string.h>
+
+#include "parity_policy.h"
+
+static parity_metrics mk(double rel) {
+  parity_metrics m;
+  memset(&m, 0, sizeof m);
+  m.rel_fro = rel;
+  m.max_abs = rel;
+  return m;
+}
+
+START_TEST(builtin_parses_and_every_rule_has_a_reason) {
+  parity_policy p;
+  parity_policy_init(&p);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_policy_load_builtin(&p, &e), GDN_OK);
+  ck_assert(p.n_rules >= 2);
+  for (size_t i = 0; i < p.n_rules; i++) {
+    ck_assert(strlen(p.rules[i].reason) > 20);
+    ck_assert(strstr(p.rules[i].reason, "PLACEHOLDER") == NULL);
+  }
+  ck_assert_int_eq(strlen(p.sha256), 64);
+  parity_policy_clear(&p);
+}
+END_TEST
+
+/* Each bad policy is refused with a message naming the problem. */
+START_TEST(bad_policies) {
+  static const struct { const char *text, *needle; } t[] = {
+      {"{", "line 1"},
+      {"[]", "expected an object"},
+      {"{\"name\":\"x\",\"rules\":[]}", "non-empty"},
+      {"{\"name\":\"x\",\"rules\":[{}],\"extra\":1}", "unknown top-level key \"extra\""},
+      {"{\"name\":\"x\",\"rules\":[{\"id\":\"a\",\"kind\":\"absolute\",\"metric\":\"rel_fro\",\"limit\":1}]}",
+       "\"reason\" is required"},
+      {"{\"name\":\"x\",\"rules\":[{\"id\":\"a\",\"kind\":\"absolute\",\"metric\":\"rel_fro\",\"limit\":-1,\"reason\":\"r\"}]}",
+       "must be positive"},
+      {"{\"name\":\"x\",\"rules\":[{\"id\":\"a\",\"kind\":\"absolute\",\"metric\":\"rel_fro\",\"reason\":\"r\"}]}",
+       "exactly one of \"limit\" or \"limit_u\""},
+      {"{\"name\":\"x\",\"rules\":[{\"id\":\"a\",\"kind\":\"absolute\",\"metric\":\"rms\",\"limit\":1,\"reason\":\"r\"}]}",
+       "unknown name 'rms'"},
+      {"{\"name\":\"x\",\"rules\":[{\"id\":\"a\",\"kind\":\"absolute\",\"metric\":\"rel_fro\",\"limit\":1,\"reason\":\"r\",\"dtype\":\"float16\"}]}",
+       "'float16'"},
+      {"{\"name\":\"x\",\"rules\":[{\"id\":\"a\",\"kind\":\"relative\",\"metric\":\"rel_fro\",\"limit\":1,\"reason\":\"r\"}]}",
+       "relative rule takes \"factor\""},
+      {"{\"name\":\"x\",\"rules\":[{\"id\":\"a\",\"kind\":\"relative\",\"subject\":\"scan\",\"metric\":\"rel_fro\",\"factor\":2,\"reason\":\"r\"}]}",
+       "cannot be the scan"},
+      {"{\"name\":\"x\",\"rules\":[{\"id\":\"a\",\"kind\":\"absolute\",\"metric\":\"rel_fro\",\"limit\":1,\"reason\":\"r\",\"colour\":1}]}",
+       "unknown key \"colour\""},
+      {"{\"name\":\"x\",\"rules\":[{\"id\":\"a\",\"kind\":\"absolute\",\"metric\":\"rel_fro\",\"limit\":1,\"reason\":\"r\"},"
+       "{\"id\":\"a\",\"kind\":\"absolute\",\"metric\":\"rel_fro\",\"limit\":1,\"reason\":\"r\"}]}",
+       "used twice"},
+      {"{\"name\":\"x\",\"version\":2,\"rules\":[{\"id\":\"a\",\"kind\":\"absolute\",\"metric\":\"rel_fro\",\"limit\":1,\"reason\":\"r\"}]}",
+       "version"},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    parity_policy p;
+    parity_policy_init(&p);
+    gdn_error e;
+    gdn_error_init(&e);
+    ck_assert_int_eq(parity_policy_parse(&p, t[i].text, "test.json", &e), GDN_ERR_INPUT);
+    ck_assert_msg(strstr(e.msg, t[i].needle) && strstr(e.msg, "test.json"), "case %zu: '%s' lacks '%s'",
+                  i, e.msg, t[i].needle);
+    ck_assert_uint_eq(p.n_rules, 0);
+  }
+}
+END_TEST
+
+static const char *two_rules =
+    "{\"name\":\"t\",\"rules\":["
+    "{\"id\":\"abs\",\"kind\":\"absolute\",\"subject\":\"scan\",\"metric\":\"rel_fro\",\"limit_u\":100,\"reason\":\"scan band\"},"
+    "{\"id\":\"rel\",\"kind\":\"relative\",\"metric\":\"rel_fro\",\"factor\":2,\"floor_u\":4,\"tensors\":\"o\",\"reason\":\"core\"},"
+    "{\"id\":\"none\",\"kind\":\"vs-scan\",\"oracle\":false,\"metric\":\"max_abs\",\"limit\":1e-3,\"reason\":\"no oracle\"}]}";
+
+/* The core rule: value <= factor * max(scan, floor); factor reached shown;
+ * the deciding check is the first failing one, else the tightest. */
+START_TEST(evaluate_relative_rule) {
+  parity_policy p;
+  parity_policy_init(&p);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_policy_parse(&p, two_rules, "t", &e), GDN_OK);
+  parity_metrics so = mk(1e-6), sh = mk(1e-6), ao = mk(1.5e-6), ah = mk(1e-6);
+  parity_subject subj[2] = {{"scan", PARITY_SUBJ_SCAN, {&so, &sh}, {NULL, NULL}},
+                            {"affine-prefix", PARITY_SUBJ_AFFINE, {&ao, &ah}, {NULL, NULL}}};
+  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 1, {&so, &sh}, 2, subj};
+  parity_check c[16];
+  size_t n, dec;
+  ck_assert_int_eq(parity_policy_evaluate(&p, &v, c, 16, &n, &dec, &e), GDN_OK);
+  /* abs: scan o, scan ht; rel: affine o only (tensors "o"); vs-scan: not with an oracle. */
+  ck_assert_uint_eq(n, 3);
+  ck_assert(c[2].pass && fabs(c[2].factor_reached - 1.5) < 1e-12 && fabs(c[2].limit - 2e-6) < 1e-18);
+  ck_assert(fabs(c[0].limit - 100 * ldexp(1, -24)) < 1e-18);
+  ck_assert_uint_eq(dec, 2); /* 1.5e-6 / 2e-6 = 0.75 is the tightest */
+  /* Floor: a nearly exact scan does not make round-off fail. */
+  so.rel_fro = 0;
+  ck_assert_int_eq(parity_policy_evaluate(&p, &v, c, 16, &n, &dec, &e), GDN_OK);
+  ck_assert(fabs(c[2].limit - 2 * 4 * ldexp(1, -24)) < 1e-20);
+  ck_assert(!c[2].pass);
+  ck_assert_uint_eq(dec, 2);
+  ck_assert_ptr_nonnull(strstr(c[2].name, "2 x max(scan, 4u)"));
+  /* NaN never passes. */
+  so.rel_fro = 1e-6;
+  ao.rel_fro = NAN;
+  ck_assert_int_eq(parity_policy_evaluate(&p, &v, c, 16, &n, &dec, &e), GDN_OK);
+  ck_assert(!c[2].pass);
+  /* Without an oracle only the vs-scan rule applies. */
+  parity_metrics vo = mk(2e-3), vh = mk(1e-4);
+  parity_subject s2[1] = {{"affine-prefix", PARITY_SUBJ_AFFINE, {NULL, NULL}, {&vo, &vh}}};
+  parity_case_view v2 = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 0, {NULL, NULL}, 1, s2};
+  ck_assert_int_eq(parity_policy_evaluate(&p, &v2, c, 16, &n, &dec, &e), GDN_OK);
+  ck_assert_uint_eq(n, 2);
+  ck_assert(!c[0].pass && c[1].pass && dec == 0);
+  /* A policy silent about a case is an error, not a pass. */
+  parity_case_view v3 = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 0, {NULL, NULL}, 0, s2};
+  ck_assert_int_eq(parity_policy_evaluate(&p, &v3, c, 16, &n, &dec, &e), GDN_ERR_INPUT);
+  ck_assert_ptr_nonnull(strstr(e.msg, "no rule"));
+  parity_policy_clear(&p);
+}
+END_TEST
+
+START_TEST(selectors) {
+  const char *text =
+      "{\"name\":\"s\",\"rules\":["
+      "{\"id\":\"bf\",\"kind\":\"absolute\",\"dtype\":\"bfloat16\",\"matmul\":[\"default\",\"high\"],\"metric\":\"max_rel\",\"limit\":0.1,\"reason\":\"bf16\"},"
+      "{\"id\":\"f32\",\"kind\":\"absolute\",\"dtype\":[\"float32\"],\"metric\":\"max_rel\",\"limit\":0.001,\"reason\":\"f32\"}]}";
+  parity_policy p;
+  parity_policy_init(&p);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_policy_parse(&p, text, "s", &e), GDN_OK);
+  parity_metrics m = mk(0);
+  m.max_rel = 0.01;
+  parity_subject subj[1] = {{"scan", PARITY_SUBJ_SCAN, {&m, &m}, {NULL, NULL}}};
+  parity_case_view v = {GDN_DTYPE_BF16, KERN_MATMUL_HIGH, 1, {&m, &m}, 1, subj};
+  parity_check c[8];
+  size_t n, dec;
+  ck_assert_int_eq(parity_policy_evaluate(&p, &v, c, 8, &n, &dec, &e), GDN_OK);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_str_eq(c[0].rule->id, "bf");
+  ck_assert(c[0].pass);
+  v.dtype = GDN_DTYPE_F32;
+  ck_assert_int_eq(parity_policy_evaluate(&p, &v, c, 8, &n, &dec, &e), GDN_OK);
+  ck_assert_str_eq(c[0].rule->id, "f32");
+  ck_assert(!c[0].pass);
+  v.matmul = KERN_MATMUL_HIGHEST;
+  v.dtype = GDN_DTYPE_BF16;
+  ck_assert_int_eq(parity_policy_evaluate(&p, &v, c, 8, &n, &dec, &e), GDN_ERR_INPUT);
+  parity_policy_clear(&p);
+}
+END_TEST
+
+int main(void) {
+  Suite *su = suite_create("policy");
+  TCase *tc = tcase_create("policy");
+  tcase_add_test(tc, builtin_parses_and_every_rule_has_a_reason);
+  tcase_add_test(tc, bad_policies);
+  tcase_add_test(tc, evaluate_relative_rule);
+  tcase_add_test(tc, selectors);
+  suite_add_tcase(su, tc);
+  SRunner *sr = srunner_create(su);
+  srunner_run_all(sr, CK_NORMAL);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return nf ? 1 : 0;
+}
