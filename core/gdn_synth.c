@@ -56,7 +56,9 @@ int gdn_synth_generate(gdn_inputs *in, const gdn_shape *s, const gdn_synth_opts 
 #pragma omp parallel for schedule(static)
   for (size_t i = 0; i < ng; i++) {
     int64_t h = (int64_t)(i % (size_t)Hv);
-    double A = 16.0 * gdn_rng_uniform(seed, S_ALOG, (uint64_t)h); /* A_log = log(A) */
+    double uA = gdn_rng_uniform(seed, S_ALOG, (uint64_t)h);
+    double A = (o->flags & GDN_SYNTH_SLOW_GATES) ? exp(log(1e-4) + uA * (log(1e-1) - log(1e-4)))
+                                                 : 16.0 * uA; /* A_log = log(A) */
     double dt_bias = 1.0;
     double a = gdn_rng_normal(seed, S_A, i);
     double gi = -A * softplus(a + dt_bias); /* -exp(A_log) * softplus(a + dt_bias) */

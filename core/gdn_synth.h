@@ -9,6 +9,12 @@
  *   g       = -exp(A_log[h]) * softplus(a + dt_bias[h]),  a ~ N(0, 1),
  *            A_log[h] = log(U(0, 16)) and dt_bias[h] = 1 per value head, as
  *            Qwen3-Next / MaxText initialise them
+ *            With GDN_SYNTH_SLOW_GATES, A[h] is log-uniform in [1e-4, 1e-1]
+ *            instead: per-token decays of 0.9999..0.9, a memory of 10 to 10^4
+ *            tokens, the long-memory heads of a trained model.  At
+ *            initialisation most heads forget within a few tokens, so state
+ *            carried across a device boundary barely matters; slow gates make
+ *            the cross-device composition carry real weight.
  *   h0      ~ 0.1 N(0, 1) when requested
  * Each value is computed in binary64 and rounded once to float32 (or to
  * bfloat16 for the tensors in `bf16_mask`).
@@ -25,6 +31,7 @@
 enum {
   GDN_SYNTH_H0 = 1u << 0,         /* draw an initial state */
   GDN_SYNTH_QK_PRENORM = 1u << 1, /* store normalised q, k; l2norm_in_kernel = 0 */
+  GDN_SYNTH_SLOW_GATES = 1u << 2, /* long-memory decay rates (see above) */
 };
 
 typedef struct gdn_synth_opts {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fix.h"
 #include "gdn_atomic.h"
 #include "gdn_config.h"
 #include "gdn_inputs.h"
@@ -32,9 +33,12 @@ static const gdn_cli_opt options[] = {
     {"oracle-bits", "N", "MPFR working precision in bits (default 128)"},
     {"seed", "N", "synthetic input seed (default 0)"},
     {"h0", NULL, "synthetic inputs get a random initial state h0"},
+    {"gates", "KIND", "synthetic decay gates: init (as the model initialises them; default) or slow "
+                      "(long memory: per-token decay 0.9..0.9999)"},
     {"qk-norm", "WHERE", "in-kernel (the kernel L2-normalises q, k; default) or pre (inputs normalised)"},
     {"input-dtype", "TYPE", "synthetic input storage: float32 (default) or bfloat16"},
     {"grid", "GRID.json", "sweep: the grid of cases to run"},
+    {"fixture", "FILE.h5", "check: the fixture to judge (more may follow as arguments)"},
     {"policy", "FILE", "tolerance policy (JSON; default: the built-in policy)"},
     {"print-policy", NULL, "print the built-in tolerance policy and exit"},
     {"json", "FILE", "write the results document (JSON)"},
@@ -60,6 +64,8 @@ void parity_cli_print_help(FILE *f) {
           "usage:\n"
           "  gdn-parity --shape B,T,H,D [options]          synthetic case(s): the main job\n"
           "  gdn-parity sweep --grid GRID.json [options]   a grid of cases\n"
+          "  gdn-parity check --fixture FILE.h5 [FILE.h5 ...] [options]\n"
+          "                                                judge a fixture's /outputs/* and our kernels\n"
           "  gdn-parity --print-policy                     the built-in tolerance policy\n\n"
           "options:\n",
           GDN_VERSION);
@@ -184,6 +190,95 @@ done:
   return rc;
 }
 
+/* A fixture's numerics attributes as our (dtype, matmul) pair. */
+static int output_numerics(const fix_output *fo, gdn_dtype *dt, kern_matmul *mm) {
+  if (!fo->compute_dtype || !fo->matmul_precision) return 0;
+  gdn_error ig;
+  gdn_error_init(&ig);
+  if (gdn_dtype_parse(fo->compute_dtype, dt, NULL, &ig) || kern_matmul_parse(fo->matmul_precision, mm, &ig))
+    return 0;
+  return 1;
+}
+
+static json_t *output_attrs(const fix_output *fo) {
+  json_t *a = json_object();
+  if (!a) return NULL;
+  if (fo->implementation) json_object_set_new(a, "implementation", json_string(fo->implementation));
+  if (!(fo->missing & FIX_ATTR_DEVICES)) json_object_set_new(a, "devices", json_integer(fo->devices));
+  if (fo->prefix) json_object_set_new(a, "prefix", json_string(fo->prefix));
+  if (fo->matmul_precision) json_object_set_new(a, "matmul_precision", json_string(fo->matmul_precision));
+  if (fo->compute_dtype) json_object_set_new(a, "compute_dtype", json_string(fo->compute_dtype));
+  if (fo->platform) json_object_set_new(a, "platform", json_string(fo->platform));
+  json_object_set_new(a, "o_dtype", json_string(gdn_dtype_name(fo->out.dtype)));
+  return a;
+}
+
+/* One fixture: its outputs against the reference, and our kernels on its
+ * inputs with its chunk size (unless --chunk overrides it). */
+static int run_fixture(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
+                       FILE *out, gdn_error *e) {
+  fix_fixture fx;
+  fix_fixture_init(&fx);
+  fix_load_opts lo;
+  fix_load_opts_init(&lo);
+  lo.max_bytes = st->max_bytes;
+  lo.allow_stale_oracle = 1; /* a stale /oracle is recomputed, not trusted */
+  lo.extra_output_sets = 3;  /* reference + scan + one affine result */
+  parity_reference ref;
+  parity_reference_init(&ref);
+  parity_external *ext = NULL;
+  int rc = fix_load(&fx, path, &lo, e);
+  if (rc) goto done;
+  for (size_t i = 0; i < fx.n_warnings; i++)
+    if (base->verbosity >= 1) fprintf(out, "%s: warning: %s\n", path, fx.warnings[i]);
+  parity_sweep_opts o = *base;
+  if (!chunk_given) {
+    o.chunks[0] = fx.chunk_size;
+    o.n_chunks = 1;
+  }
+  if ((rc = parity_sweep_validate(&fx.inputs.shape, &o, e))) {
+    gdn_error_prefix(e, "%s: ", path);
+    goto done;
+  }
+  if (fx.oracle.present && fx.oracle.fresh && st->tier != PARITY_ORACLE_NONE) {
+    ref.tier = PARITY_ORACLE_MPFR;
+    ref.form = "token";
+    ref.precision_bits = (int)fx.oracle.precision_bits;
+    ref.certified_bits = (int)fx.oracle.certified_bits;
+    ref.from_fixture = 1;
+    ref.out = fx.oracle.out; /* borrowed: cleared from fx, not from ref */
+  } else {
+    if (fx.oracle.present && !fx.oracle.fresh && base->verbosity >= 1)
+      fprintf(out, "%s: warning: the stored /oracle is stale (inputs changed); computing a fresh one\n", path);
+    if ((rc = parity_reference_compute(&ref, &fx.inputs, st->tier, st->oracle_bits, e))) goto done;
+  }
+  if (fx.n_outputs) {
+    ext = calloc(fx.n_outputs, sizeof *ext);
+    if (!ext) {
+      rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory");
+      goto done;
+    }
+    for (size_t i = 0; i < fx.n_outputs; i++) {
+      const fix_output *fo = &fx.outputs[i];
+      ext[i].name = fo->name;
+      ext[i].out = &fo->out;
+      ext[i].has_ht = fo->has_ht;
+      ext[i].attrs = output_attrs(fo);
+      ext[i].own_numerics = output_numerics(fo, &ext[i].dtype, &ext[i].matmul);
+    }
+  }
+  const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  parity_input_info info = {base_name, "fixture", path, fx.inputs_sha256};
+  rc = parity_sweep_run(&st->doc, &fx.inputs, &info, &ref, ext, fx.n_outputs, &o, e);
+done:
+  if (ref.from_fixture) gdn_outputs_init(&ref.out); /* owned by fx */
+  parity_reference_clear(&ref);
+  for (size_t i = 0; ext && i < fx.n_outputs; i++) json_decref(ext[i].attrs);
+  free(ext);
+  fix_fixture_clear(&fx);
+  return rc;
+}
+
 int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   (void)err;
   gdn_cli_args a;
@@ -192,9 +287,9 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   if (argc > 1 && argv[1][0] != '-') {
     cmd = argv[1];
     first = 2;
-    if (strcmp(cmd, "sweep")) {
+    if (strcmp(cmd, "sweep") && strcmp(cmd, "check")) {
       gdn_error_set(e, GDN_ERR_INPUT,
-                    "unknown command '%s'; expected sweep, or options such as --shape (see --help)",
+                    "unknown command '%s'; expected sweep or check, or options such as --shape (see --help)",
                     cmd);
       return -1;
     }
@@ -212,7 +307,7 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
     fputs(parity_policy_builtin_text(), out);
     return 0;
   }
-  if (a.n_pos) {
+  if (a.n_pos && strcmp(cmd, "check")) {
     gdn_error_set(e, GDN_ERR_INPUT, "unexpected argument '%s' (see --help)", a.pos[0]);
     return -1;
   }
@@ -271,10 +366,26 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
 
   parity_synth_spec base;
   if (parity_synth_spec_from_cli(&base, GET("shape"), GET("key-heads"), GET("dv"), GET("seed"),
-                                 GET("h0") != NULL, GET("qk-norm"), GET("input-dtype"), e))
+                                 GET("h0") != NULL, GET("qk-norm"), GET("input-dtype"), GET("gates"), e))
     goto done;
 
-  if (!strcmp(cmd, "sweep")) {
+  if (!strcmp(cmd, "check")) {
+    const char *files[GDN_CLI_MAX_POS + 1];
+    int nf = 0;
+    if (GET("fixture")) files[nf++] = GET("fixture");
+    for (int i = 0; i < a.n_pos; i++) files[nf++] = a.pos[i];
+    if (!nf) {
+      gdn_error_set(e, GDN_ERR_INPUT, "check needs --fixture FILE.h5");
+      goto done;
+    }
+    if (GET("shape") || GET("grid")) {
+      gdn_error_set(e, GDN_ERR_INPUT, "check takes its inputs from the fixture; drop --%s",
+                    GET("shape") ? "shape" : "grid");
+      goto done;
+    }
+    for (int i = 0; i < nf; i++)
+      if ((rc = run_fixture(&st, files[i], &so, GET("chunk") != NULL, out, e))) goto done;
+  } else if (!strcmp(cmd, "sweep")) {
     const char *grid = GET("grid");
     if (!grid) {
       gdn_error_set(e, GDN_ERR_INPUT, "sweep needs --grid GRID.json");
@@ -311,6 +422,11 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
     if (GET("grid")) {
       gdn_error_set(e, GDN_ERR_INPUT, "--grid belongs to the sweep command: gdn-parity sweep --grid %s",
                     GET("grid"));
+      goto done;
+    }
+    if (GET("fixture")) {
+      gdn_error_set(e, GDN_ERR_INPUT, "--fixture belongs to the check command: gdn-parity check --fixture %s",
+                    GET("fixture"));
       goto done;
     }
     if ((rc = run_synthetic(&st, &base, &so, e))) goto done;

@@ -29,6 +29,14 @@ static int parse_qk_norm(const char *s, unsigned *flags, const char *where, gdn_
   return GDN_OK;
 }
 
+static int parse_gates(const char *s, unsigned *flags, const char *where, gdn_error *e) {
+  if (!strcmp(s, "init")) *flags &= ~GDN_SYNTH_SLOW_GATES;
+  else if (!strcmp(s, "slow")) *flags |= GDN_SYNTH_SLOW_GATES;
+  else
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s '%s': expected init or slow", where, s);
+  return GDN_OK;
+}
+
 static int parse_input_dtype(const char *s, unsigned *mask, const char *where, gdn_error *e) {
   if (!strcmp(s, "float32")) *mask = 0;
   else if (!strcmp(s, "bfloat16")) *mask = GDN_T_Q | GDN_T_K | GDN_T_V | GDN_T_BETA;
@@ -40,7 +48,7 @@ static int parse_input_dtype(const char *s, unsigned *mask, const char *where, g
 
 int parity_synth_spec_from_cli(parity_synth_spec *sp, const char *shape_str, const char *key_heads,
                                const char *dv, const char *seed, int h0, const char *qk_norm,
-                               const char *input_dtype, gdn_error *e) {
+                               const char *input_dtype, const char *gates, gdn_error *e) {
   memset(sp, 0, sizeof *sp);
   int rc;
   int64_t hk = 0, d = 0;
@@ -61,6 +69,7 @@ int parity_synth_spec_from_cli(parity_synth_spec *sp, const char *shape_str, con
   if (qk_norm && (rc = parse_qk_norm(qk_norm, &sp->synth.flags, "--qk-norm", e))) return rc;
   if (input_dtype && (rc = parse_input_dtype(input_dtype, &sp->synth.bf16_mask, "--input-dtype", e)))
     return rc;
+  if (gates && (rc = parse_gates(gates, &sp->synth.flags, "--gates", e))) return rc;
   return GDN_OK;
 }
 
@@ -101,7 +110,7 @@ static int int_list(json_t *v, const char *where, const char *key, int64_t min, 
 static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
                        const parity_synth_spec *base, gdn_error *e) {
   static const char *const keys[] = {"shape", "key_heads", "dv", "seed", "h0", "qk_norm",
-                                     "input_dtype", "chunk", "devices", "prefix", "dtype",
+                                     "input_dtype", "gates", "chunk", "devices", "prefix", "dtype",
                                      "matmul_precision", "ftz", NULL};
   if (!json_is_object(en)) return gdn_error_set(e, GDN_ERR_INPUT, "%s: not an object", where);
   const char *k;
@@ -150,6 +159,10 @@ static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
   if ((v = json_object_get(en, "input_dtype"))) {
     if (!(s = json_string_value(v))) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"input_dtype\" must be a string", where);
     if ((rc = parse_input_dtype(s, &ge->spec.synth.bf16_mask, where, e))) return rc;
+  }
+  if ((v = json_object_get(en, "gates"))) {
+    if (!(s = json_string_value(v))) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"gates\" must be a string", where);
+    if ((rc = parse_gates(s, &ge->spec.synth.flags, where, e))) return rc;
   }
   parity_sweep_opts *o = &ge->opts;
   if ((v = json_object_get(en, "chunk")) &&

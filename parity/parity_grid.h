@@ -4,6 +4,7 @@
  * A grid file is {"name": ..., "entries": [ENTRY, ...]}; an ENTRY takes
  *   "shape": "B,T,H,D" (required), "key_heads", "dv", "seed", "h0",
  *   "qk_norm" ("in-kernel" | "pre"), "input_dtype" ("float32" | "bfloat16"),
+ *   "gates" ("init" | "slow"),
  *   "chunk": [C...], "devices": [D...], "prefix": [NAME...], "dtype",
  *   "matmul_precision", "ftz"
  * and inherits whatever it leaves out from the command line.  Unknown keys
@@ -28,7 +29,7 @@ typedef struct parity_synth_spec {
 /* Any argument may be NULL (absent).  shape_str NULL leaves have_shape 0. */
 int parity_synth_spec_from_cli(parity_synth_spec *sp, const char *shape_str, const char *key_heads,
                                const char *dv, const char *seed, int h0, const char *qk_norm,
-                               const char *input_dtype, gdn_error *e);
+                               const char *input_dtype, const char *gates, gdn_error *e);
 
 typedef struct parity_grid_entry {
   parity_synth_spec spec;

@@ -299,20 +299,24 @@ int parity_policy_evaluate(const parity_policy *p, const parity_case_view *c, pa
                            size_t cap, size_t *n, size_t *deciding, gdn_error *e) {
   *n = 0;
   *deciding = 0;
-  double u = unit_u(c->dtype);
   static const char *const tn[2] = {"o", "ht"};
   for (size_t ri = 0; ri < p->n_rules; ri++) {
     const parity_rule *r = &p->rules[ri];
-    if (r->dtypes && !(r->dtypes & (1u << c->dtype))) continue;
-    if (r->matmuls && !(r->matmuls & (1u << c->matmul))) continue;
     if (r->oracle >= 0 && r->oracle != (c->has_oracle != 0)) continue;
     for (int ti = 0; ti < 2; ti++) {
       if (!(r->tensors & (1u << ti))) continue;
       for (size_t si = 0; si < c->n_subjects; si++) {
         const parity_subject *s = &c->subjects[si];
+        gdn_dtype dt = s->own_numerics ? s->dtype : c->dtype;
+        kern_matmul mm = s->own_numerics ? s->matmul : c->matmul;
+        int same = dt == c->dtype && mm == c->matmul;
+        if (r->dtypes && !(r->dtypes & (1u << dt))) continue;
+        if (r->matmuls && !(r->matmuls & (1u << mm))) continue;
+        if (r->kind != PARITY_RULE_ABSOLUTE && !same) continue;
         const parity_metrics *m = r->kind == PARITY_RULE_VS_SCAN ? s->vs_scan[ti] : s->vs_oracle[ti];
         if (!(r->subjects & s->kind) || !m) continue;
         if (r->kind == PARITY_RULE_RELATIVE && !c->scan_vs_oracle[ti]) continue;
+        double u = unit_u(dt);
         if (*n == cap) return gdn_error_set(e, GDN_ERR_INTERNAL, "more than %zu checks for one case", cap);
         parity_check *k = &out[(*n)++];
         memset(k, 0, sizeof *k);

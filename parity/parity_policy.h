@@ -89,6 +89,13 @@ typedef struct parity_subject {
   unsigned kind;                      /* PARITY_SUBJ_* */
   const parity_metrics *vs_oracle[2]; /* o, ht (NULL when absent) */
   const parity_metrics *vs_scan[2];   /* o, ht (NULL when absent) */
+  /* A fixture output that declares its own numerics (compute_dtype,
+   * matmul_precision) is held to the rules of those numerics; the relative
+   * and vs-scan rules then apply only if they equal the case's (the scan
+   * baseline is computed with the case's numerics). */
+  int own_numerics;
+  gdn_dtype dtype;
+  kern_matmul matmul;
 } parity_subject;
 
 typedef struct parity_case_view {

@@ -221,9 +221,9 @@ static void fmt_e(char *b, size_t n, double x) {
 
 static void print_header(FILE *f, int has_ref) {
   if (has_ref)
-    fprintf(f, "  %-28s | %-29s | %-29s | %-17s | %-8s | %s\n", "case (C, devices, prefix)",
+    fprintf(f, "  %-28s | %-29s | %-29s | %-20s | %-8s | %s\n", "case (C, devices, prefix)",
             "o rel_fro: scan  affine  a-s", "ht rel_fro: scan  affine  a-s",
-            "o max ulp: scan aff", "factor", "verdict");
+            "o median ulp: scan aff", "factor", "verdict");
   else
     fprintf(f, "  %-28s | %-21s | %-21s | %-8s | %s\n", "case (C, devices, prefix)",
             "affine vs scan: o", "affine vs scan: ht", "factor", "verdict");
@@ -271,6 +271,9 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
   for (size_t i = 0; i < x->n_ext && ns < sizeof subj / sizeof subj[0]; i++, ns++) {
     subj[ns].name = x->ext[i].name;
     subj[ns].kind = PARITY_SUBJ_EXTERNAL;
+    subj[ns].own_numerics = x->ext[i].own_numerics;
+    subj[ns].dtype = x->ext[i].dtype;
+    subj[ns].matmul = x->ext[i].matmul;
     if (x->has_ref) {
       subj[ns].vs_oracle[0] = &x->ext_vs_ref[i].o;
       if (x->ext[i].has_ht) subj[ns].vs_oracle[1] = &x->ext_vs_ref[i].ht;
@@ -445,9 +448,9 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
       fmt_e(a[3], 16, x->scan_vs_ref.ht.rel_fro);
       fmt_e(a[4], 16, aff_vs_ref.ht.rel_fro);
       fmt_e(a[5], 16, avs.ht.rel_fro);
-      snprintf(u1, sizeof u1, "%.1f", x->scan_vs_ref.o.max_ulp);
-      snprintf(u2, sizeof u2, "%.1f", aff_vs_ref.o.max_ulp);
-      fprintf(o->log, "  %-28s | %8s %8s %8s    | %8s %8s %8s    | %8s %8s | %-8s | %s\n", lab, a[0],
+      snprintf(u1, sizeof u1, "%.2f", x->scan_vs_ref.o.median_ulp);
+      snprintf(u2, sizeof u2, "%.2f", aff_vs_ref.o.median_ulp);
+      fprintf(o->log, "  %-28s | %8s %8s %8s    | %8s %8s %8s    | %9s %9s  | %-8s | %s\n", lab, a[0],
               a[1], a[2], a[3], a[4], a[5], u1, u2, fac, pass ? "PASS" : "FAIL");
     } else {
       char a[2][16];

@@ -27,6 +27,9 @@ typedef struct parity_external {
   const gdn_outputs *out;
   int has_ht;
   json_t *attrs; /* borrowed: copied into each case's impls entry */
+  int own_numerics; /* the output declared compute_dtype and matmul_precision */
+  gdn_dtype dtype;
+  kern_matmul matmul;
 } parity_external;
 
 typedef struct parity_sweep_opts {

@@ -6,7 +6,7 @@
 static void base(parity_synth_spec *sp, parity_sweep_opts *o) {
   gdn_error e;
   gdn_error_init(&e);
-  ck_assert_int_eq(parity_synth_spec_from_cli(sp, NULL, NULL, NULL, "7", 0, NULL, NULL, &e), GDN_OK);
+  ck_assert_int_eq(parity_synth_spec_from_cli(sp, NULL, NULL, NULL, "7", 0, NULL, NULL, NULL, &e), GDN_OK);
   parity_sweep_opts_init(o);
 }
 

@@ -85,8 +85,8 @@ START_TEST(evaluate_relative_rule) {
   gdn_error_init(&e);
   ck_assert_int_eq(parity_policy_parse(&p, two_rules, "t", &e), GDN_OK);
   parity_metrics so = mk(1e-6), sh = mk(1e-6), ao = mk(1.5e-6), ah = mk(1e-6);
-  parity_subject subj[2] = {{"scan", PARITY_SUBJ_SCAN, {&so, &sh}, {NULL, NULL}},
-                            {"affine-prefix", PARITY_SUBJ_AFFINE, {&ao, &ah}, {NULL, NULL}}};
+  parity_subject subj[2] = {{.name = "scan", .kind = PARITY_SUBJ_SCAN, .vs_oracle = {&so, &sh}, .vs_scan = {NULL, NULL}},
+                            {.name = "affine-prefix", .kind = PARITY_SUBJ_AFFINE, .vs_oracle = {&ao, &ah}, .vs_scan = {NULL, NULL}}};
   parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 1, {&so, &sh}, 2, subj};
   parity_check c[16];
   size_t n, dec;
@@ -110,7 +110,7 @@ START_TEST(evaluate_relative_rule) {
   ck_assert(!c[2].pass);
   /* Without an oracle only the vs-scan rule applies. */
   parity_metrics vo = mk(2e-3), vh = mk(1e-4);
-  parity_subject s2[1] = {{"affine-prefix", PARITY_SUBJ_AFFINE, {NULL, NULL}, {&vo, &vh}}};
+  parity_subject s2[1] = {{.name = "affine-prefix", .kind = PARITY_SUBJ_AFFINE, .vs_oracle = {NULL, NULL}, .vs_scan = {&vo, &vh}}};
   parity_case_view v2 = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 0, {NULL, NULL}, 1, s2};
   ck_assert_int_eq(parity_policy_evaluate(&p, &v2, c, 16, &n, &dec, &e), GDN_OK);
   ck_assert_uint_eq(n, 2);
@@ -135,7 +135,7 @@ START_TEST(selectors) {
   ck_assert_int_eq(parity_policy_parse(&p, text, "s", &e), GDN_OK);
   parity_metrics m = mk(0);
   m.max_rel = 0.01;
-  parity_subject subj[1] = {{"scan", PARITY_SUBJ_SCAN, {&m, &m}, {NULL, NULL}}};
+  parity_subject subj[1] = {{.name = "scan", .kind = PARITY_SUBJ_SCAN, .vs_oracle = {&m, &m}, .vs_scan = {NULL, NULL}}};
   parity_case_view v = {GDN_DTYPE_BF16, KERN_MATMUL_HIGH, 1, {&m, &m}, 1, subj};
   parity_check c[8];
   size_t n, dec;
@@ -150,6 +150,17 @@ START_TEST(selectors) {
   v.matmul = KERN_MATMUL_HIGHEST;
   v.dtype = GDN_DTYPE_BF16;
   ck_assert_int_eq(parity_policy_evaluate(&p, &v, c, 8, &n, &dec, &e), GDN_ERR_INPUT);
+  /* A subject declaring its own numerics (a TPU bf16 output) is judged by
+   * the rules of those, whatever the case's dtype. */
+  v.dtype = GDN_DTYPE_F32;
+  v.matmul = KERN_MATMUL_IEEE;
+  subj[0].kind = PARITY_SUBJ_EXTERNAL;
+  subj[0].own_numerics = 1;
+  subj[0].dtype = GDN_DTYPE_BF16;
+  subj[0].matmul = KERN_MATMUL_DEFAULT;
+  ck_assert_int_eq(parity_policy_evaluate(&p, &v, c, 8, &n, &dec, &e), GDN_OK);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_str_eq(c[0].rule->id, "bf");
   parity_policy_clear(&p);
 }
 END_TEST
