@@ -60,7 +60,7 @@ typedef struct parity_rule {
   unsigned tensors;     /* PARITY_TENSOR_* */
   parity_metric_id metric;
   double limit, limit_u, factor, floor, floor_u;
-  char reason[400];
+  char reason[1024];
 } parity_rule;
 
 typedef struct parity_policy {
