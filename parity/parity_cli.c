@@ -15,6 +15,7 @@
 #include "parity_output.h"
 #include "parity_policy.h"
 #include "parity_sweep.h"
+#include "report.h"
 
 /* One table for every command: the parser and --help both read it. */
 static const gdn_cli_opt options[] = {
@@ -45,6 +46,7 @@ static const gdn_cli_opt options[] = {
     {"junit", "FILE", "write JUnit XML, one testcase per case"},
     {"report", "FILE.html", "write the HTML tolerance report"},
     {"summary", "FILE.md", "write a Markdown summary (for a CI job summary)"},
+    {"output", "FILE.html", "report: the HTML file to write (also -o)"},
     {"reproducible", NULL, "omit timestamps and timings from the outputs (byte-identical reruns)"},
     {"max-bytes", "SIZE", "refuse inputs larger than SIZE bytes (K/M/G suffixes; default 16G)"},
     {"threads", "N", "worker threads (default: all cores); results do not depend on it"},
@@ -66,6 +68,8 @@ void parity_cli_print_help(FILE *f) {
           "  gdn-parity sweep --grid GRID.json [options]   a grid of cases\n"
           "  gdn-parity check --fixture FILE.h5 [FILE.h5 ...] [options]\n"
           "                                                judge a fixture's /outputs/* and our kernels\n"
+          "  gdn-parity report RESULTS.json [--report|-o FILE.html] [--junit F] [--summary F]\n"
+          "                                                rebuild reports from a saved results document\n"
           "  gdn-parity --print-policy                     the built-in tolerance policy\n\n"
           "options:\n",
           GDN_VERSION);
@@ -190,6 +194,44 @@ done:
   return rc;
 }
 
+/* gdn-parity report RESULTS.json -o report.html: the reports of a saved run.
+ * Exit status is the saved run's verdict (0 pass, 1 fail). */
+static int report_command(const gdn_cli_args *aa, FILE *out, gdn_error *e) {
+  const gdn_cli_args a = *aa;
+  if (a.n_pos != 1) {
+    gdn_error_set(e, GDN_ERR_INPUT, "report needs exactly one results document: gdn-parity report RESULTS.json -o FILE.html");
+    return -1;
+  }
+  static const char *const allowed[] = {"report", "output", "junit", "summary", "quiet", "verbose", "threads", NULL};
+  for (int i = 0; options[i].name; i++) {
+    int ok = 0;
+    for (int j = 0; allowed[j]; j++) ok |= !strcmp(allowed[j], options[i].name);
+    if (a.value[i] && !ok) {
+      gdn_error_set(e, GDN_ERR_INPUT, "report: --%s does not apply to rebuilding reports", options[i].name);
+      return -1;
+    }
+  }
+  if (GET("report") && GET("output")) {
+    gdn_error_set(e, GDN_ERR_INPUT, "report: give the HTML file once (--report or -o/--output)");
+    return -1;
+  }
+  parity_output_opts oo = {NULL, GET("report") ? GET("report") : GET("output"), GET("junit"),
+                           GET("summary"), 0};
+  if (!oo.report && !oo.junit && !oo.summary) {
+    gdn_error_set(e, GDN_ERR_INPUT, "report: nothing to write; give -o FILE.html (or --junit / --summary)");
+    return -1;
+  }
+  if (parity_output_check_paths(&oo, e)) return -1;
+  json_t *doc = NULL;
+  if (report_json_read(a.pos[0], &doc, e)) return -1;
+  int rc = parity_output_write_all(&oo, doc, e);
+  int pass = json_is_true(json_object_get(doc, "pass"));
+  json_decref(doc);
+  if (rc) return -1;
+  if (!GET("quiet")) fprintf(out, "%s: rebuilt from %s\n", pass ? "PASS" : "FAIL", a.pos[0]);
+  return pass ? 0 : 1;
+}
+
 /* A fixture's numerics attributes as our (dtype, matmul) pair. */
 static int output_numerics(const fix_output *fo, gdn_dtype *dt, kern_matmul *mm) {
   if (!fo->compute_dtype || !fo->matmul_precision) return 0;
@@ -287,12 +329,18 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   if (argc > 1 && argv[1][0] != '-') {
     cmd = argv[1];
     first = 2;
-    if (strcmp(cmd, "sweep") && strcmp(cmd, "check")) {
+    if (strcmp(cmd, "sweep") && strcmp(cmd, "check") && strcmp(cmd, "report")) {
       gdn_error_set(e, GDN_ERR_INPUT,
-                    "unknown command '%s'; expected sweep or check, or options such as --shape (see --help)",
+                    "unknown command '%s'; expected sweep, check or report, or options such as --shape (see --help)",
                     cmd);
       return -1;
     }
+  }
+  /* `report` takes -o as the usual spelling of its output file. */
+  char *av_local[256];
+  if (!strcmp(cmd, "report") && argc <= 256) {
+    for (int i = 0; i < argc; i++) av_local[i] = !strcmp(argv[i], "-o") ? "--output" : argv[i];
+    argv = av_local;
   }
   if (gdn_cli_parse(options, argc, argv, first, &a, e)) return -1;
   if (GET("help")) {
@@ -307,6 +355,7 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
     fputs(parity_policy_builtin_text(), out);
     return 0;
   }
+  if (!strcmp(cmd, "report")) return report_command(&a, out, e);
   if (a.n_pos && strcmp(cmd, "check")) {
     gdn_error_set(e, GDN_ERR_INPUT, "unexpected argument '%s' (see --help)", a.pos[0]);
     return -1;
@@ -351,6 +400,7 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   so.verbosity = verbosity;
   so.log = out;
   so.policy = &st.policy;
+  so.reproducible = GET("reproducible") != NULL;
   if (parse_sweep_opts(&a, &so, e)) goto done;
 
   parity_output_opts oo = {GET("json"), GET("report"), GET("junit"), GET("summary"),

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "gdn_atomic.h"
+#include "report.h"
 
 static int check_one(const char *opt, const char *path, gdn_error *e) {
   if (!path) return GDN_OK;
@@ -49,20 +50,35 @@ int parity_output_check_paths(const parity_output_opts *o, gdn_error *e) {
   return GDN_OK;
 }
 
-static int write_json(const char *path, const json_t *doc, gdn_error *e) {
-  char *text = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-  if (!text) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory rendering %s", path);
-  size_t n = strlen(text);
-  text[n] = '\n';
-  int rc = gdn_atomic_write_all(path, text, n + 1, e);
-  free(text);
-  return rc;
+/* The Markdown summary links to the HTML report by a path relative to the
+ * summary's own folder. */
+static char *relative_link(const char *from_file, const char *to_file) {
+  const char *a = strrchr(from_file, '/'), *b = strrchr(to_file, '/');
+  size_t da = a ? (size_t)(a - from_file) : 0, db = b ? (size_t)(b - to_file) : 0;
+  if (da == db && (da == 0 || !strncmp(from_file, to_file, da))) return strdup(b ? b + 1 : to_file);
+  if (to_file[0] == '/') return strdup(to_file);
+  if (!a) return strdup(to_file);
+  /* Different folders: an absolute path is the only honest link. */
+  char *cwd = getcwd(NULL, 0);
+  if (!cwd) return strdup(to_file);
+  size_t n = strlen(cwd) + strlen(to_file) + 2;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s/%s", cwd, to_file);
+  free(cwd);
+  return p;
 }
 
 int parity_output_write_all(const parity_output_opts *o, const json_t *doc, gdn_error *e) {
   int rc;
-  if (o->json && (rc = write_json(o->json, doc, e))) return rc;
-  if (o->report || o->junit || o->summary)
-    return gdn_error_set(e, GDN_ERR_INTERNAL, "--report, --junit and --summary are not wired yet");
+  if (o->json && (rc = report_json_write(doc, o->json, e))) return rc;
+  if (o->report && (rc = report_html_write(doc, o->report, e))) return rc;
+  if (o->junit && (rc = report_junit_write(doc, o->junit, e))) return rc;
+  if (o->summary) {
+    char *link = o->report ? relative_link(o->summary, o->report) : NULL;
+    if (o->report && !link) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory");
+    rc = report_markdown_write(doc, o->summary, link, e);
+    free(link);
+    if (rc) return rc;
+  }
   return GDN_OK;
 }

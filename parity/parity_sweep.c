@@ -427,6 +427,7 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
   }
   bad |= parity_json_set(c, "ulp_histogram", hist);
   bad |= parity_json_set(c, "pass", json_boolean(pass));
+  if (!o->reproducible) bad |= parity_json_set(c, "seconds", json_real(t_aff));
   if (bad || json_array_append_new(d->cases, c)) {
     rc = nomem(e);
     goto out;

@@ -46,6 +46,7 @@ typedef struct parity_sweep_opts {
   int ftz;
   const parity_policy *policy;
   int verbosity; /* 0 quiet, 1 table, 2 every check */
+  int reproducible; /* no per-case timings in the document */
   FILE *log;     /* the table (stdout) */
 } parity_sweep_opts;
 

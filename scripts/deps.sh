@@ -8,7 +8,7 @@ pkgs=(
   libmpfr-dev libgmp-dev check libjansson-dev libssl-dev
   libhdf5-dev libzip-dev
   python3 python3-numpy python3-h5py
-  libxml2-utils chromium
+  libxml2-utils libxml2-dev chromium
   clang libclang-rt-14-dev valgrind
 )
 if [[ "${1:-}" == "--bench" ]]; then

@@ -1,0 +1,221 @@
+#include "report_markdown.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gdn_atomic.h"
+#include "report_doc.h"
+#include "report_escape.h"
+#include "report_num.h"
+#include "report_summary.h"
+
+/* Room kept for the closing lines once the tables stop. */
+#define TAIL_RESERVE 4096
+
+static void cell(report_buf *b, const char *s) {
+  report_buf_puts(b, " ");
+  report_escape_markdown_cell_z(b, s ? s : "\xE2\x80\x94");
+  report_buf_puts(b, " |");
+}
+
+static void cell_num(report_buf *b, int has, double v) {
+  char t[REPORT_NUM_CHARS] = "\xE2\x80\x94";
+  if (has) report_num_format(t, v, 3);
+  report_buf_printf(b, " %s |", t);
+}
+
+static void metric_cell(report_buf *b, const json_t *c, const char *impl) {
+  double v = 0;
+  int has = report_doc_metric(c, impl, "o", "rel_fro", &v);
+  cell_num(b, has, v);
+}
+
+static const char HEADER[] =
+    "| # | verdict | case | input | T | C | D | prefix | dtype | deciding check | value | limit "
+    "| value/limit | scan o rel_fro | affine o rel_fro | affine vs scan o rel_fro | upstream |\n"
+    "|---:|---|---|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|\n";
+
+static void row(report_buf *b, const report_summary *s, size_t rank) {
+  const report_case_view *v = &s->cases[s->order[rank]];
+  const json_t *c = v->c, *in = report_doc_input(s->doc, c);
+  report_buf_printf(b, "| %zu | %s |", rank + 1,
+                    v->error ? "**ERROR**" : v->pass ? "pass" : "**FAIL**");
+  cell(b, report_doc_str(c, "id"));
+  cell(b, in ? report_doc_str(in, "name") : NULL);
+  const json_t *sh = json_object_get(c, "shape");
+  report_buf_printf(b, " %lld | %lld | %lld |", report_doc_int(sh, "T", 0),
+                    report_doc_int(c, "chunk", 0), report_doc_int(c, "devices", 0));
+  cell(b, report_doc_str(c, "prefix"));
+  report_buf_puts(b, " ");
+  report_escape_markdown_cell_z(b, report_doc_str(c, "dtype"));
+  report_buf_puts(b, "/");
+  report_escape_markdown_cell_z(b, report_doc_str(c, "matmul_precision"));
+  report_buf_puts(b, " |");
+  if (v->deciding) {
+    report_buf_puts(b, " ");
+    report_escape_markdown_cell_z(b, report_doc_str(v->deciding, "name"));
+    report_buf_puts(b, " (");
+    report_escape_markdown_cell_z(b, report_doc_str(v->deciding, "metric"));
+    report_buf_puts(b, ") |");
+    cell_num(b, 1, v->value);
+    cell_num(b, 1, v->limit);
+    cell_num(b, 1, v->margin);
+  } else {
+    cell(b, v->error ? v->error : "no checks");
+    report_buf_puts(b, " \xE2\x80\x94 | \xE2\x80\x94 | \xE2\x80\x94 |");
+  }
+  metric_cell(b, c, "scan");
+  metric_cell(b, c, "affine-prefix");
+  metric_cell(b, c, "affine_vs_scan");
+  if (!v->upstream_n) report_buf_puts(b, " \xE2\x80\x94 |\n");
+  else {
+    int missed = !v->pass && v->upstream_pass > 0;
+    report_buf_printf(b, " %supstream %d/%d pass / ours %s%s |\n", missed ? "**" : "",
+                      v->upstream_pass, v->upstream_n, v->pass ? "pass" : "fail",
+                      missed ? "**" : "");
+  }
+}
+
+int report_markdown_render(const json_t *doc, const char *html_relpath, report_buf *b,
+                           gdn_error *e) {
+  int rc = report_doc_validate(doc, "results document", e);
+  if (rc) return rc;
+  report_summary s;
+  report_summary_init(&s);
+  if ((rc = report_summary_build(doc, &s, e))) return rc;
+  report_buf_printf(b, "## %s ", s.pass ? "\xE2\x9C\x85" : "\xE2\x9D\x8C");
+  report_escape_markdown_cell_z(b, report_doc_str(doc, "tool"));
+  report_buf_printf(b, ": **%s**\n\n", s.pass ? "PASS" : "FAIL");
+  if (!s.n) report_buf_puts(b, "No cases were run.");
+  else if (s.pass) report_buf_printf(b, "**All %zu cases within tolerance.**", s.n);
+  else report_buf_printf(b, "**%zu of %zu cases out of tolerance.**", s.n_fail, s.n);
+  long long ex = report_doc_int(doc, "exit_status", -1);
+  if (ex >= 0) report_buf_printf(b, " Exit status %lld.", ex);
+  report_buf_puts(b, "\n\n");
+  if (s.worst != SIZE_MAX) {
+    const report_case_view *w = &s.cases[s.worst];
+    report_buf_puts(b, s.n_fail ? "**Deciding check** of the worst case, "
+                                : "**Closest to its limit**: case ");
+    report_escape_markdown_cell_z(b, report_doc_str(w->c, "id"));
+    if (w->error) {
+      report_buf_puts(b, ": could not be evaluated: ");
+      report_escape_markdown_cell_z(b, w->error);
+    }
+    if (w->deciding) {
+      char v[REPORT_NUM_CHARS], l[REPORT_NUM_CHARS], m[REPORT_NUM_CHARS];
+      report_num_format(v, w->value, 4);
+      report_num_format(l, w->limit, 4);
+      report_num_format(m, w->margin, 3);
+      int pass = json_is_true(json_object_get(w->deciding, "pass"));
+      report_buf_puts(b, ": ");
+      report_escape_markdown_cell_z(b, report_doc_str(w->deciding, "name"));
+      report_buf_puts(b, ", ");
+      report_escape_markdown_cell_z(b, report_doc_str(w->deciding, "metric"));
+      report_buf_printf(b, " = **%s**, limit **%s** (%s\xC3\x97 the limit, %s)", v, l, m,
+                        pass ? "pass" : "**fail**");
+      const char *reason = report_doc_str(w->deciding, "reason");
+      if (reason) {
+        report_buf_puts(b, ". Limit: ");
+        report_escape_markdown_cell_z(b, reason);
+      }
+    }
+    report_buf_puts(b, ".\n\n");
+  }
+  if (s.n_missed) {
+    report_buf_printf(b, "> **Upstream would have missed it:** today's upstream checks pass %zu of "
+                         "the %zu failing cases:", s.n_missed, s.n_fail);
+    int first = 1;
+    for (size_t i = 0; i < s.n_upstream; i++) {
+      if (!s.upstream[i].missed) continue;
+      report_buf_puts(b, first ? " " : "; ");
+      report_escape_markdown_cell_z(b, s.upstream[i].name);
+      report_buf_printf(b, " passes %zu", s.upstream[i].missed);
+      first = 0;
+    }
+    report_buf_puts(b, ".\n\n");
+  }
+  if (html_relpath && *html_relpath) {
+    report_buf_puts(b, "Full report: [");
+    report_escape_markdown_cell_z(b, html_relpath);
+    report_buf_puts(b, "](");
+    report_escape_url_path(b, html_relpath, strlen(html_relpath));
+    report_buf_puts(b, ")\n\n");
+  }
+  report_escape_markdown_cell_z(b, report_doc_str(doc, "tool"));
+  report_buf_puts(b, " ");
+  report_escape_markdown_cell_z(b, report_doc_str(doc, "version"));
+  const char *git = report_doc_str(doc, "git_commit");
+  if (git) {
+    report_buf_puts(b, " (");
+    report_escape_markdown_cell_z(b, git);
+    report_buf_puts(b, ")");
+  }
+  const json_t *o = json_object_get(doc, "oracle");
+  if (o) {
+    report_buf_puts(b, " \xC2\xB7 oracle ");
+    report_escape_markdown_cell_z(b, report_doc_str(o, "tier") ? report_doc_str(o, "tier") : "?");
+    long long pb = report_doc_int(o, "precision_bits", -1);
+    if (pb > 0) report_buf_printf(b, " %lld bits", pb);
+    double cb;
+    if (report_doc_num(o, "certified_bits", &cb)) {
+      char t[REPORT_NUM_CHARS];
+      report_num_format(t, cb, 4);
+      report_buf_printf(b, ", certified %s bits", t);
+    }
+  } else report_buf_puts(b, " \xC2\xB7 no oracle");
+  const char *pol = report_doc_str(json_object_get(doc, "policy"), "name");
+  if (pol) {
+    report_buf_puts(b, " \xC2\xB7 policy ");
+    report_escape_markdown_cell_z(b, pol);
+  }
+  report_buf_puts(b, "\n\n");
+  /* Tables: failing, then passing, rows until the byte budget is spent. */
+  size_t shown = 0, n_pass = s.n - s.n_fail;
+  int stopped = 0;
+  report_buf r;
+  report_buf_init(&r);
+  for (int part = 0; part < 2 && !stopped; part++) {
+    size_t from = part == 0 ? 0 : s.n_fail, to = part == 0 ? s.n_fail : s.n;
+    if (from == to) continue;
+    char head[96];
+    snprintf(head, sizeof head, "### %s cases (%zu)\n\n", part == 0 ? "Failing" : "Passing",
+             part == 0 ? s.n_fail : n_pass);
+    if (b->len + strlen(head) + sizeof HEADER + TAIL_RESERVE > REPORT_MARKDOWN_MAX_BYTES) {
+      stopped = 1;
+      break;
+    }
+    if (part == 1 && shown) report_buf_puts(b, "\n");
+    report_buf_puts(b, head);
+    report_buf_puts(b, HEADER);
+    for (size_t k = from; k < to; k++) {
+      r.len = 0;
+      row(&r, &s, k);
+      if (r.err.code || b->len + r.len + TAIL_RESERVE > REPORT_MARKDOWN_MAX_BYTES) {
+        stopped = 1;
+        break;
+      }
+      report_buf_append(b, r.data, r.len);
+      shown++;
+    }
+  }
+  rc = report_buf_status(&r, "rendering the Markdown summary", e);
+  report_buf_clear(&r);
+  if (shown < s.n)
+    report_buf_printf(b, "\n... and %zu more cases (see the report).\n", s.n - shown);
+  report_summary_clear(&s);
+  if (rc) return rc;
+  return report_buf_status(b, "rendering the Markdown summary", e);
+}
+
+int report_markdown_write(const json_t *doc, const char *path, const char *html_relpath,
+                          gdn_error *e) {
+  report_buf b;
+  report_buf_init(&b);
+  int rc = report_markdown_render(doc, html_relpath, &b, e);
+  if (!rc) rc = gdn_atomic_write_all(path, b.data, b.len, e);
+  if (rc && rc != GDN_ERR_IO) gdn_error_prefix(e, "writing %s: ", path);
+  report_buf_clear(&b);
+  return rc;
+}

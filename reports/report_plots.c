@@ -1,0 +1,845 @@
+#include "report_plots.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gdn_alloc.h"
+#include "report_axis.h"
+#include "report_doc.h"
+#include "report_escape.h"
+#include "report_num.h"
+#include "report_svg.h"
+
+#define PLOT_W 760.0
+#define PLOT_H 340.0
+#define MAX_SET 64
+#define MAX_SERIES 12
+
+/* Max that lets NaN win (see the header) and ignores "no value yet". */
+static double agg_max(int *has, double acc, double v) {
+  if (!*has) {
+    *has = 1;
+    return v;
+  }
+  if (isnan(acc) || isnan(v)) return NAN;
+  return v > acc ? v : acc;
+}
+
+/* A sorted set of distinct finite values (device counts, sequence lengths). */
+typedef struct vset {
+  double v[MAX_SET];
+  size_t n;
+  size_t dropped;
+} vset;
+
+static void vset_add(vset *s, double x) {
+  if (!isfinite(x)) return;
+  size_t i = 0;
+  while (i < s->n && s->v[i] < x) i++;
+  if (i < s->n && s->v[i] == x) return;
+  if (s->n == MAX_SET) {
+    s->dropped++;
+    return;
+  }
+  memmove(s->v + i + 1, s->v + i, (s->n - i) * sizeof *s->v);
+  s->v[i] = x;
+  s->n++;
+}
+
+static int vset_find(const vset *s, double x) {
+  for (size_t i = 0; i < s->n; i++)
+    if (s->v[i] == x) return (int)i;
+  return -1;
+}
+
+/* A named series over the points of a vset. */
+typedef struct series {
+  char name[160];
+  double y[MAX_SET];
+  int has[MAX_SET];
+} series;
+
+typedef struct series_set {
+  series s[MAX_SERIES];
+  size_t n, dropped;
+} series_set;
+
+static series *series_get(series_set *ss, const char *name) {
+  for (size_t i = 0; i < ss->n; i++)
+    if (!strcmp(ss->s[i].name, name)) return &ss->s[i];
+  if (ss->n == MAX_SERIES) {
+    ss->dropped++;
+    return NULL;
+  }
+  series *s = &ss->s[ss->n++];
+  memset(s, 0, sizeof *s);
+  snprintf(s->name, sizeof s->name, "%s", name);
+  return s;
+}
+
+static void series_add(series *s, const vset *xs, double x, double y) {
+  int k = s ? vset_find(xs, x) : -1;
+  if (k < 0) return;
+  s->y[k] = agg_max(&s->has[k], s->y[k], y);
+}
+
+/* Draws the present points of a series (absent points are skipped, not
+ * drawn as gaps: "no case" is not "NaN"). */
+static void draw_series(report_plot *p, const series *s, const vset *xs, int style) {
+  double x[MAX_SET], y[MAX_SET];
+  size_t n = 0;
+  for (size_t i = 0; i < xs->n; i++)
+    if (s->has[i]) x[n] = xs->v[i], y[n] = s->y[i], n++;
+  report_plot_series(p, x, y, n, style, 1, s->name);
+}
+
+static void axis_add_series(report_axis *a, const series_set *ss) {
+  for (size_t i = 0; i < ss->n; i++)
+    for (size_t k = 0; k < MAX_SET; k++)
+      if (ss->s[i].has[k]) report_axis_add1(a, ss->s[i].y[k]);
+}
+
+static void figure_begin(report_buf *b, const char *id, const char *heading) {
+  report_buf_printf(b, "<figure class=\"plot-figure\" id=\"%s\">\n<h3>", id);
+  report_escape_html_text_z(b, heading);
+  report_buf_puts(b, "</h3>\n");
+}
+
+static void figure_end(report_buf *b) { report_buf_puts(b, "</figure>\n"); }
+
+static void note(report_buf *b, const char *text) {
+  report_buf_puts(b, "<p class=\"no-data\">");
+  report_escape_html_text_z(b, text);
+  report_buf_puts(b, "</p>\n");
+}
+
+static void caption_begin(report_buf *b) { report_buf_puts(b, "<figcaption>"); }
+static void caption_end(report_buf *b) { report_buf_puts(b, "</figcaption>\n"); }
+
+static void fmt(char out[REPORT_NUM_CHARS], double v) { report_num_format(out, v, 3); }
+
+/* What "the error" of a case is in the summary plots. */
+typedef struct metric_choice {
+  int oracle; /* 1: impls.*.o.rel_fro against the oracle; 0: affine_vs_scan only */
+} metric_choice;
+
+static int case_combo(const json_t *c, char out[96]) {
+  const char *dt = report_doc_str(c, "dtype"), *mm = report_doc_str(c, "matmul_precision");
+  return snprintf(out, 96, "%s/%s", dt ? dt : "?", mm ? mm : "?");
+}
+
+/* Distinct dtype/matmul combinations: series are split by them when there is
+ * more than one (a bfloat16 max would hide every float32 value). */
+static size_t count_combos(const json_t *cases) {
+  char seen[8][96];
+  size_t n = 0;
+  for (size_t i = 0; i < json_array_size(cases); i++) {
+    char k[96];
+    case_combo(json_array_get(cases, i), k);
+    size_t j = 0;
+    while (j < n && strcmp(seen[j], k)) j++;
+    if (j == n) {
+      if (n == 8) return n + 1;
+      snprintf(seen[n++], 96, "%s", k);
+    }
+  }
+  return n;
+}
+
+static void series_name(char out[160], const char *base, const json_t *c, int split) {
+  if (!split) {
+    snprintf(out, 160, "%s", base);
+    return;
+  }
+  char k[96];
+  case_combo(c, k);
+  snprintf(out, 160, "%s (%s)", base, k);
+}
+
+/* ------------------------------------------------------------ profiles */
+
+static int worse(const report_case_view *x, const report_case_view *y) {
+  if (x->pass != y->pass) return !x->pass;
+  if (x->margin != y->margin) return x->margin > y->margin;
+  return x->index < y->index;
+}
+
+typedef struct pgroup {
+  long long input, chunk;
+  size_t rep, ncases;
+} pgroup;
+
+static double *read_nums(const json_t *a, size_t n, gdn_error *e) {
+  double *v = gdn_calloc(n ? n : 1, sizeof *v, "plot data", e);
+  if (!v) return NULL;
+  for (size_t i = 0; i < n; i++)
+    if (!report_num_get(json_array_get(a, i), &v[i])) v[i] = NAN;
+  return v;
+}
+
+static void seam_table(report_buf *b, const json_t *seams) {
+  size_t n = json_array_size(seams);
+  if (!n) return;
+  report_buf_puts(b, "<table class=\"seams\"><thead><tr><th>seam (device r)</th><th>t</th>"
+                     "<th>first chunk</th><th>scan vs oracle</th><th>affine-prefix vs oracle</th>"
+                     "<th>affine-prefix vs scan</th><th>state_rel</th></tr></thead><tbody>\n");
+  size_t shown = n > 64 ? 64 : n;
+  for (size_t i = 0; i < shown; i++) {
+    const json_t *s = json_array_get(seams, i);
+    report_buf_printf(b, "<tr><td>%lld</td><td>%lld</td><td>%lld</td>",
+                      report_doc_int(s, "device", (long long)i + 1),
+                      (long long)json_number_value(json_object_get(s, "t")),
+                      report_doc_int(s, "chunk", -1));
+    static const char *const keys[] = {"scan", "affine-prefix", "affine_vs_scan", "state_rel"};
+    for (size_t k = 0; k < 4; k++) {
+      double v;
+      char t[REPORT_NUM_CHARS] = "\xE2\x80\x94"; /* an em dash: absent */
+      if (report_doc_num(s, keys[k], &v)) fmt(t, v);
+      report_buf_printf(b, "<td class=\"num%s\">%s</td>",
+                        report_doc_num(s, keys[k], &v) && !isfinite(v) ? " nonfinite" : "", t);
+    }
+    report_buf_puts(b, "</tr>\n");
+  }
+  report_buf_puts(b, "</tbody></table>\n");
+  if (shown < n) report_buf_printf(b, "<p class=\"no-data\">... and %zu more seams.</p>\n", n - shown);
+}
+
+static int profile_plot(const json_t *doc, const json_t *c, size_t k, report_buf *b, gdn_error *e) {
+  const json_t *pr = json_object_get(c, "profile");
+  const json_t *t0j = json_object_get(pr, "t0");
+  size_t n = json_array_size(t0j);
+  long long block = report_doc_int(pr, "block", 1);
+  double T = (double)report_doc_int(json_object_get(c, "shape"), "T", 0);
+  if (n == 0) {
+    note(b, "The profile of this case is empty.");
+    return GDN_OK;
+  }
+  /* ref_max_abs is not drawn: at O(1) it would squash the errors into the
+   * bottom of the axis; the caption gives its range for scale. */
+  static const char *const keys[] = {"scan", "affine-prefix", "affine_vs_scan"};
+  static const char *const names[] = {"scan vs oracle", "affine-prefix vs oracle",
+                                      "affine-prefix vs scan"};
+  static const int styles[] = {0, 1, 2};
+  enum { NS = 3 };
+  double *t0 = read_nums(t0j, n, e);
+  if (!t0) return GDN_ERR_NOMEM;
+  size_t thin = (n + REPORT_PLOTS_MAX_POINTS - 1) / REPORT_PLOTS_MAX_POINTS;
+  size_t m = (n + thin - 1) / thin;
+  double *x = gdn_calloc(m, sizeof *x, "plot data", e);
+  double *ys[NS] = {NULL, NULL, NULL};
+  int rc = GDN_OK;
+  if (!x) {
+    rc = GDN_ERR_NOMEM;
+    goto done;
+  }
+  for (size_t j = 0; j < m; j++) {
+    /* The centre of the run of blocks j*thin .. (j+1)*thin - 1. */
+    size_t a = j * thin, z = (j + 1) * thin < n ? (j + 1) * thin : n;
+    double end = t0[z - 1] + (double)block;
+    if (T > 0 && end > T) end = T;
+    x[j] = (t0[a] + end) / 2;
+  }
+  report_axis ax, ay;
+  report_axis_init(&ax, 0);
+  report_axis_init(&ay, 1);
+  ax.tight = 1; /* the sequence is 0..T, nothing beyond */
+  report_axis_add1(&ax, 0);
+  report_axis_add1(&ax, T > 0 ? T : t0[n - 1] + (double)block);
+  for (size_t s = 0; s < NS; s++) {
+    const json_t *a = json_object_get(pr, keys[s]);
+    if (!a) continue;
+    double *v = read_nums(a, n, e);
+    ys[s] = gdn_calloc(m, sizeof *ys[s], "plot data", e);
+    if (!v || !ys[s]) {
+      gdn_free(v);
+      rc = GDN_ERR_NOMEM;
+      goto done;
+    }
+    for (size_t j = 0; j < m; j++) {
+      int has = 0;
+      double acc = NAN;
+      for (size_t i = j * thin; i < (j + 1) * thin && i < n; i++) acc = agg_max(&has, acc, v[i]);
+      ys[s][j] = acc;
+    }
+    gdn_free(v);
+    report_axis_add(&ay, ys[s], m);
+  }
+  const json_t *seams = json_object_get(c, "seams");
+  for (size_t i = 0; i < json_array_size(seams); i++) {
+    double t;
+    if (report_doc_num(json_array_get(seams, i), "t", &t)) report_axis_add1(&ax, t);
+  }
+  report_axis_finish(&ax);
+  report_axis_finish(&ay);
+  char id[48], label[600];
+  snprintf(id, sizeof id, "svg-profile-%zu", k);
+  const char *cid = report_doc_str(c, "id");
+  snprintf(label, sizeof label, "Error of o along the sequence, case %.400s", cid);
+  report_plot p;
+  report_plot_begin(&p, b, id, label, PLOT_W, PLOT_H, &ax, &ay, "position t (tokens)",
+                    "max |error of o| per block");
+  size_t ns = json_array_size(seams);
+  for (size_t i = 0; i < ns; i++) {
+    const json_t *s = json_array_get(seams, i);
+    double t, v;
+    report_doc_num(s, "t", &t);
+    long long r = report_doc_int(s, "device", (long long)i + 1);
+    char lab[32], tip[400], a1[REPORT_NUM_CHARS] = "-", a2[REPORT_NUM_CHARS] = "-",
+                            a3[REPORT_NUM_CHARS] = "-", a4[REPORT_NUM_CHARS] = "-";
+    if (report_doc_num(s, "scan", &v)) fmt(a1, v);
+    if (report_doc_num(s, "affine-prefix", &v)) fmt(a2, v);
+    if (report_doc_num(s, "affine_vs_scan", &v)) fmt(a3, v);
+    if (report_doc_num(s, "state_rel", &v)) fmt(a4, v);
+    snprintf(lab, sizeof lab, "r=%lld", r);
+    snprintf(tip, sizeof tip,
+             "seam: device %lld starts at t = %.0f; first chunk after it: scan %s, affine-prefix "
+             "%s, affine vs scan %s; state_rel %s",
+             r, t, a1, a2, a3, a4);
+    /* Past 16 seams the labels would overlap; the tooltips and the table
+     * below still name each one. */
+    report_plot_vline(&p, t, ns <= 16 ? lab : NULL, tip);
+  }
+  for (size_t s = 0; s < NS; s++)
+    if (ys[s]) report_plot_series(&p, x, ys[s], m, styles[s], m <= 40, names[s]);
+  if (ns) report_plot_legend(&p, 0, REPORT_LEGEND_SEAM, "shard seam r");
+  report_plot_end(&p);
+  caption_begin(b);
+  const json_t *in = report_doc_input(doc, c);
+  report_buf_puts(b, "Case <b>");
+  report_escape_html_text_z(b, cid);
+  report_buf_puts(b, "</b>");
+  if (in) {
+    report_buf_puts(b, ", input ");
+    report_escape_html_text_z(b, report_doc_str(in, "name"));
+  }
+  report_buf_printf(b, ": max |error| of o over each block of %lld positions (over b, h, d), "
+                       "log scale.",
+                    block);
+  const json_t *rma = json_object_get(pr, "ref_max_abs");
+  if (json_array_size(rma)) {
+    double lo = INFINITY, hi = -INFINITY, v;
+    for (size_t i = 0; i < json_array_size(rma); i++)
+      if (report_num_get(json_array_get(rma, i), &v) && isfinite(v)) lo = fmin(lo, v), hi = fmax(hi, v);
+    if (lo <= hi) {
+      char a1[REPORT_NUM_CHARS], a2[REPORT_NUM_CHARS];
+      fmt(a1, lo);
+      fmt(a2, hi);
+      report_buf_printf(b, " For scale, max |o| of the oracle per block ranges from %s to %s.", a1, a2);
+    }
+  }
+  report_buf_puts(b, " Dashed vertical lines: shard seams, where device r starts from the prefix "
+                     "state.");
+  if (thin > 1)
+    report_buf_printf(b, " Thinned for size: each point is the max over %zu blocks (%zu blocks in "
+                         "all).",
+                      thin, n);
+  if (ay.clamped) {
+    char f[40];
+    report_axis_format(&ay, ay.floor, f);
+    report_buf_printf(b, " Blocks with an error of exactly 0 are drawn at the floor %s "
+                         "(hollow triangles).", f);
+  }
+  if (p.n_nonfinite_drawn)
+    report_buf_puts(b, " Non-finite errors are marked on the top edge (x: not a number, "
+                       "triangle: infinite).");
+  caption_end(b);
+  seam_table(b, seams);
+done:
+  gdn_free(t0);
+  gdn_free(x);
+  for (size_t s = 0; s < NS; s++) gdn_free(ys[s]);
+  return rc;
+}
+
+static int plot_profiles(const json_t *doc, const report_summary *s, report_buf *b, gdn_error *e) {
+  figure_begin(b, "plot-profile", "Error along the sequence, with shard seams");
+  pgroup *g = s->n ? gdn_calloc(s->n, sizeof *g, "profile groups", e) : NULL;
+  if (s->n && !g) return GDN_ERR_NOMEM;
+  size_t ng = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    const json_t *c = s->cases[i].c;
+    if (!json_object_get(c, "profile")) continue;
+    long long in = report_doc_int(c, "input", -1), ch = report_doc_int(c, "chunk", 0);
+    size_t k = 0;
+    while (k < ng && !(g[k].input == in && g[k].chunk == ch)) k++;
+    if (k == ng) {
+      g[ng].input = in, g[ng].chunk = ch, g[ng].rep = i, g[ng].ncases = 0;
+      ng++;
+    }
+    g[k].ncases++;
+    if (worse(&s->cases[i], &s->cases[g[k].rep])) g[k].rep = i;
+  }
+  if (!ng) {
+    note(b, "No case has a profile (cases[].profile): nothing to plot along the sequence.");
+    figure_end(b);
+    gdn_free(g);
+    return GDN_OK;
+  }
+  /* Worst group first (insertion sort: a handful of groups). */
+  for (size_t i = 1; i < ng; i++)
+    for (size_t j = i; j > 0 && worse(&s->cases[g[j].rep], &s->cases[g[j - 1].rep]); j--) {
+      pgroup t = g[j];
+      g[j] = g[j - 1];
+      g[j - 1] = t;
+    }
+  report_buf_printf(b, "<p class=\"plot-intro\">%zu distinct input/chunk combination%s; each plot "
+                       "shows the worst case of its group. The worst is open; the others "
+                       "unfold on click.</p>\n",
+                    ng, ng == 1 ? "" : "s");
+  int rc = GDN_OK;
+  size_t shown = ng < REPORT_PLOTS_MAX_PROFILES ? ng : REPORT_PLOTS_MAX_PROFILES;
+  for (size_t k = 0; k < shown && !rc; k++) {
+    const report_case_view *v = &s->cases[g[k].rep];
+    const json_t *in = report_doc_input(doc, v->c);
+    report_buf_printf(b, "<details class=\"profile\" id=\"profile-%zu\"%s><summary>", k,
+                      k == 0 ? " open" : "");
+    report_buf_printf(b, "<span class=\"%s\">%s</span> ", v->pass ? "tag-pass" : "tag-fail",
+                      v->pass ? "PASS" : "FAIL");
+    if (in) report_escape_html_text_z(b, report_doc_str(in, "name"));
+    else report_buf_puts(b, "(no input)");
+    report_buf_printf(b, ", chunk %lld: worst of %zu case%s, ", g[k].chunk, g[k].ncases,
+                      g[k].ncases == 1 ? "" : "s");
+    report_escape_html_text_z(b, report_doc_str(v->c, "id"));
+    report_buf_puts(b, "</summary>\n");
+    rc = profile_plot(doc, v->c, k, b, e);
+    report_buf_puts(b, "</details>\n");
+  }
+  if (shown < ng)
+    report_buf_printf(b, "<p class=\"no-data\">%zu more input/chunk groups are not plotted (the "
+                         "case table has every case).</p>\n",
+                      ng - shown);
+  figure_end(b);
+  gdn_free(g);
+  return rc;
+}
+
+/* ------------------------------------------------------------ devices, T */
+
+static int have_oracle_errors(const report_summary *s) {
+  for (size_t i = 0; i < s->n; i++) {
+    double v;
+    if (report_doc_metric(s->cases[i].c, "affine-prefix", "o", "rel_fro", &v)) return 1;
+  }
+  return 0;
+}
+
+static void plot_devices(const report_summary *s, report_buf *b) {
+  figure_begin(b, "plot-devices", "Error against device count, per prefix schedule");
+  const json_t *cases = json_object_get(s->doc, "cases");
+  int oracle = have_oracle_errors(s);
+  int split = count_combos(cases) > 1;
+  vset ds = {0};
+  for (size_t i = 0; i < s->n; i++) vset_add(&ds, (double)report_doc_int(s->cases[i].c, "devices", 0));
+  if (ds.n < 2) {
+    char t[160];
+    snprintf(t, sizeof t, "Every case runs on %.0f device%s: nothing to plot against the device "
+                          "count.", ds.n ? ds.v[0] : 0, ds.n && ds.v[0] == 1 ? "" : "s");
+    note(b, t);
+    figure_end(b);
+    return;
+  }
+  series_set ss = {0}, ref = {0};
+  int has_ref[MAX_SERIES] = {0};
+  double ref_y[MAX_SERIES];
+  for (size_t i = 0; i < s->n; i++) {
+    const json_t *c = s->cases[i].c;
+    double d = (double)report_doc_int(c, "devices", 0), v;
+    char name[160];
+    const char *prefix = report_doc_str(c, "prefix");
+    series_name(name, prefix ? prefix : "?", c, split);
+    if (report_doc_metric(c, oracle ? "affine-prefix" : "affine_vs_scan", "o", "rel_fro", &v))
+      series_add(series_get(&ss, name), &ds, d, v);
+    if (oracle && report_doc_metric(c, "scan", "o", "rel_fro", &v)) {
+      series_name(name, "scan (any D), max", c, split);
+      series *r = series_get(&ref, name);
+      if (r) {
+        size_t k = (size_t)(r - ref.s);
+        ref_y[k] = agg_max(&has_ref[k], ref_y[k], v);
+      }
+    }
+  }
+  report_axis ax, ay;
+  report_axis_init(&ax, 1);
+  report_axis_init(&ay, 1);
+  report_axis_set_ticks(&ax, ds.v, ds.n);
+  axis_add_series(&ay, &ss);
+  for (size_t k = 0; k < ref.n; k++)
+    if (has_ref[k]) report_axis_add1(&ay, ref_y[k]);
+  report_axis_finish(&ax);
+  report_axis_finish(&ay);
+  report_plot p;
+  report_plot_begin(&p, b, "svg-devices", "Relative error of o against device count", PLOT_W,
+                    PLOT_H, &ax, &ay, "devices D (log scale)",
+                    oracle ? "rel_fro of o vs oracle" : "rel_fro of o, affine-prefix vs scan");
+  for (size_t k = 0; k < ss.n; k++) draw_series(&p, &ss.s[k], &ds, (int)k + 1);
+  for (size_t k = 0; k < ref.n; k++)
+    if (has_ref[k]) report_plot_hline(&p, ref_y[k], (int)(REPORT_SVG_STYLES - 1 - k), ref.s[k].name);
+  report_plot_end(&p);
+  caption_begin(b);
+  report_buf_printf(b, "%s, ||error||<sub>F</sub> / ||reference||<sub>F</sub> of o, log scales. "
+                       "Each point is the max over the cases with that prefix schedule and device "
+                       "count (over T, chunk, input%s).",
+                    oracle ? "affine-prefix against the MPFR oracle"
+                           : "affine-prefix against scan (no oracle in this run)",
+                    split ? "" : ", dtype");
+  if (oracle) report_buf_puts(b, " The scan's error does not depend on D: its max is the reference "
+                                 "line.");
+  if (ss.dropped || ds.dropped) report_buf_puts(b, " Some series or device counts were left out "
+                                                   "(too many to draw).");
+  caption_end(b);
+  figure_end(b);
+}
+
+static void plot_length(const report_summary *s, report_buf *b) {
+  figure_begin(b, "plot-length", "Error against sequence length T");
+  const json_t *cases = json_object_get(s->doc, "cases");
+  int oracle = have_oracle_errors(s);
+  int split = count_combos(cases) > 1;
+  vset ts = {0};
+  for (size_t i = 0; i < s->n; i++)
+    vset_add(&ts, (double)report_doc_int(json_object_get(s->cases[i].c, "shape"), "T", 0));
+  if (ts.n < 2) {
+    char t[160];
+    snprintf(t, sizeof t, "Every case has the same sequence length (T = %.0f): nothing to plot "
+                          "against T.", ts.n ? ts.v[0] : 0);
+    note(b, t);
+    figure_end(b);
+    return;
+  }
+  series_set ss = {0};
+  for (size_t i = 0; i < s->n; i++) {
+    const json_t *c = s->cases[i].c;
+    double T = (double)report_doc_int(json_object_get(c, "shape"), "T", 0), v;
+    char name[160];
+    if (oracle) {
+      series_name(name, "scan vs oracle", c, split);
+      if (report_doc_metric(c, "scan", "o", "rel_fro", &v)) series_add(series_get(&ss, name), &ts, T, v);
+      series_name(name, "affine-prefix vs oracle", c, split);
+      if (report_doc_metric(c, "affine-prefix", "o", "rel_fro", &v))
+        series_add(series_get(&ss, name), &ts, T, v);
+    }
+    series_name(name, "affine-prefix vs scan", c, split);
+    if (report_doc_metric(c, "affine_vs_scan", "o", "rel_fro", &v))
+      series_add(series_get(&ss, name), &ts, T, v);
+  }
+  report_axis ax, ay;
+  report_axis_init(&ax, 1);
+  report_axis_init(&ay, 1);
+  report_axis_set_ticks(&ax, ts.v, ts.n);
+  axis_add_series(&ay, &ss);
+  report_axis_finish(&ax);
+  report_axis_finish(&ay);
+  report_plot p;
+  report_plot_begin(&p, b, "svg-length", "Relative error of o against sequence length", PLOT_W,
+                    PLOT_H, &ax, &ay, "sequence length T (tokens, log scale)", "rel_fro of o");
+  for (size_t k = 0; k < ss.n; k++) draw_series(&p, &ss.s[k], &ts, (int)k);
+  report_plot_end(&p);
+  caption_begin(b);
+  report_buf_printf(b, "||error||<sub>F</sub> / ||reference||<sub>F</sub> of o, log scales. Each "
+                       "point is the max over the cases with that T (over devices, prefix, chunk, "
+                       "input%s).",
+                    split ? "" : ", dtype");
+  caption_end(b);
+  figure_end(b);
+}
+
+/* ------------------------------------------------------------ heatmap */
+
+/* Diverging colour for log2(ratio) in [-3, 3]: blue (affine-prefix more
+ * accurate) through white (equal) to red (affine-prefix less accurate). */
+static void ratio_color(double ratio, char out[8], int *dark) {
+  double t = log2(ratio) / 3;
+  if (t > 1) t = 1;
+  if (t < -1) t = -1;
+  double r, g, bl;
+  if (t >= 0) r = 255 + t * (178 - 255), g = 255 + t * (24 - 255), bl = 255 + t * (43 - 255);
+  else r = 255 - t * (33 - 255), g = 255 - t * (102 - 255), bl = 255 - t * (172 - 255);
+  snprintf(out, 8, "#%02X%02X%02X", (unsigned)lround(r), (unsigned)lround(g), (unsigned)lround(bl));
+  *dark = fabs(t) > 0.6;
+}
+
+static int plot_heatmap(const report_summary *s, report_buf *b, gdn_error *e) {
+  figure_begin(b, "plot-heatmap", "Affine-prefix / scan error ratio over devices and T");
+  if (!have_oracle_errors(s)) {
+    note(b, "No oracle errors in this run (--oracle none): the ratio of the two implementations' "
+            "errors against the oracle cannot be formed.");
+    figure_end(b);
+    return GDN_OK;
+  }
+  vset ds = {0}, ts = {0};
+  for (size_t i = 0; i < s->n; i++) {
+    vset_add(&ds, (double)report_doc_int(s->cases[i].c, "devices", 0));
+    vset_add(&ts, (double)report_doc_int(json_object_get(s->cases[i].c, "shape"), "T", 0));
+  }
+  /* 48 KiB: on the heap, so the writer is safe on small thread stacks. */
+  double(*cell)[MAX_SET] = gdn_calloc(MAX_SET, sizeof *cell, "the heatmap", e);
+  int(*has)[MAX_SET] = gdn_calloc(MAX_SET, sizeof *has, "the heatmap", e);
+  if (!cell || !has) {
+    gdn_free(cell);
+    gdn_free(has);
+    return GDN_ERR_NOMEM;
+  }
+  size_t filled = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    const json_t *c = s->cases[i].c;
+    double a, sc;
+    if (!report_doc_metric(c, "affine-prefix", "o", "rel_fro", &a) ||
+        !report_doc_metric(c, "scan", "o", "rel_fro", &sc))
+      continue;
+    int di = vset_find(&ds, (double)report_doc_int(c, "devices", 0));
+    int ti = vset_find(&ts, (double)report_doc_int(json_object_get(c, "shape"), "T", 0));
+    if (di < 0 || ti < 0) continue;
+    /* Both exact: equally good.  Scan exact, affine not: infinitely worse. */
+    double r = (a == 0 && sc == 0) ? 1 : a / sc;
+    if (!has[ti][di]) filled++;
+    cell[ti][di] = agg_max(&has[ti][di], cell[ti][di], r);
+  }
+  if (!filled) {
+    note(b, "No case has both scan and affine-prefix errors against the oracle.");
+    figure_end(b);
+    gdn_free(cell);
+    gdn_free(has);
+    return GDN_OK;
+  }
+  double left = 110, top = 24, cw = 560.0 / (double)ds.n, ch = 240.0 / (double)ts.n;
+  if (cw > 110) cw = 110;
+  if (ch > 44) ch = 44;
+  if (ch < 14) ch = 14;
+  double gw = cw * (double)ds.n, gh = ch * (double)ts.n;
+  double W = left + gw + 170, H = top + gh + 56;
+  report_buf_puts(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot heatmap\" "
+                     "id=\"svg-heatmap\" role=\"img\" viewBox=\"0 0 ");
+  report_svg_num(b, W);
+  report_buf_putc(b, ' ');
+  report_svg_num(b, H);
+  report_buf_puts(b, "\" aria-label=\"Ratio of affine-prefix to scan error over devices and "
+                     "sequence length\"><title>affine-prefix / scan ratio of o rel_fro</title>\n");
+  char t[REPORT_NUM_CHARS], lab[64];
+  for (size_t ti = 0; ti < ts.n; ti++) {
+    /* Largest T on top, as on a y axis. */
+    double y = top + ch * (double)(ts.n - 1 - ti);
+    snprintf(lab, sizeof lab, "T = %.0f", ts.v[ti]);
+    report_svg_text(b, left - 8, y + ch / 2 + 4, "end", NULL, lab);
+    for (size_t di = 0; di < ds.n; di++) {
+      double x = left + cw * (double)di;
+      report_buf_puts(b, "<g class=\"cell\"><rect stroke=\"#d0d7de\"");
+      report_buf_puts(b, " x=\"");
+      report_svg_num(b, x);
+      report_buf_puts(b, "\" y=\"");
+      report_svg_num(b, y);
+      report_buf_puts(b, "\" width=\"");
+      report_svg_num(b, cw - 1);
+      report_buf_puts(b, "\" height=\"");
+      report_svg_num(b, ch - 1);
+      report_buf_putc(b, '"');
+      const char *text;
+      char tip[160];
+      int dark = 0;
+      if (!has[ti][di]) {
+        report_buf_puts(b, " fill=\"#eeeeee\"");
+        text = "\xE2\x80\x94";
+        snprintf(tip, sizeof tip, "D = %.0f, T = %.0f: no case", ds.v[di], ts.v[ti]);
+      } else if (isnan(cell[ti][di])) {
+        report_buf_puts(b, " fill=\"#555555\"");
+        dark = 1;
+        text = "n/a";
+        snprintf(tip, sizeof tip, "D = %.0f, T = %.0f: an error is not a number", ds.v[di],
+                 ts.v[ti]);
+      } else if (isinf(cell[ti][di])) {
+        report_buf_puts(b, " fill=\"#67001F\"");
+        dark = 1;
+        text = "\xE2\x88\x9E"; /* the scan is exact, affine-prefix is not */
+        snprintf(tip, sizeof tip, "D = %.0f, T = %.0f: scan exact, affine-prefix not", ds.v[di],
+                 ts.v[ti]);
+      } else {
+        char col[8];
+        ratio_color(cell[ti][di], col, &dark);
+        report_buf_printf(b, " fill=\"%s\"", col);
+        fmt(t, cell[ti][di]);
+        snprintf(lab, sizeof lab, "%s\xC3\x97", t); /* U+00D7 multiplication sign */
+        text = lab;
+        snprintf(tip, sizeof tip, "D = %.0f, T = %.0f: affine-prefix error / scan error = %s (max over cases)", ds.v[di], ts.v[ti], t);
+      }
+      report_buf_puts(b, "><title>");
+      report_escape_html_text_z(b, tip);
+      report_buf_puts(b, "</title></rect>");
+      if (ch >= 14 && cw >= 30)
+        report_svg_text(b, x + cw / 2, y + ch / 2 + 4, "middle", dark ? "cell-dark" : "cell-text",
+                        text);
+      report_buf_puts(b, "</g>\n");
+    }
+  }
+  for (size_t di = 0; di < ds.n; di++) {
+    snprintf(lab, sizeof lab, "%.0f", ds.v[di]);
+    report_svg_text(b, left + cw * ((double)di + 0.5), top + gh + 16, "middle", NULL, lab);
+  }
+  report_svg_text(b, left + gw / 2, top + gh + 40, "middle", "axis-label", "devices D");
+  /* Colour bar: ratio 1/8 .. 8 on a log2 scale. */
+  double bx = left + gw + 30, by = top, bh = gh < 120 ? 120 : gh;
+  for (int k = 0; k < 24; k++) {
+    double r = exp2(3 - 6.0 * (k + 0.5) / 24);
+    char col[8];
+    int dark;
+    ratio_color(r, col, &dark);
+    report_buf_puts(b, "<rect x=\"");
+    report_svg_num(b, bx);
+    report_buf_puts(b, "\" y=\"");
+    report_svg_num(b, by + bh * k / 24.0);
+    report_buf_puts(b, "\" width=\"16\" height=\"");
+    report_svg_num(b, bh / 24.0 + 0.5);
+    report_buf_printf(b, "\" fill=\"%s\"/>", col);
+  }
+  static const char *const bar_labels[] = {"\xE2\x89\xA5" "8\xC3\x97", "1\xC3\x97 (equal)",
+                                           "\xE2\x89\xA4" "1/8\xC3\x97"};
+  for (int k = 0; k < 3; k++)
+    report_svg_text(b, bx + 22, by + bh * k / 2.0 + (k == 0 ? 10 : k == 2 ? -2 : 4), "start",
+                    NULL, bar_labels[k]);
+  report_buf_puts(b, "</svg>\n");
+  caption_begin(b);
+  report_buf_puts(b, "Each cell: rel_fro of o of affine-prefix against the oracle divided by that of "
+                     "the scan, max over the cases in the cell (prefix, chunk, input, dtype). Red: "
+                     "the context-parallel form is less accurate than the stock scan; blue: more; "
+                     "\xE2\x88\x9E: the scan is exact and affine-prefix is not; \xE2\x80\x94: no "
+                     "case.");
+  caption_end(b);
+  figure_end(b);
+  gdn_free(cell);
+  gdn_free(has);
+  return GDN_OK;
+}
+
+/* ------------------------------------------------------------ ULP histogram */
+
+static int same_edges(const json_t *a, const json_t *b) { return json_equal((json_t *)a, (json_t *)b); }
+
+static int plot_ulp(const report_summary *s, report_buf *b, gdn_error *e) {
+  figure_begin(b, "plot-ulp", "Histogram of ULP errors of o");
+  const json_t *edges = NULL;
+  size_t used = 0, skipped = 0;
+  for (size_t i = 0; i < s->n && !edges; i++) {
+    const json_t *h = json_object_get(s->cases[i].c, "ulp_histogram");
+    if (h && json_array_size(json_object_get(h, "edges"))) edges = json_object_get(h, "edges");
+  }
+  if (!edges) {
+    note(b, "No case has a ULP histogram (cases[].ulp_histogram).");
+    figure_end(b);
+    return GDN_OK;
+  }
+  size_t nb = json_array_size(edges);
+  double *ev = read_nums(edges, nb, e);
+  double *cnt = gdn_calloc(2 * nb, sizeof *cnt, "the histogram", e);
+  if (!ev || !cnt) {
+    gdn_free(ev);
+    gdn_free(cnt);
+    return GDN_ERR_NOMEM;
+  }
+  static const char *const keys[] = {"scan", "affine-prefix"};
+  int has_series[2] = {0, 0};
+  for (size_t i = 0; i < s->n; i++) {
+    const json_t *h = json_object_get(s->cases[i].c, "ulp_histogram");
+    if (!h) continue;
+    if (!same_edges(json_object_get(h, "edges"), edges)) {
+      skipped++;
+      continue;
+    }
+    used++;
+    for (int k = 0; k < 2; k++) {
+      const json_t *a = json_object_get(h, keys[k]);
+      if (!a) continue;
+      has_series[k] = 1;
+      for (size_t j = 0; j < nb; j++) {
+        double v;
+        if (report_num_get(json_array_get(a, j), &v)) cnt[k * nb + j] += v;
+      }
+    }
+  }
+  report_axis ax, ay;
+  report_axis_init(&ax, 0);
+  report_axis_init(&ay, 1);
+  report_axis_add1(&ax, 0);
+  report_axis_add1(&ax, (double)nb);
+  report_axis_set_ticks(&ax, NULL, 0);
+  ax.explicit_ticks = 1; /* bins are labelled below, not ticked */
+  /* Bars start at half the smallest count, so a bin of 1 is visible. */
+  double minpos = INFINITY;
+  for (size_t j = 0; j < 2 * nb; j++)
+    if (cnt[j] > 0 && cnt[j] < minpos) minpos = cnt[j];
+  if (isfinite(minpos)) report_axis_add1(&ay, minpos / 2);
+  for (size_t j = 0; j < 2 * nb; j++)
+    if (cnt[j] > 0) report_axis_add1(&ay, cnt[j]);
+  report_axis_finish(&ax);
+  ax.lo = 0, ax.hi = (double)nb;
+  report_axis_finish(&ay);
+  report_plot p;
+  report_plot_begin(&p, b, "svg-ulp", "Histogram of ULP errors of o", PLOT_W, PLOT_H, &ax, &ay,
+                    "|error of o| in ULP of the output dtype (bin lower edge)",
+                    "elements (log scale)");
+  double bw = (p.x1 - p.x0) / (double)nb;
+  for (int k = 0; k < 2; k++) {
+    if (!has_series[k]) continue;
+    report_buf_printf(b, "<g class=\"bars\" fill=\"%s\">", report_svg_color(k));
+    for (size_t j = 0; j < nb; j++) {
+      double c = cnt[k * nb + j];
+      if (!(c > 0)) continue;
+      double x = p.x0 + bw * (double)j + bw * (0.12 + 0.38 * k), y = report_plot_py(&p, c);
+      report_buf_puts(b, "<rect x=\"");
+      report_svg_num(b, x);
+      report_buf_puts(b, "\" y=\"");
+      report_svg_num(b, y);
+      report_buf_puts(b, "\" width=\"");
+      report_svg_num(b, bw * 0.36);
+      report_buf_puts(b, "\" height=\"");
+      report_svg_num(b, p.y1 - y);
+      char v[REPORT_NUM_CHARS], lo[40];
+      report_num_format(v, c, 6);
+      report_num_format(lo, ev[j], 6);
+      report_buf_printf(b, "\"><title>%s: %s elements with ULP error %s %s", keys[k], v,
+                        j + 1 < nb ? "in [" : ">=", lo);
+      if (j + 1 < nb) {
+        char hi[40];
+        report_num_format(hi, ev[j + 1], 6);
+        report_buf_printf(b, ", %s)", hi);
+      }
+      report_buf_puts(b, "</title></rect>");
+    }
+    report_buf_puts(b, "</g>\n");
+  }
+  /* Bin labels; thinned so they do not collide. */
+  size_t every = nb > 24 ? (nb + 23) / 24 : 1;
+  for (size_t j = 0; j < nb; j += every) {
+    char lo[40], lab[48];
+    report_num_format(lo, ev[j], 4);
+    snprintf(lab, sizeof lab, "%s%s", j + 1 == nb ? "\xE2\x89\xA5" : "", lo);
+    report_svg_text(b, p.x0 + bw * ((double)j + 0.5), p.y1 + 18, "middle", NULL, lab);
+  }
+  for (int k = 0; k < 2; k++)
+    if (has_series[k]) {
+      report_plot_legend(&p, k, REPORT_LEGEND_SWATCH,
+                         k == 0 ? "scan vs oracle" : "affine-prefix vs oracle");
+    }
+  report_plot_end(&p);
+  caption_begin(b);
+  report_buf_printf(b, "Element counts of |error of o| / ulp(reference), summed over %zu case%s; "
+                       "bin i holds edges[i] &lt;= ULP &lt; edges[i+1], the last bin is open above. "
+                       "Empty bins have no bar.",
+                    used, used == 1 ? "" : "s");
+  if (skipped)
+    report_buf_printf(b, " %zu case%s with different bin edges %s left out.", skipped,
+                      skipped == 1 ? "" : "s", skipped == 1 ? "is" : "are");
+  caption_end(b);
+  figure_end(b);
+  gdn_free(ev);
+  gdn_free(cnt);
+  return GDN_OK;
+}
+
+int report_plots_render(const json_t *doc, const report_summary *s, report_buf *b, gdn_error *e) {
+  int rc = plot_profiles(doc, s, b, e);
+  if (rc) return rc;
+  plot_devices(s, b);
+  plot_length(s, b);
+  if ((rc = plot_heatmap(s, b, e))) return rc;
+  return plot_ulp(s, b, e);
+}

@@ -1,0 +1,389 @@
+/* The HTML report: structure (verdict, deciding numbers, environment,
+ * table, every plot by id), escaping of hostile document strings,
+ * self-containment, determinism, edge data (no cases, no oracle, zeros, NaN,
+ * one point, decades of range, one T), size with many cases and long
+ * profiles, and atomic writes under allocation failure. */
+#include <check.h>
+#include <math.h>
+
+#include "gdn_alloc.h"
+#include "report_html.h"
+#include "report_num.h"
+#include "sample_doc.h"
+#include "svg_check.h"
+#include "test_util.h"
+
+static char *render(const json_t *doc, size_t *len) {
+  report_buf b;
+  report_buf_init(&b);
+  gdn_error e;
+  gdn_error_init(&e);
+  int rc = report_html_render(doc, &b, &e);
+  ck_assert_msg(rc == GDN_OK, "%s", e.msg);
+  if (len) *len = b.len;
+  return b.data;
+}
+
+static size_t count(const char *s, const char *needle) {
+  size_t n = 0, k = strlen(needle);
+  for (const char *p = strstr(s, needle); p; p = strstr(p + k, needle)) n++;
+  return n;
+}
+
+/* Every <svg>...</svg> in the page: finite coordinates, no "nan". */
+static size_t check_all_svg(const char *html) {
+  size_t n = 0;
+  for (const char *p = strstr(html, "<svg"); p; p = strstr(p + 4, "<svg")) {
+    const char *e = strstr(p, "</svg>");
+    ck_assert_ptr_nonnull(e);
+    size_t len = (size_t)(e - p);
+    size_t bad = svg_bad_coordinate(p, len);
+    ck_assert_msg(bad == 0, "bad coordinate in svg %zu at: %.80s", n, p + bad - 1);
+    ck_assert_msg(!svg_has_nan_text(p, len), "\"nan\" in svg %zu", n);
+    n++;
+  }
+  return n;
+}
+
+/* The text of the element with id="id", up to its closing tag name. */
+static const char *section(const char *html, const char *id, const char *close, size_t *len) {
+  char key[64];
+  snprintf(key, sizeof key, "id=\"%s\"", id);
+  const char *p = strstr(html, key);
+  ck_assert_msg(p != NULL, "no element with %s", key);
+  const char *e = strstr(p, close);
+  ck_assert_ptr_nonnull(e);
+  *len = (size_t)(e - p);
+  return p;
+}
+
+static int section_has(const char *html, const char *id, const char *close, const char *needle) {
+  size_t len;
+  const char *p = section(html, id, close, &len);
+  size_t k = strlen(needle);
+  for (size_t i = 0; i + k <= len; i++)
+    if (!memcmp(p + i, needle, k)) return 1;
+  return 0;
+}
+
+static const char *const PLOTS[] = {"plot-profile", "plot-devices", "plot-length", "plot-heatmap",
+                                    "plot-ulp"};
+
+START_TEST(realistic_structure) {
+  json_t *doc = sample_doc_realistic();
+  size_t len;
+  char *h = render(doc, &len);
+  ck_assert(!strncmp(h, "<!DOCTYPE html>\n<html lang=\"en\" data-verdict=\"fail\">", 52));
+  /* The verdict: a word, not colour alone. */
+  ck_assert_ptr_nonnull(strstr(h, "<header id=\"verdict\" class=\"verdict verdict-fail\""));
+  ck_assert(section_has(h, "verdict", "</header>", "FAIL</div>"));
+  ck_assert(section_has(h, "verdict", "</header>", "1 of 30 cases out of tolerance"));
+  /* The deciding numbers: case, check, metric, value, limit, reason. */
+  ck_assert(section_has(h, "deciding", "</p>", "affine-prefix o vs oracle"));
+  ck_assert(section_has(h, "deciding", "</p>", "<code>rel_fro</code> = <b class=\"val\">1.009e-6</b>"));
+  ck_assert(section_has(h, "deciding", "</p>", "limit <b class=\"val\">6e-7</b>"));
+  ck_assert(section_has(h, "deciding", "</p>", "1.68\xC3\x97 the limit"));
+  ck_assert(section_has(h, "deciding", "</p>", "the CP form must be as accurate"));
+  ck_assert(section_has(h, "verdict", "</header>", "passed 1 of the 1 failing case"));
+  /* The environment. */
+  ck_assert(section_has(h, "environment", "</section>", "git commit <code>9afc464a1b2c</code>"));
+  ck_assert(section_has(h, "environment", "</section>", "certified bits 118"));
+  ck_assert(section_has(h, "environment", "</section>", "builtin-v1"));
+  ck_assert(section_has(h, "environment", "</section>", "<code>float32</code>"));
+  ck_assert(section_has(h, "environment", "</section>", "<code>highest</code>"));
+  ck_assert(section_has(h, "environment", "</section>", "--prefix sequential,associative-scan"));
+  ck_assert(section_has(h, "inputs", "</table>", "c4a2e6f8b0d1c3e5"));
+  ck_assert(section_has(h, "inputs", "</table>", "B=1 T=4096 Hk=4 Hv=4 Dk=64 Dv=64"));
+  /* The table: every case, the failing one first and marked. */
+  size_t tl;
+  const char *t = section(h, "case-table", "</table>", &tl);
+  ck_assert_ptr_nonnull(strstr(t, "<tbody>\n<tr id=\"case-29\" data-i=\"0\" class=\"fail\">"));
+  ck_assert_uint_eq(count(t, "<tr id=\"case-"), 30);
+  ck_assert_uint_eq(count(t, " class=\"fail\">"), 1);
+  ck_assert_ptr_nonnull(strstr(t, "<b>upstream: pass / ours: fail</b>"));
+  ck_assert_ptr_nonnull(strstr(t, "<td class=\"up missed\""));
+  /* Every plot, with an SVG, and every SVG clean. */
+  for (size_t i = 0; i < 5; i++) ck_assert_msg(section_has(h, PLOTS[i], "</figure>", "<svg"), "%s", PLOTS[i]);
+  ck_assert_uint_ge(check_all_svg(h), 7); /* 3 profiles + 4 summary plots */
+  /* The worst group's profile is open, with its seams. */
+  ck_assert_ptr_nonnull(strstr(h, "<details class=\"profile\" id=\"profile-0\" open>"));
+  ck_assert_uint_eq(count(h, "<g class=\"seam\">"), 7 + 7 + 7);
+  /* Scripts: the error trap in <head> before the styles, the sorter last. */
+  ck_assert(strstr(h, "window.onerror") < strstr(h, "<style>"));
+  ck_assert_ptr_nonnull(strstr(h, "setAttribute('data-script','ran')"));
+  gdn_free(h);
+  json_decref(doc);
+}
+END_TEST
+
+START_TEST(self_contained) {
+  json_t *doc = sample_doc_realistic();
+  char *h = render(doc, NULL);
+  /* The only URL is the SVG namespace; no external resource of any kind. */
+  ck_assert_uint_eq(count(h, "http"), count(h, "xmlns=\"http://www.w3.org/2000/svg\"") +
+                                          count(h, "<meta http-equiv="));
+  ck_assert_ptr_null(strstr(h, "<link"));
+  ck_assert_ptr_null(strstr(h, " src="));
+  ck_assert_ptr_null(strstr(h, "url("));
+  ck_assert_ptr_null(strstr(h, "@import"));
+  ck_assert_ptr_nonnull(strstr(h, "Content-Security-Policy\" content=\"default-src 'none'"));
+  /* Print CSS: no sticky header, colours kept. */
+  ck_assert_ptr_nonnull(strstr(h, "@media print{"));
+  ck_assert_ptr_nonnull(strstr(h, "#case-table thead{position:static}"));
+  ck_assert_ptr_nonnull(strstr(h, "print-color-adjust:exact"));
+  gdn_free(h);
+  json_decref(doc);
+}
+END_TEST
+
+START_TEST(hostile_strings) {
+  json_t *doc = sample_doc_realistic();
+  json_t *cases = json_object_get(doc, "cases");
+  json_t *c = json_array_get(cases, 29);
+  json_object_set_new(c, "id", json_string("<script>alert(1)</script>&\"'"));
+  json_t *in = json_array_get(json_object_get(doc, "inputs"), 0);
+  json_object_set_new(in, "name", json_string("</td><img src=x onerror=alert(2)>"));
+  json_object_set_new(in, "path", json_string("a\"b'c<d>&e"));
+  json_object_set_new(doc, "command", json_string("gdn-parity --json '<!--' \"x\" & y"));
+  json_object_set_new(doc, "git_commit", json_string("<i>"));
+  json_object_set_new(json_object_get(doc, "policy"), "name", json_string("p\"><svg onload=x>"));
+  json_t *k = json_array_get(json_object_get(json_object_get(c, "tolerance"), "checks"), 1);
+  json_object_set_new(k, "reason", json_string("<b>bold</b> & \"quoted\""));
+  json_object_set_new(k, "name", json_string("<u>check</u>"));
+  json_t *u = json_array_get(json_object_get(c, "upstream"), 0);
+  json_object_set_new(u, "detail", json_string("\" onmouseover=\"alert(3)"));
+  json_object_set_new(json_object_get(c, "impls"), "<fixture out>",
+                      json_pack("{sb}", "pass", 1));
+  char *h = render(doc, NULL);
+  ck_assert_ptr_null(strstr(h, "<script>alert"));
+  ck_assert_ptr_null(strstr(h, "<img"));
+  ck_assert_ptr_null(strstr(h, "<svg onload"));
+  ck_assert_ptr_null(strstr(h, "<b>bold"));
+  ck_assert_ptr_null(strstr(h, "<u>check"));
+  ck_assert_ptr_null(strstr(h, "<i>"));
+  ck_assert_ptr_null(strstr(h, "<fixture"));
+  ck_assert_ptr_null(strstr(h, "\" onmouseover"));
+  ck_assert_ptr_null(strstr(h, "'<!--'"));
+  ck_assert_uint_eq(count(h, "<script"), 2); /* ours only */
+  ck_assert_ptr_nonnull(strstr(h, "&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;&#39;"));
+  ck_assert_ptr_nonnull(strstr(h, "&lt;/td&gt;&lt;img src=x onerror=alert(2)&gt;"));
+  ck_assert_ptr_nonnull(strstr(h, "&quot; onmouseover=&quot;alert(3)"));
+  ck_assert_ptr_nonnull(strstr(h, "&lt;fixture out&gt;")); /* the fixture-outputs column */
+  check_all_svg(h);
+  gdn_free(h);
+  json_decref(doc);
+}
+END_TEST
+
+START_TEST(deterministic) {
+  json_t *a = sample_doc_realistic(), *b = sample_doc_realistic();
+  size_t na, nb;
+  char *ha = render(a, &na), *hb = render(b, &nb);
+  ck_assert_uint_eq(na, nb);
+  ck_assert(!memcmp(ha, hb, na));
+  gdn_free(ha);
+  gdn_free(hb);
+  json_decref(a);
+  json_decref(b);
+}
+END_TEST
+
+START_TEST(no_cases) {
+  json_t *doc = json_pack("{ss ss sb s[]}", "tool", "gdn-parity", "version", "0.1.0", "pass", 1,
+                          "cases");
+  char *h = render(doc, NULL);
+  ck_assert_ptr_nonnull(strstr(h, "No cases were run."));
+  ck_assert_ptr_nonnull(strstr(h, "PASS</div>"));
+  /* Every figure is there, with a note instead of an empty axis. */
+  for (size_t i = 0; i < 5; i++) {
+    ck_assert(!section_has(h, PLOTS[i], "</figure>", "<svg"));
+    ck_assert(section_has(h, PLOTS[i], "</figure>", "class=\"no-data\""));
+  }
+  ck_assert_ptr_nonnull(strstr(h, "id=\"case-table\""));
+  gdn_free(h);
+  json_decref(doc);
+}
+END_TEST
+
+START_TEST(no_oracle) {
+  json_t *doc = sample_doc_realistic();
+  json_object_del(doc, "oracle");
+  json_t *cases = json_object_get(doc, "cases");
+  for (size_t i = 0; i < json_array_size(cases); i++) {
+    json_t *c = json_array_get(cases, i);
+    json_object_del(c, "impls");
+    /* Judged on affine-prefix vs scan only. */
+    json_t *checks = json_object_get(json_object_get(c, "tolerance"), "checks");
+    while (json_array_size(checks) > 1) json_array_remove(checks, 0);
+  }
+  sample_doc_refresh_verdict(doc);
+  char *h = render(doc, NULL);
+  ck_assert(section_has(h, "environment", "</section>", "<b>none</b> (--oracle none)"));
+  ck_assert(section_has(h, "plot-heatmap", "</figure>", "No oracle errors in this run"));
+  ck_assert(section_has(h, "plot-devices", "</figure>", "rel_fro of o, affine-prefix vs scan"));
+  ck_assert(section_has(h, "plot-devices", "</figure>", "<svg"));
+  /* The oracle columns are shown empty, not invented. */
+  ck_assert_ptr_nonnull(strstr(h, "<td class=\"num na\" data-v=\"\">\xE2\x80\x94</td>"));
+  check_all_svg(h);
+  gdn_free(h);
+  json_decref(doc);
+}
+END_TEST
+
+/* Overwrites a profile series of case i with values v (repeated). */
+static void set_profile(json_t *doc, size_t i, const char *series, const double *v, size_t n) {
+  json_t *pr = json_object_get(json_array_get(json_object_get(doc, "cases"), i), "profile");
+  size_t m = json_array_size(json_object_get(pr, "t0"));
+  json_t *a = json_array();
+  for (size_t k = 0; k < m; k++) json_array_append_new(a, report_num_to_json(v[k % n]));
+  json_object_set_new(pr, series, a);
+}
+
+START_TEST(edge_profiles) {
+  json_t *doc = sample_doc_realistic();
+  /* Case 29 is the worst (its profile is the open plot): zeros, NaN, +inf,
+   * and 33 decades in the same plot. */
+  double zeros[] = {0}, mixed[] = {0, NAN, 1e-30, INFINITY, 1e3, -INFINITY, 5e-7};
+  set_profile(doc, 29, "scan", zeros, 1);
+  set_profile(doc, 29, "affine-prefix", mixed, 7);
+  /* Case 11's group: a one-block profile. */
+  json_t *c = json_array_get(json_object_get(doc, "cases"), 20);
+  json_object_set_new(json_object_get(c, "profile"), "t0", json_pack("[i]", 0));
+  json_object_set_new(json_object_get(c, "profile"), "scan", json_pack("[f]", 3e-7));
+  json_object_del(json_object_get(c, "profile"), "affine-prefix");
+  json_object_del(json_object_get(c, "profile"), "affine_vs_scan");
+  json_object_del(json_object_get(c, "profile"), "ref_max_abs");
+  /* NaN and infinite metrics in the table. */
+  json_t *o = json_object_get(json_object_get(json_object_get(json_array_get(
+      json_object_get(doc, "cases"), 3), "impls"), "scan"), "o");
+  json_object_set_new(o, "max_ulp", json_string("nan"));
+  json_object_set_new(o, "rel_fro", json_string("inf"));
+  char *h = render(doc, NULL);
+  check_all_svg(h);
+  ck_assert(section_has(h, "plot-profile", "</figure>", "drawn at the floor"));
+  ck_assert(section_has(h, "plot-profile", "</figure>", "Non-finite errors are marked"));
+  ck_assert(section_has(h, "plot-profile", "</figure>", "affine-prefix vs oracle: not a number"));
+  ck_assert_ptr_nonnull(strstr(h, "<td class=\"num nonfinite\" data-v=\"nan\">nan</td>"));
+  ck_assert_ptr_nonnull(strstr(h, "<td class=\"num nonfinite\" data-v=\"inf\">inf</td>"));
+  gdn_free(h);
+  json_decref(doc);
+}
+END_TEST
+
+START_TEST(one_length_one_device) {
+  json_t *doc = sample_doc_many(6, 1, 1);
+  json_t *cases = json_object_get(doc, "cases");
+  for (size_t i = 0; i < json_array_size(cases); i++) {
+    json_t *c = json_array_get(cases, i);
+    json_object_set_new(json_object_get(c, "shape"), "T", json_integer(4096));
+    json_object_set_new(c, "devices", json_integer(4));
+  }
+  char *h = render(doc, NULL);
+  ck_assert(section_has(h, "plot-length", "</figure>", "same sequence length (T = 4096)"));
+  ck_assert(!section_has(h, "plot-length", "</figure>", "<svg"));
+  ck_assert(section_has(h, "plot-devices", "</figure>", "Every case runs on 4 devices"));
+  ck_assert(section_has(h, "plot-heatmap", "</figure>", "<svg")); /* one cell still informs */
+  check_all_svg(h);
+  gdn_free(h);
+  json_decref(doc);
+}
+END_TEST
+
+START_TEST(many_cases_and_long_profiles) {
+  /* 600 cases with profiles: the page stays a few MB at most. */
+  json_t *doc = sample_doc_many(600, 40, 1);
+  size_t len;
+  char *h = render(doc, &len);
+  ck_assert_uint_lt(len, 4u << 20);
+  ck_assert_uint_eq(count(h, "<tr id=\"case-"), 600);
+  /* Profiles beyond the cap are not plotted, and the page says so. */
+  check_all_svg(h);
+  gdn_free(h);
+  json_decref(doc);
+  /* One case with a 200,000-block profile: thinned to the point cap. */
+  doc = sample_doc_many(1, 1, 1);
+  json_t *pr = json_object_get(json_array_get(json_object_get(doc, "cases"), 0), "profile");
+  const size_t NB = 200000;
+  json_t *t0 = json_array(), *sc = json_array();
+  for (size_t i = 0; i < NB; i++) {
+    json_array_append_new(t0, json_integer((json_int_t)(i * 64)));
+    json_array_append_new(sc, json_real(1e-7 * (1 + (double)(i % 97) / 97)));
+  }
+  json_object_clear(pr);
+  json_object_set_new(pr, "block", json_integer(64));
+  json_object_set_new(pr, "t0", t0);
+  json_object_set_new(pr, "scan", sc);
+  json_object_set_new(json_object_get(json_array_get(json_object_get(doc, "cases"), 0), "shape"),
+                      "T", json_integer((json_int_t)(NB * 64)));
+  json_object_set_new(json_array_get(json_object_get(doc, "cases"), 0), "seams", json_array());
+  h = render(doc, &len);
+  ck_assert_uint_lt(len, 512u << 10);
+  ck_assert(section_has(h, "plot-profile", "</figure>", "each point is the max over 400 blocks"));
+  size_t pl;
+  const char *p = section(h, "svg-profile-0", "</svg>", &pl);
+  const char *poly = strstr(p, "<polyline points=\"");
+  ck_assert_ptr_nonnull(poly);
+  const char *pe = strchr(poly + 18, '"');
+  size_t pts = 0;
+  for (const char *q = poly + 18; q < pe; q++) pts += *q == ',';
+  ck_assert_uint_eq(pts, 500); /* REPORT_PLOTS_MAX_POINTS */
+  check_all_svg(h);
+  gdn_free(h);
+  json_decref(doc);
+}
+END_TEST
+
+START_TEST(write_atomic) {
+  const char *dir = test_tmpdir();
+  char path[600];
+  snprintf(path, sizeof path, "%s/report.html", dir);
+  json_t *doc = sample_doc_realistic();
+  gdn_error e;
+  gdn_error_init(&e);
+  /* A failing allocation anywhere: NOMEM, no file, no temporary. */
+  int sites = 0;
+  for (long k = 1;; k++) {
+    gdn_alloc_fail_after(k);
+    int rc = report_html_write(doc, path, &e);
+    gdn_alloc_fail_after(0);
+    if (rc == GDN_OK) break;
+    sites++;
+    ck_assert_int_eq(rc, GDN_ERR_NOMEM);
+    ck_assert_ptr_nonnull(strstr(e.msg, path));
+    ck_assert_int_eq(test_count_entries(dir), 0);
+  }
+  ck_assert_int_ge(sites, 5);
+  ck_assert_int_eq(test_count_entries(dir), 1);
+  /* A document the writer refuses leaves the previous report in place. */
+  json_object_set_new(doc, "pass", json_true());
+  ck_assert_int_eq(report_html_write(doc, path, &e), GDN_ERR_INPUT);
+  ck_assert_ptr_nonnull(strstr(e.msg, "pass: is true but at least one case failed"));
+  size_t n;
+  char *old = test_read_file(path, &n);
+  ck_assert(n > 1000 && strstr(old, "data-verdict=\"fail\""));
+  free(old);
+  json_decref(doc);
+}
+END_TEST
+
+int main(void) {
+  Suite *su = suite_create("html");
+  TCase *tc = tcase_create("html");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, realistic_structure);
+  tcase_add_test(tc, self_contained);
+  tcase_add_test(tc, hostile_strings);
+  tcase_add_test(tc, deterministic);
+  tcase_add_test(tc, no_cases);
+  tcase_add_test(tc, no_oracle);
+  tcase_add_test(tc, edge_profiles);
+  tcase_add_test(tc, one_length_one_device);
+  tcase_add_test(tc, many_cases_and_long_profiles);
+  tcase_add_test(tc, write_atomic);
+  suite_add_tcase(su, tc);
+  SRunner *sr = srunner_create(su);
+  srunner_run_all(sr, CK_NORMAL);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return nf ? 1 : 0;
+}

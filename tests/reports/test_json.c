@@ -1,0 +1,237 @@
+/* The JSON writer: round trip through jansson, 17 significant digits,
+ * non-finite numbers as strings, the fixed key order whatever the insertion
+ * order, byte-identical output, atomic writes. */
+#include <check.h>
+#include <math.h>
+
+#include "gdn_alloc.h"
+#include "report_json.h"
+#include "report_num.h"
+#include "sample_doc.h"
+#include "test_util.h"
+
+static char *render(const json_t *doc) {
+  report_buf b;
+  report_buf_init(&b);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(report_json_render(doc, &b, &e), GDN_OK);
+  return b.data; /* gdn_malloc'd: release with gdn_free */
+}
+
+START_TEST(round_trip) {
+  const char *dir = test_tmpdir();
+  char path[600];
+  snprintf(path, sizeof path, "%s/results.json", dir);
+  json_t *doc = sample_doc_realistic();
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(report_json_write(doc, path, &e), GDN_OK);
+  json_error_t je;
+  json_t *back = json_load_file(path, 0, &je);
+  ck_assert_msg(back != NULL, "%s", je.text);
+  /* json_equal compares reals exactly: 17 digits read back bit for bit. */
+  ck_assert(json_equal(doc, back));
+  json_t *via = NULL;
+  ck_assert_int_eq(report_json_read(path, &via, &e), GDN_OK);
+  ck_assert(json_equal(doc, via));
+  json_decref(via);
+  json_decref(back);
+  json_decref(doc);
+}
+END_TEST
+
+START_TEST(digits) {
+  json_t *doc = sample_doc_many(1, 0, 0);
+  json_t *m = json_object_get(json_object_get(json_object_get(json_array_get(
+                                  json_object_get(doc, "cases"), 0), "impls"), "scan"), "o");
+  json_object_set_new(m, "max_abs", json_real(0.1));
+  json_object_set_new(m, "rel_fro", json_real(1.0 / 3.0));
+  json_object_set_new(m, "max_ulp", json_real(1.0));
+  json_object_set_new(m, "median_ulp", json_real(4.9406564584124654e-324)); /* least subnormal */
+  json_object_set_new(m, "max_rel", json_real(1.7976931348623157e308));
+  char *s = render(doc);
+  ck_assert_ptr_nonnull(strstr(s, "\"max_abs\": 0.10000000000000001"));
+  ck_assert_ptr_nonnull(strstr(s, "\"rel_fro\": 0.33333333333333331"));
+  /* An integral real stays a real, so the type survives the round trip. */
+  ck_assert_ptr_nonnull(strstr(s, "\"max_ulp\": 1.0"));
+  json_t *back = json_loads(s, 0, NULL);
+  ck_assert(json_equal(doc, back));
+  /* Indent 2 and a final newline. */
+  ck_assert(!strncmp(s, "{\n  \"tool\": \"gdn-parity\",\n", 26));
+  ck_assert(s[strlen(s) - 1] == '\n' && s[strlen(s) - 2] == '}');
+  json_decref(back);
+  gdn_free(s);
+  json_decref(doc);
+}
+END_TEST
+
+START_TEST(non_finite) {
+  json_t *doc = sample_doc_many(1, 0, 0);
+  json_t *c = json_array_get(json_object_get(doc, "cases"), 0);
+  json_t *o = json_object_get(json_object_get(json_object_get(c, "impls"), "affine-prefix"), "o");
+  json_object_set_new(o, "rel_fro", report_num_to_json(NAN));
+  json_object_set_new(o, "max_ulp", report_num_to_json(INFINITY));
+  json_object_set_new(o, "max_abs", report_num_to_json(-INFINITY));
+  /* jansson refuses non-finite reals: the document can only hold strings. */
+  ck_assert_ptr_null(json_real(NAN));
+  char *s = render(doc);
+  ck_assert_ptr_nonnull(strstr(s, "\"rel_fro\": \"nan\""));
+  ck_assert_ptr_nonnull(strstr(s, "\"max_ulp\": \"inf\""));
+  ck_assert_ptr_nonnull(strstr(s, "\"max_abs\": \"-inf\""));
+  json_t *back = json_loads(s, 0, NULL);
+  json_t *bo = json_object_get(json_object_get(json_object_get(
+      json_array_get(json_object_get(back, "cases"), 0), "impls"), "affine-prefix"), "o");
+  double v;
+  ck_assert(report_num_get(json_object_get(bo, "rel_fro"), &v) && isnan(v));
+  ck_assert(report_num_get(json_object_get(bo, "max_ulp"), &v) && v == INFINITY);
+  ck_assert(report_num_get(json_object_get(bo, "max_abs"), &v) && v == -INFINITY);
+  json_t *other = json_string("infinity");
+  ck_assert(!report_num_get(other, &v)); /* only the three spellings */
+  json_decref(other);
+  json_decref(back);
+  gdn_free(s);
+  json_decref(doc);
+}
+END_TEST
+
+/* The same content inserted in reverse key order, recursively. */
+static json_t *reversed(const json_t *j) {
+  if (json_is_object(j)) {
+    const char *keys[256];
+    size_t n = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)j, k, v) keys[n++] = k;
+    json_t *o = json_object();
+    while (n--) json_object_set_new(o, keys[n], reversed(json_object_get(j, keys[n])));
+    return o;
+  }
+  if (json_is_array(j)) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < json_array_size(j); i++)
+      json_array_append_new(a, reversed(json_array_get(j, i)));
+    return a;
+  }
+  return json_deep_copy(j);
+}
+
+static size_t pos(const char *s, const char *needle) {
+  const char *p = strstr(s, needle);
+  ck_assert_msg(p != NULL, "\"%s\" not in the output", needle);
+  return (size_t)(p - s);
+}
+
+START_TEST(key_order) {
+  json_t *doc = sample_doc_realistic();
+  json_object_set_new(doc, "zz_extra", json_string("by someone else"));
+  json_object_set_new(doc, "aa_extra", json_integer(1));
+  json_t *rev = reversed(doc);
+  /* The reversal really did change the insertion order... */
+  ck_assert_str_eq(json_object_iter_key(json_object_iter(rev)), "aa_extra");
+  char *a = render(doc), *b = render(rev);
+  /* ...and the output does not depend on it. */
+  ck_assert_str_eq(a, b);
+  ck_assert(pos(a, "\"tool\"") < pos(a, "\"version\""));
+  ck_assert(pos(a, "\"version\"") < pos(a, "\"git_commit\""));
+  ck_assert(pos(a, "\"pass\": false") < pos(a, "\"exit_status\""));
+  ck_assert(pos(a, "\"exit_status\"") < pos(a, "\"oracle\""));
+  ck_assert(pos(a, "\"inputs\"") < pos(a, "\"cases\""));
+  ck_assert(pos(a, "\"cases\"") < pos(a, "\"timing\""));
+  /* Unknown keys after the known ones, in byte order. */
+  ck_assert(pos(a, "\"timing\"") < pos(a, "\"aa_extra\""));
+  ck_assert(pos(a, "\"aa_extra\"") < pos(a, "\"zz_extra\""));
+  /* Inside a case: id first, pass last; scan before affine-prefix; METRICS
+   * in the documented order. */
+  size_t c0 = pos(a, "\"cases\": [");
+  const char *cs = a + c0;
+  ck_assert(pos(cs, "\"id\"") < pos(cs, "\"input\""));
+  ck_assert(pos(cs, "\"input\"") < pos(cs, "\"shape\""));
+  ck_assert(pos(cs, "\"impls\"") < pos(cs, "\"affine_vs_scan\""));
+  ck_assert(pos(cs, "\"scan\": {") < pos(cs, "\"affine-prefix\": {"));
+  ck_assert(pos(cs, "\"max_abs\"") < pos(cs, "\"rel_fro\""));
+  ck_assert(pos(cs, "\"tolerance\"") < pos(cs, "\"upstream\""));
+  ck_assert(pos(cs, "\"ulp_histogram\"") < pos(cs, "\"seconds\""));
+  ck_assert(pos(cs, "\"seconds\"") < pos(cs, "\"pass\": true\n    }"));
+  gdn_free(a);
+  gdn_free(b);
+  json_decref(rev);
+  json_decref(doc);
+}
+END_TEST
+
+START_TEST(deterministic) {
+  json_t *d1 = sample_doc_realistic(), *d2 = sample_doc_realistic();
+  char *a = render(d1), *b = render(d2);
+  ck_assert_str_eq(a, b);
+  gdn_free(a);
+  gdn_free(b);
+  json_decref(d1);
+  json_decref(d2);
+}
+END_TEST
+
+START_TEST(atomic_failures) {
+  const char *dir = test_tmpdir();
+  char path[600];
+  snprintf(path, sizeof path, "%s/results.json", dir);
+  test_write_text(path, "previous run\n");
+  gdn_error e;
+  gdn_error_init(&e);
+  /* An invalid document: refused, the previous file untouched. */
+  json_t *bad = sample_doc_realistic();
+  json_object_del(bad, "cases");
+  ck_assert_int_eq(report_json_write(bad, path, &e), GDN_ERR_INPUT);
+  ck_assert_ptr_nonnull(strstr(e.msg, path));
+  ck_assert_ptr_nonnull(strstr(e.msg, "cases: missing"));
+  char *now = test_read_file(path, NULL);
+  ck_assert_str_eq(now, "previous run\n");
+  free(now);
+  /* A missing folder: an I/O error naming the path. */
+  char missing[700];
+  snprintf(missing, sizeof missing, "%s/no/such/dir/results.json", dir);
+  json_t *doc = sample_doc_realistic();
+  ck_assert_int_eq(report_json_write(doc, missing, &e), GDN_ERR_IO);
+  ck_assert_ptr_nonnull(strstr(e.msg, missing));
+  /* Every allocation of ours that can fail: NOMEM, nothing written, no
+   * temporary left. */
+  int sites = 0;
+  for (long k = 1;; k++) {
+    gdn_alloc_fail_after(k);
+    int rc = report_json_write(doc, path, &e);
+    gdn_alloc_fail_after(0);
+    if (rc == GDN_OK) break;
+    sites++;
+    ck_assert_int_eq(rc, GDN_ERR_NOMEM);
+    now = test_read_file(path, NULL);
+    ck_assert_str_eq(now, "previous run\n");
+    free(now);
+    ck_assert_int_eq(test_count_entries(dir), 1);
+  }
+  ck_assert_int_ge(sites, 1);
+  now = test_read_file(path, NULL);
+  ck_assert(now[0] == '{');
+  free(now);
+  ck_assert_int_eq(test_count_entries(dir), 1);
+  json_decref(doc);
+  json_decref(bad);
+}
+END_TEST
+
+int main(void) {
+  Suite *su = suite_create("json");
+  TCase *tc = tcase_create("json");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, round_trip);
+  tcase_add_test(tc, digits);
+  tcase_add_test(tc, non_finite);
+  tcase_add_test(tc, key_order);
+  tcase_add_test(tc, deterministic);
+  tcase_add_test(tc, atomic_failures);
+  suite_add_tcase(su, tc);
+  SRunner *sr = srunner_create(su);
+  srunner_run_all(sr, CK_NORMAL);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return nf ? 1 : 0;
+}
