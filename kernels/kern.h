@@ -19,6 +19,41 @@
  *                        composition applied to h0.  At most one (A, B) per
  *                        device is held at a time.  D = 1 equals kern_scan
  *                        bit for bit.
+ *
+ * Numerics (compute dtype F = cfg->dtype, float32 or float64; everything in
+ * F, every product through kern_gemm with its fixed order):
+ *   - the rounding points of step 1 (L2 norm, scale) are in kern_rows_tmpl.h,
+ *     those of the chunk (G, WY factors, scan body, affine map) in
+ *     kern_chunk_tmpl.h, of the recurrence in kern_recurrent_tmpl.h, of
+ *     composition and apply in kern_prefix.h;
+ *   - o is rounded once to kern_output_dtype(cfg, in->bf16_mask) (float32 for
+ *     F = float32 unless q was stored as bfloat16; float64 for F = float64)
+ *     and stored as double; ht holds the F values of the final state.
+ *   - not supported yet (GDN_ERR_INPUT, see kern_num.h): dtype bfloat16, the
+ *     bf16 multi-pass matmul modes for float32, ftz, prefix schedules other
+ *     than sequential.
+ *
+ * The final state of kern_affine_prefix:
+ *   D >= 2  ht = A_cum[D-1] h0 + B_cum[D-1], the full composition.
+ *   D  = 1  ht = the replay's carry after the last chunk.  With one device
+ *           the exclusive prefix is the identity and the single replay *is*
+ *           the stock scan (the unsharded path MaxText takes when the context
+ *           axis has size 1), so o and ht equal kern_scan's bit for bit; no
+ *           fold is computed.
+ *
+ * Threads: kern_scan and kern_recurrent run the B x Hv heads as independent
+ * items; kern_affine_prefix runs (head, device) items for fold and replay
+ * and head items for the prefix (see kern_affine_tmpl.h).  Memory besides
+ * `out`: per thread, one chunk's temporaries, O(C^2 + C (Dk + Dv) + Dk Dv)
+ * elements of F plus kern_gemm's 72 / 136 KiB workspace (kern_affine_prefix:
+ * plus 2 Dk^2 + 4 Dk Dv for the chunk's (A_n, B_n), a composition and the
+ * carried state); for kern_affine_prefix at D >= 2 also a gather buffer of
+ * min(B Hv, threads) x D pairs of Dk^2 + Dk Dv elements.  Never O(B Hv D)
+ * or O(T): heads are processed in batches of at most `threads`.
+ *
+ * Errors: GDN_ERR_INPUT for a bad shape, config (kern_config_validate) or an
+ * unsupported mode; GDN_ERR_NOMEM when an allocation fails.  On any error
+ * `out` (and `seams`) are left cleared.
  */
 #ifndef KERN_H
 #define KERN_H
@@ -29,6 +64,8 @@
 #include "kern_config.h"
 
 int kern_scan(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *out, gdn_error *e);
+/* cfg->chunk and cfg->devices do not apply and are not checked; the
+ * numerics fields are. */
 int kern_recurrent(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *out, gdn_error *e);
 int kern_affine_prefix(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *out,
                        gdn_error *e);
@@ -37,5 +74,39 @@ int kern_affine_prefix(const gdn_inputs *in, const kern_config *cfg, gdn_outputs
  * chunks, the others floor(N/D) (numpy.array_split's rule), in order. */
 void kern_affine_shard(int64_t n_chunks, int64_t devices, int64_t r, int64_t *first_chunk,
                        int64_t *n_local);
+
+/* The states at the device seams of one kern_affine_prefix run, for the
+ * harness's seam metrics.  Both arrays are (B, Hv, D, Dk, Dv), row-major,
+ * holding F values as double:
+ *   h_in[b, hv, r]   the state device r starts its replay from: h0 (zeros
+ *                    when in->h0 is NULL) for r = 0, else the prefix-derived
+ *                    A_cum[r-1] h0 + B_cum[r-1];
+ *   h_out[b, hv, r]  device r's replay carry after its last chunk.
+ * In exact arithmetic h_in[r] = h_out[r-1] for 1 <= r < D (seam r), and
+ * h_out[D-1] = ht.  The difference at seam r is the round-off of composing
+ * (and, with broken_compose, the error of the wrong order).  For D = 1 there
+ * is no seam; h_out[0] equals ht.  Memory: 2 B Hv D Dk Dv doubles, allocated
+ * only when asked for.  Pair kern_affine_seams_init with _clear. */
+typedef struct kern_affine_seams {
+  int64_t B, Hv, devices, Dk, Dv;
+  double *h_in, *h_out;
+} kern_affine_seams;
+
+void kern_affine_seams_init(kern_affine_seams *sm);
+void kern_affine_seams_clear(kern_affine_seams *sm);
+
+static inline double *kern_affine_seams_h_in(kern_affine_seams *sm, int64_t b, int64_t hv,
+                                             int64_t r) {
+  return sm->h_in + ((b * sm->Hv + hv) * sm->devices + r) * sm->Dk * sm->Dv;
+}
+static inline double *kern_affine_seams_h_out(kern_affine_seams *sm, int64_t b, int64_t hv,
+                                              int64_t r) {
+  return sm->h_out + ((b * sm->Hv + hv) * sm->devices + r) * sm->Dk * sm->Dv;
+}
+
+/* kern_affine_prefix that also fills `seams` (initialised; allocated here;
+ * NULL: not recorded, then this is kern_affine_prefix). */
+int kern_affine_prefix_seams(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *out,
+                             kern_affine_seams *seams, gdn_error *e);
 
 #endif

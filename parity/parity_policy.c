@@ -135,7 +135,7 @@ static int get_number(json_t *r, const char *key, double *out, const char *src, 
 static int parse_rule(json_t *r, size_t ri, const char *src, parity_rule *out, gdn_error *e) {
   static const char *const allowed[] = {"id", "kind", "subject", "dtype", "matmul", "oracle",
                                         "tensors", "metric", "limit", "limit_u", "factor",
-                                        "floor", "floor_u", "reason", NULL};
+                                        "floor", "floor_u", "reason", "output", NULL};
   static const char *const kinds[] = {"absolute", "relative", "vs-scan", NULL};
   static const char *const subjects[] = {"scan", "affine-prefix", "external", NULL};
   static const char *const dtypes[] = {"float32", "bfloat16", "float64", NULL};
@@ -180,6 +180,8 @@ static int parse_rule(json_t *r, size_t ri, const char *src, parity_rule *out, g
   if ((v = json_object_get(r, "dtype")) && (rc = name_mask(v, dtypes, &out->dtypes, src, ri, "dtype", e)))
     return rc;
   if ((v = json_object_get(r, "matmul")) && (rc = name_mask(v, matmuls, &out->matmuls, src, ri, "matmul", e)))
+    return rc;
+  if ((v = json_object_get(r, "output")) && (rc = name_mask(v, dtypes, &out->outputs, src, ri, "output", e)))
     return rc;
   out->tensors = PARITY_TENSOR_O | PARITY_TENSOR_HT;
   if ((v = json_object_get(r, "tensors")) && (rc = name_mask(v, tensors, &out->tensors, src, ri, "tensors", e)))
@@ -313,6 +315,7 @@ int parity_policy_evaluate(const parity_policy *p, const parity_case_view *c, pa
         if (r->dtypes && !(r->dtypes & (1u << dt))) continue;
         if (r->matmuls && !(r->matmuls & (1u << mm))) continue;
         if (r->kind != PARITY_RULE_ABSOLUTE && !same) continue;
+        if (r->outputs && !(r->outputs & (1u << s->out_dtype[ti]))) continue;
         const parity_metrics *m = r->kind == PARITY_RULE_VS_SCAN ? s->vs_scan[ti] : s->vs_oracle[ti];
         if (!(r->subjects & s->kind) || !m) continue;
         if (r->kind == PARITY_RULE_RELATIVE && !c->scan_vs_oracle[ti]) continue;
@@ -346,6 +349,21 @@ int parity_policy_evaluate(const parity_policy *p, const parity_case_view *c, pa
         }
         k->pass = k->value <= k->limit; /* NaN fails */
       }
+    }
+  }
+  for (size_t si = 0; si < c->n_subjects; si++) {
+    const parity_subject *s = &c->subjects[si];
+    int has_metrics = s->vs_oracle[0] || s->vs_oracle[1] || s->vs_scan[0] || s->vs_scan[1];
+    int judged = 0;
+    for (size_t i = 0; i < *n; i++) judged |= out[i].subject == s->name;
+    if (has_metrics && !judged) {
+      gdn_dtype dt = s->own_numerics ? s->dtype : c->dtype;
+      kern_matmul mm = s->own_numerics ? s->matmul : c->matmul;
+      return gdn_error_set(e, GDN_ERR_INPUT,
+                           "policy '%s' has no rule for %s (dtype %s, matmul %s, o rounded to %s, %s oracle): "
+                           "add one, or the gate would pass it unjudged",
+                           p->name, s->name, gdn_dtype_name(dt), kern_matmul_name(mm),
+                           gdn_dtype_name(s->out_dtype[0]), c->has_oracle ? "with" : "without");
     }
   }
   if (*n == 0)

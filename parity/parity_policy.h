@@ -10,6 +10,8 @@
  *   "matmul":  matmul precision mode(s) ("ieee", "default", "high", "highest")
  *   "oracle":  true (only with an oracle) / false (only with --oracle none)
  *   "subject": "scan" | "affine-prefix" | "external" (a fixture's /outputs)
+ *   "output":  the dtype the judged tensor was rounded to (o is cast to the
+ *              input dtype, so bfloat16 inputs give a bfloat16 o)
  * and yields one check per tensor in "tensors" (["o", "ht"]) on "metric"
  * (rel_fro | max_abs | max_rel | max_ulp | median_ulp).  Kinds:
  *   "absolute"       subject vs oracle:  value <= limit
@@ -56,6 +58,7 @@ typedef struct parity_rule {
   unsigned subjects;    /* PARITY_SUBJ_* (0 = all) */
   unsigned dtypes;      /* bit per gdn_dtype (0 = all) */
   unsigned matmuls;     /* bit per kern_matmul (0 = all) */
+  unsigned outputs;     /* bit per gdn_dtype of the judged tensor (0 = all) */
   int oracle;           /* -1 any, 0 only without, 1 only with */
   unsigned tensors;     /* PARITY_TENSOR_* */
   parity_metric_id metric;
@@ -96,6 +99,7 @@ typedef struct parity_subject {
   int own_numerics;
   gdn_dtype dtype;
   kern_matmul matmul;
+  gdn_dtype out_dtype[2]; /* the dtype o and ht were rounded to */
 } parity_subject;
 
 typedef struct parity_case_view {
@@ -119,8 +123,9 @@ typedef struct parity_check {
 
 /* All checks of the policy for one case, in rule order; *deciding is the
  * first failing check, or when all pass the one closest to its limit
- * (largest value / limit).  Returns GDN_ERR_INPUT if no rule applies (a
- * policy must say something about every case it judges). */
+ * (largest value / limit).  Returns GDN_ERR_INPUT if some subject with
+ * metrics gets no check at all: a policy must say something about
+ * everything it judges, or the gate would pass what it never looked at. */
 int parity_policy_evaluate(const parity_policy *p, const parity_case_view *c, parity_check *out,
                            size_t cap, size_t *n, size_t *deciding, gdn_error *e);
 

@@ -1,0 +1,83 @@
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gdn_alloc.h"
+#include "gdn_threads.h"
+#include "kern.h"
+#include "kern_gemm.h"
+#include "kern_num.h"
+#include "kern_prefix.h"
+
+void kern_affine_shard(int64_t n_chunks, int64_t devices, int64_t r, int64_t *first_chunk,
+                       int64_t *n_local) {
+  const int64_t q = n_chunks / devices, rem = n_chunks % devices;
+  if (r < rem) {
+    *n_local = q + 1;
+    *first_chunk = r * (q + 1);
+  } else {
+    *n_local = q;
+    *first_chunk = rem * (q + 1) + (r - rem) * q;
+  }
+}
+
+void kern_affine_seams_init(kern_affine_seams *sm) { memset(sm, 0, sizeof *sm); }
+
+void kern_affine_seams_clear(kern_affine_seams *sm) {
+  gdn_free(sm->h_in);
+  gdn_free(sm->h_out);
+  kern_affine_seams_init(sm);
+}
+
+static int seams_alloc(kern_affine_seams *sm, const gdn_shape *s, int64_t D, gdn_error *e) {
+  size_t n = 1;
+  const int64_t dims[5] = {s->B, s->Hv, D, s->Dk, s->Dv};
+  for (int i = 0; i < 5; i++)
+    if (gdn_mul_size(n, (size_t)dims[i], &n)) n = SIZE_MAX / sizeof(double) + 1;
+  if (!(sm->h_in = gdn_calloc(n, sizeof(double), "kern_affine_prefix seams h_in", e)) ||
+      !(sm->h_out = gdn_calloc(n, sizeof(double), "kern_affine_prefix seams h_out", e))) {
+    kern_affine_seams_clear(sm);
+    return e ? e->code : GDN_ERR_NOMEM;
+  }
+  sm->B = s->B;
+  sm->Hv = s->Hv;
+  sm->devices = D;
+  sm->Dk = s->Dk;
+  sm->Dv = s->Dv;
+  return GDN_OK;
+}
+
+#define KERN_REAL 32
+#include "kern_affine_tmpl.h"
+#undef KERN_REAL
+#define KERN_REAL 64
+#include "kern_affine_tmpl.h"
+#undef KERN_REAL
+
+int kern_affine_prefix_seams(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *out,
+                             kern_affine_seams *seams, gdn_error *e) {
+  gdn_outputs_clear(out);
+  if (seams) kern_affine_seams_clear(seams);
+  kern_num num;
+  int rc = kern_num_setup(&num, in, cfg, "kern_affine_prefix", 1, e);
+  if (!rc && (rc = kern_prefix_supported(cfg->prefix, e)))
+    gdn_error_prefix(e, "kern_affine_prefix: ");
+  if (!rc && (rc = gdn_outputs_alloc(out, &in->shape, kern_output_dtype(cfg, in->bf16_mask), e)))
+    gdn_error_prefix(e, "kern_affine_prefix: ");
+  if (!rc && seams && (rc = seams_alloc(seams, &in->shape, cfg->devices, e)))
+    gdn_error_prefix(e, "kern_affine_prefix: ");
+  if (!rc)
+    rc = num.dtype == GDN_DTYPE_F64 ? affine_run_f64(in, cfg, &num, out, seams, e)
+                                    : affine_run_f32(in, cfg, &num, out, seams, e);
+  if (rc) {
+    gdn_outputs_clear(out);
+    if (seams) kern_affine_seams_clear(seams);
+  }
+  return rc;
+}
+
+int kern_affine_prefix(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *out,
+                       gdn_error *e) {
+  return kern_affine_prefix_seams(in, cfg, out, NULL, e);
+}

@@ -1,0 +1,78 @@
+/* Template (see kern_real.h): step 1 of every kernel, the preparation of one
+ * token's rows in the compute type F, shared by kern_scan, kern_affine_prefix
+ * and kern_recurrent so that all three see the same q, k, v, g, beta.
+ *
+ * Rounding points, in order:
+ *   x -> F           exact (float32 inputs, F = float32 or float64)
+ *   L2 norm          ss = x_0*x_0; ss = ss + x_i*x_i for i = 1 .. n-1 (each
+ *                    square rounded, then the add rounded: jnp.sum(x*x) left
+ *                    to right); inv = 1 / sqrt(ss + eps) with eps = (F)1e-6
+ *                    (three roundings: add, sqrt, divide; XLA on CPU lowers
+ *                    rsqrt as 1/sqrt); x_i = x_i * inv (one rounding)
+ *   scale            has_scale ? (F)scale : 1 / sqrt((F)Dk)  (sqrt, divide)
+ *   q * scale        one rounding, after the norm
+ * The KERN_RP_* hooks (kern_num.h) sit after each point; identity today.
+ */
+#include "kern_real.h"
+#include "kern_size.h"
+
+#undef KROUND
+#if KERN_REAL == 32
+#define KROUND(num, rp, x, n) kern_num_round_f32((num), (rp), (x), (n))
+#else
+#define KROUND(num, rp, x, n) ((void)(num), (void)(x), (void)(n))
+#endif
+
+/* The query scale in F. */
+KTMPL kreal KR(rows_scale)(const gdn_inputs *in, const kern_num *num) {
+  kreal s = in->has_scale ? KC(in->scale) : KC(1) / KSQRT(KC(in->shape.Dk));
+  KROUND(num, KERN_RP_Q_SCALE, &s, 1);
+  return s;
+}
+
+/* y[0 .. n) = the prepared q or k row x (scale applied when is_q). */
+KTMPL void KR(rows_qk)(const float *x, int64_t n, int l2norm, int is_q, kreal scale,
+                        const kern_num *num, kreal *restrict y) {
+  for (int64_t i = 0; i < n; i++) y[i] = (kreal)x[i];
+  KROUND(num, KERN_RP_INPUT, y, n);
+  if (l2norm) {
+    kreal ss = y[0] * y[0];
+    for (int64_t i = 1; i < n; i++) ss = ss + y[i] * y[i];
+    kreal inv = KC(1) / KSQRT(ss + KC(1e-6));
+    KSIMD for (int64_t i = 0; i < n; i++) y[i] = y[i] * inv;
+    KROUND(num, KERN_RP_QK_NORM, y, n);
+  }
+  if (is_q) {
+    KSIMD for (int64_t i = 0; i < n; i++) y[i] = y[i] * scale;
+    KROUND(num, KERN_RP_Q_SCALE, y, n);
+  }
+}
+
+KTMPL void KR(rows_v)(const float *x, int64_t n, const kern_num *num, kreal *restrict y) {
+  for (int64_t i = 0; i < n; i++) y[i] = (kreal)x[i];
+  KROUND(num, KERN_RP_INPUT, y, n);
+}
+
+/* o as stored: F = float32 rounds to the output dtype (bfloat16 when q was
+ * stored as bfloat16, kern_output_dtype); float64 stays float64. */
+KTMPL inline double KR(rows_out)(kreal x, int out_bf16) {
+#if KERN_REAL == 32
+  return out_bf16 ? (double)gdn_bf16_round(x) : (double)x;
+#else
+  (void)out_bf16;
+  return x;
+#endif
+}
+
+/* Carving one per-thread scratch block into 64-byte aligned buffers. */
+/* n rounded up to whole cache lines; saturates (kern_size.h) so that an
+ * impossible size reaches gdn_malloc as SIZE_MAX and is refused. */
+KTMPL inline size_t KR(rows_pad)(size_t n) {
+  const size_t per_line = 64 / sizeof(kreal);
+  return n > SIZE_MAX - per_line ? SIZE_MAX : (n + per_line - 1) / per_line * per_line;
+}
+static inline kreal *KR(rows_carve)(kreal **p, size_t n) {
+  kreal *r = *p;
+  *p += KR(rows_pad)(n);
+  return r;
+}

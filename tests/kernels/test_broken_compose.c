@@ -1,0 +1,70 @@
+/* cfg->broken_compose composes the device pairs in the wrong order,
+ * (A_cum[r-1], B_cum[r-1]) o (A_loc[r], B_loc[r]).  Affine maps do not
+ * commute, so the incoming states of devices r >= 2 and the final state are
+ * wrong by O(1) of their size -- not by round-off.  A later gate test relies
+ * on this, so it is asserted here with margins:
+ *   D >= 3: o and ht differ from the scan by >= 1e-2 relative (measured
+ *           0.19 .. 0.49 for o, ~1.5 for ht), i.e. >= 1e4 x the float32 round-off bound of
+ *           test_f32_vs_f64 (2.9e-6) and 1e11 x the float64 one;
+ *   D = 2:  device 1 starts from A_cum[0] h0 + B_cum[0] whatever the order,
+ *           so o is bit-identical to the correct D = 2 run, and only ht (the
+ *           composition) is wrong;
+ *   D = 1:  there is nothing to compose: bit-identical to the scan.
+ * Inputs: long memory (g * 0.002) and h0, so state crosses devices. */
+#include <check.h>
+
+#include "kern_test_util.h"
+
+#define WRONG 1e-2
+
+static void broken(gdn_dtype dt) {
+  gdn_shape s = {1, 640, 1, 2, 16, 16};
+  gdn_inputs in;
+  kt_make(&in, s, 61, 1, 1, 0.002f);
+  gdn_outputs scan, good, bad;
+  gdn_outputs_init(&scan);
+  gdn_outputs_init(&good);
+  gdn_outputs_init(&bad);
+  kern_config c = kt_cfg(dt, 16, 1);
+  kt_run_ok(K_SCAN, &in, &c, &scan);
+  static const int64_t Ds[] = {1, 2, 3, 4, 8};
+  for (int di = 0; di < 5; di++) {
+    c = kt_cfg(dt, 16, Ds[di]);
+    kt_run_ok(K_AFFINE, &in, &c, &good);
+    c.broken_compose = 1;
+    kt_run_ok(K_AFFINE, &in, &c, &bad);
+    double ro = kt_rel_o(&bad, &scan), rh = kt_rel_ht(&bad, &scan);
+    fprintf(stderr, "broken_compose %s D=%ld: o %.3g ht %.3g\n", gdn_dtype_name(dt),
+            (long)Ds[di], ro, rh);
+    if (Ds[di] == 1) {
+      ck_assert(kt_same_outputs(&bad, &scan));
+    } else if (Ds[di] == 2) {
+      ck_assert(kt_same(bad.o, good.o, gdn_shape_numel_v(&s)));
+      ck_assert_msg(rh >= WRONG, "D=2: ht only %.3g off", rh);
+    } else {
+      ck_assert_msg(ro >= WRONG && rh >= WRONG, "%s D=%ld: broken compose only o %.3g ht %.3g off",
+                    gdn_dtype_name(dt), (long)Ds[di], ro, rh);
+    }
+  }
+  gdn_outputs_clear(&scan);
+  gdn_outputs_clear(&good);
+  gdn_outputs_clear(&bad);
+  gdn_inputs_clear(&in);
+}
+
+START_TEST(broken_f32) { broken(GDN_DTYPE_F32); }
+END_TEST
+START_TEST(broken_f64) { broken(GDN_DTYPE_F64); }
+END_TEST
+
+int main(void) {
+  Suite *su = suite_create("broken_compose");
+  TCase *tc = tcase_create("broken_compose");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, broken_f32);
+  tcase_add_test(tc, broken_f64);
+  suite_add_tcase(su, tc);
+  int nf = 0;
+  kt_suite_run(su, &nf);
+  return nf ? 1 : 0;
+}

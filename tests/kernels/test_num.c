@@ -1,0 +1,216 @@
+/* What the kernels refuse, and how: the numerics not implemented yet, bad
+ * configs and shapes.  Every refusal is GDN_ERR_INPUT with a message naming
+ * the kernel and the option, and leaves `out` cleared (it held a result
+ * before the call).  Also the rounding-point hook of kern_num.h. */
+#include <check.h>
+
+#include "kern_num.h"
+#include "kern_test_util.h"
+
+static gdn_inputs in;
+static void setup(void) {
+  gdn_shape s = {1, 40, 1, 2, 8, 8};
+  kt_make(&in, s, 91, 1, 1, 1.0f);
+}
+static void teardown(void) { gdn_inputs_clear(&in); }
+
+/* Runs kernel k with cfg, expecting GDN_ERR_INPUT with all of `needles`. */
+static void refused(kt_kernel k, const kern_config *cfg, const char *n1, const char *n2) {
+  gdn_outputs out;
+  gdn_outputs_init(&out);
+  kern_config ok = kt_cfg(GDN_DTYPE_F32, 16, 1);
+  kt_run_ok(k, &in, &ok, &out);
+  gdn_error e;
+  gdn_error_init(&e);
+  int rc = kt_run(k, &in, cfg, &out, &e);
+  ck_assert_msg(rc == GDN_ERR_INPUT, "%s: rc %d (%s)", kt_kernel_names[k], rc, e.msg);
+  ck_assert_msg(strstr(e.msg, n1) && strstr(e.msg, n2), "%s: message '%s' lacks '%s' / '%s'",
+                kt_kernel_names[k], e.msg, n1, n2);
+  ck_assert_ptr_nonnull(strstr(e.msg, "kern_"));
+  ck_assert_ptr_null(out.o);
+  ck_assert_ptr_null(out.ht);
+  ck_assert_int_eq(kt_run(k, &in, cfg, &out, NULL), GDN_ERR_INPUT); /* same code without e */
+}
+
+START_TEST(bfloat16_not_yet) {
+  kern_config c = kt_cfg(GDN_DTYPE_BF16, 16, 1);
+  for (int k = 0; k < 3; k++) refused((kt_kernel)k, &c, "bfloat16", "not supported yet");
+}
+END_TEST
+
+START_TEST(multipass_matmul_not_yet_for_float32) {
+  for (int m = KERN_MATMUL_DEFAULT; m <= KERN_MATMUL_HIGHEST; m++) {
+    kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 1);
+    c.matmul = (kern_matmul)m;
+    for (int k = 0; k < 3; k++)
+      refused((kt_kernel)k, &c, kern_matmul_name((kern_matmul)m), "not supported yet");
+  }
+}
+END_TEST
+
+/* float64 ignores the matmul mode (kern_config.h), so the CLI's default
+ * --matmul-precision highest works with --dtype float64, identically. */
+START_TEST(float64_ignores_matmul) {
+  kern_config a = kt_cfg(GDN_DTYPE_F64, 16, 2), b = a;
+  b.matmul = KERN_MATMUL_HIGHEST;
+  gdn_outputs x, y;
+  gdn_outputs_init(&x);
+  gdn_outputs_init(&y);
+  kt_run_ok(K_AFFINE, &in, &a, &x);
+  kt_run_ok(K_AFFINE, &in, &b, &y);
+  ck_assert(kt_same_outputs(&x, &y));
+  ck_assert_int_eq(x.dtype, GDN_DTYPE_F64);
+  gdn_outputs_clear(&x);
+  gdn_outputs_clear(&y);
+}
+END_TEST
+
+START_TEST(ftz_not_yet) {
+  kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 1);
+  c.ftz = 1;
+  for (int k = 0; k < 3; k++) refused((kt_kernel)k, &c, "flush-to-zero", "not supported yet");
+}
+END_TEST
+
+START_TEST(prefix_schedules_not_yet) {
+  kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 2);
+  c.prefix = KERN_PREFIX_ASSOCIATIVE_SCAN;
+  refused(K_AFFINE, &c, "associative-scan", "not supported yet");
+  c.prefix = KERN_PREFIX_HILLIS_STEELE;
+  refused(K_AFFINE, &c, "hillis-steele", "not supported yet");
+  /* the scan has no prefix: the field does not concern it */
+  gdn_outputs out;
+  gdn_outputs_init(&out);
+  kt_run_ok(K_SCAN, &in, &c, &out);
+  gdn_outputs_clear(&out);
+}
+END_TEST
+
+START_TEST(bad_config_and_shape) {
+  kern_config c = kt_cfg(GDN_DTYPE_F32, 0, 1);
+  refused(K_SCAN, &c, "--chunk 0", "at least 1");
+  refused(K_AFFINE, &c, "--chunk 0", "at least 1");
+  c = kt_cfg(GDN_DTYPE_F64, 16, 0);
+  refused(K_AFFINE, &c, "--devices 0", "at least 1");
+  c = kt_cfg(GDN_DTYPE_F32, 16, 4); /* 40 tokens = 3 chunks of 16 */
+  refused(K_AFFINE, &c, "--devices 4", "3 chunks");
+  refused(K_SCAN, &c, "--devices 4", "3 chunks"); /* the same config is checked for every run */
+  /* the recurrence has no chunks or devices */
+  gdn_outputs out;
+  gdn_outputs_init(&out);
+  c = kt_cfg(GDN_DTYPE_F32, 0, 99);
+  kt_run_ok(K_RECURRENT, &in, &c, &out);
+  gdn_outputs_clear(&out);
+  /* Hv not a multiple of Hk */
+  in.shape.Hk = 3;
+  in.shape.Hv = 4;
+  c = kt_cfg(GDN_DTYPE_F32, 16, 1);
+  gdn_error e;
+  gdn_error_init(&e);
+  for (int k = 0; k < 3; k++) {
+    ck_assert_int_eq(kt_run((kt_kernel)k, &in, &c, &out, &e), GDN_ERR_INPUT);
+    ck_assert_ptr_nonnull(strstr(e.msg, "kern_"));
+    ck_assert_ptr_null(out.o);
+  }
+  in.shape.Hk = 1;
+  in.shape.Hv = 2;
+}
+END_TEST
+
+/* A chunk size whose scratch cannot exist (C^2 elements overflow size_t)
+ * is refused as an allocation failure, cleanly: no wrapped-around size
+ * reaches the allocator. */
+START_TEST(absurd_chunk_refused) {
+  kern_config c = kt_cfg(GDN_DTYPE_F32, (int64_t)1 << 40, 1);
+  for (int k = K_SCAN; k <= K_AFFINE; k++) {
+    gdn_outputs out;
+    gdn_outputs_init(&out);
+    gdn_error e;
+    gdn_error_init(&e);
+    ck_assert_int_eq(kt_run((kt_kernel)k, &in, &c, &out, &e), GDN_ERR_NOMEM);
+    ck_assert_ptr_nonnull(strstr(e.msg, "scratch"));
+    ck_assert_ptr_null(out.o);
+  }
+}
+END_TEST
+
+/* o is rounded to the output dtype: with q stored as bfloat16, a float32
+ * kernel's o is the bfloat16 rounding of the o it computes from the same
+ * values (the compute itself does not look at bf16_mask), and ht stays
+ * float32. */
+START_TEST(output_dtype_bfloat16_input) {
+  gdn_inputs b;
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_inputs_init(&b);
+  ck_assert_int_eq(gdn_inputs_copy(&b, &in, &e), GDN_OK);
+  b.bf16_mask = GDN_T_Q;
+  for (int k = 0; k < 3; k++) {
+    kern_config c = kt_cfg(GDN_DTYPE_F32, 16, k == K_AFFINE ? 2 : 1);
+    gdn_outputs x, y;
+    gdn_outputs_init(&x);
+    gdn_outputs_init(&y);
+    kt_run_ok((kt_kernel)k, &in, &c, &x);
+    kt_run_ok((kt_kernel)k, &b, &c, &y);
+    ck_assert_int_eq(x.dtype, GDN_DTYPE_F32);
+    ck_assert_int_eq(y.dtype, GDN_DTYPE_BF16);
+    int bad = 0;
+    for (size_t i = 0; i < gdn_shape_numel_v(&in.shape); i++)
+      bad += y.o[i] != (double)gdn_bf16_round((float)x.o[i]);
+    ck_assert_int_eq(bad, 0);
+    ck_assert(kt_same(x.ht, y.ht, gdn_shape_numel_state(&in.shape)));
+    gdn_outputs_clear(&x);
+    gdn_outputs_clear(&y);
+  }
+  gdn_inputs_clear(&b);
+}
+END_TEST
+
+/* kern_num_init: the float kernels' numerics; the rounding hook rounds to
+ * bfloat16 only at the points in the mask, and the mask is empty for
+ * float32 and float64 compute (so the hooks are the identity today). */
+START_TEST(rounding_hook) {
+  kern_num num;
+  gdn_error e;
+  gdn_error_init(&e);
+  kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 1);
+  ck_assert_int_eq(kern_num_init(&num, &c, "test", &e), GDN_OK);
+  ck_assert_uint_eq(num.round_mask, 0);
+  float x[3] = {1.00390625f, 1.0f + 0x1p-20f, -3.14159274f};
+  float y[3];
+  memcpy(y, x, sizeof x);
+  kern_num_round_f32(&num, KERN_RP_UW, y, 3);
+  ck_assert(memcmp(x, y, sizeof x) == 0);
+  num.round_mask = KERN_RP_UW;
+  kern_num_round_f32(&num, KERN_RP_KKT, y, 3);
+  ck_assert(memcmp(x, y, sizeof x) == 0);
+  kern_num_round_f32(&num, KERN_RP_UW, y, 3);
+  ck_assert(y[0] == 1.0f);   /* 1 + 2^-8: a tie, to even */
+  ck_assert(y[1] == 1.0f);   /* 1 + 2^-20 rounds down */
+  ck_assert(y[2] == -3.140625f);
+  c.dtype = GDN_DTYPE_F64;
+  c.matmul = KERN_MATMUL_HIGH;
+  ck_assert_int_eq(kern_num_init(&num, &c, "test", &e), GDN_OK);
+  ck_assert_int_eq(num.matmul, KERN_MATMUL_IEEE);
+}
+END_TEST
+
+int main(void) {
+  Suite *su = suite_create("num");
+  TCase *tc = tcase_create("num");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, bfloat16_not_yet);
+  tcase_add_test(tc, multipass_matmul_not_yet_for_float32);
+  tcase_add_test(tc, float64_ignores_matmul);
+  tcase_add_test(tc, ftz_not_yet);
+  tcase_add_test(tc, prefix_schedules_not_yet);
+  tcase_add_test(tc, bad_config_and_shape);
+  tcase_add_test(tc, rounding_hook);
+  tcase_add_test(tc, absurd_chunk_refused);
+  tcase_add_test(tc, output_dtype_bfloat16_input);
+  suite_add_tcase(su, tc);
+  int nf = 0;
+  kt_suite_run(su, &nf);
+  return nf ? 1 : 0;
+}

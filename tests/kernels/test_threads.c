@@ -1,0 +1,65 @@
+/* Thread-count determinism: every kernel gives bit-identical o, ht (and
+ * seams) with 1, 2 and 3 threads.  Work items are independent (heads; head x
+ * device for the affine fold and replay; heads for the prefix) and each
+ * item's result depends only on its own data, not on which thread ran it or
+ * how the heads were batched: 3 threads over 6 heads batch the affine
+ * kernel's heads differently from 2 and from 1.  memcmp, no tolerance. */
+#include <check.h>
+
+#include "gdn_threads.h"
+#include "kern_test_util.h"
+
+static void run_threads(gdn_dtype dt, int nthreads, gdn_outputs out[3],
+                        kern_affine_seams *sm) {
+  gdn_shape s = {3, 301, 1, 2, 16, 24};
+  gdn_inputs in;
+  kt_make(&in, s, 51, 1, 1, 0.005f);
+  gdn_threads_set(nthreads);
+  ck_assert_int_eq(gdn_threads_get(), nthreads);
+  for (int k = 0; k < 3; k++) {
+    kern_config c = kt_cfg(dt, 16, k == K_AFFINE ? 5 : 1);
+    gdn_error e;
+    gdn_error_init(&e);
+    gdn_outputs_init(&out[k]);
+    ck_assert_int_eq(kt_run_seams((kt_kernel)k, &in, &c, &out[k], sm, &e), GDN_OK);
+  }
+  gdn_inputs_clear(&in);
+}
+
+static void same_for_threads(gdn_dtype dt) {
+  gdn_outputs ref[3], x[3];
+  kern_affine_seams sref, sx;
+  kern_affine_seams_init(&sref);
+  kern_affine_seams_init(&sx);
+  run_threads(dt, 1, ref, &sref);
+  for (int nt = 2; nt <= 3; nt++) {
+    run_threads(dt, nt, x, &sx);
+    for (int k = 0; k < 3; k++) {
+      ck_assert_msg(kt_same_outputs(&x[k], &ref[k]), "%s %s: %d threads differ from 1",
+                    kt_kernel_names[k], gdn_dtype_name(dt), nt);
+      gdn_outputs_clear(&x[k]);
+    }
+    size_t n = (size_t)(sref.B * sref.Hv * sref.devices * sref.Dk * sref.Dv);
+    ck_assert(kt_same(sx.h_in, sref.h_in, n) && kt_same(sx.h_out, sref.h_out, n));
+    kern_affine_seams_clear(&sx);
+  }
+  for (int k = 0; k < 3; k++) gdn_outputs_clear(&ref[k]);
+  kern_affine_seams_clear(&sref);
+}
+
+START_TEST(threads_f32) { same_for_threads(GDN_DTYPE_F32); }
+END_TEST
+START_TEST(threads_f64) { same_for_threads(GDN_DTYPE_F64); }
+END_TEST
+
+int main(void) {
+  Suite *su = suite_create("threads");
+  TCase *tc = tcase_create("threads");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, threads_f32);
+  tcase_add_test(tc, threads_f64);
+  suite_add_tcase(su, tc);
+  int nf = 0;
+  kt_suite_run(su, &nf);
+  return nf ? 1 : 0;
+}
