@@ -29,7 +29,8 @@ static const gdn_cli_opt options[] = {
     {"dtype", "TYPE", "kernel compute dtype: float32, bfloat16, float64 (default float32)"},
     {"matmul-precision", "MODE",
      "default (1 bf16 pass), high (3), highest (6), ieee (plain float32) (default ieee)"},
-    {"ftz", NULL, "flush subnormals to zero, as TPU does"},
+    {"ftz", NULL, "flush subnormals to zero, as TPU does (default: on in the bf16 modes)"},
+    {"no-ftz", NULL, "keep subnormals even in the bf16 modes"},
     {"oracle", "TIER", "reference: mpfr, or none to judge affine-prefix against scan only (default mpfr)"},
     {"oracle-bits", "N", "MPFR working precision in bits (default 128)"},
     {"seed", "N", "synthetic input seed (default 0)"},
@@ -156,7 +157,10 @@ static int parse_sweep_opts(const gdn_cli_args *aa, parity_sweep_opts *o, gdn_er
   }
   if ((v = GET("dtype")) && (rc = gdn_dtype_parse(v, &o->dtype, "--dtype", e))) return rc;
   if ((v = GET("matmul-precision")) && (rc = kern_matmul_parse(v, &o->matmul, e))) return rc;
+  if (GET("ftz") && GET("no-ftz"))
+    return gdn_error_set(e, GDN_ERR_INPUT, "--ftz and --no-ftz contradict each other");
   if (GET("ftz")) o->ftz = 1;
+  if (GET("no-ftz")) o->ftz = 0;
   return GDN_OK;
 }
 

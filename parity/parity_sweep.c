@@ -33,6 +33,7 @@ void parity_sweep_opts_init(parity_sweep_opts *o) {
   o->n_prefixes = 1;
   o->dtype = GDN_DTYPE_F32;
   o->matmul = KERN_MATMUL_IEEE;
+  o->ftz = -1;
   o->verbosity = 1;
   o->log = stdout;
 }
@@ -124,6 +125,12 @@ int parity_doc_finish(parity_doc *d, int reproducible, gdn_error *e) {
   json_decref(d->root);
   d->root = root;
   return GDN_OK;
+}
+
+int parity_sweep_ftz(const parity_sweep_opts *o) {
+  if (o->ftz >= 0) return o->ftz;
+  if (o->dtype == GDN_DTYPE_F64) return 0;
+  return o->dtype == GDN_DTYPE_BF16 || o->matmul != KERN_MATMUL_IEEE;
 }
 
 size_t parity_sweep_devices_for(const parity_sweep_opts *o, const gdn_shape *s, int64_t chunk,
@@ -240,15 +247,21 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
   kern_config_init(&cfg);
   cfg.dtype = o->dtype;
   cfg.matmul = o->matmul;
-  cfg.ftz = o->ftz;
+  cfg.ftz = parity_sweep_ftz(o);
   cfg.chunk = x->chunk;
   cfg.devices = devices;
   cfg.prefix = prefix;
   cfg.broken_compose = o->broken_compose;
   gdn_outputs aff;
   gdn_outputs_init(&aff);
+  /* Seam states cost 2 B Hv D Dk Dv doubles: recorded while that stays
+   * modest (256 MiB), otherwise the seams report o errors only. */
+  kern_affine_seams seams;
+  kern_affine_seams_init(&seams);
+  double seam_bytes = 16.0 * (double)(s->B * s->Hv) * (double)devices * (double)(s->Dk * s->Dv);
+  int want_seams = devices > 1 && seam_bytes <= 256.0 * 1048576.0;
   double t0 = now();
-  int rc = kern_affine_prefix(in, &cfg, &aff, e);
+  int rc = kern_affine_prefix_seams(in, &cfg, &aff, want_seams ? &seams : NULL, e);
   if (rc) return rc;
   double t_aff = now() - t0;
   d->t_kernels += t_aff;
@@ -310,11 +323,11 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
   char id[256];
   parity_case_id(id, sizeof id, s, x->chunk, devices, prefix, o->dtype, o->matmul);
   json_t *c = json_object(), *impls = json_object(), *tol = json_object(), *jchecks = json_array(),
-         *jup = json_array(), *shards = json_array(), *seams = json_array(), *prof = json_object(),
+         *jup = json_array(), *shards = json_array(), *jseams = json_array(), *prof = json_object(),
          *hist = json_object();
-  if (!c || !impls || !tol || !jchecks || !jup || !shards || !seams || !prof || !hist) {
+  if (!c || !impls || !tol || !jchecks || !jup || !shards || !jseams || !prof || !hist) {
     json_decref(c), json_decref(impls), json_decref(tol), json_decref(jchecks), json_decref(jup);
-    json_decref(shards), json_decref(seams), json_decref(prof), json_decref(hist);
+    json_decref(shards), json_decref(jseams), json_decref(prof), json_decref(hist);
     rc = nomem(e);
     goto out;
   }
@@ -327,7 +340,7 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
   bad |= parity_json_set(c, "prefix", json_string(kern_prefix_name(prefix)));
   bad |= parity_json_set(c, "dtype", json_string(gdn_dtype_name(o->dtype)));
   bad |= parity_json_set(c, "matmul_precision", json_string(kern_matmul_name(o->matmul)));
-  bad |= parity_json_set(c, "ftz", json_boolean(o->ftz));
+  bad |= parity_json_set(c, "ftz", json_boolean(parity_sweep_ftz(o)));
   bad |= parity_json_set(c, "output_dtype", json_string(gdn_dtype_name(x->o_dtype)));
   for (int64_t r = 0; r < devices; r++) {
     int64_t first, cnt;
@@ -357,12 +370,30 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
                            (json_int_t)t0s);
     if (!sm) bad = 1;
     else {
+      if (want_seams) {
+        /* ||h_in[r] - h_out[r-1]||_F / ||h_out[r-1]||_F over every head: how
+         * far the prefix-derived incoming state is from the state the
+         * previous device actually ended with. */
+        double dd = 0, nn = 0;
+        size_t ns = (size_t)(s->Dk * s->Dv);
+        for (int64_t b = 0; b < s->B; b++)
+          for (int64_t h = 0; h < s->Hv; h++) {
+            const double *hi = kern_affine_seams_h_in(&seams, b, h, r);
+            const double *ho = kern_affine_seams_h_out(&seams, b, h, r - 1);
+            for (size_t i = 0; i < ns; i++) {
+              double df = hi[i] - ho[i];
+              dd += df * df;
+              nn += ho[i] * ho[i];
+            }
+          }
+        bad |= parity_json_set(sm, "state_rel", parity_json_real(nn > 0 ? sqrt(dd / nn) : (dd > 0 ? INFINITY : 0)));
+      }
       if (x->has_ref) {
         bad |= parity_json_set(sm, "scan", parity_json_real(m_scan));
         bad |= parity_json_set(sm, "affine-prefix", parity_json_real(m_aff));
       }
       bad |= parity_json_set(sm, "affine_vs_scan", parity_json_real(m_avs));
-      bad |= json_array_append_new(seams, sm);
+      bad |= json_array_append_new(jseams, sm);
     }
   }
   bad |= parity_json_set(c, "shards", shards);
@@ -427,7 +458,7 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
     bad |= parity_json_set(prof, "affine_vs_scan", real_array(x->prof_avs, (size_t)x->n_blocks));
   }
   bad |= parity_json_set(c, "profile", prof);
-  bad |= parity_json_set(c, "seams", seams);
+  bad |= parity_json_set(c, "seams", jseams);
   if (x->has_ref) {
     double edges[PARITY_ULP_BINS];
     for (int i = 0; i < PARITY_ULP_BINS; i++) edges[i] = parity_ulp_bin_edge(i);
@@ -490,6 +521,7 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
   }
   rc = GDN_OK;
 out:
+  kern_affine_seams_clear(&seams);
   gdn_outputs_clear(&aff);
   return rc;
 }
@@ -570,8 +602,11 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
     gdn_shape_format(s, lab, sizeof lab);
     fprintf(o->log, "\n%s: %s, %s%s, dtype %s, matmul %s%s\n", info->name, lab,
             in->l2norm_in_kernel ? "q/k L2-normalised in the kernel" : "q/k pre-normalised",
-            in->h0 ? ", with h0" : "", gdn_dtype_name(o->dtype), kern_matmul_name(o->matmul),
-            o->ftz ? ", flush-to-zero" : "");
+            in->h0 ? ", with h0" : "", gdn_dtype_name(o->dtype),
+            o->dtype == GDN_DTYPE_F64 ? "ieee (float64 ignores the matmul mode)" : kern_matmul_name(o->matmul),
+            !parity_sweep_ftz(o) ? ""
+            : o->ftz < 0 ? ", subnormals flushed to zero (on by default in the bf16 modes, as on TPU; --no-ftz turns it off)"
+                         : ", subnormals flushed to zero");
     if (x.has_ref)
       fprintf(o->log, "reference: %s oracle at %d bits%s, certified %d bits (checked at %d)\n",
               parity_oracle_tier_name(ref->tier), ref->precision_bits,
@@ -608,7 +643,7 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
     kern_config_init(&cfg);
     cfg.dtype = o->dtype;
     cfg.matmul = o->matmul;
-    cfg.ftz = o->ftz;
+    cfg.ftz = parity_sweep_ftz(o);
     cfg.chunk = x.chunk;
     double t0 = now();
     if ((rc = kern_scan(in, &cfg, &x.scan, e))) goto done;

@@ -43,7 +43,7 @@ typedef struct parity_sweep_opts {
   size_t n_prefixes;
   gdn_dtype dtype;
   kern_matmul matmul;
-  int ftz;
+  int ftz; /* -1: auto (on in the bf16 modes, as TPU flushes), 0 off, 1 on */
   const parity_policy *policy;
   int verbosity; /* 0 quiet, 1 table, 2 every check */
   int reproducible; /* no per-case timings in the document */
@@ -52,6 +52,11 @@ typedef struct parity_sweep_opts {
 } parity_sweep_opts;
 
 void parity_sweep_opts_init(parity_sweep_opts *o); /* C = 64, D = 1,2,4,8, sequential, float32 */
+
+/* Flush-to-zero in force: explicit, or automatically on whenever bfloat16
+ * arithmetic is involved (dtype bfloat16, or bf16 matmul passes on float32):
+ * TPU flushes subnormals in those units. */
+int parity_sweep_ftz(const parity_sweep_opts *o);
 
 /* The device counts to run at chunk size C: all of them, or for the default
  * list those that fit in the chunk count.  Returns the count written. */
