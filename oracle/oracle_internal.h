@@ -1,0 +1,115 @@
+/* oracle_internal: the pieces oracle_run is built from (private to oracle/).
+ *
+ * Workspaces own their MPFR numbers, all at one precision, so every
+ * mpfr_mul / mpfr_add of an inner loop has operands of equal precision and
+ * takes MPFR's same-precision fast paths; nothing is allocated or converted
+ * inside an inner loop.  Each thread owns one workspace per precision.
+ */
+#ifndef ORACLE_INTERNAL_H
+#define ORACLE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mpfr.h>
+
+#include "gdn_error.h"
+#include "gdn_inputs.h"
+#include "oracle.h"
+
+/* n MPFR numbers at precision p: one gdn_malloc'd array, limbs from GMP. */
+typedef struct orc_vars {
+  mpfr_t *v;
+  size_t n;
+} orc_vars;
+
+void orc_vars_init(orc_vars *s);
+int orc_vars_alloc(orc_vars *s, size_t n, mpfr_prec_t p, const char *what, gdn_error *e);
+void orc_vars_clear(orc_vars *s);
+
+/* Per-token preparation of q and k (oracle.h, "Per-token preparation"). */
+typedef struct orc_prep {
+  int64_t Dk;
+  int l2norm;
+  mpfr_ptr scale, eps, ss, inv, t;
+} orc_prep;
+
+/* Points the context at five numbers of a workspace and sets scale and eps
+ * for `in`. */
+void orc_prep_setup(orc_prep *c, const gdn_inputs *in, mpfr_t *five);
+/* X[0..Dk) = the prepared row x (K when is_q == 0, Q when 1). */
+void orc_prep_row(const orc_prep *c, const float *x, mpfr_t *X, int is_q);
+
+/* Token form: one work item (b, j, columns [c0, c0 + nc)). */
+typedef struct orc_tok {
+  orc_vars vars;
+  int64_t Dk, ncmax;
+  int64_t b, j, kh, c0, nc; /* the item being run */
+  mpfr_t *h;                /* ncmax x Dk: column c of the state at h + c Dk */
+  mpfr_t *K, *Q, *v, *o;    /* Dk, Dk, ncmax, ncmax */
+  mpfr_ptr a, beta, kv, delta, t, t2;
+  orc_prep prep;
+} orc_tok;
+
+void orc_tok_init(orc_tok *w);
+int orc_tok_alloc(orc_tok *w, mpfr_prec_t p, int64_t Dk, int64_t ncmax, gdn_error *e);
+void orc_tok_clear(orc_tok *w);
+/* Loads h0 (or zeros) for the item. */
+void orc_tok_begin(orc_tok *w, const gdn_inputs *in, int64_t b, int64_t j, int64_t c0, int64_t nc);
+/* One token: updates h, leaves o_t's columns in w->o[0..nc). */
+void orc_tok_step(orc_tok *w, const gdn_inputs *in, int64_t t);
+static inline mpfr_ptr orc_tok_h(orc_tok *w, int64_t i, int64_t c) { return w->h[c * w->Dk + i]; }
+
+/* Chunked form: one work item (b, j), all Dv columns. */
+typedef struct orc_chk {
+  orc_vars vars;
+  int64_t Dk, Dv, C;
+  int64_t b, j, kh;
+  mpfr_t *Q, *K, *Kb, *Kbg, *W, *Qg;  /* C x Dk (Qg: Dk) */
+  mpfr_t *V, *U, *Vn, *O;             /* C x Dv */
+  mpfr_t *E, *L, *A, *P;              /* C x C, lower part used */
+  mpfr_t *h;                          /* Dk x Dv, row-major */
+  mpfr_t *beta, *G, *eG;              /* C */
+  mpfr_ptr t, acc;
+  orc_prep prep;
+} orc_chk;
+
+void orc_chk_init(orc_chk *w);
+int orc_chk_alloc(orc_chk *w, mpfr_prec_t p, int64_t Dk, int64_t Dv, int64_t C, gdn_error *e);
+void orc_chk_clear(orc_chk *w);
+void orc_chk_begin(orc_chk *w, const gdn_inputs *in, int64_t b, int64_t j);
+/* The chunk of rows [t0, t0 + n), n <= C: updates h, leaves O in w->O (n x Dv). */
+void orc_chk_chunk(orc_chk *w, const gdn_inputs *in, int64_t t0, int64_t n);
+
+/* A magnitude m 2^e with m in [0.5, 1), or m == 0 for zero: 53-bit
+ * significand, unbounded exponent (MPFR values underflow no binary64). */
+typedef struct orc_mag {
+  double m;
+  long e;
+} orc_mag;
+
+/* The certificate of one tensor, accumulated element by element, exact under
+ * merging in any order (a max of magnitudes per bucket).
+ *   rmax     max |r| rounded down to 53 bits;
+ *   dmax[k]  max |x - r| rounded up to 53 bits over the elements whose
+ *            relative agreement floor(log2(|r| / |x - r|)), clamped below at
+ *            0, is k (k < cap); elements agreeing to >= cap bits are dropped.
+ * The certified bits follow (oracle_cert.c): the largest b <= cap such that
+ * every element with relative agreement < b still has
+ * floor(log2(tau / |x - r|)) >= b. */
+typedef struct orc_acc {
+  int cap;
+  orc_mag rmax;
+  orc_mag *dmax; /* cap entries */
+} orc_acc;
+
+void orc_acc_init(orc_acc *a);
+int orc_acc_alloc(orc_acc *a, int cap, const char *what, gdn_error *e);
+void orc_acc_clear(orc_acc *a);
+/* x at p bits, r at P > p bits, d scratch at P bits. */
+void orc_acc_add(orc_acc *a, mpfr_srcptr x, mpfr_srcptr r, mpfr_ptr d);
+void orc_acc_merge(orc_acc *dst, const orc_acc *src);
+/* Certified bits of the tensor and its tau as binary64. */
+int orc_acc_bits(const orc_acc *a, double *tau);
+
+#endif

@@ -1,0 +1,83 @@
+/* Helpers shared by the oracle tests (header-only, static). */
+#ifndef ORACLE_TEST_UTIL_H
+#define ORACLE_TEST_UTIL_H
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gdn_synth.h"
+#include "oracle.h"
+
+static inline oracle_config otu_cfg(long prec, oracle_form form, int64_t chunk) {
+  oracle_config c;
+  oracle_config_init(&c);
+  c.prec = prec;
+  c.form = form;
+  c.chunk = chunk;
+  return c;
+}
+
+static inline void otu_synth(gdn_inputs *in, gdn_shape s, unsigned flags, uint64_t seed) {
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_inputs_init(in);
+  gdn_synth_opts o = {seed, flags, 0};
+  ck_assert_msg(gdn_synth_generate(in, &s, &o, &e) == GDN_OK, "synth: %s", e.msg);
+}
+
+/* Runs the oracle and fails the test on any error. */
+static inline void otu_run(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out) {
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_outputs_init(out);
+  int rc = oracle_run(in, cfg, out, &e);
+  ck_assert_msg(rc == GDN_OK, "oracle_run: %s", e.msg);
+  ck_assert_int_eq(out->dtype, GDN_DTYPE_F64);
+}
+
+static inline void otu_run_cert(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,
+                                oracle_certificate *cert) {
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_outputs_init(out);
+  int rc = oracle_run_certified(in, cfg, out, cert, &e);
+  ck_assert_msg(rc == GDN_OK, "oracle_run_certified: %s", e.msg);
+}
+
+/* Normwise agreement of one tensor: floor(log2(max|r| / max|x - r|)), 999
+ * when equal.  Binary64 differences of close values are exact (Sterbenz), so
+ * this is exact for the cases the tests use it on. */
+static inline int otu_norm_bits1(const double *x, const double *r, size_t n) {
+  double M = 0, D = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (fabs(r[i]) > M) M = fabs(r[i]);
+    if (fabs(x[i] - r[i]) > D) D = fabs(x[i] - r[i]);
+  }
+  if (D == 0) return 999;
+  if (M == 0) return 0;
+  return (int)floor(log2(M / D));
+}
+
+static inline int otu_norm_bits(const gdn_outputs *x, const gdn_outputs *r) {
+  int a = otu_norm_bits1(x->o, r->o, gdn_shape_numel_v(&r->shape));
+  int b = otu_norm_bits1(x->ht, r->ht, gdn_shape_numel_state(&r->shape));
+  return a < b ? a : b;
+}
+
+static inline int otu_identical(const gdn_outputs *x, const gdn_outputs *r) {
+  return !memcmp(x->o, r->o, gdn_shape_numel_v(&r->shape) * sizeof(double)) &&
+         !memcmp(x->ht, r->ht, gdn_shape_numel_state(&r->shape) * sizeof(double));
+}
+
+static inline void otu_run_suite(Suite *su) {
+  SRunner *sr = srunner_create(su);
+  srunner_run_all(sr, CK_NORMAL);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  if (nf) exit(1);
+}
+
+#endif

@@ -1,0 +1,236 @@
+/* Failure paths: bad configurations and inputs are refused with
+ * GDN_ERR_INPUT naming the field; every gdn_alloc allocation failing in
+ * turn gives GDN_ERR_NOMEM; in every case `out` is left cleared (even when
+ * it held results before), the certificate zeroed, and nothing leaks --
+ * gdn-side buffers are checked by the sanitizer build, MPFR's numbers here
+ * by counting GMP's live bytes. */
+#include <check.h>
+#include <gmp.h>
+#include <stdlib.h>
+
+#include "gdn_alloc.h"
+#include "gdn_threads.h"
+#include "oracle_test_util.h"
+
+static long gmp_live;
+
+static void *count_alloc(size_t n) {
+  void *p = malloc(n);
+  if (p) __atomic_add_fetch(&gmp_live, (long)n, __ATOMIC_RELAXED);
+  return p;
+}
+static void *count_realloc(void *p, size_t old, size_t n) {
+  void *q = realloc(p, n);
+  if (q) __atomic_add_fetch(&gmp_live, (long)n - (long)old, __ATOMIC_RELAXED);
+  return q;
+}
+static void count_free(void *p, size_t n) {
+  free(p);
+  __atomic_sub_fetch(&gmp_live, (long)n, __ATOMIC_RELAXED);
+}
+
+/* An outputs object holding something, to see it cleared. */
+static void filled(gdn_outputs *out) {
+  gdn_shape s = {1, 1, 1, 1, 1, 1};
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_outputs_init(out);
+  ck_assert_int_eq(gdn_outputs_alloc(out, &s, GDN_DTYPE_F32, &e), GDN_OK);
+}
+
+static void assert_cleared(const gdn_outputs *out) {
+  ck_assert_ptr_null(out->o);
+  ck_assert_ptr_null(out->ht);
+  ck_assert_int_eq(out->shape.T, 0);
+}
+
+/* Runs plain and certified; both must fail with `code` and a message
+ * containing `needle`. */
+static void expect_error(const gdn_inputs *in, const oracle_config *cfg, int code,
+                         const char *needle, int certified_only) {
+  for (int cert_mode = certified_only; cert_mode < 2; cert_mode++) {
+    gdn_error e;
+    gdn_error_init(&e);
+    gdn_outputs out;
+    filled(&out);
+    oracle_certificate cert;
+    memset(&cert, 0x5a, sizeof cert);
+    int rc = cert_mode ? oracle_run_certified(in, cfg, &out, &cert, &e) : oracle_run(in, cfg, &out, &e);
+    ck_assert_msg(rc == code, "expected code %d for '%s', got %d (%s)", code, needle, rc, e.msg);
+    ck_assert_int_eq(e.code, code);
+    ck_assert_msg(strstr(e.msg, needle), "message '%s' does not name '%s'", e.msg, needle);
+    assert_cleared(&out);
+    if (cert_mode) ck_assert(cert.certified_bits == 0 && cert.check_bits == 0 && cert.floor_o == 0);
+    gdn_outputs_clear(&out);
+  }
+}
+
+START_TEST(bad_config) {
+  gdn_shape s = {1, 5, 1, 1, 4, 4};
+  gdn_inputs in;
+  otu_synth(&in, s, 0, 1);
+  oracle_config c;
+  c = otu_cfg(23, ORACLE_FORM_TOKEN, 64);
+  expect_error(&in, &c, GDN_ERR_INPUT, "prec = 23", 0);
+  c = otu_cfg(ORACLE_PREC_MAX + 1, ORACLE_FORM_TOKEN, 64);
+  expect_error(&in, &c, GDN_ERR_INPUT, "prec = 4097", 0);
+  c = otu_cfg(128, (oracle_form)2, 64);
+  expect_error(&in, &c, GDN_ERR_INPUT, "form = 2", 0);
+  c = otu_cfg(128, ORACLE_FORM_CHUNKED, 0);
+  expect_error(&in, &c, GDN_ERR_INPUT, "chunk = 0", 0);
+  c = otu_cfg(128, ORACLE_FORM_CHUNKED, -3);
+  expect_error(&in, &c, GDN_ERR_INPUT, "chunk = -3", 0);
+  c = otu_cfg(128, ORACLE_FORM_TOKEN, 64);
+  c.column_block = -1;
+  expect_error(&in, &c, GDN_ERR_INPUT, "column_block = -1", 0);
+  c = otu_cfg(128, ORACLE_FORM_TOKEN, 64);
+  c.check_prec = 128;
+  expect_error(&in, &c, GDN_ERR_INPUT, "check_prec = 128", 1);
+  c.check_prec = 100;
+  expect_error(&in, &c, GDN_ERR_INPUT, "check_prec = 100", 1);
+  c.check_prec = ORACLE_CHECK_PREC_MAX + 1;
+  expect_error(&in, &c, GDN_ERR_INPUT, "check_prec", 1);
+  /* check_prec is oracle_run_certified's alone; chunk only the chunked
+   * form's: oracle_run accepts them. */
+  c.chunk = 0;
+  gdn_outputs out;
+  otu_run(&in, &c, &out);
+  gdn_outputs_clear(&out);
+  /* The extremes of the range work. */
+  c = otu_cfg(ORACLE_PREC_MIN, ORACLE_FORM_CHUNKED, 1);
+  otu_run(&in, &c, &out);
+  gdn_outputs_clear(&out);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
+START_TEST(bad_inputs) {
+  gdn_shape s = {1, 5, 1, 2, 4, 4};
+  gdn_inputs in;
+  otu_synth(&in, s, GDN_SYNTH_H0, 1);
+  oracle_config c = otu_cfg(64, ORACLE_FORM_TOKEN, 4);
+  in.v[7] = NAN;
+  expect_error(&in, &c, GDN_ERR_INPUT, "input v", 0);
+  in.v[7] = 0;
+  in.h0[3] = INFINITY;
+  expect_error(&in, &c, GDN_ERR_INPUT, "input h0", 0);
+  in.h0[3] = 0;
+  in.beta[2] = 2.5f;
+  expect_error(&in, &c, GDN_ERR_INPUT, "beta", 0);
+  in.beta[2] = 0.5f;
+  in.has_scale = 1;
+  in.scale = NAN;
+  expect_error(&in, &c, GDN_ERR_INPUT, "scale", 0);
+  in.has_scale = 0;
+  float *k = in.k;
+  in.k = NULL;
+  expect_error(&in, &c, GDN_ERR_INPUT, "input k is missing", 0);
+  in.k = k;
+  in.shape.Hk = 3; /* Hv = 2 is not a multiple of 3 */
+  expect_error(&in, &c, GDN_ERR_INPUT, "Hk = 3", 0);
+  in.shape.Hk = 1;
+  /* A gate beyond MPFR's exponent range: exp(3e38) overflows to +inf. */
+  in.g[2 * 3 + 1] = 3e38f;
+  expect_error(&in, &c, GDN_ERR_INPUT, "value head 1, token t=3", 0);
+  c.form = ORACLE_FORM_CHUNKED;
+  expect_error(&in, &c, GDN_ERR_INPUT, "exponent range", 0);
+  in.g[2 * 3 + 1] = -1;
+  /* NULL arguments are caller bugs. */
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_outputs out;
+  filled(&out);
+  ck_assert_int_eq(oracle_run(NULL, &c, &out, &e), GDN_ERR_INTERNAL);
+  assert_cleared(&out);
+  filled(&out);
+  ck_assert_int_eq(oracle_run(&in, NULL, &out, &e), GDN_ERR_INTERNAL);
+  assert_cleared(&out);
+  filled(&out);
+  ck_assert_int_eq(oracle_run_certified(&in, &c, &out, NULL, &e), GDN_ERR_INTERNAL);
+  assert_cleared(&out);
+  ck_assert_int_eq(oracle_run(&in, &c, NULL, &e), GDN_ERR_INTERNAL);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
+/* Every allocation site of a run failing in turn: n = 1, 2, ... until the
+ * run succeeds.  Each failure is GDN_ERR_NOMEM with the message naming
+ * what was being allocated, `out` cleared, GMP's live bytes back to where
+ * they were; the run that finally succeeds equals an undisturbed one. */
+static void alloc_failures(oracle_form form, int64_t C, int certified, int threads) {
+  gdn_threads_set(threads);
+  gdn_shape s = {1, 9, 1, 2, 4, 12};
+  gdn_inputs in;
+  otu_synth(&in, s, GDN_SYNTH_H0, 2);
+  oracle_config cfg = otu_cfg(64, form, C);
+  cfg.column_block = 4; /* several token-form items */
+  gdn_outputs ref;
+  oracle_certificate cref, cert;
+  if (certified)
+    otu_run_cert(&in, &cfg, &ref, &cref);
+  else
+    otu_run(&in, &cfg, &ref);
+  long sites = 0;
+  for (long n = 1;; n++) {
+    ck_assert_msg(n < 1000, "still failing after 1000 allocations");
+    gdn_error e;
+    gdn_error_init(&e);
+    gdn_outputs out;
+    filled(&out);
+    long live0 = __atomic_load_n(&gmp_live, __ATOMIC_RELAXED);
+    gdn_alloc_fail_after(n);
+    int rc = certified ? oracle_run_certified(&in, &cfg, &out, &cert, &e)
+                       : oracle_run(&in, &cfg, &out, &e);
+    gdn_alloc_fail_after(0);
+    ck_assert_msg(__atomic_load_n(&gmp_live, __ATOMIC_RELAXED) == live0,
+                  "allocation %ld failing leaks %ld GMP bytes", n,
+                  __atomic_load_n(&gmp_live, __ATOMIC_RELAXED) - live0);
+    if (rc == GDN_OK) {
+      ck_assert(otu_identical(&out, &ref));
+      if (certified) ck_assert_int_eq(cert.certified_bits, cref.certified_bits);
+      gdn_outputs_clear(&out);
+      break;
+    }
+    sites++;
+    ck_assert_msg(rc == GDN_ERR_NOMEM, "allocation %ld failing: code %d (%s)", n, rc, e.msg);
+    ck_assert_msg(strstr(e.msg, "out of memory") && (strstr(e.msg, "oracle") || strstr(e.msg, "output")),
+                  "allocation %ld failing: message '%s'", n, e.msg);
+    assert_cleared(&out);
+    if (certified) ck_assert_int_eq(cert.certified_bits, 0);
+  }
+  /* outputs (2), item status, workers, then per worker its workspace(s) and,
+   * certified, scratch and two accumulators. */
+  long expect = 4 + threads * (certified ? 5 : 1);
+  ck_assert_msg(sites == expect, "form %d certified %d threads %d: %ld allocation sites, expected %ld",
+                (int)form, certified, threads, sites, expect);
+  gdn_outputs_clear(&ref);
+  gdn_inputs_clear(&in);
+  gdn_threads_set(2);
+}
+
+START_TEST(alloc_failures_token) { alloc_failures(ORACLE_FORM_TOKEN, 0, 0, 1); }
+END_TEST
+START_TEST(alloc_failures_chunked) { alloc_failures(ORACLE_FORM_CHUNKED, 4, 0, 1); }
+END_TEST
+START_TEST(alloc_failures_certified) { alloc_failures(ORACLE_FORM_TOKEN, 0, 1, 1); }
+END_TEST
+START_TEST(alloc_failures_certified_chunked_2threads) {
+  alloc_failures(ORACLE_FORM_CHUNKED, 4, 1, 2);
+}
+END_TEST
+
+int main(void) {
+  mp_set_memory_functions(count_alloc, count_realloc, count_free);
+  Suite *su = suite_create("oracle_errors");
+  TCase *tc = tcase_create("errors");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, bad_config);
+  tcase_add_test(tc, bad_inputs);
+  tcase_add_test(tc, alloc_failures_token);
+  tcase_add_test(tc, alloc_failures_chunked);
+  tcase_add_test(tc, alloc_failures_certified);
+  tcase_add_test(tc, alloc_failures_certified_chunked_2threads);
+  suite_add_tcase(su, tc);
+  otu_run_suite(su);
+  return 0;
+}
