@@ -5,8 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
-meson setup build >/dev/null 2>&1 || meson setup build --reconfigure >/dev/null
+if [[ ! -d build ]]; then meson setup build; fi
 ninja -C build
 mkdir -p out
 exec build/parity/gdn-parity sweep --grid grids/default.json \
-  --json out/results.json "$@"
+  --json out/results.json --report out/report.html --junit out/junit.xml \
+  --summary out/summary.md "$@"
