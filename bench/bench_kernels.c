@@ -6,7 +6,12 @@
  * Figures: kern_scan and kern_affine_prefix (D = 1, 4, 16) at H = 1 and
  * H = 4 value heads (Hk = Hv), with 1 thread and with all threads.  One line
  * per figure: the best of REPS calls (each call's time includes allocating
- * and writing `out`, as a caller sees it).  Not run by `meson test`.
+ * and writing `out`, as a caller sees it).  Then the float32 scan (H = 1,
+ * 1 thread) in each matmul precision mode -- ieee, default, high, highest
+ * (kern_mm.h: 1, 1, 3, 6 gemm passes over bfloat16 parts, plus splitting)
+ * -- with its time relative to ieee; the GFLOP/s column of those lines
+ * counts the algorithm's flops once, whatever the passes.  Not run by
+ * `meson test`.
  *
  * FLOP count (per head, per chunk of C tokens; Dk, Dv head dims), counted
  * from the algorithm as the kernels execute it (kernels/kern_chunk_tmpl.h):
@@ -77,10 +82,13 @@ static double flops(const gdn_shape *s, int64_t C, int64_t D, int affine) {
   return f * heads;
 }
 
-static int run(const gdn_inputs *in, int64_t C, int64_t D, int affine, int threads, int reps) {
+/* Returns the best time of REPS calls in *best (NULL: not wanted). */
+static int run_mode(const gdn_inputs *in, int64_t C, int64_t D, int affine, int threads, int reps,
+                    kern_matmul mm, double *best) {
   kern_config cfg;
   kern_config_init(&cfg);
   cfg.dtype = GDN_DTYPE_F32;
+  cfg.matmul = mm;
   cfg.chunk = C;
   cfg.devices = D;
   gdn_threads_set(threads);
@@ -102,14 +110,24 @@ static int run(const gdn_inputs *in, int64_t C, int64_t D, int affine, int threa
   }
   const gdn_shape *s = &in->shape;
   double f = flops(s, C, D, affine);
-  char name[32];
-  snprintf(name, sizeof name, affine ? "affine-prefix D=%ld" : "scan", (long)D);
+  char name[48];
+  if (mm == KERN_MATMUL_IEEE)
+    snprintf(name, sizeof name, affine ? "affine-prefix D=%ld" : "scan", (long)D);
+  else
+    snprintf(name, sizeof name, "scan matmul=%s", kern_matmul_name(mm));
   printf("%-20s float32 B=%ld T=%ld H=%ld Dk=%ld Dv=%ld C=%ld threads=%d: %7.2f GFLOP in %7.3f s "
-         "= %6.2f GFLOP/s\n",
+         "= %6.2f GFLOP/s",
          name, (long)s->B, (long)s->T, (long)s->Hv, (long)s->Dk, (long)s->Dv, (long)C, threads,
          f * 1e-9, t, f * 1e-9 / t);
-  fflush(stdout);
+  if (best) *best = t;
   return 0;
+}
+
+static int run(const gdn_inputs *in, int64_t C, int64_t D, int affine, int threads, int reps) {
+  int rc = run_mode(in, C, D, affine, threads, reps, KERN_MATMUL_IEEE, NULL);
+  if (!rc) printf("\n");
+  fflush(stdout);
+  return rc;
 }
 
 int main(int argc, char **argv) {
@@ -139,6 +157,16 @@ int main(int argc, char **argv) {
         if (devices[di] <= gdn_shape_chunks(&s, 64) &&
             run(&in, 64, devices[di], 1, th[ti], reps))
           return 3;
+    }
+    if (hi == 0) { /* the matmul precision modes, float32 scan, 1 thread */
+      double t_ieee = 0;
+      for (int mm = 0; mm < 4; mm++) {
+        double t;
+        if (run_mode(&in, 64, 1, 0, 1, reps, (kern_matmul)mm, &t)) return 3;
+        if (mm == 0) t_ieee = t;
+        printf("  x%.2f vs ieee\n", t / t_ieee);
+        fflush(stdout);
+      }
     }
     gdn_inputs_clear(&in);
   }

@@ -20,18 +20,26 @@
  *                        device is held at a time.  D = 1 equals kern_scan
  *                        bit for bit.
  *
- * Numerics (compute dtype F = cfg->dtype, float32 or float64; everything in
- * F, every product through kern_gemm with its fixed order):
- *   - the rounding points of step 1 (L2 norm, scale) are in kern_rows_tmpl.h,
- *     those of the chunk (G, WY factors, scan body, affine map) in
- *     kern_chunk_tmpl.h, of the recurrence in kern_recurrent_tmpl.h, of
- *     composition and apply in kern_prefix.h;
+ * Numerics (kern_num.h resolves cfg; kern_num_describe says it in words):
+ *   - compute dtype float32 or float64: every step in that format; bfloat16:
+ *     the float32 kernels with MaxText's compute_dtype = bfloat16 rounding
+ *     points (kern_num.h lists them in order; g, its cumsum, exp, the solve
+ *     and the carried state stay float32);
+ *   - every matrix product is kern_mm in cfg->matmul (kern_mm.h: IEEE, or
+ *     XLA's 1 / 3 / 6 bfloat16 passes with float32 accumulation; float64
+ *     ignores the mode);
+ *   - cfg->ftz (float32 / bfloat16 compute): subnormal inputs and every
+ *     subnormal result flushed to zero, as TPU does (kern_num.h);
+ *   - the rounding points of step 1 (L2 norm, cast, scale) are in
+ *     kern_rows_tmpl.h, those of the chunk (G, WY factors, scan body, affine
+ *     map) in kern_chunk_tmpl.h, of the recurrence in kern_recurrent_tmpl.h,
+ *     of composition, apply and the prefix schedules in kern_prefix.h;
  *   - o is rounded once to kern_output_dtype(cfg, in->bf16_mask) (float32 for
- *     F = float32 unless q was stored as bfloat16; float64 for F = float64)
- *     and stored as double; ht holds the F values of the final state.
- *   - not supported yet (GDN_ERR_INPUT, see kern_num.h): dtype bfloat16, the
- *     bf16 multi-pass matmul modes for float32, ftz, prefix schedules other
- *     than sequential.
+ *     float32 / bfloat16 compute unless q was stored as bfloat16; float64 for
+ *     float64) and stored as double; ht holds the values of the final state
+ *     (float32 for bfloat16 compute).
+ *   With ftz off, float32 / float64 with matmul ieee and the sequential
+ *   prefix compute exactly what they did before these modes existed.
  *
  * The final state of kern_affine_prefix:
  *   D >= 2  ht = A_cum[D-1] h0 + B_cum[D-1], the full composition.
@@ -52,7 +60,7 @@
  * or O(T): heads are processed in batches of at most `threads`.
  *
  * Errors: GDN_ERR_INPUT for a bad shape, config (kern_config_validate) or an
- * unsupported mode; GDN_ERR_NOMEM when an allocation fails.  On any error
+ * unknown mode (and ftz off x86); GDN_ERR_NOMEM when an allocation fails.  On any error
  * `out` (and `seams`) are left cleared.
  */
 #ifndef KERN_H
@@ -86,10 +94,13 @@ void kern_affine_shard(int64_t n_chunks, int64_t devices, int64_t r, int64_t *fi
  * h_out[D-1] = ht.  The difference at seam r is the round-off of composing
  * (and, with broken_compose, the error of the wrong order).  For D = 1 there
  * is no seam; h_out[0] equals ht.  Memory: 2 B Hv D Dk Dv doubles, allocated
- * only when asked for.  Pair kern_affine_seams_init with _clear. */
+ * only when asked for.  Pair kern_affine_seams_init with _clear.
+ * prefix_compositions / prefix_rounds: what the exclusive prefix of one head
+ * did (kern_prefix_stats; every head does the same), 0 for D = 1. */
 typedef struct kern_affine_seams {
   int64_t B, Hv, devices, Dk, Dv;
   double *h_in, *h_out;
+  int64_t prefix_compositions, prefix_rounds;
 } kern_affine_seams;
 
 void kern_affine_seams_init(kern_affine_seams *sm);

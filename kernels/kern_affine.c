@@ -7,6 +7,7 @@
 #include "gdn_threads.h"
 #include "kern.h"
 #include "kern_gemm.h"
+#include "kern_mm.h"
 #include "kern_num.h"
 #include "kern_prefix.h"
 

@@ -9,22 +9,121 @@
  *            its one (A_loc, B_loc) in the batch's gather buffer and the
  *            chunk's (A_n, B_n) in its thread's scratch.
  *   prefix   head items, D >= 2 only: the inclusive prefix over the head's D
- *            gathered pairs in place (kern_prefix_inclusive, cfg->prefix),
+ *            gathered pairs in place (kern_prefix_inclusive, cfg->prefix:
+ *            sequential, jax.lax.associative_scan's tree or Hillis-Steele),
  *            then ht = A_cum[D-1] h0 + B_cum[D-1] (kern_affine_apply).
  *   replay   (head, device) items: h_in = h0 for device 0, else
  *            A_cum[r-1] h0 + B_cum[r-1]; then exactly kern_scan's loop
  *            (kchunk_scan) over the shard from h_in, storing the shard's o
  *            rows.  For D = 1 the carry after the last chunk is ht, so D = 1
  *            is kern_scan bit for bit.
+ * Every product is kern_mm in the config's matmul mode (compositions and
+ * applies included).  Each thread runs the three phases in affine_thread,
+ * not inlined, inside its flush-to-zero environment (kern_num.h).
  * Memory held: the gather buffer P x D x (Dk^2 + Dk Dv) and per thread one
- * kchunk plus 4 Dk x Dv + 2 Dk^2 elements, so O(threads x (D (Dk^2 + Dk Dv)
- * + chunk temporaries)), independent of B, Hv and T. */
+ * kchunk plus 3 Dk x Dv + Dk^2 elements and the prefix work (a pair and the
+ * splits of a composition), so O(threads x (D (Dk^2 + Dk Dv) + chunk
+ * temporaries)), independent of B, Hv and T. */
 #include "kern_chunk_tmpl.h"
+
+typedef struct KR(affine_job) {
+  const gdn_inputs *in;
+  const kern_config *cfg;
+  const kern_num *num;
+  gdn_outputs *out;
+  kern_affine_seams *sm;
+  kreal *mem, *pairs;
+  size_t per, ce, na, nb, npair;
+  int64_t h_begin, nh;
+} KR(affine_job);
+
+/* One thread's share of one batch of heads: fold, prefix, replay. */
+static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j) {
+  const gdn_inputs *in = j->in;
+  const gdn_shape *s = &in->shape;
+  const kern_config *cfg = j->cfg;
+  const kern_num *num = j->num;
+  const int64_t C = cfg->chunk, N = gdn_shape_chunks(s, C), D = cfg->devices;
+  const int64_t Dk = s->Dk, Dv = s->Dv, h_begin = j->h_begin, nh = j->nh;
+  const size_t na = j->na, nb = j->nb, npair = j->npair;
+  const kern_matmul mm = num->matmul;
+  kreal *pairs = j->pairs;
+  kern_affine_seams *sm = j->sm;
+  gdn_outputs *out = j->out;
+  kreal *base = j->mem + (size_t)omp_get_thread_num() * j->per;
+  KR(kchunk) c;
+  KR(kchunk_bind)(&c, base, in, num, C, out->dtype == GDN_DTYPE_BF16);
+  kreal *p = base + j->ce;
+  kreal *h = KR(rows_carve)(&p, nb), *h0 = KR(rows_carve)(&p, nb);
+  kreal *An = KR(rows_carve)(&p, na), *Bn = KR(rows_carve)(&p, nb);
+  /* the prefix's work (kern_prefix_work_elems): a pair tA, tB, then the
+   * composition's work aw (kern_affine_work_elems) */
+  kreal *pw = p;
+  kreal *tA = pw, *tB = tA + KR(rows_pad)(na), *aw = tB + KR(rows_pad)(nb);
+  if (D >= 2) {
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t it = 0; it < nh * D; it++) {
+      const int64_t hb = it / D, r = it % D, head = h_begin + hb;
+      int64_t first, cnt;
+      kern_affine_shard(N, D, r, &first, &cnt);
+      KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
+      kreal *Al = pairs + (size_t)hb * D * npair + (size_t)r * na;
+      kreal *Bl = pairs + (size_t)hb * D * npair + (size_t)D * na + (size_t)r * nb;
+      for (size_t x = 0; x < na; x++) Al[x] = 0;
+      for (int64_t d = 0; d < Dk; d++) Al[d * Dk + d] = 1;
+      for (size_t x = 0; x < nb; x++) Bl[x] = 0;
+      for (int64_t n = first; n < first + cnt; n++) {
+        KR(kchunk_load)(&c, n);
+        KR(kchunk_wy)(&c);
+        KR(kchunk_kt)(&c);
+        KR(kchunk_affine)(&c, An, Bn);
+        KR(kern_affine_compose)(mm, Dk, Dv, An, Bn, Al, Bl, tA, tB, aw);
+        memcpy(Al, tA, na * sizeof *Al);
+        memcpy(Bl, tB, nb * sizeof *Bl);
+      }
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t hb = 0; hb < nh; hb++) {
+      const int64_t head = h_begin + hb;
+      KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
+      kreal *Ah = pairs + (size_t)hb * D * npair, *Bh = Ah + (size_t)D * na;
+      kern_prefix_stats st = {0, 0, NULL, 0};
+      KR(kern_prefix_inclusive)(cfg->prefix, cfg->broken_compose, mm, D, Dk, Dv, Ah, Bh, pw, &st);
+      if (sm && head == 0) {
+        sm->prefix_compositions = st.compositions;
+        sm->prefix_rounds = st.rounds;
+      }
+      KR(kchunk_h0)(&c, h0);
+      KR(kern_affine_apply)(mm, Dk, Dv, Ah + (size_t)(D - 1) * na, Bh + (size_t)(D - 1) * nb,
+                            in->h0 ? h0 : NULL, h, aw);
+      KR(kchunk_store_state)(&c, h, gdn_outputs_ht(out, c.b, c.hv));
+    }
+  }
+#pragma omp for schedule(dynamic, 1)
+  for (int64_t it = 0; it < nh * D; it++) {
+    const int64_t hb = it / D, r = it % D, head = h_begin + hb;
+    int64_t first, cnt;
+    kern_affine_shard(N, D, r, &first, &cnt);
+    KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
+    KR(kchunk_h0)(&c, h0);
+    if (r == 0) {
+      memcpy(h, h0, nb * sizeof *h);
+    } else {
+      const kreal *Ah = pairs + (size_t)hb * D * npair, *Bh = Ah + (size_t)D * na;
+      KR(kern_affine_apply)(mm, Dk, Dv, Ah + (size_t)(r - 1) * na, Bh + (size_t)(r - 1) * nb,
+                            in->h0 ? h0 : NULL, h, aw);
+    }
+    if (sm) KR(kchunk_store_state)(&c, h, kern_affine_seams_h_in(sm, c.b, c.hv, r));
+    KR(kchunk_scan)(&c, first, cnt, h, out);
+    if (sm) KR(kchunk_store_state)(&c, h, kern_affine_seams_h_out(sm, c.b, c.hv, r));
+    if (D == 1) KR(kchunk_store_state)(&c, h, gdn_outputs_ht(out, c.b, c.hv));
+  }
+}
 
 static int KR(affine_run)(const gdn_inputs *in, const kern_config *cfg, const kern_num *num,
                           gdn_outputs *out, kern_affine_seams *sm, gdn_error *e) {
   const gdn_shape *s = &in->shape;
-  const int64_t C = cfg->chunk, N = gdn_shape_chunks(s, C), D = cfg->devices;
+  const int64_t C = cfg->chunk, D = cfg->devices;
   const int64_t Dk = s->Dk, Dv = s->Dv, heads = s->B * s->Hv;
   /* Dk x Dv fits (gdn_shape_validate); Dk x Dk need not: saturate */
   const size_t na = kern_size_mul((size_t)Dk, (size_t)Dk), nb = (size_t)(Dk * Dv);
@@ -33,8 +132,9 @@ static int KR(affine_run)(const gdn_inputs *in, const kern_config *cfg, const ke
   if (nt < 1) nt = 1;
   const int64_t P = heads < nt ? heads : nt;
   const size_t ce = KR(kchunk_elems)(C, Dk, Dv, num->matmul);
-  const size_t per = kern_size_add(
-      ce, kern_size_add(kern_size_mul(4, KR(rows_pad)(nb)), kern_size_mul(2, KR(rows_pad)(na))));
+  size_t per = kern_size_add(ce, kern_size_mul(3, KR(rows_pad)(nb)));
+  per = kern_size_add(per, KR(rows_pad)(na));
+  per = kern_size_add(per, KR(kern_prefix_work_elems)(cfg->prefix, D, Dk, Dv, num->matmul));
   kreal *mem = gdn_calloc((size_t)nt, kern_size_mul(per, sizeof(kreal)),
                           "kern_affine_prefix per-thread scratch", e);
   if (!mem) {
@@ -51,74 +151,15 @@ static int KR(affine_run)(const gdn_inputs *in, const kern_config *cfg, const ke
       return GDN_ERR_NOMEM;
     }
   }
-  const int out_bf16 = out->dtype == GDN_DTYPE_BF16;
-  const kern_matmul mm = num->matmul;
+  KR(affine_job) job = {in, cfg, num, out, sm, mem, pairs, per, ce, na, nb, npair, 0, 0};
   for (int64_t h_begin = 0; h_begin < heads; h_begin += P) {
-    const int64_t nh = heads - h_begin < P ? heads - h_begin : P;
+    job.h_begin = h_begin;
+    job.nh = heads - h_begin < P ? heads - h_begin : P;
 #pragma omp parallel num_threads(nt)
     {
-      kreal *base = mem + (size_t)omp_get_thread_num() * per;
-      KR(kchunk) c;
-      KR(kchunk_bind)(&c, base, in, num, C, out_bf16);
-      kreal *p = base + ce;
-      kreal *h = KR(rows_carve)(&p, nb), *h0 = KR(rows_carve)(&p, nb);
-      kreal *An = KR(rows_carve)(&p, na), *Bn = KR(rows_carve)(&p, nb);
-      kreal *tA = KR(rows_carve)(&p, na), *tB = KR(rows_carve)(&p, nb); /* contiguous: the
-                                                     prefix's work (kern_prefix_work_elems) */
-      if (D >= 2) {
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t it = 0; it < nh * D; it++) {
-          const int64_t hb = it / D, r = it % D, head = h_begin + hb;
-          int64_t first, cnt;
-          kern_affine_shard(N, D, r, &first, &cnt);
-          KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
-          kreal *Al = pairs + (size_t)hb * D * npair + (size_t)r * na;
-          kreal *Bl = pairs + (size_t)hb * D * npair + (size_t)D * na + (size_t)r * nb;
-          for (size_t x = 0; x < na; x++) Al[x] = 0;
-          for (int64_t d = 0; d < Dk; d++) Al[d * Dk + d] = 1;
-          for (size_t x = 0; x < nb; x++) Bl[x] = 0;
-          for (int64_t n = first; n < first + cnt; n++) {
-            KR(kchunk_load)(&c, n);
-            KR(kchunk_wy)(&c);
-            KR(kchunk_kt)(&c);
-            KR(kchunk_affine)(&c, An, Bn);
-            KR(kern_affine_compose)(mm, Dk, Dv, An, Bn, Al, Bl, tA, tB, c.gws);
-            memcpy(Al, tA, na * sizeof *Al);
-            memcpy(Bl, tB, nb * sizeof *Bl);
-          }
-        }
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t hb = 0; hb < nh; hb++) {
-          const int64_t head = h_begin + hb;
-          KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
-          kreal *Ah = pairs + (size_t)hb * D * npair, *Bh = Ah + (size_t)D * na;
-          KR(kern_prefix_inclusive)(cfg->prefix, cfg->broken_compose, mm, D, Dk, Dv, Ah, Bh, tA,
-                                    c.gws);
-          KR(kchunk_h0)(&c, h0);
-          KR(kern_affine_apply)(mm, Dk, Dv, Ah + (size_t)(D - 1) * na, Bh + (size_t)(D - 1) * nb,
-                                in->h0 ? h0 : NULL, h, c.gws);
-          KR(kchunk_store_state)(&c, h, gdn_outputs_ht(out, c.b, c.hv));
-        }
-      }
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t it = 0; it < nh * D; it++) {
-        const int64_t hb = it / D, r = it % D, head = h_begin + hb;
-        int64_t first, cnt;
-        kern_affine_shard(N, D, r, &first, &cnt);
-        KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
-        KR(kchunk_h0)(&c, h0);
-        if (r == 0) {
-          memcpy(h, h0, nb * sizeof *h);
-        } else {
-          const kreal *Ah = pairs + (size_t)hb * D * npair, *Bh = Ah + (size_t)D * na;
-          KR(kern_affine_apply)(mm, Dk, Dv, Ah + (size_t)(r - 1) * na, Bh + (size_t)(r - 1) * nb,
-                                in->h0 ? h0 : NULL, h, c.gws);
-        }
-        if (sm) KR(kchunk_store_state)(&c, h, kern_affine_seams_h_in(sm, c.b, c.hv, r));
-        KR(kchunk_scan)(&c, first, cnt, h, out);
-        if (sm) KR(kchunk_store_state)(&c, h, kern_affine_seams_h_out(sm, c.b, c.hv, r));
-        if (D == 1) KR(kchunk_store_state)(&c, h, gdn_outputs_ht(out, c.b, c.hv));
-      }
+      const unsigned env = kern_fpenv_enter(num);
+      KR(affine_thread)(&job);
+      kern_fpenv_leave(num, env);
     }
   }
   gdn_free(pairs);

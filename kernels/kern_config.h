@@ -8,11 +8,13 @@
  *                 and sums in the compute format, fused multiply-add, fixed
  *                 left-to-right order over the inner dimension), or as XLA
  *                 lowers jax.lax.Precision DEFAULT / HIGH / HIGHEST on TPU:
- *                 1, 3 or 6 bfloat16 passes accumulated in float32.
- *                 Ignored (IEEE) for FLOAT64.
- * ftz             flush subnormal inputs and results to zero, as TPU does.
+ *                 1, 3 or 6 bfloat16 passes accumulated in float32
+ *                 (kern_mm.h).  Ignored (IEEE) for FLOAT64.
+ * ftz             flush subnormal inputs and results to zero, as TPU does
+ *                 (kern_num.h).  Ignored for FLOAT64.
  * chunk           C >= 1.
- * devices/prefix  for the affine-prefix kernel.
+ * devices/prefix  for the affine-prefix kernel (kern_prefix.h: sequential,
+ *                 jax.lax.associative_scan's tree, Hillis-Steele).
  */
 #ifndef KERN_CONFIG_H
 #define KERN_CONFIG_H

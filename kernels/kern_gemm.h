@@ -1,23 +1,36 @@
-/* kern_gemm: the one matrix product of the float kernels.
+/* kern_gemm: the one matrix-product engine of the float kernels.
  *
- *   C (m x n)  =  op(A) (m x k) . op(B) (k x n)        KERN_GEMM_SET
- *   C (m x n) +=  op(A) . op(B)                        KERN_GEMM_ADD
+ *   C (m x n)  =      op(A) (m x k) . op(B) (k x n)           KERN_GEMM_SET
+ *   C (m x n) +=      op(A) . op(B)                           KERN_GEMM_ADD
+ *   C (m x n)  = C + (op(A) . op(B))                          KERN_GEMM_PLUS
  *
  * Operands are strided views: element (r, c) of A is a[r * a_rs + c * a_cs],
  * so a transposed operand is the same memory with the strides swapped
  * (A = X^T for a row-major X with leading dimension ld: a_rs = 1, a_cs = ld).
  * C is row-major with leading dimension ldc and must not overlap A or B.
  *
- * Reduction order (KERN_MATMUL_IEEE; the contract every kernel relies on):
- * for each output element, independently of every other one,
- *   SET:  c = a_i0 * b_0j;  then for p = 1 .. k-1:  c = fma(a_ip, b_pj, c)
- *   ADD:  c = C_ij;         then for p = 0 .. k-1:  c = fma(a_ip, b_pj, c)
+ * Reduction order (the contract every kernel relies on): for each output
+ * element, independently of every other one,
+ *   SET:   c = a_i0 * b_0j;  then for p = 1 .. k-1:  c = fma(a_ip, b_pj, c)
+ *   ADD:   c = C_ij;         then for p = 0 .. k-1:  c = fma(a_ip, b_pj, c)
+ *   PLUS:  d = the SET sum above;  C_ij = C_ij + d   (one more rounding: the
+ *          sum of two separately formed products, as XLA's `add(dot, dot)`
+ *          that combines the bf16 passes of a multi-pass product, kern_mm.h)
  * in the compute format (fmaf for float32: one rounding per step).  k = 0
- * gives C = 0 (SET) or leaves C unchanged (ADD).  The result is therefore
- * bit-identical to the naive triple loop with that order, whatever the
- * block sizes, vector width or thread count: blocking is over i and j
- * (independent outputs) and over p only by storing the running sum to C and
- * resuming it, which is exact because the accumulator is the compute format.
+ * gives C = 0 (SET) or leaves C unchanged (ADD, PLUS).  The result is
+ * bit-identical to the naive triple loop with that order, whatever the block
+ * sizes, vector width or thread count: blocking is over i and j (independent
+ * outputs) and over p only by storing the running sum and resuming it, which
+ * is exact because the accumulator is the compute format (for PLUS with
+ * k > KC the running sum d is kept in an MC x NC block of the workspace and
+ * added to C once complete).
+ *
+ * This is the IEEE product (KERN_MATMUL_IEEE) and, applied to bfloat16-valued
+ * float32 arrays, one pass of the bf16 multi-pass modes: a product of two
+ * bfloat16 values (8-bit significands) is exact in float32 (24 bits), so each
+ * fma of a pass rounds only the accumulation, as an MXU pass accumulating in
+ * float32 does.  The precision modes themselves (splitting, pass set, the
+ * order the passes are summed in) are kern_mm.h.
  *
  * Structure (for speed; results do not depend on it): Goto-style blocking
  * NC = 128 columns x KC = 128 inner x MC = 72 rows.  B's KC x NC block is
@@ -30,18 +43,13 @@
  * broadcasts a_ip and loads a vector of row p of B.  Plain C, vectorised by
  * gcc (-O2 with `#pragma GCC unroll` over the tile rows).  The packed block
  * is 64 KiB (float32) / 128 KiB (float64): it stays in L2 while the C tiles
- * of a D = 128 matrix stream past it.
+ * of a D = 128 matrix stream past it.  Flush-to-zero (kern_num.h) is the
+ * caller's MXCSR; nothing here depends on it.
  *
- * Precision modes: `mode` is the kern_matmul of the config.  IEEE is the
- * order above.  The bfloat16 multi-pass modes (DEFAULT / HIGH / HIGHEST) will
- * be built on the same core, each pass a product of bfloat16 parts (exact in
- * float32) accumulated in float32 with ADD; until then calling with a mode
- * kern_gemm_supported refuses is a contract violation and C is set to NaN
- * so the misuse cannot pass silently.  float64 ignores the mode (IEEE).
- *
- * Workspace: `ws` has kern_gemm_ws_elems_fXX(mode) elements of the compute
- * type (64-byte aligned, e.g. from gdn_malloc), private to the calling
- * thread.  No allocation happens here; the functions cannot fail.
+ * Workspace: `ws` has kern_gemm_ws_elems_fXX() elements of the compute type
+ * (64-byte aligned, e.g. from gdn_malloc), private to the calling thread:
+ * the packed B block, one zero-padded edge panel and the MC x NC block of
+ * PLUS.  No allocation happens here; the functions cannot fail.
  */
 #ifndef KERN_GEMM_H
 #define KERN_GEMM_H
@@ -49,27 +57,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gdn_dtype.h"
-#include "gdn_error.h"
-#include "kern_config.h"
-
 typedef enum kern_gemm_acc {
-  KERN_GEMM_SET = 0, /* C  = A B, the sum starts from the first product */
-  KERN_GEMM_ADD = 1, /* C += A B, the sum starts from the existing C */
+  KERN_GEMM_SET = 0,  /* C  = A B, the sum starts from the first product */
+  KERN_GEMM_ADD = 1,  /* C += A B, the sum starts from the existing C */
+  KERN_GEMM_PLUS = 2, /* C  = C + (A B), A B summed from its first product */
 } kern_gemm_acc;
 
-/* GDN_OK when kern_gemm_* implements `mode` for compute dtype `dtype`, else
- * GDN_ERR_INPUT naming the mode ("... is not supported yet"). */
-int kern_gemm_supported(kern_matmul mode, gdn_dtype dtype, gdn_error *e);
+size_t kern_gemm_ws_elems_f32(void);
+size_t kern_gemm_ws_elems_f64(void);
 
-size_t kern_gemm_ws_elems_f32(kern_matmul mode);
-size_t kern_gemm_ws_elems_f64(kern_matmul mode);
-
-void kern_gemm_f32(kern_matmul mode, kern_gemm_acc acc, int64_t m, int64_t n, int64_t k,
-                   const float *a, int64_t a_rs, int64_t a_cs, const float *b, int64_t b_rs,
-                   int64_t b_cs, float *c, int64_t ldc, float *ws);
-void kern_gemm_f64(kern_matmul mode, kern_gemm_acc acc, int64_t m, int64_t n, int64_t k,
-                   const double *a, int64_t a_rs, int64_t a_cs, const double *b, int64_t b_rs,
-                   int64_t b_cs, double *c, int64_t ldc, double *ws);
+void kern_gemm_f32(kern_gemm_acc acc, int64_t m, int64_t n, int64_t k, const float *a,
+                   int64_t a_rs, int64_t a_cs, const float *b, int64_t b_rs, int64_t b_cs,
+                   float *c, int64_t ldc, float *ws);
+void kern_gemm_f64(kern_gemm_acc acc, int64_t m, int64_t n, int64_t k, const double *a,
+                   int64_t a_rs, int64_t a_cs, const double *b, int64_t b_rs, int64_t b_cs,
+                   double *c, int64_t ldc, double *ws);
 
 #endif

@@ -3,19 +3,17 @@
 #include <string.h>
 
 #include "kern_gemm.h"
+#include "kern_mm.h"
+#include "kern_size.h"
 
 int kern_prefix_supported(kern_prefix schedule, gdn_error *e) {
-  if (schedule == KERN_PREFIX_SEQUENTIAL) return GDN_OK;
+  if (schedule == KERN_PREFIX_SEQUENTIAL || schedule == KERN_PREFIX_ASSOCIATIVE_SCAN ||
+      schedule == KERN_PREFIX_HILLIS_STEELE)
+    return GDN_OK;
   return gdn_error_set(e, GDN_ERR_INPUT,
-                       "--prefix %s: this exclusive-prefix schedule is not supported yet by "
-                       "kern_affine_prefix (only sequential)",
-                       kern_prefix_name(schedule));
-}
-
-size_t kern_prefix_work_elems(kern_prefix schedule, int64_t devices, int64_t dk, int64_t dv) {
-  (void)schedule;
-  (void)devices;
-  return (size_t)(dk * dk + dk * dv);
+                       "--prefix %d: unknown exclusive-prefix schedule; expected sequential, "
+                       "associative-scan or hillis-steele",
+                       (int)schedule);
 }
 
 #define KERN_REAL 32

@@ -1,65 +1,105 @@
 /* Template (see kern_real.h): kern_recurrent in F.  Per token, with the rows
- * of kern_rows_tmpl.h:
+ * of kern_rows_tmpl.h (rounding points KERN_RP_INPUT, KERN_RP_Q_SCALE only:
+ * the recurrence forms no k_beta, S, U, W or attn):
  *   a = exp(g_t);  h_ij = h_ij * a
- *   kv = k^T h     (kern_gemm, 1 x Dk by Dk x Dv: i ascending, fma)
+ *   kv = k^T h     (kern_mm, 1 x Dk by Dk x Dv)
  *   delta_j = beta_t * (v_j - kv_j)          (subtract, multiply)
- *   h_ij = h_ij + k_i * delta_j              (multiply, add: no fma, as the
- *                                             elementwise outer-product update)
- *   o = (scale q)^T h                        (kern_gemm)
- * Items: the B x Hv heads; memory: Dk x Dv + O(Dk + Dv) per thread. */
+ *   h_ij = h_ij + (k delta^T)_ij             (the outer product is a k = 1
+ *                                             matmul in the mode -- IEEE: the
+ *                                             rounded product k_i * delta_j,
+ *                                             no fma -- then the add)
+ *   o = (scale q)^T h                        (kern_mm)
+ * Items: the B x Hv heads; memory: Dk x Dv (2 Dk x Dv in the pass modes,
+ * plus the splits of q, k, delta, h) + O(Dk + Dv) per thread. */
 #include "kern_rows_tmpl.h"
+
+static size_t KR(rec_per)(int64_t Dk, int64_t Dv, kern_matmul mm) {
+  const size_t kv = (size_t)(Dk * Dv); /* fits: gdn_shape_validate bounds the state */
+  size_t per = KR(rows_pad)(kv) + 2 * KR(rows_pad)((size_t)Dk) + 3 * KR(rows_pad)((size_t)Dv) +
+               KR(rows_pad)(KR(kern_gemm_ws_elems)());
+  if (mm != KERN_MATMUL_IEEE) per = kern_size_add(per, KR(rows_pad)(kv)); /* outer product */
+  per = kern_size_add(per, kern_size_mul(2, KR(kern_split_elems)(mm, (size_t)Dk)));
+  per = kern_size_add(per, KR(kern_split_elems)(mm, (size_t)Dv));
+  return kern_size_add(per, KR(kern_split_elems)(mm, kv));
+}
+
+static __attribute__((noinline)) void KR(recurrent_thread)(const gdn_inputs *in,
+                                                           const kern_num *num, gdn_outputs *out,
+                                                           kreal *mem, size_t per) {
+  const gdn_shape *s = &in->shape;
+  const int64_t Dk = s->Dk, Dv = s->Dv, T = s->T, items = s->B * s->Hv;
+  const kern_matmul mm = num->matmul;
+  const int out_bf16 = out->dtype == GDN_DTYPE_BF16;
+  const kreal scale = KR(rows_scale)(in, num);
+  kreal *p = mem + (size_t)omp_get_thread_num() * per;
+  kreal *h = KR(rows_carve)(&p, (size_t)(Dk * Dv));
+  kreal *q = KR(rows_carve)(&p, (size_t)Dk), *k = KR(rows_carve)(&p, (size_t)Dk);
+  kreal *v = KR(rows_carve)(&p, (size_t)Dv), *kv = KR(rows_carve)(&p, (size_t)Dv);
+  kreal *o = KR(rows_carve)(&p, (size_t)Dv);
+  kreal *gws = KR(rows_carve)(&p, KR(kern_gemm_ws_elems)());
+  kreal *op = mm != KERN_MATMUL_IEEE ? KR(rows_carve)(&p, (size_t)(Dk * Dv)) : NULL;
+  KR(kern_split) sq, sk, sd, sh;
+  KR(kern_split_bind)(&sq, mm, p, (size_t)Dk);
+  p += KR(kern_split_elems)(mm, (size_t)Dk);
+  KR(kern_split_bind)(&sk, mm, p, (size_t)Dk);
+  p += KR(kern_split_elems)(mm, (size_t)Dk);
+  KR(kern_split_bind)(&sd, mm, p, (size_t)Dv);
+  p += KR(kern_split_elems)(mm, (size_t)Dv);
+  KR(kern_split_bind)(&sh, mm, p, (size_t)(Dk * Dv));
+#pragma omp for schedule(dynamic, 1)
+  for (int64_t it = 0; it < items; it++) {
+    const int64_t b = it / s->Hv, hv = it % s->Hv, hk = gdn_inputs_key_head(in, hv);
+    const float *h0 = gdn_inputs_h0(in, b, hv);
+    for (int64_t x = 0; x < Dk * Dv; x++) h[x] = h0 ? (kreal)KIN(num, h0[x]) : 0;
+    for (int64_t t = 0; t < T; t++) {
+      KR(rows_qk)(gdn_inputs_q(in, b, t, hk), Dk, in->l2norm_in_kernel, 1, scale, num, q);
+      KR(rows_qk)(gdn_inputs_k(in, b, t, hk), Dk, in->l2norm_in_kernel, 0, scale, num, k);
+      KR(rows_v)(gdn_inputs_v(in, b, t, hv), Dv, num, v);
+      const kreal beta = KR(rows_beta)(gdn_inputs_beta(in, b, t, hv), num);
+      const kreal a = KEXP(KR(rows_g)(gdn_inputs_g(in, b, t, hv), num));
+      KSIMD for (int64_t x = 0; x < Dk * Dv; x++) h[x] = h[x] * a;
+      KR(kern_split_fill)(&sk, mm, k, (size_t)Dk);
+      KR(kern_split_fill)(&sh, mm, h, (size_t)(Dk * Dv));
+      KR(kern_mm)(mm, 1, Dv, Dk, &sk, Dk, 1, &sh, Dv, 1, kv, Dv, gws);
+      KSIMD for (int64_t j = 0; j < Dv; j++) kv[j] = beta * (v[j] - kv[j]); /* kv becomes delta */
+      if (!op) {
+        for (int64_t i = 0; i < Dk; i++)
+          KSIMD for (int64_t j = 0; j < Dv; j++) h[i * Dv + j] = h[i * Dv + j] + k[i] * kv[j];
+      } else {
+        KR(kern_split_fill)(&sd, mm, kv, (size_t)Dv);
+        KR(kern_mm)(mm, Dk, Dv, 1, &sk, 1, 1, &sd, Dv, 1, op, Dv, gws); /* k delta^T */
+        KSIMD for (int64_t x = 0; x < Dk * Dv; x++) h[x] = h[x] + op[x];
+      }
+      KR(kern_split_fill)(&sq, mm, q, (size_t)Dk);
+      KR(kern_split_fill)(&sh, mm, h, (size_t)(Dk * Dv));
+      KR(kern_mm)(mm, 1, Dv, Dk, &sq, Dk, 1, &sh, Dv, 1, o, Dv, gws);
+      double *od = gdn_outputs_o(out, b, t, hv);
+      for (int64_t j = 0; j < Dv; j++) od[j] = KR(rows_out)(o[j], out_bf16);
+    }
+    double *ht = gdn_outputs_ht(out, b, hv);
+    for (int64_t x = 0; x < Dk * Dv; x++) ht[x] = h[x];
+  }
+}
 
 static int KR(recurrent_run)(const gdn_inputs *in, const kern_num *num, gdn_outputs *out,
                              gdn_error *e) {
   const gdn_shape *s = &in->shape;
-  const int64_t Dk = s->Dk, Dv = s->Dv, T = s->T, items = s->B * s->Hv;
+  const int64_t items = s->B * s->Hv;
   int nt = gdn_threads_get();
   if (nt > items) nt = (int)items;
   if (nt < 1) nt = 1;
-  const size_t gw = KR(kern_gemm_ws_elems)(num->matmul);
-  /* Dk x Dv fits: gdn_shape_validate bounds the state tensor */
-  const size_t per = KR(rows_pad)((size_t)(Dk * Dv)) + 2 * KR(rows_pad)((size_t)Dk) +
-                     3 * KR(rows_pad)((size_t)Dv) + KR(rows_pad)(gw);
+  const size_t per = KR(rec_per)(s->Dk, s->Dv, num->matmul);
   kreal *mem = gdn_calloc((size_t)nt, kern_size_mul(per, sizeof(kreal)),
                           "kern_recurrent per-thread scratch", e);
   if (!mem) {
     gdn_error_prefix(e, "kern_recurrent: ");
     return GDN_ERR_NOMEM;
   }
-  const int out_bf16 = out->dtype == GDN_DTYPE_BF16;
-  const kreal scale = KR(rows_scale)(in, num);
 #pragma omp parallel num_threads(nt)
   {
-    kreal *p = mem + (size_t)omp_get_thread_num() * per;
-    kreal *h = KR(rows_carve)(&p, (size_t)(Dk * Dv));
-    kreal *q = KR(rows_carve)(&p, (size_t)Dk), *k = KR(rows_carve)(&p, (size_t)Dk);
-    kreal *v = KR(rows_carve)(&p, (size_t)Dv), *kv = KR(rows_carve)(&p, (size_t)Dv);
-    kreal *o = KR(rows_carve)(&p, (size_t)Dv);
-    kreal *gws = KR(rows_carve)(&p, gw);
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t it = 0; it < items; it++) {
-      const int64_t b = it / s->Hv, hv = it % s->Hv, hk = gdn_inputs_key_head(in, hv);
-      const float *h0 = gdn_inputs_h0(in, b, hv);
-      for (int64_t x = 0; x < Dk * Dv; x++) h[x] = h0 ? (kreal)h0[x] : 0;
-      for (int64_t t = 0; t < T; t++) {
-        KR(rows_qk)(gdn_inputs_q(in, b, t, hk), Dk, in->l2norm_in_kernel, 1, scale, num, q);
-        KR(rows_qk)(gdn_inputs_k(in, b, t, hk), Dk, in->l2norm_in_kernel, 0, scale, num, k);
-        KR(rows_v)(gdn_inputs_v(in, b, t, hv), Dv, num, v);
-        kreal beta = (kreal)gdn_inputs_beta(in, b, t, hv);
-        KROUND(num, KERN_RP_INPUT, &beta, 1);
-        const kreal a = KEXP((kreal)gdn_inputs_g(in, b, t, hv));
-        KSIMD for (int64_t x = 0; x < Dk * Dv; x++) h[x] = h[x] * a;
-        KR(kern_gemm)(num->matmul, KERN_GEMM_SET, 1, Dv, Dk, k, Dk, 1, h, Dv, 1, kv, Dv, gws);
-        KSIMD for (int64_t j = 0; j < Dv; j++) kv[j] = beta * (v[j] - kv[j]); /* kv becomes delta */
-        for (int64_t i = 0; i < Dk; i++)
-          KSIMD for (int64_t j = 0; j < Dv; j++) h[i * Dv + j] = h[i * Dv + j] + k[i] * kv[j];
-        KR(kern_gemm)(num->matmul, KERN_GEMM_SET, 1, Dv, Dk, q, Dk, 1, h, Dv, 1, o, Dv, gws);
-        double *od = gdn_outputs_o(out, b, t, hv);
-        for (int64_t j = 0; j < Dv; j++) od[j] = KR(rows_out)(o[j], out_bf16);
-      }
-      double *ht = gdn_outputs_ht(out, b, hv);
-      for (int64_t x = 0; x < Dk * Dv; x++) ht[x] = h[x];
-    }
+    const unsigned env = kern_fpenv_enter(num);
+    KR(recurrent_thread)(in, num, out, mem, per);
+    kern_fpenv_leave(num, env);
   }
   gdn_free(mem);
   return GDN_OK;

@@ -3,24 +3,34 @@
  * and kern_recurrent so that all three see the same q, k, v, g, beta.
  *
  * Rounding points, in order:
- *   x -> F           exact (float32 inputs, F = float32 or float64)
+ *   x -> F           exact (float32 inputs, F = float32 or float64); with
+ *                    ftz a subnormal input reads as a signed zero
+ *                    (kern_num_in_f32)
  *   L2 norm          ss = x_0*x_0; ss = ss + x_i*x_i for i = 1 .. n-1 (each
  *                    square rounded, then the add rounded: jnp.sum(x*x) left
  *                    to right); inv = 1 / sqrt(ss + eps) with eps = (F)1e-6
  *                    (three roundings: add, sqrt, divide; XLA on CPU lowers
  *                    rsqrt as 1/sqrt); x_i = x_i * inv (one rounding)
- *   scale            has_scale ? (F)scale : 1 / sqrt((F)Dk)  (sqrt, divide)
- *   q * scale        one rounding, after the norm
- * The KERN_RP_* hooks (kern_num.h) sit after each point; identity today.
+ *   cast             KERN_RP_INPUT: to bfloat16 for compute dtype bfloat16,
+ *                    after the norm (MaxText normalises in the input dtype,
+ *                    then casts); identity otherwise.  Also v and beta.
+ *   scale            has_scale ? (F)scale : 1 / sqrt((F)Dk)  (sqrt, divide),
+ *                    then KERN_RP_Q_SCALE
+ *   q * scale        one rounding, after the norm and the cast; then
+ *                    KERN_RP_Q_SCALE
+ * The KERN_RP_* hooks are kern_num.h's.
  */
 #include "kern_real.h"
 #include "kern_size.h"
 
 #undef KROUND
+#undef KIN
 #if KERN_REAL == 32
 #define KROUND(num, rp, x, n) kern_num_round_f32((num), (rp), (x), (n))
+#define KIN(num, x) kern_num_in_f32((num), (x))
 #else
 #define KROUND(num, rp, x, n) ((void)(num), (void)(x), (void)(n))
+#define KIN(num, x) ((void)(num), (double)(x))
 #endif
 
 /* The query scale in F. */
@@ -33,15 +43,14 @@ KTMPL kreal KR(rows_scale)(const gdn_inputs *in, const kern_num *num) {
 /* y[0 .. n) = the prepared q or k row x (scale applied when is_q). */
 KTMPL void KR(rows_qk)(const float *x, int64_t n, int l2norm, int is_q, kreal scale,
                         const kern_num *num, kreal *restrict y) {
-  for (int64_t i = 0; i < n; i++) y[i] = (kreal)x[i];
-  KROUND(num, KERN_RP_INPUT, y, n);
+  for (int64_t i = 0; i < n; i++) y[i] = (kreal)KIN(num, x[i]);
   if (l2norm) {
     kreal ss = y[0] * y[0];
     for (int64_t i = 1; i < n; i++) ss = ss + y[i] * y[i];
     kreal inv = KC(1) / KSQRT(ss + KC(1e-6));
     KSIMD for (int64_t i = 0; i < n; i++) y[i] = y[i] * inv;
-    KROUND(num, KERN_RP_QK_NORM, y, n);
   }
+  KROUND(num, KERN_RP_INPUT, y, n);
   if (is_q) {
     KSIMD for (int64_t i = 0; i < n; i++) y[i] = y[i] * scale;
     KROUND(num, KERN_RP_Q_SCALE, y, n);
@@ -49,9 +58,17 @@ KTMPL void KR(rows_qk)(const float *x, int64_t n, int l2norm, int is_q, kreal sc
 }
 
 KTMPL void KR(rows_v)(const float *x, int64_t n, const kern_num *num, kreal *restrict y) {
-  for (int64_t i = 0; i < n; i++) y[i] = (kreal)x[i];
+  for (int64_t i = 0; i < n; i++) y[i] = (kreal)KIN(num, x[i]);
   KROUND(num, KERN_RP_INPUT, y, n);
 }
+
+/* beta as read and cast (KERN_RP_INPUT); g as read (float32: not rounded). */
+KTMPL kreal KR(rows_beta)(float x, const kern_num *num) {
+  kreal b = (kreal)KIN(num, x);
+  KROUND(num, KERN_RP_INPUT, &b, 1);
+  return b;
+}
+KTMPL kreal KR(rows_g)(float x, const kern_num *num) { return (kreal)KIN(num, x); }
 
 /* o as stored: F = float32 rounds to the output dtype (bfloat16 when q was
  * stored as bfloat16, kern_output_dtype); float64 stays float64. */

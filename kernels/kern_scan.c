@@ -6,6 +6,7 @@
 #include "gdn_threads.h"
 #include "kern.h"
 #include "kern_gemm.h"
+#include "kern_mm.h"
 #include "kern_num.h"
 
 #define KERN_REAL 32

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "fix.h"
+#include "fix_isolate.h"
 #include "gdn_atomic.h"
 #include "gdn_config.h"
 #include "gdn_inputs.h"
@@ -28,7 +29,7 @@ static const gdn_cli_opt options[] = {
      "exclusive-prefix schedules: sequential, associative-scan, hillis-steele (default sequential)"},
     {"dtype", "TYPE", "kernel compute dtype: float32, bfloat16, float64 (default float32)"},
     {"matmul-precision", "MODE",
-     "default (1 bf16 pass), high (3), highest (6), ieee (plain float32) (default ieee)"},
+     "default (1 bf16 pass), high (3), highest (6), ieee (plain float32 fma) (default highest)"},
     {"ftz", NULL, "flush subnormals to zero, as TPU does (default: on in the bf16 modes)"},
     {"no-ftz", NULL, "keep subnormals even in the bf16 modes"},
     {"oracle", "TIER", "reference: mpfr, or none to judge affine-prefix against scan only (default mpfr)"},
@@ -273,7 +274,9 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   parity_reference ref;
   parity_reference_init(&ref);
   parity_external *ext = NULL;
-  int rc = fix_load(&fx, path, &lo, e);
+  /* fix_isolate.h: HDF5 reads the file in a probe process first, so a
+   * corrupt fixture is refused (exit 2) instead of crashing the gate. */
+  int rc = fix_load_isolated(&fx, path, &lo, e);
   if (rc) goto done;
   for (size_t i = 0; i < fx.n_warnings; i++)
     if (base->verbosity >= 1) fprintf(out, "%s: warning: %s\n", path, fx.warnings[i]);

@@ -6,19 +6,41 @@
 #include "oracle.h"
 
 const char *parity_oracle_tier_name(parity_oracle_tier t) {
-  return t == PARITY_ORACLE_MPFR ? "mpfr" : "none";
+  switch (t) {
+  case PARITY_ORACLE_MPFR: return "mpfr";
+  case PARITY_ORACLE_DD: return "dd";
+  case PARITY_ORACLE_AUTO: return "auto";
+  default: return "none";
+  }
 }
 
 int parity_oracle_tier_parse(const char *s, parity_oracle_tier *t, gdn_error *e) {
   if (!strcmp(s, "mpfr")) *t = PARITY_ORACLE_MPFR;
+  else if (!strcmp(s, "dd")) *t = PARITY_ORACLE_DD;
+  else if (!strcmp(s, "auto")) *t = PARITY_ORACLE_AUTO;
   else if (!strcmp(s, "none")) *t = PARITY_ORACLE_NONE;
   else
-    return gdn_error_set(e, GDN_ERR_INPUT, "--oracle '%s': unknown tier; expected mpfr or none", s);
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "--oracle '%s': unknown tier; expected mpfr, dd, auto or none", s);
   return GDN_OK;
+}
+
+double parity_oracle_mpfr_cost(const gdn_shape *s, int bits) {
+  double macs = 3.0 * (double)s->B * (double)s->Hv * (double)s->T * (double)s->Dk * (double)s->Dv;
+  int limbs = (bits + 63) / 64 + (bits + 64 + 63) / 64;
+  return macs * (double)limbs / 5.0;
+}
+
+parity_oracle_tier parity_oracle_resolve(parity_oracle_tier t, const gdn_shape *s, int bits) {
+  if (t != PARITY_ORACLE_AUTO) return t;
+  return parity_oracle_mpfr_cost(s, bits) <= PARITY_ORACLE_AUTO_MPFR_MACS ? PARITY_ORACLE_MPFR
+                                                                          : PARITY_ORACLE_DD;
 }
 
 void parity_reference_init(parity_reference *r) {
   memset(r, 0, sizeof *r);
+  r->normwise_bits = r->guaranteed_bits = -1;
+  r->bound_violations = -1;
   gdn_outputs_init(&r->out);
 }
 
@@ -36,19 +58,43 @@ static double now(void) {
 int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_oracle_tier tier,
                              int bits, gdn_error *e) {
   parity_reference_clear(r);
+  r->requested = tier;
   r->tier = tier;
   if (tier == PARITY_ORACLE_NONE) return GDN_OK;
+  if (!in) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle: inputs missing (NULL)");
+  const gdn_shape *s = &in->shape;
+  r->mpfr_cost = parity_oracle_mpfr_cost(s, bits);
+  r->tier = parity_oracle_resolve(tier, s, bits);
   double t0 = now();
-  oracle_config cfg;
-  oracle_config_init(&cfg);
-  cfg.prec = bits;
-  oracle_certificate cert;
-  int rc = oracle_run_certified(in, &cfg, &r->out, &cert, e);
-  if (rc) return rc;
+  int rc;
+  if (r->tier == PARITY_ORACLE_DD) {
+    oracle_dd_config cfg;
+    oracle_dd_config_init(&cfg);
+    cfg.sample_prec = bits;
+    cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
+    oracle_dd_certificate cert;
+    if ((rc = oracle_run_dd(in, &cfg, &r->out, &cert, e))) return rc;
+    r->precision_bits = cert.precision_bits;
+    r->check_bits = cert.check_bits;
+    r->certified_bits = cert.certified_bits;
+    r->normwise_bits = cert.normwise_bits;
+    r->guaranteed_bits = cert.guaranteed_bits;
+    r->bound_violations = cert.bound_violations;
+    r->sampled_columns = cert.sampled_columns;
+    r->total_columns = cert.total_columns;
+  } else {
+    oracle_config cfg;
+    oracle_config_init(&cfg);
+    cfg.prec = bits;
+    oracle_certificate cert;
+    if ((rc = oracle_run_certified(in, &cfg, &r->out, &cert, e))) return rc;
+    r->precision_bits = cert.precision_bits;
+    r->check_bits = cert.check_bits;
+    r->certified_bits = cert.certified_bits;
+    r->total_columns = s->B * s->Hv * s->Dv;
+    r->sampled_columns = r->total_columns;
+  }
   r->form = "token";
-  r->precision_bits = cert.precision_bits;
-  r->check_bits = cert.check_bits;
-  r->certified_bits = cert.certified_bits;
   r->seconds = now() - t0;
   return GDN_OK;
 }

@@ -1,11 +1,22 @@
 /* parity_oracle: the reference a sweep measures against, by tier.
  *
- *   PARITY_ORACLE_MPFR  oracle_run_certified at --oracle-bits (token form)
+ *   PARITY_ORACLE_MPFR  oracle_run_certified at --oracle-bits (token form):
+ *                       every element certified against p + 64 bits
+ *   PARITY_ORACLE_DD    oracle_run_dd: double-double (106 bits), ~40x
+ *                       faster per MAC; certified on a sample of state
+ *                       columns (PARITY_ORACLE_DD_SAMPLE per head) against
+ *                       MPFR at --oracle-bits, and bounded on every column
+ *                       by a running error bound (guaranteed_bits)
+ *   PARITY_ORACLE_AUTO  MPFR when its estimated cost is at most
+ *                       PARITY_ORACLE_AUTO_MPFR_MACS, else DD
  *   PARITY_ORACLE_NONE  no reference: only affine-prefix vs scan is judged
- * The result always says which tier produced it, so a report can.
+ * The result always says which tier produced it (AUTO resolved), so a
+ * report can.
  */
 #ifndef PARITY_ORACLE_H
 #define PARITY_ORACLE_H
+
+#include <stdint.h>
 
 #include "gdn_error.h"
 #include "gdn_inputs.h"
@@ -14,19 +25,53 @@
 typedef enum parity_oracle_tier {
   PARITY_ORACLE_NONE = 0,
   PARITY_ORACLE_MPFR = 1,
+  PARITY_ORACLE_DD = 2,
+  PARITY_ORACLE_AUTO = 3,
 } parity_oracle_tier;
 
+/* State columns per (b, value head) the dd tier checks against MPFR. */
+#define PARITY_ORACLE_DD_SAMPLE 2
+
+/* AUTO's threshold on the MPFR tier's cost, in 128-bit-equivalent MACs
+ * (parity_oracle_mpfr_cost).  The certified MPFR run (p = 128 and 192 in
+ * lockstep) measured ~280 ns per MAC on one core of the 2-core Zen 3
+ * workstation (102 ns plain, x 2.76 certified; MPFR 4.2), ~140 ns on two:
+ * 1e9 MACs is about 2.3 minutes there.  Beyond that the dd tier (~2.3 ns
+ * per MAC per core plus the sample) is used.  For example 1,4096,2,128
+ * (4.0e8 MACs) stays MPFR; 1,65536,1,128 (3.2e9) and 1,1048576,1,128
+ * (5.2e10) go dd. */
+#define PARITY_ORACLE_AUTO_MPFR_MACS 1.0e9
+
 typedef struct parity_reference {
-  parity_oracle_tier tier;
-  const char *form;   /* "token" */
-  int precision_bits, check_bits, certified_bits;
-  int from_fixture;   /* 1: read from a fixture's fresh /oracle */
+  parity_oracle_tier tier;      /* the tier that produced it: NONE, MPFR or DD */
+  parity_oracle_tier requested; /* the tier asked for (AUTO stays AUTO) */
+  const char *form;             /* "token" */
+  int precision_bits;           /* MPFR: p; DD: 106 */
+  int check_bits;               /* MPFR: p + 64; DD: the sample's MPFR precision (p) */
+  int certified_bits;           /* min elementwise agreement with the check */
+  int normwise_bits;            /* DD: normwise agreement on the sample; MPFR: -1 */
+  int guaranteed_bits;          /* DD: the running error bound's figure, every
+                                   element of every column; MPFR: -1 */
+  int64_t bound_violations;     /* DD: sampled elements beyond their bound (0;
+                                   -1 unchecked below 120 bits); MPFR: -1 */
+  int64_t sampled_columns;      /* state columns certified (MPFR: all of them) */
+  int64_t total_columns;        /* B Hv Dv */
+  double mpfr_cost;             /* parity_oracle_mpfr_cost of the inputs */
+  int from_fixture;             /* 1: read from a fixture's fresh /oracle */
   gdn_outputs out;
   double seconds;
 } parity_reference;
 
 const char *parity_oracle_tier_name(parity_oracle_tier t);
+/* "mpfr", "dd", "auto", "none". */
 int parity_oracle_tier_parse(const char *s, parity_oracle_tier *t, gdn_error *e);
+
+/* The certified MPFR tier's cost for shape s at `bits`, in MACs at 128
+ * bits: 3 B Hv T Dk Dv multiply-adds, scaled by the limbs of the two
+ * precisions it runs, (ceil(p/64) + ceil((p+64)/64)) / 5 (1 at p = 128). */
+double parity_oracle_mpfr_cost(const gdn_shape *s, int bits);
+/* AUTO resolved for shape s (other tiers returned as they are). */
+parity_oracle_tier parity_oracle_resolve(parity_oracle_tier t, const gdn_shape *s, int bits);
 
 void parity_reference_init(parity_reference *r);
 void parity_reference_clear(parity_reference *r);

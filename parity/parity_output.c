@@ -26,13 +26,26 @@ static int check_one(const char *opt, const char *path, gdn_error *e) {
   struct stat st;
   int rc = GDN_OK;
   if (stat(d, &st) != 0)
-    rc = gdn_error_set(e, GDN_ERR_INPUT, "%s %s: the folder '%s' does not exist", opt, path, d);
+    rc = errno == ENOTDIR
+             ? gdn_error_set(e, GDN_ERR_INPUT, "%s %s: '%s' is not a folder (a part of it is a file)", opt, path, d)
+             : gdn_error_set(e, GDN_ERR_INPUT, "%s %s: the folder '%s' does not exist", opt, path, d);
   else if (!S_ISDIR(st.st_mode))
     rc = gdn_error_set(e, GDN_ERR_INPUT, "%s %s: '%s' is not a folder", opt, path, d);
   else if (access(d, W_OK | X_OK) != 0)
     rc = gdn_error_set(e, GDN_ERR_INPUT, "%s %s: the folder '%s' is not writable", opt, path, d);
   else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
     rc = gdn_error_set(e, GDN_ERR_INPUT, "%s %s: is a folder", opt, path);
+  else {
+    /* access() says yes to root on a read-only file system or in /proc: try
+     * what the writer will do, a temporary beside the destination. */
+    gdn_atomic_file a;
+    gdn_error sub;
+    gdn_error_init(&sub);
+    if (gdn_atomic_open(&a, path, &sub))
+      rc = gdn_error_set(e, GDN_ERR_INPUT, "%s %s: the folder '%s' is not writable (%s)", opt, path, d, sub.msg);
+    else
+      gdn_atomic_abort(&a);
+  }
   free(dir);
   return rc;
 }

@@ -1,7 +1,9 @@
 /* Allocation failures at every site in turn.
  *
  * For each kernel (affine with and without seams, D = 1 and D = 3) and
- * dtype: count the allocations of a successful call (gdn_alloc_count), then
+ * dtype, and again in the TPU modes (bfloat16 compute, the bf16 pass modes,
+ * ftz, each prefix schedule, whose scratch holds the operand splits and the
+ * composition work): count the allocations of a successful call (gdn_alloc_count), then
  * for n = 1 .. count make the n-th allocation from the call's start fail.
  * Each must return GDN_ERR_NOMEM with an "out of memory" message naming the
  * kernel, leave `out` (and `seams`) cleared -- even though `out` held a
@@ -13,11 +15,15 @@
 #include "gdn_alloc.h"
 #include "kern_test_util.h"
 
-static void every_site(kt_kernel k, gdn_dtype dt, int64_t D, int with_seams) {
+static void every_site_mode(kt_kernel k, gdn_dtype dt, int64_t D, int with_seams, kern_matmul mm,
+                            int ftz, kern_prefix prefix) {
   gdn_shape s = {2, 70, 1, 2, 8, 8};
   gdn_inputs in;
   kt_make(&in, s, 81, 1, 1, 0.01f);
   kern_config c = kt_cfg(dt, 16, D);
+  c.matmul = mm;
+  c.ftz = ftz;
+  c.prefix = prefix;
   gdn_error e;
   gdn_error_init(&e);
   gdn_outputs ref, out;
@@ -59,6 +65,10 @@ static void every_site(kt_kernel k, gdn_dtype dt, int64_t D, int with_seams) {
   gdn_inputs_clear(&in);
 }
 
+static void every_site(kt_kernel k, gdn_dtype dt, int64_t D, int with_seams) {
+  every_site_mode(k, dt, D, with_seams, KERN_MATMUL_IEEE, 0, KERN_PREFIX_SEQUENTIAL);
+}
+
 START_TEST(recurrent_sites) {
   every_site(K_RECURRENT, GDN_DTYPE_F32, 1, 0);
   every_site(K_RECURRENT, GDN_DTYPE_F64, 1, 0);
@@ -80,6 +90,20 @@ START_TEST(affine_sites) {
 }
 END_TEST
 
+START_TEST(tpu_mode_sites) {
+  for (int k = 0; k < 3; k++) {
+    every_site_mode((kt_kernel)k, GDN_DTYPE_BF16, 1, 0, KERN_MATMUL_DEFAULT, 1,
+                    KERN_PREFIX_SEQUENTIAL);
+    every_site_mode((kt_kernel)k, GDN_DTYPE_F32, 1, 0, KERN_MATMUL_HIGHEST, 0,
+                    KERN_PREFIX_SEQUENTIAL);
+  }
+  for (int p = 0; p < 3; p++) {
+    every_site_mode(K_AFFINE, GDN_DTYPE_BF16, 3, 1, KERN_MATMUL_HIGH, 1, (kern_prefix)p);
+    every_site_mode(K_AFFINE, GDN_DTYPE_F32, 3, 0, KERN_MATMUL_HIGHEST, 0, (kern_prefix)p);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("alloc_fail");
   TCase *tc = tcase_create("alloc_fail");
@@ -87,6 +111,7 @@ int main(void) {
   tcase_add_test(tc, recurrent_sites);
   tcase_add_test(tc, scan_sites);
   tcase_add_test(tc, affine_sites);
+  tcase_add_test(tc, tpu_mode_sites);
   suite_add_tcase(su, tc);
   int nf = 0;
   kt_suite_run(su, &nf);

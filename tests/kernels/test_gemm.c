@@ -3,6 +3,7 @@
  * Every output element must equal, bit for bit, the naive loop
  *   SET: c = a_i0 b_0j; c = fma(a_ip, b_pj, c) for p = 1 .. k-1
  *   ADD: c = C_ij;      c = fma(a_ip, b_pj, c) for p = 0 .. k-1
+ *   PLUS: d = the SET sum; c = C_ij + d
  * in the compute type, for every size (tiles of the micro-kernel, partial
  * tiles, sizes beyond the MC/NC/KC blocks), every combination of transposed
  * operands and padded leading dimensions.  Exact equality is the claim:
@@ -39,9 +40,9 @@ static double next_val(void) {
       for (int64_t j = 0; j < n; j++) {                                                        \
         T s;                                                                                   \
         int64_t p0;                                                                            \
-        if (acc == KERN_GEMM_SET) {                                                            \
+        if (acc != KERN_GEMM_ADD) {                                                            \
           if (k == 0) {                                                                        \
-            c[i * ldc + j] = 0;                                                                \
+            if (acc == KERN_GEMM_SET) c[i * ldc + j] = 0;                                      \
             continue;                                                                          \
           }                                                                                    \
           s = a[i * ars] * b[j * bcs];                                                         \
@@ -51,7 +52,7 @@ static double next_val(void) {
           p0 = 0;                                                                              \
         }                                                                                      \
         for (int64_t p = p0; p < k; p++) s = FMA(a[i * ars + p * acs], b[p * brs + j * bcs], s); \
-        c[i * ldc + j] = s;                                                                    \
+        c[i * ldc + j] = acc == KERN_GEMM_PLUS ? c[i * ldc + j] + s : s;                       \
       }                                                                                        \
   }                                                                                            \
   /* one case: returns 0 when bitwise equal */                                                 \
@@ -65,7 +66,7 @@ static double next_val(void) {
     for (int64_t x = 0; x < nb; x++) b[x] = (T)next_val();                                     \
     for (int64_t x = 0; x < nc; x++) c1[x] = c2[x] = (T)next_val();                            \
     int64_t ars = ta ? 1 : lda, acs = ta ? lda : 1, brs = tb ? 1 : ldb, bcs = tb ? ldb : 1;    \
-    kern_gemm_##S(KERN_MATMUL_IEEE, acc, m, n, k, a, ars, acs, b, brs, bcs, c1, ldc, ws);      \
+    kern_gemm_##S(acc, m, n, k, a, ars, acs, b, brs, bcs, c1, ldc, ws);      \
     naive_##S(acc, m, n, k, a, ars, acs, b, brs, bcs, c2, ldc);                                \
     /* the whole buffer, padding included: nothing outside C may change */                     \
     int bad = memcmp(c1, c2, (size_t)nc * sizeof(T)) != 0;                                     \
@@ -85,8 +86,8 @@ static double *ws64;
 static void setup(void) {
   gdn_error e;
   gdn_error_init(&e);
-  ws32 = gdn_malloc(kern_gemm_ws_elems_f32(KERN_MATMUL_IEEE) * sizeof(float), "ws32", &e);
-  ws64 = gdn_malloc(kern_gemm_ws_elems_f64(KERN_MATMUL_IEEE) * sizeof(double), "ws64", &e);
+  ws32 = gdn_malloc(kern_gemm_ws_elems_f32() * sizeof(float), "ws32", &e);
+  ws64 = gdn_malloc(kern_gemm_ws_elems_f64() * sizeof(double), "ws64", &e);
   ck_assert_ptr_nonnull(ws32);
   ck_assert_ptr_nonnull(ws64);
 }
@@ -96,14 +97,14 @@ static void teardown(void) {
 }
 
 /* m, n over 1..37 (every partial micro-tile of 6 x 16 / 6 x 8), k over 1..70
- * (cycled with m, n so every k occurs), all four transposes, both modes. */
+ * (cycled with m, n so every k occurs), all four transposes, SET, ADD and PLUS. */
 START_TEST(odd_sizes_bitwise) {
   int fails = 0, cases = 0;
   for (int64_t m = 1; m <= 37; m++)
     for (int64_t n = 1; n <= 37; n++) {
       int64_t k = 1 + (m * 37 + n * 11) % 70;
       for (int t = 0; t < 4; t++)
-        for (int acc = 0; acc < 2; acc++) {
+        for (int acc = 0; acc < 3; acc++) {
           int pad = (int)((m + n + t) % 3);
           int f = check_f32((kern_gemm_acc)acc, m, n, k, t & 1, t >> 1, pad, ws32);
           int d = check_f64((kern_gemm_acc)acc, m, n, k, t & 1, t >> 1, pad, ws64);
@@ -128,16 +129,18 @@ START_TEST(every_k_bitwise) {
         int t = (int)((k + a + b) % 4);
         fails += check_f32(KERN_GEMM_SET, sz[a], sz[b], k, t & 1, t >> 1, 1, ws32);
         fails += check_f64(KERN_GEMM_ADD, sz[a], sz[b], k, t & 1, t >> 1, 0, ws64);
+        fails += check_f32(KERN_GEMM_PLUS, sz[a], sz[b], k, t & 1, t >> 1, 0, ws32);
       }
   ck_assert_int_eq(fails, 0);
 }
 END_TEST
 
 /* Beyond one block in every direction (MC = 72, NC = 128, KC = 128): the
- * running sums are stored and resumed across K blocks. */
+ * running sums are stored and resumed across K blocks (for PLUS in the
+ * workspace's C block, then added to C). */
 START_TEST(beyond_blocks_bitwise) {
   for (int t = 0; t < 4; t++)
-    for (int acc = 0; acc < 2; acc++) {
+    for (int acc = 0; acc < 3; acc++) {
       ck_assert_int_eq(check_f32((kern_gemm_acc)acc, 150, 301, 389, t & 1, t >> 1, 3, ws32), 0);
       ck_assert_int_eq(check_f64((kern_gemm_acc)acc, 77, 260, 257, t & 1, t >> 1, 1, ws64), 0);
     }
@@ -147,11 +150,11 @@ END_TEST
 /* k = 0: SET gives +0, ADD leaves C; m or n = 0 touches nothing. */
 START_TEST(empty_inner_dimension) {
   float a[4] = {1, 2, 3, 4}, c[6] = {5, 5, 5, 5, 5, 5};
-  kern_gemm_f32(KERN_MATMUL_IEEE, KERN_GEMM_ADD, 2, 3, 0, a, 1, 1, a, 1, 1, c, 3, ws32);
+  kern_gemm_f32(KERN_GEMM_ADD, 2, 3, 0, a, 1, 1, a, 1, 1, c, 3, ws32);
   for (int i = 0; i < 6; i++) ck_assert(c[i] == 5.0f);
-  kern_gemm_f32(KERN_MATMUL_IEEE, KERN_GEMM_SET, 0, 3, 2, a, 1, 1, a, 1, 1, c, 3, ws32);
+  kern_gemm_f32(KERN_GEMM_SET, 0, 3, 2, a, 1, 1, a, 1, 1, c, 3, ws32);
   for (int i = 0; i < 6; i++) ck_assert(c[i] == 5.0f);
-  kern_gemm_f32(KERN_MATMUL_IEEE, KERN_GEMM_SET, 2, 3, 0, a, 1, 1, a, 1, 1, c, 3, ws32);
+  kern_gemm_f32(KERN_GEMM_SET, 2, 3, 0, a, 1, 1, a, 1, 1, c, 3, ws32);
   for (int i = 0; i < 6; i++) ck_assert(c[i] == 0.0f && !signbit(c[i]));
 }
 END_TEST
@@ -160,29 +163,24 @@ END_TEST
  * result of a 1-term SET is -0.  A sum started from +0 would give +0. */
 START_TEST(first_product_starts_the_sum) {
   float a[1] = {-0.0f}, b[1] = {3.0f}, c[1] = {7.0f};
-  kern_gemm_f32(KERN_MATMUL_IEEE, KERN_GEMM_SET, 1, 1, 1, a, 1, 1, b, 1, 1, c, 1, ws32);
+  kern_gemm_f32(KERN_GEMM_SET, 1, 1, 1, a, 1, 1, b, 1, 1, c, 1, ws32);
   ck_assert(c[0] == 0.0f && signbit(c[0]));
 }
 END_TEST
 
-/* Modes and dtypes: IEEE for float32; float64 accepts any mode (ignored);
- * the bf16 multi-pass modes are refused for float32 until implemented, and
- * calling the gemm with one anyway poisons C with NaN rather than silently
- * computing something else. */
-START_TEST(modes) {
-  gdn_error e;
-  gdn_error_init(&e);
-  ck_assert_int_eq(kern_gemm_supported(KERN_MATMUL_IEEE, GDN_DTYPE_F32, &e), GDN_OK);
-  ck_assert_int_eq(kern_gemm_supported(KERN_MATMUL_HIGHEST, GDN_DTYPE_F64, &e), GDN_OK);
-  ck_assert_int_eq(kern_gemm_supported(KERN_MATMUL_HIGH, GDN_DTYPE_F32, &e), GDN_ERR_INPUT);
-  ck_assert_ptr_nonnull(strstr(e.msg, "high"));
-  ck_assert_ptr_nonnull(strstr(e.msg, "not supported yet"));
-  float a[2] = {1, 2}, c[1] = {0};
-  kern_gemm_f32(KERN_MATMUL_DEFAULT, KERN_GEMM_SET, 1, 1, 2, a, 2, 1, a, 1, 1, c, 1, ws32);
-  ck_assert(isnan(c[0]));
-  double ad[2] = {1, 2}, cd[1] = {0};
-  kern_gemm_f64(KERN_MATMUL_HIGHEST, KERN_GEMM_SET, 1, 1, 2, ad, 2, 1, ad, 1, 1, cd, 1, ws64);
-  ck_assert(cd[0] == 5.0);
+/* PLUS adds a finished product to C (two roundings), ADD continues C's
+ * sum: with C = 1 and two products of 2^-24, ADD rounds 1 + 2^-24 to 1 (a
+ * tie, to even) twice, PLUS forms 2^-23 first and gets 1 + 2^-23. */
+START_TEST(plus_is_not_add) {
+  float a[2] = {0x1p-24f, 0x1p-24f}, b[2] = {1.0f, 1.0f}, c[1] = {1.0f};
+  kern_gemm_f32(KERN_GEMM_ADD, 1, 1, 2, a, 2, 1, b, 1, 1, c, 1, ws32);
+  ck_assert(c[0] == 1.0f);
+  c[0] = 1.0f;
+  kern_gemm_f32(KERN_GEMM_PLUS, 1, 1, 2, a, 2, 1, b, 1, 1, c, 1, ws32);
+  ck_assert(c[0] == 1.0f + 0x1p-23f);
+  c[0] = 5.0f; /* k = 0: PLUS leaves C */
+  kern_gemm_f32(KERN_GEMM_PLUS, 1, 1, 0, a, 2, 1, b, 1, 1, c, 1, ws32);
+  ck_assert(c[0] == 5.0f);
 }
 END_TEST
 
@@ -196,7 +194,7 @@ int main(void) {
   tcase_add_test(tc, beyond_blocks_bitwise);
   tcase_add_test(tc, empty_inner_dimension);
   tcase_add_test(tc, first_product_starts_the_sum);
-  tcase_add_test(tc, modes);
+  tcase_add_test(tc, plus_is_not_add);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

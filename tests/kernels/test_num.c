@@ -1,7 +1,9 @@
-/* What the kernels refuse, and how: the numerics not implemented yet, bad
- * configs and shapes.  Every refusal is GDN_ERR_INPUT with a message naming
- * the kernel and the option, and leaves `out` cleared (it held a result
- * before the call).  Also the rounding-point hook of kern_num.h. */
+/* What the kernels refuse, and how: unknown numerics values, bad configs and
+ * shapes.  Every refusal is GDN_ERR_INPUT with a message naming the kernel
+ * and the option, and leaves `out` cleared (it held a result before the
+ * call).  Every mode kern_config can express runs (dtype bfloat16, the bf16
+ * pass modes, ftz, every prefix schedule).  Also the rounding-point hook and
+ * kern_num_describe (kern_num.h). */
 #include <check.h>
 
 #include "kern_num.h"
@@ -32,27 +34,48 @@ static void refused(kt_kernel k, const kern_config *cfg, const char *n1, const c
   ck_assert_int_eq(kt_run(k, &in, cfg, &out, NULL), GDN_ERR_INPUT); /* same code without e */
 }
 
-START_TEST(bfloat16_not_yet) {
-  kern_config c = kt_cfg(GDN_DTYPE_BF16, 16, 1);
-  for (int k = 0; k < 3; k++) refused((kt_kernel)k, &c, "bfloat16", "not supported yet");
+/* Every combination kern_config can express runs, in every kernel. */
+START_TEST(every_mode_runs) {
+  for (int dt = 0; dt < 3; dt++)
+    for (int m = 0; m < 4; m++)
+      for (int f = 0; f < 2; f++)
+        for (int p = 0; p < 3; p++)
+          for (int k = 0; k < 3; k++) {
+            if (k != K_AFFINE && p > 0) continue;
+            kern_config c = kt_cfg((gdn_dtype)dt, 16, k == K_AFFINE ? 3 : 1);
+            c.matmul = (kern_matmul)m;
+            c.ftz = f;
+            c.prefix = (kern_prefix)p;
+            gdn_outputs out;
+            gdn_outputs_init(&out);
+            kt_run_ok((kt_kernel)k, &in, &c, &out);
+            for (size_t i = 0; i < gdn_shape_numel_v(&in.shape); i++) ck_assert(isfinite(out.o[i]));
+            gdn_outputs_clear(&out);
+          }
 }
 END_TEST
 
-START_TEST(multipass_matmul_not_yet_for_float32) {
-  for (int m = KERN_MATMUL_DEFAULT; m <= KERN_MATMUL_HIGHEST; m++) {
-    kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 1);
-    c.matmul = (kern_matmul)m;
-    for (int k = 0; k < 3; k++)
-      refused((kt_kernel)k, &c, kern_matmul_name((kern_matmul)m), "not supported yet");
-  }
+/* Values outside the enums are refused, naming what. */
+START_TEST(unknown_values_refused) {
+  kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 2);
+  c.dtype = (gdn_dtype)7;
+  for (int k = 0; k < 3; k++) refused((kt_kernel)k, &c, "compute dtype 7", "float32");
+  c = kt_cfg(GDN_DTYPE_BF16, 16, 2);
+  c.matmul = (kern_matmul)9;
+  for (int k = 0; k < 3; k++) refused((kt_kernel)k, &c, "matmul precision 9", "highest");
+  c = kt_cfg(GDN_DTYPE_F32, 16, 2);
+  c.prefix = (kern_prefix)5;
+  refused(K_AFFINE, &c, "--prefix 5", "hillis-steele");
 }
 END_TEST
 
-/* float64 ignores the matmul mode (kern_config.h), so the CLI's default
- * --matmul-precision highest works with --dtype float64, identically. */
+/* float64 ignores the matmul mode and ftz (kern_config.h), so the CLI's
+ * default --matmul-precision highest works with --dtype float64,
+ * identically. */
 START_TEST(float64_ignores_matmul) {
   kern_config a = kt_cfg(GDN_DTYPE_F64, 16, 2), b = a;
   b.matmul = KERN_MATMUL_HIGHEST;
+  b.ftz = 1;
   gdn_outputs x, y;
   gdn_outputs_init(&x);
   gdn_outputs_init(&y);
@@ -65,24 +88,36 @@ START_TEST(float64_ignores_matmul) {
 }
 END_TEST
 
-START_TEST(ftz_not_yet) {
-  kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 1);
+/* The harness prints kern_num_describe: what runs, and what is ignored. */
+START_TEST(describe) {
+  char buf[512];
+  gdn_error e;
+  gdn_error_init(&e);
+  kern_config c = kt_cfg(GDN_DTYPE_F64, 16, 1);
+  c.matmul = KERN_MATMUL_HIGHEST;
   c.ftz = 1;
-  for (int k = 0; k < 3; k++) refused((kt_kernel)k, &c, "flush-to-zero", "not supported yet");
-}
-END_TEST
-
-START_TEST(prefix_schedules_not_yet) {
-  kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 2);
-  c.prefix = KERN_PREFIX_ASSOCIATIVE_SCAN;
-  refused(K_AFFINE, &c, "associative-scan", "not supported yet");
-  c.prefix = KERN_PREFIX_HILLIS_STEELE;
-  refused(K_AFFINE, &c, "hillis-steele", "not supported yet");
-  /* the scan has no prefix: the field does not concern it */
-  gdn_outputs out;
-  gdn_outputs_init(&out);
-  kt_run_ok(K_SCAN, &in, &c, &out);
-  gdn_outputs_clear(&out);
+  ck_assert_int_eq(kern_num_describe(&c, buf, sizeof buf, &e), GDN_OK);
+  ck_assert_msg(strstr(buf, "float64 compute; matmul ieee") && strstr(buf, "highest ignored") &&
+                    strstr(buf, "ftz ignored"),
+                "%s", buf);
+  c = kt_cfg(GDN_DTYPE_BF16, 16, 1);
+  c.matmul = KERN_MATMUL_DEFAULT;
+  c.ftz = 1;
+  ck_assert_int_eq(kern_num_describe(&c, buf, sizeof buf, &e), GDN_OK);
+  ck_assert_msg(strstr(buf, "bfloat16 compute") && strstr(buf, "matmul default: 1 bf16 pass") &&
+                    strstr(buf, "ftz on"),
+                "%s", buf);
+  c = kt_cfg(GDN_DTYPE_F32, 16, 1);
+  c.matmul = KERN_MATMUL_HIGHEST;
+  ck_assert_int_eq(kern_num_describe(&c, buf, sizeof buf, &e), GDN_OK);
+  ck_assert_msg(strstr(buf, "float32 compute; matmul highest: 6 bf16 passes") &&
+                    strstr(buf, "ftz off"),
+                "%s", buf);
+  char small[8];
+  ck_assert_int_eq(kern_num_describe(&c, small, sizeof small, &e), GDN_OK);
+  ck_assert_uint_eq(strlen(small), 7);
+  c.matmul = (kern_matmul)9;
+  ck_assert_int_eq(kern_num_describe(&c, buf, sizeof buf, &e), GDN_ERR_INPUT);
 }
 END_TEST
 
@@ -167,8 +202,8 @@ START_TEST(output_dtype_bfloat16_input) {
 END_TEST
 
 /* kern_num_init: the float kernels' numerics; the rounding hook rounds to
- * bfloat16 only at the points in the mask, and the mask is empty for
- * float32 and float64 compute (so the hooks are the identity today). */
+ * bfloat16 only at the points in the mask; the mask is empty for float32
+ * and float64 compute and holds every point for bfloat16. */
 START_TEST(rounding_hook) {
   kern_num num;
   gdn_error e;
@@ -190,8 +225,16 @@ START_TEST(rounding_hook) {
   ck_assert(y[2] == -3.140625f);
   c.dtype = GDN_DTYPE_F64;
   c.matmul = KERN_MATMUL_HIGH;
+  c.ftz = 1;
   ck_assert_int_eq(kern_num_init(&num, &c, "test", &e), GDN_OK);
   ck_assert_int_eq(num.matmul, KERN_MATMUL_IEEE);
+  ck_assert_int_eq(num.ftz, 0);
+  ck_assert_uint_eq(num.round_mask, 0);
+  c.dtype = GDN_DTYPE_BF16;
+  ck_assert_int_eq(kern_num_init(&num, &c, "test", &e), GDN_OK);
+  ck_assert_uint_eq(num.round_mask, KERN_RP_BF16_ALL);
+  ck_assert_int_eq(num.matmul, KERN_MATMUL_HIGH);
+  ck_assert_int_eq(num.ftz, 1);
 }
 END_TEST
 
@@ -200,11 +243,10 @@ int main(void) {
   TCase *tc = tcase_create("num");
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, bfloat16_not_yet);
-  tcase_add_test(tc, multipass_matmul_not_yet_for_float32);
+  tcase_add_test(tc, every_mode_runs);
+  tcase_add_test(tc, unknown_values_refused);
   tcase_add_test(tc, float64_ignores_matmul);
-  tcase_add_test(tc, ftz_not_yet);
-  tcase_add_test(tc, prefix_schedules_not_yet);
+  tcase_add_test(tc, describe);
   tcase_add_test(tc, bad_config_and_shape);
   tcase_add_test(tc, rounding_hook);
   tcase_add_test(tc, absurd_chunk_refused);

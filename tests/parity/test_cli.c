@@ -134,7 +134,7 @@ START_TEST(run_writes_contract_json_deterministically) {
   ck_assert_uint_eq(json_array_size(cases), 3);
   json_t *c = json_array_get(cases, 1);
   ck_assert_str_eq(json_string_value(json_object_get(c, "id")),
-                   "B1-T200-Hk1-Hv2-D16-C16-D3-sequential-float32-ieee");
+                   "B1-T200-Hk1-Hv2-D16-C16-D3-sequential-float32-highest");
   ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(c, "shape"), "Hk")), 1);
   ck_assert_int_eq(json_integer_value(json_object_get(c, "devices")), 3);
   const char *impl[2] = {"scan", "affine-prefix"};
