@@ -189,9 +189,11 @@ static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parit
   parity_reference_init(&ref);
   if ((rc = gdn_synth_generate(&in, &sp->shape, &sp->synth, e))) goto done;
   if ((rc = parity_reference_compute(&ref, &in, st->tier, st->oracle_bits, e))) goto done;
-  char name[96];
+  char name[96], sha[FIX_SHA256_HEX];
   snprintf(name, sizeof name, "synthetic seed %" PRIu64, sp->synth.seed);
-  parity_input_info info = {name, "synthetic", NULL, NULL};
+  /* The schema's inputs hash, so synthetic and fixture inputs are named alike. */
+  if ((rc = fix_inputs_sha256(&in, sha, e))) goto done;
+  parity_input_info info = {name, "synthetic", NULL, sha};
   rc = parity_sweep_run(&st->doc, &in, &info, &ref, NULL, 0, o, e);
 done:
   parity_reference_clear(&ref);
