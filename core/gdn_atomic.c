@@ -1,5 +1,7 @@
 #include "gdn_atomic.h"
 
+#include "gdn_signal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -27,7 +29,21 @@ static int make_tmp(gdn_atomic_file *a, const char *path, int keep_open, gdn_err
   memcpy(a->path, path, n + 1);
   /* Same folder as the destination: rename() is then atomic. */
   snprintf(a->tmp_path, n + 16, "%s.tmp.XXXXXX", path);
+  /* No signal between creating the temporary and registering it for the
+   * cleanup handler (gdn_signal.h): an interrupt then never leaves it. */
+  sigset_t old;
+  gdn_signal_block(&old);
   int fd = mkstemp(a->tmp_path);
+  int reg = fd < 0 ? GDN_OK : gdn_signal_register_temp(a->tmp_path, e);
+  gdn_signal_restore(&old);
+  if (reg) {
+    close(fd);
+    unlink(a->tmp_path);
+    free(a->path);
+    free(a->tmp_path);
+    gdn_atomic_init(a);
+    return reg;
+  }
   if (fd < 0) {
     int err = errno;
     free(a->path);
@@ -48,6 +64,7 @@ static int make_tmp(gdn_atomic_file *a, const char *path, int keep_open, gdn_err
     int err = errno;
     close(fd);
     unlink(a->tmp_path);
+    gdn_signal_unregister_temp(a->tmp_path);
     free(a->path);
     free(a->tmp_path);
     gdn_atomic_init(a);
@@ -64,7 +81,9 @@ int gdn_atomic_open_path(gdn_atomic_file *a, const char *path, gdn_error *e) {
   return make_tmp(a, path, 0, e);
 }
 
+/* Called once the temporary is renamed or removed. */
 static void release(gdn_atomic_file *a) {
+  gdn_signal_unregister_temp(a->tmp_path);
   free(a->path);
   free(a->tmp_path);
   gdn_atomic_init(a);

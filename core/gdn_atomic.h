@@ -7,6 +7,10 @@
  * shows up at fwrite, fflush, fsync or fclose) with the path and strerror.
  * Abort (or any failed commit) unlinks the temporary: nothing half-written is
  * left behind and an existing file at the destination is untouched.
+ * Each temporary is registered with gdn_signal while it exists, so SIGINT,
+ * SIGTERM or SIGHUP during a write removes it before the process dies; after
+ * SIGKILL a "<path>.tmp.XXXXXX" may remain, and the destination is still
+ * intact (only rename(2) ever replaces it).
  */
 #ifndef GDN_ATOMIC_H
 #define GDN_ATOMIC_H

@@ -9,7 +9,7 @@ pkgs=(
   libhdf5-dev libzip-dev
   python3 python3-numpy python3-h5py
   libxml2-utils libxml2-dev chromium
-  clang libclang-rt-14-dev valgrind
+  clang libclang-rt-14-dev libomp-dev valgrind
 )
 if [[ "${1:-}" == "--bench" ]]; then
   pkgs+=(libopenblas-dev python3-torch python3-mpmath)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies, builds with -Werror, runs every
-# test, then the same suite again under AddressSanitizer + UBSan.
+# test, then the same suite again under AddressSanitizer + UBSan, a subset
+# under valgrind memcheck, and the libFuzzer targets (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -18,4 +19,26 @@ meson setup build-asan --wipe -Dwerror=true -Dbuildtype=debug -Db_sanitize=addre
 ninja -C build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   meson test -C build-asan --print-errorlogs --num-processes "$jobs" --timeout-multiplier 4
-echo "scripts/test.sh: all tests passed (plain and ASan/UBSan)"
+
+# Valgrind memcheck over a subset (the parsers, loaders, writers, policy and
+# report code -- what reads untrusted input -- in about two minutes; the
+# whole suite would take an hour; test_markdown alone takes 5 minutes).  --setup valgrind: tests/meson.build.
+# Valgrind cannot run AVX-512 code, which -march=native emits on such CPUs:
+# there, a portable build is used instead.
+valgrind_tests=(test_shape test_dtype test_alloc test_inputs test_synth
+  test_npy test_load_errors test_write
+  test_policy test_grid test_metrics
+  test_escape test_json test_doc test_junit)
+vg_build=build-test
+if grep -q avx512 /proc/cpuinfo; then
+  vg_build=build-valgrind
+  meson setup "$vg_build" --wipe -Dnative=false -Dbuildtype=debugoptimized >/dev/null 2>&1 ||
+    meson setup "$vg_build" -Dnative=false -Dbuildtype=debugoptimized
+  ninja -C "$vg_build" -j "$jobs"
+fi
+meson test -C "$vg_build" --setup valgrind --print-errorlogs --num-processes "$jobs" "${valgrind_tests[@]}"
+
+# Fuzzing: every libFuzzer target (fuzz/) replays its committed corpus, then
+# runs FUZZ_SECONDS (60) each, in parallel on all cores.
+FUZZ_SECONDS=${FUZZ_SECONDS:-60} scripts/fuzz.sh
+echo "scripts/test.sh: all tests passed (plain, ASan/UBSan, valgrind subset, fuzzing)"

@@ -1,0 +1,210 @@
+/* Helpers of the hostile-input tests: run a command with extra environment
+ * and a time limit, scratch folders, file snapshots, and the check every
+ * failing command must pass -- exit status, a message naming what and
+ * where, the destination unchanged and no temporary left beside it. */
+#ifndef HOSTILE_UTIL_H
+#define HOSTILE_UTIL_H
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HU_UNUSED __attribute__((unused))
+
+typedef struct hu_result {
+  int status;    /* exit status, 128 + signal, or -1 if it outlived the limit */
+  int timed_out;
+  char out[1 << 16], err[1 << 16];
+} hu_result;
+
+static void hu_slurp(int fd, char *buf, size_t cap) {
+  size_t n = 0;
+  ssize_t r;
+  lseek(fd, 0, SEEK_SET);
+  while (n < cap - 1 && (r = read(fd, buf + n, cap - 1 - n)) > 0) n += (size_t)r;
+  buf[n] = '\0';
+}
+
+/* Runs argv (argv[0] a path) with the extra "NAME=value" strings of env
+ * (NULL-terminated, may be NULL) added to ours.  kill_after_ms > 0: send
+ * kill_sig then (a timed interruption).  limit_s: SIGKILL and timed_out
+ * after that long. */
+HU_UNUSED static void hu_run_ex(hu_result *res, char *const argv[], char *const env[], int kill_after_ms,
+                                int kill_sig, double limit_s) {
+  char ot[] = "/tmp/gdn-hostile-out-XXXXXX", et[] = "/tmp/gdn-hostile-err-XXXXXX";
+  int of = mkstemp(ot), ef = mkstemp(et);
+  ck_assert(of >= 0 && ef >= 0);
+  fflush(NULL);
+  /* A signal sent between fork and exec must meet default actions, not the
+   * test framework's handlers (Check would report it as its own death). */
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, &old);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    dup2(of, 1);
+    dup2(ef, 2);
+    for (int i = 0; env && env[i]; i++) putenv(env[i]);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int st = 0, sent = 0;
+  res->timed_out = 0;
+  for (;;) {
+    pid_t w = waitpid(pid, &st, WNOHANG);
+    if (w == pid) break;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    double el = (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
+    if (kill_after_ms > 0 && !sent && el * 1000.0 >= kill_after_ms) {
+      kill(pid, kill_sig);
+      sent = 1;
+    }
+    if (el > limit_s) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      res->timed_out = 1;
+      break;
+    }
+    struct timespec nap = {0, 2000000};
+    nanosleep(&nap, NULL);
+  }
+  res->status = res->timed_out ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  hu_slurp(of, res->out, sizeof res->out);
+  hu_slurp(ef, res->err, sizeof res->err);
+  close(of);
+  close(ef);
+  unlink(ot);
+  unlink(et);
+}
+
+HU_UNUSED static void hu_run(hu_result *res, char *const argv[], char *const env[]) {
+  hu_run_ex(res, argv, env, 0, 0, 600);
+}
+
+/* A fresh scratch folder (removed by hu_rmdir). */
+HU_UNUSED static char *hu_mkdtemp(void) {
+  char *d = strdup("/tmp/gdn-hostile-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(d));
+  return d;
+}
+
+HU_UNUSED static void hu_rmdir(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  char p[4200];
+  while (d && (de = readdir(d)))
+    if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+      snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+      struct stat st;
+      if (!lstat(p, &st) && S_ISDIR(st.st_mode)) hu_rmdir(p);
+      else unlink(p);
+    }
+  if (d) closedir(d);
+  rmdir(dir);
+}
+
+/* Names in dir containing ".tmp." (gdn_atomic's temporaries), joined. */
+HU_UNUSED static int hu_temps(const char *dir, char *names, size_t cap) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  struct dirent *de;
+  if (names && cap) names[0] = '\0';
+  while (d && (de = readdir(d)))
+    if (strstr(de->d_name, ".tmp.")) {
+      n++;
+      if (names) {
+        strncat(names, de->d_name, cap - strlen(names) - 1);
+        strncat(names, " ", cap - strlen(names) - 1);
+      }
+    }
+  if (d) closedir(d);
+  return n;
+}
+
+HU_UNUSED static void hu_remove_temps(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  char p[4200];
+  while (d && (de = readdir(d)))
+    if (strstr(de->d_name, ".tmp.")) {
+      snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+      unlink(p);
+    }
+  if (d) closedir(d);
+}
+
+/* Whole file, or NULL (n = 0) if absent. */
+HU_UNUSED static unsigned char *hu_read(const char *path, size_t *n) {
+  *n = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long sz = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *b = malloc((size_t)sz + 1);
+  ck_assert_uint_eq(fread(b, 1, (size_t)sz, f), (size_t)sz);
+  b[sz] = '\0';
+  fclose(f);
+  *n = (size_t)sz;
+  return b;
+}
+
+HU_UNUSED static void hu_write(const char *path, const void *b, size_t n) {
+  FILE *f = fopen(path, "wb");
+  ck_assert_msg(f != NULL, "cannot write %s", path);
+  ck_assert_uint_eq(fwrite(b, 1, n, f), n);
+  fclose(f);
+}
+
+HU_UNUSED static void hu_copy(const char *from, const char *to) {
+  size_t n;
+  unsigned char *b = hu_read(from, &n);
+  ck_assert_msg(b != NULL, "cannot read %s", from);
+  hu_write(to, b, n);
+  free(b);
+}
+
+HU_UNUSED static int hu_same(const char *path, const unsigned char *b, size_t n) {
+  size_t m;
+  unsigned char *c = hu_read(path, &m);
+  int same = c && m == n && !memcmp(b, c, n);
+  free(c);
+  return same;
+}
+
+/* The refusal contract: status, every needle in stderr (the program's
+ * "error:" line), `dest` byte-identical to before (before == NULL: absent)
+ * and no temporary in `dir`. */
+HU_UNUSED static void hu_expect_refusal(const hu_result *r, int status, const char *what, const char *n1,
+                                        const char *n2, const char *dir, const char *dest,
+                                        const unsigned char *before, size_t before_n) {
+  ck_assert_msg(!r->timed_out, "%s: did not finish", what);
+  ck_assert_msg(r->status == status, "%s: exit status %d, expected %d; stderr: %s", what, r->status, status,
+                r->err);
+  ck_assert_msg(strstr(r->err, "error: "), "%s: no 'error:' line: %s", what, r->err);
+  ck_assert_msg(!n1 || strstr(r->err, n1), "%s: stderr lacks '%s': %s", what, n1, r->err);
+  ck_assert_msg(!n2 || strstr(r->err, n2), "%s: stderr lacks '%s': %s", what, n2, r->err);
+  char t[1024];
+  ck_assert_msg(!dir || hu_temps(dir, t, sizeof t) == 0, "%s: temporaries left: %s", what, t);
+  if (dest) {
+    if (before) ck_assert_msg(hu_same(dest, before, before_n), "%s: %s changed", what, dest);
+    else ck_assert_msg(access(dest, F_OK) != 0, "%s: %s was created", what, dest);
+  }
+}
+
+#endif
