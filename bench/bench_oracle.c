@@ -1,6 +1,22 @@
-/* bench_oracle: the MPFR oracle's speed against the bare MPFR floor.
+/* bench_oracle: every figure of the oracle, each with its peer and ratio.
  *
  *   bench_oracle [--json FILE] [--reps N] [--T N] [--D N] [--H N] [--prec P]
+ *                [--dd-T N] [--proj-T N] [--long T] [--no-peer] [--peer-shape S]
+ *                [--python PATH]
+ *
+ * Sections (all in the JSON too):
+ *  1. MPFR token form vs the bare MPFR mul+add floor (below), 1 and all
+ *     threads, wall and CPU time, and the certified run.
+ *  2. dd tier (oracle_run_dd) vs a bare double-word mul+add floor (the kv
+ *     loop alone: DWTimesDW3 + AccurateDWPlusDW over the same vectorised
+ *     column layout) and vs the MPFR token form per MAC; the cost of the
+ *     sampled certificate; 1 and all threads (shape 1,dd-T,H,D).
+ *  3. The long context: the dd tier (with its sample) on 1,proj-T,1,D at
+ *     all threads, projected linearly to T = 1,048,576 (time is linear in
+ *     T: the state is streamed), next to the certified MPFR tier projected
+ *     from its measured ns/MAC; with --long T the dd tier is run at T.
+ *  4. Peer: bench/peer_mpmath.py (mpmath at the same precision on the same
+ *     inputs, via bench_oracle_peer), unless --no-peer.
  *
  * Floor: a bare multiply-accumulate loop, mpfr_mul(t, x_i, y_j) then
  * mpfr_add(s, s, t), over two arrays of Dk numbers at the same precision,
@@ -38,11 +54,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
 
 #include "gdn_rng.h"
 #include "gdn_synth.h"
 #include "gdn_threads.h"
 #include "oracle.h"
+#include "oracle_dd_arith.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -173,17 +193,138 @@ static long parse_pos(const char *opt, const char *s) {
 
 enum { MAX_REPS = 64 };
 
+/* --- the double-word floor ------------------------------------------------- */
+
+/* A bare double-word multiply-accumulate, laid out as the dd tier's state:
+ * rows of nb columns, acc[c] += x[i][c] * y[i] (DWTimesDW3 then
+ * AccurateDWPlusDW) for i = 0 .. Dk-1, vectorised across c. */
+typedef struct dd_floor {
+  int64_t Dk, nb;
+  double *xh, *xl, *yh, *yl, *ah, *al;
+  long passes;
+} dd_floor;
+
+static void dd_floor_pass(dd_floor *f) {
+  const int64_t nb = f->nb;
+  double *restrict ah = f->ah, *restrict al = f->al;
+  for (int64_t i = 0; i < f->Dk; i++) {
+    const orc_dd y = {f->yh[i], f->yl[i]};
+    const double *restrict rh = f->xh + i * nb, *restrict rl = f->xl + i * nb;
+#pragma omp simd
+    for (int64_t c = 0; c < nb; c++) {
+      orc_dd a = orc_dd_add((orc_dd){ah[c], al[c]}, orc_dd_mul((orc_dd){rh[c], rl[c]}, y));
+      ah[c] = a.hi, al[c] = a.lo;
+    }
+  }
+}
+
+static double dd_floor_measure(dd_floor *f, double *cpu_ns) {
+  double c0 = cpu_s(), t0 = now_s();
+  for (long r = 0; r < f->passes; r++) dd_floor_pass(f);
+  double t1 = now_s(), c1 = cpu_s(), per = 1e9 / ((double)f->passes * (double)(f->Dk * f->nb));
+  if (cpu_ns) *cpu_ns = (c1 - c0) * per;
+  return (t1 - t0) * per;
+}
+
+static void dd_floor_init(dd_floor *f, int64_t Dk, int64_t nb) {
+  f->Dk = Dk, f->nb = nb;
+  size_t n = (size_t)(Dk * nb);
+  f->xh = malloc(n * sizeof(double));
+  f->xl = malloc(n * sizeof(double));
+  f->yh = malloc((size_t)Dk * sizeof(double));
+  f->yl = malloc((size_t)Dk * sizeof(double));
+  f->ah = calloc((size_t)nb, sizeof(double));
+  f->al = calloc((size_t)nb, sizeof(double));
+  if (!f->xh || !f->xl || !f->yh || !f->yl || !f->ah || !f->al) die_nomem();
+  for (size_t i = 0; i < n; i++) {
+    orc_dd x = orc_dd_two_prod(gdn_rng_normal(3, 1, i), 1.0 / 3.0);
+    f->xh[i] = x.hi, f->xl[i] = x.lo;
+  }
+  for (int64_t i = 0; i < Dk; i++) {
+    /* |y| < 1 keeps the accumulators bounded over many passes */
+    orc_dd y = orc_dd_two_prod(0.5 * gdn_rng_uniform(3, 2, (uint64_t)i), 1.0 / 7.0);
+    f->yh[i] = y.hi, f->yl[i] = (i % 2 ? -1 : 1) * y.lo;
+  }
+  for (f->passes = 16;; f->passes *= 2) {
+    double t0 = now_s();
+    dd_floor_measure(f, NULL);
+    if (now_s() - t0 > 0.2) break;
+  }
+}
+
+static void dd_floor_clear(dd_floor *f) {
+  free(f->xh);
+  free(f->xl);
+  free(f->yh);
+  free(f->yl);
+  free(f->ah);
+  free(f->al);
+}
+
+/* One dd run: wall seconds; *cpu CPU seconds; *cert its certificate. */
+static double time_dd(const gdn_inputs *in, const oracle_dd_config *cfg, int threads,
+                      oracle_dd_certificate *cert, double *cpu) {
+  gdn_threads_set(threads);
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_outputs out;
+  gdn_outputs_init(&out);
+  oracle_dd_certificate c;
+  double c0 = cpu_s(), t0 = now_s();
+  int rc = oracle_run_dd(in, cfg, &out, cert ? cert : &c, &e);
+  double dt = now_s() - t0;
+  if (cpu) *cpu = cpu_s() - c0;
+  gdn_outputs_clear(&out);
+  if (rc) {
+    fprintf(stderr, "bench_oracle: %s\n", e.msg);
+    exit(gdn_error_exit_status(rc));
+  }
+  return dt;
+}
+
+static void synth_or_die(gdn_inputs *in, const gdn_shape *s, unsigned flags) {
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_inputs_init(in);
+  gdn_synth_opts so = {1, flags, 0};
+  if (gdn_synth_generate(in, s, &so, &e)) {
+    fprintf(stderr, "bench_oracle: %s\n", e.msg);
+    exit(gdn_error_exit_status(e.code));
+  }
+}
+
+/* The load of the machine while we ran (other engineers share it). */
+static double loadavg1(void) {
+  double l = -1;
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (fscanf(f, "%lf", &l) != 1) l = -1;
+    fclose(f);
+  }
+  return l;
+}
+
+#define SET(obj, key, val) json_object_set_new((obj), (key), (val))
+
 int main(int argc, char **argv) {
-  const char *json = NULL;
-  int reps = 3;
-  long T = 512, D = 128, H = 2, prec = 128;
+  const char *json = NULL, *peer_shape = "1,24,1,64", *python = "/usr/bin/python3";
+  int reps = 3, peer = 1;
+  long T = 512, D = 128, H = 2, prec = 128, ddT = 2048, projT = 8192, longT = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
+    if (!strcmp(a, "--no-peer")) {
+      peer = 0;
+      continue;
+    }
     int takes = !strcmp(a, "--json") || !strcmp(a, "--reps") || !strcmp(a, "--T") ||
-                !strcmp(a, "--D") || !strcmp(a, "--H") || !strcmp(a, "--prec");
+                !strcmp(a, "--D") || !strcmp(a, "--H") || !strcmp(a, "--prec") ||
+                !strcmp(a, "--dd-T") || !strcmp(a, "--proj-T") || !strcmp(a, "--long") ||
+                !strcmp(a, "--peer-shape") || !strcmp(a, "--python");
     if (!takes) {
       fprintf(stderr,
-              "usage: bench_oracle [--json FILE] [--reps N] [--T N] [--D N] [--H N] [--prec P]\n");
+              "usage: bench_oracle [--json FILE] [--reps N] [--T N] [--D N] [--H N] [--prec P]\n"
+              "                    [--dd-T N] [--proj-T N] [--long T] [--no-peer] [--peer-shape S]\n"
+              "                    [--python PATH]\n");
       return 2;
     }
     if (i + 1 >= argc) {
@@ -196,6 +337,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--T")) T = parse_pos(a, v);
     else if (!strcmp(a, "--D")) D = parse_pos(a, v);
     else if (!strcmp(a, "--H")) H = parse_pos(a, v);
+    else if (!strcmp(a, "--dd-T")) ddT = parse_pos(a, v);
+    else if (!strcmp(a, "--proj-T")) projT = parse_pos(a, v);
+    else if (!strcmp(a, "--long")) longT = parse_pos(a, v);
+    else if (!strcmp(a, "--peer-shape")) peer_shape = v;
+    else if (!strcmp(a, "--python")) python = v;
     else prec = parse_pos(a, v);
   }
   if (reps > MAX_REPS) reps = MAX_REPS;
@@ -204,20 +350,17 @@ int main(int argc, char **argv) {
             ORACLE_PREC_MAX);
     return 2;
   }
+  setvbuf(stdout, NULL, _IOLBF, 0); /* progress is visible when logged to a file */
   int nthreads = gdn_threads_get();
-  printf("bench_oracle: %d threads available (%d processors), MPFR %s, GMP %s\n", nthreads,
-         omp_get_num_procs(), mpfr_get_version(), gmp_version);
+  double load0 = loadavg1();
+  printf("bench_oracle: %d threads available (%d processors), MPFR %s, GMP %s, load average %.2f\n",
+         nthreads, omp_get_num_procs(), mpfr_get_version(), gmp_version, load0);
+  json_t *root = json_object(), *jm = json_object(), *jd = json_object(), *jl = json_object();
 
+  /* 1. MPFR ----------------------------------------------------------------- */
   gdn_shape s = {1, T, H, H, D, D};
   gdn_inputs in;
-  gdn_inputs_init(&in);
-  gdn_error e;
-  gdn_error_init(&e);
-  gdn_synth_opts so = {1, GDN_SYNTH_H0, 0};
-  if (gdn_synth_generate(&in, &s, &so, &e)) {
-    fprintf(stderr, "bench_oracle: %s\n", e.msg);
-    return gdn_error_exit_status(e.code);
-  }
+  synth_or_die(&in, &s, GDN_SYNTH_H0);
   char lab[160];
   gdn_shape_format(&s, lab, sizeof lab);
   oracle_config cfg;
@@ -244,60 +387,241 @@ int main(int argc, char **argv) {
     fl_mul = fmin(fl_mul, floor_measure(&fa, FLOOR_MUL, NULL));
   }
   floor_clear(&fa);
-  double tn = INFINITY, tc = INFINITY;
+  double tn = INFINITY, tn_cpu = INFINITY, tc = INFINITY, tc_cpu = INFINITY;
   oracle_certificate cert;
-  for (int r = 0; r < reps; r++) tn = fmin(tn, time_oracle(&in, &cfg, nthreads, 0, NULL, NULL));
-  for (int r = 0; r < (reps > 2 ? 2 : reps); r++)
-    tc = fmin(tc, time_oracle(&in, &cfg, nthreads, 1, &cert, NULL));
+  for (int r = 0; r < reps; r++) {
+    double c;
+    double t = time_oracle(&in, &cfg, nthreads, 0, NULL, &c);
+    if (t < tn) tn = t, tn_cpu = c;
+  }
+  for (int r = 0; r < (reps > 2 ? 2 : reps); r++) {
+    double c;
+    double t = time_oracle(&in, &cfg, nthreads, 1, &cert, &c);
+    if (t < tc) tc = t, tc_cpu = c;
+  }
   gdn_threads_set(nthreads);
+  gdn_inputs_clear(&in);
 
   double ns1 = t1 * 1e9 / macs, nsn = tn * 1e9 / macs, ns1_cpu = c1 * 1e9 / macs;
+  double nsn_cpu = tn_cpu * 1e9 / macs, nsc = tc * 1e9 / macs, nsc_cpu = tc_cpu * 1e9 / macs;
   double ideal = 1.0 + fl_mul / (3.0 * fl);
   double rmed = median(ratio, reps), rmed_cpu = median(ratio_cpu, reps);
-  printf("floor  (bare loop, %ld bits, arrays of %ld): %.2f ns per mul+add (fixed pairs: %.2f), "
+  printf("\n1. MPFR token form, %s, p = %ld, %.3g MACs (3 per state element per token)\n", lab,
+         prec, macs);
+  printf("  floor (bare loop, %ld bits, arrays of %ld): %.2f ns per mul+add (fixed pairs: %.2f), "
          "%.2f ns per mul\n",
          prec, D, fl, fl_fix, fl_mul);
-  printf("oracle token form, %s, p = %ld, %.3g MACs (3 per state element per token):\n", lab, prec,
-         macs);
   printf("  1 thread : %8.3f s  %6.2f ns/MAC  ratio to floor %.2f (median of %d paired reps; "
          "ideal with the decay multiply %.2f)\n",
          t1, ns1, rmed, reps, ideal);
   printf("             CPU time: %.2f ns/MAC, floor %.2f, paired ratio %.2f; against fixed pairs "
          "%.2f\n",
          ns1_cpu, fl_cpu, rmed_cpu, ns1 / fl_fix);
-  printf("  %d threads: %8.3f s  %6.2f ns/MAC (wall)  speed-up %.2f (efficiency %.0f %%)\n",
-         nthreads, tn, nsn, t1 / tn, 100.0 * t1 / tn / nthreads);
-  printf("  certified (P = %d, %d threads): %.3f s = %.2f x the plain run; certified bits %d\n",
-         cert.check_bits, nthreads, tc, tc / tn, cert.certified_bits);
+  printf("  %d threads: %8.3f s  %6.2f ns/MAC (wall)  speed-up %.2f (efficiency %.0f %%); CPU "
+         "time %.2f ns/MAC (%.2f x the 1-thread CPU time: scaling overhead)\n",
+         nthreads, tn, nsn, t1 / tn, 100.0 * t1 / tn / nthreads, nsn_cpu, nsn_cpu / ns1_cpu);
+  printf("  certified (P = %d, %d threads): %.3f s = %.2f x the plain run, %.2f ns/MAC wall, "
+         "%.2f CPU; certified bits %d\n",
+         cert.check_bits, nthreads, tc, tc / tn, nsc, nsc_cpu, cert.certified_bits);
+  SET(jm, "shape", json_string(lab));
+  SET(jm, "macs", json_real(macs));
+  SET(jm, "floor_ns_per_muladd", json_real(fl));
+  SET(jm, "floor_ns_per_muladd_fixed_pairs", json_real(fl_fix));
+  SET(jm, "floor_ns_per_mul", json_real(fl_mul));
+  SET(jm, "ideal_ratio", json_real(ideal));
+  SET(jm, "token_1thread_s", json_real(t1));
+  SET(jm, "token_1thread_ns_per_mac", json_real(ns1));
+  SET(jm, "ratio_to_floor", json_real(rmed));
+  SET(jm, "token_1thread_cpu_ns_per_mac", json_real(ns1_cpu));
+  SET(jm, "floor_cpu_ns_per_muladd", json_real(fl_cpu));
+  SET(jm, "ratio_to_floor_cpu", json_real(rmed_cpu));
+  SET(jm, "token_nthreads_s", json_real(tn));
+  SET(jm, "token_nthreads_ns_per_mac", json_real(nsn));
+  SET(jm, "token_nthreads_cpu_ns_per_mac", json_real(nsn_cpu));
+  SET(jm, "speedup", json_real(t1 / tn));
+  SET(jm, "cpu_time_ratio_nthreads_over_1", json_real(nsn_cpu / ns1_cpu));
+  SET(jm, "certified_s", json_real(tc));
+  SET(jm, "certified_over_plain", json_real(tc / tn));
+  SET(jm, "certified_ns_per_mac", json_real(nsc));
+  SET(jm, "certified_cpu_ns_per_mac", json_real(nsc_cpu));
+  SET(jm, "certified_bits", json_integer(cert.certified_bits));
+  SET(jm, "check_prec", json_integer(cert.check_bits));
 
-  int rc = 0;
-  if (json) {
-    FILE *f = fopen(json, "w");
-    if (!f) {
-      fprintf(stderr, "bench_oracle: cannot write %s\n", json);
-      rc = 3;
-    } else {
-      fprintf(f,
-              "{\n  \"bench\": \"oracle\",\n  \"threads\": %d,\n  \"processors\": %d,\n"
-              "  \"mpfr\": \"%s\",\n  \"prec\": %ld,\n  \"shape\": \"%s\",\n  \"reps\": %d,\n"
-              "  \"macs\": %.0f,\n  \"mac_count\": \"3 per state element per token\",\n"
-              "  \"floor_ns_per_muladd\": %.4f,\n  \"floor_ns_per_muladd_fixed_pairs\": %.4f,\n"
-              "  \"floor_ns_per_mul\": %.4f,\n  \"ideal_ratio\": %.4f,\n"
-              "  \"token_1thread_s\": %.6f,\n  \"token_1thread_ns_per_mac\": %.4f,\n"
-              "  \"ratio_to_floor\": %.4f,\n  \"token_1thread_cpu_ns_per_mac\": %.4f,\n"
-              "  \"floor_cpu_ns_per_muladd\": %.4f,\n  \"ratio_to_floor_cpu\": %.4f,\n"
-              "  \"token_nthreads_s\": %.6f,\n  \"token_nthreads_ns_per_mac\": %.4f,\n"
-              "  \"speedup\": %.4f,\n  \"certified_s\": %.6f,\n  \"certified_over_plain\": %.4f,\n"
-              "  \"certified_bits\": %d,\n  \"check_prec\": %d\n}\n",
-              nthreads, omp_get_num_procs(), mpfr_get_version(), prec, lab, reps, macs, fl, fl_fix,
-              fl_mul, ideal, t1, ns1, rmed, ns1_cpu, fl_cpu, rmed_cpu, tn, nsn, t1 / tn, tc,
-              tc / tn, cert.certified_bits, cert.check_bits);
-      if (fclose(f)) {
-        fprintf(stderr, "bench_oracle: error writing %s\n", json);
-        rc = 3;
-      }
-    }
+  /* 2. dd ------------------------------------------------------------------- */
+  gdn_shape sd = {1, ddT, H, H, D, D};
+  synth_or_die(&in, &sd, GDN_SYNTH_H0);
+  char labd[160];
+  gdn_shape_format(&sd, labd, sizeof labd);
+  double macs_d = 3.0 * (double)(sd.B * sd.Hv * sd.T) * (double)(sd.Dk * sd.Dv);
+  dd_floor df;
+  dd_floor_init(&df, D, D < 64 ? D : 64);
+  double dfl = INFINITY, dfl_cpu = INFINITY;
+  oracle_dd_config dc;
+  oracle_dd_config_init(&dc);
+  dc.sample_prec = (mpfr_prec_t)prec;
+  oracle_dd_config d0 = dc;
+  d0.sample_columns = 0;
+  double u1 = INFINITY, u1c = INFINITY, s1 = INFINITY, s1c = INFINITY, sn = INFINITY, snc = INFINITY;
+  oracle_dd_certificate dcert;
+  for (int r = 0; r < reps; r++) {
+    double c, cf;
+    dfl = fmin(dfl, dd_floor_measure(&df, &cf));
+    dfl_cpu = fmin(dfl_cpu, cf);
+    double t = time_dd(&in, &d0, 1, NULL, &c);
+    if (t < u1) u1 = t, u1c = c;
+    t = time_dd(&in, &dc, 1, &dcert, &c);
+    if (t < s1) s1 = t, s1c = c;
+    t = time_dd(&in, &dc, nthreads, NULL, &c);
+    if (t < sn) sn = t, snc = c;
+  }
+  dd_floor_clear(&df);
+  gdn_threads_set(nthreads);
+  gdn_inputs_clear(&in);
+  double du = u1 * 1e9 / macs_d, duc = u1c * 1e9 / macs_d, ds = s1 * 1e9 / macs_d;
+  double dsc = s1c * 1e9 / macs_d, dn = sn * 1e9 / macs_d, dnc = snc * 1e9 / macs_d;
+  /* Ideal against the floor: 3 mul+add and the decay multiply (a ninth of
+   * a mul+add's 29 flops: 9) per state element: 1 + 9 / 87. */
+  double dd_ideal = 1.0 + 9.0 / 87.0;
+  printf("\n2. dd tier, %s, %.3g MACs; sample %lld columns per head at %ld bits\n", labd, macs_d,
+         (long long)dc.sample_columns, prec);
+  printf("  floor (bare double-word mul+add, %lld x %lld, vectorised): %.3f ns per mul+add (CPU %.3f)\n",
+         (long long)df.Dk, (long long)df.nb, dfl, dfl_cpu);
+  printf("  1 thread, no sample : %7.3f s  %6.3f ns/MAC (CPU %.3f)  ratio to floor %.2f (ideal %.2f)\n",
+         u1, du, duc, du / dfl, dd_ideal);
+  printf("  1 thread, sampled   : %7.3f s  %6.3f ns/MAC (CPU %.3f)  certificate +%.0f %%, "
+         "certified %d bits (normwise %d) on %lld of %lld columns; guaranteed %d bits on all "
+         "(%lld bound violations)\n",
+         s1, ds, dsc, 100.0 * (s1 / u1 - 1.0), dcert.certified_bits, dcert.normwise_bits,
+         (long long)dcert.sampled_columns, (long long)dcert.total_columns, dcert.guaranteed_bits,
+         (long long)dcert.bound_violations);
+  printf("  %d threads, sampled  : %7.3f s  %6.3f ns/MAC (CPU %.3f)  speed-up %.2f\n", nthreads, sn,
+         dn, dnc, s1 / sn);
+  printf("  against MPFR (1 thread, per MAC): %.1f x faster wall, %.1f x CPU (MPFR %.2f ns/MAC "
+         "on %s)\n",
+         ns1 / du, ns1_cpu / duc, ns1, lab);
+  SET(jd, "shape", json_string(labd));
+  SET(jd, "macs", json_real(macs_d));
+  SET(jd, "sample_columns", json_integer(dc.sample_columns));
+  SET(jd, "floor_ns_per_muladd", json_real(dfl));
+  SET(jd, "floor_cpu_ns_per_muladd", json_real(dfl_cpu));
+  SET(jd, "ideal_ratio", json_real(dd_ideal));
+  SET(jd, "unsampled_1thread_s", json_real(u1));
+  SET(jd, "unsampled_1thread_ns_per_mac", json_real(du));
+  SET(jd, "unsampled_1thread_cpu_ns_per_mac", json_real(duc));
+  SET(jd, "ratio_to_floor", json_real(du / dfl));
+  SET(jd, "sampled_1thread_s", json_real(s1));
+  SET(jd, "sampled_1thread_ns_per_mac", json_real(ds));
+  SET(jd, "sampled_1thread_cpu_ns_per_mac", json_real(dsc));
+  SET(jd, "certificate_overhead", json_real(s1 / u1 - 1.0));
+  SET(jd, "sampled_nthreads_s", json_real(sn));
+  SET(jd, "sampled_nthreads_ns_per_mac", json_real(dn));
+  SET(jd, "sampled_nthreads_cpu_ns_per_mac", json_real(dnc));
+  SET(jd, "speedup", json_real(s1 / sn));
+  SET(jd, "mpfr_over_dd_per_mac", json_real(ns1 / du));
+  SET(jd, "mpfr_over_dd_per_mac_cpu", json_real(ns1_cpu / duc));
+  SET(jd, "certified_bits", json_integer(dcert.certified_bits));
+  SET(jd, "normwise_bits", json_integer(dcert.normwise_bits));
+  SET(jd, "guaranteed_bits", json_integer(dcert.guaranteed_bits));
+  SET(jd, "bound_violations", json_integer(dcert.bound_violations));
+
+  /* 3. the long context ------------------------------------------------------ */
+  const double Tlong = 1048576.0;
+  gdn_shape sp = {1, projT, 1, 1, D, D};
+  synth_or_die(&in, &sp, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES);
+  double tp = INFINITY, tpc = INFINITY;
+  oracle_dd_certificate pcert;
+  for (int r = 0; r < (reps > 2 ? 2 : reps); r++) {
+    double c;
+    double t = time_dd(&in, &dc, nthreads, &pcert, &c);
+    if (t < tp) tp = t, tpc = c;
   }
   gdn_inputs_clear(&in);
+  double macs_long = 3.0 * Tlong * (double)(D * D);
+  double proj = tp * Tlong / (double)projT, proj_cpu = tpc * Tlong / (double)projT;
+  double proj_mpfr = nsc * 1e-9 * macs_long;
+  printf("\n3. long context: shape 1,%ld,1,%ld (slow gates) measured at T = %ld, %d threads: %.3f s "
+         "(%.1f us/token), certified %d bits, guaranteed %d\n",
+         (long)Tlong, D, projT, nthreads, tp, tp * 1e6 / (double)projT, pcert.certified_bits,
+         pcert.guaranteed_bits);
+  printf("  projected dd tier at T = 1,048,576: %.0f s (%.1f min) wall, %.0f s CPU\n", proj,
+         proj / 60, proj_cpu);
+  printf("  projected certified MPFR tier     : %.0f s (%.1f h) wall at %.1f ns/MAC (%d threads)\n",
+         proj_mpfr, proj_mpfr / 3600, nsc, nthreads);
+  SET(jl, "shape", json_string("1,1048576,1,D"));
+  SET(jl, "D", json_integer(D));
+  SET(jl, "measured_T", json_integer(projT));
+  SET(jl, "measured_s", json_real(tp));
+  SET(jl, "measured_cpu_s", json_real(tpc));
+  SET(jl, "us_per_token", json_real(tp * 1e6 / (double)projT));
+  SET(jl, "projected_dd_s", json_real(proj));
+  SET(jl, "projected_dd_cpu_s", json_real(proj_cpu));
+  SET(jl, "projected_mpfr_certified_s", json_real(proj_mpfr));
+  if (longT > 0) {
+    gdn_shape sl = {1, longT, 1, 1, D, D};
+    double g0 = now_s();
+    synth_or_die(&in, &sl, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES);
+    double gen = now_s() - g0, c;
+    oracle_dd_certificate lc;
+    double t = time_dd(&in, &dc, nthreads, &lc, &c);
+    gdn_inputs_clear(&in);
+    printf("  measured dd tier at T = %ld: %.1f s (%.2f min) wall, %.1f s CPU (inputs generated "
+           "in %.1f s); certified %d bits (normwise %d), %lld of %lld columns sampled; "
+           "guaranteed %d bits (normwise %d) on all, %lld bound violations\n",
+           longT, t, t / 60, c, gen, lc.certified_bits, lc.normwise_bits,
+           (long long)lc.sampled_columns, (long long)lc.total_columns, lc.guaranteed_bits,
+           lc.guaranteed_normwise, (long long)lc.bound_violations);
+    SET(jl, "long_T", json_integer(longT));
+    SET(jl, "long_s", json_real(t));
+    SET(jl, "long_cpu_s", json_real(c));
+    SET(jl, "long_certified_bits", json_integer(lc.certified_bits));
+    SET(jl, "long_normwise_bits", json_integer(lc.normwise_bits));
+    SET(jl, "long_guaranteed_bits", json_integer(lc.guaranteed_bits));
+    SET(jl, "long_guaranteed_normwise", json_integer(lc.guaranteed_normwise));
+    SET(jl, "long_bound_violations", json_integer(lc.bound_violations));
+  }
+
+  /* 4. peer ----------------------------------------------------------------- */
+  json_t *jp = NULL;
+  if (peer) {
+    char tmpl[] = "/tmp/bench_oracle_peer_XXXXXX";
+    int fd = mkstemp(tmpl);
+    if (fd >= 0) {
+      close(fd);
+      char cmd[4096];
+      snprintf(cmd, sizeof cmd, "%s %s/peer_mpmath.py --exe %s/bench_oracle_peer --shape %s --prec %ld --json %s",
+               python, GDN_BENCH_SRC, GDN_BENCH_BUILD, peer_shape, prec, tmpl);
+      printf("\n4. peer: %s\n", cmd);
+      fflush(stdout);
+      int st = system(cmd);
+      if (st == 0) jp = json_load_file(tmpl, 0, NULL);
+      else fprintf(stderr, "bench_oracle: the peer failed (status %d)\n", st);
+      unlink(tmpl);
+    }
+    if (!jp) printf("  (no peer figures)\n");
+  }
+
+  double load1 = loadavg1();
+  printf("\nload average %.2f at the start, %.2f at the end (other work on the machine slows "
+         "the wall-clock figures; CPU times are less affected)\n",
+         load0, load1);
+  SET(root, "bench", json_string("oracle"));
+  SET(root, "threads", json_integer(nthreads));
+  SET(root, "processors", json_integer(omp_get_num_procs()));
+  SET(root, "mpfr", json_string(mpfr_get_version()));
+  SET(root, "prec", json_integer(prec));
+  SET(root, "reps", json_integer(reps));
+  SET(root, "mac_count", json_string("3 per state element per token"));
+  SET(root, "loadavg_start", json_real(load0));
+  SET(root, "loadavg_end", json_real(load1));
+  SET(root, "mpfr_token", jm);
+  SET(root, "dd", jd);
+  SET(root, "long_context", jl);
+  if (jp) SET(root, "peer_mpmath", jp);
+  int rc = 0;
+  if (json && json_dump_file(root, json, JSON_INDENT(2))) {
+    fprintf(stderr, "bench_oracle: cannot write %s\n", json);
+    rc = 3;
+  }
+  json_decref(root);
   return rc;
 }

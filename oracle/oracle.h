@@ -172,4 +172,194 @@ int oracle_run_certified(const gdn_inputs *in, const oracle_config *cfg, gdn_out
  * outputs), a tensor is missing or cap_bits < 0. */
 int oracle_bits_agreed(const gdn_outputs *x, const gdn_outputs *r, int cap_bits);
 
+
+/* ------------------------------------------------------------------------
+ * The double-double ("dd") tier: the token-level recurrence in double-word
+ * arithmetic, about 106 bits, some 40x faster per MAC than MPFR at 128 bits,
+ * with a sampled MPFR certificate in every run.
+ *
+ * Arithmetic (oracle_dd_arith.h, with the algorithms and their bounds):
+ * every state element, product and partial sum is a double-word number
+ * (hi, lo), hi = RN(hi + lo).  With u = 2^-53:
+ *   dd * dd   DWTimesDW3 (Joldes-Muller-Popescu 2017, Alg. 12)   < 4u^2
+ *   dd + dd   AccurateDWPlusDW (ibid., Alg. 6)            3u^2 / (1 - 4u)
+ *   dd + d    DWPlusFP (Alg. 4)  2u^2;   dd * d  DWTimesFP3 (Alg. 9)  2u^2.
+ *
+ * Per-token preparation (the O(Dk)-per-token quantities; scalars in MPFR
+ * at ORACLE_DD_PREP_PREC = 128 bits, rounded to double-word by
+ * hi = RN(x), lo = RN(x - hi) (x - hi exact) and Fast2Sum(hi, lo), a
+ * relative error <= u^2 = 2^-106):
+ *   with l2norm_in_kernel: n = sum_i x_i^2 exactly (every x_i^2 is an
+ *     integer multiple of 2^-298 below 2^256: summed as an integer), then
+ *     at 128 bits n rounded, n + eps rounded, mpfr_rec_sqrt rounded, for q
+ *     times scale rounded; that factor r to double-word; K_i = r * k_i and
+ *     Q_i = r_q * q_i by DWTimesFP3.  Relative error <= 3u^2 + 2^-125.
+ *   without: K_i = k_i (exact); Q_i = scale * q_i by DWTimesFP3, scale
+ *     (Dk^-1/2 correctly rounded to 128 bits, or has_scale's binary64,
+ *     exact) to double-word: <= 3u^2 (exact with has_scale).
+ *   a = exp(g_t): mpfr_exp at 128 bits, to double-word: <= u^2 + 2^-128.
+ *   beta, v and h0 are binary64 as read (exact).
+ * This is more accurate than the MPFR token form's own preparation (which
+ * rounds every square and partial sum) and costs O(Dk) integer and
+ * double-word operations plus ~10 MPFR operations per token and column
+ * block, against the block's O(Dk x block) double-word work.
+ *
+ * Per (b, j) and column c of h, the MPFR token form's steps in its order,
+ * each operation the double-word one above:
+ *   h_ic = h_ic * a (dd*dd); kv = dot(h_:c, K) (products dd*dd, sums
+ *   dd+dd left to right from i = 0); d = (-kv) + v_tc (dd+d);
+ *   delta = d * beta_t (dd*d); h_ic = h_ic + K_i * delta (dd*dd, dd+dd);
+ *   o_tc = dot(h_:c, Q) with the updated h.
+ * Outputs: o and ht are the hi words of the final double-word values,
+ * i.e. those values rounded to nearest binary64 (hi = RN(hi + lo)).  Since
+ * the dd value lies within far less than half an ulp of the exact one,
+ * this is a faithful rounding of the exact result, and the correct
+ * rounding except when the exact value lies within the dd error of a
+ * binary64 midpoint.
+ *
+ * Error, a priori (first order in u^2, per column of h and per token, a
+ * worst-case estimate): the decay a h, 5u^2 |h| (a itself rounded to dd);
+ * the dot kv, at most (3 Dk + 4) u^2 ||h|| ||K|| (Dk products at 4u^2, Dk - 1
+ * sums at 3u^2 each, K's own 3u^2); delta, 4u^2 |delta| plus beta times
+ * kv's error; the update, 11u^2 |K| |delta| + 3u^2 |h|.  With beta <= 2
+ * and |delta| <= 2 (|v| + ||h||) that is L u^2 (||h|| + |v|), L = 6 Dk + 40
+ * (~2^-96 for Dk = 128).  The recurrence is contractive (every factor
+ * a (I - beta K K^T) has 2-norm <= a when beta |K|^2 is in [0, 2]; |K| <= 1
+ * with the L2 norm, 1 +- 2^-24 for pre-normalised float32 k), so the
+ * local errors of the last M = min(T, 1 / (1 - max a)) tokens add up and
+ * none is amplified: ||error of h_t|| <= M L u^2 max(||h|| + |v|), and
+ * o_t's error is |Q| times that plus its own dot, (3 Dk + 4) u^2 ||h|| |Q|.
+ * Roundings that do not align (the usual case) grow like sqrt(M L)
+ * instead; test_oracle_dd.c asserts both estimates and measures 102-105
+ * bits normwise.  The certificate below measures what was reached.
+ *
+ * Vectorised across the columns of a block (they evolve independently):
+ * the loops over columns are `omp simd` loops of correctly rounded binary64
+ * operations with explicit fma(), so each column gets the same scalar
+ * sequence of operations whatever the block, the vector width or the thread
+ * count -- results are bit-identical for any of them.
+ *
+ * Guaranteed bound (every element of every column, every run): alongside
+ * the double-word values each column carries, in binary64, a running
+ * a-posteriori bound E on ||computed h_:c - exact h_:c||_2, where "exact"
+ * is the recurrence in exact arithmetic on the exactly prepared K, Q and
+ * a = exp(g) (the real-number result the tiers approximate):
+ *   E' = rho E + SAFE l,  rho = a m,  m = max(1, |1 - beta ||K||^2|) (rho
+ *   the factor's 2-norm, a when beta ||K||^2 <= 2),
+ *   l = m (EPS_A + 4u^2) ||h'|| + (EPS_KQ + 8u^2) ||K|| |delta|
+ *       + beta ||K|| B_kv + 3u^2 ||h_new||,
+ *   B_kv = (EPS_KQ + 4u^2) sum_i |K_i h'_i| + 3u^2 sum_k |partial sum k of kv|
+ * (h' = a h; EPS_KQ = 3u^2 + 2^-124, EPS_A = u^2 + 2^-128 the preparation's
+ * errors), and o_tc is within SAFE (||Q|| E' + (EPS_KQ + 4u^2)
+ * sum |Q_i h_i| + 3u^2 sum |partial sums of o|) of the exact o_tc.  Every
+ * term is a published bound of the operation it covers (above) applied to
+ * the computed operands, so the bound is rigorous to first order; SAFE =
+ * 1 + 2^-7 covers the second-order terms (~u^4), the binary64 rounding of
+ * the bound's own sums (< 2^-30 relative), and hi words standing for
+ * double-word values; subnormal results add 16 Dk 2^-1070 per token.  The
+ * bound covers rounding, not faults (a miscompiled lane, a wrong formula):
+ * that is the sample's job, and the sample also checks the bound (below).
+ * guaranteed_* is the certificate's rule applied with |x| - bound for |r|
+ * and the bound for |x - r|, so it can only understate.  It is a
+ * worst-case sum over the memory of the head: some 10-20 bits below what
+ * is measured (75-88 bits on the test cases, measured 90-96), and an
+ * element at or below the floor tau gets only log2(tau / bound), ~36
+ * bits.  Cost: six binary64 accumulations per state element and token,
+ * ~8 % of the double-word work.
+ *
+ * Certificate (sampled): in each (b, j), sample_columns contiguous state
+ * columns starting at oracle_dd_sample_start() -- a hash of (b, j), the
+ * same for any thread count -- are run by one work item that computes them
+ * in dd (these are the output values) and, in lockstep, with the MPFR
+ * token form at sample_prec bits.  Every sampled element (o_tc for all t,
+ * and the sampled columns of ht) is compared, before rounding to binary64,
+ * dd value against the MPFR value, by the rule of oracle_run_certified
+ * (relative, against the floor tau = 2^-64 max|r| over the sampled elements
+ * of that tensor), capped at ORACLE_DD_BITS; the subtraction is exact (the
+ * dd value is held exactly in MPFR).  It certifies the sampled columns:
+ * agreement of dd and MPFR there.  The other columns are computed by the
+ * same operations on their own data and are not checked; a fault confined
+ * to them is not seen (the tests check full agreement on shorter cases).
+ * The MPFR values carry their own error (~2^-110 to 2^-120 at 128 bits,
+ * see oracle_run_certified), far below the dd differences measured.  With
+ * sample_prec >= 120 every sampled element is also checked against its
+ * guaranteed bound: |dd - MPFR| > (1 + 2^-10) bound counts a violation
+ * (MPFR's own error is ~2^-(p - 106) of the bound, far below the
+ * allowance); a violation means the bound or the implementation is wrong.
+ *
+ * Range: binary64's.  A value that overflows (exp(g) > DBL_MAX, i.e.
+ * g > 709.78, or a state growing under positive gates) fails the run with
+ * GDN_ERR_INPUT naming (b, head, t); the MPFR tier has the exponent range
+ * for it.  Values below ~2^-969 lose relative accuracy (absolute error of
+ * order 2^-1074), as binary64 would.
+ *
+ * Memory: per thread, 2 Dk x block doubles of state, O(Dk + block) others,
+ * the MPFR sample workspace (sample_columns columns) and O(B Hv Dv / block)
+ * work items in all -- nothing grows with T.  Work items are column blocks
+ * of one (b, j), the sample items (the slowest) first; threads take them
+ * dynamically (gdn_threads_get() threads at most).
+ */
+#define ORACLE_DD_BITS 106      /* cap of the dd tier's certificate */
+#define ORACLE_DD_PREP_PREC 128 /* MPFR precision of the per-token preparation */
+
+typedef struct oracle_dd_config {
+  mpfr_prec_t sample_prec; /* MPFR precision of the sampled check, in
+                              [ORACLE_PREC_MIN, ORACLE_PREC_MAX] (default 128) */
+  int64_t sample_columns;  /* columns sampled per (b, value head), >= 0
+                              (default 2; more than Dv means all of them);
+                              0: no sample, certified_bits 0 */
+  int64_t column_block;    /* columns per work item; 0 = from Dv and the
+                              thread count.  Speed only. */
+} oracle_dd_config;
+
+void oracle_dd_config_init(oracle_dd_config *cfg); /* 128 bits, 2 columns, block 0 */
+/* GDN_OK, or GDN_ERR_INPUT naming the field (sample_prec, sample_columns,
+ * column_block) and its value; GDN_ERR_INTERNAL for NULL. */
+int oracle_dd_config_validate(const oracle_dd_config *cfg, gdn_error *e);
+
+typedef struct oracle_dd_certificate {
+  int precision_bits;   /* ORACLE_DD_BITS */
+  int check_bits;       /* sample_prec */
+  int certified_bits;   /* min(certified_o, certified_ht); 0 with no sample */
+  int certified_o, certified_ht;
+  int normwise_bits;    /* min over o and ht of floor(log2(max|r| / max|x - r|))
+                           over the sampled elements, capped at ORACLE_DD_BITS:
+                           the figure that speaks for the unsampled columns
+                           (errors normwise are alike across columns) */
+  double floor_o, floor_ht; /* tau of the sampled elements of each tensor */
+  int guaranteed_bits;      /* min(guaranteed_o, guaranteed_ht): the running
+                               bound's figure, every element of every column */
+  int guaranteed_o, guaranteed_ht;
+  int guaranteed_normwise;  /* min over o and ht of floor(log2(max|x| / max bound)) */
+  int64_t bound_violations; /* sampled elements whose MPFR difference exceeded
+                               their bound (0, or a bug); -1 when not checked
+                               (no sample, or sample_prec < 120) */
+  int64_t sample_columns;   /* per (b, value head): min(cfg, Dv) */
+  int64_t sampled_columns;  /* B Hv sample_columns */
+  int64_t total_columns;    /* B Hv Dv */
+} oracle_dd_certificate;
+
+/* o and ht by the dd tier, rounded to binary64 as above, with the sampled
+ * certificate.  `out` as for oracle_run; the inputs are checked as
+ * oracle_run checks them (same messages).  On any error `out` is left
+ * cleared and `*cert` zeroed; cert == NULL is GDN_ERR_INTERNAL.  Time:
+ * O(B Hv T Dk Dv) double-word operations plus the MPFR sample,
+ * O(B Hv T Dk (sample_columns + 1)) MPFR operations, and the preparation,
+ * O(B Hv T) MPFR and O(B Hv T Dk) double-word operations per column
+ * block. */
+int oracle_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *out,
+                  oracle_dd_certificate *cert, gdn_error *e);
+
+/* The first sampled column of (b, j) for n sampled columns per head:
+ * a hash of (b, j) modulo Dv - n + 1 (0 when n >= Dv).  The sample is
+ * [start, start + min(n, Dv)). */
+int64_t oracle_dd_sample_start(const gdn_shape *s, int64_t n, int64_t b, int64_t j);
+
+/* Testing hook (not thread-safe; set it between runs): every later dd run
+ * adds rel * hi to state element (0, col) of (b, j) (hi its high word; the
+ * sum taken in double-word arithmetic, so a rel below 2^-53 moves only the
+ * low word) right after token t's update, o_t already computed, until
+ * called with col < 0.  For tests of the certificate only. */
+void oracle_dd_test_plant(int64_t b, int64_t j, int64_t col, int64_t t, double rel);
+
 #endif

@@ -86,6 +86,24 @@ void orc_acc_add(orc_acc *a, mpfr_srcptr x, mpfr_srcptr r, mpfr_ptr d) {
   if (mag_cmp(dm, a->dmax[k]) > 0) a->dmax[k] = dm;
 }
 
+/* x a binary64 value whose error is at most bound (>= 0).  The truth r
+ * then has |r| >= |x| - bound =: lo (taken rounded down), so the element
+ * agrees to at least floor(log2(lo / bound)) bits relatively, and max |r|
+ * is at least the max of lo: with lo for |r| and bound for |x - r| the
+ * rule of orc_acc_add can only understate. */
+void orc_acc_add_d(orc_acc *a, double x, double bound) {
+  double lo = fabs(x) - bound;
+  lo = lo > 0 ? nextafter(lo, 0.0) : 0.0;
+  orc_mag lm = mag_of_double(lo);
+  if (mag_cmp(lm, a->rmax) > 0) a->rmax = lm;
+  if (bound == 0.0) return;
+  orc_mag bm = mag_of_double(bound);
+  long rel = lo == 0.0 ? -1 : flog2_ratio(lm, bm);
+  if (rel >= a->cap) return;
+  int k = rel < 0 ? 0 : (int)rel;
+  if (mag_cmp(bm, a->dmax[k]) > 0) a->dmax[k] = bm;
+}
+
 void orc_acc_merge(orc_acc *dst, const orc_acc *src) {
   if (mag_cmp(src->rmax, dst->rmax) > 0) dst->rmax = src->rmax;
   for (int k = 0; k < dst->cap && k < src->cap; k++)
@@ -116,6 +134,19 @@ int orc_acc_bits(const orc_acc *a, double *tau) {
     if (a->rmax.m == 0.0 || flog2_ratio(a->rmax, run) - ORACLE_TAU_BITS < b) return b - 1;
   }
   return a->cap;
+}
+
+/* floor(log2(rmax / max |x - r|)) clamped to [0, cap]: rmax is rounded
+ * down and every dmax up, so it can only understate.  Elements dropped
+ * from the buckets (agreeing to >= cap bits) have |x - r| <= 2^-cap rmax
+ * and cannot lower it below cap. */
+int orc_acc_normwise(const orc_acc *a) {
+  orc_mag dm = MAG_ZERO;
+  for (int k = 0; k < a->cap; k++)
+    if (mag_cmp(a->dmax[k], dm) > 0) dm = a->dmax[k];
+  if (dm.m == 0.0) return a->cap;
+  if (a->rmax.m == 0.0) return 0;
+  return clamp_bits(flog2_ratio(a->rmax, dm), a->cap);
 }
 
 /* --- oracle_bits_agreed ---------------------------------------------------- */

@@ -108,8 +108,58 @@ int orc_acc_alloc(orc_acc *a, int cap, const char *what, gdn_error *e);
 void orc_acc_clear(orc_acc *a);
 /* x at p bits, r at P > p bits, d scratch at P bits. */
 void orc_acc_add(orc_acc *a, mpfr_srcptr x, mpfr_srcptr r, mpfr_ptr d);
+/* x a binary64 value known to within `bound` of the truth. */
+void orc_acc_add_d(orc_acc *a, double x, double bound);
 void orc_acc_merge(orc_acc *dst, const orc_acc *src);
 /* Certified bits of the tensor and its tau as binary64. */
 int orc_acc_bits(const orc_acc *a, double *tau);
+/* Normwise agreement: floor(log2(max|r| / max|x - r|)) in [0, cap]. */
+int orc_acc_normwise(const orc_acc *a);
+
+
+/* The inputs check both tiers share (oracle_run.c): shape, presence,
+ * values, scale.  Messages start "oracle: ". */
+int orc_check_inputs(const gdn_inputs *in, gdn_error *e);
+
+/* Double-word token form (oracle.h, "The double-double tier"): one work
+ * item (b, j, columns [c0, c0 + nc)).  The state is held by rows, row i of
+ * the block at hh + i nc (hi words) and hl + i nc (lo words), so the
+ * loops over the block's columns are unit-stride vector loops.  The
+ * per-token scalars (the L2 norms, exp(g)) run in MPFR at
+ * ORACLE_DD_PREP_PREC and are rounded to double-word. */
+typedef struct orc_ddw {
+  double *buf;                 /* one gdn_calloc: everything below */
+  double *hh, *hl;             /* Dk x ncmax */
+  double *Kh, *Kl, *Qh, *Ql;   /* Dk */
+  double *xh, *xl, *oh, *ol;   /* ncmax: kv then delta; o */
+  double *v;                   /* ncmax */
+  /* The running error bound (oracle.h, "Guaranteed bound"), ncmax each:
+   * E the bound on ||error of h_:c||_2 (kept across tokens); per token the
+   * sums s2 = sum h'^2, sa = sum |K h'|, sS = sum of |partial sums of kv|,
+   * n2 = sum h_new^2, qa = sum |Q h_new|, sO = sum of |partial sums of o|;
+   * bo the bound on |error of o_tc|. */
+  double *E, *s2, *sa, *sS, *n2, *qa, *sO, *bo;
+  double knorm, qnorm;         /* upper bounds on ||K||_2, ||Q||_2 of the token */
+  double ah, al, beta;         /* a = exp(g_t) as double-word; beta */
+  double sh, sl;               /* the scale as double-word */
+  int64_t Dk, ncmax;
+  int64_t b, j, kh, c0, nc;    /* the item being run */
+  orc_vars mp;                 /* 7 numbers at ORACLE_DD_PREP_PREC */
+  mpfr_ptr A, tmp;
+  orc_prep prep;
+} orc_ddw;
+
+void orc_ddw_init(orc_ddw *w);
+int orc_ddw_alloc(orc_ddw *w, int64_t Dk, int64_t ncmax, gdn_error *e);
+void orc_ddw_clear(orc_ddw *w);
+/* Loads h0 (or zeros) for the item. */
+void orc_ddw_begin(orc_ddw *w, const gdn_inputs *in, int64_t b, int64_t j, int64_t c0, int64_t nc);
+/* One token: updates the state, leaves o_t in oh/ol[0..nc) and its error
+ * bound in bo[0..nc) (E updated).  Returns 0, or 1 if exp(g_t) is not a
+ * finite binary64 (the state is then left as it was). */
+int orc_ddw_step(orc_ddw *w, const gdn_inputs *in, int64_t t);
+/* x rounded to double-word: hi = RN(x), lo = RN(x - hi), then Fast2Sum.
+ * tmp has x's precision (x - hi is exact there). */
+void orc_dd_of_mpfr(mpfr_srcptr x, mpfr_ptr tmp, double *hi, double *lo);
 
 #endif

@@ -137,7 +137,7 @@ static void run_chunked_item(const job *jb, worker *w, int64_t item) {
     }
 }
 
-static int check_inputs(const gdn_inputs *in, gdn_error *e) {
+int orc_check_inputs(const gdn_inputs *in, gdn_error *e) {
   if (!in) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle: inputs missing (NULL)");
   int rc = gdn_shape_validate(&in->shape, e);
   if (rc) return gdn_error_prefix(e, "oracle: ");
@@ -169,7 +169,7 @@ static int run(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,
   if (!out) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle: outputs missing (NULL)");
   gdn_outputs_clear(out);
   int rc;
-  if ((rc = oracle_config_validate(cfg, cert != NULL, e)) || (rc = check_inputs(in, e))) return rc;
+  if ((rc = oracle_config_validate(cfg, cert != NULL, e)) || (rc = orc_check_inputs(in, e))) return rc;
   const gdn_shape *s = &in->shape;
   const mpfr_prec_t P = cfg->check_prec ? cfg->check_prec : cfg->prec + 64;
   if ((rc = gdn_outputs_alloc(out, s, GDN_DTYPE_F64, e))) return rc;

@@ -1,0 +1,310 @@
+/* The dd tier's failure paths and memory: bad configurations and inputs
+ * are refused as the MPFR tier refuses them (GDN_ERR_INPUT, the same
+ * messages for the inputs); binary64's range is enforced with a message
+ * naming (b, head, t); every allocation failing in turn gives
+ * GDN_ERR_NOMEM with `out` cleared, the certificate zeroed and nothing
+ * leaked (GMP's live bytes counted here, gdn-side buffers by the sanitizer
+ * build); memory does not grow with T (GMP's peak and the number of
+ * gdn_alloc allocations are the same at T = 64 and T = 1024). */
+#include <check.h>
+#include <gmp.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "gdn_alloc.h"
+#include "gdn_threads.h"
+#include "oracle_test_util.h"
+
+static atomic_long live, peak;
+
+static void note(long delta) {
+  long now = atomic_fetch_add(&live, delta) + delta, p = atomic_load(&peak);
+  while (now > p && !atomic_compare_exchange_weak(&peak, &p, now)) {
+  }
+}
+static void *count_alloc(size_t n) {
+  void *p = malloc(n);
+  if (p) note((long)n);
+  return p;
+}
+static void *count_realloc(void *p, size_t old, size_t n) {
+  void *q = realloc(p, n);
+  if (q) note((long)n - (long)old);
+  return q;
+}
+static void count_free(void *p, size_t n) {
+  free(p);
+  note(-(long)n);
+}
+
+static void filled(gdn_outputs *out) {
+  gdn_shape s = {1, 1, 1, 1, 1, 1};
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_outputs_init(out);
+  ck_assert_int_eq(gdn_outputs_alloc(out, &s, GDN_DTYPE_F32, &e), GDN_OK);
+}
+
+static void assert_cleared(const gdn_outputs *out) {
+  ck_assert_ptr_null(out->o);
+  ck_assert_ptr_null(out->ht);
+  ck_assert_int_eq(out->shape.T, 0);
+}
+
+static int cert_zero(const oracle_dd_certificate *c) {
+  return c->certified_bits == 0 && c->check_bits == 0 && c->precision_bits == 0 &&
+         c->sampled_columns == 0 && c->floor_o == 0 && c->normwise_bits == 0 &&
+         c->guaranteed_bits == 0 && c->bound_violations == 0;
+}
+
+/* The dd tier fails with `code` and a message containing `needle`. */
+static void expect_dd_error(const gdn_inputs *in, const oracle_dd_config *cfg, int code,
+                            const char *needle) {
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_outputs out;
+  filled(&out);
+  oracle_dd_certificate cert;
+  memset(&cert, 0x5a, sizeof cert);
+  int rc = oracle_run_dd(in, cfg, &out, &cert, &e);
+  ck_assert_msg(rc == code, "expected code %d for '%s', got %d (%s)", code, needle, rc, e.msg);
+  ck_assert_int_eq(e.code, code);
+  ck_assert_msg(strstr(e.msg, needle), "message '%s' does not name '%s'", e.msg, needle);
+  assert_cleared(&out);
+  ck_assert(cert_zero(&cert));
+}
+
+/* Both tiers refuse the inputs with the same message. */
+static void expect_same_refusal(const gdn_inputs *in, const char *needle) {
+  oracle_dd_config dc;
+  oracle_dd_config_init(&dc);
+  expect_dd_error(in, &dc, GDN_ERR_INPUT, needle);
+  gdn_error e1, e2;
+  gdn_error_init(&e1);
+  gdn_error_init(&e2);
+  gdn_outputs a, b;
+  gdn_outputs_init(&a);
+  gdn_outputs_init(&b);
+  oracle_config mc = otu_cfg(128, ORACLE_FORM_TOKEN, 0);
+  oracle_dd_certificate c;
+  ck_assert_int_eq(oracle_run(in, &mc, &a, &e1), GDN_ERR_INPUT);
+  ck_assert_int_eq(oracle_run_dd(in, &dc, &b, &c, &e2), GDN_ERR_INPUT);
+  ck_assert_str_eq(e1.msg, e2.msg);
+}
+
+START_TEST(bad_config) {
+  gdn_shape s = {1, 5, 1, 1, 4, 4};
+  gdn_inputs in;
+  otu_synth(&in, s, 0, 1);
+  oracle_dd_config c;
+  oracle_dd_config_init(&c);
+  c.sample_prec = 23;
+  expect_dd_error(&in, &c, GDN_ERR_INPUT, "sample_prec = 23");
+  c.sample_prec = ORACLE_PREC_MAX + 1;
+  expect_dd_error(&in, &c, GDN_ERR_INPUT, "sample_prec = 4097");
+  oracle_dd_config_init(&c);
+  c.sample_columns = -1;
+  expect_dd_error(&in, &c, GDN_ERR_INPUT, "sample_columns = -1");
+  oracle_dd_config_init(&c);
+  c.column_block = -2;
+  expect_dd_error(&in, &c, GDN_ERR_INPUT, "column_block = -2");
+  expect_dd_error(&in, NULL, GDN_ERR_INTERNAL, "config");
+  /* The extremes of the range work. */
+  oracle_dd_config_init(&c);
+  c.sample_prec = ORACLE_PREC_MIN;
+  gdn_outputs out;
+  oracle_dd_certificate cert;
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_outputs_init(&out);
+  ck_assert_int_eq(oracle_run_dd(&in, &c, &out, &cert, &e), GDN_OK);
+  ck_assert_int_eq(cert.check_bits, ORACLE_PREC_MIN);
+  gdn_outputs_clear(&out);
+  /* NULL arguments are caller bugs. */
+  oracle_dd_config_init(&c);
+  filled(&out);
+  ck_assert_int_eq(oracle_run_dd(&in, &c, &out, NULL, &e), GDN_ERR_INTERNAL);
+  assert_cleared(&out);
+  ck_assert_int_eq(oracle_run_dd(&in, &c, NULL, &cert, &e), GDN_ERR_INTERNAL);
+  ck_assert(cert_zero(&cert));
+  filled(&out);
+  ck_assert_int_eq(oracle_run_dd(NULL, &c, &out, &cert, &e), GDN_ERR_INTERNAL);
+  assert_cleared(&out);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
+START_TEST(bad_inputs_as_mpfr) {
+  gdn_shape s = {1, 5, 1, 2, 4, 4};
+  gdn_inputs in;
+  otu_synth(&in, s, GDN_SYNTH_H0, 1);
+  in.v[7] = NAN;
+  expect_same_refusal(&in, "input v");
+  in.v[7] = 0;
+  in.h0[3] = INFINITY;
+  expect_same_refusal(&in, "input h0");
+  in.h0[3] = 0;
+  in.beta[2] = 2.5f;
+  expect_same_refusal(&in, "beta");
+  in.beta[2] = 0.5f;
+  in.q[1] = -INFINITY;
+  expect_same_refusal(&in, "input q");
+  in.q[1] = 0.5f;
+  in.has_scale = 1;
+  in.scale = NAN;
+  expect_same_refusal(&in, "scale");
+  in.has_scale = 0;
+  float *k = in.k;
+  in.k = NULL;
+  expect_same_refusal(&in, "input k is missing");
+  in.k = k;
+  in.shape.Hk = 3;
+  expect_same_refusal(&in, "Hk = 3");
+  in.shape.Hk = 1;
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
+/* Binary64's range: exp(800) overflows binary64 but not MPFR; a positive
+ * gate of +4 held for 200 tokens grows the state by e^800.  Both are
+ * refused by the dd tier naming where, and computed by the MPFR tier. */
+START_TEST(binary64_range) {
+  gdn_shape s = {1, 6, 1, 2, 4, 4};
+  gdn_inputs in;
+  otu_synth(&in, s, GDN_SYNTH_H0, 3);
+  oracle_dd_config dc;
+  oracle_dd_config_init(&dc);
+  in.g[3 * 2 + 1] = 800.0f;
+  expect_dd_error(&in, &dc, GDN_ERR_INPUT, "value head 1, token t=3");
+  expect_dd_error(&in, &dc, GDN_ERR_INPUT, "binary64's exponent range");
+  gdn_outputs mp;
+  oracle_config mc = otu_cfg(128, ORACLE_FORM_TOKEN, 0);
+  otu_run(&in, &mc, &mp);
+  gdn_outputs_clear(&mp);
+  /* Beyond MPFR's range too: the dd tier's check comes first. */
+  in.g[3 * 2 + 1] = 3e38f;
+  expect_dd_error(&in, &dc, GDN_ERR_INPUT, "value head 1, token t=3");
+  gdn_inputs_clear(&in);
+
+  gdn_shape s2 = {1, 200, 1, 1, 4, 4};
+  otu_synth(&in, s2, GDN_SYNTH_H0, 3);
+  for (size_t i = 0; i < gdn_shape_numel_gate(&s2); i++) in.g[i] = 4.0f;
+  expect_dd_error(&in, &dc, GDN_ERR_INPUT, "binary64's exponent range");
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
+/* Every allocation of a run failing in turn. */
+static void alloc_failures(int64_t ns, int threads) {
+  gdn_threads_set(threads);
+  gdn_shape s = {1, 9, 1, 2, 4, 12};
+  gdn_inputs in;
+  otu_synth(&in, s, GDN_SYNTH_H0, 2);
+  oracle_dd_config cfg;
+  oracle_dd_config_init(&cfg);
+  cfg.sample_columns = ns;
+  cfg.column_block = 4; /* several items per head */
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_outputs ref;
+  gdn_outputs_init(&ref);
+  oracle_dd_certificate cref, cert;
+  ck_assert_int_eq(oracle_run_dd(&in, &cfg, &ref, &cref, &e), GDN_OK);
+  long sites = 0;
+  for (long n = 1;; n++) {
+    ck_assert_msg(n < 1000, "still failing after 1000 allocations");
+    gdn_error_init(&e);
+    gdn_outputs out;
+    filled(&out);
+    long live0 = atomic_load(&live);
+    gdn_alloc_fail_after(n);
+    int rc = oracle_run_dd(&in, &cfg, &out, &cert, &e);
+    gdn_alloc_fail_after(0);
+    ck_assert_msg(atomic_load(&live) == live0, "allocation %ld failing leaks %ld GMP bytes", n,
+                  atomic_load(&live) - live0);
+    if (rc == GDN_OK) {
+      ck_assert(otu_identical(&out, &ref));
+      ck_assert_int_eq(cert.certified_bits, cref.certified_bits);
+      gdn_outputs_clear(&out);
+      break;
+    }
+    sites++;
+    ck_assert_msg(rc == GDN_ERR_NOMEM, "allocation %ld failing: code %d (%s)", n, rc, e.msg);
+    ck_assert_msg(strstr(e.msg, "out of memory") && (strstr(e.msg, "oracle") || strstr(e.msg, "output")),
+                  "allocation %ld failing: message '%s'", n, e.msg);
+    assert_cleared(&out);
+    ck_assert(cert_zero(&cert));
+  }
+  /* outputs (2), items, item status, workers; per worker the dd buffer,
+   * its MPFR numbers and the two bound accumulators, and with a sample its
+   * MPFR workspace, scratch and two certificate accumulators. */
+  long expect = 5 + threads * (ns > 0 ? 8 : 4);
+  ck_assert_msg(sites == expect, "sample %lld threads %d: %ld allocation sites, expected %ld",
+                (long long)ns, threads, sites, expect);
+  gdn_outputs_clear(&ref);
+  gdn_inputs_clear(&in);
+  gdn_threads_set(2);
+}
+
+START_TEST(alloc_failures_sampled) { alloc_failures(2, 1); }
+END_TEST
+START_TEST(alloc_failures_sampled_2threads) { alloc_failures(2, 2); }
+END_TEST
+START_TEST(alloc_failures_unsampled) { alloc_failures(0, 1); }
+END_TEST
+
+/* Peak live GMP bytes and gdn_alloc allocations of one run. */
+static void usage_of(const gdn_inputs *in, long *gmp_peak, long *allocs) {
+  long base = atomic_load(&live);
+  atomic_store(&peak, base);
+  long a0 = gdn_alloc_count();
+  oracle_dd_config c;
+  oracle_dd_config_init(&c);
+  gdn_outputs out;
+  oracle_dd_certificate cert;
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_outputs_init(&out);
+  ck_assert_int_eq(oracle_run_dd(in, &c, &out, &cert, &e), GDN_OK);
+  *allocs = gdn_alloc_count() - a0;
+  gdn_outputs_clear(&out);
+  ck_assert_msg(atomic_load(&live) == base, "GMP heap: %ld bytes left after the run",
+                atomic_load(&live) - base);
+  *gmp_peak = atomic_load(&peak) - base;
+}
+
+START_TEST(memory_flat_in_T) {
+  gdn_threads_set(1); /* with several threads the peak depends on timing */
+  long peaks[3], allocs[3];
+  const int64_t Ts[3] = {64, 64, 1024}; /* a warm-up run first (MPFR's one-time allocation) */
+  for (int i = 0; i < 3; i++) {
+    gdn_shape s = {1, Ts[i], 1, 2, 16, 16};
+    gdn_inputs in;
+    otu_synth(&in, s, GDN_SYNTH_H0, 41);
+    usage_of(&in, &peaks[i], &allocs[i]);
+    gdn_inputs_clear(&in);
+  }
+  ck_assert_msg(peaks[1] > 0, "no GMP allocation seen: the counting allocator is not installed");
+  ck_assert_msg(peaks[1] == peaks[2] && allocs[1] == allocs[2],
+                "GMP peak %ld / %ld bytes, %ld / %ld allocations at T = 64 / 1024", peaks[1],
+                peaks[2], allocs[1], allocs[2]);
+  gdn_threads_set(2);
+}
+END_TEST
+
+int main(void) {
+  mp_set_memory_functions(count_alloc, count_realloc, count_free);
+  Suite *su = suite_create("oracle_dd_errors");
+  TCase *tc = tcase_create("dd_errors");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, bad_config);
+  tcase_add_test(tc, bad_inputs_as_mpfr);
+  tcase_add_test(tc, binary64_range);
+  tcase_add_test(tc, alloc_failures_sampled);
+  tcase_add_test(tc, alloc_failures_sampled_2threads);
+  tcase_add_test(tc, alloc_failures_unsampled);
+  tcase_add_test(tc, memory_flat_in_T);
+  suite_add_tcase(su, tc);
+  otu_run_suite(su);
+  return 0;
+}
