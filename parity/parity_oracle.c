@@ -1,5 +1,6 @@
 #include "parity_oracle.h"
 
+#include <inttypes.h>
 #include <string.h>
 #include <time.h>
 
@@ -82,6 +83,16 @@ int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_o
     r->bound_violations = cert.bound_violations;
     r->sampled_columns = cert.sampled_columns;
     r->total_columns = cert.total_columns;
+    if (cert.bound_violations > 0) {
+      /* The sampled MPFR columns fell outside the dd tier's own proven
+       * error bound: the reference cannot be trusted, so nothing is judged
+       * against it. */
+      gdn_outputs_clear(&r->out);
+      return gdn_error_set(e, GDN_ERR_INTERNAL,
+                           "dd oracle: %" PRId64 " sampled element%s exceeded the tier's error bound; "
+                           "the reference is not trustworthy (rerun with --oracle mpfr)",
+                           cert.bound_violations, cert.bound_violations == 1 ? "" : "s");
+    }
   } else {
     oracle_config cfg;
     oracle_config_init(&cfg);

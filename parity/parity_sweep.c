@@ -57,6 +57,7 @@ static int nomem(gdn_error *e) {
 int parity_doc_init(parity_doc *d, const char *command, const parity_policy *policy, gdn_error *e) {
   memset(d, 0, sizeof *d);
   d->min_certified = -1;
+  d->min_guaranteed = -1;
   d->t_start = now();
   d->root = json_object();
   d->inputs = json_array();
@@ -105,12 +106,18 @@ int parity_doc_finish(parity_doc *d, int reproducible, gdn_error *e) {
   json_object_set_new(root, "pass", json_boolean(pass));
   json_object_set_new(root, "exit_status", json_integer(pass ? 0 : 1));
   if (d->have_oracle) {
-    json_t *or = json_pack("{sssssi}", "tier", parity_oracle_tier_name(d->tier), "form", "token",
-                           "precision_bits", d->precision_bits);
+    /* Over all inputs: the tier (or "mixed", then each input says its own),
+     * the weakest certificate, how much of the state it covers. */
+    json_t *or = json_pack("{sssssi}", "tier", d->mixed_tiers ? "mixed" : parity_oracle_tier_name(d->tier),
+                           "form", "token", "precision_bits", d->precision_bits);
     /* A fixture's stored oracle records its certified bits but not the
      * precision it was checked at. */
     if (or && d->check_bits > 0) json_object_set_new(or, "check_bits", json_integer(d->check_bits));
     if (or) json_object_set_new(or, "certified_bits", json_integer(d->min_certified));
+    if (or && d->min_guaranteed >= 0)
+      json_object_set_new(or, "guaranteed_bits", json_integer(d->min_guaranteed));
+    if (or) json_object_set_new(or, "sampled_columns", json_integer(d->sampled_columns));
+    if (or) json_object_set_new(or, "total_columns", json_integer(d->total_columns));
     json_object_set_new(root, "oracle", or);
   }
   json_object_set(root, "policy", json_object_get(d->root, "policy"));
@@ -578,8 +585,18 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
   bad |= parity_json_set(ji, "bf16_inputs", bfl);
   if (x.has_ref) {
     bad |= parity_json_set(ji, "oracle_tier", json_string(parity_oracle_tier_name(ref->tier)));
+    if (ref->requested != ref->tier && ref->requested == PARITY_ORACLE_AUTO)
+      bad |= parity_json_set(ji, "oracle_tier_requested", json_string("auto"));
     bad |= parity_json_set(ji, "oracle_from_fixture", json_boolean(ref->from_fixture));
+    bad |= parity_json_set(ji, "oracle_precision_bits", json_integer(ref->precision_bits));
     bad |= parity_json_set(ji, "oracle_certified_bits", json_integer(ref->certified_bits));
+    bad |= parity_json_set(ji, "oracle_sampled_columns", json_integer(ref->sampled_columns));
+    bad |= parity_json_set(ji, "oracle_total_columns", json_integer(ref->total_columns));
+    if (ref->tier == PARITY_ORACLE_DD) {
+      bad |= parity_json_set(ji, "oracle_normwise_bits", json_integer(ref->normwise_bits));
+      bad |= parity_json_set(ji, "oracle_guaranteed_bits", json_integer(ref->guaranteed_bits));
+      bad |= parity_json_set(ji, "oracle_bound_violations", json_integer(ref->bound_violations));
+    }
   }
   if (n_ext) {
     json_t *names = json_array();
@@ -588,8 +605,13 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
   }
   if (bad || json_array_append_new(d->inputs, ji)) return nomem(e);
   if (x.has_ref) {
+    if (d->have_oracle && d->tier != ref->tier) d->mixed_tiers = 1;
     d->have_oracle = 1;
     d->tier = ref->tier;
+    d->sampled_columns += ref->sampled_columns;
+    d->total_columns += ref->total_columns;
+    if (ref->tier == PARITY_ORACLE_DD && (d->min_guaranteed < 0 || ref->guaranteed_bits < d->min_guaranteed))
+      d->min_guaranteed = ref->guaranteed_bits;
     d->precision_bits = ref->precision_bits;
     if (ref->check_bits > d->check_bits) d->check_bits = ref->check_bits;
     if (d->min_certified < 0 || ref->certified_bits < d->min_certified)
@@ -608,9 +630,22 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
             : o->ftz < 0 ? ", subnormals flushed to zero (on by default in the bf16 modes, as on TPU; --no-ftz turns it off)"
                          : ", subnormals flushed to zero");
     if (x.has_ref)
-      fprintf(o->log, "reference: %s oracle at %d bits%s, certified %d bits (checked at %d)\n",
-              parity_oracle_tier_name(ref->tier), ref->precision_bits,
-              ref->from_fixture ? " (from the fixture)" : "", ref->certified_bits, ref->check_bits);
+    {
+      if (ref->tier == PARITY_ORACLE_DD)
+        fprintf(o->log,
+                "reference: dd oracle (double-double, %d bits)%s: certified %d bits (normwise %d) on %" PRId64
+                " of %" PRId64 " state columns against MPFR at %d bits; every column within a proven %d bits\n",
+                ref->precision_bits,
+                ref->requested == PARITY_ORACLE_AUTO ? ", chosen by --oracle auto for this size" : "",
+                ref->certified_bits, ref->normwise_bits, ref->sampled_columns, ref->total_columns,
+                ref->check_bits, ref->guaranteed_bits);
+      else if (ref->from_fixture)
+        fprintf(o->log, "reference: the fixture's MPFR oracle (%d bits, certified %d bits)\n",
+                ref->precision_bits, ref->certified_bits);
+      else
+        fprintf(o->log, "reference: mpfr oracle at %d bits, certified %d bits (checked at %d)\n",
+                ref->precision_bits, ref->certified_bits, ref->check_bits);
+    }
     else
       fprintf(o->log, "reference: none (--oracle none): affine-prefix is judged against the scan only\n");
   }

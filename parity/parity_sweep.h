@@ -73,7 +73,9 @@ typedef struct parity_input_info {
 typedef struct parity_doc {
   json_t *root, *inputs, *cases;
   size_t n_cases, n_failed;
-  int have_oracle, min_certified, precision_bits, check_bits;
+  int have_oracle, min_certified, precision_bits, check_bits, min_guaranteed;
+  int mixed_tiers; /* inputs were judged against different tiers */
+  int64_t sampled_columns, total_columns;
   parity_oracle_tier tier;
   double t_start, t_oracle, t_kernels;
 } parity_doc;

@@ -374,6 +374,14 @@ static void environment(report_buf *b, const report_summary *s) {
       report_num_format(t, cert, 4);
       report_buf_printf(b, ", <b>certified bits %s</b> (min over the inputs)", t);
     }
+    /* A sampled certificate (the dd tier) says how much of the state it
+     * covers and what the proven bound gives everywhere else. */
+    long long sc = report_doc_int(o, "sampled_columns", -1), tc = report_doc_int(o, "total_columns", -1);
+    if (sc >= 0 && tc > 0 && sc < tc)
+      report_buf_printf(b, ", certified on %lld of %lld state columns (a sample checked against MPFR)",
+                        sc, tc);
+    long long gb = report_doc_int(o, "guaranteed_bits", -1);
+    if (gb >= 0) report_buf_printf(b, "; every column within a proven %lld bits (running error bound)", gb);
   }
   kv_row_end(b);
   kv_row_begin(b, "Policy");

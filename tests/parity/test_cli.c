@@ -3,6 +3,7 @@
  * of the gdn-parity binary. */
 #include <check.h>
 #include <jansson.h>
+#include <math.h>
 #include <sys/stat.h>
 
 #include "cli_run.h"
@@ -173,6 +174,47 @@ START_TEST(oracle_none) {
 }
 END_TEST
 
+/* Oracle tiers: auto picks MPFR for a small case; dd reports a sampled
+ * certificate and a proven bound, and judges the same as MPFR would. */
+START_TEST(oracle_tiers) {
+  char j1[] = "/tmp/gdn-tier-XXXXXX.json", j2[] = "/tmp/gdn-tier-XXXXXX.json";
+  close(mkstemps(j1, 5));
+  close(mkstemps(j2, 5));
+  cli_result r;
+  RUN(&r, "--shape", "1,256,2,16", "--gates", "slow", "--chunk", "32", "--devices", "1,4", "--json", j1, "--reproducible");
+  ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+  RUN(&r, "--shape", "1,256,2,16", "--gates", "slow", "--chunk", "32", "--devices", "1,4", "--oracle", "dd",
+      "--json", j2, "--reproducible");
+  ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "dd oracle (double-double, 106 bits)"));
+  char *a = read_file(j1), *b = read_file(j2);
+  json_t *da = json_loads(a, 0, NULL), *db = json_loads(b, 0, NULL);
+  json_t *oa = json_object_get(da, "oracle"), *ob = json_object_get(db, "oracle");
+  ck_assert_str_eq(json_string_value(json_object_get(oa, "tier")), "mpfr");
+  ck_assert_int_eq(json_integer_value(json_object_get(oa, "sampled_columns")),
+                   json_integer_value(json_object_get(oa, "total_columns")));
+  ck_assert_str_eq(json_string_value(json_object_get(ob, "tier")), "dd");
+  ck_assert_int_eq(json_integer_value(json_object_get(ob, "precision_bits")), 106);
+  /* 2 sampled columns per head, of Dv = 16 per head, 2 heads. */
+  ck_assert_int_eq(json_integer_value(json_object_get(ob, "sampled_columns")), 4);
+  ck_assert_int_eq(json_integer_value(json_object_get(ob, "total_columns")), 32);
+  ck_assert(json_integer_value(json_object_get(ob, "certified_bits")) >= 80);
+  ck_assert(json_integer_value(json_object_get(ob, "guaranteed_bits")) >= 53);
+  /* The reference agrees to far below float32 round-off, so the kernels'
+   * errors measured against either tier are the same numbers to 1e-9. */
+  json_t *ca = json_array_get(json_object_get(da, "cases"), 1), *cb = json_array_get(json_object_get(db, "cases"), 1);
+  double ea = json_real_value(json_object_get(json_object_get(json_object_get(json_object_get(ca, "impls"), "affine-prefix"), "o"), "rel_fro"));
+  double eb = json_real_value(json_object_get(json_object_get(json_object_get(json_object_get(cb, "impls"), "affine-prefix"), "o"), "rel_fro"));
+  ck_assert_msg(fabs(ea - eb) <= 1e-9 * ea, "%g vs %g", ea, eb);
+  json_decref(da);
+  json_decref(db);
+  free(a);
+  free(b);
+  unlink(j1);
+  unlink(j2);
+}
+END_TEST
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: test_cli PATH-TO-gdn-parity\n");
@@ -186,6 +228,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, help_lists_every_option);
   tcase_add_test(tc, run_writes_contract_json_deterministically);
   tcase_add_test(tc, oracle_none);
+  tcase_add_test(tc, oracle_tiers);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
