@@ -7,6 +7,7 @@
 
 #include "gdn_alloc.h"
 #include "gdn_cli.h"
+#include "parity_json.h"
 
 static int apply_heads(parity_synth_spec *sp, int64_t hk, int64_t dv, const char *where,
                        gdn_error *e) {
@@ -113,14 +114,9 @@ static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
                                      "input_dtype", "gates", "chunk", "devices", "prefix", "dtype",
                                      "matmul_precision", "ftz", NULL};
   if (!json_is_object(en)) return gdn_error_set(e, GDN_ERR_INPUT, "%s: not an object", where);
-  const char *k;
   json_t *v;
-  json_object_foreach(en, k, v) {
-    int ok = 0;
-    for (int i = 0; keys[i]; i++) ok |= !strcmp(k, keys[i]);
-    if (!ok) return gdn_error_set(e, GDN_ERR_INPUT, "%s: unknown key \"%s\"", where, k);
-  }
   int rc;
+  if ((rc = parity_json_check_keys(en, keys, where, "", e))) return rc;
   const char *shape = json_string_value(json_object_get(en, "shape"));
   if (!shape)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"shape\" (a string \"B,T,H,D\") is required", where);
@@ -221,19 +217,15 @@ int parity_grid_parse(parity_grid *g, const char *text, const char *source,
                          je.column, je.text);
   int rc = GDN_OK;
   json_t *entries = json_object_get(root, "entries");
-  const char *k;
-  json_t *v;
   if (!json_is_object(root) || !json_is_array(entries) || json_array_size(entries) == 0) {
     rc = gdn_error_set(e, GDN_ERR_INPUT, "grid %s: expected an object with \"entries\", a non-empty list",
                        source);
     goto done;
   }
-  json_object_foreach(root, k, v) {
-    if (strcmp(k, "name") && strcmp(k, "description") && strcmp(k, "entries")) {
-      rc = gdn_error_set(e, GDN_ERR_INPUT, "grid %s: unknown top-level key \"%s\"", source, k);
-      goto done;
-    }
-  }
+  static const char *const top[] = {"name", "description", "entries", NULL};
+  char where[300];
+  snprintf(where, sizeof where, "grid %s", source);
+  if ((rc = parity_json_check_keys(root, top, where, "top-level ", e))) goto done;
   size_t n = json_array_size(entries);
   g->entries = gdn_calloc(n, sizeof *g->entries, "grid entries", e);
   if (!g->entries) {
@@ -244,7 +236,6 @@ int parity_grid_parse(parity_grid *g, const char *text, const char *source,
     parity_grid_entry *ge = &g->entries[i];
     ge->spec = *base;
     ge->opts = *base_opts;
-    char where[300];
     snprintf(where, sizeof where, "grid %s: entry %zu", source, i);
     if ((rc = entry_parse(json_array_get(entries, i), where, ge, base, e))) goto done;
   }

@@ -1,6 +1,7 @@
 #include "parity_json.h"
 
 #include <math.h>
+#include <string.h>
 
 json_t *parity_json_real(double x) {
   if (isnan(x)) return json_string("nan");
@@ -45,4 +46,16 @@ json_t *parity_json_metrics(const parity_metrics *m, int o_like) {
     return NULL;
   }
   return o;
+}
+
+int parity_json_check_keys(const json_t *obj, const char *const *allowed, const char *where,
+                           const char *kind, gdn_error *e) {
+  const char *k;
+  json_t *v;
+  json_object_foreach((json_t *)obj, k, v) {
+    int ok = 0;
+    for (int i = 0; allowed[i] && !ok; i++) ok = !strcmp(k, allowed[i]);
+    if (!ok) return gdn_error_set(e, GDN_ERR_INPUT, "%s: unknown %skey \"%s\"", where, kind, k);
+  }
+  return GDN_OK;
 }

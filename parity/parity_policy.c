@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gdn_alloc.h"
+#include "parity_json.h"
 
 static const char *const metric_names[] = {"rel_fro", "max_abs", "max_rel", "max_ulp",
                                            "median_ulp", NULL};
@@ -144,14 +145,10 @@ static int parse_rule(json_t *r, size_t ri, const char *src, parity_rule *out, g
   memset(out, 0, sizeof *out);
   if (!json_is_object(r))
     return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu is not an object", src, ri);
-  const char *key;
-  json_t *val;
-  json_object_foreach(r, key, val) {
-    int ok = 0;
-    for (int j = 0; allowed[j]; j++) ok |= !strcmp(key, allowed[j]);
-    if (!ok)
-      return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu: unknown key \"%s\"", src, ri, key);
-  }
+  char where[600];
+  snprintf(where, sizeof where, "policy %s: rule %zu", src, ri);
+  int krc = parity_json_check_keys(r, allowed, where, "", e);
+  if (krc) return krc;
   const char *id = json_string_value(json_object_get(r, "id"));
   if (!id || !*id || strlen(id) >= sizeof out->id)
     return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu: \"id\" must be a string of 1..%zu characters",
@@ -242,15 +239,10 @@ int parity_policy_parse(parity_policy *p, const char *text, const char *source, 
   int rc = GDN_OK;
   json_t *rules = json_object_get(root, "rules");
   const char *name = json_string_value(json_object_get(root, "name"));
-  const char *key;
-  json_t *val;
-  json_object_foreach(root, key, val) {
-    if (strcmp(key, "name") && strcmp(key, "description") && strcmp(key, "rules") &&
-        strcmp(key, "version")) {
-      rc = gdn_error_set(e, GDN_ERR_INPUT, "policy %s: unknown top-level key \"%s\"", source, key);
-      goto done;
-    }
-  }
+  static const char *const top[] = {"name", "description", "rules", "version", NULL};
+  char where[600];
+  snprintf(where, sizeof where, "policy %s", source);
+  if ((rc = parity_json_check_keys(root, top, where, "top-level ", e))) goto done;
   if (!json_is_object(root) || !name || !json_is_array(rules) || json_array_size(rules) == 0) {
     rc = gdn_error_set(e, GDN_ERR_INPUT,
                        "policy %s: expected an object with \"name\" (string) and \"rules\" (non-empty list)",
