@@ -1,17 +1,37 @@
-/* bench_kernels: GFLOP/s of the float32 kernels at Qwen 3.5's head size.
+/* bench_kernels: the float32 kernels' speed, every figure next to a peer
+ * measured in the same run.
  *
- *   bench_kernels [T [REPS]]   (default T = 65536, REPS = 1; B = 1,
- *                               Dk = Dv = 128, C = 64)
+ *   bench_kernels [--T N] [--reps N] [--heads H[,H...]] [--devices D[,D...]]
+ *                 [--threads N] [--modes-heads H] [--torch FILE] [--json FILE]
+ *                 [--label TEXT] [--no-modes]
  *
- * Figures: kern_scan and kern_affine_prefix (D = 1, 4, 16) at H = 1 and
- * H = 4 value heads (Hk = Hv), with 1 thread and with all threads.  One line
- * per figure: the best of REPS calls (each call's time includes allocating
- * and writing `out`, as a caller sees it).  Then the float32 scan (H = 1,
- * 1 thread) in each matmul precision mode -- ieee, default, high, highest
- * (kern_mm.h: 1, 1, 3, 6 gemm passes over bfloat16 parts, plus splitting)
- * -- with its time relative to ieee; the GFLOP/s column of those lines
- * counts the algorithm's flops once, whatever the passes.  Not run by
- * `meson test`.
+ * Defaults: T = 65536, REPS = 3, heads 4,1 (B = 1, Hk = Hv, Dk = Dv = 128,
+ * C = 64), devices 1,4,16, threads = all cores.
+ *
+ * Sections (each also in the JSON document):
+ *  1. peak    OpenBLAS cblas_sgemm of 512 x 512 x 512 (row-major, float32), 1
+ *             thread and N threads: the machine's practical float32 peak.
+ *             It is measured again right before every kernel figure and the
+ *             best of all those measurements is the peak (a conservative
+ *             denominator on a machine whose speed drifts).  Only with
+ *             OpenBLAS (bench/meson.build finds it; the library never links
+ *             it); without it the percentages are left out.
+ *  2. ieee    kern_scan and kern_affine_prefix (each device count) in IEEE
+ *             mode, per head count, with 1 thread and with N: seconds (best
+ *             of REPS calls, each including the allocation of `out`, as a
+ *             caller sees it), GFLOP/s, % of the peak at the same thread
+ *             count, and the N-thread speedup over 1 thread.  At H = 1 the N
+ *             threads scan the one head as a team (kern_scan_tmpl.h).
+ *  3. modes   kern_scan and kern_affine_prefix (the middle device count) at
+ *             --modes-heads heads (default the first of --heads) and N
+ *             threads in every matmul mode: ieee, default (1 bf16 pass),
+ *             high (3), highest (6), with ftz off, and highest with ftz on
+ *             (gdn-parity's default for the pass modes): seconds and the
+ *             ratio to ieee.  GFLOP/s there counts the algorithm's flops
+ *             once, whatever the passes.
+ *  4. torch   with --torch FILE (written by bench/peer_torch.py for the same
+ *             shape and thread count): the PyTorch peer's seconds next to
+ *             kern_scan's at that shape and thread count, and the ratio.
  *
  * FLOP count (per head, per chunk of C tokens; Dk, Dv head dims), counted
  * from the algorithm as the kernels execute it (kernels/kern_chunk_tmpl.h):
@@ -35,15 +55,28 @@
  * At D = 1 the affine kernel computes no fold (kern.h), so its count is the
  * scan's.  For C = 64, Dk = Dv = 128 the scan is 11.76 MFLOP per chunk, of
  * which 98 % in kern_gemm; the fold adds 15.93 MFLOP.
+ *
+ * Built against the library of another revision (scripts/bench.sh
+ * --baseline REV compiles this file with -DBENCH_BASELINE against that
+ * revision's kernels), it measures that revision the same way.
+ * Not run by `meson test`.
  */
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+#include <jansson.h>
 
 #include "gdn_synth.h"
 #include "gdn_threads.h"
 #include "kern.h"
+
+#ifdef BENCH_OPENBLAS
+#include <cblas.h>
+#endif
 
 static double now(void) {
   struct timespec t;
@@ -70,7 +103,6 @@ static double flops_fold_chunk(double C, double Dk, double Dv) {
   double compose = 2 * Dk * Dk * Dk + 2 * Dk * Dk * Dv + Dk * Dv;
   return flops_wy(C, Dk, Dv) + kt + an + bn + compose;
 }
-
 static double flops(const gdn_shape *s, int64_t C, int64_t D, int affine) {
   double N = (double)gdn_shape_chunks(s, C), heads = (double)(s->B * s->Hv);
   double Dk = (double)s->Dk, Dv = (double)s->Dv, c = (double)C;
@@ -82,22 +114,88 @@ static double flops(const gdn_shape *s, int64_t C, int64_t D, int affine) {
   return f * heads;
 }
 
-/* Returns the best time of REPS calls in *best (NULL: not wanted). */
-static int run_mode(const gdn_inputs *in, int64_t C, int64_t D, int affine, int threads, int reps,
-                    kern_matmul mm, double *best) {
+/* ---- the peer: OpenBLAS sgemm 512^3 ------------------------------------ */
+
+typedef struct peak {
+  double gflops[2]; /* [0]: 1 thread, [1]: N threads; 0 when not measured */
+  int threads[2];
+} peak;
+
+#ifdef BENCH_OPENBLAS
+static float *sg_a, *sg_b, *sg_c;
+#endif
+
+/* Best GFLOP/s of `reps` sgemm 512^3 at `threads`; 0 without OpenBLAS. */
+static double sgemm_gflops(int threads, int reps) {
+#ifdef BENCH_OPENBLAS
+  const int n = 512;
+  if (!sg_a) {
+    sg_a = malloc(sizeof(float) * n * n);
+    sg_b = malloc(sizeof(float) * n * n);
+    sg_c = malloc(sizeof(float) * n * n);
+    if (!sg_a || !sg_b || !sg_c) return 0;
+    for (int i = 0; i < n * n; i++) {
+      sg_a[i] = (float)((i * 7) % 13) * 0.1f - 0.6f;
+      sg_b[i] = (float)((i * 5) % 11) * 0.1f - 0.5f;
+    }
+  }
+  openblas_set_num_threads(threads);
+  double best = 0;
+  for (int r = 0; r < reps + 2; r++) { /* two warm-up calls */
+    double t0 = now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, sg_a, n, sg_b, n, 0.0f,
+                sg_c, n);
+    double g = 2.0 * n * n * n / (now() - t0) * 1e-9;
+    if (r >= 2 && g > best) best = g;
+  }
+  return best;
+#else
+  (void)threads;
+  (void)reps;
+  return 0;
+#endif
+}
+
+static void peak_update(peak *pk, int which, int threads) {
+  double g = sgemm_gflops(threads, 10);
+#ifdef BENCH_OPENBLAS
+  /* OpenBLAS's idle worker threads spin for a while (scripts/bench.sh sets
+   * OPENBLAS_THREAD_TIMEOUT short); let them go to sleep before a kernel runs */
+  if (threads > 1) nanosleep(&(struct timespec){0, 200000000}, NULL);
+#endif
+  pk->threads[which] = threads;
+  if (g > pk->gflops[which]) pk->gflops[which] = g;
+}
+
+/* ---- kernel figures ------------------------------------------------------- */
+
+typedef struct figure {
+  const char *kernel; /* "scan", "affine-prefix" */
+  int64_t H, D;
+  int threads;
+  kern_matmul mm;
+  int ftz;
+  double seconds, gflop;
+} figure;
+
+/* Best seconds of `reps` calls (each including the allocation of out). */
+static int time_kernel(const gdn_inputs *in, const char *kernel, int64_t D, kern_matmul mm,
+                       int ftz, int threads, int reps, double *best) {
   kern_config cfg;
   kern_config_init(&cfg);
   cfg.dtype = GDN_DTYPE_F32;
   cfg.matmul = mm;
-  cfg.chunk = C;
+  cfg.ftz = ftz;
+  cfg.chunk = 64;
   cfg.devices = D;
   gdn_threads_set(threads);
-  gdn_outputs out;
-  gdn_outputs_init(&out);
   gdn_error e;
   gdn_error_init(&e);
-  double t = 0;
+  const int affine = !strcmp(kernel, "affine-prefix");
+  *best = 0;
   for (int r = 0; r < reps; r++) {
+    gdn_outputs out;
+    gdn_outputs_init(&out);
     double t0 = now();
     int rc = affine ? kern_affine_prefix(in, &cfg, &out, &e) : kern_scan(in, &cfg, &out, &e);
     double dt = now() - t0;
@@ -106,69 +204,237 @@ static int run_mode(const gdn_inputs *in, int64_t C, int64_t D, int affine, int 
       fprintf(stderr, "bench_kernels: %s\n", e.msg);
       return rc;
     }
-    t = r == 0 || dt < t ? dt : t;
+    if (r == 0 || dt < *best) *best = dt;
   }
-  const gdn_shape *s = &in->shape;
-  double f = flops(s, C, D, affine);
-  char name[48];
-  if (mm == KERN_MATMUL_IEEE)
-    snprintf(name, sizeof name, affine ? "affine-prefix D=%ld" : "scan", (long)D);
-  else
-    snprintf(name, sizeof name, "scan matmul=%s", kern_matmul_name(mm));
-  printf("%-20s float32 B=%ld T=%ld H=%ld Dk=%ld Dv=%ld C=%ld threads=%d: %7.2f GFLOP in %7.3f s "
-         "= %6.2f GFLOP/s",
-         name, (long)s->B, (long)s->T, (long)s->Hv, (long)s->Dk, (long)s->Dv, (long)C, threads,
-         f * 1e-9, t, f * 1e-9 / t);
-  if (best) *best = t;
   return 0;
 }
 
-static int run(const gdn_inputs *in, int64_t C, int64_t D, int affine, int threads, int reps) {
-  int rc = run_mode(in, C, D, affine, threads, reps, KERN_MATMUL_IEEE, NULL);
-  if (!rc) printf("\n");
-  fflush(stdout);
-  return rc;
+static json_t *figure_json(const figure *f, const peak *pk, int all) {
+  json_t *o = json_pack("{sssIsIsisssbsfsfsf}", "kernel", f->kernel, "H", (json_int_t)f->H,
+                        "devices", (json_int_t)f->D, "threads", f->threads, "matmul",
+                        kern_matmul_name(f->mm), "ftz", f->ftz, "seconds", f->seconds, "gflop",
+                        f->gflop, "gflops", f->gflop / f->seconds);
+  double p = pk->gflops[f->threads == 1 ? 0 : 1];
+  if (o && p > 0 && (f->threads == 1 || f->threads == all))
+    json_object_set_new(o, "pct_of_openblas", json_real(100.0 * f->gflop / f->seconds / p));
+  return o;
+}
+
+static int parse_list(const char *s, int64_t *v, int max) {
+  int n = 0;
+  while (s && *s && n < max) {
+    char *end;
+    long long x = strtoll(s, &end, 10);
+    if (end == s || x < 1) return -1;
+    v[n++] = x;
+    s = *end == ',' ? end + 1 : end;
+    if (*end && *end != ',') return -1;
+  }
+  return n;
+}
+
+static void machine_json(json_t *root) {
+  char model[256] = "unknown", line[512];
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "model name", 10)) {
+      char *c = strchr(line, ':');
+      if (c) {
+        snprintf(model, sizeof model, "%s", c + 2);
+        model[strcspn(model, "\n")] = 0;
+      }
+      break;
+    }
+  if (f) fclose(f);
+  double l1 = -1, l5 = -1, l15 = -1;
+  f = fopen("/proc/loadavg", "r");
+  if (f && fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) != 3) l1 = l5 = l15 = -1;
+  if (f) fclose(f);
+  json_object_set_new(root, "machine",
+                      json_pack("{sssisfsfsf}", "cpu", model, "threads", gdn_threads_get(),
+                                "load1_at_start", l1, "load5_at_start", l5, "load15_at_start",
+                                l15));
 }
 
 int main(int argc, char **argv) {
-  int64_t T = argc > 1 ? strtoll(argv[1], NULL, 10) : 65536;
-  int reps = argc > 2 ? atoi(argv[2]) : 1;
-  if (T < 1 || reps < 1) {
-    fprintf(stderr, "usage: bench_kernels [T >= 1 [REPS >= 1]]\n");
-    return 2;
+  int64_t T = 65536;
+  int reps = 3, threads = gdn_threads_get(), no_modes = 0;
+  int64_t heads[8] = {4, 1}, devices[8] = {1, 4, 16}, modes_heads = 0;
+  int nheads = 2, ndev = 3;
+  const char *json_path = NULL, *torch_path = NULL, *label = "";
+  unsigned gates = GDN_SYNTH_SLOW_GATES;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int ok = 1;
+    if (!strcmp(a, "--T") && v) T = strtoll(v, NULL, 10), i++;
+    else if (!strcmp(a, "--reps") && v) reps = atoi(v), i++;
+    else if (!strcmp(a, "--threads") && v) threads = atoi(v), i++;
+    else if (!strcmp(a, "--heads") && v) ok = (nheads = parse_list(v, heads, 8)) > 0, i++;
+    else if (!strcmp(a, "--devices") && v) ok = (ndev = parse_list(v, devices, 8)) > 0, i++;
+    else if (!strcmp(a, "--modes-heads") && v) modes_heads = strtoll(v, NULL, 10), i++;
+    else if (!strcmp(a, "--torch") && v) torch_path = v, i++;
+    else if (!strcmp(a, "--json") && v) json_path = v, i++;
+    else if (!strcmp(a, "--label") && v) label = v, i++;
+    else if (!strcmp(a, "--no-modes")) no_modes = 1;
+    else if (!strcmp(a, "--gates") && v) {
+      ok = !strcmp(v, "slow") || !strcmp(v, "init");
+      gates = strcmp(v, "init") ? GDN_SYNTH_SLOW_GATES : 0;
+      i++;
+    }
+    else ok = 0;
+    if (!ok || T < 1 || reps < 1 || threads < 1) {
+      fprintf(stderr,
+              "usage: bench_kernels [--T N] [--reps N] [--heads H,...] [--devices D,...] "
+              "[--threads N] [--modes-heads H] [--torch FILE] [--json FILE] [--label TEXT] "
+              "[--no-modes]\n");
+      return 2;
+    }
   }
-  const int all = gdn_threads_get();
-  static const int64_t heads[] = {1, 4}, devices[] = {1, 4, 16};
-  for (int hi = 0; hi < 2; hi++) {
+  if (modes_heads < 1) modes_heads = heads[0];
+  json_t *root = json_object(), *jfig = json_array(), *jmodes = json_array(),
+         *jspeed = json_array();
+  json_object_set_new(root, "tool", json_string("bench_kernels"));
+#ifdef BENCH_BASELINE
+  json_object_set_new(root, "baseline", json_true());
+#endif
+  json_object_set_new(root, "label", json_string(label));
+  json_object_set_new(root, "shape", json_pack("{sIsIsIsIsI}", "B", (json_int_t)1, "T",
+                                               (json_int_t)T, "Dk", (json_int_t)128, "Dv",
+                                               (json_int_t)128, "C", (json_int_t)64));
+  machine_json(root);
+  peak pk = {{0, 0}, {1, threads}};
+  peak_update(&pk, 0, 1);
+  if (threads > 1) peak_update(&pk, 1, threads);
+#ifdef BENCH_OPENBLAS
+  printf("peak: OpenBLAS sgemm 512^3  1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s (%s)\n",
+         pk.gflops[0], threads, pk.gflops[threads > 1 ? 1 : 0], openblas_get_config());
+#else
+  printf("peak: OpenBLAS not built in: no percentages\n");
+#endif
+  fflush(stdout);
+
+  double scan_seconds_at[8][2] = {{0}}; /* [head index][1 thread, N threads] */
+  int th_list[2] = {1, threads}, nth = threads > 1 ? 2 : 1;
+  for (int hi = 0; hi < nheads; hi++) {
     gdn_shape s = {1, T, heads[hi], heads[hi], 128, 128};
     gdn_inputs in;
     gdn_inputs_init(&in);
-    gdn_synth_opts o = {1, 0, 0};
+    gdn_synth_opts o = {1, gates, 0};
     gdn_error e;
     gdn_error_init(&e);
     if (gdn_synth_generate(&in, &s, &o, &e)) {
       fprintf(stderr, "bench_kernels: %s\n", e.msg);
       return 3;
     }
-    int th[2] = {1, all};
-    for (int ti = 0; ti < (all > 1 ? 2 : 1); ti++) {
-      if (run(&in, 64, 1, 0, th[ti], reps)) return 3;
-      for (int di = 0; di < 3; di++)
-        if (devices[di] <= gdn_shape_chunks(&s, 64) &&
-            run(&in, 64, devices[di], 1, th[ti], reps))
+    /* ieee figures, 1 thread and N */
+    for (int k = 0; k < 1 + ndev; k++) {
+      const char *kernel = k == 0 ? "scan" : "affine-prefix";
+      const int64_t D = k == 0 ? 1 : devices[k - 1];
+      if (D > gdn_shape_chunks(&s, 64)) continue;
+      double secs[2] = {0, 0};
+      for (int ti = 0; ti < nth; ti++) {
+        peak_update(&pk, ti, th_list[ti]);
+        figure f = {kernel, heads[hi], D, th_list[ti], KERN_MATMUL_IEEE, 0, 0, 0};
+        if (time_kernel(&in, kernel, D, KERN_MATMUL_IEEE, 0, th_list[ti], reps, &f.seconds))
           return 3;
-    }
-    if (hi == 0) { /* the matmul precision modes, float32 scan, 1 thread */
-      double t_ieee = 0;
-      for (int mm = 0; mm < 4; mm++) {
-        double t;
-        if (run_mode(&in, 64, 1, 0, 1, reps, (kern_matmul)mm, &t)) return 3;
-        if (mm == 0) t_ieee = t;
-        printf("  x%.2f vs ieee\n", t / t_ieee);
+        f.gflop = flops(&s, 64, D, k > 0) * 1e-9;
+        secs[ti] = f.seconds;
+        if (k == 0) scan_seconds_at[hi][ti] = f.seconds;
+        double p = pk.gflops[ti];
+        printf("%-14s D=%-3" PRId64 " ieee     H=%" PRId64 " T=%" PRId64 " threads=%d: %7.3f s  "
+               "%6.2f GFLOP/s",
+               kernel, D, heads[hi], T, th_list[ti], f.seconds, f.gflop / f.seconds);
+        if (p > 0) printf("  = %5.1f %% of OpenBLAS sgemm (%d thr)", 100 * f.gflop / f.seconds / p,
+                          th_list[ti]);
+        printf("\n");
         fflush(stdout);
+        json_array_append_new(jfig, figure_json(&f, &pk, threads));
+      }
+      if (nth == 2) {
+        printf("%-14s D=%-3" PRId64 "          H=%" PRId64 ": %d threads / 1 thread speedup x%.2f\n",
+               kernel, D, heads[hi], threads, secs[0] / secs[1]);
+        json_array_append_new(jspeed, json_pack("{sssIsIsisf}", "kernel", kernel, "H",
+                                                (json_int_t)heads[hi], "devices", (json_int_t)D,
+                                                "threads", threads, "speedup", secs[0] / secs[1]));
+      }
+    }
+    /* the matmul modes */
+    if (!no_modes && heads[hi] == modes_heads) {
+      static const struct {
+        kern_matmul mm;
+        int ftz;
+      } md[] = {{KERN_MATMUL_IEEE, 0},    {KERN_MATMUL_DEFAULT, 0}, {KERN_MATMUL_HIGH, 0},
+                {KERN_MATMUL_HIGHEST, 0}, {KERN_MATMUL_HIGHEST, 1}};
+      const int64_t Dm = devices[ndev / 2] <= gdn_shape_chunks(&s, 64) ? devices[ndev / 2] : 1;
+      for (int k = 0; k < 2; k++) {
+        const char *kernel = k == 0 ? "scan" : "affine-prefix";
+        const int64_t D = k == 0 ? 1 : Dm;
+        double t_ieee = 0;
+        for (size_t mi = 0; mi < sizeof md / sizeof md[0]; mi++) {
+          figure f = {kernel, heads[hi], D, threads, md[mi].mm, md[mi].ftz, 0, 0};
+          if (time_kernel(&in, kernel, D, md[mi].mm, md[mi].ftz, threads, reps, &f.seconds))
+            return 3;
+          f.gflop = flops(&s, 64, D, k > 0) * 1e-9;
+          if (mi == 0) t_ieee = f.seconds;
+          printf("%-14s D=%-3" PRId64 " %-7s%s H=%" PRId64 " threads=%d: %7.3f s  %6.2f GFLOP/s  "
+                 "x%.2f the time of ieee\n",
+                 kernel, D, kern_matmul_name(md[mi].mm), md[mi].ftz ? "+ftz" : "    ", heads[hi],
+                 threads, f.seconds, f.gflop / f.seconds, f.seconds / t_ieee);
+          fflush(stdout);
+          json_t *j = figure_json(&f, &pk, threads);
+          json_object_set_new(j, "ratio_to_ieee", json_real(f.seconds / t_ieee));
+          json_array_append_new(jmodes, j);
+        }
       }
     }
     gdn_inputs_clear(&in);
   }
+
+  /* the PyTorch peer */
+  if (torch_path) {
+    json_error_t je;
+    json_t *tj = json_load_file(torch_path, 0, &je);
+    if (!tj) {
+      fprintf(stderr, "bench_kernels: %s: %s\n", torch_path, je.text);
+      return 3;
+    }
+    double ts = json_real_value(json_object_get(tj, "seconds"));
+    int tthr = (int)json_integer_value(json_object_get(tj, "threads"));
+    int64_t tH = json_integer_value(json_object_get(tj, "H")),
+            tT = json_integer_value(json_object_get(tj, "T"));
+    int hi = -1;
+    for (int i = 0; i < nheads; i++)
+      if (heads[i] == tH) hi = i;
+    int ti = tthr == 1 ? 0 : (tthr == threads ? 1 : -1);
+    if (hi < 0 || ti < 0 || tT != T || ts <= 0) {
+      fprintf(stderr, "bench_kernels: %s: the torch run (H=%" PRId64 ", T=%" PRId64
+              ", %d threads) matches no scan figure here\n", torch_path, tH, tT, tthr);
+      return 3;
+    }
+    double ours = scan_seconds_at[hi][ti];
+    printf("torch peer     (%s, float32, H=%" PRId64 " T=%" PRId64 " threads=%d): %.3f s;  "
+           "kern_scan %.3f s;  ours is x%.2f faster\n",
+           json_string_value(json_object_get(tj, "impl")), tH, T, tthr, ts, ours, ts / ours);
+    json_object_set_new(tj, "ours_seconds", json_real(ours));
+    json_object_set_new(tj, "ratio_torch_over_ours", json_real(ts / ours));
+    json_object_set_new(root, "torch", tj);
+  }
+  json_object_set_new(root, "peak_openblas_sgemm_512",
+                      json_pack("{sisfsisf}", "threads_1", pk.threads[0], "gflops_1",
+                                pk.gflops[0], "threads_n", pk.threads[1], "gflops_n",
+                                pk.gflops[threads > 1 ? 1 : 0]));
+  json_object_set_new(root, "ieee", jfig);
+  json_object_set_new(root, "speedup", jspeed);
+  json_object_set_new(root, "modes", jmodes);
+  double l1 = -1;
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f && fscanf(f, "%lf", &l1) != 1) l1 = -1;
+  if (f) fclose(f);
+  json_object_set_new(json_object_get(root, "machine"), "load1_at_end", json_real(l1));
+  if (json_path && json_dump_file(root, json_path, JSON_INDENT(2) | JSON_PRESERVE_ORDER)) {
+    fprintf(stderr, "bench_kernels: cannot write %s\n", json_path);
+    return 3;
+  }
+  json_decref(root);
   return 0;
 }

@@ -3,9 +3,36 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#define GDN_ALLOC_SIZES 1
+#else
+#define GDN_ALLOC_SIZES 0
+#endif
 
 static atomic_long fail_countdown; /* 0: off; k: the k-th call fails */
 static atomic_long alloc_calls;
+
+/* Byte accounting: live and peak bytes (usable sizes, see gdn_alloc.h). */
+static atomic_llong bytes_live, bytes_peak;
+
+static void account(void *p, int sign) {
+#if GDN_ALLOC_SIZES
+  if (!p) return;
+  long long n = (long long)malloc_usable_size(p);
+  long long live = atomic_fetch_add(&bytes_live, sign * n) + sign * n;
+  long long peak = atomic_load(&bytes_peak);
+  while (live > peak && !atomic_compare_exchange_weak(&bytes_peak, &peak, live)) {
+  }
+#else
+  (void)p;
+  (void)sign;
+#endif
+}
+
+long long gdn_alloc_bytes_live(void) { return GDN_ALLOC_SIZES ? atomic_load(&bytes_live) : -1; }
+long long gdn_alloc_bytes_peak(void) { return GDN_ALLOC_SIZES ? atomic_load(&bytes_peak) : -1; }
+void gdn_alloc_peak_reset(void) { atomic_store(&bytes_peak, atomic_load(&bytes_live)); }
 
 void gdn_alloc_fail_after(long n) { atomic_store(&fail_countdown, n > 0 ? n : 0); }
 long gdn_alloc_count(void) { return atomic_load(&alloc_calls); }
@@ -35,6 +62,7 @@ void *gdn_malloc(size_t n, const char *what, gdn_error *e) {
     return NULL;
   }
   void *p = aligned_alloc(64, rounded);
+  account(p, +1);
   if (!p)
     gdn_error_set(e, GDN_ERR_NOMEM, "out of memory allocating %zu bytes for %s", n,
                   what ? what : "a buffer");
@@ -53,4 +81,7 @@ void *gdn_calloc(size_t count, size_t size, const char *what, gdn_error *e) {
   return p;
 }
 
-void gdn_free(void *p) { free(p); }
+void gdn_free(void *p) {
+  account(p, -1);
+  free(p);
+}

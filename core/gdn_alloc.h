@@ -30,4 +30,15 @@ void gdn_alloc_fail_after(long n);
  * every allocation site). */
 long gdn_alloc_count(void);
 
+/* Byte accounting (for tests of what a call holds at its peak): the bytes
+ * currently held through gdn_malloc / gdn_calloc, and the most held at once
+ * since the last gdn_alloc_peak_reset (which sets the peak to what is held
+ * now).  Counted in the allocator's usable size of each block (what the
+ * block really occupies, at least the bytes asked for; the same block size
+ * counts the same every time), from all threads.  -1 where the C library
+ * cannot tell a block's size (non-glibc builds). */
+long long gdn_alloc_bytes_live(void);
+long long gdn_alloc_bytes_peak(void);
+void gdn_alloc_peak_reset(void);
+
 #endif

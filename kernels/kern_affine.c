@@ -9,6 +9,7 @@
 #include "kern_gemm.h"
 #include "kern_mm.h"
 #include "kern_num.h"
+#include "kern_out.h"
 #include "kern_prefix.h"
 
 void kern_affine_shard(int64_t n_chunks, int64_t devices, int64_t r, int64_t *first_chunk,
@@ -49,6 +50,15 @@ static int seams_alloc(kern_affine_seams *sm, const gdn_shape *s, int64_t D, gdn
   return GDN_OK;
 }
 
+/* With AVX, kern_chunk_tmpl.h transposes K with vector shuffles and writes o
+ * with streaming stores (data movement only: the values are the same) */
+#if defined(__AVX__)
+#include <immintrin.h>
+#define KERN_AVX 1
+#else
+#define KERN_AVX 0
+#endif
+
 #define KERN_REAL 32
 #include "kern_affine_tmpl.h"
 #undef KERN_REAL
@@ -64,7 +74,7 @@ int kern_affine_prefix_seams(const gdn_inputs *in, const kern_config *cfg, gdn_o
   int rc = kern_num_setup(&num, in, cfg, "kern_affine_prefix", 1, e);
   if (!rc && (rc = kern_prefix_supported(cfg->prefix, e)))
     gdn_error_prefix(e, "kern_affine_prefix: ");
-  if (!rc && (rc = gdn_outputs_alloc(out, &in->shape, kern_output_dtype(cfg, in->bf16_mask), e)))
+  if (!rc && (rc = kern_out_alloc(out, &in->shape, kern_output_dtype(cfg, in->bf16_mask), e)))
     gdn_error_prefix(e, "kern_affine_prefix: ");
   if (!rc && seams && (rc = seams_alloc(seams, &in->shape, cfg->devices, e)))
     gdn_error_prefix(e, "kern_affine_prefix: ");

@@ -16,14 +16,20 @@
  *            A_cum[r-1] h0 + B_cum[r-1]; then exactly kern_scan's loop
  *            (kchunk_scan) over the shard from h_in, storing the shard's o
  *            rows.  For D = 1 the carry after the last chunk is ht, so D = 1
- *            is kern_scan bit for bit.
+ *            is kern_scan bit for bit.  As in kern_scan, the items beyond
+ *            the last whole round of `threads` (all of them when there are
+ *            fewer: one head, D = 1) are replayed one after the other by all
+ *            threads as a team (kchunk_scan_team); same values.
  * Every product is kern_mm in the config's matmul mode (compositions and
  * applies included).  Each thread runs the three phases in affine_thread,
  * not inlined, inside its flush-to-zero environment (kern_num.h).
+ * The fold composes into the prefix work's pair and its own pair
+ * alternately (no copy per chunk; one copy at the end when the result is
+ * not already in the gather buffer).
  * Memory held: the gather buffer P x D x (Dk^2 + Dk Dv) and per thread one
- * kchunk plus 3 Dk x Dv + Dk^2 elements and the prefix work (a pair and the
- * splits of a composition), so O(threads x (D (Dk^2 + Dk Dv) + chunk
- * temporaries)), independent of B, Hv and T. */
+ * kchunk, two kprep slots, 3 Dk x Dv + Dk^2 elements and the prefix work (a
+ * pair and the splits of a composition), so O(threads x (D (Dk^2 + Dk Dv) +
+ * chunk temporaries)), independent of B, Hv and T. */
 #include "kern_chunk_tmpl.h"
 
 typedef struct KR(affine_job) {
@@ -33,7 +39,9 @@ typedef struct KR(affine_job) {
   gdn_outputs *out;
   kern_affine_seams *sm;
   kreal *mem, *pairs;
-  size_t per, ce, na, nb, npair;
+  KR(kprep) *preps; /* 2 per thread */
+  uint64_t *slots;  /* the team's flag words (kern_team.h) */
+  size_t per, ce, pe, na, nb, npair;
   int64_t h_begin, nh;
 } KR(affine_job);
 
@@ -47,13 +55,18 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
   const int64_t Dk = s->Dk, Dv = s->Dv, h_begin = j->h_begin, nh = j->nh;
   const size_t na = j->na, nb = j->nb, npair = j->npair;
   const kern_matmul mm = num->matmul;
+  const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
   kreal *pairs = j->pairs;
   kern_affine_seams *sm = j->sm;
   gdn_outputs *out = j->out;
-  kreal *base = j->mem + (size_t)omp_get_thread_num() * j->per;
+  kreal *base = j->mem + (size_t)tid * j->per;
   KR(kchunk) c;
   KR(kchunk_bind)(&c, base, in, num, C, out->dtype == GDN_DTYPE_BF16);
-  kreal *p = base + j->ce;
+  KR(kprep) *mine = &j->preps[2 * tid];
+  KR(kprep_bind)(&mine[0], base + j->ce, C, Dk, Dv, mm);
+  KR(kprep_bind)(&mine[1], base + j->ce + j->pe, C, Dk, Dv, mm);
+  const size_t off_h = j->ce + 2 * j->pe; /* h, h0, An, Bn, then the prefix work */
+  kreal *p = base + off_h;
   kreal *h = KR(rows_carve)(&p, nb), *h0 = KR(rows_carve)(&p, nb);
   kreal *An = KR(rows_carve)(&p, na), *Bn = KR(rows_carve)(&p, nb);
   /* the prefix's work (kern_prefix_work_elems): a pair tA, tB, then the
@@ -72,14 +85,22 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
       for (size_t x = 0; x < na; x++) Al[x] = 0;
       for (int64_t d = 0; d < Dk; d++) Al[d * Dk + d] = 1;
       for (size_t x = 0; x < nb; x++) Bl[x] = 0;
+      kreal *cA = Al, *cB = Bl, *xA = tA, *xB = tB; /* current, and the other pair */
       for (int64_t n = first; n < first + cnt; n++) {
         KR(kchunk_load)(&c, n);
-        KR(kchunk_wy)(&c);
-        KR(kchunk_kt)(&c);
-        KR(kchunk_affine)(&c, An, Bn);
-        KR(kern_affine_compose)(mm, Dk, Dv, An, Bn, Al, Bl, tA, tB, aw);
-        memcpy(Al, tA, na * sizeof *Al);
-        memcpy(Bl, tB, nb * sizeof *Bl);
+        c.pf = n + 1 < first + cnt ? n + 1 : -1;
+        KR(kchunk_wy)(&c, &mine[0], 1);
+        KR(kchunk_kt)(&c, &mine[0]);
+        KR(kchunk_affine)(&c, &mine[0], An, Bn);
+        KR(kern_affine_compose)(mm, Dk, Dv, An, Bn, cA, cB, xA, xB, aw);
+        kreal *t = cA;
+        cA = xA, xA = t;
+        t = cB;
+        cB = xB, xB = t;
+      }
+      if (cA != Al) {
+        memcpy(Al, cA, na * sizeof *Al);
+        memcpy(Bl, cB, nb * sizeof *Bl);
       }
     }
 #pragma omp for schedule(dynamic, 1)
@@ -99,8 +120,9 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
       KR(kchunk_store_state)(&c, h, gdn_outputs_ht(out, c.b, c.hv));
     }
   }
+  const int64_t items = nh * D, solo = items / nt * nt;
 #pragma omp for schedule(dynamic, 1)
-  for (int64_t it = 0; it < nh * D; it++) {
+  for (int64_t it = 0; it < solo; it++) {
     const int64_t hb = it / D, r = it % D, head = h_begin + hb;
     int64_t first, cnt;
     kern_affine_shard(N, D, r, &first, &cnt);
@@ -114,9 +136,37 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
                             in->h0 ? h0 : NULL, h, aw);
     }
     if (sm) KR(kchunk_store_state)(&c, h, kern_affine_seams_h_in(sm, c.b, c.hv, r));
-    KR(kchunk_scan)(&c, first, cnt, h, out);
+    KR(kchunk_scan)(&c, mine, first, cnt, h, out);
     if (sm) KR(kchunk_store_state)(&c, h, kern_affine_seams_h_out(sm, c.b, c.hv, r));
     if (D == 1) KR(kchunk_store_state)(&c, h, gdn_outputs_ht(out, c.b, c.hv));
+  }
+  /* the rest by the team, on thread 0's h (the loop's barrier: every slot
+   * is bound and every solo item done) */
+  kern_team_sync ts = {tid, nt, j->slots, 0};
+  kreal *th = j->mem + off_h;
+  for (int64_t it = solo; it < items; it++) {
+    const int64_t hb = it / D, r = it % D, head = h_begin + hb;
+    int64_t first, cnt;
+    kern_affine_shard(N, D, r, &first, &cnt);
+    KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
+    if (tid == 0) {
+      KR(kchunk_h0)(&c, h0);
+      if (r == 0) {
+        memcpy(th, h0, nb * sizeof *th);
+      } else {
+        const kreal *Ah = pairs + (size_t)hb * D * npair, *Bh = Ah + (size_t)D * na;
+        KR(kern_affine_apply)(mm, Dk, Dv, Ah + (size_t)(r - 1) * na, Bh + (size_t)(r - 1) * nb,
+                              in->h0 ? h0 : NULL, th, aw);
+      }
+      if (sm) KR(kchunk_store_state)(&c, th, kern_affine_seams_h_in(sm, c.b, c.hv, r));
+    }
+#pragma omp barrier
+    KR(kchunk_scan_team)(&c, j->preps, &ts, first, cnt, th, Bn, out); /* Bn: free here */
+    if (tid == 0) {
+      if (sm) KR(kchunk_store_state)(&c, th, kern_affine_seams_h_out(sm, c.b, c.hv, r));
+      if (D == 1) KR(kchunk_store_state)(&c, th, gdn_outputs_ht(out, c.b, c.hv));
+    }
+#pragma omp barrier
   }
 }
 
@@ -132,12 +182,21 @@ static int KR(affine_run)(const gdn_inputs *in, const kern_config *cfg, const ke
   if (nt < 1) nt = 1;
   const int64_t P = heads < nt ? heads : nt;
   const size_t ce = KR(kchunk_elems)(C, Dk, Dv, num->matmul);
-  size_t per = kern_size_add(ce, kern_size_mul(3, KR(rows_pad)(nb)));
+  const size_t pe = KR(kprep_elems)(C, Dk, Dv, num->matmul);
+  size_t per = kern_size_add(ce, kern_size_mul(2, pe));
+  per = kern_size_add(per, kern_size_mul(3, KR(rows_pad)(nb)));
   per = kern_size_add(per, KR(rows_pad)(na));
   per = kern_size_add(per, KR(kern_prefix_work_elems)(cfg->prefix, D, Dk, Dv, num->matmul));
   kreal *mem = gdn_calloc((size_t)nt, kern_size_mul(per, sizeof(kreal)),
                           "kern_affine_prefix per-thread scratch", e);
-  if (!mem) {
+  KR(kprep) *preps =
+      mem ? gdn_calloc(2 * (size_t)nt, sizeof *preps, "kern_affine_prefix chunk slots", e) : NULL;
+  uint64_t *slots = preps ? gdn_calloc(kern_size_mul((size_t)nt, KERN_TEAM_RING(nt)),
+                                       sizeof *slots, "kern_affine_prefix team flags", e)
+                          : NULL;
+  if (!slots) {
+    gdn_free(preps);
+    gdn_free(mem);
     gdn_error_prefix(e, "kern_affine_prefix: ");
     return GDN_ERR_NOMEM;
   }
@@ -146,12 +205,15 @@ static int KR(affine_run)(const gdn_inputs *in, const kern_config *cfg, const ke
     pairs = gdn_calloc(kern_size_mul((size_t)P * (size_t)D, npair), sizeof(kreal),
                        "kern_affine_prefix gathered (A, B) pairs", e);
     if (!pairs) {
+      gdn_free(slots);
+      gdn_free(preps);
       gdn_free(mem);
       gdn_error_prefix(e, "kern_affine_prefix: ");
       return GDN_ERR_NOMEM;
     }
   }
-  KR(affine_job) job = {in, cfg, num, out, sm, mem, pairs, per, ce, na, nb, npair, 0, 0};
+  KR(affine_job) job = {in, cfg, num, out, sm, mem, pairs, preps, slots,
+                        per, ce, pe, na, nb, npair, 0, 0};
   for (int64_t h_begin = 0; h_begin < heads; h_begin += P) {
     job.h_begin = h_begin;
     job.nh = heads - h_begin < P ? heads - h_begin : P;
@@ -163,6 +225,8 @@ static int KR(affine_run)(const gdn_inputs *in, const kern_config *cfg, const ke
     }
   }
   gdn_free(pairs);
+  gdn_free(slots);
+  gdn_free(preps);
   gdn_free(mem);
   return GDN_OK;
 }

@@ -1,11 +1,6 @@
 /* Template (see kern_real.h): one chunk of MaxText's chunked algorithm in F,
  * shared by kern_scan and kern_affine_prefix (algorithm.md steps 2-4).
  *
- * A kchunk is the scratch of one thread: every temporary of one chunk of one
- * (batch, value head), O(C^2 + C (Dk + Dv) + Dk Dv) elements (times 1 + the
- * number of bf16 parts of the matmul mode, for the operand splits), reused
- * chunk after chunk.  Nothing here allocates.
- *
  * Rounding points and reduction orders, step by step.  Every product is
  * kern_mm in the config's matmul mode (kern_mm.h: IEEE = kern_gemm, p
  * ascending, fma, from the first product; the bf16 pass modes on the
@@ -40,60 +35,146 @@
  *   affine   A_n = eGlast I - Kt^T W (product, then subtract from the
  *            diagonal / from 0), B_n = Kt^T U.
  * With ftz every step above also flushes (kern_num.h).
+ *
+ * Structure (for speed; no value depends on it):
+ *   - a chunk is computed in two parts.  The *prep* (load, G, WY, prep) does
+ *     not depend on the carried state h; it writes the chunk's shared
+ *     results -- eGlast, qg, W, U, the masked attn, Kt and their splits --
+ *     into a kprep.  The *body* updates h from a kprep.  Every column of h
+ *     (and of v_new, o) is independent in the body, so it runs on a column
+ *     block [c0, c1) of Dv; the whole body is the block [0, Dv).
+ *   - kern_scan / kern_affine_prefix run a head either alone (one thread:
+ *     prep then body, chunk after chunk) or as a team (kchunk_scan_team:
+ *     nt threads prep nt consecutive chunks at once, each chunk's prep
+ *     computed once by one thread, then every thread runs the bodies of
+ *     those chunks on its own column block).  The bf16 pass modes skip a
+ *     pass whose operand part is all zero (kern_mm.h); the decision for the
+ *     splits of h and v_new is taken over the whole matrix (the team ORs the
+ *     blocks' flags), exactly as one thread decides it.
+ *   - K is transposed once per chunk (kT, Dk x C, row-major) and is the B
+ *     operand of both S = kb K^T and attn = q K^T, read in place; in the bf16
+ *     modes K^T is what is split (the same values, so the same parts and
+ *     zero flags).
+ *   - the L2 norms of a chunk's rows are summed eight rows at a time (eight
+ *     independent sums, each in its row's order: kern_rows_tmpl.h).
+ *   - exp(x) for x below glibc expf's underflow threshold is +0 without the
+ *     call (KEXPU: what expf returns there, checked for every such float).
+ *   - the next chunk's rows are prefetched; o is written with streaming
+ *     stores where AVX is available (it is not read back by the kernel).
+ *
+ * Memory: a kchunk is the scratch of one thread -- every temporary of one
+ * chunk, O(C^2 + C (Dk + Dv) + Dk Dv) elements of F (times 1 + the number
+ * of bf16 parts of the matmul mode, for the operand splits) -- reused chunk
+ * after chunk; a kprep is O(C^2 + C (Dk + Dv)) (times the same factor).
+ * Nothing here allocates.
  */
 #include "kern_rows_tmpl.h"
+#include "kern_team.h"
 
 #undef KSPLIT
 #define KSPLIT KR(kern_split)
 
+/* exp with the underflow shortcut.  glibc's expf returns +0 for every float
+ * x < -0x1.9fe368p6f (~ -103.97: exp(x) < 2^-150 rounds to zero) through a
+ * slow path that sets errno; it returns 2^-149 at the threshold itself.
+ * This returns the same +0 without the call (checked for every float below
+ * the threshold on glibc 2.36; NaN and the threshold go to expf). */
+#undef KEXPU
+#if KERN_REAL == 32
+static inline float KR(kexpu)(float x) { return x < -0x1.9fe368p6f ? 0.0f : expf(x); }
+#define KEXPU(x) KR(kexpu)(x)
+#else
+#define KEXPU(x) exp(x)
+#endif
+
+/* One chunk's h-independent results, shared by every body of the chunk. */
+typedef struct KR(kprep) {
+  kreal eGlast;
+  kreal *qg, *W, *Kt; /* C x Dk */
+  kreal *U;           /* C x Dv */
+  kreal *attn;        /* C x C, masked */
+  KSPLIT sqg, sW, sKt, sattn, sU; /* sU: filled for the affine map only */
+} KR(kprep);
+
+/* The scratch of one thread: the prep's temporaries and one body's. */
 typedef struct KR(kchunk) {
   const gdn_inputs *in;
   const kern_num *num;
   int64_t C, Dk, Dv;
   kreal scale;
   int out_bf16;
-  int64_t b, hv, hk; /* the (batch, value head) being computed, its key head */
+  int64_t b, hv, hk;              /* the (batch, value head) being computed, its key head */
+  int64_t pf;                     /* chunk whose rows to prefetch at the next body / affine map */
   kreal *q, *k, *v;               /* C x Dk, C x Dk, C x Dv */
+  kreal *kT;                      /* Dk x C: K^T */
   kreal *g, *beta, *G, *eG, *eGl; /* C */
   kreal eGlast;
-  kreal *dec, *S, *A, *attn;      /* C x C */
-  kreal *kb, *vb, *U, *W, *Kt, *qg; /* C x Dk or C x Dv */
-  kreal *vnew, *oin, *oat;        /* C x Dv */
+  kreal *dec, *S, *A;             /* C x C */
+  kreal *kb, *vb;                 /* C x Dk, C x Dv */
+  kreal *vnew, *oin, *oat;        /* C x Dv (the body; a block uses its columns) */
   kreal *hn;                      /* Dk x Dv */
   kreal *gws;                     /* kern_gemm workspace */
   /* operand splits (kern_mm.h; no storage in IEEE mode), with lifetimes:
-   *   sk    K                       wy (S), prep (attn)
-   *   sck   kb -> kbg -> q -> qg    S; W; attn; body (o_inter)
-   *   scc   A -> attn               U, W; body (attn v_new)
-   *   scv   vb -> U | v_new         U; affine (B_n) | body
-   *   sW    W                       body (W h), affine (A_n)
-   *   sKt   Kt                      body (h update), affine
-   *   sh    the carried h           body (o_inter, W h) */
-  KSPLIT sk, sck, scc, scv, sW, sKt, sh;
+   *   skT   K^T                     wy (S), prep (attn)
+   *   sck   kb -> kbg -> q          S; W; attn
+   *   scc   A                       U, W
+   *   scv   vb                      U
+   *   sh    the carried h           body (o_inter, W h)
+   *   svn   v_new                   body (attn v_new, Kt^T v_new) */
+  KSPLIT skT, sck, scc, scv, sh, svn;
 } KR(kchunk);
 
-/* Elements (of F) one kchunk needs. */
-KTMPL size_t KR(kchunk_elems)(int64_t C, int64_t Dk, int64_t Dv, kern_matmul mode) {
-  /* saturating: see kern_size.h */
+/* Elements (of F) one kprep needs. */
+KTMPL size_t KR(kprep_elems)(int64_t C, int64_t Dk, int64_t Dv, kern_matmul mode) {
   const size_t c = (size_t)C, dk = (size_t)Dk, dv = (size_t)Dv;
-  const size_t ck = KR(rows_pad)(kern_size_mul(c, dk)), cv = KR(rows_pad)(kern_size_mul(c, dv));
-  size_t n = kern_size_mul(6, ck);                                 /* q k kb W Kt qg */
-  n = kern_size_add(n, kern_size_mul(6, cv));                      /* v vb U vnew oin oat */
-  n = kern_size_add(n, kern_size_mul(5, KR(rows_pad)(c)));         /* g beta G eG eGl */
-  n = kern_size_add(n, kern_size_mul(4, KR(rows_pad)(kern_size_mul(c, c)))); /* dec S A attn */
-  n = kern_size_add(n, KR(rows_pad)(kern_size_mul(dk, dv)));       /* hn */
-  n = kern_size_add(n, KR(rows_pad)(KR(kern_gemm_ws_elems)()));
-  /* splits: sk sck sW sKt (C x Dk), scc (C x C), scv (C x Dv), sh (Dk x Dv) */
-  n = kern_size_add(n, kern_size_mul(4, KR(kern_split_elems)(mode, kern_size_mul(c, dk))));
-  n = kern_size_add(n, KR(kern_split_elems)(mode, kern_size_mul(c, c)));
-  n = kern_size_add(n, KR(kern_split_elems)(mode, kern_size_mul(c, dv)));
-  return kern_size_add(n, KR(kern_split_elems)(mode, kern_size_mul(dk, dv)));
+  const size_t ck = kern_size_mul(c, dk), cv = kern_size_mul(c, dv), cc = kern_size_mul(c, c);
+  size_t n = kern_size_mul(3, KR(rows_pad)(ck));                  /* qg W Kt */
+  n = kern_size_add(n, KR(rows_pad)(cv));                         /* U */
+  n = kern_size_add(n, KR(rows_pad)(cc));                         /* attn */
+  n = kern_size_add(n, kern_size_mul(3, KR(kern_split_elems)(mode, ck)));
+  n = kern_size_add(n, KR(kern_split_elems)(mode, cv));
+  return kern_size_add(n, KR(kern_split_elems)(mode, cc));
 }
 
 /* Binds split s to the next kern_split_elems(mode, n) elements at *p. */
 KTMPL void KR(kchunk_bind_split)(KSPLIT *s, kern_matmul mode, kreal **p, size_t n) {
   KR(kern_split_bind)(s, mode, *p, n);
   *p += KR(kern_split_elems)(mode, n);
+}
+
+KTMPL void KR(kprep_bind)(KR(kprep) *P, kreal *mem, int64_t C, int64_t Dk, int64_t Dv,
+                           kern_matmul mode) {
+  const size_t c = (size_t)C, dk = (size_t)Dk, dv = (size_t)Dv;
+  kreal *p = mem;
+  P->eGlast = 0;
+  P->qg = KR(rows_carve)(&p, c * dk);
+  P->W = KR(rows_carve)(&p, c * dk);
+  P->Kt = KR(rows_carve)(&p, c * dk);
+  P->U = KR(rows_carve)(&p, c * dv);
+  P->attn = KR(rows_carve)(&p, c * c);
+  KR(kchunk_bind_split)(&P->sqg, mode, &p, c * dk);
+  KR(kchunk_bind_split)(&P->sW, mode, &p, c * dk);
+  KR(kchunk_bind_split)(&P->sKt, mode, &p, c * dk);
+  KR(kchunk_bind_split)(&P->sU, mode, &p, c * dv);
+  KR(kchunk_bind_split)(&P->sattn, mode, &p, c * c);
+}
+
+/* Elements (of F) one kchunk needs. */
+KTMPL size_t KR(kchunk_elems)(int64_t C, int64_t Dk, int64_t Dv, kern_matmul mode) {
+  /* saturating: see kern_size.h */
+  const size_t c = (size_t)C, dk = (size_t)Dk, dv = (size_t)Dv;
+  const size_t ck = KR(rows_pad)(kern_size_mul(c, dk)), cv = KR(rows_pad)(kern_size_mul(c, dv));
+  size_t n = kern_size_mul(4, ck);                                 /* q k kT kb */
+  n = kern_size_add(n, kern_size_mul(5, cv));                      /* v vb vnew oin oat */
+  n = kern_size_add(n, kern_size_mul(5, KR(rows_pad)(c)));         /* g beta G eG eGl */
+  n = kern_size_add(n, kern_size_mul(3, KR(rows_pad)(kern_size_mul(c, c)))); /* dec S A */
+  n = kern_size_add(n, KR(rows_pad)(kern_size_mul(dk, dv)));       /* hn */
+  n = kern_size_add(n, KR(rows_pad)(KR(kern_gemm_ws_elems)()));
+  /* splits: skT sck (C x Dk), scc (C x C), scv svn (C x Dv), sh (Dk x Dv) */
+  n = kern_size_add(n, kern_size_mul(2, KR(kern_split_elems)(mode, kern_size_mul(c, dk))));
+  n = kern_size_add(n, KR(kern_split_elems)(mode, kern_size_mul(c, c)));
+  n = kern_size_add(n, kern_size_mul(2, KR(kern_split_elems)(mode, kern_size_mul(c, dv))));
+  return kern_size_add(n, KR(kern_split_elems)(mode, kern_size_mul(dk, dv)));
 }
 
 KTMPL void KR(kchunk_bind)(KR(kchunk) *c, kreal *mem, const gdn_inputs *in, const kern_num *num,
@@ -107,9 +188,11 @@ KTMPL void KR(kchunk_bind)(KR(kchunk) *c, kreal *mem, const gdn_inputs *in, cons
   c->scale = KR(rows_scale)(in, num);
   c->out_bf16 = out_bf16;
   c->b = c->hv = c->hk = 0;
+  c->pf = -1;
   kreal *p = mem;
   c->q = KR(rows_carve)(&p, C_ * dk);
   c->k = KR(rows_carve)(&p, C_ * dk);
+  c->kT = KR(rows_carve)(&p, C_ * dk);
   c->v = KR(rows_carve)(&p, C_ * dv);
   c->g = KR(rows_carve)(&p, C_);
   c->beta = KR(rows_carve)(&p, C_);
@@ -119,25 +202,19 @@ KTMPL void KR(kchunk_bind)(KR(kchunk) *c, kreal *mem, const gdn_inputs *in, cons
   c->dec = KR(rows_carve)(&p, C_ * C_);
   c->S = KR(rows_carve)(&p, C_ * C_);
   c->A = KR(rows_carve)(&p, C_ * C_);
-  c->attn = KR(rows_carve)(&p, C_ * C_);
   c->kb = KR(rows_carve)(&p, C_ * dk);
-  c->W = KR(rows_carve)(&p, C_ * dk);
-  c->Kt = KR(rows_carve)(&p, C_ * dk);
-  c->qg = KR(rows_carve)(&p, C_ * dk);
   c->vb = KR(rows_carve)(&p, C_ * dv);
-  c->U = KR(rows_carve)(&p, C_ * dv);
   c->vnew = KR(rows_carve)(&p, C_ * dv);
   c->oin = KR(rows_carve)(&p, C_ * dv);
   c->oat = KR(rows_carve)(&p, C_ * dv);
   c->hn = KR(rows_carve)(&p, dk * dv);
   c->gws = KR(rows_carve)(&p, KR(kern_gemm_ws_elems)());
   const kern_matmul mm = num->matmul;
-  KR(kchunk_bind_split)(&c->sk, mm, &p, C_ * dk);
+  KR(kchunk_bind_split)(&c->skT, mm, &p, C_ * dk);
   KR(kchunk_bind_split)(&c->sck, mm, &p, C_ * dk);
-  KR(kchunk_bind_split)(&c->sW, mm, &p, C_ * dk);
-  KR(kchunk_bind_split)(&c->sKt, mm, &p, C_ * dk);
   KR(kchunk_bind_split)(&c->scc, mm, &p, C_ * C_);
   KR(kchunk_bind_split)(&c->scv, mm, &p, C_ * dv);
+  KR(kchunk_bind_split)(&c->svn, mm, &p, C_ * dv);
   KR(kchunk_bind_split)(&c->sh, mm, &p, dk * dv);
 }
 
@@ -157,156 +234,407 @@ KTMPL inline void KR(kchunk_split)(KR(kchunk) *c, KSPLIT *s, const kreal *x, int
   KR(kern_split_fill)(s, c->num->matmul, x, (size_t)n);
 }
 
-/* Rows of chunk n (zero padded past T), G and the decays. */
+/* Hints the rows of chunk c->pf (if any) towards the L2 cache, once.  Called
+ * half-way through a chunk (the body, or the fold's affine map), so the rows
+ * arrive while the rest of this chunk runs and are not pushed out again by
+ * its whole working set before the next load reads them. */
+KTMPL void KR(kchunk_prefetch)(KR(kchunk) *c) {
+  const gdn_inputs *in = c->in;
+  const int64_t C = c->C, T = in->shape.T, n = c->pf;
+  c->pf = -1;
+  if (n < 0 || n * C >= T) return;
+  const int64_t t1 = (n + 1) * C < T ? (n + 1) * C : T;
+  for (int64_t t = n * C; t < t1; t++) {
+    const char *q = (const char *)gdn_inputs_q(in, c->b, t, c->hk);
+    const char *k = (const char *)gdn_inputs_k(in, c->b, t, c->hk);
+    const char *v = (const char *)gdn_inputs_v(in, c->b, t, c->hv);
+    for (int64_t x = 0; x < c->Dk * 4; x += 64) {
+      __builtin_prefetch(q + x, 0, 2);
+      __builtin_prefetch(k + x, 0, 2);
+    }
+    for (int64_t x = 0; x < c->Dv * 4; x += 64) __builtin_prefetch(v + x, 0, 2);
+  }
+}
+
+/* dst (cols x rows, leading dimension ldd) = src^T (rows x cols, lds):
+ * pure data movement, in 8 x 8 blocks (vector shuffles with AVX). */
+KTMPL void KR(kchunk_transpose)(int64_t rows, int64_t cols, const kreal *restrict src,
+                                 int64_t lds, kreal *restrict dst, int64_t ldd) {
+  for (int64_t i0 = 0; i0 < rows; i0 += 8)
+    for (int64_t d0 = 0; d0 < cols; d0 += 8) {
+#if KERN_AVX && KERN_REAL == 32
+      if (i0 + 8 <= rows && d0 + 8 <= cols) {
+        const float *s = src + i0 * lds + d0;
+        __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + lds),
+               r2 = _mm256_loadu_ps(s + 2 * lds), r3 = _mm256_loadu_ps(s + 3 * lds),
+               r4 = _mm256_loadu_ps(s + 4 * lds), r5 = _mm256_loadu_ps(s + 5 * lds),
+               r6 = _mm256_loadu_ps(s + 6 * lds), r7 = _mm256_loadu_ps(s + 7 * lds);
+        __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1),
+               t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3),
+               t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+               t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+        r0 = _mm256_shuffle_ps(t0, t2, 0x44);
+        r1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+        r2 = _mm256_shuffle_ps(t1, t3, 0x44);
+        r3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+        r4 = _mm256_shuffle_ps(t4, t6, 0x44);
+        r5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+        r6 = _mm256_shuffle_ps(t5, t7, 0x44);
+        r7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+        float *d = dst + d0 * ldd + i0;
+        _mm256_storeu_ps(d, _mm256_permute2f128_ps(r0, r4, 0x20));
+        _mm256_storeu_ps(d + ldd, _mm256_permute2f128_ps(r1, r5, 0x20));
+        _mm256_storeu_ps(d + 2 * ldd, _mm256_permute2f128_ps(r2, r6, 0x20));
+        _mm256_storeu_ps(d + 3 * ldd, _mm256_permute2f128_ps(r3, r7, 0x20));
+        _mm256_storeu_ps(d + 4 * ldd, _mm256_permute2f128_ps(r0, r4, 0x31));
+        _mm256_storeu_ps(d + 5 * ldd, _mm256_permute2f128_ps(r1, r5, 0x31));
+        _mm256_storeu_ps(d + 6 * ldd, _mm256_permute2f128_ps(r2, r6, 0x31));
+        _mm256_storeu_ps(d + 7 * ldd, _mm256_permute2f128_ps(r3, r7, 0x31));
+        continue;
+      }
+#endif
+      const int64_t i1 = i0 + 8 < rows ? i0 + 8 : rows, d1 = d0 + 8 < cols ? d0 + 8 : cols;
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t d = d0; d < d1; d++) dst[d * ldd + i] = src[i * lds + d];
+    }
+}
+
+/* Rows of chunk n (zero padded past T), K^T, G and the decays.  K's L2 norm
+ * is taken on K^T: row d of kT holds element d of every token, so the C
+ * sums of squares run side by side (vectorised over the tokens), each still
+ * over d ascending as rows_qk sums it; the factor then scales k's rows and
+ * kT's columns alike (the same products). */
 KTMPL void KR(kchunk_load)(KR(kchunk) *c, int64_t n) {
   const gdn_inputs *in = c->in;
   const int64_t C = c->C, Dk = c->Dk, Dv = c->Dv, T = in->shape.T;
-  for (int64_t i = 0; i < C; i++) {
-    int64_t t = n * C + i;
+  const int64_t nv = T - n * C < C ? T - n * C : C; /* rows t < T */
+  for (int64_t i = 0; i < nv; i++) {
+    const int64_t t = n * C + i;
+    KR(rows_in)(gdn_inputs_q(in, c->b, t, c->hk), Dk, c->num, c->q + i * Dk);
+    KR(rows_in)(gdn_inputs_k(in, c->b, t, c->hk), Dk, c->num, c->k + i * Dk);
+    KR(rows_in)(gdn_inputs_v(in, c->b, t, c->hv), Dv, c->num, c->v + i * Dv);
+    c->g[i] = KR(rows_g)(gdn_inputs_g(in, c->b, t, c->hv), c->num);
+    c->beta[i] = KR(rows_beta)(gdn_inputs_beta(in, c->b, t, c->hv), c->num);
+  }
+  for (int64_t i = nv; i < C; i++) {
     kreal *qi = c->q + i * Dk, *ki = c->k + i * Dk, *vi = c->v + i * Dv;
-    if (t < T) {
-      KR(rows_qk)(gdn_inputs_q(in, c->b, t, c->hk), Dk, in->l2norm_in_kernel, 1, c->scale, c->num,
-                  qi);
-      KR(rows_qk)(gdn_inputs_k(in, c->b, t, c->hk), Dk, in->l2norm_in_kernel, 0, c->scale, c->num,
-                  ki);
-      KR(rows_v)(gdn_inputs_v(in, c->b, t, c->hv), Dv, c->num, vi);
-      c->g[i] = KR(rows_g)(gdn_inputs_g(in, c->b, t, c->hv), c->num);
-      c->beta[i] = KR(rows_beta)(gdn_inputs_beta(in, c->b, t, c->hv), c->num);
-    } else {
-      for (int64_t d = 0; d < Dk; d++) qi[d] = ki[d] = 0;
-      for (int64_t d = 0; d < Dv; d++) vi[d] = 0;
-      c->g[i] = 0;
-      c->beta[i] = 0;
+    for (int64_t d = 0; d < Dk; d++) qi[d] = ki[d] = 0;
+    for (int64_t d = 0; d < Dv; d++) vi[d] = 0;
+    c->g[i] = 0;
+    c->beta[i] = 0;
+  }
+  KR(rows_qk_finish)(c->q, nv, Dk, in->l2norm_in_kernel, 1, c->scale, c->num);
+  KR(kchunk_transpose)(C, Dk, c->k, Dk, c->kT, C);
+  if (in->l2norm_in_kernel && nv > 0) {
+    kreal *restrict ss = c->G; /* scratch: G is computed below */
+    const kreal *restrict k0 = c->kT;
+    KSIMD for (int64_t i = 0; i < nv; i++) ss[i] = k0[i] * k0[i];
+    for (int64_t d = 1; d < Dk; d++) {
+      const kreal *restrict kd = c->kT + d * C;
+      KSIMD for (int64_t i = 0; i < nv; i++) ss[i] = ss[i] + kd[i] * kd[i];
+    }
+    KSIMD for (int64_t i = 0; i < nv; i++) ss[i] = KC(1) / KSQRT(ss[i] + KC(1e-6));
+    for (int64_t i = 0; i < nv; i++) {
+      kreal *restrict ki = c->k + i * Dk;
+      const kreal inv = ss[i];
+      KSIMD for (int64_t d = 0; d < Dk; d++) ki[d] = ki[d] * inv;
+    }
+    for (int64_t d = 0; d < Dk; d++) {
+      kreal *restrict kd = c->kT + d * C;
+      KSIMD for (int64_t i = 0; i < nv; i++) kd[i] = kd[i] * ss[i];
     }
   }
+  KROUND(c->num, KERN_RP_INPUT, c->k, nv * Dk);
+  KROUND(c->num, KERN_RP_INPUT, c->kT, Dk * C);
+  KROUND(c->num, KERN_RP_INPUT, c->v, nv * Dv);
   c->G[0] = c->g[0];
   for (int64_t i = 1; i < C; i++) c->G[i] = c->G[i - 1] + c->g[i];
   const kreal Gl = c->G[C - 1];
   for (int64_t i = 0; i < C; i++) {
-    c->eG[i] = KEXP(c->G[i]);
-    c->eGl[i] = KEXP(Gl - c->G[i]);
+    c->eG[i] = KEXPU(c->G[i]);
+    c->eGl[i] = KEXPU(Gl - c->G[i]);
   }
-  c->eGlast = KEXP(Gl);
-  for (int64_t i = 0; i < C; i++)
-    for (int64_t j = 0; j < i; j++) c->dec[i * C + j] = KEXP(c->G[i] - c->G[j]);
+  c->eGlast = KEXPU(Gl);
+  for (int64_t i = 0; i < C; i++) {
+    kreal *di = c->dec + i * C;
+    const kreal Gi = c->G[i];
+    for (int64_t j = 0; j < i; j++) di[j] = KEXPU(Gi - c->G[j]);
+  }
 }
 
-/* The WY factors U, W of the loaded chunk. */
-KTMPL void KR(kchunk_wy)(KR(kchunk) *c) {
+/* A = (I + S)^-1 for the strictly lower triangular S (C x C) by forward
+ * substitution: row i starts as e_i and for m = 0 .. i-1 ascending
+ * A_i. = fma(-S_im, A_m., A_i.) on the columns j <= m.  Every element's
+ * sequence of fmas is that one; for speed four rows are carried together:
+ * rows i0 .. i0+3 take the updates by the finished rows m < i0 in one sweep
+ * over m (A_m. loaded once for the four, four independent chains), then
+ * the updates by each other inside the block, in order of m. */
+KTMPL void KR(kchunk_solve)(int64_t C, const kreal *restrict S, kreal *restrict A) {
+  for (int64_t i0 = 0; i0 < C; i0 += 4) {
+    const int64_t rb = C - i0 < 4 ? C - i0 : 4;
+    for (int64_t r = 0; r < rb; r++) {
+      kreal *ar = A + (i0 + r) * C;
+      for (int64_t j = 0; j < C; j++) ar[j] = 0;
+      ar[i0 + r] = 1;
+    }
+    if (rb == 4) {
+      kreal *restrict a0 = A + i0 * C, *restrict a1 = a0 + C, *restrict a2 = a1 + C,
+                      *restrict a3 = a2 + C;
+      const kreal *s0 = S + i0 * C, *s1 = s0 + C, *s2 = s1 + C, *s3 = s2 + C;
+      for (int64_t m = 0; m < i0; m++) {
+        const kreal n0 = -s0[m], n1 = -s1[m], n2 = -s2[m], n3 = -s3[m];
+        const kreal *restrict am = A + m * C;
+        KSIMD for (int64_t j = 0; j <= m; j++) {
+          const kreal x = am[j];
+          a0[j] = KFMA(n0, x, a0[j]);
+          a1[j] = KFMA(n1, x, a1[j]);
+          a2[j] = KFMA(n2, x, a2[j]);
+          a3[j] = KFMA(n3, x, a3[j]);
+        }
+      }
+    } else {
+      for (int64_t r = 0; r < rb; r++) {
+        kreal *restrict ar = A + (i0 + r) * C;
+        const kreal *sr = S + (i0 + r) * C;
+        for (int64_t m = 0; m < i0; m++) {
+          const kreal ns = -sr[m];
+          const kreal *restrict am = A + m * C;
+          KSIMD for (int64_t j = 0; j <= m; j++) ar[j] = KFMA(ns, am[j], ar[j]);
+        }
+      }
+    }
+    for (int64_t m = i0; m < i0 + rb - 1; m++) { /* inside the block */
+      const kreal *restrict am = A + m * C;
+      for (int64_t i = m + 1; i < i0 + rb; i++) {
+        kreal *restrict ai = A + i * C;
+        const kreal ns = -S[i * C + m];
+        KSIMD for (int64_t j = 0; j <= m; j++) ai[j] = KFMA(ns, am[j], ai[j]);
+      }
+    }
+  }
+}
+
+/* The WY factors U, W of the loaded chunk into P (and U's split when
+ * split_u: the affine map's B_n reads it). */
+KTMPL void KR(kchunk_wy)(KR(kchunk) *c, KR(kprep) *P, int split_u) {
   const int64_t C = c->C, Dk = c->Dk, Dv = c->Dv;
   for (int64_t i = 0; i < C; i++)
     KSIMD for (int64_t d = 0; d < Dk; d++) c->kb[i * Dk + d] = c->k[i * Dk + d] * c->beta[i];
   KROUND(c->num, KERN_RP_BETA_MUL, c->kb, C * Dk);
-  KR(kchunk_split)(c, &c->sk, c->k, C * Dk);
+  KR(kchunk_split)(c, &c->skT, c->kT, C * Dk);
   KR(kchunk_split)(c, &c->sck, c->kb, C * Dk);
-  KR(kchunk_mm)(c, C, C, Dk, &c->sck, Dk, 1, &c->sk, 1, Dk, c->S, C); /* kb K^T */
+  KR(kchunk_mm)(c, C, C, Dk, &c->sck, Dk, 1, &c->skT, C, 1, c->S, C); /* kb K^T */
   KROUND(c->num, KERN_RP_KKT, c->S, C * C);
   for (int64_t i = 0; i < C; i++) {
     kreal *s = c->S + i * C;
     KSIMD for (int64_t j = 0; j < i; j++) s[j] = s[j] * c->dec[i * C + j];
     for (int64_t j = i; j < C; j++) s[j] = 0;
   }
-  /* forward substitution, row by row; the update of row i by row m is
-   * vectorised across the independent columns j <= m */
-  for (int64_t i = 0; i < C; i++) {
-    kreal *restrict ai = c->A + i * C;
-    for (int64_t j = 0; j < C; j++) ai[j] = 0;
-    ai[i] = 1;
-    for (int64_t m = 0; m < i; m++) {
-      const kreal ns = -c->S[i * C + m];
-      const kreal *restrict am = c->A + m * C;
-      KSIMD for (int64_t j = 0; j <= m; j++) ai[j] = KFMA(ns, am[j], ai[j]);
-    }
-  }
+  KR(kchunk_solve)(C, c->S, c->A);
   for (int64_t i = 0; i < C; i++)
     KSIMD for (int64_t d = 0; d < Dv; d++) c->vb[i * Dv + d] = c->v[i * Dv + d] * c->beta[i];
   KROUND(c->num, KERN_RP_BETA_MUL, c->vb, C * Dv);
   KR(kchunk_split)(c, &c->scc, c->A, C * C);
   KR(kchunk_split)(c, &c->scv, c->vb, C * Dv);
-  KR(kchunk_mm)(c, C, Dv, C, &c->scc, C, 1, &c->scv, Dv, 1, c->U, Dv);
+  KR(kchunk_mm)(c, C, Dv, C, &c->scc, C, 1, &c->scv, Dv, 1, P->U, Dv);
   for (int64_t i = 0; i < C; i++) /* kb becomes k_beta_g = k_beta * exp(G) */
     KSIMD for (int64_t d = 0; d < Dk; d++) c->kb[i * Dk + d] = c->kb[i * Dk + d] * c->eG[i];
   KR(kchunk_split)(c, &c->sck, c->kb, C * Dk);
-  KR(kchunk_mm)(c, C, Dk, C, &c->scc, C, 1, &c->sck, Dk, 1, c->W, Dk);
-  KROUND(c->num, KERN_RP_UW, c->U, C * Dv);
-  KROUND(c->num, KERN_RP_UW, c->W, C * Dk);
-  KR(kchunk_split)(c, &c->sW, c->W, C * Dk);
+  KR(kchunk_mm)(c, C, Dk, C, &c->scc, C, 1, &c->sck, Dk, 1, P->W, Dk);
+  KROUND(c->num, KERN_RP_UW, P->U, C * Dv);
+  KROUND(c->num, KERN_RP_UW, P->W, C * Dk);
+  KR(kchunk_split)(c, &P->sW, P->W, C * Dk);
+  if (split_u) KR(kchunk_split)(c, &P->sU, P->U, C * Dv);
+  P->eGlast = c->eGlast;
 }
 
 /* Kt = diag(exp(G_last - G)) K (needed by the body and by the affine map). */
-KTMPL void KR(kchunk_kt)(KR(kchunk) *c) {
+KTMPL void KR(kchunk_kt)(KR(kchunk) *c, KR(kprep) *P) {
   const int64_t C = c->C, Dk = c->Dk;
   for (int64_t i = 0; i < C; i++)
-    KSIMD for (int64_t d = 0; d < Dk; d++) c->Kt[i * Dk + d] = c->k[i * Dk + d] * c->eGl[i];
-  KR(kchunk_split)(c, &c->sKt, c->Kt, C * Dk);
+    KSIMD for (int64_t d = 0; d < Dk; d++) P->Kt[i * Dk + d] = c->k[i * Dk + d] * c->eGl[i];
+  KR(kchunk_split)(c, &P->sKt, P->Kt, C * Dk);
 }
 
 /* The h-independent parts of the scan body: qg, the masked attn, Kt. */
-KTMPL void KR(kchunk_prep)(KR(kchunk) *c) {
+KTMPL void KR(kchunk_prep)(KR(kchunk) *c, KR(kprep) *P) {
   const int64_t C = c->C, Dk = c->Dk;
   for (int64_t i = 0; i < C; i++)
-    KSIMD for (int64_t d = 0; d < Dk; d++) c->qg[i * Dk + d] = c->q[i * Dk + d] * c->eG[i];
+    KSIMD for (int64_t d = 0; d < Dk; d++) P->qg[i * Dk + d] = c->q[i * Dk + d] * c->eG[i];
   KR(kchunk_split)(c, &c->sck, c->q, C * Dk);
-  KR(kchunk_mm)(c, C, C, Dk, &c->sck, Dk, 1, &c->sk, 1, Dk, c->attn, C); /* Q K^T */
-  KROUND(c->num, KERN_RP_QKT, c->attn, C * C);
+  KR(kchunk_mm)(c, C, C, Dk, &c->sck, Dk, 1, &c->skT, C, 1, P->attn, C); /* Q K^T */
+  KROUND(c->num, KERN_RP_QKT, P->attn, C * C);
   for (int64_t i = 0; i < C; i++) {
-    kreal *a = c->attn + i * C;
+    kreal *a = P->attn + i * C;
     KSIMD for (int64_t j = 0; j < i; j++) a[j] = a[j] * c->dec[i * C + j];
     for (int64_t j = i + 1; j < C; j++) a[j] = 0;
   }
-  KR(kchunk_kt)(c);
-  KR(kchunk_split)(c, &c->sck, c->qg, C * Dk);
-  KR(kchunk_split)(c, &c->scc, c->attn, C * C);
+  KR(kchunk_kt)(c, P);
+  KR(kchunk_split)(c, &P->sqg, P->qg, C * Dk);
+  KR(kchunk_split)(c, &P->sattn, P->attn, C * C);
 }
 
-/* One step of the scan over chunks: o of the chunk into oin, h updated in
- * place (Dk x Dv, row-major). */
-KTMPL void KR(kchunk_body)(KR(kchunk) *c, kreal *restrict h) {
-  const int64_t C = c->C, Dk = c->Dk, Dv = c->Dv;
-  KR(kchunk_split)(c, &c->sh, h, Dk * Dv);
-  KR(kchunk_mm)(c, C, Dv, Dk, &c->sck, Dk, 1, &c->sh, Dv, 1, c->oin, Dv); /* o_inter = qg h */
-  KR(kchunk_mm)(c, C, Dv, Dk, &c->sW, Dk, 1, &c->sh, Dv, 1, c->vnew, Dv); /* v_prime = W h */
-  KSIMD for (int64_t x = 0; x < C * Dv; x++) c->vnew[x] = c->U[x] - c->vnew[x];
-  KR(kchunk_split)(c, &c->scv, c->vnew, C * Dv);
-  KR(kchunk_mm)(c, C, Dv, C, &c->scc, C, 1, &c->scv, Dv, 1, c->oat, Dv); /* attn v_new */
-  KSIMD for (int64_t x = 0; x < C * Dv; x++) c->oin[x] = c->oin[x] + c->oat[x];
-  KR(kchunk_mm)(c, Dk, Dv, C, &c->sKt, 1, Dk, &c->scv, Dv, 1, c->hn, Dv); /* Kt^T v_new */
-  const kreal e = c->eGlast;
-  KSIMD for (int64_t x = 0; x < Dk * Dv; x++) h[x] = h[x] * e + c->hn[x];
+/* Everything of chunk n that does not depend on h, into P. */
+KTMPL void KR(kchunk_prep_all)(KR(kchunk) *c, int64_t n, KR(kprep) *P) {
+  KR(kchunk_load)(c, n);
+  KR(kchunk_wy)(c, P, 0);
+  KR(kchunk_prep)(c, P);
 }
 
-/* The rows t < T of the chunk's o into out. */
-KTMPL void KR(kchunk_store_o)(const KR(kchunk) *c, int64_t n, gdn_outputs *out) {
+
+/* The split s of the Dk x ld matrix x restricted to columns [c0, c1): the
+ * parts of those elements, and the zero flags of the whole matrix (the OR of
+ * every block's, through the team when there is one). */
+KTMPL void KR(kchunk_split_cols)(KR(kchunk) *c, KSPLIT *s, const kreal *x, int64_t rows,
+                                  int64_t ld, int64_t c0, int64_t c1, kern_team_sync *ts) {
+  const kern_matmul mm = c->num->matmul;
+  const int parts = kern_mm_parts(mm);
+  unsigned nz = KR(kern_split_fill_cols)(s, mm, x, rows, ld, c0, c1);
+  if (parts >= 2) nz = kern_team_or(ts, nz, (1u << parts) - 1u);
+  s->nz = nz;
+}
+
+/* View of split s shifted by `off` elements (a column block). */
+KTMPL inline KSPLIT KR(kchunk_split_at)(const KSPLIT *s, int64_t off) {
+  KSPLIT v = *s;
+  if (v.x) v.x += off;
+  for (int i = 0; i < 3; i++)
+    if (v.part[i]) v.part[i] += off;
+  return v;
+}
+
+/* One step of the scan over chunks on the columns [c0, c1) of the state:
+ * h holds those columns (Dk rows of c1 - c0, leading dimension ldh; the
+ * whole state is h with ldh = Dv, [0, Dv)), updated in place; o of the
+ * chunk into oin (those columns). */
+KTMPL void KR(kchunk_body)(KR(kchunk) *c, const KR(kprep) *P, kreal *restrict h, int64_t ldh,
+                            int64_t c0, int64_t c1, kern_team_sync *ts) {
+  const int64_t C = c->C, Dk = c->Dk, Dv = c->Dv, w = c1 - c0;
+  KR(kchunk_prefetch)(c);
+  KR(kchunk_split_cols)(c, &c->sh, h, Dk, ldh, 0, w, ts);
+  if (w <= 0) { /* no columns: only the team's flag exchange */
+    KR(kchunk_split_cols)(c, &c->svn, c->vnew, C, Dv, c0, c1, ts);
+    return;
+  }
+  KR(kchunk_mm)(c, C, w, Dk, &P->sqg, Dk, 1, &c->sh, ldh, 1, c->oin + c0, Dv); /* o_inter = qg h */
+  KR(kchunk_mm)(c, C, w, Dk, &P->sW, Dk, 1, &c->sh, ldh, 1, c->vnew + c0, Dv); /* v_prime = W h */
+  for (int64_t i = 0; i < C; i++) {
+    kreal *vn = c->vnew + i * Dv;
+    const kreal *u = P->U + i * Dv;
+    KSIMD for (int64_t x = c0; x < c1; x++) vn[x] = u[x] - vn[x];
+  }
+  KR(kchunk_split_cols)(c, &c->svn, c->vnew, C, Dv, c0, c1, ts);
+  const KSPLIT svn = KR(kchunk_split_at)(&c->svn, c0);
+  const kern_matmul mm = c->num->matmul;
+  /* o = o_inter + attn v_new: the product, then the add (kern_mm_plus) */
+  KR(kern_mm_plus)(mm, C, w, C, &P->sattn, C, 1, &svn, Dv, 1, c->oin + c0, Dv, c->oat + c0, Dv,
+                   c->gws);
+  /* h = h * eGlast + Kt^T v_new: the multiply in place (h is not read
+   * again), then the product added */
+  const kreal e = P->eGlast;
+  for (int64_t r = 0; r < Dk; r++) {
+    kreal *hr = h + r * ldh;
+    KSIMD for (int64_t x = 0; x < w; x++) hr[x] = hr[x] * e;
+  }
+  KR(kern_mm_plus)(mm, Dk, w, C, &P->sKt, 1, Dk, &svn, Dv, 1, h, ldh, c->hn + c0, Dv, c->gws);
+}
+
+/* The rows t < T of the chunk's o (columns [c0, c1)) into out. */
+KTMPL void KR(kchunk_store_o)(const KR(kchunk) *c, int64_t n, gdn_outputs *out, int64_t c0,
+                               int64_t c1) {
   const int64_t C = c->C, Dv = c->Dv, T = c->in->shape.T;
   for (int64_t i = 0; i < C && n * C + i < T; i++) {
     double *o = gdn_outputs_o(out, c->b, n * C + i, c->hv);
-    KSIMD for (int64_t d = 0; d < Dv; d++) o[d] = KR(rows_out)(c->oin[i * Dv + d], c->out_bf16);
+    const kreal *oi = c->oin + i * Dv;
+#if KERN_AVX && KERN_REAL == 32
+    if (!c->out_bf16) {
+      int64_t d = c0;
+      for (; d < c1 && ((uintptr_t)(o + d) & 31u); d++) o[d] = (double)oi[d];
+      for (; d + 4 <= c1; d += 4) _mm256_stream_pd(o + d, _mm256_cvtps_pd(_mm_loadu_ps(oi + d)));
+      for (; d < c1; d++) o[d] = (double)oi[d];
+      continue;
+    }
+#endif
+    KSIMD for (int64_t d = c0; d < c1; d++) o[d] = KR(rows_out)(oi[d], c->out_bf16);
   }
+#if KERN_AVX
+  _mm_sfence(); /* streaming stores are weakly ordered: complete them here */
+#endif
 }
 
 /* The stock scan over chunks first .. first+count-1 from the carry h
- * (updated in place), o rows stored.  kern_scan and every device's replay
- * in kern_affine_prefix run exactly this. */
-KTMPL void KR(kchunk_scan)(KR(kchunk) *c, int64_t first, int64_t count, kreal *h,
+ * (updated in place), o rows stored, by one thread.  kern_scan and every
+ * device's replay in kern_affine_prefix run exactly this (or, for a head
+ * too few to keep the threads busy, kchunk_scan_team). */
+KTMPL void KR(kchunk_scan)(KR(kchunk) *c, KR(kprep) *P, int64_t first, int64_t count, kreal *h,
                             gdn_outputs *out) {
   for (int64_t n = first; n < first + count; n++) {
-    KR(kchunk_load)(c, n);
-    KR(kchunk_wy)(c);
-    KR(kchunk_prep)(c);
-    KR(kchunk_body)(c, h);
-    KR(kchunk_store_o)(c, n, out);
+    KR(kchunk_prep_all)(c, n, P);
+    c->pf = n + 1 < first + count ? n + 1 : -1;
+    KR(kchunk_body)(c, P, h, c->Dv, 0, c->Dv, NULL);
+    KR(kchunk_store_o)(c, n, out, 0, c->Dv);
   }
 }
 
-/* The chunk's affine map h -> An h + Bn (after load, wy and kt; uses scv). */
-KTMPL void KR(kchunk_affine)(KR(kchunk) *c, kreal *restrict An, kreal *restrict Bn) {
+/* The column block [*c0, *c1) of Dv thread tid of nt takes: whole panels of
+ * 16 columns where possible (empty for the threads beyond Dv). */
+KTMPL void KR(kchunk_team_cols)(int64_t Dv, int tid, int nt, int64_t *c0, int64_t *c1) {
+  int64_t blk = (Dv + nt - 1) / nt;
+  blk = (blk + 15) / 16 * 16;
+  *c0 = (int64_t)tid * blk < Dv ? (int64_t)tid * blk : Dv;
+  *c1 = *c0 + blk < Dv ? *c0 + blk : Dv;
+}
+
+/* kchunk_scan by a team of nt threads (called by every thread of the
+ * current parallel region with its tid; h, the Dk x Dv state, is shared).
+ * Each thread carries its column block of the state in its own buffer hb
+ * (Dk x Dv elements; the block is stored with leading dimension c1 - c0),
+ * copied from h at the start and back at the end: blocks of one shared
+ * matrix would sit side by side in every row, where one core's adjacent-line
+ * prefetches keep pulling in lines the other core is writing.  The chunks go
+ * in groups of nt: thread j preps chunk j of the group into its slot
+ * preps[2 j + (group & 1)], then every thread runs the group's bodies in
+ * order on its column block and stores those columns of o.  One barrier per
+ * group (the two slot sets alternate: a group's preps overwrite the slots
+ * of the group before last, whose bodies every thread has finished), plus
+ * the zero-flag exchanges of the bf16 pass modes (kern_team.h: a wait only
+ * when a thread's own block cannot decide), plus one at the end. */
+KTMPL void KR(kchunk_scan_team)(KR(kchunk) *c, KR(kprep) *preps, kern_team_sync *ts,
+                                 int64_t first, int64_t count, kreal *h, kreal *hb,
+                                 gdn_outputs *out) {
+  const int tid = ts->tid, nt = ts->nt;
+  const int64_t Dk = c->Dk, Dv = c->Dv;
+  int64_t c0, c1;
+  KR(kchunk_team_cols)(Dv, tid, nt, &c0, &c1);
+  const int64_t w = c1 - c0;
+  for (int64_t r = 0; r < Dk && w > 0; r++)
+    memcpy(hb + r * w, h + r * Dv + c0, (size_t)w * sizeof *hb);
+  for (int64_t g = 0; g * nt < count; g++) {
+    const int64_t n0 = first + g * nt, m = count - g * nt < nt ? count - g * nt : nt;
+    const int buf = (int)(g & 1);
+    if (tid < m) KR(kchunk_prep_all)(c, n0 + tid, &preps[2 * tid + buf]);
+    c->pf = n0 + nt + tid < first + count ? n0 + nt + tid : -1; /* this thread's next prep */
+#pragma omp barrier
+    for (int64_t j = 0; j < m; j++) {
+      KR(kchunk_body)(c, &preps[2 * j + buf], hb, w, c0, c1, ts);
+      if (c1 > c0) KR(kchunk_store_o)(c, n0 + j, out, c0, c1);
+    }
+  }
+  for (int64_t r = 0; r < Dk && w > 0; r++)
+    memcpy(h + r * Dv + c0, hb + r * w, (size_t)w * sizeof *hb);
+#pragma omp barrier
+}
+
+/* The chunk's affine map h -> An h + Bn (after load, wy with split_u, kt). */
+KTMPL void KR(kchunk_affine)(KR(kchunk) *c, const KR(kprep) *P, kreal *restrict An,
+                              kreal *restrict Bn) {
   const int64_t C = c->C, Dk = c->Dk, Dv = c->Dv;
-  KR(kchunk_mm)(c, Dk, Dk, C, &c->sKt, 1, Dk, &c->sW, Dk, 1, An, Dk); /* Kt^T W */
+  KR(kchunk_prefetch)(c);
+  KR(kchunk_mm)(c, Dk, Dk, C, &P->sKt, 1, Dk, &P->sW, Dk, 1, An, Dk); /* Kt^T W */
   for (int64_t r = 0; r < Dk; r++)
     KSIMD for (int64_t s = 0; s < Dk; s++)
-        An[r * Dk + s] = (r == s ? c->eGlast : 0) - An[r * Dk + s];
-  KR(kchunk_split)(c, &c->scv, c->U, C * Dv);
-  KR(kchunk_mm)(c, Dk, Dv, C, &c->sKt, 1, Dk, &c->scv, Dv, 1, Bn, Dv); /* Kt^T U */
+        An[r * Dk + s] = (r == s ? P->eGlast : 0) - An[r * Dk + s];
+  KR(kchunk_mm)(c, Dk, Dv, C, &P->sKt, 1, Dk, &P->sU, Dv, 1, Bn, Dv); /* Kt^T U */
 }
 
 /* Convert the h0 block of the current head (or zeros) to F. */

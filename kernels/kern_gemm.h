@@ -33,23 +33,22 @@
  * order the passes are summed in) are kern_mm.h.
  *
  * Structure (for speed; results do not depend on it): Goto-style blocking
- * NC = 128 columns x KC = 128 inner x MC = 72 rows.  B's KC x NC block is
- * packed into NR-column panels (a transposed B is read along its rows while
- * packing); when B's rows are contiguous (b_cs == 1) it is read in place and
- * only a partial last panel is copied, zero-padded.  A is read in place
- * (row-major and transposed A both give short sequential streams).  A
- * register-blocked micro-kernel keeps an mr x NR tile of C in registers
- * (mr <= MR = 6, NR = 16 floats or 8 doubles: 12 AVX2 accumulators),
- * broadcasts a_ip and loads a vector of row p of B.  Plain C, vectorised by
- * gcc (-O2 with `#pragma GCC unroll` over the tile rows).  The packed block
- * is 64 KiB (float32) / 128 KiB (float64): it stays in L2 while the C tiles
- * of a D = 128 matrix stream past it.  Flush-to-zero (kern_num.h) is the
- * caller's MXCSR; nothing here depends on it.
+ * NC = 128 columns x KC = 128 inner x MC rows.  B's KC x NC block is packed
+ * into zero-padded NR-column panels and A's MC x KC block into zero-padded
+ * MR-row panels (always: the kernels' operands are rows of strided tensors,
+ * whose power-of-two strides alias in L1 when read in place).  A
+ * register-blocked micro-kernel keeps an MR x NR tile of C in registers,
+ * broadcasts a_ip and loads a vector of row p of B: AVX-512F MR = 8,
+ * NR = 32 floats / 16 doubles; AVX2 + FMA MR = 6, NR = 16 / 8; portable C
+ * otherwise (kern_gemm.c picks by the compiler's target).  Padded rows and
+ * columns are computed and never stored.  Flush-to-zero (kern_num.h) is the
+ * caller's MXCSR; nothing here depends on it.  Subnormal operands are
+ * correct but slow on x86 (microcoded assists, measured ~40x for a product
+ * with a third of A subnormal); see README, Speed.
  *
  * Workspace: `ws` has kern_gemm_ws_elems_fXX() elements of the compute type
  * (64-byte aligned, e.g. from gdn_malloc), private to the calling thread:
- * the packed B block, one zero-padded edge panel and the MC x NC block of
- * PLUS.  No allocation happens here; the functions cannot fail.
+ * the packed B block, the packed A block and the MC x NC block of PLUS.  No allocation happens here; the functions cannot fail.
  */
 #ifndef KERN_GEMM_H
 #define KERN_GEMM_H

@@ -1,164 +1,247 @@
-/* Body of kern_gemm for one compute type (see kern_gemm.h, kern_real.h). */
+/* Body of kern_gemm for one compute type (see kern_gemm.h, kern_real.h).
+ *
+ * Every path below performs, for each output element, exactly the sequence
+ * of kern_gemm.h (a multiply for the first product, one fused multiply-add
+ * per further p, for PLUS one add), so the vector widths and the portable
+ * fallback give the same bits: a vector lane is one output element. */
 #include "kern_real.h"
 
+#undef GEMM_MR
+#undef GEMM_NR
+#undef GEMM_KC
+#undef GEMM_NC
+#undef GEMM_MC
+#undef GV
+#undef GV_W
+#undef GV_LOAD
+#undef GV_STORE
+#undef GV_BCAST
+#undef GV_FMA
+#undef GV_MUL
+#undef GV_ADD
+
+#if KERN_GEMM_ISA == 512 /* AVX-512F: 8 x (2 x 16 floats | 2 x 8 doubles) */
+#define GEMM_MR 8
+#if KERN_REAL == 32
+#define GV __m512
+#define GV_W 16
+#define GV_LOAD _mm512_loadu_ps
+#define GV_STORE _mm512_storeu_ps
+#define GV_BCAST(p) _mm512_set1_ps(*(p))
+#define GV_FMA _mm512_fmadd_ps
+#define GV_MUL _mm512_mul_ps
+#define GV_ADD _mm512_add_ps
+#else
+#define GV __m512d
+#define GV_W 8
+#define GV_LOAD _mm512_loadu_pd
+#define GV_STORE _mm512_storeu_pd
+#define GV_BCAST(p) _mm512_set1_pd(*(p))
+#define GV_FMA _mm512_fmadd_pd
+#define GV_MUL _mm512_mul_pd
+#define GV_ADD _mm512_add_pd
+#endif
+#define GEMM_NR (2 * GV_W)
+#define GEMM_MC 128
+#elif KERN_GEMM_ISA == 256 /* AVX2 + FMA: 6 x (2 x 8 floats | 2 x 4 doubles) */
 #define GEMM_MR 6
-#define GEMM_NR KERN_NR
-#define GEMM_KC 128
-#define GEMM_NC 128 /* multiple of GEMM_NR for both types */
-#define GEMM_MC 72  /* multiple of GEMM_MR */
+#if KERN_REAL == 32
+#define GV __m256
+#define GV_W 8
+#define GV_LOAD _mm256_loadu_ps
+#define GV_STORE _mm256_storeu_ps
+#define GV_BCAST _mm256_broadcast_ss
+#define GV_FMA _mm256_fmadd_ps
+#define GV_MUL _mm256_mul_ps
+#define GV_ADD _mm256_add_ps
+#else
+#define GV __m256d
+#define GV_W 4
+#define GV_LOAD _mm256_loadu_pd
+#define GV_STORE _mm256_storeu_pd
+#define GV_BCAST _mm256_broadcast_sd
+#define GV_FMA _mm256_fmadd_pd
+#define GV_MUL _mm256_mul_pd
+#define GV_ADD _mm256_add_pd
+#endif
+#define GEMM_NR (2 * GV_W)
+#define GEMM_MC 132
+#else /* portable C, vectorised by gcc where it can */
+#define GEMM_MR 6
+#define GEMM_NR (KERN_REAL == 32 ? 16 : 8)
+#define GEMM_MC 132
+#endif
+#define GEMM_KC 128 /* the K block: part of the contract's resume points, never change */
+#define GEMM_NC 128 /* a multiple of GEMM_NR */
 
 size_t KR(kern_gemm_ws_elems)(void) {
-  /* the packed B block, one zero-padded edge panel of B, PLUS's C block */
-  return (size_t)GEMM_KC * GEMM_NC + (size_t)GEMM_KC * GEMM_NR + (size_t)GEMM_MC * GEMM_NC;
+  /* the packed B block, the packed A block, PLUS's C block */
+  return (size_t)GEMM_KC * GEMM_NC + (size_t)GEMM_MC * GEMM_KC + (size_t)GEMM_MC * GEMM_NC;
 }
 
-/* The mr x NR tile C[0..mr) x [0..nr) += / = A(mr x kc) . Bpanel(kc x NR).
- * ap[i * ars + p * acs] is A(i, p), read in place (row-major or transposed
- * A both give short sequential streams, so A is not packed);
- * bp[p * ldb + j] is B(p, j) for j < NR (columns
- * j >= nr are zero padding or belong to no output and are never stored).
- * `first`: start each sum from the product of p = 0 (SET on the first K
- * block); otherwise resume from C.  `plus` (with first): store C + sum
- * instead of the sum (PLUS within one K block).  Inlined with a constant mr
- * so the accumulators live in registers. */
+/* The tile C[0..mr) x [0..nr) (ldc) from the packed panels
+ *   ap[p * MR + i] = A(i, p),  bp[p * NR + j] = B(p, j),  p < kc,
+ * both zero-padded to MR rows / NR columns (padded rows and columns are
+ * computed and never stored).  `first`: each sum starts from the product of
+ * p = 0; otherwise it resumes from C.  `plus` (with first): store C + sum.
+ * Inlined with constant first / plus so the accumulators live in registers. */
+#if KERN_GEMM_ISA
 static inline __attribute__((always_inline)) void KR(gemm_tile)(
-    const int mr, int64_t kc, const kreal *restrict ap, int64_t ars, int64_t acs,
-    const kreal *restrict bp, int64_t ldb, kreal *restrict c, int64_t ldc, int nr, int first,
-    int plus) {
+    int64_t kc, const kreal *restrict ap, const kreal *restrict bp, kreal *restrict c,
+    int64_t ldc, int mr, int nr, int first, int plus) {
+  GV acc0[GEMM_MR], acc1[GEMM_MR];
+  int64_t p0 = 0;
+  if (first) {
+    const GV b0 = GV_LOAD(bp), b1 = GV_LOAD(bp + GV_W);
+    _Pragma("GCC unroll 8") for (int i = 0; i < GEMM_MR; i++) {
+      const GV a = GV_BCAST(ap + i);
+      acc0[i] = GV_MUL(a, b0);
+      acc1[i] = GV_MUL(a, b1);
+    }
+    p0 = 1;
+  } else {
+    kreal tmp[GEMM_NR];
+    _Pragma("GCC unroll 8") for (int i = 0; i < GEMM_MR; i++) {
+      const kreal *ci = c + i * ldc;
+      if (i < mr && nr == GEMM_NR) {
+        acc0[i] = GV_LOAD(ci);
+        acc1[i] = GV_LOAD(ci + GV_W);
+      } else {
+        for (int j = 0; j < GEMM_NR; j++) tmp[j] = (i < mr && j < nr) ? ci[j] : 0;
+        acc0[i] = GV_LOAD(tmp);
+        acc1[i] = GV_LOAD(tmp + GV_W);
+      }
+    }
+  }
+  const kreal *restrict b = bp + p0 * GEMM_NR;
+  const kreal *restrict a = ap + p0 * GEMM_MR;
+  _Pragma("GCC unroll 4") for (int64_t p = p0; p < kc; p++) {
+    const GV b0 = GV_LOAD(b), b1 = GV_LOAD(b + GV_W);
+    _Pragma("GCC unroll 8") for (int i = 0; i < GEMM_MR; i++) {
+      const GV ai = GV_BCAST(a + i);
+      acc0[i] = GV_FMA(ai, b0, acc0[i]);
+      acc1[i] = GV_FMA(ai, b1, acc1[i]);
+    }
+    b += GEMM_NR;
+    a += GEMM_MR;
+  }
+  kreal tmp[GEMM_NR];
+  _Pragma("GCC unroll 8") for (int i = 0; i < GEMM_MR; i++) {
+    if (i >= mr) break;
+    kreal *ci = c + i * ldc;
+    if (nr == GEMM_NR) {
+      GV r0 = acc0[i], r1 = acc1[i];
+      if (plus) {
+        r0 = GV_ADD(GV_LOAD(ci), r0);
+        r1 = GV_ADD(GV_LOAD(ci + GV_W), r1);
+      }
+      GV_STORE(ci, r0);
+      GV_STORE(ci + GV_W, r1);
+    } else {
+      GV_STORE(tmp, acc0[i]);
+      GV_STORE(tmp + GV_W, acc1[i]);
+      for (int j = 0; j < nr; j++) ci[j] = plus ? ci[j] + tmp[j] : tmp[j];
+    }
+  }
+}
+#else
+static inline __attribute__((always_inline)) void KR(gemm_tile)(
+    int64_t kc, const kreal *restrict ap, const kreal *restrict bp, kreal *restrict c,
+    int64_t ldc, int mr, int nr, int first, int plus) {
   kreal acc[GEMM_MR][GEMM_NR];
   int64_t p0 = 0;
   if (first) {
-    _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) {
-      kreal a = ap[i * ars];
-      for (int j = 0; j < GEMM_NR; j++) acc[i][j] = a * bp[j];
-    }
+    for (int i = 0; i < GEMM_MR; i++)
+      for (int j = 0; j < GEMM_NR; j++) acc[i][j] = ap[i] * bp[j];
     p0 = 1;
-  } else if (nr == GEMM_NR) {
-    _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) for (int j = 0; j < GEMM_NR; j++)
-        acc[i][j] = c[i * ldc + j];
   } else {
-    for (int i = 0; i < mr; i++) {
-      for (int j = 0; j < GEMM_NR; j++) acc[i][j] = 0;
-      for (int j = 0; j < nr; j++) acc[i][j] = c[i * ldc + j];
-    }
+    for (int i = 0; i < GEMM_MR; i++)
+      for (int j = 0; j < GEMM_NR; j++) acc[i][j] = (i < mr && j < nr) ? c[i * ldc + j] : 0;
   }
   for (int64_t p = p0; p < kc; p++) {
-    const kreal *restrict b = bp + p * ldb;
-    const kreal *restrict a = ap + p * acs;
-    _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) {
-      kreal ai = a[i * ars];
+    const kreal *restrict b = bp + p * GEMM_NR;
+    const kreal *restrict a = ap + p * GEMM_MR;
+    _Pragma("GCC unroll 8") for (int i = 0; i < GEMM_MR; i++) {
+      kreal ai = a[i];
       for (int j = 0; j < GEMM_NR; j++) acc[i][j] = KFMA(ai, b[j], acc[i][j]);
     }
   }
-  if (plus) {
-    if (nr == GEMM_NR) {
-      _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) for (int j = 0; j < GEMM_NR; j++)
-          c[i * ldc + j] = c[i * ldc + j] + acc[i][j];
+  for (int i = 0; i < mr; i++)
+    for (int j = 0; j < nr; j++) c[i * ldc + j] = plus ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+}
+#endif
+
+static void KR(gemm_tile_any)(int64_t kc, const kreal *restrict ap, const kreal *restrict bp,
+                              kreal *restrict c, int64_t ldc, int mr, int nr, int first,
+                              int plus) {
+  if (first && plus)
+    KR(gemm_tile)(kc, ap, bp, c, ldc, mr, nr, 1, 1);
+  else if (first)
+    KR(gemm_tile)(kc, ap, bp, c, ldc, mr, nr, 1, 0);
+  else
+    KR(gemm_tile)(kc, ap, bp, c, ldc, mr, nr, 0, 0);
+}
+
+/* A's mc x kc block at (ic, pc) into MR-row panels, zero-padded. */
+static void KR(gemm_pack_a)(const kreal *a, int64_t a_rs, int64_t a_cs, int64_t ic, int64_t mc,
+                            int64_t pc, int64_t kc, kreal *restrict apack) {
+  for (int64_t ir = 0; ir < mc; ir += GEMM_MR) {
+    kreal *restrict dst = apack + (ir / GEMM_MR) * kc * GEMM_MR;
+    int64_t w = mc - ir < GEMM_MR ? mc - ir : GEMM_MR;
+    if (a_cs == 1) {
+      for (int64_t i = 0; i < w; i++) {
+        const kreal *src = a + (ic + ir + i) * a_rs + pc;
+        for (int64_t p = 0; p < kc; p++) dst[p * GEMM_MR + i] = src[p];
+      }
     } else {
-      for (int i = 0; i < mr; i++)
-        for (int j = 0; j < nr; j++) c[i * ldc + j] = c[i * ldc + j] + acc[i][j];
-    }
-  } else if (nr == GEMM_NR) {
-    _Pragma("GCC unroll 8") for (int i = 0; i < mr; i++) for (int j = 0; j < GEMM_NR; j++)
-        c[i * ldc + j] = acc[i][j];
-  } else {
-    for (int i = 0; i < mr; i++)
-      for (int j = 0; j < nr; j++) c[i * ldc + j] = acc[i][j];
-  }
-}
-
-static void KR(gemm_tile_any)(int mr, int64_t kc, const kreal *restrict ap, int64_t ars,
-                              int64_t acs, const kreal *restrict bp, int64_t ldb,
-                              kreal *restrict c, int64_t ldc, int nr, int first, int plus) {
-  if (plus) {
-    switch (mr) {
-    case 6: KR(gemm_tile)(6, kc, ap, ars, acs, bp, ldb, c, ldc, nr, 1, 1); break;
-    case 5: KR(gemm_tile)(5, kc, ap, ars, acs, bp, ldb, c, ldc, nr, 1, 1); break;
-    case 4: KR(gemm_tile)(4, kc, ap, ars, acs, bp, ldb, c, ldc, nr, 1, 1); break;
-    case 3: KR(gemm_tile)(3, kc, ap, ars, acs, bp, ldb, c, ldc, nr, 1, 1); break;
-    case 2: KR(gemm_tile)(2, kc, ap, ars, acs, bp, ldb, c, ldc, nr, 1, 1); break;
-    default: KR(gemm_tile)(1, kc, ap, ars, acs, bp, ldb, c, ldc, nr, 1, 1); break;
-    }
-    return;
-  }
-  switch (mr) {
-  case 6: KR(gemm_tile)(6, kc, ap, ars, acs, bp, ldb, c, ldc, nr, first, 0); break;
-  case 5: KR(gemm_tile)(5, kc, ap, ars, acs, bp, ldb, c, ldc, nr, first, 0); break;
-  case 4: KR(gemm_tile)(4, kc, ap, ars, acs, bp, ldb, c, ldc, nr, first, 0); break;
-  case 3: KR(gemm_tile)(3, kc, ap, ars, acs, bp, ldb, c, ldc, nr, first, 0); break;
-  case 2: KR(gemm_tile)(2, kc, ap, ars, acs, bp, ldb, c, ldc, nr, first, 0); break;
-  default: KR(gemm_tile)(1, kc, ap, ars, acs, bp, ldb, c, ldc, nr, first, 0); break;
-  }
-}
-
-/* B's kc x nc block at (pc, jc), ready for the micro-kernel: packed into
- * zero-padded NR-column panels when B's rows are not contiguous; else read
- * in place, with only a partial last panel copied (zero-padded) into `edge`.
- * Returns the number of columns read in place (0 when packed). */
-static int64_t KR(gemm_pack_b)(const kreal *b, int64_t b_rs, int64_t b_cs, int64_t pc,
-                               int64_t kc, int64_t jc, int64_t nc, kreal *bpack, kreal *edge) {
-  if (b_cs != 1) {
-    for (int64_t jp = 0; jp < nc; jp += GEMM_NR) {
-      kreal *dst = bpack + (jp / GEMM_NR) * kc * GEMM_NR;
-      int64_t w = nc - jp < GEMM_NR ? nc - jp : GEMM_NR;
-      if (b_rs == 1) { /* B = X^T: read X's rows (contiguous in p) */
-        for (int64_t j = 0; j < w; j++) {
-          const kreal *src = b + pc + (jc + jp + j) * b_cs;
-          for (int64_t p = 0; p < kc; p++) dst[p * GEMM_NR + j] = src[p];
-        }
-        for (int64_t p = 0; p < kc; p++)
-          for (int64_t j = w; j < GEMM_NR; j++) dst[p * GEMM_NR + j] = 0;
-      } else {
-        for (int64_t p = 0; p < kc; p++) {
-          const kreal *src = b + (pc + p) * b_rs + (jc + jp) * b_cs;
-          for (int64_t j = 0; j < w; j++) dst[p * GEMM_NR + j] = src[j * b_cs];
-          for (int64_t j = w; j < GEMM_NR; j++) dst[p * GEMM_NR + j] = 0;
-        }
+      for (int64_t p = 0; p < kc; p++) {
+        const kreal *src = a + (ic + ir) * a_rs + (pc + p) * a_cs;
+        for (int64_t i = 0; i < w; i++) dst[p * GEMM_MR + i] = src[i * a_rs];
       }
     }
-    return 0;
+    for (int64_t i = w; i < GEMM_MR; i++)
+      for (int64_t p = 0; p < kc; p++) dst[p * GEMM_MR + i] = 0;
   }
-  int64_t n_full = nc / GEMM_NR * GEMM_NR;
-  if (n_full < nc) {
-    int64_t w = nc - n_full;
-    for (int64_t p = 0; p < kc; p++) {
-      const kreal *src = b + (pc + p) * b_rs + jc + n_full;
-      for (int64_t j = 0; j < w; j++) edge[p * GEMM_NR + j] = src[j];
-      for (int64_t j = w; j < GEMM_NR; j++) edge[p * GEMM_NR + j] = 0;
+}
+
+/* B's kc x nc block at (pc, jc) into NR-column panels, zero-padded. */
+static void KR(gemm_pack_b)(const kreal *b, int64_t b_rs, int64_t b_cs, int64_t pc, int64_t kc,
+                            int64_t jc, int64_t nc, kreal *restrict bpack) {
+  for (int64_t jp = 0; jp < nc; jp += GEMM_NR) {
+    kreal *restrict dst = bpack + (jp / GEMM_NR) * kc * GEMM_NR;
+    int64_t w = nc - jp < GEMM_NR ? nc - jp : GEMM_NR;
+    if (b_cs == 1) {
+      for (int64_t p = 0; p < kc; p++) {
+        const kreal *src = b + (pc + p) * b_rs + jc + jp;
+        for (int64_t j = 0; j < w; j++) dst[p * GEMM_NR + j] = src[j];
+      }
+    } else if (b_rs == 1) { /* B = X^T: read X's rows (contiguous in p) */
+      for (int64_t j = 0; j < w; j++) {
+        const kreal *src = b + pc + (jc + jp + j) * b_cs;
+        for (int64_t p = 0; p < kc; p++) dst[p * GEMM_NR + j] = src[p];
+      }
+    } else {
+      for (int64_t p = 0; p < kc; p++) {
+        const kreal *src = b + (pc + p) * b_rs + (jc + jp) * b_cs;
+        for (int64_t j = 0; j < w; j++) dst[p * GEMM_NR + j] = src[j * b_cs];
+      }
     }
+    if (w < GEMM_NR)
+      for (int64_t p = 0; p < kc; p++)
+        for (int64_t j = w; j < GEMM_NR; j++) dst[p * GEMM_NR + j] = 0;
   }
-  return n_full;
 }
 
-/* The panel of columns jr .. jr+NR of the block prepared by gemm_pack_b. */
-static inline const kreal *KR(gemm_panel)(const kreal *b, int64_t b_rs, int64_t b_cs, int64_t pc,
-                                          int64_t kc, int64_t jc, int64_t jr, int64_t n_full,
-                                          const kreal *bpack, const kreal *edge, int64_t *ldb) {
-  if (b_cs != 1) {
-    *ldb = GEMM_NR;
-    return bpack + (jr / GEMM_NR) * kc * GEMM_NR;
-  }
-  if (jr < n_full) {
-    *ldb = b_rs;
-    return b + pc * b_rs + jc + jr;
-  }
-  *ldb = GEMM_NR;
-  return edge;
-}
-
-/* One prepared B block times the rows ic .. ic+mc of A into C (ldc). */
-static void KR(gemm_block)(int64_t mc, int64_t nc, int64_t kc, const kreal *a, int64_t a_rs,
-                           int64_t a_cs, const kreal *b, int64_t b_rs, int64_t b_cs, int64_t pc,
-                           int64_t jc, int64_t n_full, const kreal *bpack, const kreal *edge,
-                           kreal *c, int64_t ldc, int first, int plus) {
+/* The packed blocks' product into the mc x nc block of C (ldc). */
+static void KR(gemm_block)(int64_t mc, int64_t nc, int64_t kc, const kreal *apack,
+                           const kreal *bpack, kreal *c, int64_t ldc, int first, int plus) {
   for (int64_t jr = 0; jr < nc; jr += GEMM_NR) {
     int nr = (int)(nc - jr < GEMM_NR ? nc - jr : GEMM_NR);
-    int64_t ldb;
-    const kreal *bp = KR(gemm_panel)(b, b_rs, b_cs, pc, kc, jc, jr, n_full, bpack, edge, &ldb);
+    const kreal *bp = bpack + (jr / GEMM_NR) * kc * GEMM_NR;
     for (int64_t ir = 0; ir < mc; ir += GEMM_MR) {
       int mr = (int)(mc - ir < GEMM_MR ? mc - ir : GEMM_MR);
-      KR(gemm_tile_any)(mr, kc, a + ir * a_rs + pc * a_cs, a_rs, a_cs, bp, ldb,
-                        c + ir * ldc + jr, ldc, nr, first, plus);
+      KR(gemm_tile_any)(kc, apack + (ir / GEMM_MR) * kc * GEMM_MR, bp, c + ir * ldc + jr, ldc,
+                        mr, nr, first, plus);
     }
   }
 }
@@ -174,21 +257,21 @@ void KR(kern_gemm)(kern_gemm_acc acc, int64_t m, int64_t n, int64_t k, const kre
     return;
   }
   kreal *bpack = ws;
-  kreal *edge = bpack + (size_t)GEMM_KC * GEMM_NC;
-  kreal *tblk = edge + (size_t)GEMM_KC * GEMM_NR;
+  kreal *apack = bpack + (size_t)GEMM_KC * GEMM_NC;
+  kreal *tblk = apack + (size_t)GEMM_MC * GEMM_KC;
   if (acc == KERN_GEMM_PLUS && k > GEMM_KC) {
     /* the running product d of an MC x NC block of C is kept in tblk across
-     * the K blocks and added to C once complete; B is prepared again for
-     * each row block (m / MC times) */
+     * the K blocks and added to C once complete; B is packed again for each
+     * row block (m / MC times) */
     for (int64_t jc = 0; jc < n; jc += GEMM_NC) {
       int64_t nc = n - jc < GEMM_NC ? n - jc : GEMM_NC;
       for (int64_t ic = 0; ic < m; ic += GEMM_MC) {
         int64_t mc = m - ic < GEMM_MC ? m - ic : GEMM_MC;
         for (int64_t pc = 0; pc < k; pc += GEMM_KC) {
           int64_t kc = k - pc < GEMM_KC ? k - pc : GEMM_KC;
-          int64_t n_full = KR(gemm_pack_b)(b, b_rs, b_cs, pc, kc, jc, nc, bpack, edge);
-          KR(gemm_block)(mc, nc, kc, a + ic * a_rs, a_rs, a_cs, b, b_rs, b_cs, pc, jc, n_full,
-                         bpack, edge, tblk, GEMM_NC, pc == 0, 0);
+          KR(gemm_pack_b)(b, b_rs, b_cs, pc, kc, jc, nc, bpack);
+          KR(gemm_pack_a)(a, a_rs, a_cs, ic, mc, pc, kc, apack);
+          KR(gemm_block)(mc, nc, kc, apack, bpack, tblk, GEMM_NC, pc == 0, 0);
         }
         for (int64_t i = 0; i < mc; i++) {
           kreal *ci = c + (ic + i) * ldc + jc;
@@ -206,18 +289,12 @@ void KR(kern_gemm)(kern_gemm_acc acc, int64_t m, int64_t n, int64_t k, const kre
     for (int64_t pc = 0; pc < k; pc += GEMM_KC) {
       int64_t kc = k - pc < GEMM_KC ? k - pc : GEMM_KC;
       int first = (acc != KERN_GEMM_ADD && pc == 0);
-      int64_t n_full = KR(gemm_pack_b)(b, b_rs, b_cs, pc, kc, jc, nc, bpack, edge);
+      KR(gemm_pack_b)(b, b_rs, b_cs, pc, kc, jc, nc, bpack);
       for (int64_t ic = 0; ic < m; ic += GEMM_MC) {
         int64_t mc = m - ic < GEMM_MC ? m - ic : GEMM_MC;
-        KR(gemm_block)(mc, nc, kc, a + ic * a_rs, a_rs, a_cs, b, b_rs, b_cs, pc, jc, n_full,
-                       bpack, edge, c + ic * ldc + jc, ldc, first, plus);
+        KR(gemm_pack_a)(a, a_rs, a_cs, ic, mc, pc, kc, apack);
+        KR(gemm_block)(mc, nc, kc, apack, bpack, c + ic * ldc + jc, ldc, first, plus);
       }
     }
   }
 }
-
-#undef GEMM_MR
-#undef GEMM_NR
-#undef GEMM_KC
-#undef GEMM_NC
-#undef GEMM_MC

@@ -110,6 +110,17 @@ void kern_split_bind_f64(kern_split_f64 *s, kern_matmul mode, double *mem, size_
 void kern_split_fill_f32(kern_split_f32 *s, kern_matmul mode, const float *x, size_t n);
 void kern_split_fill_f64(kern_split_f64 *s, kern_matmul mode, const double *x, size_t n);
 
+/* The block of columns [c0, c1) of the rows x ld matrix x: s->x = x and
+ * the parts of those elements (stored where kern_split_fill would store
+ * them); s->nz is left alone.  Returns the zero flags of the block (bit i:
+ * part i has an element that is not +-0 there; bit 0 always set).  A team
+ * splitting one matrix block by block ORs the blocks' flags into s->nz, which
+ * then equals kern_split_fill's for the whole matrix. */
+unsigned kern_split_fill_cols_f32(kern_split_f32 *s, kern_matmul mode, const float *x,
+                                  int64_t rows, int64_t ld, int64_t c0, int64_t c1);
+unsigned kern_split_fill_cols_f64(kern_split_f64 *s, kern_matmul mode, const double *x,
+                                  int64_t rows, int64_t ld, int64_t c0, int64_t c1);
+
 /* C = op(A) op(B) in `mode` (SET semantics; C must not overlap A, B or
  * their parts). */
 void kern_mm_f32(kern_matmul mode, int64_t m, int64_t n, int64_t k, const kern_split_f32 *a,
@@ -118,6 +129,17 @@ void kern_mm_f32(kern_matmul mode, int64_t m, int64_t n, int64_t k, const kern_s
 void kern_mm_f64(kern_matmul mode, int64_t m, int64_t n, int64_t k, const kern_split_f64 *a,
                  int64_t a_rs, int64_t a_cs, const kern_split_f64 *b, int64_t b_rs,
                  int64_t b_cs, double *c, int64_t ldc, double *ws);
+
+/* C = C + op(A) op(B) in `mode`: the product formed completely, then added
+ * elementwise (one more rounding), as jnp's `c + a @ b`.  IEEE: one
+ * kern_gemm PLUS, no temporary; the pass modes: the product into tmp (m x n,
+ * leading dimension ldt), then the additions. */
+void kern_mm_plus_f32(kern_matmul mode, int64_t m, int64_t n, int64_t k, const kern_split_f32 *a,
+                      int64_t a_rs, int64_t a_cs, const kern_split_f32 *b, int64_t b_rs,
+                      int64_t b_cs, float *c, int64_t ldc, float *tmp, int64_t ldt, float *ws);
+void kern_mm_plus_f64(kern_matmul mode, int64_t m, int64_t n, int64_t k, const kern_split_f64 *a,
+                      int64_t a_rs, int64_t a_cs, const kern_split_f64 *b, int64_t b_rs,
+                      int64_t b_cs, double *c, int64_t ldc, double *tmp, int64_t ldt, double *ws);
 
 /* The parts of one value (exposed for tests): p[0..2], zeros beyond the mode's parts. */
 void kern_split_value_f32(kern_matmul mode, float x, float p[3]);

@@ -73,6 +73,56 @@ void KR(kern_split_fill)(KSPLIT *s, kern_matmul mode, const kreal *x, size_t n) 
 #endif
 }
 
+unsigned KR(kern_split_fill_cols)(KSPLIT *s, kern_matmul mode, const kreal *x, int64_t rows,
+                                  int64_t ld, int64_t c0, int64_t c1) {
+  s->x = x;
+  unsigned nz = 1u;
+#if KERN_REAL == 32
+  uint32_t any1 = 0, any2 = 0;
+  for (int64_t r = 0; r < rows; r++) {
+    const float *restrict xr = x + r * ld;
+    /* (a part the mode does not have is NULL: no offset applied to it) */
+    float *restrict p0 = s->part[0] ? s->part[0] + r * ld : NULL;
+    float *restrict p1 = s->part[1] ? s->part[1] + r * ld : NULL;
+    float *restrict p2 = s->part[2] ? s->part[2] + r * ld : NULL;
+    switch (mode) {
+    case KERN_MATMUL_DEFAULT:
+      KSIMD for (int64_t i = c0; i < c1; i++) p0[i] = bf16_rn(xr[i]);
+      break;
+    case KERN_MATMUL_HIGH:
+      KSIMD for (int64_t i = c0; i < c1; i++) {
+        float h = bf16_trunc(xr[i]), l = bf16_rn(xr[i] - h);
+        p0[i] = h;
+        p1[i] = l;
+      }
+      for (int64_t i = c0; i < c1; i++) any1 |= gdn_f32_bits(p1[i]) & 0x7fffffffu;
+      break;
+    case KERN_MATMUL_HIGHEST:
+      KSIMD for (int64_t i = c0; i < c1; i++) {
+        float h = bf16_trunc(xr[i]), rr = xr[i] - h, m = bf16_trunc(rr), l = bf16_rn(rr - m);
+        p0[i] = h;
+        p1[i] = m;
+        p2[i] = l;
+      }
+      for (int64_t i = c0; i < c1; i++) {
+        any1 |= gdn_f32_bits(p1[i]) & 0x7fffffffu;
+        any2 |= gdn_f32_bits(p2[i]) & 0x7fffffffu;
+      }
+      break;
+    default: return nz;
+    }
+  }
+  nz |= (any1 ? 2u : 0u) | (any2 ? 4u : 0u);
+#else
+  (void)mode;
+  (void)rows;
+  (void)ld;
+  (void)c0;
+  (void)c1;
+#endif
+  return nz;
+}
+
 #if KERN_REAL == 32
 /* XLA's ReplaceNaNWithZeros: select(inf >= |c|, c, 0). */
 static void KR(mm_nan0)(int64_t m, int64_t n, kreal *c, int64_t ldc) {
@@ -124,4 +174,25 @@ void KR(kern_mm)(kern_matmul mode, int64_t m, int64_t n, int64_t k, const KSPLIT
   (void)mode;
   kern_gemm_f64(KERN_GEMM_SET, m, n, k, a->x, a_rs, a_cs, b->x, b_rs, b_cs, c, ldc, ws);
 #endif
+}
+
+void KR(kern_mm_plus)(kern_matmul mode, int64_t m, int64_t n, int64_t k, const KSPLIT *a,
+                      int64_t a_rs, int64_t a_cs, const KSPLIT *b, int64_t b_rs, int64_t b_cs,
+                      kreal *c, int64_t ldc, kreal *tmp, int64_t ldt, kreal *ws) {
+#if KERN_REAL == 32
+  if (mode != KERN_MATMUL_IEEE) {
+    KR(kern_mm)(mode, m, n, k, a, a_rs, a_cs, b, b_rs, b_cs, tmp, ldt, ws);
+    for (int64_t i = 0; i < m; i++) {
+      kreal *ci = c + i * ldc;
+      const kreal *ti = tmp + i * ldt;
+      KSIMD for (int64_t j = 0; j < n; j++) ci[j] = ci[j] + ti[j];
+    }
+    return;
+  }
+#else
+  (void)mode;
+  (void)tmp;
+  (void)ldt;
+#endif
+  KR(kern_gemm)(KERN_GEMM_PLUS, m, n, k, a->x, a_rs, a_cs, b->x, b_rs, b_cs, c, ldc, ws);
 }

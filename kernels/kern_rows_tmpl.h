@@ -20,6 +20,8 @@
  *                    KERN_RP_Q_SCALE
  * The KERN_RP_* hooks are kern_num.h's.
  */
+#include <string.h>
+
 #include "kern_real.h"
 #include "kern_size.h"
 
@@ -54,6 +56,59 @@ KTMPL void KR(rows_qk)(const float *x, int64_t n, int l2norm, int is_q, kreal sc
   if (is_q) {
     KSIMD for (int64_t i = 0; i < n; i++) y[i] = y[i] * scale;
     KROUND(num, KERN_RP_Q_SCALE, y, n);
+  }
+}
+
+/* A chunk's rows, the same steps as rows_qk / rows_v in another loop order.
+ * rows_in: y[0 .. n) = x as read (the conversion to F; rows_v without the
+ * cast).  rows_qk_finish: the rest of rows_qk on `rows` rows of length n
+ * stored at stride n -- the L2 norm (each row's sum of squares in its own
+ * order, i ascending, eight rows' sums carried side by side so that the
+ * additions overlap instead of waiting on one another), the cast, the
+ * scale. */
+KTMPL void KR(rows_in)(const float *x, int64_t n, const kern_num *num, kreal *restrict y) {
+#if KERN_REAL == 32
+  if (!num->ftz) {
+    memcpy(y, x, (size_t)n * sizeof *y);
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < n; i++) y[i] = (kreal)KIN(num, x[i]);
+}
+
+KTMPL void KR(rows_qk_finish)(kreal *y, int64_t rows, int64_t n, int l2norm, int is_q, kreal scale,
+                               const kern_num *num) {
+  if (rows <= 0) return;
+  if (l2norm) {
+    int64_t r = 0;
+    for (; r + 8 <= rows; r += 8) {
+      kreal *const b = y + r * n;
+      kreal ss[8], inv[8];
+      for (int u = 0; u < 8; u++) ss[u] = b[u * n] * b[u * n];
+      for (int64_t i = 1; i < n; i++)
+        for (int u = 0; u < 8; u++) {
+          const kreal x = b[u * n + i];
+          ss[u] = ss[u] + x * x;
+        }
+      for (int u = 0; u < 8; u++) inv[u] = KC(1) / KSQRT(ss[u] + KC(1e-6));
+      for (int u = 0; u < 8; u++) {
+        kreal *const yu = b + u * n;
+        const kreal iu = inv[u];
+        KSIMD for (int64_t i = 0; i < n; i++) yu[i] = yu[i] * iu;
+      }
+    }
+    for (; r < rows; r++) {
+      kreal *const yr = y + r * n;
+      kreal ss = yr[0] * yr[0];
+      for (int64_t i = 1; i < n; i++) ss = ss + yr[i] * yr[i];
+      const kreal inv = KC(1) / KSQRT(ss + KC(1e-6));
+      KSIMD for (int64_t i = 0; i < n; i++) yr[i] = yr[i] * inv;
+    }
+  }
+  KROUND(num, KERN_RP_INPUT, y, rows * n);
+  if (is_q) {
+    KSIMD for (int64_t i = 0; i < rows * n; i++) y[i] = y[i] * scale;
+    KROUND(num, KERN_RP_Q_SCALE, y, rows * n);
   }
 }
 

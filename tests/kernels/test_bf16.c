@@ -113,7 +113,7 @@ static void ref_chunked(unsigned mask, int C, double o[2], double *ht) {
   double h = H0;
   for (int c0 = 0; c0 < 2; c0 += C) {
     int n = 2 - c0 < C ? 2 - c0 : C; /* real tokens; padding contributes zeros */
-    double kb[2], vb[2], S[2][2] = {{0}}, A[2][2] = {{0}}, U[2], W[2], at[2][2] = {{0}}, vn[2];
+    double kb[2] = {0}, vb[2] = {0}, S[2][2] = {{0}}, A[2][2] = {{0}}, U[2], W[2], at[2][2] = {{0}}, vn[2];
     for (int i = 0; i < n; i++) {
       kb[i] = R(mask, KERN_RP_BETA_MUL, k[c0 + i] * b[c0 + i]);
       vb[i] = R(mask, KERN_RP_BETA_MUL, v[c0 + i] * b[c0 + i]);

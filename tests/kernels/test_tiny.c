@@ -67,7 +67,7 @@ static void tiny_closed_form(const tiny *c, long double o[2][2], long double ht[
       q[d] = c->l2norm ? c->q[t][d] / sqrtl(nq + 1e-6L) : c->q[t][d];
       k[d] = c->l2norm ? c->k[t][d] / sqrtl(nk + 1e-6L) : c->k[t][d];
     }
-    long double a = expl((long double)c->g[t]), bt = c->beta[t], nh[2][2];
+    long double a = expl((long double)c->g[t]), bt = c->beta[t], nh[2][2] = {{0}};
     for (int i = 0; i < c->Dk; i++)
       for (int j = 0; j < c->Dv; j++) {
         long double s = 0;

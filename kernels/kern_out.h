@@ -1,0 +1,21 @@
+/* kern_out: the outputs of a kernel call, allocated for the kernel to fill.
+ *
+ * kern_out_alloc is gdn_outputs_alloc without the zeroing pass: every
+ * element of o and ht is written by the kernel (scan, recurrence and
+ * affine-prefix each store every row t < T of every head and every state),
+ * so zeroing would be a wasted write of the whole output (1 GiB of o at
+ * T = 2^20, D = 128) before the kernel writes it again.  Same checks, same
+ * messages, same failure behaviour (out cleared).  A large o is also hinted
+ * into transparent huge pages (Linux, where THP is on request): far fewer
+ * page faults when the kernel first writes it. */
+#ifndef KERN_OUT_H
+#define KERN_OUT_H
+
+#include "gdn_dtype.h"
+#include "gdn_error.h"
+#include "gdn_outputs.h"
+#include "gdn_shape.h"
+
+int kern_out_alloc(gdn_outputs *out, const gdn_shape *s, gdn_dtype dtype, gdn_error *e);
+
+#endif
