@@ -3,10 +3,15 @@
  *
  *   bench_kernels [--T N] [--reps N] [--heads H[,H...]] [--devices D[,D...]]
  *                 [--threads N] [--modes-heads H] [--torch FILE] [--json FILE]
- *                 [--label TEXT] [--no-modes]
+ *                 [--label TEXT] [--no-modes] [--gates slow|init]
  *
  * Defaults: T = 65536, REPS = 3, heads 4,1 (B = 1, Hk = Hv, Dk = Dv = 128,
- * C = 64), devices 1,4,16, threads = all cores.
+ * C = 64), devices 1,4,16, threads = all cores, gates slow.
+ *
+ * Gates: `slow` (GDN_SYNTH_SLOW_GATES, the long-memory heads; no value
+ * underflows) or `init` (as a model initialises them: the in-chunk decays
+ * of the fast heads are float32 subnormals, which x86 computes through
+ * microcoded assists -- several times slower, results unchanged).
  *
  * Sections (each also in the JSON document):
  *  1. peak    OpenBLAS cblas_sgemm of 512 x 512 x 512 (row-major, float32), 1
@@ -286,7 +291,7 @@ int main(int argc, char **argv) {
       fprintf(stderr,
               "usage: bench_kernels [--T N] [--reps N] [--heads H,...] [--devices D,...] "
               "[--threads N] [--modes-heads H] [--torch FILE] [--json FILE] [--label TEXT] "
-              "[--no-modes]\n");
+              "[--no-modes] [--gates slow|init]\n");
       return 2;
     }
   }
