@@ -182,56 +182,32 @@ static void KR(gemm_tile_any)(int64_t kc, const kreal *restrict ap, const kreal 
     KR(gemm_tile)(kc, ap, bp, c, ldc, mr, nr, 0, 0);
 }
 
-/* A's mc x kc block at (ic, pc) into MR-row panels, zero-padded. */
-static void KR(gemm_pack_a)(const kreal *a, int64_t a_rs, int64_t a_cs, int64_t ic, int64_t mc,
-                            int64_t pc, int64_t kc, kreal *restrict apack) {
-  for (int64_t ir = 0; ir < mc; ir += GEMM_MR) {
-    kreal *restrict dst = apack + (ir / GEMM_MR) * kc * GEMM_MR;
-    int64_t w = mc - ir < GEMM_MR ? mc - ir : GEMM_MR;
-    if (a_cs == 1) {
-      for (int64_t i = 0; i < w; i++) {
-        const kreal *src = a + (ic + ir + i) * a_rs + pc;
-        for (int64_t p = 0; p < kc; p++) dst[p * GEMM_MR + i] = src[p];
-      }
-    } else {
-      for (int64_t p = 0; p < kc; p++) {
-        const kreal *src = a + (ic + ir) * a_rs + (pc + p) * a_cs;
-        for (int64_t i = 0; i < w; i++) dst[p * GEMM_MR + i] = src[i * a_rs];
-      }
-    }
-    for (int64_t i = w; i < GEMM_MR; i++)
-      for (int64_t p = 0; p < kc; p++) dst[p * GEMM_MR + i] = 0;
-  }
-}
-
-/* B's kc x nc block at (pc, jc) into NR-column panels, zero-padded. */
-static void KR(gemm_pack_b)(const kreal *b, int64_t b_rs, int64_t b_cs, int64_t pc, int64_t kc,
-                            int64_t jc, int64_t nc, kreal *restrict bpack) {
-  for (int64_t jp = 0; jp < nc; jp += GEMM_NR) {
-    kreal *restrict dst = bpack + (jp / GEMM_NR) * kc * GEMM_NR;
-    int64_t w = nc - jp < GEMM_NR ? nc - jp : GEMM_NR;
-    if (b_cs == 1) {
-      for (int64_t p = 0; p < kc; p++) {
-        const kreal *src = b + (pc + p) * b_rs + jc + jp;
-        for (int64_t j = 0; j < w; j++) dst[p * GEMM_NR + j] = src[j];
-      }
-    } else if (b_rs == 1) { /* B = X^T: read X's rows (contiguous in p) */
-      for (int64_t j = 0; j < w; j++) {
-        const kreal *src = b + pc + (jc + jp + j) * b_cs;
-        for (int64_t p = 0; p < kc; p++) dst[p * GEMM_NR + j] = src[p];
-      }
-    } else {
-      for (int64_t p = 0; p < kc; p++) {
-        const kreal *src = b + (pc + p) * b_rs + (jc + jp) * b_cs;
-        for (int64_t j = 0; j < w; j++) dst[p * GEMM_NR + j] = src[j * b_cs];
-      }
-    }
-    if (w < GEMM_NR)
+/* The kc x wn block of X at (pc, w0), X(p, j) = x[p * p_rs + j * j_rs], into
+ * zero-padded panels of width pw: panel q holds dst[q kc pw + p pw + j] =
+ * X(pc + p, w0 + q pw + j).  B's block is X = B (panels of NR columns); A's
+ * is X = A^T (panels of MR rows).  Pure data movement, read along whichever
+ * index is contiguous. */
+static void KR(gemm_pack)(const kreal *x, int64_t p_rs, int64_t j_rs, int64_t pc, int64_t kc,
+                          int64_t w0, int64_t wn, int64_t pw, kreal *restrict pack) {
+  for (int64_t jp = 0; jp < wn; jp += pw) {
+    kreal *restrict dst = pack + (jp / pw) * kc * pw;
+    const int64_t w = wn - jp < pw ? wn - jp : pw;
+    const kreal *x0 = x + pc * p_rs + (w0 + jp) * j_rs;
+    if (j_rs == 1) {
       for (int64_t p = 0; p < kc; p++)
-        for (int64_t j = w; j < GEMM_NR; j++) dst[p * GEMM_NR + j] = 0;
+        for (int64_t j = 0; j < w; j++) dst[p * pw + j] = x0[p * p_rs + j];
+    } else if (p_rs == 1) {
+      for (int64_t j = 0; j < w; j++)
+        for (int64_t p = 0; p < kc; p++) dst[p * pw + j] = x0[j * j_rs + p];
+    } else {
+      for (int64_t p = 0; p < kc; p++)
+        for (int64_t j = 0; j < w; j++) dst[p * pw + j] = x0[p * p_rs + j * j_rs];
+    }
+    if (w < pw)
+      for (int64_t p = 0; p < kc; p++)
+        for (int64_t j = w; j < pw; j++) dst[p * pw + j] = 0;
   }
 }
-
 /* The packed blocks' product into the mc x nc block of C (ldc). */
 static void KR(gemm_block)(int64_t mc, int64_t nc, int64_t kc, const kreal *apack,
                            const kreal *bpack, kreal *c, int64_t ldc, int first, int plus) {
@@ -269,8 +245,8 @@ void KR(kern_gemm)(kern_gemm_acc acc, int64_t m, int64_t n, int64_t k, const kre
         int64_t mc = m - ic < GEMM_MC ? m - ic : GEMM_MC;
         for (int64_t pc = 0; pc < k; pc += GEMM_KC) {
           int64_t kc = k - pc < GEMM_KC ? k - pc : GEMM_KC;
-          KR(gemm_pack_b)(b, b_rs, b_cs, pc, kc, jc, nc, bpack);
-          KR(gemm_pack_a)(a, a_rs, a_cs, ic, mc, pc, kc, apack);
+          KR(gemm_pack)(b, b_rs, b_cs, pc, kc, jc, nc, GEMM_NR, bpack);
+          KR(gemm_pack)(a, a_cs, a_rs, pc, kc, ic, mc, GEMM_MR, apack); /* A^T */
           KR(gemm_block)(mc, nc, kc, apack, bpack, tblk, GEMM_NC, pc == 0, 0);
         }
         for (int64_t i = 0; i < mc; i++) {
@@ -289,10 +265,10 @@ void KR(kern_gemm)(kern_gemm_acc acc, int64_t m, int64_t n, int64_t k, const kre
     for (int64_t pc = 0; pc < k; pc += GEMM_KC) {
       int64_t kc = k - pc < GEMM_KC ? k - pc : GEMM_KC;
       int first = (acc != KERN_GEMM_ADD && pc == 0);
-      KR(gemm_pack_b)(b, b_rs, b_cs, pc, kc, jc, nc, bpack);
+      KR(gemm_pack)(b, b_rs, b_cs, pc, kc, jc, nc, GEMM_NR, bpack);
       for (int64_t ic = 0; ic < m; ic += GEMM_MC) {
         int64_t mc = m - ic < GEMM_MC ? m - ic : GEMM_MC;
-        KR(gemm_pack_a)(a, a_rs, a_cs, ic, mc, pc, kc, apack);
+        KR(gemm_pack)(a, a_cs, a_rs, pc, kc, ic, mc, GEMM_MR, apack); /* A^T */
         KR(gemm_block)(mc, nc, kc, apack, bpack, c + ic * ldc + jc, ldc, first, plus);
       }
     }
