@@ -3,10 +3,12 @@
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "gdn_alloc.h"
 #include "gdn_config.h"
+#include "gdn_threads.h"
 #include "kern.h"
 #include "parity_json.h"
 #include "parity_metrics.h"
@@ -90,7 +92,7 @@ int parity_doc_pass(const parity_doc *d) { return d->n_failed == 0; }
 int parity_doc_finish(parity_doc *d, int reproducible, gdn_error *e) {
   int pass = parity_doc_pass(d);
   /* Fixed key order: tool, version, git_commit, schema, command, created,
-   * pass, exit_status, oracle, policy, inputs, cases, timing. */
+   * pass, exit_status, oracle, policy, inputs, cases, timing, memory. */
   json_t *root = json_object();
   if (!root) return nomem(e);
   const char *keys[] = {"tool", "version", "git_commit", "schema", "command"};
@@ -126,8 +128,17 @@ int parity_doc_finish(parity_doc *d, int reproducible, gdn_error *e) {
   if (!reproducible) {
     json_object_set_new(
         root, "timing",
-        json_pack("{s{sfsfsf}}", "seconds", "oracle", d->t_oracle, "kernels", d->t_kernels, "total",
-                  now() - d->t_start));
+        json_pack("{s{sfsfsf}si}", "seconds", "oracle", d->t_oracle, "kernels", d->t_kernels, "total",
+                  now() - d->t_start, "threads", gdn_threads_get()));
+    /* What the run held at its peak: the toolkit's heap through gdn_alloc's
+     * accounting (-1 off glibc) and the process's peak resident set.  Not in
+     * reproducible output: per-thread scratch makes both depend on the
+     * thread count, the results do not. */
+    struct rusage ru;
+    long long rss = getrusage(RUSAGE_SELF, &ru) == 0 ? (long long)ru.ru_maxrss * 1024 : -1;
+    json_object_set_new(root, "memory",
+                        json_pack("{sIsI}", "peak_heap_bytes", (json_int_t)gdn_alloc_bytes_peak(),
+                                  "peak_rss_bytes", (json_int_t)rss));
   }
   json_decref(d->root);
   d->root = root;
