@@ -12,7 +12,7 @@ pkgs=(
   clang libclang-rt-14-dev libomp-dev valgrind
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  pkgs+=(libopenblas-dev python3-torch python3-mpmath)
+  pkgs+=(libopenblas-dev python3-torch python3-mpmath time)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -215,6 +215,52 @@ START_TEST(oracle_tiers) {
 }
 END_TEST
 
+/* Peak memory of a whole run is the inputs and outputs plus a part that does
+ * not grow with T (the issue's bound: O(devices x D^2) and per-thread
+ * scratch).  What a run holds at once: the inputs (q, k, v float32; g, beta),
+ * and three o, ht output sets in binary64 (the reference, the scan's, the
+ * affine-prefix case's).  The excess of the measured heap peak over that
+ * must be the same at T = 2048 and T = 16384 up to the per-4096-token
+ * profile arrays and allocator rounding (at most 8 KiB), while the inputs and
+ * outputs grow by 15.9 MiB: one extra byte per token (14336) would show. */
+static long long run_peak_heap(const char *T, long long *io) {
+  char j[] = "/tmp/gdn-mem-XXXXXX.json";
+  close(mkstemps(j, 5));
+  char shape[64];
+  snprintf(shape, sizeof shape, "1,%s,1,32", T);
+  cli_result r;
+  RUN(&r, "--shape", shape, "--chunk", "16", "--devices", "1,4,16", "--oracle", "dd",
+      "--threads", "1", "--gates", "slow", "--json", j);
+  ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
+  char *a = read_file(j);
+  json_t *d = json_loads(a, 0, NULL);
+  ck_assert_ptr_nonnull(d);
+  json_t *m = json_object_get(d, "memory");
+  ck_assert_ptr_nonnull(m);
+  long long peak = json_integer_value(json_object_get(m, "peak_heap_bytes"));
+  ck_assert(json_integer_value(json_object_get(m, "peak_rss_bytes")) > 0);
+  const long long t = atoll(T), Dk = 32, Dv = 32;
+  *io = t * (2 * Dk + Dv) * 4 + 2 * t * 4 + 3 * (t * Dv + Dk * Dv) * 8;
+  json_decref(d);
+  free(a);
+  unlink(j);
+  return peak;
+}
+
+START_TEST(memory_bounded_by_inputs_and_outputs) {
+  long long io1, io2;
+  long long p1 = run_peak_heap("2048", &io1), p2 = run_peak_heap("16384", &io2);
+  if (p1 < 0 || p2 < 0) return; /* no byte accounting off glibc (gdn_alloc.h) */
+  ck_assert_msg(p1 >= io1 && p2 >= io2, "peak %lld < inputs + outputs %lld (or %lld < %lld)",
+                p1, io1, p2, io2);
+  long long x1 = p1 - io1, x2 = p2 - io2;
+  fprintf(stderr, "memory: excess over inputs + outputs %lld bytes at T = 2048, %lld at T = 16384\n", x1, x2);
+  ck_assert_msg(io2 - io1 > 15 << 20, "%lld", io2 - io1);
+  ck_assert_msg(llabs(x2 - x1) <= 8192, "the excess over inputs + outputs grew with T: %lld at "
+                "T = 2048, %lld at T = 16384", x1, x2);
+}
+END_TEST
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: test_cli PATH-TO-gdn-parity\n");
@@ -229,6 +275,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, run_writes_contract_json_deterministically);
   tcase_add_test(tc, oracle_none);
   tcase_add_test(tc, oracle_tiers);
+  tcase_add_test(tc, memory_bounded_by_inputs_and_outputs);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
