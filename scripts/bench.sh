@@ -52,7 +52,6 @@ echo "== 2/4 float32 kernels (bench_kernels)"
   --json "$out/kernels.json"
 echo "== 3/4 oracle (bench_oracle, with the mpmath peer)"
 "$build/bench/bench_oracle" "${oargs[@]}" --python "$py" --json "$out/oracle.json"
-rm -f "$out/long.json.tmp"
 if ((long)); then
   echo "== 4/4 the long case"
   /usr/bin/time -f '%e %M' -o "$out/long.time" "$build/parity/gdn-parity" \
