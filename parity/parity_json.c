@@ -20,7 +20,7 @@ json_t *parity_json_shape(const gdn_shape *s) {
                    (json_int_t)s->Dv);
 }
 
-json_t *parity_json_metrics(const parity_metrics *m, int o_like) {
+json_t *parity_json_tensor_metrics(const parity_metrics *m, const parity_tensor *t) {
   json_t *o = json_object();
   if (!o) return NULL;
   int bad = 0;
@@ -34,18 +34,258 @@ json_t *parity_json_metrics(const parity_metrics *m, int o_like) {
   bad |= parity_json_set(o, "zero_ref", json_integer(m->zero_ref));
   bad |= parity_json_set(o, "nonfinite", json_integer(m->nonfinite));
   bad |= parity_json_set(o, "n", json_integer(m->n));
-  json_t *w = o_like ? json_pack("{sIsIsIsI}", "b", (json_int_t)m->worst[0], "t",
-                                 (json_int_t)m->worst[1], "h", (json_int_t)m->worst[2], "d",
-                                 (json_int_t)m->worst[3])
-                     : json_pack("{sIsIsIsI}", "b", (json_int_t)m->worst[0], "h",
-                                 (json_int_t)m->worst[1], "dk", (json_int_t)m->worst[2], "dv",
-                                 (json_int_t)m->worst[3]);
+  json_t *w = json_object();
+  for (int k = 0; w && k < 4; k++)
+    bad |= parity_json_set(w, t->index_names[k], json_integer((json_int_t)m->worst[k]));
   bad |= parity_json_set(o, "worst", w);
   if (bad) {
     json_decref(o);
     return NULL;
   }
   return o;
+}
+
+json_t *parity_json_metrics(const parity_metrics *m, int o_like) {
+  return parity_json_tensor_metrics(m, &parity_tensors[o_like ? PARITY_T_O : PARITY_T_HT]);
+}
+
+static json_t *real_array(const double *x, size_t n) {
+  json_t *a = json_array();
+  for (size_t i = 0; a && i < n; i++)
+    if (json_array_append_new(a, parity_json_real(x[i]))) {
+      json_decref(a);
+      return NULL;
+    }
+  return a;
+}
+
+static json_t *int_array(const int64_t *x, size_t n) {
+  json_t *a = json_array();
+  for (size_t i = 0; a && i < n; i++)
+    if (json_array_append_new(a, json_integer(x[i]))) {
+      json_decref(a);
+      return NULL;
+    }
+  return a;
+}
+
+/* {"o": METRICS, "ht": METRICS, ...} over the tensor rows in `mask`. */
+static json_t *tensors_json(const parity_metrics *m, unsigned mask) {
+  json_t *o = json_object();
+  for (int t = 0; o && t < PARITY_T_N; t++)
+    if ((mask & (1u << t)) && parity_json_set(o, parity_tensors[t].name, parity_json_tensor_metrics(&m[t], &parity_tensors[t]))) {
+      json_decref(o);
+      return NULL;
+    }
+  return o;
+}
+
+/* impls: every subject measured against the reference; a judged subject
+ * (an external output) adds its own verdict and its attributes. */
+static json_t *impls_json(const parity_case_result *r) {
+  json_t *impls = json_object();
+  int bad = !impls;
+  for (size_t i = 0; impls && r->has_ref && i < r->n_subjects; i++) {
+    const parity_subject_result *s = &r->subjects[i];
+    json_t *j = tensors_json(s->vs_ref, s->has_vs_ref);
+    if (j && s->role == PARITY_ROLE_JUDGED) {
+      bad |= parity_json_set(j, "pass", json_boolean(s->pass));
+      if (s->attrs) bad |= json_object_set(j, "attrs", (json_t *)s->attrs);
+    }
+    bad |= parity_json_set(impls, s->name, j);
+  }
+  if (bad) json_decref(impls);
+  return bad ? NULL : impls;
+}
+
+static json_t *check_json(const parity_check *k) {
+  json_t *jc = json_pack("{sssssssssssb}", "name", k->name, "rule", k->rule->id, "subject", k->subject,
+                         "tensor", parity_tensors[__builtin_ctz((unsigned)k->tensor)].name, "metric",
+                         parity_metric_name(k->rule->metric), "pass", k->pass);
+  if (!jc) return NULL;
+  int bad = 0;
+  bad |= parity_json_set(jc, "value", parity_json_real(k->value));
+  bad |= parity_json_set(jc, "limit", parity_json_real(k->limit));
+  bad |= parity_json_set(jc, "factor_reached", parity_json_real(k->factor_reached));
+  bad |= parity_json_set(jc, "reason", json_string(k->rule->reason));
+  if (bad) json_decref(jc);
+  return bad ? NULL : jc;
+}
+
+static json_t *tolerance_json(const parity_checks *c) {
+  json_t *tol = json_object(), *checks = json_array();
+  int bad = !tol || !checks;
+  for (size_t i = 0; !bad && i < c->n; i++) bad |= json_array_append_new(checks, check_json(&c->v[i]));
+  if (!bad) bad |= parity_json_set(tol, "checks", checks);
+  else json_decref(checks);
+  if (tol) bad |= parity_json_set(tol, "deciding", json_integer((json_int_t)c->deciding));
+  if (bad) json_decref(tol);
+  return bad ? NULL : tol;
+}
+
+static json_t *upstream_json(const parity_upstream *up) {
+  json_t *a = json_array();
+  int bad = !a;
+  for (int i = 0; a && i < PARITY_UPSTREAM_N; i++) {
+    json_t *ju = json_pack("{sssbss}", "name", up[i].name, "pass", up[i].pass, "worst_tensor", up[i].worst_tensor);
+    if (ju) bad |= parity_json_set(ju, "worst", parity_json_real(up[i].worst));
+    bad |= json_array_append_new(a, ju);
+  }
+  if (bad) json_decref(a);
+  return bad ? NULL : a;
+}
+
+/* Names of the baseline and the candidate in the profile, seams and
+ * histogram ("scan", "affine-prefix"). */
+static const char *role_name(const parity_case_result *r, size_t i) {
+  return i < r->n_subjects ? r->subjects[i].name : "?";
+}
+
+static json_t *profile_json(const parity_case_result *r) {
+  const parity_profile *p = &r->profile;
+  json_t *prof = json_object(), *t0 = json_array();
+  int bad = !prof || !t0;
+  for (int64_t k = 0; t0 && k < p->n; k++) bad |= json_array_append_new(t0, json_integer(k * p->block));
+  if (!prof) {
+    json_decref(t0);
+    return NULL;
+  }
+  bad |= parity_json_set(prof, "block", json_integer(p->block));
+  bad |= parity_json_set(prof, "t0", t0);
+  if (r->has_ref) {
+    bad |= parity_json_set(prof, "ref_max_abs", real_array(p->ref_max_abs, (size_t)p->n));
+    bad |= parity_json_set(prof, role_name(r, r->baseline), real_array(p->baseline, (size_t)p->n));
+    bad |= parity_json_set(prof, role_name(r, r->candidate), real_array(p->candidate, (size_t)p->n));
+  }
+  bad |= parity_json_set(prof, "affine_vs_scan", real_array(p->cand_vs_base, (size_t)p->n));
+  if (bad) json_decref(prof);
+  return bad ? NULL : prof;
+}
+
+static json_t *seams_json(const parity_case_result *r) {
+  json_t *a = json_array();
+  int bad = !a;
+  for (size_t i = 0; a && i < r->n_seams; i++) {
+    const parity_seam_result *sm = &r->seams[i];
+    json_t *j = json_pack("{sIsIsI}", "device", (json_int_t)sm->device, "chunk", (json_int_t)sm->chunk, "t",
+                          (json_int_t)sm->t);
+    if (j && sm->has_state) bad |= parity_json_set(j, "state_rel", parity_json_real(sm->state_rel));
+    if (j && r->has_ref) {
+      bad |= parity_json_set(j, role_name(r, r->baseline), parity_json_real(sm->baseline));
+      bad |= parity_json_set(j, role_name(r, r->candidate), parity_json_real(sm->candidate));
+    }
+    if (j) bad |= parity_json_set(j, "affine_vs_scan", parity_json_real(sm->cand_vs_base));
+    bad |= json_array_append_new(a, j);
+  }
+  if (bad) json_decref(a);
+  return bad ? NULL : a;
+}
+
+static json_t *histogram_json(const parity_case_result *r) {
+  json_t *h = json_object();
+  if (!h) return NULL;
+  double edges[PARITY_ULP_BINS];
+  for (int i = 0; i < PARITY_ULP_BINS; i++) edges[i] = parity_ulp_bin_edge(i);
+  int bad = parity_json_set(h, "edges", real_array(edges, PARITY_ULP_BINS));
+  size_t who[2] = {r->baseline, r->candidate};
+  for (int k = 0; k < 2; k++)
+    bad |= parity_json_set(h, role_name(r, who[k]),
+                           int_array(r->subjects[who[k]].vs_ref[PARITY_T_O].ulp_hist, PARITY_ULP_BINS));
+  if (bad) json_decref(h);
+  return bad ? NULL : h;
+}
+
+static json_t *shards_json(const parity_case_result *r) {
+  json_t *a = json_array();
+  int bad = !a;
+  for (int64_t d = 0; a && d < r->devices; d++)
+    bad |= json_array_append_new(a, json_pack("[II]", (json_int_t)r->shards[2 * d], (json_int_t)r->shards[2 * d + 1]));
+  if (bad) json_decref(a);
+  return bad ? NULL : a;
+}
+
+json_t *parity_json_case(const parity_case_result *r, int reproducible) {
+  json_t *c = json_object();
+  if (!c || r->baseline >= r->n_subjects || r->candidate >= r->n_subjects) {
+    json_decref(c);
+    return NULL;
+  }
+  int bad = 0;
+  bad |= parity_json_set(c, "id", json_string(r->id));
+  bad |= parity_json_set(c, "input", json_integer(r->input));
+  bad |= parity_json_set(c, "shape", parity_json_shape(&r->shape));
+  bad |= parity_json_set(c, "chunk", json_integer(r->chunk));
+  bad |= parity_json_set(c, "devices", json_integer(r->devices));
+  bad |= parity_json_set(c, "prefix", json_string(kern_prefix_name(r->prefix)));
+  bad |= parity_json_set(c, "dtype", json_string(gdn_dtype_name(r->dtype)));
+  bad |= parity_json_set(c, "matmul_precision", json_string(kern_matmul_name(r->matmul)));
+  bad |= parity_json_set(c, "ftz", json_boolean(r->ftz));
+  bad |= parity_json_set(c, "output_dtype", json_string(gdn_dtype_name(r->output_dtype)));
+  bad |= parity_json_set(c, "shards", shards_json(r));
+  bad |= parity_json_set(c, "impls", impls_json(r));
+  const parity_subject_result *cand = &r->subjects[r->candidate];
+  bad |= parity_json_set(c, "affine_vs_scan", tensors_json(cand->vs_scan, cand->has_vs_scan));
+  bad |= parity_json_set(c, "tolerance", tolerance_json(&r->checks));
+  bad |= parity_json_set(c, "upstream", upstream_json(r->upstream));
+  bad |= parity_json_set(c, "profile", profile_json(r));
+  bad |= parity_json_set(c, "seams", seams_json(r));
+  /* Without a reference there is no ULP histogram: the key is left out
+   * (an empty object is refused by the readers: "edges" is required). */
+  if (r->has_ref) bad |= parity_json_set(c, "ulp_histogram", histogram_json(r));
+  bad |= parity_json_set(c, "pass", json_boolean(r->pass));
+  if (!reproducible) bad |= parity_json_set(c, "seconds", json_real(r->seconds));
+  if (bad) json_decref(c);
+  return bad ? NULL : c;
+}
+
+/* The reference's description: which tier, and what certifies it. */
+static int input_oracle_json(json_t *ji, const parity_reference *ref) {
+  int bad = 0;
+  bad |= parity_json_set(ji, "oracle_tier", json_string(parity_oracle_tier_name(ref->tier)));
+  if (ref->requested != ref->tier && ref->requested == PARITY_ORACLE_AUTO)
+    bad |= parity_json_set(ji, "oracle_tier_requested", json_string("auto"));
+  bad |= parity_json_set(ji, "oracle_from_fixture", json_boolean(ref->from_fixture));
+  bad |= parity_json_set(ji, "oracle_precision_bits", json_integer(ref->precision_bits));
+  bad |= parity_json_set(ji, "oracle_certified_bits", json_integer(ref->certified_bits));
+  bad |= parity_json_set(ji, "oracle_sampled_columns", json_integer(ref->sampled_columns));
+  bad |= parity_json_set(ji, "oracle_total_columns", json_integer(ref->total_columns));
+  if (ref->tier == PARITY_ORACLE_DD) {
+    bad |= parity_json_set(ji, "oracle_normwise_bits", json_integer(ref->normwise_bits));
+    bad |= parity_json_set(ji, "oracle_guaranteed_bits", json_integer(ref->guaranteed_bits));
+    bad |= parity_json_set(ji, "oracle_bound_violations", json_integer(ref->bound_violations));
+  }
+  return bad;
+}
+
+json_t *parity_json_input(const parity_input_result *r) {
+  static const char *const tn[5] = {"q", "k", "v", "g", "beta"};
+  const parity_input_info *info = r->info;
+  const gdn_inputs *in = r->in;
+  json_t *ji = json_object(), *bfl = json_array(), *names = NULL;
+  int bad = !ji || !bfl;
+  for (int i = 0; bfl && i < 5; i++)
+    if (in->bf16_mask & (1u << i)) bad |= json_array_append_new(bfl, json_string(tn[i]));
+  if (!ji) {
+    json_decref(bfl);
+    return NULL;
+  }
+  bad |= parity_json_set(ji, "name", json_string(info->name));
+  bad |= parity_json_set(ji, "source", json_string(info->source));
+  if (info->path) bad |= parity_json_set(ji, "path", json_string(info->path));
+  if (info->sha256) bad |= parity_json_set(ji, "sha256", json_string(info->sha256));
+  bad |= parity_json_set(ji, "shape", parity_json_shape(&in->shape));
+  bad |= parity_json_set(ji, "l2norm_in_kernel", json_boolean(in->l2norm_in_kernel));
+  bad |= parity_json_set(ji, "h0", json_boolean(in->h0 != NULL));
+  bad |= parity_json_set(ji, "bf16_inputs", bfl);
+  if (r->ref) bad |= input_oracle_json(ji, r->ref);
+  for (size_t i = 0; i < r->n_subjects; i++) {
+    if (r->subjects[i].m->kind != PARITY_SUBJ_EXTERNAL) continue;
+    if (!names && !(names = json_array())) bad = 1;
+    else bad |= json_array_append_new(names, json_string(r->subjects[i].name));
+  }
+  if (names) bad |= parity_json_set(ji, "outputs", names);
+  if (bad) json_decref(ji);
+  return bad ? NULL : ji;
 }
 
 int parity_json_check_keys(const json_t *obj, const char *const *allowed, const char *where,

@@ -171,3 +171,28 @@ double parity_allclose_ratio(const double *x, const double *r, size_t n, double 
   }
   return worst;
 }
+
+double parity_max_abs_rows(const double *x, const double *r, const int64_t dims[4], int64_t t0, int64_t t1) {
+  double m = 0;
+  for (int64_t b = 0; b < dims[0]; b++)
+    for (int64_t t = t0; t < t1; t++) {
+      size_t base = (size_t)((b * dims[1] + t) * dims[2] * dims[3]);
+      for (int64_t i = 0; i < dims[2] * dims[3]; i++) {
+        double d = fabs(x[base + i] - r[base + i]);
+        if (!(d <= m)) m = isnan(d) ? INFINITY : d;
+      }
+    }
+  return m;
+}
+
+void parity_rel_acc_add(parity_rel_acc *acc, const double *a, const double *b, size_t len) {
+  for (size_t i = 0; i < len; i++) {
+    double df = a[i] - b[i];
+    acc->dd += df * df;
+    acc->nn += b[i] * b[i];
+  }
+}
+
+double parity_rel_acc_value(const parity_rel_acc *acc) {
+  return acc->nn > 0 ? sqrt(acc->dd / acc->nn) : (acc->dd > 0 ? INFINITY : 0);
+}

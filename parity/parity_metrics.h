@@ -21,6 +21,7 @@
 #ifndef PARITY_METRICS_H
 #define PARITY_METRICS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gdn_dtype.h"
@@ -49,6 +50,22 @@ int parity_metrics_compute(const double *x, const double *r, const int64_t dims[
  * (then max |x| is returned: the reference's own scale). */
 void parity_profile_o(const double *x, const double *r, const int64_t dims[4], int64_t block,
                       double *out);
+
+/* Max |x - r| over positions t0 <= t < t1 of an o-shaped (B, T, H, D) pair:
+ * the error of the first chunk after a shard seam.  A NaN difference counts
+ * as +inf.  A max does not depend on the order; the loop is b, t, h, d. */
+double parity_max_abs_rows(const double *x, const double *r, const int64_t dims[4], int64_t t0, int64_t t1);
+
+/* ||a - b||_F / ||b||_F accumulated over vectors (the state entering each
+ * head at a seam against the state the previous device ended with).  Both
+ * sums in binary64, in the order the vectors are added, left to right
+ * within each; the value is 0 when a == b == 0 and +inf when only b is all
+ * zero. */
+typedef struct parity_rel_acc {
+  double dd, nn;
+} parity_rel_acc;
+void parity_rel_acc_add(parity_rel_acc *acc, const double *a, const double *b, size_t len);
+double parity_rel_acc_value(const parity_rel_acc *acc);
 
 /* The largest |x - r| / (atol + rtol |r|) over all elements: <= 1 means
  * numpy.testing.assert_allclose / torch.testing.assert_close with these

@@ -3,6 +3,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <openssl/evp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -133,67 +134,10 @@ static int get_number(json_t *r, const char *key, double *out, const char *src, 
   return 1;
 }
 
-static int parse_rule(json_t *r, size_t ri, const char *src, parity_rule *out, gdn_error *e) {
-  static const char *const allowed[] = {"id", "kind", "subject", "dtype", "matmul", "oracle",
-                                        "tensors", "metric", "limit", "limit_u", "factor",
-                                        "floor", "floor_u", "reason", "output", NULL};
+/* Limits, factor and floors: which a kind takes, and the subjects it may
+ * judge (a relative or vs-scan rule cannot judge the scan itself). */
+static int parse_limits(json_t *r, size_t ri, const char *src, const char *id, parity_rule *out, gdn_error *e) {
   static const char *const kinds[] = {"absolute", "relative", "vs-scan", NULL};
-  static const char *const subjects[] = {"scan", "affine-prefix", "external", NULL};
-  static const char *const dtypes[] = {"float32", "bfloat16", "float64", NULL};
-  static const char *const matmuls[] = {"ieee", "default", "high", "highest", NULL};
-  static const char *const tensors[] = {"o", "ht", NULL};
-  memset(out, 0, sizeof *out);
-  if (!json_is_object(r))
-    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu is not an object", src, ri);
-  char where[600];
-  snprintf(where, sizeof where, "policy %s: rule %zu", src, ri);
-  int krc = parity_json_check_keys(r, allowed, where, "", e);
-  if (krc) return krc;
-  const char *id = json_string_value(json_object_get(r, "id"));
-  if (!id || !*id || strlen(id) >= sizeof out->id)
-    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu: \"id\" must be a string of 1..%zu characters",
-                         src, ri, sizeof out->id - 1);
-  snprintf(out->id, sizeof out->id, "%s", id);
-  const char *reason = json_string_value(json_object_get(r, "reason"));
-  if (!reason || !*reason)
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "policy %s: rule %zu (%s): \"reason\" is required: say where the limit comes from",
-                         src, ri, id);
-  if (strlen(reason) >= sizeof out->reason)
-    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"reason\" is longer than %zu characters",
-                         src, ri, id, sizeof out->reason - 1);
-  snprintf(out->reason, sizeof out->reason, "%s", reason);
-  unsigned m;
-  json_t *v;
-  int rc;
-  if (!(v = json_object_get(r, "kind")))
-    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"kind\" is required", src, ri, id);
-  if ((rc = name_mask(v, kinds, &m, src, ri, "kind", e))) return rc;
-  if (!json_is_string(v))
-    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"kind\" must be one name", src, ri, id);
-  out->kind = (parity_rule_kind)__builtin_ctz(m);
-  if ((v = json_object_get(r, "subject")) && (rc = name_mask(v, subjects, &out->subjects, src, ri, "subject", e)))
-    return rc;
-  if ((v = json_object_get(r, "dtype")) && (rc = name_mask(v, dtypes, &out->dtypes, src, ri, "dtype", e)))
-    return rc;
-  if ((v = json_object_get(r, "matmul")) && (rc = name_mask(v, matmuls, &out->matmuls, src, ri, "matmul", e)))
-    return rc;
-  if ((v = json_object_get(r, "output")) && (rc = name_mask(v, dtypes, &out->outputs, src, ri, "output", e)))
-    return rc;
-  out->tensors = PARITY_TENSOR_O | PARITY_TENSOR_HT;
-  if ((v = json_object_get(r, "tensors")) && (rc = name_mask(v, tensors, &out->tensors, src, ri, "tensors", e)))
-    return rc;
-  out->oracle = -1;
-  if ((v = json_object_get(r, "oracle"))) {
-    if (!json_is_boolean(v))
-      return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"oracle\" must be true or false", src, ri, id);
-    out->oracle = json_is_true(v);
-  }
-  if (!(v = json_object_get(r, "metric")) || !json_is_string(v))
-    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"metric\" must be one of rel_fro, max_abs, max_rel, max_ulp, median_ulp",
-                         src, ri, id);
-  if ((rc = name_mask(v, metric_names, &m, src, ri, "metric", e))) return rc;
-  out->metric = (parity_metric_id)__builtin_ctz(m);
   int hl, hlu, hf, hfl, hflu;
   if ((hl = get_number(r, "limit", &out->limit, src, ri, e)) < 0 ||
       (hlu = get_number(r, "limit_u", &out->limit_u, src, ri, e)) < 0 ||
@@ -227,6 +171,71 @@ static int parse_rule(json_t *r, size_t ri, const char *src, parity_rule *out, g
     }
   }
   return GDN_OK;
+}
+
+static int parse_rule(json_t *r, size_t ri, const char *src, parity_rule *out, gdn_error *e) {
+  static const char *const allowed[] = {"id", "kind", "subject", "dtype", "matmul", "oracle",
+                                        "tensors", "metric", "limit", "limit_u", "factor",
+                                        "floor", "floor_u", "reason", "output", NULL};
+  static const char *const kinds[] = {"absolute", "relative", "vs-scan", NULL};
+  static const char *const dtypes[] = {"float32", "bfloat16", "float64", NULL};
+  static const char *const matmuls[] = {"ieee", "default", "high", "highest", NULL};
+  const char *tensors[PARITY_T_N + 1];
+  for (int i = 0; i < PARITY_T_N; i++) tensors[i] = parity_tensors[i].name;
+  tensors[PARITY_T_N] = NULL;
+  memset(out, 0, sizeof *out);
+  if (!json_is_object(r))
+    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu is not an object", src, ri);
+  char where[600];
+  snprintf(where, sizeof where, "policy %s: rule %zu", src, ri);
+  int krc = parity_json_check_keys(r, allowed, where, "", e);
+  if (krc) return krc;
+  const char *id = json_string_value(json_object_get(r, "id"));
+  if (!id || !*id || strlen(id) >= sizeof out->id)
+    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu: \"id\" must be a string of 1..%zu characters",
+                         src, ri, sizeof out->id - 1);
+  snprintf(out->id, sizeof out->id, "%s", id);
+  const char *reason = json_string_value(json_object_get(r, "reason"));
+  if (!reason || !*reason)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "policy %s: rule %zu (%s): \"reason\" is required: say where the limit comes from",
+                         src, ri, id);
+  if (strlen(reason) >= sizeof out->reason)
+    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"reason\" is longer than %zu characters",
+                         src, ri, id, sizeof out->reason - 1);
+  snprintf(out->reason, sizeof out->reason, "%s", reason);
+  unsigned m;
+  json_t *v;
+  int rc;
+  if (!(v = json_object_get(r, "kind")))
+    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"kind\" is required", src, ri, id);
+  if ((rc = name_mask(v, kinds, &m, src, ri, "kind", e))) return rc;
+  if (!json_is_string(v))
+    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"kind\" must be one name", src, ri, id);
+  out->kind = (parity_rule_kind)__builtin_ctz(m);
+  if ((v = json_object_get(r, "subject")) && (rc = name_mask(v, parity_subject_kind_names, &out->subjects, src, ri, "subject", e)))
+    return rc;
+  if ((v = json_object_get(r, "dtype")) && (rc = name_mask(v, dtypes, &out->dtypes, src, ri, "dtype", e)))
+    return rc;
+  if ((v = json_object_get(r, "matmul")) && (rc = name_mask(v, matmuls, &out->matmuls, src, ri, "matmul", e)))
+    return rc;
+  if ((v = json_object_get(r, "output")) && (rc = name_mask(v, dtypes, &out->outputs, src, ri, "output", e)))
+    return rc;
+  out->tensors = PARITY_TENSOR_ALL; /* absent: every tensor */
+  if ((v = json_object_get(r, "tensors")) && (rc = name_mask(v, tensors, &out->tensors, src, ri, "tensors", e)))
+    return rc;
+  out->oracle = -1;
+  if ((v = json_object_get(r, "oracle"))) {
+    if (!json_is_boolean(v))
+      return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"oracle\" must be true or false", src, ri, id);
+    out->oracle = json_is_true(v);
+  }
+  if (!(v = json_object_get(r, "metric")) || !json_is_string(v))
+    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"metric\" must be one of rel_fro, max_abs, max_rel, max_ulp, median_ulp",
+                         src, ri, id);
+  if ((rc = name_mask(v, metric_names, &m, src, ri, "metric", e))) return rc;
+  out->metric = (parity_metric_id)__builtin_ctz(m);
+  return parse_limits(r, ri, src, id, out, e);
 }
 
 int parity_policy_parse(parity_policy *p, const char *text, const char *source, gdn_error *e) {
@@ -289,96 +298,173 @@ static double unit_u(gdn_dtype t) { return gdn_dtype_unit_roundoff(t); }
 
 static void fmt_g(char *buf, size_t n, double x) { snprintf(buf, n, "%.3g", x); }
 
+void parity_checks_init(parity_checks *c) { memset(c, 0, sizeof *c); }
+
+void parity_checks_clear(parity_checks *c) {
+  gdn_free(c->v);
+  parity_checks_init(c);
+}
+
+parity_check *parity_checks_push(parity_checks *c, gdn_error *e) {
+  if (c->n == c->cap) {
+    size_t nc = c->cap ? 2 * c->cap : 16;
+    parity_check *nv = gdn_calloc(nc, sizeof *nv, "policy checks", e);
+    if (!nv) return NULL;
+    if (c->n) memcpy(nv, c->v, c->n * sizeof *nv);
+    gdn_free(c->v);
+    c->v = nv;
+    c->cap = nc;
+  }
+  parity_check *k = &c->v[c->n++];
+  memset(k, 0, sizeof *k);
+  return k;
+}
+
+int parity_checks_subject_pass(const parity_checks *c, size_t si) {
+  int pass = 1;
+  for (size_t i = 0; i < c->n; i++)
+    if (c->v[i].subject_index == si) pass &= c->v[i].pass;
+  return pass;
+}
+
+/* The deciding rule over checks[i] for which `take(i)`: the first failing,
+ * else the largest value / limit (the first on ties). */
+static size_t decide(const parity_check *v, size_t n, int only, size_t si) {
+  size_t best = SIZE_MAX;
+  double worst = -1;
+  for (size_t i = 0; i < n; i++) {
+    if (only && v[i].subject_index != si) continue;
+    if (!v[i].pass) return i;
+    double q = v[i].limit > 0 ? v[i].value / v[i].limit : 0;
+    if (best == SIZE_MAX || q > worst) worst = q, best = i;
+  }
+  return best;
+}
+
+size_t parity_checks_subject_deciding(const parity_checks *c, size_t si) {
+  return decide(c->v, c->n, 1, si);
+}
+
+/* The numerics a subject is held to: its own when it declared them. */
+static void subject_numerics(const parity_case_view *c, const parity_subject *s, gdn_dtype *dt,
+                             kern_matmul *mm) {
+  *dt = s->own_numerics ? s->dtype : c->dtype;
+  *mm = s->own_numerics ? s->matmul : c->matmul;
+}
+
+/* The metrics rule r judges for subject s and tensor ti, or NULL when r
+ * does not apply to that pair. */
+static const parity_metrics *rule_target(const parity_rule *r, const parity_case_view *c,
+                                         const parity_subject *s, int ti) {
+  gdn_dtype dt;
+  kern_matmul mm;
+  subject_numerics(c, s, &dt, &mm);
+  int same = dt == c->dtype && mm == c->matmul;
+  if (r->dtypes && !(r->dtypes & (1u << dt))) return NULL;
+  if (r->matmuls && !(r->matmuls & (1u << mm))) return NULL;
+  if (r->kind != PARITY_RULE_ABSOLUTE && !same) return NULL; /* the scan baseline has the case's numerics */
+  if (r->outputs && !(r->outputs & (1u << s->out_dtype[ti]))) return NULL;
+  if (!(r->subjects & s->kind)) return NULL;
+  if (r->kind == PARITY_RULE_RELATIVE && !c->scan_vs_oracle[ti]) return NULL;
+  return r->kind == PARITY_RULE_VS_SCAN ? s->vs_scan[ti] : s->vs_oracle[ti];
+}
+
+/* Value, effective limit, factor reached and the check's name. */
+static void fill_check(parity_check *k, const parity_rule *r, const parity_case_view *c,
+                       const parity_subject *s, int ti, const parity_metrics *m) {
+  const char *tn = parity_tensors[ti].name;
+  gdn_dtype dt;
+  kern_matmul mm;
+  subject_numerics(c, s, &dt, &mm);
+  double u = unit_u(dt);
+  k->rule = r;
+  k->subject = s->name;
+  k->tensor = 1 << ti;
+  k->value = parity_metric_value(m, r->metric);
+  char lb[48];
+  if (r->kind != PARITY_RULE_RELATIVE) {
+    k->limit = r->limit ? r->limit : r->limit_u * u;
+    k->factor_reached = k->value / k->limit;
+    fmt_g(lb, sizeof lb, k->limit);
+    snprintf(k->name, sizeof k->name, "%s%s %s %s <= %s", s->name,
+             r->kind == PARITY_RULE_VS_SCAN ? " vs scan" : "", tn, parity_metric_name(r->metric), lb);
+  } else {
+    double base = parity_metric_value(c->scan_vs_oracle[ti], r->metric);
+    double fl = r->floor ? r->floor : r->floor_u * u;
+    double allow = base > fl ? base : fl;
+    k->limit = r->factor * allow;
+    k->factor_reached = allow > 0 ? k->value / allow : INFINITY;
+    char fb[32];
+    if (r->floor_u) snprintf(fb, sizeof fb, "%gu", r->floor_u);
+    else fmt_g(fb, sizeof fb, fl);
+    snprintf(k->name, sizeof k->name, "%s %s %s <= %g x max(scan, %s)", s->name, tn,
+             parity_metric_name(r->metric), r->factor, fb);
+  }
+  k->pass = k->value <= k->limit; /* NaN fails */
+}
+
+/* A policy must say something about everything it judges, or the gate
+ * would pass what it never looked at. */
+static int check_coverage(const parity_policy *p, const parity_case_view *c, const parity_checks *out,
+                          gdn_error *e) {
+  for (size_t si = 0; si < c->n_subjects; si++) {
+    const parity_subject *s = &c->subjects[si];
+    int has_metrics = 0;
+    for (int ti = 0; ti < PARITY_T_N; ti++) has_metrics |= s->vs_oracle[ti] || s->vs_scan[ti];
+    if (!has_metrics || parity_checks_subject_deciding(out, si) != SIZE_MAX) continue;
+    gdn_dtype dt;
+    kern_matmul mm;
+    subject_numerics(c, s, &dt, &mm);
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "policy '%s' has no rule for %s (dtype %s, matmul %s, o rounded to %s, %s oracle): "
+                         "add one, or the gate would pass it unjudged",
+                         p->name, s->name, gdn_dtype_name(dt), kern_matmul_name(mm),
+                         gdn_dtype_name(s->out_dtype[PARITY_T_O]), c->has_oracle ? "with" : "without");
+  }
+  if (out->n == 0)
+    return gdn_error_set(e, GDN_ERR_INPUT, "policy '%s' has no rule for this case (dtype %s, matmul %s, %s oracle)",
+                         p->name, gdn_dtype_name(c->dtype), kern_matmul_name(c->matmul),
+                         c->has_oracle ? "with" : "without");
+  return GDN_OK;
+}
+
+int parity_policy_judge(const parity_policy *p, const parity_case_view *c, parity_checks *out, gdn_error *e) {
+  out->n = 0;
+  out->deciding = 0;
+  for (size_t ri = 0; ri < p->n_rules; ri++) {
+    const parity_rule *r = &p->rules[ri];
+    if (r->oracle >= 0 && r->oracle != (c->has_oracle != 0)) continue;
+    for (int ti = 0; ti < PARITY_T_N; ti++) {
+      if (!(r->tensors & (1u << ti))) continue;
+      for (size_t si = 0; si < c->n_subjects; si++) {
+        const parity_metrics *m = rule_target(r, c, &c->subjects[si], ti);
+        if (!m) continue;
+        parity_check *k = parity_checks_push(out, e);
+        if (!k) return GDN_ERR_NOMEM;
+        fill_check(k, r, c, &c->subjects[si], ti, m);
+        k->subject_index = si;
+      }
+    }
+  }
+  int rc = check_coverage(p, c, out, e);
+  if (rc) return rc;
+  out->deciding = decide(out->v, out->n, 0, 0);
+  return GDN_OK;
+}
+
 int parity_policy_evaluate(const parity_policy *p, const parity_case_view *c, parity_check *out,
                            size_t cap, size_t *n, size_t *deciding, gdn_error *e) {
   *n = 0;
   *deciding = 0;
-  static const char *const tn[2] = {"o", "ht"};
-  for (size_t ri = 0; ri < p->n_rules; ri++) {
-    const parity_rule *r = &p->rules[ri];
-    if (r->oracle >= 0 && r->oracle != (c->has_oracle != 0)) continue;
-    for (int ti = 0; ti < 2; ti++) {
-      if (!(r->tensors & (1u << ti))) continue;
-      for (size_t si = 0; si < c->n_subjects; si++) {
-        const parity_subject *s = &c->subjects[si];
-        gdn_dtype dt = s->own_numerics ? s->dtype : c->dtype;
-        kern_matmul mm = s->own_numerics ? s->matmul : c->matmul;
-        int same = dt == c->dtype && mm == c->matmul;
-        if (r->dtypes && !(r->dtypes & (1u << dt))) continue;
-        if (r->matmuls && !(r->matmuls & (1u << mm))) continue;
-        if (r->kind != PARITY_RULE_ABSOLUTE && !same) continue;
-        if (r->outputs && !(r->outputs & (1u << s->out_dtype[ti]))) continue;
-        const parity_metrics *m = r->kind == PARITY_RULE_VS_SCAN ? s->vs_scan[ti] : s->vs_oracle[ti];
-        if (!(r->subjects & s->kind) || !m) continue;
-        if (r->kind == PARITY_RULE_RELATIVE && !c->scan_vs_oracle[ti]) continue;
-        double u = unit_u(dt);
-        if (*n == cap) return gdn_error_set(e, GDN_ERR_INTERNAL, "more than %zu checks for one case", cap);
-        parity_check *k = &out[(*n)++];
-        memset(k, 0, sizeof *k);
-        k->rule = r;
-        k->subject = s->name;
-        k->tensor = 1 << ti;
-        k->value = parity_metric_value(m, r->metric);
-        char lb[48];
-        if (r->kind != PARITY_RULE_RELATIVE) {
-          k->limit = r->limit ? r->limit : r->limit_u * u;
-          k->factor_reached = k->value / k->limit;
-          fmt_g(lb, sizeof lb, k->limit);
-          snprintf(k->name, sizeof k->name, "%s%s %s %s <= %s", s->name,
-                   r->kind == PARITY_RULE_VS_SCAN ? " vs scan" : "", tn[ti],
-                   parity_metric_name(r->metric), lb);
-        } else {
-          double base = parity_metric_value(c->scan_vs_oracle[ti], r->metric);
-          double fl = r->floor ? r->floor : r->floor_u * u;
-          double allow = base > fl ? base : fl;
-          k->limit = r->factor * allow;
-          k->factor_reached = allow > 0 ? k->value / allow : INFINITY;
-          char fb[32];
-          if (r->floor_u) snprintf(fb, sizeof fb, "%gu", r->floor_u);
-          else fmt_g(fb, sizeof fb, fl);
-          snprintf(k->name, sizeof k->name, "%s %s %s <= %g x max(scan, %s)", s->name, tn[ti],
-                   parity_metric_name(r->metric), r->factor, fb);
-        }
-        k->pass = k->value <= k->limit; /* NaN fails */
-      }
-    }
+  parity_checks all;
+  parity_checks_init(&all);
+  int rc = parity_policy_judge(p, c, &all, e);
+  if (!rc && all.n > cap) rc = gdn_error_set(e, GDN_ERR_INTERNAL, "more than %zu checks for one case", cap);
+  if (!rc) {
+    memcpy(out, all.v, all.n * sizeof *out);
+    *n = all.n;
+    *deciding = all.deciding;
   }
-  for (size_t si = 0; si < c->n_subjects; si++) {
-    const parity_subject *s = &c->subjects[si];
-    int has_metrics = s->vs_oracle[0] || s->vs_oracle[1] || s->vs_scan[0] || s->vs_scan[1];
-    int judged = 0;
-    for (size_t i = 0; i < *n; i++) judged |= out[i].subject == s->name;
-    if (has_metrics && !judged) {
-      gdn_dtype dt = s->own_numerics ? s->dtype : c->dtype;
-      kern_matmul mm = s->own_numerics ? s->matmul : c->matmul;
-      return gdn_error_set(e, GDN_ERR_INPUT,
-                           "policy '%s' has no rule for %s (dtype %s, matmul %s, o rounded to %s, %s oracle): "
-                           "add one, or the gate would pass it unjudged",
-                           p->name, s->name, gdn_dtype_name(dt), kern_matmul_name(mm),
-                           gdn_dtype_name(s->out_dtype[0]), c->has_oracle ? "with" : "without");
-    }
-  }
-  if (*n == 0)
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "policy '%s' has no rule for this case (dtype %s, matmul %s, %s oracle)",
-                         p->name, gdn_dtype_name(c->dtype), kern_matmul_name(c->matmul),
-                         c->has_oracle ? "with" : "without");
-  size_t best = 0;
-  int found_fail = 0;
-  for (size_t i = 0; i < *n; i++) {
-    if (!out[i].pass) {
-      best = i;
-      found_fail = 1;
-      break;
-    }
-  }
-  if (!found_fail) {
-    double worst = -1;
-    for (size_t i = 0; i < *n; i++) {
-      double q = out[i].limit > 0 ? out[i].value / out[i].limit : 0;
-      if (q > worst) worst = q, best = i;
-    }
-  }
-  *deciding = best;
-  return GDN_OK;
+  parity_checks_clear(&all);
+  return rc;
 }

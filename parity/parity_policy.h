@@ -34,6 +34,8 @@
 #include "gdn_error.h"
 #include "kern_config.h"
 #include "parity_metrics.h"
+#include "parity_subject.h"
+#include "parity_tensor.h"
 
 typedef enum parity_rule_kind {
   PARITY_RULE_ABSOLUTE = 0,
@@ -49,18 +51,15 @@ typedef enum parity_metric_id {
   PARITY_M_MEDIAN_ULP,
 } parity_metric_id;
 
-enum { PARITY_SUBJ_SCAN = 1u, PARITY_SUBJ_AFFINE = 2u, PARITY_SUBJ_EXTERNAL = 4u };
-enum { PARITY_TENSOR_O = 1u, PARITY_TENSOR_HT = 2u };
-
 typedef struct parity_rule {
   char id[64];
   parity_rule_kind kind;
-  unsigned subjects;    /* PARITY_SUBJ_* (0 = all) */
+  unsigned subjects;    /* PARITY_SUBJ_* bits (parity_subject_kind_names) */
   unsigned dtypes;      /* bit per gdn_dtype (0 = all) */
   unsigned matmuls;     /* bit per kern_matmul (0 = all) */
   unsigned outputs;     /* bit per gdn_dtype of the judged tensor (0 = all) */
   int oracle;           /* -1 any, 0 only without, 1 only with */
-  unsigned tensors;     /* PARITY_TENSOR_* */
+  unsigned tensors;     /* bit per parity_tensors row; absent = every tensor */
   parity_metric_id metric;
   double limit, limit_u, factor, floor, floor_u;
   char reason[1024];
@@ -86,12 +85,13 @@ int parity_policy_parse(parity_policy *p, const char *text, const char *source, 
 const char *parity_metric_name(parity_metric_id m);
 double parity_metric_value(const parity_metrics *m, parity_metric_id id);
 
-/* What one case offers the policy. */
+/* What one case offers the policy: a table of subjects, each with metrics
+ * per parity_tensors row (NULL when that pair was not measured). */
 typedef struct parity_subject {
   const char *name;                   /* "scan", "affine-prefix", or an output name */
   unsigned kind;                      /* PARITY_SUBJ_* */
-  const parity_metrics *vs_oracle[2]; /* o, ht (NULL when absent) */
-  const parity_metrics *vs_scan[2];   /* o, ht (NULL when absent) */
+  const parity_metrics *vs_oracle[PARITY_T_N];
+  const parity_metrics *vs_scan[PARITY_T_N];
   /* A fixture output that declares its own numerics (compute_dtype,
    * matmul_precision) is held to the rules of those numerics; the relative
    * and vs-scan rules then apply only if they equal the case's (the scan
@@ -99,14 +99,14 @@ typedef struct parity_subject {
   int own_numerics;
   gdn_dtype dtype;
   kern_matmul matmul;
-  gdn_dtype out_dtype[2]; /* the dtype o and ht were rounded to */
+  gdn_dtype out_dtype[PARITY_T_N]; /* the dtype each tensor was rounded to */
 } parity_subject;
 
 typedef struct parity_case_view {
   gdn_dtype dtype;
   kern_matmul matmul;
   int has_oracle;
-  const parity_metrics *scan_vs_oracle[2]; /* baseline of the relative rule */
+  const parity_metrics *scan_vs_oracle[PARITY_T_N]; /* baseline of the relative rule */
   size_t n_subjects;
   const parity_subject *subjects;
 } parity_case_view;
@@ -114,14 +114,38 @@ typedef struct parity_case_view {
 typedef struct parity_check {
   char name[160];      /* "affine-prefix o rel_fro <= 2 x max(scan, 16u)" */
   const parity_rule *rule;
-  const char *subject;
-  int tensor;          /* PARITY_TENSOR_O or _HT */
+  const char *subject;  /* the subject's name (borrowed from the view) */
+  size_t subject_index; /* into parity_case_view.subjects */
+  int tensor;          /* PARITY_TENSOR_* bit: 1 << parity_tensor_id */
   double value, limit; /* limit: the effective bound the value was held to */
   double factor_reached; /* relative rules: value / max(scan, floor); else value / limit */
   int pass;
 } parity_check;
 
-/* All checks of the policy for one case, in rule order; *deciding is the
+/* A growing list of checks; `deciding` indexes the deciding one. */
+typedef struct parity_checks {
+  parity_check *v;
+  size_t n, cap, deciding;
+} parity_checks;
+
+void parity_checks_init(parity_checks *c);
+void parity_checks_clear(parity_checks *c);
+/* A zeroed slot at the end (growing the list), or NULL with GDN_ERR_NOMEM. */
+parity_check *parity_checks_push(parity_checks *c, gdn_error *e);
+/* Pass of the checks of subject `si` (1 when it has none). */
+int parity_checks_subject_pass(const parity_checks *c, size_t si);
+/* The deciding check of subject `si` (its first failing check, else its
+ * largest value / limit), or SIZE_MAX when it has none. */
+size_t parity_checks_subject_deciding(const parity_checks *c, size_t si);
+
+/* All checks of the policy for one case: for each rule in order, each
+ * tensor row it names, each subject of the view whose kind it names.  No
+ * count limit.  out->deciding is the first failing check, or when all pass
+ * the one closest to its limit (largest value / limit).  GDN_ERR_INPUT if
+ * some subject with metrics gets no check (see below). */
+int parity_policy_judge(const parity_policy *p, const parity_case_view *c, parity_checks *out, gdn_error *e);
+
+/* As parity_policy_judge into a caller's array of `cap` checks; *deciding is the
  * first failing check, or when all pass the one closest to its limit
  * (largest value / limit).  Returns GDN_ERR_INPUT if some subject with
  * metrics gets no check at all: a policy must say something about

@@ -1,10 +1,15 @@
-/* parity_sweep: run the kernels over a grid of configurations for one input
- * set, measure every error, apply the policy, and append the cases to the
- * results document (docs/results-json.md).
+/* parity_sweep: run one input set over a grid of configurations.
  *
- * Memory: the inputs, the reference, one scan result per chunk size in turn
- * and one affine-prefix result at a time (all as binary64 outputs), plus the
- * kernels' own working sets.
+ * An input set has a table of subjects (parity_subject.h): the built-in
+ * rows (scan, affine-prefix), one row per external output, and any extra
+ * rows.  Each case produces the outputs of its subjects, measures every
+ * (subject, tensor) pair against the reference (and the candidate against
+ * the scan), judges them with the policy and records the result: the
+ * results document (parity_doc) and the console table (parity_log).
+ *
+ * Memory: the inputs, the reference, the chunk-stage subjects' outputs per
+ * chunk size in turn and the case-stage subjects' outputs for one case at a
+ * time (all as binary64 outputs), plus the kernels' own working sets.
  */
 #ifndef PARITY_SWEEP_H
 #define PARITY_SWEEP_H
@@ -17,20 +22,12 @@
 #include "gdn_outputs.h"
 #include "kern_config.h"
 #include "parity_oracle.h"
+#include "parity_doc.h"
 #include "parity_policy.h"
+#include "parity_result.h"
+#include "parity_subject.h"
 
 #define PARITY_MAX_LIST 64
-
-/* A fixture's /outputs/<name>: an implementation run to be judged. */
-typedef struct parity_external {
-  const char *name;
-  const gdn_outputs *out;
-  int has_ht;
-  json_t *attrs; /* borrowed: copied into each case's impls entry */
-  int own_numerics; /* the output declared compute_dtype and matmul_precision */
-  gdn_dtype dtype;
-  kern_matmul matmul;
-} parity_external;
 
 typedef struct parity_sweep_opts {
   int64_t chunks[PARITY_MAX_LIST];
@@ -49,6 +46,10 @@ typedef struct parity_sweep_opts {
   int reproducible; /* no per-case timings in the document */
   int broken_compose; /* testing only: kern_config.broken_compose, to show the gate fails it */
   FILE *log;     /* the table (stdout) */
+  /* Subject rows added to every case after the built-in ones and the
+   * externals (parity_subject.h); none by default. */
+  const parity_subject_methods *const *extra;
+  size_t n_extra;
 } parity_sweep_opts;
 
 void parity_sweep_opts_init(parity_sweep_opts *o); /* C = 64, D = 1,2,4,8, sequential, float32 */
@@ -62,30 +63,6 @@ int parity_sweep_ftz(const parity_sweep_opts *o);
  * list those that fit in the chunk count.  Returns the count written. */
 size_t parity_sweep_devices_for(const parity_sweep_opts *o, const gdn_shape *s, int64_t chunk,
                                 int64_t *out);
-
-typedef struct parity_input_info {
-  const char *name;   /* "synthetic seed 0", a fixture's file name */
-  const char *source; /* "synthetic" or "fixture" */
-  const char *path;   /* fixture path or NULL */
-  const char *sha256; /* schema-v1 inputs_sha256, or NULL */
-} parity_input_info;
-
-typedef struct parity_doc {
-  json_t *root, *inputs, *cases;
-  size_t n_cases, n_failed;
-  int have_oracle, min_certified, precision_bits, check_bits, min_guaranteed;
-  int mixed_tiers; /* inputs were judged against different tiers */
-  int64_t sampled_columns, total_columns;
-  parity_oracle_tier tier;
-  double t_start, t_oracle, t_kernels;
-} parity_doc;
-
-/* command: the command line as one string (for the report). */
-int parity_doc_init(parity_doc *d, const char *command, const parity_policy *policy, gdn_error *e);
-/* Sets pass, exit_status, oracle and (unless reproducible) created and timing. */
-int parity_doc_finish(parity_doc *d, int reproducible, gdn_error *e);
-void parity_doc_clear(parity_doc *d);
-int parity_doc_pass(const parity_doc *d);
 
 /* Checks that every configuration of the grid is valid for the shape (chunk
  * sizes, device counts against the chunk count) before anything runs. */

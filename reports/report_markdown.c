@@ -37,6 +37,33 @@ static const char HEADER[] =
     "| value/limit | scan o rel_fro | affine o rel_fro | affine vs scan o rel_fro | upstream |\n"
     "|---:|---|---|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|\n";
 
+/* With external outputs the table gains one column: each output's o
+ * rel_fro and verdict in that case. */
+static const char EXT_HEADER[] =
+    "| # | verdict | case | input | T | C | D | prefix | dtype | deciding check | value | limit "
+    "| value/limit | external outputs (o rel_fro, verdict) | scan o rel_fro | affine o rel_fro "
+    "| affine vs scan o rel_fro | upstream |\n"
+    "|---:|---|---|---|---:|---:|---:|---|---|---|---:|---:|---:|---|---:|---:|---:|---|\n";
+
+static void externals_cell(report_buf *b, const report_summary *s, const json_t *c) {
+  report_buf_puts(b, " ");
+  int first = 1;
+  for (size_t i = 0; i < s->n_externals; i++) {
+    const char *name = s->externals[i].name;
+    const json_t *im = json_object_get(json_object_get(c, "impls"), name);
+    if (!im) continue;
+    double v = 0;
+    char t[REPORT_NUM_CHARS] = "\xE2\x80\x94";
+    if (report_doc_metric(c, name, "o", "rel_fro", &v)) report_num_format(t, v, 3);
+    int pass = json_is_true(json_object_get(im, "pass"));
+    report_buf_puts(b, first ? "" : "; ");
+    report_escape_markdown_cell_z(b, name);
+    report_buf_printf(b, " %s %s", t, pass ? "pass" : "**fail**");
+    first = 0;
+  }
+  report_buf_puts(b, first ? "\xE2\x80\x94 |" : " |");
+}
+
 static void row(report_buf *b, const report_summary *s, size_t rank) {
   const report_case_view *v = &s->cases[s->order[rank]];
   const json_t *c = v->c, *in = report_doc_input(s->doc, c);
@@ -66,6 +93,7 @@ static void row(report_buf *b, const report_summary *s, size_t rank) {
     cell(b, v->error ? v->error : "no checks");
     report_buf_puts(b, " \xE2\x80\x94 | \xE2\x80\x94 | \xE2\x80\x94 |");
   }
+  if (s->n_externals) externals_cell(b, s, c);
   metric_cell(b, c, "scan");
   metric_cell(b, c, "affine-prefix");
   metric_cell(b, c, "affine_vs_scan");
@@ -75,6 +103,41 @@ static void row(report_buf *b, const report_summary *s, size_t rank) {
     report_buf_printf(b, " %supstream %d/%d pass / ours %s%s |\n", missed ? "**" : "",
                       v->upstream_pass, v->upstream_n, v->pass ? "pass" : "fail",
                       missed ? "**" : "");
+  }
+}
+
+/* "value = V, limit L (M x the limit, pass). Limit: REASON" of a check. */
+static void check_sentence(report_buf *b, const json_t *k, double value, double limit, double margin) {
+  char v[REPORT_NUM_CHARS], l[REPORT_NUM_CHARS], m[REPORT_NUM_CHARS];
+  report_num_format(v, value, 4);
+  report_num_format(l, limit, 4);
+  report_num_format(m, margin, 3);
+  int pass = json_is_true(json_object_get(k, "pass"));
+  report_buf_puts(b, ": ");
+  report_escape_markdown_cell_z(b, report_doc_str(k, "name"));
+  report_buf_puts(b, ", ");
+  report_escape_markdown_cell_z(b, report_doc_str(k, "metric"));
+  report_buf_printf(b, " = **%s**, limit **%s** (%s\xC3\x97 the limit, %s)", v, l, m, pass ? "pass" : "**fail**");
+  const char *reason = report_doc_str(k, "reason");
+  if (reason) {
+    report_buf_puts(b, ". Limit: ");
+    report_escape_markdown_cell_z(b, reason);
+  }
+}
+
+/* The outputs the user came to judge come first: each external output's
+ * verdict over its cases and the deciding check of its worst case. */
+static void externals_headline(report_buf *b, const report_summary *s) {
+  for (size_t i = 0; i < s->n_externals; i++) {
+    const report_external_stat *x = &s->externals[i];
+    report_buf_puts(b, "**External output ");
+    report_escape_markdown_cell_z(b, x->name);
+    if (x->fail) report_buf_printf(b, ": FAIL** in %zu of %zu cases. Deciding check of its worst case, ", x->fail, x->cases);
+    else report_buf_printf(b, ": pass** in all %zu cases. Closest to its limit: case ", x->cases);
+    report_escape_markdown_cell_z(b, report_doc_str(s->cases[x->worst].c, "id"));
+    if (x->deciding) check_sentence(b, x->deciding, x->value, x->limit, x->margin);
+    else report_buf_puts(b, ": no checks");
+    report_buf_puts(b, ".\n\n");
   }
 }
 
@@ -94,6 +157,7 @@ int report_markdown_render(const json_t *doc, const char *html_relpath, report_b
   long long ex = report_doc_int(doc, "exit_status", -1);
   if (ex >= 0) report_buf_printf(b, " Exit status %lld.", ex);
   report_buf_puts(b, "\n\n");
+  externals_headline(b, &s);
   if (s.worst != SIZE_MAX) {
     const report_case_view *w = &s.cases[s.worst];
     report_buf_puts(b, s.n_fail ? "**Deciding check** of the worst case, "
@@ -103,24 +167,7 @@ int report_markdown_render(const json_t *doc, const char *html_relpath, report_b
       report_buf_puts(b, ": could not be evaluated: ");
       report_escape_markdown_cell_z(b, w->error);
     }
-    if (w->deciding) {
-      char v[REPORT_NUM_CHARS], l[REPORT_NUM_CHARS], m[REPORT_NUM_CHARS];
-      report_num_format(v, w->value, 4);
-      report_num_format(l, w->limit, 4);
-      report_num_format(m, w->margin, 3);
-      int pass = json_is_true(json_object_get(w->deciding, "pass"));
-      report_buf_puts(b, ": ");
-      report_escape_markdown_cell_z(b, report_doc_str(w->deciding, "name"));
-      report_buf_puts(b, ", ");
-      report_escape_markdown_cell_z(b, report_doc_str(w->deciding, "metric"));
-      report_buf_printf(b, " = **%s**, limit **%s** (%s\xC3\x97 the limit, %s)", v, l, m,
-                        pass ? "pass" : "**fail**");
-      const char *reason = report_doc_str(w->deciding, "reason");
-      if (reason) {
-        report_buf_puts(b, ". Limit: ");
-        report_escape_markdown_cell_z(b, reason);
-      }
-    }
+    if (w->deciding) check_sentence(b, w->deciding, w->value, w->limit, w->margin);
     report_buf_puts(b, ".\n\n");
   }
   if (s.n_missed) {
@@ -182,13 +229,14 @@ int report_markdown_render(const json_t *doc, const char *html_relpath, report_b
     char head[96];
     snprintf(head, sizeof head, "### %s cases (%zu)\n\n", part == 0 ? "Failing" : "Passing",
              part == 0 ? s.n_fail : n_pass);
-    if (b->len + strlen(head) + sizeof HEADER + TAIL_RESERVE > REPORT_MARKDOWN_MAX_BYTES) {
+    const char *header = s.n_externals ? EXT_HEADER : HEADER;
+    if (b->len + strlen(head) + strlen(header) + 1 + TAIL_RESERVE > REPORT_MARKDOWN_MAX_BYTES) {
       stopped = 1;
       break;
     }
     if (part == 1 && shown) report_buf_puts(b, "\n");
     report_buf_puts(b, head);
-    report_buf_puts(b, HEADER);
+    report_buf_puts(b, header);
     for (size_t k = from; k < to; k++) {
       r.len = 0;
       row(&r, &s, k);

@@ -15,6 +15,7 @@ void report_summary_init(report_summary *s) {
 }
 
 void report_summary_clear(report_summary *s) {
+  gdn_free(s->externals);
   gdn_free(s->cases);
   gdn_free(s->order);
   report_summary_init(s);
@@ -48,6 +49,68 @@ static report_upstream_stat *upstream_slot(report_summary *s, const char *name) 
   memset(u, 0, sizeof *u);
   u->name = name;
   return u;
+}
+
+const json_t *report_summary_subject_deciding(const json_t *c, const char *name) {
+  const json_t *checks = json_object_get(json_object_get(c, "tolerance"), "checks");
+  const json_t *best = NULL;
+  double worst = -INFINITY;
+  for (size_t i = 0; i < json_array_size(checks); i++) {
+    const json_t *k = json_array_get(checks, i);
+    const char *subj = report_doc_str(k, "subject");
+    if (!subj || strcmp(subj, name)) continue;
+    if (!json_is_true(json_object_get(k, "pass"))) return k;
+    double v = NAN, l = NAN;
+    report_doc_num(k, "value", &v);
+    report_doc_num(k, "limit", &l);
+    double m = report_summary_margin(v, l);
+    if (!best || m > worst) best = k, worst = m;
+  }
+  return best;
+}
+
+/* The slot of external output `name`, appended when new (grows by
+ * doubling; *cap tracks the allocation). */
+static report_external_stat *external_slot(report_summary *s, const char *name, size_t *cap, gdn_error *e) {
+  for (size_t i = 0; i < s->n_externals; i++)
+    if (!strcmp(s->externals[i].name, name)) return &s->externals[i];
+  if (s->n_externals == *cap) {
+    size_t nc = *cap ? 2 * *cap : 4;
+    report_external_stat *nv = gdn_calloc(nc, sizeof *nv, "the external outputs", e);
+    if (!nv) return NULL;
+    if (s->n_externals) memcpy(nv, s->externals, s->n_externals * sizeof *nv);
+    gdn_free(s->externals);
+    s->externals = nv;
+    *cap = nc;
+  }
+  report_external_stat *x = &s->externals[s->n_externals++];
+  memset(x, 0, sizeof *x);
+  x->name = name;
+  x->value = x->limit = NAN;
+  x->margin = -INFINITY;
+  return x;
+}
+
+/* Folds case i into the stats of every external output it lists. */
+static int externals_add(report_summary *s, size_t i, size_t *cap, gdn_error *e) {
+  const json_t *c = s->cases[i].c, *impls = json_object_get(c, "impls"), *v;
+  const char *name;
+  json_object_foreach((json_t *)impls, name, v) {
+    const json_t *jp = json_object_get(v, "pass");
+    if (!json_is_boolean(jp)) continue;
+    report_external_stat *x = external_slot(s, name, cap, e);
+    if (!x) return GDN_ERR_NOMEM;
+    const json_t *k = report_summary_subject_deciding(c, name);
+    double val = NAN, lim = NAN;
+    if (k) report_doc_num(k, "value", &val), report_doc_num(k, "limit", &lim);
+    double m = k ? report_summary_margin(val, lim) : -INFINITY;
+    int pass = json_is_true(jp), worse = !x->cases || (!pass && x->fail == 0) ||
+                                         (pass == (x->fail == 0) && m > x->margin);
+    x->cases++;
+    x->fail += !pass;
+    if (worse) x->worst = i, x->deciding = k, x->value = val, x->limit = lim, x->margin = m;
+  }
+  return GDN_OK;
 }
 
 int report_summary_build(const json_t *doc, report_summary *s, gdn_error *e) {
@@ -100,6 +163,12 @@ int report_summary_build(const json_t *doc, report_summary *s, gdn_error *e) {
     }
     if (!v->pass && any_up_pass) s->n_missed++;
   }
+  size_t ext_cap = 0;
+  for (size_t i = 0; i < s->n; i++)
+    if (externals_add(s, i, &ext_cap, e)) {
+      report_summary_clear(s);
+      return GDN_ERR_NOMEM;
+    }
   /* qsort is not stable, but the comparator ends on the index, so the order
    * is total and the output deterministic. */
   if (s->n) {

@@ -14,7 +14,10 @@
  * - upstream: per distinct upstream check name (first appearance order), how
  *   often it passes, and how often it passes where we fail ("would have
  *   missed") or fails where we pass ("stricter").
- * Memory: O(number of cases).
+ * - external outputs: every impls entry that carries its own "pass" (a
+ *   fixture's /outputs/<name>), with its failing count and its worst case
+ *   by the same rule applied to its own deciding check.
+ * Memory: O(number of cases + number of external outputs).
  */
 #ifndef REPORT_SUMMARY_H
 #define REPORT_SUMMARY_H
@@ -43,6 +46,17 @@ typedef struct report_upstream_stat {
   size_t cases, pass, missed, stricter;
 } report_upstream_stat;
 
+/* A judged subject other than the kernels (an impls entry with its own
+ * "pass": a fixture's /outputs/<name>), over every case that lists it. */
+typedef struct report_external_stat {
+  const char *name;       /* borrowed */
+  size_t cases, fail;
+  size_t worst;           /* index into cases of its worst case (failing first,
+                             then the largest margin, earliest on ties) */
+  const json_t *deciding; /* its deciding check there, or NULL (no checks) */
+  double value, limit, margin;
+} report_external_stat;
+
 typedef struct report_summary {
   const json_t *doc;
   int pass;               /* the document's verdict */
@@ -54,12 +68,18 @@ typedef struct report_summary {
   size_t n_upstream;
   report_upstream_stat upstream[REPORT_SUMMARY_MAX_UPSTREAM];
   size_t upstream_dropped; /* distinct names beyond the cap */
+  report_external_stat *externals; /* first-appearance order */
+  size_t n_externals;
 } report_summary;
 
 void report_summary_init(report_summary *s);
 void report_summary_clear(report_summary *s);
 /* doc must be validated (report_doc_validate). */
 int report_summary_build(const json_t *doc, report_summary *s, gdn_error *e);
+
+/* The deciding check of subject `name` in case c: its first failing
+ * check, else its largest margin (earliest on ties); NULL without checks. */
+const json_t *report_summary_subject_deciding(const json_t *c, const char *name);
 
 /* The margin rule above, for one value/limit pair. */
 double report_summary_margin(double value, double limit);

@@ -114,6 +114,59 @@ START_TEST(small_and_link) {
 }
 END_TEST
 
+/* An external output (an impls entry with its own "pass") comes first: its
+ * verdict over its cases and the deciding check of its worst case precede
+ * the kernels' headline, and the table gains its column.  Without one the
+ * table header is the kernels' (the main job's summary is unchanged). */
+static void add_external(json_t *c, const char *name, double rel, double limit) {
+  json_t *m = json_pack("{sf}", "rel_fro", rel);
+  json_object_set_new(json_object_get(c, "impls"), name, json_pack("{so sb}", "o", m, "pass", rel <= limit));
+  json_t *k = json_pack("{ss ss ss sf sf sb ss}", "name", "tpu o rel_fro <= limit", "subject", name, "metric",
+                        "rel_fro", "value", rel, "limit", limit, "pass", rel <= limit, "reason", "planted");
+  json_array_append_new(json_object_get(json_object_get(c, "tolerance"), "checks"), k);
+}
+
+START_TEST(external_outputs_first) {
+  json_t *doc = sample_doc_many(3, 0, 0);
+  size_t len;
+  char *md = render(doc, NULL, &len);
+  ck_assert_ptr_null(strstr(md, "External output"));
+  ck_assert_ptr_null(strstr(md, "external outputs (o rel_fro, verdict)"));
+  gdn_free(md);
+  json_t *cases = json_object_get(doc, "cases");
+  add_external(json_array_get(cases, 0), "tpu", 1e-7, 1e-6);
+  add_external(json_array_get(cases, 1), "tpu", 3e-5, 1e-6); /* the worst: fails */
+  add_external(json_array_get(cases, 2), "tpu", 2e-7, 1e-6);
+  sample_doc_refresh_verdict(doc);
+  md = render(doc, NULL, &len);
+  const char *ext = strstr(md, "**External output tpu: FAIL** in 1 of 3 cases. Deciding check of its worst case, ");
+  const char *worst = strstr(md, "**Deciding check** of the worst case");
+  ck_assert_ptr_nonnull(ext);
+  ck_assert_ptr_nonnull(worst);
+  ck_assert(ext < worst);
+  ck_assert_ptr_nonnull(strstr(ext, "case-000001"));
+  ck_assert_ptr_nonnull(strstr(ext, "rel\\_fro = **3e-5**, limit **1e-6** (30\xC3\x97 the limit, **fail**)"));
+  ck_assert_ptr_nonnull(strstr(md, "| external outputs (o rel_fro, verdict) |"));
+  ck_assert_ptr_nonnull(strstr(md, "| tpu 3e-5 **fail** |"));
+  ck_assert_ptr_nonnull(strstr(md, "| tpu 1e-7 pass |"));
+  gdn_free(md);
+  /* All passing: the one closest to its limit, by its own checks. */
+  json_t *c1 = json_array_get(cases, 1);
+  json_object_set_new(json_object_get(json_object_get(c1, "impls"), "tpu"), "pass", json_true());
+  json_t *checks = json_object_get(json_object_get(c1, "tolerance"), "checks");
+  json_t *k = json_array_get(checks, json_array_size(checks) - 1);
+  json_object_set_new(k, "value", json_real(1e-8));
+  json_object_set_new(json_object_get(json_object_get(json_object_get(c1, "impls"), "tpu"), "o"), "rel_fro",
+                      json_real(1e-8));
+  sample_doc_refresh_verdict(doc);
+  md = render(doc, NULL, &len);
+  ck_assert_ptr_nonnull(strstr(md, "**External output tpu: pass** in all 3 cases. Closest to its limit: case "
+                                   "case-000002"));
+  gdn_free(md);
+  json_decref(doc);
+}
+END_TEST
+
 START_TEST(file_deterministic) {
   const char *dir = test_tmpdir();
   char path[600];
@@ -141,6 +194,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, twenty_thousand_cases);
   tcase_add_test(tc, small_and_link);
+  tcase_add_test(tc, external_outputs_first);
   tcase_add_test(tc, file_deterministic);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);

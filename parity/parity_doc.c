@@ -1,0 +1,143 @@
+#include "parity_doc.h"
+
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "gdn_alloc.h"
+#include "gdn_config.h"
+#include "gdn_threads.h"
+#include "parity_json.h"
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static int nomem(gdn_error *e) {
+  return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory building the results document");
+}
+
+int parity_doc_init(parity_doc *d, const char *command, const parity_policy *policy, gdn_error *e) {
+  memset(d, 0, sizeof *d);
+  d->min_certified = -1;
+  d->min_guaranteed = -1;
+  d->t_start = now();
+  d->root = json_object();
+  d->inputs = json_array();
+  d->cases = json_array();
+  if (!d->root || !d->inputs || !d->cases) goto fail;
+  json_t *pol = json_pack("{ssssss}", "name", policy->name, "source", policy->source, "sha256",
+                          policy->sha256);
+  if (parity_json_set(d->root, "tool", json_string("gdn-parity")) ||
+      parity_json_set(d->root, "version", json_string(GDN_VERSION)) ||
+      parity_json_set(d->root, "git_commit", json_string(GDN_GIT_COMMIT)) ||
+      parity_json_set(d->root, "schema", json_integer(1)) ||
+      parity_json_set(d->root, "command", json_string(command ? command : "")) ||
+      parity_json_set(d->root, "policy", pol))
+    goto fail;
+  return GDN_OK;
+fail:
+  parity_doc_clear(d);
+  return nomem(e);
+}
+
+void parity_doc_clear(parity_doc *d) {
+  json_decref(d->root);
+  json_decref(d->inputs);
+  json_decref(d->cases);
+  memset(d, 0, sizeof *d);
+}
+
+int parity_doc_pass(const parity_doc *d) { return d->n_failed == 0; }
+
+int parity_doc_finish(parity_doc *d, int reproducible, gdn_error *e) {
+  int pass = parity_doc_pass(d);
+  /* Fixed key order: tool, version, git_commit, schema, command, created,
+   * pass, exit_status, oracle, policy, inputs, cases, timing, memory. */
+  json_t *root = json_object();
+  if (!root) return nomem(e);
+  const char *keys[] = {"tool", "version", "git_commit", "schema", "command"};
+  for (size_t i = 0; i < 5; i++) json_object_set(root, keys[i], json_object_get(d->root, keys[i]));
+  if (!reproducible) {
+    char ts[32];
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_object_set_new(root, "created", json_string(ts));
+  }
+  json_object_set_new(root, "pass", json_boolean(pass));
+  json_object_set_new(root, "exit_status", json_integer(pass ? 0 : 1));
+  if (d->have_oracle) {
+    /* Over all inputs: the tier (or "mixed", then each input says its own),
+     * the weakest certificate, how much of the state it covers. */
+    json_t *or = json_pack("{sssssi}", "tier", d->mixed_tiers ? "mixed" : parity_oracle_tier_name(d->tier),
+                           "form", "token", "precision_bits", d->precision_bits);
+    /* A fixture's stored oracle records its certified bits but not the
+     * precision it was checked at. */
+    if (or && d->check_bits > 0) json_object_set_new(or, "check_bits", json_integer(d->check_bits));
+    if (or) json_object_set_new(or, "certified_bits", json_integer(d->min_certified));
+    if (or && d->min_guaranteed >= 0)
+      json_object_set_new(or, "guaranteed_bits", json_integer(d->min_guaranteed));
+    if (or) json_object_set_new(or, "sampled_columns", json_integer(d->sampled_columns));
+    if (or) json_object_set_new(or, "total_columns", json_integer(d->total_columns));
+    json_object_set_new(root, "oracle", or);
+  }
+  json_object_set(root, "policy", json_object_get(d->root, "policy"));
+  json_object_set(root, "inputs", d->inputs);
+  json_object_set(root, "cases", d->cases);
+  if (!reproducible) {
+    json_object_set_new(
+        root, "timing",
+        json_pack("{s{sfsfsf}si}", "seconds", "oracle", d->t_oracle, "kernels", d->t_kernels, "total",
+                  now() - d->t_start, "threads", gdn_threads_get()));
+    /* What the run held at its peak: the toolkit's heap through gdn_alloc's
+     * accounting (-1 off glibc) and the process's peak resident set.  Not in
+     * reproducible output: per-thread scratch makes both depend on the
+     * thread count, the results do not. */
+    struct rusage ru;
+    long long rss = getrusage(RUSAGE_SELF, &ru) == 0 ? (long long)ru.ru_maxrss * 1024 : -1;
+    json_object_set_new(root, "memory",
+                        json_pack("{sIsI}", "peak_heap_bytes", (json_int_t)gdn_alloc_bytes_peak(),
+                                  "peak_rss_bytes", (json_int_t)rss));
+  }
+  json_decref(d->root);
+  d->root = root;
+  return GDN_OK;
+}
+
+
+int64_t parity_doc_next_input(const parity_doc *d) { return (int64_t)json_array_size(d->inputs); }
+
+/* Over all inputs: the tier (or "mixed"), the weakest certificate, how much
+ * of the state it covers. */
+static void fold_reference(parity_doc *d, const parity_reference *ref) {
+  if (d->have_oracle && d->tier != ref->tier) d->mixed_tiers = 1;
+  d->have_oracle = 1;
+  d->tier = ref->tier;
+  d->sampled_columns += ref->sampled_columns;
+  d->total_columns += ref->total_columns;
+  if (ref->tier == PARITY_ORACLE_DD && (d->min_guaranteed < 0 || ref->guaranteed_bits < d->min_guaranteed))
+    d->min_guaranteed = ref->guaranteed_bits;
+  d->precision_bits = ref->precision_bits;
+  if (ref->check_bits > d->check_bits) d->check_bits = ref->check_bits;
+  if (d->min_certified < 0 || ref->certified_bits < d->min_certified) d->min_certified = ref->certified_bits;
+  d->t_oracle += ref->seconds;
+}
+
+int parity_doc_add_input(parity_doc *d, const parity_input_result *r, gdn_error *e) {
+  json_t *ji = parity_json_input(r);
+  if (!ji || json_array_append_new(d->inputs, ji)) return nomem(e);
+  if (r->ref) fold_reference(d, r->ref);
+  return GDN_OK;
+}
+
+int parity_doc_add_case(parity_doc *d, const parity_case_result *r, int reproducible, gdn_error *e) {
+  json_t *c = parity_json_case(r, reproducible);
+  if (!c || json_array_append_new(d->cases, c)) return nomem(e);
+  d->n_cases++;
+  if (!r->pass) d->n_failed++;
+  return GDN_OK;
+}

@@ -1,0 +1,131 @@
+#include "parity_log.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+
+static void fmt_e(char *b, size_t n, double x) {
+  if (isnan(x)) snprintf(b, n, "nan");
+  else if (isinf(x)) snprintf(b, n, "inf");
+  else snprintf(b, n, "%.2e", x);
+}
+
+static void log_reference(FILE *f, const parity_reference *ref) {
+  if (!ref)
+    fprintf(f, "reference: none (--oracle none): affine-prefix is judged against the scan only\n");
+  else if (ref->tier == PARITY_ORACLE_DD)
+    fprintf(f,
+            "reference: dd oracle (double-double, %d bits)%s: certified %d bits (normwise %d) on %" PRId64
+            " of %" PRId64 " state columns against MPFR at %d bits; every column within a proven %d bits\n",
+            ref->precision_bits, ref->requested == PARITY_ORACLE_AUTO ? ", chosen by --oracle auto for this size" : "",
+            ref->certified_bits, ref->normwise_bits, ref->sampled_columns, ref->total_columns, ref->check_bits,
+            ref->guaranteed_bits);
+  else if (ref->from_fixture)
+    fprintf(f, "reference: the fixture's MPFR oracle (%d bits, certified %d bits)\n", ref->precision_bits,
+            ref->certified_bits);
+  else
+    fprintf(f, "reference: mpfr oracle at %d bits, certified %d bits (checked at %d)\n", ref->precision_bits,
+            ref->certified_bits, ref->check_bits);
+}
+
+void parity_log_input(FILE *f, const parity_input_result *r, gdn_dtype dtype, kern_matmul matmul, int ftz,
+                      int ftz_auto) {
+  const gdn_inputs *in = r->in;
+  char lab[160];
+  gdn_shape_format(&in->shape, lab, sizeof lab);
+  fprintf(f, "\n%s: %s, %s%s, dtype %s, matmul %s%s\n", r->info->name, lab,
+          in->l2norm_in_kernel ? "q/k L2-normalised in the kernel" : "q/k pre-normalised", in->h0 ? ", with h0" : "",
+          gdn_dtype_name(dtype), dtype == GDN_DTYPE_F64 ? "ieee (float64 ignores the matmul mode)" : kern_matmul_name(matmul),
+          !ftz       ? ""
+          : ftz_auto ? ", subnormals flushed to zero (on by default in the bf16 modes, as on TPU; --no-ftz turns it off)"
+                     : ", subnormals flushed to zero");
+  log_reference(f, r->ref);
+}
+
+void parity_log_chunk(FILE *f, int64_t chunk, int64_t n_chunks, int skipped, int has_ref) {
+  if (skipped)
+    fprintf(f, "  note: chunk size %" PRId64 " gives %" PRId64 " chunk%s; default device counts above that are skipped\n",
+            chunk, n_chunks, n_chunks == 1 ? "" : "s");
+  if (has_ref)
+    fprintf(f, "  %-28s | %-29s | %-29s | %-20s | %-8s | %s\n", "case (C, devices, prefix)",
+            "o rel_fro: scan  affine  a-s", "ht rel_fro: scan  affine  a-s", "o median ulp: scan aff", "factor",
+            "verdict");
+  else
+    fprintf(f, "  %-28s | %-21s | %-21s | %-8s | %s\n", "case (C, devices, prefix)", "affine vs scan: o",
+            "affine vs scan: ht", "factor", "verdict");
+}
+
+/* "decided by: NAME (value V, limit L)" or "FAILED: ..." under a row. */
+static void log_deciding(FILE *f, const parity_check *k) {
+  char v[16], l[16];
+  fmt_e(v, 16, k->value);
+  fmt_e(l, 16, k->limit);
+  fprintf(f, "      %s: %s (value %s, limit %s)\n", k->pass ? "decided by" : "FAILED", k->name, v, l);
+}
+
+/* A judged subject's own row: its errors against the reference in the
+ * kernels' columns, its factor and verdict, then its deciding check. */
+static void log_judged(FILE *f, const char *lab, const parity_case_result *r, const parity_subject_result *s) {
+  char mid[160], a[PARITY_T_N][16], u[16], fac[32] = "-";
+  for (int t = 0; t < PARITY_T_N; t++) {
+    if (s->has_vs_ref & (1u << t)) fmt_e(a[t], 16, s->vs_ref[t].rel_fro);
+    else snprintf(a[t], 16, "-");
+  }
+  snprintf(u, sizeof u, "%.2f", s->vs_ref[PARITY_T_O].median_ulp);
+  snprintf(mid, sizeof mid, " %s: o rel_fro %s, ht rel_fro %s, o median ulp %s", s->name, a[PARITY_T_O],
+           a[PARITY_T_HT], u);
+  const parity_check *k = s->deciding < r->checks.n ? &r->checks.v[s->deciding] : NULL;
+  if (k) snprintf(fac, sizeof fac, "%.2fx", k->factor_reached);
+  fprintf(f, "  %-28s |%-86s| %-8s | %s\n", lab, mid, fac, !k ? "unjudged" : s->pass ? "PASS" : "FAIL");
+  if (k) log_deciding(f, k);
+}
+
+static void log_kernels(FILE *f, const char *lab, const char *fac, const parity_case_result *r) {
+  const parity_subject_result *sc = &r->subjects[r->baseline], *af = &r->subjects[r->candidate];
+  if (r->has_ref) {
+    char a[6][16], u1[16], u2[16];
+    fmt_e(a[0], 16, sc->vs_ref[PARITY_T_O].rel_fro);
+    fmt_e(a[1], 16, af->vs_ref[PARITY_T_O].rel_fro);
+    fmt_e(a[2], 16, af->vs_scan[PARITY_T_O].rel_fro);
+    fmt_e(a[3], 16, sc->vs_ref[PARITY_T_HT].rel_fro);
+    fmt_e(a[4], 16, af->vs_ref[PARITY_T_HT].rel_fro);
+    fmt_e(a[5], 16, af->vs_scan[PARITY_T_HT].rel_fro);
+    snprintf(u1, sizeof u1, "%.2f", sc->vs_ref[PARITY_T_O].median_ulp);
+    snprintf(u2, sizeof u2, "%.2f", af->vs_ref[PARITY_T_O].median_ulp);
+    fprintf(f, "  %-28s | %8s %8s %8s    | %8s %8s %8s    | %9s %9s  | %-8s | %s\n", lab, a[0], a[1], a[2], a[3],
+            a[4], a[5], u1, u2, fac, r->pass ? "PASS" : "FAIL");
+  } else {
+    char a[2][16];
+    fmt_e(a[0], 16, af->vs_scan[PARITY_T_O].rel_fro);
+    fmt_e(a[1], 16, af->vs_scan[PARITY_T_HT].rel_fro);
+    fprintf(f, "  %-28s | rel_fro %-13s | rel_fro %-13s | %-8s | %s\n", lab, a[0], a[1], fac,
+            r->pass ? "PASS" : "FAIL");
+  }
+}
+
+static void log_every_check(FILE *f, const parity_case_result *r) {
+  char v[16], l[16];
+  for (size_t i = 0; i < r->checks.n; i++) {
+    const parity_check *k = &r->checks.v[i];
+    fmt_e(v, 16, k->value);
+    fmt_e(l, 16, k->limit);
+    fprintf(f, "        [%s] %s: value %s limit %s -- %s\n", k->pass ? "ok" : "FAIL", k->name, v, l, k->rule->reason);
+  }
+  for (int i = 0; i < PARITY_UPSTREAM_N; i++)
+    fprintf(f, "        upstream %-48s %s (worst %.3g on %s)\n", r->upstream[i].name,
+            r->upstream[i].pass ? "pass" : "FAIL", r->upstream[i].worst, r->upstream[i].worst_tensor);
+}
+
+void parity_log_case(FILE *f, const parity_case_result *r, int verbosity) {
+  char lab[64], fac[32];
+  snprintf(lab, sizeof lab, "C%" PRId64 " D%" PRId64 " %s", r->chunk, r->devices, kern_prefix_name(r->prefix));
+  for (size_t i = 0; i < r->n_subjects; i++)
+    if (r->subjects[i].role == PARITY_ROLE_JUDGED && r->subjects[i].has_vs_ref)
+      log_judged(f, lab, r, &r->subjects[i]);
+  const parity_check *k = &r->checks.v[r->checks.deciding];
+  snprintf(fac, sizeof fac, "%.2fx", k->factor_reached);
+  log_kernels(f, lab, fac, r);
+  log_deciding(f, k);
+  if (verbosity >= 2) log_every_check(f, r);
+  fflush(f);
+}

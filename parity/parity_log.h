@@ -1,0 +1,25 @@
+/* parity_log: the console table, written from the result types only.
+ *
+ * One block per input set (its shape, numerics, reference), a header per
+ * chunk size, and per case: first each judged subject (a fixture's
+ * /outputs/<name>: its own errors, verdict and deciding check), then the
+ * kernels' row (scan, affine-prefix, their difference) with the case's
+ * verdict and deciding check.  verbosity 2 adds every check and the
+ * upstream verdicts.
+ */
+#ifndef PARITY_LOG_H
+#define PARITY_LOG_H
+
+#include <stdio.h>
+
+#include "kern_config.h"
+#include "parity_result.h"
+
+/* ftz: in force; ftz_auto: chosen automatically (the bf16 modes). */
+void parity_log_input(FILE *f, const parity_input_result *r, gdn_dtype dtype, kern_matmul matmul, int ftz,
+                      int ftz_auto);
+/* skipped: default device counts were dropped for this chunk size. */
+void parity_log_chunk(FILE *f, int64_t chunk, int64_t n_chunks, int skipped, int has_ref);
+void parity_log_case(FILE *f, const parity_case_result *r, int verbosity);
+
+#endif

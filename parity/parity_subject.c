@@ -1,0 +1,84 @@
+#include "parity_subject.h"
+
+#include <string.h>
+
+const char *const parity_subject_kind_names[] = {"scan", "affine-prefix", "external", NULL};
+
+/* o is rounded to the kernel's output dtype; ht stays float32 (binary64 in
+ * the float64 mode), as MaxText returns it. */
+static void kernel_dtypes(parity_subject_run *s, const parity_produce_ctx *cx) {
+  s->present = PARITY_TENSOR_ALL;
+  s->out_dtype[PARITY_T_O] = kern_output_dtype(cx->cfg, cx->in->bf16_mask);
+  s->out_dtype[PARITY_T_HT] = cx->cfg->dtype == GDN_DTYPE_F64 ? GDN_DTYPE_F64 : GDN_DTYPE_F32;
+}
+
+static int produce_scan(parity_subject_run *s, const parity_produce_ctx *cx, gdn_error *e) {
+  int rc = kern_scan(cx->in, cx->cfg, &s->owned, e);
+  if (rc) return rc;
+  s->out = &s->owned;
+  kernel_dtypes(s, cx);
+  return GDN_OK;
+}
+
+static int produce_affine(parity_subject_run *s, const parity_produce_ctx *cx, gdn_error *e) {
+  int rc = kern_affine_prefix_seams(cx->in, cx->cfg, &s->owned, cx->want_seams ? &s->seams : NULL, e);
+  if (rc) return rc;
+  s->has_seams = cx->want_seams;
+  s->out = &s->owned;
+  kernel_dtypes(s, cx);
+  return GDN_OK;
+}
+
+/* Borrowed as stored: o in its stored dtype, ht (when present) float32 as
+ * the fixture schema stores it. */
+static int produce_external(parity_subject_run *s, const parity_produce_ctx *cx, gdn_error *e) {
+  (void)cx;
+  if (!s->ext || !s->ext->out)
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "subject %s: no external output bound", s->name);
+  s->out = s->ext->out;
+  s->present = PARITY_TENSOR_O | (s->ext->has_ht ? PARITY_TENSOR_HT : 0u);
+  s->out_dtype[PARITY_T_O] = s->ext->out->dtype;
+  s->out_dtype[PARITY_T_HT] = GDN_DTYPE_F32;
+  return GDN_OK;
+}
+
+const parity_subject_methods parity_subject_scan = {"scan", PARITY_SUBJ_SCAN, PARITY_STAGE_CHUNK,
+                                                    PARITY_ROLE_BASELINE, 0, produce_scan};
+const parity_subject_methods parity_subject_affine = {"affine-prefix", PARITY_SUBJ_AFFINE, PARITY_STAGE_CASE,
+                                                      PARITY_ROLE_CANDIDATE, 1, produce_affine};
+/* Not against the scan: an external output may declare other numerics than
+ * the case's scan, and the results format has no place for it yet. */
+const parity_subject_methods parity_subject_external = {"external", PARITY_SUBJ_EXTERNAL, PARITY_STAGE_INPUT,
+                                                        PARITY_ROLE_JUDGED, 0, produce_external};
+
+const parity_subject_methods *const parity_subject_rows[] = {&parity_subject_scan, &parity_subject_affine,
+                                                             &parity_subject_external};
+const size_t parity_subject_n_rows = sizeof parity_subject_rows / sizeof parity_subject_rows[0];
+
+void parity_subject_run_init(parity_subject_run *s, const parity_subject_methods *m) {
+  memset(s, 0, sizeof *s);
+  s->m = m;
+  s->name = m ? m->name : NULL;
+  gdn_outputs_init(&s->owned);
+  kern_affine_seams_init(&s->seams);
+}
+
+void parity_subject_release(parity_subject_run *s) {
+  gdn_outputs_clear(&s->owned);
+  kern_affine_seams_clear(&s->seams);
+  s->out = NULL;
+  s->present = 0;
+  s->has_seams = 0;
+}
+
+void parity_subject_run_clear(parity_subject_run *s) {
+  parity_subject_release(s);
+  parity_subject_run_init(s, s->m);
+}
+
+int parity_subject_produce(parity_subject_run *s, const parity_produce_ctx *cx, gdn_error *e) {
+  parity_subject_release(s);
+  int rc = s->m->produce(s, cx, e);
+  if (rc) parity_subject_release(s);
+  return rc;
+}

@@ -1,0 +1,375 @@
+/* The subject and tensor tables (parity_subject.h, parity_tensor.h):
+ *   - every subject row, built in or added, passes the same conformance
+ *     checks (produces every tensor it says it does, in the input's shape,
+ *     within the float32 band of the oracle; release frees it);
+ *   - a toy subject added through parity_sweep_opts.extra is produced,
+ *     measured, judged and recorded like the built-in ones, and a toy with
+ *     a planted error fails the case with its own check deciding;
+ *   - checks are not limited in number (the old 64-check cap is gone);
+ *   - the sweep's allocation failures return GDN_ERR_NOMEM at every site. */
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+
+#include "gdn_alloc.h"
+#include "gdn_synth.h"
+#include "gdn_threads.h"
+#include "parity_sweep.h"
+#include "report_doc.h"
+
+/* Small enough for MPFR in well under a second; slow gates so state crosses
+ * the device seams and the affine-prefix composition matters. */
+static const gdn_shape shape = {1, 96, 1, 2, 16, 16};
+
+typedef struct fixture {
+  gdn_inputs in;
+  parity_reference ref;
+  parity_policy pol;
+} fixture;
+
+static void fixture_setup(fixture *f) {
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_inputs_init(&f->in);
+  parity_reference_init(&f->ref);
+  parity_policy_init(&f->pol);
+  gdn_synth_opts so = {5, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, 0};
+  ck_assert_int_eq(gdn_synth_generate(&f->in, &shape, &so, &e), GDN_OK);
+  ck_assert_int_eq(parity_reference_compute(&f->ref, &f->in, PARITY_ORACLE_MPFR, 128, &e), GDN_OK);
+  ck_assert_int_eq(parity_policy_load_builtin(&f->pol, &e), GDN_OK);
+}
+
+static void fixture_teardown(fixture *f) {
+  parity_policy_clear(&f->pol);
+  parity_reference_clear(&f->ref);
+  gdn_inputs_clear(&f->in);
+}
+
+/* The toy: the affine-prefix kernel's outputs, every element scaled by
+ * (1 + eps) (eps: a planted relative error). */
+static int produce_scaled(parity_subject_run *s, const parity_produce_ctx *cx, double eps, gdn_error *e) {
+  int rc = kern_affine_prefix(cx->in, cx->cfg, &s->owned, e);
+  if (rc) return rc;
+  int64_t n_o = gdn_shape_numel_v(&cx->in->shape), n_h = gdn_shape_numel_state(&cx->in->shape);
+  for (int64_t i = 0; i < n_o; i++) s->owned.o[i] *= 1 + eps;
+  for (int64_t i = 0; i < n_h; i++) s->owned.ht[i] *= 1 + eps;
+  s->out = &s->owned;
+  s->present = PARITY_TENSOR_ALL;
+  s->out_dtype[PARITY_T_O] = kern_output_dtype(cx->cfg, cx->in->bf16_mask);
+  s->out_dtype[PARITY_T_HT] = GDN_DTYPE_F32;
+  return GDN_OK;
+}
+
+static int produce_toy(parity_subject_run *s, const parity_produce_ctx *cx, gdn_error *e) {
+  return produce_scaled(s, cx, 0, e);
+}
+static int produce_planted(parity_subject_run *s, const parity_produce_ctx *cx, gdn_error *e) {
+  return produce_scaled(s, cx, 1e-4, e);
+}
+
+/* Judged on its own, by the rules for affine-prefix implementations; the
+ * second row is the negative control. */
+static const parity_subject_methods toy = {"toy", PARITY_SUBJ_AFFINE, PARITY_STAGE_CASE, PARITY_ROLE_JUDGED, 1,
+                                           produce_toy};
+static const parity_subject_methods toy_planted = {"toy", PARITY_SUBJ_AFFINE, PARITY_STAGE_CASE,
+                                                   PARITY_ROLE_JUDGED, 1, produce_planted};
+
+/* The same checks for every row: tensors present have data in the input's
+ * shape; dtypes are float32 (float32 compute, float32 inputs); the row's
+ * kind is a policy name; rel_fro against the oracle is within the float32
+ * band of 64u = 3.8e-6 (measured 3-6u, README "The tolerance rule") for a
+ * correct subject and outside it for eps = 1e-4 (the negative control). */
+static double conform(const parity_subject_methods *m, const fixture *f, const parity_external *ext) {
+  gdn_error e;
+  gdn_error_init(&e);
+  kern_config cfg;
+  kern_config_init(&cfg);
+  cfg.chunk = 32;
+  cfg.devices = m->stage == PARITY_STAGE_CASE ? 3 : 1;
+  parity_subject_run s;
+  parity_subject_run_init(&s, m);
+  s.ext = ext;
+  if (ext) s.name = ext->name;
+  parity_produce_ctx cx = {&f->in, &cfg, 0};
+  ck_assert_msg(parity_subject_produce(&s, &cx, &e) == GDN_OK, "%s: %s", m->name, e.msg);
+  ck_assert_ptr_nonnull(s.out);
+  ck_assert_int_eq(memcmp(&s.out->shape, &f->in.shape, sizeof shape), 0);
+  ck_assert_uint_ne(s.present & PARITY_TENSOR_O, 0);
+  int kind_named = 0;
+  for (int k = 0; parity_subject_kind_names[k]; k++) kind_named |= m->kind == 1u << k;
+  ck_assert_msg(kind_named, "%s: its kind is not a policy name", m->name);
+  double worst = 0;
+  for (int t = 0; t < PARITY_T_N; t++) {
+    if (!(s.present & (1u << t))) continue;
+    const parity_tensor *pt = &parity_tensors[t];
+    ck_assert_ptr_nonnull(pt->data(s.out));
+    ck_assert_int_eq(s.out_dtype[t], GDN_DTYPE_F32);
+    int64_t dims[4];
+    pt->dims(&shape, dims);
+    parity_metrics mt;
+    ck_assert_int_eq(parity_metrics_compute(pt->data(s.out), pt->data(&f->ref.out), dims, s.out_dtype[t], &mt, &e),
+                     GDN_OK);
+    ck_assert_int_eq(mt.n, parity_tensor_numel(pt, &shape));
+    if (mt.rel_fro > worst) worst = mt.rel_fro;
+  }
+  parity_subject_release(&s);
+  ck_assert_ptr_null(s.out);
+  ck_assert_str_eq(s.name, ext ? ext->name : m->name); /* release keeps the identity */
+  parity_subject_run_clear(&s);
+  return worst;
+}
+
+START_TEST(every_row_conforms) {
+  fixture f;
+  fixture_setup(&f);
+  double band = 64 * ldexp(1, -24);
+  /* The external row borrows a stored output: here the scan's, as a
+   * fixture's /outputs/<name> of a float32 scan would hold it. */
+  gdn_outputs stored;
+  gdn_outputs_init(&stored);
+  kern_config cfg;
+  kern_config_init(&cfg);
+  cfg.chunk = 32;
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(kern_scan(&f.in, &cfg, &stored, &e), GDN_OK);
+  parity_external ext = {"stored", &stored, 1, NULL, 0, GDN_DTYPE_F32, KERN_MATMUL_HIGHEST};
+  for (size_t i = 0; i < parity_subject_n_rows; i++) {
+    const parity_subject_methods *m = parity_subject_rows[i];
+    double w = conform(m, &f, m == &parity_subject_external ? &ext : NULL);
+    ck_assert_msg(w <= band, "%s: rel_fro %g above the band %g", m->name, w, band);
+  }
+  ck_assert(conform(&toy, &f, NULL) <= band);
+  ck_assert_msg(conform(&toy_planted, &f, NULL) > band, "the planted error must leave the band");
+  gdn_outputs_clear(&stored);
+  fixture_teardown(&f);
+}
+END_TEST
+
+/* One sweep with the toy added; returns the document's first case. */
+static void toy_opts(parity_sweep_opts *o, const fixture *f, const parity_subject_methods *const *rows) {
+  parity_sweep_opts_init(o);
+  o->policy = &f->pol;
+  o->verbosity = 0;
+  o->chunks[0] = 32;
+  o->devices[0] = 3;
+  o->n_devices = 1;
+  o->devices_default = 0;
+  o->extra = rows;
+  o->n_extra = 1;
+}
+
+static json_t *sweep_with_toy(fixture *f, parity_doc *d, const parity_subject_methods *row, int *pass) {
+  gdn_error e;
+  gdn_error_init(&e);
+  parity_sweep_opts o;
+  const parity_subject_methods *rows[1] = {row};
+  toy_opts(&o, f, rows);
+  ck_assert_int_eq(parity_doc_init(d, "test", &f->pol, &e), GDN_OK);
+  parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
+  ck_assert_msg(parity_sweep_run(d, &f->in, &info, &f->ref, NULL, 0, &o, &e) == GDN_OK, "%s", e.msg);
+  ck_assert_int_eq(parity_doc_finish(d, 1, &e), GDN_OK);
+  *pass = parity_doc_pass(d);
+  return json_array_get(json_object_get(d->root, "cases"), 0);
+}
+
+START_TEST(toy_subject_through_the_sweep) {
+  fixture f;
+  fixture_setup(&f);
+  parity_doc good, bad;
+  int pg, pb;
+  json_t *c = sweep_with_toy(&f, &good, &toy, &pg);
+  ck_assert_msg(pg, "the toy without error must pass");
+  json_t *ti = json_object_get(json_object_get(c, "impls"), "toy");
+  ck_assert_ptr_nonnull(json_object_get(ti, "o"));
+  ck_assert_ptr_nonnull(json_object_get(ti, "ht"));
+  ck_assert(json_is_true(json_object_get(ti, "pass")));
+  json_t *checks = json_object_get(json_object_get(c, "tolerance"), "checks");
+  size_t n_toy = 0;
+  for (size_t i = 0; i < json_array_size(checks); i++)
+    n_toy += !strcmp(json_string_value(json_object_get(json_array_get(checks, i), "subject")), "toy");
+  /* The core rule (o and ht) and the float32 band (o and ht). */
+  ck_assert_uint_eq(n_toy, 4);
+  c = sweep_with_toy(&f, &bad, &toy_planted, &pb);
+  ck_assert_msg(!pb, "the toy with a planted error must fail the case");
+  json_t *tol = json_object_get(c, "tolerance");
+  json_t *dec = json_array_get(json_object_get(tol, "checks"), json_integer_value(json_object_get(tol, "deciding")));
+  ck_assert_str_eq(json_string_value(json_object_get(dec, "subject")), "toy");
+  ck_assert(json_real_value(json_object_get(dec, "factor_reached")) > 10);
+  ck_assert(json_is_false(json_object_get(json_object_get(json_object_get(c, "impls"), "toy"), "pass")));
+  parity_doc_clear(&good);
+  parity_doc_clear(&bad);
+  fixture_teardown(&f);
+}
+END_TEST
+
+/* 100 subjects give 400 checks under the built-in policy's core rule and
+ * band: no cap.  The array form still refuses more than its capacity. */
+START_TEST(no_check_limit) {
+  gdn_error e;
+  gdn_error_init(&e);
+  parity_policy p;
+  parity_policy_init(&p);
+  ck_assert_int_eq(parity_policy_load_builtin(&p, &e), GDN_OK);
+  parity_metrics m;
+  memset(&m, 0, sizeof m);
+  m.rel_fro = 1e-7;
+  enum { N = 100 };
+  parity_subject subj[N];
+  char names[N][16];
+  for (int i = 0; i < N; i++) {
+    memset(&subj[i], 0, sizeof subj[i]);
+    snprintf(names[i], sizeof names[i], "s%d", i);
+    subj[i].name = names[i];
+    subj[i].kind = i ? PARITY_SUBJ_AFFINE : PARITY_SUBJ_SCAN;
+    for (int t = 0; t < PARITY_T_N; t++) subj[i].vs_oracle[t] = &m, subj[i].out_dtype[t] = GDN_DTYPE_F32;
+  }
+  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_HIGHEST, 1, {&m, &m}, N, subj};
+  parity_checks c;
+  parity_checks_init(&c);
+  ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+  /* scan: band o, ht; each of 99 others: core o, ht + band o, ht. */
+  ck_assert_uint_eq(c.n, 2 + 99 * 4);
+  ck_assert_uint_eq(c.v[c.n - 1].subject_index, N - 1);
+  parity_checks_clear(&c);
+  parity_checks_clear(&c); /* safe twice */
+  parity_check few[16];
+  size_t n, dec;
+  ck_assert_int_eq(parity_policy_evaluate(&p, &v, few, 16, &n, &dec, &e), GDN_ERR_INTERNAL);
+  parity_policy_clear(&p);
+}
+END_TEST
+
+/* The tensor table names what the policy accepts; an unknown tensor is a
+ * policy error naming the known ones. */
+START_TEST(tensor_table) {
+  ck_assert_ptr_eq(parity_tensor_find("o"), &parity_tensors[PARITY_T_O]);
+  ck_assert_ptr_eq(parity_tensor_find("ht"), &parity_tensors[PARITY_T_HT]);
+  ck_assert_ptr_null(parity_tensor_find("dq"));
+  ck_assert_int_eq(parity_tensor_numel(&parity_tensors[PARITY_T_HT], &shape), 1 * 2 * 16 * 16);
+  gdn_error e;
+  gdn_error_init(&e);
+  parity_policy p;
+  parity_policy_init(&p);
+  const char *bad = "{\"name\":\"t\",\"rules\":[{\"id\":\"a\",\"kind\":\"absolute\",\"tensors\":\"dq\","
+                    "\"metric\":\"rel_fro\",\"limit\":1,\"reason\":\"r\"}]}";
+  ck_assert_int_eq(parity_policy_parse(&p, bad, "t.json", &e), GDN_ERR_INPUT);
+  ck_assert_ptr_nonnull(strstr(e.msg, "expected o, ht"));
+  const char *every = "{\"name\":\"t\",\"rules\":[{\"id\":\"a\",\"kind\":\"absolute\","
+                      "\"metric\":\"rel_fro\",\"limit\":1,\"reason\":\"r\"}]}";
+  ck_assert_int_eq(parity_policy_parse(&p, every, "t.json", &e), GDN_OK);
+  ck_assert_uint_eq(p.rules[0].tensors, PARITY_TENSOR_ALL);
+  parity_policy_clear(&p);
+}
+END_TEST
+
+/* Without a reference (--oracle none) the document has no ULP histogram
+ * and the report writers accept it (they refused the empty object written
+ * before: "ulp_histogram.edges: missing"). */
+START_TEST(no_reference_document_validates) {
+  fixture f;
+  fixture_setup(&f);
+  gdn_error e;
+  gdn_error_init(&e);
+  parity_sweep_opts o;
+  static const parity_subject_methods *const rows[] = {&toy};
+  toy_opts(&o, &f, rows);
+  parity_doc d;
+  ck_assert_int_eq(parity_doc_init(&d, "test", &f.pol, &e), GDN_OK);
+  parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
+  ck_assert_msg(parity_sweep_run(&d, &f.in, &info, NULL, NULL, 0, &o, &e) == GDN_OK, "%s", e.msg);
+  ck_assert_int_eq(parity_doc_finish(&d, 1, &e), GDN_OK);
+  ck_assert(parity_doc_pass(&d));
+  json_t *c = json_array_get(json_object_get(d.root, "cases"), 0);
+  ck_assert_ptr_null(json_object_get(c, "ulp_histogram"));
+  ck_assert_msg(report_doc_validate(d.root, "doc", &e) == GDN_OK, "%s", e.msg);
+  /* The toy is judged against the scan (its row asks for it). */
+  json_t *checks = json_object_get(json_object_get(c, "tolerance"), "checks");
+  int toy_vs_scan = 0;
+  for (size_t i = 0; i < json_array_size(checks); i++)
+    toy_vs_scan |= !strcmp(json_string_value(json_object_get(json_array_get(checks, i), "name")),
+                           "toy vs scan o rel_fro <= 3.81e-06");
+  ck_assert(toy_vs_scan);
+  /* Negative control: the empty histogram is refused. */
+  json_object_set_new(c, "ulp_histogram", json_object());
+  ck_assert_int_eq(report_doc_validate(d.root, "doc", &e), GDN_ERR_INPUT);
+  parity_doc_clear(&d);
+  fixture_teardown(&f);
+}
+END_TEST
+
+/* Upstream checks run over every tensor row; the worst row is named, the
+ * first on ties.  o off by 1e-7 on values 1: MaxText's ratio is
+ * 1e-7 / (1e-6 + 1e-6) = 0.05 (pass); ht off by 1e-5: 5 (fail). */
+START_TEST(upstream_over_tensor_rows) {
+  double ro[4] = {1, 1, 1, 1}, xo[4], rh[2] = {1, 1}, xh[2];
+  for (int i = 0; i < 4; i++) xo[i] = ro[i] + 1e-7;
+  for (int i = 0; i < 2; i++) xh[i] = rh[i] + 1e-5;
+  const double *x[PARITY_T_N] = {xo, xh}, *r[PARITY_T_N] = {ro, rh};
+  size_t n[PARITY_T_N] = {4, 2};
+  double rf[PARITY_T_N] = {1e-3, 1e-2};
+  parity_upstream up[PARITY_UPSTREAM_N];
+  parity_upstream_evaluate(x, r, n, rf, up);
+  ck_assert(!up[0].pass);
+  ck_assert_str_eq(up[0].worst_tensor, "ht");
+  ck_assert(fabs(up[0].worst - 5) < 1e-6);
+  ck_assert(!up[3].pass && up[3].worst == 1e-2);
+  ck_assert_str_eq(up[3].worst_tensor, "ht");
+  /* ht exact: o decides, and passes. */
+  x[PARITY_T_HT] = rh;
+  rf[PARITY_T_HT] = rf[PARITY_T_O];
+  parity_upstream_evaluate(x, r, n, rf, up);
+  ck_assert(up[0].pass);
+  ck_assert_str_eq(up[0].worst_tensor, "o");
+  ck_assert_str_eq(up[3].worst_tensor, "o"); /* a tie goes to the first row */
+  ck_assert(up[3].pass);
+}
+END_TEST
+
+/* Every allocation of the sweep (one thread, so the count is fixed) fails
+ * in turn: each returns GDN_ERR_NOMEM and frees what it held (ASan). */
+START_TEST(sweep_allocation_failures) {
+  fixture f;
+  fixture_setup(&f);
+  gdn_threads_set(1);
+  int done = 0;
+  for (long k = 1; k < 10000 && !done; k++) {
+    gdn_error e;
+    gdn_error_init(&e);
+    parity_sweep_opts o;
+    static const parity_subject_methods *const rows[] = {&toy};
+    toy_opts(&o, &f, rows);
+    parity_doc d;
+    ck_assert_int_eq(parity_doc_init(&d, "test", &f.pol, &e), GDN_OK);
+    parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
+    gdn_alloc_fail_after(k);
+    int rc = parity_sweep_run(&d, &f.in, &info, &f.ref, NULL, 0, &o, &e);
+    gdn_alloc_fail_after(0);
+    if (rc == GDN_OK) done = 1;
+    else ck_assert_msg(rc == GDN_ERR_NOMEM, "allocation %ld: rc %d (%s)", k, rc, e.msg);
+    parity_doc_clear(&d);
+  }
+  ck_assert_msg(done, "the sweep never completed");
+  fixture_teardown(&f);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("subjects");
+  TCase *tc = tcase_create("subjects");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, every_row_conforms);
+  tcase_add_test(tc, toy_subject_through_the_sweep);
+  tcase_add_test(tc, no_check_limit);
+  tcase_add_test(tc, tensor_table);
+  tcase_add_test(tc, no_reference_document_validates);
+  tcase_add_test(tc, upstream_over_tensor_rows);
+  tcase_add_test(tc, sweep_allocation_failures);
+  suite_add_tcase(s, tc);
+  SRunner *r = srunner_create(s);
+  srunner_run_all(r, CK_NORMAL);
+  int nf = srunner_ntests_failed(r);
+  srunner_free(r);
+  return nf ? 1 : 0;
+}
