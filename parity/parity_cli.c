@@ -303,7 +303,7 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
     ref.bound_violations = -1;
     ref.total_columns = ref.sampled_columns = fs->B * fs->Hv * fs->Dv; /* regen certifies all */
     ref.from_fixture = 1;
-    ref.out = fx.oracle.out; /* borrowed: cleared from fx, not from ref */
+    parity_reference_borrow(&ref, &fx.oracle.out); /* fx owns it */
   } else {
     if (fx.oracle.present && !fx.oracle.fresh && base->verbosity >= 1)
       fprintf(out, "%s: warning: the stored /oracle is stale (inputs changed); computing a fresh one\n", path);
@@ -328,7 +328,6 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   parity_input_info info = {base_name, "fixture", path, fx.inputs_sha256};
   rc = parity_sweep_run(&st->doc, &fx.inputs, &info, &ref, ext, fx.n_outputs, &o, e);
 done:
-  if (ref.from_fixture) gdn_outputs_init(&ref.out); /* owned by fx */
   parity_reference_clear(&ref);
   for (size_t i = 0; ext && i < fx.n_outputs; i++) json_decref(ext[i].attrs);
   free(ext);

@@ -52,56 +52,67 @@ void parity_doc_clear(parity_doc *d) {
 
 int parity_doc_pass(const parity_doc *d) { return d->n_failed == 0; }
 
+/* Over all inputs: the tier (or "mixed", then each input says its own),
+ * the weakest certificate, how much of the state it covers. */
+static json_t *oracle_json(const parity_doc *d) {
+  json_t *or = json_pack("{sssssi}", "tier", d->mixed_tiers ? "mixed" : parity_oracle_tier_name(d->tier), "form",
+                         "token", "precision_bits", d->precision_bits);
+  if (!or) return NULL;
+  int bad = 0;
+  /* A fixture's stored oracle records its certified bits but not the
+   * precision it was checked at. */
+  if (d->check_bits > 0) bad |= parity_json_set(or, "check_bits", json_integer(d->check_bits));
+  bad |= parity_json_set(or, "certified_bits", json_integer(d->min_certified));
+  if (d->min_guaranteed >= 0) bad |= parity_json_set(or, "guaranteed_bits", json_integer(d->min_guaranteed));
+  bad |= parity_json_set(or, "sampled_columns", json_integer(d->sampled_columns));
+  bad |= parity_json_set(or, "total_columns", json_integer(d->total_columns));
+  if (bad) json_decref(or);
+  return bad ? NULL : or;
+}
+
+/* Timing and memory: not in reproducible output. */
+static int run_figures(json_t *root, const parity_doc *d) {
+  int bad = parity_json_set(root, "timing",
+                            json_pack("{s{sfsfsf}si}", "seconds", "oracle", d->t_oracle, "kernels", d->t_kernels,
+                                      "total", now() - d->t_start, "threads", gdn_threads_get()));
+  /* What the run held at its peak: the toolkit's heap through gdn_alloc's
+   * accounting (-1 off glibc) and the process's peak resident set.  Not in
+   * reproducible output: per-thread scratch makes both depend on the
+   * thread count, the results do not. */
+  struct rusage ru;
+  long long rss = getrusage(RUSAGE_SELF, &ru) == 0 ? (long long)ru.ru_maxrss * 1024 : -1;
+  bad |= parity_json_set(root, "memory", json_pack("{sIsI}", "peak_heap_bytes", (json_int_t)gdn_alloc_bytes_peak(),
+                                                   "peak_rss_bytes", (json_int_t)rss));
+  return bad;
+}
+
 int parity_doc_finish(parity_doc *d, int reproducible, gdn_error *e) {
   int pass = parity_doc_pass(d);
   /* Fixed key order: tool, version, git_commit, schema, command, created,
    * pass, exit_status, oracle, policy, inputs, cases, timing, memory. */
   json_t *root = json_object();
   if (!root) return nomem(e);
+  int bad = 0;
   const char *keys[] = {"tool", "version", "git_commit", "schema", "command"};
-  for (size_t i = 0; i < 5; i++) json_object_set(root, keys[i], json_object_get(d->root, keys[i]));
+  for (size_t i = 0; i < 5; i++) bad |= json_object_set(root, keys[i], json_object_get(d->root, keys[i]));
   if (!reproducible) {
     char ts[32];
     time_t t = time(NULL);
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    json_object_set_new(root, "created", json_string(ts));
+    bad |= parity_json_set(root, "created", json_string(ts));
   }
-  json_object_set_new(root, "pass", json_boolean(pass));
-  json_object_set_new(root, "exit_status", json_integer(pass ? 0 : 1));
-  if (d->have_oracle) {
-    /* Over all inputs: the tier (or "mixed", then each input says its own),
-     * the weakest certificate, how much of the state it covers. */
-    json_t *or = json_pack("{sssssi}", "tier", d->mixed_tiers ? "mixed" : parity_oracle_tier_name(d->tier),
-                           "form", "token", "precision_bits", d->precision_bits);
-    /* A fixture's stored oracle records its certified bits but not the
-     * precision it was checked at. */
-    if (or && d->check_bits > 0) json_object_set_new(or, "check_bits", json_integer(d->check_bits));
-    if (or) json_object_set_new(or, "certified_bits", json_integer(d->min_certified));
-    if (or && d->min_guaranteed >= 0)
-      json_object_set_new(or, "guaranteed_bits", json_integer(d->min_guaranteed));
-    if (or) json_object_set_new(or, "sampled_columns", json_integer(d->sampled_columns));
-    if (or) json_object_set_new(or, "total_columns", json_integer(d->total_columns));
-    json_object_set_new(root, "oracle", or);
-  }
-  json_object_set(root, "policy", json_object_get(d->root, "policy"));
-  json_object_set(root, "inputs", d->inputs);
-  json_object_set(root, "cases", d->cases);
-  if (!reproducible) {
-    json_object_set_new(
-        root, "timing",
-        json_pack("{s{sfsfsf}si}", "seconds", "oracle", d->t_oracle, "kernels", d->t_kernels, "total",
-                  now() - d->t_start, "threads", gdn_threads_get()));
-    /* What the run held at its peak: the toolkit's heap through gdn_alloc's
-     * accounting (-1 off glibc) and the process's peak resident set.  Not in
-     * reproducible output: per-thread scratch makes both depend on the
-     * thread count, the results do not. */
-    struct rusage ru;
-    long long rss = getrusage(RUSAGE_SELF, &ru) == 0 ? (long long)ru.ru_maxrss * 1024 : -1;
-    json_object_set_new(root, "memory",
-                        json_pack("{sIsI}", "peak_heap_bytes", (json_int_t)gdn_alloc_bytes_peak(),
-                                  "peak_rss_bytes", (json_int_t)rss));
+  bad |= parity_json_set(root, "pass", json_boolean(pass));
+  bad |= parity_json_set(root, "exit_status", json_integer(pass ? 0 : 1));
+  if (d->have_oracle) bad |= parity_json_set(root, "oracle", oracle_json(d));
+  bad |= json_object_set(root, "policy", json_object_get(d->root, "policy"));
+  bad |= json_object_set(root, "inputs", d->inputs);
+  bad |= json_object_set(root, "cases", d->cases);
+  if (!reproducible) bad |= run_figures(root, d);
+  if (bad) {
+    json_decref(root);
+    return nomem(e);
   }
   json_decref(d->root);
   d->root = root;

@@ -58,6 +58,8 @@ typedef struct parity_reference {
   int64_t total_columns;        /* B Hv Dv */
   double mpfr_cost;             /* parity_oracle_mpfr_cost of the inputs */
   int from_fixture;             /* 1: read from a fixture's fresh /oracle */
+  int borrowed;                 /* out is a shallow copy owned elsewhere
+                                   (parity_reference_borrow): clear leaves it */
   gdn_outputs out;
   double seconds;
 } parity_reference;
@@ -75,6 +77,9 @@ parity_oracle_tier parity_oracle_resolve(parity_oracle_tier t, const gdn_shape *
 
 void parity_reference_init(parity_reference *r);
 void parity_reference_clear(parity_reference *r);
+/* A shallow copy of `out` (a fixture's stored oracle): r->out points at its
+ * arrays, which its owner frees after r is cleared; clear does not. */
+void parity_reference_borrow(parity_reference *r, const gdn_outputs *out);
 /* Computes the reference of `in` with the given tier and precision. */
 int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_oracle_tier tier,
                              int bits, gdn_error *e);
