@@ -141,26 +141,22 @@ static void externals_headline(report_buf *b, const report_summary *s) {
   }
 }
 
-int report_markdown_render(const json_t *doc, const char *html_relpath, report_buf *b,
-                           gdn_error *e) {
-  int rc = report_doc_validate(doc, "results document", e);
-  if (rc) return rc;
-  report_summary s;
-  report_summary_init(&s);
-  if ((rc = report_summary_build(doc, &s, e))) return rc;
-  report_buf_printf(b, "## %s ", s.pass ? "\xE2\x9C\x85" : "\xE2\x9D\x8C");
+/* The verdict, the external outputs, the worst case and what upstream
+ * would have missed. */
+static void verdict_lines(report_buf *b, const json_t *doc, const report_summary *s) {
+  report_buf_printf(b, "## %s ", s->pass ? "\xE2\x9C\x85" : "\xE2\x9D\x8C");
   report_escape_markdown_cell_z(b, report_doc_str(doc, "tool"));
-  report_buf_printf(b, ": **%s**\n\n", s.pass ? "PASS" : "FAIL");
-  if (!s.n) report_buf_puts(b, "No cases were run.");
-  else if (s.pass) report_buf_printf(b, "**All %zu cases within tolerance.**", s.n);
-  else report_buf_printf(b, "**%zu of %zu cases out of tolerance.**", s.n_fail, s.n);
+  report_buf_printf(b, ": **%s**\n\n", s->pass ? "PASS" : "FAIL");
+  if (!s->n) report_buf_puts(b, "No cases were run.");
+  else if (s->pass) report_buf_printf(b, "**All %zu cases within tolerance.**", s->n);
+  else report_buf_printf(b, "**%zu of %zu cases out of tolerance.**", s->n_fail, s->n);
   long long ex = report_doc_int(doc, "exit_status", -1);
   if (ex >= 0) report_buf_printf(b, " Exit status %lld.", ex);
   report_buf_puts(b, "\n\n");
-  externals_headline(b, &s);
-  if (s.worst != SIZE_MAX) {
-    const report_case_view *w = &s.cases[s.worst];
-    report_buf_puts(b, s.n_fail ? "**Deciding check** of the worst case, "
+  externals_headline(b, s);
+  if (s->worst != SIZE_MAX) {
+    const report_case_view *w = &s->cases[s->worst];
+    report_buf_puts(b, s->n_fail ? "**Deciding check** of the worst case, "
                                 : "**Closest to its limit**: case ");
     report_escape_markdown_cell_z(b, report_doc_str(w->c, "id"));
     if (w->error) {
@@ -170,26 +166,23 @@ int report_markdown_render(const json_t *doc, const char *html_relpath, report_b
     if (w->deciding) check_sentence(b, w->deciding, w->value, w->limit, w->margin);
     report_buf_puts(b, ".\n\n");
   }
-  if (s.n_missed) {
+  if (s->n_missed) {
     report_buf_printf(b, "> **Upstream would have missed it:** today's upstream checks pass %zu of "
-                         "the %zu failing cases:", s.n_missed, s.n_fail);
+                         "the %zu failing cases:", s->n_missed, s->n_fail);
     int first = 1;
-    for (size_t i = 0; i < s.n_upstream; i++) {
-      if (!s.upstream[i].missed) continue;
+    for (size_t i = 0; i < s->n_upstream; i++) {
+      if (!s->upstream[i].missed) continue;
       report_buf_puts(b, first ? " " : "; ");
-      report_escape_markdown_cell_z(b, s.upstream[i].name);
-      report_buf_printf(b, " passes %zu", s.upstream[i].missed);
+      report_escape_markdown_cell_z(b, s->upstream[i].name);
+      report_buf_printf(b, " passes %zu", s->upstream[i].missed);
       first = 0;
     }
     report_buf_puts(b, ".\n\n");
   }
-  if (html_relpath && *html_relpath) {
-    report_buf_puts(b, "Full report: [");
-    report_escape_markdown_cell_z(b, html_relpath);
-    report_buf_puts(b, "](");
-    report_escape_url_path(b, html_relpath, strlen(html_relpath));
-    report_buf_puts(b, ")\n\n");
-  }
+}
+
+/* "gdn-parity VERSION (GIT) . oracle ... . policy ..." */
+static void provenance_line(report_buf *b, const json_t *doc) {
   report_escape_markdown_cell_z(b, report_doc_str(doc, "tool"));
   report_buf_puts(b, " ");
   report_escape_markdown_cell_z(b, report_doc_str(doc, "version"));
@@ -218,18 +211,22 @@ int report_markdown_render(const json_t *doc, const char *html_relpath, report_b
     report_escape_markdown_cell_z(b, pol);
   }
   report_buf_puts(b, "\n\n");
+}
+
+static int tables(report_buf *b, const report_summary *s, gdn_error *e) {
+  int rc;
   /* Tables: failing, then passing, rows until the byte budget is spent. */
-  size_t shown = 0, n_pass = s.n - s.n_fail;
+  size_t shown = 0, n_pass = s->n - s->n_fail;
   int stopped = 0;
   report_buf r;
   report_buf_init(&r);
   for (int part = 0; part < 2 && !stopped; part++) {
-    size_t from = part == 0 ? 0 : s.n_fail, to = part == 0 ? s.n_fail : s.n;
+    size_t from = part == 0 ? 0 : s->n_fail, to = part == 0 ? s->n_fail : s->n;
     if (from == to) continue;
     char head[96];
     snprintf(head, sizeof head, "### %s cases (%zu)\n\n", part == 0 ? "Failing" : "Passing",
-             part == 0 ? s.n_fail : n_pass);
-    const char *header = s.n_externals ? EXT_HEADER : HEADER;
+             part == 0 ? s->n_fail : n_pass);
+    const char *header = s->n_externals ? EXT_HEADER : HEADER;
     if (b->len + strlen(head) + strlen(header) + 1 + TAIL_RESERVE > REPORT_MARKDOWN_MAX_BYTES) {
       stopped = 1;
       break;
@@ -239,7 +236,7 @@ int report_markdown_render(const json_t *doc, const char *html_relpath, report_b
     report_buf_puts(b, header);
     for (size_t k = from; k < to; k++) {
       r.len = 0;
-      row(&r, &s, k);
+      row(&r, s, k);
       if (r.err.code || b->len + r.len + TAIL_RESERVE > REPORT_MARKDOWN_MAX_BYTES) {
         stopped = 1;
         break;
@@ -250,8 +247,28 @@ int report_markdown_render(const json_t *doc, const char *html_relpath, report_b
   }
   rc = report_buf_status(&r, "rendering the Markdown summary", e);
   report_buf_clear(&r);
-  if (shown < s.n)
-    report_buf_printf(b, "\n... and %zu more cases (see the report).\n", s.n - shown);
+  if (shown < s->n)
+    report_buf_printf(b, "\n... and %zu more cases (see the report).\n", s->n - shown);
+  return rc;
+}
+
+int report_markdown_render(const json_t *doc, const char *html_relpath, report_buf *b,
+                           gdn_error *e) {
+  int rc = report_doc_validate(doc, "results document", e);
+  if (rc) return rc;
+  report_summary s;
+  report_summary_init(&s);
+  if ((rc = report_summary_build(doc, &s, e))) return rc;
+  verdict_lines(b, doc, &s);
+  if (html_relpath && *html_relpath) {
+    report_buf_puts(b, "Full report: [");
+    report_escape_markdown_cell_z(b, html_relpath);
+    report_buf_puts(b, "](");
+    report_escape_url_path(b, html_relpath, strlen(html_relpath));
+    report_buf_puts(b, ")\n\n");
+  }
+  provenance_line(b, doc);
+  rc = tables(b, &s, e);
   report_summary_clear(&s);
   if (rc) return rc;
   return report_buf_status(b, "rendering the Markdown summary", e);
