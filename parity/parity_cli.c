@@ -11,6 +11,7 @@
 #include "gdn_inputs.h"
 #include "gdn_synth.h"
 #include "gdn_threads.h"
+#include "parity_external.h"
 #include "parity_grid.h"
 #include "parity_oracle.h"
 #include "parity_output.h"
@@ -241,29 +242,6 @@ static int report_command(const gdn_cli_args *aa, FILE *out, gdn_error *e) {
   return pass ? 0 : 1;
 }
 
-/* A fixture's numerics attributes as our (dtype, matmul) pair. */
-static int output_numerics(const fix_output *fo, gdn_dtype *dt, kern_matmul *mm) {
-  if (!fo->compute_dtype || !fo->matmul_precision) return 0;
-  gdn_error ig;
-  gdn_error_init(&ig);
-  if (gdn_dtype_parse(fo->compute_dtype, dt, NULL, &ig) || kern_matmul_parse(fo->matmul_precision, mm, &ig))
-    return 0;
-  return 1;
-}
-
-static json_t *output_attrs(const fix_output *fo) {
-  json_t *a = json_object();
-  if (!a) return NULL;
-  if (fo->implementation) json_object_set_new(a, "implementation", json_string(fo->implementation));
-  if (!(fo->missing & FIX_ATTR_DEVICES)) json_object_set_new(a, "devices", json_integer(fo->devices));
-  if (fo->prefix) json_object_set_new(a, "prefix", json_string(fo->prefix));
-  if (fo->matmul_precision) json_object_set_new(a, "matmul_precision", json_string(fo->matmul_precision));
-  if (fo->compute_dtype) json_object_set_new(a, "compute_dtype", json_string(fo->compute_dtype));
-  if (fo->platform) json_object_set_new(a, "platform", json_string(fo->platform));
-  json_object_set_new(a, "o_dtype", json_string(gdn_dtype_name(fo->out.dtype)));
-  return a;
-}
-
 /* One fixture: its outputs against the reference, and our kernels on its
  * inputs with its chunk size (unless --chunk overrides it). */
 static int run_fixture(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
@@ -309,28 +287,13 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
       fprintf(out, "%s: warning: the stored /oracle is stale (inputs changed); computing a fresh one\n", path);
     if ((rc = parity_reference_compute(&ref, &fx.inputs, st->tier, st->oracle_bits, e))) goto done;
   }
-  if (fx.n_outputs) {
-    ext = calloc(fx.n_outputs, sizeof *ext);
-    if (!ext) {
-      rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory");
-      goto done;
-    }
-    for (size_t i = 0; i < fx.n_outputs; i++) {
-      const fix_output *fo = &fx.outputs[i];
-      ext[i].name = fo->name;
-      ext[i].out = &fo->out;
-      ext[i].has_ht = fo->has_ht;
-      ext[i].attrs = output_attrs(fo);
-      ext[i].own_numerics = output_numerics(fo, &ext[i].dtype, &ext[i].matmul);
-    }
-  }
+  if ((rc = parity_externals_from_fixture(&fx, &ext, e))) goto done;
   const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   parity_input_info info = {base_name, "fixture", path, fx.inputs_sha256};
   rc = parity_sweep_run(&st->doc, &fx.inputs, &info, &ref, ext, fx.n_outputs, &o, e);
 done:
   parity_reference_clear(&ref);
-  for (size_t i = 0; ext && i < fx.n_outputs; i++) json_decref(ext[i].attrs);
-  free(ext);
+  parity_externals_free(ext, fx.n_outputs);
   fix_fixture_clear(&fx);
   return rc;
 }
