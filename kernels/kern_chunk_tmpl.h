@@ -9,9 +9,12 @@
  * body and the affine map, h by o_inter and W h, v_new by attn v_new and
  * Kt^T v_new).  The KERN_RP_* hooks (kern_num.h) round to bfloat16 for
  * compute dtype bfloat16 and are the identity otherwise:
- *   load     rows as kern_rows_tmpl.h (KERN_RP_INPUT, KERN_RP_Q_SCALE); t >= T
- *            is zero padding (q, k, v, g, beta = 0, so the state passes
- *            through unchanged).
+ *   load     rows as kern_rows_tmpl.h (KERN_RP_INPUT, KERN_RP_Q_SCALE).
+ *            Chunk n of the current *piece* [t_base, t_end) (kchunk_piece;
+ *            the whole sequence [0, T) unless a token-sharded device set
+ *            its own) holds the tokens t_base + n C + i; those at or past
+ *            t_end are zero padding (q, k, v, g, beta = 0, so the state
+ *            passes through unchanged: exp(0) = 1 and k = v = 0, exactly).
  *   G        G_0 = g_0, G_i = G_{i-1} + g_i (left to right, restarts each
  *            chunk); eG_i = exp(G_i); eGl_i = exp(G_{C-1} - G_i);
  *            eGlast = exp(G_{C-1}); dec_ij = exp(G_i - G_j) only for i > j
@@ -105,6 +108,7 @@ typedef struct KR(kchunk) {
   int out_bf16;
   int64_t b, hv, hk;              /* the (batch, value head) being computed, its key head */
   int64_t pf;                     /* chunk whose rows to prefetch at the next body / affine map */
+  int64_t t_base, t_end;          /* the piece: chunk n starts at token t_base + n C; t >= t_end pads */
   kreal *q, *k, *v;               /* C x Dk, C x Dk, C x Dv */
   kreal *kT;                      /* Dk x C: K^T */
   kreal *g, *beta, *G, *eG, *eGl; /* C */
@@ -189,6 +193,8 @@ KTMPL void KR(kchunk_bind)(KR(kchunk) *c, kreal *mem, const gdn_inputs *in, cons
   c->out_bf16 = out_bf16;
   c->b = c->hv = c->hk = 0;
   c->pf = -1;
+  c->t_base = 0;
+  c->t_end = in->shape.T;
   kreal *p = mem;
   c->q = KR(rows_carve)(&p, C_ * dk);
   c->k = KR(rows_carve)(&p, C_ * dk);
@@ -218,6 +224,15 @@ KTMPL void KR(kchunk_bind)(KR(kchunk) *c, kreal *mem, const gdn_inputs *in, cons
   KR(kchunk_bind_split)(&c->sh, mm, &p, dk * dv);
 }
 
+/* The piece the following chunk indices refer to: chunk n holds the tokens
+ * t_base + n C + i, i < C, those at or past t_end as zero padding.  A
+ * token-sharded device sets its own [r T/D, (r+1) T/D); [0, T) otherwise
+ * (kchunk_bind's default). */
+KTMPL void KR(kchunk_piece)(KR(kchunk) *c, int64_t t_base, int64_t t_end) {
+  c->t_base = t_base;
+  c->t_end = t_end;
+}
+
 KTMPL void KR(kchunk_head)(KR(kchunk) *c, int64_t b, int64_t hv) {
   c->b = b;
   c->hv = hv;
@@ -240,11 +255,11 @@ KTMPL inline void KR(kchunk_split)(KR(kchunk) *c, KSPLIT *s, const kreal *x, int
  * its whole working set before the next load reads them. */
 KTMPL void KR(kchunk_prefetch)(KR(kchunk) *c) {
   const gdn_inputs *in = c->in;
-  const int64_t C = c->C, T = in->shape.T, n = c->pf;
+  const int64_t C = c->C, T = c->t_end, n = c->pf, t0 = c->t_base + n * C;
   c->pf = -1;
-  if (n < 0 || n * C >= T) return;
-  const int64_t t1 = (n + 1) * C < T ? (n + 1) * C : T;
-  for (int64_t t = n * C; t < t1; t++) {
+  if (n < 0 || t0 >= T) return;
+  const int64_t t1 = t0 + C < T ? t0 + C : T;
+  for (int64_t t = t0; t < t1; t++) {
     const char *q = (const char *)gdn_inputs_q(in, c->b, t, c->hk);
     const char *k = (const char *)gdn_inputs_k(in, c->b, t, c->hk);
     const char *v = (const char *)gdn_inputs_v(in, c->b, t, c->hv);
@@ -299,17 +314,17 @@ KTMPL void KR(kchunk_transpose)(int64_t rows, int64_t cols, const kreal *restric
     }
 }
 
-/* Rows of chunk n (zero padded past T), K^T, G and the decays.  K's L2 norm
+/* Rows of chunk n of the piece (zero padded past its end), K^T, G and the decays.  K's L2 norm
  * is taken on K^T: row d of kT holds element d of every token, so the C
  * sums of squares run side by side (vectorised over the tokens), each still
  * over d ascending as rows_qk sums it; the factor then scales k's rows and
  * kT's columns alike (the same products). */
 KTMPL void KR(kchunk_load)(KR(kchunk) *c, int64_t n) {
   const gdn_inputs *in = c->in;
-  const int64_t C = c->C, Dk = c->Dk, Dv = c->Dv, T = in->shape.T;
-  const int64_t nv = T - n * C < C ? T - n * C : C; /* rows t < T */
+  const int64_t C = c->C, Dk = c->Dk, Dv = c->Dv, T = c->t_end, t0 = c->t_base + n * C;
+  const int64_t nv = T - t0 < C ? T - t0 : C; /* rows t < t_end */
   for (int64_t i = 0; i < nv; i++) {
-    const int64_t t = n * C + i;
+    const int64_t t = t0 + i;
     KR(rows_in)(gdn_inputs_q(in, c->b, t, c->hk), Dk, c->num, c->q + i * Dk);
     KR(rows_in)(gdn_inputs_k(in, c->b, t, c->hk), Dk, c->num, c->k + i * Dk);
     KR(rows_in)(gdn_inputs_v(in, c->b, t, c->hv), Dv, c->num, c->v + i * Dv);
@@ -539,12 +554,12 @@ KTMPL void KR(kchunk_body)(KR(kchunk) *c, const KR(kprep) *P, kreal *restrict h,
   KR(kern_mm_plus)(mm, Dk, w, C, &P->sKt, 1, Dk, &svn, Dv, 1, h, ldh, c->hn + c0, Dv, c->gws);
 }
 
-/* The rows t < T of the chunk's o (columns [c0, c1)) into out. */
+/* The rows t < t_end of chunk n's o (columns [c0, c1)) into out. */
 KTMPL void KR(kchunk_store_o)(const KR(kchunk) *c, int64_t n, gdn_outputs *out, int64_t c0,
                                int64_t c1) {
-  const int64_t C = c->C, Dv = c->Dv, T = c->in->shape.T;
-  for (int64_t i = 0; i < C && n * C + i < T; i++) {
-    double *o = gdn_outputs_o(out, c->b, n * C + i, c->hv);
+  const int64_t C = c->C, Dv = c->Dv, T = c->t_end, t0 = c->t_base + n * C;
+  for (int64_t i = 0; i < C && t0 + i < T; i++) {
+    double *o = gdn_outputs_o(out, c->b, t0 + i, c->hv);
     const kreal *oi = c->oin + i * Dv;
 #if KERN_AVX && KERN_REAL == 32
     if (!c->out_bf16) {

@@ -27,6 +27,9 @@ static const gdn_cli_opt options[] = {
     {"devices", "D[,D...]", "context-parallel device counts for affine-prefix (default 1,2,4,8)"},
     {"prefix", "NAME[,NAME...]",
      "exclusive-prefix schedules: sequential, associative-scan, hillis-steele (default sequential)"},
+    {"shard", "MODE",
+     "how affine-prefix splits the sequence: tokens (T/D tokens per device, each padded to whole "
+     "chunks on its own, as upstream's shard_map; default) or chunks (whole chunks, array_split)"},
     {"dtype", "TYPE", "kernel compute dtype: float32, bfloat16, float64 (default float32)"},
     {"matmul-precision", "MODE",
      "default (1 bf16 pass), high (3), highest (6), ieee (plain float32 fma) (default highest)"},
@@ -158,6 +161,7 @@ static int parse_sweep_opts(const gdn_cli_args *aa, parity_sweep_opts *o, gdn_er
     for (size_t i = 0; i < n; i++) o->prefixes[i] = (kern_prefix)idx[i];
     o->n_prefixes = n;
   }
+  if ((v = GET("shard")) && (rc = kern_shard_parse(v, &o->shard, e))) return rc;
   if ((v = GET("dtype")) && (rc = gdn_dtype_parse(v, &o->dtype, "--dtype", e))) return rc;
   if ((v = GET("matmul-precision")) && (rc = kern_matmul_parse(v, &o->matmul, e))) return rc;
   if (GET("ftz") && GET("no-ftz"))

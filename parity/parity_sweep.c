@@ -33,6 +33,7 @@ void parity_sweep_opts_init(parity_sweep_opts *o) {
   o->devices_default = 1;
   o->prefixes[0] = KERN_PREFIX_SEQUENTIAL;
   o->n_prefixes = 1;
+  o->shard = KERN_SHARD_TOKENS;
   o->dtype = GDN_DTYPE_F32;
   o->matmul = KERN_MATMUL_HIGHEST; /* the CLI contract's default, as MaxText asks */
   o->ftz = -1;
@@ -156,7 +157,9 @@ size_t parity_sweep_devices_for(const parity_sweep_opts *o, const gdn_shape *s, 
   int64_t n_chunks = gdn_shape_chunks(s, chunk);
   size_t k = 0;
   for (size_t i = 0; i < o->n_devices; i++)
-    if (!o->devices_default || o->devices[i] <= n_chunks) out[k++] = o->devices[i];
+    if (!o->devices_default ||
+        (o->shard == KERN_SHARD_TOKENS ? s->T % o->devices[i] == 0 : o->devices[i] <= n_chunks))
+      out[k++] = o->devices[i];
   return k;
 }
 
@@ -171,6 +174,7 @@ int parity_sweep_validate(const gdn_shape *s, const parity_sweep_opts *o, gdn_er
       kern_config_init(&cfg);
       cfg.chunk = o->chunks[ci];
       cfg.devices = dev[di];
+      cfg.shard = o->shard;
       if ((rc = kern_config_validate(&cfg, s, e))) return rc;
     }
   }
@@ -269,6 +273,7 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
   cfg.chunk = x->chunk;
   cfg.devices = devices;
   cfg.prefix = prefix;
+  cfg.shard = o->shard;
   cfg.broken_compose = o->broken_compose;
   gdn_outputs aff;
   gdn_outputs_init(&aff);
@@ -340,6 +345,8 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
 
   char id[256];
   parity_case_id(id, sizeof id, s, x->chunk, devices, prefix, o->dtype, o->matmul);
+  if (devices > 1 && o->shard != KERN_SHARD_TOKENS) /* ids of the default mode unchanged */
+    strncat(id, "-shard-chunks", sizeof id - strlen(id) - 1);
   json_t *c = json_object(), *impls = json_object(), *tol = json_object(), *jchecks = json_array(),
          *jup = json_array(), *shards = json_array(), *jseams = json_array(), *prof = json_object(),
          *hist = json_object();
@@ -356,17 +363,25 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
   bad |= parity_json_set(c, "chunk", json_integer(x->chunk));
   bad |= parity_json_set(c, "devices", json_integer(devices));
   bad |= parity_json_set(c, "prefix", json_string(kern_prefix_name(prefix)));
+  bad |= parity_json_set(c, "shard", json_string(kern_shard_name(o->shard)));
   bad |= parity_json_set(c, "dtype", json_string(gdn_dtype_name(o->dtype)));
   bad |= parity_json_set(c, "matmul_precision", json_string(kern_matmul_name(o->matmul)));
   bad |= parity_json_set(c, "ftz", json_boolean(parity_sweep_ftz(o)));
   bad |= parity_json_set(c, "output_dtype", json_string(gdn_dtype_name(x->o_dtype)));
   for (int64_t r = 0; r < devices; r++) {
-    int64_t first, cnt;
-    kern_affine_shard(x->n_chunks, devices, r, &first, &cnt);
+    /* Device r's piece (kern_affine_piece): its chunks numbered as the
+     * devices see the sequence (each device's chunks after the previous
+     * device's, padding included), and its first token. */
+    kern_piece pc;
+    kern_affine_piece(&cfg, s->T, r, &pc);
+    const int64_t first = pc.index, cnt = pc.count;
     bad |= json_array_append_new(shards, json_pack("[II]", (json_int_t)first, (json_int_t)cnt));
     if (r == 0) continue;
-    /* The first chunk after the seam. */
-    int64_t t0s = first * x->chunk, t1s = t0s + x->chunk < s->T ? t0s + x->chunk : s->T;
+    kern_piece prev; /* its padding sits right before the seam */
+    kern_affine_piece(&cfg, s->T, r - 1, &prev);
+    const int64_t pad_prev = prev.pad;
+    /* The first chunk after the seam: its real tokens. */
+    int64_t t0s = pc.t0, t1s = t0s + x->chunk < pc.t1 ? t0s + x->chunk : pc.t1;
     double m_scan = 0, m_aff = 0, m_avs = 0;
     for (int64_t b = 0; b < s->B; b++)
       for (int64_t t = t0s; t < t1s; t++)
@@ -384,8 +399,8 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
             }
           }
         }
-    json_t *sm = json_pack("{sIsIsI}", "device", (json_int_t)r, "chunk", (json_int_t)first, "t",
-                           (json_int_t)t0s);
+    json_t *sm = json_pack("{sIsIsIsI}", "device", (json_int_t)r, "chunk", (json_int_t)first, "t",
+                           (json_int_t)t0s, "pad_before", (json_int_t)pad_prev);
     if (!sm) bad = 1;
     else {
       if (want_seams) {
@@ -496,8 +511,8 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
 
   if (o->verbosity >= 1 && o->log) {
     char lab[64], fac[32];
-    snprintf(lab, sizeof lab, "C%" PRId64 " D%" PRId64 " %s", x->chunk, devices,
-             kern_prefix_name(prefix));
+    snprintf(lab, sizeof lab, "C%" PRId64 " D%" PRId64 "%s %s", x->chunk, devices,
+             devices > 1 && o->shard != KERN_SHARD_TOKENS ? " chunks" : "", kern_prefix_name(prefix));
     const parity_check *k = &checks[dec];
     snprintf(fac, sizeof fac, "%.2fx", k->factor_reached);
     if (x->has_ref) {
@@ -703,7 +718,10 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
     int64_t dev[PARITY_MAX_LIST];
     size_t nd = parity_sweep_devices_for(o, s, x.chunk, dev);
     if (o->verbosity >= 1 && o->log) {
-      if (nd < o->n_devices)
+      if (nd < o->n_devices && o->shard == KERN_SHARD_TOKENS)
+        fprintf(o->log, "  note: --shard tokens needs D to divide T = %" PRId64 "; default device counts that do not are skipped\n",
+                s->T);
+      else if (nd < o->n_devices)
         fprintf(o->log, "  note: chunk size %" PRId64 " gives %" PRId64 " chunk%s; default device counts above that are skipped\n",
                 x.chunk, x.n_chunks, x.n_chunks == 1 ? "" : "s");
       print_header(o->log, x.has_ref);

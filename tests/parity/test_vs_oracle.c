@@ -52,6 +52,8 @@ static void run(kind k, const gdn_inputs *in, gdn_dtype dt, int64_t C, int64_t D
   c.dtype = dt;
   c.chunk = C;
   c.devices = D;
+  /* token sharding (upstream's) wherever D divides T, array_split otherwise */
+  c.shard = in->shape.T % D ? KERN_SHARD_CHUNKS : KERN_SHARD_TOKENS;
   gdn_outputs_init(out);
   int rc = k == K_SCAN ? kern_scan(in, &c, out, &e)
            : k == K_RECURRENT ? kern_recurrent(in, &c, out, &e)
