@@ -18,6 +18,18 @@
  *   h0      ~ 0.1 N(0, 1) when requested
  * Each value is computed in binary64 and rounded once to float32 (or to
  * bfloat16 for the tensors in `bf16_mask`).
+ *
+ * Packed documents (gdn_synth_segments, after gdn_synth_generate; documents
+ * >= 2): segment ids (gdn_inputs.seg) for up to
+ * `documents` documents per batch row, ids 1, 2, ... in order, then a tail
+ * of max(1, T/32) padding tokens (id 0) as a packed batch ends.  The
+ * documents - 1 boundaries are drawn from the seed, per row, cycling
+ * through three kinds: (0) on a device seam: round(T m / d) for d drawn
+ * from {2, 3, 4, 8} and 1 <= m < d (a seam of token sharding whenever d
+ * divides the device count and T); (1) on a chunk edge: a multiple of 64
+ * (so of 16 and 32 too); (2) inside a chunk: not a multiple of 16.
+ * Boundaries that coincide, fall at 0 or in the padding are dropped (fewer
+ * documents).  packing is left GDN_PACKING_LEAK; the caller chooses.
  */
 #ifndef GDN_SYNTH_H
 #define GDN_SYNTH_H
@@ -39,6 +51,11 @@ typedef struct gdn_synth_opts {
   unsigned flags;     /* GDN_SYNTH_* */
   unsigned bf16_mask; /* GDN_T_* tensors to round to bfloat16 */
 } gdn_synth_opts;
+
+/* Segment ids for `documents` packed documents per row (above), drawn from
+ * `seed`, into in->seg (allocated here for in->shape; documents <= 1: none,
+ * in->seg left NULL).  GDN_ERR_INPUT when documents > T. */
+int gdn_synth_segments(gdn_inputs *in, uint64_t seed, int64_t documents, gdn_error *e);
 
 /* `in` initialised; allocated and filled here. */
 int gdn_synth_generate(gdn_inputs *in, const gdn_shape *s, const gdn_synth_opts *o, gdn_error *e);

@@ -15,6 +15,14 @@
  *            its own) holds the tokens t_base + n C + i; those at or past
  *            t_end are zero padding (q, k, v, g, beta = 0, so the state
  *            passes through unchanged: exp(0) = 1 and k = v = 0, exactly).
+ *            Packed documents (gdn_inputs_token_kind): a token with
+ *            segment id 0 is loaded with k = v = 0 and g = 0 (before the L2
+ *            norm; q and beta as given), as MaxText zeroes them; under
+ *            packing = reset a boundary token b zeroes every decay that
+ *            crosses it (kchunk_reset_masks): eG_i = 0 for i >= b,
+ *            eGl_i = 0 for i < b, eGlast = 0, dec_ij = 0 for j < b <= i --
+ *            exact zeros written over the exp values, the chunked form of
+ *            "the state is zero before token b's update".
  *   G        G_0 = g_0, G_i = G_{i-1} + g_i (left to right, restarts each
  *            chunk); eG_i = exp(G_i); eGl_i = exp(G_{C-1} - G_i);
  *            eGlast = exp(G_{C-1}); dec_ij = exp(G_i - G_j) only for i > j
@@ -112,6 +120,7 @@ typedef struct KR(kchunk) {
   kreal *q, *k, *v;               /* C x Dk, C x Dk, C x Dv */
   kreal *kT;                      /* Dk x C: K^T */
   kreal *g, *beta, *G, *eG, *eGl; /* C */
+  int32_t *lb;                    /* C: the last reset row <= i, or -1 (packing = reset) */
   kreal eGlast;
   kreal *dec, *S, *A;             /* C x C */
   kreal *kb, *vb;                 /* C x Dk, C x Dv */
@@ -170,7 +179,7 @@ KTMPL size_t KR(kchunk_elems)(int64_t C, int64_t Dk, int64_t Dv, kern_matmul mod
   const size_t ck = KR(rows_pad)(kern_size_mul(c, dk)), cv = KR(rows_pad)(kern_size_mul(c, dv));
   size_t n = kern_size_mul(4, ck);                                 /* q k kT kb */
   n = kern_size_add(n, kern_size_mul(5, cv));                      /* v vb vnew oin oat */
-  n = kern_size_add(n, kern_size_mul(5, KR(rows_pad)(c)));         /* g beta G eG eGl */
+  n = kern_size_add(n, kern_size_mul(6, KR(rows_pad)(c)));         /* g beta G eG eGl lb */
   n = kern_size_add(n, kern_size_mul(3, KR(rows_pad)(kern_size_mul(c, c)))); /* dec S A */
   n = kern_size_add(n, KR(rows_pad)(kern_size_mul(dk, dv)));       /* hn */
   n = kern_size_add(n, KR(rows_pad)(KR(kern_gemm_ws_elems)()));
@@ -205,6 +214,7 @@ KTMPL void KR(kchunk_bind)(KR(kchunk) *c, kreal *mem, const gdn_inputs *in, cons
   c->G = KR(rows_carve)(&p, C_);
   c->eG = KR(rows_carve)(&p, C_);
   c->eGl = KR(rows_carve)(&p, C_);
+  c->lb = (int32_t *)(void *)KR(rows_carve)(&p, C_); /* C int32 fit in C elements of F */
   c->dec = KR(rows_carve)(&p, C_ * C_);
   c->S = KR(rows_carve)(&p, C_ * C_);
   c->A = KR(rows_carve)(&p, C_ * C_);
@@ -314,6 +324,23 @@ KTMPL void KR(kchunk_transpose)(int64_t rows, int64_t cols, const kreal *restric
     }
 }
 
+/* Zero every decay of the loaded chunk that crosses a reset row (lb: the
+ * last reset row <= i, or -1): the decay from the chunk's start through i
+ * (eG_i) when lb_i >= 0; from i to the chunk's end (eGl_i) and over the
+ * whole chunk (eGlast) when the last reset row lies after i; from j to i
+ * (dec_ij, i > j) when lb_i > j.  Exact zeros; nothing else changes. */
+KTMPL void KR(kchunk_reset_masks)(KR(kchunk) *c) {
+  const int64_t C = c->C;
+  const int32_t *lb = c->lb, lbl = lb[C - 1];
+  for (int64_t i = 0; i < C; i++) {
+    if (lb[i] >= 0) c->eG[i] = 0;
+    if (lbl > i) c->eGl[i] = 0;
+    kreal *di = c->dec + i * C;
+    for (int64_t j = 0; j < lb[i] && j < i; j++) di[j] = 0;
+  }
+  if (lbl >= 0) c->eGlast = 0;
+}
+
 /* Rows of chunk n of the piece (zero padded past its end), K^T, G and the decays.  K's L2 norm
  * is taken on K^T: row d of kT holds element d of every token, so the C
  * sums of squares run side by side (vectorised over the tokens), each still
@@ -323,6 +350,7 @@ KTMPL void KR(kchunk_load)(KR(kchunk) *c, int64_t n) {
   const gdn_inputs *in = c->in;
   const int64_t C = c->C, Dk = c->Dk, Dv = c->Dv, T = c->t_end, t0 = c->t_base + n * C;
   const int64_t nv = T - t0 < C ? T - t0 : C; /* rows t < t_end */
+  int32_t last_reset = -1;
   for (int64_t i = 0; i < nv; i++) {
     const int64_t t = t0 + i;
     KR(rows_in)(gdn_inputs_q(in, c->b, t, c->hk), Dk, c->num, c->q + i * Dk);
@@ -330,7 +358,18 @@ KTMPL void KR(kchunk_load)(KR(kchunk) *c, int64_t n) {
     KR(rows_in)(gdn_inputs_v(in, c->b, t, c->hv), Dv, c->num, c->v + i * Dv);
     c->g[i] = KR(rows_g)(gdn_inputs_g(in, c->b, t, c->hv), c->num);
     c->beta[i] = KR(rows_beta)(gdn_inputs_beta(in, c->b, t, c->hv), c->num);
+    const int kind = gdn_inputs_token_kind(in, c->b, t);
+    if (kind == GDN_TOKEN_PAD) {
+      kreal *ki = c->k + i * Dk, *vi = c->v + i * Dv;
+      for (int64_t d = 0; d < Dk; d++) ki[d] = 0;
+      for (int64_t d = 0; d < Dv; d++) vi[d] = 0;
+      c->g[i] = 0;
+    } else if (kind == GDN_TOKEN_RESET) {
+      last_reset = (int32_t)i;
+    }
+    c->lb[i] = last_reset;
   }
+  for (int64_t i = nv; i < C; i++) c->lb[i] = last_reset;
   for (int64_t i = nv; i < C; i++) {
     kreal *qi = c->q + i * Dk, *ki = c->k + i * Dk, *vi = c->v + i * Dv;
     for (int64_t d = 0; d < Dk; d++) qi[d] = ki[d] = 0;
@@ -375,6 +414,7 @@ KTMPL void KR(kchunk_load)(KR(kchunk) *c, int64_t n) {
     const kreal Gi = c->G[i];
     for (int64_t j = 0; j < i; j++) di[j] = KEXPU(Gi - c->G[j]);
   }
+  if (last_reset >= 0) KR(kchunk_reset_masks)(c);
 }
 
 /* A = (I + S)^-1 for the strictly lower triangular S (C x C) by forward

@@ -30,6 +30,10 @@ static const gdn_cli_opt options[] = {
     {"shard", "MODE",
      "how affine-prefix splits the sequence: tokens (T/D tokens per device, each padded to whole "
      "chunks on its own, as upstream's shard_map; default) or chunks (whole chunks, array_split)"},
+    {"documents", "N", "synthetic inputs: N packed documents per row (segment ids; boundaries drawn "
+                       "from the seed: on a seam, on a chunk edge, inside a chunk; default 1)"},
+    {"packing", "MODE", "state at a document boundary: leak (carried, as MaxText; default) or reset "
+                        "(restarted, as flash-linear-attention's cu_seqlens)"},
     {"dtype", "TYPE", "kernel compute dtype: float32, bfloat16, float64 (default float32)"},
     {"matmul-precision", "MODE",
      "default (1 bf16 pass), high (3), highest (6), ieee (plain float32 fma) (default highest)"},
@@ -194,6 +198,8 @@ static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parit
   parity_reference ref;
   parity_reference_init(&ref);
   if ((rc = gdn_synth_generate(&in, &sp->shape, &sp->synth, e))) goto done;
+  if ((rc = gdn_synth_segments(&in, sp->synth.seed, sp->documents, e))) goto done;
+  in.packing = sp->packing;
   if ((rc = parity_reference_compute(&ref, &in, st->tier, st->oracle_bits, e))) goto done;
   char name[96], sha[FIX_SHA256_HEX];
   snprintf(name, sizeof name, "synthetic seed %" PRIu64, sp->synth.seed);
@@ -437,6 +443,10 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   if (parity_synth_spec_from_cli(&base, GET("shape"), GET("key-heads"), GET("dv"), GET("seed"),
                                  GET("h0") != NULL, GET("qk-norm"), GET("input-dtype"), GET("gates"), e))
     goto done;
+  if (GET("documents") &&
+      gdn_cli_int64(GET("documents"), "--documents", 1, 1 << 20, &base.documents, e))
+    goto done;
+  if (GET("packing") && gdn_packing_parse(GET("packing"), &base.packing, e)) goto done;
 
   if (!strcmp(cmd, "check")) {
     const char *files[GDN_CLI_MAX_POS + 1];

@@ -111,7 +111,7 @@ static int int_list(json_t *v, const char *where, const char *key, int64_t min, 
 static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
                        const parity_synth_spec *base, gdn_error *e) {
   static const char *const keys[] = {"shape", "key_heads", "dv", "seed", "h0", "qk_norm",
-                                     "input_dtype", "gates", "chunk", "devices", "prefix", "shard", "dtype",
+                                     "input_dtype", "gates", "chunk", "devices", "prefix", "shard", "documents", "packing", "dtype",
                                      "matmul_precision", "ftz", NULL};
   if (!json_is_object(en)) return gdn_error_set(e, GDN_ERR_INPUT, "%s: not an object", where);
   json_t *v;
@@ -159,6 +159,17 @@ static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
   if ((v = json_object_get(en, "gates"))) {
     if (!(s = json_string_value(v))) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"gates\" must be a string", where);
     if ((rc = parse_gates(s, &ge->spec.synth.flags, where, e))) return rc;
+  }
+  if ((v = json_object_get(en, "documents"))) {
+    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 20))
+      return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"documents\" must be an integer in [1, 1048576]",
+                           where);
+    ge->spec.documents = json_integer_value(v);
+  }
+  if ((v = json_object_get(en, "packing"))) {
+    if (!(s = json_string_value(v)) || (rc = gdn_packing_parse(s, &ge->spec.packing, e)))
+      return s ? gdn_error_prefix(e, "%s: ", where)
+               : gdn_error_set(e, GDN_ERR_INPUT, "%s: \"packing\" must be a string", where);
   }
   parity_sweep_opts *o = &ge->opts;
   if ((v = json_object_get(en, "chunk")) &&

@@ -24,6 +24,8 @@ typedef struct parity_synth_spec {
   gdn_shape shape;
   int have_shape;
   gdn_synth_opts synth;
+  int64_t documents; /* --documents: packed documents per row (gdn_synth_segments); 0/1: one */
+  int packing;       /* --packing: GDN_PACKING_LEAK (default) or GDN_PACKING_RESET */
 } parity_synth_spec;
 
 /* Any argument may be NULL (absent).  shape_str NULL leaves have_shape 0. */

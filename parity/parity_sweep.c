@@ -364,6 +364,7 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
   bad |= parity_json_set(c, "devices", json_integer(devices));
   bad |= parity_json_set(c, "prefix", json_string(kern_prefix_name(prefix)));
   bad |= parity_json_set(c, "shard", json_string(kern_shard_name(o->shard)));
+  if (in->seg) bad |= parity_json_set(c, "packing", json_string(gdn_packing_name(in->packing)));
   bad |= parity_json_set(c, "dtype", json_string(gdn_dtype_name(o->dtype)));
   bad |= parity_json_set(c, "matmul_precision", json_string(kern_matmul_name(o->matmul)));
   bad |= parity_json_set(c, "ftz", json_boolean(parity_sweep_ftz(o)));
@@ -609,6 +610,12 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
   bad |= parity_json_set(ji, "l2norm_in_kernel", json_boolean(in->l2norm_in_kernel));
   bad |= parity_json_set(ji, "h0", json_boolean(in->h0 != NULL));
   bad |= parity_json_set(ji, "bf16_inputs", bfl);
+  if (in->seg) { /* packed documents: how many (the largest id) and what a boundary does */
+    int32_t nd = 0;
+    for (int64_t i = 0; i < s->B * s->T; i++) nd = in->seg[i] > nd ? in->seg[i] : nd;
+    bad |= parity_json_set(ji, "documents", json_integer(nd));
+    bad |= parity_json_set(ji, "packing", json_string(gdn_packing_name(in->packing)));
+  }
   if (x.has_ref) {
     bad |= parity_json_set(ji, "oracle_tier", json_string(parity_oracle_tier_name(ref->tier)));
     if (ref->requested != ref->tier && ref->requested == PARITY_ORACLE_AUTO)
@@ -655,6 +662,12 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
             !parity_sweep_ftz(o) ? ""
             : o->ftz < 0 ? ", subnormals flushed to zero (on by default in the bf16 modes, as on TPU; --no-ftz turns it off)"
                          : ", subnormals flushed to zero");
+    if (in->seg)
+      fprintf(o->log, "packed documents (segment ids; id 0 = padding, k = v = g = 0): packing %s (%s)\n",
+              gdn_packing_name(in->packing),
+              in->packing == GDN_PACKING_RESET
+                  ? "the state restarts at every boundary, as flash-linear-attention's cu_seqlens"
+                  : "the state flows across boundaries, as MaxText's kernel");
     if (x.has_ref)
     {
       if (ref->tier == PARITY_ORACLE_DD)

@@ -29,6 +29,9 @@ START_TEST(bad_usage_exits_2_with_a_message) {
       {{"--shape", "1,64,1,8", "--devices", "3"}, "does not divide T = 64"},
       {{"--shape", "1,64,1,8", "--devices", "3"}, "the nearest valid T is 63"},
       {{"--shape", "1,64,1,8", "--shard", "rows"}, "--shard 'rows'"},
+      {{"--shape", "1,64,1,8", "--packing", "none"}, "--packing 'none'"},
+      {{"--shape", "1,64,1,8", "--documents", "0"}, "--documents"},
+      {{"--shape", "1,64,1,8", "--documents", "65"}, "more documents than the 64 tokens"},
       {{"--shape", "1,64,1,8", "--chunk", "0"}, "--chunk"},
       {{"--shape", "1,64,1,8", "--prefix", "tree"}, "unknown name 'tree'"},
       {{"--shape", "1,64,1,8", "--dtype", "half"}, "'half'"},
@@ -199,6 +202,39 @@ START_TEST(shard_chunks_mode) {
 }
 END_TEST
 
+/* --documents / --packing: the semantics named in the inputs entry, every
+ * case and the table; a reset on the seam T/2 makes D = 2's o exact. */
+START_TEST(packed_documents) {
+  char js[] = "/tmp/gdn-cli-pack-XXXXXX.json";
+  int fd = mkstemps(js, 5);
+  close(fd);
+  cli_result r;
+  RUN(&r, "--shape", "1,256,1,8", "--chunk", "16", "--devices", "1,2", "--documents", "4",
+      "--packing", "reset", "--gates", "slow", "--json", js, "--reproducible");
+  ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "packing reset"));
+  char *a = read_file(js);
+  json_error_t je;
+  json_t *d = json_loads(a, 0, &je);
+  ck_assert_ptr_nonnull(d);
+  json_t *in0 = json_array_get(json_object_get(d, "inputs"), 0);
+  ck_assert_str_eq(json_string_value(json_object_get(in0, "packing")), "reset");
+  ck_assert_int_ge(json_integer_value(json_object_get(in0, "documents")), 2);
+  for (size_t i = 0; i < 2; i++)
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(d, "cases"), i),
+                                                       "packing")), "reset");
+  json_decref(d);
+  free(a);
+  /* without --documents no packing is claimed */
+  RUN(&r, "--shape", "1,64,1,8", "--chunk", "16", "--devices", "1", "--json", js, "--reproducible");
+  ck_assert_int_eq(r.status, 0);
+  a = read_file(js);
+  ck_assert_ptr_null(strstr(a, "\"packing\""));
+  free(a);
+  unlink(js);
+}
+END_TEST
+
 /* --oracle none judges affine-prefix against scan only and says so. */
 START_TEST(oracle_none) {
   cli_result r;
@@ -309,6 +345,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, run_writes_contract_json_deterministically);
   tcase_add_test(tc, oracle_none);
   tcase_add_test(tc, shard_chunks_mode);
+  tcase_add_test(tc, packed_documents);
   tcase_add_test(tc, oracle_tiers);
   tcase_add_test(tc, memory_bounded_by_inputs_and_outputs);
   suite_add_tcase(su, tc);
