@@ -29,13 +29,37 @@
  *            (the mask is applied before exp).  All float32 for bfloat16.
  *   WY       kb = k * beta (row-wise; KERN_RP_BETA_MUL); S = kb K^T
  *            (KERN_RP_KKT); S_ij = S_ij * dec_ij for i > j, else 0.
- *            A = (I + S)^-1 by forward substitution: row i
+ *            A = (I + S)^-1 by the config's solve (kern_config.h):
+ *            substitution: row i
  *            starts as e_i and for m = 0 .. i-1 ascending A_i. = fma(-S_im,
  *            A_m., A_i.) on columns 0 .. m (A_mj = 0 beyond m) -- bitwise the
  *            same as e_i - (sum_m S_im A_m. accumulated by fma), since
- *            round(-x) = -round(x).  (The solve is jax.scipy's
- *            solve_triangular, not a matmul: plain float32 fma in every
- *            mode.)  vb = v * beta (KERN_RP_BETA_MUL); U = A vb;
+ *            round(-x) = -round(x).  Plain float32 fma whatever the matmul
+ *            mode.  It is the order of the reference BLAS strsm (left,
+ *            lower, unit; right-hand side I) that jax.scipy's
+ *            solve_triangular calls on CPU: for each column, k ascending,
+ *            B_ij -= B_kj A_ik -- with a fused multiply-add where the BLAS
+ *            is built to contract (OpenBLAS's blocked kernels may order
+ *            the sums otherwise: not modelled).
+ *            xla-expander (kchunk_solve_xla): XLA's TriangularSolveExpander
+ *            as TPU runs it (openxla/xla xla/service/
+ *            triangular_solve_expander.cc, read 2026): with C below its
+ *            block size (128 by default; a block of min(128, C)) the
+ *            whole matrix is one diagonal block, and C < 32 would only pick
+ *            the direct solve on a backend that asks for it (TPU's choice is
+ *            not public: assumed the blocked inverse).  The block L = I + S
+ *            (mask then add I: exact), divided by its diagonal (1: exact);
+ *            X starts as diag(1, -1, ..., -1) (off the diagonal -0); for
+ *            i = 1 .. C-1 ascending, X_i. = -(L_i. X), one 1 x C x C dot
+ *            at PrecisionConfig HIGHEST (kern_mm HIGHEST: 6 bf16 passes,
+ *            each accumulated over the whole row, m = 0 .. C-1 ascending,
+ *            including L_ii X_i. = -e_i and the zeros beyond i; then the
+ *            passes summed in XLA's order), negated (exact).  Then X / diag
+ *            (1: exact) and the solve X I at HIGHEST, which is exact (I's
+ *            parts are I, 0, 0, and p0 + p1 + p2 = x exactly: kern_mm.h)
+ *            and is skipped.  float64 compute: plain IEEE products in the
+ *            same order.  TPU's MXU accumulation order within a pass is not
+ *            public; this is kern_mm's (ascending, fma).  vb = v * beta (KERN_RP_BETA_MUL); U = A vb;
  *            kbg = kb * eG (row-wise); W = A kbg; then KERN_RP_UW on U, W.
  *   prep     qg = q * eG (row-wise); attn = q K^T (KERN_RP_QKT),
  *            attn_ij = attn_ij * dec_ij for i > j, kept for i = j (times
@@ -121,6 +145,7 @@ typedef struct KR(kchunk) {
   kreal *kT;                      /* Dk x C: K^T */
   kreal *g, *beta, *G, *eG, *eGl; /* C */
   int32_t *lb;                    /* C: the last reset row <= i, or -1 (packing = reset) */
+  kreal *srow;                    /* C: one row's dot (xla-expander solve) */
   kreal eGlast;
   kreal *dec, *S, *A;             /* C x C */
   kreal *kb, *vb;                 /* C x Dk, C x Dv */
@@ -135,6 +160,7 @@ typedef struct KR(kchunk) {
    *   sh    the carried h           body (o_inter, W h)
    *   svn   v_new                   body (attn v_new, Kt^T v_new) */
   KSPLIT skT, sck, scc, scv, sh, svn;
+  KSPLIT ssl, ssx; /* xla-expander solve: L = I + S and X (HIGHEST) */
 } KR(kchunk);
 
 /* Elements (of F) one kprep needs. */
@@ -182,6 +208,9 @@ KTMPL size_t KR(kchunk_elems)(int64_t C, int64_t Dk, int64_t Dv, kern_matmul mod
   n = kern_size_add(n, kern_size_mul(6, KR(rows_pad)(c)));         /* g beta G eG eGl lb */
   n = kern_size_add(n, kern_size_mul(3, KR(rows_pad)(kern_size_mul(c, c)))); /* dec S A */
   n = kern_size_add(n, KR(rows_pad)(kern_size_mul(dk, dv)));       /* hn */
+  n = kern_size_add(n, KR(rows_pad)(c));                            /* srow */
+  /* the xla-expander solve's splits of L and X (HIGHEST; none for F64) */
+  n = kern_size_add(n, kern_size_mul(2, KR(kern_split_elems)(KERN_MATMUL_HIGHEST, kern_size_mul(c, c))));
   n = kern_size_add(n, KR(rows_pad)(KR(kern_gemm_ws_elems)()));
   /* splits: skT sck (C x Dk), scc (C x C), scv svn (C x Dv), sh (Dk x Dv) */
   n = kern_size_add(n, kern_size_mul(2, KR(kern_split_elems)(mode, kern_size_mul(c, dk))));
@@ -224,6 +253,7 @@ KTMPL void KR(kchunk_bind)(KR(kchunk) *c, kreal *mem, const gdn_inputs *in, cons
   c->oin = KR(rows_carve)(&p, C_ * dv);
   c->oat = KR(rows_carve)(&p, C_ * dv);
   c->hn = KR(rows_carve)(&p, dk * dv);
+  c->srow = KR(rows_carve)(&p, C_);
   c->gws = KR(rows_carve)(&p, KR(kern_gemm_ws_elems)());
   const kern_matmul mm = num->matmul;
   KR(kchunk_bind_split)(&c->skT, mm, &p, C_ * dk);
@@ -232,6 +262,8 @@ KTMPL void KR(kchunk_bind)(KR(kchunk) *c, kreal *mem, const gdn_inputs *in, cons
   KR(kchunk_bind_split)(&c->scv, mm, &p, C_ * dv);
   KR(kchunk_bind_split)(&c->svn, mm, &p, C_ * dv);
   KR(kchunk_bind_split)(&c->sh, mm, &p, dk * dv);
+  KR(kchunk_bind_split)(&c->ssl, KERN_MATMUL_HIGHEST, &p, C_ * C_);
+  KR(kchunk_bind_split)(&c->ssx, KERN_MATMUL_HIGHEST, &p, C_ * C_);
 }
 
 /* The piece the following chunk indices refer to: chunk n holds the tokens
@@ -469,6 +501,38 @@ KTMPL void KR(kchunk_solve)(int64_t C, const kreal *restrict S, kreal *restrict 
   }
 }
 
+/* View of split s from element `off` on (a row of a matrix split whole). */
+KTMPL inline KSPLIT KR(kchunk_split_view)(const KSPLIT *s, int64_t off) {
+  KSPLIT v = *s;
+  if (v.x) v.x += off;
+  for (int i = 0; i < 3; i++)
+    if (v.part[i]) v.part[i] += off;
+  return v;
+}
+
+/* A = (I + S)^-1 as XLA's TriangularSolveExpander on TPU (see the header
+ * above): S (strictly lower, zeros above) becomes L = I + S in place. */
+KTMPL void KR(kchunk_solve_xla)(KR(kchunk) *c) {
+  const int64_t C = c->C;
+  const kern_matmul mm = KERN_MATMUL_HIGHEST; /* the expander's precision */
+  kreal *L = c->S, *X = c->A;
+  for (int64_t i = 0; i < C; i++) {
+    L[i * C + i] = 1;
+    for (int64_t j = 0; j < C; j++) X[i * C + j] = i == j ? (i ? -1 : 1) : -KC(0.0);
+  }
+  KR(kern_split_fill)(&c->ssl, mm, L, (size_t)(C * C));
+  KR(kern_split_fill)(&c->ssx, mm, X, (size_t)(C * C));
+  for (int64_t i = 1; i < C; i++) {
+    const KSPLIT row = KR(kchunk_split_view)(&c->ssl, i * C);
+    KR(kern_mm)(mm, 1, C, C, &row, C, 1, &c->ssx, C, 1, c->srow, C, c->gws);
+    kreal *xi = X + i * C;
+    for (int64_t j = 0; j < C; j++) xi[j] = -c->srow[j];
+    KSPLIT v = KR(kchunk_split_view)(&c->ssx, i * C); /* the new row's parts */
+    KR(kern_split_fill)(&v, mm, xi, (size_t)C);
+    c->ssx.nz |= v.nz;
+  }
+}
+
 /* The WY factors U, W of the loaded chunk into P (and U's split when
  * split_u: the affine map's B_n reads it). */
 KTMPL void KR(kchunk_wy)(KR(kchunk) *c, KR(kprep) *P, int split_u) {
@@ -485,7 +549,10 @@ KTMPL void KR(kchunk_wy)(KR(kchunk) *c, KR(kprep) *P, int split_u) {
     KSIMD for (int64_t j = 0; j < i; j++) s[j] = s[j] * c->dec[i * C + j];
     for (int64_t j = i; j < C; j++) s[j] = 0;
   }
-  KR(kchunk_solve)(C, c->S, c->A);
+  if (c->num->solve == KERN_SOLVE_XLA_EXPANDER)
+    KR(kchunk_solve_xla)(c);
+  else
+    KR(kchunk_solve)(C, c->S, c->A);
   for (int64_t i = 0; i < C; i++)
     KSIMD for (int64_t d = 0; d < Dv; d++) c->vb[i * Dv + d] = c->v[i * Dv + d] * c->beta[i];
   KROUND(c->num, KERN_RP_BETA_MUL, c->vb, C * Dv);

@@ -49,6 +49,20 @@ int kern_prefix_parse(const char *s, kern_prefix *out, gdn_error *e) {
 }
 
 static const char *const shard_names[] = {"tokens", "chunks"};
+static const char *const solve_names[] = {"substitution", "xla-expander"};
+
+const char *kern_solve_name(kern_solve m) { return (unsigned)m < 2 ? solve_names[m] : "?"; }
+
+int kern_solve_parse(const char *s, kern_solve *out, gdn_error *e) {
+  for (int i = 0; i < 2; i++)
+    if (s && !strcmp(s, solve_names[i])) {
+      *out = (kern_solve)i;
+      return GDN_OK;
+    }
+  return gdn_error_set(e, GDN_ERR_INPUT,
+                       "--solve '%s': unknown solve; expected substitution or xla-expander",
+                       s ? s : "");
+}
 
 const char *kern_shard_name(kern_shard m) { return (unsigned)m < 2 ? shard_names[m] : "?"; }
 

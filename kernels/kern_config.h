@@ -15,6 +15,12 @@
  * chunk           C >= 1.
  * devices/prefix  for the affine-prefix kernel (kern_prefix.h: sequential,
  *                 jax.lax.associative_scan's tree, Hillis-Steele).
+ * solve           the in-chunk triangular solve A = (I + S)^-1 (kern_chunk_tmpl.h):
+ *                 SUBSTITUTION, forward substitution with fma (the default;
+ *                 the order of the reference BLAS trsm JAX calls on CPU), or
+ *                 XLA_EXPANDER, XLA's TriangularSolveExpander as TPU runs it
+ *                 (row by row, each row one HIGHEST dot over the whole
+ *                 block).
  * shard           how the affine-prefix kernel splits the sequence over the
  *                 devices (kern_affine_piece): TOKENS, upstream's shard_map
  *                 (T/D tokens per device, each piece chunked and padded on
@@ -49,6 +55,11 @@ typedef enum kern_shard {
   KERN_SHARD_CHUNKS = 1,
 } kern_shard;
 
+typedef enum kern_solve {
+  KERN_SOLVE_SUBSTITUTION = 0,
+  KERN_SOLVE_XLA_EXPANDER = 1,
+} kern_solve;
+
 typedef struct kern_config {
   gdn_dtype dtype;
   kern_matmul matmul;
@@ -57,6 +68,7 @@ typedef struct kern_config {
   int64_t devices;
   kern_prefix prefix;
   kern_shard shard;
+  kern_solve solve;
   int broken_compose; /* testing only: compose (A1,B1) o (A2,B2), the wrong order */
 } kern_config;
 
@@ -69,6 +81,8 @@ int kern_matmul_parse(const char *s, kern_matmul *out, gdn_error *e);
 const char *kern_prefix_name(kern_prefix p); /* "sequential", "associative-scan", "hillis-steele" */
 int kern_prefix_parse(const char *s, kern_prefix *out, gdn_error *e);
 const char *kern_shard_name(kern_shard m); /* "tokens", "chunks" */
+const char *kern_solve_name(kern_solve m); /* "substitution", "xla-expander" */
+int kern_solve_parse(const char *s, kern_solve *out, gdn_error *e);
 int kern_shard_parse(const char *s, kern_shard *out, gdn_error *e);
 
 /* The dtype the kernel's o is rounded to: float64 for FLOAT64 compute,

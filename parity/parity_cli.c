@@ -30,6 +30,10 @@ static const gdn_cli_opt options[] = {
     {"shard", "MODE",
      "how affine-prefix splits the sequence: tokens (T/D tokens per device, each padded to whole "
      "chunks on its own, as upstream's shard_map; default) or chunks (whole chunks, array_split)"},
+    {"solve", "NAME",
+     "the in-chunk triangular solve of both kernels: substitution (fma forward substitution, the "
+     "order of the reference BLAS trsm JAX calls on CPU; default) or xla-expander (XLA's "
+     "TriangularSolveExpander as on TPU: row by row, HIGHEST dots)"},
     {"documents", "N", "synthetic inputs: N packed documents per row (segment ids; boundaries drawn "
                        "from the seed: on a seam, on a chunk edge, inside a chunk; default 1)"},
     {"packing", "MODE", "state at a document boundary: leak (carried, as MaxText; default) or reset "
@@ -166,6 +170,7 @@ static int parse_sweep_opts(const gdn_cli_args *aa, parity_sweep_opts *o, gdn_er
     o->n_prefixes = n;
   }
   if ((v = GET("shard")) && (rc = kern_shard_parse(v, &o->shard, e))) return rc;
+  if ((v = GET("solve")) && (rc = kern_solve_parse(v, &o->solve, e))) return rc;
   if ((v = GET("dtype")) && (rc = gdn_dtype_parse(v, &o->dtype, "--dtype", e))) return rc;
   if ((v = GET("matmul-precision")) && (rc = kern_matmul_parse(v, &o->matmul, e))) return rc;
   if (GET("ftz") && GET("no-ftz"))

@@ -111,7 +111,7 @@ static int int_list(json_t *v, const char *where, const char *key, int64_t min, 
 static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
                        const parity_synth_spec *base, gdn_error *e) {
   static const char *const keys[] = {"shape", "key_heads", "dv", "seed", "h0", "qk_norm",
-                                     "input_dtype", "gates", "chunk", "devices", "prefix", "shard", "documents", "packing", "dtype",
+                                     "input_dtype", "gates", "chunk", "devices", "prefix", "shard", "solve", "documents", "packing", "dtype",
                                      "matmul_precision", "ftz", NULL};
   if (!json_is_object(en)) return gdn_error_set(e, GDN_ERR_INPUT, "%s: not an object", where);
   json_t *v;
@@ -204,6 +204,11 @@ static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
     if (!(s = json_string_value(v)) || (rc = kern_shard_parse(s, &o->shard, e)))
       return s ? gdn_error_prefix(e, "%s: ", where)
                : gdn_error_set(e, GDN_ERR_INPUT, "%s: \"shard\" must be a string", where);
+  }
+  if ((v = json_object_get(en, "solve"))) {
+    if (!(s = json_string_value(v)) || (rc = kern_solve_parse(s, &o->solve, e)))
+      return s ? gdn_error_prefix(e, "%s: ", where)
+               : gdn_error_set(e, GDN_ERR_INPUT, "%s: \"solve\" must be a string", where);
   }
   if ((v = json_object_get(en, "dtype"))) {
     if (!(s = json_string_value(v)) || (rc = gdn_dtype_parse(s, &o->dtype, "\"dtype\"", e)))

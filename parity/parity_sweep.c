@@ -274,6 +274,7 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
   cfg.devices = devices;
   cfg.prefix = prefix;
   cfg.shard = o->shard;
+  cfg.solve = o->solve;
   cfg.broken_compose = o->broken_compose;
   gdn_outputs aff;
   gdn_outputs_init(&aff);
@@ -347,6 +348,8 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
   parity_case_id(id, sizeof id, s, x->chunk, devices, prefix, o->dtype, o->matmul);
   if (devices > 1 && o->shard != KERN_SHARD_TOKENS) /* ids of the default mode unchanged */
     strncat(id, "-shard-chunks", sizeof id - strlen(id) - 1);
+  if (o->solve != KERN_SOLVE_SUBSTITUTION) /* ids of the default solve unchanged */
+    strncat(id, "-solve-xla-expander", sizeof id - strlen(id) - 1);
   json_t *c = json_object(), *impls = json_object(), *tol = json_object(), *jchecks = json_array(),
          *jup = json_array(), *shards = json_array(), *jseams = json_array(), *prof = json_object(),
          *hist = json_object();
@@ -365,6 +368,7 @@ static int run_case(parity_doc *d, input_ctx *x, const parity_sweep_opts *o, int
   bad |= parity_json_set(c, "prefix", json_string(kern_prefix_name(prefix)));
   bad |= parity_json_set(c, "shard", json_string(kern_shard_name(o->shard)));
   if (in->seg) bad |= parity_json_set(c, "packing", json_string(gdn_packing_name(in->packing)));
+  bad |= parity_json_set(c, "solve", json_string(kern_solve_name(o->solve)));
   bad |= parity_json_set(c, "dtype", json_string(gdn_dtype_name(o->dtype)));
   bad |= parity_json_set(c, "matmul_precision", json_string(kern_matmul_name(o->matmul)));
   bad |= parity_json_set(c, "ftz", json_boolean(parity_sweep_ftz(o)));
@@ -719,6 +723,7 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
     cfg.matmul = o->matmul;
     cfg.ftz = parity_sweep_ftz(o);
     cfg.chunk = x.chunk;
+    cfg.solve = o->solve;
     double t0 = now();
     if ((rc = kern_scan(in, &cfg, &x.scan, e))) goto done;
     d->t_kernels += now() - t0;

@@ -42,6 +42,7 @@ typedef struct parity_sweep_opts {
   kern_prefix prefixes[3];
   size_t n_prefixes;
   kern_shard shard; /* --shard: tokens (default, upstream's shard_map) or chunks */
+  kern_solve solve; /* --solve: substitution (default) or xla-expander, for both kernels */
   gdn_dtype dtype;
   kern_matmul matmul;
   int ftz; /* -1: auto (on in the bf16 modes, as TPU flushes), 0 off, 1 on */
