@@ -34,6 +34,10 @@ static const gdn_cli_opt options[] = {
      "the in-chunk triangular solve of both kernels: substitution (fma forward substitution, the "
      "order of the reference BLAS trsm JAX calls on CPU; default) or xla-expander (XLA's "
      "TriangularSolveExpander as on TPU: row by row, HIGHEST dots)"},
+    {"prelude", "KIND",
+     "synthetic inputs: none (the kernel called with float32 inputs, as MaxText's unit tests; "
+     "default) or bfloat16 (the layer's prelude: q, k, v L2-normalised and g, beta computed in "
+     "bfloat16 from the layer's activations, as the real layer calls the kernel)"},
     {"documents", "N", "synthetic inputs: N packed documents per row (segment ids; boundaries drawn "
                        "from the seed: on a seam, on a chunk edge, inside a chunk; default 1)"},
     {"packing", "MODE", "state at a document boundary: leak (carried, as MaxText; default) or reset "
@@ -207,7 +211,8 @@ static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parit
   in.packing = sp->packing;
   if ((rc = parity_reference_compute(&ref, &in, st->tier, st->oracle_bits, e))) goto done;
   char name[96], sha[FIX_SHA256_HEX];
-  snprintf(name, sizeof name, "synthetic seed %" PRIu64, sp->synth.seed);
+  snprintf(name, sizeof name, "synthetic seed %" PRIu64 "%s", sp->synth.seed,
+           (sp->synth.flags & GDN_SYNTH_PRELUDE_BF16) ? " (bfloat16 layer prelude)" : "");
   /* The schema's inputs hash, so synthetic and fixture inputs are named alike. */
   if ((rc = fix_inputs_sha256(&in, sha, e))) goto done;
   parity_input_info info = {name, "synthetic", NULL, sha};
@@ -452,6 +457,8 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
       gdn_cli_int64(GET("documents"), "--documents", 1, 1 << 20, &base.documents, e))
     goto done;
   if (GET("packing") && gdn_packing_parse(GET("packing"), &base.packing, e)) goto done;
+  if (GET("prelude") && parity_parse_prelude(GET("prelude"), &base.synth.flags, "--prelude", e))
+    goto done;
 
   if (!strcmp(cmd, "check")) {
     const char *files[GDN_CLI_MAX_POS + 1];

@@ -28,6 +28,9 @@ typedef struct parity_synth_spec {
   int packing;       /* --packing: GDN_PACKING_LEAK (default) or GDN_PACKING_RESET */
 } parity_synth_spec;
 
+/* --prelude / "prelude": "none" or "bfloat16" (GDN_SYNTH_PRELUDE_BF16). */
+int parity_parse_prelude(const char *s, unsigned *flags, const char *where, gdn_error *e);
+
 /* Any argument may be NULL (absent).  shape_str NULL leaves have_shape 0. */
 int parity_synth_spec_from_cli(parity_synth_spec *sp, const char *shape_str, const char *key_heads,
                                const char *dv, const char *seed, int h0, const char *qk_norm,

@@ -30,6 +30,7 @@ START_TEST(bad_usage_exits_2_with_a_message) {
       {{"--shape", "1,64,1,8", "--devices", "3"}, "the nearest valid T is 63"},
       {{"--shape", "1,64,1,8", "--shard", "rows"}, "--shard 'rows'"},
       {{"--shape", "1,64,1,8", "--packing", "none"}, "--packing 'none'"},
+      {{"--shape", "1,64,1,8", "--prelude", "half"}, "expected none or bfloat16"},
       {{"--shape", "1,64,1,8", "--documents", "0"}, "--documents"},
       {{"--shape", "1,64,1,8", "--documents", "65"}, "more documents than the 64 tokens"},
       {{"--shape", "1,64,1,8", "--chunk", "0"}, "--chunk"},
