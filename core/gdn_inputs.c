@@ -15,7 +15,25 @@ void gdn_inputs_clear(gdn_inputs *in) {
   gdn_free(in->g);
   gdn_free(in->beta);
   gdn_free(in->h0);
+  gdn_free(in->seg);
   gdn_inputs_init(in);
+}
+
+const char *gdn_packing_name(int packing) {
+  return packing == GDN_PACKING_RESET ? "reset" : packing == GDN_PACKING_LEAK ? "leak" : "?";
+}
+
+int gdn_packing_parse(const char *s, int *out, gdn_error *e) {
+  if (s && !strcmp(s, "leak")) return *out = GDN_PACKING_LEAK, GDN_OK;
+  if (s && !strcmp(s, "reset")) return *out = GDN_PACKING_RESET, GDN_OK;
+  return gdn_error_set(e, GDN_ERR_INPUT, "--packing '%s': unknown semantics; expected leak or reset",
+                       s ? s : "");
+}
+
+int gdn_inputs_alloc_seg(gdn_inputs *in, gdn_error *e) {
+  gdn_free(in->seg);
+  in->seg = gdn_calloc((size_t)(in->shape.B * in->shape.T), sizeof(int32_t), "input segment ids", e);
+  return in->seg ? GDN_OK : (e ? e->code : GDN_ERR_NOMEM);
 }
 
 int gdn_inputs_alloc(gdn_inputs *in, const gdn_shape *s, int with_h0, gdn_error *e) {
@@ -81,6 +99,12 @@ int gdn_inputs_check_values(const gdn_inputs *in, int64_t *n_positive_g, gdn_err
                            (double)b, bb, t, h);
     }
   }
+  for (int64_t i = 0; in->seg && i < s->B * s->T; i++)
+    if (in->seg[i] < 0)
+      return gdn_error_set(e, GDN_ERR_INPUT,
+                           "input segment_ids: value %" PRId32 " at index (b=%" PRId64 ", t=%" PRId64
+                           ") is negative (0 is padding, documents are 1, 2, ...)",
+                           in->seg[i], i / s->T, i % s->T);
   if (n_positive_g) {
     int64_t np = 0;
     for (size_t i = 0; i < ng; i++) np += in->g[i] > 0.0f;
@@ -103,5 +127,13 @@ int gdn_inputs_copy(gdn_inputs *dst, const gdn_inputs *src, gdn_error *e) {
   dst->has_scale = src->has_scale;
   dst->scale = src->scale;
   dst->bf16_mask = src->bf16_mask;
+  dst->packing = src->packing;
+  if (src->seg) {
+    if ((rc = gdn_inputs_alloc_seg(dst, e))) {
+      gdn_inputs_clear(dst);
+      return rc;
+    }
+    memcpy(dst->seg, src->seg, (size_t)(s->B * s->T) * sizeof(int32_t));
+  }
   return GDN_OK;
 }

@@ -8,6 +8,20 @@
  * Scale: when has_scale is 0 the query scale is Dk^-1/2 -- exact in the
  * oracle, rounded by each kernel as its upstream counterpart rounds it.  When
  * 1, `scale` (a binary64) is used as given.
+ *
+ * Packed documents: `seg` (B, T) holds segment ids, or is NULL (one
+ * document, no padding).  Id 0 is padding: such a token is computed with
+ * k = v = 0 and g = 0 (MaxText zeroes them before the kernel; q and beta are
+ * used as given), so it leaves the state exactly as it was.  A *boundary* is
+ * a token t > 0 whose id is nonzero and differs from token t-1's (so the
+ * first token after a run of padding is one: packed batches pad only at the
+ * end, and cu_seqlens has no padding).  `packing`
+ * says what a boundary does: GDN_PACKING_LEAK (MaxText's kernel: nothing;
+ * the state flows from one document into the next) or GDN_PACKING_RESET
+ * (flash-linear-attention's cu_seqlens: the state is zero before the
+ * boundary token's update, i.e. its decay exp(g_t) is replaced by 0; the
+ * affine map of that step is (0, 0 + its own update)).  Every oracle tier
+ * and kernel reads tokens through gdn_inputs_token_kind.
  */
 #ifndef GDN_INPUTS_H
 #define GDN_INPUTS_H
@@ -16,6 +30,11 @@
 
 #include "gdn_error.h"
 #include "gdn_shape.h"
+
+enum { GDN_PACKING_LEAK = 0, GDN_PACKING_RESET = 1 };
+
+/* What token t of batch row b is (gdn_inputs_token_kind). */
+enum { GDN_TOKEN_PLAIN = 0, GDN_TOKEN_PAD = 1, GDN_TOKEN_RESET = 2 };
 
 enum {
   GDN_T_Q = 1u << 0,
@@ -32,6 +51,8 @@ typedef struct gdn_inputs {
   int has_scale;
   double scale;
   unsigned bf16_mask; /* GDN_T_* bits of tensors that were stored as bfloat16 */
+  int32_t *seg;       /* (B, T) segment ids (0 = padding), or NULL; gdn_malloc'd, owned */
+  int packing;        /* GDN_PACKING_*: what a boundary of seg does */
 } gdn_inputs;
 
 void gdn_inputs_init(gdn_inputs *in);
@@ -65,12 +86,30 @@ static inline const float *gdn_inputs_h0(const gdn_inputs *in, int64_t b, int64_
   const gdn_shape *s = &in->shape;
   return in->h0 ? in->h0 + (b * s->Hv + hv) * s->Dk * s->Dv : 0;
 }
+/* GDN_TOKEN_PAD for segment id 0; GDN_TOKEN_RESET for a boundary (t > 0,
+ * nonzero id differing from t-1's) under GDN_PACKING_RESET; otherwise (and
+ * always without seg) GDN_TOKEN_PLAIN. */
+static inline int gdn_inputs_token_kind(const gdn_inputs *in, int64_t b, int64_t t) {
+  if (!in->seg) return GDN_TOKEN_PLAIN;
+  const int32_t *sg = in->seg + b * in->shape.T;
+  if (sg[t] == 0) return GDN_TOKEN_PAD;
+  if (in->packing == GDN_PACKING_RESET && t > 0 && sg[t] != sg[t - 1]) return GDN_TOKEN_RESET;
+  return GDN_TOKEN_PLAIN;
+}
+
+/* "leak" or "reset". */
+const char *gdn_packing_name(int packing);
+int gdn_packing_parse(const char *s, int *out, gdn_error *e);
+
+/* Allocates in->seg (zeroed: all padding until filled) for in->shape. */
+int gdn_inputs_alloc_seg(gdn_inputs *in, gdn_error *e);
+
 /* The key head value head hv reads. */
 static inline int64_t gdn_inputs_key_head(const gdn_inputs *in, int64_t hv) {
   return hv / (in->shape.Hv / in->shape.Hk);
 }
 
-/* Checks values: all finite; beta in [0, 2].  The message names the tensor
+/* Checks values: all finite; beta in [0, 2]; segment ids >= 0.  The message names the tensor
  * and the first bad index (b, t, head, d).  A positive g is accepted
  * (count returned in *n_positive_g if non-NULL): the schema calls it a warning. */
 int gdn_inputs_check_values(const gdn_inputs *in, int64_t *n_positive_g, gdn_error *e);

@@ -3,10 +3,14 @@
 #include <math.h>
 #include <omp.h>
 
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "gdn_alloc.h"
 #include "gdn_bf16.h"
 #include "gdn_rng.h"
 
-enum { S_Q = 1, S_K, S_V, S_B, S_A, S_ALOG, S_H0 };
+enum { S_Q = 1, S_K, S_V, S_B, S_A, S_ALOG, S_H0, S_SEG };
 
 static float round_to(double x, int bf16) {
   float f = (float)x;
@@ -32,6 +36,108 @@ static void fill_prenorm(float *x, size_t rows, int64_t d, uint64_t seed, uint64
       x[r * (size_t)d + (size_t)i] =
           round_to(gdn_rng_normal(seed, stream, r * (size_t)d + (size_t)i) * inv, bf16);
   }
+}
+
+static float bf(float x) { return gdn_bf16_round(x); }
+
+/* One row of q or k through the prelude's bfloat16 L2 norm (gdn_synth.h). */
+static void prelude_row(float *y, int64_t d, uint64_t seed, uint64_t stream, size_t r) {
+  float s = 0;
+  for (int64_t i = 0; i < d; i++) {
+    const float x = bf((float)gdn_rng_normal(seed, stream, r * (size_t)d + (size_t)i));
+    y[i] = x;
+    s = s + bf(x * x);
+  }
+  const float rs = bf(1.0f / sqrtf(bf(bf(s) + bf(1e-6f))));
+  for (int64_t i = 0; i < d; i++) y[i] = bf(y[i] * rs);
+}
+
+static void prelude_bf16(gdn_inputs *in, const gdn_shape *s, uint64_t seed, unsigned flags) {
+  const size_t rows = gdn_shape_numel_qk(s) / (size_t)s->Dk, nv = gdn_shape_numel_v(s);
+  const size_t ng = gdn_shape_numel_gate(s);
+#pragma omp parallel for schedule(static)
+  for (size_t r = 0; r < rows; r++) {
+    prelude_row(in->q + r * (size_t)s->Dk, s->Dk, seed, S_Q, r);
+    prelude_row(in->k + r * (size_t)s->Dk, s->Dk, seed, S_K, r);
+  }
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < nv; i++) in->v[i] = bf((float)gdn_rng_normal(seed, S_V, i));
+  const int64_t Hv = s->Hv;
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < ng; i++) {
+    const int64_t h = (int64_t)(i % (size_t)Hv);
+    const double uA = gdn_rng_uniform(seed, S_ALOG, (uint64_t)h);
+    const double A = (flags & GDN_SYNTH_SLOW_GATES) ? exp(log(1e-4) + uA * (log(1e-1) - log(1e-4)))
+                                                    : 16.0 * uA;
+    const float a_log = bf((float)log(A)), dt_bias = bf(1.0f);
+    const float a = bf((float)gdn_rng_normal(seed, S_A, i)), b = bf((float)gdn_rng_normal(seed, S_B, i));
+    const float x = bf(a + dt_bias);
+    const float sp = bf(x > 20.0f ? x : log1pf(expf(x)));
+    in->g[i] = -bf(bf(expf(a_log)) * sp);
+    in->beta[i] = bf(1.0f / (1.0f + expf(-b)));
+  }
+  in->l2norm_in_kernel = 0;
+  in->bf16_mask = GDN_T_Q | GDN_T_K | GDN_T_V | GDN_T_G | GDN_T_BETA;
+}
+
+static uint64_t draw(uint64_t seed, uint64_t idx, uint64_t n) {
+  return n ? gdn_rng_bits(seed, S_SEG, idx) % n : 0;
+}
+
+/* Boundary i of row b, of kind i mod 3 (gdn_synth.h). */
+static int64_t boundary(uint64_t seed, int64_t T, int64_t b, int64_t i) {
+  const uint64_t base = ((uint64_t)b << 32) + 4 * (uint64_t)i;
+  switch (i % 3) {
+  case 0: {
+    static const int64_t ds[4] = {2, 3, 4, 8};
+    const int64_t d = ds[draw(seed, base, 4)], m = 1 + (int64_t)draw(seed, base + 1, (uint64_t)(d - 1));
+    return (T * m + d / 2) / d;
+  }
+  case 1:
+    return T > 64 ? 64 * (1 + (int64_t)draw(seed, base, (uint64_t)((T - 1) / 64))) : 0;
+  default: {
+    int64_t t = 1 + (int64_t)draw(seed, base, (uint64_t)(T - 1));
+    if (t % 16 == 0) t += 1 + (int64_t)draw(seed, base + 1, 15);
+    return t < T ? t : 0; /* 0: dropped */
+  }
+  }
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+int gdn_synth_segments(gdn_inputs *in, uint64_t seed, int64_t documents, gdn_error *e) {
+  const int64_t T = in->shape.T, nd = documents;
+  if (nd < 2) return GDN_OK;
+  if (nd > T)
+    return gdn_error_set(e, GDN_ERR_INPUT, "--documents %" PRId64 ": more documents than the %" PRId64
+                         " tokens of a row", nd, T);
+  int rc = gdn_inputs_alloc_seg(in, e);
+  if (rc) return rc;
+  int64_t *bd = gdn_malloc((size_t)nd * sizeof *bd, "synthetic document boundaries", e);
+  if (!bd) {
+    gdn_free(in->seg);
+    in->seg = NULL;
+    return e ? e->code : GDN_ERR_NOMEM;
+  }
+  const int64_t pad = T / 32 > 1 ? T / 32 : 1, end = T - pad;
+  for (int64_t b = 0; b < in->shape.B; b++) {
+    for (int64_t i = 0; i < nd - 1; i++) bd[i] = boundary(seed, T, b, i);
+    qsort(bd, (size_t)(nd - 1), sizeof *bd, cmp_i64);
+    int32_t *sg = in->seg + b * T;
+    int32_t id = 1;
+    int64_t k = 0;
+    for (int64_t t = 0; t < T; t++) {
+      int at = 0; /* coinciding boundaries count once */
+      while (k < nd - 1 && bd[k] <= t) at |= bd[k++] == t;
+      if (at && t > 0 && t < end) id++;
+      sg[t] = t < end ? id : 0;
+    }
+  }
+  gdn_free(bd);
+  return GDN_OK;
 }
 
 static double softplus(double x) { return x > 30 ? x : log1p(exp(x)); }
@@ -70,5 +176,6 @@ int gdn_synth_generate(gdn_inputs *in, const gdn_shape *s, const gdn_synth_opts 
   in->bf16_mask = bm;
   in->has_scale = 0;
   in->scale = 0;
+  if (o->flags & GDN_SYNTH_PRELUDE_BF16) prelude_bf16(in, s, seed, o->flags);
   return GDN_OK;
 }

@@ -18,6 +18,37 @@
  *   h0      ~ 0.1 N(0, 1) when requested
  * Each value is computed in binary64 and rounded once to float32 (or to
  * bfloat16 for the tensors in `bf16_mask`).
+ *
+ * The layer prelude in bfloat16 (GDN_SYNTH_PRELUDE_BF16; ignores
+ * GDN_SYNTH_QK_PRENORM and bf16_mask): the kernel's inputs as the real layer
+ * hands them over, every tensor a bfloat16 value (bf16_mask = all five,
+ * l2norm_in_kernel = 0).  The layer's activations are drawn as above and
+ * rounded to bfloat16 (q, k, v rows; a, b per token and head; A_log =
+ * log(A) and dt_bias = 1 per head), then every jnp operation of the
+ * prelude is one float32 evaluation rounded to bfloat16 (round to nearest
+ * even), in the layer's order:
+ *   q, k   s = sum_i bf16(x_i x_i), summed in float32 left to right and
+ *          rounded once (XLA accumulates a bfloat16 reduction in float32);
+ *          r = bf16(rsqrt(bf16(s + bf16(1e-6)))); y_i = bf16(x_i r);
+ *   beta   bf16(sigmoid(b));
+ *   g      -bf16(bf16(exp(A_log)) * bf16(softplus(bf16(a + dt_bias))))
+ *          (the negation exact).
+ * Not modelled: XLA fusing several of these into one float32 computation
+ * (fewer roundings), TPU's exp / rsqrt / log1p.  The oracle reads these
+ * rounded values exactly: it is the exact recurrence of what the kernel
+ * receives.
+ *
+ * Packed documents (gdn_synth_segments, after gdn_synth_generate; documents
+ * >= 2): segment ids (gdn_inputs.seg) for up to
+ * `documents` documents per batch row, ids 1, 2, ... in order, then a tail
+ * of max(1, T/32) padding tokens (id 0) as a packed batch ends.  The
+ * documents - 1 boundaries are drawn from the seed, per row, cycling
+ * through three kinds: (0) on a device seam: round(T m / d) for d drawn
+ * from {2, 3, 4, 8} and 1 <= m < d (a seam of token sharding whenever d
+ * divides the device count and T); (1) on a chunk edge: a multiple of 64
+ * (so of 16 and 32 too); (2) inside a chunk: not a multiple of 16.
+ * Boundaries that coincide, fall at 0 or in the padding are dropped (fewer
+ * documents).  packing is left GDN_PACKING_LEAK; the caller chooses.
  */
 #ifndef GDN_SYNTH_H
 #define GDN_SYNTH_H
@@ -32,6 +63,7 @@ enum {
   GDN_SYNTH_H0 = 1u << 0,         /* draw an initial state */
   GDN_SYNTH_QK_PRENORM = 1u << 1, /* store normalised q, k; l2norm_in_kernel = 0 */
   GDN_SYNTH_SLOW_GATES = 1u << 2, /* long-memory decay rates (see above) */
+  GDN_SYNTH_PRELUDE_BF16 = 1u << 3, /* the layer's bfloat16 prelude (below) */
 };
 
 typedef struct gdn_synth_opts {
@@ -39,6 +71,11 @@ typedef struct gdn_synth_opts {
   unsigned flags;     /* GDN_SYNTH_* */
   unsigned bf16_mask; /* GDN_T_* tensors to round to bfloat16 */
 } gdn_synth_opts;
+
+/* Segment ids for `documents` packed documents per row (above), drawn from
+ * `seed`, into in->seg (allocated here for in->shape; documents <= 1: none,
+ * in->seg left NULL).  GDN_ERR_INPUT when documents > T. */
+int gdn_synth_segments(gdn_inputs *in, uint64_t seed, int64_t documents, gdn_error *e);
 
 /* `in` initialised; allocated and filled here. */
 int gdn_synth_generate(gdn_inputs *in, const gdn_shape *s, const gdn_synth_opts *o, gdn_error *e);

@@ -10,8 +10,10 @@
  *                        scan over chunks.
  *   kern_recurrent       the token-level recurrence.
  *   kern_affine_prefix   context parallelism over cfg->devices simulated
- *                        devices: the padded sequence's N chunks are split into
- *                        D contiguous shards (kern_affine_shard); each device
+ *                        devices: the sequence is split into D contiguous
+ *                        pieces by cfg->shard (kern_affine_piece: T/D tokens
+ *                        each, chunked and padded per device, as upstream's
+ *                        shard_map; or whole chunks by array_split); each device
  *                        folds its chunks from (I, 0) into one (A, B); the D
  *                        pairs are gathered; the exclusive prefix is taken with
  *                        cfg->prefix; each device replays its chunks with the
@@ -82,6 +84,30 @@ int kern_affine_prefix(const gdn_inputs *in, const kern_config *cfg, gdn_outputs
  * chunks, the others floor(N/D) (numpy.array_split's rule), in order. */
 void kern_affine_shard(int64_t n_chunks, int64_t devices, int64_t r, int64_t *first_chunk,
                        int64_t *n_local);
+
+/* What device r of a kern_affine_prefix run holds and how it chunks it.
+ *   t0, t1   its tokens [t0, t1) of the sequence;
+ *   base     the token its chunk grid starts from: chunk n covers tokens
+ *            base + n C .. base + n C + C - 1, those >= t1 being zero
+ *            padding (g = 0, k = v = 0: the state passes through);
+ *   first, count  its chunks on that grid;
+ *   index    the index of its first chunk in the concatenation of every
+ *            device's chunks (the sequence as the devices see it);
+ *   pad      the padding rows of its last chunk.
+ * CHUNKS: base = 0, [first, first + count) = kern_affine_shard(N, D, r),
+ *   t0 = first C, t1 = min((first + count) C, T), index = first; only the
+ *   last device can have pad > 0.
+ * TOKENS (upstream's shard_map; D divides T, kern_config_validate):
+ *   t0 = base = r T/D, t1 = t0 + T/D, first = 0, count = ceil((T/D) / C),
+ *   index = r count; when C does not divide T/D every device ends with
+ *   pad = count C - T/D zero rows, so padding sits at every seam and the
+ *   chunk boundaries are not the unsharded scan's.
+ * D = 1 is the same piece in both modes: [0, T) on the scan's grid. */
+typedef struct kern_piece {
+  int64_t t0, t1, base, first, count, index, pad;
+} kern_piece;
+
+void kern_affine_piece(const kern_config *cfg, int64_t T, int64_t r, kern_piece *p);
 
 /* The states at the device seams of one kern_affine_prefix run, for the
  * harness's seam metrics.  Both arrays are (B, Hv, D, Dk, Dv), row-major,

@@ -24,6 +24,25 @@ void kern_affine_shard(int64_t n_chunks, int64_t devices, int64_t r, int64_t *fi
   }
 }
 
+void kern_affine_piece(const kern_config *cfg, int64_t T, int64_t r, kern_piece *p) {
+  const int64_t C = cfg->chunk, D = cfg->devices;
+  if (cfg->shard == KERN_SHARD_TOKENS) {
+    const int64_t L = T / D;
+    p->t0 = p->base = r * L;
+    p->t1 = p->t0 + L;
+    p->first = 0;
+    p->count = (L + C - 1) / C;
+    p->index = r * p->count;
+  } else {
+    kern_affine_shard((T + C - 1) / C, D, r, &p->first, &p->count);
+    p->base = 0;
+    p->t0 = p->first * C;
+    p->t1 = (p->first + p->count) * C < T ? (p->first + p->count) * C : T;
+    p->index = p->first;
+  }
+  p->pad = p->count * C - (p->t1 - p->base - p->first * C);
+}
+
 void kern_affine_seams_init(kern_affine_seams *sm) { memset(sm, 0, sizeof *sm); }
 
 void kern_affine_seams_clear(kern_affine_seams *sm) {

@@ -1,5 +1,11 @@
 /* Template (see kern_real.h): kern_affine_prefix in F.
  *
+ * Device r's chunks are those of its piece (kern_affine_piece: its T/D
+ * tokens chunked from its own first token and padded at its end, or its
+ * array_split range of the sequence's chunks); the fold and the replay of
+ * device r read exactly those chunks (kchunk_piece), so with token sharding
+ * the zero padding sits at every device's end, as under shard_map.
+ *
  * Heads are processed in batches of P = min(B x Hv, threads) heads.  For one
  * batch, three phases, each a parallel loop over independent items:
  *   fold     (head, device) items, D >= 2 only: device r folds its shard's
@@ -51,7 +57,7 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
   const gdn_shape *s = &in->shape;
   const kern_config *cfg = j->cfg;
   const kern_num *num = j->num;
-  const int64_t C = cfg->chunk, N = gdn_shape_chunks(s, C), D = cfg->devices;
+  const int64_t C = cfg->chunk, T = s->T, D = cfg->devices;
   const int64_t Dk = s->Dk, Dv = s->Dv, h_begin = j->h_begin, nh = j->nh;
   const size_t na = j->na, nb = j->nb, npair = j->npair;
   const kern_matmul mm = num->matmul;
@@ -77,9 +83,11 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
 #pragma omp for schedule(dynamic, 1)
     for (int64_t it = 0; it < nh * D; it++) {
       const int64_t hb = it / D, r = it % D, head = h_begin + hb;
-      int64_t first, cnt;
-      kern_affine_shard(N, D, r, &first, &cnt);
+      kern_piece pc;
+      kern_affine_piece(cfg, T, r, &pc);
+      const int64_t first = pc.first, cnt = pc.count;
       KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
+      KR(kchunk_piece)(&c, pc.base, pc.t1);
       kreal *Al = pairs + (size_t)hb * D * npair + (size_t)r * na;
       kreal *Bl = pairs + (size_t)hb * D * npair + (size_t)D * na + (size_t)r * nb;
       for (size_t x = 0; x < na; x++) Al[x] = 0;
@@ -124,9 +132,11 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
 #pragma omp for schedule(dynamic, 1)
   for (int64_t it = 0; it < solo; it++) {
     const int64_t hb = it / D, r = it % D, head = h_begin + hb;
-    int64_t first, cnt;
-    kern_affine_shard(N, D, r, &first, &cnt);
+    kern_piece pc;
+    kern_affine_piece(cfg, T, r, &pc);
+    const int64_t first = pc.first, cnt = pc.count;
     KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
+    KR(kchunk_piece)(&c, pc.base, pc.t1);
     KR(kchunk_h0)(&c, h0);
     if (r == 0) {
       memcpy(h, h0, nb * sizeof *h);
@@ -146,9 +156,11 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
   kreal *th = j->mem + off_h;
   for (int64_t it = solo; it < items; it++) {
     const int64_t hb = it / D, r = it % D, head = h_begin + hb;
-    int64_t first, cnt;
-    kern_affine_shard(N, D, r, &first, &cnt);
+    kern_piece pc;
+    kern_affine_piece(cfg, T, r, &pc);
+    const int64_t first = pc.first, cnt = pc.count;
     KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
+    KR(kchunk_piece)(&c, pc.base, pc.t1);
     if (tid == 0) {
       KR(kchunk_h0)(&c, h0);
       if (r == 0) {

@@ -9,22 +9,57 @@
  * body and the affine map, h by o_inter and W h, v_new by attn v_new and
  * Kt^T v_new).  The KERN_RP_* hooks (kern_num.h) round to bfloat16 for
  * compute dtype bfloat16 and are the identity otherwise:
- *   load     rows as kern_rows_tmpl.h (KERN_RP_INPUT, KERN_RP_Q_SCALE); t >= T
- *            is zero padding (q, k, v, g, beta = 0, so the state passes
- *            through unchanged).
+ *   load     rows as kern_rows_tmpl.h (KERN_RP_INPUT, KERN_RP_Q_SCALE).
+ *            Chunk n of the current *piece* [t_base, t_end) (kchunk_piece;
+ *            the whole sequence [0, T) unless a token-sharded device set
+ *            its own) holds the tokens t_base + n C + i; those at or past
+ *            t_end are zero padding (q, k, v, g, beta = 0, so the state
+ *            passes through unchanged: exp(0) = 1 and k = v = 0, exactly).
+ *            Packed documents (gdn_inputs_token_kind): a token with
+ *            segment id 0 is loaded with k = v = 0 and g = 0 (before the L2
+ *            norm; q and beta as given), as MaxText zeroes them; under
+ *            packing = reset a boundary token b zeroes every decay that
+ *            crosses it (kchunk_reset_masks): eG_i = 0 for i >= b,
+ *            eGl_i = 0 for i < b, eGlast = 0, dec_ij = 0 for j < b <= i --
+ *            exact zeros written over the exp values, the chunked form of
+ *            "the state is zero before token b's update".
  *   G        G_0 = g_0, G_i = G_{i-1} + g_i (left to right, restarts each
  *            chunk); eG_i = exp(G_i); eGl_i = exp(G_{C-1} - G_i);
  *            eGlast = exp(G_{C-1}); dec_ij = exp(G_i - G_j) only for i > j
  *            (the mask is applied before exp).  All float32 for bfloat16.
  *   WY       kb = k * beta (row-wise; KERN_RP_BETA_MUL); S = kb K^T
  *            (KERN_RP_KKT); S_ij = S_ij * dec_ij for i > j, else 0.
- *            A = (I + S)^-1 by forward substitution: row i
+ *            A = (I + S)^-1 by the config's solve (kern_config.h):
+ *            substitution: row i
  *            starts as e_i and for m = 0 .. i-1 ascending A_i. = fma(-S_im,
  *            A_m., A_i.) on columns 0 .. m (A_mj = 0 beyond m) -- bitwise the
  *            same as e_i - (sum_m S_im A_m. accumulated by fma), since
- *            round(-x) = -round(x).  (The solve is jax.scipy's
- *            solve_triangular, not a matmul: plain float32 fma in every
- *            mode.)  vb = v * beta (KERN_RP_BETA_MUL); U = A vb;
+ *            round(-x) = -round(x).  Plain float32 fma whatever the matmul
+ *            mode.  It is the order of the reference BLAS strsm (left,
+ *            lower, unit; right-hand side I) that jax.scipy's
+ *            solve_triangular calls on CPU: for each column, k ascending,
+ *            B_ij -= B_kj A_ik -- with a fused multiply-add where the BLAS
+ *            is built to contract (OpenBLAS's blocked kernels may order
+ *            the sums otherwise: not modelled).
+ *            xla-expander (kchunk_solve_xla): XLA's TriangularSolveExpander
+ *            as TPU runs it (openxla/xla xla/service/
+ *            triangular_solve_expander.cc, read 2026): with C below its
+ *            block size (128 by default; a block of min(128, C)) the
+ *            whole matrix is one diagonal block, and C < 32 would only pick
+ *            the direct solve on a backend that asks for it (TPU's choice is
+ *            not public: assumed the blocked inverse).  The block L = I + S
+ *            (mask then add I: exact), divided by its diagonal (1: exact);
+ *            X starts as diag(1, -1, ..., -1) (off the diagonal -0); for
+ *            i = 1 .. C-1 ascending, X_i. = -(L_i. X), one 1 x C x C dot
+ *            at PrecisionConfig HIGHEST (kern_mm HIGHEST: 6 bf16 passes,
+ *            each accumulated over the whole row, m = 0 .. C-1 ascending,
+ *            including L_ii X_i. = -e_i and the zeros beyond i; then the
+ *            passes summed in XLA's order), negated (exact).  Then X / diag
+ *            (1: exact) and the solve X I at HIGHEST, which is exact (I's
+ *            parts are I, 0, 0, and p0 + p1 + p2 = x exactly: kern_mm.h)
+ *            and is skipped.  float64 compute: plain IEEE products in the
+ *            same order.  TPU's MXU accumulation order within a pass is not
+ *            public; this is kern_mm's (ascending, fma).  vb = v * beta (KERN_RP_BETA_MUL); U = A vb;
  *            kbg = kb * eG (row-wise); W = A kbg; then KERN_RP_UW on U, W.
  *   prep     qg = q * eG (row-wise); attn = q K^T (KERN_RP_QKT),
  *            attn_ij = attn_ij * dec_ij for i > j, kept for i = j (times
@@ -105,9 +140,12 @@ typedef struct KR(kchunk) {
   int out_bf16;
   int64_t b, hv, hk;              /* the (batch, value head) being computed, its key head */
   int64_t pf;                     /* chunk whose rows to prefetch at the next body / affine map */
+  int64_t t_base, t_end;          /* the piece: chunk n starts at token t_base + n C; t >= t_end pads */
   kreal *q, *k, *v;               /* C x Dk, C x Dk, C x Dv */
   kreal *kT;                      /* Dk x C: K^T */
   kreal *g, *beta, *G, *eG, *eGl; /* C */
+  int32_t *lb;                    /* C: the last reset row <= i, or -1 (packing = reset) */
+  kreal *srow;                    /* C: one row's dot (xla-expander solve) */
   kreal eGlast;
   kreal *dec, *S, *A;             /* C x C */
   kreal *kb, *vb;                 /* C x Dk, C x Dv */
@@ -122,6 +160,7 @@ typedef struct KR(kchunk) {
    *   sh    the carried h           body (o_inter, W h)
    *   svn   v_new                   body (attn v_new, Kt^T v_new) */
   KSPLIT skT, sck, scc, scv, sh, svn;
+  KSPLIT ssl, ssx; /* xla-expander solve: L = I + S and X (HIGHEST) */
 } KR(kchunk);
 
 /* Elements (of F) one kprep needs. */
@@ -166,9 +205,12 @@ KTMPL size_t KR(kchunk_elems)(int64_t C, int64_t Dk, int64_t Dv, kern_matmul mod
   const size_t ck = KR(rows_pad)(kern_size_mul(c, dk)), cv = KR(rows_pad)(kern_size_mul(c, dv));
   size_t n = kern_size_mul(4, ck);                                 /* q k kT kb */
   n = kern_size_add(n, kern_size_mul(5, cv));                      /* v vb vnew oin oat */
-  n = kern_size_add(n, kern_size_mul(5, KR(rows_pad)(c)));         /* g beta G eG eGl */
+  n = kern_size_add(n, kern_size_mul(6, KR(rows_pad)(c)));         /* g beta G eG eGl lb */
   n = kern_size_add(n, kern_size_mul(3, KR(rows_pad)(kern_size_mul(c, c)))); /* dec S A */
   n = kern_size_add(n, KR(rows_pad)(kern_size_mul(dk, dv)));       /* hn */
+  n = kern_size_add(n, KR(rows_pad)(c));                            /* srow */
+  /* the xla-expander solve's splits of L and X (HIGHEST; none for F64) */
+  n = kern_size_add(n, kern_size_mul(2, KR(kern_split_elems)(KERN_MATMUL_HIGHEST, kern_size_mul(c, c))));
   n = kern_size_add(n, KR(rows_pad)(KR(kern_gemm_ws_elems)()));
   /* splits: skT sck (C x Dk), scc (C x C), scv svn (C x Dv), sh (Dk x Dv) */
   n = kern_size_add(n, kern_size_mul(2, KR(kern_split_elems)(mode, kern_size_mul(c, dk))));
@@ -189,6 +231,8 @@ KTMPL void KR(kchunk_bind)(KR(kchunk) *c, kreal *mem, const gdn_inputs *in, cons
   c->out_bf16 = out_bf16;
   c->b = c->hv = c->hk = 0;
   c->pf = -1;
+  c->t_base = 0;
+  c->t_end = in->shape.T;
   kreal *p = mem;
   c->q = KR(rows_carve)(&p, C_ * dk);
   c->k = KR(rows_carve)(&p, C_ * dk);
@@ -199,6 +243,7 @@ KTMPL void KR(kchunk_bind)(KR(kchunk) *c, kreal *mem, const gdn_inputs *in, cons
   c->G = KR(rows_carve)(&p, C_);
   c->eG = KR(rows_carve)(&p, C_);
   c->eGl = KR(rows_carve)(&p, C_);
+  c->lb = (int32_t *)(void *)KR(rows_carve)(&p, C_); /* C int32 fit in C elements of F */
   c->dec = KR(rows_carve)(&p, C_ * C_);
   c->S = KR(rows_carve)(&p, C_ * C_);
   c->A = KR(rows_carve)(&p, C_ * C_);
@@ -208,6 +253,7 @@ KTMPL void KR(kchunk_bind)(KR(kchunk) *c, kreal *mem, const gdn_inputs *in, cons
   c->oin = KR(rows_carve)(&p, C_ * dv);
   c->oat = KR(rows_carve)(&p, C_ * dv);
   c->hn = KR(rows_carve)(&p, dk * dv);
+  c->srow = KR(rows_carve)(&p, C_);
   c->gws = KR(rows_carve)(&p, KR(kern_gemm_ws_elems)());
   const kern_matmul mm = num->matmul;
   KR(kchunk_bind_split)(&c->skT, mm, &p, C_ * dk);
@@ -216,6 +262,17 @@ KTMPL void KR(kchunk_bind)(KR(kchunk) *c, kreal *mem, const gdn_inputs *in, cons
   KR(kchunk_bind_split)(&c->scv, mm, &p, C_ * dv);
   KR(kchunk_bind_split)(&c->svn, mm, &p, C_ * dv);
   KR(kchunk_bind_split)(&c->sh, mm, &p, dk * dv);
+  KR(kchunk_bind_split)(&c->ssl, KERN_MATMUL_HIGHEST, &p, C_ * C_);
+  KR(kchunk_bind_split)(&c->ssx, KERN_MATMUL_HIGHEST, &p, C_ * C_);
+}
+
+/* The piece the following chunk indices refer to: chunk n holds the tokens
+ * t_base + n C + i, i < C, those at or past t_end as zero padding.  A
+ * token-sharded device sets its own [r T/D, (r+1) T/D); [0, T) otherwise
+ * (kchunk_bind's default). */
+KTMPL void KR(kchunk_piece)(KR(kchunk) *c, int64_t t_base, int64_t t_end) {
+  c->t_base = t_base;
+  c->t_end = t_end;
 }
 
 KTMPL void KR(kchunk_head)(KR(kchunk) *c, int64_t b, int64_t hv) {
@@ -240,11 +297,11 @@ KTMPL inline void KR(kchunk_split)(KR(kchunk) *c, KSPLIT *s, const kreal *x, int
  * its whole working set before the next load reads them. */
 KTMPL void KR(kchunk_prefetch)(KR(kchunk) *c) {
   const gdn_inputs *in = c->in;
-  const int64_t C = c->C, T = in->shape.T, n = c->pf;
+  const int64_t C = c->C, T = c->t_end, n = c->pf, t0 = c->t_base + n * C;
   c->pf = -1;
-  if (n < 0 || n * C >= T) return;
-  const int64_t t1 = (n + 1) * C < T ? (n + 1) * C : T;
-  for (int64_t t = n * C; t < t1; t++) {
+  if (n < 0 || t0 >= T) return;
+  const int64_t t1 = t0 + C < T ? t0 + C : T;
+  for (int64_t t = t0; t < t1; t++) {
     const char *q = (const char *)gdn_inputs_q(in, c->b, t, c->hk);
     const char *k = (const char *)gdn_inputs_k(in, c->b, t, c->hk);
     const char *v = (const char *)gdn_inputs_v(in, c->b, t, c->hv);
@@ -299,23 +356,52 @@ KTMPL void KR(kchunk_transpose)(int64_t rows, int64_t cols, const kreal *restric
     }
 }
 
-/* Rows of chunk n (zero padded past T), K^T, G and the decays.  K's L2 norm
+/* Zero every decay of the loaded chunk that crosses a reset row (lb: the
+ * last reset row <= i, or -1): the decay from the chunk's start through i
+ * (eG_i) when lb_i >= 0; from i to the chunk's end (eGl_i) and over the
+ * whole chunk (eGlast) when the last reset row lies after i; from j to i
+ * (dec_ij, i > j) when lb_i > j.  Exact zeros; nothing else changes. */
+KTMPL void KR(kchunk_reset_masks)(KR(kchunk) *c) {
+  const int64_t C = c->C;
+  const int32_t *lb = c->lb, lbl = lb[C - 1];
+  for (int64_t i = 0; i < C; i++) {
+    if (lb[i] >= 0) c->eG[i] = 0;
+    if (lbl > i) c->eGl[i] = 0;
+    kreal *di = c->dec + i * C;
+    for (int64_t j = 0; j < lb[i] && j < i; j++) di[j] = 0;
+  }
+  if (lbl >= 0) c->eGlast = 0;
+}
+
+/* Rows of chunk n of the piece (zero padded past its end), K^T, G and the decays.  K's L2 norm
  * is taken on K^T: row d of kT holds element d of every token, so the C
  * sums of squares run side by side (vectorised over the tokens), each still
  * over d ascending as rows_qk sums it; the factor then scales k's rows and
  * kT's columns alike (the same products). */
 KTMPL void KR(kchunk_load)(KR(kchunk) *c, int64_t n) {
   const gdn_inputs *in = c->in;
-  const int64_t C = c->C, Dk = c->Dk, Dv = c->Dv, T = in->shape.T;
-  const int64_t nv = T - n * C < C ? T - n * C : C; /* rows t < T */
+  const int64_t C = c->C, Dk = c->Dk, Dv = c->Dv, T = c->t_end, t0 = c->t_base + n * C;
+  const int64_t nv = T - t0 < C ? T - t0 : C; /* rows t < t_end */
+  int32_t last_reset = -1;
   for (int64_t i = 0; i < nv; i++) {
-    const int64_t t = n * C + i;
+    const int64_t t = t0 + i;
     KR(rows_in)(gdn_inputs_q(in, c->b, t, c->hk), Dk, c->num, c->q + i * Dk);
     KR(rows_in)(gdn_inputs_k(in, c->b, t, c->hk), Dk, c->num, c->k + i * Dk);
     KR(rows_in)(gdn_inputs_v(in, c->b, t, c->hv), Dv, c->num, c->v + i * Dv);
     c->g[i] = KR(rows_g)(gdn_inputs_g(in, c->b, t, c->hv), c->num);
     c->beta[i] = KR(rows_beta)(gdn_inputs_beta(in, c->b, t, c->hv), c->num);
+    const int kind = gdn_inputs_token_kind(in, c->b, t);
+    if (kind == GDN_TOKEN_PAD) {
+      kreal *ki = c->k + i * Dk, *vi = c->v + i * Dv;
+      for (int64_t d = 0; d < Dk; d++) ki[d] = 0;
+      for (int64_t d = 0; d < Dv; d++) vi[d] = 0;
+      c->g[i] = 0;
+    } else if (kind == GDN_TOKEN_RESET) {
+      last_reset = (int32_t)i;
+    }
+    c->lb[i] = last_reset;
   }
+  for (int64_t i = nv; i < C; i++) c->lb[i] = last_reset;
   for (int64_t i = nv; i < C; i++) {
     kreal *qi = c->q + i * Dk, *ki = c->k + i * Dk, *vi = c->v + i * Dv;
     for (int64_t d = 0; d < Dk; d++) qi[d] = ki[d] = 0;
@@ -360,6 +446,7 @@ KTMPL void KR(kchunk_load)(KR(kchunk) *c, int64_t n) {
     const kreal Gi = c->G[i];
     for (int64_t j = 0; j < i; j++) di[j] = KEXPU(Gi - c->G[j]);
   }
+  if (last_reset >= 0) KR(kchunk_reset_masks)(c);
 }
 
 /* A = (I + S)^-1 for the strictly lower triangular S (C x C) by forward
@@ -414,6 +501,38 @@ KTMPL void KR(kchunk_solve)(int64_t C, const kreal *restrict S, kreal *restrict 
   }
 }
 
+/* View of split s from element `off` on (a row of a matrix split whole). */
+KTMPL inline KSPLIT KR(kchunk_split_view)(const KSPLIT *s, int64_t off) {
+  KSPLIT v = *s;
+  if (v.x) v.x += off;
+  for (int i = 0; i < 3; i++)
+    if (v.part[i]) v.part[i] += off;
+  return v;
+}
+
+/* A = (I + S)^-1 as XLA's TriangularSolveExpander on TPU (see the header
+ * above): S (strictly lower, zeros above) becomes L = I + S in place. */
+KTMPL void KR(kchunk_solve_xla)(KR(kchunk) *c) {
+  const int64_t C = c->C;
+  const kern_matmul mm = KERN_MATMUL_HIGHEST; /* the expander's precision */
+  kreal *L = c->S, *X = c->A;
+  for (int64_t i = 0; i < C; i++) {
+    L[i * C + i] = 1;
+    for (int64_t j = 0; j < C; j++) X[i * C + j] = i == j ? (i ? -1 : 1) : -KC(0.0);
+  }
+  KR(kern_split_fill)(&c->ssl, mm, L, (size_t)(C * C));
+  KR(kern_split_fill)(&c->ssx, mm, X, (size_t)(C * C));
+  for (int64_t i = 1; i < C; i++) {
+    const KSPLIT row = KR(kchunk_split_view)(&c->ssl, i * C);
+    KR(kern_mm)(mm, 1, C, C, &row, C, 1, &c->ssx, C, 1, c->srow, C, c->gws);
+    kreal *xi = X + i * C;
+    for (int64_t j = 0; j < C; j++) xi[j] = -c->srow[j];
+    KSPLIT v = KR(kchunk_split_view)(&c->ssx, i * C); /* the new row's parts */
+    KR(kern_split_fill)(&v, mm, xi, (size_t)C);
+    c->ssx.nz |= v.nz;
+  }
+}
+
 /* The WY factors U, W of the loaded chunk into P (and U's split when
  * split_u: the affine map's B_n reads it). */
 KTMPL void KR(kchunk_wy)(KR(kchunk) *c, KR(kprep) *P, int split_u) {
@@ -430,7 +549,10 @@ KTMPL void KR(kchunk_wy)(KR(kchunk) *c, KR(kprep) *P, int split_u) {
     KSIMD for (int64_t j = 0; j < i; j++) s[j] = s[j] * c->dec[i * C + j];
     for (int64_t j = i; j < C; j++) s[j] = 0;
   }
-  KR(kchunk_solve)(C, c->S, c->A);
+  if (c->num->solve == KERN_SOLVE_XLA_EXPANDER)
+    KR(kchunk_solve_xla)(c);
+  else
+    KR(kchunk_solve)(C, c->S, c->A);
   for (int64_t i = 0; i < C; i++)
     KSIMD for (int64_t d = 0; d < Dv; d++) c->vb[i * Dv + d] = c->v[i * Dv + d] * c->beta[i];
   KROUND(c->num, KERN_RP_BETA_MUL, c->vb, C * Dv);
@@ -539,12 +661,12 @@ KTMPL void KR(kchunk_body)(KR(kchunk) *c, const KR(kprep) *P, kreal *restrict h,
   KR(kern_mm_plus)(mm, Dk, w, C, &P->sKt, 1, Dk, &svn, Dv, 1, h, ldh, c->hn + c0, Dv, c->gws);
 }
 
-/* The rows t < T of the chunk's o (columns [c0, c1)) into out. */
+/* The rows t < t_end of chunk n's o (columns [c0, c1)) into out. */
 KTMPL void KR(kchunk_store_o)(const KR(kchunk) *c, int64_t n, gdn_outputs *out, int64_t c0,
                                int64_t c1) {
-  const int64_t C = c->C, Dv = c->Dv, T = c->in->shape.T;
-  for (int64_t i = 0; i < C && n * C + i < T; i++) {
-    double *o = gdn_outputs_o(out, c->b, n * C + i, c->hv);
+  const int64_t C = c->C, Dv = c->Dv, T = c->t_end, t0 = c->t_base + n * C;
+  for (int64_t i = 0; i < C && t0 + i < T; i++) {
+    double *o = gdn_outputs_o(out, c->b, t0 + i, c->hv);
     const kreal *oi = c->oin + i * Dv;
 #if KERN_AVX && KERN_REAL == 32
     if (!c->out_bf16) {

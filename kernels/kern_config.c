@@ -11,6 +11,7 @@ void kern_config_init(kern_config *cfg) {
   cfg->chunk = 64;
   cfg->devices = 1;
   cfg->prefix = KERN_PREFIX_SEQUENTIAL;
+  cfg->shard = KERN_SHARD_TOKENS;
 }
 
 static const char *const matmul_names[] = {"ieee", "default", "high", "highest"};
@@ -47,9 +48,59 @@ int kern_prefix_parse(const char *s, kern_prefix *out, gdn_error *e) {
                        s ? s : "");
 }
 
+static const char *const shard_names[] = {"tokens", "chunks"};
+static const char *const solve_names[] = {"substitution", "xla-expander"};
+
+const char *kern_solve_name(kern_solve m) { return (unsigned)m < 2 ? solve_names[m] : "?"; }
+
+int kern_solve_parse(const char *s, kern_solve *out, gdn_error *e) {
+  for (int i = 0; i < 2; i++)
+    if (s && !strcmp(s, solve_names[i])) {
+      *out = (kern_solve)i;
+      return GDN_OK;
+    }
+  return gdn_error_set(e, GDN_ERR_INPUT,
+                       "--solve '%s': unknown solve; expected substitution or xla-expander",
+                       s ? s : "");
+}
+
+const char *kern_shard_name(kern_shard m) { return (unsigned)m < 2 ? shard_names[m] : "?"; }
+
+int kern_shard_parse(const char *s, kern_shard *out, gdn_error *e) {
+  for (int i = 0; i < 2; i++)
+    if (s && !strcmp(s, shard_names[i])) {
+      *out = (kern_shard)i;
+      return GDN_OK;
+    }
+  return gdn_error_set(e, GDN_ERR_INPUT, "--shard '%s': unknown mode; expected tokens or chunks",
+                       s ? s : "");
+}
+
 gdn_dtype kern_output_dtype(const kern_config *cfg, unsigned input_bf16_mask) {
   if (cfg->dtype == GDN_DTYPE_F64) return GDN_DTYPE_F64;
   return (input_bf16_mask & 1u) ? GDN_DTYPE_BF16 : GDN_DTYPE_F32;
+}
+
+/* Token sharding: D must divide T.  The nearest valid T is the multiple of D
+ * closest to T (both when T lies half-way; D itself when T < D). */
+static int tokens_validate(int64_t D, int64_t T, gdn_error *e) {
+  if (T % D == 0) return GDN_OK;
+  const int64_t lo = T / D * D, hi = lo + D;
+  if (lo == 0 || hi - T < T - lo)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "--devices %" PRId64 " does not divide T = %" PRId64
+                         " (--shard tokens gives every device T/D tokens): the nearest valid T is %" PRId64,
+                         D, T, hi);
+  if (T - lo < hi - T)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "--devices %" PRId64 " does not divide T = %" PRId64
+                         " (--shard tokens gives every device T/D tokens): the nearest valid T is %" PRId64,
+                         D, T, lo);
+  return gdn_error_set(e, GDN_ERR_INPUT,
+                       "--devices %" PRId64 " does not divide T = %" PRId64
+                       " (--shard tokens gives every device T/D tokens): the nearest valid T is %" PRId64
+                       " or %" PRId64,
+                       D, T, lo, hi);
 }
 
 int kern_config_validate(const kern_config *cfg, const gdn_shape *s, gdn_error *e) {
@@ -59,6 +110,10 @@ int kern_config_validate(const kern_config *cfg, const gdn_shape *s, gdn_error *
   if (cfg->devices < 1)
     return gdn_error_set(e, GDN_ERR_INPUT, "--devices %" PRId64 ": the device count must be at least 1",
                          cfg->devices);
+  if ((unsigned)cfg->shard > KERN_SHARD_CHUNKS)
+    return gdn_error_set(e, GDN_ERR_INPUT, "shard mode %d: unknown (tokens or chunks)",
+                         (int)cfg->shard);
+  if (cfg->shard == KERN_SHARD_TOKENS) return tokens_validate(cfg->devices, s->T, e);
   int64_t n = gdn_shape_chunks(s, cfg->chunk);
   if (cfg->devices > n)
     return gdn_error_set(e, GDN_ERR_INPUT,

@@ -15,6 +15,18 @@
  * chunk           C >= 1.
  * devices/prefix  for the affine-prefix kernel (kern_prefix.h: sequential,
  *                 jax.lax.associative_scan's tree, Hillis-Steele).
+ * solve           the in-chunk triangular solve A = (I + S)^-1 (kern_chunk_tmpl.h):
+ *                 SUBSTITUTION, forward substitution with fma (the default;
+ *                 the order of the reference BLAS trsm JAX calls on CPU), or
+ *                 XLA_EXPANDER, XLA's TriangularSolveExpander as TPU runs it
+ *                 (row by row, each row one HIGHEST dot over the whole
+ *                 block).
+ * shard           how the affine-prefix kernel splits the sequence over the
+ *                 devices (kern_affine_piece): TOKENS, upstream's shard_map
+ *                 (T/D tokens per device, each piece chunked and padded on
+ *                 its own), or CHUNKS (the padded sequence's chunks by
+ *                 numpy's array_split rule; never what upstream runs, kept
+ *                 as a mode).  kern_config_init's default is TOKENS.
  */
 #ifndef KERN_CONFIG_H
 #define KERN_CONFIG_H
@@ -38,6 +50,16 @@ typedef enum kern_prefix {
   KERN_PREFIX_HILLIS_STEELE = 2,
 } kern_prefix;
 
+typedef enum kern_shard {
+  KERN_SHARD_TOKENS = 0,
+  KERN_SHARD_CHUNKS = 1,
+} kern_shard;
+
+typedef enum kern_solve {
+  KERN_SOLVE_SUBSTITUTION = 0,
+  KERN_SOLVE_XLA_EXPANDER = 1,
+} kern_solve;
+
 typedef struct kern_config {
   gdn_dtype dtype;
   kern_matmul matmul;
@@ -45,24 +67,33 @@ typedef struct kern_config {
   int64_t chunk;
   int64_t devices;
   kern_prefix prefix;
+  kern_shard shard;
+  kern_solve solve;
   int broken_compose; /* testing only: compose (A1,B1) o (A2,B2), the wrong order */
 } kern_config;
 
-/* float32, IEEE matmuls, no FTZ, C = 64, 1 device, sequential prefix. */
+/* float32, IEEE matmuls, no FTZ, C = 64, 1 device, sequential prefix,
+ * token sharding. */
 void kern_config_init(kern_config *cfg);
 
 const char *kern_matmul_name(kern_matmul m); /* "ieee", "default", "high", "highest" */
 int kern_matmul_parse(const char *s, kern_matmul *out, gdn_error *e);
 const char *kern_prefix_name(kern_prefix p); /* "sequential", "associative-scan", "hillis-steele" */
 int kern_prefix_parse(const char *s, kern_prefix *out, gdn_error *e);
+const char *kern_shard_name(kern_shard m); /* "tokens", "chunks" */
+const char *kern_solve_name(kern_solve m); /* "substitution", "xla-expander" */
+int kern_solve_parse(const char *s, kern_solve *out, gdn_error *e);
+int kern_shard_parse(const char *s, kern_shard *out, gdn_error *e);
 
 /* The dtype the kernel's o is rounded to: float64 for FLOAT64 compute,
  * otherwise the input dtype (bfloat16 when q was stored as bfloat16), as
  * MaxText casts o back to the input dtype. */
 gdn_dtype kern_output_dtype(const kern_config *cfg, unsigned input_bf16_mask);
 
-/* chunk >= 1; devices >= 1 and no more than the number of chunks of the
- * padded sequence (the message says both numbers). */
+/* chunk >= 1; devices >= 1 and, for CHUNKS, no more than the number of
+ * chunks of the padded sequence (the message says both numbers); for TOKENS,
+ * a divisor of T (every device holds T/D >= 1 tokens; the message names the
+ * nearest T that D divides). */
 int kern_config_validate(const kern_config *cfg, const gdn_shape *s, gdn_error *e);
 
 #endif

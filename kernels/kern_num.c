@@ -16,6 +16,10 @@ int kern_num_init(kern_num *num, const kern_config *cfg, const char *who, gdn_er
   num->matmul = cfg->matmul;
   num->ftz = cfg->ftz ? 1 : 0;
   num->round_mask = 0;
+  num->solve = cfg->solve;
+  if ((unsigned)cfg->solve > (unsigned)KERN_SOLVE_XLA_EXPANDER)
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s: solve %d is not one of substitution, xla-expander",
+                         who, (int)cfg->solve);
   if (cfg->dtype != GDN_DTYPE_F32 && cfg->dtype != GDN_DTYPE_F64 && cfg->dtype != GDN_DTYPE_BF16)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s: compute dtype %d is not one of float32, "
                          "bfloat16, float64", who, (int)cfg->dtype);

@@ -96,6 +96,7 @@ typedef struct kern_num {
   kern_matmul matmul;  /* effective (IEEE for float64) */
   int ftz;             /* effective (0 for float64) */
   unsigned round_mask; /* KERN_RP_* bits that round to bfloat16 */
+  kern_solve solve;    /* the in-chunk triangular solve */
 } kern_num;
 
 /* `who` names the kernel for the message ("kern_scan"). */

@@ -56,7 +56,16 @@ static __attribute__((noinline)) void KR(recurrent_thread)(const gdn_inputs *in,
       KR(rows_qk)(gdn_inputs_k(in, b, t, hk), Dk, in->l2norm_in_kernel, 0, scale, num, k);
       KR(rows_v)(gdn_inputs_v(in, b, t, hv), Dv, num, v);
       const kreal beta = KR(rows_beta)(gdn_inputs_beta(in, b, t, hv), num);
-      const kreal a = KEXP(KR(rows_g)(gdn_inputs_g(in, b, t, hv), num));
+      /* packed documents (gdn_inputs.h): padding is k = v = 0, g = 0; a
+       * reset zeroes the decay */
+      const int kind = gdn_inputs_token_kind(in, b, t);
+      if (kind == GDN_TOKEN_PAD) {
+        for (int64_t d = 0; d < Dk; d++) k[d] = 0;
+        for (int64_t d = 0; d < Dv; d++) v[d] = 0;
+      }
+      const kreal a = kind == GDN_TOKEN_RESET ? 0
+                      : kind == GDN_TOKEN_PAD ? 1
+                                              : KEXP(KR(rows_g)(gdn_inputs_g(in, b, t, hv), num));
       KSIMD for (int64_t x = 0; x < Dk * Dv; x++) h[x] = h[x] * a;
       KR(kern_split_fill)(&sk, mm, k, (size_t)Dk);
       KR(kern_split_fill)(&sh, mm, h, (size_t)(Dk * Dv));

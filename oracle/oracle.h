@@ -56,6 +56,12 @@
  *   O(C^2 + C (Dk + Dv) + Dk Dv) MPFR numbers per thread, C = min(chunk, T).
  *   A work item is (b, j).
  *
+ * Packed documents (gdn_inputs.seg, gdn_inputs_token_kind): both tiers of
+ * the token form compute a padding token (segment id 0) as the step with
+ * k = v = 0 and g = 0 (a = 1 exactly; the state passes through unchanged),
+ * and, with packing = reset, a boundary token with a = 0 (the state is
+ * exactly zero before its update).  The chunked form refuses segment ids.
+ *
  * Range: MPFR's default exponent range (about 2^(+-2^30)) is used.  A value
  * overflowing it (reachable only with |g| or a cumulative |G| beyond ~7e8)
  * makes oracle_run fail with GDN_ERR_INPUT naming (b, head, t); a value

@@ -190,17 +190,25 @@ static void prep_row(orc_ddw *w, const float *x, double *restrict Xh, double *re
 int orc_ddw_step(orc_ddw *w, const gdn_inputs *in, int64_t t) {
   const int64_t Dk = w->Dk, nc = w->nc, b = w->b, j = w->j;
 
-  mpfr_set_flt(w->A, gdn_inputs_g(in, b, t, j), MPFR_RNDN);
+  /* Packed documents, as the MPFR token step (oracle_token.c): padding has
+   * k = v = 0 and a = exp(0) = 1; a reset has a = 0 (exact in dd, and the
+   * bound's rho = 0: the zero state carries no error). */
+  const int kind = gdn_inputs_token_kind(in, b, t);
+  mpfr_set_flt(w->A, kind == GDN_TOKEN_PAD ? 0.0f : gdn_inputs_g(in, b, t, j), MPFR_RNDN);
   mpfr_exp(w->A, w->A, MPFR_RNDN);
+  if (kind == GDN_TOKEN_RESET) mpfr_set_zero(w->A, 1);
   orc_dd_of_mpfr(w->A, w->tmp, &w->ah, &w->al);
   if (!isfinite(w->ah)) return 1;
-  prep_row(w, gdn_inputs_k(in, b, t, w->kh), w->Kh, w->Kl, 0);
+  if (kind == GDN_TOKEN_PAD)
+    for (int64_t i = 0; i < Dk; i++) w->Kh[i] = w->Kl[i] = 0.0;
+  else
+    prep_row(w, gdn_inputs_k(in, b, t, w->kh), w->Kh, w->Kl, 0);
   prep_row(w, gdn_inputs_q(in, b, t, w->kh), w->Qh, w->Ql, 1);
   w->knorm = row_norm(w->Kh, Dk) * (1.0 + EPS_KQ);
   w->qnorm = row_norm(w->Qh, Dk) * (1.0 + EPS_KQ);
   w->beta = (double)gdn_inputs_beta(in, b, t, j);
   const float *vrow = gdn_inputs_v(in, b, t, j) + w->c0;
-  for (int64_t c = 0; c < nc; c++) w->v[c] = (double)vrow[c];
+  for (int64_t c = 0; c < nc; c++) w->v[c] = kind == GDN_TOKEN_PAD ? 0.0 : (double)vrow[c];
 
   double *restrict hh = w->hh, *restrict hl = w->hl;
   double *restrict xh = w->xh, *restrict xl = w->xl;

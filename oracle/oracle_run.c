@@ -170,6 +170,10 @@ static int run(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,
   gdn_outputs_clear(out);
   int rc;
   if ((rc = oracle_config_validate(cfg, cert != NULL, e)) || (rc = orc_check_inputs(in, e))) return rc;
+  if (in->seg && cfg->form == ORACLE_FORM_CHUNKED)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "oracle: the chunked form does not model packed documents (segment ids); "
+                         "use the token form");
   const gdn_shape *s = &in->shape;
   const mpfr_prec_t P = cfg->check_prec ? cfg->check_prec : cfg->prec + 64;
   if ((rc = gdn_outputs_alloc(out, s, GDN_DTYPE_F64, e))) return rc;

@@ -58,13 +58,28 @@ void orc_tok_step(orc_tok *w, const gdn_inputs *in, int64_t t) {
   mpfr_t *K = w->K, *Q = w->Q;
   mpfr_ptr a = w->a, beta = w->beta, kv = w->kv, delta = w->delta, tt = w->t, t2 = w->t2;
 
-  orc_prep_row(&w->prep, gdn_inputs_k(in, b, t, w->kh), K, 0);
+  /* Packed documents (gdn_inputs.h): padding is the step with k = v = 0 and
+   * g = 0 (a = exp(0) = 1, exact); a reset zeroes the decay, so h * a = 0
+   * exactly and the token starts from the zero state. */
+  const int kind = gdn_inputs_token_kind(in, b, t);
+  if (kind == GDN_TOKEN_PAD)
+    for (int64_t i = 0; i < Dk; i++) mpfr_set_zero(K[i], 1);
+  else
+    orc_prep_row(&w->prep, gdn_inputs_k(in, b, t, w->kh), K, 0);
   orc_prep_row(&w->prep, gdn_inputs_q(in, b, t, w->kh), Q, 1);
-  mpfr_set_flt(a, gdn_inputs_g(in, b, t, j), MPFR_RNDN);
-  mpfr_exp(a, a, MPFR_RNDN);
+  if (kind == GDN_TOKEN_PAD) {
+    mpfr_set_ui(a, 1, MPFR_RNDN);
+  } else {
+    mpfr_set_flt(a, gdn_inputs_g(in, b, t, j), MPFR_RNDN);
+    mpfr_exp(a, a, MPFR_RNDN);
+  }
+  if (kind == GDN_TOKEN_RESET) mpfr_set_zero(a, 1);
   mpfr_set_flt(beta, gdn_inputs_beta(in, b, t, j), MPFR_RNDN);
   const float *vrow = gdn_inputs_v(in, b, t, j) + w->c0;
-  for (int64_t c = 0; c < nc; c++) mpfr_set_flt(w->v[c], vrow[c], MPFR_RNDN);
+  for (int64_t c = 0; c < nc; c++) {
+    if (kind == GDN_TOKEN_PAD) mpfr_set_zero(w->v[c], 1);
+    else mpfr_set_flt(w->v[c], vrow[c], MPFR_RNDN);
+  }
 
   for (int64_t c = 0; c < nc; c++) {
     mpfr_t *hc = w->h + c * Dk;

@@ -28,6 +28,21 @@ static const gdn_cli_opt options[] = {
     {"devices", "D[,D...]", "context-parallel device counts for affine-prefix (default 1,2,4,8)"},
     {"prefix", "NAME[,NAME...]",
      "exclusive-prefix schedules: sequential, associative-scan, hillis-steele (default sequential)"},
+    {"shard", "MODE",
+     "how affine-prefix splits the sequence: tokens (T/D tokens per device, each padded to whole "
+     "chunks on its own, as upstream's shard_map; default) or chunks (whole chunks, array_split)"},
+    {"solve", "NAME",
+     "the in-chunk triangular solve of both kernels: substitution (fma forward substitution, the "
+     "order of the reference BLAS trsm JAX calls on CPU; default) or xla-expander (XLA's "
+     "TriangularSolveExpander as on TPU: row by row, HIGHEST dots)"},
+    {"prelude", "KIND",
+     "synthetic inputs: none (the kernel called with float32 inputs, as MaxText's unit tests; "
+     "default) or bfloat16 (the layer's prelude: q, k, v L2-normalised and g, beta computed in "
+     "bfloat16 from the layer's activations, as the real layer calls the kernel)"},
+    {"documents", "N", "synthetic inputs: N packed documents per row (segment ids; boundaries drawn "
+                       "from the seed: on a seam, on a chunk edge, inside a chunk; default 1)"},
+    {"packing", "MODE", "state at a document boundary: leak (carried, as MaxText; default) or reset "
+                        "(restarted, as flash-linear-attention's cu_seqlens)"},
     {"dtype", "TYPE", "kernel compute dtype: float32, bfloat16, float64 (default float32)"},
     {"matmul-precision", "MODE",
      "default (1 bf16 pass), high (3), highest (6), ieee (plain float32 fma) (default highest)"},
@@ -159,6 +174,8 @@ static int parse_sweep_opts(const gdn_cli_args *aa, parity_sweep_opts *o, gdn_er
     for (size_t i = 0; i < n; i++) o->prefixes[i] = (kern_prefix)idx[i];
     o->n_prefixes = n;
   }
+  if ((v = GET("shard")) && (rc = kern_shard_parse(v, &o->shard, e))) return rc;
+  if ((v = GET("solve")) && (rc = kern_solve_parse(v, &o->solve, e))) return rc;
   if ((v = GET("dtype")) && (rc = gdn_dtype_parse(v, &o->dtype, "--dtype", e))) return rc;
   if ((v = GET("matmul-precision")) && (rc = kern_matmul_parse(v, &o->matmul, e))) return rc;
   if (GET("ftz") && GET("no-ftz"))
@@ -191,9 +208,12 @@ static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parit
   parity_reference ref;
   parity_reference_init(&ref);
   if ((rc = gdn_synth_generate(&in, &sp->shape, &sp->synth, e))) goto done;
+  if ((rc = gdn_synth_segments(&in, sp->synth.seed, sp->documents, e))) goto done;
+  in.packing = sp->packing;
   if ((rc = parity_reference_compute(&ref, &in, st->tier, st->oracle_bits, e))) goto done;
   char name[96], sha[FIX_SHA256_HEX];
-  snprintf(name, sizeof name, "synthetic seed %" PRIu64, sp->synth.seed);
+  snprintf(name, sizeof name, "synthetic seed %" PRIu64 "%s", sp->synth.seed,
+           (sp->synth.flags & GDN_SYNTH_PRELUDE_BF16) ? " (bfloat16 layer prelude)" : "");
   /* The schema's inputs hash, so synthetic and fixture inputs are named alike. */
   if ((rc = fix_inputs_sha256(&in, sha, e))) goto done;
   parity_input_info info = {name, "synthetic", NULL, sha};
@@ -394,6 +414,12 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   parity_synth_spec base;
   if (parity_synth_spec_from_cli(&base, GET("shape"), GET("key-heads"), GET("dv"), GET("seed"),
                                  GET("h0") != NULL, GET("qk-norm"), GET("input-dtype"), GET("gates"), e))
+    goto done;
+  if (GET("documents") &&
+      gdn_cli_int64(GET("documents"), "--documents", 1, 1 << 20, &base.documents, e))
+    goto done;
+  if (GET("packing") && gdn_packing_parse(GET("packing"), &base.packing, e)) goto done;
+  if (GET("prelude") && parity_parse_prelude(GET("prelude"), &base.synth.flags, "--prelude", e))
     goto done;
 
   if (!strcmp(cmd, "check")) {

@@ -38,6 +38,14 @@ static int parse_gates(const char *s, unsigned *flags, const char *where, gdn_er
   return GDN_OK;
 }
 
+int parity_parse_prelude(const char *s, unsigned *flags, const char *where, gdn_error *e) {
+  if (!strcmp(s, "none")) *flags &= ~GDN_SYNTH_PRELUDE_BF16;
+  else if (!strcmp(s, "bfloat16")) *flags |= GDN_SYNTH_PRELUDE_BF16;
+  else
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s '%s': expected none or bfloat16", where, s);
+  return GDN_OK;
+}
+
 static int parse_input_dtype(const char *s, unsigned *mask, const char *where, gdn_error *e) {
   if (!strcmp(s, "float32")) *mask = 0;
   else if (!strcmp(s, "bfloat16")) *mask = GDN_T_Q | GDN_T_K | GDN_T_V | GDN_T_BETA;
@@ -111,7 +119,7 @@ static int int_list(json_t *v, const char *where, const char *key, int64_t min, 
 static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
                        const parity_synth_spec *base, gdn_error *e) {
   static const char *const keys[] = {"shape", "key_heads", "dv", "seed", "h0", "qk_norm",
-                                     "input_dtype", "gates", "chunk", "devices", "prefix", "dtype",
+                                     "input_dtype", "gates", "chunk", "devices", "prefix", "shard", "solve", "prelude", "documents", "packing", "dtype",
                                      "matmul_precision", "ftz", NULL};
   if (!json_is_object(en)) return gdn_error_set(e, GDN_ERR_INPUT, "%s: not an object", where);
   json_t *v;
@@ -160,6 +168,21 @@ static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
     if (!(s = json_string_value(v))) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"gates\" must be a string", where);
     if ((rc = parse_gates(s, &ge->spec.synth.flags, where, e))) return rc;
   }
+  if ((v = json_object_get(en, "prelude"))) {
+    if (!(s = json_string_value(v))) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"prelude\" must be a string", where);
+    if ((rc = parity_parse_prelude(s, &ge->spec.synth.flags, where, e))) return rc;
+  }
+  if ((v = json_object_get(en, "documents"))) {
+    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 20))
+      return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"documents\" must be an integer in [1, 1048576]",
+                           where);
+    ge->spec.documents = json_integer_value(v);
+  }
+  if ((v = json_object_get(en, "packing"))) {
+    if (!(s = json_string_value(v)) || (rc = gdn_packing_parse(s, &ge->spec.packing, e)))
+      return s ? gdn_error_prefix(e, "%s: ", where)
+               : gdn_error_set(e, GDN_ERR_INPUT, "%s: \"packing\" must be a string", where);
+  }
   parity_sweep_opts *o = &ge->opts;
   if ((v = json_object_get(en, "chunk")) &&
       (rc = int_list(v, where, "chunk", 1, 1 << 20, o->chunks, &o->n_chunks, e)))
@@ -188,6 +211,16 @@ static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
     }
     o->n_prefixes = n;
     json_decref(arr);
+  }
+  if ((v = json_object_get(en, "shard"))) {
+    if (!(s = json_string_value(v)) || (rc = kern_shard_parse(s, &o->shard, e)))
+      return s ? gdn_error_prefix(e, "%s: ", where)
+               : gdn_error_set(e, GDN_ERR_INPUT, "%s: \"shard\" must be a string", where);
+  }
+  if ((v = json_object_get(en, "solve"))) {
+    if (!(s = json_string_value(v)) || (rc = kern_solve_parse(s, &o->solve, e)))
+      return s ? gdn_error_prefix(e, "%s: ", where)
+               : gdn_error_set(e, GDN_ERR_INPUT, "%s: \"solve\" must be a string", where);
   }
   if ((v = json_object_get(en, "dtype"))) {
     if (!(s = json_string_value(v)) || (rc = gdn_dtype_parse(s, &o->dtype, "\"dtype\"", e)))

@@ -24,7 +24,12 @@ typedef struct parity_synth_spec {
   gdn_shape shape;
   int have_shape;
   gdn_synth_opts synth;
+  int64_t documents; /* --documents: packed documents per row (gdn_synth_segments); 0/1: one */
+  int packing;       /* --packing: GDN_PACKING_LEAK (default) or GDN_PACKING_RESET */
 } parity_synth_spec;
+
+/* --prelude / "prelude": "none" or "bfloat16" (GDN_SYNTH_PRELUDE_BF16). */
+int parity_parse_prelude(const char *s, unsigned *flags, const char *where, gdn_error *e);
 
 /* Any argument may be NULL (absent).  shape_str NULL leaves have_shape 0. */
 int parity_synth_spec_from_cli(parity_synth_spec *sp, const char *shape_str, const char *key_heads,

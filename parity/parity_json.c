@@ -167,8 +167,8 @@ static json_t *seams_json(const parity_case_result *r) {
   int bad = !a;
   for (size_t i = 0; a && i < r->n_seams; i++) {
     const parity_seam_result *sm = &r->seams[i];
-    json_t *j = json_pack("{sIsIsI}", "device", (json_int_t)sm->device, "chunk", (json_int_t)sm->chunk, "t",
-                          (json_int_t)sm->t);
+    json_t *j = json_pack("{sIsIsIsI}", "device", (json_int_t)sm->device, "chunk", (json_int_t)sm->chunk, "t",
+                          (json_int_t)sm->t, "pad_before", (json_int_t)sm->pad_before);
     if (j && sm->has_state) bad |= parity_json_set(j, "state_rel", parity_json_real(sm->state_rel));
     if (j && r->has_ref) {
       bad |= parity_json_set(j, role_name(r, r->baseline), parity_json_real(sm->baseline));
@@ -217,6 +217,9 @@ json_t *parity_json_case(const parity_case_result *r, int reproducible) {
   bad |= parity_json_set(c, "chunk", json_integer(r->chunk));
   bad |= parity_json_set(c, "devices", json_integer(r->devices));
   bad |= parity_json_set(c, "prefix", json_string(kern_prefix_name(r->prefix)));
+  bad |= parity_json_set(c, "shard", json_string(kern_shard_name(r->shard)));
+  if (r->packing >= 0) bad |= parity_json_set(c, "packing", json_string(gdn_packing_name(r->packing)));
+  bad |= parity_json_set(c, "solve", json_string(kern_solve_name(r->solve)));
   bad |= parity_json_set(c, "dtype", json_string(gdn_dtype_name(r->dtype)));
   bad |= parity_json_set(c, "matmul_precision", json_string(kern_matmul_name(r->matmul)));
   bad |= parity_json_set(c, "ftz", json_boolean(r->ftz));
@@ -277,6 +280,12 @@ json_t *parity_json_input(const parity_input_result *r) {
   bad |= parity_json_set(ji, "l2norm_in_kernel", json_boolean(in->l2norm_in_kernel));
   bad |= parity_json_set(ji, "h0", json_boolean(in->h0 != NULL));
   bad |= parity_json_set(ji, "bf16_inputs", bfl);
+  if (in->seg) { /* packed documents: how many (the largest id) and what a boundary does */
+    int32_t nd = 0;
+    for (int64_t i = 0; i < in->shape.B * in->shape.T; i++) nd = in->seg[i] > nd ? in->seg[i] : nd;
+    bad |= parity_json_set(ji, "documents", json_integer(nd));
+    bad |= parity_json_set(ji, "packing", json_string(gdn_packing_name(in->packing)));
+  }
   if (r->ref) bad |= input_oracle_json(ji, r->ref);
   for (size_t i = 0; i < r->n_subjects; i++) {
     if (r->subjects[i].m->kind != PARITY_SUBJ_EXTERNAL) continue;

@@ -39,11 +39,19 @@ void parity_log_input(FILE *f, const parity_input_result *r, gdn_dtype dtype, ke
           !ftz       ? ""
           : ftz_auto ? ", subnormals flushed to zero (on by default in the bf16 modes, as on TPU; --no-ftz turns it off)"
                      : ", subnormals flushed to zero");
+  if (in->seg)
+    fprintf(f, "packed documents (segment ids; id 0 = padding, k = v = g = 0): packing %s (%s)\n",
+            gdn_packing_name(in->packing),
+            in->packing == GDN_PACKING_RESET ? "the state restarts at every boundary, as flash-linear-attention's cu_seqlens"
+                                             : "the state flows across boundaries, as MaxText's kernel");
   log_reference(f, r->ref);
 }
 
-void parity_log_chunk(FILE *f, int64_t chunk, int64_t n_chunks, int skipped, int has_ref) {
-  if (skipped)
+void parity_log_chunk(FILE *f, int64_t chunk, int64_t n_chunks, int64_t tokens_T, int skipped, int has_ref) {
+  if (skipped && tokens_T)
+    fprintf(f, "  note: --shard tokens needs D to divide T = %" PRId64 "; default device counts that do not are skipped\n",
+            tokens_T);
+  else if (skipped)
     fprintf(f, "  note: chunk size %" PRId64 " gives %" PRId64 " chunk%s; default device counts above that are skipped\n",
             chunk, n_chunks, n_chunks == 1 ? "" : "s");
   if (has_ref)
@@ -118,7 +126,8 @@ static void log_every_check(FILE *f, const parity_case_result *r) {
 
 void parity_log_case(FILE *f, const parity_case_result *r, int verbosity) {
   char lab[64], fac[32];
-  snprintf(lab, sizeof lab, "C%" PRId64 " D%" PRId64 " %s", r->chunk, r->devices, kern_prefix_name(r->prefix));
+  snprintf(lab, sizeof lab, "C%" PRId64 " D%" PRId64 "%s %s", r->chunk, r->devices,
+           r->devices > 1 && r->shard != KERN_SHARD_TOKENS ? " chunks" : "", kern_prefix_name(r->prefix));
   for (size_t i = 0; i < r->n_subjects; i++)
     if (r->subjects[i].role == PARITY_ROLE_JUDGED && r->subjects[i].has_vs_ref)
       log_judged(f, lab, r, &r->subjects[i]);

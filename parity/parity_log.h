@@ -19,7 +19,9 @@
 void parity_log_input(FILE *f, const parity_input_result *r, gdn_dtype dtype, kern_matmul matmul, int ftz,
                       int ftz_auto);
 /* skipped: default device counts were dropped for this chunk size. */
-void parity_log_chunk(FILE *f, int64_t chunk, int64_t n_chunks, int skipped, int has_ref);
+/* tokens_T: T under --shard tokens (default device counts must divide it),
+ * 0 under --shard chunks. */
+void parity_log_chunk(FILE *f, int64_t chunk, int64_t n_chunks, int64_t tokens_T, int skipped, int has_ref);
 void parity_log_case(FILE *f, const parity_case_result *r, int verbosity);
 
 #endif

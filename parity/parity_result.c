@@ -8,10 +8,12 @@ void parity_case_result_init(parity_case_result *r) {
   memset(r, 0, sizeof *r);
   parity_checks_init(&r->checks);
   r->baseline = r->candidate = SIZE_MAX;
+  r->packing = -1;
 }
 
 void parity_case_result_clear(parity_case_result *r) {
   gdn_free(r->shards);
+  gdn_free(r->pieces);
   gdn_free(r->seams);
   gdn_free(r->subjects);
   gdn_free(r->profile.ref_max_abs);
@@ -29,6 +31,7 @@ int parity_case_result_alloc(parity_case_result *r, int64_t devices, size_t n_su
   r->n_subjects = n_subjects;
   r->profile.n = n_blocks;
   if (!(r->shards = gdn_calloc(2 * nd, sizeof *r->shards, "case shards", e)) ||
+      !(r->pieces = gdn_calloc(3 * nd, sizeof *r->pieces, "case pieces", e)) ||
       (r->n_seams && !(r->seams = gdn_calloc(r->n_seams, sizeof *r->seams, "case seams", e))) ||
       !(r->subjects = gdn_calloc(n_subjects ? n_subjects : 1, sizeof *r->subjects, "case subjects", e)) ||
       !(r->profile.ref_max_abs = gdn_calloc(nb, sizeof(double), "profile", e)) ||

@@ -64,6 +64,7 @@ typedef struct parity_subject_result {
 /* The first chunk after the seam between device r - 1 and r. */
 typedef struct parity_seam_result {
   int64_t device, chunk, t;
+  int64_t pad_before;        /* padding tokens of device r - 1 right before the seam */
   int has_state;             /* state_rel was measured (seam states recorded) */
   double state_rel;          /* ||h_in[r] - h_out[r-1]||_F / ||h_out[r-1]||_F */
   double baseline, candidate; /* max |x - ref| over that chunk's o (has_ref) */
@@ -85,7 +86,11 @@ typedef struct parity_case_result {
   gdn_dtype dtype, output_dtype;
   kern_matmul matmul;
   int ftz, has_ref;
+  kern_shard shard;          /* how the sequence is split over devices */
+  kern_solve solve;          /* the in-chunk triangular solve */
+  int packing;               /* gdn_packing of packed inputs, -1 without segment ids */
   int64_t *shards;           /* (first chunk, count) per device: 2 * devices */
+  int64_t *pieces;           /* (first real token, end of real tokens, padding after) per device: 3 * devices */
   parity_seam_result *seams; /* devices - 1 */
   size_t n_seams;
   parity_subject_result *subjects; /* in the case's subject order */

@@ -29,6 +29,7 @@ void parity_sweep_opts_init(parity_sweep_opts *o) {
   o->devices_default = 1;
   o->prefixes[0] = KERN_PREFIX_SEQUENTIAL;
   o->n_prefixes = 1;
+  o->shard = KERN_SHARD_TOKENS;
   o->dtype = GDN_DTYPE_F32;
   o->matmul = KERN_MATMUL_HIGHEST; /* the CLI contract's default, as MaxText asks */
   o->ftz = -1;
@@ -59,7 +60,9 @@ size_t parity_sweep_devices_for(const parity_sweep_opts *o, const gdn_shape *s, 
   int64_t n_chunks = gdn_shape_chunks(s, chunk);
   size_t k = 0;
   for (size_t i = 0; i < o->n_devices; i++)
-    if (!o->devices_default || o->devices[i] <= n_chunks) out[k++] = o->devices[i];
+    if (!o->devices_default ||
+        (o->shard == KERN_SHARD_TOKENS ? s->T % o->devices[i] == 0 : o->devices[i] <= n_chunks))
+      out[k++] = o->devices[i];
   return k;
 }
 
@@ -74,6 +77,7 @@ int parity_sweep_validate(const gdn_shape *s, const parity_sweep_opts *o, gdn_er
       kern_config_init(&cfg);
       cfg.chunk = o->chunks[ci];
       cfg.devices = dev[di];
+      cfg.shard = o->shard;
       if ((rc = kern_config_validate(&cfg, s, e))) return rc;
     }
   }
@@ -206,8 +210,26 @@ static void case_describe(const input_ctx *x, parity_case_result *r) {
   r->has_ref = x->ref != NULL;
   r->baseline = x->baseline;
   r->candidate = x->candidate;
+  r->shard = x->cfg.shard;
+  r->solve = x->cfg.solve;
+  r->packing = x->in->seg ? (int)x->in->packing : -1;
   parity_case_id(r->id, sizeof r->id, &r->shape, r->chunk, r->devices, r->prefix, o->dtype, o->matmul);
-  for (int64_t d = 0; d < r->devices; d++) kern_affine_shard(x->n_chunks, r->devices, d, &r->shards[2 * d], &r->shards[2 * d + 1]);
+  if (r->devices > 1 && r->shard != KERN_SHARD_TOKENS) /* ids of the default mode unchanged */
+    strncat(r->id, "-shard-chunks", sizeof r->id - strlen(r->id) - 1);
+  if (r->solve != KERN_SOLVE_SUBSTITUTION) /* ids of the default solve unchanged */
+    strncat(r->id, "-solve-xla-expander", sizeof r->id - strlen(r->id) - 1);
+  /* Device d's piece (kern_affine_piece): its chunks numbered as the devices
+   * see the sequence (each device's chunks after the previous device's,
+   * padding included), its real tokens and the padding after them. */
+  for (int64_t d = 0; d < r->devices; d++) {
+    kern_piece pc;
+    kern_affine_piece(&x->cfg, x->in->shape.T, d, &pc);
+    r->shards[2 * d] = pc.index;
+    r->shards[2 * d + 1] = pc.count;
+    r->pieces[3 * d] = pc.t0;
+    r->pieces[3 * d + 1] = pc.t1;
+    r->pieces[3 * d + 2] = pc.pad;
+  }
 }
 
 /* The first chunk after each seam: o errors there, and how far the
@@ -223,8 +245,11 @@ static void case_seams(const input_ctx *x, parity_case_result *r) {
     parity_seam_result *sm = &r->seams[k];
     sm->device = (int64_t)k + 1;
     sm->chunk = r->shards[2 * sm->device];
-    sm->t = sm->chunk * r->chunk;
-    int64_t t1 = sm->t + r->chunk < s->T ? sm->t + r->chunk : s->T;
+    /* The first chunk after the seam: its real tokens; the previous device's
+     * padding sits right before the seam. */
+    sm->t = r->pieces[3 * sm->device];
+    sm->pad_before = r->pieces[3 * (sm->device - 1) + 2];
+    int64_t t1 = sm->t + r->chunk < r->pieces[3 * sm->device + 1] ? sm->t + r->chunk : r->pieces[3 * sm->device + 1];
     sm->cand_vs_base = parity_max_abs_rows(cand->out->o, base->out->o, od, sm->t, t1);
     if (x->ref) {
       sm->baseline = parity_max_abs_rows(base->out->o, x->ref->out.o, od, sm->t, t1);
@@ -356,7 +381,8 @@ static int run_chunk(input_ctx *x, int64_t chunk, gdn_error *e) {
   }
   int64_t dev[PARITY_MAX_LIST];
   size_t nd = parity_sweep_devices_for(o, s, chunk, dev);
-  if (o->verbosity >= 1 && o->log) parity_log_chunk(o->log, chunk, x->n_chunks, nd < o->n_devices, x->ref != NULL);
+  if (o->verbosity >= 1 && o->log) parity_log_chunk(o->log, chunk, x->n_chunks, o->shard == KERN_SHARD_TOKENS ? s->T : 0, nd < o->n_devices,
+                                                    x->ref != NULL);
   for (size_t di = 0; di < nd; di++)
     for (size_t pi = 0; pi < o->n_prefixes; pi++)
       if ((rc = run_case(x, dev[di], o->prefixes[pi], e))) return rc;
@@ -381,6 +407,8 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
   x.cfg.matmul = o->matmul;
   x.cfg.ftz = parity_sweep_ftz(o);
   x.cfg.broken_compose = o->broken_compose;
+  x.cfg.shard = o->shard;
+  x.cfg.solve = o->solve;
   if ((rc = ctx_subjects(&x, ext, n_ext, e))) goto done;
   parity_input_result ir = {info, in, x.ref, x.subj, x.n_subj};
   if ((rc = parity_doc_add_input(d, &ir, e))) goto done;

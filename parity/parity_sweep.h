@@ -38,6 +38,8 @@ typedef struct parity_sweep_opts {
                           instead of refused (an explicit list is refused) */
   kern_prefix prefixes[3];
   size_t n_prefixes;
+  kern_shard shard; /* --shard: tokens (default, upstream's shard_map) or chunks */
+  kern_solve solve; /* --solve: substitution (default) or xla-expander, for both kernels */
   gdn_dtype dtype;
   kern_matmul matmul;
   int ftz; /* -1: auto (on in the bf16 modes, as TPU flushes), 0 off, 1 on */
@@ -60,7 +62,8 @@ void parity_sweep_opts_init(parity_sweep_opts *o); /* C = 64, D = 1,2,4,8, seque
 int parity_sweep_ftz(const parity_sweep_opts *o);
 
 /* The device counts to run at chunk size C: all of them, or for the default
- * list those that fit in the chunk count.  Returns the count written. */
+ * list those that are valid (--shard chunks: no more than the chunk count;
+ * --shard tokens: divisors of T).  Returns the count written. */
 size_t parity_sweep_devices_for(const parity_sweep_opts *o, const gdn_shape *s, int64_t chunk,
                                 int64_t *out);
 

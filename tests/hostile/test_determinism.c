@@ -72,7 +72,7 @@ static void three_runs(char *const args[], const char *what) {
 }
 
 START_TEST(synthetic_run) {
-  char *args[] = {"--shape", "1,200,2,16", "--key-heads", "1", "--chunk", "16", "--devices", "1,3,4", "--h0", NULL};
+  char *args[] = {"--shape", "1,200,2,16", "--key-heads", "1", "--chunk", "16", "--devices", "1,4,5", "--h0", NULL};
   three_runs(args, "run");
 }
 END_TEST
@@ -89,9 +89,9 @@ START_TEST(sweep_grid) {
   const char *g = path("grid.json");
   static const char grid[] =
       "{\"name\": \"determinism\", \"entries\": [\n"
-      " {\"shape\": \"1,100,2,16\", \"devices\": [1, 2, 3], \"chunk\": [16, 32]},\n"
+      " {\"shape\": \"1,100,2,16\", \"devices\": [1, 2, 3], \"shard\": \"chunks\", \"chunk\": [16, 32]},\n"
       " {\"shape\": \"2,70,4,8\", \"key_heads\": 2, \"h0\": true, \"seed\": 5, \"gates\": \"slow\", \"chunk\": 16,"
-      "  \"devices\": [1, 4], \"prefix\": [\"sequential\"], \"input_dtype\": \"bfloat16\"}]}\n";
+      "  \"devices\": [1, 5], \"prefix\": [\"sequential\"], \"input_dtype\": \"bfloat16\"}]}\n";
   hu_write(g, grid, sizeof grid - 1);
   char *args[] = {"sweep", "--grid", (char *)g, NULL};
   three_runs(args, "sweep");

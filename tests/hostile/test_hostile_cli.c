@@ -207,8 +207,11 @@ START_TEST(shapes_refused_on_the_command_line) {
       {{"--shape", "4294967296,4294967296,4294967296,2"}, "element count overflows 64 bits"},
       {{"--shape", "1,99999999999999999999,1,1"}, "field 2 (T (sequence length)) is too large"},
       {{"--shape", "1,1048576,32,128", "--max-bytes", "1G"}, "more than the limit of 1 GiB"},
-      {{"--shape", "1,64,1,8", "--chunk", "32", "--devices", "4"}, "more than the 2 chunks"},
-      {{"--shape", "1,64,1,8", "--chunk", "64", "--devices", "2"}, "more than the 1 chunk"},
+      {{"--shape", "1,64,1,8", "--chunk", "32", "--devices", "4", "--shard", "chunks"},
+       "more than the 2 chunks"},
+      {{"--shape", "1,64,1,8", "--devices", "3"}, "the nearest valid T is 63"},
+      {{"--shape", "1,64,1,8", "--chunk", "64", "--devices", "2", "--shard", "chunks"},
+       "more than the 1 chunk"},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     char *av[12] = {parity};
@@ -225,7 +228,8 @@ START_TEST(shapes_refused_on_the_command_line) {
   }
   /* D larger than the chunk count of a fixture (T = 20, C = 16: 2 chunks) */
   reset_dest();
-  char *av[] = {parity, "check", "--fixture", base, "--devices", "3", "--json", dest, NULL};
+  char *av[] = {parity, "check", "--fixture", base, "--devices", "3", "--shard", "chunks",
+                "--json", dest, NULL};
   hu_result r;
   hu_run(&r, av, NULL);
   hu_expect_refusal(&r, 2, "check --devices 3", base, "more than the 2 chunks", dir, dest,

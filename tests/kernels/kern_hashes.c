@@ -14,7 +14,11 @@
  * of the 16-float panel, chunks that are not multiples of the micro-tile),
  * grouped heads, h0, in-kernel L2 norm, bfloat16-stored inputs, the four
  * matmul modes, bfloat16 compute, ftz, the three prefix schedules and device
- * counts 1, 2, 3, 5 (7 for the long case: shards of unequal length). */
+ * counts 1, 2, 3, 5 (7 for the long case: shards of unequal length), all
+ * with --shard chunks.  A second pass, printed after the first so that a
+ * file from before token sharding existed stays a prefix of the output,
+ * runs the affine kernel with --shard tokens (tagged "tokens") at the device
+ * counts among 2, 3, 4, 5, 7, 11 that divide T (at most three per shape). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +80,7 @@ int main(int argc, char **argv) {
   };
   const int nshape = (int)(sizeof shapes / sizeof shapes[0]);
   const int nmode = (int)(sizeof modes / sizeof modes[0]);
+  for (int pass = 0; pass < 2; pass++)
   for (int si = 0; si < nshape; si++) {
     const shape_case *sc = &shapes[si];
     if (quick && sc->big) continue;
@@ -92,16 +97,26 @@ int main(int argc, char **argv) {
     for (int mi = 0; mi < nmode; mi++) {
       const mode_case *md = &modes[mi];
       if (sc->big && mi > 3) continue;
-      for (int k = 0; k < 3; k++) {
-        static const int64_t Cs[] = {1, 16, 64, 100}, Ds[] = {1, 2, 3, 5, 7};
+      for (int k = pass ? 2 : 0; k < 3; k++) {
+        static const int64_t Cs[] = {1, 16, 64, 100};
+        int64_t Ds[5] = {1, 2, 3, 5, 7};
+        if (pass) { /* token sharding: divisors of T only */
+          static const int64_t cand[] = {2, 3, 4, 5, 7, 11};
+          int nd = 0;
+          for (int x = 0; x < 6 && nd < 3; x++)
+            if (sc->s.T % cand[x] == 0) Ds[1 + nd++] = cand[x];
+          if (nd == 0) break;
+          while (nd < 4) Ds[1 + nd++] = 0; /* unused slots */
+        }
         for (int ci = 0; ci < 4; ci++)
           for (int dd = 0; dd < 5; dd++)
             for (int pf = 0; pf < 3; pf++) {
               if (k != 2 && (dd > 0 || pf > 0)) continue;
               if (k == 0 && ci > 0) continue; /* the recurrence has no chunks */
               if (k != 0 && Cs[ci] == 1 && (sc->s.Dk > 16 || sc->s.T > 600)) continue;
-              if (sc->big && (ci != 2 || (dd != 0 && dd != 4))) continue;
+              if (sc->big && (ci != 2 || (pass ? dd != 1 : (dd != 0 && dd != 4)))) continue;
               if (!sc->big && dd == 4) continue;
+              if (pass && (dd == 0 || Ds[dd] == 0)) continue;
               if (pf > 0 && (dd == 0 || mi > 2)) continue;
               kern_config c;
               kern_config_init(&c);
@@ -111,7 +126,8 @@ int main(int argc, char **argv) {
               c.chunk = Cs[ci];
               c.devices = Ds[dd];
               c.prefix = (kern_prefix)pf;
-              if (Ds[dd] > gdn_shape_chunks(&sc->s, Cs[ci])) continue;
+              c.shard = pass ? KERN_SHARD_TOKENS : KERN_SHARD_CHUNKS;
+              if (!pass && Ds[dd] > gdn_shape_chunks(&sc->s, Cs[ci])) continue;
               gdn_outputs out;
               gdn_outputs_init(&out);
               kern_affine_seams sm;
@@ -131,7 +147,7 @@ int main(int argc, char **argv) {
                 h = fnv(sm.h_in, n * sizeof(double), h);
                 h = fnv(sm.h_out, n * sizeof(double), h);
               }
-              printf("shape%d %s %s %s ftz=%d C=%ld D=%ld %s %016llx\n", si,
+              printf("shape%d %s%s %s %s ftz=%d C=%ld D=%ld %s %016llx\n", si, pass ? "tokens " : "",
                      k == 0 ? "recurrent" : k == 1 ? "scan" : "affine", gdn_dtype_name(md->dt),
                      kern_matmul_name(md->mm), md->ftz, (long)Cs[ci], (long)Ds[dd],
                      kern_prefix_name((kern_prefix)pf), (unsigned long long)h);

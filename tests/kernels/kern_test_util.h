@@ -64,6 +64,7 @@ static inline kern_config kt_cfg(gdn_dtype dt, int64_t chunk, int64_t devices) {
   c.dtype = dt;
   c.chunk = chunk;
   c.devices = devices;
+  c.shard = KERN_SHARD_CHUNKS; /* the tests written for array_split; token sharding sets its own */
   return c;
 }
 

@@ -81,7 +81,7 @@ START_TEST(subnormal_input) {
     expect(&in, 1, 0.0, 0.0);
     gdn_inputs_clear(&in);
   }
-  kern_num num = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 1, 0};
+  kern_num num = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 1, 0, KERN_SOLVE_SUBSTITUTION};
   ck_assert(kern_num_in_f32(&num, -0x1p-140f) == 0 && signbit(kern_num_in_f32(&num, -0x1p-140f)));
   ck_assert(kern_num_in_f32(&num, 0x1p-126f) == 0x1p-126f);
   num.ftz = 0;

@@ -24,7 +24,15 @@ START_TEST(bad_usage_exits_2_with_a_message) {
       {{"--shape", "1,0,4,8"}, "T (sequence length)) must be at least 1"},
       {{"--shape", "x,2,3,4"}, "field 1"},
       {{"--shape", "1,64,4,8", "--key-heads", "3"}, "do not divide"},
-      {{"--shape", "1,64,1,8", "--chunk", "32", "--devices", "4"}, "more than the 2 chunks"},
+      {{"--shape", "1,64,1,8", "--chunk", "32", "--devices", "4", "--shard", "chunks"},
+       "more than the 2 chunks"},
+      {{"--shape", "1,64,1,8", "--devices", "3"}, "does not divide T = 64"},
+      {{"--shape", "1,64,1,8", "--devices", "3"}, "the nearest valid T is 63"},
+      {{"--shape", "1,64,1,8", "--shard", "rows"}, "--shard 'rows'"},
+      {{"--shape", "1,64,1,8", "--packing", "none"}, "--packing 'none'"},
+      {{"--shape", "1,64,1,8", "--prelude", "half"}, "expected none or bfloat16"},
+      {{"--shape", "1,64,1,8", "--documents", "0"}, "--documents"},
+      {{"--shape", "1,64,1,8", "--documents", "65"}, "more documents than the 64 tokens"},
       {{"--shape", "1,64,1,8", "--chunk", "0"}, "--chunk"},
       {{"--shape", "1,64,1,8", "--prefix", "tree"}, "unknown name 'tree'"},
       {{"--shape", "1,64,1,8", "--dtype", "half"}, "'half'"},
@@ -110,11 +118,11 @@ START_TEST(run_writes_contract_json_deterministically) {
   snprintf(j1, sizeof j1, "%s/a.json", dir);
   snprintf(j2, sizeof j2, "%s/b.json", dir);
   cli_result r;
-  RUN(&r, "--shape", "1,200,2,16", "--key-heads", "1", "--chunk", "16", "--devices", "1,3,4",
+  RUN(&r, "--shape", "1,200,2,16", "--key-heads", "1", "--chunk", "16", "--devices", "1,5,8",
       "--h0", "--json", j1, "--reproducible", "--threads", "1");
   ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
   ck_assert_ptr_nonnull(strstr(r.out, "PASS: 3 cases"));
-  RUN(&r, "--shape", "1,200,2,16", "--key-heads", "1", "--chunk", "16", "--devices", "1,3,4",
+  RUN(&r, "--shape", "1,200,2,16", "--key-heads", "1", "--chunk", "16", "--devices", "1,5,8",
       "--h0", "--json", j2, "--reproducible", "--threads", "2");
   ck_assert_int_eq(r.status, 0);
   char *a = read_file(j1), *b = read_file(j2);
@@ -135,9 +143,10 @@ START_TEST(run_writes_contract_json_deterministically) {
   ck_assert_uint_eq(json_array_size(cases), 3);
   json_t *c = json_array_get(cases, 1);
   ck_assert_str_eq(json_string_value(json_object_get(c, "id")),
-                   "B1-T200-Hk1-Hv2-D16-C16-D3-sequential-float32-highest");
+                   "B1-T200-Hk1-Hv2-D16-C16-D5-sequential-float32-highest");
   ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(c, "shape"), "Hk")), 1);
-  ck_assert_int_eq(json_integer_value(json_object_get(c, "devices")), 3);
+  ck_assert_int_eq(json_integer_value(json_object_get(c, "devices")), 5);
+  ck_assert_str_eq(json_string_value(json_object_get(c, "shard")), "tokens");
   const char *impl[2] = {"scan", "affine-prefix"};
   for (int i = 0; i < 2; i++) {
     json_t *m = json_object_get(json_object_get(json_object_get(c, "impls"), impl[i]), "o");
@@ -150,18 +159,80 @@ START_TEST(run_writes_contract_json_deterministically) {
   ck_assert_ptr_nonnull(json_object_get(json_object_get(c, "affine_vs_scan"), "ht"));
   ck_assert(json_array_size(json_object_get(json_object_get(c, "tolerance"), "checks")) >= 1);
   ck_assert(json_is_true(json_object_get(c, "pass")));
-  /* Seams: one per device boundary, at the chunk the shard rule gives
-   * (13 chunks over 3 devices: 5, 4, 4). */
+  /* Seams: one per device boundary, where token sharding puts them (200
+   * tokens over 5 devices: 40 each, 3 chunks of 16 with 8 rows of padding
+   * at every device's end). */
   json_t *seams = json_object_get(c, "seams");
-  ck_assert_uint_eq(json_array_size(seams), 2);
-  ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(seams, 0), "chunk")), 5);
-  ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(seams, 1), "t")), 9 * 16);
+  ck_assert_uint_eq(json_array_size(seams), 4);
+  ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(seams, 0), "chunk")), 3);
+  ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(seams, 0), "pad_before")), 8);
+  ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(seams, 1), "t")), 80);
   json_decref(d);
   free(a);
   free(b);
   unlink(j1);
   unlink(j2);
   rmdir(dir);
+}
+END_TEST
+
+/* --shard chunks: array_split's shards (8 chunks over 3 devices: 3, 3, 2),
+ * named in the case and its id; no padding before a seam. */
+START_TEST(shard_chunks_mode) {
+  char js[] = "/tmp/gdn-cli-shard-XXXXXX.json";
+  int fd = mkstemps(js, 5);
+  close(fd);
+  cli_result r;
+  RUN(&r, "--shape", "1,128,1,8", "--chunk", "16", "--devices", "3", "--shard", "chunks",
+      "--json", js, "--reproducible");
+  ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
+  char *a = read_file(js);
+  json_error_t je;
+  json_t *d = json_loads(a, 0, &je);
+  ck_assert_ptr_nonnull(d);
+  json_t *c = json_array_get(json_object_get(d, "cases"), 0);
+  ck_assert_str_eq(json_string_value(json_object_get(c, "shard")), "chunks");
+  ck_assert_str_eq(json_string_value(json_object_get(c, "id")),
+                   "B1-T128-H1-D8-C16-D3-sequential-float32-highest-shard-chunks");
+  json_t *seams = json_object_get(c, "seams");
+  ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(seams, 1), "chunk")), 6);
+  ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(seams, 1), "pad_before")), 0);
+  json_decref(d);
+  free(a);
+  unlink(js);
+}
+END_TEST
+
+/* --documents / --packing: the semantics named in the inputs entry, every
+ * case and the table; a reset on the seam T/2 makes D = 2's o exact. */
+START_TEST(packed_documents) {
+  char js[] = "/tmp/gdn-cli-pack-XXXXXX.json";
+  int fd = mkstemps(js, 5);
+  close(fd);
+  cli_result r;
+  RUN(&r, "--shape", "1,256,1,8", "--chunk", "16", "--devices", "1,2", "--documents", "4",
+      "--packing", "reset", "--gates", "slow", "--json", js, "--reproducible");
+  ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
+  ck_assert_ptr_nonnull(strstr(r.out, "packing reset"));
+  char *a = read_file(js);
+  json_error_t je;
+  json_t *d = json_loads(a, 0, &je);
+  ck_assert_ptr_nonnull(d);
+  json_t *in0 = json_array_get(json_object_get(d, "inputs"), 0);
+  ck_assert_str_eq(json_string_value(json_object_get(in0, "packing")), "reset");
+  ck_assert_int_ge(json_integer_value(json_object_get(in0, "documents")), 2);
+  for (size_t i = 0; i < 2; i++)
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(d, "cases"), i),
+                                                       "packing")), "reset");
+  json_decref(d);
+  free(a);
+  /* without --documents no packing is claimed */
+  RUN(&r, "--shape", "1,64,1,8", "--chunk", "16", "--devices", "1", "--json", js, "--reproducible");
+  ck_assert_int_eq(r.status, 0);
+  a = read_file(js);
+  ck_assert_ptr_null(strstr(a, "\"packing\""));
+  free(a);
+  unlink(js);
 }
 END_TEST
 
@@ -274,6 +345,8 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, help_lists_every_option);
   tcase_add_test(tc, run_writes_contract_json_deterministically);
   tcase_add_test(tc, oracle_none);
+  tcase_add_test(tc, shard_chunks_mode);
+  tcase_add_test(tc, packed_documents);
   tcase_add_test(tc, oracle_tiers);
   tcase_add_test(tc, memory_bounded_by_inputs_and_outputs);
   suite_add_tcase(su, tc);

@@ -44,6 +44,8 @@ static int sweep_once(int broken, int64_t devices, parity_doc *d) {
   o.n_devices = 1;
   o.devices_default = 0;
   o.broken_compose = broken;
+  /* D = 3 does not divide T = 512: array_split; D = 8: token sharding */
+  o.shard = s.T % devices ? KERN_SHARD_CHUNKS : KERN_SHARD_TOKENS;
   ck_assert_int_eq(parity_doc_init(d, "test", &pol, &e), GDN_OK);
   parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
   ck_assert_msg(parity_sweep_run(d, &in, &info, &ref, NULL, 0, &o, &e) == GDN_OK, "%s", e.msg);
@@ -105,7 +107,7 @@ START_TEST(shipped_fixtures_replay_clean) {
     snprintf(path, sizeof path, "%s/%s", data_dir, de->d_name);
     int fd = mkstemps(js, 5);
     close(fd);
-    char *av[] = {"gdn-parity", "check", "--fixture", path, "--devices", "1,2,3", "--json", js,
+    char *av[] = {"gdn-parity", "check", "--fixture", path, "--devices", "1", "--json", js,
                   "--reproducible", NULL};
     fix_fixture fx;
     fix_fixture_init(&fx);
@@ -114,9 +116,13 @@ START_TEST(shipped_fixtures_replay_clean) {
     fix_load_opts lo;
     fix_load_opts_init(&lo);
     ck_assert_msg(fix_load(&fx, path, &lo, &e) == GDN_OK, "%s", e.msg);
-    int64_t N = gdn_shape_chunks(&fx.inputs.shape, fx.chunk_size);
+    /* 1 and up to two more device counts that divide T (--shard tokens) */
+    const int64_t T = fx.inputs.shape.T;
     fix_fixture_clear(&fx);
-    if (N < 3) av[5] = "1";
+    char devs[32] = "1";
+    for (int D = 2, k = 0; D <= 7 && k < 2; D++)
+      if (T % D == 0) k++, snprintf(devs + strlen(devs), sizeof devs - strlen(devs), ",%d", D);
+    av[5] = devs;
     json_t *doc = NULL;
     int st = run_cli(9, av, &doc, js);
     ck_assert_msg(st == 0, "%s: gate status %d", path, st);

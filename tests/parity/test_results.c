@@ -83,7 +83,7 @@ START_TEST(json_case_writer) {
   fill(&r, attrs);
   json_t *c = parity_json_case(&r, 1);
   ck_assert_ptr_nonnull(c);
-  static const char *const keys[] = {"id", "input", "shape", "chunk", "devices", "prefix", "dtype",
+  static const char *const keys[] = {"id", "input", "shape", "chunk", "devices", "prefix", "shard", "solve", "dtype",
                                      "matmul_precision", "ftz", "output_dtype", "shards", "impls",
                                      "affine_vs_scan", "tolerance", "upstream", "profile", "seams",
                                      "ulp_histogram", "pass"};
@@ -104,8 +104,8 @@ START_TEST(json_case_writer) {
   ck_assert_str_eq(json_string_value(json_object_get(k, "tensor")), "o");
   ck_assert_str_eq(json_string_value(json_object_get(k, "value")), "inf");
   /* The seam names its subjects by their names. */
-  static const char *const sk[] = {"device", "chunk", "t", "scan", "affine-prefix", "affine_vs_scan"};
-  assert_keys(json_array_get(json_object_get(c, "seams"), 0), sk, 6);
+  static const char *const sk[] = {"device", "chunk", "t", "pad_before", "scan", "affine-prefix", "affine_vs_scan"};
+  assert_keys(json_array_get(json_object_get(c, "seams"), 0), sk, 7);
   json_decref(c);
   /* Timing only when not reproducible. */
   c = parity_json_case(&r, 0);
@@ -158,12 +158,18 @@ START_TEST(sweep_small_functions) {
   gdn_shape q = {1, 4096, 4, 4, 128, 128};
   parity_case_id(id, sizeof id, &q, 64, 4, KERN_PREFIX_SEQUENTIAL, GDN_DTYPE_F32, KERN_MATMUL_HIGHEST);
   ck_assert_str_eq(id, "B1-T4096-H4-D128-C64-D4-sequential-float32-highest");
-  /* Default devices 1, 2, 4, 8 at T = 200, C = 64: 4 chunks keep 1, 2, 4;
-   * an explicit list is kept whole (validation refuses it later). */
+  /* --shard tokens (the default): default devices 1, 2, 4, 8 keep the
+   * divisors of T: all four at T = 200, not 8 at T = 100. */
   parity_sweep_opts o;
   parity_sweep_opts_init(&o);
-  gdn_shape t = {1, 200, 1, 1, 16, 16};
+  gdn_shape t = {1, 200, 1, 1, 16, 16}, t100 = {1, 100, 1, 1, 16, 16};
   int64_t dev[PARITY_MAX_LIST];
+  ck_assert_uint_eq(parity_sweep_devices_for(&o, &t, 64, dev), 4);
+  ck_assert_uint_eq(parity_sweep_devices_for(&o, &t100, 64, dev), 3);
+  ck_assert(dev[0] == 1 && dev[1] == 2 && dev[2] == 4);
+  /* --shard chunks: at T = 200, C = 64, 4 chunks keep 1, 2, 4; an explicit
+   * list is kept whole (validation refuses it later). */
+  o.shard = KERN_SHARD_CHUNKS;
   ck_assert_uint_eq(parity_sweep_devices_for(&o, &t, 64, dev), 3);
   ck_assert(dev[0] == 1 && dev[1] == 2 && dev[2] == 4);
   o.devices_default = 0;

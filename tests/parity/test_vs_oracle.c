@@ -52,6 +52,8 @@ static void run(kind k, const gdn_inputs *in, gdn_dtype dt, int64_t C, int64_t D
   c.dtype = dt;
   c.chunk = C;
   c.devices = D;
+  /* token sharding (upstream's) wherever D divides T, array_split otherwise */
+  c.shard = in->shape.T % D ? KERN_SHARD_CHUNKS : KERN_SHARD_TOKENS;
   gdn_outputs_init(out);
   int rc = k == K_SCAN ? kern_scan(in, &c, out, &e)
            : k == K_RECURRENT ? kern_recurrent(in, &c, out, &e)
@@ -164,6 +166,48 @@ START_TEST(thread_count_does_not_change_results) {
 }
 END_TEST
 
+/* Packed documents (--documents, --packing): every kernel against the MPFR
+ * oracle with the same semantics, 6 documents on T = 192 (boundaries on a
+ * seam, a chunk edge, inside a chunk; a padding tail).  float64 within
+ * 1e-13 as above; float32 within the 64 u bound above.  Negative control:
+ * the kernels under the other semantics are off by far more (> 1e-3). */
+START_TEST(packed_documents_match_oracle) {
+  for (int packing = 0; packing < 2; packing++) {
+    gdn_inputs in;
+    inputs(&in, (gdn_shape){1, 192, 1, 2, 16, 12}, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, 31);
+    gdn_error e;
+    gdn_error_init(&e);
+    ck_assert_int_eq(gdn_synth_segments(&in, 31, 6, &e), GDN_OK);
+    in.packing = packing;
+    gdn_outputs ref, x;
+    oracle(&in, &ref);
+    static const int64_t Ds[] = {1, 2, 3, 4, 8};
+    for (int dt = 0; dt < 2; dt++) {
+      const double bound = dt ? 64 * ldexp(1, -24) : 1e-13;
+      const gdn_dtype d = dt ? GDN_DTYPE_F32 : GDN_DTYPE_F64;
+      run(K_RECURRENT, &in, d, 64, 1, &x);
+      relerr r = rel(&x, &ref);
+      ck_assert_msg(r.o < bound && r.ht < bound, "recurrent %d: %g %g", dt, r.o, r.ht);
+      gdn_outputs_clear(&x);
+      for (int64_t C = 16; C <= 64; C *= 4)
+        for (size_t di = 0; di < 5; di++) {
+          run(Ds[di] == 1 ? K_SCAN : K_AFFINE, &in, d, C, Ds[di], &x);
+          r = rel(&x, &ref);
+          ck_assert_msg(r.o < bound && r.ht < bound, "packing %d dtype %d C=%ld D=%ld: %g %g",
+                        packing, dt, (long)C, (long)Ds[di], r.o, r.ht);
+          gdn_outputs_clear(&x);
+        }
+    }
+    in.packing = !packing; /* negative control */
+    run(K_AFFINE, &in, GDN_DTYPE_F64, 16, 4, &x);
+    ck_assert(rel(&x, &ref).o > 1e-3);
+    gdn_outputs_clear(&x);
+    gdn_outputs_clear(&ref);
+    gdn_inputs_clear(&in);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("vs_oracle");
   TCase *tc = tcase_create("vs_oracle");
@@ -171,6 +215,7 @@ int main(void) {
   tcase_add_loop_test(tc, float64_kernels_match_oracle, 0, 3);
   tcase_add_loop_test(tc, float32_kernels_within_bound, 0, 3);
   tcase_add_test(tc, thread_count_does_not_change_results);
+  tcase_add_test(tc, packed_documents_match_oracle);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
