@@ -15,15 +15,72 @@ const char *gdn_cli_get(const gdn_cli_opt *table, const gdn_cli_args *a, const c
   return i < 0 ? NULL : a->value[i];
 }
 
-int gdn_cli_parse(const gdn_cli_opt *table, int argc, char **argv, int first, gdn_cli_args *out,
-                  gdn_error *e) {
+/* A separate value that is really the next option: "--x" or "-x", but not
+ * "-" (stdin by convention) or a negative number. */
+static int looks_like_option(const char *v) {
+  return v[0] == '-' && v[1] != '\0' && !(v[1] >= '0' && v[1] <= '9') && v[1] != '.';
+}
+
+/* argv[*i] is "--name[=value]": stores it in out, advancing *i past a
+ * separate value. */
+static int foreign(const gdn_cli_opt *o, const char *const *cmd_names, int cmd, gdn_error *e) {
+  char all[256] = "";
+  for (int c = 0; cmd_names[c]; c++)
+    if (o->cmds & (1u << c)) {
+      size_t l = strlen(all);
+      snprintf(all + l, sizeof all - l, "%s%s", l ? ", " : "", cmd_names[c]);
+    }
+  return gdn_error_set(e, GDN_ERR_INPUT, "option '--%s' does not apply to %s (it is for: %s)", o->name,
+                       cmd_names[cmd], all);
+}
+
+static int parse_one(const gdn_cli_opt *table, int n_opts, const char *const *cmd_names, int cmd, int argc,
+                     char **argv, int *i, gdn_cli_args *out, gdn_error *e) {
+  const char *name = argv[*i] + 2, *eq = strchr(name, '=');
+  size_t len = eq ? (size_t)(eq - name) : strlen(name);
+  int k = -1;
+  for (int j = 0; j < n_opts; j++)
+    if (strlen(table[j].name) == len && !strncmp(table[j].name, name, len)) k = j;
+  if (k < 0)
+    return gdn_error_set(e, GDN_ERR_INPUT, "unknown option '--%.*s' (see --help)", (int)len, name);
+  if (cmd_names && table[k].cmds && !(table[k].cmds & (1u << cmd))) return foreign(&table[k], cmd_names, cmd, e);
+  const char *v;
+  if (!table[k].metavar) {
+    if (eq)
+      return gdn_error_set(e, GDN_ERR_INPUT, "option '--%s' takes no value (got '%s')", table[k].name, eq + 1);
+    v = "1";
+  } else if (eq) {
+    v = eq + 1;
+  } else {
+    if (*i + 1 >= argc)
+      return gdn_error_set(e, GDN_ERR_INPUT, "option '--%s' needs a value (%s)", table[k].name,
+                           table[k].metavar);
+    v = argv[++*i];
+    if (looks_like_option(v))
+      return gdn_error_set(e, GDN_ERR_INPUT,
+                           "option '--%s' needs a value (%s) but is followed by the option '%s' "
+                           "(write --%s=%s if that is really the value)",
+                           table[k].name, table[k].metavar, v, table[k].name, v);
+  }
+  if (!v[0])
+    return gdn_error_set(e, GDN_ERR_INPUT, "option '--%s': empty value; expected %s", table[k].name,
+                         table[k].metavar);
+  if (out->value[k])
+    return gdn_error_set(e, GDN_ERR_INPUT, "option '--%s' is given twice ('%s', then '%s'); give it once",
+                         table[k].name, table[k].metavar ? out->value[k] : "", table[k].metavar ? v : "");
+  out->value[k] = v;
+  return GDN_OK;
+}
+
+int gdn_cli_parse_cmd(const gdn_cli_opt *table, const char *const *cmd_names, int cmd, int argc,
+                      char **argv, int first, gdn_cli_args *out, gdn_error *e) {
   memset(out, 0, sizeof *out);
   int n_opts = 0;
   while (table[n_opts].name) n_opts++;
   if (n_opts > GDN_CLI_MAX_OPTS)
     return gdn_error_set(e, GDN_ERR_INTERNAL, "option table has %d entries, more than %d", n_opts,
                          GDN_CLI_MAX_OPTS);
-  int only_pos = 0;
+  int only_pos = 0, rc;
   for (int i = first; i < argc; i++) {
     const char *a = argv[i];
     if (only_pos || a[0] != '-' || a[1] == '\0') {
@@ -39,34 +96,14 @@ int gdn_cli_parse(const gdn_cli_opt *table, int argc, char **argv, int first, gd
     if (a[1] != '-')
       return gdn_error_set(e, GDN_ERR_INPUT,
                            "unknown option '%s': options are spelled --name (see --help)", a);
-    const char *name = a + 2, *eq = strchr(name, '=');
-    size_t len = eq ? (size_t)(eq - name) : strlen(name);
-    int k = -1;
-    for (int j = 0; j < n_opts; j++)
-      if (strlen(table[j].name) == len && !strncmp(table[j].name, name, len)) k = j;
-    if (k < 0)
-      return gdn_error_set(e, GDN_ERR_INPUT, "unknown option '--%.*s' (see --help)", (int)len,
-                           name);
-    if (!table[k].metavar) {
-      if (eq)
-        return gdn_error_set(e, GDN_ERR_INPUT, "option '--%s' takes no value (got '%s')",
-                             table[k].name, eq + 1);
-      out->value[k] = "1";
-      continue;
-    }
-    if (eq) {
-      out->value[k] = eq + 1;
-    } else {
-      if (i + 1 >= argc)
-        return gdn_error_set(e, GDN_ERR_INPUT, "option '--%s' needs a value (%s)", table[k].name,
-                             table[k].metavar);
-      out->value[k] = argv[++i];
-    }
-    if (!out->value[k][0])
-      return gdn_error_set(e, GDN_ERR_INPUT, "option '--%s': empty value; expected %s",
-                           table[k].name, table[k].metavar);
+    if ((rc = parse_one(table, n_opts, cmd_names, cmd, argc, argv, &i, out, e))) return rc;
   }
   return GDN_OK;
+}
+
+int gdn_cli_parse(const gdn_cli_opt *table, int argc, char **argv, int first, gdn_cli_args *out,
+                  gdn_error *e) {
+  return gdn_cli_parse_cmd(table, NULL, 0, argc, argv, first, out, e);
 }
 
 void gdn_cli_print_options(const gdn_cli_opt *table, FILE *f) {
