@@ -12,6 +12,7 @@
 #include "gdn_path.h"
 #include "gdn_synth.h"
 #include "gdn_threads.h"
+#include "parity_budget.h"
 #include "parity_grid.h"
 #include "parity_oracle.h"
 #include "parity_output.h"
@@ -194,9 +195,8 @@ static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parit
                          gdn_error *e) {
   int rc = parity_sweep_validate(&sp->shape, o, e);
   if (rc) return rc;
-  /* inputs + reference + scan + one affine result */
-  if ((rc = gdn_shape_check_limit(&sp->shape, (sp->synth.flags & GDN_SYNTH_H0) != 0, 3,
-                                  st->max_bytes, e)))
+  /* inputs + reference + scan + one affine result + the kernels' scratch */
+  if ((rc = parity_budget_check(&sp->shape, (sp->synth.flags & GDN_SYNTH_H0) != 0, 3, o, st->max_bytes, e)))
     return rc;
   gdn_inputs in;
   gdn_inputs_init(&in);
@@ -310,7 +310,10 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
     o.chunks[0] = fx.chunk_size;
     o.n_chunks = 1;
   }
-  if ((rc = parity_sweep_validate(&fx.inputs.shape, &o, e))) {
+  /* the fixture's data is loaded (counted by the loader); what the run adds:
+   * reference + scan + one affine result + the kernels' scratch */
+  if ((rc = parity_sweep_validate(&fx.inputs.shape, &o, e)) ||
+      (rc = parity_budget_check(&fx.inputs.shape, fx.inputs.h0 != NULL, 3, &o, st->max_bytes, e))) {
     gdn_error_prefix(e, "%s: ", path);
     goto done;
   }
@@ -483,7 +486,9 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
     }
     /* Validate the whole grid before running any of it. */
     for (size_t i = 0; i < g.n; i++)
-      if ((rc = parity_sweep_validate(&g.entries[i].spec.shape, &g.entries[i].opts, e))) {
+      if ((rc = parity_sweep_validate(&g.entries[i].spec.shape, &g.entries[i].opts, e)) ||
+          (rc = parity_budget_check(&g.entries[i].spec.shape, (g.entries[i].spec.synth.flags & GDN_SYNTH_H0) != 0,
+                                    3, &g.entries[i].opts, st.max_bytes, e))) {
         gdn_error_prefix(e, "%s: entry %zu: ", grid, i);
         parity_grid_clear(&g);
         goto done;
