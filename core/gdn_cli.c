@@ -127,6 +127,10 @@ int gdn_cli_int64(const char *s, const char *opt, int64_t min, int64_t max, int6
   if (*p == '-' && min < 0) {
     neg = 1;
     p++;
+  } else if (*p == '-' && isdigit((unsigned char)p[1])) {
+    /* a negative integer where none is allowed: a range error, not a
+     * "not an integer" */
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s '%s': out of range [%" PRId64 ", %" PRId64 "]", opt, s, min, max);
   }
   if (!isdigit((unsigned char)*p))
     return gdn_error_set(e, GDN_ERR_INPUT, "%s '%s': not an integer", opt, s);
@@ -180,8 +184,12 @@ int gdn_cli_bytes(const char *s, const char *opt, uint64_t *out, gdn_error *e) {
     buf[n - 1] = '\0';
   }
   uint64_t x;
-  int rc = gdn_cli_uint64(buf, opt, &x, e);
-  if (rc) return rc;
+  gdn_error sub;
+  gdn_error_init(&sub);
+  /* Messages quote the whole value ('K', not the '' left of the suffix). */
+  if (!buf[0] || gdn_cli_uint64(buf, opt, &x, &sub))
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s '%s': not a byte size (an integer with an optional K, M, G or T)",
+                         opt, s);
   if (shift && x > (UINT64_MAX >> shift))
     return gdn_error_set(e, GDN_ERR_INPUT, "%s '%s': larger than 2^64 - 1 bytes", opt, s);
   *out = x << shift;

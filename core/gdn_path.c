@@ -42,6 +42,8 @@ static int identify(const gdn_path_use *u, identity *id, gdn_error *e) {
     free(target);
   }
   struct stat st;
+  if (stat(u->path, &st) == 0 && !u->output && S_ISDIR(st.st_mode))
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s %s is a folder, not a file", u->role, u->path);
   if (stat(u->path, &st) == 0) {
     id->known = id->exists = 1;
     id->dev = st.st_dev;

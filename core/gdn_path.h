@@ -10,8 +10,9 @@
  *
  * Refused (GDN_ERR_INPUT, naming both roles): an output that is one of the
  * inputs (writing it would destroy what is being read), and two outputs on
- * one file (the second would overwrite the first).  Two inputs may share a
- * file.  An input that does not exist is left for its reader to report.
+ * one file (the second would overwrite the first), and an input that is a
+ * folder (named as such, not "not a valid JSON document").  Two inputs may
+ * share a file.  An input that does not exist is left for its reader to report.
  */
 #ifndef GDN_PATH_H
 #define GDN_PATH_H
