@@ -184,6 +184,11 @@ static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
         if (!nm) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"prefix\"[%zu] must be a string", where, i);
         return gdn_error_prefix(e, "%s: ", where);
       }
+      for (size_t j = 0; j < n; j++)
+        if (o->prefixes[j] == p) {
+          json_decref(arr);
+          return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"prefix\" lists '%s' twice", where, nm);
+        }
       o->prefixes[n++] = p;
     }
     o->n_prefixes = n;
@@ -204,6 +209,24 @@ static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
     o->ftz = json_is_true(v);
   }
   return GDN_OK;
+}
+
+static int same_list(const int64_t *a, size_t na, const int64_t *b, size_t nb) {
+  return na == nb && (na == 0 || !memcmp(a, b, na * sizeof *a));
+}
+
+/* Two entries that would run the very same cases (the same inputs and the
+ * same lists of numerics): the second only repeats the first. */
+static int entries_same(const parity_grid_entry *x, const parity_grid_entry *y) {
+  const parity_synth_spec *a = &x->spec, *b = &y->spec;
+  const parity_sweep_opts *p = &x->opts, *q = &y->opts;
+  return !memcmp(&a->shape, &b->shape, sizeof a->shape) && a->synth.seed == b->synth.seed &&
+         a->synth.flags == b->synth.flags && a->synth.bf16_mask == b->synth.bf16_mask &&
+         same_list(p->chunks, p->n_chunks, q->chunks, q->n_chunks) &&
+         same_list(p->devices, p->n_devices, q->devices, q->n_devices) &&
+         p->devices_default == q->devices_default && p->n_prefixes == q->n_prefixes &&
+         !memcmp(p->prefixes, q->prefixes, p->n_prefixes * sizeof p->prefixes[0]) && p->dtype == q->dtype &&
+         p->matmul == q->matmul && p->ftz == q->ftz;
 }
 
 int parity_grid_parse(parity_grid *g, const char *text, const char *source,
@@ -238,6 +261,11 @@ int parity_grid_parse(parity_grid *g, const char *text, const char *source,
     ge->opts = *base_opts;
     snprintf(where, sizeof where, "grid %s: entry %zu", source, i);
     if ((rc = entry_parse(json_array_get(entries, i), where, ge, base, e))) goto done;
+    for (size_t j = 0; j < i; j++)
+      if (entries_same(&g->entries[j], ge)) {
+        rc = gdn_error_set(e, GDN_ERR_INPUT, "%s repeats entry %zu (the same cases would run twice)", where, j);
+        goto done;
+      }
   }
   g->n = n;
 done:
