@@ -260,28 +260,35 @@ static void set_list(const gdn_atomic_set *s, size_t from, size_t to, char *buf,
 
 int gdn_atomic_set_commit(gdn_atomic_set *s, gdn_error *e) {
   staging = NULL;
-  int rc = GDN_OK;
-  for (size_t i = 0; i < s->n; i++) {
-    if (!rc && rename(s->tmp[i], s->target[i]) != 0) {
-      char done[400], left[400];
-      int err = errno;
-      set_list(s, 0, i, done, sizeof done);
-      set_list(s, i, s->n, left, sizeof left);
-      if (i == 0)
-        rc = gdn_error_set(e, GDN_ERR_IO, "writing %s failed (rename): %s; nothing was written", s->path[i],
-                           strerror(err));
-      else
-        rc = gdn_error_set(e, GDN_ERR_IO, "writing %s failed (rename): %s; written: %s; not written: %s",
-                           s->path[i], strerror(err), done, left);
-    }
-    if (rc) {
-      set_drop(s, i);
-      continue;
+  size_t i = 0;
+  int err = 0;
+  for (; i < s->n; i++) {
+    if (rename(s->tmp[i], s->target[i]) != 0) {
+      err = errno;
+      break;
     }
     gdn_signal_unregister_temp(s->tmp[i]);
-    free(s->tmp[i]);
-    free(s->path[i]);
-    free(s->target[i]);
+  }
+  int rc = GDN_OK;
+  if (i < s->n) {
+    char done[400], left[400];
+    set_list(s, 0, i, done, sizeof done);
+    set_list(s, i, s->n, left, sizeof left);
+    if (i == 0)
+      rc = gdn_error_set(e, GDN_ERR_IO, "writing %s failed (rename): %s; nothing was written", s->path[i],
+                         strerror(err));
+    else
+      rc = gdn_error_set(e, GDN_ERR_IO, "writing %s failed (rename): %s; written: %s; not written: %s", s->path[i],
+                         strerror(err), done, left);
+  }
+  for (size_t j = 0; j < s->n; j++) {
+    if (j >= i) {
+      set_drop(s, j);
+      continue;
+    }
+    free(s->tmp[j]);
+    free(s->path[j]);
+    free(s->target[j]);
   }
   s->n = 0;
   return rc;
