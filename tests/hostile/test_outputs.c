@@ -102,7 +102,8 @@ END_TEST
 /* Item 2: an output on an input, or two outputs on one file -- by file
  * identity, whatever the spelling -- is refused before any work. */
 START_TEST(aliases_refused) {
-  const char *fx = path("dump.h5");
+  char fx[600]; /* path()'s buffers rotate */
+  snprintf(fx, sizeof fx, "%s", path("dump.h5"));
   hu_result r;
   char *a1[] = {fixture, "synth", "--shape", "1,32,1,8", "--chunk-size", "16", "--out", (char *)fx, NULL};
   hu_run(&r, a1, NULL);
@@ -120,7 +121,8 @@ START_TEST(aliases_refused) {
     hu_expect_refusal(&r, 2, spell[i], "the same file", "destroy the input", dir, fx, before, n);
   }
   /* report r.json -o r.json */
-  const char *res = path("r.json");
+  char res[600];
+  snprintf(res, sizeof res, "%s", path("r.json"));
   run_json(&r, res, NULL, NULL, NULL);
   ck_assert_msg(r.status == 0, "%s", r.err);
   size_t rn;
