@@ -11,6 +11,7 @@
 #include "gdn_inputs.h"
 #include "gdn_path.h"
 #include "gdn_synth.h"
+#include "gdn_text.h"
 #include "gdn_threads.h"
 #include "parity_budget.h"
 #include "parity_grid.h"
@@ -304,7 +305,7 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   int rc = fix_load_isolated(&fx, path, &lo, e);
   if (rc) goto done;
   for (size_t i = 0; i < fx.n_warnings; i++)
-    if (base->verbosity >= 1) fprintf(out, "%s: warning: %s\n", path, fx.warnings[i]);
+    if (base->verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(fx.warnings[i]));
   parity_sweep_opts o = *base;
   if (!chunk_given) {
     o.chunks[0] = fx.chunk_size;
