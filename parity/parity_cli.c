@@ -489,7 +489,8 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
     for (size_t i = 0; i < g.n; i++)
       if ((rc = parity_sweep_validate(&g.entries[i].spec.shape, &g.entries[i].opts, e)) ||
           (rc = parity_budget_check(&g.entries[i].spec.shape, (g.entries[i].spec.synth.flags & GDN_SYNTH_H0) != 0,
-                                    3, &g.entries[i].opts, st.max_bytes, e))) {
+                                    3, &g.entries[i].opts, st.max_bytes, e)) ||
+          (rc = parity_grid_check_policy(&g.entries[i], &st.policy, st.tier != PARITY_ORACLE_NONE, e))) {
         gdn_error_prefix(e, "%s: entry %zu: ", grid, i);
         parity_grid_clear(&g);
         goto done;

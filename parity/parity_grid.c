@@ -291,3 +291,34 @@ int parity_grid_load(parity_grid *g, const char *path, const parity_synth_spec *
   free(text);
   return rc;
 }
+
+int parity_grid_check_policy(const parity_grid_entry *ge, const parity_policy *p, int has_oracle, gdn_error *e) {
+  const parity_sweep_opts *o = &ge->opts;
+  kern_config probe;
+  kern_config_init(&probe);
+  probe.dtype = o->dtype;
+  const gdn_dtype od = kern_output_dtype(&probe, ge->spec.synth.bf16_mask);
+  const gdn_dtype hd = o->dtype == GDN_DTYPE_F64 ? GDN_DTYPE_F64 : GDN_DTYPE_F32;
+  /* placeholder metrics: only which rules apply matters here */
+  static const parity_metrics zero;
+  parity_subject subj[2];
+  memset(subj, 0, sizeof subj);
+  subj[0].name = "scan";
+  subj[0].kind = PARITY_SUBJ_SCAN;
+  subj[1].name = "affine-prefix";
+  subj[1].kind = PARITY_SUBJ_AFFINE;
+  subj[1].vs_scan[0] = subj[1].vs_scan[1] = &zero;
+  for (int i = 0; i < 2; i++) {
+    subj[i].out_dtype[0] = od;
+    subj[i].out_dtype[1] = hd;
+    if (has_oracle) subj[i].vs_oracle[0] = subj[i].vs_oracle[1] = &zero;
+  }
+  parity_case_view view = {o->dtype, o->matmul, has_oracle, {NULL, NULL}, 2, subj};
+  if (has_oracle) view.scan_vs_oracle[0] = view.scan_vs_oracle[1] = &zero;
+  size_t cap = 4 * p->n_rules + 1, n, dec;
+  parity_check *checks = gdn_calloc(cap, sizeof *checks, "policy dry run", e);
+  if (!checks) return e ? e->code : GDN_ERR_NOMEM;
+  int rc = parity_policy_evaluate(p, &view, checks, cap, &n, &dec, e);
+  gdn_free(checks);
+  return rc;
+}

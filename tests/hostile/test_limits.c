@@ -200,6 +200,22 @@ START_TEST(grid_entries_checked_first) {
   hu_write(g, dupp, sizeof dupp - 1);
   hu_run(&r, a1, NULL);
   hu_expect_refusal(&r, 2, "duplicate prefix", "lists 'sequential' twice", NULL, dir, path("r.json"), NULL, 0);
+  /* an entry the policy has no rule for: refused before entry 0 runs */
+  static const char pol[] = "{\"name\": \"float32 only\", \"version\": 1, \"rules\": [{\"id\": \"f32\", "
+                            "\"kind\": \"absolute\", \"dtype\": \"float32\", \"metric\": \"rel_fro\", "
+                            "\"limit_u\": 64, \"reason\": \"float32 only\"}]}";
+  char polf[600];
+  snprintf(polf, sizeof polf, "%s", path("pol.json"));
+  hu_write(polf, pol, sizeof pol - 1);
+  static const char bf[] = "{\"entries\": [{\"shape\": \"1,64,1,8\", \"chunk\": 16, \"devices\": [1]},\n"
+                           "  {\"shape\": \"1,64,1,8\", \"chunk\": 16, \"devices\": [1], \"dtype\": \"bfloat16\"}]}";
+  hu_write(g, bf, sizeof bf - 1);
+  char *a2[] = {parity, "sweep", "--grid", (char *)g, "--policy", polf, "--oracle", "dd", "--json",
+                (char *)path("r.json"), NULL};
+  hu_run(&r, a2, NULL);
+  hu_expect_refusal(&r, 2, "entry without a rule", "entry 1: policy 'float32 only' has no rule", NULL, dir,
+                    path("r.json"), NULL, 0);
+  ck_assert_msg(!strstr(r.out, "B1-T64"), "an entry ran before the refusal: %s", r.out);
   /* negative control: two different entries within the limit */
   static const char ok[] = "{\"entries\": [{\"shape\": \"1,64,1,8\", \"chunk\": 16, \"devices\": [1]},\n"
                            "              {\"shape\": \"1,64,1,8\", \"chunk\": 32, \"devices\": [1]}]}";
