@@ -106,19 +106,32 @@ int gdn_cli_parse(const gdn_cli_opt *table, int argc, char **argv, int first, gd
   return gdn_cli_parse_cmd(table, NULL, 0, argc, argv, first, out, e);
 }
 
-void gdn_cli_print_options(const gdn_cli_opt *table, FILE *f) {
+void gdn_cli_print_options_cmd(const gdn_cli_opt *table, const char *const *cmd_names, FILE *f) {
   size_t w = 0;
+  unsigned all = 0;
+  for (int c = 0; cmd_names && cmd_names[c]; c++) all |= 1u << c;
   for (int i = 0; table[i].name; i++) {
     size_t l = strlen(table[i].name) + (table[i].metavar ? strlen(table[i].metavar) + 1 : 0);
     if (l > w) w = l;
   }
   for (int i = 0; table[i].name; i++) {
-    char buf[160];
+    char buf[160], cmds[200] = "";
     snprintf(buf, sizeof buf, "%s%s%s", table[i].name, table[i].metavar ? " " : "",
              table[i].metavar ? table[i].metavar : "");
-    fprintf(f, "  --%-*s  %s\n", (int)w, buf, table[i].help);
+    if (cmd_names && table[i].cmds && (table[i].cmds & all) != all) {
+      snprintf(cmds, sizeof cmds, " (for:");
+      for (int c = 0; cmd_names[c]; c++)
+        if (table[i].cmds & (1u << c)) {
+          size_t l = strlen(cmds);
+          snprintf(cmds + l, sizeof cmds - l, "%s %s", cmds[l - 1] == ':' ? "" : ",", cmd_names[c]);
+        }
+      strncat(cmds, ")", sizeof cmds - strlen(cmds) - 1);
+    }
+    fprintf(f, "  --%-*s  %s%s\n", (int)w, buf, table[i].help, cmds);
   }
 }
+
+void gdn_cli_print_options(const gdn_cli_opt *table, FILE *f) { gdn_cli_print_options_cmd(table, NULL, f); }
 
 int gdn_cli_int64(const char *s, const char *opt, int64_t min, int64_t max, int64_t *out,
                   gdn_error *e) {

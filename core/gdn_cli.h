@@ -57,6 +57,9 @@ const char *gdn_cli_get(const gdn_cli_opt *table, const gdn_cli_args *a, const c
 
 /* Writes "  --name METAVAR   help" lines for every option, aligned. */
 void gdn_cli_print_options(const gdn_cli_opt *table, FILE *f);
+/* The same, each option that not every command takes ending "(for: sweep,
+ * check)" -- cmd_names as for gdn_cli_parse_cmd. */
+void gdn_cli_print_options_cmd(const gdn_cli_opt *table, const char *const *cmd_names, FILE *f);
 
 /* Strict scalar and list parsers.  `opt` names the option in messages. */
 int gdn_cli_int64(const char *s, const char *opt, int64_t min, int64_t max, int64_t *out,

@@ -23,7 +23,7 @@
 
 /* The commands, by their bit in gdn_cli_opt.cmds (names for messages). */
 enum { CMD_RUN, CMD_SWEEP, CMD_CHECK, CMD_REPORT };
-static const char *const cmd_names[] = {"gdn-parity --shape", "sweep", "check", "report", NULL};
+static const char *const cmd_names[] = {"--shape", "sweep", "check", "report", NULL};
 #define C_RUN (1u << CMD_RUN)
 #define C_SWEEP (1u << CMD_SWEEP)
 #define C_CHECK (1u << CMD_CHECK)
@@ -92,7 +92,7 @@ void parity_cli_print_help(FILE *f) {
           "  gdn-parity --print-policy                     the built-in tolerance policy\n\n"
           "options:\n",
           GDN_VERSION);
-  gdn_cli_print_options(options, f);
+  gdn_cli_print_options_cmd(options, cmd_names, f);
   fprintf(f,
           "\nexit status: 0 every case within tolerance, 1 at least one case out of tolerance,\n"
           "2 bad usage or bad input (the message says what and where), 3 internal error.\n");
