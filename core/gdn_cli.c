@@ -15,15 +15,72 @@ const char *gdn_cli_get(const gdn_cli_opt *table, const gdn_cli_args *a, const c
   return i < 0 ? NULL : a->value[i];
 }
 
-int gdn_cli_parse(const gdn_cli_opt *table, int argc, char **argv, int first, gdn_cli_args *out,
-                  gdn_error *e) {
+/* A separate value that is really the next option: "--x" or "-x", but not
+ * "-" (stdin by convention) or a negative number. */
+static int looks_like_option(const char *v) {
+  return v[0] == '-' && v[1] != '\0' && !(v[1] >= '0' && v[1] <= '9') && v[1] != '.';
+}
+
+/* argv[*i] is "--name[=value]": stores it in out, advancing *i past a
+ * separate value. */
+static int foreign(const gdn_cli_opt *o, const char *const *cmd_names, int cmd, gdn_error *e) {
+  char all[256] = "";
+  for (int c = 0; cmd_names[c]; c++)
+    if (o->cmds & (1u << c)) {
+      size_t l = strlen(all);
+      snprintf(all + l, sizeof all - l, "%s%s", l ? ", " : "", cmd_names[c]);
+    }
+  return gdn_error_set(e, GDN_ERR_INPUT, "option '--%s' does not apply to %s (it is for: %s)", o->name,
+                       cmd_names[cmd], all);
+}
+
+static int parse_one(const gdn_cli_opt *table, int n_opts, const char *const *cmd_names, int cmd, int argc,
+                     char **argv, int *i, gdn_cli_args *out, gdn_error *e) {
+  const char *name = argv[*i] + 2, *eq = strchr(name, '=');
+  size_t len = eq ? (size_t)(eq - name) : strlen(name);
+  int k = -1;
+  for (int j = 0; j < n_opts; j++)
+    if (strlen(table[j].name) == len && !strncmp(table[j].name, name, len)) k = j;
+  if (k < 0)
+    return gdn_error_set(e, GDN_ERR_INPUT, "unknown option '--%.*s' (see --help)", (int)len, name);
+  if (cmd_names && table[k].cmds && !(table[k].cmds & (1u << cmd))) return foreign(&table[k], cmd_names, cmd, e);
+  const char *v;
+  if (!table[k].metavar) {
+    if (eq)
+      return gdn_error_set(e, GDN_ERR_INPUT, "option '--%s' takes no value (got '%s')", table[k].name, eq + 1);
+    v = "1";
+  } else if (eq) {
+    v = eq + 1;
+  } else {
+    if (*i + 1 >= argc)
+      return gdn_error_set(e, GDN_ERR_INPUT, "option '--%s' needs a value (%s)", table[k].name,
+                           table[k].metavar);
+    v = argv[++*i];
+    if (looks_like_option(v))
+      return gdn_error_set(e, GDN_ERR_INPUT,
+                           "option '--%s' needs a value (%s) but is followed by the option '%s' "
+                           "(write --%s=%s if that is really the value)",
+                           table[k].name, table[k].metavar, v, table[k].name, v);
+  }
+  if (!v[0])
+    return gdn_error_set(e, GDN_ERR_INPUT, "option '--%s': empty value; expected %s", table[k].name,
+                         table[k].metavar);
+  if (out->value[k])
+    return gdn_error_set(e, GDN_ERR_INPUT, "option '--%s' is given twice ('%s', then '%s'); give it once",
+                         table[k].name, table[k].metavar ? out->value[k] : "", table[k].metavar ? v : "");
+  out->value[k] = v;
+  return GDN_OK;
+}
+
+int gdn_cli_parse_cmd(const gdn_cli_opt *table, const char *const *cmd_names, int cmd, int argc,
+                      char **argv, int first, gdn_cli_args *out, gdn_error *e) {
   memset(out, 0, sizeof *out);
   int n_opts = 0;
   while (table[n_opts].name) n_opts++;
   if (n_opts > GDN_CLI_MAX_OPTS)
     return gdn_error_set(e, GDN_ERR_INTERNAL, "option table has %d entries, more than %d", n_opts,
                          GDN_CLI_MAX_OPTS);
-  int only_pos = 0;
+  int only_pos = 0, rc;
   for (int i = first; i < argc; i++) {
     const char *a = argv[i];
     if (only_pos || a[0] != '-' || a[1] == '\0') {
@@ -39,49 +96,42 @@ int gdn_cli_parse(const gdn_cli_opt *table, int argc, char **argv, int first, gd
     if (a[1] != '-')
       return gdn_error_set(e, GDN_ERR_INPUT,
                            "unknown option '%s': options are spelled --name (see --help)", a);
-    const char *name = a + 2, *eq = strchr(name, '=');
-    size_t len = eq ? (size_t)(eq - name) : strlen(name);
-    int k = -1;
-    for (int j = 0; j < n_opts; j++)
-      if (strlen(table[j].name) == len && !strncmp(table[j].name, name, len)) k = j;
-    if (k < 0)
-      return gdn_error_set(e, GDN_ERR_INPUT, "unknown option '--%.*s' (see --help)", (int)len,
-                           name);
-    if (!table[k].metavar) {
-      if (eq)
-        return gdn_error_set(e, GDN_ERR_INPUT, "option '--%s' takes no value (got '%s')",
-                             table[k].name, eq + 1);
-      out->value[k] = "1";
-      continue;
-    }
-    if (eq) {
-      out->value[k] = eq + 1;
-    } else {
-      if (i + 1 >= argc)
-        return gdn_error_set(e, GDN_ERR_INPUT, "option '--%s' needs a value (%s)", table[k].name,
-                             table[k].metavar);
-      out->value[k] = argv[++i];
-    }
-    if (!out->value[k][0])
-      return gdn_error_set(e, GDN_ERR_INPUT, "option '--%s': empty value; expected %s",
-                           table[k].name, table[k].metavar);
+    if ((rc = parse_one(table, n_opts, cmd_names, cmd, argc, argv, &i, out, e))) return rc;
   }
   return GDN_OK;
 }
 
-void gdn_cli_print_options(const gdn_cli_opt *table, FILE *f) {
+int gdn_cli_parse(const gdn_cli_opt *table, int argc, char **argv, int first, gdn_cli_args *out,
+                  gdn_error *e) {
+  return gdn_cli_parse_cmd(table, NULL, 0, argc, argv, first, out, e);
+}
+
+void gdn_cli_print_options_cmd(const gdn_cli_opt *table, const char *const *cmd_names, FILE *f) {
   size_t w = 0;
+  unsigned all = 0;
+  for (int c = 0; cmd_names && cmd_names[c]; c++) all |= 1u << c;
   for (int i = 0; table[i].name; i++) {
     size_t l = strlen(table[i].name) + (table[i].metavar ? strlen(table[i].metavar) + 1 : 0);
     if (l > w) w = l;
   }
   for (int i = 0; table[i].name; i++) {
-    char buf[160];
+    char buf[160], cmds[200] = "";
     snprintf(buf, sizeof buf, "%s%s%s", table[i].name, table[i].metavar ? " " : "",
              table[i].metavar ? table[i].metavar : "");
-    fprintf(f, "  --%-*s  %s\n", (int)w, buf, table[i].help);
+    if (cmd_names && table[i].cmds && (table[i].cmds & all) != all) {
+      snprintf(cmds, sizeof cmds, " (for:");
+      for (int c = 0; cmd_names[c]; c++)
+        if (table[i].cmds & (1u << c)) {
+          size_t l = strlen(cmds);
+          snprintf(cmds + l, sizeof cmds - l, "%s %s", cmds[l - 1] == ':' ? "" : ",", cmd_names[c]);
+        }
+      strncat(cmds, ")", sizeof cmds - strlen(cmds) - 1);
+    }
+    fprintf(f, "  --%-*s  %s%s\n", (int)w, buf, table[i].help, cmds);
   }
 }
+
+void gdn_cli_print_options(const gdn_cli_opt *table, FILE *f) { gdn_cli_print_options_cmd(table, NULL, f); }
 
 int gdn_cli_int64(const char *s, const char *opt, int64_t min, int64_t max, int64_t *out,
                   gdn_error *e) {
@@ -90,6 +140,10 @@ int gdn_cli_int64(const char *s, const char *opt, int64_t min, int64_t max, int6
   if (*p == '-' && min < 0) {
     neg = 1;
     p++;
+  } else if (*p == '-' && isdigit((unsigned char)p[1])) {
+    /* a negative integer where none is allowed: a range error, not a
+     * "not an integer" */
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s '%s': out of range [%" PRId64 ", %" PRId64 "]", opt, s, min, max);
   }
   if (!isdigit((unsigned char)*p))
     return gdn_error_set(e, GDN_ERR_INPUT, "%s '%s': not an integer", opt, s);
@@ -143,8 +197,12 @@ int gdn_cli_bytes(const char *s, const char *opt, uint64_t *out, gdn_error *e) {
     buf[n - 1] = '\0';
   }
   uint64_t x;
-  int rc = gdn_cli_uint64(buf, opt, &x, e);
-  if (rc) return rc;
+  gdn_error sub;
+  gdn_error_init(&sub);
+  /* Messages quote the whole value ('K', not the '' left of the suffix). */
+  if (!buf[0] || gdn_cli_uint64(buf, opt, &x, &sub))
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s '%s': not a byte size (an integer with an optional K, M, G or T)",
+                         opt, s);
   if (shift && x > (UINT64_MAX >> shift))
     return gdn_error_set(e, GDN_ERR_INPUT, "%s '%s': larger than 2^64 - 1 bytes", opt, s);
   *out = x << shift;

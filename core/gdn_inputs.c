@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include <stdio.h>
+
 #include "gdn_alloc.h"
 
 void gdn_inputs_init(gdn_inputs *in) { memset(in, 0, sizeof *in); }
@@ -66,11 +68,13 @@ static int check_finite(const float *x, const int64_t dims[4], const char *name,
         idx[d] = r % dims[d];
         r /= dims[d];
       }
+      /* g and beta are (B, T, H): no fourth index to name (dn[3] NULL) */
+      char last[48] = "";
+      if (dn[3]) snprintf(last, sizeof last, ", %s=%" PRId64, dn[3], idx[3]);
       return gdn_error_set(e, GDN_ERR_INPUT,
                            "input %s: non-finite value %g at index (%s=%" PRId64 ", %s=%" PRId64
-                           ", %s=%" PRId64 ", %s=%" PRId64 ") (flat index %zu)",
-                           name, (double)x[i], dn[0], idx[0], dn[1], idx[1], dn[2], idx[2], dn[3],
-                           idx[3], i);
+                           ", %s=%" PRId64 "%s) (flat index %zu)",
+                           name, (double)x[i], dn[0], idx[0], dn[1], idx[1], dn[2], idx[2], last, i);
     }
   }
   return GDN_OK;
@@ -80,12 +84,13 @@ int gdn_inputs_check_values(const gdn_inputs *in, int64_t *n_positive_g, gdn_err
   const gdn_shape *s = &in->shape;
   static const char *const tok[4] = {"b", "t", "h", "d"};
   static const char *const st[4] = {"b", "h", "dk", "dv"};
+  static const char *const gate[4] = {"b", "t", "h", NULL};
   int64_t dq[4] = {s->B, s->T, s->Hk, s->Dk}, dv[4] = {s->B, s->T, s->Hv, s->Dv},
           dg[4] = {s->B, s->T, s->Hv, 1}, dh[4] = {s->B, s->Hv, s->Dk, s->Dv};
   int rc;
   if ((rc = check_finite(in->q, dq, "q", tok, e)) || (rc = check_finite(in->k, dq, "k", tok, e)) ||
-      (rc = check_finite(in->v, dv, "v", tok, e)) || (rc = check_finite(in->g, dg, "g", tok, e)) ||
-      (rc = check_finite(in->beta, dg, "beta", tok, e)) ||
+      (rc = check_finite(in->v, dv, "v", tok, e)) || (rc = check_finite(in->g, dg, "g", gate, e)) ||
+      (rc = check_finite(in->beta, dg, "beta", gate, e)) ||
       (in->h0 && (rc = check_finite(in->h0, dh, "h0", st, e))))
     return rc;
   size_t ng = gdn_shape_numel_gate(s);

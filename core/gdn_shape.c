@@ -33,15 +33,17 @@ int gdn_shape_parse(gdn_shape *s, const char *str, const char *what, gdn_error *
       x = x * 10 + d;
       p++;
     }
+    /* The field's end first: "0x10" is not a decimal integer, not a zero. */
+    if (*p != '\0' && *p != ',')
+      return gdn_error_set(e, GDN_ERR_INPUT,
+                           "%s '%s': field %d (%s) is not a decimal integer: unexpected character '%c' at "
+                           "position %d",
+                           what, str, n + 1, field_names[n], *p, (int)(p - str) + 1);
     if (x == 0)
       return gdn_error_set(e, GDN_ERR_INPUT, "%s '%s': field %d (%s) must be at least 1",
                            what, str, n + 1, field_names[n]);
     v[n++] = x;
     if (*p == '\0') break;
-    if (*p != ',')
-      return gdn_error_set(e, GDN_ERR_INPUT,
-                           "%s '%s': unexpected character '%c' at position %d; expected ','",
-                           what, str, *p, (int)(p - str) + 1);
     p++;
   }
   if (n != 4)

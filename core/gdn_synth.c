@@ -1,5 +1,7 @@
 #include "gdn_synth.h"
 
+#include "gdn_threads.h"
+
 #include <math.h>
 #include <omp.h>
 
@@ -17,14 +19,18 @@ static float round_to(double x, int bf16) {
   return bf16 ? gdn_bf16_round(f) : f;
 }
 
+/* Threads for n cheap elementwise items: one per 4096 at most (a thread
+ * started for a handful of elements costs more than it does). */
+#define FILL_THREADS(n) gdn_threads_for((int64_t)((n) / 4096 + 1))
+
 static void fill_normal(float *x, size_t n, uint64_t seed, uint64_t stream, double sd, int bf16) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(FILL_THREADS(n))
   for (size_t i = 0; i < n; i++) x[i] = round_to(sd * gdn_rng_normal(seed, stream, i), bf16);
 }
 
 /* Rows of length d normalised in binary64 as x * rsqrt(sum x^2 + 1e-6). */
 static void fill_prenorm(float *x, size_t rows, int64_t d, uint64_t seed, uint64_t stream, int bf16) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(FILL_THREADS(rows * (size_t)d))
   for (size_t r = 0; r < rows; r++) {
     double s = 0;
     for (int64_t i = 0; i < d; i++) {
@@ -159,7 +165,7 @@ int gdn_synth_generate(gdn_inputs *in, const gdn_shape *s, const gdn_synth_opts 
   }
   fill_normal(in->v, nv, seed, S_V, 1.0, (bm & GDN_T_V) != 0);
   int64_t Hv = s->Hv;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(FILL_THREADS(ng))
   for (size_t i = 0; i < ng; i++) {
     int64_t h = (int64_t)(i % (size_t)Hv);
     double uA = gdn_rng_uniform(seed, S_ALOG, (uint64_t)h);

@@ -73,6 +73,16 @@
 #include "gdn_outputs.h"
 #include "kern_config.h"
 
+/* Threads a chunked kernel uses on shape s: gdn_threads_for(max(B Hv,
+ * Dv)) -- heads are split among threads, and a team on one head splits
+ * at most Dv columns. */
+int kern_threads(const gdn_shape *s);
+/* Bytes of scratch kern_scan and kern_affine_prefix allocate for cfg on s
+ * (the larger of the two; outputs, inputs and seams not included), with
+ * kern_threads(s) threads; SIZE_MAX when it overflows.  Callers count it
+ * against a memory limit before running (--max-bytes). */
+size_t kern_scratch_bytes(const gdn_shape *s, const kern_config *cfg);
+
 int kern_scan(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *out, gdn_error *e);
 /* cfg->chunk and cfg->devices do not apply and are not checked; the
  * numerics fields are. */

@@ -85,6 +85,18 @@ static int seams_alloc(kern_affine_seams *sm, const gdn_shape *s, int64_t D, gdn
 #include "kern_affine_tmpl.h"
 #undef KERN_REAL
 
+size_t kern_scan_scratch(const gdn_shape *s, const kern_config *cfg); /* kern_scan.c */
+
+size_t kern_scratch_bytes(const gdn_shape *s, const kern_config *cfg) {
+  kern_num num;
+  if (kern_num_init(&num, cfg, "kern_affine_prefix", NULL)) return SIZE_MAX;
+  const int nt = kern_threads(s);
+  size_t a = num.dtype == GDN_DTYPE_F64 ? affine_scratch_f64(s, cfg, num.matmul, nt)
+                                        : affine_scratch_f32(s, cfg, num.matmul, nt);
+  size_t b = kern_scan_scratch(s, cfg);
+  return a > b ? a : b;
+}
+
 int kern_affine_prefix_seams(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *out,
                              kern_affine_seams *seams, gdn_error *e) {
   gdn_outputs_clear(out);

@@ -182,6 +182,28 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
   }
 }
 
+/* Elements of one thread's scratch (saturating). */
+static size_t KR(affine_per)(const gdn_shape *s, const kern_config *cfg, kern_matmul mm) {
+  const int64_t C = cfg->chunk, D = cfg->devices, Dk = s->Dk, Dv = s->Dv;
+  const size_t na = kern_size_mul((size_t)Dk, (size_t)Dk), nb = (size_t)(Dk * Dv);
+  size_t per = kern_size_add(KR(kchunk_elems)(C, Dk, Dv, mm), kern_size_mul(2, KR(kprep_elems)(C, Dk, Dv, mm)));
+  per = kern_size_add(per, kern_size_mul(3, KR(rows_pad)(nb)));
+  per = kern_size_add(per, KR(rows_pad)(na));
+  return kern_size_add(per, KR(kern_prefix_work_elems)(cfg->prefix, D, Dk, Dv, mm));
+}
+
+/* Every byte affine_run allocates besides the outputs and seams, for nt
+ * threads. */
+static size_t KR(affine_scratch)(const gdn_shape *s, const kern_config *cfg, kern_matmul mm, int nt) {
+  const int64_t heads = s->B * s->Hv, P = heads < nt ? heads : nt, D = cfg->devices;
+  const size_t npair = kern_size_add(kern_size_mul((size_t)s->Dk, (size_t)s->Dk), (size_t)(s->Dk * s->Dv));
+  size_t b = kern_size_mul((size_t)nt, kern_size_mul(KR(affine_per)(s, cfg, mm), sizeof(kreal)));
+  b = kern_size_add(b, kern_size_mul(2 * (size_t)nt, sizeof(KR(kprep))));
+  b = kern_size_add(b, kern_size_mul(kern_size_mul((size_t)nt, KERN_TEAM_RING(nt)), sizeof(uint64_t)));
+  if (D >= 2) b = kern_size_add(b, kern_size_mul(kern_size_mul((size_t)P * (size_t)D, npair), sizeof(kreal)));
+  return b;
+}
+
 static int KR(affine_run)(const gdn_inputs *in, const kern_config *cfg, const kern_num *num,
                           gdn_outputs *out, kern_affine_seams *sm, gdn_error *e) {
   const gdn_shape *s = &in->shape;
@@ -190,15 +212,11 @@ static int KR(affine_run)(const gdn_inputs *in, const kern_config *cfg, const ke
   /* Dk x Dv fits (gdn_shape_validate); Dk x Dk need not: saturate */
   const size_t na = kern_size_mul((size_t)Dk, (size_t)Dk), nb = (size_t)(Dk * Dv);
   const size_t npair = kern_size_add(na, nb);
-  int nt = gdn_threads_get();
-  if (nt < 1) nt = 1;
+  const int nt = kern_threads(s);
   const int64_t P = heads < nt ? heads : nt;
   const size_t ce = KR(kchunk_elems)(C, Dk, Dv, num->matmul);
   const size_t pe = KR(kprep_elems)(C, Dk, Dv, num->matmul);
-  size_t per = kern_size_add(ce, kern_size_mul(2, pe));
-  per = kern_size_add(per, kern_size_mul(3, KR(rows_pad)(nb)));
-  per = kern_size_add(per, KR(rows_pad)(na));
-  per = kern_size_add(per, KR(kern_prefix_work_elems)(cfg->prefix, D, Dk, Dv, num->matmul));
+  const size_t per = KR(affine_per)(s, cfg, num->matmul);
   kreal *mem = gdn_calloc((size_t)nt, kern_size_mul(per, sizeof(kreal)),
                           "kern_affine_prefix per-thread scratch", e);
   KR(kprep) *preps =

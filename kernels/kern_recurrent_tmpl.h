@@ -94,9 +94,7 @@ static int KR(recurrent_run)(const gdn_inputs *in, const kern_num *num, gdn_outp
                              gdn_error *e) {
   const gdn_shape *s = &in->shape;
   const int64_t items = s->B * s->Hv;
-  int nt = gdn_threads_get();
-  if (nt > items) nt = (int)items;
-  if (nt < 1) nt = 1;
+  const int nt = gdn_threads_for(items);
   const size_t per = KR(rec_per)(s->Dk, s->Dv, num->matmul);
   kreal *mem = gdn_calloc((size_t)nt, kern_size_mul(per, sizeof(kreal)),
                           "kern_recurrent per-thread scratch", e);

@@ -65,16 +65,29 @@ static __attribute__((noinline)) void KR(scan_thread)(const KR(scan_job) *j) {
   }
 }
 
+/* Elements of one thread's scratch (saturating). */
+static size_t KR(scan_per)(const gdn_shape *s, int64_t C, kern_matmul mm) {
+  const size_t ce = KR(kchunk_elems)(C, s->Dk, s->Dv, mm);
+  const size_t pe = KR(kprep_elems)(C, s->Dk, s->Dv, mm);
+  size_t per = kern_size_add(ce, kern_size_mul(2, pe));
+  return kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)s->Dk * (size_t)s->Dv)));
+}
+
+/* Every byte scan_run allocates besides the outputs, for nt threads. */
+static size_t KR(scan_scratch)(const gdn_shape *s, int64_t C, kern_matmul mm, int nt) {
+  size_t b = kern_size_mul((size_t)nt, kern_size_mul(KR(scan_per)(s, C, mm), sizeof(kreal)));
+  b = kern_size_add(b, kern_size_mul(2 * (size_t)nt, sizeof(KR(kprep))));
+  return kern_size_add(b, kern_size_mul(kern_size_mul((size_t)nt, KERN_TEAM_RING(nt)), sizeof(uint64_t)));
+}
+
 static int KR(scan_run)(const gdn_inputs *in, const kern_config *cfg, const kern_num *num,
                         gdn_outputs *out, gdn_error *e) {
   const gdn_shape *s = &in->shape;
   const int64_t C = cfg->chunk;
-  int nt = gdn_threads_get();
-  if (nt < 1) nt = 1;
+  const int nt = kern_threads(s);
   const size_t ce = KR(kchunk_elems)(C, s->Dk, s->Dv, num->matmul);
   const size_t pe = KR(kprep_elems)(C, s->Dk, s->Dv, num->matmul);
-  size_t per = kern_size_add(ce, kern_size_mul(2, pe));
-  per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)s->Dk * (size_t)s->Dv)));
+  const size_t per = KR(scan_per)(s, C, num->matmul);
   kreal *mem = gdn_calloc((size_t)nt, kern_size_mul(per, sizeof(kreal)),
                           "kern_scan per-thread scratch", e);
   KR(kprep) *preps = mem ? gdn_calloc(2 * (size_t)nt, sizeof *preps, "kern_scan chunk slots", e)

@@ -15,14 +15,19 @@
 #include "gdn_cli.h"
 #include "gdn_config.h"
 #include "gdn_error.h"
+#include "gdn_text.h"
+#include "gdn_threads.h"
 #include "parity_cli.h"
 
 int main(int argc, char **argv) {
   gdn_error e;
   gdn_error_init(&e);
+  gdn_threads_guard_install("gdn-parity");
   int status = parity_cli_main(argc, argv, stdout, stderr, &e);
+  gdn_threads_guard_done();
   if (e.code) {
-    fprintf(stderr, "gdn-parity: error: %s\n", e.msg);
+    /* Messages quote fixture strings and arguments: one escaped line. */
+    fprintf(stderr, "gdn-parity: error: %s\n", gdn_text_show(e.msg));
     return gdn_error_exit_status(e.code);
   }
   return status;

@@ -9,8 +9,11 @@
 #include "gdn_atomic.h"
 #include "gdn_config.h"
 #include "gdn_inputs.h"
+#include "gdn_path.h"
 #include "gdn_synth.h"
+#include "gdn_text.h"
 #include "gdn_threads.h"
+#include "parity_budget.h"
 #include "parity_external.h"
 #include "parity_grid.h"
 #include "parity_oracle.h"
@@ -19,62 +22,74 @@
 #include "parity_sweep.h"
 #include "report.h"
 
-/* One table for every command: the parser and --help both read it. */
+/* The commands, by their bit in gdn_cli_opt.cmds (names for messages). */
+enum { CMD_RUN, CMD_SWEEP, CMD_CHECK, CMD_REPORT };
+static const char *const cmd_names[] = {"--shape", "sweep", "check", "report", NULL};
+#define C_RUN (1u << CMD_RUN)
+#define C_SWEEP (1u << CMD_SWEEP)
+#define C_CHECK (1u << CMD_CHECK)
+#define C_REPORT (1u << CMD_REPORT)
+#define C_SYN (C_RUN | C_SWEEP)             /* synthetic inputs: not check's fixtures */
+#define C_CASES (C_RUN | C_SWEEP | C_CHECK) /* what runs cases; report only rebuilds */
+
+/* One table for every command: the parser and --help both read it, and it
+ * says which commands take each option (gdn_cli_parse_cmd refuses the
+ * others). */
 static const gdn_cli_opt options[] = {
-    {"shape", "B,T,H,D", "batch, sequence length, value heads, head dim (Dk = Dv = D)"},
-    {"key-heads", "Hk", "key heads (default H); H must be a multiple of Hk"},
-    {"dv", "Dv", "value head dim (default D)"},
-    {"chunk", "C[,C...]", "chunk sizes (default 64)"},
-    {"devices", "D[,D...]", "context-parallel device counts for affine-prefix (default 1,2,4,8)"},
+    {"shape", "B,T,H,D", "batch, sequence length, value heads, head dim (Dk = Dv = D)", C_RUN},
+    {"key-heads", "Hk", "key heads (default H); H must be a multiple of Hk", C_SYN},
+    {"dv", "Dv", "value head dim (default D)", C_SYN},
+    {"chunk", "C[,C...]", "chunk sizes (default 64)", C_CASES},
+    {"devices", "D[,D...]", "context-parallel device counts for affine-prefix (default 1,2,4,8)", C_CASES},
     {"prefix", "NAME[,NAME...]",
-     "exclusive-prefix schedules: sequential, associative-scan, hillis-steele (default sequential)"},
+     "exclusive-prefix schedules: sequential, associative-scan, hillis-steele (default sequential)", C_CASES},
     {"shard", "MODE",
      "how affine-prefix splits the sequence: tokens (T/D tokens per device, each padded to whole "
-     "chunks on its own, as upstream's shard_map; default) or chunks (whole chunks, array_split)"},
+     "chunks on its own, as upstream's shard_map; default) or chunks (whole chunks, array_split)", C_CASES},
     {"solve", "NAME",
      "the in-chunk triangular solve of both kernels: substitution (fma forward substitution, the "
      "order of the reference BLAS trsm JAX calls on CPU; default) or xla-expander (XLA's "
-     "TriangularSolveExpander as on TPU: row by row, HIGHEST dots)"},
+     "TriangularSolveExpander as on TPU: row by row, HIGHEST dots)", C_CASES},
     {"prelude", "KIND",
      "synthetic inputs: none (the kernel called with float32 inputs, as MaxText's unit tests; "
      "default) or bfloat16 (the layer's prelude: q, k, v L2-normalised and g, beta computed in "
-     "bfloat16 from the layer's activations, as the real layer calls the kernel)"},
+     "bfloat16 from the layer's activations, as the real layer calls the kernel)", C_SYN},
     {"documents", "N", "synthetic inputs: N packed documents per row (segment ids; boundaries drawn "
-                       "from the seed: on a seam, on a chunk edge, inside a chunk; default 1)"},
+                       "from the seed: on a seam, on a chunk edge, inside a chunk; default 1)", C_SYN},
     {"packing", "MODE", "state at a document boundary: leak (carried, as MaxText; default) or reset "
-                        "(restarted, as flash-linear-attention's cu_seqlens)"},
-    {"dtype", "TYPE", "kernel compute dtype: float32, bfloat16, float64 (default float32)"},
+                        "(restarted, as flash-linear-attention's cu_seqlens)", C_SYN},
+    {"dtype", "TYPE", "kernel compute dtype: float32, bfloat16, float64 (default float32)", C_CASES},
     {"matmul-precision", "MODE",
-     "default (1 bf16 pass), high (3), highest (6), ieee (plain float32 fma) (default highest)"},
-    {"ftz", NULL, "flush subnormals to zero, as TPU does (default: on in the bf16 modes)"},
-    {"no-ftz", NULL, "keep subnormals even in the bf16 modes"},
+     "default (1 bf16 pass), high (3), highest (6), ieee (plain float32 fma) (default highest)", C_CASES},
+    {"ftz", NULL, "flush subnormals to zero, as TPU does (default: on in the bf16 modes)", C_CASES},
+    {"no-ftz", NULL, "keep subnormals even in the bf16 modes", C_CASES},
     {"oracle", "TIER",
      "reference: auto (default: mpfr while it takes minutes, else dd), mpfr (every element certified), "
-     "dd (double-double, certified on sampled columns), or none (affine-prefix judged against scan only)"},
-    {"oracle-bits", "N", "MPFR working precision in bits (default 128)"},
-    {"seed", "N", "synthetic input seed (default 0)"},
-    {"h0", NULL, "synthetic inputs get a random initial state h0"},
+     "dd (double-double, certified on sampled columns), or none (affine-prefix judged against scan only)", C_CASES},
+    {"oracle-bits", "N", "MPFR working precision in bits (default 128)", C_CASES},
+    {"seed", "N", "synthetic input seed (default 0)", C_SYN},
+    {"h0", NULL, "synthetic inputs get a random initial state h0", C_SYN},
     {"gates", "KIND", "synthetic decay gates: init (as the model initialises them; default) or slow "
-                      "(long memory: per-token decay 0.9..0.9999)"},
-    {"qk-norm", "WHERE", "in-kernel (the kernel L2-normalises q, k; default) or pre (inputs normalised)"},
-    {"input-dtype", "TYPE", "synthetic input storage: float32 (default) or bfloat16"},
-    {"grid", "GRID.json", "sweep: the grid of cases to run"},
-    {"fixture", "FILE.h5", "check: the fixture to judge (more may follow as arguments)"},
-    {"policy", "FILE", "tolerance policy (JSON; default: the built-in policy)"},
-    {"print-policy", NULL, "print the built-in tolerance policy and exit"},
-    {"json", "FILE", "write the results document (JSON)"},
-    {"junit", "FILE", "write JUnit XML, one testcase per case"},
-    {"report", "FILE.html", "write the HTML tolerance report"},
-    {"summary", "FILE.md", "write a Markdown summary (for a CI job summary)"},
-    {"output", "FILE.html", "report: the HTML file to write (also -o)"},
-    {"reproducible", NULL, "omit timestamps and timings from the outputs (byte-identical reruns)"},
-    {"max-bytes", "SIZE", "refuse inputs larger than SIZE bytes (K/M/G suffixes; default 16G)"},
-    {"threads", "N", "worker threads (default: all cores); results do not depend on it"},
-    {"quiet", NULL, "print only the verdict"},
-    {"verbose", NULL, "print every check of every case"},
-    {"version", NULL, "print the version and exit"},
-    {"help", NULL, "print this help and exit"},
-    {NULL, NULL, NULL},
+                      "(long memory: per-token decay 0.9..0.9999)", C_SYN},
+    {"qk-norm", "WHERE", "in-kernel (the kernel L2-normalises q, k; default) or pre (inputs normalised)", C_SYN},
+    {"input-dtype", "TYPE", "synthetic input storage: float32 (default) or bfloat16", C_SYN},
+    {"grid", "GRID.json", "sweep: the grid of cases to run", C_SWEEP},
+    {"fixture", "FILE.h5", "check: the fixture to judge (more may follow as arguments)", C_CHECK},
+    {"policy", "FILE", "tolerance policy (JSON; default: the built-in policy)", C_CASES},
+    {"print-policy", NULL, "print the built-in tolerance policy and exit", 0},
+    {"json", "FILE", "write the results document (JSON)", C_CASES},
+    {"junit", "FILE", "write JUnit XML, one testcase per case", 0},
+    {"report", "FILE.html", "write the HTML tolerance report", 0},
+    {"summary", "FILE.md", "write a Markdown summary (for a CI job summary)", 0},
+    {"output", "FILE.html", "report: the HTML file to write (also -o)", C_REPORT},
+    {"reproducible", NULL, "omit timestamps and timings from the outputs (byte-identical reruns)", C_CASES},
+    {"max-bytes", "SIZE", "refuse inputs larger than SIZE bytes (K/M/G suffixes; default 16G)", C_CASES},
+    {"threads", "N", "worker threads (default: all cores); results do not depend on it", 0},
+    {"quiet", NULL, "print only the verdict", 0},
+    {"verbose", NULL, "print every check of every case", 0},
+    {"version", NULL, "print the version and exit", 0},
+    {"help", NULL, "print this help and exit", 0},
+    {NULL, NULL, NULL, 0},
 };
 
 const gdn_cli_opt *parity_cli_options(void) { return options; }
@@ -93,7 +108,7 @@ void parity_cli_print_help(FILE *f) {
           "  gdn-parity --print-policy                     the built-in tolerance policy\n\n"
           "options:\n",
           GDN_VERSION);
-  gdn_cli_print_options(options, f);
+  gdn_cli_print_options_cmd(options, cmd_names, f);
   fprintf(f,
           "\nexit status: 0 every case within tolerance, 1 at least one case out of tolerance,\n"
           "2 bad usage or bad input (the message says what and where), 3 internal error.\n");
@@ -199,9 +214,8 @@ static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parit
                          gdn_error *e) {
   int rc = parity_sweep_validate(&sp->shape, o, e);
   if (rc) return rc;
-  /* inputs + reference + scan + one affine result */
-  if ((rc = gdn_shape_check_limit(&sp->shape, (sp->synth.flags & GDN_SYNTH_H0) != 0, 3,
-                                  st->max_bytes, e)))
+  /* inputs + reference + scan + one affine result + the kernels' scratch */
+  if ((rc = parity_budget_check(&sp->shape, (sp->synth.flags & GDN_SYNTH_H0) != 0, 3, o, st->max_bytes, e)))
     return rc;
   gdn_inputs in;
   gdn_inputs_init(&in);
@@ -224,6 +238,22 @@ done:
   return rc;
 }
 
+/* Every file the run reads and writes, by identity (gdn_path.h), before any
+ * work: no output may be an input or share a file with another output. */
+static int check_files(const parity_output_opts *oo, const char *const *inputs, int n_inputs,
+                       const char *input_role, const char *policy, const char *grid, gdn_error *e) {
+  gdn_path_use u[GDN_CLI_MAX_POS + 8];
+  size_t n = 0;
+  for (int i = 0; i < n_inputs; i++) u[n++] = (gdn_path_use){input_role, inputs[i], 0};
+  u[n++] = (gdn_path_use){"the policy", policy, 0};
+  u[n++] = (gdn_path_use){"the grid", grid, 0};
+  u[n++] = (gdn_path_use){"--json", oo->json, 1};
+  u[n++] = (gdn_path_use){"--report", oo->report, 1};
+  u[n++] = (gdn_path_use){"--junit", oo->junit, 1};
+  u[n++] = (gdn_path_use){"--summary", oo->summary, 1};
+  return gdn_path_check_uses(u, n, e);
+}
+
 /* gdn-parity report RESULTS.json -o report.html: the reports of a saved run.
  * Exit status is the saved run's verdict (0 pass, 1 fail). */
 static int report_command(const gdn_cli_args *aa, FILE *out, gdn_error *e) {
@@ -231,15 +261,6 @@ static int report_command(const gdn_cli_args *aa, FILE *out, gdn_error *e) {
   if (a.n_pos != 1) {
     gdn_error_set(e, GDN_ERR_INPUT, "report needs exactly one results document: gdn-parity report RESULTS.json -o FILE.html");
     return -1;
-  }
-  static const char *const allowed[] = {"report", "output", "junit", "summary", "quiet", "verbose", "threads", NULL};
-  for (int i = 0; options[i].name; i++) {
-    int ok = 0;
-    for (int j = 0; allowed[j]; j++) ok |= !strcmp(allowed[j], options[i].name);
-    if (a.value[i] && !ok) {
-      gdn_error_set(e, GDN_ERR_INPUT, "report: --%s does not apply to rebuilding reports", options[i].name);
-      return -1;
-    }
   }
   if (GET("report") && GET("output")) {
     gdn_error_set(e, GDN_ERR_INPUT, "report: give the HTML file once (--report or -o/--output)");
@@ -251,7 +272,8 @@ static int report_command(const gdn_cli_args *aa, FILE *out, gdn_error *e) {
     gdn_error_set(e, GDN_ERR_INPUT, "report: nothing to write; give -o FILE.html (or --junit / --summary)");
     return -1;
   }
-  if (parity_output_check_paths(&oo, e)) return -1;
+  if (parity_output_check_paths(&oo, e) || check_files(&oo, &a.pos[0], 1, "the results document", NULL, NULL, e))
+    return -1;
   json_t *doc = NULL;
   if (report_json_read(a.pos[0], &doc, e)) return -1;
   int rc = parity_output_write_all(&oo, doc, e);
@@ -281,13 +303,16 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   int rc = fix_load_isolated(&fx, path, &lo, e);
   if (rc) goto done;
   for (size_t i = 0; i < fx.n_warnings; i++)
-    if (base->verbosity >= 1) fprintf(out, "%s: warning: %s\n", path, fx.warnings[i]);
+    if (base->verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(fx.warnings[i]));
   parity_sweep_opts o = *base;
   if (!chunk_given) {
     o.chunks[0] = fx.chunk_size;
     o.n_chunks = 1;
   }
-  if ((rc = parity_sweep_validate(&fx.inputs.shape, &o, e))) {
+  /* the fixture's data is loaded (counted by the loader); what the run adds:
+   * reference + scan + one affine result + the kernels' scratch */
+  if ((rc = parity_sweep_validate(&fx.inputs.shape, &o, e)) ||
+      (rc = parity_budget_check(&fx.inputs.shape, fx.inputs.h0 != NULL, 3, &o, st->max_bytes, e))) {
     gdn_error_prefix(e, "%s: ", path);
     goto done;
   }
@@ -339,7 +364,9 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
     for (int i = 0; i < argc; i++) av_local[i] = !strcmp(argv[i], "-o") ? "--output" : argv[i];
     argv = av_local;
   }
-  if (gdn_cli_parse(options, argc, argv, first, &a, e)) return -1;
+  int cmd_id = !strcmp(cmd, "sweep") ? CMD_SWEEP : !strcmp(cmd, "check") ? CMD_CHECK
+             : !strcmp(cmd, "report") ? CMD_REPORT : CMD_RUN;
+  if (gdn_cli_parse_cmd(options, cmd_names, cmd_id, argc, argv, first, &a, e)) return -1;
   if (GET("help")) {
     parity_cli_print_help(out);
     return 0;
@@ -402,7 +429,12 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
 
   parity_output_opts oo = {GET("json"), GET("report"), GET("junit"), GET("summary"),
                            GET("reproducible") != NULL};
-  if (parity_output_check_paths(&oo, e)) goto done;
+  const char *files[GDN_CLI_MAX_POS + 1];
+  int nf = 0;
+  if (GET("fixture")) files[nf++] = GET("fixture");
+  for (int i = 0; i < a.n_pos; i++) files[nf++] = a.pos[i];
+  if (parity_output_check_paths(&oo, e) || check_files(&oo, files, nf, "the fixture", GET("policy"), GET("grid"), e))
+    goto done;
 
   command = join_args(argc, argv);
   if (!command || parity_doc_init(&st.doc, command, &st.policy, e)) {
@@ -423,17 +455,8 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
     goto done;
 
   if (!strcmp(cmd, "check")) {
-    const char *files[GDN_CLI_MAX_POS + 1];
-    int nf = 0;
-    if (GET("fixture")) files[nf++] = GET("fixture");
-    for (int i = 0; i < a.n_pos; i++) files[nf++] = a.pos[i];
     if (!nf) {
       gdn_error_set(e, GDN_ERR_INPUT, "check needs --fixture FILE.h5");
-      goto done;
-    }
-    if (GET("shape") || GET("grid")) {
-      gdn_error_set(e, GDN_ERR_INPUT, "check takes its inputs from the fixture; drop --%s",
-                    GET("shape") ? "shape" : "grid");
       goto done;
     }
     for (int i = 0; i < nf; i++)
@@ -444,10 +467,6 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
       gdn_error_set(e, GDN_ERR_INPUT, "sweep needs --grid GRID.json");
       goto done;
     }
-    if (GET("shape")) {
-      gdn_error_set(e, GDN_ERR_INPUT, "sweep takes its shapes from --grid; drop --shape");
-      goto done;
-    }
     parity_grid g;
     parity_grid_init(&g);
     if (parity_grid_load(&g, grid, &base, &so, e)) {
@@ -456,7 +475,10 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
     }
     /* Validate the whole grid before running any of it. */
     for (size_t i = 0; i < g.n; i++)
-      if ((rc = parity_sweep_validate(&g.entries[i].spec.shape, &g.entries[i].opts, e))) {
+      if ((rc = parity_sweep_validate(&g.entries[i].spec.shape, &g.entries[i].opts, e)) ||
+          (rc = parity_budget_check(&g.entries[i].spec.shape, (g.entries[i].spec.synth.flags & GDN_SYNTH_H0) != 0,
+                                    3, &g.entries[i].opts, st.max_bytes, e)) ||
+          (rc = parity_grid_check_policy(&g.entries[i], &st.policy, st.tier != PARITY_ORACLE_NONE, e))) {
         gdn_error_prefix(e, "%s: entry %zu: ", grid, i);
         parity_grid_clear(&g);
         goto done;
@@ -470,16 +492,6 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   } else {
     if (!GET("shape")) {
       gdn_error_set(e, GDN_ERR_INPUT, "nothing to do: give --shape B,T,H,D (or see --help)");
-      goto done;
-    }
-    if (GET("grid")) {
-      gdn_error_set(e, GDN_ERR_INPUT, "--grid belongs to the sweep command: gdn-parity sweep --grid %s",
-                    GET("grid"));
-      goto done;
-    }
-    if (GET("fixture")) {
-      gdn_error_set(e, GDN_ERR_INPUT, "--fixture belongs to the check command: gdn-parity check --fixture %s",
-                    GET("fixture"));
       goto done;
     }
     if ((rc = run_synthetic(&st, &base, &so, e))) goto done;

@@ -207,6 +207,11 @@ static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
         if (!nm) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"prefix\"[%zu] must be a string", where, i);
         return gdn_error_prefix(e, "%s: ", where);
       }
+      for (size_t j = 0; j < n; j++)
+        if (o->prefixes[j] == p) {
+          json_decref(arr);
+          return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"prefix\" lists '%s' twice", where, nm);
+        }
       o->prefixes[n++] = p;
     }
     o->n_prefixes = n;
@@ -237,6 +242,24 @@ static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
     o->ftz = json_is_true(v);
   }
   return GDN_OK;
+}
+
+static int same_list(const int64_t *a, size_t na, const int64_t *b, size_t nb) {
+  return na == nb && (na == 0 || !memcmp(a, b, na * sizeof *a));
+}
+
+/* Two entries that would run the very same cases (the same inputs and the
+ * same lists of numerics): the second only repeats the first. */
+static int entries_same(const parity_grid_entry *x, const parity_grid_entry *y) {
+  const parity_synth_spec *a = &x->spec, *b = &y->spec;
+  const parity_sweep_opts *p = &x->opts, *q = &y->opts;
+  return !memcmp(&a->shape, &b->shape, sizeof a->shape) && a->synth.seed == b->synth.seed &&
+         a->synth.flags == b->synth.flags && a->synth.bf16_mask == b->synth.bf16_mask &&
+         same_list(p->chunks, p->n_chunks, q->chunks, q->n_chunks) &&
+         same_list(p->devices, p->n_devices, q->devices, q->n_devices) &&
+         p->devices_default == q->devices_default && p->n_prefixes == q->n_prefixes &&
+         !memcmp(p->prefixes, q->prefixes, p->n_prefixes * sizeof p->prefixes[0]) && p->dtype == q->dtype &&
+         p->matmul == q->matmul && p->ftz == q->ftz;
 }
 
 int parity_grid_parse(parity_grid *g, const char *text, const char *source,
@@ -271,6 +294,11 @@ int parity_grid_parse(parity_grid *g, const char *text, const char *source,
     ge->opts = *base_opts;
     snprintf(where, sizeof where, "grid %s: entry %zu", source, i);
     if ((rc = entry_parse(json_array_get(entries, i), where, ge, base, e))) goto done;
+    for (size_t j = 0; j < i; j++)
+      if (entries_same(&g->entries[j], ge)) {
+        rc = gdn_error_set(e, GDN_ERR_INPUT, "%s repeats entry %zu (the same cases would run twice)", where, j);
+        goto done;
+      }
   }
   g->n = n;
 done:
@@ -294,5 +322,36 @@ int parity_grid_load(parity_grid *g, const char *path, const parity_synth_spec *
   if (!text) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory reading --grid %s", path);
   int rc = parity_grid_parse(g, text, path, base, base_opts, e);
   free(text);
+  return rc;
+}
+
+int parity_grid_check_policy(const parity_grid_entry *ge, const parity_policy *p, int has_oracle, gdn_error *e) {
+  const parity_sweep_opts *o = &ge->opts;
+  kern_config probe;
+  kern_config_init(&probe);
+  probe.dtype = o->dtype;
+  const gdn_dtype od = kern_output_dtype(&probe, ge->spec.synth.bf16_mask);
+  const gdn_dtype hd = o->dtype == GDN_DTYPE_F64 ? GDN_DTYPE_F64 : GDN_DTYPE_F32;
+  /* placeholder metrics: only which rules apply matters here */
+  static const parity_metrics zero;
+  parity_subject subj[2];
+  memset(subj, 0, sizeof subj);
+  subj[0].name = "scan";
+  subj[0].kind = PARITY_SUBJ_SCAN;
+  subj[1].name = "affine-prefix";
+  subj[1].kind = PARITY_SUBJ_AFFINE;
+  subj[1].vs_scan[0] = subj[1].vs_scan[1] = &zero;
+  for (int i = 0; i < 2; i++) {
+    subj[i].out_dtype[0] = od;
+    subj[i].out_dtype[1] = hd;
+    if (has_oracle) subj[i].vs_oracle[0] = subj[i].vs_oracle[1] = &zero;
+  }
+  parity_case_view view = {o->dtype, o->matmul, has_oracle, {NULL, NULL}, 2, subj};
+  if (has_oracle) view.scan_vs_oracle[0] = view.scan_vs_oracle[1] = &zero;
+  size_t cap = 4 * p->n_rules + 1, n, dec;
+  parity_check *checks = gdn_calloc(cap, sizeof *checks, "policy dry run", e);
+  if (!checks) return e ? e->code : GDN_ERR_NOMEM;
+  int rc = parity_policy_evaluate(p, &view, checks, cap, &n, &dec, e);
+  gdn_free(checks);
   return rc;
 }

@@ -55,4 +55,11 @@ int parity_grid_parse(parity_grid *g, const char *text, const char *source,
                       const parity_synth_spec *base, const parity_sweep_opts *base_opts,
                       gdn_error *e);
 
+/* Whether the policy judges every case of an entry: a dry run of
+ * parity_policy_evaluate on the entry's numerics (dtype, matmul, the dtype
+ * o is rounded to, with or without an oracle) with placeholder metrics, so
+ * an entry the policy has no rule for is refused before any entry runs,
+ * not after the earlier ones (GDN_ERR_INPUT, the policy's message). */
+int parity_grid_check_policy(const parity_grid_entry *ge, const parity_policy *p, int has_oracle, gdn_error *e);
+
 #endif

@@ -1,5 +1,7 @@
 #include "parity_metrics.h"
 
+#include "gdn_threads.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -69,7 +71,7 @@ int parity_metrics_compute(const double *x, const double *r, const int64_t dims[
   size_t nb = (n + BLOCK - 1) / BLOCK;
   partial *p = gdn_calloc(nb ? nb : 1, sizeof *p, "metric partial sums", e);
   if (!p) return e ? e->code : GDN_ERR_NOMEM;
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(dynamic) num_threads(gdn_threads_for((int64_t)nb))
   for (size_t bi = 0; bi < nb; bi++) {
     partial *q = &p[bi];
     q->arg = -1;
@@ -146,7 +148,7 @@ void parity_profile_o(const double *x, const double *r, const int64_t dims[4], i
   int64_t B = dims[0], T = dims[1], row = dims[2] * dims[3];
   int64_t nblk = (T + block - 1) / block;
   for (int64_t k = 0; k < nblk; k++) out[k] = 0;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(gdn_threads_for(nblk))
   for (int64_t k = 0; k < nblk; k++) {
     double mx = 0;
     for (int64_t b = 0; b < B; b++)

@@ -42,7 +42,7 @@ static int check_one(const char *opt, const char *path, gdn_error *e) {
     gdn_error sub;
     gdn_error_init(&sub);
     if (gdn_atomic_open(&a, path, &sub))
-      rc = gdn_error_set(e, GDN_ERR_INPUT, "%s %s: the folder '%s' is not writable (%s)", opt, path, d, sub.msg);
+      rc = gdn_error_set(e, GDN_ERR_INPUT, "%s %s: %s", opt, path, sub.msg);
     else
       gdn_atomic_abort(&a);
   }
@@ -81,7 +81,7 @@ static char *relative_link(const char *from_file, const char *to_file) {
   return p;
 }
 
-int parity_output_write_all(const parity_output_opts *o, const json_t *doc, gdn_error *e) {
+static int write_each(const parity_output_opts *o, const json_t *doc, gdn_error *e) {
   int rc;
   if (o->json && (rc = report_json_write(doc, o->json, e))) return rc;
   if (o->report && (rc = report_html_write(doc, o->report, e))) return rc;
@@ -94,4 +94,17 @@ int parity_output_write_all(const parity_output_opts *o, const json_t *doc, gdn_
     if (rc) return rc;
   }
   return GDN_OK;
+}
+
+/* All outputs as one gdn_atomic set: a failure while writing any of them
+ * leaves every destination as it was, so "nothing was written" is true. */
+int parity_output_write_all(const parity_output_opts *o, const json_t *doc, gdn_error *e) {
+  gdn_atomic_set set;
+  gdn_atomic_set_begin(&set);
+  int rc = write_each(o, doc, e);
+  if (rc) {
+    gdn_atomic_set_abort(&set);
+    return rc;
+  }
+  return gdn_atomic_set_commit(&set, e);
 }

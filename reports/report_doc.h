@@ -22,6 +22,12 @@
 
 /* `source` names the document in messages (a path, or "results document"). */
 int report_doc_validate(const json_t *doc, const char *source, gdn_error *e);
+/* What the types let through but a rebuilt verdict must not rest on
+ * (report_doc_strict.c), checked on a saved document read back
+ * (report_json_read), not on what the harness writes: tool is
+ * "gdn-parity"; cases is not empty; a case without "error" has a non-empty
+ * "impls"; no metric (impls.*.{o,ht}, affine_vs_scan.{o,ht}) is negative. */
+int report_doc_validate_meaning(const json_t *doc, const char *source, gdn_error *e);
 
 /* Typed access for validated documents; absent fields give NULL / dflt / 0. */
 const char *report_doc_str(const json_t *obj, const char *key);

@@ -16,6 +16,7 @@ int report_json_read(const char *path, json_t **doc, gdn_error *e) {
                          je.column, je.text);
   }
   int rc = report_doc_validate(j, path, e);
+  if (!rc) rc = report_doc_validate_meaning(j, path, e);
   if (rc) {
     json_decref(j);
     return rc;

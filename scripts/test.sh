@@ -25,7 +25,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
 # whole suite would take an hour; test_markdown alone takes 5 minutes).  --setup valgrind: tests/meson.build.
 # Valgrind cannot run AVX-512 code, which -march=native emits on such CPUs:
 # there, a portable build is used instead.
-valgrind_tests=(test_shape test_dtype test_alloc test_inputs test_synth
+valgrind_tests=(test_shape test_dtype test_alloc test_inputs test_synth test_text test_path
   test_npy test_load_errors test_write
   test_policy test_grid test_metrics
   test_escape test_json test_doc test_junit)

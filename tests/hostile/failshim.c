@@ -13,6 +13,10 @@
  *                                      complete, not renamed; rename -- just
  *                                      before the rename
  *
+ *   GDN_SHIM_NTH=N                     act only at the N-th such event on a
+ *                                      temporary (1-based; default: every
+ *                                      one): the second of several outputs
+ *
  * Interposes what our code calls through the PLT: fwrite, write, fsync,
  * rename (glibc's stdio calls its internal write directly; that is why
  * fwrite itself is wrapped).  Only temporaries are touched: inputs, logs and
@@ -25,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int fd_is_temp(int fd) {
@@ -36,9 +41,31 @@ static int fd_is_temp(int fd) {
   return strstr(path, ".tmp.") != NULL;
 }
 
+/* With GDN_SHIM_NTH: is this the N-th temporary to meet `event`?  fwrite
+ * and write count files, not calls: a temporary is counted once. */
+static int nth_hit(const char *event, int fd) {
+  const char *n = getenv("GDN_SHIM_NTH");
+  if (!n) return 1;
+  static int count[3];
+  static ino_t last_ino;
+  int i = !strcmp(event, "write") ? 0 : !strcmp(event, "fsync") ? 1 : 2;
+  struct stat st;
+  if (i == 0) { /* one file, many writes: counted by inode (fds are reused) */
+    if (fstat(fd, &st) == 0 && st.st_ino != last_ino) count[i]++, last_ino = st.st_ino;
+  } else {
+    count[i]++;
+  }
+  return count[i] == atoi(n);
+}
+
 /* What to do at `event` on a temporary: 0 nothing, 1 fail, 2 kill (*sig). */
-static int action(const char *event, int *sig) {
+static int action_fd(const char *event, int fd, int *sig);
+static int action(const char *event, int *sig) { return action_fd(event, -1, sig); }
+
+static int action_fd(const char *event, int fd, int *sig) {
   const char *f = getenv("GDN_SHIM_FAIL"), *k = getenv("GDN_SHIM_KILL");
+  if ((f && !strcmp(f, event)) || (k && strchr(k, '@') && !strcmp(strchr(k, '@') + 1, event)))
+    if (!nth_hit(event, fd)) return 0;
   if (f && !strcmp(f, event)) return 1;
   if (k) {
     const char *at = strchr(k, '@');
@@ -53,7 +80,7 @@ static int action(const char *event, int *sig) {
 size_t fwrite(const void *buf, size_t size, size_t n, FILE *f) {
   static size_t (*real)(const void *, size_t, size_t, FILE *);
   if (!real) real = (size_t (*)(const void *, size_t, size_t, FILE *))dlsym(RTLD_NEXT, "fwrite");
-  int sig = 0, a = size && n > 1 && fd_is_temp(fileno(f)) ? action("write", &sig) : 0;
+  int sig = 0, a = size && n > 1 && fd_is_temp(fileno(f)) ? action_fd("write", fileno(f), &sig) : 0;
   if (!a) return real(buf, size, n, f);
   size_t half = n / 2, done = real(buf, size, half, f);
   fflush(f);
@@ -65,7 +92,7 @@ size_t fwrite(const void *buf, size_t size, size_t n, FILE *f) {
 ssize_t write(int fd, const void *buf, size_t n) {
   static ssize_t (*real)(int, const void *, size_t);
   if (!real) real = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
-  int sig = 0, a = n > 1 && fd > 2 && fd_is_temp(fd) ? action("write", &sig) : 0;
+  int sig = 0, a = n > 1 && fd > 2 && fd_is_temp(fd) ? action_fd("write", fd, &sig) : 0;
   if (!a) return real(fd, buf, n);
   ssize_t done = real(fd, buf, n / 2);
   if (a == 2) raise(sig);
@@ -77,7 +104,7 @@ ssize_t write(int fd, const void *buf, size_t n) {
 int fsync(int fd) {
   static int (*real)(int);
   if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
-  int sig = 0, a = fd_is_temp(fd) ? action("fsync", &sig) : 0;
+  int sig = 0, a = fd_is_temp(fd) ? action_fd("fsync", fd, &sig) : 0;
   if (a == 2) raise(sig);
   if (a == 1) {
     errno = ENOSPC;

@@ -83,6 +83,11 @@ START_TEST(help_lists_every_option) {
   int lines = 0;
   for (const char *p = r.out; (p = strstr(p, "\n  --")); p++) lines++;
   ck_assert_int_eq(lines, n);
+  /* options of some commands only say which (the parser refuses the rest) */
+  ck_assert_msg(strstr(r.out, "(for: --shape, sweep)\n"), "%s", r.out);
+  ck_assert_msg(strstr(r.out, "(for: check)\n"), "%s", r.out);
+  const char *q = strstr(r.out, "  --quiet");
+  ck_assert_msg(q && !strncmp(strchr(q, '\n') - 6, "erdict", 6), "--quiet is for every command: %.80s", q);
   RUN(&r, "--version");
   ck_assert_int_eq(r.status, 0);
   ck_assert_ptr_nonnull(strstr(r.out, "gdn-parity "));

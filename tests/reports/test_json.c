@@ -187,11 +187,12 @@ START_TEST(atomic_failures) {
   char *now = test_read_file(path, NULL);
   ck_assert_str_eq(now, "previous run\n");
   free(now);
-  /* A missing folder: an I/O error naming the path. */
+  /* A missing folder: the user's input (exit 2, gdn_atomic.h), naming the
+   * path. */
   char missing[700];
   snprintf(missing, sizeof missing, "%s/no/such/dir/results.json", dir);
   json_t *doc = sample_doc_realistic();
-  ck_assert_int_eq(report_json_write(doc, missing, &e), GDN_ERR_IO);
+  ck_assert_int_eq(report_json_write(doc, missing, &e), GDN_ERR_INPUT);
   ck_assert_ptr_nonnull(strstr(e.msg, missing));
   /* Every allocation of ours that can fail: NOMEM, nothing written, no
    * temporary left. */

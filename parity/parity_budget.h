@@ -1,0 +1,27 @@
+/* parity_budget: the memory a run of the sweep needs, counted against
+ * --max-bytes before anything is allocated.
+ *
+ * Counted: the inputs, n_outputs output sets (gdn_shape_check_limit), plus
+ * the largest kernel scratch over every (chunk, devices, prefix) the sweep
+ * will run (kern_scratch_bytes: it grows with the chunk size squared and
+ * with the thread count, which kern_threads caps at the work available).
+ * The kernels run one at a time, so the largest scratch, not the sum, is
+ * what is live at once.  Not counted: the oracle's own working set (MPFR
+ * limbs per thread, bounded by its column blocks) and the metrics'
+ * per-block profiles (a few doubles per chunk).
+ */
+#ifndef PARITY_BUDGET_H
+#define PARITY_BUDGET_H
+
+#include <stdint.h>
+
+#include "gdn_error.h"
+#include "gdn_shape.h"
+#include "parity_sweep.h"
+
+/* GDN_ERR_INPUT naming the chunk size and the bytes when over max_bytes
+ * (0: no limit). */
+int parity_budget_check(const gdn_shape *s, int with_h0, int n_outputs, const parity_sweep_opts *o,
+                        uint64_t max_bytes, gdn_error *e);
+
+#endif

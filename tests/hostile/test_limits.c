@@ -1,0 +1,249 @@
+/* Issue 16, items 7-10: every size that scales a buffer is counted against
+ * --max-bytes before anything is allocated, and threads are capped at the
+ * work (argv[1] gdn-parity, argv[2] gdn-fixture).  Each refusal has its
+ * negative control: the same run within the limit succeeds. */
+#include <hdf5.h>
+#include <sys/resource.h>
+#include <zip.h>
+
+#include "hostile_util.h"
+
+static char *parity, *fixture;
+static char *dir;
+
+static const char *path(const char *name) {
+  static char buf[8][600];
+  static int k;
+  char *b = buf[k++ % 8];
+  snprintf(b, 600, "%s/%s", dir, name);
+  return b;
+}
+
+static void setup(void) { dir = hu_mkdtemp(); }
+
+static void teardown(void) {
+  hu_rmdir(dir);
+  free(dir);
+}
+
+static void set_root_int(const char *file, const char *name, long long v) {
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  hid_t f = H5Fopen(file, H5F_ACC_RDWR, H5P_DEFAULT);
+  ck_assert_int_ge(f, 0);
+  hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+  ck_assert_int_ge(a, 0);
+  int64_t x = v;
+  ck_assert_int_ge(H5Awrite(a, H5T_NATIVE_INT64, &x), 0);
+  H5Aclose(a);
+  H5Fclose(f);
+}
+
+/* Item 7: chunk scratch grows with C^2; it is counted (was: 1.9 GB under
+ * --max-bytes 1M), and a fixture's chunk_size is bounded like --chunk. */
+START_TEST(chunk_scratch_counted) {
+  hu_result r;
+  char *a1[] = {parity, "--shape", "1,64,1,8", "--chunk", "4096", "--max-bytes", "1M", "--oracle", "dd", NULL};
+  hu_run(&r, a1, NULL);
+  hu_expect_refusal(&r, 2, "--chunk 4096 --max-bytes 1M", "kernel scratch", "chunk size 4096", dir, NULL, NULL, 0);
+  struct rusage ru;
+  getrusage(RUSAGE_CHILDREN, &ru);
+  /* refused before the scratch: the child stayed small (it asked 1.9 GB) */
+  ck_assert_msg(ru.ru_maxrss < 200 * 1024, "peak RSS %ld KB", ru.ru_maxrss);
+  /* negative control: a chunk that fits runs under the same limit */
+  char *c1[] = {parity, "--shape", "1,64,1,8", "--chunk", "16", "--max-bytes", "1M", "--oracle", "dd", "--quiet", NULL};
+  hu_run(&r, c1, NULL);
+  ck_assert_msg(r.status == 0, "control: %s", r.err);
+  /* a fixture declaring chunk_size 2^31: verify refuses it (was: passed,
+   * then check exit 3 "allocating 18446744073709551615 bytes") */
+  const char *fx = path("c.h5");
+  char *a2[] = {fixture, "synth", "--shape", "1,32,1,8", "--chunk-size", "16", "--out", (char *)fx, NULL};
+  hu_run(&r, a2, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  char *v[] = {fixture, "verify", (char *)fx, NULL};
+  hu_run(&r, v, NULL);
+  ck_assert_msg(r.status == 0, "control verify: %s", r.err);
+  set_root_int(fx, "chunk_size", 1LL << 31);
+  hu_run(&r, v, NULL);
+  hu_expect_refusal(&r, 2, "verify chunk_size 2^31", "chunk_size is 2147483648", "[1, 1048576]", dir, NULL, NULL, 0);
+  char *chk[] = {parity, "check", (char *)fx, "--oracle", "dd", NULL};
+  hu_run(&r, chk, NULL);
+  hu_expect_refusal(&r, 2, "check chunk_size 2^31", "chunk_size", fx, dir, NULL, NULL, 0);
+  /* the largest chunk_size synth accepts is still judged with exit 2, not 3 */
+  char *a3[] = {fixture, "synth", "--shape", "1,32,1,8", "--chunk-size", "1048577", "--force", "--out", (char *)fx, NULL};
+  hu_run(&r, a3, NULL);
+  hu_expect_refusal(&r, 2, "synth --chunk-size 2^20+1", "--chunk-size '1048577'", "[1, 1048576]", dir, NULL, NULL, 0);
+  char *a4[] = {fixture, "synth", "--shape", "1,32,1,8", "--chunk-size", "1048576", "--force", "--out", (char *)fx, NULL};
+  hu_run(&r, a4, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  hu_run(&r, chk, NULL);
+  hu_expect_refusal(&r, 2, "check chunk_size 2^20", "kernel scratch", fx, dir, NULL, NULL, 0);
+}
+END_TEST
+
+/* Item 8: --threads 4096 on one head takes what the work needs (was 19 s,
+ * 3.7 GB), and a thread that cannot be created is exit 3 with a message
+ * (was libgomp's exit 1, a tolerance failure's status).  Stacks of 500 GB
+ * (OMP_STACKSIZE) make every thread creation fail. */
+START_TEST(threads_capped_and_failure_reported) {
+  hu_result r;
+  char *a1[] = {parity, "--shape", "1,128,2,8", "--threads", "4096", "--oracle", "dd", "--quiet", NULL};
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  hu_run(&r, a1, NULL);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  ck_assert_msg(t1.tv_sec - t0.tv_sec < 10, "--threads 4096 took %ld s", (long)(t1.tv_sec - t0.tv_sec));
+  struct rusage ru;
+  getrusage(RUSAGE_CHILDREN, &ru);
+  ck_assert_msg(ru.ru_maxrss < 200 * 1024, "--threads 4096: peak RSS %ld KB", ru.ru_maxrss);
+  char *env[] = {"OMP_STACKSIZE=500G", NULL};
+  /* one item of work (1 head, Dv 1, one chunk): no thread is started */
+  char *c1[] = {parity, "--shape", "1,16,1,1", "--chunk", "16", "--devices", "1", "--threads", "64", "--oracle",
+                "dd", "--quiet", NULL};
+  hu_run(&r, c1, env);
+  ck_assert_msg(r.status == 0, "1 item, --threads 64: %d %s", r.status, r.err);
+  /* two heads: a thread is needed and cannot be made */
+  char *a2[] = {parity, "--shape", "1,16,2,1", "--chunk", "16", "--devices", "1", "--threads", "64", "--oracle",
+                "dd", "--quiet", NULL};
+  hu_run(&r, a2, env);
+  hu_expect_refusal(&r, 3, "thread creation fails", "ended by a library", "fewer --threads", dir, NULL, NULL, 0);
+  /* negative control: the same run with one thread */
+  char *c2[] = {parity, "--shape", "1,16,2,1", "--chunk", "16", "--devices", "1", "--threads", "1", "--oracle",
+                "dd", "--quiet", NULL};
+  hu_run(&r, c2, env);
+  ck_assert_msg(r.status == 0, "--threads 1: %d %s", r.status, r.err);
+}
+END_TEST
+
+/* A float32 .npy of zeros of `shape` (rank 3 or 4) as an archive member. */
+static void add_zeros(zip_t *z, const char *name, const int64_t *shape, int rank) {
+  size_t n = 1;
+  for (int i = 0; i < rank; i++) n *= (size_t)shape[i];
+  char dict[128];
+  int dl = rank == 4 ? snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, %lld, %lld, %lld), }",
+                                (long long)shape[0], (long long)shape[1], (long long)shape[2], (long long)shape[3])
+                     : snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, %lld, %lld), }",
+                                (long long)shape[0], (long long)shape[1], (long long)shape[2]);
+  size_t hl = (size_t)(10 + dl + 1 + 63) / 64 * 64;
+  unsigned char *b = calloc(1, hl + 4 * n);
+  ck_assert_ptr_nonnull(b);
+  memcpy(b, "\x93NUMPY\x01\x00", 8);
+  b[8] = (unsigned char)((hl - 10) & 0xff);
+  b[9] = (unsigned char)((hl - 10) >> 8);
+  memset(b + 10, ' ', hl - 10);
+  memcpy(b + 10, dict, (size_t)dl);
+  b[hl - 1] = '\n';
+  zip_source_t *s = zip_source_buffer(z, b, hl + 4 * n, 1);
+  ck_assert_ptr_nonnull(s);
+  zip_int64_t i = zip_file_add(z, name, s, ZIP_FL_OVERWRITE);
+  ck_assert_int_ge(i, 0);
+  zip_set_file_compression(z, (zip_uint64_t)i, ZIP_CM_DEFLATE, 9);
+}
+
+/* Item 9: the members of one .npz count against one budget, before each is
+ * allocated (was: each member alone, the total only after reading). */
+START_TEST(npz_members_share_the_budget) {
+  const char *npz = path("dump.npz");
+  int err;
+  zip_t *z = zip_open(npz, ZIP_CREATE | ZIP_TRUNCATE, &err);
+  ck_assert_ptr_nonnull(z);
+  const int64_t qk[4] = {1, 3072, 4, 256}, gb[3] = {1, 3072, 4};
+  add_zeros(z, "q.npy", qk, 4);
+  add_zeros(z, "k.npy", qk, 4);
+  add_zeros(z, "v.npy", qk, 4);
+  add_zeros(z, "g.npy", gb, 3);
+  add_zeros(z, "beta.npy", gb, 3);
+  ck_assert_int_eq(zip_close(z), 0);
+  struct stat st;
+  ck_assert(stat(npz, &st) == 0 && st.st_size < 200000); /* 36 MB of zeros, compressed */
+  const char *desc = path("d.json");
+  static const char d[] = "{\"inputs\": \"dump.npz\", \"source\": \"cpu-dump\", \"chunk_size\": 64, "
+                          "\"l2norm_in_kernel\": 1}";
+  hu_write(desc, d, sizeof d - 1);
+  const char *out = path("o.h5");
+  hu_result r;
+  /* each 12 MB member is within 32M alone; q (twice 12 MB while decoding)
+   * leaves 20 MB, so k is refused before it is allocated */
+  char *a1[] = {fixture, "import", "--describe", (char *)desc, "--out", (char *)out, "--max-bytes", "32M", NULL};
+  hu_run(&r, a1, NULL);
+  hu_expect_refusal(&r, 2, "npz over the shared budget", "dump.npz:k", "left of the limit", dir, out, NULL, 0);
+  struct rusage ru;
+  getrusage(RUSAGE_CHILDREN, &ru);
+  ck_assert_msg(ru.ru_maxrss < 120 * 1024, "peak RSS %ld KB", ru.ru_maxrss);
+  /* negative control: a limit that holds the dumps and the fixture */
+  char *c1[] = {fixture, "import", "--describe", (char *)desc, "--out", (char *)out, "--max-bytes", "256M", NULL};
+  hu_run(&r, c1, NULL);
+  ck_assert_msg(r.status == 0, "control: %s", r.err);
+}
+END_TEST
+
+/* Item 10: a grid entry over the limit is refused before any entry runs,
+ * naming the entry; a repeated entry is refused (item 15). */
+START_TEST(grid_entries_checked_first) {
+  const char *g = path("g.json");
+  static const char grid[] = "{\"entries\": [{\"shape\": \"1,64,1,8\", \"chunk\": 16, \"devices\": [1]},\n"
+                             "              {\"shape\": \"1,64,1,8\", \"chunk\": 4096, \"devices\": [1]}]}";
+  hu_write(g, grid, sizeof grid - 1);
+  hu_result r;
+  char *a1[] = {parity, "sweep", "--grid", (char *)g, "--max-bytes", "1M", "--oracle", "dd", "--json",
+                (char *)path("r.json"), NULL};
+  hu_run(&r, a1, NULL);
+  hu_expect_refusal(&r, 2, "grid entry 1 over the limit", "entry 1", "kernel scratch", dir, path("r.json"), NULL, 0);
+  ck_assert_msg(!strstr(r.out, "B1-T64"), "an entry ran before the refusal: %s", r.out);
+  static const char dup[] = "{\"entries\": [{\"shape\": \"1,64,1,8\", \"chunk\": 16},\n"
+                            "              {\"shape\": \"1,64,1,8\", \"chunk\": 16}]}";
+  hu_write(g, dup, sizeof dup - 1);
+  hu_run(&r, a1, NULL);
+  hu_expect_refusal(&r, 2, "duplicate grid entry", "entry 1 repeats entry 0", NULL, dir, path("r.json"), NULL, 0);
+  static const char dupp[] = "{\"entries\": [{\"shape\": \"1,64,1,8\", \"chunk\": 16, "
+                             "\"prefix\": [\"sequential\", \"sequential\"]}]}";
+  hu_write(g, dupp, sizeof dupp - 1);
+  hu_run(&r, a1, NULL);
+  hu_expect_refusal(&r, 2, "duplicate prefix", "lists 'sequential' twice", NULL, dir, path("r.json"), NULL, 0);
+  /* an entry the policy has no rule for: refused before entry 0 runs */
+  static const char pol[] = "{\"name\": \"float32 only\", \"version\": 1, \"rules\": [{\"id\": \"f32\", "
+                            "\"kind\": \"absolute\", \"dtype\": \"float32\", \"metric\": \"rel_fro\", "
+                            "\"limit_u\": 64, \"reason\": \"float32 only\"}]}";
+  char polf[600];
+  snprintf(polf, sizeof polf, "%s", path("pol.json"));
+  hu_write(polf, pol, sizeof pol - 1);
+  static const char bf[] = "{\"entries\": [{\"shape\": \"1,64,1,8\", \"chunk\": 16, \"devices\": [1]},\n"
+                           "  {\"shape\": \"1,64,1,8\", \"chunk\": 16, \"devices\": [1], \"dtype\": \"bfloat16\"}]}";
+  hu_write(g, bf, sizeof bf - 1);
+  char *a2[] = {parity, "sweep", "--grid", (char *)g, "--policy", polf, "--oracle", "dd", "--json",
+                (char *)path("r.json"), NULL};
+  hu_run(&r, a2, NULL);
+  hu_expect_refusal(&r, 2, "entry without a rule", "entry 1: policy 'float32 only' has no rule", NULL, dir,
+                    path("r.json"), NULL, 0);
+  ck_assert_msg(!strstr(r.out, "B1-T64"), "an entry ran before the refusal: %s", r.out);
+  /* negative control: two different entries within the limit */
+  static const char ok[] = "{\"entries\": [{\"shape\": \"1,64,1,8\", \"chunk\": 16, \"devices\": [1]},\n"
+                           "              {\"shape\": \"1,64,1,8\", \"chunk\": 32, \"devices\": [1]}]}";
+  hu_write(g, ok, sizeof ok - 1);
+  hu_run(&r, a1, NULL);
+  ck_assert_msg(r.status == 0, "control: %s", r.err);
+}
+END_TEST
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: test_limits GDN-PARITY GDN-FIXTURE\n");
+    return 2;
+  }
+  parity = argv[1];
+  fixture = argv[2];
+  Suite *s = suite_create("limits");
+  TCase *tc = tcase_create("limits");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, chunk_scratch_counted);
+  tcase_add_test(tc, threads_capped_and_failure_reported);
+  tcase_add_test(tc, npz_members_share_the_budget);
+  tcase_add_test(tc, grid_entries_checked_first);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return nf ? 1 : 0;
+}

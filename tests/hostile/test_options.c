@@ -1,0 +1,160 @@
+/* Issue 16, items 5, 6 and 16: one option table (core/gdn_cli.h) refuses a
+ * repeated option, a value that is really the next option, and an option
+ * of another command; usage errors exit 2 with a message that says what is
+ * wrong (argv[1] gdn-parity, argv[2] gdn-fixture).  Each refusal has a
+ * negative control: the same command spelled right runs. */
+#include "hostile_util.h"
+
+static char *parity, *fixture;
+static char *dir;
+static char fx[600];
+
+static const char *path(const char *name) {
+  static char buf[8][600];
+  static int k;
+  char *b = buf[k++ % 8];
+  snprintf(b, 600, "%s/%s", dir, name);
+  return b;
+}
+
+static void setup(void) {
+  dir = hu_mkdtemp();
+  snprintf(fx, sizeof fx, "%s/good.h5", dir);
+  hu_result r;
+  char *a1[] = {fixture, "synth", "--shape", "1,32,1,8", "--chunk-size", "16", "--out", fx, NULL};
+  hu_run(&r, a1, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+}
+
+static void teardown(void) {
+  hu_rmdir(dir);
+  free(dir);
+}
+
+static void refused(char *const av[], const char *n1, const char *n2) {
+  hu_result r;
+  hu_run(&r, av, NULL);
+  hu_expect_refusal(&r, 2, av[1], n1, n2, dir, NULL, NULL, 0);
+}
+
+static void runs(char *const av[]) {
+  hu_result r;
+  hu_run(&r, av, NULL);
+  ck_assert_msg(r.status == 0, "control %s %s: %d %s", av[1], av[2], r.status, r.err);
+}
+
+/* Item 5: check --fixture bad --fixture good judged good alone, exit 0. */
+START_TEST(repeated_options_refused) {
+  const char *bad = path("bad.h5");
+  hu_write(bad, "not hdf5", 8);
+  char *a1[] = {parity, "check", "--fixture", (char *)bad, "--fixture", fx, "--oracle", "dd", NULL};
+  refused(a1, "'--fixture' is given twice", bad);
+  char *a2[] = {parity, "--shape", "1,32,1,8", "--json", (char *)path("a.json"), "--json", (char *)path("b.json"), NULL};
+  refused(a2, "'--json' is given twice", "give it once");
+  ck_assert(access(path("a.json"), F_OK) != 0 && access(path("b.json"), F_OK) != 0);
+  char *a3[] = {parity, "--shape", "1,32,1,8", "--quiet", "--quiet", NULL};
+  refused(a3, "'--quiet' is given twice", NULL);
+  char *a4[] = {fixture, "synth", "--shape", "1,8,1,4", "--seed", "1", "--seed", "2", "--out", (char *)path("s.h5"), NULL};
+  refused(a4, "'--seed' is given twice", NULL);
+  /* negative control: the same fixtures as arguments are both judged (2
+   * cases each: 2 chunks of 16, devices 1 and 2) */
+  char *c1[] = {parity, "check", fx, fx, "--oracle", "dd", "--quiet", NULL};
+  hu_result r;
+  hu_run(&r, c1, NULL);
+  ck_assert_msg(r.status == 0 && strstr(r.out, "PASS: 4 cases"), "%d %s %s", r.status, r.out, r.err);
+  char *c2[] = {parity, "check", (char *)bad, fx, "--oracle", "dd", "--quiet", NULL};
+  hu_run(&r, c2, NULL);
+  ck_assert_msg(r.status == 2, "a bad fixture among arguments: %d %s", r.status, r.err);
+}
+END_TEST
+
+/* Item 6: --json --quiet wrote a file named --quiet; options of other
+ * commands were ignored. */
+START_TEST(option_values_and_foreign_options) {
+  char *a1[] = {parity, "--shape", "1,32,1,8", "--oracle", "dd", "--json", "--quiet", NULL};
+  refused(a1, "'--json' needs a value", "followed by the option '--quiet'");
+  ck_assert(access("--quiet", F_OK) != 0);
+  static const char *const foreign[][3] = {{"--seed", "3", "check"}, {"--gates", "slow", "check"},
+                                           {"--h0", NULL, "check"}, {"--key-heads", "1", "check"},
+                                           {"--dv", "8", "check"}, {"--grid", "g.json", "check"},
+                                           {"--shape", "1,8,1,4", "check"}};
+  for (size_t i = 0; i < sizeof foreign / sizeof foreign[0]; i++) {
+    char *av[] = {parity, "check", fx, (char *)foreign[i][0], (char *)foreign[i][1], NULL};
+    char want[120];
+    snprintf(want, sizeof want, "'%s' does not apply to check", foreign[i][0]);
+    refused(av, want, NULL);
+  }
+  char *a2[] = {parity, "sweep", "--grid", (char *)path("g.json"), "--fixture", fx, NULL};
+  refused(a2, "'--fixture' does not apply to sweep", "it is for: check");
+  char *a3[] = {parity, "report", (char *)path("r.json"), "-o", (char *)path("r.html"), "--seed", "1", NULL};
+  refused(a3, "'--seed' does not apply to report", NULL);
+  char *a4[] = {fixture, "info", fx, "--force", NULL};
+  refused(a4, "unknown option '--force'", NULL);
+  /* negative controls: a value that starts with '-' given with '=' and a
+   * negative number are values */
+  char *c1[] = {parity, "--shape", "1,32,1,8", "--chunk", "16", "--oracle", "dd", "--quiet",
+                "--json=-dash.json", NULL};
+  hu_result r;
+  char cwd[600];
+  ck_assert(getcwd(cwd, sizeof cwd));
+  ck_assert_int_eq(chdir(dir), 0);
+  hu_run(&r, c1, NULL);
+  ck_assert_int_eq(chdir(cwd), 0);
+  ck_assert_msg(r.status == 0 && access(path("-dash.json"), F_OK) == 0, "%d %s", r.status, r.err);
+  char *c2[] = {fixture, "synth", "--shape", "1,8,1,4", "--out", (char *)path("l.h5"), NULL};
+  runs(c2);
+  char *c3[] = {parity, "check", fx, "--chunk", "16", "--oracle", "dd", "--quiet", NULL};
+  runs(c3);
+}
+END_TEST
+
+/* Item 16: exit 2 where documented, and messages that say what is wrong. */
+START_TEST(messages_and_exit_statuses) {
+  char *a1[] = {parity, "--shape", "0x10,8,1,4", NULL};
+  refused(a1, "is not a decimal integer", "'x' at position 2");
+  char *a2[] = {parity, "--shape", "1,8,1,4", "--threads", "-1", NULL};
+  refused(a2, "--threads '-1': out of range [1, 4096]", NULL);
+  char *a3[] = {parity, "--shape", "1,8,1,4", "--max-bytes", "K", NULL};
+  refused(a3, "--max-bytes 'K': not a byte size", NULL);
+  char *a4[] = {parity, "report", dir, "-o", (char *)path("x.html"), NULL};
+  refused(a4, "is a folder, not a file", NULL);
+  const char *missing = path("no/such/x.h5");
+  char *a5[] = {fixture, "synth", "--shape", "1,8,1,4", "--out", (char *)missing, NULL};
+  refused(a5, "does not exist", missing);
+  char *a6[] = {fixture, "import", (char *)path("nodir"), "--out", (char *)missing, NULL};
+  hu_result r;
+  hu_run(&r, a6, NULL);
+  ck_assert_msg(r.status == 2, "import into a missing folder: %d %s", r.status, r.err);
+  ck_assert_int_eq(mkdir(path("ro"), 0555), 0);
+  if (geteuid() != 0) {
+    char *a7[] = {fixture, "synth", "--shape", "1,8,1,4", "--out", (char *)path("ro/x.h5"), NULL};
+    refused(a7, "not writable", NULL);
+  }
+  /* negative controls */
+  char *c1[] = {parity, "--shape", "1,16,1,8", "--chunk", "16", "--oracle", "dd", "--quiet", "--threads", "1",
+                "--max-bytes", "1G", NULL};
+  runs(c1);
+}
+END_TEST
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: test_options GDN-PARITY GDN-FIXTURE\n");
+    return 2;
+  }
+  parity = argv[1];
+  fixture = argv[2];
+  Suite *s = suite_create("options");
+  TCase *tc = tcase_create("options");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, repeated_options_refused);
+  tcase_add_test(tc, option_values_and_foreign_options);
+  tcase_add_test(tc, messages_and_exit_statuses);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return nf ? 1 : 0;
+}
