@@ -218,7 +218,7 @@ START_TEST(grid_entries_checked_first) {
   ck_assert_msg(!strstr(r.out, "B1-T64"), "an entry ran before the refusal: %s", r.out);
   /* negative control: two different entries within the limit */
   static const char ok[] = "{\"entries\": [{\"shape\": \"1,64,1,8\", \"chunk\": 16, \"devices\": [1]},\n"
-                           "              {\"shape\": \"1,64,1,8\", \"chunk\": 32, \"devices\": [1]}]}";
+                           "              {\"shape\": \"1,64,1,8\", \"chunk\": 24, \"devices\": [1]}]}";
   hu_write(g, ok, sizeof ok - 1);
   hu_run(&r, a1, NULL);
   ck_assert_msg(r.status == 0, "control: %s", r.err);

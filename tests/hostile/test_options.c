@@ -56,12 +56,13 @@ START_TEST(repeated_options_refused) {
   refused(a3, "'--quiet' is given twice", NULL);
   char *a4[] = {fixture, "synth", "--shape", "1,8,1,4", "--seed", "1", "--seed", "2", "--out", (char *)path("s.h5"), NULL};
   refused(a4, "'--seed' is given twice", NULL);
-  /* negative control: the same fixtures as arguments are both judged (2
-   * cases each: 2 chunks of 16, devices 1 and 2) */
+  /* negative control: the same fixtures as arguments are both judged (4
+   * cases each: --shard tokens keeps the default devices 1, 2, 4, 8 that
+   * divide T = 32) */
   char *c1[] = {parity, "check", fx, fx, "--oracle", "dd", "--quiet", NULL};
   hu_result r;
   hu_run(&r, c1, NULL);
-  ck_assert_msg(r.status == 0 && strstr(r.out, "PASS: 4 cases"), "%d %s %s", r.status, r.out, r.err);
+  ck_assert_msg(r.status == 0 && strstr(r.out, "PASS: 8 cases"), "%d %s %s", r.status, r.out, r.err);
   char *c2[] = {parity, "check", (char *)bad, fx, "--oracle", "dd", "--quiet", NULL};
   hu_run(&r, c2, NULL);
   ck_assert_msg(r.status == 2, "a bad fixture among arguments: %d %s", r.status, r.err);
