@@ -84,7 +84,12 @@ run_fixture_forked() {
   triage_fixture "$log" "$art"/crash-* "$art"/leak-* || return 1
   local runs
   runs=$(grep -oE "^#[0-9]+" "$log" | tail -1 | tr -d '#')
-  echo "ok   $t: ${runs:-?} runs in ${secs}s (in-process, fork mode), $n_art crash/leak inputs contained by the probe, corpus $(ls "$work" | wc -l) inputs"
+  # fork mode's own status is not the verdict (it ends non-zero when it kept
+  # crashes); that it ran at all is checked here, the crashes above
+  if [[ -z $runs || $runs == 0 ]]; then
+    echo "FAIL $t: the fuzzer did not run (see $log)"; tail -20 "$log"; return 1
+  fi
+  echo "ok   $t: ${runs} runs in ${secs}s (in-process, fork mode), $n_art crash/leak inputs contained by the probe, corpus $(ls "$work" | wc -l) inputs"
 }
 
 run_one() {
