@@ -90,6 +90,8 @@ static json_t *impls_json(const parity_case_result *r) {
     json_t *j = tensors_json(s->vs_ref, s->has_vs_ref);
     if (j && s->role == PARITY_ROLE_JUDGED) {
       bad |= parity_json_set(j, "pass", json_boolean(s->pass));
+      if (!(s->has_vs_ref & (1u << PARITY_T_HT))) /* the verdict says what it rests on */
+        bad |= parity_json_set(j, "judged_on", json_string("o alone: the output has no final state"));
       if (s->attrs) bad |= json_object_set(j, "attrs", (json_t *)s->attrs);
     }
     bad |= parity_json_set(impls, s->name, j);

@@ -45,6 +45,10 @@ void parity_log_input(FILE *f, const parity_input_result *r, gdn_dtype dtype, ke
             in->packing == GDN_PACKING_RESET ? "the state restarts at every boundary, as flash-linear-attention's cu_seqlens"
                                              : "the state flows across boundaries, as MaxText's kernel");
   log_reference(f, r->ref);
+  for (size_t i = 0; i < r->n_subjects; i++)
+    if (r->subjects[i].ext && !r->subjects[i].ext->has_ht)
+      fprintf(f, "note: output %s has no final state (MaxText returns one only when an "
+                 "initial state is given): judged on o alone\n", r->subjects[i].name);
 }
 
 void parity_log_chunk(FILE *f, int64_t chunk, int64_t n_chunks, int64_t tokens_T, int skipped, int has_ref) {

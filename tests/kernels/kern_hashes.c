@@ -18,7 +18,11 @@
  * with --shard chunks.  A second pass, printed after the first so that a
  * file from before token sharding existed stays a prefix of the output,
  * runs the affine kernel with --shard tokens (tagged "tokens") at the device
- * counts among 2, 3, 4, 5, 7, 11 that divide T (at most three per shape). */
+ * counts among 2, 3, 4, 5, 7, 11 that divide T (at most three per shape).
+ * A third pass (tagged "xla", "leak", "reset") runs the scan and the affine
+ * kernel (D = 1, 3, chunk sharding) with --solve xla-expander, and on
+ * packed documents (6 per row, gdn_synth_segments) under both semantics, on
+ * the small shapes in the first three modes at C = 16 and 64. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,10 +84,11 @@ int main(int argc, char **argv) {
   };
   const int nshape = (int)(sizeof shapes / sizeof shapes[0]);
   const int nmode = (int)(sizeof modes / sizeof modes[0]);
-  for (int pass = 0; pass < 2; pass++)
+  for (int pass = 0; pass < 3; pass++)
   for (int si = 0; si < nshape; si++) {
     const shape_case *sc = &shapes[si];
     if (quick && sc->big) continue;
+    if (pass == 2 && sc->big) continue;
     gdn_inputs in;
     gdn_inputs_init(&in);
     gdn_error e;
@@ -94,6 +99,47 @@ int main(int argc, char **argv) {
       return 1;
     }
     for (size_t i = 0; i < gdn_shape_numel_gate(&sc->s); i++) in.g[i] *= sc->decay;
+    if (pass == 2) {
+      static const char *const tags[3] = {"xla", "leak", "reset"};
+      for (int v = 0; v < 3; v++)
+        for (int mi = 0; mi < 3; mi++)
+          for (int k = 1; k < 3; k++)
+            for (int64_t C = 16; C <= 64; C *= 4)
+              for (int64_t D = 1; D <= 3; D += 2) {
+                if ((k == 1 && D > 1) || D > gdn_shape_chunks(&sc->s, C)) continue;
+                if (v > 0 && !in.seg && gdn_synth_segments(&in, 7 + (uint64_t)si, 6, &e)) {
+                  printf("segments %s\n", e.msg);
+                  return 1;
+                }
+                in.packing = v == 2 ? GDN_PACKING_RESET : GDN_PACKING_LEAK;
+                kern_config c;
+                kern_config_init(&c);
+                c.dtype = modes[mi].dt;
+                c.matmul = modes[mi].mm;
+                c.ftz = modes[mi].ftz;
+                c.chunk = C;
+                c.devices = D;
+                c.shard = KERN_SHARD_CHUNKS;
+                c.solve = v == 0 ? KERN_SOLVE_XLA_EXPANDER : KERN_SOLVE_SUBSTITUTION;
+                gdn_outputs out;
+                gdn_outputs_init(&out);
+                if (k == 1 ? kern_scan(&in, &c, &out, &e) : kern_affine_prefix(&in, &c, &out, &e)) {
+                  printf("err %s\n", e.msg);
+                  return 1;
+                }
+                uint64_t h = 1469598103934665603ull;
+                h = fnv(out.o, gdn_shape_numel_v(&sc->s) * sizeof(double), h);
+                h = fnv(out.ht, gdn_shape_numel_state(&sc->s) * sizeof(double), h);
+                printf("shape%d %s %s %s %s ftz=%d C=%ld D=%ld %016llx\n", si, tags[v],
+                       k == 1 ? "scan" : "affine", gdn_dtype_name(modes[mi].dt),
+                       kern_matmul_name(modes[mi].mm), modes[mi].ftz, (long)C, (long)D,
+                       (unsigned long long)h);
+                fflush(stdout);
+                gdn_outputs_clear(&out);
+              }
+      gdn_inputs_clear(&in);
+      continue;
+    }
     for (int mi = 0; mi < nmode; mi++) {
       const mode_case *md = &modes[mi];
       if (sc->big && mi > 3) continue;
