@@ -15,6 +15,7 @@
 #include "gdn_threads.h"
 #include "parity_budget.h"
 #include "parity_external.h"
+#include "parity_packing.h"
 #include "parity_grid.h"
 #include "parity_oracle.h"
 #include "parity_output.h"
@@ -332,7 +333,11 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
       fprintf(out, "%s: warning: the stored /oracle is stale (inputs changed); computing a fresh one\n", path);
     if ((rc = parity_reference_compute(&ref, &fx.inputs, st->tier, st->oracle_bits, e))) goto done;
   }
-  if ((rc = parity_externals_from_fixture(&fx, &ext, e))) goto done;
+  if ((rc = parity_externals_from_fixture(&fx, &ext, e)) ||
+      (st->tier != PARITY_ORACLE_NONE &&
+       (rc = parity_packing_match(&fx.inputs, &ref, ref.from_fixture ? PARITY_ORACLE_MPFR : st->tier,
+                                  ref.from_fixture ? ref.precision_bits : st->oracle_bits, ext, fx.n_outputs, e))))
+    goto done;
   const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   parity_input_info info = {base_name, "fixture", path, fx.inputs_sha256};
   rc = parity_sweep_run(&st->doc, &fx.inputs, &info, &ref, ext, fx.n_outputs, &o, e);

@@ -25,6 +25,8 @@ static json_t *output_attrs(const fix_output *fo) {
   if (fo->matmul_precision) bad |= parity_json_set(a, "matmul_precision", json_string(fo->matmul_precision));
   if (fo->compute_dtype) bad |= parity_json_set(a, "compute_dtype", json_string(fo->compute_dtype));
   if (fo->platform) bad |= parity_json_set(a, "platform", json_string(fo->platform));
+  if (fo->shard) bad |= parity_json_set(a, "shard", json_string(fo->shard));
+  if (fo->packing) bad |= parity_json_set(a, "packing", json_string(fo->packing));
   bad |= parity_json_set(a, "o_dtype", json_string(gdn_dtype_name(fo->out.dtype)));
   if (bad) json_decref(a);
   return bad ? NULL : a;
@@ -40,6 +42,7 @@ int parity_externals_from_fixture(const fix_fixture *fx, parity_external **out, 
     ext[i].name = fo->name;
     ext[i].out = &fo->out;
     ext[i].has_ht = fo->has_ht;
+    ext[i].packing_matched = -1;
     ext[i].own_numerics = output_numerics(fo, &ext[i].dtype, &ext[i].matmul);
     if (!(ext[i].attrs = output_attrs(fo))) {
       parity_externals_free(ext, fx->n_outputs);

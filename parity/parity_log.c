@@ -49,6 +49,9 @@ void parity_log_input(FILE *f, const parity_input_result *r, gdn_dtype dtype, ke
     if (r->subjects[i].ext && !r->subjects[i].ext->has_ht)
       fprintf(f, "note: output %s has no final state (MaxText returns one only when an "
                  "initial state is given): judged on o alone\n", r->subjects[i].name);
+  for (size_t i = 0; i < r->n_subjects; i++)
+    if (r->subjects[i].ext && r->subjects[i].ext->packing_mismatch)
+      fprintf(f, "FAIL: output %s %s\n", r->subjects[i].name, r->subjects[i].ext->packing_note);
 }
 
 void parity_log_chunk(FILE *f, int64_t chunk, int64_t n_chunks, int64_t tokens_T, int skipped, int has_ref) {

@@ -50,6 +50,12 @@ typedef struct parity_external {
   int own_numerics; /* the output declared compute_dtype and matmul_precision */
   gdn_dtype dtype;
   kern_matmul matmul;
+  /* parity_packing_match (fixtures with document boundaries): the packing
+   * o matches (GDN_PACKING_*, -1 indistinguishable or not measured), and
+   * whether that is not the fixture's (then it fails, with the note). */
+  int packing_matched;
+  int packing_mismatch;
+  char packing_note[200];
 } parity_external;
 
 /* What a produce function is given.  cfg: the case's numerics and chunk

@@ -320,6 +320,9 @@ static int case_judge(const input_ctx *x, parity_case_result *r, gdn_error *e) {
   for (size_t i = 0; i < r->n_subjects; i++) {
     r->subjects[i].pass = parity_checks_subject_pass(&r->checks, i);
     r->subjects[i].deciding = parity_checks_subject_deciding(&r->checks, i);
+    /* parity_packing.h: an output of the other packing computed another function */
+    const parity_external *xe = x->subj[i].ext;
+    if (xe && xe->packing_mismatch) r->subjects[i].pass = r->pass = 0;
   }
   return GDN_OK;
 }
