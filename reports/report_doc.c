@@ -239,7 +239,8 @@ static int v_seams(vctx *v, const json_t *c, const char *cp) {
     if ((rc = v_int(v, m, q, "device", 0, 0, (long long)1 << 40)) ||
         (rc = v_int(v, m, q, "chunk", 0, 0, (long long)1 << 50)) || (rc = v_num(v, m, q, "t", 1)) ||
         (rc = v_num(v, m, q, "scan", 0)) || (rc = v_num(v, m, q, "affine-prefix", 0)) ||
-        (rc = v_num(v, m, q, "affine_vs_scan", 0)) || (rc = v_num(v, m, q, "state_rel", 0)))
+        (rc = v_num(v, m, q, "affine_vs_scan", 0)) || (rc = v_num(v, m, q, "state_rel", 0)) ||
+        (rc = v_int(v, m, q, "pad_before", 0, 0, (long long)1 << 50)))
       return rc;
   }
   return GDN_OK;
@@ -336,6 +337,8 @@ static int v_case(vctx *v, const json_t *c, const char *p, size_t n_inputs, int 
   if ((rc = v_shape(v, c, p, 1)) || (rc = v_int(v, c, p, "chunk", 1, 1, (long long)1 << 40)) ||
       (rc = v_int(v, c, p, "devices", 1, 1, (long long)1 << 40)) ||
       (rc = v_string(v, c, p, "prefix", 1)) || (rc = v_string(v, c, p, "dtype", 1)) ||
+      (rc = v_string(v, c, p, "shard", 0)) || (rc = v_string(v, c, p, "solve", 0)) ||
+      (rc = v_string(v, c, p, "packing", 0)) ||
       (rc = v_string(v, c, p, "matmul_precision", 1)) || (rc = v_bool(v, c, p, "ftz", 0)) ||
       (rc = v_string(v, c, p, "output_dtype", 0)) || (rc = v_num(v, c, p, "seconds", 0)) ||
       (rc = v_string(v, c, p, "error", 0)) || (rc = v_bool(v, c, p, "pass", 1)))

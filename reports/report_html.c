@@ -8,6 +8,7 @@
 #include "gdn_atomic.h"
 #include "report_doc.h"
 #include "report_escape.h"
+#include "report_modes.h"
 #include "report_num.h"
 #include "report_plots.h"
 #include "report_summary.h"
@@ -77,7 +78,8 @@ static const char CSS[] =
     "svg .grid line{stroke:#eaeef2}svg .frame{fill:none;stroke:#57606a}"
     "svg .ticks line{stroke:#57606a}\n"
     "svg .series{fill:none;stroke-width:1.8}svg .ref{stroke-width:1.4}\n"
-    "svg .seam line{stroke:#6e7781;stroke-dasharray:4 3}svg .seam-label{font-size:10px;"
+    "svg .seam line{stroke:#6e7781;stroke-dasharray:4 3}"
+    "svg .seam.padded line{stroke:#bc4c00;stroke-dasharray:2 2}svg .seam-label{font-size:10px;"
     "fill:#57606a}\n"
     "svg .axis-label{font-weight:600}svg .legend{font-size:11.5px}\n"
     "svg .floor-note{font-size:10px;fill:#8c959f}svg .cell-text{font-size:11px}"
@@ -325,6 +327,18 @@ static void shape_text(report_buf *b, const json_t *sh) {
     report_buf_printf(b, "%s%s=%lld", i ? " " : "", dims[i], report_doc_int(sh, dims[i], 0));
 }
 
+/* Sharding, triangular solve and packing over the cases (report_modes.h). */
+static void modes_row(report_buf *b, const report_summary *s) {
+  kv_row_begin(b, "Shard \xC2\xB7 solve \xC2\xB7 packing");
+  for (int k = 0; k < REPORT_MODE_N; k++) {
+    distinct d = {0};
+    for (size_t i = 0; i < s->n; i++) distinct_add(&d, report_doc_str(s->cases[i].c, report_mode_keys[k]));
+    report_buf_printf(b, "%s%s ", k ? "; " : "", report_mode_keys[k]);
+    distinct_print(b, &d, s->n);
+  }
+  kv_row_end(b);
+}
+
 static void environment(report_buf *b, const report_summary *s) {
   const json_t *doc = s->doc, *cases = json_object_get(doc, "cases");
   report_buf_puts(b, "<section id=\"environment\">\n<h2>Environment</h2>\n<table class=\"kv\">\n");
@@ -426,6 +440,7 @@ static void environment(report_buf *b, const report_summary *s) {
   kv_row_begin(b, "Prefix schedules");
   distinct_print(b, &pf, s->n);
   kv_row_end(b);
+  modes_row(b, s);
   kv_row_begin(b, "Devices");
   int_values(b, cases, NULL, "devices");
   kv_row_end(b);
@@ -552,6 +567,7 @@ static int has_other_impls(const report_summary *s) {
  * cases differ in it (otherwise the environment states it once). */
 typedef struct columns {
   int other, dtype;
+  unsigned modes; /* report_modes_varying: shown per case in the prefix column */
 } columns;
 
 static void dtype_text(report_buf *b, const json_t *c) {
@@ -605,6 +621,7 @@ static void case_row(report_buf *b, const report_summary *s, size_t rank, const 
                     report_doc_int(sh, "T", 0), report_doc_int(c, "chunk", 0),
                     report_doc_int(c, "devices", 0));
   esc(b, report_doc_str(c, "prefix"));
+  report_modes_append(b, c, cols->modes, esc);
   report_buf_puts(b, "</td>");
   if (cols->dtype) {
     report_buf_puts(b, "<td>");
@@ -724,7 +741,7 @@ static void case_table(report_buf *b, const report_summary *s) {
                        "</section>\n");
     return;
   }
-  columns cols = {has_other_impls(s), dtypes_differ(s)};
+  columns cols = {has_other_impls(s), dtypes_differ(s), report_modes_varying(s)};
   report_buf_printf(b, "<p>%zu case%s, failing cases first (worst first), then the passing ones "
                        "in run order. Errors: rel_fro = ||x &minus; ref||<sub>F</sub> / "
                        "||ref||<sub>F</sub>; median ULP: the median over elements of |x &minus; ref| / "
@@ -736,6 +753,10 @@ static void case_table(report_buf *b, const report_summary *s) {
     dtype_text(b, s->cases[0].c);
     report_buf_putc(b, '.');
   }
+  report_buf_puts(b, " Modes every case shares: ");
+  if (!report_modes_common(b, s, cols.modes, esc)) report_buf_puts(b, "none recorded");
+  report_buf_putc(b, '.');
+  if (cols.modes) report_buf_puts(b, " The prefix column adds, per case, the modes the cases differ in.");
   report_buf_puts(b, " <span id=\"sort-hint\" hidden>Click a column header to sort.</span></p>\n");
   report_buf_printf(b, "<div class=\"table-wrap\"><table id=\"case-table\" class=\"grid-table\">"
                        "<thead>\n<tr><th colspan=\"%d\">case</th>", cols.dtype ? 8 : 7);

@@ -8,6 +8,7 @@
 #include "gdn_atomic.h"
 #include "report_doc.h"
 #include "report_escape.h"
+#include "report_modes.h"
 #include "report_num.h"
 #include "report_summary.h"
 
@@ -74,8 +75,10 @@ static void row(report_buf *b, const report_summary *s, size_t rank) {
   const json_t *sh = json_object_get(c, "shape");
   report_buf_printf(b, " %lld | %lld | %lld |", report_doc_int(sh, "T", 0),
                     report_doc_int(c, "chunk", 0), report_doc_int(c, "devices", 0));
-  cell(b, report_doc_str(c, "prefix"));
   report_buf_puts(b, " ");
+  report_escape_markdown_cell_z(b, report_doc_str(c, "prefix") ? report_doc_str(c, "prefix") : "\xE2\x80\x94");
+  report_modes_append(b, c, s->modes, report_escape_markdown_cell_z);
+  report_buf_puts(b, " | ");
   report_escape_markdown_cell_z(b, report_doc_str(c, "dtype"));
   report_buf_puts(b, "/");
   report_escape_markdown_cell_z(b, report_doc_str(c, "matmul_precision"));
@@ -268,6 +271,10 @@ int report_markdown_render(const json_t *doc, const char *html_relpath, report_b
     report_buf_puts(b, ")\n\n");
   }
   provenance_line(b, doc);
+  s.modes = report_modes_varying(&s);
+  report_buf_puts(b, "Modes every case shares: ");
+  if (!report_modes_common(b, &s, s.modes, report_escape_markdown_cell_z)) report_buf_puts(b, "none recorded");
+  report_buf_puts(b, s.modes ? "; the prefix column adds the ones cases differ in.\n\n" : ".\n\n");
   rc = tables(b, &s, e);
   report_summary_clear(&s);
   if (rc) return rc;

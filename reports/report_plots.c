@@ -184,7 +184,7 @@ static void seam_table(report_buf *b, const json_t *seams) {
   if (!n) return;
   report_buf_puts(b, "<table class=\"seams\"><thead><tr><th>seam (device r)</th><th>t</th>"
                      "<th>first chunk</th><th>scan vs oracle</th><th>affine-prefix vs oracle</th>"
-                     "<th>affine-prefix vs scan</th><th>state_rel</th></tr></thead><tbody>\n");
+                     "<th>affine-prefix vs scan</th><th>state_rel</th><th>padding before</th></tr></thead><tbody>\n");
   size_t shown = n > 64 ? 64 : n;
   for (size_t i = 0; i < shown; i++) {
     const json_t *s = json_array_get(seams, i);
@@ -200,7 +200,7 @@ static void seam_table(report_buf *b, const json_t *seams) {
       report_buf_printf(b, "<td class=\"num%s\">%s</td>",
                         report_doc_num(s, keys[k], &v) && !isfinite(v) ? " nonfinite" : "", t);
     }
-    report_buf_puts(b, "</tr>\n");
+    report_buf_printf(b, "<td class=\"num\">%lld</td></tr>\n", report_doc_int(s, "pad_before", 0));
   }
   report_buf_puts(b, "</tbody></table>\n");
   if (shown < n) report_buf_printf(b, "<p class=\"no-data\">... and %zu more seams.</p>\n", n - shown);
@@ -280,7 +280,7 @@ static int profile_plot(const json_t *doc, const json_t *c, size_t k, report_buf
   report_plot p;
   report_plot_begin(&p, b, id, label, PLOT_W, PLOT_H, &ax, &ay, "position t (tokens)",
                     "max |error of o| per block");
-  size_t ns = json_array_size(seams);
+  size_t ns = json_array_size(seams), n_padded = 0;
   for (size_t i = 0; i < ns; i++) {
     const json_t *s = json_array_get(seams, i);
     double t, v;
@@ -292,18 +292,26 @@ static int profile_plot(const json_t *doc, const json_t *c, size_t k, report_buf
     if (report_doc_num(s, "affine-prefix", &v)) fmt(a2, v);
     if (report_doc_num(s, "affine_vs_scan", &v)) fmt(a3, v);
     if (report_doc_num(s, "state_rel", &v)) fmt(a4, v);
+    long long pad = report_doc_int(s, "pad_before", 0);
     snprintf(lab, sizeof lab, "r=%lld", r);
     snprintf(tip, sizeof tip,
-             "seam: device %lld starts at t = %.0f; first chunk after it: scan %s, affine-prefix "
+             "seam: device %lld starts at t = %.0f%s; first chunk after it: scan %s, affine-prefix "
              "%s, affine vs scan %s; state_rel %s",
-             r, t, a1, a2, a3, a4);
+             r, t, pad ? " after padding" : "", a1, a2, a3, a4);
+    if (pad) {
+      size_t l = strlen(tip);
+      snprintf(tip + l, sizeof tip - l, "; device %lld ends in %lld padding token%s", r - 1, pad, pad == 1 ? "" : "s");
+      n_padded++;
+    }
     /* Past 16 seams the labels would overlap; the tooltips and the table
      * below still name each one. */
-    report_plot_vline(&p, t, ns <= 16 ? lab : NULL, tip);
+    if (pad) report_plot_vline_padded(&p, t, ns <= 16 ? lab : NULL, tip);
+    else report_plot_vline(&p, t, ns <= 16 ? lab : NULL, tip);
   }
   for (size_t s = 0; s < NS; s++)
     if (ys[s]) report_plot_series(&p, x, ys[s], m, styles[s], m <= 40, names[s]);
-  if (ns) report_plot_legend(&p, 0, REPORT_LEGEND_SEAM, "shard seam r");
+  if (ns > n_padded) report_plot_legend(&p, 0, REPORT_LEGEND_SEAM, "shard seam r");
+  if (n_padded) report_plot_legend(&p, 0, REPORT_LEGEND_SEAM_PADDED, "seam after padding");
   report_plot_end(&p);
   caption_begin(b);
   const json_t *in = report_doc_input(doc, c);
@@ -331,6 +339,10 @@ static int profile_plot(const json_t *doc, const json_t *c, size_t k, report_buf
   }
   report_buf_puts(b, " Dashed vertical lines: shard seams, where device r starts from the prefix "
                      "state.");
+  if (n_padded)
+    report_buf_printf(b, " %zu of the %zu seams (orange, densely dashed) follow padding: with token "
+                         "sharding and T/D not a multiple of C, device r - 1 pads its last chunk.",
+                      n_padded, ns);
   if (thin > 1)
     report_buf_printf(b, " Thinned for size: each point is the max over %zu blocks (%zu blocks in "
                          "all).",

@@ -70,6 +70,7 @@ typedef struct report_summary {
   size_t upstream_dropped; /* distinct names beyond the cap */
   report_external_stat *externals; /* first-appearance order */
   size_t n_externals;
+  unsigned modes;          /* report_modes_varying, set by the renderers that use it */
 } report_summary;
 
 void report_summary_init(report_summary *s);

@@ -238,7 +238,7 @@ static void clamped_marker(report_plot *p, double px, double py, int style, cons
 static void legend_entry(report_plot *p, int style, report_legend_kind kind, const char *name) {
   report_buf *b = p->b;
   double lx = p->x1 + 14, ly = p->y0 + 8 + 18.0 * (double)p->n_legend;
-  int grey_dashed = kind == REPORT_LEGEND_SEAM;
+  int grey_dashed = kind == REPORT_LEGEND_SEAM, padded = kind == REPORT_LEGEND_SEAM_PADDED;
   if (kind == REPORT_LEGEND_SWATCH) {
     report_buf_puts(b, "<rect");
     attr_num(b, "x", lx + 6);
@@ -251,6 +251,7 @@ static void legend_entry(report_plot *p, int style, report_legend_kind kind, con
     attr_num(b, "y1", ly);
     attr_num(b, "y2", ly);
     if (grey_dashed) report_buf_puts(b, " stroke=\"#777\" stroke-dasharray=\"3 3\"");
+    else if (padded) report_buf_puts(b, " stroke=\"#bc4c00\" stroke-dasharray=\"2 2\"");
     else style_attrs(b, style);
     report_buf_puts(b, " class=\"series\"/>");
   }
@@ -345,11 +346,11 @@ void report_plot_hline(report_plot *p, double y, int style, const char *name) {
   if (name) legend_entry(p, style, REPORT_LEGEND_LINE, name);
 }
 
-void report_plot_vline(report_plot *p, double x, const char *label, const char *tooltip) {
+static void vline(report_plot *p, double x, const char *label, const char *tooltip, int padded) {
   double px = report_plot_px(p, x);
   if (!isfinite(px)) return;
   report_buf *b = p->b;
-  report_buf_puts(b, "<g class=\"seam\"><line");
+  report_buf_puts(b, padded ? "<g class=\"seam padded\"><line" : "<g class=\"seam\"><line");
   attr_num(b, "x1", px);
   attr_num(b, "x2", px);
   attr_num(b, "y1", p->y0);
@@ -362,6 +363,14 @@ void report_plot_vline(report_plot *p, double x, const char *label, const char *
     report_buf_puts(b, "</title>");
   }
   report_buf_puts(b, "</g>\n");
+}
+
+void report_plot_vline(report_plot *p, double x, const char *label, const char *tooltip) {
+  vline(p, x, label, tooltip, 0);
+}
+
+void report_plot_vline_padded(report_plot *p, double x, const char *label, const char *tooltip) {
+  vline(p, x, label, tooltip, 1);
 }
 
 void report_plot_end(report_plot *p) { report_buf_puts(p->b, "</svg>\n"); }

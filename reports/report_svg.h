@@ -51,9 +51,17 @@ void report_plot_hline(report_plot *p, double y, int style, const char *name);
 /* A vertical marker (a shard seam) at x, labelled at the top, with a
  * tooltip. */
 void report_plot_vline(report_plot *p, double x, const char *label, const char *tooltip);
+/* The same for a seam with padding before it (--shard tokens, T/D not a
+ * multiple of C): class "seam padded", drawn orange and denser. */
+void report_plot_vline_padded(report_plot *p, double x, const char *label, const char *tooltip);
 /* A legend entry without a series: a line in a style, the grey dashed line
- * of the seam markers, or a filled swatch (bars). */
-typedef enum { REPORT_LEGEND_LINE, REPORT_LEGEND_SEAM, REPORT_LEGEND_SWATCH } report_legend_kind;
+ * of the seam markers (orange for padded seams), or a filled swatch (bars). */
+typedef enum {
+  REPORT_LEGEND_LINE,
+  REPORT_LEGEND_SEAM,
+  REPORT_LEGEND_SWATCH,
+  REPORT_LEGEND_SEAM_PADDED,
+} report_legend_kind;
 void report_plot_legend(report_plot *p, int style, report_legend_kind kind, const char *name);
 void report_plot_end(report_plot *p);
 

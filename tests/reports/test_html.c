@@ -289,6 +289,49 @@ START_TEST(one_length_one_device) {
 }
 END_TEST
 
+/* Shard, solve and packing: stated once when shared, per case where they
+ * vary; a seam with padding before it is drawn as its own kind (class
+ * "seam padded", a legend entry, the caption's count, the table's column),
+ * and a document without padded seams has none (control). */
+START_TEST(modes_and_padded_seams) {
+  json_t *doc = sample_doc_many(3, 0, 1);
+  json_t *cases = json_object_get(doc, "cases");
+  for (size_t i = 0; i < 3; i++) {
+    json_t *c = json_array_get(cases, i);
+    json_object_set_new(c, "shard", json_string("tokens"));
+    json_object_set_new(c, "solve", json_string("substitution"));
+  }
+  size_t len;
+  char *h = render(doc, &len);
+  ck_assert_ptr_nonnull(strstr(h, "Modes every case shares: shard tokens, solve substitution."));
+  ck_assert_ptr_null(strstr(h, "The prefix column adds"));
+  ck_assert_ptr_null(strstr(h, "class=\"seam padded\""));
+  ck_assert_ptr_null(strstr(h, "seam after padding"));
+  gdn_free(h);
+  json_t *c0 = NULL, *seams = NULL;
+  for (size_t i = 0; i < 3 && !c0; i++)
+    if (json_array_size(json_object_get(json_array_get(cases, i), "seams")))
+      c0 = json_array_get(cases, i), seams = json_object_get(c0, "seams");
+  ck_assert_ptr_nonnull(c0);
+  json_object_set_new(c0, "shard", json_string("chunks"));
+  json_object_set_new(c0, "packing", json_string("reset"));
+  json_object_set_new(json_array_get(seams, 0), "pad_before", json_integer(7));
+  h = render(doc, &len);
+  ck_assert_ptr_nonnull(strstr(h, "Modes every case shares: solve substitution."));
+  ck_assert_ptr_nonnull(strstr(h, "The prefix column adds"));
+  ck_assert_ptr_nonnull(strstr(h, " \xC2\xB7 chunks \xC2\xB7 reset</td>"));
+  ck_assert_ptr_nonnull(strstr(h, " \xC2\xB7 tokens</td>"));
+  ck_assert_ptr_nonnull(strstr(h, "shard <code>tokens</code> (2 cases), <code>chunks</code> (1 case)"));
+  ck_assert_uint_eq(count(h, "class=\"seam padded\""), 1);
+  ck_assert_ptr_nonnull(strstr(h, "seam after padding"));
+  ck_assert_ptr_nonnull(strstr(h, "ends in 7 padding tokens"));
+  ck_assert_ptr_nonnull(strstr(h, "<td class=\"num\">7</td></tr>"));
+  check_all_svg(h);
+  gdn_free(h);
+  json_decref(doc);
+}
+END_TEST
+
 START_TEST(many_cases_and_long_profiles) {
   /* 600 cases with profiles: the page stays a few MB at most. */
   json_t *doc = sample_doc_many(600, 40, 1);
@@ -379,6 +422,7 @@ int main(void) {
   tcase_add_test(tc, edge_profiles);
   tcase_add_test(tc, one_length_one_device);
   tcase_add_test(tc, many_cases_and_long_profiles);
+  tcase_add_test(tc, modes_and_padded_seams);
   tcase_add_test(tc, write_atomic);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);

@@ -167,6 +167,32 @@ START_TEST(external_outputs_first) {
 }
 END_TEST
 
+/* Shard, solve, packing: one line when every case shares them; in the
+ * prefix cell of the cases where they vary (control: not there when shared). */
+START_TEST(modes_where_they_vary) {
+  json_t *doc = sample_doc_many(3, 0, 0);
+  json_t *cases = json_object_get(doc, "cases");
+  for (size_t i = 0; i < 3; i++) {
+    json_object_set_new(json_array_get(cases, i), "shard", json_string("tokens"));
+    json_object_set_new(json_array_get(cases, i), "solve", json_string("xla-expander"));
+  }
+  size_t len;
+  char *md = render(doc, NULL, &len);
+  ck_assert_ptr_nonnull(strstr(md, "Modes every case shares: shard tokens, solve xla-expander.\n"));
+  ck_assert_ptr_null(strstr(md, "\xC2\xB7 tokens"));
+  gdn_free(md);
+  json_object_set_new(json_array_get(cases, 2), "solve", json_string("substitution"));
+  json_object_set_new(json_array_get(cases, 2), "packing", json_string("leak"));
+  md = render(doc, NULL, &len);
+  ck_assert_ptr_nonnull(strstr(md, "Modes every case shares: shard tokens; the prefix column adds"));
+  ck_assert_ptr_nonnull(strstr(md, " \xC2\xB7 substitution \xC2\xB7 leak |"));
+  ck_assert_ptr_nonnull(strstr(md, " \xC2\xB7 xla-expander |"));
+  ck_assert_ptr_null(strstr(md, "\xC2\xB7 tokens"));
+  gdn_free(md);
+  json_decref(doc);
+}
+END_TEST
+
 START_TEST(file_deterministic) {
   const char *dir = test_tmpdir();
   char path[600];
@@ -196,6 +222,7 @@ int main(void) {
   tcase_add_test(tc, small_and_link);
   tcase_add_test(tc, external_outputs_first);
   tcase_add_test(tc, file_deterministic);
+  tcase_add_test(tc, modes_where_they_vary);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
