@@ -335,8 +335,9 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   }
   if ((rc = parity_externals_from_fixture(&fx, &ext, e)) ||
       (st->tier != PARITY_ORACLE_NONE &&
-       (rc = parity_packing_match(&fx.inputs, &ref, ref.from_fixture ? PARITY_ORACLE_MPFR : st->tier,
-                                  ref.from_fixture ? ref.precision_bits : st->oracle_bits, ext, fx.n_outputs, e))))
+       /* the other semantics' reference at the run's tier (auto: dd for long inputs), enough to
+        * tell a factor of PARITY_PACKING_DECISIVE apart */
+       (rc = parity_packing_match(&fx.inputs, &ref, st->tier, st->oracle_bits, ext, fx.n_outputs, e))))
     goto done;
   const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   parity_input_info info = {base_name, "fixture", path, fx.inputs_sha256};
