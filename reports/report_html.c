@@ -725,7 +725,14 @@ static void case_row(report_buf *b, const report_summary *s, size_t rank, const 
       report_buf_printf(b, "%s<span class=\"%s\">%s</span> ", any ? "<br>" : "",
                         p ? "tag-pass" : "tag-fail", p ? "\xE2\x9C\x93" : "\xE2\x9C\x97");
       esc(b, k);
-      report_buf_printf(b, " (o rel_fro %s)", t);
+      report_buf_printf(b, " (o rel_fro %s", t);
+      /* parity_packing.h: with packed documents, the semantics o matches */
+      const char *pm = report_doc_str(json_object_get(im, "attrs"), "packing_matched");
+      if (pm) {
+        report_buf_puts(b, "; packing: ");
+        esc(b, pm);
+      }
+      report_buf_puts(b, ")");
       any = 1;
     }
     if (!any) report_buf_puts(b, "\xE2\x80\x94");

@@ -327,6 +327,16 @@ START_TEST(modes_and_padded_seams) {
   ck_assert_ptr_nonnull(strstr(h, "ends in 7 padding tokens"));
   ck_assert_ptr_nonnull(strstr(h, "<td class=\"num\">7</td></tr>"));
   check_all_svg(h);
+  ck_assert_ptr_null(strstr(h, "; packing: "));
+  gdn_free(h);
+  /* an external output's matched packing is named beside its verdict */
+  json_t *attrs = json_pack("{ss}", "packing_matched", "reset");
+  json_object_set_new(json_object_get(c0, "impls"), "tpu_cp",
+                      json_pack("{s{sf} sb so}", "o", "rel_fro", 9e-3, "pass", 0, "attrs", attrs));
+  json_object_set_new(c0, "pass", json_false());
+  json_object_set_new(doc, "pass", json_false());
+  h = render(doc, &len);
+  ck_assert_ptr_nonnull(strstr(h, "tpu_cp (o rel_fro 0.009; packing: reset)"));
   gdn_free(h);
   json_decref(doc);
 }
