@@ -22,7 +22,6 @@ import argparse
 import importlib
 import os
 import sys
-import tempfile
 import traceback
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 import numpy as np
 
@@ -102,7 +103,7 @@ def _plans(args):
     if args.fsdp < 1:
         raise UsageError("--fsdp must be >= 1")
     cp_axis = _cp_axis(args.cp_axis)
-    if args.fsdp == 1 and cp_axis != "context":
+    if args.fsdp == 1 and cp_axis != "context":  # a tuple needs the fsdp axis
         raise UsageError("--cp-axis fsdp,context needs a 2-D mesh: give --fsdp F > 1")
     return [MeshPlan(d, args.fsdp, cp_axis) for d in dict.fromkeys(devices)]
 
@@ -112,10 +113,6 @@ def _run(args) -> int:
     devices = _int_list(args.devices, "--devices")
     need = max(d * (args.fsdp if args.cp_axis == "context" else 1) for d in devices)
     set_host_devices(max(8, need))
-    import jax
-    import jax.numpy as jnp
-
-    from . import mesh as meshmod
     from .signatures import SignatureError, get_adapter
 
     tools = find_tools(args.bin_dir)
@@ -134,7 +131,17 @@ def _run(args) -> int:
         raise UsageError(str(exc)) from None
     plans = _plans(args) if cp_fn is not None else []
 
-    fx, chunk = make_inputs(args, tools, args.out)
+    with tempfile.TemporaryDirectory(prefix="gdn-parity-jax-") as work:
+        return _run_on_inputs(args, tools, adapter, impl, cp_fn, plans, devices, work)
+
+
+def _run_on_inputs(args, tools, adapter, impl, cp_fn, plans, devices, work) -> int:
+    import jax
+    import jax.numpy as jnp
+
+    from . import mesh as meshmod
+
+    fx, chunk = make_inputs(args, tools, work)
     x = as_arrays(fx)
     B, T, Hk, Dk = x["q"].shape
     Hv, Dv = x["v"].shape[2], x["v"].shape[3]
@@ -170,8 +177,6 @@ def _run(args) -> int:
     stem = args.name or (f"gdn-B{B}-T{T}-Hk{Hk}-Hv{Hv}-Dk{Dk}-Dv{Dv}-C{chunk}")
     path = os.path.join(args.out, stem + ".h5")
     write_results(path, fx, chunk, outputs)
-    if not args.from_fixture:
-        os.unlink(os.path.join(args.out, "inputs.h5"))
     return judge(args, tools, path, chunk, T, devices, list(outputs))
 
 

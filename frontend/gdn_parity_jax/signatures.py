@@ -27,7 +27,6 @@ Rows of :data:`ADAPTERS` (name -> adapter):
 from __future__ import annotations
 
 import inspect
-import json
 
 import numpy as np
 
