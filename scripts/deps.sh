@@ -52,6 +52,6 @@ if ((jax)); then
     "$py" -m venv .venv
   fi
   .venv/bin/python -m pip install -q --disable-pip-version-check -r frontend/requirements-jax.txt
-  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e frontend
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e ./frontend
   .venv/bin/gdn-parity-jax --version >/dev/null
 fi
