@@ -121,9 +121,8 @@ def _run(args) -> int:
         adapter = get_adapter(args.signature)
         impl = load_function(args.impl, "--impl")
         cp_fn = load_function(args.cp, "--cp") if args.cp else None
-        if cp_fn is None and adapter.name == "maxtext":
-            from .signatures import cp_param
-            cp_fn = impl if cp_param(impl) else None
+        if cp_fn is None and adapter.takes_cp(impl):
+            cp_fn = impl  # upstream's later convention: the stock function with cp_axis=
         adapter.check(impl, cp=False)
         if cp_fn is not None:
             adapter.check(cp_fn, cp=True)
@@ -161,9 +160,8 @@ def _run_on_inputs(args, tools, adapter, impl, cp_fn, plans, devices, work) -> i
         return adapter.call(impl, xs, chunk=chunk, l2norm=l2, compute_dtype=cdt)
 
     _say(args, f"{args.impl}: stock run on 1 device ({platform})")
-    o, ht = _guard(args.impl, lambda: adapter.run_stock(call_stock, x)
-                   if hasattr(adapter, "run_stock") else meshmod.run_stock(call_stock, x))
-    outputs["jax_scan" if adapter.framework == "jax" else "scan"] = dict(
+    o, ht = _guard(args.impl, lambda: adapter.run_stock(call_stock, x))
+    outputs[f"{adapter.framework}_scan"] = dict(
         o=o, ht=ht, implementation="scan", devices=1, **common)
 
     for p in plans:

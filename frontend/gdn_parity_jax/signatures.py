@@ -56,6 +56,13 @@ class MaxTextAdapter:
     name = "maxtext"
     framework = "jax"
 
+    def run_stock(self, call, x):
+        from .mesh import run_stock
+        return run_stock(call, x)
+
+    def takes_cp(self, fn) -> bool:
+        return cp_param(fn) is not None
+
     def check(self, fn, cp: bool):
         ps = _params(fn)
         if ps and not any(p.kind == p.VAR_POSITIONAL for p in ps.values()):
@@ -99,7 +106,163 @@ def split_result(out):
     return out, None
 
 
+# Our names for what a call can pass (values of a mapping's "keywords").
+QUANTITIES = ("q", "k", "v", "g", "beta", "h0", "chunk", "l2norm", "scale", "compute_dtype",
+              "cp_axis")
+MAPPING_KEYS = ("framework", "positional", "keywords", "layout", "expand_heads", "l2norm",
+                "returns", "description")
+
+
+class MappingAdapter:
+    """A function described by a mapping (a built-in row or a JSON file):
+
+    framework: "jax" (jit, shard_map) or "torch" (eager, CPU; no cp form);
+    positional: our names passed by position, e.g. ["q", "k", "v", "beta", "g"];
+    keywords: {parameter: our name or a JSON literal}; a parameter the function
+      does not accept (by name, or through **kwargs) is left out;
+    layout: "BTHD" (MaxText, HF, fla) or "BHTD" (heads before time; outputs too);
+    expand_heads: repeat q, k to the value heads before the call (HF's model
+      does this before its kernels);
+    l2norm: "kernel" (a keyword says so) or "caller" (q, k normalised here, in
+      float32, when the inputs ask for it: x * rsqrt(sum(x^2) + 1e-6));
+    returns: ["o", "ht"] or ["o"]."""
+
+    def __init__(self, name, spec, origin):
+        unknown = sorted(set(spec) - set(MAPPING_KEYS))
+        if unknown:
+            raise SignatureError(f"{origin}: unknown key(s) {unknown} (known: {', '.join(MAPPING_KEYS)})")
+        self.name, self.origin = name, origin
+        self.framework = spec.get("framework", "jax")
+        if self.framework not in ("jax", "torch"):
+            raise SignatureError(f"{origin}: framework {self.framework!r}: expected jax or torch")
+        self.positional = list(spec.get("positional", ["q", "k", "v", "g", "beta"]))
+        self.keywords = dict(spec.get("keywords", {}))
+        for n in self.positional + [v for v in self.keywords.values() if isinstance(v, str)]:
+            if n not in QUANTITIES:
+                raise SignatureError(f"{origin}: {n!r} is not one of {', '.join(QUANTITIES)}")
+        self.layout = spec.get("layout", "BTHD")
+        if self.layout not in ("BTHD", "BHTD"):
+            raise SignatureError(f"{origin}: layout {self.layout!r}: expected BTHD or BHTD")
+        self.expand_heads = bool(spec.get("expand_heads", False))
+        self.l2norm = spec.get("l2norm", "kernel")
+        if self.l2norm not in ("kernel", "caller"):
+            raise SignatureError(f"{origin}: l2norm {self.l2norm!r}: expected kernel or caller")
+        self.returns = list(spec.get("returns", ["o", "ht"]))
+        if self.returns not in (["o", "ht"], ["o"]):
+            raise SignatureError(f"{origin}: returns {self.returns!r}: expected [\"o\", \"ht\"] or [\"o\"]")
+
+    def check(self, fn, cp: bool):
+        if cp and self.framework != "jax":
+            raise SignatureError(f"--signature {self.name}: {self.framework} functions have no "
+                                 "context-parallel form here (run them without --cp)")
+        if cp and "cp_axis" not in self.keywords.values():
+            raise SignatureError(f"{self.origin}: a context-parallel function needs a keyword "
+                                 "mapped to \"cp_axis\"")
+
+    def takes_cp(self, fn) -> bool:
+        p = next((p for p, v in self.keywords.items() if v == "cp_axis"), None)
+        return self.framework == "jax" and p is not None and self._accepts(fn)(p)
+
+    def _accepts(self, fn):
+        ps = _params(fn)
+        if not ps or any(p.kind == p.VAR_KEYWORD for p in ps.values()):
+            return lambda name: True
+        return lambda name: name in ps
+
+    def call(self, fn, x, *, chunk, l2norm, compute_dtype, cp_axis=None):
+        q, k = x["q"], x["k"]
+        if l2norm and self.l2norm == "caller":
+            q, k = _l2norm_f32(q), _l2norm_f32(k)
+        Hk, Hv = q.shape[2], x["v"].shape[2]
+        if self.expand_heads and Hv != Hk:
+            q, k = _repeat_heads(q, Hv // Hk), _repeat_heads(k, Hv // Hk)
+        ours = dict(q=q, k=k, v=x["v"], g=x["g"], beta=x["beta"], h0=x.get("h0"), chunk=chunk,
+                    l2norm=bool(l2norm) and self.l2norm == "kernel",
+                    scale=float(x["q"].shape[3]) ** -0.5, compute_dtype=compute_dtype,
+                    cp_axis=cp_axis)
+        conv = _torch_in if self.framework == "torch" else (lambda a: a)
+        tr = self.layout == "BHTD"
+
+        def arr(n):
+            a = ours[n]
+            if tr and n in ("q", "k", "v", "g", "beta"):
+                a = _swap(a, 1, 2)
+            return conv(a) if n in ("q", "k", "v", "g", "beta", "h0") and a is not None else a
+
+        args = [arr(n) for n in self.positional]
+        accepts = self._accepts(fn)
+        kw = {}
+        for p, v in self.keywords.items():
+            if not accepts(p):
+                continue
+            kw[p] = arr(v) if isinstance(v, str) else v
+        out = fn(*args, **kw)
+        o, ht = split_result(out)
+        if self.returns == ["o"]:
+            ht = None
+        if tr:
+            o = _swap(o, 1, 2)
+        return o, ht
+
+    def run_stock(self, call, x):
+        if self.framework == "torch":
+            import torch
+            with torch.no_grad():
+                o, ht = call(x)
+            return to_numpy(o), to_numpy(ht)
+        from .mesh import run_stock
+        return run_stock(call, x)
+
+
+def _swap(a, i, j):
+    if hasattr(a, "transpose") and hasattr(a, "detach"):  # torch
+        return a.transpose(i, j)
+    import jax.numpy as jnp
+    return jnp.swapaxes(a, i, j) if not isinstance(a, np.ndarray) else np.swapaxes(a, i, j)
+
+
+def _repeat_heads(a, n):
+    if isinstance(a, np.ndarray):
+        return np.repeat(a, n, axis=2)
+    import jax.numpy as jnp
+    return jnp.repeat(a, n, axis=2)
+
+
+def _l2norm_f32(a):
+    if isinstance(a, np.ndarray):
+        a = a.astype(np.float32)
+        return a * (1.0 / np.sqrt((a * a).sum(-1, keepdims=True) + np.float32(1e-6))).astype(np.float32)
+    import jax.numpy as jnp
+    from jax import lax
+    a = a.astype(jnp.float32)
+    return a * lax.rsqrt(jnp.sum(a * a, axis=-1, keepdims=True) + 1e-6)
+
+
+def _torch_in(a):
+    import torch
+    a = np.asarray(a)
+    if a.dtype.name == "bfloat16":
+        return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16)
+    return torch.from_numpy(np.ascontiguousarray(a).copy())
+
+
+# The built-in rows.  hf: transformers' torch_chunk_gated_delta_rule and
+# torch_recurrent_gated_delta_rule (models/qwen3_next): q, k, v, g, beta by
+# position; the recurrent form has no chunk_size (left out: it takes **kwargs,
+# which swallow it).  fla: flash-linear-attention's naive forms, beta before g,
+# scale given, no L2-norm flag (normalised here).
+BUILTIN_MAPPINGS = {
+    "hf": {"framework": "torch", "positional": ["q", "k", "v", "g", "beta"],
+           "keywords": {"chunk_size": "chunk", "initial_state": "h0", "output_final_state": True,
+                        "use_qk_l2norm_in_kernel": "l2norm"},
+           "expand_heads": True},
+    "fla": {"framework": "torch", "positional": ["q", "k", "v", "beta", "g"],
+            "keywords": {"scale": "scale", "initial_state": "h0", "output_final_state": True},
+            "expand_heads": True, "l2norm": "caller"},
+}
+
 ADAPTERS = {"maxtext": MaxTextAdapter()}
+ADAPTERS.update({n: MappingAdapter(n, s, f"--signature {n}") for n, s in BUILTIN_MAPPINGS.items()})
 
 
 def get_adapter(name: str):
@@ -112,7 +275,17 @@ def get_adapter(name: str):
 
 
 def json_adapter(path: str):
-    raise SignatureError(f"--signature {path}: JSON mappings are not supported yet")
+    import json
+    try:
+        with open(path, encoding="utf-8") as f:
+            spec = json.load(f)
+    except OSError as exc:
+        raise SignatureError(f"--signature {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise SignatureError(f"--signature {path}: not JSON: {exc}") from None
+    if not isinstance(spec, dict):
+        raise SignatureError(f"--signature {path}: expected a JSON object")
+    return MappingAdapter(path, spec, f"--signature {path}")
 
 
 def to_numpy(x):
