@@ -234,7 +234,7 @@ def judge(args, tools, path, chunk, T, devices, names) -> int:
     if r.returncode in (0, 1) and os.path.exists(results):
         from .verdict import verdict_lines
         lines, _ = verdict_lines(results, names)
-        print("gdn-parity-jax: the JAX outputs (worst check over the cases above):")
+        print("gdn-parity-jax: the captured outputs (worst check over the cases above):")
         for line in lines:
             print("  " + line)
     print(f"gdn-parity-jax: {'PASS' if r.returncode == 0 else 'FAIL'} (exit {r.returncode}); "

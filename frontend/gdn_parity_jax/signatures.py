@@ -12,7 +12,9 @@ Rows of :data:`ADAPTERS` (name -> adapter):
   chunk_size=64, initial_state=None, use_qk_norm_in_gdn=False
   [, compute_dtype][, cp_axis])`` -> ``(o, final_state)``; the final state is
   returned only when an initial state is given.  Parameters the function does
-  not have are not passed (compute_dtype, cp_axis or axis_name).
+  not have are not passed (compute_dtype, cp_axis or axis_name).  Grouped key
+  heads are repeated to the value heads before the call, as MaxText's layer
+  does (its kernel takes equal head counts).
 * ``hf``: transformers' ``torch_chunk_gated_delta_rule(query, key, value, g,
   beta, chunk_size=64, initial_state=None, output_final_state=False,
   use_qk_l2norm_in_kernel=False)`` and ``torch_recurrent_gated_delta_rule``
@@ -76,7 +78,11 @@ class MaxTextAdapter:
 
     def call(self, fn, x, *, chunk, l2norm, compute_dtype, cp_axis=None):
         ps = _params(fn)
-        args = (x["q"], x["k"], x["v"], x["g"], x["beta"])
+        q, k = x["q"], x["k"]
+        Hk, Hv = q.shape[2], x["v"].shape[2]
+        if Hv != Hk:  # MaxText's layer repeats the key heads before the kernel call
+            q, k = _repeat_heads(q, Hv // Hk), _repeat_heads(k, Hv // Hk)
+        args = (q, k, x["v"], x["g"], x["beta"])
         tail = (("chunk_size", chunk), ("initial_state", x.get("h0")),
                 ("use_qk_norm_in_gdn", bool(l2norm)))
         if not ps:  # no introspectable signature: MaxText's names
