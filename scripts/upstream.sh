@@ -2,7 +2,7 @@
 # Upstream, run for real: upstream's own Gated DeltaNet functions through
 # gdn-parity-jax, at pinned versions, nothing of theirs committed.
 #
-#   scripts/upstream.sh            (about 5 minutes on 2 cores)
+#   scripts/upstream.sh            (about 5 minutes on 2 idle cores)
 #
 # 1. MaxText: the published `maxtext` wheel, downloaded without dependencies
 #    for Python 3.12 (it declares >= 3.12; we do not install it), unpacked
@@ -80,9 +80,10 @@ MT=maxtext_gdn:jax_chunk_gated_delta_rule
 # MaxText's unit-test numerics (float32 inputs, compute_dtype float32), long-memory gates.
 run maxtext-f32-slow --impl $MT --cp-prefix hillis-steele --shape 1,256,4,32 --key-heads 2 \
   --chunk 16 --h0 --gates slow --devices 1,2,4,8
-# Qwen 3.5 head size, MaxText's chunk 64, the model's initial gates, 2 chunks per shard at D = 8.
-run maxtext-f32-d128 --impl $MT --cp-prefix hillis-steele --shape 1,1024,2,128 --chunk 64 --h0 \
-  --devices 1,2,4,8
+# Qwen 3.5 head size (Dk = Dv = 128), MaxText's chunk 64, the model's initial gates, one
+# chunk per shard at D = 4 (kept small: the MPFR oracle dominates the run time).
+run maxtext-f32-d128 --impl $MT --cp-prefix hillis-steele --shape 1,256,1,128 --chunk 64 --h0 \
+  --devices 1,2,4
 # Token sharding with padding inside the sequence: T/D = 25 tokens per device, C = 16.
 run maxtext-f32-midpad --impl $MT --cp-prefix hillis-steele --shape 1,200,2,32 --chunk 16 --h0 \
   --gates slow --devices 1,2,4,8
