@@ -125,6 +125,10 @@ def test_usage_errors(tmp_path):
                 "--out", tmp_path)
     _ok(r, 2)
     assert "expected B,T,H,D" in r.stderr
+    r = run_cli("run", "--impl", f"{IMPLS}:chunk_gated_delta_rule", "--from-fixture",
+                tmp_path / "missing.h5", "--out", tmp_path)
+    _ok(r, 2)
+    assert "--from-fixture" in r.stderr and "missing.h5" in r.stderr
 
 
 def test_function_that_raises_is_an_internal_error(tmp_path):
