@@ -107,19 +107,11 @@ run hf-recurrent --impl $HF:torch_recurrent_gated_delta_rule --signature hf --sh
   echo '|---|---|---|---|---|---|---|'
 } >>"$summary"
 fx=$(ls "$work"/maxtext-f32-slow/gdn-*.h5)
-dist() { $venv/bin/python scripts/upstream_distance.py "$fx" "$1" "$GDN_PARITY_BIN_DIR/parity/gdn-parity" "${@:2}"; }
+dist() { $venv/bin/python scripts/upstream_distance.py --markdown "$fx" "$1" "$GDN_PARITY_BIN_DIR/parity/gdn-parity" "${@:2}"; }
 {
   dist jax_scan --devices 1 --chunk 16
   for d in 1 2 4 8; do dist "jax_cp_d$d" --devices $d --prefix hillis-steele --chunk 16; done
-} | $venv/bin/python -c '
-import json, sys
-for line in sys.stdin:
-    r = json.loads(line)
-    impl = "scan" if r["vs"] == "jax_scan" else "affine-prefix"
-    o, h = r[impl + ".o"], r[impl + ".ht"]
-    print(f"| {r[\"vs\"]} | {impl} ({r[\"prefix\"]}) | {r[\"devices\"]} | {o[\"rel_fro\"]:.2e} | "
-          f"{o[\"max_abs\"]:.2e} | {h[\"rel_fro\"]:.2e} | {h[\"max_abs\"]:.2e} |")
-' >>"$summary"
+} >>"$summary"
 
 echo
 cat "$summary"

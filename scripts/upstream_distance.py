@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Distance between our C kernels and a captured JAX output on the same inputs.
 
-    upstream_distance.py FIXTURE.h5 OUTPUT_NAME GDN_PARITY [check options...]
+    upstream_distance.py [--markdown] FIXTURE.h5 OUTPUT_NAME GDN_PARITY [check options...]
 
 `gdn-parity check` measures its kernels against the fixture's /oracle.  This
 writes a copy of the fixture (in a temporary folder) whose /oracle is the
@@ -10,7 +10,9 @@ it reports for scan and affine-prefix are the distances between our C
 kernels and that JAX run -- same inputs, same chunk; give the same device
 count and prefix schedule as the JAX run (--devices D --prefix P).  Prints
 one JSON line per case: devices, prefix, and rel_fro / max_abs of o and ht
-for scan and affine-prefix.  A measurement aid for scripts/upstream.sh,
+for scan and affine-prefix; with --markdown, one table row per case instead
+(| JAX output | C kernel | devices | o rel_fro | o max_abs | ht rel_fro |
+ht max_abs |, the kernel being scan for jax_scan and affine-prefix otherwise).  A measurement aid for scripts/upstream.sh,
 not a gate: it always exits 0 unless something cannot run.
 """
 
@@ -28,7 +30,17 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures", "py
 import gdn_fixture_capture as cap  # noqa: E402
 
 
+def _markdown(row):
+    impl = "scan" if row["vs"] == "jax_scan" else "affine-prefix"
+    o, h = row[impl + ".o"], row[impl + ".ht"]
+    return (f"| {row['vs']} | {impl} ({row['prefix']}) | {row['devices']} | {o['rel_fro']:.2e} | "
+            f"{o['max_abs']:.2e} | {h['rel_fro']:.2e} | {h['max_abs']:.2e} |")
+
+
 def main(argv):
+    markdown = len(argv) > 1 and argv[1] == "--markdown"
+    if markdown:
+        argv = argv[:1] + argv[2:]
     if len(argv) < 4:
         print(__doc__, file=sys.stderr)
         return 2
@@ -65,7 +77,7 @@ def main(argv):
             for t in ("o", "ht"):
                 m = c["impls"][impl][t]
                 row[f"{impl}.{t}"] = {"rel_fro": m["rel_fro"], "max_abs": m["max_abs"]}
-        print(json.dumps(row))
+        print(_markdown(row) if markdown else json.dumps(row))
     return 0
 
 
