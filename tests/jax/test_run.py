@@ -108,6 +108,17 @@ def test_broken_variant_fails_where_upstream_passes(decay_fixtures, tmp_path, na
     _ok(good, 0)
 
 
+def test_broken_function_fails_on_2_4_8_devices(tmp_path):
+    """seam_state on long-memory gates: every device count with a seam fails;
+    one device has no seam and is exactly the stock scan, so it passes."""
+    r = run_cli("run", "--impl", "gdn_parity_jax.broken:seam_state", "--shape", "1,64,2,16",
+                "--chunk", "8", "--h0", "--gates", "slow", "--out", tmp_path)
+    _ok(r, 1)
+    assert "PASS jax_cp_d1 " in r.stdout and "PASS jax_scan " in r.stdout
+    for d in (2, 4, 8):
+        assert f"FAIL jax_cp_d{d} " in r.stdout
+
+
 def test_usage_errors(tmp_path):
     r = run_cli("run", "--impl", f"{IMPLS}:chunk_gated_delta_rule", "--shape", "1,60,2,16",
                 "--chunk", "8", "--devices", "8", "--out", tmp_path)
