@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "gdn_alloc.h"
 #include "gdn_shape.h"
@@ -61,6 +62,13 @@ static int record(parity_external *x, const double err[2], int declared, gdn_err
   int bad = parity_json_set(x->attrs, "packing_err", je) ||
             parity_json_set(x->attrs, "packing_matched", json_string(m < 0 ? "indistinguishable" : gdn_packing_name(m))) ||
             (x->packing_mismatch && parity_json_set(x->attrs, "packing_verdict", json_string(x->packing_note)));
+  /* the output's own declaration (schema v2 attribute packing) against what it computes */
+  const char *decl = json_string_value(json_object_get(x->attrs, "packing"));
+  if (!bad && decl && m >= 0 && strcmp(decl, gdn_packing_name(m))) {
+    char note[160];
+    snprintf(note, sizeof note, "declares packing %s but computes %s", decl, gdn_packing_name(m));
+    bad = parity_json_set(x->attrs, "packing_declared", json_string(note));
+  }
   return bad ? gdn_error_set(e, GDN_ERR_NOMEM, "out of memory recording the packing of output %s", x->name) : GDN_OK;
 }
 

@@ -25,7 +25,9 @@
  * "packing_err" {"leak": err, "reset": err}.  An output that matches the
  * semantics the fixture does NOT declare is marked (packing_mismatch, with a
  * note naming what it matches) and fails its verdict whatever the policy
- * says: it computed another function.
+ * says: it computed another function.  An output that declares a packing
+ * (its schema v2 attribute) other than the one it matches gets
+ * "packing_declared" ("declares packing leak but computes reset"), a note.
  */
 #ifndef PARITY_PACKING_H
 #define PARITY_PACKING_H

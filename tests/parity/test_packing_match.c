@@ -69,7 +69,7 @@ static int run_check(const char *path, const char *js, json_t **doc) {
 }
 
 /* An output slot holding the reference under `packing`, rounded to float32. */
-static void add_output(fix_fixture *fx, const char *name, int packing) {
+static void add_output(fix_fixture *fx, const char *name, int packing, const char *declared) {
   gdn_error e;
   gdn_error_init(&e);
   gdn_inputs in;
@@ -91,6 +91,7 @@ static void add_output(fix_fixture *fx, const char *name, int packing) {
   ck_assert_int_eq(fix_set_string(&o->platform, "test", &e), GDN_OK);
   o->devices = 1;
   o->missing = FIX_ATTR_PREFIX;
+  if (declared) ck_assert_int_eq(fix_set_string(&o->packing, declared, &e), GDN_OK);
   parity_reference_clear(&ref);
   gdn_inputs_clear(&in);
 }
@@ -116,8 +117,9 @@ START_TEST(check_names_the_packing_an_output_matches) {
     fx.chunk_size = 32;
     ck_assert_int_eq(fix_set_string(&fx.source, "synthetic", &e), GDN_OK);
     if (docs > 1) ck_assert_int_gt(parity_packing_boundaries(&fx.inputs), 0);
-    add_output(&fx, "as_leak", GDN_PACKING_LEAK);
-    add_output(&fx, "as_reset", GDN_PACKING_RESET);
+    /* as_leak declares its packing truly, as_reset falsely (the note) */
+    add_output(&fx, "as_leak", GDN_PACKING_LEAK, docs > 1 ? "leak" : NULL);
+    add_output(&fx, "as_reset", GDN_PACKING_RESET, docs > 1 ? "leak" : NULL);
     char path[] = "/tmp/gdn-packing-XXXXXX.h5", js[] = "/tmp/gdn-packing-XXXXXX.json";
     close(mkstemps(path, 3));
     close(mkstemps(js, 5));
@@ -141,6 +143,9 @@ START_TEST(check_names_the_packing_an_output_matches) {
       ck_assert_str_eq(json_string_value(json_object_get(ra, "packing_matched")), "reset");
       const char *v = json_string_value(json_object_get(ra, "packing_verdict"));
       ck_assert_msg(v && strstr(v, "matches packing reset, not the fixture's leak"), "%s", v ? v : "(none)");
+      ck_assert_str_eq(json_string_value(json_object_get(ra, "packing_declared")),
+                       "declares packing leak but computes reset");
+      ck_assert_ptr_null(json_object_get(la, "packing_declared"));
     } else {
       /* one document: no boundary, nothing to tell apart, nothing recorded;
        * both outputs are the same function and pass */
