@@ -38,6 +38,23 @@ json_t *parity_json_tensor_metrics(const parity_metrics *m, const parity_tensor 
   for (int k = 0; w && k < 4; k++)
     bad |= parity_json_set(w, t->index_names[k], json_integer((json_int_t)m->worst[k]));
   bad |= parity_json_set(o, "worst", w);
+  if (m->n_blocks) {
+    /* the localized statistic: the worst block's index ranges [lo, hi) per axis */
+    bad |= parity_json_set(o, "block_rel", parity_json_real(m->block_rel));
+    json_t *wb = json_object();
+    for (int k = 0; wb && k < 4; k++)
+      bad |= parity_json_set(wb, t->index_names[k], json_pack("[II]", (json_int_t)m->block_lo[k], (json_int_t)m->block_hi[k]));
+    bad |= parity_json_set(o, "worst_block", wb);
+    bad |= parity_json_set(o, "elem_rel", parity_json_real(m->elem_rel));
+    json_t *ea = json_object();
+    for (int k = 0; ea && k < 4; k++)
+      bad |= parity_json_set(ea, t->index_names[k], json_integer((json_int_t)m->elem_at[k]));
+    bad |= parity_json_set(o, "elem_rel_at", ea);
+    json_t *ra = json_object();
+    for (int k = 0; ra && k < 4; k++)
+      bad |= parity_json_set(ra, t->index_names[k], json_integer((json_int_t)m->rel_at[k]));
+    bad |= parity_json_set(o, "max_rel_at", ra);
+  }
   if (bad) {
     json_decref(o);
     return NULL;
@@ -107,6 +124,7 @@ static json_t *check_json(const parity_check *k) {
   bad |= parity_json_set(jc, "value", parity_json_real(k->value));
   bad |= parity_json_set(jc, "limit", parity_json_real(k->limit));
   bad |= parity_json_set(jc, "factor_reached", parity_json_real(k->factor_reached));
+  if (k->where[0]) bad |= parity_json_set(jc, "where", json_string(k->where));
   bad |= parity_json_set(jc, "reason", json_string(k->rule->reason));
   if (bad) json_decref(jc);
   return bad ? NULL : jc;

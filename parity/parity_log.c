@@ -68,7 +68,8 @@ static void log_deciding(FILE *f, const parity_check *k) {
   char v[16], l[16];
   fmt_e(v, 16, k->value);
   fmt_e(l, 16, k->limit);
-  fprintf(f, "      %s: %s (value %s, limit %s)\n", k->pass ? "decided by" : "FAILED", k->name, v, l);
+  fprintf(f, "      %s: %s (value %s, limit %s)%s%s\n", k->pass ? "decided by" : "FAILED", k->name, v, l,
+          k->where[0] ? "; " : "", k->where);
 }
 
 /* A judged subject's own row: its errors against the reference in the

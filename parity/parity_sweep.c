@@ -169,12 +169,16 @@ static int measure_subject(input_ctx *x, size_t i, gdn_error *e) {
     pt->dims(&x->in->shape, dims);
     if (!(s->present & (1u << t))) continue;
     int rc;
-    if (x->ref && (rc = parity_metrics_compute(pt->data(s->out), pt->data(&x->ref->out), dims, s->out_dtype[t],
-                                               &m->vs_ref[t], e)))
+    int64_t bl[4];
+    pt->blocks(&x->in->shape, x->cfg.chunk, bl);
+    if (x->ref && ((rc = parity_metrics_compute(pt->data(s->out), pt->data(&x->ref->out), dims, s->out_dtype[t],
+                                                &m->vs_ref[t], e)) ||
+                   (rc = parity_metrics_blocks(pt->data(s->out), pt->data(&x->ref->out), dims, bl, &m->vs_ref[t], e))))
       return rc;
     if (x->ref) m->has_vs_ref |= 1u << t;
     if (!s->m->vs_scan || !base || !(x->subj[x->baseline].present & (1u << t))) continue;
-    if ((rc = parity_metrics_compute(pt->data(s->out), pt->data(base), dims, s->out_dtype[t], &m->vs_scan[t], e)))
+    if ((rc = parity_metrics_compute(pt->data(s->out), pt->data(base), dims, s->out_dtype[t], &m->vs_scan[t], e)) ||
+        (rc = parity_metrics_blocks(pt->data(s->out), pt->data(base), dims, bl, &m->vs_scan[t], e)))
       return rc;
     m->has_vs_scan |= 1u << t;
   }
@@ -310,10 +314,17 @@ static int case_judge(const input_ctx *x, parity_case_result *r, gdn_error *e) {
       if (s->has_vs_scan & (1u << t)) view[i].vs_scan[t] = &s->vs_scan[t];
     }
   }
-  parity_case_view cv = {x->o->dtype, x->o->matmul, r->has_ref, {NULL}, r->n_subjects, view};
+  int64_t *seam_t = gdn_calloc(r->n_seams + 1, sizeof *seam_t, "seam positions", e);
+  if (!seam_t) {
+    gdn_free(view);
+    return e ? e->code : GDN_ERR_NOMEM;
+  }
+  for (size_t k = 0; k < r->n_seams; k++) seam_t[k] = r->seams[k].t;
+  parity_case_view cv = {x->o->dtype, x->o->matmul, r->has_ref, {NULL}, r->n_subjects, view, seam_t, r->n_seams};
   for (int t = 0; t < PARITY_T_N; t++) cv.scan_vs_oracle[t] = view[r->baseline].vs_oracle[t];
   int rc = parity_policy_judge(x->o->policy, &cv, &r->checks, e);
   gdn_free(view);
+  gdn_free(seam_t);
   if (rc) return rc;
   r->pass = 1;
   for (size_t i = 0; i < r->checks.n; i++) r->pass &= r->checks.v[i].pass;
