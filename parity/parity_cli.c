@@ -291,6 +291,16 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
     gdn_error_prefix(e, "%s: ", path);
     goto done;
   }
+  if (st->tier == PARITY_ORACLE_NONE && fx.n_outputs) {
+    /* Without a reference only our two kernels can be compared with each
+     * other; an output nobody judged must never count as a pass. */
+    rc = gdn_error_set(e, GDN_ERR_INPUT,
+                       "%s: --oracle none cannot judge the fixture's /outputs (%zu, first '%s'): there is "
+                       "nothing to hold them against; use an oracle (--oracle dd is fast) or a fixture without "
+                       "/outputs",
+                       path, fx.n_outputs, fx.outputs[0].name);
+    goto done;
+  }
   if (fx.oracle.present && fx.oracle.fresh && st->tier != PARITY_ORACLE_NONE) {
     const gdn_shape *fs = &fx.inputs.shape;
     ref.tier = ref.requested = PARITY_ORACLE_MPFR;
@@ -307,7 +317,10 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
       fprintf(out, "%s: warning: the stored /oracle is stale (inputs changed); computing a fresh one\n", path);
     if ((rc = parity_reference_compute(&ref, &fx.inputs, st->tier, st->oracle_bits, e))) goto done;
   }
-  if ((rc = parity_externals_from_fixture(&fx, &ext, e))) goto done;
+  if ((rc = parity_externals_from_fixture(&fx, &ext, e))) {
+    gdn_error_prefix(e, "%s: ", path);
+    goto done;
+  }
   const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   parity_input_info info = {base_name, "fixture", path, fx.inputs_sha256};
   rc = parity_sweep_run(&st->doc, &fx.inputs, &info, &ref, ext, fx.n_outputs, &o, e);

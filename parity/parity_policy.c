@@ -453,6 +453,11 @@ static int check_coverage(const parity_policy *p, const parity_case_view *c, con
     const parity_subject *s = &c->subjects[si];
     int has_metrics = 0;
     for (int ti = 0; ti < PARITY_T_N; ti++) has_metrics |= s->vs_oracle[ti] || s->vs_scan[ti];
+    /* An external output is there to be judged: with nothing measured it
+     * is an error too (the gate would report a pass it never looked at). */
+    if (!has_metrics && s->kind == PARITY_SUBJ_EXTERNAL)
+      return gdn_error_set(e, GDN_ERR_INPUT, "%s: nothing was measured (%s oracle), so it cannot be judged", s->name,
+                           c->has_oracle ? "with" : "without");
     if (!has_metrics || parity_checks_subject_deciding(out, si) != SIZE_MAX) continue;
     gdn_dtype dt;
     kern_matmul mm;

@@ -15,7 +15,8 @@
  *   chunk      f64-scan with the first chunk after the seam of D = 2, one
  *              head, off by 1e-4 relative                           (must fail)
  *   ht-head    f64-scan with one head of ht off by 1e-4 relative    (must fail)
- * Env GDN_LOCALIZED_T overrides T (the README's one-off T = 1,048,576 run). */
+ * Env GDN_LOCALIZED_T and GDN_LOCALIZED_D override T and Dk = Dv of the long
+ * test (the README's one-off T = 1,048,576 run). */
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
@@ -200,7 +201,8 @@ END_TEST
 
 START_TEST(localized_long) {
   const char *env = getenv("GDN_LOCALIZED_T");
-  verify(env ? atoll(env) : 65536, 1, 64, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0);
+  const char *dv = getenv("GDN_LOCALIZED_D");
+  verify(env ? atoll(env) : 65536, 1, dv ? atoll(dv) : 64, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0);
 }
 END_TEST
 

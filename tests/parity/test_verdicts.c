@@ -1,0 +1,194 @@
+/* No silent passes (issue 15, misses 3 and 4), each with its negative control:
+ *   - check --oracle none on a fixture with /outputs refuses (exit 2, the
+ *     message names the output); the same fixture with its oracle judges it
+ *     (exit 0 correct, exit 1 planted);
+ *   - --oracle none without /outputs: every output document is written, exit 0;
+ *   - an output that declares no numerics is judged by its storage dtype's
+ *     band whatever --matmul-precision / --dtype say: a 1e-3 error in one
+ *     head fails under --matmul-precision default and --dtype bfloat16, a
+ *     correct output passes under --dtype float64; attrs.numerics says
+ *     "numerics not declared";
+ *   - compute_dtype bfloat16 without matmul_precision is completed (the
+ *     bfloat16 band), compute_dtype float32 without it is refused (exit 2).
+ * argv[1]: the folder of shipped fixtures. */
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fix.h"
+#include "parity_cli.h"
+#include "report.h"
+
+static const char *data_dir;
+
+typedef struct {
+  int planted;            /* 1e-3 relative on every element of head 1's o */
+  const char *dtype, *mm; /* declared numerics (NULL: absent) */
+} spec;
+
+/* The shipped small fixture plus one output "x": its oracle rounded to float32. */
+static void make_fixture(char *path, const spec *sp) {
+  char src[1024];
+  snprintf(src, sizeof src, "%s/small-b2-t100-hk2-hv4-d32-h0.h5", data_dir);
+  fix_fixture fx;
+  fix_fixture_init(&fx);
+  gdn_error e;
+  gdn_error_init(&e);
+  fix_load_opts lo;
+  fix_load_opts_init(&lo);
+  ck_assert_msg(fix_load(&fx, src, &lo, &e) == GDN_OK, "%s", e.msg);
+  fix_output *slot;
+  ck_assert_int_eq(fix_fixture_add_output(&fx, "x", &slot, &e), GDN_OK);
+  const gdn_shape *s = &fx.inputs.shape;
+  ck_assert_int_eq(gdn_outputs_alloc(&slot->out, s, GDN_DTYPE_F32, &e), GDN_OK);
+  size_t no = gdn_shape_numel_v(s), nh = gdn_shape_numel_state(s);
+  for (size_t i = 0; i < no; i++) {
+    int64_t h = (int64_t)(i / (size_t)s->Dv) % s->Hv;
+    slot->out.o[i] = (float)(fx.oracle.out.o[i] * (sp->planted && h == 1 ? 1 + 1e-3 : 1));
+  }
+  for (size_t i = 0; i < nh; i++) slot->out.ht[i] = (float)fx.oracle.out.ht[i];
+  slot->has_ht = 1;
+  ck_assert_int_eq(fix_set_string(&slot->implementation, "scan", &e), GDN_OK);
+  ck_assert_int_eq(fix_set_string(&slot->platform, "test", &e), GDN_OK);
+  slot->missing = FIX_ATTR_PREFIX | FIX_ATTR_DEVICES;
+  if (sp->dtype) ck_assert_int_eq(fix_set_string(&slot->compute_dtype, sp->dtype, &e), GDN_OK);
+  else slot->missing |= FIX_ATTR_COMPUTE_DTYPE;
+  if (sp->mm) ck_assert_int_eq(fix_set_string(&slot->matmul_precision, sp->mm, &e), GDN_OK);
+  else slot->missing |= FIX_ATTR_MATMUL_PRECISION;
+  strcpy(path, "/tmp/gdn-verdicts-XXXXXX.h5");
+  close(mkstemps(path, 3));
+  ck_assert_msg(fix_write(&fx, path, &e) == GDN_OK, "%s", e.msg);
+  fix_fixture_clear(&fx);
+}
+
+/* gdn-parity check --fixture PATH --devices 1,2 --json J [extra...]: the
+ * status (2 for an error, with its message in msg), the document in *doc. */
+static int check(const char *path, const char *const *extra, json_t **doc, char *msg, size_t n) {
+  char js[] = "/tmp/gdn-verdicts-XXXXXX.json";
+  close(mkstemps(js, 5));
+  const char *av[32] = {"gdn-parity", "check", "--fixture", path, "--devices", "1,2", "--json", js, "--reproducible"};
+  int ac = 9;
+  for (int i = 0; extra && extra[i]; i++) av[ac++] = extra[i];
+  gdn_error e;
+  gdn_error_init(&e);
+  FILE *devnull = fopen("/dev/null", "w");
+  int st = parity_cli_main(ac, (char **)av, devnull, devnull, &e);
+  fclose(devnull);
+  if (msg) snprintf(msg, n, "%s", e.msg);
+  if (st < 0) st = 2;
+  if (doc) *doc = NULL;
+  if (doc && st != 2) ck_assert_msg(report_json_read(js, doc, &e) == GDN_OK, "%s", e.msg);
+  unlink(js);
+  return st;
+}
+
+START_TEST(oracle_none_refuses_outputs) {
+  char path[64], msg[1024];
+  for (int planted = 0; planted <= 1; planted++) {
+    spec sp = {planted, "float32", "highest"};
+    make_fixture(path, &sp);
+    const char *none[] = {"--oracle", "none", NULL};
+    ck_assert_int_eq(check(path, none, NULL, msg, sizeof msg), 2);
+    ck_assert_msg(strstr(msg, "--oracle none cannot judge") && strstr(msg, "'x'"), "%s", msg);
+    /* control: with the stored oracle it is judged */
+    ck_assert_int_eq(check(path, NULL, NULL, msg, sizeof msg), planted ? 1 : 0);
+    unlink(path);
+  }
+}
+END_TEST
+
+START_TEST(oracle_none_documents) {
+  char src[1024], outs[4][40];
+  snprintf(src, sizeof src, "%s/small-b2-t100-hk2-hv4-d32-h0.h5", data_dir);
+  const char *sfx[4] = {".html", ".xml", ".md", ".json"};
+  for (int i = 0; i < 4; i++) {
+    snprintf(outs[i], sizeof outs[i], "/tmp/gdn-verdicts-XXXXXX%s", sfx[i]);
+    close(mkstemps(outs[i], (int)strlen(sfx[i])));
+  }
+  const char *ex[] = {"--oracle", "none", "--report", outs[0], "--junit", outs[1], "--summary", outs[2], NULL};
+  char msg[1024];
+  ck_assert_msg(check(src, ex, NULL, msg, sizeof msg) == 0, "%s", msg);
+  for (int i = 0; i < 3; i++) {
+    FILE *f = fopen(outs[i], "r");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    ck_assert_msg(ftell(f) > 100, "%s is empty", outs[i]);
+    fclose(f);
+    unlink(outs[i]);
+  }
+  unlink(outs[3]);
+}
+END_TEST
+
+static const char *numerics_note(json_t *doc) {
+  json_t *c = json_array_get(json_object_get(doc, "cases"), 0);
+  return json_string_value(json_object_get(json_object_get(json_object_get(json_object_get(c, "impls"), "x"), "attrs"), "numerics"));
+}
+
+START_TEST(command_line_numerics_do_not_apply) {
+  char path[64], msg[1024];
+  json_t *doc;
+  spec bad = {1, NULL, NULL}, good = {0, NULL, NULL};
+  make_fixture(path, &bad);
+  /* control: with the case's own numerics the planted error fails too */
+  ck_assert_int_eq(check(path, NULL, NULL, msg, sizeof msg), 1);
+  const char *loose1[] = {"--matmul-precision", "default", NULL}, *loose2[] = {"--dtype", "bfloat16", NULL};
+  ck_assert_int_eq(check(path, loose1, &doc, msg, sizeof msg), 1);
+  ck_assert_ptr_nonnull(strstr(numerics_note(doc), "numerics not declared"));
+  json_decref(doc);
+  ck_assert_int_eq(check(path, loose2, NULL, msg, sizeof msg), 1);
+  unlink(path);
+  make_fixture(path, &good);
+  const char *tight[] = {"--dtype", "float64", NULL};
+  ck_assert_msg(check(path, tight, NULL, msg, sizeof msg) == 0, "correct float32 output under --dtype float64: %s", msg);
+  ck_assert_int_eq(check(path, loose1, NULL, msg, sizeof msg), 0);
+  unlink(path);
+}
+END_TEST
+
+START_TEST(incomplete_declarations) {
+  char path[64], msg[1024];
+  json_t *doc;
+  spec bf = {0, "bfloat16", NULL}, f32 = {0, "float32", NULL}, mm = {0, NULL, "highest"};
+  make_fixture(path, &bf);
+  ck_assert_msg(check(path, NULL, &doc, msg, sizeof msg) == 0, "%s", msg);
+  ck_assert_ptr_nonnull(strstr(numerics_note(doc), "completed as highest"));
+  json_decref(doc);
+  unlink(path);
+  /* (an unknown name such as "fp32" is refused by the fixture schema already) */
+  const spec *refused[] = {&f32, &mm};
+  const char *needle[] = {"declares compute_dtype but not matmul_precision",
+                          "declares matmul_precision but not compute_dtype"};
+  for (int i = 0; i < 2; i++) {
+    make_fixture(path, refused[i]);
+    ck_assert_int_eq(check(path, NULL, NULL, msg, sizeof msg), 2);
+    ck_assert_msg(strstr(msg, needle[i]) && strstr(msg, "/outputs/x"), "%s", msg);
+    unlink(path);
+  }
+}
+END_TEST
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: test_verdicts FIXTURE-DATA-DIR\n");
+    return 2;
+  }
+  data_dir = argv[1];
+  Suite *su = suite_create("verdicts");
+  TCase *tc = tcase_create("verdicts");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, oracle_none_refuses_outputs);
+  tcase_add_test(tc, oracle_none_documents);
+  tcase_add_test(tc, command_line_numerics_do_not_apply);
+  tcase_add_test(tc, incomplete_declarations);
+  suite_add_tcase(su, tc);
+  SRunner *sr = srunner_create(su);
+  srunner_run_all(sr, CK_NORMAL);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return nf ? 1 : 0;
+}
