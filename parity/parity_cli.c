@@ -301,7 +301,11 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
                        path, fx.n_outputs, fx.outputs[0].name);
     goto done;
   }
-  if (fx.oracle.present && fx.oracle.fresh && st->tier != PARITY_ORACLE_NONE) {
+  char why[256] = "";
+  int trusted = fx.oracle.present && fx.oracle.fresh &&
+                parity_reference_stored_ok(&fx.oracle.out, fx.oracle.precision_bits, fx.oracle.certified_bits,
+                                           o.dtype, why, sizeof why);
+  if (trusted && st->tier != PARITY_ORACLE_NONE) {
     const gdn_shape *fs = &fx.inputs.shape;
     ref.tier = ref.requested = PARITY_ORACLE_MPFR;
     ref.form = "token";
@@ -315,7 +319,12 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   } else {
     if (fx.oracle.present && !fx.oracle.fresh && base->verbosity >= 1)
       fprintf(out, "%s: warning: the stored /oracle is stale (inputs changed); computing a fresh one\n", path);
+    if (fx.oracle.present && fx.oracle.fresh && !trusted && base->verbosity >= 1)
+      fprintf(out, "%s: warning: the stored /oracle is not trusted (%s); computing a fresh one\n", path, why);
     if ((rc = parity_reference_compute(&ref, &fx.inputs, st->tier, st->oracle_bits, e))) goto done;
+    if (fx.oracle.present && st->tier != PARITY_ORACLE_NONE)
+      snprintf(ref.note, sizeof ref.note, "stored /oracle not used: %s; recomputed",
+               !fx.oracle.fresh ? "stale (its inputs_sha256 does not match the inputs)" : why);
   }
   if ((rc = parity_externals_from_fixture(&fx, &ext, e))) {
     gdn_error_prefix(e, "%s: ", path);

@@ -1,5 +1,8 @@
 #include "parity_oracle.h"
 
+#include <math.h>
+#include <stdio.h>
+
 #include <inttypes.h>
 #include <string.h>
 #include <time.h>
@@ -114,4 +117,32 @@ int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_o
   r->form = "token";
   r->seconds = now() - t0;
   return GDN_OK;
+}
+
+int parity_reference_stored_ok(const gdn_outputs *o, int64_t precision_bits, int64_t certified_bits,
+                               gdn_dtype judged, char *why, size_t n) {
+  int need = (judged == GDN_DTYPE_F64 ? 53 : 24) + 8;
+  if (precision_bits < 64 || precision_bits > (1 << 20)) {
+    snprintf(why, n, "precision_bits %lld is outside [64, 2^20]", (long long)precision_bits);
+    return 0;
+  }
+  if (certified_bits < 1 || certified_bits > precision_bits) {
+    snprintf(why, n, "certified_bits %lld is outside [1, precision_bits = %lld]", (long long)certified_bits,
+             (long long)precision_bits);
+    return 0;
+  }
+  if (certified_bits < need) {
+    snprintf(why, n, "certified_bits %lld is too weak to judge %s outputs (needs >= %d: the dtype's %d bits + 8)",
+             (long long)certified_bits, gdn_dtype_name(judged), need, need - 8);
+    return 0;
+  }
+  size_t no = gdn_shape_numel_v(&o->shape), nh = gdn_shape_numel_state(&o->shape);
+  for (size_t i = 0; i < no + nh; i++) {
+    double v = i < no ? o->o[i] : o->ht[i - no];
+    if (!isfinite(v)) {
+      snprintf(why, n, "%s[%zu] is not finite", i < no ? "o" : "ht", i < no ? i : i - no);
+      return 0;
+    }
+  }
+  return 1;
 }

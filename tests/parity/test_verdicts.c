@@ -9,7 +9,10 @@
  *     correct output passes under --dtype float64; attrs.numerics says
  *     "numerics not declared";
  *   - compute_dtype bfloat16 without matmul_precision is completed (the
- *     bfloat16 band), compute_dtype float32 without it is refused (exit 2).
+ *     bfloat16 band), compute_dtype float32 without it is refused (exit 2);
+ *   - (miss 5) a stored /oracle with a NaN, precision_bits -5,
+ *     certified_bits 100000, 0 or 20 (too weak for float32) is recomputed
+ *     and the results say why; the intact one is used.
  * argv[1]: the folder of shipped fixtures. */
 #include <check.h>
 #include <jansson.h>
@@ -28,6 +31,8 @@ static const char *data_dir;
 typedef struct {
   int planted;            /* 1e-3 relative on every element of head 1's o */
   const char *dtype, *mm; /* declared numerics (NULL: absent) */
+  int oracle_nan;         /* a NaN planted in the stored /oracle o */
+  int64_t prec, cert;     /* stored precision_bits / certified_bits (-1: keep) */
 } spec;
 
 /* The shipped small fixture plus one output "x": its oracle rounded to float32. */
@@ -52,6 +57,9 @@ static void make_fixture(char *path, const spec *sp) {
   }
   for (size_t i = 0; i < nh; i++) slot->out.ht[i] = (float)fx.oracle.out.ht[i];
   slot->has_ht = 1;
+  if (sp->oracle_nan) fx.oracle.out.o[no / 2] = NAN;
+  if (sp->prec != -1) fx.oracle.precision_bits = sp->prec;
+  if (sp->cert != -1) fx.oracle.certified_bits = sp->cert;
   ck_assert_int_eq(fix_set_string(&slot->implementation, "scan", &e), GDN_OK);
   ck_assert_int_eq(fix_set_string(&slot->platform, "test", &e), GDN_OK);
   slot->missing = FIX_ATTR_PREFIX | FIX_ATTR_DEVICES;
@@ -89,7 +97,7 @@ static int check(const char *path, const char *const *extra, json_t **doc, char 
 START_TEST(oracle_none_refuses_outputs) {
   char path[64], msg[1024];
   for (int planted = 0; planted <= 1; planted++) {
-    spec sp = {planted, "float32", "highest"};
+    spec sp = {planted, "float32", "highest", 0, -1, -1};
     make_fixture(path, &sp);
     const char *none[] = {"--oracle", "none", NULL};
     ck_assert_int_eq(check(path, none, NULL, msg, sizeof msg), 2);
@@ -132,7 +140,7 @@ static const char *numerics_note(json_t *doc) {
 START_TEST(command_line_numerics_do_not_apply) {
   char path[64], msg[1024];
   json_t *doc;
-  spec bad = {1, NULL, NULL}, good = {0, NULL, NULL};
+  spec bad = {1, NULL, NULL, 0, -1, -1}, good = {0, NULL, NULL, 0, -1, -1};
   make_fixture(path, &bad);
   /* control: with the case's own numerics the planted error fails too */
   ck_assert_int_eq(check(path, NULL, NULL, msg, sizeof msg), 1);
@@ -153,7 +161,7 @@ END_TEST
 START_TEST(incomplete_declarations) {
   char path[64], msg[1024];
   json_t *doc;
-  spec bf = {0, "bfloat16", NULL}, f32 = {0, "float32", NULL}, mm = {0, NULL, "highest"};
+  spec bf = {0, "bfloat16", NULL, 0, -1, -1}, f32 = {0, "float32", NULL, 0, -1, -1}, mm = {0, NULL, "highest", 0, -1, -1};
   make_fixture(path, &bf);
   ck_assert_msg(check(path, NULL, &doc, msg, sizeof msg) == 0, "%s", msg);
   ck_assert_ptr_nonnull(strstr(numerics_note(doc), "completed as highest"));
@@ -172,6 +180,35 @@ START_TEST(incomplete_declarations) {
 }
 END_TEST
 
+/* A broken /oracle is not trusted: it is recomputed, and the results say
+ * why (inputs[].oracle_note); the correct output then passes on the fresh
+ * oracle.  Control: the intact /oracle is used (oracle_from_fixture). */
+START_TEST(broken_oracle_not_trusted) {
+  char path[64], msg[1024];
+  json_t *doc;
+  spec sp[] = {{0, "float32", "highest", 0, -1, -1},    {0, "float32", "highest", 1, -1, -1},
+               {0, "float32", "highest", 0, -5, -1},    {0, "float32", "highest", 0, -1, 100000},
+               {0, "float32", "highest", 0, -1, 0},     {0, "float32", "highest", 0, -1, 20}};
+  const char *why[] = {NULL, "o[", "precision_bits -5", "certified_bits 100000", "certified_bits 0",
+                       "too weak to judge float32"};
+  for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) {
+    make_fixture(path, &sp[i]);
+    ck_assert_msg(check(path, NULL, &doc, msg, sizeof msg) == 0, "case %zu: %s", i, msg);
+    json_t *in0 = json_array_get(json_object_get(doc, "inputs"), 0);
+    const char *note = json_string_value(json_object_get(in0, "oracle_note"));
+    if (!why[i]) {
+      ck_assert(json_is_true(json_object_get(in0, "oracle_from_fixture")));
+      ck_assert_ptr_null(note);
+    } else {
+      ck_assert(json_is_false(json_object_get(in0, "oracle_from_fixture")));
+      ck_assert_msg(note && strstr(note, why[i]) && strstr(note, "recomputed"), "case %zu: %s", i, note ? note : "(none)");
+    }
+    json_decref(doc);
+    unlink(path);
+  }
+}
+END_TEST
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: test_verdicts FIXTURE-DATA-DIR\n");
@@ -185,6 +222,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, oracle_none_documents);
   tcase_add_test(tc, command_line_numerics_do_not_apply);
   tcase_add_test(tc, incomplete_declarations);
+  tcase_add_test(tc, broken_oracle_not_trusted);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
