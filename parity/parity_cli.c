@@ -302,7 +302,14 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
     goto done;
   }
   char why[256] = "";
-  int trusted = fx.oracle.present && fx.oracle.fresh &&
+  if (fx.oracle.present && fx.oracle.fresh && fx.oracle.problem_fresh != 1)
+    snprintf(why, sizeof why, "%s",
+             fx.oracle.problem_fresh == 0
+                 ? "stale: an attribute that changes the answer (scale, l2norm_in_kernel, shape, h0, segments) "
+                   "changed since it was computed (problem_sha256 differs)"
+                 : "freshness unknown: written before problem_sha256, its hash covers the inputs only, not the "
+                   "attributes (gdn-fixture regen --force records it)");
+  int trusted = fx.oracle.present && fx.oracle.fresh && fx.oracle.problem_fresh == 1 &&
                 parity_reference_stored_ok(&fx.oracle.out, fx.oracle.precision_bits, fx.oracle.certified_bits,
                                            o.dtype, why, sizeof why);
   if (trusted && st->tier != PARITY_ORACLE_NONE) {

@@ -12,7 +12,8 @@
  *     bfloat16 band), compute_dtype float32 without it is refused (exit 2);
  *   - (miss 5) a stored /oracle with a NaN, precision_bits -5,
  *     certified_bits 100000, 0 or 20 (too weak for float32) is recomputed
- *     and the results say why; the intact one is used.
+ *     and the results say why; the intact one is used;
+ *   - (miss 2) freshness covers the attributes: see freshness_covers_attributes.
  * argv[1]: the folder of shipped fixtures. */
 #include <check.h>
 #include <jansson.h>
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "fix.h"
+#include "kern.h"
 #include "parity_cli.h"
 #include "report.h"
 
@@ -33,6 +35,9 @@ typedef struct {
   const char *dtype, *mm; /* declared numerics (NULL: absent) */
   int oracle_nan;         /* a NaN planted in the stored /oracle o */
   int64_t prec, cert;     /* stored precision_bits / certified_bits (-1: keep) */
+  double scale;           /* a new root scale after the oracle was computed (0: keep) */
+  int fresh_out;          /* x = our float64 kernel on the (new) problem, rounded, instead of the stored oracle */
+  int old;                /* drop problem_sha256: a fixture written before issue 15 */
 } spec;
 
 /* The shipped small fixture plus one output "x": its oracle rounded to float32. */
@@ -57,6 +62,21 @@ static void make_fixture(char *path, const spec *sp) {
   }
   for (size_t i = 0; i < nh; i++) slot->out.ht[i] = (float)fx.oracle.out.ht[i];
   slot->has_ht = 1;
+  if (sp->scale) fx.inputs.has_scale = 1, fx.inputs.scale = sp->scale;
+  if (sp->old) fx.oracle.problem_sha256[0] = '\0';
+  if (sp->fresh_out) {
+    gdn_outputs f64;
+    gdn_outputs_init(&f64);
+    kern_config cfg;
+    kern_config_init(&cfg);
+    cfg.dtype = GDN_DTYPE_F64;
+    cfg.chunk = fx.chunk_size;
+    ck_assert_int_eq(gdn_outputs_alloc(&f64, s, GDN_DTYPE_F64, &e), GDN_OK);
+    ck_assert_msg(kern_scan(&fx.inputs, &cfg, &f64, &e) == GDN_OK, "%s", e.msg);
+    for (size_t i = 0; i < no; i++) slot->out.o[i] = (float)f64.o[i];
+    for (size_t i = 0; i < nh; i++) slot->out.ht[i] = (float)f64.ht[i];
+    gdn_outputs_clear(&f64);
+  }
   if (sp->oracle_nan) fx.oracle.out.o[no / 2] = NAN;
   if (sp->prec != -1) fx.oracle.precision_bits = sp->prec;
   if (sp->cert != -1) fx.oracle.certified_bits = sp->cert;
@@ -97,7 +117,7 @@ static int check(const char *path, const char *const *extra, json_t **doc, char 
 START_TEST(oracle_none_refuses_outputs) {
   char path[64], msg[1024];
   for (int planted = 0; planted <= 1; planted++) {
-    spec sp = {planted, "float32", "highest", 0, -1, -1};
+    spec sp = {planted, "float32", "highest", 0, -1, -1, 0, 0, 0};
     make_fixture(path, &sp);
     const char *none[] = {"--oracle", "none", NULL};
     ck_assert_int_eq(check(path, none, NULL, msg, sizeof msg), 2);
@@ -140,7 +160,7 @@ static const char *numerics_note(json_t *doc) {
 START_TEST(command_line_numerics_do_not_apply) {
   char path[64], msg[1024];
   json_t *doc;
-  spec bad = {1, NULL, NULL, 0, -1, -1}, good = {0, NULL, NULL, 0, -1, -1};
+  spec bad = {1, NULL, NULL, 0, -1, -1, 0, 0, 0}, good = {0, NULL, NULL, 0, -1, -1, 0, 0, 0};
   make_fixture(path, &bad);
   /* control: with the case's own numerics the planted error fails too */
   ck_assert_int_eq(check(path, NULL, NULL, msg, sizeof msg), 1);
@@ -161,7 +181,7 @@ END_TEST
 START_TEST(incomplete_declarations) {
   char path[64], msg[1024];
   json_t *doc;
-  spec bf = {0, "bfloat16", NULL, 0, -1, -1}, f32 = {0, "float32", NULL, 0, -1, -1}, mm = {0, NULL, "highest", 0, -1, -1};
+  spec bf = {0, "bfloat16", NULL, 0, -1, -1, 0, 0, 0}, f32 = {0, "float32", NULL, 0, -1, -1, 0, 0, 0}, mm = {0, NULL, "highest", 0, -1, -1, 0, 0, 0};
   make_fixture(path, &bf);
   ck_assert_msg(check(path, NULL, &doc, msg, sizeof msg) == 0, "%s", msg);
   ck_assert_ptr_nonnull(strstr(numerics_note(doc), "completed as highest"));
@@ -186,9 +206,9 @@ END_TEST
 START_TEST(broken_oracle_not_trusted) {
   char path[64], msg[1024];
   json_t *doc;
-  spec sp[] = {{0, "float32", "highest", 0, -1, -1},    {0, "float32", "highest", 1, -1, -1},
-               {0, "float32", "highest", 0, -5, -1},    {0, "float32", "highest", 0, -1, 100000},
-               {0, "float32", "highest", 0, -1, 0},     {0, "float32", "highest", 0, -1, 20}};
+  spec sp[] = {{0, "float32", "highest", 0, -1, -1, 0, 0, 0},    {0, "float32", "highest", 1, -1, -1, 0, 0, 0},
+               {0, "float32", "highest", 0, -5, -1, 0, 0, 0},    {0, "float32", "highest", 0, -1, 100000, 0, 0, 0},
+               {0, "float32", "highest", 0, -1, 0, 0, 0, 0},     {0, "float32", "highest", 0, -1, 20, 0, 0, 0}};
   const char *why[] = {NULL, "o[", "precision_bits -5", "certified_bits 100000", "certified_bits 0",
                        "too weak to judge float32"};
   for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) {
@@ -209,6 +229,35 @@ START_TEST(broken_oracle_not_trusted) {
 }
 END_TEST
 
+/* Freshness covers the attributes (miss 2): after the root scale changes,
+ * the stored /oracle (of the old scale) is recomputed, an output of the old
+ * scale fails and one of the new scale passes.  A fixture written before
+ * problem_sha256 is recomputed with a note.  Control: the intact fixture's
+ * oracle is used. */
+START_TEST(freshness_covers_attributes) {
+  char path[64], msg[1024];
+  json_t *doc;
+  const double s0 = 1.0 / sqrt(32.0);
+  spec sp[] = {{0, "float32", "highest", 0, -1, -1, 0, 0, 0},       /* intact */
+               {0, "float32", "highest", 0, -1, -1, 0.5 * s0, 0, 0}, /* new scale, old output */
+               {0, "float32", "highest", 0, -1, -1, 0.5 * s0, 1, 0}, /* new scale, new output */
+               {0, "float32", "highest", 0, -1, -1, 0, 0, 1}};       /* written before issue 15 */
+  const int want[] = {0, 1, 0, 0};
+  const char *why[] = {NULL, "problem_sha256 differs", "problem_sha256 differs", "freshness unknown"};
+  for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) {
+    make_fixture(path, &sp[i]);
+    ck_assert_msg(check(path, NULL, &doc, msg, sizeof msg) == want[i], "case %zu: %s", i, msg);
+    json_t *in0 = json_array_get(json_object_get(doc, "inputs"), 0);
+    const char *note = json_string_value(json_object_get(in0, "oracle_note"));
+    ck_assert(json_is_boolean(json_object_get(in0, "oracle_from_fixture")));
+    ck_assert_int_eq(json_is_true(json_object_get(in0, "oracle_from_fixture")), !why[i]);
+    if (why[i]) ck_assert_msg(note && strstr(note, why[i]), "case %zu: %s", i, note ? note : "(none)");
+    json_decref(doc);
+    unlink(path);
+  }
+}
+END_TEST
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: test_verdicts FIXTURE-DATA-DIR\n");
@@ -223,6 +272,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, command_line_numerics_do_not_apply);
   tcase_add_test(tc, incomplete_declarations);
   tcase_add_test(tc, broken_oracle_not_trusted);
+  tcase_add_test(tc, freshness_covers_attributes);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
