@@ -312,6 +312,19 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   int trusted = fx.oracle.present && fx.oracle.fresh && fx.oracle.problem_fresh == 1 &&
                 parity_reference_stored_ok(&fx.oracle.out, fx.oracle.precision_bits, fx.oracle.certified_bits,
                                            o.dtype, why, sizeof why);
+  double spot_rel = 0;
+  int64_t spot_cols = 0;
+  if (trusted && st->tier != PARITY_ORACLE_NONE) {
+    /* Recompute a few columns before trusting it: both round to binary64, so
+     * agreement is ~1e-16; 2^-40 leaves room and still sees any forged or
+     * mis-scaled oracle (a wrong scale or a 1e-4 edit is >= 1e-5). */
+    if ((rc = parity_reference_spot_check(&fx.inputs, &fx.oracle.out, 4, &spot_rel, &spot_cols, e))) goto done;
+    if (!(spot_rel <= 0x1p-40)) {
+      snprintf(why, sizeof why, "spot check failed: %lld recomputed state columns differ from it by %.3g (normwise)",
+               (long long)spot_cols, spot_rel);
+      trusted = 0;
+    }
+  }
   if (trusted && st->tier != PARITY_ORACLE_NONE) {
     const gdn_shape *fs = &fx.inputs.shape;
     ref.tier = ref.requested = PARITY_ORACLE_MPFR;
@@ -322,6 +335,8 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
     ref.bound_violations = -1;
     ref.total_columns = ref.sampled_columns = fs->B * fs->Hv * fs->Dv; /* regen certifies all */
     ref.from_fixture = 1;
+    ref.spot_columns = spot_cols;
+    ref.spot_rel = spot_rel;
     parity_reference_borrow(&ref, &fx.oracle.out); /* fx owns it */
   } else {
     if (fx.oracle.present && !fx.oracle.fresh && base->verbosity >= 1)

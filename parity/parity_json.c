@@ -267,6 +267,9 @@ static int input_oracle_json(json_t *ji, const parity_reference *ref) {
     bad |= parity_json_set(ji, "oracle_tier_requested", json_string("auto"));
   bad |= parity_json_set(ji, "oracle_from_fixture", json_boolean(ref->from_fixture));
   if (ref->note[0]) bad |= parity_json_set(ji, "oracle_note", json_string(ref->note));
+  if (ref->spot_columns)
+    bad |= parity_json_set(ji, "oracle_spot_check",
+                           json_pack("{sIso}", "columns", (json_int_t)ref->spot_columns, "rel", parity_json_real(ref->spot_rel)));
   bad |= parity_json_set(ji, "oracle_precision_bits", json_integer(ref->precision_bits));
   bad |= parity_json_set(ji, "oracle_certified_bits", json_integer(ref->certified_bits));
   bad |= parity_json_set(ji, "oracle_sampled_columns", json_integer(ref->sampled_columns));

@@ -21,8 +21,9 @@ static void log_reference(FILE *f, const parity_reference *ref) {
             ref->certified_bits, ref->normwise_bits, ref->sampled_columns, ref->total_columns, ref->check_bits,
             ref->guaranteed_bits);
   else if (ref->from_fixture)
-    fprintf(f, "reference: the fixture's MPFR oracle (%d bits, certified %d bits)\n", ref->precision_bits,
-            ref->certified_bits);
+    fprintf(f, "reference: the fixture's MPFR oracle (%d bits, certified %d bits; spot check: %" PRId64
+               " state columns recomputed in double-double, normwise difference %.2g)\n",
+            ref->precision_bits, ref->certified_bits, ref->spot_columns, ref->spot_rel);
   else
     fprintf(f, "reference: mpfr oracle at %d bits, certified %d bits (checked at %d)\n", ref->precision_bits,
             ref->certified_bits, ref->check_bits);

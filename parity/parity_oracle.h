@@ -63,7 +63,20 @@ typedef struct parity_reference {
   gdn_outputs out;
   double seconds;
   char note[320];               /* why a stored /oracle was not used ("" otherwise) */
+  int64_t spot_columns;         /* stored oracle: state columns recomputed by the spot check (0: none) */
+  double spot_rel;              /* and their normwise difference from the stored values */
 } parity_reference;
+
+/* Spot check of a stored oracle: up to `ncols` state columns (dv indices
+ * spread evenly; columns evolve independently, and o[.., dv] depends on
+ * column dv only) recomputed by the double-double oracle on inputs sliced
+ * to those columns, for every (b, head) and token; *rel is the larger of
+ * the o and ht normwise differences ||stored - recomputed|| / ||recomputed||
+ * over those columns.  The caller compares it with a tolerance (both round
+ * to binary64, so ~1e-16 is agreement).  Sampled: a stored oracle wrong
+ * only in columns not sampled passes. */
+int parity_reference_spot_check(const gdn_inputs *in, const gdn_outputs *stored, int64_t ncols, double *rel,
+                                int64_t *checked, gdn_error *e);
 
 /* Whether a fixture's stored /oracle may be trusted to judge outputs
  * computed in `judged` (the case's compute dtype): every value finite,

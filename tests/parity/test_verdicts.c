@@ -13,7 +13,9 @@
  *   - (miss 5) a stored /oracle with a NaN, precision_bits -5,
  *     certified_bits 100000, 0 or 20 (too weak for float32) is recomputed
  *     and the results say why; the intact one is used;
- *   - (miss 2) freshness covers the attributes: see freshness_covers_attributes.
+ *   - (miss 2) freshness covers the attributes, and a forged /oracle (finite,
+ *     sane bits, values off by 1e-4) fails the spot check and is recomputed:
+ *     see freshness_covers_attributes.
  * argv[1]: the folder of shipped fixtures. */
 #include <check.h>
 #include <jansson.h>
@@ -38,6 +40,7 @@ typedef struct {
   double scale;           /* a new root scale after the oracle was computed (0: keep) */
   int fresh_out;          /* x = our float64 kernel on the (new) problem, rounded, instead of the stored oracle */
   int old;                /* drop problem_sha256: a fixture written before issue 15 */
+  int forge;              /* a forged /oracle: finite, sane bits, values off by 1e-4 */
 } spec;
 
 /* The shipped small fixture plus one output "x": its oracle rounded to float32. */
@@ -78,6 +81,8 @@ static void make_fixture(char *path, const spec *sp) {
     gdn_outputs_clear(&f64);
   }
   if (sp->oracle_nan) fx.oracle.out.o[no / 2] = NAN;
+  if (sp->forge) /* every 3rd element of o and ht off by 1e-4: finite, valid bits, wrong */
+    for (size_t i = 0; i < no + nh; i += 3) *(i < no ? &fx.oracle.out.o[i] : &fx.oracle.out.ht[i - no]) *= 1 + 1e-4;
   if (sp->prec != -1) fx.oracle.precision_bits = sp->prec;
   if (sp->cert != -1) fx.oracle.certified_bits = sp->cert;
   ck_assert_int_eq(fix_set_string(&slot->implementation, "scan", &e), GDN_OK);
@@ -117,7 +122,7 @@ static int check(const char *path, const char *const *extra, json_t **doc, char 
 START_TEST(oracle_none_refuses_outputs) {
   char path[64], msg[1024];
   for (int planted = 0; planted <= 1; planted++) {
-    spec sp = {planted, "float32", "highest", 0, -1, -1, 0, 0, 0};
+    spec sp = {planted, "float32", "highest", 0, -1, -1, 0, 0, 0, 0};
     make_fixture(path, &sp);
     const char *none[] = {"--oracle", "none", NULL};
     ck_assert_int_eq(check(path, none, NULL, msg, sizeof msg), 2);
@@ -160,7 +165,7 @@ static const char *numerics_note(json_t *doc) {
 START_TEST(command_line_numerics_do_not_apply) {
   char path[64], msg[1024];
   json_t *doc;
-  spec bad = {1, NULL, NULL, 0, -1, -1, 0, 0, 0}, good = {0, NULL, NULL, 0, -1, -1, 0, 0, 0};
+  spec bad = {1, NULL, NULL, 0, -1, -1, 0, 0, 0, 0}, good = {0, NULL, NULL, 0, -1, -1, 0, 0, 0, 0};
   make_fixture(path, &bad);
   /* control: with the case's own numerics the planted error fails too */
   ck_assert_int_eq(check(path, NULL, NULL, msg, sizeof msg), 1);
@@ -181,7 +186,7 @@ END_TEST
 START_TEST(incomplete_declarations) {
   char path[64], msg[1024];
   json_t *doc;
-  spec bf = {0, "bfloat16", NULL, 0, -1, -1, 0, 0, 0}, f32 = {0, "float32", NULL, 0, -1, -1, 0, 0, 0}, mm = {0, NULL, "highest", 0, -1, -1, 0, 0, 0};
+  spec bf = {0, "bfloat16", NULL, 0, -1, -1, 0, 0, 0, 0}, f32 = {0, "float32", NULL, 0, -1, -1, 0, 0, 0, 0}, mm = {0, NULL, "highest", 0, -1, -1, 0, 0, 0, 0};
   make_fixture(path, &bf);
   ck_assert_msg(check(path, NULL, &doc, msg, sizeof msg) == 0, "%s", msg);
   ck_assert_ptr_nonnull(strstr(numerics_note(doc), "completed as highest"));
@@ -206,9 +211,9 @@ END_TEST
 START_TEST(broken_oracle_not_trusted) {
   char path[64], msg[1024];
   json_t *doc;
-  spec sp[] = {{0, "float32", "highest", 0, -1, -1, 0, 0, 0},    {0, "float32", "highest", 1, -1, -1, 0, 0, 0},
-               {0, "float32", "highest", 0, -5, -1, 0, 0, 0},    {0, "float32", "highest", 0, -1, 100000, 0, 0, 0},
-               {0, "float32", "highest", 0, -1, 0, 0, 0, 0},     {0, "float32", "highest", 0, -1, 20, 0, 0, 0}};
+  spec sp[] = {{0, "float32", "highest", 0, -1, -1, 0, 0, 0, 0},    {0, "float32", "highest", 1, -1, -1, 0, 0, 0, 0},
+               {0, "float32", "highest", 0, -5, -1, 0, 0, 0, 0},    {0, "float32", "highest", 0, -1, 100000, 0, 0, 0, 0},
+               {0, "float32", "highest", 0, -1, 0, 0, 0, 0, 0},     {0, "float32", "highest", 0, -1, 20, 0, 0, 0, 0}};
   const char *why[] = {NULL, "o[", "precision_bits -5", "certified_bits 100000", "certified_bits 0",
                        "too weak to judge float32"};
   for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) {
@@ -238,12 +243,14 @@ START_TEST(freshness_covers_attributes) {
   char path[64], msg[1024];
   json_t *doc;
   const double s0 = 1.0 / sqrt(32.0);
-  spec sp[] = {{0, "float32", "highest", 0, -1, -1, 0, 0, 0},       /* intact */
-               {0, "float32", "highest", 0, -1, -1, 0.5 * s0, 0, 0}, /* new scale, old output */
-               {0, "float32", "highest", 0, -1, -1, 0.5 * s0, 1, 0}, /* new scale, new output */
-               {0, "float32", "highest", 0, -1, -1, 0, 0, 1}};       /* written before issue 15 */
-  const int want[] = {0, 1, 0, 0};
-  const char *why[] = {NULL, "problem_sha256 differs", "problem_sha256 differs", "freshness unknown"};
+  spec sp[] = {{0, "float32", "highest", 0, -1, -1, 0, 0, 0, 0},       /* intact */
+               {0, "float32", "highest", 0, -1, -1, 0.5 * s0, 0, 0, 0}, /* new scale, old output */
+               {0, "float32", "highest", 0, -1, -1, 0.5 * s0, 1, 0, 0}, /* new scale, new output */
+               {0, "float32", "highest", 0, -1, -1, 0, 0, 1, 0},        /* written before issue 15 */
+               {0, "float32", "highest", 0, -1, -1, 0, 0, 0, 1}};       /* forged /oracle */
+  const int want[] = {0, 1, 0, 0, 0};
+  const char *why[] = {NULL, "problem_sha256 differs", "problem_sha256 differs", "freshness unknown",
+                       "spot check failed: 4 recomputed state columns differ"};
   for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) {
     make_fixture(path, &sp[i]);
     ck_assert_msg(check(path, NULL, &doc, msg, sizeof msg) == want[i], "case %zu: %s", i, msg);
@@ -251,6 +258,11 @@ START_TEST(freshness_covers_attributes) {
     const char *note = json_string_value(json_object_get(in0, "oracle_note"));
     ck_assert(json_is_boolean(json_object_get(in0, "oracle_from_fixture")));
     ck_assert_int_eq(json_is_true(json_object_get(in0, "oracle_from_fixture")), !why[i]);
+    if (!why[i]) { /* the spot check ran and agreed */
+      json_t *sc = json_object_get(in0, "oracle_spot_check");
+      ck_assert_int_eq(json_integer_value(json_object_get(sc, "columns")), 4);
+      ck_assert(json_real_value(json_object_get(sc, "rel")) < 1e-15);
+    }
     if (why[i]) ck_assert_msg(note && strstr(note, why[i]), "case %zu: %s", i, note ? note : "(none)");
     json_decref(doc);
     unlink(path);
