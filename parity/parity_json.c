@@ -253,6 +253,7 @@ json_t *parity_json_case(const parity_case_result *r, int reproducible) {
   /* Without a reference there is no ULP histogram: the key is left out
    * (an empty object is refused by the readers: "edges" is required). */
   if (r->has_ref) bad |= parity_json_set(c, "ulp_histogram", histogram_json(r));
+  if (r->finding[0]) bad |= parity_json_set(c, "finding", json_string(r->finding));
   bad |= parity_json_set(c, "pass", json_boolean(r->pass));
   if (!reproducible) bad |= parity_json_set(c, "seconds", json_real(r->seconds));
   if (bad) json_decref(c);

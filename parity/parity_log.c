@@ -137,6 +137,7 @@ void parity_log_case(FILE *f, const parity_case_result *r, int verbosity) {
   snprintf(fac, sizeof fac, "%.2fx", k->factor_reached);
   log_kernels(f, lab, fac, r);
   log_deciding(f, k);
+  if (r->finding[0]) fprintf(f, "      finding: %s\n", r->finding);
   if (verbosity >= 2) log_every_check(f, r);
   fflush(f);
 }

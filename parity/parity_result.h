@@ -101,6 +101,8 @@ typedef struct parity_case_result {
   parity_profile profile;
   int pass;
   double seconds;            /* producing the per-case subjects */
+  char finding[384];         /* what the numbers mean beyond pass/fail ("" if nothing): parity_sweep's
+                                range finding (outputs too small for the compute dtype's range) */
 } parity_case_result;
 
 void parity_case_result_init(parity_case_result *r);

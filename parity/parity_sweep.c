@@ -297,6 +297,25 @@ static void case_measure(const input_ctx *x, parity_case_result *r) {
   parity_upstream_evaluate(xs, rs, ns, rf, r->upstream);
 }
 
+/* A problem whose answer lies within 1/u of the dtype's smallest normal
+ * (2^-126 for float32 and bfloat16) cannot be carried to the dtype's
+ * precision: its products are subnormal, and flushed with --ftz (v = 1e-36
+ * puts the float32 scan at 0.28 with FTZ, 6.5e-5 without).  The errors are
+ * then the format's range, not a kernel defect: the case says so. */
+static void case_range_finding(const input_ctx *x, parity_case_result *r) {
+  r->finding[0] = '\0';
+  if (!r->has_ref || x->o->dtype == GDN_DTYPE_F64) return;
+  const parity_metrics *mo = &r->subjects[r->baseline].vs_ref[PARITY_T_O];
+  double tiny = 0x1p-126 / gdn_dtype_unit_roundoff(x->o->dtype);
+  if (!(mo->ref_max_abs < tiny)) return;
+  snprintf(r->finding, sizeof r->finding,
+           "range: the exact o is at most %.3g, below 2^-126/u = %.3g, so the %s computation works with subnormal "
+           "values (%s): the format cannot carry this problem to its precision, so errors here measure the "
+           "format's range, not a kernel defect",
+           mo->ref_max_abs, tiny, gdn_dtype_name(x->o->dtype),
+           x->cfg.ftz ? "flushed to zero by --ftz, which changes the mathematics" : "with fewer significant bits");
+}
+
 /* The policy over the case's subject table; each subject's own verdict. */
 static int case_judge(const input_ctx *x, parity_case_result *r, gdn_error *e) {
   parity_subject *view = gdn_calloc(r->n_subjects, sizeof *view, "policy view", e);
@@ -326,6 +345,7 @@ static int case_judge(const input_ctx *x, parity_case_result *r, gdn_error *e) {
   gdn_free(view);
   gdn_free(seam_t);
   if (rc) return rc;
+  case_range_finding(x, r);
   r->pass = 1;
   for (size_t i = 0; i < r->checks.n; i++) r->pass &= r->checks.v[i].pass;
   for (size_t i = 0; i < r->n_subjects; i++) {

@@ -15,7 +15,9 @@
  *     and the results say why; the intact one is used;
  *   - (miss 2) freshness covers the attributes, and a forged /oracle (finite,
  *     sane bits, values off by 1e-4) fails the spot check and is recomputed:
- *     see freshness_covers_attributes.
+ *     see freshness_covers_attributes;
+ *   - finding (b): outputs below the format's range carry a "finding" that
+ *     blames the range / flushing, not the kernel: see range_finding.
  * argv[1]: the folder of shipped fixtures. */
 #include <check.h>
 #include <jansson.h>
@@ -26,7 +28,9 @@
 #include <unistd.h>
 
 #include "fix.h"
+#include "gdn_synth.h"
 #include "kern.h"
+#include "parity_sweep.h"
 #include "parity_cli.h"
 #include "report.h"
 
@@ -270,6 +274,59 @@ START_TEST(freshness_covers_attributes) {
 }
 END_TEST
 
+/* Finding (b): v scaled to 1e-36 puts the exact o below 2^-126 / u; the
+ * case then says the errors are the format's range (flushing with --ftz),
+ * not a kernel defect.  Control: the same inputs unscaled carry no finding. */
+static json_t *range_case(double vscale, int ftz, parity_doc *d) {
+  gdn_error e;
+  gdn_error_init(&e);
+  static parity_policy pol;
+  parity_policy_init(&pol);
+  ck_assert_int_eq(parity_policy_load_builtin(&pol, &e), GDN_OK);
+  gdn_inputs in;
+  gdn_inputs_init(&in);
+  gdn_shape s = {1, 256, 1, 1, 32, 32};
+  gdn_synth_opts so = {3, 0, 0};
+  ck_assert_int_eq(gdn_synth_generate(&in, &s, &so, &e), GDN_OK);
+  for (size_t i = 0; i < gdn_shape_numel_v(&s); i++) in.v[i] = (float)(in.v[i] * vscale);
+  parity_reference ref;
+  parity_reference_init(&ref);
+  ck_assert_int_eq(parity_reference_compute(&ref, &in, PARITY_ORACLE_DD, 128, &e), GDN_OK);
+  parity_sweep_opts o;
+  parity_sweep_opts_init(&o);
+  o.policy = &pol;
+  o.verbosity = 0;
+  o.ftz = ftz;
+  o.devices[0] = 2;
+  o.n_devices = 1;
+  o.devices_default = 0;
+  ck_assert_int_eq(parity_doc_init(d, "test", &pol, &e), GDN_OK);
+  parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
+  ck_assert_msg(parity_sweep_run(d, &in, &info, &ref, NULL, 0, &o, &e) == GDN_OK, "%s", e.msg);
+  ck_assert_int_eq(parity_doc_finish(d, 1, &e), GDN_OK);
+  parity_reference_clear(&ref);
+  gdn_inputs_clear(&in);
+  return json_array_get(json_object_get(d->root, "cases"), 0);
+}
+
+START_TEST(range_finding) {
+  parity_doc d;
+  json_t *c = range_case(1e-36, 1, &d);
+  const char *f = json_string_value(json_object_get(c, "finding"));
+  ck_assert_msg(f && strstr(f, "flushed to zero by --ftz, which changes the mathematics") && strstr(f, "not a kernel defect"),
+                "%s", f ? f : "(none)");
+  parity_doc_clear(&d);
+  c = range_case(1e-36, 0, &d);
+  f = json_string_value(json_object_get(c, "finding"));
+  ck_assert_msg(f && strstr(f, "fewer significant bits"), "%s", f ? f : "(none)");
+  parity_doc_clear(&d);
+  c = range_case(1, 1, &d);
+  ck_assert_ptr_null(json_object_get(c, "finding"));
+  ck_assert(json_is_true(json_object_get(c, "pass")));
+  parity_doc_clear(&d);
+}
+END_TEST
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: test_verdicts FIXTURE-DATA-DIR\n");
@@ -285,6 +342,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, incomplete_declarations);
   tcase_add_test(tc, broken_oracle_not_trusted);
   tcase_add_test(tc, freshness_covers_attributes);
+  tcase_add_test(tc, range_finding);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
