@@ -254,6 +254,16 @@ json_t *parity_json_case(const parity_case_result *r, int reproducible) {
    * (an empty object is refused by the readers: "edges" is required). */
   if (r->has_ref) bad |= parity_json_set(c, "ulp_histogram", histogram_json(r));
   if (r->finding[0]) bad |= parity_json_set(c, "finding", json_string(r->finding));
+  if (r->block_map.subject) {
+    json_t *rows = json_array();
+    for (int64_t h = 0; rows && h < r->block_map.heads; h++)
+      bad |= json_array_append_new(rows, real_array(r->block_map.values + h * r->block_map.bins,
+                                                    (size_t)r->block_map.bins)) ? 1 : 0;
+    json_t *bm = json_pack("{sssI}", "subject", r->block_map.subject, "tokens_per_bin",
+                           (json_int_t)r->block_map.tokens_per_bin);
+    bad |= parity_json_set(bm, "values", rows);
+    bad |= parity_json_set(c, "block_map", bm);
+  }
   bad |= parity_json_set(c, "pass", json_boolean(r->pass));
   if (!reproducible) bad |= parity_json_set(c, "seconds", json_real(r->seconds));
   if (bad) json_decref(c);

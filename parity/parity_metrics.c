@@ -295,3 +295,36 @@ int parity_metrics_blocks(const double *x, const double *r, const int64_t dims[4
   gdn_free(bad);
   return GDN_OK;
 }
+
+int parity_block_map_o(const double *x, const double *r, const int64_t dims[4], int64_t block, double rel_floor,
+                       int64_t per_bin, double *out, gdn_error *e) {
+  const int64_t B = dims[0], T = dims[1], H = dims[2], D = dims[3];
+  const int64_t nblk = (T + block - 1) / block, bins = (nblk + per_bin - 1) / per_bin;
+  for (int64_t i = 0; i < H * bins; i++) out[i] = 0;
+  double *acc = gdn_calloc((size_t)(2 * H), sizeof *acc, "block map sums", e);
+  if (!acc) return e ? e->code : GDN_ERR_NOMEM;
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t k = 0; k < nblk; k++) {
+      int64_t t0 = k * block, t1 = t0 + block < T ? t0 + block : T;
+      memset(acc, 0, (size_t)(2 * H) * sizeof *acc);
+      for (int64_t t = t0; t < t1; t++)
+        for (int64_t h = 0; h < H; h++) {
+          const double *xr = x + ((b * T + t) * H + h) * D, *rr = r + ((b * T + t) * H + h) * D;
+          for (int64_t d = 0; d < D; d++) {
+            double df = isfinite(xr[d]) ? xr[d] - rr[d] : INFINITY;
+            acc[2 * h] += df * df;
+            acc[2 * h + 1] += rr[d] * rr[d];
+          }
+        }
+      double fl = sqrt((double)((t1 - t0) * D)) * rel_floor;
+      for (int64_t h = 0; h < H; h++) {
+        double nr = sqrt(acc[2 * h + 1]), den = nr > fl ? nr : fl;
+        double q = acc[2 * h] == 0 ? 0 : den > 0 ? sqrt(acc[2 * h]) / den : INFINITY;
+        if (isnan(q)) q = INFINITY;
+        double *o = &out[h * bins + k / per_bin];
+        if (q > *o) *o = q;
+      }
+    }
+  gdn_free(acc);
+  return GDN_OK;
+}

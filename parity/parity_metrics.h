@@ -72,6 +72,15 @@ int parity_metrics_compute(const double *x, const double *r, const int64_t dims[
 int parity_metrics_blocks(const double *x, const double *r, const int64_t dims[4], const int64_t block_len[4],
                           parity_metrics *m, gdn_error *e);
 
+/* The block error map of an o-shaped (B, T, H, D) pair for the report's
+ * heat map: out[h * n_bins + k] is the largest block_rel (blocks of `block`
+ * positions x D per (b, h), floor sqrt(n_blk) rel_floor, as
+ * parity_metrics_blocks) over b and the blocks k * per_bin .. (k + 1) *
+ * per_bin - 1; n_bins = ceil(ceil(T / block) / per_bin).  A non-finite x
+ * gives +inf. */
+int parity_block_map_o(const double *x, const double *r, const int64_t dims[4], int64_t block, double rel_floor,
+                       int64_t per_bin, double *out, gdn_error *e);
+
 /* Max |x - r| over (b, h, d) for each block of `block` positions of an
  * o-shaped (B, T, H, D) pair; out has ceil(T / block) entries.  r may be NULL
  * (then max |x| is returned: the reference's own scale). */

@@ -269,6 +269,29 @@ static void case_seams(const input_ctx *x, parity_case_result *r) {
   }
 }
 
+/* The heat map of the judged subject (not the scan) whose o has the worst
+ * block_rel against the reference: at most 256 position bins per head. */
+static int case_block_map(const input_ctx *x, parity_case_result *r, gdn_error *e) {
+  size_t w = SIZE_MAX;
+  for (size_t i = 0; i < x->n_subj; i++) {
+    const parity_subject_result *m = &x->meas[i];
+    if (m->kind == PARITY_SUBJ_SCAN || !(m->has_vs_ref & (1u << PARITY_T_O))) continue;
+    if (w == SIZE_MAX || m->vs_ref[PARITY_T_O].block_rel > x->meas[w].vs_ref[PARITY_T_O].block_rel) w = i;
+  }
+  if (w == SIZE_MAX || !x->ref) return GDN_OK;
+  int64_t od[4];
+  parity_tensors[PARITY_T_O].dims(&x->in->shape, od);
+  int64_t C = x->cfg.chunk, nblk = (od[1] + C - 1) / C, per = (nblk + 255) / 256;
+  r->block_map.heads = od[2];
+  r->block_map.bins = (nblk + per - 1) / per;
+  r->block_map.tokens_per_bin = per * C;
+  r->block_map.values = gdn_calloc((size_t)(od[2] * r->block_map.bins), sizeof(double), "block map", e);
+  if (!r->block_map.values) return e ? e->code : GDN_ERR_NOMEM;
+  r->block_map.subject = x->meas[w].name;
+  return parity_block_map_o(x->subj[w].out->o, x->ref->out.o, od, C, x->meas[w].vs_ref[PARITY_T_O].rel_floor, per,
+                            r->block_map.values, e);
+}
+
 /* Metrics of every subject, the seams, the profiles along the sequence and
  * what the upstream checks would say (candidate against baseline). */
 static void case_measure(const input_ctx *x, parity_case_result *r) {
@@ -374,7 +397,8 @@ static int run_case(input_ctx *x, int64_t devices, kern_prefix prefix, gdn_error
     x->d->t_kernels += r.seconds;
     case_describe(x, &r);
     case_measure(x, &r);
-    rc = case_judge(x, &r, e);
+    rc = case_block_map(x, &r, e);
+    if (!rc) rc = case_judge(x, &r, e);
   }
   if (!rc) rc = parity_doc_add_case(x->d, &r, x->o->reproducible, e);
   if (!rc && x->o->verbosity >= 1 && x->o->log) parity_log_case(x->o->log, &r, x->o->verbosity);

@@ -327,6 +327,54 @@ START_TEST(range_finding) {
 }
 END_TEST
 
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  ck_assert_ptr_nonnull(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *t = calloc((size_t)n + 1, 1);
+  ck_assert_uint_eq(fread(t, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  return t;
+}
+
+/* The report's block map: the planted head sits in the worst case's map,
+ * seams marked.  Control: without an oracle there is no map, and the
+ * report says so. */
+START_TEST(block_map_in_report) {
+  char path[64], html[] = "/tmp/gdn-verdicts-XXXXXX.html", msg[1024];
+  close(mkstemps(html, 5));
+  spec bad = {1, "float32", "highest", 0, -1, -1, 0, 0, 0, 0};
+  make_fixture(path, &bad);
+  const char *ex[] = {"--report", html, NULL};
+  json_t *doc;
+  ck_assert_int_eq(check(path, ex, &doc, msg, sizeof msg), 1);
+  json_t *c = json_array_get(json_object_get(doc, "cases"), 1); /* D = 2 */
+  json_t *bm = json_object_get(c, "block_map");
+  ck_assert_str_eq(json_string_value(json_object_get(bm, "subject")), "x");
+  /* head 1 carries the planted 1e-3; heads 0, 2, 3 do not */
+  ck_assert(json_real_value(json_array_get(json_array_get(json_object_get(bm, "values"), 1), 0)) > 5e-4);
+  ck_assert(json_real_value(json_array_get(json_array_get(json_object_get(bm, "values"), 0), 0)) < 1e-6);
+  json_decref(doc);
+  char *t = slurp(html);
+  ck_assert_ptr_nonnull(strstr(t, "id=\"svg-blockmap\""));
+  ck_assert_ptr_nonnull(strstr(t, "class=\"seam\""));
+  ck_assert_ptr_nonnull(strstr(t, ", subject x:"));
+  free(t);
+  unlink(path);
+  char src[1024];
+  snprintf(src, sizeof src, "%s/small-b2-t100-hk2-hv4-d32-h0.h5", data_dir);
+  const char *none[] = {"--oracle", "none", "--report", html, NULL};
+  ck_assert_int_eq(check(src, none, NULL, msg, sizeof msg), 0);
+  t = slurp(html);
+  ck_assert_ptr_null(strstr(t, "id=\"svg-blockmap\""));
+  ck_assert_ptr_nonnull(strstr(t, "No case has a block map"));
+  free(t);
+  unlink(html);
+}
+END_TEST
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: test_verdicts FIXTURE-DATA-DIR\n");
@@ -343,6 +391,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, broken_oracle_not_trusted);
   tcase_add_test(tc, freshness_covers_attributes);
   tcase_add_test(tc, range_finding);
+  tcase_add_test(tc, block_map_in_report);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
