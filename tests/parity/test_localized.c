@@ -111,8 +111,9 @@ static json_t *find_check(json_t *c, const char *rule, const char *subj, const c
 static void run(world *w, parity_doc *d) {
   gdn_error e;
   gdn_error_init(&e);
+  /* static: the document borrows it; zero = initialised, and loading
+   * clears the previous load (parity_policy_parse) */
   static parity_policy pol;
-  parity_policy_init(&pol);
   ck_assert_int_eq(parity_policy_load_builtin(&pol, &e), GDN_OK);
   parity_external ext[X_N];
   memset(ext, 0, sizeof ext);
