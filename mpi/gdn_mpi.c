@@ -52,9 +52,6 @@ int gdn_mpi_init(int *argc, char ***argv, gdn_mpi *w, gdn_error *e) {
   MPI_TRY(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   MPI_TRY(MPI_Comm_rank(MPI_COMM_WORLD, &w->rank), "MPI_Comm_rank");
   MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &w->size), "MPI_Comm_size");
-  int mine = gdn_threads_get(), all = mine;
-  MPI_TRY(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce(threads)");
-  if (all != mine) gdn_threads_set(all);
   return GDN_OK;
 }
 
@@ -223,6 +220,10 @@ int gdn_mpi_affine_prefix(const gdn_inputs *in, const kern_config *cfg, gdn_outp
     return gdn_error_set(e, GDN_ERR_INPUT,
                          "--backend mpi: %lld devices asked for but %d MPI ranks run (mpirun -np %lld)",
                          (long long)cfg->devices, size, (long long)cfg->devices);
+  /* one batch size on every rank (kern.h): the smallest thread count */
+  int mine = gdn_threads_get(), all = mine;
+  MPI_TRY(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce(threads)");
+  if (all != mine) gdn_threads_set(all);
   mpi_ctx c = {rank, size, cfg->prefix, NULL, NULL, 0, 0};
   kern_affine_comm comm = {rank, &c, exchange};
   int rc = kern_affine_prefix_rank(in, cfg, &comm, out, e);
@@ -235,3 +236,30 @@ int gdn_mpi_affine_prefix(const gdn_inputs *in, const kern_config *cfg, gdn_outp
   if (rc) gdn_outputs_clear(out);
   return rc;
 }
+
+int gdn_mpi_send_text(const char *text, int to, int tag, gdn_error *e) {
+  const size_t n = strlen(text) + 1;
+  if (n > INT_MAX) return gdn_error_set(e, GDN_ERR_INTERNAL, "a part of %zu bytes exceeds MPI's int count", n);
+  MPI_TRY(MPI_Send(text, (int)n, MPI_CHAR, to, tag, MPI_COMM_WORLD), "MPI_Send(part)");
+  return GDN_OK;
+}
+
+int gdn_mpi_recv_text(char **text, int from, int tag, gdn_error *e) {
+  MPI_Status st;
+  int n = 0;
+  *text = NULL;
+  MPI_TRY(MPI_Probe(from, tag, MPI_COMM_WORLD, &st), "MPI_Probe(part)");
+  MPI_TRY(MPI_Get_count(&st, MPI_CHAR, &n), "MPI_Get_count(part)");
+  if (n < 1 || !(*text = malloc((size_t)n)))
+    return gdn_error_set(e, n < 1 ? GDN_ERR_INTERNAL : GDN_ERR_NOMEM, "rank %d's part: %d bytes", from, n);
+  int rc = MPI_Recv(*text, n, MPI_CHAR, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  if (rc != MPI_SUCCESS || (*text)[n - 1] != 0) {
+    free(*text);
+    *text = NULL;
+    return rc != MPI_SUCCESS ? mpi_fail(rc, "MPI_Recv(part)", e)
+                             : gdn_error_set(e, GDN_ERR_INTERNAL, "rank %d's part is not text", from);
+  }
+  return GDN_OK;
+}
+
+void gdn_mpi_abort(int status) { MPI_Abort(MPI_COMM_WORLD, status); }

@@ -49,10 +49,10 @@ typedef struct gdn_mpi {
   int initialised; /* by gdn_mpi_init (finalise then) */
 } gdn_mpi;
 
-/* MPI_Init_thread (FUNNELED: only the master thread calls MPI), errors
- * returned on MPI_COMM_WORLD, and one thread count for every rank (the
- * smallest asked for: the kernel's batches of heads must match across
- * ranks).  Safe when MPI is already initialised. */
+/* MPI_Init_thread (FUNNELED: only the master thread calls MPI) and errors
+ * returned on MPI_COMM_WORLD.  Safe when MPI is already initialised.
+ * gdn_mpi_affine_prefix agrees one thread count over the ranks (the
+ * smallest; gdn_threads_set): the kernel's batches of heads must match. */
 int gdn_mpi_init(int *argc, char ***argv, gdn_mpi *w, gdn_error *e);
 void gdn_mpi_finalize(gdn_mpi *w);
 /* Whether this process was started by mpirun (Open MPI's or PMIx's
@@ -64,5 +64,12 @@ int gdn_mpi_affine_prefix(const gdn_inputs *in, const kern_config *cfg, gdn_outp
 
 /* GDN_TEST_MPI_DIE: dies here when it names this rank and stage. */
 void gdn_mpi_test_die(int rank, const char *stage);
+
+/* Rank 0's side of a distributed sweep: text (NUL-terminated, malloc'd;
+ * free()) from rank `from` / to rank `to`, tag = the grid entry. */
+int gdn_mpi_send_text(const char *text, int to, int tag, gdn_error *e);
+int gdn_mpi_recv_text(char **text, int from, int tag, gdn_error *e);
+/* Ends every rank with exit status `status` (MPI_Abort). */
+void gdn_mpi_abort(int status);
 
 #endif

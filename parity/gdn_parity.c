@@ -16,14 +16,29 @@
 #include "gdn_config.h"
 #include "gdn_error.h"
 #include "parity_cli.h"
+#include "parity_dist.h"
 
+/* Under mpirun (parity_dist.h) only rank 0 prints the table; an error is
+ * printed by rank 0, or by the rank it is about when only that rank can
+ * know it (not bad input, which every rank sees alike), and ends every
+ * rank with its exit status. */
 int main(int argc, char **argv) {
   gdn_error e;
   gdn_error_init(&e);
-  int status = parity_cli_main(argc, argv, stdout, stderr, &e);
-  if (e.code) {
+  if (parity_dist_start(&argc, &argv, &e)) {
     fprintf(stderr, "gdn-parity: error: %s\n", e.msg);
     return gdn_error_exit_status(e.code);
   }
+  FILE *out = stdout;
+  if (parity_dist_rank() != 0 && !(out = fopen("/dev/null", "w"))) out = stdout;
+  int status = parity_cli_main(argc, argv, out, stderr, &e);
+  if (out != stdout) fclose(out);
+  if (e.code) {
+    if (parity_dist_rank() == 0 || e.code != GDN_ERR_INPUT) fprintf(stderr, "gdn-parity: error: %s\n", e.msg);
+    fflush(stderr);
+    parity_dist_abort(gdn_error_exit_status(e.code));
+    return gdn_error_exit_status(e.code);
+  }
+  parity_dist_end();
   return status;
 }

@@ -11,6 +11,7 @@
 #include "gdn_inputs.h"
 #include "gdn_synth.h"
 #include "gdn_threads.h"
+#include "parity_dist.h"
 #include "parity_external.h"
 #include "parity_grid.h"
 #include "parity_oracle.h"
@@ -28,6 +29,9 @@ static const gdn_cli_opt options[] = {
     {"devices", "D[,D...]", "context-parallel device counts for affine-prefix (default 1,2,4,8)"},
     {"prefix", "NAME[,NAME...]",
      "exclusive-prefix schedules: sequential, associative-scan, hillis-steele (default sequential)"},
+    {"backend", "NAME",
+     "where affine-prefix's devices run: simulated (one process; default) or mpi (mpirun -np D: "
+     "rank r is device r; adds the subject affine-prefix-mpi; --devices must be D)"},
     {"shard", "MODE",
      "how affine-prefix splits the sequence: tokens (T/D tokens per device, each padded to whole "
      "chunks on its own, as upstream's shard_map; default) or chunks (whole chunks, array_split)"},
@@ -224,6 +228,57 @@ done:
   return rc;
 }
 
+/* sweep under mpirun: entry i on rank i mod N, into a part document that
+ * rank 0 merges in entry order (parity_dist.h).  One rank: in place. */
+static int run_grid_entry(run_state *st, const parity_grid *g, size_t i, gdn_error *e) {
+  const int size = parity_dist_size(), rank = parity_dist_rank(), owner = (int)(i % (size_t)size);
+  if (size == 1) return run_synthetic(st, &g->entries[i].spec, &g->entries[i].opts, e);
+  if (rank != owner && rank != 0) return GDN_OK;
+  run_state part = *st;
+  int rc = parity_doc_init(&part.doc, NULL, &st->policy, e);
+  if (rc) return rc;
+  if (rank == owner) {
+    gdn_error mine;
+    gdn_error_init(&mine);
+    rc = run_synthetic(&part, &g->entries[i].spec, &g->entries[i].opts, &mine);
+    if (rank != 0) {
+      rc = parity_dist_send_part(&part.doc, (int)i, &mine, e);
+    } else if (rc) {
+      *e = mine;
+    }
+  } else {
+    rc = parity_dist_recv_part(&part.doc, owner, (int)i, e);
+  }
+  if (!rc && rank == 0) rc = parity_doc_merge(&st->doc, &part.doc, e);
+  parity_doc_clear(&part.doc);
+  return rc;
+}
+
+/* --backend: simulated, or mpi (the ranks are the devices of the case). */
+static int backend_setup(const char *v, int sweep, parity_sweep_opts *so, gdn_error *e) {
+  if (!v || !strcmp(v, "simulated")) return GDN_OK;
+  if (strcmp(v, "mpi"))
+    return gdn_error_set(e, GDN_ERR_INPUT, "--backend: unknown '%s' (simulated or mpi)", v);
+  if (!parity_dist_have_mpi())
+    return gdn_error_set(e, GDN_ERR_INPUT, "--backend mpi: this gdn-parity was built without MPI (meson setup -Dmpi=enabled)");
+  if (sweep)
+    return gdn_error_set(e, GDN_ERR_INPUT, "--backend mpi runs one case's devices on the ranks; a sweep deals "
+                                           "its cases across the ranks instead: drop --backend");
+  const int D = parity_dist_size();
+  if (so->devices_default) {
+    so->devices[0] = D;
+    so->n_devices = 1;
+    so->devices_default = 0;
+  }
+  for (size_t i = 0; i < so->n_devices; i++)
+    if (so->devices[i] != D)
+      return gdn_error_set(e, GDN_ERR_INPUT, "--backend mpi: --devices %lld but %d ranks run (mpirun -np %lld)",
+                           (long long)so->devices[i], D, (long long)so->devices[i]);
+  so->extra = &parity_subject_mpi;
+  so->n_extra = 1;
+  return GDN_OK;
+}
+
 /* gdn-parity report RESULTS.json -o report.html: the reports of a saved run.
  * Exit status is the saved run's verdict (0 pass, 1 fail). */
 static int report_command(const gdn_cli_args *aa, FILE *out, gdn_error *e) {
@@ -399,6 +454,7 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   so.policy = &st.policy;
   so.reproducible = GET("reproducible") != NULL;
   if (parse_sweep_opts(&a, &so, e)) goto done;
+  if (backend_setup(GET("backend"), !strcmp(cmd, "sweep"), &so, e)) goto done;
 
   parity_output_opts oo = {GET("json"), GET("report"), GET("junit"), GET("summary"),
                            GET("reproducible") != NULL};
@@ -462,7 +518,7 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
         goto done;
       }
     for (size_t i = 0; i < g.n; i++)
-      if ((rc = run_synthetic(&st, &g.entries[i].spec, &g.entries[i].opts, e))) {
+      if ((rc = run_grid_entry(&st, &g, i, e))) {
         parity_grid_clear(&g);
         goto done;
       }
@@ -487,6 +543,10 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
 
   if (parity_doc_finish(&st.doc, oo.reproducible, e)) goto done;
   int pass = parity_doc_pass(&st.doc);
+  if (parity_dist_rank() != 0) { /* rank 0 writes and prints the verdict */
+    status = 0;
+    goto done;
+  }
   if (parity_output_write_all(&oo, st.doc.root, e)) goto done;
   fprintf(out, "\n%s: %zu case%s, %zu failed%s\n", pass ? "PASS" : "FAIL", st.doc.n_cases,
           st.doc.n_cases == 1 ? "" : "s", st.doc.n_failed,
