@@ -30,12 +30,16 @@ int gdn_mpi_launched(void) {
   return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
 }
 
-void gdn_mpi_test_die(int rank, const char *stage) {
+static int test_fault(int rank, const char *stage) {
   const char *v = getenv("GDN_TEST_MPI_DIE");
   char *end;
-  if (!v) return;
+  if (!v) return 0;
   long r = strtol(v, &end, 10);
-  if (end != v && *end == ':' && r == rank && !strcmp(end + 1, stage)) raise(SIGKILL);
+  return end != v && *end == ':' && r == rank && !strcmp(end + 1, stage);
+}
+
+void gdn_mpi_test_die(int rank, const char *stage) {
+  if (test_fault(rank, stage)) raise(SIGKILL);
 }
 
 int gdn_mpi_init(int *argc, char ***argv, gdn_mpi *w, gdn_error *e) {
@@ -115,7 +119,9 @@ static int exchange_allgather(mpi_ctx *c, kern_affine_exchange *x, gdn_error *e)
   char *send = c->buf, *recv = send + one * z;
   pack(x, c->rank, send);
   MPI_Datatype t = x->dtype == GDN_DTYPE_F64 ? MPI_DOUBLE : MPI_FLOAT;
-  MPI_TRY(MPI_Allgather(send, (int)one, t, recv, (int)one, t, MPI_COMM_WORLD), "MPI_Allgather");
+  /* testing: "R:message" makes rank R's message invalid (a negative count) */
+  const int cnt = test_fault(c->rank, "message") ? -1 : (int)one;
+  MPI_TRY(MPI_Allgather(send, cnt, t, recv, (int)one, t, MPI_COMM_WORLD), "MPI_Allgather");
   for (int r = 0; r < c->size; r++)
     if (r != c->rank) unpack(x, r, recv + (size_t)r * one * z);
   return GDN_OK;
@@ -157,7 +163,8 @@ static int exchange_hillis(mpi_ctx *c, kern_affine_exchange *x, gdn_error *e) {
   for (int s = 1; s < D; s *= 2) {
     const int up = me + s < D ? me + s : MPI_PROC_NULL, down = me >= s ? me - s : MPI_PROC_NULL;
     pack(x, me, send);
-    MPI_TRY(MPI_Sendrecv(send, (int)one, t, up, s, recv, (int)one, t, down, s, MPI_COMM_WORLD,
+    const int cnt = test_fault(me, "message") ? -1 : (int)one; /* testing: an invalid message */
+    MPI_TRY(MPI_Sendrecv(send, cnt, t, up, s, recv, (int)one, t, down, s, MPI_COMM_WORLD,
                          MPI_STATUS_IGNORE),
             "MPI_Sendrecv(hillis-steele round)");
     if (down != MPI_PROC_NULL)

@@ -34,7 +34,9 @@
  *
  * Testing only: GDN_TEST_MPI_DIE="R:STAGE" makes rank R kill itself with
  * SIGKILL at STAGE (fold: before its first exchange; replay: after the
- * last exchange, before the output gather), to test what a lost rank does.
+ * last exchange, before the output gather), to test what a lost rank does;
+ * STAGE message makes rank R's first exchange an invalid MPI call (a
+ * negative count), to test what a failed message does.
  */
 #ifndef GDN_MPI_H
 #define GDN_MPI_H

@@ -22,6 +22,18 @@
  * printed by rank 0, or by the rank it is about when only that rank can
  * know it (not bad input, which every rank sees alike), and ends every
  * rank with its exit status. */
+/* scripts/gdn-mpirun: rank 0 leaves its exit status where the wrapper
+ * reads it (mpirun's own failures exit 1 too). */
+static int finish(int status) {
+  const char *p = getenv("GDN_MPIRUN_STATUS");
+  FILE *f = p && *p && parity_dist_rank() == 0 ? fopen(p, "w") : NULL;
+  if (f) {
+    fprintf(f, "%d\n", status);
+    fclose(f);
+  }
+  return status;
+}
+
 int main(int argc, char **argv) {
   gdn_error e;
   gdn_error_init(&e);
@@ -36,9 +48,10 @@ int main(int argc, char **argv) {
   if (e.code) {
     if (parity_dist_rank() == 0 || e.code != GDN_ERR_INPUT) fprintf(stderr, "gdn-parity: error: %s\n", e.msg);
     fflush(stderr);
+    if (parity_dist_rank() == 0) finish(gdn_error_exit_status(e.code));
     parity_dist_abort(gdn_error_exit_status(e.code));
     return gdn_error_exit_status(e.code);
   }
   parity_dist_end();
-  return status;
+  return finish(status);
 }
