@@ -30,7 +30,7 @@ int gdn_mpi_launched(void) {
   return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
 }
 
-static int test_fault(int rank, const char *stage) {
+int gdn_mpi_test_fault(int rank, const char *stage) {
   const char *v = getenv("GDN_TEST_MPI_DIE");
   char *end;
   if (!v) return 0;
@@ -39,7 +39,7 @@ static int test_fault(int rank, const char *stage) {
 }
 
 void gdn_mpi_test_die(int rank, const char *stage) {
-  if (test_fault(rank, stage)) raise(SIGKILL);
+  if (gdn_mpi_test_fault(rank, stage)) raise(SIGKILL);
 }
 
 int gdn_mpi_init(int *argc, char ***argv, gdn_mpi *w, gdn_error *e) {
@@ -120,7 +120,7 @@ static int exchange_allgather(mpi_ctx *c, kern_affine_exchange *x, gdn_error *e)
   pack(x, c->rank, send);
   MPI_Datatype t = x->dtype == GDN_DTYPE_F64 ? MPI_DOUBLE : MPI_FLOAT;
   /* testing: "R:message" makes rank R's message invalid (a negative count) */
-  const int cnt = test_fault(c->rank, "message") ? -1 : (int)one;
+  const int cnt = gdn_mpi_test_fault(c->rank, "message") ? -1 : (int)one;
   MPI_TRY(MPI_Allgather(send, cnt, t, recv, (int)one, t, MPI_COMM_WORLD), "MPI_Allgather");
   for (int r = 0; r < c->size; r++)
     if (r != c->rank) unpack(x, r, recv + (size_t)r * one * z);
@@ -163,7 +163,7 @@ static int exchange_hillis(mpi_ctx *c, kern_affine_exchange *x, gdn_error *e) {
   for (int s = 1; s < D; s *= 2) {
     const int up = me + s < D ? me + s : MPI_PROC_NULL, down = me >= s ? me - s : MPI_PROC_NULL;
     pack(x, me, send);
-    const int cnt = test_fault(me, "message") ? -1 : (int)one; /* testing: an invalid message */
+    const int cnt = gdn_mpi_test_fault(me, "message") ? -1 : (int)one; /* testing: an invalid message */
     MPI_TRY(MPI_Sendrecv(send, cnt, t, up, s, recv, (int)one, t, down, s, MPI_COMM_WORLD,
                          MPI_STATUS_IGNORE),
             "MPI_Sendrecv(hillis-steele round)");

@@ -64,7 +64,10 @@ int gdn_mpi_launched(void);
 int gdn_mpi_affine_prefix(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *out,
                           gdn_error *e);
 
-/* GDN_TEST_MPI_DIE: dies here when it names this rank and stage. */
+/* GDN_TEST_MPI_DIE: whether it names this rank and stage; _die: SIGKILL
+ * then.  Stages of a sweep (parity_dist.c): "sweep" dies before the rank's
+ * first grid entry, "entry-error" fails its first entry with an error. */
+int gdn_mpi_test_fault(int rank, const char *stage);
 void gdn_mpi_test_die(int rank, const char *stage);
 
 /* Rank 0's side of a distributed sweep: text (NUL-terminated, malloc'd;

@@ -20,13 +20,14 @@
 
 /* Under mpirun (parity_dist.h) only rank 0 prints the table; an error is
  * printed by rank 0, or by the rank it is about when only that rank can
- * know it (not bad input, which every rank sees alike), and ends every
- * rank with its exit status. */
-/* scripts/gdn-mpirun: rank 0 leaves its exit status where the wrapper
- * reads it (mpirun's own failures exit 1 too). */
+ * know it (not bad input, which every rank sees alike); any error but bad
+ * input ends every rank with its exit status (MPI_Abort). */
+/* scripts/gdn-mpirun: rank 0 (only: the caller checks, while MPI still
+ * says which rank this is) leaves its exit status where the wrapper reads
+ * it, since mpirun's own failures exit 1 too. */
 static int finish(int status) {
   const char *p = getenv("GDN_MPIRUN_STATUS");
-  FILE *f = p && *p && parity_dist_rank() == 0 ? fopen(p, "w") : NULL;
+  FILE *f = p && *p ? fopen(p, "w") : NULL;
   if (f) {
     fprintf(f, "%d\n", status);
     fclose(f);
@@ -49,9 +50,15 @@ int main(int argc, char **argv) {
     if (parity_dist_rank() == 0 || e.code != GDN_ERR_INPUT) fprintf(stderr, "gdn-parity: error: %s\n", e.msg);
     fflush(stderr);
     if (parity_dist_rank() == 0) finish(gdn_error_exit_status(e.code));
-    parity_dist_abort(gdn_error_exit_status(e.code));
+    /* bad input: every rank refused it alike and ends alike; anything else
+     * may be this rank's alone while the others wait on it */
+    if (e.code == GDN_ERR_INPUT && !parity_dist_diverged())
+      parity_dist_end();
+    else
+      parity_dist_abort(gdn_error_exit_status(e.code));
     return gdn_error_exit_status(e.code);
   }
+  if (parity_dist_rank() == 0) finish(status); /* before parity_dist_end: every rank is 0 after */
   parity_dist_end();
-  return finish(status);
+  return status;
 }

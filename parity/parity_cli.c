@@ -240,7 +240,10 @@ static int run_grid_entry(run_state *st, const parity_grid *g, size_t i, gdn_err
   if (rank == owner) {
     gdn_error mine;
     gdn_error_init(&mine);
-    rc = run_synthetic(&part, &g->entries[i].spec, &g->entries[i].opts, &mine);
+    if (parity_dist_test_entry())
+      rc = gdn_error_set(&mine, GDN_ERR_INTERNAL, "fault injected by GDN_TEST_MPI_DIE");
+    else
+      rc = run_synthetic(&part, &g->entries[i].spec, &g->entries[i].opts, &mine);
     if (rank != 0) {
       rc = parity_dist_send_part(&part.doc, (int)i, &mine, e);
     } else if (rc) {

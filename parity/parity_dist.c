@@ -10,7 +10,7 @@
 #include "gdn_mpi.h"
 
 static gdn_mpi g_world = {0, 1, 0};
-static int g_active;
+static int g_active, g_diverged;
 
 int parity_dist_start(int *argc, char ***argv, gdn_error *e) {
   if (!gdn_mpi_launched()) return GDN_OK;
@@ -28,6 +28,7 @@ void parity_dist_abort(int status) {
   if (g_active && g_world.size > 1) gdn_mpi_abort(status);
 }
 int parity_dist_have_mpi(void) { return 1; }
+int parity_dist_diverged(void) { return g_diverged; }
 
 static int produce_mpi(parity_subject_run *s, const parity_produce_ctx *cx, gdn_error *e) {
   if (!g_active)
@@ -46,6 +47,12 @@ static int produce_mpi(parity_subject_run *s, const parity_produce_ctx *cx, gdn_
 static const parity_subject_methods mpi_row = {"affine-prefix-mpi", PARITY_SUBJ_AFFINE, PARITY_STAGE_CASE,
                                                PARITY_ROLE_JUDGED, 1, produce_mpi};
 const parity_subject_methods *const parity_subject_mpi = &mpi_row;
+
+int parity_dist_test_entry(void) {
+  if (!g_active) return 0;
+  gdn_mpi_test_die(g_world.rank, "sweep");
+  return gdn_mpi_test_fault(g_world.rank, "entry-error");
+}
 
 /* A part is its JSON text; an error is "!CODE message". */
 int parity_dist_send_part(const parity_doc *part, int entry, const gdn_error *failed, gdn_error *e) {
@@ -70,6 +77,7 @@ int parity_dist_recv_part(parity_doc *part, int from, int entry, gdn_error *e) {
   if (text[0] == '!') {
     char *msg = NULL;
     long code = strtol(text + 1, &msg, 10);
+    g_diverged = 1;
     rc = gdn_error_set(e, code > 0 && code < 100 ? (int)code : GDN_ERR_INTERNAL, "rank %d: grid entry %d: %s",
                        from, entry, msg && *msg ? msg + 1 : "");
   } else {
@@ -90,6 +98,8 @@ int parity_dist_rank(void) { return 0; }
 int parity_dist_size(void) { return 1; }
 void parity_dist_abort(int status) { (void)status; }
 int parity_dist_have_mpi(void) { return 0; }
+int parity_dist_test_entry(void) { return 0; }
+int parity_dist_diverged(void) { return 0; }
 const parity_subject_methods *const parity_subject_mpi = NULL;
 int parity_dist_send_part(const parity_doc *part, int entry, const gdn_error *failed, gdn_error *e) {
   (void)part, (void)entry, (void)failed;

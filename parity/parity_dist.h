@@ -28,11 +28,18 @@ int parity_dist_rank(void);
 int parity_dist_size(void);
 /* Several ranks: end them all with `status` (does not return). */
 void parity_dist_abort(int status);
+/* Whether an error came from one rank alone (a sweep entry's part), so
+ * the others must be ended rather than left to finish. */
+int parity_dist_diverged(void);
 /* Whether --backend mpi can run here (built with MPI). */
 int parity_dist_have_mpi(void);
 
 /* NULL without MPI. */
 extern const parity_subject_methods *const parity_subject_mpi;
+
+/* Testing (GDN_TEST_MPI_DIE, mpi/gdn_mpi.h): at a sweep's entry on this
+ * rank, "sweep" kills the rank, "entry-error" fails the entry (then 1). */
+int parity_dist_test_entry(void);
 
 /* A grid entry's part: the owner sends it (or its error) to rank 0. */
 int parity_dist_send_part(const parity_doc *part, int entry, const gdn_error *failed, gdn_error *e);

@@ -16,7 +16,10 @@
 #   faults      rank 1 killed (SIGKILL) before its exchange, rank 3 after it,
 #               and rank 2's message made invalid: exit 3, one stderr line
 #               naming that rank, no results file and no temporary left, an
-#               existing results file untouched.  Control: the same run
+#               existing results file untouched; in a sweep on 2 ranks,
+#               rank 1 killed or its entry failing: the same.  A sweep whose
+#               cases fail exits 1 (rank 0's verdict, through the wrapper's
+#               status file).  Control: the same run
 #               without a fault exits 0 and writes it.  Misuse: --backend mpi
 #               outside mpirun, with a sweep, or with D != ranks: exit 2.
 set -uo pipefail
@@ -83,6 +86,34 @@ faults)
       echo "$f $p: $(cat err.txt)"
     done
   done
+  # a distributed sweep: rank 1 killed before its first entry; rank 1's entry failing
+  for f in 1:sweep 1:entry-error; do
+    echo sentinel >keep.json
+    GDN_TEST_MPI_DIE=$f "${MR[@]}" -np 2 "$G" sweep --grid "$GRID" --oracle dd --json keep.json --quiet \
+      2>err.txt >/dev/null
+    rc=$?
+    [[ $rc == 3 && $(wc -l <err.txt) == 1 ]] || fail "$f: exit $rc, want 3 and one line: $(cat err.txt)"
+    grep -q "rank 1" err.txt || fail "$f: the line does not name rank 1: $(cat err.txt)"
+    [[ $(cat keep.json) == sentinel ]] || fail "$f: the results file was touched"
+    ls | grep -q '\.tmp\.' && fail "$f: a temporary was left: $(ls)"
+    echo "$f: $(cat err.txt)"
+  done
+  # bad input only one rank sees (entry 2, on rank 2 of 3, is over --max-bytes
+  # 200K; the others are under): exit 2, one line naming the rank; the other
+  # ranks are ended, not left waiting
+  timeout 300 "${MR[@]}" -np 3 "$G" sweep --grid "$GRID" --oracle dd --max-bytes 200K --json m.json --quiet \
+    >/dev/null 2>err.txt
+  rc=$?
+  [[ $rc == 2 && $(wc -l <err.txt) == 1 && ! -e m.json ]] || fail "entry over --max-bytes: exit $rc: $(cat err.txt)"
+  grep -q "rank 2: grid entry 2: .*--max-bytes" err.txt || fail "entry over --max-bytes: $(cat err.txt)"
+  echo "max-bytes: $(cat err.txt)"
+  # a case out of tolerance on rank 1's entries: exit 1 (rank 0's verdict), not mpirun's
+  $PY -c "
+import json; r = {'id': 'impossible', 'kind': 'absolute', 'metric': 'rel_fro', 'limit': 1e-300, 'reason': 'test: fails every case'}
+json.dump({'name': 'strict', 'version': 1, 'rules': [r]}, open('strict.json', 'w'))"
+  "${MR[@]}" -np 2 "$G" sweep --grid "$GRID" --oracle dd --policy strict.json --json s.json --quiet >out.txt 2>err.txt
+  rc=$?
+  [[ $rc == 1 && -s s.json ]] || fail "failing sweep on 2 ranks: exit $rc, want 1 and the results: $(cat err.txt out.txt; ls)"
   "${MR[@]}" -np 4 "$G" "${args[@]}" >/dev/null 2>err.txt || fail "control: exit $? $(cat err.txt)"
   [[ -s f.json ]] || fail "control: no results file"
   # misuse: exit 2 with the reason
