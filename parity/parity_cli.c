@@ -14,6 +14,7 @@
 #include "gdn_text.h"
 #include "gdn_threads.h"
 #include "parity_budget.h"
+#include "parity_dist.h"
 #include "parity_external.h"
 #include "parity_packing.h"
 #include "parity_grid.h"
@@ -44,6 +45,9 @@ static const gdn_cli_opt options[] = {
     {"devices", "D[,D...]", "context-parallel device counts for affine-prefix (default 1,2,4,8)", C_CASES},
     {"prefix", "NAME[,NAME...]",
      "exclusive-prefix schedules: sequential, associative-scan, hillis-steele (default sequential)", C_CASES},
+    {"backend", "NAME",
+     "where affine-prefix's devices run: simulated (one process; default) or mpi (mpirun -np D: "
+     "rank r is device r; adds the subject affine-prefix-mpi; --devices must be D)", C_SYN},
     {"shard", "MODE",
      "how affine-prefix splits the sequence: tokens (T/D tokens per device, each padded to whole "
      "chunks on its own, as upstream's shard_map; default) or chunks (whole chunks, array_split)", C_CASES},
@@ -255,6 +259,60 @@ static int check_files(const parity_output_opts *oo, const char *const *inputs, 
   return gdn_path_check_uses(u, n, e);
 }
 
+/* sweep under mpirun: entry i on rank i mod N, into a part document that
+ * rank 0 merges in entry order (parity_dist.h).  One rank: in place. */
+static int run_grid_entry(run_state *st, const parity_grid *g, size_t i, gdn_error *e) {
+  const int size = parity_dist_size(), rank = parity_dist_rank(), owner = (int)(i % (size_t)size);
+  if (size == 1) return run_synthetic(st, &g->entries[i].spec, &g->entries[i].opts, e);
+  if (rank != owner && rank != 0) return GDN_OK;
+  run_state part = *st;
+  int rc = parity_doc_init(&part.doc, NULL, &st->policy, e);
+  if (rc) return rc;
+  if (rank == owner) {
+    gdn_error mine;
+    gdn_error_init(&mine);
+    if (parity_dist_test_entry())
+      rc = gdn_error_set(&mine, GDN_ERR_INTERNAL, "fault injected by GDN_TEST_MPI_DIE");
+    else
+      rc = run_synthetic(&part, &g->entries[i].spec, &g->entries[i].opts, &mine);
+    if (rank != 0) {
+      rc = parity_dist_send_part(&part.doc, (int)i, &mine, e);
+    } else if (rc) {
+      *e = mine;
+    }
+  } else {
+    rc = parity_dist_recv_part(&part.doc, owner, (int)i, e);
+  }
+  if (!rc && rank == 0) rc = parity_doc_merge(&st->doc, &part.doc, e);
+  parity_doc_clear(&part.doc);
+  return rc;
+}
+
+/* --backend: simulated, or mpi (the ranks are the devices of the case). */
+static int backend_setup(const char *v, int sweep, parity_sweep_opts *so, gdn_error *e) {
+  if (!v || !strcmp(v, "simulated")) return GDN_OK;
+  if (strcmp(v, "mpi"))
+    return gdn_error_set(e, GDN_ERR_INPUT, "--backend: unknown '%s' (simulated or mpi)", v);
+  if (!parity_dist_have_mpi())
+    return gdn_error_set(e, GDN_ERR_INPUT, "--backend mpi: this gdn-parity was built without MPI (meson setup -Dmpi=enabled)");
+  if (sweep)
+    return gdn_error_set(e, GDN_ERR_INPUT, "--backend mpi runs one case's devices on the ranks; a sweep deals "
+                                           "its cases across the ranks instead: drop --backend");
+  const int D = parity_dist_size();
+  if (so->devices_default) {
+    so->devices[0] = D;
+    so->n_devices = 1;
+    so->devices_default = 0;
+  }
+  for (size_t i = 0; i < so->n_devices; i++)
+    if (so->devices[i] != D)
+      return gdn_error_set(e, GDN_ERR_INPUT, "--backend mpi: --devices %lld but %d ranks run (mpirun -np %lld)",
+                           (long long)so->devices[i], D, (long long)so->devices[i]);
+  so->extra = &parity_subject_mpi;
+  so->n_extra = 1;
+  return GDN_OK;
+}
+
 /* gdn-parity report RESULTS.json -o report.html: the reports of a saved run.
  * Exit status is the saved run's verdict (0 pass, 1 fail). */
 static int report_command(const gdn_cli_args *aa, FILE *out, gdn_error *e) {
@@ -317,7 +375,41 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
     gdn_error_prefix(e, "%s: ", path);
     goto done;
   }
-  if (fx.oracle.present && fx.oracle.fresh && st->tier != PARITY_ORACLE_NONE) {
+  if (st->tier == PARITY_ORACLE_NONE && fx.n_outputs) {
+    /* Without a reference only our two kernels can be compared with each
+     * other; an output nobody judged must never count as a pass. */
+    rc = gdn_error_set(e, GDN_ERR_INPUT,
+                       "%s: --oracle none cannot judge the fixture's /outputs (%zu, first '%s'): there is "
+                       "nothing to hold them against; use an oracle (--oracle dd is fast) or a fixture without "
+                       "/outputs",
+                       path, fx.n_outputs, fx.outputs[0].name);
+    goto done;
+  }
+  char why[256] = "";
+  if (fx.oracle.present && fx.oracle.fresh && fx.oracle.problem_fresh != 1)
+    snprintf(why, sizeof why, "%s",
+             fx.oracle.problem_fresh == 0
+                 ? "stale: an attribute that changes the answer (scale, l2norm_in_kernel, shape, h0, segments) "
+                   "changed since it was computed (problem_sha256 differs)"
+                 : "freshness unknown: written before problem_sha256, its hash covers the inputs only, not the "
+                   "attributes (gdn-fixture regen --force records it)");
+  int trusted = fx.oracle.present && fx.oracle.fresh && fx.oracle.problem_fresh == 1 &&
+                parity_reference_stored_ok(&fx.oracle.out, fx.oracle.precision_bits, fx.oracle.certified_bits,
+                                           o.dtype, why, sizeof why);
+  double spot_rel = 0;
+  int64_t spot_cols = 0;
+  if (trusted && st->tier != PARITY_ORACLE_NONE) {
+    /* Recompute a few columns before trusting it: both round to binary64, so
+     * agreement is ~1e-16; 2^-40 leaves room and still sees any forged or
+     * mis-scaled oracle (a wrong scale or a 1e-4 edit is >= 1e-5). */
+    if ((rc = parity_reference_spot_check(&fx.inputs, &fx.oracle.out, 4, &spot_rel, &spot_cols, e))) goto done;
+    if (!(spot_rel <= 0x1p-40)) {
+      snprintf(why, sizeof why, "spot check failed: %lld recomputed state columns differ from it by %.3g (normwise)",
+               (long long)spot_cols, spot_rel);
+      trusted = 0;
+    }
+  }
+  if (trusted && st->tier != PARITY_ORACLE_NONE) {
     const gdn_shape *fs = &fx.inputs.shape;
     ref.tier = ref.requested = PARITY_ORACLE_MPFR;
     ref.form = "token";
@@ -327,18 +419,30 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
     ref.bound_violations = -1;
     ref.total_columns = ref.sampled_columns = fs->B * fs->Hv * fs->Dv; /* regen certifies all */
     ref.from_fixture = 1;
+    ref.spot_columns = spot_cols;
+    ref.spot_rel = spot_rel;
     parity_reference_borrow(&ref, &fx.oracle.out); /* fx owns it */
   } else {
     if (fx.oracle.present && !fx.oracle.fresh && base->verbosity >= 1)
       fprintf(out, "%s: warning: the stored /oracle is stale (inputs changed); computing a fresh one\n", path);
+    if (fx.oracle.present && fx.oracle.fresh && !trusted && base->verbosity >= 1)
+      fprintf(out, "%s: warning: the stored /oracle is not trusted (%s); computing a fresh one\n", path, why);
     if ((rc = parity_reference_compute(&ref, &fx.inputs, st->tier, st->oracle_bits, e))) goto done;
+    if (fx.oracle.present && st->tier != PARITY_ORACLE_NONE)
+      snprintf(ref.note, sizeof ref.note, "stored /oracle not used: %s; recomputed",
+               !fx.oracle.fresh ? "stale (its inputs_sha256 does not match the inputs)" : why);
   }
-  if ((rc = parity_externals_from_fixture(&fx, &ext, e)) ||
-      (st->tier != PARITY_ORACLE_NONE &&
-       /* the other semantics' reference at the run's tier (auto: dd for long inputs), enough to
-        * tell a factor of PARITY_PACKING_DECISIVE apart */
-       (rc = parity_packing_match(&fx.inputs, &ref, st->tier, st->oracle_bits, ext, fx.n_outputs, e))))
+  if ((rc = parity_externals_from_fixture(&fx, &ext, e))) {
+    gdn_error_prefix(e, "%s: ", path);
     goto done;
+  }
+  if (st->tier != PARITY_ORACLE_NONE &&
+      /* the other semantics' reference at the run's tier (auto: dd for long inputs), enough to
+       * tell a factor of PARITY_PACKING_DECISIVE apart (parity_packing.h) */
+      (rc = parity_packing_match(&fx.inputs, &ref, st->tier, st->oracle_bits, ext, fx.n_outputs, e))) {
+    gdn_error_prefix(e, "%s: ", path);
+    goto done;
+  }
   const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   parity_input_info info = {base_name, "fixture", path, fx.inputs_sha256};
   rc = parity_sweep_run(&st->doc, &fx.inputs, &info, &ref, ext, fx.n_outputs, &o, e);
@@ -358,6 +462,7 @@ typedef struct cmd_ctx {
   const char *files[GDN_CLI_MAX_POS + 1]; /* check: --fixture, then the arguments */
   int nf;
   FILE *out;
+  int sweep; /* the sweep command (--backend mpi refuses it) */
 } cmd_ctx;
 
 #define CGET(name) gdn_cli_get(options, x->a, name)
@@ -395,7 +500,7 @@ static int cmd_sweep(cmd_ctx *x, gdn_error *e) {
   parity_grid_init(&g);
   int rc = parity_grid_load(&g, grid, &x->base, &x->so, e);
   if (!rc) rc = grid_validate(x, &g, grid, e);
-  for (size_t i = 0; !rc && i < g.n; i++) rc = run_synthetic(&x->st, &g.entries[i].spec, &g.entries[i].opts, e);
+  for (size_t i = 0; !rc && i < g.n; i++) rc = run_grid_entry(&x->st, &g, i, e);
   parity_grid_clear(&g);
   return rc;
 }
@@ -493,7 +598,7 @@ static int prepare(cmd_ctx *x, int argc, char **argv, parity_output_opts *oo, ch
   x->so.log = x->out;
   x->so.policy = &x->st.policy;
   x->so.reproducible = PGET("reproducible") != NULL;
-  if (parse_sweep_opts(a, &x->so, e)) return -1;
+  if (parse_sweep_opts(a, &x->so, e) || backend_setup(PGET("backend"), x->sweep, &x->so, e)) return -1;
   *oo = (parity_output_opts){PGET("json"), PGET("report"), PGET("junit"), PGET("summary"), PGET("reproducible") != NULL};
   if (PGET("fixture")) x->files[x->nf++] = PGET("fixture");
   for (int i = 0; i < a->n_pos; i++) x->files[x->nf++] = a->pos[i];
@@ -510,6 +615,7 @@ static int prepare(cmd_ctx *x, int argc, char **argv, parity_output_opts *oo, ch
 static int finish(run_state *st, const parity_output_opts *oo, FILE *out, gdn_error *e) {
   if (parity_doc_finish(&st->doc, oo->reproducible, e)) return -1;
   int pass = parity_doc_pass(&st->doc);
+  if (parity_dist_rank() != 0) return 0; /* rank 0 writes and prints the verdict */
   if (parity_output_write_all(oo, st->doc.root, e)) return -1;
   fprintf(out, "\n%s: %zu case%s, %zu failed%s\n", pass ? "PASS" : "FAIL", st->doc.n_cases,
           st->doc.n_cases == 1 ? "" : "s", st->doc.n_failed,
@@ -540,6 +646,7 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   memset(&x, 0, sizeof x);
   x.a = &a;
   x.out = out;
+  x.sweep = cmd->id == CMD_SWEEP;
   parity_policy_init(&x.st.policy);
   parity_output_opts oo;
   char *command = NULL;
