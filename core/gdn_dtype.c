@@ -1,6 +1,7 @@
 #include "gdn_dtype.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 const char *gdn_dtype_name(gdn_dtype t) {
@@ -35,15 +36,21 @@ double gdn_dtype_unit_roundoff(gdn_dtype t) { return ldexp(1.0, -gdn_dtype_preci
 double gdn_dtype_ulp(gdn_dtype t, double r) {
   int p = gdn_dtype_precision(t), emin = gdn_dtype_emin(t);
   if (!isfinite(r)) return INFINITY;
-  int e;
-  if (r == 0.0) {
-    e = emin;
-  } else {
-    int ex;
-    frexp(r, &ex); /* |r| = m 2^ex, m in [0.5, 1): floor(log2|r|) = ex - 1 */
-    e = ex - 1 < emin ? emin : ex - 1;
-  }
-  return ldexp(1.0, e - p + 1);
+  /* floor(log2|r|) read from the binary64 exponent field (the metrics call
+   * this for every element; frexp and ldexp cost a call each).  A zero or a
+   * subnormal double has a biased exponent of 0 and lies below every
+   * dtype's emin, so it takes emin, as frexp would have given it. */
+  uint64_t b;
+  memcpy(&b, &r, sizeof b);
+  int be = (int)((b >> 52) & 0x7ff);
+  int e = be == 0 ? emin : be - 1023;
+  if (e < emin) e = emin;
+  int k = e - p + 1; /* ulp = 2^k exactly */
+  if (k < -1022) return ldexp(1.0, k); /* binary64 subnormal ulp */
+  uint64_t u = (uint64_t)(k + 1023) << 52;
+  double v;
+  memcpy(&v, &u, sizeof v);
+  return v;
 }
 
 double gdn_dtype_ulp_distance(gdn_dtype t, double x, double r) {

@@ -3,6 +3,7 @@
 #include "gdn_threads.h"
 
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #include "gdn_alloc.h"
@@ -31,21 +32,31 @@ static inline double ulp_of(gdn_dtype t, double x, double r) {
 }
 
 /* k-th smallest (0-based) ULP value, by 4 rounds of 16-bit radix selection on
- * the binary64 bits (monotone for non-negative doubles, +inf included). */
+ * the binary64 bits (monotone for non-negative doubles, +inf included).  Each
+ * round counts in parallel, one histogram per thread (`hist`: nt x 65536),
+ * summed after: integer counts, so the result is the same for any thread
+ * count. */
 static double select_ulp(const double *x, const double *r, size_t n, gdn_dtype t, size_t k,
-                         int64_t *hist) {
+                         int64_t *hist, int nt) {
   uint64_t prefix = 0;
   for (int round = 0; round < 4; round++) {
     int shift = 48 - 16 * round;
-    memset(hist, 0, 65536 * sizeof *hist);
+    memset(hist, 0, (size_t)nt * 65536 * sizeof *hist);
     uint64_t mask_hi = round == 0 ? 0 : ~0ull << (shift + 16);
-    for (size_t i = 0; i < n; i++) {
-      double u = ulp_of(t, x[i], r[i]);
-      uint64_t b;
-      memcpy(&b, &u, sizeof b);
-      if ((b & mask_hi) != prefix) continue;
-      hist[(b >> shift) & 0xffff]++;
+#pragma omp parallel num_threads(nt)
+    {
+      int64_t *h = hist + (size_t)omp_get_thread_num() * 65536;
+#pragma omp for schedule(static)
+      for (size_t i = 0; i < n; i++) {
+        double u = ulp_of(t, x[i], r[i]);
+        uint64_t b;
+        memcpy(&b, &u, sizeof b);
+        if ((b & mask_hi) != prefix) continue;
+        h[(b >> shift) & 0xffff]++;
+      }
     }
+    for (int j = 1; j < nt; j++)
+      for (int i = 0; i < 65536; i++) hist[i] += hist[(size_t)j * 65536 + i];
     size_t acc = 0;
     int sel = 0;
     for (int j = 0; j < 65536; j++) {
@@ -61,6 +72,28 @@ static double select_ulp(const double *x, const double *r, size_t n, gdn_dtype t
   double v;
   memcpy(&v, &prefix, sizeof v);
   return v;
+}
+
+/* max_i |x_i - r_i| / max(|r_i|, floor) over the elements that differ
+ * (non-finite x: infinite).  Per-block maxima combined in block order; a
+ * maximum is exact, so any thread count gives the same value. */
+static double max_rel_floor(const double *x, const double *r, size_t n, double floor) {
+  size_t nb = (n + BLOCK - 1) / BLOCK;
+  double mr = 0;
+#pragma omp parallel for schedule(static) num_threads(gdn_threads_for((int64_t)nb)) reduction(max : mr)
+  for (size_t bi = 0; bi < nb; bi++) {
+    size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+    double m = 0;
+    for (size_t i = lo; i < hi; i++) {
+      double d = isfinite(x[i]) ? fabs(x[i] - r[i]) : INFINITY;
+      if (d == 0) continue;
+      double den = fabs(r[i]) > floor ? fabs(r[i]) : floor;
+      double q = den > 0 ? d / den : INFINITY;
+      if (q > m) m = q; /* NaN q (NaN reference) skipped, as before */
+    }
+    if (m > mr) mr = m;
+  }
+  return mr;
 }
 
 int parity_metrics_compute(const double *x, const double *r, const int64_t dims[4],
@@ -114,14 +147,7 @@ int parity_metrics_compute(const double *x, const double *r, const int64_t dims[
   if (m->nonfinite) m->rel_fro = m->max_abs = m->max_ulp = INFINITY;
   /* Componentwise relative error with the floor (needs max |r| first). */
   m->rel_floor = gdn_dtype_unit_roundoff(t) * m->ref_max_abs;
-  double mr = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = isfinite(x[i]) ? fabs(x[i] - r[i]) : INFINITY;
-    if (d == 0) continue;
-    double den = fabs(r[i]) > m->rel_floor ? fabs(r[i]) : m->rel_floor;
-    double q = den > 0 ? d / den : INFINITY;
-    if (q > mr) mr = q;
-  }
+  double mr = max_rel_floor(x, r, n, m->rel_floor);
   m->max_rel = mr;
   if (arg >= 0) {
     int64_t rem = arg;
@@ -133,10 +159,11 @@ int parity_metrics_compute(const double *x, const double *r, const int64_t dims[
     m->worst_ref = r[arg];
   }
   if (n) {
-    int64_t *hist = gdn_malloc(65536 * sizeof *hist, "median histogram", e);
+    const int nt = gdn_threads_for((int64_t)((n + BLOCK - 1) / BLOCK));
+    int64_t *hist = gdn_malloc((size_t)nt * 65536 * sizeof *hist, "median histogram", e);
     if (!hist) return e ? e->code : GDN_ERR_NOMEM;
-    double lo = select_ulp(x, r, n, t, (n - 1) / 2, hist);
-    double hi = (n % 2) ? lo : select_ulp(x, r, n, t, n / 2, hist);
+    double lo = select_ulp(x, r, n, t, (n - 1) / 2, hist, nt);
+    double hi = (n % 2) ? lo : select_ulp(x, r, n, t, n / 2, hist, nt);
     m->median_ulp = (n % 2) ? lo : 0.5 * (lo + hi);
     gdn_free(hist);
   }
@@ -165,11 +192,19 @@ void parity_profile_o(const double *x, const double *r, const int64_t dims[4], i
 }
 
 double parity_allclose_ratio(const double *x, const double *r, size_t n, double rtol, double atol) {
+  /* A maximum is exact: per-block maxima in any order give the same value. */
+  size_t nb = (n + BLOCK - 1) / BLOCK;
   double worst = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = isfinite(x[i]) ? fabs(x[i] - r[i]) : INFINITY;
-    double q = d / (atol + rtol * fabs(r[i]));
-    if (q > worst) worst = q;
+#pragma omp parallel for schedule(static) num_threads(gdn_threads_for((int64_t)nb)) reduction(max : worst)
+  for (size_t bi = 0; bi < nb; bi++) {
+    size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+    double w = 0;
+    for (size_t i = lo; i < hi; i++) {
+      double d = isfinite(x[i]) ? fabs(x[i] - r[i]) : INFINITY;
+      double q = d / (atol + rtol * fabs(r[i]));
+      if (q > w) w = q;
+    }
+    if (w > worst) worst = w;
   }
   return worst;
 }

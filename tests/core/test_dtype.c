@@ -19,6 +19,39 @@ START_TEST(ulp_values) {
 }
 END_TEST
 
+/* The definition gdn_dtype_ulp implements from the exponent bits:
+ * 2^(max(floor(log2|r|), emin) - p + 1), with frexp and ldexp. */
+static double ulp_by_frexp(gdn_dtype t, double r) {
+  int p = gdn_dtype_precision(t), emin = gdn_dtype_emin(t), e = emin;
+  if (r != 0.0) {
+    int ex;
+    frexp(r, &ex);
+    e = ex - 1 < emin ? emin : ex - 1;
+  }
+  return ldexp(1.0, e - p + 1);
+}
+
+START_TEST(ulp_matches_definition) {
+  /* Every binary64 exponent, both signs, the smallest and largest
+   * significands, for the three dtypes (binary64 subnormals included). */
+  static const gdn_dtype ts[3] = {GDN_DTYPE_F32, GDN_DTYPE_BF16, GDN_DTYPE_F64};
+  int checked = 0;
+  for (int i = 0; i < 3; i++)
+    for (int ex = -1074; ex <= 1023; ex++)
+      for (int s = 0; s < 4; s++) {
+        double r = ldexp(s & 1 ? 1.9999999999999998 : 1.0, ex);
+        if (s & 2) r = -r;
+        if (!isfinite(r) || r == 0) continue;
+        ck_assert_msg(gdn_dtype_ulp(ts[i], r) == ulp_by_frexp(ts[i], r), "dtype %d r %a", i, r);
+        checked++;
+      }
+  ck_assert_int_gt(checked, 3 * 4 * 2000);
+  /* Negative control: the definition tells neighbouring binades apart. */
+  ck_assert(ulp_by_frexp(GDN_DTYPE_F32, 1.0) != gdn_dtype_ulp(GDN_DTYPE_F32, 2.0));
+  ck_assert(isinf(gdn_dtype_ulp(GDN_DTYPE_F32, NAN)) && isinf(gdn_dtype_ulp(GDN_DTYPE_F64, -INFINITY)));
+}
+END_TEST
+
 START_TEST(ulp_distance) {
   /* The float32 neighbour of 1 is exactly 1 ULP away; a correctly rounded
    * value of an exact reference is at most 0.5 ULP away. */
@@ -52,6 +85,7 @@ int main(void) {
   TCase *tc = tcase_create("dtype");
   tcase_add_test(tc, ulp_values);
   tcase_add_test(tc, ulp_distance);
+  tcase_add_test(tc, ulp_matches_definition);
   tcase_add_test(tc, parse_names);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
