@@ -37,7 +37,7 @@ static inline double ulp_of(gdn_dtype t, double x, double r) {
  * summed after: integer counts, so the result is the same for any thread
  * count. */
 static double select_ulp(const double *x, const double *r, size_t n, gdn_dtype t, size_t k,
-                         int64_t *hist, int nt) {
+                         int64_t *hist, int nt, size_t *ties_after) {
   uint64_t prefix = 0;
   for (int round = 0; round < 4; round++) {
     int shift = 48 - 16 * round;
@@ -68,10 +68,23 @@ static double select_ulp(const double *x, const double *r, size_t n, gdn_dtype t
     }
     k -= acc;
     prefix |= (uint64_t)sel << shift;
+    *ties_after = (size_t)hist[sel] - k - 1; /* last round: equal values after the k-th */
   }
   double v;
   memcpy(&v, &prefix, sizeof v);
   return v;
+}
+
+/* The smallest ULP value above v (the (k+1)-th smallest when no tie
+ * follows the k-th); a minimum is exact, so any order gives it. */
+static double next_ulp_above(const double *x, const double *r, size_t n, gdn_dtype t, double v, int nt) {
+  double best = INFINITY;
+#pragma omp parallel for schedule(static) num_threads(nt) reduction(min : best)
+  for (size_t i = 0; i < n; i++) {
+    double u = ulp_of(t, x[i], r[i]);
+    if (u > v && u < best) best = u;
+  }
+  return best;
 }
 
 /* max_i |x_i - r_i| / max(|r_i|, floor) over the elements that differ
@@ -162,8 +175,11 @@ int parity_metrics_compute(const double *x, const double *r, const int64_t dims[
     const int nt = gdn_threads_for((int64_t)((n + BLOCK - 1) / BLOCK));
     int64_t *hist = gdn_malloc((size_t)nt * 65536 * sizeof *hist, "median histogram", e);
     if (!hist) return e ? e->code : GDN_ERR_NOMEM;
-    double lo = select_ulp(x, r, n, t, (n - 1) / 2, hist, nt);
-    double hi = (n % 2) ? lo : select_ulp(x, r, n, t, n / 2, hist, nt);
+    size_t ties;
+    double lo = select_ulp(x, r, n, t, (n - 1) / 2, hist, nt, &ties);
+    /* Even n: the next order statistic is lo again when a tie follows it,
+     * else the least value above lo (one pass, not four). */
+    double hi = (n % 2) || ties ? lo : next_ulp_above(x, r, n, t, lo, nt);
     m->median_ulp = (n % 2) ? lo : 0.5 * (lo + hi);
     gdn_free(hist);
   }
