@@ -221,10 +221,15 @@ static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parit
   gdn_inputs_init(&in);
   parity_reference ref;
   parity_reference_init(&ref);
+  parity_progress_add(o->progress, 2 + parity_sweep_steps(o, &sp->shape)); /* inputs, oracle, sweep */
+  parity_progress_begin(o->progress, "synthetic inputs");
   if ((rc = gdn_synth_generate(&in, &sp->shape, &sp->synth, e))) goto done;
   if ((rc = gdn_synth_segments(&in, sp->synth.seed, sp->documents, e))) goto done;
   in.packing = sp->packing;
+  parity_progress_end(o->progress);
+  parity_progress_begin(o->progress, "oracle");
   if ((rc = parity_reference_compute(&ref, &in, st->tier, st->oracle_bits, e))) goto done;
+  parity_progress_end(o->progress);
   char name[96], sha[FIX_SHA256_HEX];
   snprintf(name, sizeof name, "synthetic seed %" PRIu64 "%s", sp->synth.seed,
            (sp->synth.flags & GDN_SYNTH_PRELUDE_BF16) ? " (bfloat16 layer prelude)" : "");
@@ -335,6 +340,7 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   if ((rc = parity_externals_from_fixture(&fx, &ext, e))) goto done;
   const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   parity_input_info info = {base_name, "fixture", path, fx.inputs_sha256};
+  parity_progress_add(o.progress, parity_sweep_steps(&o, &fx.inputs.shape));
   rc = parity_sweep_run(&st->doc, &fx.inputs, &info, &ref, ext, fx.n_outputs, &o, e);
 done:
   parity_reference_clear(&ref);
@@ -392,6 +398,8 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
     gdn_threads_set((int)t);
   }
   int verbosity = 1;
+  parity_progress progress;
+  parity_progress_init(&progress, NULL, 0);
   if (GET("quiet") && GET("verbose")) {
     gdn_error_set(e, GDN_ERR_INPUT, "--quiet and --verbose contradict each other");
     return -1;
@@ -421,6 +429,8 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
 
   parity_sweep_opts so;
   parity_sweep_opts_init(&so);
+  parity_progress_init(&progress, err, verbosity >= 1);
+  so.progress = &progress;
   so.verbosity = verbosity;
   so.log = out;
   so.policy = &st.policy;
@@ -497,6 +507,7 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
     if ((rc = run_synthetic(&st, &base, &so, e))) goto done;
   }
 
+  parity_progress_clear(&progress);
   if (parity_doc_finish(&st.doc, oo.reproducible, e)) goto done;
   int pass = parity_doc_pass(&st.doc);
   if (parity_output_write_all(&oo, st.doc.root, e)) goto done;
@@ -505,6 +516,7 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
           st.doc.have_oracle ? "" : " (no oracle: affine-prefix judged against scan only)");
   status = pass ? 0 : 1;
 done:
+  parity_progress_clear(&progress);
   free(command);
   if (st.doc_ready) parity_doc_clear(&st.doc);
   parity_policy_clear(&st.policy);
