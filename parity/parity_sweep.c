@@ -352,8 +352,8 @@ static int run_case(input_ctx *x, int64_t devices, kern_prefix prefix, gdn_error
   if (!rc) rc = parity_doc_add_case(x->d, &r, x->o->reproducible, e);
   if (!rc && x->o->verbosity >= 1 && x->o->log) parity_progress_clear(x->o->progress);
   if (!rc && x->o->verbosity >= 1 && x->o->log) parity_log_case(x->o->log, &r, x->o->verbosity);
-  for (size_t i = 0; i < x->n_subj; i++)
-    if (x->subj[i].m->stage == PARITY_STAGE_CASE) parity_subject_release(&x->subj[i]);
+  for (size_t i = 0; i < x->n_subj; i++) /* buffers kept for the next case (same shapes) */
+    if (x->subj[i].m->stage == PARITY_STAGE_CASE) parity_subject_park(&x->subj[i]);
   parity_case_result_clear(&r);
   return rc;
 }
