@@ -26,6 +26,16 @@ static void hint_huge(void *p, size_t n) {
 int kern_out_alloc(gdn_outputs *out, const gdn_shape *s, gdn_dtype dtype, gdn_error *e) {
   int rc = gdn_shape_validate(s, e);
   if (rc) return rc;
+  /* Buffers of the same sizes from the caller's previous call are reused
+   * as they are (the kernel writes every element): no fresh pages for the
+   * system to fault in and zero again, a tenth of a whole run's CPU time
+   * when every case of a sweep allocated its 128 MiB o anew. */
+  if (out->o && out->ht && gdn_shape_numel_v(&out->shape) == gdn_shape_numel_v(s) &&
+      gdn_shape_numel_state(&out->shape) == gdn_shape_numel_state(s)) {
+    out->shape = *s;
+    out->dtype = dtype;
+    return GDN_OK;
+  }
   gdn_outputs_clear(out);
   size_t no, nh;
   if (gdn_mul_size(gdn_shape_numel_v(s), sizeof(double), &no) ||

@@ -7,7 +7,9 @@
  * T = 2^20, D = 128) before the kernel writes it again.  Same checks, same
  * messages, same failure behaviour (out cleared).  A large o is also hinted
  * into transparent huge pages (Linux, where THP is on request): far fewer
- * page faults when the kernel first writes it. */
+ * page faults when the kernel first writes it.  When `out` already holds
+ * buffers of the sizes `s` needs (a previous call's, kept by the caller),
+ * they are reused as they are: the kernel overwrites every element. */
 #ifndef KERN_OUT_H
 #define KERN_OUT_H
 

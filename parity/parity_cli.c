@@ -226,10 +226,15 @@ static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parit
   gdn_inputs_init(&in);
   parity_reference ref;
   parity_reference_init(&ref);
+  parity_progress_add(o->progress, 2 + parity_sweep_steps(o, &sp->shape)); /* inputs, oracle, sweep */
+  parity_progress_begin(o->progress, "synthetic inputs");
   if ((rc = gdn_synth_generate(&in, &sp->shape, &sp->synth, e))) goto done;
   if ((rc = gdn_synth_segments(&in, sp->synth.seed, sp->documents, e))) goto done;
   in.packing = sp->packing;
+  parity_progress_end(o->progress);
+  parity_progress_begin(o->progress, "oracle");
   if ((rc = parity_reference_compute(&ref, &in, st->tier, st->oracle_bits, e))) goto done;
+  parity_progress_end(o->progress);
   char name[96], sha[FIX_SHA256_HEX];
   snprintf(name, sizeof name, "synthetic seed %" PRIu64 "%s", sp->synth.seed,
            (sp->synth.flags & GDN_SYNTH_PRELUDE_BF16) ? " (bfloat16 layer prelude)" : "");
@@ -445,6 +450,7 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   }
   const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   parity_input_info info = {base_name, "fixture", path, fx.inputs_sha256};
+  parity_progress_add(o.progress, parity_sweep_steps(&o, &fx.inputs.shape));
   rc = parity_sweep_run(&st->doc, &fx.inputs, &info, &ref, ext, fx.n_outputs, &o, e);
 done:
   parity_reference_clear(&ref);
@@ -461,8 +467,9 @@ typedef struct cmd_ctx {
   parity_synth_spec base;
   const char *files[GDN_CLI_MAX_POS + 1]; /* check: --fixture, then the arguments */
   int nf;
-  FILE *out;
+  FILE *out, *err;
   int sweep; /* the sweep command (--backend mpi refuses it) */
+  parity_progress progress; /* on err when a terminal and not --quiet */
 } cmd_ctx;
 
 #define CGET(name) gdn_cli_get(options, x->a, name)
@@ -594,6 +601,8 @@ static int prepare(cmd_ctx *x, int argc, char **argv, parity_output_opts *oo, ch
   int verbosity = 1;
   if (parse_process_opts(a, &verbosity, e) || parse_run_state(a, &x->st, e)) return -1;
   parity_sweep_opts_init(&x->so);
+  parity_progress_init(&x->progress, x->err, verbosity >= 1);
+  x->so.progress = &x->progress;
   x->so.verbosity = verbosity;
   x->so.log = x->out;
   x->so.policy = &x->st.policy;
@@ -624,7 +633,6 @@ static int finish(run_state *st, const parity_output_opts *oo, FILE *out, gdn_er
 }
 
 int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
-  (void)err;
   int first;
   const cmd_row *cmd = find_command(argc, argv, &first, e);
   if (!cmd) return -1;
@@ -646,12 +654,17 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   memset(&x, 0, sizeof x);
   x.a = &a;
   x.out = out;
+  x.err = err;
   x.sweep = cmd->id == CMD_SWEEP;
   parity_policy_init(&x.st.policy);
   parity_output_opts oo;
   char *command = NULL;
   int status = -1;
-  if (!prepare(&x, argc, argv, &oo, &command, e) && !cmd->run(&x, e)) status = finish(&x.st, &oo, out, e);
+  if (!prepare(&x, argc, argv, &oo, &command, e) && !cmd->run(&x, e)) {
+    parity_progress_clear(&x.progress);
+    status = finish(&x.st, &oo, out, e);
+  }
+  parity_progress_clear(&x.progress); /* before the caller prints an error */
   free(command);
   if (x.st.doc_ready) parity_doc_clear(&x.st.doc);
   parity_policy_clear(&x.st.policy);

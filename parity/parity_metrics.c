@@ -3,6 +3,7 @@
 #include "gdn_threads.h"
 
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #include "gdn_alloc.h"
@@ -31,21 +32,31 @@ static inline double ulp_of(gdn_dtype t, double x, double r) {
 }
 
 /* k-th smallest (0-based) ULP value, by 4 rounds of 16-bit radix selection on
- * the binary64 bits (monotone for non-negative doubles, +inf included). */
+ * the binary64 bits (monotone for non-negative doubles, +inf included).  Each
+ * round counts in parallel, one histogram per thread (`hist`: nt x 65536),
+ * summed after: integer counts, so the result is the same for any thread
+ * count. */
 static double select_ulp(const double *x, const double *r, size_t n, gdn_dtype t, size_t k,
-                         int64_t *hist) {
+                         int64_t *hist, int nt, size_t *ties_after) {
   uint64_t prefix = 0;
   for (int round = 0; round < 4; round++) {
     int shift = 48 - 16 * round;
-    memset(hist, 0, 65536 * sizeof *hist);
+    memset(hist, 0, (size_t)nt * 65536 * sizeof *hist);
     uint64_t mask_hi = round == 0 ? 0 : ~0ull << (shift + 16);
-    for (size_t i = 0; i < n; i++) {
-      double u = ulp_of(t, x[i], r[i]);
-      uint64_t b;
-      memcpy(&b, &u, sizeof b);
-      if ((b & mask_hi) != prefix) continue;
-      hist[(b >> shift) & 0xffff]++;
+#pragma omp parallel num_threads(nt)
+    {
+      int64_t *h = hist + (size_t)omp_get_thread_num() * 65536;
+#pragma omp for schedule(static)
+      for (size_t i = 0; i < n; i++) {
+        double u = ulp_of(t, x[i], r[i]);
+        uint64_t b;
+        memcpy(&b, &u, sizeof b);
+        if ((b & mask_hi) != prefix) continue;
+        h[(b >> shift) & 0xffff]++;
+      }
     }
+    for (int j = 1; j < nt; j++)
+      for (int i = 0; i < 65536; i++) hist[i] += hist[(size_t)j * 65536 + i];
     size_t acc = 0;
     int sel = 0;
     for (int j = 0; j < 65536; j++) {
@@ -57,10 +68,59 @@ static double select_ulp(const double *x, const double *r, size_t n, gdn_dtype t
     }
     k -= acc;
     prefix |= (uint64_t)sel << shift;
+    *ties_after = (size_t)hist[sel] - k - 1; /* last round: equal values after the k-th */
   }
   double v;
   memcpy(&v, &prefix, sizeof v);
   return v;
+}
+
+/* The smallest ULP value above v (the (k+1)-th smallest when no tie
+ * follows the k-th); a minimum is exact, so any order gives it. */
+static double next_ulp_above(const double *x, const double *r, size_t n, gdn_dtype t, double v, int nt) {
+  double best = INFINITY;
+#pragma omp parallel for schedule(static) num_threads(nt) reduction(min : best)
+  for (size_t i = 0; i < n; i++) {
+    double u = ulp_of(t, x[i], r[i]);
+    if (u > v && u < best) best = u;
+  }
+  return best;
+}
+
+/* max_i |x_i - r_i| / max(|r_i|, floor) over the elements that differ
+ * (non-finite x: infinite), and the first index attaining it (*at; 0 when
+ * none differs).  Per-block maxima and their first indices, combined in
+ * block order with the same strict comparison: the same value and index as
+ * one pass from i = 0, for any thread count.  A block of `hi - lo` doubles
+ * per entry: the partials cost n / 65536 pairs. */
+static double max_rel_floor(const double *x, const double *r, size_t n, double floor, size_t *at) {
+  size_t nb = (n + BLOCK - 1) / BLOCK;
+  double bm[64];
+  size_t ba[64];
+  double mr = 0;
+  *at = 0;
+  /* Groups of 64 blocks keep the partials on the stack. */
+  for (size_t g = 0; g < nb; g += 64) {
+    size_t ng = nb - g < 64 ? nb - g : 64;
+#pragma omp parallel for schedule(static) num_threads(gdn_threads_for((int64_t)ng))
+    for (size_t j = 0; j < ng; j++) {
+      size_t lo = (g + j) * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+      double m = 0;
+      size_t a = 0;
+      for (size_t i = lo; i < hi; i++) {
+        double d = isfinite(x[i]) ? fabs(x[i] - r[i]) : INFINITY;
+        if (d == 0) continue;
+        double den = fabs(r[i]) > floor ? fabs(r[i]) : floor;
+        double q = den > 0 ? d / den : INFINITY;
+        if (q > m) m = q, a = i; /* NaN q (NaN reference) skipped, as before */
+      }
+      bm[j] = m;
+      ba[j] = a;
+    }
+    for (size_t j = 0; j < ng; j++)
+      if (bm[j] > mr) mr = bm[j], *at = ba[j];
+  }
+  return mr;
 }
 
 int parity_metrics_compute(const double *x, const double *r, const int64_t dims[4],
@@ -114,15 +174,8 @@ int parity_metrics_compute(const double *x, const double *r, const int64_t dims[
   if (m->nonfinite) m->rel_fro = m->max_abs = m->max_ulp = INFINITY;
   /* Componentwise relative error with the floor (needs max |r| first). */
   m->rel_floor = gdn_dtype_unit_roundoff(t) * m->ref_max_abs;
-  double mr = 0;
   size_t rarg = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = isfinite(x[i]) ? fabs(x[i] - r[i]) : INFINITY;
-    if (d == 0) continue;
-    double den = fabs(r[i]) > m->rel_floor ? fabs(r[i]) : m->rel_floor;
-    double q = den > 0 ? d / den : INFINITY;
-    if (q > mr) mr = q, rarg = i;
-  }
+  double mr = max_rel_floor(x, r, n, m->rel_floor, &rarg);
   m->max_rel = mr;
   for (int64_t d = 3, rem = (int64_t)rarg; d >= 0 && n; d--) {
     m->rel_at[d] = rem % dims[d];
@@ -138,10 +191,14 @@ int parity_metrics_compute(const double *x, const double *r, const int64_t dims[
     m->worst_ref = r[arg];
   }
   if (n) {
-    int64_t *hist = gdn_malloc(65536 * sizeof *hist, "median histogram", e);
+    const int nt = gdn_threads_for((int64_t)((n + BLOCK - 1) / BLOCK));
+    int64_t *hist = gdn_malloc((size_t)nt * 65536 * sizeof *hist, "median histogram", e);
     if (!hist) return e ? e->code : GDN_ERR_NOMEM;
-    double lo = select_ulp(x, r, n, t, (n - 1) / 2, hist);
-    double hi = (n % 2) ? lo : select_ulp(x, r, n, t, n / 2, hist);
+    size_t ties;
+    double lo = select_ulp(x, r, n, t, (n - 1) / 2, hist, nt, &ties);
+    /* Even n: the next order statistic is lo again when a tie follows it,
+     * else the least value above lo (one pass, not four). */
+    double hi = (n % 2) || ties ? lo : next_ulp_above(x, r, n, t, lo, nt);
     m->median_ulp = (n % 2) ? lo : 0.5 * (lo + hi);
     gdn_free(hist);
   }
@@ -170,11 +227,19 @@ void parity_profile_o(const double *x, const double *r, const int64_t dims[4], i
 }
 
 double parity_allclose_ratio(const double *x, const double *r, size_t n, double rtol, double atol) {
+  /* A maximum is exact: per-block maxima in any order give the same value. */
+  size_t nb = (n + BLOCK - 1) / BLOCK;
   double worst = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = isfinite(x[i]) ? fabs(x[i] - r[i]) : INFINITY;
-    double q = d / (atol + rtol * fabs(r[i]));
-    if (q > worst) worst = q;
+#pragma omp parallel for schedule(static) num_threads(gdn_threads_for((int64_t)nb)) reduction(max : worst)
+  for (size_t bi = 0; bi < nb; bi++) {
+    size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+    double w = 0;
+    for (size_t i = lo; i < hi; i++) {
+      double d = isfinite(x[i]) ? fabs(x[i] - r[i]) : INFINITY;
+      double q = d / (atol + rtol * fabs(r[i]));
+      if (q > w) w = q;
+    }
+    if (w > worst) worst = w;
   }
   return worst;
 }

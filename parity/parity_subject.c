@@ -63,12 +63,16 @@ void parity_subject_run_init(parity_subject_run *s, const parity_subject_methods
   kern_affine_seams_init(&s->seams);
 }
 
-void parity_subject_release(parity_subject_run *s) {
-  gdn_outputs_clear(&s->owned);
+void parity_subject_park(parity_subject_run *s) {
   kern_affine_seams_clear(&s->seams);
   s->out = NULL;
   s->present = 0;
   s->has_seams = 0;
+}
+
+void parity_subject_release(parity_subject_run *s) {
+  gdn_outputs_clear(&s->owned);
+  parity_subject_park(s);
 }
 
 void parity_subject_run_clear(parity_subject_run *s) {
@@ -77,7 +81,7 @@ void parity_subject_run_clear(parity_subject_run *s) {
 }
 
 int parity_subject_produce(parity_subject_run *s, const parity_produce_ctx *cx, gdn_error *e) {
-  parity_subject_release(s);
+  parity_subject_park(s); /* owned buffers kept: the kernels reuse them (kern_out_alloc) */
   int rc = s->m->produce(s, cx, e);
   if (rc) parity_subject_release(s);
   return rc;

@@ -110,7 +110,12 @@ void parity_subject_run_clear(parity_subject_run *s);
 /* Frees what the last produce made; the run keeps its identity (row, name,
  * external, numerics, user) for the next produce. */
 void parity_subject_release(parity_subject_run *s);
-/* Releases what the last produce made, then produces again. */
+/* Forgets the last produce's result but keeps its owned output buffers for
+ * the next produce to reuse (the kernels overwrite every element): between
+ * the cases of a sweep, which produce the same shapes again. */
+void parity_subject_park(parity_subject_run *s);
+/* Parks what the last produce made, then produces again (released on
+ * failure). */
 int parity_subject_produce(parity_subject_run *s, const parity_produce_ctx *cx, gdn_error *e);
 
 #endif

@@ -394,8 +394,12 @@ static int run_case(input_ctx *x, int64_t devices, kern_prefix prefix, gdn_error
   x->cfg.prefix = prefix;
   parity_case_result r;
   parity_case_result_init(&r);
+  char what[96];
+  snprintf(what, sizeof what, "C%" PRId64 " D%" PRId64 " %s", x->cfg.chunk, devices, kern_prefix_name(prefix));
+  parity_progress_begin(x->o->progress, what);
   int rc = parity_case_result_alloc(&r, devices, x->n_subj, x->n_blocks, e);
   if (!rc) rc = run_stage(x, PARITY_STAGE_CASE, want_seams(&x->in->shape, devices), &r.seconds, e);
+  parity_progress_end(x->o->progress);
   if (!rc) {
     x->d->t_kernels += r.seconds;
     case_describe(x, &r);
@@ -404,9 +408,10 @@ static int run_case(input_ctx *x, int64_t devices, kern_prefix prefix, gdn_error
     if (!rc) rc = case_judge(x, &r, e);
   }
   if (!rc) rc = parity_doc_add_case(x->d, &r, x->o->reproducible, e);
+  if (!rc && x->o->verbosity >= 1 && x->o->log) parity_progress_clear(x->o->progress);
   if (!rc && x->o->verbosity >= 1 && x->o->log) parity_log_case(x->o->log, &r, x->o->verbosity);
-  for (size_t i = 0; i < x->n_subj; i++)
-    if (x->subj[i].m->stage == PARITY_STAGE_CASE) parity_subject_release(&x->subj[i]);
+  for (size_t i = 0; i < x->n_subj; i++) /* buffers kept for the next case (same shapes) */
+    if (x->subj[i].m->stage == PARITY_STAGE_CASE) parity_subject_park(&x->subj[i]);
   parity_case_result_clear(&r);
   return rc;
 }
@@ -428,7 +433,11 @@ static int run_chunk(input_ctx *x, int64_t chunk, gdn_error *e) {
       !(x->prof_base = gdn_calloc((size_t)x->n_blocks, sizeof(double), "profile", e)))
     return e ? e->code : GDN_ERR_NOMEM;
   double secs = 0;
+  char what[64];
+  snprintf(what, sizeof what, "C%" PRId64 " scan", chunk);
+  parity_progress_begin(o->progress, what);
   int rc = run_stage(x, PARITY_STAGE_CHUNK, 0, &secs, e);
+  parity_progress_end(o->progress);
   if (rc) return rc;
   x->d->t_kernels += secs;
   if (x->ref) {
@@ -439,6 +448,7 @@ static int run_chunk(input_ctx *x, int64_t chunk, gdn_error *e) {
   }
   int64_t dev[PARITY_MAX_LIST];
   size_t nd = parity_sweep_devices_for(o, s, chunk, dev);
+  if (o->verbosity >= 1 && o->log) parity_progress_clear(o->progress);
   if (o->verbosity >= 1 && o->log) parity_log_chunk(o->log, chunk, x->n_chunks, o->shard == KERN_SHARD_TOKENS ? s->T : 0, nd < o->n_devices,
                                                     x->ref != NULL);
   for (size_t di = 0; di < nd; di++)
@@ -446,6 +456,15 @@ static int run_chunk(input_ctx *x, int64_t chunk, gdn_error *e) {
       if ((rc = run_case(x, dev[di], o->prefixes[pi], e))) return rc;
   ctx_free_chunk(x);
   return GDN_OK;
+}
+
+int64_t parity_sweep_steps(const parity_sweep_opts *o, const gdn_shape *s) {
+  int64_t n = 0;
+  for (size_t ci = 0; ci < o->n_chunks; ci++) { /* each chunk's scan and its cases */
+    int64_t dev[PARITY_MAX_LIST];
+    n += 1 + (int64_t)(parity_sweep_devices_for(o, s, o->chunks[ci], dev) * o->n_prefixes);
+  }
+  return n;
 }
 
 int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_info *info,
@@ -470,6 +489,7 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
   if ((rc = ctx_subjects(&x, ext, n_ext, e))) goto done;
   parity_input_result ir = {info, in, x.ref, x.subj, x.n_subj};
   if ((rc = parity_doc_add_input(d, &ir, e))) goto done;
+  if (o->verbosity >= 1 && o->log) parity_progress_clear(o->progress);
   if (o->verbosity >= 1 && o->log) parity_log_input(o->log, &ir, o->dtype, o->matmul, x.cfg.ftz, o->ftz < 0);
   double secs;
   if ((rc = run_stage(&x, PARITY_STAGE_INPUT, 0, &secs, e))) goto done;

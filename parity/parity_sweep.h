@@ -17,6 +17,8 @@
 #include <jansson.h>
 #include <stdio.h>
 
+#include "parity_progress.h"
+
 #include "gdn_error.h"
 #include "gdn_inputs.h"
 #include "gdn_outputs.h"
@@ -48,6 +50,7 @@ typedef struct parity_sweep_opts {
   int reproducible; /* no per-case timings in the document */
   int broken_compose; /* testing only: kern_config.broken_compose, to show the gate fails it */
   FILE *log;     /* the table (stdout) */
+  parity_progress *progress; /* the terminal's progress line; NULL: none */
   /* Subject rows added to every case after the built-in ones and the
    * externals (parity_subject.h); none by default. */
   const parity_subject_methods *const *extra;
@@ -72,6 +75,11 @@ size_t parity_sweep_devices_for(const parity_sweep_opts *o, const gdn_shape *s, 
 int parity_sweep_validate(const gdn_shape *s, const parity_sweep_opts *o, gdn_error *e);
 
 /* One input set: ref holds the reference (tier NONE allowed). */
+/* The progress steps parity_sweep_run takes for a shape: one per chunk
+ * size (its scan) plus one per case.  Callers add them to o->progress
+ * before the run, with their own steps. */
+int64_t parity_sweep_steps(const parity_sweep_opts *o, const gdn_shape *s);
+
 int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_info *info,
                      const parity_reference *ref, const parity_external *ext, size_t n_ext,
                      const parity_sweep_opts *o, gdn_error *e);

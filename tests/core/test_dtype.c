@@ -19,6 +19,62 @@ START_TEST(ulp_values) {
 }
 END_TEST
 
+/* The definition gdn_dtype_ulp implements from the exponent bits:
+ * 2^(max(floor(log2|r|), emin) - p + 1), with frexp and ldexp. */
+static double ulp_by_frexp(gdn_dtype t, double r) {
+  int p = gdn_dtype_precision(t), emin = gdn_dtype_emin(t), e = emin;
+  if (r != 0.0) {
+    int ex;
+    frexp(r, &ex);
+    e = ex - 1 < emin ? emin : ex - 1;
+  }
+  return ldexp(1.0, e - p + 1);
+}
+
+START_TEST(ulp_matches_definition) {
+  /* Every binary64 exponent, both signs, the smallest and largest
+   * significands, for the three dtypes (binary64 subnormals included). */
+  static const gdn_dtype ts[3] = {GDN_DTYPE_F32, GDN_DTYPE_BF16, GDN_DTYPE_F64};
+  int checked = 0;
+  for (int i = 0; i < 3; i++)
+    for (int ex = -1074; ex <= 1023; ex++)
+      for (int s = 0; s < 4; s++) {
+        double r = ldexp(s & 1 ? 1.9999999999999998 : 1.0, ex);
+        if (s & 2) r = -r;
+        if (!isfinite(r) || r == 0) continue;
+        ck_assert_msg(gdn_dtype_ulp(ts[i], r) == ulp_by_frexp(ts[i], r), "dtype %d r %a", i, r);
+        checked++;
+      }
+  ck_assert_int_gt(checked, 3 * 4 * 2000);
+  /* Negative control: the definition tells neighbouring binades apart. */
+  ck_assert(ulp_by_frexp(GDN_DTYPE_F32, 1.0) != gdn_dtype_ulp(GDN_DTYPE_F32, 2.0));
+  ck_assert(isinf(gdn_dtype_ulp(GDN_DTYPE_F32, NAN)) && isinf(gdn_dtype_ulp(GDN_DTYPE_F64, -INFINITY)));
+}
+END_TEST
+
+START_TEST(ulp_distance_matches_definition) {
+  /* |x - r| / ulp(r) by the frexp definition, for r across every binade
+   * (subnormal binary64 ulps included) and x at several relative offsets,
+   * so products that overflow and quotients that underflow are covered. */
+  static const gdn_dtype ts[3] = {GDN_DTYPE_F32, GDN_DTYPE_BF16, GDN_DTYPE_F64};
+  static const double off[5] = {0x1.8p-52, 0x1.3p-20, 0.37, 3.0, 0x1p900};
+  int checked = 0, nonzero = 0;
+  for (int i = 0; i < 3; i++)
+    for (int ex = -1074; ex <= 1023; ex += 3)
+      for (int j = 0; j < 5; j++) {
+        double r = ldexp(1.2345678901234567, ex);
+        double x = r + r * off[j];
+        if (!isfinite(r) || !isfinite(x)) continue;
+        double want = x == r ? 0.0 : fabs(x - r) / ulp_by_frexp(ts[i], r);
+        ck_assert_msg(gdn_dtype_ulp_distance(ts[i], x, r) == want, "dtype %d x %a r %a", i, x, r);
+        checked++;
+        nonzero += want > 0;
+      }
+  ck_assert_int_gt(checked, 3 * 600);
+  ck_assert_int_gt(nonzero, checked / 2);
+}
+END_TEST
+
 START_TEST(ulp_distance) {
   /* The float32 neighbour of 1 is exactly 1 ULP away; a correctly rounded
    * value of an exact reference is at most 0.5 ULP away. */
@@ -52,6 +108,8 @@ int main(void) {
   TCase *tc = tcase_create("dtype");
   tcase_add_test(tc, ulp_values);
   tcase_add_test(tc, ulp_distance);
+  tcase_add_test(tc, ulp_matches_definition);
+  tcase_add_test(tc, ulp_distance_matches_definition);
   tcase_add_test(tc, parse_names);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);

@@ -6,6 +6,7 @@
 #include "gdn_synth.h"
 #include "gdn_threads.h"
 
+
 static void gen(gdn_inputs *in, const gdn_shape *s, unsigned flags, unsigned bm, uint64_t seed) {
   gdn_error e;
   gdn_error_init(&e);
@@ -13,6 +14,53 @@ static void gen(gdn_inputs *in, const gdn_shape *s, unsigned flags, unsigned bm,
   gdn_synth_opts o = {seed, flags, bm};
   ck_assert_int_eq(gdn_synth_generate(in, s, &o, &e), GDN_OK);
 }
+
+/* FNV-1a 64 over the bytes of the five tensors, in a fixed order. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const unsigned char *c = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static uint64_t inputs_hash(const gdn_inputs *in, const gdn_shape *s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = fnv(h, in->q, gdn_shape_numel_qk(s) * 4);
+  h = fnv(h, in->k, gdn_shape_numel_qk(s) * 4);
+  h = fnv(h, in->v, gdn_shape_numel_v(s) * 4);
+  h = fnv(h, in->g, gdn_shape_numel_gate(s) * 4);
+  return fnv(h, in->beta, gdn_shape_numel_gate(s) * 4);
+}
+
+/* Large enough that every fill really splits over 2 threads (one thread per
+ * 4096 elements), for each synthesis mode: the bytes are the same at 1 and
+ * 2 threads and equal to hashes pinned from the commit before the speed
+ * work of issue 21 (the synthetic inputs never change silently: every
+ * stored result and fixture comparison depends on them). */
+START_TEST(pinned_hashes_across_threads) {
+  gdn_shape s = {1, 1024, 2, 2, 16, 16};
+  static const struct { unsigned flags; uint64_t want; } mode[] = {
+      /* computed at 2084ecb (main before issue 21) and unchanged since */
+      {0, 0xcceb63007b227118ull}, {GDN_SYNTH_SLOW_GATES, 0x76f5d1d52fc8428eull}, {GDN_SYNTH_QK_PRENORM, 0xaf3d4d5cc6b501a4ull}, {GDN_SYNTH_PRELUDE_BF16, 0xa3c4ee40e5a3a1c0ull}};
+  for (size_t m = 0; m < sizeof mode / sizeof mode[0]; m++) {
+    uint64_t h[2];
+    for (int th = 1; th <= 2; th++) {
+      gdn_inputs in;
+      gdn_threads_set(th);
+      gen(&in, &s, mode[m].flags, 0, 7);
+      h[th - 1] = inputs_hash(&in, &s);
+      gdn_inputs_clear(&in);
+    }
+    ck_assert_msg(h[0] == h[1], "mode %zu: 1 and 2 threads differ", m);
+    ck_assert_msg(h[0] == mode[m].want, "mode %zu: hash %#018llx, pinned %#018llx", m,
+                  (unsigned long long)h[0], (unsigned long long)mode[m].want);
+  }
+  /* Negative control: another seed changes the hash. */
+  gdn_inputs in;
+  gen(&in, &s, 0, 0, 8);
+  ck_assert(inputs_hash(&in, &s) != mode[0].want);
+  gdn_inputs_clear(&in);
+}
+END_TEST
 
 START_TEST(deterministic_across_threads_and_seeds) {
   gdn_shape s = {2, 37, 2, 4, 8, 6};
@@ -78,6 +126,7 @@ int main(void) {
   Suite *su = suite_create("synth");
   TCase *tc = tcase_create("synth");
   tcase_add_test(tc, deterministic_across_threads_and_seeds);
+  tcase_add_test(tc, pinned_hashes_across_threads);
   tcase_add_test(tc, distributions);
   tcase_add_test(tc, prenorm_and_bf16);
   suite_add_tcase(su, tc);

@@ -55,6 +55,31 @@ static int cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Even n with ties at the middle: the upper middle value is the lower one
+ * again when a tie follows it, else the least value above (the two paths of
+ * the median's second order statistic), at 1 and 2 threads. */
+START_TEST(median_even_ties) {
+  /* ULP distances (float32, r = 1): zeros, then 1, 2, 3 ... ulps. */
+  double r[8], x[8];
+  int64_t dims[4] = {1, 1, 1, 8};
+  gdn_error e;
+  gdn_error_init(&e);
+  for (int zeros = 3; zeros <= 5; zeros++)
+    for (int th = 1; th <= 2; th++) {
+      for (int i = 0; i < 8; i++) {
+        r[i] = 1.0;
+        x[i] = i < zeros ? 1.0 : 1.0 + (double)(i - zeros + 1) * 0x1p-23;
+      }
+      gdn_threads_set(th);
+      parity_metrics m;
+      ck_assert_int_eq(parity_metrics_compute(x, r, dims, GDN_DTYPE_F32, &m, &e), GDN_OK);
+      /* sorted: zeros, 1, 2, ...; middle pair is positions 3 and 4 */
+      double lo = zeros > 3 ? 0 : 1, hi = zeros > 4 ? 0 : zeros == 4 ? 1 : 2;
+      ck_assert_msg(m.median_ulp == 0.5 * (lo + hi), "zeros %d threads %d: %g", zeros, th, m.median_ulp);
+    }
+}
+END_TEST
+
 START_TEST(median_exact_and_thread_independent) {
   size_t n = 200001;
   double *r = malloc(n * sizeof *r), *x = malloc(n * sizeof *x), *u = malloc(n * sizeof *u);
@@ -148,6 +173,7 @@ int main(void) {
   tcase_add_test(tc, hand_case);
   tcase_add_test(tc, nonfinite_and_zero_reference);
   tcase_add_test(tc, median_exact_and_thread_independent);
+  tcase_add_test(tc, median_even_ties);
   tcase_add_test(tc, profile_and_allclose);
   tcase_add_test(tc, blocks_by_hand);
   suite_add_tcase(su, tc);

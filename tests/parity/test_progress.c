@@ -1,0 +1,78 @@
+/* parity_progress: the line's text, and that it reaches a terminal only. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "parity_progress.h"
+
+START_TEST(format_text) {
+  char b[128];
+  /* Nothing done yet: no estimate. */
+  parity_progress_format(b, sizeof b, 0, 6, 0.2, -1, "synthetic inputs");
+  ck_assert_str_eq(b, "[1/6] synthetic inputs | 0:00 elapsed, ~? left");
+  /* 2 of 6 done in 62 s, the last in 31 s, 4 left -> 124 s. */
+  parity_progress_format(b, sizeof b, 2, 6, 62.0, 31.0, "C64 D4 sequential");
+  ck_assert_str_eq(b, "[3/6] C64 D4 sequential | 1:02 elapsed, ~2:04 left");
+  /* An hour and more. */
+  parity_progress_format(b, sizeof b, 1, 3, 3725.0, 3725.0, "oracle");
+  ck_assert_str_eq(b, "[2/3] oracle | 1:02:05 elapsed, ~2:04:10 left");
+  /* Truncated to the buffer, still terminated. */
+  char s[8];
+  parity_progress_format(s, sizeof s, 0, 1, 0, -1, "x");
+  ck_assert_str_eq(s, "[1/1] x");
+}
+END_TEST
+
+/* Everything a progress object writes to f for one step. */
+static void one_step(FILE *f, int enabled) {
+  parity_progress p;
+  parity_progress_init(&p, f, enabled);
+  parity_progress_add(&p, 2);
+  parity_progress_begin(&p, "oracle");
+  parity_progress_end(&p);
+  parity_progress_clear(&p);
+}
+
+START_TEST(terminal_only) {
+  /* A file (a CI log): nothing written. */
+  FILE *f = tmpfile();
+  ck_assert_ptr_nonnull(f);
+  one_step(f, 1);
+  ck_assert_int_eq(ftell(f), 0);
+  fclose(f);
+  /* A pseudo-terminal: the line, then its erasure; disabled (--quiet): nothing. */
+  int m = posix_openpt(O_RDWR | O_NOCTTY);
+  ck_assert_int_ge(m, 0);
+  ck_assert_int_eq(grantpt(m), 0);
+  ck_assert_int_eq(unlockpt(m), 0);
+  FILE *t = fopen(ptsname(m), "w");
+  ck_assert_ptr_nonnull(t);
+  one_step(t, 0);
+  one_step(t, 1);
+  fclose(t);
+  char buf[256];
+  ssize_t n = read(m, buf, sizeof buf - 1);
+  ck_assert_int_gt(n, 0);
+  buf[n] = 0;
+  ck_assert_msg(strncmp(buf, "\r\033[K[1/2] oracle | 0:00 elapsed, ~? left\r\033[K", 44) == 0, "got '%s'", buf);
+  ck_assert_int_eq((int)n, 44);
+  close(m);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("progress");
+  TCase *tc = tcase_create("core");
+  tcase_add_test(tc, format_text);
+  tcase_add_test(tc, terminal_only);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+}
