@@ -406,7 +406,7 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
   x.cfg.dtype = o->dtype;
   x.cfg.matmul = o->matmul;
   x.cfg.ftz = parity_sweep_ftz(o);
-  x.cfg.broken_compose = o->broken_compose;
+  x.cfg.mutant = o->mutant;
   x.cfg.shard = o->shard;
   x.cfg.solve = o->solve;
   if ((rc = ctx_subjects(&x, ext, n_ext, e))) goto done;

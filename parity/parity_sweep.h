@@ -46,7 +46,7 @@ typedef struct parity_sweep_opts {
   const parity_policy *policy;
   int verbosity; /* 0 quiet, 1 table, 2 every check */
   int reproducible; /* no per-case timings in the document */
-  int broken_compose; /* testing only: kern_config.broken_compose, to show the gate fails it */
+  kern_mutant mutant; /* testing only: kern_config.mutant (kern_mutant.h), to show the gate fails it */
   FILE *log;     /* the table (stdout) */
   /* Subject rows added to every case after the built-in ones and the
    * externals (parity_subject.h); none by default. */
