@@ -347,170 +347,204 @@ done:
   return rc;
 }
 
-int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
-  (void)err;
-  gdn_cli_args a;
-  int first = 1;
-  const char *cmd = "run";
-  if (argc > 1 && argv[1][0] != '-') {
-    cmd = argv[1];
-    first = 2;
-    if (strcmp(cmd, "sweep") && strcmp(cmd, "check") && strcmp(cmd, "report")) {
-      gdn_error_set(e, GDN_ERR_INPUT,
-                    "unknown command '%s'; expected sweep, check or report, or options such as --shape (see --help)",
-                    cmd);
-      return -1;
+/* What every case-running command shares once its options are parsed. */
+typedef struct cmd_ctx {
+  run_state st;
+  const gdn_cli_args *a;
+  parity_sweep_opts so;
+  parity_synth_spec base;
+  const char *files[GDN_CLI_MAX_POS + 1]; /* check: --fixture, then the arguments */
+  int nf;
+  FILE *out;
+} cmd_ctx;
+
+#define CGET(name) gdn_cli_get(options, x->a, name)
+#define PGET(name) gdn_cli_get(options, a, name) /* a: const gdn_cli_args * */
+
+static int cmd_check(cmd_ctx *x, gdn_error *e) {
+  if (!x->nf) return gdn_error_set(e, GDN_ERR_INPUT, "check needs --fixture FILE.h5");
+  for (int i = 0; i < x->nf; i++) {
+    int rc = run_fixture(&x->st, x->files[i], &x->so, CGET("chunk") != NULL, x->out, e);
+    if (rc) return rc;
+  }
+  return GDN_OK;
+}
+
+/* Every entry is validated (shape, memory, policy coverage) before any runs. */
+static int grid_validate(const cmd_ctx *x, const parity_grid *g, const char *grid, gdn_error *e) {
+  for (size_t i = 0; i < g->n; i++) {
+    const parity_grid_entry *en = &g->entries[i];
+    int rc = parity_sweep_validate(&en->spec.shape, &en->opts, e);
+    if (!rc) rc = parity_budget_check(&en->spec.shape, (en->spec.synth.flags & GDN_SYNTH_H0) != 0, 3, &en->opts,
+                                      x->st.max_bytes, e);
+    if (!rc) rc = parity_grid_check_policy(en, &x->st.policy, x->st.tier != PARITY_ORACLE_NONE, e);
+    if (rc) {
+      gdn_error_prefix(e, "%s: entry %zu: ", grid, i);
+      return rc;
     }
   }
-  /* `report` takes -o as the usual spelling of its output file. */
-  char *av_local[256];
-  if (!strcmp(cmd, "report") && argc <= 256) {
-    for (int i = 0; i < argc; i++) av_local[i] = !strcmp(argv[i], "-o") ? "--output" : argv[i];
-    argv = av_local;
-  }
-  int cmd_id = !strcmp(cmd, "sweep") ? CMD_SWEEP : !strcmp(cmd, "check") ? CMD_CHECK
-             : !strcmp(cmd, "report") ? CMD_REPORT : CMD_RUN;
-  if (gdn_cli_parse_cmd(options, cmd_names, cmd_id, argc, argv, first, &a, e)) return -1;
-  if (GET("help")) {
-    parity_cli_print_help(out);
-    return 0;
-  }
-  if (GET("version")) {
-    fprintf(out, "gdn-parity %s (git %s)\n", GDN_VERSION, GDN_GIT_COMMIT);
-    return 0;
-  }
-  if (GET("print-policy")) {
-    fputs(parity_policy_builtin_text(), out);
-    return 0;
-  }
-  if (!strcmp(cmd, "report")) return report_command(&a, out, e);
-  if (a.n_pos && strcmp(cmd, "check")) {
-    gdn_error_set(e, GDN_ERR_INPUT, "unexpected argument '%s' (see --help)", a.pos[0]);
-    return -1;
-  }
+  return GDN_OK;
+}
+
+static int cmd_sweep(cmd_ctx *x, gdn_error *e) {
+  const char *grid = CGET("grid");
+  if (!grid) return gdn_error_set(e, GDN_ERR_INPUT, "sweep needs --grid GRID.json");
+  parity_grid g;
+  parity_grid_init(&g);
+  int rc = parity_grid_load(&g, grid, &x->base, &x->so, e);
+  if (!rc) rc = grid_validate(x, &g, grid, e);
+  for (size_t i = 0; !rc && i < g.n; i++) rc = run_synthetic(&x->st, &g.entries[i].spec, &g.entries[i].opts, e);
+  parity_grid_clear(&g);
+  return rc;
+}
+
+static int cmd_run(cmd_ctx *x, gdn_error *e) {
+  if (!CGET("shape")) return gdn_error_set(e, GDN_ERR_INPUT, "nothing to do: give --shape B,T,H,D (or see --help)");
+  return run_synthetic(&x->st, &x->base, &x->so, e);
+}
+
+/* The commands: a row each (report rebuilds documents and runs no case). */
+typedef struct cmd_row {
+  const char *name; /* argv[1], or NULL for the default command (--shape) */
+  int id;           /* CMD_*: which options it takes */
+  int (*run)(cmd_ctx *x, gdn_error *e);
+} cmd_row;
+
+static const cmd_row commands[] = {
+    {NULL, CMD_RUN, cmd_run},
+    {"sweep", CMD_SWEEP, cmd_sweep},
+    {"check", CMD_CHECK, cmd_check},
+    {"report", CMD_REPORT, NULL},
+};
+
+/* The command row argv names; *first is the index of its first option. */
+static const cmd_row *find_command(int argc, char **argv, int *first, gdn_error *e) {
+  *first = 1;
+  if (argc <= 1 || argv[1][0] == '-') return &commands[0];
+  *first = 2;
+  for (size_t i = 1; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(argv[1], commands[i].name)) return &commands[i];
+  gdn_error_set(e, GDN_ERR_INPUT,
+                "unknown command '%s'; expected sweep, check or report, or options such as --shape (see --help)",
+                argv[1]);
+  return NULL;
+}
+
+/* --help, --version, --print-policy: answered before anything else. */
+static int answer_early(const gdn_cli_args *a, FILE *out) {
+  if (PGET("help")) parity_cli_print_help(out);
+  else if (PGET("version")) fprintf(out, "gdn-parity %s (git %s)\n", GDN_VERSION, GDN_GIT_COMMIT);
+  else if (PGET("print-policy")) fputs(parity_policy_builtin_text(), out);
+  else return 0;
+  return 1;
+}
+
+/* --threads, --quiet / --verbose. */
+static int parse_process_opts(const gdn_cli_args *a, int *verbosity, gdn_error *e) {
   const char *v;
-  int rc;
-  if ((v = GET("threads"))) {
+  if ((v = PGET("threads"))) {
     int64_t t;
     if (gdn_cli_int64(v, "--threads", 1, 4096, &t, e)) return -1;
     gdn_threads_set((int)t);
   }
+  if (PGET("quiet") && PGET("verbose"))
+    return gdn_error_set(e, GDN_ERR_INPUT, "--quiet and --verbose contradict each other");
+  *verbosity = PGET("quiet") ? 0 : PGET("verbose") ? 2 : 1;
+  return GDN_OK;
+}
+
+/* --oracle, --oracle-bits, --max-bytes, --policy. */
+static int parse_run_state(const gdn_cli_args *a, run_state *st, gdn_error *e) {
+  const char *v;
+  st->tier = PARITY_ORACLE_AUTO;
+  st->oracle_bits = 128;
+  st->max_bytes = 16ull << 30;
+  if ((v = PGET("oracle")) && parity_oracle_tier_parse(v, &st->tier, e)) return -1;
+  if ((v = PGET("oracle-bits"))) {
+    int64_t b;
+    if (gdn_cli_int64(v, "--oracle-bits", 53, 4096, &b, e)) return -1;
+    st->oracle_bits = (int)b;
+  }
+  if ((v = PGET("max-bytes")) && gdn_cli_bytes(v, "--max-bytes", &st->max_bytes, e)) return -1;
+  return (v = PGET("policy")) ? parity_policy_load_file(&st->policy, v, e) : parity_policy_load_builtin(&st->policy, e);
+}
+
+/* The synthetic input set the options describe (sweep: each grid entry's base). */
+static int parse_synth_base(const gdn_cli_args *a, parity_synth_spec *base, gdn_error *e) {
+  if (parity_synth_spec_from_cli(base, PGET("shape"), PGET("key-heads"), PGET("dv"), PGET("seed"), PGET("h0") != NULL,
+                                 PGET("qk-norm"), PGET("input-dtype"), PGET("gates"), e))
+    return -1;
+  if (PGET("documents") && gdn_cli_int64(PGET("documents"), "--documents", 1, 1 << 20, &base->documents, e)) return -1;
+  if (PGET("packing") && gdn_packing_parse(PGET("packing"), &base->packing, e)) return -1;
+  if (PGET("prelude") && parity_parse_prelude(PGET("prelude"), &base->synth.flags, "--prelude", e)) return -1;
+  return GDN_OK;
+}
+
+/* Options, then every input and output resolved (aliases refused) before
+ * anything runs; then the results document. */
+static int prepare(cmd_ctx *x, int argc, char **argv, parity_output_opts *oo, char **command, gdn_error *e) {
+  const gdn_cli_args *a = x->a;
   int verbosity = 1;
-  if (GET("quiet") && GET("verbose")) {
-    gdn_error_set(e, GDN_ERR_INPUT, "--quiet and --verbose contradict each other");
+  if (parse_process_opts(a, &verbosity, e) || parse_run_state(a, &x->st, e)) return -1;
+  parity_sweep_opts_init(&x->so);
+  x->so.verbosity = verbosity;
+  x->so.log = x->out;
+  x->so.policy = &x->st.policy;
+  x->so.reproducible = PGET("reproducible") != NULL;
+  if (parse_sweep_opts(a, &x->so, e)) return -1;
+  *oo = (parity_output_opts){PGET("json"), PGET("report"), PGET("junit"), PGET("summary"), PGET("reproducible") != NULL};
+  if (PGET("fixture")) x->files[x->nf++] = PGET("fixture");
+  for (int i = 0; i < a->n_pos; i++) x->files[x->nf++] = a->pos[i];
+  if (parity_output_check_paths(oo, e) ||
+      check_files(oo, x->files, x->nf, "the fixture", PGET("policy"), PGET("grid"), e))
+    return -1;
+  if (!(*command = join_args(argc, argv))) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory");
+  if (parity_doc_init(&x->st.doc, *command, &x->st.policy, e)) return -1;
+  x->st.doc_ready = 1;
+  return parse_synth_base(a, &x->base, e);
+}
+
+/* The document finished, every output written, the verdict line. */
+static int finish(run_state *st, const parity_output_opts *oo, FILE *out, gdn_error *e) {
+  if (parity_doc_finish(&st->doc, oo->reproducible, e)) return -1;
+  int pass = parity_doc_pass(&st->doc);
+  if (parity_output_write_all(oo, st->doc.root, e)) return -1;
+  fprintf(out, "\n%s: %zu case%s, %zu failed%s\n", pass ? "PASS" : "FAIL", st->doc.n_cases,
+          st->doc.n_cases == 1 ? "" : "s", st->doc.n_failed,
+          st->doc.have_oracle ? "" : " (no oracle: affine-prefix judged against scan only)");
+  return pass ? 0 : 1;
+}
+
+int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
+  (void)err;
+  int first;
+  const cmd_row *cmd = find_command(argc, argv, &first, e);
+  if (!cmd) return -1;
+  /* `report` takes -o as the usual spelling of its output file. */
+  char *av_local[256];
+  if (cmd->id == CMD_REPORT && argc <= 256) {
+    for (int i = 0; i < argc; i++) av_local[i] = !strcmp(argv[i], "-o") ? "--output" : argv[i];
+    argv = av_local;
+  }
+  gdn_cli_args a;
+  if (gdn_cli_parse_cmd(options, cmd_names, cmd->id, argc, argv, first, &a, e)) return -1;
+  if (answer_early(&a, out)) return 0;
+  if (cmd->id == CMD_REPORT) return report_command(&a, out, e);
+  if (a.n_pos && cmd->id != CMD_CHECK) {
+    gdn_error_set(e, GDN_ERR_INPUT, "unexpected argument '%s' (see --help)", a.pos[0]);
     return -1;
   }
-  if (GET("quiet")) verbosity = 0;
-  if (GET("verbose")) verbosity = 2;
-
-  run_state st;
-  memset(&st, 0, sizeof st);
-  parity_policy_init(&st.policy);
-  st.tier = PARITY_ORACLE_AUTO;
-  st.oracle_bits = 128;
-  st.max_bytes = 16ull << 30;
-  int status = -1;
+  cmd_ctx x;
+  memset(&x, 0, sizeof x);
+  x.a = &a;
+  x.out = out;
+  parity_policy_init(&x.st.policy);
+  parity_output_opts oo;
   char *command = NULL;
-
-  if ((v = GET("oracle")) && parity_oracle_tier_parse(v, &st.tier, e)) goto done;
-  if ((v = GET("oracle-bits"))) {
-    int64_t b;
-    if (gdn_cli_int64(v, "--oracle-bits", 53, 4096, &b, e)) goto done;
-    st.oracle_bits = (int)b;
-  }
-  if ((v = GET("max-bytes")) && gdn_cli_bytes(v, "--max-bytes", &st.max_bytes, e)) goto done;
-  if ((v = GET("policy")) ? parity_policy_load_file(&st.policy, v, e)
-                          : parity_policy_load_builtin(&st.policy, e))
-    goto done;
-
-  parity_sweep_opts so;
-  parity_sweep_opts_init(&so);
-  so.verbosity = verbosity;
-  so.log = out;
-  so.policy = &st.policy;
-  so.reproducible = GET("reproducible") != NULL;
-  if (parse_sweep_opts(&a, &so, e)) goto done;
-
-  parity_output_opts oo = {GET("json"), GET("report"), GET("junit"), GET("summary"),
-                           GET("reproducible") != NULL};
-  const char *files[GDN_CLI_MAX_POS + 1];
-  int nf = 0;
-  if (GET("fixture")) files[nf++] = GET("fixture");
-  for (int i = 0; i < a.n_pos; i++) files[nf++] = a.pos[i];
-  if (parity_output_check_paths(&oo, e) || check_files(&oo, files, nf, "the fixture", GET("policy"), GET("grid"), e))
-    goto done;
-
-  command = join_args(argc, argv);
-  if (!command || parity_doc_init(&st.doc, command, &st.policy, e)) {
-    if (!command) gdn_error_set(e, GDN_ERR_NOMEM, "out of memory");
-    goto done;
-  }
-  st.doc_ready = 1;
-
-  parity_synth_spec base;
-  if (parity_synth_spec_from_cli(&base, GET("shape"), GET("key-heads"), GET("dv"), GET("seed"),
-                                 GET("h0") != NULL, GET("qk-norm"), GET("input-dtype"), GET("gates"), e))
-    goto done;
-  if (GET("documents") &&
-      gdn_cli_int64(GET("documents"), "--documents", 1, 1 << 20, &base.documents, e))
-    goto done;
-  if (GET("packing") && gdn_packing_parse(GET("packing"), &base.packing, e)) goto done;
-  if (GET("prelude") && parity_parse_prelude(GET("prelude"), &base.synth.flags, "--prelude", e))
-    goto done;
-
-  if (!strcmp(cmd, "check")) {
-    if (!nf) {
-      gdn_error_set(e, GDN_ERR_INPUT, "check needs --fixture FILE.h5");
-      goto done;
-    }
-    for (int i = 0; i < nf; i++)
-      if ((rc = run_fixture(&st, files[i], &so, GET("chunk") != NULL, out, e))) goto done;
-  } else if (!strcmp(cmd, "sweep")) {
-    const char *grid = GET("grid");
-    if (!grid) {
-      gdn_error_set(e, GDN_ERR_INPUT, "sweep needs --grid GRID.json");
-      goto done;
-    }
-    parity_grid g;
-    parity_grid_init(&g);
-    if (parity_grid_load(&g, grid, &base, &so, e)) {
-      parity_grid_clear(&g);
-      goto done;
-    }
-    /* Validate the whole grid before running any of it. */
-    for (size_t i = 0; i < g.n; i++)
-      if ((rc = parity_sweep_validate(&g.entries[i].spec.shape, &g.entries[i].opts, e)) ||
-          (rc = parity_budget_check(&g.entries[i].spec.shape, (g.entries[i].spec.synth.flags & GDN_SYNTH_H0) != 0,
-                                    3, &g.entries[i].opts, st.max_bytes, e)) ||
-          (rc = parity_grid_check_policy(&g.entries[i], &st.policy, st.tier != PARITY_ORACLE_NONE, e))) {
-        gdn_error_prefix(e, "%s: entry %zu: ", grid, i);
-        parity_grid_clear(&g);
-        goto done;
-      }
-    for (size_t i = 0; i < g.n; i++)
-      if ((rc = run_synthetic(&st, &g.entries[i].spec, &g.entries[i].opts, e))) {
-        parity_grid_clear(&g);
-        goto done;
-      }
-    parity_grid_clear(&g);
-  } else {
-    if (!GET("shape")) {
-      gdn_error_set(e, GDN_ERR_INPUT, "nothing to do: give --shape B,T,H,D (or see --help)");
-      goto done;
-    }
-    if ((rc = run_synthetic(&st, &base, &so, e))) goto done;
-  }
-
-  if (parity_doc_finish(&st.doc, oo.reproducible, e)) goto done;
-  int pass = parity_doc_pass(&st.doc);
-  if (parity_output_write_all(&oo, st.doc.root, e)) goto done;
-  fprintf(out, "\n%s: %zu case%s, %zu failed%s\n", pass ? "PASS" : "FAIL", st.doc.n_cases,
-          st.doc.n_cases == 1 ? "" : "s", st.doc.n_failed,
-          st.doc.have_oracle ? "" : " (no oracle: affine-prefix judged against scan only)");
-  status = pass ? 0 : 1;
-done:
+  int status = -1;
+  if (!prepare(&x, argc, argv, &oo, &command, e) && !cmd->run(&x, e)) status = finish(&x.st, &oo, out, e);
   free(command);
-  if (st.doc_ready) parity_doc_clear(&st.doc);
-  parity_policy_clear(&st.policy);
+  if (x.st.doc_ready) parity_doc_clear(&x.st.doc);
+  parity_policy_clear(&x.st.policy);
   return status;
 }

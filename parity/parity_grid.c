@@ -116,23 +116,27 @@ static int int_list(json_t *v, const char *where, const char *key, int64_t min, 
   return GDN_OK;
 }
 
-static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
-                       const parity_synth_spec *base, gdn_error *e) {
-  static const char *const keys[] = {"shape", "key_heads", "dv", "seed", "h0", "qk_norm",
-                                     "input_dtype", "gates", "chunk", "devices", "prefix", "shard", "solve", "prelude", "documents", "packing", "dtype",
-                                     "matmul_precision", "ftz", NULL};
-  if (!json_is_object(en)) return gdn_error_set(e, GDN_ERR_INPUT, "%s: not an object", where);
-  json_t *v;
-  int rc;
-  if ((rc = parity_json_check_keys(en, keys, where, "", e))) return rc;
+/* A string value of key `key`, or the "must be a string" refusal. */
+static int str_of(json_t *v, const char *where, const char *key, const char **s, gdn_error *e) {
+  if (!(*s = json_string_value(v))) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"%s\" must be a string", where, key);
+  return GDN_OK;
+}
+
+/* A parser's own refusal, placed at the entry. */
+static int at(int rc, const char *where, gdn_error *e) { return rc ? gdn_error_prefix(e, "%s: ", where) : GDN_OK; }
+
+/* "shape", with "key_heads" and "dv" applied to it, validated whole. */
+static int entry_shape(json_t *en, const char *where, parity_grid_entry *ge, const parity_synth_spec *base,
+                       gdn_error *e) {
   const char *shape = json_string_value(json_object_get(en, "shape"));
-  if (!shape)
-    return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"shape\" (a string \"B,T,H,D\") is required", where);
+  if (!shape) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"shape\" (a string \"B,T,H,D\") is required", where);
   char w2[320];
   snprintf(w2, sizeof w2, "%s: shape", where);
-  if ((rc = gdn_shape_parse(&ge->spec.shape, shape, w2, e))) return rc;
+  int rc = gdn_shape_parse(&ge->spec.shape, shape, w2, e);
+  if (rc) return rc;
   ge->spec.have_shape = 1;
   int64_t hk = base->shape.Hk, dv = base->shape.Dv;
+  json_t *v;
   if ((v = json_object_get(en, "key_heads"))) {
     if (!json_is_integer(v) || json_integer_value(v) < 1)
       return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"key_heads\" must be a positive integer", where);
@@ -144,104 +148,152 @@ static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
     dv = json_integer_value(v);
   }
   if ((rc = apply_heads(&ge->spec, hk, dv, where, e))) return rc;
-  if ((rc = gdn_shape_validate(&ge->spec.shape, e))) return gdn_error_prefix(e, "%s: ", where);
-  if ((v = json_object_get(en, "seed"))) {
-    if (!json_is_integer(v) || json_integer_value(v) < 0)
-      return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"seed\" must be a non-negative integer", where);
-    ge->spec.synth.seed = (uint64_t)json_integer_value(v);
-  }
-  if ((v = json_object_get(en, "h0"))) {
-    if (!json_is_boolean(v)) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"h0\" must be true or false", where);
-    if (json_is_true(v)) ge->spec.synth.flags |= GDN_SYNTH_H0;
-    else ge->spec.synth.flags &= ~GDN_SYNTH_H0;
-  }
-  const char *s;
-  if ((v = json_object_get(en, "qk_norm"))) {
-    if (!(s = json_string_value(v))) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"qk_norm\" must be a string", where);
-    if ((rc = parse_qk_norm(s, &ge->spec.synth.flags, where, e))) return rc;
-  }
-  if ((v = json_object_get(en, "input_dtype"))) {
-    if (!(s = json_string_value(v))) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"input_dtype\" must be a string", where);
-    if ((rc = parse_input_dtype(s, &ge->spec.synth.bf16_mask, where, e))) return rc;
-  }
-  if ((v = json_object_get(en, "gates"))) {
-    if (!(s = json_string_value(v))) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"gates\" must be a string", where);
-    if ((rc = parse_gates(s, &ge->spec.synth.flags, where, e))) return rc;
-  }
-  if ((v = json_object_get(en, "prelude"))) {
-    if (!(s = json_string_value(v))) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"prelude\" must be a string", where);
-    if ((rc = parity_parse_prelude(s, &ge->spec.synth.flags, where, e))) return rc;
-  }
-  if ((v = json_object_get(en, "documents"))) {
-    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 20))
-      return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"documents\" must be an integer in [1, 1048576]",
-                           where);
-    ge->spec.documents = json_integer_value(v);
-  }
-  if ((v = json_object_get(en, "packing"))) {
-    if (!(s = json_string_value(v)) || (rc = gdn_packing_parse(s, &ge->spec.packing, e)))
-      return s ? gdn_error_prefix(e, "%s: ", where)
-               : gdn_error_set(e, GDN_ERR_INPUT, "%s: \"packing\" must be a string", where);
-  }
-  parity_sweep_opts *o = &ge->opts;
-  if ((v = json_object_get(en, "chunk")) &&
-      (rc = int_list(v, where, "chunk", 1, 1 << 20, o->chunks, &o->n_chunks, e)))
-    return rc;
-  if ((v = json_object_get(en, "devices"))) {
-    if ((rc = int_list(v, where, "devices", 1, 1 << 20, o->devices, &o->n_devices, e))) return rc;
-    o->devices_default = 0;
-  }
-  if ((v = json_object_get(en, "prefix"))) {
-    json_t *arr = json_is_array(v) ? json_incref(v) : json_pack("[O]", v);
-    size_t i, n = 0;
-    json_t *x;
-    if (!arr || json_array_size(arr) == 0 || json_array_size(arr) > 3) {
-      json_decref(arr);
-      return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"prefix\" must be a name or a list of 1..3 names", where);
-    }
-    json_array_foreach(arr, i, x) {
-      const char *nm = json_string_value(x);
-      kern_prefix p;
-      if (!nm || (rc = kern_prefix_parse(nm, &p, e))) {
-        json_decref(arr);
-        if (!nm) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"prefix\"[%zu] must be a string", where, i);
-        return gdn_error_prefix(e, "%s: ", where);
-      }
-      for (size_t j = 0; j < n; j++)
-        if (o->prefixes[j] == p) {
-          json_decref(arr);
-          return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"prefix\" lists '%s' twice", where, nm);
-        }
-      o->prefixes[n++] = p;
-    }
-    o->n_prefixes = n;
-    json_decref(arr);
-  }
-  if ((v = json_object_get(en, "shard"))) {
-    if (!(s = json_string_value(v)) || (rc = kern_shard_parse(s, &o->shard, e)))
-      return s ? gdn_error_prefix(e, "%s: ", where)
-               : gdn_error_set(e, GDN_ERR_INPUT, "%s: \"shard\" must be a string", where);
-  }
-  if ((v = json_object_get(en, "solve"))) {
-    if (!(s = json_string_value(v)) || (rc = kern_solve_parse(s, &o->solve, e)))
-      return s ? gdn_error_prefix(e, "%s: ", where)
-               : gdn_error_set(e, GDN_ERR_INPUT, "%s: \"solve\" must be a string", where);
-  }
-  if ((v = json_object_get(en, "dtype"))) {
-    if (!(s = json_string_value(v)) || (rc = gdn_dtype_parse(s, &o->dtype, "\"dtype\"", e)))
-      return s ? gdn_error_prefix(e, "%s: ", where)
-               : gdn_error_set(e, GDN_ERR_INPUT, "%s: \"dtype\" must be a string", where);
-  }
-  if ((v = json_object_get(en, "matmul_precision"))) {
-    if (!(s = json_string_value(v)) || (rc = kern_matmul_parse(s, &o->matmul, e)))
-      return s ? gdn_error_prefix(e, "%s: ", where)
-               : gdn_error_set(e, GDN_ERR_INPUT, "%s: \"matmul_precision\" must be a string", where);
-  }
-  if ((v = json_object_get(en, "ftz"))) {
-    if (!json_is_boolean(v)) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"ftz\" must be true or false", where);
-    o->ftz = json_is_true(v);
-  }
+  return at(gdn_shape_validate(&ge->spec.shape, e), where, e);
+}
+
+/* The other keys of an entry: one parser each, chosen from a table. */
+typedef int (*key_parser)(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e);
+
+static int key_seed(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
+  if (!json_is_integer(v) || json_integer_value(v) < 0)
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"seed\" must be a non-negative integer", where);
+  ge->spec.synth.seed = (uint64_t)json_integer_value(v);
   return GDN_OK;
+}
+
+static int key_h0(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
+  if (!json_is_boolean(v)) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"h0\" must be true or false", where);
+  if (json_is_true(v)) ge->spec.synth.flags |= GDN_SYNTH_H0;
+  else ge->spec.synth.flags &= ~GDN_SYNTH_H0;
+  return GDN_OK;
+}
+
+static int key_qk_norm(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
+  const char *s;
+  return str_of(v, where, "qk_norm", &s, e) || parse_qk_norm(s, &ge->spec.synth.flags, where, e) ? -1 : GDN_OK;
+}
+
+static int key_input_dtype(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
+  const char *s;
+  return str_of(v, where, "input_dtype", &s, e) || parse_input_dtype(s, &ge->spec.synth.bf16_mask, where, e) ? -1
+                                                                                                             : GDN_OK;
+}
+
+static int key_gates(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
+  const char *s;
+  return str_of(v, where, "gates", &s, e) || parse_gates(s, &ge->spec.synth.flags, where, e) ? -1 : GDN_OK;
+}
+
+static int key_prelude(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
+  const char *s;
+  return str_of(v, where, "prelude", &s, e) || parity_parse_prelude(s, &ge->spec.synth.flags, where, e) ? -1 : GDN_OK;
+}
+
+static int key_documents(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
+  if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 20))
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"documents\" must be an integer in [1, 1048576]", where);
+  ge->spec.documents = json_integer_value(v);
+  return GDN_OK;
+}
+
+static int key_packing(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
+  const char *s;
+  return str_of(v, where, "packing", &s, e) || at(gdn_packing_parse(s, &ge->spec.packing, e), where, e) ? -1 : GDN_OK;
+}
+
+static int key_chunk(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
+  return int_list(v, where, "chunk", 1, 1 << 20, ge->opts.chunks, &ge->opts.n_chunks, e);
+}
+
+static int key_devices(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
+  int rc = int_list(v, where, "devices", 1, 1 << 20, ge->opts.devices, &ge->opts.n_devices, e);
+  if (!rc) ge->opts.devices_default = 0;
+  return rc;
+}
+
+/* "prefix": a name or a list of 1..3 distinct names. */
+static int prefix_list(json_t *arr, const char *where, parity_sweep_opts *o, gdn_error *e) {
+  size_t i, n = 0;
+  json_t *x;
+  if (!arr || json_array_size(arr) == 0 || json_array_size(arr) > 3)
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"prefix\" must be a name or a list of 1..3 names", where);
+  json_array_foreach(arr, i, x) {
+    const char *nm = json_string_value(x);
+    kern_prefix p;
+    if (!nm) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"prefix\"[%zu] must be a string", where, i);
+    if (kern_prefix_parse(nm, &p, e)) return gdn_error_prefix(e, "%s: ", where);
+    for (size_t j = 0; j < n; j++)
+      if (o->prefixes[j] == p) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"prefix\" lists '%s' twice", where, nm);
+    o->prefixes[n++] = p;
+  }
+  o->n_prefixes = n;
+  return GDN_OK;
+}
+
+static int key_prefix(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
+  json_t *arr = json_is_array(v) ? json_incref(v) : json_pack("[O]", v);
+  int rc = prefix_list(arr, where, &ge->opts, e);
+  json_decref(arr);
+  return rc;
+}
+
+static int key_shard(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
+  const char *s;
+  return str_of(v, where, "shard", &s, e) || at(kern_shard_parse(s, &ge->opts.shard, e), where, e) ? -1 : GDN_OK;
+}
+
+static int key_solve(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
+  const char *s;
+  return str_of(v, where, "solve", &s, e) || at(kern_solve_parse(s, &ge->opts.solve, e), where, e) ? -1 : GDN_OK;
+}
+
+static int key_dtype(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
+  const char *s;
+  return str_of(v, where, "dtype", &s, e) || at(gdn_dtype_parse(s, &ge->opts.dtype, "\"dtype\"", e), where, e) ? -1
+                                                                                                              : GDN_OK;
+}
+
+static int key_matmul(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
+  const char *s;
+  return str_of(v, where, "matmul_precision", &s, e) || at(kern_matmul_parse(s, &ge->opts.matmul, e), where, e)
+             ? -1
+             : GDN_OK;
+}
+
+static int key_ftz(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
+  if (!json_is_boolean(v)) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"ftz\" must be true or false", where);
+  ge->opts.ftz = json_is_true(v);
+  return GDN_OK;
+}
+
+/* Every key an entry may have, in the order they apply ("shape",
+ * "key_heads" and "dv" by entry_shape). */
+static const struct {
+  const char *key;
+  key_parser parse;
+} entry_keys[] = {
+    {"shape", NULL},          {"key_heads", NULL},          {"dv", NULL},           {"seed", key_seed},
+    {"h0", key_h0},           {"qk_norm", key_qk_norm},     {"input_dtype", key_input_dtype},
+    {"gates", key_gates},     {"prelude", key_prelude},     {"documents", key_documents},
+    {"packing", key_packing}, {"chunk", key_chunk},         {"devices", key_devices}, {"prefix", key_prefix},
+    {"shard", key_shard},     {"solve", key_solve},         {"dtype", key_dtype},
+    {"matmul_precision", key_matmul}, {"ftz", key_ftz},
+};
+#define N_ENTRY_KEYS (sizeof entry_keys / sizeof entry_keys[0])
+
+static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
+                       const parity_synth_spec *base, gdn_error *e) {
+  const char *keys[N_ENTRY_KEYS + 1];
+  for (size_t i = 0; i < N_ENTRY_KEYS; i++) keys[i] = entry_keys[i].key;
+  keys[N_ENTRY_KEYS] = NULL;
+  if (!json_is_object(en)) return gdn_error_set(e, GDN_ERR_INPUT, "%s: not an object", where);
+  int rc = parity_json_check_keys(en, keys, where, "", e);
+  if (!rc) rc = entry_shape(en, where, ge, base, e);
+  for (size_t i = 0; !rc && i < N_ENTRY_KEYS; i++) {
+    json_t *v = json_object_get(en, entry_keys[i].key);
+    if (v && entry_keys[i].parse && entry_keys[i].parse(v, where, ge, e)) rc = e ? e->code : GDN_ERR_INPUT;
+  }
+  return rc;
 }
 
 static int same_list(const int64_t *a, size_t na, const int64_t *b, size_t nb) {

@@ -2,7 +2,19 @@
 # Installs what gdn-parity needs on Debian 12 (run as root).  Idempotent.
 #   scripts/deps.sh          build + test dependencies
 #   scripts/deps.sh --bench  also the benchmark peers (OpenBLAS, PyTorch, mpmath)
+#   scripts/deps.sh --jax    also .venv/ (git-ignored): the pinned JAX stack of
+#                            frontend/requirements-jax.txt and the front end
+#                            installed editable, so .venv/bin/gdn-parity-jax runs
 set -euo pipefail
+cd "$(dirname "$0")/.."
+bench=0 jax=0
+for a in "$@"; do
+  case "$a" in
+    --bench) bench=1 ;;
+    --jax) jax=1 ;;
+    *) echo "scripts/deps.sh: unknown option '$a' (--bench, --jax)" >&2; exit 2 ;;
+  esac
+done
 pkgs=(
   gcc make pkg-config meson ninja-build git
   libmpfr-dev libgmp-dev check libjansson-dev libssl-dev
@@ -11,8 +23,11 @@ pkgs=(
   libxml2-utils libxml2-dev chromium
   clang libclang-rt-14-dev libomp-dev valgrind
 )
-if [[ "${1:-}" == "--bench" ]]; then
+if ((bench)); then
   pkgs+=(libopenblas-dev python3-torch python3-mpmath time)
+fi
+if ((jax)); then
+  pkgs+=(python3-venv)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
@@ -26,4 +41,17 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# The JAX front end's virtual environment.  PYTHON (default python3) must be
+# 3.11 or newer: jax 0.10.2 has no wheels for older ones.  pip installs only
+# the pinned versions (a changed pin is picked up on the next run).
+if ((jax)); then
+  py=${PYTHON:-python3}
+  if [[ ! -x .venv/bin/python ]]; then
+    "$py" -m venv .venv
+  fi
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r frontend/requirements-jax.txt
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e ./frontend
+  .venv/bin/gdn-parity-jax --version >/dev/null
 fi

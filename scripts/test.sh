@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies, builds with -Werror, runs every
-# test, then the same suite again under AddressSanitizer + UBSan, a subset
-# under valgrind memcheck, and the libFuzzer targets (scripts/fuzz.sh).
+# test, the JAX front end's tests (tests/jax, pytest in .venv), then the same
+# suite again under AddressSanitizer + UBSan, a subset under valgrind memcheck,
+# and the libFuzzer targets (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh --jax
 jobs=$(nproc)
 
 meson setup build-test --wipe -Dwerror=true -Dbuildtype=debugoptimized >/dev/null 2>&1 ||
   meson setup build-test -Dwerror=true -Dbuildtype=debugoptimized
 ninja -C build-test -j "$jobs"
 meson test -C build-test --print-errorlogs --num-processes "$jobs"
+
+# The JAX front end against real JAX (8 host CPU devices) and the C tools just
+# built.  Never skipped: a missing JAX fails here (tests/jax/conftest.py).
+GDN_PARITY_BIN_DIR="$PWD/build-test" .venv/bin/python -m pytest -q -p no:cacheprovider tests/jax
 
 # Sanitizers: the same tests, with leak detection on; UBSan aborts on the first report.
 meson setup build-asan --wipe -Dwerror=true -Dbuildtype=debug -Db_sanitize=address,undefined \

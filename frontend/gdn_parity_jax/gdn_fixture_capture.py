@@ -1,0 +1,1 @@
+../../fixtures/python/gdn_fixture_capture.py

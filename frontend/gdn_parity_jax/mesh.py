@@ -1,0 +1,106 @@
+"""Running a function on one device and on a device mesh with JAX.
+
+The stock function runs under ``jax.jit`` on the first device.  A
+context-parallel function runs under ``jax.shard_map`` on a mesh of D devices
+for the sequence: q, k, v sharded as ``P(batch, cp_axis, None, None)``,
+g and beta as ``P(batch, cp_axis, None)``, the initial state replicated (or
+sharded over the batch axis), the output sharded like v and the final state
+like h0 -- the call upstream's own test makes.  Each device therefore gets
+T/D tokens (token sharding) and JAX's collectives (all_gather, ppermute,
+psum) move the data: the same code that runs on a TPU pod.
+
+Meshes (:func:`make_mesh`): 1-D ``('context',)`` by default; with fsdp = F > 1
+a 2-D mesh ``('fsdp', 'context')``.  cp_axis is ``'context'`` (the batch is
+then sharded over fsdp when F divides B, else replicated) or the tuple
+``('fsdp', 'context')`` (the sequence sharded over both axes; D = F x context).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+@dataclass(frozen=True)
+class MeshPlan:
+    devices: int          # D: sequence shards
+    fsdp: int             # F: size of the fsdp axis (1: a 1-D mesh)
+    cp_axis: object       # 'context' or ('fsdp', 'context')
+
+    @property
+    def shape(self):
+        if self.fsdp == 1:
+            return (self.devices,), ("context",)
+        if isinstance(self.cp_axis, tuple):
+            return (self.fsdp, self.devices // self.fsdp), ("fsdp", "context")
+        return (self.fsdp, self.devices), ("fsdp", "context")
+
+    @property
+    def n_devices(self) -> int:
+        s, _ = self.shape
+        n = 1
+        for x in s:
+            n *= x
+        return n
+
+    def describe(self) -> str:
+        s, names = self.shape
+        return " x ".join(f"{n}={k}" for n, k in zip(names, s)) + f", cp_axis={self.cp_axis!r}"
+
+
+def plan_error(plan: MeshPlan, B: int, T: int, available: int) -> str | None:
+    """Why this mesh cannot run these shapes, or None."""
+    if T % plan.devices:
+        return (f"--devices {plan.devices}: T = {T} is not a multiple of {plan.devices} "
+                "(token sharding gives each device T/D tokens, as upstream's shard_map does)")
+    if isinstance(plan.cp_axis, tuple) and plan.devices % plan.fsdp:
+        return f"--devices {plan.devices}: not a multiple of --fsdp {plan.fsdp} (tuple cp axis)"
+    if plan.n_devices > available:
+        return (f"--devices {plan.devices}: the mesh {plan.describe()} needs {plan.n_devices} "
+                f"devices; JAX has {available}")
+    return None
+
+
+def make_mesh(plan: MeshPlan):
+    shape, names = plan.shape
+    return jax.make_mesh(shape, names, devices=jax.devices()[:plan.n_devices])
+
+
+def run_stock(call, x):
+    """call(x) -> (o, ht or None) under jit on the first device."""
+    dev = jax.devices()[0]
+    xs = {n: (None if a is None else jax.device_put(a, dev)) for n, a in x.items()}
+    o, ht = jax.jit(call)(xs)
+    return jax.device_get(o), (None if ht is None else jax.device_get(ht))
+
+
+def run_sharded(call_cp, x, plan: MeshPlan, B: int):
+    """call_cp(x_local, cp_axis) -> (o, ht or None) under shard_map on the plan's mesh."""
+    mesh = make_mesh(plan)
+    cp = plan.cp_axis
+    batch = "fsdp" if (plan.fsdp > 1 and not isinstance(cp, tuple) and B % plan.fsdp == 0) else None
+    spec = {"q": P(batch, cp, None, None), "k": P(batch, cp, None, None),
+            "v": P(batch, cp, None, None), "g": P(batch, cp, None), "beta": P(batch, cp, None),
+            "h0": P(batch, None, None, None)}
+    names = [n for n in ("q", "k", "v", "g", "beta", "h0") if x.get(n) is not None]
+    in_specs = ({n: spec[n] for n in names},)
+    xs = {n: jax.device_put(x[n], NamedSharding(mesh, spec[n])) for n in names}
+    has_h0 = "h0" in names
+
+    def body(xl):
+        o, ht = call_cp(xl, cp)
+        if ht is None or not has_h0:
+            return o, jnp.zeros((), jnp.float32)
+        return o, ht
+
+    out_specs = (spec["v"], spec["h0"] if has_h0 else P())
+    # check_vma=False: the functions judged are anybody's code; a final state
+    # that is not really replicated shows up as a wrong ht, judged like any other.
+    f = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+                              check_vma=False))
+    o, ht = f(xs)
+    return jax.device_get(o), (jax.device_get(ht) if has_h0 else None)

@@ -1,0 +1,308 @@
+"""Signature adapters: how to call the functions people have.
+
+Every adapter turns one call of ours -- inputs in MaxText's layout
+(q, k (B, T, Hk, Dk); v (B, T, Hv, Dv); g, beta (B, T, Hv); h0 (B, Hv, Dk, Dv)
+or None), chunk size, whether the kernel L2-normalises q and k, the compute
+dtype, and for a context-parallel call the mesh axis name(s) -- into the
+function's own call, and its result back into (o, final state or None).
+
+Rows of :data:`ADAPTERS` (name -> adapter):
+
+* ``maxtext``: ``jax_chunk_gated_delta_rule(query, key, value, g, beta,
+  chunk_size=64, initial_state=None, use_qk_norm_in_gdn=False
+  [, compute_dtype][, cp_axis])`` -> ``(o, final_state)``; the final state is
+  returned only when an initial state is given.  Parameters the function does
+  not have are not passed (compute_dtype, cp_axis or axis_name).  Grouped key
+  heads are repeated to the value heads before the call, as MaxText's layer
+  does (its kernel takes equal head counts).
+* ``hf``: transformers' ``torch_chunk_gated_delta_rule(query, key, value, g,
+  beta, chunk_size=64, initial_state=None, output_final_state=False,
+  use_qk_l2norm_in_kernel=False)`` and ``torch_recurrent_gated_delta_rule``
+  (no chunk_size), torch tensors in (B, T, H, D), grouped heads expanded by the
+  caller (the model repeats them before the call).
+* ``fla``: flash-linear-attention's naive forms, ``(q, k, v, beta, g, ...)``:
+  beta before g, (B, T, H, D), ``scale``, ``initial_state``,
+  ``output_final_state``; torch or JAX arrays as the function wants.
+* a JSON file: a custom mapping (see :func:`json_adapter`).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+MAXTEXT_PARAMS = ("query", "key", "value", "g", "beta", "chunk_size", "initial_state",
+                  "use_qk_norm_in_gdn")
+CP_PARAM_NAMES = ("cp_axis", "axis_name")
+
+
+class SignatureError(ValueError):
+    """A function that does not fit the adapter; the message names the parameter."""
+
+
+def _params(fn):
+    try:
+        return inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return {}
+
+
+def cp_param(fn) -> str | None:
+    """The parameter through which fn receives its mesh axis name, if any."""
+    ps = _params(fn)
+    return next((n for n in CP_PARAM_NAMES if n in ps), None)
+
+
+class MaxTextAdapter:
+    name = "maxtext"
+    framework = "jax"
+
+    def run_stock(self, call, x):
+        from .mesh import run_stock
+        return run_stock(call, x)
+
+    def takes_cp(self, fn) -> bool:
+        return cp_param(fn) is not None
+
+    def check(self, fn, cp: bool):
+        ps = _params(fn)
+        if ps and not any(p.kind == p.VAR_POSITIONAL for p in ps.values()):
+            pos = [p for p in ps.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            if len(pos) < 5:
+                raise SignatureError(f"{fn.__name__}: takes {len(pos)} positional parameters; the "
+                                     "maxtext signature needs (query, key, value, g, beta, ...)")
+        if cp and cp_param(fn) is None:
+            raise SignatureError(f"{fn.__name__}: no cp_axis (or axis_name) parameter: a "
+                                 "context-parallel function must receive the mesh axis name")
+
+    def call(self, fn, x, *, chunk, l2norm, compute_dtype, cp_axis=None):
+        ps = _params(fn)
+        q, k = x["q"], x["k"]
+        Hk, Hv = q.shape[2], x["v"].shape[2]
+        if Hv != Hk:  # MaxText's layer repeats the key heads before the kernel call
+            q, k = _repeat_heads(q, Hv // Hk), _repeat_heads(k, Hv // Hk)
+        args = (q, k, x["v"], x["g"], x["beta"])
+        tail = (("chunk_size", chunk), ("initial_state", x.get("h0")),
+                ("use_qk_norm_in_gdn", bool(l2norm)))
+        if not ps:  # no introspectable signature: MaxText's names
+            return split_result(fn(*args, **dict(tail)))
+        pos = [n for n, p in ps.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        kw = {}
+        for slot, (n, val) in enumerate(tail, start=5):
+            if n in ps:
+                kw[n] = val
+            elif slot < len(pos) and pos[slot] not in ("compute_dtype",) + CP_PARAM_NAMES:
+                kw[pos[slot]] = val  # MaxText's position, another name
+            elif n != "initial_state" or val is not None:
+                raise SignatureError(f"{getattr(fn, '__name__', fn)}: no parameter for {n} "
+                                     "(name or position of the maxtext signature)")
+        if "compute_dtype" in ps:
+            kw["compute_dtype"] = compute_dtype
+        if cp_axis is not None:
+            kw[cp_param(fn)] = cp_axis
+        return split_result(fn(*args, **kw))
+
+
+def split_result(out):
+    if isinstance(out, (tuple, list)):
+        o = out[0]
+        ht = out[1] if len(out) > 1 else None
+        return o, ht
+    return out, None
+
+
+# Our names for what a call can pass (values of a mapping's "keywords").
+QUANTITIES = ("q", "k", "v", "g", "beta", "h0", "chunk", "l2norm", "scale", "compute_dtype",
+              "cp_axis")
+MAPPING_KEYS = ("framework", "positional", "keywords", "layout", "expand_heads", "l2norm",
+                "returns", "description")
+
+
+class MappingAdapter:
+    """A function described by a mapping (a built-in row or a JSON file):
+
+    framework: "jax" (jit, shard_map) or "torch" (eager, CPU; no cp form);
+    positional: our names passed by position, e.g. ["q", "k", "v", "beta", "g"];
+    keywords: {parameter: our name or a JSON literal}; a parameter the function
+      does not accept (by name, or through **kwargs) is left out;
+    layout: "BTHD" (MaxText, HF, fla) or "BHTD" (heads before time; outputs too);
+    expand_heads: repeat q, k to the value heads before the call (HF's model
+      does this before its kernels);
+    l2norm: "kernel" (a keyword says so) or "caller" (q, k normalised here, in
+      float32, when the inputs ask for it: x * rsqrt(sum(x^2) + 1e-6));
+    returns: ["o", "ht"] or ["o"]."""
+
+    def __init__(self, name, spec, origin):
+        unknown = sorted(set(spec) - set(MAPPING_KEYS))
+        if unknown:
+            raise SignatureError(f"{origin}: unknown key(s) {unknown} (known: {', '.join(MAPPING_KEYS)})")
+        self.name, self.origin = name, origin
+        self.framework = spec.get("framework", "jax")
+        if self.framework not in ("jax", "torch"):
+            raise SignatureError(f"{origin}: framework {self.framework!r}: expected jax or torch")
+        self.positional = list(spec.get("positional", ["q", "k", "v", "g", "beta"]))
+        self.keywords = dict(spec.get("keywords", {}))
+        for n in self.positional + [v for v in self.keywords.values() if isinstance(v, str)]:
+            if n not in QUANTITIES:
+                raise SignatureError(f"{origin}: {n!r} is not one of {', '.join(QUANTITIES)}")
+        self.layout = spec.get("layout", "BTHD")
+        if self.layout not in ("BTHD", "BHTD"):
+            raise SignatureError(f"{origin}: layout {self.layout!r}: expected BTHD or BHTD")
+        self.expand_heads = bool(spec.get("expand_heads", False))
+        self.l2norm = spec.get("l2norm", "kernel")
+        if self.l2norm not in ("kernel", "caller"):
+            raise SignatureError(f"{origin}: l2norm {self.l2norm!r}: expected kernel or caller")
+        self.returns = list(spec.get("returns", ["o", "ht"]))
+        if self.returns not in (["o", "ht"], ["o"]):
+            raise SignatureError(f"{origin}: returns {self.returns!r}: expected [\"o\", \"ht\"] or [\"o\"]")
+
+    def check(self, fn, cp: bool):
+        if cp and self.framework != "jax":
+            raise SignatureError(f"--signature {self.name}: {self.framework} functions have no "
+                                 "context-parallel form here (run them without --cp)")
+        if cp and "cp_axis" not in self.keywords.values():
+            raise SignatureError(f"{self.origin}: a context-parallel function needs a keyword "
+                                 "mapped to \"cp_axis\"")
+
+    def takes_cp(self, fn) -> bool:
+        p = next((p for p, v in self.keywords.items() if v == "cp_axis"), None)
+        return self.framework == "jax" and p is not None and self._accepts(fn)(p)
+
+    def _accepts(self, fn):
+        ps = _params(fn)
+        if not ps or any(p.kind == p.VAR_KEYWORD for p in ps.values()):
+            return lambda name: True
+        return lambda name: name in ps
+
+    def call(self, fn, x, *, chunk, l2norm, compute_dtype, cp_axis=None):
+        q, k = x["q"], x["k"]
+        if l2norm and self.l2norm == "caller":
+            q, k = _l2norm_f32(q), _l2norm_f32(k)
+        Hk, Hv = q.shape[2], x["v"].shape[2]
+        if self.expand_heads and Hv != Hk:
+            q, k = _repeat_heads(q, Hv // Hk), _repeat_heads(k, Hv // Hk)
+        ours = dict(q=q, k=k, v=x["v"], g=x["g"], beta=x["beta"], h0=x.get("h0"), chunk=chunk,
+                    l2norm=bool(l2norm) and self.l2norm == "kernel",
+                    scale=float(x["q"].shape[3]) ** -0.5, compute_dtype=compute_dtype,
+                    cp_axis=cp_axis)
+        conv = _torch_in if self.framework == "torch" else (lambda a: a)
+        tr = self.layout == "BHTD"
+
+        def arr(n):
+            a = ours[n]
+            if tr and n in ("q", "k", "v", "g", "beta"):
+                a = _swap(a, 1, 2)
+            return conv(a) if n in ("q", "k", "v", "g", "beta", "h0") and a is not None else a
+
+        args = [arr(n) for n in self.positional]
+        accepts = self._accepts(fn)
+        kw = {}
+        for p, v in self.keywords.items():
+            if not accepts(p):
+                continue
+            kw[p] = arr(v) if isinstance(v, str) else v
+        out = fn(*args, **kw)
+        o, ht = split_result(out)
+        if self.returns == ["o"]:
+            ht = None
+        if tr:
+            o = _swap(o, 1, 2)
+        return o, ht
+
+    def run_stock(self, call, x):
+        if self.framework == "torch":
+            import torch
+            with torch.no_grad():
+                o, ht = call(x)
+            return to_numpy(o), to_numpy(ht)
+        from .mesh import run_stock
+        return run_stock(call, x)
+
+
+def _swap(a, i, j):
+    if hasattr(a, "transpose") and hasattr(a, "detach"):  # torch
+        return a.transpose(i, j)
+    import jax.numpy as jnp
+    return jnp.swapaxes(a, i, j) if not isinstance(a, np.ndarray) else np.swapaxes(a, i, j)
+
+
+def _repeat_heads(a, n):
+    if isinstance(a, np.ndarray):
+        return np.repeat(a, n, axis=2)
+    import jax.numpy as jnp
+    return jnp.repeat(a, n, axis=2)
+
+
+def _l2norm_f32(a):
+    if isinstance(a, np.ndarray):
+        a = a.astype(np.float32)
+        return a * (1.0 / np.sqrt((a * a).sum(-1, keepdims=True) + np.float32(1e-6))).astype(np.float32)
+    import jax.numpy as jnp
+    from jax import lax
+    a = a.astype(jnp.float32)
+    return a * lax.rsqrt(jnp.sum(a * a, axis=-1, keepdims=True) + 1e-6)
+
+
+def _torch_in(a):
+    import torch
+    a = np.asarray(a)
+    if a.dtype.name == "bfloat16":
+        return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16)
+    return torch.from_numpy(np.ascontiguousarray(a).copy())
+
+
+# The built-in rows.  hf: transformers' torch_chunk_gated_delta_rule and
+# torch_recurrent_gated_delta_rule (models/qwen3_next): q, k, v, g, beta by
+# position; the recurrent form has no chunk_size (left out: it takes **kwargs,
+# which swallow it).  fla: flash-linear-attention's naive forms, beta before g,
+# scale given, no L2-norm flag (normalised here).
+BUILTIN_MAPPINGS = {
+    "hf": {"framework": "torch", "positional": ["q", "k", "v", "g", "beta"],
+           "keywords": {"chunk_size": "chunk", "initial_state": "h0", "output_final_state": True,
+                        "use_qk_l2norm_in_kernel": "l2norm"},
+           "expand_heads": True},
+    "fla": {"framework": "torch", "positional": ["q", "k", "v", "beta", "g"],
+            "keywords": {"scale": "scale", "initial_state": "h0", "output_final_state": True},
+            "expand_heads": True, "l2norm": "caller"},
+}
+
+ADAPTERS = {"maxtext": MaxTextAdapter()}
+ADAPTERS.update({n: MappingAdapter(n, s, f"--signature {n}") for n, s in BUILTIN_MAPPINGS.items()})
+
+
+def get_adapter(name: str):
+    if name in ADAPTERS:
+        return ADAPTERS[name]
+    if name.endswith(".json"):
+        return json_adapter(name)
+    raise SignatureError(f"--signature {name!r}: expected one of {', '.join(ADAPTERS)} "
+                         "or a FILE.json mapping")
+
+
+def json_adapter(path: str):
+    import json
+    try:
+        with open(path, encoding="utf-8") as f:
+            spec = json.load(f)
+    except OSError as exc:
+        raise SignatureError(f"--signature {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise SignatureError(f"--signature {path}: not JSON: {exc}") from None
+    if not isinstance(spec, dict):
+        raise SignatureError(f"--signature {path}: expected a JSON object")
+    return MappingAdapter(path, spec, f"--signature {path}")
+
+
+def to_numpy(x):
+    """A result array (JAX, torch, numpy; bfloat16 kept as ml_dtypes) on the host."""
+    if x is None:
+        return None
+    if hasattr(x, "detach"):  # torch
+        import torch
+        t = x.detach().cpu()
+        if t.dtype == torch.bfloat16:
+            import ml_dtypes
+            return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        return t.numpy()
+    return np.asarray(x)

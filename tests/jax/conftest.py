@@ -1,0 +1,47 @@
+"""Shared set-up of the JAX tests (pytest, run by scripts/test.sh).
+
+JAX must be importable: a missing JAX is an error here, never a skip (the
+point of these tests is to meet real JAX).  XLA is asked for 8 host devices
+before jax is first imported, so in-process tests can build meshes of 1, 2,
+4 and 8 devices; command-line runs get their own process.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402,F401  (ImportError here fails the run: no skip)
+import pytest  # noqa: E402
+
+from gdn_parity_jax import gdn_fixture_capture as cap  # noqa: E402
+from gdn_parity_jax.tools import find_tools  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+
+@pytest.fixture(scope="session")
+def tools():
+    """The C tools (GDN_PARITY_BIN_DIR from scripts/test.sh, else the repo's build)."""
+    return find_tools()
+
+
+def run_cli(*args, timeout=600):
+    """`gdn-parity-jax ARGS` in a fresh process; returns CompletedProcess (text)."""
+    env = dict(os.environ)
+    env.pop("XLA_FLAGS", None)  # the command sets its own device count
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return subprocess.run([sys.executable, "-m", "gdn_parity_jax", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def synth(tools, path, shape, *extra, chunk=8):
+    r = tools.run("fixture", ["synth", "--shape", shape, "--out", str(path), "--chunk-size",
+                              str(chunk), "--force", *map(str, extra)],
+                  capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return cap.read_fixture(str(path))
