@@ -38,6 +38,12 @@ static void expect(const char *mutant, int k0, int k1) {
   for (size_t i = 0; i < 2; i++) {
     const int pass = json_is_true(json_object_get(json_array_get(cases, i), "pass"));
     ck_assert_msg(pass == !want[i], "%s: case %zu pass %d", mutant, i, pass);
+    /* the case records its mutant (and a correct run records none) */
+    json_t *m = json_object_get(json_array_get(cases, i), "mutant");
+    if (!strcmp(mutant, "none"))
+      ck_assert_ptr_null(m);
+    else
+      ck_assert_msg(m && !strcmp(json_string_value(m), mutant), "%s: case %zu mutant key", mutant, i);
   }
   json_decref(doc);
 }
