@@ -320,7 +320,41 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
     gdn_error_prefix(e, "%s: ", path);
     goto done;
   }
-  if (fx.oracle.present && fx.oracle.fresh && st->tier != PARITY_ORACLE_NONE) {
+  if (st->tier == PARITY_ORACLE_NONE && fx.n_outputs) {
+    /* Without a reference only our two kernels can be compared with each
+     * other; an output nobody judged must never count as a pass. */
+    rc = gdn_error_set(e, GDN_ERR_INPUT,
+                       "%s: --oracle none cannot judge the fixture's /outputs (%zu, first '%s'): there is "
+                       "nothing to hold them against; use an oracle (--oracle dd is fast) or a fixture without "
+                       "/outputs",
+                       path, fx.n_outputs, fx.outputs[0].name);
+    goto done;
+  }
+  char why[256] = "";
+  if (fx.oracle.present && fx.oracle.fresh && fx.oracle.problem_fresh != 1)
+    snprintf(why, sizeof why, "%s",
+             fx.oracle.problem_fresh == 0
+                 ? "stale: an attribute that changes the answer (scale, l2norm_in_kernel, shape, h0, segments) "
+                   "changed since it was computed (problem_sha256 differs)"
+                 : "freshness unknown: written before problem_sha256, its hash covers the inputs only, not the "
+                   "attributes (gdn-fixture regen --force records it)");
+  int trusted = fx.oracle.present && fx.oracle.fresh && fx.oracle.problem_fresh == 1 &&
+                parity_reference_stored_ok(&fx.oracle.out, fx.oracle.precision_bits, fx.oracle.certified_bits,
+                                           o.dtype, why, sizeof why);
+  double spot_rel = 0;
+  int64_t spot_cols = 0;
+  if (trusted && st->tier != PARITY_ORACLE_NONE) {
+    /* Recompute a few columns before trusting it: both round to binary64, so
+     * agreement is ~1e-16; 2^-40 leaves room and still sees any forged or
+     * mis-scaled oracle (a wrong scale or a 1e-4 edit is >= 1e-5). */
+    if ((rc = parity_reference_spot_check(&fx.inputs, &fx.oracle.out, 4, &spot_rel, &spot_cols, e))) goto done;
+    if (!(spot_rel <= 0x1p-40)) {
+      snprintf(why, sizeof why, "spot check failed: %lld recomputed state columns differ from it by %.3g (normwise)",
+               (long long)spot_cols, spot_rel);
+      trusted = 0;
+    }
+  }
+  if (trusted && st->tier != PARITY_ORACLE_NONE) {
     const gdn_shape *fs = &fx.inputs.shape;
     ref.tier = ref.requested = PARITY_ORACLE_MPFR;
     ref.form = "token";
@@ -330,13 +364,23 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
     ref.bound_violations = -1;
     ref.total_columns = ref.sampled_columns = fs->B * fs->Hv * fs->Dv; /* regen certifies all */
     ref.from_fixture = 1;
+    ref.spot_columns = spot_cols;
+    ref.spot_rel = spot_rel;
     parity_reference_borrow(&ref, &fx.oracle.out); /* fx owns it */
   } else {
     if (fx.oracle.present && !fx.oracle.fresh && base->verbosity >= 1)
       fprintf(out, "%s: warning: the stored /oracle is stale (inputs changed); computing a fresh one\n", path);
+    if (fx.oracle.present && fx.oracle.fresh && !trusted && base->verbosity >= 1)
+      fprintf(out, "%s: warning: the stored /oracle is not trusted (%s); computing a fresh one\n", path, why);
     if ((rc = parity_reference_compute(&ref, &fx.inputs, st->tier, st->oracle_bits, e))) goto done;
+    if (fx.oracle.present && st->tier != PARITY_ORACLE_NONE)
+      snprintf(ref.note, sizeof ref.note, "stored /oracle not used: %s; recomputed",
+               !fx.oracle.fresh ? "stale (its inputs_sha256 does not match the inputs)" : why);
   }
-  if ((rc = parity_externals_from_fixture(&fx, &ext, e))) goto done;
+  if ((rc = parity_externals_from_fixture(&fx, &ext, e))) {
+    gdn_error_prefix(e, "%s: ", path);
+    goto done;
+  }
   const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   parity_input_info info = {base_name, "fixture", path, fx.inputs_sha256};
   rc = parity_sweep_run(&st->doc, &fx.inputs, &info, &ref, ext, fx.n_outputs, &o, e);

@@ -33,7 +33,7 @@ int parity_doc_init(parity_doc *d, const char *command, const parity_policy *pol
   if (parity_json_set(d->root, "tool", json_string("gdn-parity")) ||
       parity_json_set(d->root, "version", json_string(GDN_VERSION)) ||
       parity_json_set(d->root, "git_commit", json_string(GDN_GIT_COMMIT)) ||
-      parity_json_set(d->root, "schema", json_integer(1)) ||
+      parity_json_set(d->root, "schema", json_integer(2)) ||
       parity_json_set(d->root, "command", json_string(command ? command : "")) ||
       parity_json_set(d->root, "policy", pol))
     goto fail;

@@ -3,15 +3,41 @@
 #include "gdn_alloc.h"
 #include "parity_json.h"
 
-/* A fixture's numerics attributes as our (dtype, matmul) pair; 0 when
- * either is absent or unknown (then the case's numerics apply). */
-static int output_numerics(const fix_output *fo, gdn_dtype *dt, kern_matmul *mm) {
-  if (!fo->compute_dtype || !fo->matmul_precision) return 0;
-  gdn_error ig;
-  gdn_error_init(&ig);
-  if (gdn_dtype_parse(fo->compute_dtype, dt, NULL, &ig) || kern_matmul_parse(fo->matmul_precision, mm, &ig))
-    return 0;
-  return 1;
+/* The numerics an output is judged by, from what it declares (never from
+ * the command line: --dtype / --matmul-precision describe our kernels, not
+ * someone else's output).  The table:
+ *   compute_dtype + matmul_precision  as declared
+ *   neither                           "numerics not declared": the band of
+ *                                     its storage dtype (float32 compute,
+ *                                     highest matmul; a bfloat16 o then
+ *                                     meets the bfloat16-output band)
+ *   bfloat16 or float64 only          completed with matmul highest: their
+ *                                     bands do not depend on the matmul mode
+ *   float32 only, or matmul only      refused: the float32 bands differ by
+ *                                     4000x between matmul modes
+ * Unknown names are refused.  *note says which row applied. */
+static int output_numerics(const fix_output *fo, gdn_dtype *dt, kern_matmul *mm, const char **note,
+                           gdn_error *e) {
+  *dt = GDN_DTYPE_F32;
+  *mm = KERN_MATMUL_HIGHEST;
+  if (fo->compute_dtype && gdn_dtype_parse(fo->compute_dtype, dt, NULL, e))
+    return gdn_error_prefix(e, "/outputs/%s: compute_dtype: ", fo->name);
+  if (fo->matmul_precision && kern_matmul_parse(fo->matmul_precision, mm, e))
+    return gdn_error_prefix(e, "/outputs/%s: matmul_precision: ", fo->name);
+  if (fo->compute_dtype && fo->matmul_precision) {
+    *note = "declared";
+  } else if (!fo->compute_dtype && !fo->matmul_precision) {
+    *note = "numerics not declared: judged by the band of its storage dtype (float32 compute, highest matmul)";
+  } else if (fo->compute_dtype && *dt != GDN_DTYPE_F32) {
+    *note = "matmul_precision not declared: completed as highest (the bfloat16 and float64 bands do not depend on it)";
+  } else {
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "/outputs/%s declares %s but not %s: the float32 bands differ by 4000x between matmul "
+                         "modes (64u for highest/ieee, 2^-6 for default); declare both or neither",
+                         fo->name, fo->compute_dtype ? "compute_dtype" : "matmul_precision",
+                         fo->compute_dtype ? "matmul_precision" : "compute_dtype");
+  }
+  return GDN_OK;
 }
 
 /* The attributes in the schema's order, then the stored dtype of o. */
@@ -40,8 +66,15 @@ int parity_externals_from_fixture(const fix_fixture *fx, parity_external **out, 
     ext[i].name = fo->name;
     ext[i].out = &fo->out;
     ext[i].has_ht = fo->has_ht;
-    ext[i].own_numerics = output_numerics(fo, &ext[i].dtype, &ext[i].matmul);
-    if (!(ext[i].attrs = output_attrs(fo))) {
+    const char *note = NULL;
+    int rc = output_numerics(fo, &ext[i].dtype, &ext[i].matmul, &note, e);
+    if (rc) {
+      parity_externals_free(ext, fx->n_outputs);
+      return rc;
+    }
+    ext[i].own_numerics = 1; /* always its own: the command line never sets an output's limits */
+    if (!(ext[i].attrs = output_attrs(fo)) ||
+        parity_json_set(ext[i].attrs, "numerics", json_string(note))) {
       parity_externals_free(ext, fx->n_outputs);
       return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory describing /outputs/%s", fo->name);
     }

@@ -1,9 +1,11 @@
 /* parity_external: a fixture's /outputs/<name> as subjects of its cases.
  *
  * Each output becomes one parity_external (parity_subject.h): its outputs
- * borrowed from the fixture, its declared numerics (compute_dtype and
- * matmul_precision, when both are given and known), and its attributes as
- * the results record them ("attrs", owned here).
+ * borrowed from the fixture, the numerics it is judged by (from what it
+ * declares, never from the command line; the table is at output_numerics
+ * in parity_external.c, and attrs.numerics says which row applied), and its
+ * attributes as the results record them ("attrs", owned here).  An
+ * incomplete float32 declaration or an unknown name is GDN_ERR_INPUT.
  */
 #ifndef PARITY_EXTERNAL_H
 #define PARITY_EXTERNAL_H

@@ -38,6 +38,23 @@ json_t *parity_json_tensor_metrics(const parity_metrics *m, const parity_tensor 
   for (int k = 0; w && k < 4; k++)
     bad |= parity_json_set(w, t->index_names[k], json_integer((json_int_t)m->worst[k]));
   bad |= parity_json_set(o, "worst", w);
+  if (m->n_blocks) {
+    /* the localized statistic: the worst block's index ranges [lo, hi) per axis */
+    bad |= parity_json_set(o, "block_rel", parity_json_real(m->block_rel));
+    json_t *wb = json_object();
+    for (int k = 0; wb && k < 4; k++)
+      bad |= parity_json_set(wb, t->index_names[k], json_pack("[II]", (json_int_t)m->block_lo[k], (json_int_t)m->block_hi[k]));
+    bad |= parity_json_set(o, "worst_block", wb);
+    bad |= parity_json_set(o, "elem_rel", parity_json_real(m->elem_rel));
+    json_t *ea = json_object();
+    for (int k = 0; ea && k < 4; k++)
+      bad |= parity_json_set(ea, t->index_names[k], json_integer((json_int_t)m->elem_at[k]));
+    bad |= parity_json_set(o, "elem_rel_at", ea);
+    json_t *ra = json_object();
+    for (int k = 0; ra && k < 4; k++)
+      bad |= parity_json_set(ra, t->index_names[k], json_integer((json_int_t)m->rel_at[k]));
+    bad |= parity_json_set(o, "max_rel_at", ra);
+  }
   if (bad) {
     json_decref(o);
     return NULL;
@@ -109,6 +126,7 @@ static json_t *check_json(const parity_check *k) {
   bad |= parity_json_set(jc, "value", parity_json_real(k->value));
   bad |= parity_json_set(jc, "limit", parity_json_real(k->limit));
   bad |= parity_json_set(jc, "factor_reached", parity_json_real(k->factor_reached));
+  if (k->where[0]) bad |= parity_json_set(jc, "where", json_string(k->where));
   bad |= parity_json_set(jc, "reason", json_string(k->rule->reason));
   if (bad) json_decref(jc);
   return bad ? NULL : jc;
@@ -239,6 +257,17 @@ json_t *parity_json_case(const parity_case_result *r, int reproducible) {
   /* Without a reference there is no ULP histogram: the key is left out
    * (an empty object is refused by the readers: "edges" is required). */
   if (r->has_ref) bad |= parity_json_set(c, "ulp_histogram", histogram_json(r));
+  if (r->finding[0]) bad |= parity_json_set(c, "finding", json_string(r->finding));
+  if (r->block_map.subject) {
+    json_t *rows = json_array();
+    for (int64_t h = 0; rows && h < r->block_map.heads; h++)
+      bad |= json_array_append_new(rows, real_array(r->block_map.values + h * r->block_map.bins,
+                                                    (size_t)r->block_map.bins)) ? 1 : 0;
+    json_t *bm = json_pack("{sssI}", "subject", r->block_map.subject, "tokens_per_bin",
+                           (json_int_t)r->block_map.tokens_per_bin);
+    bad |= parity_json_set(bm, "values", rows);
+    bad |= parity_json_set(c, "block_map", bm);
+  }
   bad |= parity_json_set(c, "pass", json_boolean(r->pass));
   if (!reproducible) bad |= parity_json_set(c, "seconds", json_real(r->seconds));
   if (bad) json_decref(c);
@@ -252,6 +281,10 @@ static int input_oracle_json(json_t *ji, const parity_reference *ref) {
   if (ref->requested != ref->tier && ref->requested == PARITY_ORACLE_AUTO)
     bad |= parity_json_set(ji, "oracle_tier_requested", json_string("auto"));
   bad |= parity_json_set(ji, "oracle_from_fixture", json_boolean(ref->from_fixture));
+  if (ref->note[0]) bad |= parity_json_set(ji, "oracle_note", json_string(ref->note));
+  if (ref->spot_columns)
+    bad |= parity_json_set(ji, "oracle_spot_check",
+                           json_pack("{sIso}", "columns", (json_int_t)ref->spot_columns, "rel", parity_json_real(ref->spot_rel)));
   bad |= parity_json_set(ji, "oracle_precision_bits", json_integer(ref->precision_bits));
   bad |= parity_json_set(ji, "oracle_certified_bits", json_integer(ref->certified_bits));
   bad |= parity_json_set(ji, "oracle_sampled_columns", json_integer(ref->sampled_columns));

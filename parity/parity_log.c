@@ -21,8 +21,9 @@ static void log_reference(FILE *f, const parity_reference *ref) {
             ref->certified_bits, ref->normwise_bits, ref->sampled_columns, ref->total_columns, ref->check_bits,
             ref->guaranteed_bits);
   else if (ref->from_fixture)
-    fprintf(f, "reference: the fixture's MPFR oracle (%d bits, certified %d bits)\n", ref->precision_bits,
-            ref->certified_bits);
+    fprintf(f, "reference: the fixture's MPFR oracle (%d bits, certified %d bits; spot check: %" PRId64
+               " state columns recomputed in double-double, normwise difference %.2g)\n",
+            ref->precision_bits, ref->certified_bits, ref->spot_columns, ref->spot_rel);
   else
     fprintf(f, "reference: mpfr oracle at %d bits, certified %d bits (checked at %d)\n", ref->precision_bits,
             ref->certified_bits, ref->check_bits);
@@ -72,7 +73,8 @@ static void log_deciding(FILE *f, const parity_check *k) {
   char v[16], l[16];
   fmt_e(v, 16, k->value);
   fmt_e(l, 16, k->limit);
-  fprintf(f, "      %s: %s (value %s, limit %s)\n", k->pass ? "decided by" : "FAILED", k->name, v, l);
+  fprintf(f, "      %s: %s (value %s, limit %s)%s%s\n", k->pass ? "decided by" : "FAILED", k->name, v, l,
+          k->where[0] ? "; " : "", k->where);
 }
 
 /* A judged subject's own row: its errors against the reference in the
@@ -139,6 +141,7 @@ void parity_log_case(FILE *f, const parity_case_result *r, int verbosity) {
   snprintf(fac, sizeof fac, "%.2fx", k->factor_reached);
   log_kernels(f, lab, fac, r);
   log_deciding(f, k);
+  if (r->finding[0]) fprintf(f, "      finding: %s\n", r->finding);
   if (verbosity >= 2) log_every_check(f, r);
   fflush(f);
 }

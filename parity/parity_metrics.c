@@ -115,14 +115,19 @@ int parity_metrics_compute(const double *x, const double *r, const int64_t dims[
   /* Componentwise relative error with the floor (needs max |r| first). */
   m->rel_floor = gdn_dtype_unit_roundoff(t) * m->ref_max_abs;
   double mr = 0;
+  size_t rarg = 0;
   for (size_t i = 0; i < n; i++) {
     double d = isfinite(x[i]) ? fabs(x[i] - r[i]) : INFINITY;
     if (d == 0) continue;
     double den = fabs(r[i]) > m->rel_floor ? fabs(r[i]) : m->rel_floor;
     double q = den > 0 ? d / den : INFINITY;
-    if (q > mr) mr = q;
+    if (q > mr) mr = q, rarg = i;
   }
   m->max_rel = mr;
+  for (int64_t d = 3, rem = (int64_t)rarg; d >= 0 && n; d--) {
+    m->rel_at[d] = rem % dims[d];
+    rem /= dims[d];
+  }
   if (arg >= 0) {
     int64_t rem = arg;
     for (int d = 3; d >= 0; d--) {
@@ -197,4 +202,131 @@ void parity_rel_acc_add(parity_rel_acc *acc, const double *a, const double *b, s
 
 double parity_rel_acc_value(const parity_rel_acc *acc) {
   return acc->nn > 0 ? sqrt(acc->dd / acc->nn) : (acc->dd > 0 ? INFINITY : 0);
+}
+
+/* elem_rel: each element against max(|r|, the RMS of r over its block,
+ * rel_floor); rms[k] holds the block RMS.  Same loop order as block_sums. */
+static void elem_rel(const double *x, const double *r, const int64_t dims[4], const int64_t bl[4],
+                     const int64_t nbk[4], const double *rms, parity_metrics *m) {
+  int64_t i = 0, arg = -1;
+  double best = 0;
+  for (int64_t a = 0; a < dims[0]; a++)
+    for (int64_t b = 0; b < dims[1]; b++)
+      for (int64_t c = 0; c < dims[2]; c++) {
+        int64_t k3 = ((a / bl[0]) * nbk[1] + b / bl[1]) * nbk[2] + c / bl[2];
+        for (int64_t d = 0; d < dims[3]; d++, i++) {
+          double df = isfinite(x[i]) ? fabs(x[i] - r[i]) : INFINITY;
+          if (df == 0) continue;
+          double den = fmax(fabs(r[i]), fmax(rms[k3 * nbk[3] + d / bl[3]], m->rel_floor));
+          double q = den > 0 ? df / den : INFINITY;
+          if (q > best || arg < 0) best = q, arg = i;
+        }
+      }
+  m->elem_rel = best;
+  for (int64_t d = 3, rem = arg; d >= 0 && arg >= 0; d--) {
+    m->elem_at[d] = rem % dims[d];
+    rem /= dims[d];
+  }
+}
+
+/* Sums of (x - r)^2 and r^2 per block; a non-finite x marks its block. */
+static void block_sums(const double *x, const double *r, const int64_t dims[4], const int64_t bl[4],
+                       const int64_t nbk[4], double *d2, double *r2, unsigned char *bad) {
+  int64_t i = 0;
+  for (int64_t a = 0; a < dims[0]; a++)
+    for (int64_t b = 0; b < dims[1]; b++)
+      for (int64_t c = 0; c < dims[2]; c++) {
+        int64_t k3 = ((a / bl[0]) * nbk[1] + b / bl[1]) * nbk[2] + c / bl[2];
+        for (int64_t d = 0; d < dims[3]; d++, i++) {
+          int64_t k = k3 * nbk[3] + d / bl[3];
+          if (!isfinite(x[i])) bad[k] = 1;
+          double df = x[i] - r[i];
+          d2[k] += df * df;
+          r2[k] += r[i] * r[i];
+        }
+      }
+}
+
+int parity_metrics_blocks(const double *x, const double *r, const int64_t dims[4], const int64_t block_len[4],
+                          parity_metrics *m, gdn_error *e) {
+  int64_t bl[4], nbk[4], nb = 1;
+  for (int a = 0; a < 4; a++) {
+    bl[a] = block_len[a] < 1 ? 1 : block_len[a] > dims[a] ? dims[a] : block_len[a];
+    if (bl[a] < 1) bl[a] = 1;
+    nbk[a] = (dims[a] + bl[a] - 1) / bl[a];
+    nb *= nbk[a];
+  }
+  m->block_rel = m->elem_rel = 0;
+  memset(m->elem_at, 0, sizeof m->elem_at);
+  m->n_blocks = nb;
+  memcpy(m->block_len, bl, sizeof bl);
+  if (nb == 0 || m->n == 0) return GDN_OK;
+  double *d2 = gdn_calloc((size_t)nb * 2, sizeof *d2, "block sums", e);
+  unsigned char *bad = gdn_calloc((size_t)nb, 1, "block flags", e);
+  if (!d2 || !bad) {
+    gdn_free(d2);
+    gdn_free(bad);
+    return e ? e->code : GDN_ERR_NOMEM;
+  }
+  double *r2 = d2 + nb;
+  block_sums(x, r, dims, bl, nbk, d2, r2, bad);
+  int64_t worst = 0;
+  for (int64_t k = 0; k < nb; k++) {
+    /* the block's element count (the last block on an axis may be short) */
+    int64_t rem = k, cnt = 1;
+    for (int a = 3; a >= 0; a--) {
+      int64_t j = rem % nbk[a], lo = j * bl[a], hi = lo + bl[a] < dims[a] ? lo + bl[a] : dims[a];
+      cnt *= hi - lo;
+      rem /= nbk[a];
+    }
+    double fl = sqrt((double)cnt) * m->rel_floor, nr = sqrt(r2[k]);
+    double den = nr > fl ? nr : fl;
+    double q = bad[k] ? INFINITY : d2[k] == 0 ? 0 : den > 0 ? sqrt(d2[k]) / den : INFINITY;
+    if (q > m->block_rel) m->block_rel = q, worst = k;
+    r2[k] = sqrt(r2[k] / (double)cnt); /* now the block's RMS, for elem_rel */
+  }
+  elem_rel(x, r, dims, bl, nbk, r2, m);
+  int64_t rem = worst;
+  for (int a = 3; a >= 0; a--) {
+    int64_t j = rem % nbk[a];
+    rem /= nbk[a];
+    m->block_lo[a] = j * bl[a];
+    m->block_hi[a] = m->block_lo[a] + bl[a] < dims[a] ? m->block_lo[a] + bl[a] : dims[a];
+  }
+  gdn_free(d2);
+  gdn_free(bad);
+  return GDN_OK;
+}
+
+int parity_block_map_o(const double *x, const double *r, const int64_t dims[4], int64_t block, double rel_floor,
+                       int64_t per_bin, double *out, gdn_error *e) {
+  const int64_t B = dims[0], T = dims[1], H = dims[2], D = dims[3];
+  const int64_t nblk = (T + block - 1) / block, bins = (nblk + per_bin - 1) / per_bin;
+  for (int64_t i = 0; i < H * bins; i++) out[i] = 0;
+  double *acc = gdn_calloc((size_t)(2 * H), sizeof *acc, "block map sums", e);
+  if (!acc) return e ? e->code : GDN_ERR_NOMEM;
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t k = 0; k < nblk; k++) {
+      int64_t t0 = k * block, t1 = t0 + block < T ? t0 + block : T;
+      memset(acc, 0, (size_t)(2 * H) * sizeof *acc);
+      for (int64_t t = t0; t < t1; t++)
+        for (int64_t h = 0; h < H; h++) {
+          const double *xr = x + ((b * T + t) * H + h) * D, *rr = r + ((b * T + t) * H + h) * D;
+          for (int64_t d = 0; d < D; d++) {
+            double df = isfinite(xr[d]) ? xr[d] - rr[d] : INFINITY;
+            acc[2 * h] += df * df;
+            acc[2 * h + 1] += rr[d] * rr[d];
+          }
+        }
+      double fl = sqrt((double)((t1 - t0) * D)) * rel_floor;
+      for (int64_t h = 0; h < H; h++) {
+        double nr = sqrt(acc[2 * h + 1]), den = nr > fl ? nr : fl;
+        double q = acc[2 * h] == 0 ? 0 : den > 0 ? sqrt(acc[2 * h]) / den : INFINITY;
+        if (isnan(q)) q = INFINITY;
+        double *o = &out[h * bins + k / per_bin];
+        if (q > *o) *o = q;
+      }
+    }
+  gdn_free(acc);
+  return GDN_OK;
 }

@@ -15,6 +15,21 @@
  *               undefined where r == 0, so such elements (counted in
  *               zero_ref) are measured against the floor instead
  *   worst       the multi-index of max_abs (ties: the first in memory order)
+ *   rel_at      the multi-index of max_rel (ties: the first in memory order)
+ * and, after parity_metrics_blocks, the localized statistic:
+ *   block_rel   max over blocks of ||x - r||_blk / max(||r||_blk, sqrt(n_blk) rel_floor):
+ *               the normwise error of the worst block (per head and chunk of
+ *               positions for o, per head for ht); the floor is the
+ *               componentwise one summed over the block, so a block whose
+ *               reference is (nearly) zero is measured against the floor
+ *   block_lo/hi the worst block's index range on each axis (hi exclusive;
+ *               ties: the first block in memory order)
+ *   elem_rel    componentwise max |x - r| / max(|r|, rms_blk(r), rel_floor):
+ *               each element against its own size, or near zero against
+ *               the RMS of its block.  (max_rel's global floor u max|r| is
+ *               too low for o: o passes through zero, and the float32 scan's
+ *               max_rel is 0.19 at T = 4096, so it cannot see a 1e-4 error.)
+ *   elem_at     the multi-index of elem_rel (ties: the first)
  * A non-finite x (counted in `nonfinite`) makes max_abs, rel_fro, max_ulp and
  * max_rel +inf.
  */
@@ -36,6 +51,10 @@ typedef struct parity_metrics {
   int64_t worst[4];
   double worst_x, worst_ref;
   int64_t ulp_hist[PARITY_ULP_BINS];
+  int64_t rel_at[4];
+  double block_rel, elem_rel;
+  int64_t elem_at[4];
+  int64_t block_len[4], block_lo[4], block_hi[4], n_blocks; /* n_blocks 0: not computed */
 } parity_metrics;
 
 /* Lower edge of ULP-histogram bin i (0, 0.5, 1, 2, 4, ...). */
@@ -44,6 +63,23 @@ double parity_ulp_bin_edge(int i);
 /* x and r have n = dims[0]*dims[1]*dims[2]*dims[3] elements, row-major. */
 int parity_metrics_compute(const double *x, const double *r, const int64_t dims[4],
                            gdn_dtype ulp_dtype, parity_metrics *m, gdn_error *e);
+
+/* The localized statistic of m (block_rel, block_lo/hi) over blocks of
+ * block_len[a] indices along each axis a (clamped to [1, dims[a]]); m must
+ * hold parity_metrics_compute's result for the same pair (rel_floor,
+ * nonfinite).  Per-block sums in binary64 in memory order: the same for any
+ * thread count.  A non-finite x makes its block +inf. */
+int parity_metrics_blocks(const double *x, const double *r, const int64_t dims[4], const int64_t block_len[4],
+                          parity_metrics *m, gdn_error *e);
+
+/* The block error map of an o-shaped (B, T, H, D) pair for the report's
+ * heat map: out[h * n_bins + k] is the largest block_rel (blocks of `block`
+ * positions x D per (b, h), floor sqrt(n_blk) rel_floor, as
+ * parity_metrics_blocks) over b and the blocks k * per_bin .. (k + 1) *
+ * per_bin - 1; n_bins = ceil(ceil(T / block) / per_bin).  A non-finite x
+ * gives +inf. */
+int parity_block_map_o(const double *x, const double *r, const int64_t dims[4], int64_t block, double rel_floor,
+                       int64_t per_bin, double *out, gdn_error *e);
 
 /* Max |x - r| over (b, h, d) for each block of `block` positions of an
  * o-shaped (B, T, H, D) pair; out has ceil(T / block) entries.  r may be NULL

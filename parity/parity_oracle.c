@@ -1,5 +1,8 @@
 #include "parity_oracle.h"
 
+#include <math.h>
+#include <stdio.h>
+
 #include <inttypes.h>
 #include <string.h>
 #include <time.h>
@@ -114,4 +117,104 @@ int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_o
   r->form = "token";
   r->seconds = now() - t0;
   return GDN_OK;
+}
+
+int parity_reference_stored_ok(const gdn_outputs *o, int64_t precision_bits, int64_t certified_bits,
+                               gdn_dtype judged, char *why, size_t n) {
+  int need = (judged == GDN_DTYPE_F64 ? 53 : 24) + 8;
+  if (precision_bits < 64 || precision_bits > (1 << 20)) {
+    snprintf(why, n, "precision_bits %lld is outside [64, 2^20]", (long long)precision_bits);
+    return 0;
+  }
+  if (certified_bits < 1 || certified_bits > precision_bits) {
+    snprintf(why, n, "certified_bits %lld is outside [1, precision_bits = %lld]", (long long)certified_bits,
+             (long long)precision_bits);
+    return 0;
+  }
+  if (certified_bits < need) {
+    snprintf(why, n, "certified_bits %lld is too weak to judge %s outputs (needs >= %d: the dtype's %d bits + 8)",
+             (long long)certified_bits, gdn_dtype_name(judged), need, need - 8);
+    return 0;
+  }
+  size_t no = gdn_shape_numel_v(&o->shape), nh = gdn_shape_numel_state(&o->shape);
+  for (size_t i = 0; i < no + nh; i++) {
+    double v = i < no ? o->o[i] : o->ht[i - no];
+    if (!isfinite(v)) {
+      snprintf(why, n, "%s[%zu] is not finite", i < no ? "o" : "ht", i < no ? i : i - no);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* in restricted to the value columns cols[0..n) (q, k, g, beta, seg as they are). */
+static int slice_columns(const gdn_inputs *in, const int64_t *cols, int64_t n, gdn_inputs *out, gdn_error *e) {
+  gdn_shape s = in->shape;
+  s.Dv = n;
+  int rc = gdn_inputs_alloc(out, &s, in->h0 != NULL, e);
+  if (rc) return rc;
+  const gdn_shape *S = &in->shape;
+  memcpy(out->q, in->q, gdn_shape_numel_qk(S) * sizeof *in->q);
+  memcpy(out->k, in->k, gdn_shape_numel_qk(S) * sizeof *in->k);
+  memcpy(out->g, in->g, gdn_shape_numel_gate(S) * sizeof *in->g);
+  memcpy(out->beta, in->beta, gdn_shape_numel_gate(S) * sizeof *in->beta);
+  for (int64_t r = 0; r < S->B * S->T * S->Hv; r++)
+    for (int64_t c = 0; c < n; c++) out->v[r * n + c] = in->v[r * S->Dv + cols[c]];
+  for (int64_t r = 0; in->h0 && r < S->B * S->Hv * S->Dk; r++)
+    for (int64_t c = 0; c < n; c++) out->h0[r * n + c] = in->h0[r * S->Dv + cols[c]];
+  out->l2norm_in_kernel = in->l2norm_in_kernel;
+  out->has_scale = in->has_scale;
+  out->scale = in->scale;
+  out->bf16_mask = in->bf16_mask;
+  out->packing = in->packing;
+  if (in->seg) {
+    if ((rc = gdn_inputs_alloc_seg(out, e))) return rc;
+    memcpy(out->seg, in->seg, (size_t)(S->B * S->T) * sizeof *in->seg);
+  }
+  return GDN_OK;
+}
+
+/* ||a_sub - r|| / ||r|| where a is the full tensor, rows of `stride` values
+ * of which cols[0..n) are taken, and r holds those n per row. */
+static double sub_rel(const double *a, const double *r, int64_t rows, int64_t stride, const int64_t *cols, int64_t n) {
+  double dd = 0, nn = 0;
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t c = 0; c < n; c++) {
+      double x = a[i * stride + cols[c]], y = r[i * n + c];
+      dd += (x - y) * (x - y);
+      nn += y * y;
+    }
+  if (!isfinite(dd)) return INFINITY;
+  return nn > 0 ? sqrt(dd / nn) : (dd > 0 ? INFINITY : 0);
+}
+
+int parity_reference_spot_check(const gdn_inputs *in, const gdn_outputs *stored, int64_t ncols, double *rel,
+                                int64_t *checked, gdn_error *e) {
+  const gdn_shape *S = &in->shape;
+  int64_t n = ncols < S->Dv ? ncols : S->Dv, cols[64];
+  if (n > 64) n = 64;
+  for (int64_t c = 0; c < n; c++) cols[c] = (2 * c + 1) * S->Dv / (2 * n);
+  gdn_inputs sub;
+  gdn_inputs_init(&sub);
+  gdn_outputs r;
+  gdn_outputs_init(&r);
+  int rc = slice_columns(in, cols, n, &sub, e);
+  if (!rc) rc = gdn_outputs_alloc(&r, &sub.shape, GDN_DTYPE_F64, e);
+  if (!rc) {
+    oracle_dd_config cfg;
+    oracle_dd_config_init(&cfg);
+    cfg.sample_columns = 0; /* the dd values only: the check is against the stored MPFR values */
+    oracle_dd_certificate cert;
+    rc = oracle_run_dd(&sub, &cfg, &r, &cert, e);
+  }
+  if (!rc) {
+    double ro = sub_rel(stored->o, r.o, S->B * S->T * S->Hv, S->Dv, cols, n);
+    double rh = sub_rel(stored->ht, r.ht, S->B * S->Hv * S->Dk, S->Dv, cols, n);
+    *rel = ro > rh ? ro : rh;
+    if (isnan(*rel)) *rel = INFINITY;
+    *checked = n;
+  }
+  gdn_outputs_clear(&r);
+  gdn_inputs_clear(&sub);
+  return rc;
 }

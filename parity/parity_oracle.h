@@ -62,7 +62,31 @@ typedef struct parity_reference {
                                    (parity_reference_borrow): clear leaves it */
   gdn_outputs out;
   double seconds;
+  char note[320];               /* why a stored /oracle was not used ("" otherwise) */
+  int64_t spot_columns;         /* stored oracle: state columns recomputed by the spot check (0: none) */
+  double spot_rel;              /* and their normwise difference from the stored values */
 } parity_reference;
+
+/* Spot check of a stored oracle: up to `ncols` state columns (dv indices
+ * spread evenly; columns evolve independently, and o[.., dv] depends on
+ * column dv only) recomputed by the double-double oracle on inputs sliced
+ * to those columns, for every (b, head) and token; *rel is the larger of
+ * the o and ht normwise differences ||stored - recomputed|| / ||recomputed||
+ * over those columns.  The caller compares it with a tolerance (both round
+ * to binary64, so ~1e-16 is agreement).  Sampled: a stored oracle wrong
+ * only in columns not sampled passes. */
+int parity_reference_spot_check(const gdn_inputs *in, const gdn_outputs *stored, int64_t ncols, double *rel,
+                                int64_t *checked, gdn_error *e);
+
+/* Whether a fixture's stored /oracle may be trusted to judge outputs
+ * computed in `judged` (the case's compute dtype): every value finite,
+ * 64 <= precision_bits <= 1 << 20, 1 <= certified_bits <= precision_bits,
+ * and certified_bits >= p(judged) + 8 (32 for float32 and bfloat16, 61 for
+ * float64): an oracle known to fewer bits cannot resolve the outputs' own
+ * round-off, so their errors would be partly the oracle's.  Returns 1
+ * (trusted) or 0 with the reason in why (the caller computes a fresh one). */
+int parity_reference_stored_ok(const gdn_outputs *o, int64_t precision_bits, int64_t certified_bits,
+                               gdn_dtype judged, char *why, size_t n);
 
 const char *parity_oracle_tier_name(parity_oracle_tier t);
 /* "mpfr", "dd", "auto", "none". */

@@ -11,10 +11,10 @@
 #include "parity_json.h"
 
 static const char *const metric_names[] = {"rel_fro", "max_abs", "max_rel", "max_ulp",
-                                           "median_ulp", NULL};
+                                           "median_ulp", "block_rel", "elem_rel", NULL};
 
 const char *parity_metric_name(parity_metric_id m) {
-  return (unsigned)m < 5 ? metric_names[m] : "?";
+  return (unsigned)m < 7 ? metric_names[m] : "?";
 }
 
 double parity_metric_value(const parity_metrics *m, parity_metric_id id) {
@@ -24,6 +24,8 @@ double parity_metric_value(const parity_metrics *m, parity_metric_id id) {
   case PARITY_M_MAX_REL: return m->max_rel;
   case PARITY_M_MAX_ULP: return m->max_ulp;
   case PARITY_M_MEDIAN_ULP: return m->median_ulp;
+  case PARITY_M_BLOCK_REL: return m->n_blocks ? m->block_rel : NAN; /* not computed: fails */
+  case PARITY_M_ELEM_REL: return m->n_blocks ? m->elem_rel : NAN;
   }
   return NAN;
 }
@@ -137,7 +139,7 @@ static int get_number(json_t *r, const char *key, double *out, const char *src, 
 /* Limits, factor and floors: which a kind takes, and the subjects it may
  * judge (a relative or vs-scan rule cannot judge the scan itself). */
 static int parse_limits(json_t *r, size_t ri, const char *src, const char *id, parity_rule *out, gdn_error *e) {
-  static const char *const kinds[] = {"absolute", "relative", "vs-scan", NULL};
+  static const char *const kinds[] = {"absolute", "relative", "vs-scan", "localized", NULL};
   int hl, hlu, hf, hfl, hflu;
   if ((hl = get_number(r, "limit", &out->limit, src, ri, e)) < 0 ||
       (hlu = get_number(r, "limit_u", &out->limit_u, src, ri, e)) < 0 ||
@@ -145,15 +147,19 @@ static int parse_limits(json_t *r, size_t ri, const char *src, const char *id, p
       (hfl = get_number(r, "floor", &out->floor, src, ri, e)) < 0 ||
       (hflu = get_number(r, "floor_u", &out->floor_u, src, ri, e)) < 0)
     return GDN_ERR_INPUT;
-  if (out->kind == PARITY_RULE_RELATIVE) {
+  if (out->kind == PARITY_RULE_LOCALIZED && out->metric != PARITY_M_BLOCK_REL && out->metric != PARITY_M_ELEM_REL &&
+      out->metric != PARITY_M_MAX_REL)
+    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): a localized rule judges \"block_rel\", \"elem_rel\" or \"max_rel\", not %s",
+                         src, ri, id, parity_metric_name(out->metric));
+  if (out->kind == PARITY_RULE_RELATIVE || out->kind == PARITY_RULE_LOCALIZED) {
     if (!hf || hl || hlu)
-      return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): a relative rule takes \"factor\" (and \"floor\" or \"floor_u\"), not a limit",
-                           src, ri, id);
+      return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): a %s rule takes \"factor\" (and \"floor\" or \"floor_u\"), not a limit",
+                           src, ri, id, kinds[out->kind]);
     if (hfl && hflu)
       return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): give \"floor\" or \"floor_u\", not both", src, ri, id);
     if (out->subjects & PARITY_SUBJ_SCAN)
-      return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): a relative rule judges against the scan; its subject cannot be the scan",
-                           src, ri, id);
+      return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): a %s rule judges against the scan; its subject cannot be the scan",
+                           src, ri, id, kinds[out->kind]);
     if (!out->subjects) out->subjects = PARITY_SUBJ_AFFINE | PARITY_SUBJ_EXTERNAL;
     out->oracle = 1;
   } else {
@@ -177,7 +183,7 @@ static int parse_rule(json_t *r, size_t ri, const char *src, parity_rule *out, g
   static const char *const allowed[] = {"id", "kind", "subject", "dtype", "matmul", "oracle",
                                         "tensors", "metric", "limit", "limit_u", "factor",
                                         "floor", "floor_u", "reason", "output", NULL};
-  static const char *const kinds[] = {"absolute", "relative", "vs-scan", NULL};
+  static const char *const kinds[] = {"absolute", "relative", "vs-scan", "localized", NULL};
   static const char *const dtypes[] = {"float32", "bfloat16", "float64", NULL};
   static const char *const matmuls[] = {"ieee", "default", "high", "highest", NULL};
   const char *tensors[PARITY_T_N + 1];
@@ -231,7 +237,7 @@ static int parse_rule(json_t *r, size_t ri, const char *src, parity_rule *out, g
     out->oracle = json_is_true(v);
   }
   if (!(v = json_object_get(r, "metric")) || !json_is_string(v))
-    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"metric\" must be one of rel_fro, max_abs, max_rel, max_ulp, median_ulp",
+    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"metric\" must be one of rel_fro, max_abs, max_rel, max_ulp, median_ulp, block_rel, elem_rel",
                          src, ri, id);
   if ((rc = name_mask(v, metric_names, &m, src, ri, "metric", e))) return rc;
   out->metric = (parity_metric_id)__builtin_ctz(m);
@@ -365,8 +371,42 @@ static const parity_metrics *rule_target(const parity_rule *r, const parity_case
   if (r->kind != PARITY_RULE_ABSOLUTE && !same) return NULL; /* the scan baseline has the case's numerics */
   if (r->outputs && !(r->outputs & (1u << s->out_dtype[ti]))) return NULL;
   if (!(r->subjects & s->kind)) return NULL;
-  if (r->kind == PARITY_RULE_RELATIVE && !c->scan_vs_oracle[ti]) return NULL;
+  if ((r->kind == PARITY_RULE_RELATIVE || r->kind == PARITY_RULE_LOCALIZED) && !c->scan_vs_oracle[ti]) return NULL;
   return r->kind == PARITY_RULE_VS_SCAN ? s->vs_scan[ti] : s->vs_oracle[ti];
+}
+
+/* The last seam at or before position t (0: none), from the view's seams. */
+static int64_t seam_before(const parity_case_view *c, int64_t t) {
+  int64_t dev = 0;
+  for (size_t i = 0; i < c->n_seams; i++)
+    if (c->seam_t[i] <= t) dev = (int64_t)i + 1;
+  return dev;
+}
+
+void parity_check_locate(parity_check *k, const parity_case_view *c, int ti, const parity_metrics *m,
+                         parity_metric_id id) {
+  const parity_tensor *pt = &parity_tensors[ti];
+  char *w = k->where;
+  size_t n = sizeof k->where;
+  if (id == PARITY_M_MAX_REL || id == PARITY_M_ELEM_REL) {
+    const int64_t *at = id == PARITY_M_MAX_REL ? m->rel_at : m->elem_at;
+    int o = snprintf(w, n, "worst element %s=%lld %s=%lld %s=%lld %s=%lld", pt->index_names[0], (long long)at[0],
+                     pt->index_names[1], (long long)at[1], pt->index_names[2], (long long)at[2],
+                     pt->index_names[3], (long long)at[3]);
+    int64_t dev = ti == PARITY_T_O ? seam_before(c, at[1]) : 0;
+    if (dev && o > 0 && (size_t)o < n)
+      snprintf(w + o, n - (size_t)o, ", %lld tokens after the seam of device %lld (t=%lld)",
+               (long long)(at[1] - c->seam_t[dev - 1]), (long long)dev, (long long)c->seam_t[dev - 1]);
+  } else if (ti == PARITY_T_O) {
+    int64_t t0 = m->block_lo[1], dev = seam_before(c, t0);
+    int o = snprintf(w, n, "worst block b=%lld h=%lld t=[%lld, %lld)", (long long)m->block_lo[0],
+                     (long long)m->block_lo[2], (long long)t0, (long long)m->block_hi[1]);
+    if (dev && o > 0 && (size_t)o < n)
+      snprintf(w + o, n - (size_t)o, ", %lld tokens after the seam of device %lld (t=%lld)",
+               (long long)(t0 - c->seam_t[dev - 1]), (long long)dev, (long long)c->seam_t[dev - 1]);
+  } else {
+    snprintf(w, n, "worst block b=%lld h=%lld", (long long)m->block_lo[0], (long long)m->block_lo[1]);
+  }
 }
 
 /* Value, effective limit, factor reached and the check's name. */
@@ -382,7 +422,7 @@ static void fill_check(parity_check *k, const parity_rule *r, const parity_case_
   k->tensor = 1 << ti;
   k->value = parity_metric_value(m, r->metric);
   char lb[48];
-  if (r->kind != PARITY_RULE_RELATIVE) {
+  if (r->kind == PARITY_RULE_ABSOLUTE || r->kind == PARITY_RULE_VS_SCAN) {
     k->limit = r->limit ? r->limit : r->limit_u * u;
     k->factor_reached = k->value / k->limit;
     fmt_g(lb, sizeof lb, k->limit);
@@ -400,6 +440,8 @@ static void fill_check(parity_check *k, const parity_rule *r, const parity_case_
     snprintf(k->name, sizeof k->name, "%s %s %s <= %g x max(scan, %s)", s->name, tn,
              parity_metric_name(r->metric), r->factor, fb);
   }
+  if (r->metric == PARITY_M_BLOCK_REL || r->metric == PARITY_M_ELEM_REL || r->metric == PARITY_M_MAX_REL)
+    parity_check_locate(k, c, ti, m, r->metric);
   k->pass = k->value <= k->limit; /* NaN fails */
 }
 
@@ -411,6 +453,11 @@ static int check_coverage(const parity_policy *p, const parity_case_view *c, con
     const parity_subject *s = &c->subjects[si];
     int has_metrics = 0;
     for (int ti = 0; ti < PARITY_T_N; ti++) has_metrics |= s->vs_oracle[ti] || s->vs_scan[ti];
+    /* An external output is there to be judged: with nothing measured it
+     * is an error too (the gate would report a pass it never looked at). */
+    if (!has_metrics && s->kind == PARITY_SUBJ_EXTERNAL)
+      return gdn_error_set(e, GDN_ERR_INPUT, "%s: nothing was measured (%s oracle), so it cannot be judged", s->name,
+                           c->has_oracle ? "with" : "without");
     if (!has_metrics || parity_checks_subject_deciding(out, si) != SIZE_MAX) continue;
     gdn_dtype dt;
     kern_matmul mm;

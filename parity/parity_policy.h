@@ -13,7 +13,8 @@
  *   "output":  the dtype the judged tensor was rounded to (o is cast to the
  *              input dtype, so bfloat16 inputs give a bfloat16 o)
  * and yields one check per tensor in "tensors" (["o", "ht"]) on "metric"
- * (rel_fro | max_abs | max_rel | max_ulp | median_ulp).  Kinds:
+ * (rel_fro | max_abs | max_rel | max_ulp | median_ulp | block_rel |
+ * elem_rel; see parity_metrics.h).  Kinds:
  *   "absolute"       subject vs oracle:  value <= limit
  *   "relative"       subject vs oracle:  value <= factor * max(scan's value, floor)
  *                    (the core rule: no worse than the stock scan by more
@@ -21,6 +22,12 @@
  *                    nearly exact does not make round-off fail)
  *   "vs-scan"        subject vs the stock scan directly: value <= limit (the
  *                    judgement when there is no oracle: --oracle none)
+ *   "localized"      as "relative", on a localized statistic only (block_rel:
+ *                    the worst block per head and chunk; elem_rel / max_rel:
+ *                    the worst element), and the check names where the worst block or
+ *                    element sits (b, head, token range, the seam it follows):
+ *                    a normwise rule dilutes an error confined to a seam, a
+ *                    shard or a head by sqrt(its share of the tensor)
  * Limits and floors are given absolutely ("limit", "floor") or in units of
  * the compute dtype's unit roundoff u ("limit_u", "floor_u"; u = 2^-24 for
  * float32, 2^-8 for bfloat16, 2^-53 for float64).
@@ -41,6 +48,7 @@ typedef enum parity_rule_kind {
   PARITY_RULE_ABSOLUTE = 0,
   PARITY_RULE_RELATIVE = 1,
   PARITY_RULE_VS_SCAN = 2,
+  PARITY_RULE_LOCALIZED = 3,
 } parity_rule_kind;
 
 typedef enum parity_metric_id {
@@ -49,6 +57,8 @@ typedef enum parity_metric_id {
   PARITY_M_MAX_REL,
   PARITY_M_MAX_ULP,
   PARITY_M_MEDIAN_ULP,
+  PARITY_M_BLOCK_REL,
+  PARITY_M_ELEM_REL,
 } parity_metric_id;
 
 typedef struct parity_rule {
@@ -109,6 +119,8 @@ typedef struct parity_case_view {
   const parity_metrics *scan_vs_oracle[PARITY_T_N]; /* baseline of the relative rule */
   size_t n_subjects;
   const parity_subject *subjects;
+  const int64_t *seam_t; /* first real token after the seam of device i + 1 (n_seams; may be NULL) */
+  size_t n_seams;
 } parity_case_view;
 
 typedef struct parity_check {
@@ -120,6 +132,7 @@ typedef struct parity_check {
   double value, limit; /* limit: the effective bound the value was held to */
   double factor_reached; /* relative rules: value / max(scan, floor); else value / limit */
   int pass;
+  char where[192];     /* localized statistics: the worst block or element ("" otherwise) */
 } parity_check;
 
 /* A growing list of checks; `deciding` indexes the deciding one. */
@@ -137,6 +150,12 @@ int parity_checks_subject_pass(const parity_checks *c, size_t si);
 /* The deciding check of subject `si` (its first failing check, else its
  * largest value / limit), or SIZE_MAX when it has none. */
 size_t parity_checks_subject_deciding(const parity_checks *c, size_t si);
+
+/* Fills k->where for statistic `id` of tensor row ti: "worst block b=0 h=3
+ * t=[4096, 4160), 0 tokens after the seam of device 2 (t=4096)" or "worst
+ * element b=.. t=.. h=.. d=..". */
+void parity_check_locate(parity_check *k, const parity_case_view *c, int ti, const parity_metrics *m,
+                         parity_metric_id id);
 
 /* All checks of the policy for one case: for each rule in order, each
  * tensor row it names, each subject of the view whose kind it names.  No

@@ -21,6 +21,7 @@ void parity_case_result_clear(parity_case_result *r) {
   gdn_free(r->profile.candidate);
   gdn_free(r->profile.cand_vs_base);
   parity_checks_clear(&r->checks);
+  gdn_free(r->block_map.values);
   parity_case_result_init(r);
 }
 

@@ -102,6 +102,13 @@ typedef struct parity_case_result {
   parity_profile profile;
   int pass;
   double seconds;            /* producing the per-case subjects */
+  struct {                   /* block error over (head, position) for the report's heat map */
+    const char *subject;     /* the judged subject with the worst o block_rel (borrowed); NULL: none */
+    int64_t heads, bins, tokens_per_bin;
+    double *values;          /* heads x bins, parity_block_map_o */
+  } block_map;
+  char finding[384];         /* what the numbers mean beyond pass/fail ("" if nothing): parity_sweep's
+                                range finding (outputs too small for the compute dtype's range) */
 } parity_case_result;
 
 void parity_case_result_init(parity_case_result *r);

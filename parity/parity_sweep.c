@@ -169,12 +169,16 @@ static int measure_subject(input_ctx *x, size_t i, gdn_error *e) {
     pt->dims(&x->in->shape, dims);
     if (!(s->present & (1u << t))) continue;
     int rc;
-    if (x->ref && (rc = parity_metrics_compute(pt->data(s->out), pt->data(&x->ref->out), dims, s->out_dtype[t],
-                                               &m->vs_ref[t], e)))
+    int64_t bl[4];
+    pt->blocks(&x->in->shape, x->cfg.chunk, bl);
+    if (x->ref && ((rc = parity_metrics_compute(pt->data(s->out), pt->data(&x->ref->out), dims, s->out_dtype[t],
+                                                &m->vs_ref[t], e)) ||
+                   (rc = parity_metrics_blocks(pt->data(s->out), pt->data(&x->ref->out), dims, bl, &m->vs_ref[t], e))))
       return rc;
     if (x->ref) m->has_vs_ref |= 1u << t;
     if (!s->m->vs_scan || !base || !(x->subj[x->baseline].present & (1u << t))) continue;
-    if ((rc = parity_metrics_compute(pt->data(s->out), pt->data(base), dims, s->out_dtype[t], &m->vs_scan[t], e)))
+    if ((rc = parity_metrics_compute(pt->data(s->out), pt->data(base), dims, s->out_dtype[t], &m->vs_scan[t], e)) ||
+        (rc = parity_metrics_blocks(pt->data(s->out), pt->data(base), dims, bl, &m->vs_scan[t], e)))
       return rc;
     m->has_vs_scan |= 1u << t;
   }
@@ -270,6 +274,29 @@ static void case_seams(const input_ctx *x, parity_case_result *r) {
   }
 }
 
+/* The heat map of the judged subject (not the scan) whose o has the worst
+ * block_rel against the reference: at most 256 position bins per head. */
+static int case_block_map(const input_ctx *x, parity_case_result *r, gdn_error *e) {
+  size_t w = SIZE_MAX;
+  for (size_t i = 0; i < x->n_subj; i++) {
+    const parity_subject_result *m = &x->meas[i];
+    if (m->kind == PARITY_SUBJ_SCAN || !(m->has_vs_ref & (1u << PARITY_T_O))) continue;
+    if (w == SIZE_MAX || m->vs_ref[PARITY_T_O].block_rel > x->meas[w].vs_ref[PARITY_T_O].block_rel) w = i;
+  }
+  if (w == SIZE_MAX || !x->ref) return GDN_OK;
+  int64_t od[4];
+  parity_tensors[PARITY_T_O].dims(&x->in->shape, od);
+  int64_t C = x->cfg.chunk, nblk = (od[1] + C - 1) / C, per = (nblk + 255) / 256;
+  r->block_map.heads = od[2];
+  r->block_map.bins = (nblk + per - 1) / per;
+  r->block_map.tokens_per_bin = per * C;
+  r->block_map.values = gdn_calloc((size_t)(od[2] * r->block_map.bins), sizeof(double), "block map", e);
+  if (!r->block_map.values) return e ? e->code : GDN_ERR_NOMEM;
+  r->block_map.subject = x->meas[w].name;
+  return parity_block_map_o(x->subj[w].out->o, x->ref->out.o, od, C, x->meas[w].vs_ref[PARITY_T_O].rel_floor, per,
+                            r->block_map.values, e);
+}
+
 /* Metrics of every subject, the seams, the profiles along the sequence and
  * what the upstream checks would say (candidate against baseline). */
 static void case_measure(const input_ctx *x, parity_case_result *r) {
@@ -298,6 +325,25 @@ static void case_measure(const input_ctx *x, parity_case_result *r) {
   parity_upstream_evaluate(xs, rs, ns, rf, r->upstream);
 }
 
+/* A problem whose answer lies within 1/u of the dtype's smallest normal
+ * (2^-126 for float32 and bfloat16) cannot be carried to the dtype's
+ * precision: its products are subnormal, and flushed with --ftz (v = 1e-36
+ * puts the float32 scan at 0.28 with FTZ, 6.5e-5 without).  The errors are
+ * then the format's range, not a kernel defect: the case says so. */
+static void case_range_finding(const input_ctx *x, parity_case_result *r) {
+  r->finding[0] = '\0';
+  if (!r->has_ref || x->o->dtype == GDN_DTYPE_F64) return;
+  const parity_metrics *mo = &r->subjects[r->baseline].vs_ref[PARITY_T_O];
+  double tiny = 0x1p-126 / gdn_dtype_unit_roundoff(x->o->dtype);
+  if (!(mo->ref_max_abs < tiny)) return;
+  snprintf(r->finding, sizeof r->finding,
+           "range: the exact o is at most %.3g, below 2^-126/u = %.3g, so the %s computation works with subnormal "
+           "values (%s): the format cannot carry this problem to its precision, so errors here measure the "
+           "format's range, not a kernel defect",
+           mo->ref_max_abs, tiny, gdn_dtype_name(x->o->dtype),
+           x->cfg.ftz ? "flushed to zero by --ftz, which changes the mathematics" : "with fewer significant bits");
+}
+
 /* The policy over the case's subject table; each subject's own verdict. */
 static int case_judge(const input_ctx *x, parity_case_result *r, gdn_error *e) {
   parity_subject *view = gdn_calloc(r->n_subjects, sizeof *view, "policy view", e);
@@ -315,11 +361,19 @@ static int case_judge(const input_ctx *x, parity_case_result *r, gdn_error *e) {
       if (s->has_vs_scan & (1u << t)) view[i].vs_scan[t] = &s->vs_scan[t];
     }
   }
-  parity_case_view cv = {x->o->dtype, x->o->matmul, r->has_ref, {NULL}, r->n_subjects, view};
+  int64_t *seam_t = gdn_calloc(r->n_seams + 1, sizeof *seam_t, "seam positions", e);
+  if (!seam_t) {
+    gdn_free(view);
+    return e ? e->code : GDN_ERR_NOMEM;
+  }
+  for (size_t k = 0; k < r->n_seams; k++) seam_t[k] = r->seams[k].t;
+  parity_case_view cv = {x->o->dtype, x->o->matmul, r->has_ref, {NULL}, r->n_subjects, view, seam_t, r->n_seams};
   for (int t = 0; t < PARITY_T_N; t++) cv.scan_vs_oracle[t] = view[r->baseline].vs_oracle[t];
   int rc = parity_policy_judge(x->o->policy, &cv, &r->checks, e);
   gdn_free(view);
+  gdn_free(seam_t);
   if (rc) return rc;
+  case_range_finding(x, r);
   r->pass = 1;
   for (size_t i = 0; i < r->checks.n; i++) r->pass &= r->checks.v[i].pass;
   for (size_t i = 0; i < r->n_subjects; i++) {
@@ -348,7 +402,8 @@ static int run_case(input_ctx *x, int64_t devices, kern_prefix prefix, gdn_error
     x->d->t_kernels += r.seconds;
     case_describe(x, &r);
     case_measure(x, &r);
-    rc = case_judge(x, &r, e);
+    rc = case_block_map(x, &r, e);
+    if (!rc) rc = case_judge(x, &r, e);
   }
   if (!rc) rc = parity_doc_add_case(x->d, &r, x->o->reproducible, e);
   if (!rc && x->o->verbosity >= 1 && x->o->log) parity_log_case(x->o->log, &r, x->o->verbosity);

@@ -8,12 +8,19 @@ static void dims_o(const gdn_shape *s, int64_t d[4]) {
 static void dims_ht(const gdn_shape *s, int64_t d[4]) {
   d[0] = s->B, d[1] = s->Hv, d[2] = s->Dk, d[3] = s->Dv;
 }
+static void blocks_o(const gdn_shape *s, int64_t chunk, int64_t d[4]) {
+  d[0] = 1, d[1] = chunk, d[2] = 1, d[3] = s->Dv;
+}
+static void blocks_ht(const gdn_shape *s, int64_t chunk, int64_t d[4]) {
+  (void)chunk;
+  d[0] = 1, d[1] = 1, d[2] = s->Dk, d[3] = s->Dv;
+}
 static const double *data_o(const gdn_outputs *x) { return x->o; }
 static const double *data_ht(const gdn_outputs *x) { return x->ht; }
 
 const parity_tensor parity_tensors[PARITY_T_N] = {
-    {PARITY_T_O, "o", {"b", "t", "h", "d"}, dims_o, data_o},
-    {PARITY_T_HT, "ht", {"b", "h", "dk", "dv"}, dims_ht, data_ht},
+    {PARITY_T_O, "o", {"b", "t", "h", "d"}, dims_o, blocks_o, data_o},
+    {PARITY_T_HT, "ht", {"b", "h", "dk", "dv"}, dims_ht, blocks_ht, data_ht},
 };
 
 const parity_tensor *parity_tensor_find(const char *name) {

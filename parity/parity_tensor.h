@@ -31,6 +31,10 @@ typedef struct parity_tensor {
   const char *index_names[4]; /* names of the worst position's indices */
   /* Row-major dims of the tensor for a shape. */
   void (*dims)(const gdn_shape *s, int64_t out[4]);
+  /* Block lengths along each axis for the localized statistic
+   * (parity_metrics_blocks) of a case with chunk size `chunk`: o per
+   * (b, head, chunk of positions), ht per (b, head). */
+  void (*blocks)(const gdn_shape *s, int64_t chunk, int64_t out[4]);
   /* The tensor inside an implementation's outputs (NULL: not produced). */
   const double *(*data)(const gdn_outputs *x);
 } parity_tensor;

@@ -18,7 +18,7 @@
 #include "gdn_error.h"
 
 /* The schema this code reads; a newer "schema" is refused. */
-#define REPORT_DOC_SCHEMA 1
+#define REPORT_DOC_SCHEMA 2
 
 /* `source` names the document in messages (a path, or "results document"). */
 int report_doc_validate(const json_t *doc, const char *source, gdn_error *e);

@@ -710,6 +710,132 @@ static int plot_heatmap(const report_summary *s, report_buf *b, gdn_error *e) {
   return GDN_OK;
 }
 
+/* ------------------------------------------------------- localized block map */
+
+static double num_or_inf(const json_t *v) {
+  if (json_is_number(v)) return json_number_value(v);
+  const char *t = json_string_value(v);
+  return t && !strcmp(t, "inf") ? INFINITY : t ? NAN : 0;
+}
+
+/* The limit of the localized-block check of `subject` on o in case c (0: none). */
+static double block_limit(const json_t *c, const char *subject) {
+  const json_t *checks = json_object_get(json_object_get(c, "tolerance"), "checks"), *k;
+  size_t i;
+  json_array_foreach(checks, i, k) {
+    const char *r = json_string_value(json_object_get(k, "rule")), *sj = json_string_value(json_object_get(k, "subject")),
+               *tn = json_string_value(json_object_get(k, "tensor"));
+    if (r && sj && tn && !strcmp(r, "localized-block") && !strcmp(sj, subject) && !strcmp(tn, "o"))
+      return num_or_inf(json_object_get(k, "limit"));
+  }
+  return 0;
+}
+
+/* Largest value / limit of a case's block map (-1 without one). */
+static double map_worst(const json_t *c) {
+  const json_t *bm = json_object_get(c, "block_map"), *row, *v;
+  const char *sj = json_string_value(json_object_get(bm, "subject"));
+  double lim = sj ? block_limit(c, sj) : 0, w = -1;
+  size_t i, j;
+  if (!sj || !(lim > 0)) return -1;
+  json_array_foreach(json_object_get(bm, "values"), i, row) json_array_foreach(row, j, v) {
+    double q = num_or_inf(v) / lim;
+    if (!(q <= w)) w = isnan(q) ? INFINITY : q;
+  }
+  return w;
+}
+
+static void map_cell(report_buf *b, double x, double y, double w, double h, double q, const char *tip) {
+  char col[8];
+  int dark;
+  if (isfinite(q)) ratio_color(q, col, &dark);
+  else snprintf(col, sizeof col, "#67001F");
+  report_buf_puts(b, "<rect x=\"");
+  report_svg_num(b, x);
+  report_buf_puts(b, "\" y=\"");
+  report_svg_num(b, y);
+  report_buf_puts(b, "\" width=\"");
+  report_svg_num(b, w);
+  report_buf_puts(b, "\" height=\"");
+  report_svg_num(b, h);
+  report_buf_printf(b, "\" fill=\"%s\"><title>", col);
+  report_escape_html_text_z(b, tip);
+  report_buf_puts(b, "</title></rect>");
+}
+
+/* Block error over position and head for the case whose judged subject is
+ * closest to (or furthest beyond) its localized-block limit; seams marked. */
+static void plot_block_map(const report_summary *s, report_buf *b) {
+  figure_begin(b, "plot-block-map", "Where the error sits: block error over position and head (worst case)");
+  const json_t *c = NULL;
+  double worst = -1;
+  for (size_t i = 0; i < s->n; i++) {
+    /* ties (an output judged in every case alike): the case with more
+     * devices, whose seams the map can show */
+    double w = map_worst(s->cases[i].c);
+    if (w > worst || (c && w == worst && report_doc_int(s->cases[i].c, "devices", 0) > report_doc_int(c, "devices", 0)))
+      worst = w, c = s->cases[i].c;
+  }
+  if (!c) {
+    note(b, "No case has a block map (cases[].block_map needs an oracle and the localized-block rule).");
+    figure_end(b);
+    return;
+  }
+  const json_t *bm = json_object_get(c, "block_map"), *rows = json_object_get(bm, "values");
+  const char *sj = json_string_value(json_object_get(bm, "subject"));
+  double lim = block_limit(c, sj), tpb = (double)report_doc_int(bm, "tokens_per_bin", 1);
+  size_t nh = json_array_size(rows), nb = json_array_size(json_array_get(rows, 0));
+  double left = 70, top = 20, gw = 640, ch = nh > 32 ? 6 : 16, cw = gw / (double)(nb ? nb : 1);
+  double gh = ch * (double)nh, W = left + gw + 20, H = top + gh + 44;
+  report_buf_puts(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot blockmap\" id=\"svg-blockmap\" "
+                     "role=\"img\" viewBox=\"0 0 ");
+  report_svg_num(b, W);
+  report_buf_putc(b, ' ');
+  report_svg_num(b, H);
+  report_buf_puts(b, "\" aria-label=\"Block error over position and head\">\n");
+  char tip[200], lab[64], t[REPORT_NUM_CHARS];
+  for (size_t h = 0; h < nh; h++) {
+    const json_t *row = json_array_get(rows, h);
+    if (nh <= 32 || h % 8 == 0) {
+      snprintf(lab, sizeof lab, "head %zu", h);
+      report_svg_text(b, left - 6, top + ch * ((double)h + 0.5) + 4, "end", NULL, lab);
+    }
+    for (size_t k = 0; k < nb; k++) {
+      double v = num_or_inf(json_array_get(row, k));
+      fmt(t, v);
+      snprintf(tip, sizeof tip, "head %zu, t = %.0f..%.0f: block_rel %s", h, (double)k * tpb, (double)(k + 1) * tpb - 1, t);
+      map_cell(b, left + cw * (double)k, top + ch * (double)h, cw + 0.05, ch - 0.5, v / lim, tip);
+    }
+  }
+  const json_t *sm;
+  size_t i;
+  json_array_foreach(json_object_get(c, "seams"), i, sm) {
+    double x = left + cw * (double)report_doc_int(sm, "t", 0) / tpb;
+    report_buf_puts(b, "<line class=\"seam\" stroke=\"#000\" stroke-dasharray=\"3,2\" x1=\"");
+    report_svg_num(b, x);
+    report_buf_puts(b, "\" x2=\"");
+    report_svg_num(b, x);
+    report_buf_puts(b, "\" y1=\"");
+    report_svg_num(b, top - 4);
+    report_buf_puts(b, "\" y2=\"");
+    report_svg_num(b, top + gh + 4);
+    report_buf_puts(b, "\"/>");
+  }
+  report_svg_text(b, left + gw / 2, top + gh + 30, "middle", "axis-label", "position t (dashed: device seams)");
+  report_buf_puts(b, "</svg>\n");
+  caption_begin(b);
+  report_buf_puts(b, "Case ");
+  report_escape_html_text_z(b, json_string_value(json_object_get(c, "id")));
+  report_buf_puts(b, ", subject ");
+  report_escape_html_text_z(b, sj);
+  fmt(t, lim);
+  report_buf_printf(b, ": each cell is the worst block_rel (one head, one chunk of positions) in its bin of "
+                       "%.0f tokens, coloured by its ratio to the localized-block limit %s (red: beyond it; "
+                       "white: at it; blue: below).", tpb, t);
+  caption_end(b);
+  figure_end(b);
+}
+
 /* ------------------------------------------------------------ ULP histogram */
 
 static int same_edges(const json_t *a, const json_t *b) { return json_equal((json_t *)a, (json_t *)b); }
@@ -841,5 +967,6 @@ int report_plots_render(const json_t *doc, const report_summary *s, report_buf *
   plot_devices(s, b);
   plot_length(s, b);
   if ((rc = plot_heatmap(s, b, e))) return rc;
+  plot_block_map(s, b);
   return plot_ulp(s, b, e);
 }

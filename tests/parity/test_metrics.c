@@ -105,6 +105,42 @@ START_TEST(profile_and_allclose) {
 }
 END_TEST
 
+/* Blocks by hand: dims (1, 4, 1, 2), blocks of 2 positions x 2 -> 2 blocks.
+ * r = 1,1,1,1 | 3,4,0,0 and x = r except x[4] = 3.3: block 0 exact, block 1
+ * ||d|| = 0.3, ||r|| = 5 -> 0.06; elem_rel: 0.3 / max(3, rms 2.5) = 0.1.
+ * Negative controls: x == r gives 0; a NaN gives +inf in its block. */
+START_TEST(blocks_by_hand) {
+  double r[8] = {1, 1, 1, 1, 3, 4, 0, 0}, x[8] = {1, 1, 1, 1, 3.3, 4, 0, 0};
+  int64_t dims[4] = {1, 4, 1, 2}, bl[4] = {1, 2, 1, 2};
+  parity_metrics m;
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_metrics_compute(x, r, dims, GDN_DTYPE_F32, &m, &e), GDN_OK);
+  ck_assert_int_eq(parity_metrics_blocks(x, r, dims, bl, &m, &e), GDN_OK);
+  ck_assert_int_eq(m.n_blocks, 2);
+  ck_assert(fabs(m.block_rel - 0.06) < 1e-15);
+  ck_assert_int_eq(m.block_lo[1], 2);
+  ck_assert_int_eq(m.block_hi[1], 4);
+  ck_assert(fabs(m.elem_rel - 0.1) < 1e-15);
+  ck_assert_int_eq(m.elem_at[1], 2);
+  ck_assert_int_eq(m.elem_at[3], 0);
+  /* near zero: x[6] = 1e-3 against the block RMS 2.5, not against 0 */
+  x[4] = 3, x[6] = 1e-3;
+  ck_assert_int_eq(parity_metrics_compute(x, r, dims, GDN_DTYPE_F32, &m, &e), GDN_OK);
+  ck_assert_int_eq(parity_metrics_blocks(x, r, dims, bl, &m, &e), GDN_OK);
+  ck_assert(fabs(m.elem_rel - 1e-3 / 2.5) < 1e-15);
+  x[6] = 0;
+  ck_assert_int_eq(parity_metrics_compute(x, r, dims, GDN_DTYPE_F32, &m, &e), GDN_OK);
+  ck_assert_int_eq(parity_metrics_blocks(x, r, dims, bl, &m, &e), GDN_OK);
+  ck_assert(m.block_rel == 0 && m.elem_rel == 0);
+  x[1] = NAN;
+  ck_assert_int_eq(parity_metrics_compute(x, r, dims, GDN_DTYPE_F32, &m, &e), GDN_OK);
+  ck_assert_int_eq(parity_metrics_blocks(x, r, dims, bl, &m, &e), GDN_OK);
+  ck_assert(isinf(m.block_rel) && isinf(m.elem_rel));
+  ck_assert_int_eq(m.block_lo[1], 0);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("metrics");
   TCase *tc = tcase_create("metrics");
@@ -113,6 +149,7 @@ int main(void) {
   tcase_add_test(tc, nonfinite_and_zero_reference);
   tcase_add_test(tc, median_exact_and_thread_independent);
   tcase_add_test(tc, profile_and_allclose);
+  tcase_add_test(tc, blocks_by_hand);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

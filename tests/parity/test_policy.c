@@ -49,6 +49,12 @@ START_TEST(bad_policies) {
        "relative rule takes \"factor\""},
       {"{\"name\":\"x\",\"rules\":[{\"id\":\"a\",\"kind\":\"relative\",\"subject\":\"scan\",\"metric\":\"rel_fro\",\"factor\":2,\"reason\":\"r\"}]}",
        "cannot be the scan"},
+      {"{\"name\":\"x\",\"rules\":[{\"id\":\"a\",\"kind\":\"localized\",\"metric\":\"rel_fro\",\"factor\":2,\"reason\":\"r\"}]}",
+       "localized rule judges \"block_rel\", \"elem_rel\" or \"max_rel\", not rel_fro"},
+      {"{\"name\":\"x\",\"rules\":[{\"id\":\"a\",\"kind\":\"localized\",\"metric\":\"block_rel\",\"limit\":1,\"reason\":\"r\"}]}",
+       "localized rule takes \"factor\""},
+      {"{\"name\":\"x\",\"rules\":[{\"id\":\"a\",\"kind\":\"localized\",\"subject\":\"scan\",\"metric\":\"elem_rel\",\"factor\":2,\"reason\":\"r\"}]}",
+       "cannot be the scan"},
       {"{\"name\":\"x\",\"rules\":[{\"id\":\"a\",\"kind\":\"absolute\",\"metric\":\"rel_fro\",\"limit\":1,\"reason\":\"r\",\"colour\":1}]}",
        "unknown key \"colour\""},
       {"{\"name\":\"x\",\"rules\":[{\"id\":\"a\",\"kind\":\"absolute\",\"metric\":\"rel_fro\",\"limit\":1,\"reason\":\"r\"},"
@@ -87,7 +93,7 @@ START_TEST(evaluate_relative_rule) {
   parity_metrics so = mk(1e-6), sh = mk(1e-6), ao = mk(1.5e-6), ah = mk(1e-6);
   parity_subject subj[2] = {{.name = "scan", .kind = PARITY_SUBJ_SCAN, .vs_oracle = {&so, &sh}, .vs_scan = {NULL, NULL}},
                             {.name = "affine-prefix", .kind = PARITY_SUBJ_AFFINE, .vs_oracle = {&ao, &ah}, .vs_scan = {NULL, NULL}}};
-  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 1, {&so, &sh}, 2, subj};
+  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 1, {&so, &sh}, 2, subj, NULL, 0};
   parity_check c[16];
   size_t n, dec;
   ck_assert_int_eq(parity_policy_evaluate(&p, &v, c, 16, &n, &dec, &e), GDN_OK);
@@ -111,12 +117,12 @@ START_TEST(evaluate_relative_rule) {
   /* Without an oracle only the vs-scan rule applies. */
   parity_metrics vo = mk(2e-3), vh = mk(1e-4);
   parity_subject s2[1] = {{.name = "affine-prefix", .kind = PARITY_SUBJ_AFFINE, .vs_oracle = {NULL, NULL}, .vs_scan = {&vo, &vh}}};
-  parity_case_view v2 = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 0, {NULL, NULL}, 1, s2};
+  parity_case_view v2 = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 0, {NULL, NULL}, 1, s2, NULL, 0};
   ck_assert_int_eq(parity_policy_evaluate(&p, &v2, c, 16, &n, &dec, &e), GDN_OK);
   ck_assert_uint_eq(n, 2);
   ck_assert(!c[0].pass && c[1].pass && dec == 0);
   /* A policy silent about a case is an error, not a pass. */
-  parity_case_view v3 = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 0, {NULL, NULL}, 0, s2};
+  parity_case_view v3 = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 0, {NULL, NULL}, 0, s2, NULL, 0};
   ck_assert_int_eq(parity_policy_evaluate(&p, &v3, c, 16, &n, &dec, &e), GDN_ERR_INPUT);
   ck_assert_ptr_nonnull(strstr(e.msg, "no rule"));
   parity_policy_clear(&p);
@@ -136,7 +142,7 @@ START_TEST(selectors) {
   parity_metrics m = mk(0);
   m.max_rel = 0.01;
   parity_subject subj[1] = {{.name = "scan", .kind = PARITY_SUBJ_SCAN, .vs_oracle = {&m, &m}, .vs_scan = {NULL, NULL}}};
-  parity_case_view v = {GDN_DTYPE_BF16, KERN_MATMUL_HIGH, 1, {&m, &m}, 1, subj};
+  parity_case_view v = {GDN_DTYPE_BF16, KERN_MATMUL_HIGH, 1, {&m, &m}, 1, subj, NULL, 0};
   parity_check c[8];
   size_t n, dec;
   ck_assert_int_eq(parity_policy_evaluate(&p, &v, c, 8, &n, &dec, &e), GDN_OK);
@@ -165,6 +171,49 @@ START_TEST(selectors) {
 }
 END_TEST
 
+/* A localized rule: the subject's block_rel against 2 x max(scan's, floor),
+ * and the check names the worst block and the seam it follows.  Negative
+ * control: the same subject with a clean block passes; metrics without the
+ * block statistic (n_blocks 0) never pass. */
+START_TEST(localized_rule_names_the_block) {
+  const char *text = "{\"name\":\"l\",\"rules\":[{\"id\":\"loc\",\"kind\":\"localized\",\"metric\":\"block_rel\","
+                     "\"factor\":2,\"floor_u\":32,\"reason\":\"localized\"},"
+                     "{\"id\":\"band\",\"kind\":\"absolute\",\"subject\":\"scan\",\"metric\":\"rel_fro\",\"limit\":1,\"reason\":\"b\"}]}";
+  parity_policy p;
+  parity_policy_init(&p);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_policy_parse(&p, text, "l", &e), GDN_OK);
+  parity_metrics so = mk(1e-7), sh = mk(1e-7), ao = mk(1e-7), ah = mk(1e-7);
+  so.n_blocks = sh.n_blocks = ao.n_blocks = ah.n_blocks = 4;
+  so.block_rel = sh.block_rel = 1e-6;
+  ah.block_rel = 1e-6;
+  ao.block_rel = 1e-4;
+  ao.block_lo[0] = 0, ao.block_lo[1] = 4096, ao.block_hi[1] = 4160, ao.block_lo[2] = 3;
+  parity_subject subj[2] = {{.name = "scan", .kind = PARITY_SUBJ_SCAN, .vs_oracle = {&so, &sh}},
+                            {.name = "x", .kind = PARITY_SUBJ_EXTERNAL, .vs_oracle = {&ao, &ah}}};
+  int64_t seams[3] = {2048, 4096, 6144};
+  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 1, {&so, &sh}, 2, subj, seams, 3};
+  parity_checks c;
+  parity_checks_init(&c);
+  ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+  ck_assert_uint_eq(c.n, 4); /* loc: x o, x ht; band: scan o, ht */
+  /* limit 2 x max(1e-6, 32 x 2^-24 = 1.9e-6) */
+  ck_assert(fabs(c.v[0].limit - 2 * 32 * ldexp(1, -24)) < 1e-20);
+  ck_assert(!c.v[0].pass && c.v[1].pass);
+  ck_assert_str_eq(c.v[0].where, "worst block b=0 h=3 t=[4096, 4160), 0 tokens after the seam of device 2 (t=4096)");
+  ck_assert_str_eq(c.v[1].where, "worst block b=0 h=0");
+  ao.block_rel = 1e-6;
+  ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+  ck_assert(c.v[0].pass);
+  ao.n_blocks = 0;
+  ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+  ck_assert(!c.v[0].pass);
+  parity_checks_clear(&c);
+  parity_policy_clear(&p);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("policy");
   TCase *tc = tcase_create("policy");
@@ -172,6 +221,7 @@ int main(void) {
   tcase_add_test(tc, bad_policies);
   tcase_add_test(tc, evaluate_relative_rule);
   tcase_add_test(tc, selectors);
+  tcase_add_test(tc, localized_rule_names_the_block);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

@@ -189,8 +189,8 @@ START_TEST(toy_subject_through_the_sweep) {
   size_t n_toy = 0;
   for (size_t i = 0; i < json_array_size(checks); i++)
     n_toy += !strcmp(json_string_value(json_object_get(json_array_get(checks, i), "subject")), "toy");
-  /* The core rule (o and ht) and the float32 band (o and ht). */
-  ck_assert_uint_eq(n_toy, 4);
+  /* The core rule, the two localized rules and the float32 band (o and ht each). */
+  ck_assert_uint_eq(n_toy, 8);
   c = sweep_with_toy(&f, &bad, &toy_planted, &pb);
   ck_assert_msg(!pb, "the toy with a planted error must fail the case");
   json_t *tol = json_object_get(c, "tolerance");
@@ -204,8 +204,8 @@ START_TEST(toy_subject_through_the_sweep) {
 }
 END_TEST
 
-/* 100 subjects give 400 checks under the built-in policy's core rule and
- * band: no cap.  The array form still refuses more than its capacity. */
+/* 100 subjects give 794 checks under the built-in policy's core, localized
+ * and band rules: no cap.  The array form still refuses more than its capacity. */
 START_TEST(no_check_limit) {
   gdn_error e;
   gdn_error_init(&e);
@@ -225,12 +225,13 @@ START_TEST(no_check_limit) {
     subj[i].kind = i ? PARITY_SUBJ_AFFINE : PARITY_SUBJ_SCAN;
     for (int t = 0; t < PARITY_T_N; t++) subj[i].vs_oracle[t] = &m, subj[i].out_dtype[t] = GDN_DTYPE_F32;
   }
-  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_HIGHEST, 1, {&m, &m}, N, subj};
+  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_HIGHEST, 1, {&m, &m}, N, subj, NULL, 0};
   parity_checks c;
   parity_checks_init(&c);
   ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
-  /* scan: band o, ht; each of 99 others: core o, ht + band o, ht. */
-  ck_assert_uint_eq(c.n, 2 + 99 * 4);
+  /* scan: band o, ht; each of 99 others: core, localized block and element,
+   * band (o and ht each). */
+  ck_assert_uint_eq(c.n, 2 + 99 * 8);
   ck_assert_uint_eq(c.v[c.n - 1].subject_index, N - 1);
   parity_checks_clear(&c);
   parity_checks_clear(&c); /* safe twice */
