@@ -156,4 +156,48 @@ static inline double *kern_affine_seams_h_out(kern_affine_seams *sm, int64_t b, 
 int kern_affine_prefix_seams(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *out,
                              kern_affine_seams *seams, gdn_error *e);
 
+/* Ranks as devices: one process computes one device of kern_affine_prefix.
+ * A distributed driver (mpi/, which owns the communication; kernels/ knows
+ * no transport) passes `comm`; the kernel then folds and replays only device
+ * comm->self, and between the fold and the prefix of each batch of heads it
+ * calls comm->exchange once, from one thread, with the batch's gather
+ * buffer, in which only device self's pair of each head is filled:
+ *   pairs    nh heads, each D Dk x Dk A blocks then D Dk x Dv B blocks,
+ *            elements of `dtype` (F32 or F64: the compute type);
+ *   exchange either fills every other slot (an all-gather; prefixed = 0:
+ *            the kernel then takes cfg->prefix over the D pairs exactly as
+ *            the simulated run does), or takes the prefix itself and sets
+ *            prefixed = 1, leaving the inclusive prefix of device self - 1
+ *            in slot self - 1 (self >= 1) and, on device D - 1, the full
+ *            composition in slot D - 1; it composes with
+ *            kern_affine_compose_f32/_f64 in `mode` (the resolved matmul
+ *            mode) so the values are the simulated schedule's.
+ * With the same values in those slots the replay is the simulated replay,
+ * so o rows [t0, t1) of device self's piece (kern_affine_piece) equal the
+ * simulated run's bit for bit; the other rows of `out` stay zero.  ht is
+ * the full composition applied to h0 on device D - 1 (with prefixed = 1 it
+ * is meaningful only there; D = 1: the replay's carry).  The batch size is
+ * min(B Hv, gdn_threads_get()): every process must use the same thread
+ * count so the calls to exchange match.  A non-zero return from exchange
+ * (a GDN_ERR_* code with `e` set) ends the run with that code, `out`
+ * cleared.  seams are not recorded (NULL). */
+typedef struct kern_affine_exchange {
+  gdn_dtype dtype;
+  void *pairs;
+  int64_t nh, devices, dk, dv;
+  size_t na, nb; /* Dk^2 and Dk Dv */
+  kern_matmul mode;
+  int broken;    /* cfg->mutant == KERN_MUTANT_COMPOSE_ORDER (the one mutant the exchange honours) */
+  int prefixed;  /* set by exchange */
+} kern_affine_exchange;
+
+typedef struct kern_affine_comm {
+  int64_t self;
+  void *ctx;
+  int (*exchange)(void *ctx, kern_affine_exchange *x, gdn_error *e);
+} kern_affine_comm;
+
+int kern_affine_prefix_rank(const gdn_inputs *in, const kern_config *cfg,
+                            const kern_affine_comm *comm, gdn_outputs *out, gdn_error *e);
+
 #endif

@@ -97,8 +97,9 @@ size_t kern_scratch_bytes(const gdn_shape *s, const kern_config *cfg) {
   return a > b ? a : b;
 }
 
-int kern_affine_prefix_seams(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *out,
-                             kern_affine_seams *seams, gdn_error *e) {
+static int affine_entry(const gdn_inputs *in, const kern_config *cfg,
+                        const kern_affine_comm *comm, gdn_outputs *out,
+                        kern_affine_seams *seams, gdn_error *e) {
   gdn_outputs_clear(out);
   if (seams) kern_affine_seams_clear(seams);
   kern_num num;
@@ -110,13 +111,29 @@ int kern_affine_prefix_seams(const gdn_inputs *in, const kern_config *cfg, gdn_o
   if (!rc && seams && (rc = seams_alloc(seams, &in->shape, cfg->devices, e)))
     gdn_error_prefix(e, "kern_affine_prefix: ");
   if (!rc)
-    rc = num.dtype == GDN_DTYPE_F64 ? affine_run_f64(in, cfg, &num, out, seams, e)
-                                    : affine_run_f32(in, cfg, &num, out, seams, e);
+    rc = num.dtype == GDN_DTYPE_F64 ? affine_run_f64(in, cfg, &num, comm, out, seams, e)
+                                    : affine_run_f32(in, cfg, &num, comm, out, seams, e);
   if (rc) {
     gdn_outputs_clear(out);
     if (seams) kern_affine_seams_clear(seams);
   }
   return rc;
+}
+
+int kern_affine_prefix_seams(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *out,
+                             kern_affine_seams *seams, gdn_error *e) {
+  return affine_entry(in, cfg, NULL, out, seams, e);
+}
+
+int kern_affine_prefix_rank(const gdn_inputs *in, const kern_config *cfg,
+                            const kern_affine_comm *comm, gdn_outputs *out, gdn_error *e) {
+  if (!comm || !comm->exchange || comm->self < 0 || comm->self >= cfg->devices) {
+    gdn_outputs_clear(out);
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "kern_affine_prefix_rank: device %lld is not one of the %lld devices",
+                         comm ? (long long)comm->self : -1LL, (long long)cfg->devices);
+  }
+  return affine_entry(in, cfg, comm, out, NULL, e);
 }
 
 int kern_affine_prefix(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *out,

@@ -49,6 +49,11 @@ typedef struct KR(affine_job) {
   uint64_t *slots;  /* the team's flag words (kern_team.h) */
   size_t per, ce, pe, na, nb, npair;
   int64_t h_begin, nh;
+  /* ranks as devices (kern_affine_prefix_rank), else NULL */
+  const kern_affine_comm *comm;
+  kern_affine_exchange *x;
+  int *xrc;
+  gdn_error *e;
 } KR(affine_job);
 
 /* The piece device r folds: kern_affine_piece's, except that the
@@ -110,6 +115,23 @@ static void KR(affine_h_in)(const kern_config *cfg, kern_matmul mm, const gdn_in
   }
 }
 
+/* After the fold of one batch: the driver's exchange, on one thread (the
+ * master: an MPI initialised FUNNELED suffices), between two barriers; every
+ * thread then sees its verdict. */
+static int KR(affine_exchange)(const KR(affine_job) *j) {
+#pragma omp barrier
+#pragma omp master
+  {
+    kern_affine_exchange *x = j->x;
+    x->pairs = j->pairs;
+    x->nh = j->nh;
+    x->prefixed = 0;
+    *j->xrc = j->comm->exchange(j->comm->ctx, x, j->e);
+  }
+#pragma omp barrier
+  return *j->xrc;
+}
+
 /* One thread's share of one batch of heads: fold, prefix, replay. */
 static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j) {
   const gdn_inputs *in = j->in;
@@ -143,10 +165,12 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
    * composition's work aw (kern_affine_work_elems) */
   kreal *pw = p;
   kreal *tA = pw, *tB = tA + KR(rows_pad)(na), *aw = tB + KR(rows_pad)(nb);
+  /* the devices this process computes: all D, or the rank's one */
+  const int64_t dev0 = j->comm ? j->comm->self : 0, nd = j->comm ? 1 : D;
   if (D >= 2) {
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t it = 0; it < nh * D; it++) {
-      const int64_t hb = it / D, r = it % D, head = h_begin + hb;
+    for (int64_t it = 0; it < nh * nd; it++) {
+      const int64_t hb = it / nd, r = dev0 + it % nd, head = h_begin + hb;
       kern_piece pc;
       KR(affine_fold_piece)(cfg, T, r, &pc);
       const int64_t first = pc.first, cnt = pc.count;
@@ -176,13 +200,16 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
         memcpy(Bl, cB, nb * sizeof *Bl);
       }
     }
+    if (j->comm && KR(affine_exchange)(j)) return;
+    const int prefixed = j->comm && j->x->prefixed;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t hb = 0; hb < nh; hb++) {
       const int64_t head = h_begin + hb;
       KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
       kreal *Ah = pairs + (size_t)hb * D * npair, *Bh = Ah + (size_t)D * na;
       kern_prefix_stats st = {0, 0, NULL, 0};
-      KR(kern_prefix_inclusive)(cfg->prefix, KR(affine_prefix_bits)(cfg->mutant), mm, D, Dk, Dv, Ah, Bh, pw, &st);
+      if (!prefixed)
+        KR(kern_prefix_inclusive)(cfg->prefix, KR(affine_prefix_bits)(cfg->mutant), mm, D, Dk, Dv, Ah, Bh, pw, &st);
       if (sm && head == 0) {
         sm->prefix_compositions = st.compositions;
         sm->prefix_rounds = st.rounds;
@@ -195,10 +222,10 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
       }
     }
   }
-  const int64_t items = nh * D, solo = items / nt * nt;
+  const int64_t items = nh * nd, solo = items / nt * nt;
 #pragma omp for schedule(dynamic, 1)
   for (int64_t it = 0; it < solo; it++) {
-    const int64_t hb = it / D, r = it % D, head = h_begin + hb;
+    const int64_t hb = it / nd, r = dev0 + it % nd, head = h_begin + hb;
     kern_piece pc;
     kern_affine_piece(cfg, T, r, &pc);
     const int64_t first = pc.first, cnt = pc.count;
@@ -219,7 +246,7 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
   kern_team_sync ts = {tid, nt, j->slots, 0};
   kreal *th = j->mem + off_h;
   for (int64_t it = solo; it < items; it++) {
-    const int64_t hb = it / D, r = it % D, head = h_begin + hb;
+    const int64_t hb = it / nd, r = dev0 + it % nd, head = h_begin + hb;
     kern_piece pc;
     kern_affine_piece(cfg, T, r, &pc);
     const int64_t first = pc.first, cnt = pc.count;
@@ -266,7 +293,8 @@ static size_t KR(affine_scratch)(const gdn_shape *s, const kern_config *cfg, ker
 }
 
 static int KR(affine_run)(const gdn_inputs *in, const kern_config *cfg, const kern_num *num,
-                          gdn_outputs *out, kern_affine_seams *sm, gdn_error *e) {
+                          const kern_affine_comm *comm, gdn_outputs *out,
+                          kern_affine_seams *sm, gdn_error *e) {
   const gdn_shape *s = &in->shape;
   const int64_t C = cfg->chunk, D = cfg->devices;
   const int64_t Dk = s->Dk, Dv = s->Dv, heads = s->B * s->Hv;
@@ -303,8 +331,11 @@ static int KR(affine_run)(const gdn_inputs *in, const kern_config *cfg, const ke
       return GDN_ERR_NOMEM;
     }
   }
+  kern_affine_exchange x = {sizeof(kreal) == 4 ? GDN_DTYPE_F32 : GDN_DTYPE_F64, NULL, 0, D, Dk, Dv, na, nb,
+                            num->matmul, cfg->mutant == KERN_MUTANT_COMPOSE_ORDER, 0};
+  int xrc = GDN_OK;
   KR(affine_job) job = {in, cfg, num, out, sm, mem, pairs, preps, slots,
-                        per, ce, pe, na, nb, npair, 0, 0};
+                        per, ce, pe, na, nb, npair, 0, 0, comm, &x, &xrc, e};
   for (int64_t h_begin = 0; h_begin < heads; h_begin += P) {
     job.h_begin = h_begin;
     job.nh = heads - h_begin < P ? heads - h_begin : P;
@@ -314,10 +345,11 @@ static int KR(affine_run)(const gdn_inputs *in, const kern_config *cfg, const ke
       KR(affine_thread)(&job);
       kern_fpenv_leave(num, env);
     }
+    if (xrc) break;
   }
   gdn_free(pairs);
   gdn_free(slots);
   gdn_free(preps);
   gdn_free(mem);
-  return GDN_OK;
+  return xrc;
 }

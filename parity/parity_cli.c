@@ -14,6 +14,7 @@
 #include "gdn_text.h"
 #include "gdn_threads.h"
 #include "parity_budget.h"
+#include "parity_dist.h"
 #include "parity_external.h"
 #include "parity_grid.h"
 #include "parity_oracle.h"
@@ -43,6 +44,9 @@ static const gdn_cli_opt options[] = {
     {"devices", "D[,D...]", "context-parallel device counts for affine-prefix (default 1,2,4,8)", C_CASES},
     {"prefix", "NAME[,NAME...]",
      "exclusive-prefix schedules: sequential, associative-scan, hillis-steele (default sequential)", C_CASES},
+    {"backend", "NAME",
+     "where affine-prefix's devices run: simulated (one process; default) or mpi (mpirun -np D: "
+     "rank r is device r; adds the subject affine-prefix-mpi; --devices must be D)", C_SYN},
     {"shard", "MODE",
      "how affine-prefix splits the sequence: tokens (T/D tokens per device, each padded to whole "
      "chunks on its own, as upstream's shard_map; default) or chunks (whole chunks, array_split)", C_CASES},
@@ -258,6 +262,60 @@ static int check_files(const parity_output_opts *oo, const char *const *inputs, 
   return gdn_path_check_uses(u, n, e);
 }
 
+/* sweep under mpirun: entry i on rank i mod N, into a part document that
+ * rank 0 merges in entry order (parity_dist.h).  One rank: in place. */
+static int run_grid_entry(run_state *st, const parity_grid *g, size_t i, gdn_error *e) {
+  const int size = parity_dist_size(), rank = parity_dist_rank(), owner = (int)(i % (size_t)size);
+  if (size == 1) return run_synthetic(st, &g->entries[i].spec, &g->entries[i].opts, e);
+  if (rank != owner && rank != 0) return GDN_OK;
+  run_state part = *st;
+  int rc = parity_doc_init(&part.doc, NULL, &st->policy, e);
+  if (rc) return rc;
+  if (rank == owner) {
+    gdn_error mine;
+    gdn_error_init(&mine);
+    if (parity_dist_test_entry())
+      rc = gdn_error_set(&mine, GDN_ERR_INTERNAL, "fault injected by GDN_TEST_MPI_DIE");
+    else
+      rc = run_synthetic(&part, &g->entries[i].spec, &g->entries[i].opts, &mine);
+    if (rank != 0) {
+      rc = parity_dist_send_part(&part.doc, (int)i, &mine, e);
+    } else if (rc) {
+      *e = mine;
+    }
+  } else {
+    rc = parity_dist_recv_part(&part.doc, owner, (int)i, e);
+  }
+  if (!rc && rank == 0) rc = parity_doc_merge(&st->doc, &part.doc, e);
+  parity_doc_clear(&part.doc);
+  return rc;
+}
+
+/* --backend: simulated, or mpi (the ranks are the devices of the case). */
+static int backend_setup(const char *v, int sweep, parity_sweep_opts *so, gdn_error *e) {
+  if (!v || !strcmp(v, "simulated")) return GDN_OK;
+  if (strcmp(v, "mpi"))
+    return gdn_error_set(e, GDN_ERR_INPUT, "--backend: unknown '%s' (simulated or mpi)", v);
+  if (!parity_dist_have_mpi())
+    return gdn_error_set(e, GDN_ERR_INPUT, "--backend mpi: this gdn-parity was built without MPI (meson setup -Dmpi=enabled)");
+  if (sweep)
+    return gdn_error_set(e, GDN_ERR_INPUT, "--backend mpi runs one case's devices on the ranks; a sweep deals "
+                                           "its cases across the ranks instead: drop --backend");
+  const int D = parity_dist_size();
+  if (so->devices_default) {
+    so->devices[0] = D;
+    so->n_devices = 1;
+    so->devices_default = 0;
+  }
+  for (size_t i = 0; i < so->n_devices; i++)
+    if (so->devices[i] != D)
+      return gdn_error_set(e, GDN_ERR_INPUT, "--backend mpi: --devices %lld but %d ranks run (mpirun -np %lld)",
+                           (long long)so->devices[i], D, (long long)so->devices[i]);
+  so->extra = &parity_subject_mpi;
+  so->n_extra = 1;
+  return GDN_OK;
+}
+
 /* gdn-parity report RESULTS.json -o report.html: the reports of a saved run.
  * Exit status is the saved run's verdict (0 pass, 1 fail). */
 static int report_command(const gdn_cli_args *aa, FILE *out, gdn_error *e) {
@@ -400,6 +458,7 @@ typedef struct cmd_ctx {
   const char *files[GDN_CLI_MAX_POS + 1]; /* check: --fixture, then the arguments */
   int nf;
   FILE *out;
+  int sweep; /* the sweep command (--backend mpi refuses it) */
 } cmd_ctx;
 
 #define CGET(name) gdn_cli_get(options, x->a, name)
@@ -437,7 +496,7 @@ static int cmd_sweep(cmd_ctx *x, gdn_error *e) {
   parity_grid_init(&g);
   int rc = parity_grid_load(&g, grid, &x->base, &x->so, e);
   if (!rc) rc = grid_validate(x, &g, grid, e);
-  for (size_t i = 0; !rc && i < g.n; i++) rc = run_synthetic(&x->st, &g.entries[i].spec, &g.entries[i].opts, e);
+  for (size_t i = 0; !rc && i < g.n; i++) rc = run_grid_entry(&x->st, &g, i, e);
   parity_grid_clear(&g);
   return rc;
 }
@@ -535,7 +594,7 @@ static int prepare(cmd_ctx *x, int argc, char **argv, parity_output_opts *oo, ch
   x->so.log = x->out;
   x->so.policy = &x->st.policy;
   x->so.reproducible = PGET("reproducible") != NULL;
-  if (parse_sweep_opts(a, &x->so, e)) return -1;
+  if (parse_sweep_opts(a, &x->so, e) || backend_setup(PGET("backend"), x->sweep, &x->so, e)) return -1;
   *oo = (parity_output_opts){PGET("json"), PGET("report"), PGET("junit"), PGET("summary"), PGET("reproducible") != NULL};
   if (PGET("fixture")) x->files[x->nf++] = PGET("fixture");
   for (int i = 0; i < a->n_pos; i++) x->files[x->nf++] = a->pos[i];
@@ -552,6 +611,7 @@ static int prepare(cmd_ctx *x, int argc, char **argv, parity_output_opts *oo, ch
 static int finish(run_state *st, const parity_output_opts *oo, FILE *out, gdn_error *e) {
   if (parity_doc_finish(&st->doc, oo->reproducible, e)) return -1;
   int pass = parity_doc_pass(&st->doc);
+  if (parity_dist_rank() != 0) return 0; /* rank 0 writes and prints the verdict */
   if (parity_output_write_all(oo, st->doc.root, e)) return -1;
   fprintf(out, "\n%s: %zu case%s, %zu failed%s\n", pass ? "PASS" : "FAIL", st->doc.n_cases,
           st->doc.n_cases == 1 ? "" : "s", st->doc.n_failed,
@@ -582,6 +642,7 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   memset(&x, 0, sizeof x);
   x.a = &a;
   x.out = out;
+  x.sweep = cmd->id == CMD_SWEEP;
   parity_policy_init(&x.st.policy);
   parity_output_opts oo;
   char *command = NULL;

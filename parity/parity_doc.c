@@ -152,3 +152,70 @@ int parity_doc_add_case(parity_doc *d, const parity_case_result *r, int reproduc
   if (!r->pass) d->n_failed++;
   return GDN_OK;
 }
+
+int parity_doc_part_dump(const parity_doc *d, char **text, gdn_error *e) {
+  json_t *p = json_pack("{sOsOs[IIiiiiiii]s[II]s[ff]}", "inputs", d->inputs, "cases", d->cases, "n",
+                        (json_int_t)d->n_cases, (json_int_t)d->n_failed, d->have_oracle,
+                        d->min_certified, d->precision_bits, d->check_bits, d->min_guaranteed,
+                        d->mixed_tiers, (int)d->tier, "columns", (json_int_t)d->sampled_columns,
+                        (json_int_t)d->total_columns, "seconds", d->t_oracle, d->t_kernels);
+  *text = p ? json_dumps(p, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+  json_decref(p);
+  return *text ? GDN_OK : nomem(e);
+}
+
+int parity_doc_part_load(parity_doc *d, const char *text, gdn_error *e) {
+  json_error_t je;
+  json_t *p = json_loads(text, 0, &je), *in, *cs;
+  json_int_t nc, nf, sc, tc;
+  int tier;
+  if (!p || json_unpack(p, "{soso}", "inputs", &in, "cases", &cs) ||
+      json_unpack(p, "{s[IIiiiiiii]s[II]s[ff]}", "n", &nc, &nf, &d->have_oracle, &d->min_certified,
+                  &d->precision_bits, &d->check_bits, &d->min_guaranteed, &d->mixed_tiers, &tier,
+                  "columns", &sc, &tc, "seconds", &d->t_oracle, &d->t_kernels)) {
+    json_decref(p);
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "a rank's part of the results is malformed: %s",
+                         p ? "fields missing" : je.text);
+  }
+  json_decref(d->inputs);
+  json_decref(d->cases);
+  d->inputs = json_incref(in);
+  d->cases = json_incref(cs);
+  d->n_cases = (size_t)nc;
+  d->n_failed = (size_t)nf;
+  d->tier = (parity_oracle_tier)tier;
+  d->sampled_columns = sc;
+  d->total_columns = tc;
+  json_decref(p);
+  return GDN_OK;
+}
+
+static int min_known(int a, int b) { return a < 0 ? b : b < 0 ? a : a < b ? a : b; }
+
+int parity_doc_merge(parity_doc *d, const parity_doc *part, gdn_error *e) {
+  const json_int_t off = (json_int_t)json_array_size(d->inputs);
+  size_t i;
+  json_t *v;
+  json_array_foreach(part->inputs, i, v) if (json_array_append(d->inputs, v)) return nomem(e);
+  json_array_foreach(part->cases, i, v) {
+    json_t *c = json_deep_copy(v), *ix = c ? json_object_get(c, "input") : NULL;
+    if (!c || (ix && json_integer_set(ix, json_integer_value(ix) + off)) ||
+        json_array_append_new(d->cases, c))
+      return nomem(e);
+  }
+  d->n_cases += part->n_cases;
+  d->n_failed += part->n_failed;
+  d->t_kernels += part->t_kernels;
+  if (!part->have_oracle) return GDN_OK;
+  if ((d->have_oracle && d->tier != part->tier) || part->mixed_tiers) d->mixed_tiers = 1;
+  d->have_oracle = 1;
+  d->tier = part->tier;
+  d->sampled_columns += part->sampled_columns;
+  d->total_columns += part->total_columns;
+  d->min_guaranteed = min_known(d->min_guaranteed, part->min_guaranteed);
+  d->precision_bits = part->precision_bits;
+  if (part->check_bits > d->check_bits) d->check_bits = part->check_bits;
+  d->min_certified = min_known(d->min_certified, part->min_certified);
+  d->t_oracle += part->t_oracle;
+  return GDN_OK;
+}

@@ -41,4 +41,17 @@ int64_t parity_doc_next_input(const parity_doc *d);
 /* Appends the case and counts it. */
 int parity_doc_add_case(parity_doc *d, const parity_case_result *r, int reproducible, gdn_error *e);
 
+/* A distributed sweep (parity_dist.h): each rank runs its grid entries into
+ * a part document of its own; rank 0 merges the parts in entry order.
+ * parity_doc_part_dump writes a part (its inputs, cases and run-wide
+ * figures) as JSON text (malloc'd; free()); parity_doc_part_load reads one
+ * into an initialised, empty doc.  Reals travel as jansson's shortest
+ * round-trip text, so every value comes back bit-identical.
+ * parity_doc_merge appends part's inputs, its cases (their "input" index
+ * shifted past d's inputs) and folds its figures as if its inputs had been
+ * added to d directly: the merged document equals a single-process run's. */
+int parity_doc_part_dump(const parity_doc *part, char **text, gdn_error *e);
+int parity_doc_part_load(parity_doc *part, const char *text, gdn_error *e);
+int parity_doc_merge(parity_doc *d, const parity_doc *part, gdn_error *e);
+
 #endif

@@ -22,6 +22,7 @@ pkgs=(
   python3 python3-numpy python3-h5py
   libxml2-utils libxml2-dev chromium
   clang libclang-rt-14-dev libomp-dev valgrind
+  openmpi-bin libopenmpi-dev
 )
 if ((bench)); then
   pkgs+=(libopenblas-dev python3-torch python3-mpmath time)

@@ -1,0 +1,272 @@
+#include "gdn_mpi.h"
+
+#include <limits.h>
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gdn_alloc.h"
+#include "gdn_threads.h"
+#include "kern.h"
+#include "kern_prefix.h"
+
+/* MPI's own words for rc, after "rank r: call failed: ". */
+static int mpi_fail(int rc, const char *call, gdn_error *e) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0, rank = -1;
+  if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "error %d", rc);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return gdn_error_set(e, GDN_ERR_INTERNAL, "rank %d: %s failed: %s", rank, call, msg);
+}
+#define MPI_TRY(call, name)                                                                        \
+  do {                                                                                             \
+    int mrc_ = (call);                                                                             \
+    if (mrc_ != MPI_SUCCESS) return mpi_fail(mrc_, name, e);                                       \
+  } while (0)
+
+int gdn_mpi_launched(void) {
+  return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
+}
+
+int gdn_mpi_test_fault(int rank, const char *stage) {
+  const char *v = getenv("GDN_TEST_MPI_DIE");
+  char *end;
+  if (!v) return 0;
+  long r = strtol(v, &end, 10);
+  return end != v && *end == ':' && r == rank && !strcmp(end + 1, stage);
+}
+
+void gdn_mpi_test_die(int rank, const char *stage) {
+  if (gdn_mpi_test_fault(rank, stage)) raise(SIGKILL);
+}
+
+int gdn_mpi_init(int *argc, char ***argv, gdn_mpi *w, gdn_error *e) {
+  int done = 0, provided = 0;
+  memset(w, 0, sizeof *w);
+  MPI_Initialized(&done);
+  if (!done) {
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+      return gdn_error_set(e, GDN_ERR_INTERNAL, "MPI_Init_thread failed");
+    w->initialised = 1;
+    if (provided < MPI_THREAD_FUNNELED)
+      return gdn_error_set(e, GDN_ERR_INTERNAL, "MPI provides no MPI_THREAD_FUNNELED");
+  }
+  MPI_TRY(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  MPI_TRY(MPI_Comm_rank(MPI_COMM_WORLD, &w->rank), "MPI_Comm_rank");
+  MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &w->size), "MPI_Comm_size");
+  return GDN_OK;
+}
+
+void gdn_mpi_finalize(gdn_mpi *w) {
+  if (w->initialised) MPI_Finalize();
+  w->initialised = 0;
+}
+
+/* The exchange of one batch (kern.h's kern_affine_exchange). */
+typedef struct mpi_ctx {
+  int rank, size;
+  kern_prefix schedule;
+  void *buf, *work; /* send + receive buffers; the composition's work */
+  size_t buf_bytes, work_bytes;
+} mpi_ctx;
+
+static size_t esize(const kern_affine_exchange *x) {
+  return x->dtype == GDN_DTYPE_F64 ? sizeof(double) : sizeof(float);
+}
+static char *slot_a(const kern_affine_exchange *x, int64_t hb, int64_t r) {
+  const size_t z = esize(x), np = x->na + x->nb;
+  return (char *)x->pairs + ((size_t)hb * (size_t)x->devices * np + (size_t)r * x->na) * z;
+}
+static char *slot_b(const kern_affine_exchange *x, int64_t hb, int64_t r) {
+  const size_t z = esize(x), np = x->na + x->nb;
+  return (char *)x->pairs +
+         ((size_t)hb * (size_t)x->devices * np + (size_t)x->devices * x->na + (size_t)r * x->nb) * z;
+}
+/* slot r of every head <-> nh packed pairs (A then B per head) */
+static void pack(const kern_affine_exchange *x, int64_t r, char *dst) {
+  const size_t z = esize(x);
+  for (int64_t hb = 0; hb < x->nh; hb++, dst += (x->na + x->nb) * z) {
+    memcpy(dst, slot_a(x, hb, r), x->na * z);
+    memcpy(dst + x->na * z, slot_b(x, hb, r), x->nb * z);
+  }
+}
+static void unpack(const kern_affine_exchange *x, int64_t r, const char *src) {
+  const size_t z = esize(x);
+  for (int64_t hb = 0; hb < x->nh; hb++, src += (x->na + x->nb) * z) {
+    memcpy(slot_a(x, hb, r), src, x->na * z);
+    memcpy(slot_b(x, hb, r), src + x->na * z, x->nb * z);
+  }
+}
+
+static int ctx_reserve(void **p, size_t *have, size_t want, const char *what, gdn_error *e) {
+  if (*have >= want) return GDN_OK;
+  gdn_free(*p);
+  *have = 0;
+  if (!(*p = gdn_malloc(want, what, e))) return GDN_ERR_NOMEM;
+  *have = want;
+  return GDN_OK;
+}
+
+static int exchange_allgather(mpi_ctx *c, kern_affine_exchange *x, gdn_error *e) {
+  const size_t z = esize(x), one = (size_t)x->nh * (x->na + x->nb);
+  if (one > INT_MAX)
+    return gdn_error_set(e, GDN_ERR_INPUT, "rank %d: %zu elements per rank exceed MPI's int count",
+                         c->rank, one);
+  int rc = ctx_reserve(&c->buf, &c->buf_bytes, one * z * ((size_t)c->size + 1), "MPI gather buffer", e);
+  if (rc) return rc;
+  char *send = c->buf, *recv = send + one * z;
+  pack(x, c->rank, send);
+  MPI_Datatype t = x->dtype == GDN_DTYPE_F64 ? MPI_DOUBLE : MPI_FLOAT;
+  /* testing: "R:message" makes rank R's message invalid (a negative count) */
+  const int cnt = gdn_mpi_test_fault(c->rank, "message") ? -1 : (int)one;
+  MPI_TRY(MPI_Allgather(send, cnt, t, recv, (int)one, t, MPI_COMM_WORLD), "MPI_Allgather");
+  for (int r = 0; r < c->size; r++)
+    if (r != c->rank) unpack(x, r, recv + (size_t)r * one * z);
+  return GDN_OK;
+}
+
+/* own = own o got (broken: got o own), as kern_prefix's combine does. */
+static void compose_into(const kern_affine_exchange *x, int64_t hb, int64_t own, const char *got,
+                         char *tmp, void *work) {
+  const size_t z = esize(x);
+  char *A = slot_a(x, hb, own), *B = slot_b(x, hb, own), *tA = tmp, *tB = tmp + x->na * z;
+  const char *gA = got, *gB = got + x->na * z;
+  const char *A2 = x->broken ? gA : A, *B2 = x->broken ? gB : B;
+  const char *A1 = x->broken ? A : gA, *B1 = x->broken ? B : gB;
+  if (x->dtype == GDN_DTYPE_F64)
+    kern_affine_compose_f64(x->mode, x->dk, x->dv, (const double *)A2, (const double *)B2,
+                            (const double *)A1, (const double *)B1, (double *)tA, (double *)tB,
+                            work);
+  else
+    kern_affine_compose_f32(x->mode, x->dk, x->dv, (const float *)A2, (const float *)B2,
+                            (const float *)A1, (const float *)B1, (float *)tA, (float *)tB, work);
+  memcpy(A, tA, x->na * z);
+  memcpy(B, tB, x->nb * z);
+}
+
+/* Hillis-Steele as point-to-point rounds, then the shift to exclusive. */
+static int exchange_hillis(mpi_ctx *c, kern_affine_exchange *x, gdn_error *e) {
+  const size_t z = esize(x), np = x->na + x->nb, one = (size_t)x->nh * np;
+  if (one > INT_MAX)
+    return gdn_error_set(e, GDN_ERR_INPUT, "rank %d: %zu elements per message exceed MPI's int count",
+                         c->rank, one);
+  const size_t wk = x->dtype == GDN_DTYPE_F64 ? kern_affine_work_elems_f64(x->mode, x->dk, x->dv) * z
+                                              : kern_affine_work_elems_f32(x->mode, x->dk, x->dv) * z;
+  int rc = ctx_reserve(&c->buf, &c->buf_bytes, (2 * one + np) * z, "MPI send/receive buffers", e);
+  if (!rc) rc = ctx_reserve(&c->work, &c->work_bytes, wk + 64, "MPI composition work", e);
+  if (rc) return rc;
+  char *send = c->buf, *recv = send + one * z, *tmp = recv + one * z;
+  MPI_Datatype t = x->dtype == GDN_DTYPE_F64 ? MPI_DOUBLE : MPI_FLOAT;
+  const int me = c->rank, D = c->size;
+  for (int s = 1; s < D; s *= 2) {
+    const int up = me + s < D ? me + s : MPI_PROC_NULL, down = me >= s ? me - s : MPI_PROC_NULL;
+    pack(x, me, send);
+    const int cnt = gdn_mpi_test_fault(me, "message") ? -1 : (int)one; /* testing: an invalid message */
+    MPI_TRY(MPI_Sendrecv(send, cnt, t, up, s, recv, (int)one, t, down, s, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE),
+            "MPI_Sendrecv(hillis-steele round)");
+    if (down != MPI_PROC_NULL)
+      for (int64_t hb = 0; hb < x->nh; hb++)
+        compose_into(x, hb, me, recv + (size_t)hb * np * z, tmp, c->work);
+  }
+  pack(x, me, send); /* the shift: rank r - 1's inclusive prefix into slot r - 1 */
+  const int up = me + 1 < D ? me + 1 : MPI_PROC_NULL, down = me >= 1 ? me - 1 : MPI_PROC_NULL;
+  MPI_TRY(MPI_Sendrecv(send, (int)one, t, up, 0, recv, (int)one, t, down, 0, MPI_COMM_WORLD,
+                       MPI_STATUS_IGNORE),
+          "MPI_Sendrecv(exclusive shift)");
+  if (down != MPI_PROC_NULL) unpack(x, down, recv);
+  x->prefixed = 1;
+  return GDN_OK;
+}
+
+static int exchange(void *ctx, kern_affine_exchange *x, gdn_error *e) {
+  mpi_ctx *c = ctx;
+  gdn_mpi_test_die(c->rank, "fold");
+  return c->schedule == KERN_PREFIX_HILLIS_STEELE ? exchange_hillis(c, x, e)
+                                                  : exchange_allgather(c, x, e);
+}
+
+/* Every rank's o rows, then ht from rank D - 1, to every rank. */
+static int gather_outputs(const kern_config *cfg, const gdn_shape *s, int rank, int D,
+                          gdn_outputs *out, gdn_error *e) {
+  const size_t row = (size_t)(s->Hv * s->Dv);
+  int *cnt = gdn_calloc(2 * (size_t)D, sizeof *cnt, "MPI gather counts", e);
+  if (!cnt) return GDN_ERR_NOMEM;
+  int *dis = cnt + D, rc = GDN_OK;
+  for (int r = 0; r < D && !rc; r++) {
+    kern_piece pc;
+    kern_affine_piece(cfg, s->T, r, &pc);
+    if ((size_t)s->T * row > INT_MAX)
+      rc = gdn_error_set(e, GDN_ERR_INPUT, "rank %d: T Hv Dv = %zu exceeds MPI's int count", rank,
+                         (size_t)s->T * row);
+    cnt[r] = (int)((size_t)(pc.t1 - pc.t0) * row);
+    dis[r] = (int)((size_t)pc.t0 * row);
+  }
+  for (int64_t b = 0; b < s->B && !rc; b++) {
+    int m = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, gdn_outputs_o(out, b, 0, 0), cnt,
+                           dis, MPI_DOUBLE, MPI_COMM_WORLD);
+    if (m != MPI_SUCCESS) rc = mpi_fail(m, "MPI_Allgatherv(o)", e);
+  }
+  gdn_free(cnt);
+  if (rc) return rc;
+  const size_t nht = (size_t)(s->B * s->Hv * s->Dk * s->Dv);
+  if (nht > INT_MAX) return gdn_error_set(e, GDN_ERR_INPUT, "rank %d: ht too large for MPI", rank);
+  MPI_TRY(MPI_Bcast(out->ht, (int)nht, MPI_DOUBLE, D - 1, MPI_COMM_WORLD), "MPI_Bcast(ht)");
+  return GDN_OK;
+}
+
+int gdn_mpi_affine_prefix(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *out,
+                          gdn_error *e) {
+  int rank = 0, size = 1;
+  gdn_outputs_clear(out);
+  MPI_TRY(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+  MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+  if (cfg->devices != size)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "--backend mpi: %lld devices asked for but %d MPI ranks run (mpirun -np %lld)",
+                         (long long)cfg->devices, size, (long long)cfg->devices);
+  /* one batch size on every rank (kern.h): the smallest thread count */
+  int mine = gdn_threads_get(), all = mine;
+  MPI_TRY(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce(threads)");
+  if (all != mine) gdn_threads_set(all);
+  mpi_ctx c = {rank, size, cfg->prefix, NULL, NULL, 0, 0};
+  kern_affine_comm comm = {rank, &c, exchange};
+  int rc = kern_affine_prefix_rank(in, cfg, &comm, out, e);
+  gdn_free(c.buf);
+  gdn_free(c.work);
+  if (!rc) {
+    gdn_mpi_test_die(rank, "replay");
+    rc = gather_outputs(cfg, &in->shape, rank, size, out, e);
+  }
+  if (rc) gdn_outputs_clear(out);
+  return rc;
+}
+
+int gdn_mpi_send_text(const char *text, int to, int tag, gdn_error *e) {
+  const size_t n = strlen(text) + 1;
+  if (n > INT_MAX) return gdn_error_set(e, GDN_ERR_INTERNAL, "a part of %zu bytes exceeds MPI's int count", n);
+  MPI_TRY(MPI_Send(text, (int)n, MPI_CHAR, to, tag, MPI_COMM_WORLD), "MPI_Send(part)");
+  return GDN_OK;
+}
+
+int gdn_mpi_recv_text(char **text, int from, int tag, gdn_error *e) {
+  MPI_Status st;
+  int n = 0;
+  *text = NULL;
+  MPI_TRY(MPI_Probe(from, tag, MPI_COMM_WORLD, &st), "MPI_Probe(part)");
+  MPI_TRY(MPI_Get_count(&st, MPI_CHAR, &n), "MPI_Get_count(part)");
+  if (n < 1 || !(*text = malloc((size_t)n)))
+    return gdn_error_set(e, n < 1 ? GDN_ERR_INTERNAL : GDN_ERR_NOMEM, "rank %d's part: %d bytes", from, n);
+  int rc = MPI_Recv(*text, n, MPI_CHAR, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  if (rc != MPI_SUCCESS || (*text)[n - 1] != 0) {
+    free(*text);
+    *text = NULL;
+    return rc != MPI_SUCCESS ? mpi_fail(rc, "MPI_Recv(part)", e)
+                             : gdn_error_set(e, GDN_ERR_INTERNAL, "rank %d's part is not text", from);
+  }
+  return GDN_OK;
+}
+
+void gdn_mpi_abort(int status) { MPI_Abort(MPI_COMM_WORLD, status); }

@@ -1,0 +1,50 @@
+/* parity_dist: gdn-parity under mpirun (built with -Dmpi; without MPI every
+ * function here is the one-process case: rank 0 of 1, nothing to send).
+ *
+ * Two uses of the ranks (cli-contract.md):
+ *   --backend mpi   every rank runs the same case table; the subject row
+ *                   parity_subject_mpi ("affine-prefix-mpi") is the
+ *                   affine-prefix computed with the ranks as its devices
+ *                   (gdn_mpi_affine_prefix), judged by the affine-prefix
+ *                   rules next to the simulated one; D must be the world size.
+ *   sweep           grid entry i runs on rank i mod N into a part document;
+ *                   rank 0 receives the parts in entry order and merges them
+ *                   (parity_doc_merge), so its results document is the
+ *                   single-process one, byte for byte with --reproducible.
+ * Only rank 0 prints the table and writes files; the other ranks' console
+ * goes nowhere.  A rank's error ends every rank (parity_dist_abort).
+ */
+#ifndef PARITY_DIST_H
+#define PARITY_DIST_H
+
+#include "gdn_error.h"
+#include "parity_doc.h"
+#include "parity_subject.h"
+
+/* MPI_Init when started by mpirun (else nothing). */
+int parity_dist_start(int *argc, char ***argv, gdn_error *e);
+void parity_dist_end(void);
+int parity_dist_rank(void);
+int parity_dist_size(void);
+/* Several ranks: end them all with `status` (does not return). */
+void parity_dist_abort(int status);
+/* Whether an error came from one rank alone (a sweep entry's part), so
+ * the others must be ended rather than left to finish. */
+int parity_dist_diverged(void);
+/* Whether --backend mpi can run here (built with MPI). */
+int parity_dist_have_mpi(void);
+
+/* NULL without MPI. */
+extern const parity_subject_methods *const parity_subject_mpi;
+
+/* Testing (GDN_TEST_MPI_DIE, mpi/gdn_mpi.h): at a sweep's entry on this
+ * rank, "sweep" kills the rank, "entry-error" fails the entry (then 1). */
+int parity_dist_test_entry(void);
+
+/* A grid entry's part: the owner sends it (or its error) to rank 0. */
+int parity_dist_send_part(const parity_doc *part, int entry, const gdn_error *failed, gdn_error *e);
+/* Rank 0: the part of entry `entry` from rank `from`; an error the rank
+ * sent comes back as that error, prefixed with the rank. */
+int parity_dist_recv_part(parity_doc *part, int from, int entry, gdn_error *e);
+
+#endif

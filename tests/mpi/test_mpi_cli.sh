@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# gdn-parity under mpirun (parity/parity_dist.h, scripts/gdn-mpirun).
+#   test_mpi_cli.sh GDN_PARITY GDN_MPIRUN GRID PART
+# PART:
+#   backend NP  --backend mpi on NP ranks: in every case the subject
+#               affine-prefix-mpi has exactly the metrics of the simulated
+#               affine-prefix (same values => same metrics, to the last bit
+#               of every real, and the same worst positions), over the three
+#               schedules and both shard modes, long-memory gates.  Negative
+#               control: affine-prefix's metrics differ from the scan's in some
+#               case, so equal metrics are not what any two subjects get.
+#   sweep       a grid over 2 and 3 ranks gives the one-process results
+#               document byte for byte (--reproducible).  Negative control: the
+#               document of rank 0's entries alone differs (rank 1's parts are
+#               in the merged one).
+#   faults      rank 1 killed (SIGKILL) before its exchange, rank 3 after it,
+#               and rank 2's message made invalid: exit 3, one stderr line
+#               naming that rank, no results file and no temporary left, an
+#               existing results file untouched; in a sweep on 2 ranks,
+#               rank 1 killed or its entry failing: the same.  A sweep whose
+#               cases fail exits 1 (rank 0's verdict, through the wrapper's
+#               status file).  Control: the same run
+#               without a fault exits 0 and writes it.  Misuse: --backend mpi
+#               outside mpirun, with a sweep, or with D != ranks: exit 2.
+set -uo pipefail
+G=$(realpath "$1") W=$(realpath "$2") GRID=$(realpath "$3") PART=$4 NP=${5:-2}
+PY=/usr/bin/python3
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fail() { echo "FAIL: $*" >&2; exit 1; }
+MR=("$W" --oversubscribe)
+
+case $PART in
+backend)
+  for shard in tokens chunks; do
+    "${MR[@]}" -np "$NP" "$G" --shape 1,$((48 * NP)),2,16 --chunk 16 --gates slow --h0 --shard $shard \
+      --prefix sequential,associative-scan,hillis-steele --backend mpi --threads 1 --oracle dd \
+      --json b.json --reproducible --quiet || fail "backend $shard: exit $?"
+    $PY - b.json "$shard" <<'PYEOF' || fail "backend $shard: metrics"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["cases"]) == 3, len(d["cases"])
+differs = 0
+for c in d["cases"]:
+    im = c["impls"]
+    # a judged subject also records its own verdict ("pass"); the candidate's is the case's
+    mpi = dict(im["affine-prefix-mpi"])
+    assert mpi.pop("pass") is True, c["id"]
+    assert mpi == im["affine-prefix"], c["id"]
+    differs += im["affine-prefix"] != im["scan"]
+# negative control: the metrics can tell subjects apart
+assert differs >= 1, "affine-prefix == scan in every case: the comparison proves nothing"
+print(sys.argv[2], "ok:", len(d["cases"]), "cases equal,", differs, "differ from the scan")
+PYEOF
+  done
+  ;;
+sweep)
+  "$G" sweep --grid "$GRID" --oracle dd --reproducible --json one.json --quiet || fail "one process: exit $?"
+  for np in 2 3; do
+    "${MR[@]}" -np $np "$G" sweep --grid "$GRID" --oracle dd --reproducible --json n$np.json --quiet ||
+      fail "sweep on $np ranks: exit $?"
+    cmp one.json n$np.json || fail "sweep on $np ranks: results document differs"
+  done
+  # negative control: rank 0's entries (0, 2, 4) alone
+  $PY -c "import json,sys; g=json.load(open(sys.argv[1])); g['entries']=g['entries'][0::2]; json.dump(g,open('half.json','w'))" "$GRID"
+  "$G" sweep --grid half.json --oracle dd --reproducible --json half-out.json --quiet || fail "half: exit $?"
+  cmp -s one.json half-out.json && fail "rank 0's entries alone give the whole document"
+  echo "sweep ok: 2 and 3 ranks byte-identical to one process ($(wc -c <one.json) bytes)"
+  ;;
+faults)
+  args=(--shape 1,256,2,16 --chunk 16 --backend mpi --oracle dd --json f.json --quiet)
+  for f in 1:fold 3:replay 2:message; do
+    for p in sequential hillis-steele; do
+      rm -f f.json
+      echo sentinel >keep.json
+      GDN_TEST_MPI_DIE=$f "${MR[@]}" -np 4 "$G" "${args[@]}" --prefix $p --junit keep.json 2>err.txt >/dev/null
+      rc=$?
+      [[ $rc == 3 ]] || fail "$f $p: exit $rc, want 3"
+      [[ $(wc -l <err.txt) == 1 ]] || fail "$f $p: stderr is not one line: $(cat err.txt)"
+      grep -q "rank ${f%%:*}" err.txt || fail "$f $p: the line does not name rank ${f%%:*}: $(cat err.txt)"
+      [[ -e f.json ]] && fail "$f $p: a results file was written"
+      ls | grep -q '\.tmp\.' && fail "$f $p: a temporary was left: $(ls)"
+      [[ $(cat keep.json) == sentinel ]] || fail "$f $p: an existing output was touched"
+      echo "$f $p: $(cat err.txt)"
+    done
+  done
+  # a distributed sweep: rank 1 killed before its first entry; rank 1's entry failing
+  for f in 1:sweep 1:entry-error; do
+    echo sentinel >keep.json
+    GDN_TEST_MPI_DIE=$f "${MR[@]}" -np 2 "$G" sweep --grid "$GRID" --oracle dd --json keep.json --quiet \
+      2>err.txt >/dev/null
+    rc=$?
+    [[ $rc == 3 && $(wc -l <err.txt) == 1 ]] || fail "$f: exit $rc, want 3 and one line: $(cat err.txt)"
+    grep -q "rank 1" err.txt || fail "$f: the line does not name rank 1: $(cat err.txt)"
+    [[ $(cat keep.json) == sentinel ]] || fail "$f: the results file was touched"
+    ls | grep -q '\.tmp\.' && fail "$f: a temporary was left: $(ls)"
+    echo "$f: $(cat err.txt)"
+  done
+  # an entry over --max-bytes 200K: every rank validates the whole grid
+  # (memory, policy) before any entry runs, so all refuse it alike: exit 2,
+  # one line naming the entry, no results, no rank left waiting
+  timeout 300 "${MR[@]}" -np 3 "$G" sweep --grid "$GRID" --oracle dd --max-bytes 200K --json m.json --quiet \
+    >/dev/null 2>err.txt
+  rc=$?
+  [[ $rc == 2 && $(wc -l <err.txt) == 1 && ! -e m.json ]] || fail "entry over --max-bytes: exit $rc: $(cat err.txt)"
+  grep -q "entry [0-9]*: .*--max-bytes" err.txt || fail "entry over --max-bytes: $(cat err.txt)"
+  echo "max-bytes: $(cat err.txt)"
+  # a case out of tolerance on rank 1's entries: exit 1 (rank 0's verdict), not mpirun's
+  $PY -c "
+import json; r = {'id': 'impossible', 'kind': 'absolute', 'metric': 'rel_fro', 'limit': 1e-300, 'reason': 'test: fails every case'}
+json.dump({'name': 'strict', 'version': 1, 'rules': [r]}, open('strict.json', 'w'))"
+  "${MR[@]}" -np 2 "$G" sweep --grid "$GRID" --oracle dd --policy strict.json --json s.json --quiet >out.txt 2>err.txt
+  rc=$?
+  [[ $rc == 1 && -s s.json ]] || fail "failing sweep on 2 ranks: exit $rc, want 1 and the results: $(cat err.txt out.txt; ls)"
+  "${MR[@]}" -np 4 "$G" "${args[@]}" >/dev/null 2>err.txt || fail "control: exit $? $(cat err.txt)"
+  [[ -s f.json ]] || fail "control: no results file"
+  # misuse: exit 2 with the reason
+  "$G" "${args[@]}" 2>err.txt; rc=$?
+  [[ $rc == 2 ]] && grep -q "not started by mpirun" err.txt || fail "outside mpirun: exit $rc $(cat err.txt)"
+  "${MR[@]}" -np 2 "$G" sweep --grid "$GRID" --backend mpi 2>err.txt; rc=$?
+  [[ $rc == 2 ]] && grep -q "drop --backend" err.txt || fail "sweep --backend mpi: exit $rc $(cat err.txt)"
+  "${MR[@]}" -np 2 "$G" "${args[@]}" --devices 4 2>err.txt; rc=$?
+  [[ $rc == 2 && $(wc -l <err.txt) == 1 ]] || fail "--devices 4 on 2 ranks: exit $rc $(cat err.txt)"
+  echo "faults ok"
+  ;;
+*) fail "unknown part $PART" ;;
+esac
