@@ -128,7 +128,7 @@ void kern_affine_piece(const kern_config *cfg, int64_t T, int64_t r, kern_piece 
  *   h_out[b, hv, r]  device r's replay carry after its last chunk.
  * In exact arithmetic h_in[r] = h_out[r-1] for 1 <= r < D (seam r), and
  * h_out[D-1] = ht.  The difference at seam r is the round-off of composing
- * (and, with broken_compose, the error of the wrong order).  For D = 1 there
+ * (and, with a mutant such as compose-order, the bug; kern_mutant.h).  For D = 1 there
  * is no seam; h_out[0] equals ht.  Memory: 2 B Hv D Dk Dv doubles, allocated
  * only when asked for.  Pair kern_affine_seams_init with _clear.
  * prefix_compositions / prefix_rounds: what the exclusive prefix of one head
@@ -187,7 +187,7 @@ typedef struct kern_affine_exchange {
   int64_t nh, devices, dk, dv;
   size_t na, nb; /* Dk^2 and Dk Dv */
   kern_matmul mode;
-  int broken;    /* cfg->broken_compose */
+  int broken;    /* cfg->mutant == KERN_MUTANT_COMPOSE_ORDER (the one mutant the exchange honours) */
   int prefixed;  /* set by exchange */
 } kern_affine_exchange;
 

@@ -56,6 +56,65 @@ typedef struct KR(affine_job) {
   gdn_error *e;
 } KR(affine_job);
 
+/* The piece device r folds: kern_affine_piece's, except that the
+ * shard-off-by-one mutant starts the fold of every device r >= 1 one token
+ * (chunk sharding: one chunk) early, so that position is folded twice. */
+static void KR(affine_fold_piece)(const kern_config *cfg, int64_t T, int64_t r, kern_piece *pc) {
+  kern_affine_piece(cfg, T, r, pc);
+  if (cfg->mutant != KERN_MUTANT_SHARD_OFF_BY_ONE || r == 0) return;
+  const int64_t C = cfg->chunk;
+  if (cfg->shard == KERN_SHARD_TOKENS) {
+    pc->base = pc->t0 = pc->t0 - 1;
+    pc->count = (pc->t1 - pc->base + C - 1) / C;
+  } else {
+    pc->first--;
+    pc->count++;
+    pc->t0 = pc->first * C;
+  }
+}
+
+/* Bits for kern_prefix_inclusive from the mutant (kern_prefix.h). */
+static int KR(affine_prefix_bits)(kern_mutant m) {
+  return m == KERN_MUTANT_COMPOSE_ORDER ? KERN_PREFIX_BROKEN_ORDER
+         : m == KERN_MUTANT_HS_REVERSED ? KERN_PREFIX_BROKEN_ROUNDS
+                                        : 0;
+}
+
+/* h = the state device r starts its replay from (h0: the head's initial
+ * state, zeros when there is none): h0 for r = 0, else A_cum[r-1] h0 +
+ * B_cum[r-1] (Ah, Bh: the head's inclusive prefix); then the mutant's
+ * change, chosen from one table of cases. */
+static void KR(affine_h_in)(const kern_config *cfg, kern_matmul mm, const gdn_inputs *in,
+                            int64_t Dk, int64_t Dv,
+                            const kreal *Ah, const kreal *Bh, int64_t r, const kreal *h0,
+                            kreal *h, kreal *aw) {
+  const size_t na = (size_t)(Dk * Dk), nb = (size_t)(Dk * Dv);
+  const kern_mutant m = cfg->mutant;
+  int64_t src = r - 1; /* the prefix entry device r starts from; -1: h0 itself */
+  if (m == KERN_MUTANT_PREFIX_INCLUSIVE && cfg->devices >= 2) src = r;
+  if (src < 0)
+    memcpy(h, h0, nb * sizeof *h);
+  else
+    KR(kern_affine_apply)(mm, Dk, Dv, Ah + (size_t)src * na, Bh + (size_t)src * nb, in->h0 ? h0 : NULL, h, aw);
+  switch (m) {
+  case KERN_MUTANT_H0_IGNORED:
+    if (r == 0) memset(h, 0, nb * sizeof *h);
+    break;
+  case KERN_MUTANT_CARRY_ZERO:
+    if (r >= 1) memset(h, 0, nb * sizeof *h);
+    break;
+  case KERN_MUTANT_H0_EVERY:
+    if (r >= 1)
+      for (size_t x = 0; x < nb; x++) h[x] += h0[x];
+    break;
+  case KERN_MUTANT_BF16_SEAM:
+    if (r >= 1)
+      for (size_t x = 0; x < nb; x++) h[x] = (kreal)gdn_bf16_round((float)h[x]);
+    break;
+  default: break;
+  }
+}
+
 /* After the fold of one batch: the driver's exchange, on one thread (the
  * master: an MPI initialised FUNNELED suffices), between two barriers; every
  * thread then sees its verdict. */
@@ -90,6 +149,11 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
   kreal *base = j->mem + (size_t)tid * j->per;
   KR(kchunk) c;
   KR(kchunk_bind)(&c, base, in, num, C, out->dtype == GDN_DTYPE_BF16);
+  c.mutant = cfg->mutant;
+  if (cfg->mutant == KERN_MUTANT_SCALE_TWICE) c.scale = c.scale * c.scale;
+  if (cfg->mutant == KERN_MUTANT_SCALE_NONE) c.scale = 1;
+  const int seam_decay = cfg->mutant == KERN_MUTANT_SEAM_DECAY;
+  const int final_replay = cfg->mutant == KERN_MUTANT_FINAL_FROM_REPLAY;
   KR(kprep) *mine = &j->preps[2 * tid];
   KR(kprep_bind)(&mine[0], base + j->ce, C, Dk, Dv, mm);
   KR(kprep_bind)(&mine[1], base + j->ce + j->pe, C, Dk, Dv, mm);
@@ -108,10 +172,11 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
     for (int64_t it = 0; it < nh * nd; it++) {
       const int64_t hb = it / nd, r = dev0 + it % nd, head = h_begin + hb;
       kern_piece pc;
-      kern_affine_piece(cfg, T, r, &pc);
+      KR(affine_fold_piece)(cfg, T, r, &pc);
       const int64_t first = pc.first, cnt = pc.count;
       KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
       KR(kchunk_piece)(&c, pc.base, pc.t1);
+      c.seam_chunk = seam_decay && r >= 1 ? first : -1;
       kreal *Al = pairs + (size_t)hb * D * npair + (size_t)r * na;
       kreal *Bl = pairs + (size_t)hb * D * npair + (size_t)D * na + (size_t)r * nb;
       for (size_t x = 0; x < na; x++) Al[x] = 0;
@@ -144,15 +209,17 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
       kreal *Ah = pairs + (size_t)hb * D * npair, *Bh = Ah + (size_t)D * na;
       kern_prefix_stats st = {0, 0, NULL, 0};
       if (!prefixed)
-        KR(kern_prefix_inclusive)(cfg->prefix, cfg->broken_compose, mm, D, Dk, Dv, Ah, Bh, pw, &st);
+        KR(kern_prefix_inclusive)(cfg->prefix, KR(affine_prefix_bits)(cfg->mutant), mm, D, Dk, Dv, Ah, Bh, pw, &st);
       if (sm && head == 0) {
         sm->prefix_compositions = st.compositions;
         sm->prefix_rounds = st.rounds;
       }
-      KR(kchunk_h0)(&c, h0);
-      KR(kern_affine_apply)(mm, Dk, Dv, Ah + (size_t)(D - 1) * na, Bh + (size_t)(D - 1) * nb,
-                            in->h0 ? h0 : NULL, h, aw);
-      KR(kchunk_store_state)(&c, h, gdn_outputs_ht(out, c.b, c.hv));
+      if (!final_replay) {
+        KR(kchunk_h0)(&c, h0);
+        KR(kern_affine_apply)(mm, Dk, Dv, Ah + (size_t)(D - 1) * na, Bh + (size_t)(D - 1) * nb,
+                              in->h0 ? h0 : NULL, h, aw);
+        KR(kchunk_store_state)(&c, h, gdn_outputs_ht(out, c.b, c.hv));
+      }
     }
   }
   const int64_t items = nh * nd, solo = items / nt * nt;
@@ -164,18 +231,15 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
     const int64_t first = pc.first, cnt = pc.count;
     KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
     KR(kchunk_piece)(&c, pc.base, pc.t1);
+    c.seam_chunk = seam_decay && r >= 1 ? first : -1;
     KR(kchunk_h0)(&c, h0);
-    if (r == 0) {
-      memcpy(h, h0, nb * sizeof *h);
-    } else {
-      const kreal *Ah = pairs + (size_t)hb * D * npair, *Bh = Ah + (size_t)D * na;
-      KR(kern_affine_apply)(mm, Dk, Dv, Ah + (size_t)(r - 1) * na, Bh + (size_t)(r - 1) * nb,
-                            in->h0 ? h0 : NULL, h, aw);
-    }
+    const kreal *Ah = pairs ? pairs + (size_t)hb * D * npair : NULL;
+    KR(affine_h_in)(cfg, mm, in, Dk, Dv, Ah, Ah ? Ah + (size_t)D * na : NULL, r, h0, h, aw);
     if (sm) KR(kchunk_store_state)(&c, h, kern_affine_seams_h_in(sm, c.b, c.hv, r));
     KR(kchunk_scan)(&c, mine, first, cnt, h, out);
     if (sm) KR(kchunk_store_state)(&c, h, kern_affine_seams_h_out(sm, c.b, c.hv, r));
-    if (D == 1) KR(kchunk_store_state)(&c, h, gdn_outputs_ht(out, c.b, c.hv));
+    if (D == 1 || (final_replay && r == D - 1))
+      KR(kchunk_store_state)(&c, h, gdn_outputs_ht(out, c.b, c.hv));
   }
   /* the rest by the team, on thread 0's h (the loop's barrier: every slot
    * is bound and every solo item done) */
@@ -188,22 +252,19 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
     const int64_t first = pc.first, cnt = pc.count;
     KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
     KR(kchunk_piece)(&c, pc.base, pc.t1);
+    c.seam_chunk = seam_decay && r >= 1 ? first : -1;
     if (tid == 0) {
       KR(kchunk_h0)(&c, h0);
-      if (r == 0) {
-        memcpy(th, h0, nb * sizeof *th);
-      } else {
-        const kreal *Ah = pairs + (size_t)hb * D * npair, *Bh = Ah + (size_t)D * na;
-        KR(kern_affine_apply)(mm, Dk, Dv, Ah + (size_t)(r - 1) * na, Bh + (size_t)(r - 1) * nb,
-                              in->h0 ? h0 : NULL, th, aw);
-      }
+      const kreal *Ah = pairs ? pairs + (size_t)hb * D * npair : NULL;
+      KR(affine_h_in)(cfg, mm, in, Dk, Dv, Ah, Ah ? Ah + (size_t)D * na : NULL, r, h0, th, aw);
       if (sm) KR(kchunk_store_state)(&c, th, kern_affine_seams_h_in(sm, c.b, c.hv, r));
     }
 #pragma omp barrier
     KR(kchunk_scan_team)(&c, j->preps, &ts, first, cnt, th, Bn, out); /* Bn: free here */
     if (tid == 0) {
       if (sm) KR(kchunk_store_state)(&c, th, kern_affine_seams_h_out(sm, c.b, c.hv, r));
-      if (D == 1) KR(kchunk_store_state)(&c, th, gdn_outputs_ht(out, c.b, c.hv));
+      if (D == 1 || (final_replay && r == D - 1))
+        KR(kchunk_store_state)(&c, th, gdn_outputs_ht(out, c.b, c.hv));
     }
 #pragma omp barrier
   }
@@ -271,7 +332,7 @@ static int KR(affine_run)(const gdn_inputs *in, const kern_config *cfg, const ke
     }
   }
   kern_affine_exchange x = {sizeof(kreal) == 4 ? GDN_DTYPE_F32 : GDN_DTYPE_F64, NULL, 0, D, Dk, Dv, na, nb,
-                            num->matmul, cfg->broken_compose, 0};
+                            num->matmul, cfg->mutant == KERN_MUTANT_COMPOSE_ORDER, 0};
   int xrc = GDN_OK;
   KR(affine_job) job = {in, cfg, num, out, sm, mem, pairs, preps, slots,
                         per, ce, pe, na, nb, npair, 0, 0, comm, &x, &xrc, e};

@@ -141,6 +141,8 @@ typedef struct KR(kchunk) {
   int64_t b, hv, hk;              /* the (batch, value head) being computed, its key head */
   int64_t pf;                     /* chunk whose rows to prefetch at the next body / affine map */
   int64_t t_base, t_end;          /* the piece: chunk n starts at token t_base + n C; t >= t_end pads */
+  kern_mutant mutant;             /* kern_mutant.h: set by kern_affine_prefix only; 0 otherwise */
+  int64_t seam_chunk;             /* seam-decay: the chunk whose carried state is not decayed, or -1 */
   kreal *q, *k, *v;               /* C x Dk, C x Dk, C x Dv */
   kreal *kT;                      /* Dk x C: K^T */
   kreal *g, *beta, *G, *eG, *eGl; /* C */
@@ -233,6 +235,8 @@ KTMPL void KR(kchunk_bind)(KR(kchunk) *c, kreal *mem, const gdn_inputs *in, cons
   c->pf = -1;
   c->t_base = 0;
   c->t_end = in->shape.T;
+  c->mutant = KERN_MUTANT_NONE;
+  c->seam_chunk = -1;
   kreal *p = mem;
   c->q = KR(rows_carve)(&p, C_ * dk);
   c->k = KR(rows_carve)(&p, C_ * dk);
@@ -279,6 +283,7 @@ KTMPL void KR(kchunk_head)(KR(kchunk) *c, int64_t b, int64_t hv) {
   c->b = b;
   c->hv = hv;
   c->hk = gdn_inputs_key_head(c->in, hv);
+  if (c->mutant == KERN_MUTANT_GQA_TILE) c->hk = hv % c->in->shape.Hk; /* tile, not repeat */
 }
 
 /* out = op(a) op(b) in the config's matmul mode, on the operands' splits. */
@@ -382,7 +387,8 @@ KTMPL void KR(kchunk_load)(KR(kchunk) *c, int64_t n) {
   const gdn_inputs *in = c->in;
   const int64_t C = c->C, Dk = c->Dk, Dv = c->Dv, T = c->t_end, t0 = c->t_base + n * C;
   const int64_t nv = T - t0 < C ? T - t0 : C; /* rows t < t_end */
-  int32_t last_reset = -1;
+  const kern_mutant mu = c->mutant;
+  int32_t last_reset = -1, late = 0;
   for (int64_t i = 0; i < nv; i++) {
     const int64_t t = t0 + i;
     KR(rows_in)(gdn_inputs_q(in, c->b, t, c->hk), Dk, c->num, c->q + i * Dk);
@@ -391,13 +397,17 @@ KTMPL void KR(kchunk_load)(KR(kchunk) *c, int64_t n) {
     c->g[i] = KR(rows_g)(gdn_inputs_g(in, c->b, t, c->hv), c->num);
     c->beta[i] = KR(rows_beta)(gdn_inputs_beta(in, c->b, t, c->hv), c->num);
     const int kind = gdn_inputs_token_kind(in, c->b, t);
+    if (late) last_reset = (int32_t)i, late = 0; /* reset-late: one token after */
     if (kind == GDN_TOKEN_PAD) {
       kreal *ki = c->k + i * Dk, *vi = c->v + i * Dv;
       for (int64_t d = 0; d < Dk; d++) ki[d] = 0;
       for (int64_t d = 0; d < Dv; d++) vi[d] = 0;
-      c->g[i] = 0;
+      if (mu != KERN_MUTANT_PAD_UNMASKED) c->g[i] = 0;
     } else if (kind == GDN_TOKEN_RESET) {
-      last_reset = (int32_t)i;
+      if (mu == KERN_MUTANT_RESET_LATE)
+        late = 1;
+      else if (mu != KERN_MUTANT_RESET_MISSING)
+        last_reset = (int32_t)i;
     }
     c->lb[i] = last_reset;
   }
@@ -406,7 +416,7 @@ KTMPL void KR(kchunk_load)(KR(kchunk) *c, int64_t n) {
     kreal *qi = c->q + i * Dk, *ki = c->k + i * Dk, *vi = c->v + i * Dv;
     for (int64_t d = 0; d < Dk; d++) qi[d] = ki[d] = 0;
     for (int64_t d = 0; d < Dv; d++) vi[d] = 0;
-    c->g[i] = 0;
+    c->g[i] = mu == KERN_MUTANT_PAD_UNMASKED && nv > 0 ? c->g[nv - 1] : 0; /* edge-padded g */
     c->beta[i] = 0;
   }
   KR(rows_qk_finish)(c->q, nv, Dk, in->l2norm_in_kernel, 1, c->scale, c->num);
@@ -445,6 +455,10 @@ KTMPL void KR(kchunk_load)(KR(kchunk) *c, int64_t n) {
     kreal *di = c->dec + i * C;
     const kreal Gi = c->G[i];
     for (int64_t j = 0; j < i; j++) di[j] = KEXPU(Gi - c->G[j]);
+  }
+  if (n == c->seam_chunk) { /* seam-decay: the carried state's decay taken as 1 */
+    for (int64_t i = 0; i < C; i++) c->eG[i] = 1;
+    c->eGlast = 1;
   }
   if (last_reset >= 0) KR(kchunk_reset_masks)(c);
 }

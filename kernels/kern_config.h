@@ -36,6 +36,7 @@
 #include "gdn_dtype.h"
 #include "gdn_error.h"
 #include "gdn_shape.h"
+#include "kern_mutant.h"
 
 typedef enum kern_matmul {
   KERN_MATMUL_IEEE = 0,
@@ -69,7 +70,7 @@ typedef struct kern_config {
   kern_prefix prefix;
   kern_shard shard;
   kern_solve solve;
-  int broken_compose; /* testing only: compose (A1,B1) o (A2,B2), the wrong order */
+  kern_mutant mutant; /* testing only: a catalogued bug in kern_affine_prefix (kern_mutant.h) */
 } kern_config;
 
 /* float32, IEEE matmuls, no FTZ, C = 64, 1 device, sequential prefix,

@@ -87,7 +87,7 @@ typedef struct KR(prefix_run) {
 static void KR(prefix_combine)(KR(prefix_run) *p, int64_t l, int64_t e) {
   kreal *Al = p->A + (size_t)l * p->na, *Bl = p->B + (size_t)l * p->nb;
   const kreal *Ae = p->A + (size_t)e * p->na, *Be = p->B + (size_t)e * p->nb;
-  if (!p->broken)
+  if (!(p->broken & KERN_PREFIX_BROKEN_ORDER))
     KR(kern_affine_compose)(p->mode, p->dk, p->dv, Al, Bl, Ae, Be, p->tA, p->tB, p->aw);
   else
     KR(kern_affine_compose)(p->mode, p->dk, p->dv, Ae, Be, Al, Bl, p->tA, p->tB, p->aw);
@@ -143,9 +143,18 @@ void KR(kern_prefix_inclusive)(kern_prefix schedule, int broken, kern_matmul mod
   switch (schedule) {
   case KERN_PREFIX_ASSOCIATIVE_SCAN: KR(prefix_assoc)(&p, D); break;
   case KERN_PREFIX_HILLIS_STEELE:
-    for (int64_t s = 1; s < D; s *= 2) { /* round k: s = 2^k */
-      for (int64_t r = D - 1; r >= s; r--) KR(prefix_combine)(&p, r, r - s);
-      p.rounds++;
+    if (!(broken & KERN_PREFIX_BROKEN_ROUNDS)) {
+      for (int64_t s = 1; s < D; s *= 2) { /* round k: s = 2^k */
+        for (int64_t r = D - 1; r >= s; r--) KR(prefix_combine)(&p, r, r - s);
+        p.rounds++;
+      }
+    } else { /* hs-reversed: the same strides, largest first */
+      int64_t top = 1;
+      while (top * 2 < D) top *= 2;
+      for (int64_t s = D >= 2 ? top : 0; s >= 1; s /= 2) {
+        for (int64_t r = D - 1; r >= s; r--) KR(prefix_combine)(&p, r, r - s);
+        p.rounds++;
+      }
     }
     break;
   default: /* SEQUENTIAL */

@@ -63,6 +63,8 @@ static const gdn_cli_opt options[] = {
                        "from the seed: on a seam, on a chunk edge, inside a chunk; default 1)", C_SYN},
     {"packing", "MODE", "state at a document boundary: leak (carried, as MaxText; default) or reset "
                         "(restarted, as flash-linear-attention's cu_seqlens)", C_SYN},
+    {"mutant", "NAME", "testing only: affine-prefix with one catalogued bug (kern_mutant.h: "
+                       "compose-order, carry-zero, ...; default none), to see which checks catch it", C_CASES},
     {"dtype", "TYPE", "kernel compute dtype: float32, bfloat16, float64 (default float32)", C_CASES},
     {"matmul-precision", "MODE",
      "default (1 bf16 pass), high (3), highest (6), ieee (plain float32 fma) (default highest)", C_CASES},
@@ -196,6 +198,8 @@ static int parse_sweep_opts(const gdn_cli_args *aa, parity_sweep_opts *o, gdn_er
   }
   if ((v = GET("shard")) && (rc = kern_shard_parse(v, &o->shard, e))) return rc;
   if ((v = GET("solve")) && (rc = kern_solve_parse(v, &o->solve, e))) return rc;
+  if ((v = GET("mutant")) && (rc = kern_mutant_parse(v, &o->mutant, e)))
+    return gdn_error_prefix(e, "--mutant: "), rc;
   if ((v = GET("dtype")) && (rc = gdn_dtype_parse(v, &o->dtype, "--dtype", e))) return rc;
   if ((v = GET("matmul-precision")) && (rc = kern_matmul_parse(v, &o->matmul, e))) return rc;
   if (GET("ftz") && GET("no-ftz"))

@@ -240,6 +240,8 @@ json_t *parity_json_case(const parity_case_result *r, int reproducible) {
   bad |= parity_json_set(c, "shard", json_string(kern_shard_name(r->shard)));
   if (r->packing >= 0) bad |= parity_json_set(c, "packing", json_string(gdn_packing_name(r->packing)));
   bad |= parity_json_set(c, "solve", json_string(kern_solve_name(r->solve)));
+  if (r->mutant != KERN_MUTANT_NONE) /* outputs without a mutant unchanged */
+    bad |= parity_json_set(c, "mutant", json_string(kern_mutant_name(r->mutant)));
   bad |= parity_json_set(c, "dtype", json_string(gdn_dtype_name(r->dtype)));
   bad |= parity_json_set(c, "matmul_precision", json_string(kern_matmul_name(r->matmul)));
   bad |= parity_json_set(c, "ftz", json_boolean(r->ftz));

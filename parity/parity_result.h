@@ -88,6 +88,7 @@ typedef struct parity_case_result {
   int ftz, has_ref;
   kern_shard shard;          /* how the sequence is split over devices */
   kern_solve solve;          /* the in-chunk triangular solve */
+  kern_mutant mutant;        /* testing only: the affine-prefix bug switched on (kern_mutant.h) */
   int packing;               /* gdn_packing of packed inputs, -1 without segment ids */
   int64_t *shards;           /* (first chunk, count) per device: 2 * devices */
   int64_t *pieces;           /* (first real token, end of real tokens, padding after) per device: 3 * devices */

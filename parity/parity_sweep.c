@@ -216,12 +216,17 @@ static void case_describe(const input_ctx *x, parity_case_result *r) {
   r->candidate = x->candidate;
   r->shard = x->cfg.shard;
   r->solve = x->cfg.solve;
+  r->mutant = x->cfg.mutant;
   r->packing = x->in->seg ? (int)x->in->packing : -1;
   parity_case_id(r->id, sizeof r->id, &r->shape, r->chunk, r->devices, r->prefix, o->dtype, o->matmul);
   if (r->devices > 1 && r->shard != KERN_SHARD_TOKENS) /* ids of the default mode unchanged */
     strncat(r->id, "-shard-chunks", sizeof r->id - strlen(r->id) - 1);
   if (r->solve != KERN_SOLVE_SUBSTITUTION) /* ids of the default solve unchanged */
     strncat(r->id, "-solve-xla-expander", sizeof r->id - strlen(r->id) - 1);
+  if (r->mutant != KERN_MUTANT_NONE) { /* ids without a mutant unchanged */
+    strncat(r->id, "-mutant-", sizeof r->id - strlen(r->id) - 1);
+    strncat(r->id, kern_mutant_name(r->mutant), sizeof r->id - strlen(r->id) - 1);
+  }
   /* Device d's piece (kern_affine_piece): its chunks numbered as the devices
    * see the sequence (each device's chunks after the previous device's,
    * padding included), its real tokens and the padding after them. */
@@ -483,7 +488,7 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
   x.cfg.dtype = o->dtype;
   x.cfg.matmul = o->matmul;
   x.cfg.ftz = parity_sweep_ftz(o);
-  x.cfg.broken_compose = o->broken_compose;
+  x.cfg.mutant = o->mutant;
   x.cfg.shard = o->shard;
   x.cfg.solve = o->solve;
   if ((rc = ctx_subjects(&x, ext, n_ext, e))) goto done;

@@ -48,7 +48,7 @@ typedef struct parity_sweep_opts {
   const parity_policy *policy;
   int verbosity; /* 0 quiet, 1 table, 2 every check */
   int reproducible; /* no per-case timings in the document */
-  int broken_compose; /* testing only: kern_config.broken_compose, to show the gate fails it */
+  kern_mutant mutant; /* testing only: kern_config.mutant (kern_mutant.h), to show the gate fails it */
   FILE *log;     /* the table (stdout) */
   parity_progress *progress; /* the terminal's progress line; NULL: none */
   /* Subject rows added to every case after the built-in ones and the

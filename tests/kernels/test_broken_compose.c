@@ -40,7 +40,7 @@ static void broken_mode(gdn_dtype dt, kern_prefix prefix, kern_matmul mm) {
     c.matmul = mm;
     c.prefix = prefix;
     kt_run_ok(K_AFFINE, &in, &c, &good);
-    c.broken_compose = 1;
+    c.mutant = KERN_MUTANT_COMPOSE_ORDER;
     kt_run_ok(K_AFFINE, &in, &c, &bad);
     double ro = kt_rel_o(&bad, &scan), rh = kt_rel_ht(&bad, &scan);
     double go = kt_rel_o(&good, &scan), gh = kt_rel_ht(&good, &scan);

@@ -89,7 +89,7 @@ static void seams(gdn_dtype dt, double bound) {
   gdn_inputs_clear(&cut);
 
   /* broken composition shows at seams r >= 2 */
-  c.broken_compose = 1;
+  c.mutant = KERN_MUTANT_COMPOSE_ORDER;
   ck_assert_int_eq(kern_affine_prefix_seams(&in, &c, &out, &sm, &e), GDN_OK);
   for (int64_t r = 2; r < D; r++) {
     double d = rel_state(kern_affine_seams_h_in(&sm, 0, 0, r),

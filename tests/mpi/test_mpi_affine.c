@@ -104,7 +104,7 @@ START_TEST(negative_controls) {
   for (int p = 0; p < 3; p++) {
     kern_config broken = cfg_of(GDN_DTYPE_F32, KERN_MATMUL_IEEE, (kern_prefix)p, KERN_SHARD_TOKENS, 0);
     kern_config right = broken;
-    broken.broken_compose = 1;
+    broken.mutant = KERN_MUTANT_COMPOSE_ORDER;
     ck_assert_msg(same(&in, &broken, &broken), "prefix %d: broken MPI != broken simulated", p);
     if (g_size >= 2) /* D = 2: only ht differs; D >= 3: o too */
       ck_assert_msg(!same(&in, &broken, &right), "prefix %d: broken MPI == correct simulated", p);

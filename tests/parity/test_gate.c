@@ -43,7 +43,7 @@ static int sweep_once(int broken, int64_t devices, parity_doc *d) {
   o.devices[0] = devices;
   o.n_devices = 1;
   o.devices_default = 0;
-  o.broken_compose = broken;
+  o.mutant = broken ? KERN_MUTANT_COMPOSE_ORDER : KERN_MUTANT_NONE;
   /* D = 3 does not divide T = 512: array_split; D = 8: token sharding */
   o.shard = s.T % devices ? KERN_SHARD_CHUNKS : KERN_SHARD_TOKENS;
   ck_assert_int_eq(parity_doc_init(d, "test", &pol, &e), GDN_OK);

@@ -1,0 +1,74 @@
+/* The mutant catalogue (kern_mutant.h): one row per bug, in enum order. */
+#include "kern_mutant.h"
+
+#include <string.h>
+
+#define D_ KERN_MUTANT_NEEDS_DEVICES
+static const kern_mutant_row rows[KERN_MUTANT_COUNT] = {
+    {KERN_MUTANT_NONE, "none", 0, "the correct program"},
+    {KERN_MUTANT_COMPOSE_ORDER, "compose-order", D_,
+     "the combine of the prefix written as combine(later, earlier) -> (A_e A_l, A_e B_l + B_e): "
+     "the affine maps composed in the wrong order"},
+    {KERN_MUTANT_SEAM_DECAY, "seam-decay", D_,
+     "each shard's local scan starts its first chunk with exp(G) taken as 1 for the carried state "
+     "(h_in not multiplied by the chunk's cumulative decay), in the fold and the replay alike"},
+    {KERN_MUTANT_CARRY_ZERO, "carry-zero", D_,
+     "the replay of every shard but the first called with initial_state = zeros (the gathered "
+     "prefix computed but never passed in)"},
+    {KERN_MUTANT_SHARD_OFF_BY_ONE, "shard-off-by-one", D_,
+     "the fold slices its shard as x[r*L - 1 : (r+1)*L] (one token, or with chunk sharding one "
+     "chunk, of the previous shard folded twice) while the replay slices x[r*L : (r+1)*L]"},
+    {KERN_MUTANT_PAD_UNMASKED, "pad-unmasked", KERN_MUTANT_NEEDS_PAD,
+     "g padded with its last value (jnp.pad mode='edge') or not zeroed at a document pad, so a "
+     "padded position still decays the state"},
+    {KERN_MUTANT_PREFIX_INCLUSIVE, "prefix-inclusive", D_,
+     "device r takes prefix[r] instead of prefix[r-1] (the inclusive scan used where the "
+     "exclusive one is meant: its own shard applied twice)"},
+    {KERN_MUTANT_FINAL_FROM_REPLAY, "final-from-replay", D_,
+     "final_state taken from the last device's replay instead of A_cum[D-1] h0 + B_cum[D-1]: the "
+     "same value in exact arithmetic, a different rounding"},
+    {KERN_MUTANT_H0_IGNORED, "h0-ignored", KERN_MUTANT_NEEDS_H0,
+     "device 0's replay called without initial_state (the other devices get it through the "
+     "prefix)"},
+    {KERN_MUTANT_H0_EVERY, "h0-every", D_ | KERN_MUTANT_NEEDS_H0,
+     "every device's replay passed initial_state = h0 and the carried prefix added on top"},
+    {KERN_MUTANT_GQA_TILE, "gqa-tile", KERN_MUTANT_NEEDS_GQA,
+     "the key heads expanded with jnp.tile (head hv reads key head hv mod Hk) instead of "
+     "jnp.repeat (hv / (Hv/Hk))"},
+    {KERN_MUTANT_SCALE_TWICE, "scale-twice", 0,
+     "q multiplied by scale before the call and again inside the kernel"},
+    {KERN_MUTANT_SCALE_NONE, "scale-none", 0, "the kernel's q * scale left out"},
+    {KERN_MUTANT_BF16_SEAM, "bf16-seam", D_,
+     "the gathered state cast to the activation dtype (bfloat16) for the all-gather and used "
+     "as the replay's initial_state without the cast back"},
+    {KERN_MUTANT_HS_REVERSED, "hs-reversed", D_ | KERN_MUTANT_NEEDS_HS,
+     "the Hillis-Steele loop over strides written for s in reversed(strides): the longest "
+     "stride first"},
+    {KERN_MUTANT_RESET_MISSING, "reset-missing", KERN_MUTANT_NEEDS_DOCS,
+     "segment ids ignored by the kernel: the state flows across a packed document boundary"},
+    {KERN_MUTANT_RESET_LATE, "reset-late", KERN_MUTANT_NEEDS_DOCS,
+     "the reset mask built from segment_ids[t] != segment_ids[t - 2] (or shifted by one): no "
+     "reset at the boundary and one where there is none"},
+};
+#undef D_
+
+const kern_mutant_row *kern_mutant_row_of(kern_mutant m) {
+  return (unsigned)m < KERN_MUTANT_COUNT ? &rows[m] : &rows[0];
+}
+
+const char *kern_mutant_name(kern_mutant m) { return kern_mutant_row_of(m)->name; }
+
+int kern_mutant_parse(const char *s, kern_mutant *out, gdn_error *e) {
+  if (!s) s = "";
+  for (int i = 0; i < KERN_MUTANT_COUNT; i++)
+    if (strcmp(s, rows[i].name) == 0) {
+      *out = (kern_mutant)i;
+      return GDN_OK;
+    }
+  char names[512] = "";
+  for (int i = 0; i < KERN_MUTANT_COUNT; i++) {
+    strncat(names, rows[i].name, sizeof names - strlen(names) - 3);
+    if (i + 1 < KERN_MUTANT_COUNT) strncat(names, ", ", sizeof names - strlen(names) - 1);
+  }
+  return gdn_error_set(e, GDN_ERR_INPUT, "unknown mutant '%s' (one of: %s)", s, names);
+}

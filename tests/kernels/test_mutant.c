@@ -1,0 +1,134 @@
+/* The mutant catalogue (kern_mutant.h) in kern_affine_prefix.
+ *
+ * 1. Every mutant shows where it should: at a shape that has everything the
+ *    catalogue needs (D = 4 Hillis-Steele, h0, GQA Hk = 2 < Hv = 4, packed
+ *    documents with packing = reset and document pads, T/D = 60 tokens per
+ *    device with C = 16 so every device pads 4 positions, long memory
+ *    g * 0.002), each mutant's o or ht differs from the correct run by
+ *    >= 1e-4 relative: >= 30x the float32 kernels' round-off bound
+ *    (test_f32_vs_f64: 2.9e-6).  The exception, asserted as such:
+ *    final-from-replay equals the correct program in exact arithmetic, so o
+ *    is bit-identical and ht differs by round-off only (0 < rel < 1e-5).
+ * 2. The `needs` column is honest: at a bare shape (D = 1, no h0, Hk = Hv,
+ *    no documents, C | T) every mutant that needs something is
+ *    bit-identical to the correct run, and the two that need nothing
+ *    (scale-twice, scale-none) are not (negative control of 1).
+ * 3. A mutant never touches the stock scan: kern_scan with any mutant set
+ *    is bit-identical to kern_scan without.
+ * 4. kern_mutant_parse round-trips every name and rejects an unknown one
+ *    with the list of names. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kern_test_util.h"
+
+#define SHOWS 1e-4
+
+static void make_full(gdn_inputs *in) {
+  const gdn_shape s = {1, 240, 2, 4, 16, 16};
+  kt_make(in, s, 22, 1, 1, 0.002f);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(gdn_inputs_alloc_seg(in, &e), GDN_OK);
+  /* documents 1 | 2 | 3, boundaries at 70 and 150 (inside chunks of 16 and
+   * inside device pieces of 60), then 9 pads */
+  for (int64_t t = 0; t < s.T; t++) in->seg[t] = t >= s.T - 9 ? 0 : t < 70 ? 1 : t < 150 ? 2 : 3;
+  in->packing = GDN_PACKING_RESET;
+}
+
+START_TEST(every_mutant_shows) {
+  gdn_inputs in;
+  make_full(&in);
+  gdn_outputs good, bad;
+  gdn_outputs_init(&good);
+  gdn_outputs_init(&bad);
+  kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 4);
+  c.prefix = KERN_PREFIX_HILLIS_STEELE;
+  kt_run_ok(K_AFFINE, &in, &c, &good);
+  for (int m = 1; m < KERN_MUTANT_COUNT; m++) {
+    c.mutant = (kern_mutant)m;
+    kt_run_ok(K_AFFINE, &in, &c, &bad);
+    const double ro = kt_rel_o(&bad, &good), rh = kt_rel_ht(&bad, &good);
+    fprintf(stderr, "mutant %-18s o %.3g ht %.3g\n", kern_mutant_name(c.mutant), ro, rh);
+    if (m == KERN_MUTANT_FINAL_FROM_REPLAY)
+      ck_assert_msg(ro == 0 && rh > 0 && rh < 1e-5, "final-from-replay: o %.3g ht %.3g", ro, rh);
+    else
+      ck_assert_msg(ro >= SHOWS || rh >= SHOWS, "%s: only o %.3g ht %.3g", kern_mutant_name(c.mutant),
+                    ro, rh);
+  }
+  gdn_outputs_clear(&good);
+  gdn_outputs_clear(&bad);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
+START_TEST(needs_are_honest) {
+  gdn_inputs in;
+  kt_make(&in, (gdn_shape){1, 128, 2, 2, 16, 16}, 23, 0, 1, 0.002f);
+  gdn_outputs good, bad;
+  gdn_outputs_init(&good);
+  gdn_outputs_init(&bad);
+  kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 1);
+  kt_run_ok(K_AFFINE, &in, &c, &good);
+  for (int m = 1; m < KERN_MUTANT_COUNT; m++) {
+    c.mutant = (kern_mutant)m;
+    kt_run_ok(K_AFFINE, &in, &c, &bad);
+    const int same = kt_same_outputs(&bad, &good);
+    ck_assert_msg(same == (kern_mutant_row_of(c.mutant)->needs != 0), "%s: same %d",
+                  kern_mutant_name(c.mutant), same);
+  }
+  gdn_outputs_clear(&good);
+  gdn_outputs_clear(&bad);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
+START_TEST(scan_ignores_mutants) {
+  gdn_inputs in;
+  make_full(&in);
+  gdn_outputs good, bad;
+  gdn_outputs_init(&good);
+  gdn_outputs_init(&bad);
+  kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 1);
+  kt_run_ok(K_SCAN, &in, &c, &good);
+  for (int m = 1; m < KERN_MUTANT_COUNT; m++) {
+    c.mutant = (kern_mutant)m;
+    kt_run_ok(K_SCAN, &in, &c, &bad);
+    ck_assert_msg(kt_same_outputs(&bad, &good), "%s changed the scan", kern_mutant_name(c.mutant));
+  }
+  gdn_outputs_clear(&good);
+  gdn_outputs_clear(&bad);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
+START_TEST(names) {
+  gdn_error e;
+  gdn_error_init(&e);
+  for (int m = 0; m < KERN_MUTANT_COUNT; m++) {
+    kern_mutant x = KERN_MUTANT_COUNT;
+    ck_assert_int_eq(kern_mutant_parse(kern_mutant_name((kern_mutant)m), &x, &e), GDN_OK);
+    ck_assert_int_eq(x, m);
+    ck_assert_int_eq(kern_mutant_row_of((kern_mutant)m)->id, m);
+    ck_assert(strlen(kern_mutant_row_of((kern_mutant)m)->doc) > 10);
+  }
+  kern_mutant x;
+  ck_assert_int_eq(kern_mutant_parse("compose_order", &x, &e), GDN_ERR_INPUT);
+  ck_assert(strstr(e.msg, "compose_order") && strstr(e.msg, "reset-late"));
+}
+END_TEST
+
+int main(void) {
+  Suite *su = suite_create("mutant");
+  TCase *tc = tcase_create("mutant");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, every_mutant_shows);
+  tcase_add_test(tc, needs_are_honest);
+  tcase_add_test(tc, scan_ignores_mutants);
+  tcase_add_test(tc, names);
+  suite_add_tcase(su, tc);
+  int nf = 0;
+  kt_suite_run(su, &nf);
+  return nf ? 1 : 0;
+}
