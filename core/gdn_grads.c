@@ -39,6 +39,27 @@ void gdn_cotangents_synth(gdn_cotangents *c, uint64_t seed) {
   for (size_t i = 0; i < n; i++) c->dht[i] = (float)gdn_rng_normal(seed, S_DHT, i);
 }
 
+int gdn_cotangents_check(const gdn_cotangents *c, const gdn_shape *s, const char *who,
+                         gdn_error *e) {
+  if (!c || !c->d_o)
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s: cotangent do is missing (NULL)", who);
+  const gdn_shape *b = &c->shape;
+  if (s->B != b->B || s->T != b->T || s->Hv != b->Hv || s->Dk != b->Dk || s->Dv != b->Dv)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "%s: the cotangents' shape (B=%lld, T=%lld, Hv=%lld, Dk=%lld, Dv=%lld) is "
+                         "not the inputs'",
+                         who, (long long)b->B, (long long)b->T, (long long)b->Hv, (long long)b->Dk,
+                         (long long)b->Dv);
+  const struct { const char *name; const float *p; size_t n; } t[] = {
+      {"do", c->d_o, gdn_shape_numel_v(s)}, {"dht", c->dht, gdn_shape_numel_state(s)}};
+  for (int k = 0; k < 2; k++)
+    for (size_t i = 0; t[k].p && i < t[k].n; i++)
+      if (!isfinite(t[k].p[i]))
+        return gdn_error_set(e, GDN_ERR_INPUT, "%s: cotangent %s: non-finite value %g at flat index %zu",
+                             who, t[k].name, (double)t[k].p[i], i);
+  return GDN_OK;
+}
+
 const char *gdn_grads_name(gdn_grad_id id) {
   static const char *const names[GDN_GRADS_N] = {"dq", "dk", "dv", "dg", "dbeta", "dh0"};
   return (unsigned)id < GDN_GRADS_N ? names[id] : "?";

@@ -41,6 +41,12 @@ void gdn_cotangents_clear(gdn_cotangents *c);
  * each a function of (seed, tensor, flat index) only (gdn_rng.h). */
 void gdn_cotangents_synth(gdn_cotangents *c, uint64_t seed);
 
+/* The cotangents fit inputs of shape s (same B, T, Hv, Dk, Dv; do present)
+ * and are finite: GDN_ERR_INPUT otherwise, the message starting with `who`
+ * and naming the tensor and the first bad flat index. */
+int gdn_cotangents_check(const gdn_cotangents *c, const gdn_shape *s, const char *who,
+                         gdn_error *e);
+
 typedef struct gdn_grads {
   gdn_shape shape;
   gdn_dtype dtype;

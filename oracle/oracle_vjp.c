@@ -40,26 +40,6 @@ int oracle_vjp_config_validate(const oracle_vjp_config *cfg, int certified, gdn_
   return GDN_OK;
 }
 
-static int check_cotangents(const gdn_inputs *in, const gdn_cotangents *ct, gdn_error *e) {
-  if (!ct || !ct->d_o)
-    return gdn_error_set(e, GDN_ERR_INPUT, "oracle_vjp: cotangent do is missing (NULL)");
-  const gdn_shape *a = &in->shape, *b = &ct->shape;
-  if (a->B != b->B || a->T != b->T || a->Hv != b->Hv || a->Dk != b->Dk || a->Dv != b->Dv)
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "oracle_vjp: the cotangents' shape (B=%" PRId64 ", T=%" PRId64 ", Hv=%" PRId64
-                         ", Dk=%" PRId64 ", Dv=%" PRId64 ") is not the inputs'",
-                         b->B, b->T, b->Hv, b->Dk, b->Dv);
-  const struct { const char *name; const float *p; size_t n; } t[] = {
-      {"do", ct->d_o, gdn_shape_numel_v(a)}, {"dht", ct->dht, gdn_shape_numel_state(a)}};
-  for (int k = 0; k < 2; k++)
-    for (size_t i = 0; t[k].p && i < t[k].n; i++)
-      if (!isfinite(t[k].p[i]))
-        return gdn_error_set(e, GDN_ERR_INPUT,
-                             "oracle_vjp: cotangent %s: non-finite value %g at flat index %zu",
-                             t[k].name, (double)t[k].p[i], i);
-  return GDN_OK;
-}
-
 /* K = ceil(sqrt(T)) unless configured (oracle_vjp.h: memory ~ (T/K + K)). */
 int64_t orc_vjp_checkpoint(const oracle_vjp_config *cfg, int64_t T) {
   if (cfg->checkpoint > 0) return cfg->checkpoint < T ? cfg->checkpoint : T;
@@ -198,7 +178,7 @@ static int run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_
   gdn_grads_clear(out);
   int rc;
   if ((rc = oracle_vjp_config_validate(cfg, cert != NULL, e)) || (rc = orc_check_inputs(in, e)) ||
-      (rc = check_cotangents(in, ct, e)))
+      (rc = gdn_cotangents_check(ct, &in->shape, "oracle_vjp", e)))
     return rc;
   const gdn_shape *s = &in->shape;
   const mpfr_prec_t P = cfg->check_prec ? cfg->check_prec : cfg->prec + 64;

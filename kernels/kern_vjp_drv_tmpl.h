@@ -1,0 +1,291 @@
+/* Template (see kern_real.h): the items of kern_scan_vjp and
+ * kern_affine_prefix_vjp (kern_vjp.h) and their thread driver. */
+#include "kern_vjp_tmpl.h"
+
+typedef struct KR(vjd) {
+  KR(vjw) w;
+  kreal *y, *dy;           /* Dk */
+  kreal *h, *dH, *dh, *h0, *g0; /* Dk x Dv (g0: dh0 being summed) */
+  kreal *hs;               /* nmax x Dk Dv */
+  kreal *fsA, *fsB;        /* nmax x Dk^2, Dk Dv (affine) */
+  kreal *An, *Bn, *dA, *dB, *tA, *tB; /* Dk^2 / Dk Dv (affine) */
+  kreal *Al, *Bl, *Ac, *Bc, *dAc, *dBc; /* D x Dk^2 / Dk Dv (affine) */
+} KR(vjd);
+
+typedef struct KR(vjob) {
+  const gdn_inputs *in;
+  const gdn_cotangents *ct;
+  const kern_config *cfg;
+  const kern_num *num;
+  gdn_grads *out;
+  int64_t D, N, nmax;
+  kreal *mem;
+  size_t per;
+} KR(vjob);
+
+/* Per-thread elements: the chunk scratch, then the buffers above. */
+KTMPL size_t KR(vjd_elems)(const gdn_shape *s, int64_t C, int64_t D, int64_t nmax) {
+  const size_t kv = KR(rows_pad)((size_t)(s->Dk * s->Dv)), kk = KR(rows_pad)((size_t)(s->Dk * s->Dk));
+  size_t n = KR(vjw_elems)(C, s->Dk, s->Dv);
+  n = kern_size_add(n, kern_size_mul(2, KR(rows_pad)((size_t)s->Dk)));
+  n = kern_size_add(n, kern_size_mul(5, kv));
+  n = kern_size_add(n, kern_size_mul((size_t)nmax, kv));
+  if (D < 2) return n;
+  n = kern_size_add(n, kern_size_mul((size_t)nmax, kern_size_add(kk, kv)));
+  n = kern_size_add(n, kern_size_mul(3, kern_size_add(kk, kv)));
+  return kern_size_add(n, kern_size_mul(kern_size_mul(3, (size_t)D), kern_size_add(kk, kv)));
+}
+
+KTMPL void KR(vjd_bind)(KR(vjd) *d, const KR(vjob) *j, int tid) {
+  const gdn_shape *s = &j->in->shape;
+  const size_t kv = (size_t)(s->Dk * s->Dv), kk = (size_t)(s->Dk * s->Dk);
+  kreal *p = j->mem + (size_t)tid * j->per;
+  KR(vjw_bind)(&d->w, p, j->in, j->ct, j->num, j->cfg->chunk);
+  p += KR(vjw_elems)(j->cfg->chunk, s->Dk, s->Dv);
+  d->y = KR(rows_carve)(&p, (size_t)s->Dk);
+  d->dy = KR(rows_carve)(&p, (size_t)s->Dk);
+  kreal **v4[] = {&d->h, &d->dH, &d->dh, &d->h0, &d->g0};
+  for (int i = 0; i < 5; i++) *v4[i] = KR(rows_carve)(&p, kv);
+  d->hs = p, p += KR(rows_pad)(kv) * (size_t)j->nmax;
+  if (j->D < 2) return;
+  d->fsA = p, p += KR(rows_pad)(kk) * (size_t)j->nmax;
+  d->fsB = p, p += KR(rows_pad)(kv) * (size_t)j->nmax;
+  kreal **a3[] = {&d->An, &d->dA, &d->tA}, **b3[] = {&d->Bn, &d->dB, &d->tB};
+  for (int i = 0; i < 3; i++) *a3[i] = KR(rows_carve)(&p, kk), *b3[i] = KR(rows_carve)(&p, kv);
+  kreal **ad[] = {&d->Al, &d->Ac, &d->dAc}, **bd[] = {&d->Bl, &d->Bc, &d->dBc};
+  for (int i = 0; i < 3; i++) *ad[i] = p, p += KR(rows_pad)(kk) * (size_t)j->D;
+  for (int i = 0; i < 3; i++) *bd[i] = p, p += KR(rows_pad)(kv) * (size_t)j->D;
+}
+
+/* x (Dk x Dv) = the head's h0 or dht as F (zeros when absent). */
+KTMPL void KR(vj_load_state)(const KR(vjob) *j, const float *src, kreal *x) {
+  const size_t n = (size_t)(j->in->shape.Dk * j->in->shape.Dv);
+  for (size_t i = 0; i < n; i++) x[i] = src ? (kreal)KIN(j->num, src[i]) : 0;
+}
+
+KTMPL const float *KR(vj_dht)(const KR(vjob) *j, int64_t b, int64_t hv) {
+  const gdn_shape *s = &j->in->shape;
+  return j->ct->dht ? j->ct->dht + (b * s->Hv + hv) * s->Dk * s->Dv : NULL;
+}
+
+KTMPL void KR(vj_store_dh0)(const KR(vjob) *j, int64_t b, int64_t hv, const kreal *x) {
+  const gdn_shape *s = &j->in->shape;
+  double *o = j->out->dh0 + (b * s->Hv + hv) * s->Dk * s->Dv;
+  for (int64_t i = 0; i < s->Dk * s->Dv; i++) o[i] = x[i];
+}
+
+#undef VJ_SWAP
+#define VJ_SWAP(a, b)                                                                             \
+  do {                                                                                           \
+    kreal *t_ = (a);                                                                             \
+    (a) = (b);                                                                                   \
+    (b) = t_;                                                                                    \
+  } while (0)
+
+/* One value head through kern_scan_vjp. */
+KTMPL void KR(vj_scan_head)(const KR(vjob) *j, KR(vjd) *d, int64_t b, int64_t hv, int first) {
+  KR(vjw) *w = &d->w;
+  const size_t kv = (size_t)(w->Dk * w->Dv), kvp = KR(rows_pad)(kv);
+  const int64_t C = w->C, N = j->N;
+  KR(vj_head)(w, b, hv);
+  KR(vj_load_state)(j, gdn_inputs_h0(j->in, b, hv), d->h);
+  for (int64_t n = 0; n < N; n++) {
+    memcpy(d->hs + (size_t)n * kvp, d->h, kv * sizeof(kreal));
+    KR(vj_prep)(w, n * C);
+    KR(vj_body)(w, d->h, d->h);
+  }
+  kreal *dH = d->dH, *dh = d->dh;
+  KR(vj_load_state)(j, KR(vj_dht)(j, b, hv), dH);
+  for (int64_t n = N - 1; n >= 0; n--) {
+    KR(vj_prep)(w, n * C);
+    KR(vj_back_begin)(w);
+    KR(vj_load_do)(w, n * C);
+    KR(vj_back_body)(w, d->hs + (size_t)n * kvp, dH, dh);
+    KR(vj_back_prep)(w);
+    KR(vj_store)(w, j->out, n * C, first);
+    VJ_SWAP(dH, dh);
+  }
+  KR(vj_store_dh0)(j, b, hv, dH);
+}
+
+/* (A, B) = (An A, An B + Bn) of the stored pair i into pair i + 1. */
+KTMPL void KR(vj_fold_step)(KR(vjw) *w, const kreal *An, const kreal *Bn, const kreal *A,
+                            const kreal *B, kreal *A2, kreal *B2) {
+  const int64_t Dk = w->Dk, Dv = w->Dv;
+  VJ_MM(w, KERN_GEMM_SET, Dk, Dk, Dk, An, Dk, 1, A, Dk, 1, A2, Dk);
+  memcpy(B2, Bn, (size_t)(Dk * Dv) * sizeof(kreal));
+  VJ_MM(w, KERN_GEMM_PLUS, Dk, Dv, Dk, An, Dk, 1, B, Dv, 1, B2, Dv);
+}
+
+KTMPL void KR(vj_identity)(kreal *A, kreal *B, int64_t Dk, int64_t Dv) {
+  for (int64_t r = 0; r < Dk; r++)
+    for (int64_t c = 0; c < Dk; c++) A[r * Dk + c] = r == c ? 1 : 0;
+  memset(B, 0, (size_t)(Dk * Dv) * sizeof(kreal));
+}
+
+/* Device r's fold: into (A, B) = (A_loc, B_loc) when !fs; when fs, only
+ * the pair before each of its m chunks, into fsA / fsB (stride kkp / kvp). */
+KTMPL void KR(vj_fold)(const KR(vjob) *j, KR(vjd) *d, int64_t r, kreal *A, kreal *B, int fs) {
+  KR(vjw) *w = &d->w;
+  const int64_t Dk = w->Dk, Dv = w->Dv;
+  const size_t kk = (size_t)(Dk * Dk), kv = (size_t)(Dk * Dv);
+  const size_t kkp = KR(rows_pad)(kk), kvp = KR(rows_pad)(kv);
+  int64_t f, m;
+  kern_vjp_shard(j->N, j->D, r, &f, &m);
+  kreal *pa = d->tA, *pb = d->tB, *na = A, *nb = B;
+  KR(vj_identity)(pa, pb, Dk, Dv);
+  for (int64_t i = 0; i < m; i++) {
+    if (fs) {
+      if (i == 0) {
+        memcpy(d->fsA, pa, kk * sizeof(kreal));
+        memcpy(d->fsB, pb, kv * sizeof(kreal));
+      }
+      if (i == m - 1) return;
+      pa = d->fsA + (size_t)i * kkp, pb = d->fsB + (size_t)i * kvp;
+      na = d->fsA + (size_t)(i + 1) * kkp, nb = d->fsB + (size_t)(i + 1) * kvp;
+    }
+    KR(vj_prep)(w, (f + i) * w->C);
+    KR(vj_map)(w, d->An, d->Bn);
+    KR(vj_fold_step)(w, d->An, d->Bn, pa, pb, na, nb);
+    if (!fs) {
+      memcpy(d->tA, A, kk * sizeof(kreal));
+      memcpy(d->tB, B, kv * sizeof(kreal));
+      pa = d->tA, pb = d->tB;
+    }
+  }
+}
+
+/* Device r's chunks backwards (kern_vjp.h): the replay from h (d->h) with a
+ * zero adjoint at its end, the fold with the adjoint (dA, dB) of its
+ * (A_loc, B_loc) -- both consumed.  Leaves dh_in in *dHp. */
+KTMPL void KR(vj_device_back)(const KR(vjob) *j, KR(vjd) *d, int64_t r, kreal *dA, kreal *dB,
+                              int first, kreal **dHp) {
+  KR(vjw) *w = &d->w;
+  const int64_t Dk = w->Dk, Dv = w->Dv, C = w->C;
+  const size_t kv = (size_t)(Dk * Dv), kvp = KR(rows_pad)(kv), kkp = KR(rows_pad)((size_t)(Dk * Dk));
+  int64_t f, m;
+  kern_vjp_shard(j->N, j->D, r, &f, &m);
+  for (int64_t i = 0; i < m; i++) {
+    memcpy(d->hs + (size_t)i * kvp, d->h, kv * sizeof(kreal));
+    KR(vj_prep)(w, (f + i) * C);
+    KR(vj_body)(w, d->h, d->h);
+  }
+  KR(vj_fold)(j, d, r, NULL, NULL, 1);
+  kreal *dH = d->dH, *dh = d->dh, *tA = d->tA, *tB = d->tB;
+  memset(dH, 0, kv * sizeof(kreal));
+  for (int64_t i = m - 1; i >= 0; i--) {
+    const int64_t t0 = (f + i) * C;
+    KR(vj_prep)(w, t0);
+    KR(vj_back_begin)(w);
+    KR(vj_load_do)(w, t0);
+    KR(vj_back_body)(w, d->hs + (size_t)i * kvp, dH, dh);
+    KR(vj_map)(w, d->An, d->Bn);
+    VJ_MM(w, KERN_GEMM_SET, Dk, Dk, Dk, dA, Dk, 1, d->fsA + (size_t)i * kkp, 1, Dk, tA, Dk);
+    VJ_MM(w, KERN_GEMM_PLUS, Dk, Dk, Dv, dB, Dv, 1, d->fsB + (size_t)i * kvp, 1, Dv, tA, Dk);
+    KR(vj_back_map)(w, tA, dB);
+    VJ_MM(w, KERN_GEMM_SET, Dk, Dk, Dk, d->An, 1, Dk, dA, Dk, 1, tA, Dk);
+    VJ_MM(w, KERN_GEMM_SET, Dk, Dv, Dk, d->An, 1, Dk, dB, Dv, 1, tB, Dv);
+    VJ_SWAP(dA, tA);
+    VJ_SWAP(dB, tB);
+    KR(vj_back_prep)(w);
+    KR(vj_store)(w, j->out, t0, first);
+    VJ_SWAP(dH, dh);
+  }
+  *dHp = dH;
+}
+
+/* One value head through kern_affine_prefix_vjp, D >= 2 (kern_vjp.h). */
+KTMPL void KR(vj_affine_head)(const KR(vjob) *j, KR(vjd) *d, int64_t b, int64_t hv, int first) {
+  KR(vjw) *w = &d->w;
+  const int64_t Dk = w->Dk, Dv = w->Dv, D = j->D;
+  const size_t kk = (size_t)(Dk * Dk), kv = (size_t)(Dk * Dv);
+  const size_t kkp = KR(rows_pad)(kk), kvp = KR(rows_pad)(kv);
+  KR(vj_head)(w, b, hv);
+  const float *h0p = gdn_inputs_h0(j->in, b, hv), *dhtp = KR(vj_dht)(j, b, hv);
+  KR(vj_load_state)(j, h0p, d->h0);
+  for (int64_t r = 0; r < D; r++) KR(vj_fold)(j, d, r, d->Al + r * kkp, d->Bl + r * kvp, 0);
+  memcpy(d->Ac, d->Al, kk * sizeof(kreal));
+  memcpy(d->Bc, d->Bl, kv * sizeof(kreal));
+  for (int64_t r = 1; r < D; r++) { /* the sequential inclusive prefix */
+    KR(vj_fold_step)(w, d->Al + r * kkp, d->Bl + r * kvp, d->Ac + (r - 1) * kkp,
+                     d->Bc + (r - 1) * kvp, d->Ac + r * kkp, d->Bc + r * kvp);
+  }
+  memset(d->dAc, 0, (size_t)D * kkp * sizeof(kreal));
+  memset(d->dBc, 0, (size_t)D * kvp * sizeof(kreal));
+  memset(d->g0, 0, kv * sizeof(kreal));
+  if (dhtp) { /* ht = A_cum[D-1] h0 + B_cum[D-1] */
+    kreal *dht = d->dH;
+    KR(vj_load_state)(j, dhtp, dht);
+    memcpy(d->dBc + (D - 1) * kvp, dht, kv * sizeof(kreal));
+    if (h0p) VJ_MM(w, KERN_GEMM_SET, Dk, Dk, Dv, dht, Dv, 1, d->h0, 1, Dv, d->dAc + (D - 1) * kkp, Dk);
+    VJ_MM(w, KERN_GEMM_SET, Dk, Dv, Dk, d->Ac + (D - 1) * kkp, 1, Dk, dht, Dv, 1, d->g0, Dv);
+  }
+  for (int64_t r = D - 1; r >= 0; r--) {
+    kreal *dA = d->dA, *dB = d->dB, *dAr = d->dAc + r * kkp, *dBr = d->dBc + r * kvp;
+    if (r == 0) {
+      memcpy(d->h, d->h0, kv * sizeof(kreal));
+      memcpy(dA, dAr, kk * sizeof(kreal));
+      memcpy(dB, dBr, kv * sizeof(kreal));
+    } else {
+      const kreal *Ap = d->Ac + (r - 1) * kkp, *Bp = d->Bc + (r - 1) * kvp, *Al = d->Al + r * kkp;
+      memcpy(d->h, Bp, kv * sizeof(kreal)); /* h_in = A_cum[r-1] h0 + B_cum[r-1] */
+      if (h0p) VJ_MM(w, KERN_GEMM_PLUS, Dk, Dv, Dk, Ap, Dk, 1, d->h0, Dv, 1, d->h, Dv);
+      VJ_MM(w, KERN_GEMM_SET, Dk, Dk, Dk, dAr, Dk, 1, Ap, 1, Dk, dA, Dk);
+      VJ_MM(w, KERN_GEMM_PLUS, Dk, Dk, Dv, dBr, Dv, 1, Bp, 1, Dv, dA, Dk);
+      memcpy(dB, dBr, kv * sizeof(kreal));
+      VJ_MM(w, KERN_GEMM_PLUS, Dk, Dk, Dk, Al, 1, Dk, dAr, Dk, 1, d->dAc + (r - 1) * kkp, Dk);
+      VJ_MM(w, KERN_GEMM_PLUS, Dk, Dv, Dk, Al, 1, Dk, dBr, Dv, 1, d->dBc + (r - 1) * kvp, Dv);
+    }
+    kreal *dhin;
+    KR(vj_device_back)(j, d, r, dA, dB, first, &dhin);
+    if (r == 0) {
+      for (size_t i = 0; i < kv; i++) d->g0[i] = d->g0[i] + dhin[i];
+    } else {
+      kreal *dAp = d->dAc + (r - 1) * kkp, *dBp = d->dBc + (r - 1) * kvp;
+      if (h0p) VJ_MM(w, KERN_GEMM_PLUS, Dk, Dk, Dv, dhin, Dv, 1, d->h0, 1, Dv, dAp, Dk);
+      for (size_t i = 0; i < kv; i++) dBp[i] = dBp[i] + dhin[i];
+      VJ_MM(w, KERN_GEMM_PLUS, Dk, Dv, Dk, d->Ac + (r - 1) * kkp, 1, Dk, dhin, Dv, 1, d->g0, Dv);
+    }
+  }
+  KR(vj_store_dh0)(j, b, hv, d->g0);
+}
+
+static __attribute__((noinline)) void KR(vj_thread)(const KR(vjob) *j) {
+  const gdn_shape *s = &j->in->shape;
+  const int tid = omp_get_thread_num();
+  KR(vjd) d;
+  KR(vjd_bind)(&d, j, tid);
+  const int64_t G = s->Hv / s->Hk;
+#pragma omp for schedule(dynamic, 1)
+  for (int64_t it = 0; it < s->B * s->Hk; it++) {
+    const int64_t b = it / s->Hk, kh = it % s->Hk;
+    for (int64_t jj = 0; jj < G; jj++) {
+      if (j->D < 2)
+        KR(vj_scan_head)(j, &d, b, kh * G + jj, jj == 0);
+      else
+        KR(vj_affine_head)(j, &d, b, kh * G + jj, jj == 0);
+    }
+    KR(vj_rows_back)(j->in, j->num, d.w.scale, j->out, b, kh, d.y, d.dy);
+  }
+}
+
+static int KR(vj_run)(const gdn_inputs *in, const gdn_cotangents *ct, const kern_config *cfg,
+                      const kern_num *num, int64_t D, gdn_grads *out, gdn_error *e) {
+  const gdn_shape *s = &in->shape;
+  const int64_t N = gdn_shape_chunks(s, cfg->chunk), items = s->B * s->Hk;
+  int nt = gdn_threads_get();
+  if (nt < 1) nt = 1;
+  if (items < nt) nt = (int)items;
+  KR(vjob) j = {in, ct, cfg, num, out, D, N, D < 2 ? N : (N + D - 1) / D, NULL, 0};
+  j.per = KR(vjd_elems)(s, cfg->chunk, D, j.nmax);
+  j.mem = gdn_calloc((size_t)nt, kern_size_mul(j.per, sizeof(kreal)), "kern vjp per-thread scratch", e);
+  if (!j.mem) return e ? e->code : GDN_ERR_NOMEM;
+#pragma omp parallel num_threads(nt)
+  {
+    const unsigned env = kern_fpenv_enter(num);
+    KR(vj_thread)(&j);
+    kern_fpenv_leave(num, env);
+  }
+  gdn_free(j.mem);
+  return GDN_OK;
+}
