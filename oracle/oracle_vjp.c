@@ -80,9 +80,9 @@ static void vworker_clear(vworker *w) {
 static int vworker_alloc(vworker *w, const gdn_shape *s, const oracle_vjp_config *cfg,
                          mpfr_prec_t P, int certified, gdn_error *e) {
   int64_t K = orc_vjp_checkpoint(cfg, s->T);
-  int rc = orc_vjp_alloc(&w->ws[0], cfg->prec, s, K, e);
+  int rc = orc_vjp_alloc(&w->ws[0], cfg->prec, s, K, s->Dv, e);
   if (rc || !certified) return rc;
-  if ((rc = orc_vjp_alloc(&w->ws[1], P, s, K, e)) ||
+  if ((rc = orc_vjp_alloc(&w->ws[1], P, s, K, s->Dv, e)) ||
       (rc = orc_vars_alloc(&w->scratch, 1, P, "oracle_vjp certificate scratch", e)))
     return rc;
   for (int i = 0; i < GDN_GRADS_N; i++)
@@ -130,7 +130,7 @@ static void run_item(const vjob *jb, vworker *w, int64_t item) {
   const int64_t b = item / s->Hk, kh = item % s->Hk;
   const int np = jb->certified ? 2 : 1;
   orc_vjp *a = &w->ws[0];
-  for (int k = 0; k < np; k++) orc_vjp_begin(&w->ws[k], in, jb->ct, b, kh);
+  for (int k = 0; k < np; k++) orc_vjp_begin(&w->ws[k], in, jb->ct, b, kh, 0);
   for (int64_t m = a->nck - 1; m >= 0; m--) {
     for (int k = 0; k < np; k++) orc_vjp_segment(&w->ws[k], in, m);
     const int64_t t1 = (m + 1) * a->K < s->T ? (m + 1) * a->K : s->T;

@@ -90,4 +90,76 @@ int oracle_vjp_certified(const gdn_inputs *in, const gdn_cotangents *ct,
                          const oracle_vjp_config *cfg, gdn_grads *out,
                          oracle_vjp_certificate *cert, gdn_error *e);
 
+
+/* ------------------------------------------------------------------------
+ * The double-double ("dd") tier of the VJP, for long sequences: the same
+ * sweep (operations, order, checkpoints) in double-word arithmetic
+ * (oracle_dd_arith.h: products DWTimesDW3 / DWTimesFP3, sums
+ * AccurateDWPlusDW / DWPlusFP, about 2^-104 per operation), as oracle.h's
+ * dd tier does the forward.  Per-token scalars in MPFR at
+ * ORACLE_DD_PREP_PREC = 128 bits, rounded to double-word: the prepared rows
+ * K and Q (oracle.h's preparation at 128 bits, each element rounded),
+ * a = exp(g), and for the preparation's backward r and 1 / ss; beta, v, h0,
+ * do and dht are binary64 as read (exact).  The backward of the preparation
+ * is dx = r (dX - ((x . dX) (1 / ss)) x) in double-word operations.  Each
+ * gradient is the hi word of its double-word value (its rounding to
+ * binary64, hi = RN(hi + lo)).
+ *
+ * Sums over state columns: each value head's sampled columns (below) are
+ * summed into their own accumulators (dK, dQ over the value heads of the
+ * key head in order and the sampled columns ascending; dg, dbeta per head),
+ * the other columns ascending into the main ones; the two are added at the
+ * end of the token (main + sample).  So the sample's partial sums exist on
+ * their own and are what the certificate checks.
+ *
+ * Certificate (sampled, as oracle_run_dd's): per item (b, key head),
+ * sample_columns contiguous state columns starting at
+ * oracle_dd_sample_start(s, n, b, kh G) (the same columns in each of the G
+ * value heads) are also run by oracle_vjp's MPFR sweep at sample_prec bits
+ * in lockstep, token by token.  Compared, dd value (held exactly) against
+ * MPFR value by oracle.h's rule, capped at ORACLE_DD_BITS: dv and dh0 on the
+ * sampled columns; and the sampled columns' partial sums of dQ and dK (the
+ * adjoints of the prepared rows, before the preparation's backward; counted
+ * under dq and dk), dg and dbeta.  What is not covered: the other columns
+ * (the same operations on their own data), the final main + sample
+ * additions and the preparation's backward (a few double-word operations
+ * per element, ~2^-100 relative).  normwise_bits: floor(log2(max|r| /
+ * max|x - r|)) over the sampled elements, min over tensors.  No running
+ * error bound is carried (the forward's guaranteed_bits has no counterpart
+ * here yet).
+ *
+ * Range: binary64's; exp(g) or a value overflowing it fails the run with
+ * GDN_ERR_INPUT naming (b, key head, t).  Memory per thread: (ceil(T / K) +
+ * K + 3) G Dk Dv double-words (16 bytes each) plus the MPFR sample's
+ * (ceil(T / K) + K + 3) G Dk n numbers.  Work: the dd forward's ~5x, plus
+ * the sample.  Threads: items in parallel; bit-identical for any count.
+ */
+typedef struct oracle_vjp_dd_config {
+  mpfr_prec_t sample_prec; /* [ORACLE_PREC_MIN, ORACLE_PREC_MAX], default 128 */
+  int64_t sample_columns;  /* >= 0, default 2 (more than Dv: all); 0 = no sample */
+  int64_t checkpoint;      /* as oracle_vjp_config's */
+} oracle_vjp_dd_config;
+
+void oracle_vjp_dd_config_init(oracle_vjp_dd_config *cfg);
+
+typedef struct oracle_vjp_dd_certificate {
+  int precision_bits;          /* ORACLE_DD_BITS */
+  int check_bits;              /* sample_prec */
+  int certified_bits;          /* min over the tensors; 0 with no sample */
+  int certified[GDN_GRADS_N];
+  int normwise_bits;
+  int64_t sample_columns, sampled_columns, total_columns;
+} oracle_vjp_dd_certificate;
+
+/* `out` as oracle_vjp's; cert required.  On error `out` cleared, `*cert`
+ * zeroed. */
+int oracle_vjp_dd(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_dd_config *cfg,
+                  gdn_grads *out, oracle_vjp_dd_certificate *cert, gdn_error *e);
+
+/* Testing hook (not thread-safe; set between runs): every later dd run adds
+ * rel * hi to adjoint element (0, col) of value head jj of item (b, kh)
+ * right after token t's reverse step, until called with col < 0.  For the
+ * certificate's negative control only. */
+void oracle_vjp_dd_test_plant(int64_t b, int64_t kh, int64_t jj, int64_t col, int64_t t, double rel);
+
 #endif

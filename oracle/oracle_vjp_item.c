@@ -7,7 +7,7 @@ enum { VJP_SCALARS = 9, VJP_PREP = 5 };
 
 void orc_vjp_init(orc_vjp *w) {
   orc_vars_init(&w->vars);
-  w->Dk = w->Dv = w->G = w->K = w->nck = 0;
+  w->Dk = w->Dv = w->G = w->K = w->nck = w->nc = 0;
   w->st = 0;
 }
 
@@ -16,28 +16,29 @@ void orc_vjp_clear(orc_vjp *w) {
   orc_vjp_init(w);
 }
 
-int orc_vjp_alloc(orc_vjp *w, mpfr_prec_t p, const gdn_shape *s, int64_t K, gdn_error *e) {
+int orc_vjp_alloc(orc_vjp *w, mpfr_prec_t p, const gdn_shape *s, int64_t K, int64_t nc,
+                  gdn_error *e) {
   orc_vjp_clear(w);
   const int64_t G = s->Hv / s->Hk, Dk = s->Dk, Dv = s->Dv, nck = (s->T + K - 1) / K;
-  const size_t st = (size_t)(G * Dv * Dk);
-  size_t n = st * (size_t)(2 + nck + K) + (size_t)(7 * Dk + G * Dv + 4 * G + Dv) + VJP_SCALARS +
+  const size_t st = (size_t)(G * nc * Dk);
+  size_t n = st * (size_t)(2 + nck + K) + (size_t)(7 * Dk + G * nc + 4 * G + nc) + VJP_SCALARS +
              VJP_PREP;
   int rc = orc_vars_alloc(&w->vars, n, p, "oracle_vjp workspace", e);
   if (rc) return rc;
   mpfr_t *x = w->vars.v;
-  w->Dk = Dk, w->Dv = Dv, w->G = G, w->K = K, w->nck = nck, w->st = st;
+  w->Dk = Dk, w->Dv = Dv, w->G = G, w->K = K, w->nck = nck, w->nc = nc, w->st = st;
   w->h = x, x += st;
   w->S = x, x += st;
   w->ck = x, x += st * (size_t)nck;
   w->seg = x, x += st * (size_t)K;
   mpfr_t **dk[] = {&w->Kp, &w->Qp, &w->hp, &w->dK, &w->dQ, &w->dk, &w->dq};
   for (size_t i = 0; i < sizeof dk / sizeof dk[0]; i++) *dk[i] = x, x += Dk;
-  w->dv = x, x += G * Dv;
+  w->dv = x, x += G * nc;
   w->dg = x, x += G;
   w->dbeta = x, x += G;
   w->a = x, x += G;
   w->beta = x, x += G;
-  w->kv = x, x += Dv;
+  w->kv = x, x += nc;
   mpfr_ptr *sc[VJP_SCALARS] = {&w->delta, &w->vm, &w->dd, &w->t1, &w->t2,
                                &w->kr, &w->kss, &w->qr, &w->qss};
   for (int i = 0; i < VJP_SCALARS; i++) *sc[i] = x[i];
@@ -85,8 +86,8 @@ static void decay_dot(orc_vjp *w, mpfr_t *hc, mpfr_srcptr a, mpfr_ptr kvc) {
 static void fstep(orc_vjp *w, const gdn_inputs *in, int64_t t, mpfr_t *X) {
   gates(w, in, t);
   for (int64_t jj = 0; jj < w->G; jj++) {
-    const float *v = gdn_inputs_v(in, w->b, t, w->kh * w->G + jj);
-    for (int64_t c = 0; c < w->Dv; c++) {
+    const float *v = gdn_inputs_v(in, w->b, t, w->kh * w->G + jj) + w->c0;
+    for (int64_t c = 0; c < w->nc; c++) {
       mpfr_t *hc = orc_vjp_col(X, w, jj, c);
       decay_dot(w, hc, w->a[jj], w->kv[c]);
       mpfr_set_flt(w->t2, v[c], MPFR_RNDN);
@@ -101,19 +102,19 @@ static void fstep(orc_vjp *w, const gdn_inputs *in, int64_t t, mpfr_t *X) {
 }
 
 void orc_vjp_begin(orc_vjp *w, const gdn_inputs *in, const gdn_cotangents *ct, int64_t b,
-                   int64_t kh) {
+                   int64_t kh, int64_t c0) {
   const gdn_shape *s = &in->shape;
-  w->b = b, w->kh = kh;
+  w->b = b, w->kh = kh, w->c0 = c0;
   orc_prep_setup(&w->prep, in, w->vars.v + (w->vars.n - VJP_PREP));
   for (int64_t jj = 0; jj < w->G; jj++) {
     const float *h0 = gdn_inputs_h0(in, b, kh * w->G + jj);
     const float *dht = ct->dht ? ct->dht + (b * s->Hv + kh * w->G + jj) * s->Dk * s->Dv : NULL;
-    for (int64_t c = 0; c < w->Dv; c++)
+    for (int64_t c = 0; c < w->nc; c++)
       for (int64_t i = 0; i < w->Dk; i++) {
         mpfr_ptr x = orc_vjp_col(w->h, w, jj, c)[i], y = orc_vjp_col(w->S, w, jj, c)[i];
-        if (h0) mpfr_set_flt(x, h0[i * s->Dv + c], MPFR_RNDN);
+        if (h0) mpfr_set_flt(x, h0[i * s->Dv + c0 + c], MPFR_RNDN);
         else mpfr_set_zero(x, 1);
-        if (dht) mpfr_set_flt(y, dht[i * s->Dv + c], MPFR_RNDN);
+        if (dht) mpfr_set_flt(y, dht[i * s->Dv + c0 + c], MPFR_RNDN);
         else mpfr_set_zero(y, 1);
       }
   }
@@ -186,7 +187,7 @@ static void rcol(orc_vjp *w, int64_t jj, int64_t c, mpfr_t *hc, mpfr_t *Sc, floa
   }
   mpfr_mul(w->t1, w->dd, w->vm, MPFR_RNDN);
   mpfr_add(w->dbeta[jj], w->dbeta[jj], w->t1, MPFR_RNDN);
-  mpfr_ptr dv = w->dv[jj * w->Dv + c];
+  mpfr_ptr dv = w->dv[jj * w->nc + c];
   mpfr_mul(dv, w->dd, w->beta[jj], MPFR_RNDN);
   mpfr_neg(w->vm, dv, MPFR_RNDN); /* e_c = -(beta dd), exact; vm is free again */
   for (int64_t i = 0; i < Dk; i++) {
@@ -208,11 +209,11 @@ void orc_vjp_rstep(orc_vjp *w, const gdn_inputs *in, const gdn_cotangents *ct, i
   mpfr_t *prev = w->seg + (size_t)(t % w->K) * w->st;
   for (int64_t jj = 0; jj < w->G; jj++) {
     const int64_t j = w->kh * w->G + jj;
-    const float *v = gdn_inputs_v(in, w->b, t, j);
-    const float *dot = ct->d_o + ((w->b * s->T + t) * s->Hv + j) * s->Dv;
+    const float *v = gdn_inputs_v(in, w->b, t, j) + w->c0;
+    const float *dot = ct->d_o + ((w->b * s->T + t) * s->Hv + j) * s->Dv + w->c0;
     mpfr_set_zero(w->dg[jj], 1);
     mpfr_set_zero(w->dbeta[jj], 1);
-    for (int64_t c = 0; c < w->Dv; c++)
+    for (int64_t c = 0; c < w->nc; c++)
       rcol(w, jj, c, orc_vjp_col(prev, w, jj, c), orc_vjp_col(w->S, w, jj, c), v[c], dot[c]);
   }
   prep_back(w, gdn_inputs_k(in, w->b, t, w->kh), w->dK, w->kr, w->kss, 0, w->dk);

@@ -1,0 +1,498 @@
+/* oracle_vjp_dd: the VJP's double-word tier and its sampled certificate
+ * (oracle_vjp.h).  One work item is (b, key head): the G value heads' states
+ * and adjoints in double-word, column (jj, c) at offset (jj Dv + c) Dk;
+ * beside it, oracle_vjp's MPFR workspace on the sampled columns. */
+#include <inttypes.h>
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "gdn_alloc.h"
+#include "gdn_threads.h"
+#include "oracle_dd_arith.h"
+#include "oracle_vjp_internal.h"
+
+enum { VDD_EXACT_PREC = 2200 }; /* holds any double-word value exactly */
+enum { VDD_MP = 14 };           /* MPFR numbers of the preparation (5 are orc_prep's) */
+
+typedef struct vdd {
+  orc_dd *buf;
+  int64_t Dk, Dv, G, K, nck, ns, s0, b, kh;
+  size_t st;
+  orc_dd *h, *S, *ck, *seg;         /* state sets (st each) */
+  orc_dd *Kp, *Qp, *hp;             /* Dk */
+  orc_dd *dK, *dQ, *sK, *sQ;        /* Dk: main and sample accumulators */
+  orc_dd *dv;                       /* G Dv */
+  orc_dd *dg, *db, *sg, *sb, *a;    /* G */
+  double *beta;                     /* G (exact) */
+  orc_dd rk, ik, rq, iq, scale;     /* r and 1 / ss of k and q; the scale */
+  orc_vars mp;                      /* 128 bits: prep (5), t, A, rows K, Q */
+  mpfr_t *Km, *Qm;
+  orc_prep prep;
+} vdd;
+
+static void vdd_init(vdd *w) {
+  memset(w, 0, sizeof *w);
+  orc_vars_init(&w->mp);
+}
+
+static void vdd_clear(vdd *w) {
+  gdn_free(w->buf);
+  gdn_free(w->beta);
+  orc_vars_clear(&w->mp);
+  vdd_init(w);
+}
+
+static int vdd_alloc(vdd *w, const gdn_shape *s, int64_t K, int64_t ns, gdn_error *e) {
+  vdd_clear(w);
+  const int64_t G = s->Hv / s->Hk, Dk = s->Dk, Dv = s->Dv, nck = (s->T + K - 1) / K;
+  const size_t st = (size_t)(G * Dv * Dk);
+  size_t n = st * (size_t)(2 + nck + K) + (size_t)(7 * Dk + G * Dv + 5 * G);
+  w->buf = gdn_calloc(n, sizeof(orc_dd), "oracle_vjp_dd workspace", e);
+  if (!w->buf) return e ? e->code : GDN_ERR_NOMEM;
+  int rc = orc_vars_alloc(&w->mp, (size_t)(VDD_MP + 2 * Dk), ORACLE_DD_PREP_PREC,
+                          "oracle_vjp_dd preparation", e);
+  if (rc) {
+    vdd_clear(w);
+    return rc;
+  }
+  w->beta = gdn_calloc((size_t)G, sizeof(double), "oracle_vjp_dd gates", e);
+  if (!w->beta) {
+    vdd_clear(w);
+    return e ? e->code : GDN_ERR_NOMEM;
+  }
+  orc_dd *x = w->buf;
+  w->Dk = Dk, w->Dv = Dv, w->G = G, w->K = K, w->nck = nck, w->ns = ns, w->st = st;
+  w->h = x, x += st;
+  w->S = x, x += st;
+  w->ck = x, x += st * (size_t)nck;
+  w->seg = x, x += st * (size_t)K;
+  orc_dd **dk[] = {&w->Kp, &w->Qp, &w->hp, &w->dK, &w->dQ, &w->sK, &w->sQ};
+  for (size_t i = 0; i < sizeof dk / sizeof dk[0]; i++) *dk[i] = x, x += Dk;
+  w->dv = x, x += G * Dv;
+  orc_dd **g5[] = {&w->dg, &w->db, &w->sg, &w->sb, &w->a};
+  for (int i = 0; i < 5; i++) *g5[i] = x, x += G;
+  w->Km = w->mp.v + VDD_MP;
+  w->Qm = w->Km + Dk;
+  return GDN_OK;
+}
+
+static orc_dd dd_of(vdd *w, mpfr_srcptr x) {
+  orc_dd r;
+  orc_dd_of_mpfr(x, w->mp.v[5], &r.hi, &r.lo);
+  return r;
+}
+
+/* K (and r, 1/ss of k) for token t; Q too when with_q. */
+static void prep_token(vdd *w, const gdn_inputs *in, int64_t t, int with_q) {
+  mpfr_ptr tmp = w->mp.v[6];
+  for (int q = 0; q < 1 + with_q; q++) {
+    mpfr_t *X = q ? w->Qm : w->Km;
+    orc_prep_row(&w->prep, q ? gdn_inputs_q(in, w->b, t, w->kh) : gdn_inputs_k(in, w->b, t, w->kh), X, q);
+    orc_dd *D = q ? w->Qp : w->Kp;
+    for (int64_t i = 0; i < w->Dk; i++) D[i] = dd_of(w, X[i]);
+    mpfr_ui_div(tmp, 1, w->prep.ss, MPFR_RNDN);
+    if (q) w->rq = dd_of(w, w->prep.inv), w->iq = dd_of(w, tmp);
+    else w->rk = dd_of(w, w->prep.inv), w->ik = dd_of(w, tmp);
+  }
+}
+
+static int gates(vdd *w, const gdn_inputs *in, int64_t t) {
+  mpfr_ptr A = w->mp.v[7];
+  for (int64_t jj = 0; jj < w->G; jj++) {
+    const int64_t j = w->kh * w->G + jj;
+    mpfr_set_flt(A, gdn_inputs_g(in, w->b, t, j), MPFR_RNDN);
+    mpfr_exp(A, A, MPFR_RNDN);
+    w->a[jj] = dd_of(w, A);
+    if (!isfinite(w->a[jj].hi)) return 0;
+    w->beta[jj] = gdn_inputs_beta(in, w->b, t, j);
+  }
+  return 1;
+}
+
+static orc_dd decay_dot(vdd *w, const orc_dd *hc, orc_dd a) {
+  orc_dd kv = {0, 0};
+  for (int64_t i = 0; i < w->Dk; i++) {
+    w->hp[i] = orc_dd_mul(hc[i], a);
+    orc_dd p = orc_dd_mul(w->hp[i], w->Kp[i]);
+    kv = i ? orc_dd_add(kv, p) : p;
+  }
+  return kv;
+}
+
+static void fstep(vdd *w, const gdn_inputs *in, int64_t t, orc_dd *X) {
+  for (int64_t jj = 0; jj < w->G; jj++) {
+    const float *v = gdn_inputs_v(in, w->b, t, w->kh * w->G + jj);
+    for (int64_t c = 0; c < w->Dv; c++) {
+      orc_dd *hc = X + (jj * w->Dv + c) * w->Dk;
+      orc_dd kv = decay_dot(w, hc, w->a[jj]);
+      orc_dd delta = orc_dd_mul_d(orc_dd_add_d(orc_dd_neg(kv), (double)v[c]), w->beta[jj]);
+      for (int64_t i = 0; i < w->Dk; i++) hc[i] = orc_dd_add(w->hp[i], orc_dd_mul(w->Kp[i], delta));
+    }
+  }
+}
+
+static void copy_set(vdd *w, orc_dd *dst, const orc_dd *src) { memcpy(dst, src, w->st * sizeof(orc_dd)); }
+
+/* First sweep; 0 on overflow (then *bad_t is the token). */
+static int vdd_begin(vdd *w, const gdn_inputs *in, const gdn_cotangents *ct, int64_t b, int64_t kh,
+                     int64_t *bad_t) {
+  const gdn_shape *s = &in->shape;
+  w->b = b, w->kh = kh;
+  orc_prep_setup(&w->prep, in, w->mp.v);
+  w->scale = dd_of(w, w->prep.scale);
+  for (int64_t jj = 0; jj < w->G; jj++) {
+    const float *h0 = gdn_inputs_h0(in, b, kh * w->G + jj);
+    const float *dht = ct->dht ? ct->dht + (b * s->Hv + kh * w->G + jj) * s->Dk * s->Dv : NULL;
+    for (int64_t c = 0; c < w->Dv; c++)
+      for (int64_t i = 0; i < w->Dk; i++) {
+        const size_t x = (size_t)((jj * w->Dv + c) * w->Dk + i);
+        w->h[x] = (orc_dd){h0 ? h0[i * s->Dv + c] : 0.0, 0.0};
+        w->S[x] = (orc_dd){dht ? dht[i * s->Dv + c] : 0.0, 0.0};
+      }
+  }
+  for (int64_t t = 0; t < s->T; t++) {
+    if (t % w->K == 0) copy_set(w, w->ck + (size_t)(t / w->K) * w->st, w->h);
+    prep_token(w, in, t, 0);
+    if (!gates(w, in, t)) return *bad_t = t, 0;
+    fstep(w, in, t, w->h);
+  }
+  return 1;
+}
+
+static void vdd_segment(vdd *w, const gdn_inputs *in, int64_t m) {
+  const int64_t t0 = m * w->K, n = in->shape.T - t0 < w->K ? in->shape.T - t0 : w->K;
+  copy_set(w, w->seg, w->ck + (size_t)m * w->st);
+  for (int64_t i = 0; i + 1 < n; i++) {
+    orc_dd *nx = w->seg + (size_t)(i + 1) * w->st;
+    copy_set(w, nx, w->seg + (size_t)i * w->st);
+    prep_token(w, in, t0 + i, 0);
+    gates(w, in, t0 + i); /* finite: the first sweep checked */
+    fstep(w, in, t0 + i, nx);
+  }
+}
+
+static struct {
+  int64_t b, kh, jj, col, t;
+  double rel;
+} plant = {0, 0, 0, -1, 0, 0.0};
+
+void oracle_vjp_dd_test_plant(int64_t b, int64_t kh, int64_t jj, int64_t col, int64_t t, double rel) {
+  plant.b = b, plant.kh = kh, plant.jj = jj, plant.col = col, plant.t = t, plant.rel = rel;
+}
+
+static void maybe_plant(vdd *w, int64_t t) {
+  if (plant.col < 0 || w->b != plant.b || w->kh != plant.kh || t != plant.t) return;
+  orc_dd *x = &w->S[(plant.jj * w->Dv + plant.col) * w->Dk];
+  *x = orc_dd_add_d(*x, plant.rel * x->hi);
+}
+
+static void rcol(vdd *w, int64_t jj, int64_t c, const orc_dd *hc, orc_dd *Sc, double v, double dot,
+                 int sample) {
+  orc_dd *dK = sample ? w->sK : w->dK, *dQ = sample ? w->sQ : w->dQ;
+  orc_dd *dg = sample ? &w->sg[jj] : &w->dg[jj], *db = sample ? &w->sb[jj] : &w->db[jj];
+  const orc_dd kv = decay_dot(w, hc, w->a[jj]);
+  const orc_dd vm = orc_dd_add_d(orc_dd_neg(kv), v);
+  const orc_dd delta = orc_dd_mul_d(vm, w->beta[jj]);
+  orc_dd dd = {0, 0};
+  for (int64_t i = 0; i < w->Dk; i++) {
+    orc_dd ht = orc_dd_add(w->hp[i], orc_dd_mul(w->Kp[i], delta));
+    dQ[i] = orc_dd_add(dQ[i], orc_dd_mul_d(ht, dot));
+    Sc[i] = orc_dd_add(Sc[i], orc_dd_mul_d(w->Qp[i], dot));
+    orc_dd p = orc_dd_mul(w->Kp[i], Sc[i]);
+    dd = i ? orc_dd_add(dd, p) : p;
+    dK[i] = orc_dd_add(dK[i], orc_dd_mul(Sc[i], delta));
+  }
+  *db = orc_dd_add(*db, orc_dd_mul(dd, vm));
+  const orc_dd dv = orc_dd_mul_d(dd, w->beta[jj]), ec = orc_dd_neg(dv);
+  w->dv[jj * w->Dv + c] = dv;
+  for (int64_t i = 0; i < w->Dk; i++) {
+    dK[i] = orc_dd_add(dK[i], orc_dd_mul(w->hp[i], ec));
+    Sc[i] = orc_dd_add(Sc[i], orc_dd_mul(w->Kp[i], ec));
+    *dg = orc_dd_add(*dg, orc_dd_mul(Sc[i], w->hp[i]));
+    Sc[i] = orc_dd_mul(Sc[i], w->a[jj]);
+  }
+}
+
+/* dx = r (dX - ((x . dX) iss) x), or the no-norm rule; into out (binary64). */
+static void prep_back(const vdd *w, const float *x, const orc_dd *dX, orc_dd r, orc_dd iss, int is_q,
+                      int l2, double *out, int64_t stride) {
+  if (!l2) {
+    for (int64_t i = 0; i < w->Dk; i++) out[i * stride] = is_q ? orc_dd_mul(dX[i], w->scale).hi : dX[i].hi;
+    return;
+  }
+  orc_dd p = orc_dd_mul_d(dX[0], (double)x[0]);
+  for (int64_t i = 1; i < w->Dk; i++) p = orc_dd_add(p, orc_dd_mul_d(dX[i], (double)x[i]));
+  p = orc_dd_mul(p, iss);
+  for (int64_t i = 0; i < w->Dk; i++) {
+    orc_dd t = orc_dd_add(dX[i], orc_dd_neg(orc_dd_mul_d(p, (double)x[i])));
+    out[i * stride] = orc_dd_mul(t, r).hi;
+  }
+}
+
+/* Token t backwards; the per-token gradients go to `out` except the sample
+ * partials, which stay in sK, sQ, sg, sb, dv for the certificate. */
+static void vdd_rstep(vdd *w, const gdn_inputs *in, const gdn_cotangents *ct, gdn_grads *out, int64_t t) {
+  const gdn_shape *s = &in->shape;
+  prep_token(w, in, t, 1);
+  gates(w, in, t);
+  const orc_dd z = {0, 0};
+  for (int64_t i = 0; i < w->Dk; i++) w->dK[i] = w->dQ[i] = w->sK[i] = w->sQ[i] = z;
+  const orc_dd *prev = w->seg + (size_t)(t % w->K) * w->st;
+  for (int64_t jj = 0; jj < w->G; jj++) {
+    const int64_t j = w->kh * w->G + jj;
+    const float *v = gdn_inputs_v(in, w->b, t, j);
+    const float *dot = ct->d_o + ((w->b * s->T + t) * s->Hv + j) * s->Dv;
+    w->dg[jj] = w->db[jj] = w->sg[jj] = w->sb[jj] = z;
+    for (int64_t c = 0; c < w->Dv; c++) {
+      const size_t off = (size_t)((jj * w->Dv + c) * w->Dk);
+      rcol(w, jj, c, prev + off, w->S + off, v[c], dot[c], c >= w->s0 && c < w->s0 + w->ns);
+    }
+    const int64_t gt = (w->b * s->T + t) * s->Hv + j;
+    out->dg[gt] = orc_dd_add(w->dg[jj], w->sg[jj]).hi;
+    out->dbeta[gt] = orc_dd_add(w->db[jj], w->sb[jj]).hi;
+    for (int64_t c = 0; c < w->Dv; c++) out->dv[gt * s->Dv + c] = w->dv[jj * w->Dv + c].hi;
+  }
+  maybe_plant(w, t);
+  orc_dd *tq = w->hp; /* free: the sums main + sample, one row at a time */
+  const int64_t qk = ((w->b * s->T + t) * s->Hk + w->kh) * s->Dk;
+  const int l2 = in->l2norm_in_kernel != 0;
+  for (int64_t i = 0; i < w->Dk; i++) tq[i] = orc_dd_add(w->dK[i], w->sK[i]);
+  prep_back(w, gdn_inputs_k(in, w->b, t, w->kh), tq, w->rk, w->ik, 0, l2, out->dk + qk, 1);
+  for (int64_t i = 0; i < w->Dk; i++) tq[i] = orc_dd_add(w->dQ[i], w->sQ[i]);
+  prep_back(w, gdn_inputs_q(in, w->b, t, w->kh), tq, w->rq, w->iq, 1, l2, out->dq + qk, 1);
+}
+
+void oracle_vjp_dd_config_init(oracle_vjp_dd_config *cfg) {
+  cfg->sample_prec = 128;
+  cfg->sample_columns = 2;
+  cfg->checkpoint = 0;
+}
+
+static int validate(const oracle_vjp_dd_config *cfg, gdn_error *e) {
+  if (!cfg) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle_vjp_dd config: missing (NULL)");
+  if (cfg->sample_prec < ORACLE_PREC_MIN || cfg->sample_prec > ORACLE_PREC_MAX)
+    return gdn_error_set(e, GDN_ERR_INPUT, "oracle_vjp_dd config: sample_prec = %ld bits; it must be in [%d, %d]",
+                         (long)cfg->sample_prec, ORACLE_PREC_MIN, ORACLE_PREC_MAX);
+  if (cfg->sample_columns < 0)
+    return gdn_error_set(e, GDN_ERR_INPUT, "oracle_vjp_dd config: sample_columns = %" PRId64 "; it must be >= 0",
+                         cfg->sample_columns);
+  if (cfg->checkpoint < 0)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "oracle_vjp_dd config: checkpoint = %" PRId64 "; it must be >= 0 (0 = sqrt(T))",
+                         cfg->checkpoint);
+  return GDN_OK;
+}
+
+typedef struct dworker {
+  vdd dd;
+  orc_vjp mp;
+  orc_vars scr; /* [0] a dd value exactly, [1] scratch */
+  orc_acc acc[GDN_GRADS_N];
+} dworker;
+
+typedef struct djob {
+  const gdn_inputs *in;
+  const gdn_cotangents *ct;
+  gdn_grads *out;
+  int64_t ns;
+  int64_t *fail; /* per item: -1, or the token (T: dh0) of the first non-finite value */
+} djob;
+
+static void dworker_init(dworker *w) {
+  vdd_init(&w->dd);
+  orc_vjp_init(&w->mp);
+  orc_vars_init(&w->scr);
+  for (int i = 0; i < GDN_GRADS_N; i++) orc_acc_init(&w->acc[i]);
+}
+
+static void dworker_clear(dworker *w) {
+  vdd_clear(&w->dd);
+  orc_vjp_clear(&w->mp);
+  orc_vars_clear(&w->scr);
+  for (int i = 0; i < GDN_GRADS_N; i++) orc_acc_clear(&w->acc[i]);
+}
+
+static int dworker_alloc(dworker *w, const gdn_shape *s, const oracle_vjp_dd_config *cfg, int64_t ns,
+                         gdn_error *e) {
+  oracle_vjp_config vc;
+  oracle_vjp_config_init(&vc);
+  vc.checkpoint = cfg->checkpoint;
+  const int64_t K = orc_vjp_checkpoint(&vc, s->T);
+  int rc = vdd_alloc(&w->dd, s, K, ns, e);
+  if (rc || ns == 0) return rc;
+  if ((rc = orc_vjp_alloc(&w->mp, cfg->sample_prec, s, K, ns, e)) ||
+      (rc = orc_vars_alloc(&w->scr, 2, cfg->sample_prec + VDD_EXACT_PREC, "oracle_vjp_dd certificate scratch", e)))
+    return rc;
+  for (int i = 0; i < GDN_GRADS_N; i++)
+    if ((rc = orc_acc_alloc(&w->acc[i], ORACLE_DD_BITS, "oracle_vjp_dd certificate", e))) return rc;
+  return GDN_OK;
+}
+
+/* 0 if the MPFR value is not a number. */
+static int cmp(dworker *w, int ti, orc_dd x, mpfr_srcptr r) {
+  if (!mpfr_number_p(r)) return 0;
+  mpfr_set_d(w->scr.v[0], x.hi, MPFR_RNDN);
+  mpfr_add_d(w->scr.v[0], w->scr.v[0], x.lo, MPFR_RNDN); /* exact */
+  orc_acc_add(&w->acc[ti], w->scr.v[0], r, w->scr.v[1]);
+  return 1;
+}
+
+static int token_ok(const djob *jb, const vdd *d, int64_t t) {
+  const gdn_shape *s = &jb->in->shape;
+  const gdn_grads *g = jb->out;
+  const int64_t qk = ((d->b * s->T + t) * s->Hk + d->kh) * s->Dk;
+  for (int64_t i = 0; i < s->Dk; i++)
+    if (!isfinite(g->dq[qk + i]) || !isfinite(g->dk[qk + i])) return 0;
+  for (int64_t jj = 0; jj < d->G; jj++) {
+    const int64_t gt = (d->b * s->T + t) * s->Hv + d->kh * d->G + jj;
+    if (!isfinite(g->dg[gt]) || !isfinite(g->dbeta[gt])) return 0;
+    for (int64_t c = 0; c < s->Dv; c++)
+      if (!isfinite(g->dv[gt * s->Dv + c])) return 0;
+  }
+  return 1;
+}
+
+static int sample_token(dworker *w) {
+  vdd *d = &w->dd;
+  orc_vjp *m = &w->mp;
+  for (int64_t i = 0; i < d->Dk; i++)
+    if (!cmp(w, GDN_GRAD_DQ, d->sQ[i], m->dQ[i]) || !cmp(w, GDN_GRAD_DK, d->sK[i], m->dK[i])) return 0;
+  for (int64_t jj = 0; jj < d->G; jj++) {
+    if (!cmp(w, GDN_GRAD_DG, d->sg[jj], m->dg[jj]) || !cmp(w, GDN_GRAD_DBETA, d->sb[jj], m->dbeta[jj]))
+      return 0;
+    for (int64_t c = 0; c < d->ns; c++)
+      if (!cmp(w, GDN_GRAD_DV, d->dv[jj * d->Dv + d->s0 + c], m->dv[jj * d->ns + c])) return 0;
+  }
+  return 1;
+}
+
+static void run_item(const djob *jb, dworker *w, int64_t item) {
+  const gdn_inputs *in = jb->in;
+  const gdn_shape *s = &in->shape;
+  const int64_t b = item / s->Hk, kh = item % s->Hk;
+  vdd *d = &w->dd;
+  d->s0 = jb->ns ? oracle_dd_sample_start(s, jb->ns, b, kh * d->G) : 0;
+  int64_t bad;
+  if (!vdd_begin(d, in, jb->ct, b, kh, &bad)) {
+    jb->fail[item] = bad;
+    return;
+  }
+  if (jb->ns) orc_vjp_begin(&w->mp, in, jb->ct, b, kh, d->s0);
+  for (int64_t m = d->nck - 1; m >= 0; m--) {
+    vdd_segment(d, in, m);
+    if (jb->ns) orc_vjp_segment(&w->mp, in, m);
+    const int64_t t1 = (m + 1) * d->K < s->T ? (m + 1) * d->K : s->T;
+    for (int64_t t = t1 - 1; t >= m * d->K; t--) {
+      vdd_rstep(d, in, jb->ct, jb->out, t);
+      int ok = token_ok(jb, d, t);
+      if (ok && jb->ns) {
+        orc_vjp_rstep(&w->mp, in, jb->ct, t);
+        ok = sample_token(w);
+      }
+      if (!ok) {
+        jb->fail[item] = t;
+        return;
+      }
+    }
+  }
+  for (int64_t jj = 0; jj < d->G; jj++) {
+    double *dh0 = jb->out->dh0 + (b * s->Hv + kh * d->G + jj) * s->Dk * s->Dv;
+    for (int64_t c = 0; c < s->Dv; c++)
+      for (int64_t i = 0; i < s->Dk; i++) {
+        const orc_dd x = d->S[(jj * s->Dv + c) * s->Dk + i];
+        dh0[i * s->Dv + c] = x.hi;
+        int ok = isfinite(x.hi);
+        if (ok && jb->ns && c >= d->s0 && c < d->s0 + d->ns)
+          ok = cmp(w, GDN_GRAD_DH0, x, orc_vjp_col(w->mp.S, &w->mp, jj, c - d->s0)[i]);
+        if (!ok) {
+          jb->fail[item] = s->T;
+          return;
+        }
+      }
+  }
+}
+
+static int report_fail(const djob *jb, int64_t n_items, gdn_error *e) {
+  const gdn_shape *s = &jb->in->shape;
+  for (int64_t it = 0; it < n_items; it++) {
+    if (jb->fail[it] < 0) continue;
+    const long long b = it / s->Hk, kh = it % s->Hk;
+    if (jb->fail[it] < s->T)
+      return gdn_error_set(e, GDN_ERR_INPUT,
+                           "oracle_vjp_dd: a value left binary64's range (exp(g) or a gradient is not "
+                           "finite) at b=%lld, key head %lld, token t=%lld; the MPFR tier has the range for it",
+                           b, kh, (long long)jb->fail[it]);
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "oracle_vjp_dd: dh0 left binary64's range at b=%lld, key head %lld", b, kh);
+  }
+  return GDN_OK;
+}
+
+static void fill_cert(oracle_vjp_dd_certificate *cert, dworker *ws, int nw, const gdn_shape *s,
+                      const oracle_vjp_dd_config *cfg, int64_t ns) {
+  cert->precision_bits = ORACLE_DD_BITS;
+  cert->check_bits = (int)cfg->sample_prec;
+  cert->sample_columns = ns;
+  cert->sampled_columns = s->B * s->Hv * ns;
+  cert->total_columns = s->B * s->Hv * s->Dv;
+  if (ns == 0) return;
+  cert->certified_bits = cert->normwise_bits = ORACLE_DD_BITS;
+  for (int ti = 0; ti < GDN_GRADS_N; ti++) {
+    for (int i = 1; i < nw; i++) orc_acc_merge(&ws[0].acc[ti], &ws[i].acc[ti]);
+    cert->certified[ti] = orc_acc_bits(&ws[0].acc[ti], NULL);
+    int nb = orc_acc_normwise(&ws[0].acc[ti]);
+    if (cert->certified[ti] < cert->certified_bits) cert->certified_bits = cert->certified[ti];
+    if (nb < cert->normwise_bits) cert->normwise_bits = nb;
+  }
+}
+
+int oracle_vjp_dd(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_dd_config *cfg,
+                  gdn_grads *out, oracle_vjp_dd_certificate *cert, gdn_error *e) {
+  if (cert) memset(cert, 0, sizeof *cert);
+  if (!out) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle_vjp_dd: gradients missing (NULL)");
+  gdn_grads_clear(out);
+  if (!cert) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle_vjp_dd: certificate missing (NULL)");
+  int rc;
+  if ((rc = validate(cfg, e)) || (rc = orc_check_inputs(in, e)) ||
+      (rc = gdn_cotangents_check(ct, &in->shape, "oracle_vjp_dd", e)))
+    return rc;
+  const gdn_shape *s = &in->shape;
+  if ((rc = gdn_grads_alloc(out, s, GDN_DTYPE_F64, e))) return rc;
+  const int64_t n_items = s->B * s->Hk, ns = cfg->sample_columns < s->Dv ? cfg->sample_columns : s->Dv;
+  const int threads = gdn_threads_get();
+  const int nt = n_items < threads ? (int)n_items : threads;
+  djob jb = {in, ct, out, ns, NULL};
+  dworker *ws = NULL;
+  int nw = 0;
+  if (!(jb.fail = gdn_malloc((size_t)n_items * sizeof(int64_t), "oracle_vjp_dd item status", e))) goto fail;
+  for (int64_t i = 0; i < n_items; i++) jb.fail[i] = -1;
+  if (!(ws = gdn_calloc((size_t)nt, sizeof(dworker), "oracle_vjp_dd workers", e))) goto fail;
+  for (; nw < nt; nw++) {
+    dworker_init(&ws[nw]);
+    if (dworker_alloc(&ws[nw], s, cfg, ns, e)) {
+      nw++;
+      goto fail;
+    }
+  }
+#pragma omp parallel num_threads(nt)
+  {
+    dworker *w = &ws[omp_get_thread_num()];
+#pragma omp for schedule(dynamic)
+    for (int64_t it = 0; it < n_items; it++) run_item(&jb, w, it);
+    mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
+  }
+  if (report_fail(&jb, n_items, e)) goto fail;
+  fill_cert(cert, ws, nw, s, cfg, ns);
+  for (int i = 0; i < nw; i++) dworker_clear(&ws[i]);
+  gdn_free(ws);
+  gdn_free(jb.fail);
+  return GDN_OK;
+fail:
+  for (int i = 0; i < nw; i++) dworker_clear(&ws[i]);
+  gdn_free(ws);
+  gdn_free(jb.fail);
+  gdn_grads_clear(out);
+  memset(cert, 0, sizeof *cert);
+  return e ? e->code : GDN_ERR_NOMEM;
+}
