@@ -5,6 +5,7 @@
 
 #include "gdn_alloc.h"
 #include "gdn_threads.h"
+#include "kern.h"
 #include "vjp_test_util.h"
 
 /* 1, 2 and 3 threads give the same bits, for the scan and for the
@@ -150,6 +151,25 @@ START_TEST(alloc_failures) {
 }
 END_TEST
 
+/* kern_vjp_shard is the forward's layout (kern_affine_shard): contiguous,
+ * covering [0, N), the first N mod D devices one chunk longer. */
+START_TEST(shards_follow_the_forward) {
+  for (int64_t N = 1; N <= 40; N++)
+    for (int64_t D = 1; D <= N; D++) {
+      int64_t next = 0;
+      for (int64_t r = 0; r < D; r++) {
+        int64_t f, m, f2, m2;
+        kern_vjp_shard(N, D, r, &f, &m);
+        kern_affine_shard(N, D, r, &f2, &m2);
+        ck_assert(f == f2 && m == m2 && f == next && m >= 1);
+        ck_assert_int_eq(m, N / D + (r < N % D));
+        next = f + m;
+      }
+      ck_assert_int_eq(next, N);
+    }
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("vjp_kernels");
   TCase *tc = tcase_create("vjp_kernels");
@@ -158,6 +178,7 @@ int main(void) {
   tcase_add_test(tc, one_device_is_the_scan);
   tcase_add_test(tc, refusals);
   tcase_add_test(tc, alloc_failures);
+  tcase_add_test(tc, shards_follow_the_forward);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
