@@ -9,6 +9,7 @@
 #include "kern.h"
 #include "kern_gemm.h"
 #include "kern_num.h"
+#include "kern_prefix.h"
 #include "kern_size.h"
 #include "kern_vjp.h"
 
@@ -33,12 +34,36 @@ static int check_modes(const kern_config *cfg, int affine, const char *who, gdn_
     return gdn_error_set(e, GDN_ERR_INPUT,
                          "%s: matmul precision '%s' is not implemented for gradients (ieee only)", who,
                          kern_matmul_name(cfg->matmul));
-  if (affine && cfg->devices > 1 && cfg->prefix != KERN_PREFIX_SEQUENTIAL)
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "%s: prefix '%s' is not implemented for gradients (sequential only)", who,
-                         kern_prefix_name(cfg->prefix));
+  if (affine && kern_prefix_supported(cfg->prefix, e)) return gdn_error_prefix(e, "%s: ", who);
   if (cfg->broken_compose)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s: broken_compose has no backward", who);
+  return GDN_OK;
+}
+
+/* The schedule's compositions x[l] = x[l] o x[e], in execution order, as
+ * kern_prefix_inclusive performs them (its trace, on 1 x 1 pairs): the
+ * backward replays exactly the forward's pairing.  *ops is gdn_malloc'd. */
+static int prefix_ops(kern_prefix schedule, int64_t D, int64_t *nops, int64_t **ops, gdn_error *e) {
+  *nops = 0, *ops = NULL;
+  if (D < 2) return GDN_OK;
+  int64_t lg = 0;
+  while ((INT64_C(1) << lg) < D) lg++;
+  const int64_t cap = D * (lg + 2);
+  const size_t work = kern_prefix_work_elems_f64(schedule, D, 1, 1, KERN_MATMUL_IEEE);
+  double *buf = gdn_calloc(work + 2 * (size_t)D, sizeof(double), "kern vjp prefix schedule", e);
+  int64_t *trace = buf ? gdn_calloc(3 * (size_t)cap, sizeof(int64_t), "kern vjp prefix trace", e) : NULL;
+  *ops = trace ? gdn_calloc(2 * (size_t)cap, sizeof(int64_t), "kern vjp prefix operations", e) : NULL;
+  if (!*ops) {
+    gdn_free(trace);
+    gdn_free(buf);
+    return e ? e->code : GDN_ERR_NOMEM;
+  }
+  kern_prefix_stats st = {0, 0, trace, cap};
+  kern_prefix_inclusive_f64(schedule, 0, KERN_MATMUL_IEEE, D, 1, 1, buf + work, buf + work + D, buf, &st);
+  *nops = st.compositions < cap ? st.compositions : cap;
+  for (int64_t i = 0; i < *nops; i++) (*ops)[2 * i] = trace[3 * i + 1], (*ops)[2 * i + 1] = trace[3 * i + 2];
+  gdn_free(trace);
+  gdn_free(buf);
   return GDN_OK;
 }
 
@@ -54,11 +79,15 @@ static int run(const gdn_inputs *in, const gdn_cotangents *ct, const kern_config
   if (!rc && (rc = gdn_grads_alloc(out, &in->shape, num.dtype == GDN_DTYPE_F64 ? GDN_DTYPE_F64 : GDN_DTYPE_F32, e)))
     gdn_error_prefix(e, "%s: ", who);
   const int64_t D = affine ? cfg->devices : 1;
+  int64_t nops = 0, *ops = NULL;
   if (!rc) {
-    rc = num.dtype == GDN_DTYPE_F64 ? vj_run_f64(in, ct, cfg, &num, D, out, e)
-                                    : vj_run_f32(in, ct, cfg, &num, D, out, e);
+    rc = prefix_ops(cfg->prefix, D, &nops, &ops, e);
+    if (!rc)
+      rc = num.dtype == GDN_DTYPE_F64 ? vj_run_f64(in, ct, cfg, &num, D, nops, ops, out, e)
+                                      : vj_run_f32(in, ct, cfg, &num, D, nops, ops, out, e);
     if (rc) gdn_error_prefix(e, "%s: ", who);
   }
+  gdn_free(ops);
   if (rc) gdn_grads_clear(out);
   return rc;
 }

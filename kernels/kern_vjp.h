@@ -11,24 +11,33 @@
  *                            (kern_vjp_tmpl.h lists every step and rounding).
  *   kern_affine_prefix_vjp   the backward of kern_affine_prefix over
  *                            cfg->devices simulated devices, the shards from
- *                            kern_vjp_shard.  The forward is recomputed: every
- *                            device's fold (A_loc, B_loc) and the sequential
- *                            inclusive prefix (A_cum, B_cum).  Then, from
- *                            the last device to the first, the adjoint flows
- *                            backwards across the seams: device r's replay
- *                            is taken backwards from a zero adjoint at its
- *                            end (its carry is not an output: the next device
- *                            starts from the prefix) to the adjoint dh_in of
- *                            its incoming state h_in = A_cum[r-1] h0 +
- *                            B_cum[r-1]; that adjoint enters dA_cum[r-1] +=
- *                            dh_in h0^T, dB_cum[r-1] += dh_in, dh0 +=
- *                            A_cum[r-1]^T dh_in (dh0 += dh_in for r = 0);
- *                            the prefix's backward gives dA_loc[r] =
- *                            dA_cum[r] A_cum[r-1]^T + dB_cum[r] B_cum[r-1]^T,
- *                            dB_loc[r] = dB_cum[r], dA_cum[r-1] += A_loc[r]^T
- *                            dA_cum[r], dB_cum[r-1] += A_loc[r]^T dB_cum[r]
- *                            (the reverse prefix of the adjoint maps A^T);
- *                            then the fold is recomputed storing the
+ *                            kern_vjp_shard, the prefix schedule cfg->prefix.
+ *                            The forward is recomputed: every device's fold
+ *                            (A_loc, B_loc), then the inclusive prefix by the
+ *                            schedule's own compositions x[l] = x[l] o x[e]
+ *                            in its order (read from kern_prefix_inclusive's
+ *                            trace, so the pairing is the forward's), each
+ *                            overwritten pair kept in an undo log; every
+ *                            device's incoming state h_in = A_cum[r-1] h0 +
+ *                            B_cum[r-1] (h0 for r = 0).  Backwards: each
+ *                            device's replay is taken back from a zero
+ *                            adjoint at its end (its carry is not an output:
+ *                            the next device starts from the prefix) to the
+ *                            adjoint dh_in of h_in; dht enters dA_cum[D-1] =
+ *                            dht h0^T, dB_cum[D-1] = dht, dh0 =
+ *                            A_cum[D-1]^T dht; then for r = D-1 .. 1
+ *                            dA_cum[r-1] += dh_in h0^T, dB_cum[r-1] +=
+ *                            dh_in, dh0 += A_cum[r-1]^T dh_in; dh0 +=
+ *                            dh_in[0].  The prefix is taken back operation by
+ *                            operation in reverse, undoing each: with (A',
+ *                            B') = (A_l A_e, A_l B_e + B_l), dA_e += A_l^T
+ *                            dA', dB_e += A_l^T dB', dA_l = dA' A_e^T + dB'
+ *                            B_e^T, dB_l = dB' -- the reverse prefix of the
+ *                            adjoint maps A^T, in the schedule's pairing
+ *                            (for SEQUENTIAL, dA_loc[r] = dA_cum[r]
+ *                            A_cum[r-1]^T + dB_cum[r] B_cum[r-1]^T).  Then,
+ *                            from the last device to the first, the fold is
+ *                            recomputed storing the
  *                            accumulated pair before each chunk, as
  *                            jax.checkpoint on compose_local does, and
  *                            taken backwards: with (A', B') = (A_n A, A_n B
@@ -49,9 +58,9 @@
  * mode.
  *
  * Modes: compute dtype float32 or float64, matmul ieee, ftz as configured,
- * prefix sequential.  Not implemented (refused with GDN_ERR_INPUT naming the
- * mode): compute dtype bfloat16, the bf16 pass matmul modes, the
- * associative-scan and Hillis-Steele prefixes.  Gradients are float32 values
+ * every prefix schedule.  Not implemented (refused with GDN_ERR_INPUT naming
+ * the mode): compute dtype bfloat16, the bf16 pass matmul modes
+ * (default / high / highest), broken_compose.  Gradients are float32 values
  * (dtype FLOAT32) for float32 compute, float64 for float64.
  *
  * Threads: items are (b, key head), each computing its value heads in order;
@@ -62,8 +71,11 @@
  * scratch O(C^2 + C (Dk + Dv)), kern_gemm's workspace, and
  *   scan    N (Dk Dv) states, N = ceil(T / C) -- the lax.scan residual
  *   affine  m (Dk Dv) replay states and m (Dk^2 + Dk Dv) fold pairs for the
- *           device being taken backwards (m its chunk count), and 6 D
- *           (Dk^2 + Dk Dv) for the folds, the prefix and their adjoints.
+ *           device being taken backwards (m its chunk count), 6 D (Dk^2 +
+ *           Dk Dv) for the folds, the prefix and their adjoints, 2 D Dk Dv
+ *           for the incoming states and their adjoints, and the undo log,
+ *           one pair per composition of the schedule (D - 1 sequential,
+ *           < 2D associative scan, D log2 D Hillis-Steele).
  * Everything in F.  Errors: GDN_ERR_INPUT for a bad shape, config, mode or
  * cotangent; GDN_ERR_NOMEM when an allocation fails.  On any error `out` is
  * left cleared.

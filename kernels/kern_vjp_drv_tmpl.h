@@ -10,6 +10,8 @@ typedef struct KR(vjd) {
   kreal *fsA, *fsB;        /* nmax x Dk^2, Dk Dv (affine) */
   kreal *An, *Bn, *dA, *dB, *tA, *tB; /* Dk^2 / Dk Dv (affine) */
   kreal *Al, *Bl, *Ac, *Bc, *dAc, *dBc; /* D x Dk^2 / Dk Dv (affine) */
+  kreal *Hin, *dHin;       /* D x Dk Dv: incoming states, their adjoints */
+  kreal *uA, *uB;          /* nops x Dk^2 / Dk Dv: the prefix's undo log */
 } KR(vjd);
 
 typedef struct KR(vjob) {
@@ -19,12 +21,13 @@ typedef struct KR(vjob) {
   const kern_num *num;
   gdn_grads *out;
   int64_t D, N, nmax;
+  int64_t nops, *ops; /* the prefix schedule: (l, e) per composition, in order */
   kreal *mem;
   size_t per;
 } KR(vjob);
 
 /* Per-thread elements: the chunk scratch, then the buffers above. */
-KTMPL size_t KR(vjd_elems)(const gdn_shape *s, int64_t C, int64_t D, int64_t nmax) {
+KTMPL size_t KR(vjd_elems)(const gdn_shape *s, int64_t C, int64_t D, int64_t nmax, int64_t nops) {
   const size_t kv = KR(rows_pad)((size_t)(s->Dk * s->Dv)), kk = KR(rows_pad)((size_t)(s->Dk * s->Dk));
   size_t n = KR(vjw_elems)(C, s->Dk, s->Dv);
   n = kern_size_add(n, kern_size_mul(2, KR(rows_pad)((size_t)s->Dk)));
@@ -33,6 +36,8 @@ KTMPL size_t KR(vjd_elems)(const gdn_shape *s, int64_t C, int64_t D, int64_t nma
   if (D < 2) return n;
   n = kern_size_add(n, kern_size_mul((size_t)nmax, kern_size_add(kk, kv)));
   n = kern_size_add(n, kern_size_mul(3, kern_size_add(kk, kv)));
+  n = kern_size_add(n, kern_size_mul(kern_size_mul(2, (size_t)D), kv));
+  n = kern_size_add(n, kern_size_mul((size_t)nops, kern_size_add(kk, kv)));
   return kern_size_add(n, kern_size_mul(kern_size_mul(3, (size_t)D), kern_size_add(kk, kv)));
 }
 
@@ -55,6 +60,10 @@ KTMPL void KR(vjd_bind)(KR(vjd) *d, const KR(vjob) *j, int tid) {
   kreal **ad[] = {&d->Al, &d->Ac, &d->dAc}, **bd[] = {&d->Bl, &d->Bc, &d->dBc};
   for (int i = 0; i < 3; i++) *ad[i] = p, p += KR(rows_pad)(kk) * (size_t)j->D;
   for (int i = 0; i < 3; i++) *bd[i] = p, p += KR(rows_pad)(kv) * (size_t)j->D;
+  d->Hin = p, p += KR(rows_pad)(kv) * (size_t)j->D;
+  d->dHin = p, p += KR(rows_pad)(kv) * (size_t)j->D;
+  d->uA = p, p += KR(rows_pad)(kk) * (size_t)j->nops;
+  d->uB = p, p += KR(rows_pad)(kv) * (size_t)j->nops;
 }
 
 /* x (Dk x Dv) = the head's h0 or dht as F (zeros when absent). */
@@ -194,7 +203,79 @@ KTMPL void KR(vj_device_back)(const KR(vjob) *j, KR(vjd) *d, int64_t r, kreal *d
   *dHp = dH;
 }
 
-/* One value head through kern_affine_prefix_vjp, D >= 2 (kern_vjp.h). */
+/* The prefix forward: (Ac, Bc) from (Al, Bl) by the schedule's operations
+ * x[l] = x[l] o x[e] in their order, each old x[l] saved in the undo log. */
+KTMPL void KR(vj_prefix_fwd)(const KR(vjob) *j, KR(vjd) *d) {
+  KR(vjw) *w = &d->w;
+  const int64_t Dk = w->Dk, Dv = w->Dv, D = j->D;
+  const size_t kk = (size_t)(Dk * Dk), kv = (size_t)(Dk * Dv);
+  const size_t kkp = KR(rows_pad)(kk), kvp = KR(rows_pad)(kv);
+  memcpy(d->Ac, d->Al, (size_t)D * kkp * sizeof(kreal));
+  memcpy(d->Bc, d->Bl, (size_t)D * kvp * sizeof(kreal));
+  for (int64_t i = 0; i < j->nops; i++) {
+    const int64_t l = j->ops[2 * i], e = j->ops[2 * i + 1];
+    kreal *Al = d->Ac + l * kkp, *Bl = d->Bc + l * kvp;
+    memcpy(d->uA + (size_t)i * kkp, Al, kk * sizeof(kreal));
+    memcpy(d->uB + (size_t)i * kvp, Bl, kv * sizeof(kreal));
+    KR(vj_fold_step)(w, d->uA + (size_t)i * kkp, d->uB + (size_t)i * kvp, d->Ac + e * kkp,
+                     d->Bc + e * kvp, Al, Bl);
+  }
+}
+
+/* The prefix backward: the operations in reverse, each undone after its
+ * adjoint is taken.  With (A', B') = (A_l A_e, A_l B_e + B_l):
+ * dA_e += A_l^T dA', dB_e += A_l^T dB', dA_l = dA' A_e^T + dB' B_e^T,
+ * dB_l = dB'.  Leaves (dAc, dBc) the adjoints of the device folds and
+ * (Ac, Bc) = (Al, Bl) again. */
+KTMPL void KR(vj_prefix_back)(const KR(vjob) *j, KR(vjd) *d) {
+  KR(vjw) *w = &d->w;
+  const int64_t Dk = w->Dk, Dv = w->Dv;
+  const size_t kk = (size_t)(Dk * Dk), kv = (size_t)(Dk * Dv);
+  const size_t kkp = KR(rows_pad)(kk), kvp = KR(rows_pad)(kv);
+  for (int64_t i = j->nops - 1; i >= 0; i--) {
+    const int64_t l = j->ops[2 * i], e = j->ops[2 * i + 1];
+    const kreal *Aold = d->uA + (size_t)i * kkp, *Ae = d->Ac + e * kkp, *Be = d->Bc + e * kvp;
+    kreal *dAl = d->dAc + l * kkp, *dBl = d->dBc + l * kvp;
+    VJ_MM(w, KERN_GEMM_PLUS, Dk, Dk, Dk, Aold, 1, Dk, dAl, Dk, 1, d->dAc + e * kkp, Dk);
+    VJ_MM(w, KERN_GEMM_PLUS, Dk, Dv, Dk, Aold, 1, Dk, dBl, Dv, 1, d->dBc + e * kvp, Dv);
+    VJ_MM(w, KERN_GEMM_SET, Dk, Dk, Dk, dAl, Dk, 1, Ae, 1, Dk, d->tA, Dk);
+    VJ_MM(w, KERN_GEMM_PLUS, Dk, Dk, Dv, dBl, Dv, 1, Be, 1, Dv, d->tA, Dk);
+    memcpy(dAl, d->tA, kk * sizeof(kreal));
+    memcpy(d->Ac + l * kkp, Aold, kk * sizeof(kreal));
+    memcpy(d->Bc + l * kvp, d->uB + (size_t)i * kvp, kv * sizeof(kreal));
+  }
+}
+
+/* dh_in of device r: its replay from Hin[r] taken backwards (only dh) from
+ * a zero adjoint at its end, into dHin[r]. */
+KTMPL void KR(vj_replay_dh)(const KR(vjob) *j, KR(vjd) *d, int64_t r) {
+  KR(vjw) *w = &d->w;
+  const size_t kv = (size_t)(w->Dk * w->Dv), kvp = KR(rows_pad)(kv);
+  int64_t f, m;
+  kern_vjp_shard(j->N, j->D, r, &f, &m);
+  memcpy(d->h, d->Hin + r * kvp, kv * sizeof(kreal));
+  for (int64_t i = 0; i < m; i++) {
+    memcpy(d->hs + (size_t)i * kvp, d->h, kv * sizeof(kreal));
+    KR(vj_prep)(w, (f + i) * w->C);
+    KR(vj_body)(w, d->h, d->h);
+  }
+  kreal *dH = d->dH, *dh = d->dh;
+  memset(dH, 0, kv * sizeof(kreal));
+  for (int64_t i = m - 1; i >= 0; i--) {
+    KR(vj_prep)(w, (f + i) * w->C);
+    KR(vj_load_do)(w, (f + i) * w->C);
+    KR(vj_back_dh)(w, dH, dh);
+    VJ_SWAP(dH, dh);
+  }
+  memcpy(d->dHin + r * kvp, dH, kv * sizeof(kreal));
+}
+
+/* One value head through kern_affine_prefix_vjp, D >= 2 (kern_vjp.h): the
+ * folds; the prefix (schedule's operations, undo log); every device's
+ * incoming state; every device's dh_in (replay backwards); the adjoints of
+ * the inclusive prefix (dht into A_cum[D-1], B_cum[D-1]; then for r = D-1
+ * .. 1, dh_in[r] into A_cum[r-1], B_cum[r-1] and dh0); the prefix
+ * backwards; then each device's chunks backwards (replay and fold). */
 KTMPL void KR(vj_affine_head)(const KR(vjob) *j, KR(vjd) *d, int64_t b, int64_t hv, int first) {
   KR(vjw) *w = &d->w;
   const int64_t Dk = w->Dk, Dv = w->Dv, D = j->D;
@@ -204,11 +285,16 @@ KTMPL void KR(vj_affine_head)(const KR(vjob) *j, KR(vjd) *d, int64_t b, int64_t 
   const float *h0p = gdn_inputs_h0(j->in, b, hv), *dhtp = KR(vj_dht)(j, b, hv);
   KR(vj_load_state)(j, h0p, d->h0);
   for (int64_t r = 0; r < D; r++) KR(vj_fold)(j, d, r, d->Al + r * kkp, d->Bl + r * kvp, 0);
-  memcpy(d->Ac, d->Al, kk * sizeof(kreal));
-  memcpy(d->Bc, d->Bl, kv * sizeof(kreal));
-  for (int64_t r = 1; r < D; r++) { /* the sequential inclusive prefix */
-    KR(vj_fold_step)(w, d->Al + r * kkp, d->Bl + r * kvp, d->Ac + (r - 1) * kkp,
-                     d->Bc + (r - 1) * kvp, d->Ac + r * kkp, d->Bc + r * kvp);
+  KR(vj_prefix_fwd)(j, d);
+  for (int64_t r = 0; r < D; r++) { /* h_in = A_cum[r-1] h0 + B_cum[r-1] */
+    kreal *hin = d->Hin + r * kvp;
+    if (r == 0) {
+      memcpy(hin, d->h0, kv * sizeof(kreal));
+    } else {
+      memcpy(hin, d->Bc + (r - 1) * kvp, kv * sizeof(kreal));
+      if (h0p) VJ_MM(w, KERN_GEMM_PLUS, Dk, Dv, Dk, d->Ac + (r - 1) * kkp, Dk, 1, d->h0, Dv, 1, hin, Dv);
+    }
+    KR(vj_replay_dh)(j, d, r);
   }
   memset(d->dAc, 0, (size_t)D * kkp * sizeof(kreal));
   memset(d->dBc, 0, (size_t)D * kvp * sizeof(kreal));
@@ -220,32 +306,21 @@ KTMPL void KR(vj_affine_head)(const KR(vjob) *j, KR(vjd) *d, int64_t b, int64_t 
     if (h0p) VJ_MM(w, KERN_GEMM_SET, Dk, Dk, Dv, dht, Dv, 1, d->h0, 1, Dv, d->dAc + (D - 1) * kkp, Dk);
     VJ_MM(w, KERN_GEMM_SET, Dk, Dv, Dk, d->Ac + (D - 1) * kkp, 1, Dk, dht, Dv, 1, d->g0, Dv);
   }
+  for (int64_t r = D - 1; r >= 1; r--) {
+    const kreal *dhin = d->dHin + r * kvp;
+    kreal *dAp = d->dAc + (r - 1) * kkp, *dBp = d->dBc + (r - 1) * kvp;
+    if (h0p) VJ_MM(w, KERN_GEMM_PLUS, Dk, Dk, Dv, dhin, Dv, 1, d->h0, 1, Dv, dAp, Dk);
+    for (size_t i = 0; i < kv; i++) dBp[i] = dBp[i] + dhin[i];
+    VJ_MM(w, KERN_GEMM_PLUS, Dk, Dv, Dk, d->Ac + (r - 1) * kkp, 1, Dk, dhin, Dv, 1, d->g0, Dv);
+  }
+  for (size_t i = 0; i < kv; i++) d->g0[i] = d->g0[i] + d->dHin[i];
+  KR(vj_prefix_back)(j, d);
   for (int64_t r = D - 1; r >= 0; r--) {
-    kreal *dA = d->dA, *dB = d->dB, *dAr = d->dAc + r * kkp, *dBr = d->dBc + r * kvp;
-    if (r == 0) {
-      memcpy(d->h, d->h0, kv * sizeof(kreal));
-      memcpy(dA, dAr, kk * sizeof(kreal));
-      memcpy(dB, dBr, kv * sizeof(kreal));
-    } else {
-      const kreal *Ap = d->Ac + (r - 1) * kkp, *Bp = d->Bc + (r - 1) * kvp, *Al = d->Al + r * kkp;
-      memcpy(d->h, Bp, kv * sizeof(kreal)); /* h_in = A_cum[r-1] h0 + B_cum[r-1] */
-      if (h0p) VJ_MM(w, KERN_GEMM_PLUS, Dk, Dv, Dk, Ap, Dk, 1, d->h0, Dv, 1, d->h, Dv);
-      VJ_MM(w, KERN_GEMM_SET, Dk, Dk, Dk, dAr, Dk, 1, Ap, 1, Dk, dA, Dk);
-      VJ_MM(w, KERN_GEMM_PLUS, Dk, Dk, Dv, dBr, Dv, 1, Bp, 1, Dv, dA, Dk);
-      memcpy(dB, dBr, kv * sizeof(kreal));
-      VJ_MM(w, KERN_GEMM_PLUS, Dk, Dk, Dk, Al, 1, Dk, dAr, Dk, 1, d->dAc + (r - 1) * kkp, Dk);
-      VJ_MM(w, KERN_GEMM_PLUS, Dk, Dv, Dk, Al, 1, Dk, dBr, Dv, 1, d->dBc + (r - 1) * kvp, Dv);
-    }
+    memcpy(d->h, d->Hin + r * kvp, kv * sizeof(kreal));
+    memcpy(d->dA, d->dAc + r * kkp, kk * sizeof(kreal));
+    memcpy(d->dB, d->dBc + r * kvp, kv * sizeof(kreal));
     kreal *dhin;
-    KR(vj_device_back)(j, d, r, dA, dB, first, &dhin);
-    if (r == 0) {
-      for (size_t i = 0; i < kv; i++) d->g0[i] = d->g0[i] + dhin[i];
-    } else {
-      kreal *dAp = d->dAc + (r - 1) * kkp, *dBp = d->dBc + (r - 1) * kvp;
-      if (h0p) VJ_MM(w, KERN_GEMM_PLUS, Dk, Dk, Dv, dhin, Dv, 1, d->h0, 1, Dv, dAp, Dk);
-      for (size_t i = 0; i < kv; i++) dBp[i] = dBp[i] + dhin[i];
-      VJ_MM(w, KERN_GEMM_PLUS, Dk, Dv, Dk, d->Ac + (r - 1) * kkp, 1, Dk, dhin, Dv, 1, d->g0, Dv);
-    }
+    KR(vj_device_back)(j, d, r, d->dA, d->dB, first, &dhin);
   }
   KR(vj_store_dh0)(j, b, hv, d->g0);
 }
@@ -270,14 +345,15 @@ static __attribute__((noinline)) void KR(vj_thread)(const KR(vjob) *j) {
 }
 
 static int KR(vj_run)(const gdn_inputs *in, const gdn_cotangents *ct, const kern_config *cfg,
-                      const kern_num *num, int64_t D, gdn_grads *out, gdn_error *e) {
+                      const kern_num *num, int64_t D, int64_t nops, int64_t *ops, gdn_grads *out,
+                      gdn_error *e) {
   const gdn_shape *s = &in->shape;
   const int64_t N = gdn_shape_chunks(s, cfg->chunk), items = s->B * s->Hk;
   int nt = gdn_threads_get();
   if (nt < 1) nt = 1;
   if (items < nt) nt = (int)items;
-  KR(vjob) j = {in, ct, cfg, num, out, D, N, D < 2 ? N : (N + D - 1) / D, NULL, 0};
-  j.per = KR(vjd_elems)(s, cfg->chunk, D, j.nmax);
+  KR(vjob) j = {in, ct, cfg, num, out, D, N, D < 2 ? N : (N + D - 1) / D, nops, ops, NULL, 0};
+  j.per = KR(vjd_elems)(s, cfg->chunk, D, j.nmax, nops);
   j.mem = gdn_calloc((size_t)nt, kern_size_mul(j.per, sizeof(kreal)), "kern vjp per-thread scratch", e);
   if (!j.mem) return e ? e->code : GDN_ERR_NOMEM;
 #pragma omp parallel num_threads(nt)

@@ -254,6 +254,19 @@ KTMPL void KR(vj_back_body)(KR(vjw) *w, const kreal *h, const kreal *dH, kreal *
   for (int64_t i = 0; i < Dk * Dv; i++) dh[i] = dh[i] - w->tkv[i];
 }
 
+/* Only dh of the body's backward (dO loaded), by the same operations as
+ * vj_back_body, so the same bits: dvnew = attn^T dO; dvnew += Kt dH;
+ * dh = dH eGlast; dh = dh + qg^T dO; dh = dh - W^T dvnew. */
+KTMPL void KR(vj_back_dh)(KR(vjw) *w, const kreal *dH, kreal *dh) {
+  const int64_t C = w->C, Dk = w->Dk, Dv = w->Dv;
+  VJ_MM(w, KERN_GEMM_SET, C, Dv, C, w->attn, 1, C, w->dO, Dv, 1, w->dvnew, Dv);
+  VJ_MM(w, KERN_GEMM_PLUS, C, Dv, Dk, w->Kt, Dk, 1, dH, Dv, 1, w->dvnew, Dv);
+  for (int64_t i = 0; i < Dk * Dv; i++) dh[i] = dH[i] * w->eGlast;
+  VJ_MM(w, KERN_GEMM_PLUS, Dk, Dv, C, w->qg, 1, Dk, w->dO, Dv, 1, dh, Dv);
+  VJ_MM(w, KERN_GEMM_SET, Dk, Dv, C, w->W, 1, Dk, w->dvnew, Dv, 1, w->tkv, Dv);
+  for (int64_t i = 0; i < Dk * Dv; i++) dh[i] = dh[i] - w->tkv[i];
+}
+
 /* The affine map's backward. */
 KTMPL void KR(vj_back_map)(KR(vjw) *w, const kreal *dAn, const kreal *dBn) {
   const int64_t C = w->C, Dk = w->Dk, Dv = w->Dv;

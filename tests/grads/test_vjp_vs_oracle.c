@@ -92,9 +92,11 @@ static void check_case(const vcase *c, gdn_dtype dt, double bound64) {
   gdn_grads ref, g;
   oracle(&in, &ct, &ref);
   const int64_t Ds[] = {1, 2, 4, 8};
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 4; k++)
+    for (int pf = 0; pf < (Ds[k] > 1 ? 3 : 1); pf++) {
     kern_config cfg = vtu_cfg(dt, c->C, Ds[k]);
-    for (int affine = 0; affine < (Ds[k] == 1 ? 2 : 1) + (Ds[k] > 1); affine++) {
+    cfg.prefix = (kern_prefix)pf;
+    for (int affine = 0; affine < 2; affine++) {
       if (Ds[k] > 1 && !affine) continue;
       vtu_kern(&in, &ct, &cfg, affine, &g);
       double bound[GDN_GRADS_N];
@@ -102,6 +104,7 @@ static void check_case(const vcase *c, gdn_dtype dt, double bound64) {
       if (dt == GDN_DTYPE_F32) {
         gdn_grads g64;
         kern_config c64 = vtu_cfg(GDN_DTYPE_F64, c->C, Ds[k]);
+        c64.prefix = cfg.prefix;
         vtu_kern(&in, &ct, &c64, affine, &g64);
         for (int id = 0; id < GDN_GRADS_N; id++) {
           double r64 = 4 * 0x1p29 * gdn_grads_rel_fro(&g64, &ref, (gdn_grad_id)id);
@@ -115,8 +118,9 @@ static void check_case(const vcase *c, gdn_dtype dt, double bound64) {
         double v = gdn_grads_rel_fro(&g, &ref, (gdn_grad_id)id);
         if (v / bound[id] > w / bound[which]) w = v, which = id;
       }
-      fprintf(stderr, "T=%lld %s D=%lld %s: rel_fro %.2e (%s, bound %.2e)\n", (long long)c->s.T,
-              dt == GDN_DTYPE_F64 ? "f64" : "f32", (long long)Ds[k], affine ? "affine" : "scan", w,
+      fprintf(stderr, "T=%lld %s D=%lld %s %s: rel_fro %.2e (%s, bound %.2e)\n", (long long)c->s.T,
+              dt == GDN_DTYPE_F64 ? "f64" : "f32", (long long)Ds[k], affine ? "affine" : "scan",
+              kern_prefix_name(cfg.prefix), w,
               gdn_grads_name((gdn_grad_id)which), bound[which]);
       ck_assert_msg(w <= bound[which], "T=%lld D=%lld: %s rel_fro %.3e > %.3e", (long long)c->s.T,
                     (long long)Ds[k], gdn_grads_name((gdn_grad_id)which), w, bound[which]);
