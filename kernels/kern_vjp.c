@@ -8,6 +8,7 @@
 #include "gdn_threads.h"
 #include "kern.h"
 #include "kern_gemm.h"
+#include "kern_mm.h"
 #include "kern_num.h"
 #include "kern_prefix.h"
 #include "kern_size.h"
@@ -30,10 +31,6 @@ static int check_modes(const kern_config *cfg, int affine, const char *who, gdn_
     return gdn_error_set(e, GDN_ERR_INPUT,
                          "%s: compute dtype bfloat16 is not implemented for gradients (float32, float64)",
                          who);
-  if (cfg->dtype == GDN_DTYPE_F32 && cfg->matmul != KERN_MATMUL_IEEE)
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "%s: matmul precision '%s' is not implemented for gradients (ieee only)", who,
-                         kern_matmul_name(cfg->matmul));
   if (affine && kern_prefix_supported(cfg->prefix, e)) return gdn_error_prefix(e, "%s: ", who);
   if (cfg->broken_compose)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s: broken_compose has no backward", who);

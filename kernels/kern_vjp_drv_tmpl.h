@@ -27,9 +27,10 @@ typedef struct KR(vjob) {
 } KR(vjob);
 
 /* Per-thread elements: the chunk scratch, then the buffers above. */
-KTMPL size_t KR(vjd_elems)(const gdn_shape *s, int64_t C, int64_t D, int64_t nmax, int64_t nops) {
+KTMPL size_t KR(vjd_elems)(const gdn_shape *s, int64_t C, int64_t D, int64_t nmax, int64_t nops,
+                            kern_matmul mode) {
   const size_t kv = KR(rows_pad)((size_t)(s->Dk * s->Dv)), kk = KR(rows_pad)((size_t)(s->Dk * s->Dk));
-  size_t n = KR(vjw_elems)(C, s->Dk, s->Dv);
+  size_t n = KR(vjw_elems)(C, s->Dk, s->Dv, mode);
   n = kern_size_add(n, kern_size_mul(2, KR(rows_pad)((size_t)s->Dk)));
   n = kern_size_add(n, kern_size_mul(5, kv));
   n = kern_size_add(n, kern_size_mul((size_t)nmax, kv));
@@ -46,7 +47,7 @@ KTMPL void KR(vjd_bind)(KR(vjd) *d, const KR(vjob) *j, int tid) {
   const size_t kv = (size_t)(s->Dk * s->Dv), kk = (size_t)(s->Dk * s->Dk);
   kreal *p = j->mem + (size_t)tid * j->per;
   KR(vjw_bind)(&d->w, p, j->in, j->ct, j->num, j->cfg->chunk);
-  p += KR(vjw_elems)(j->cfg->chunk, s->Dk, s->Dv);
+  p += KR(vjw_elems)(j->cfg->chunk, s->Dk, s->Dv, j->num->matmul);
   d->y = KR(rows_carve)(&p, (size_t)s->Dk);
   d->dy = KR(rows_carve)(&p, (size_t)s->Dk);
   kreal **v4[] = {&d->h, &d->dH, &d->dh, &d->h0, &d->g0};
@@ -353,7 +354,7 @@ static int KR(vj_run)(const gdn_inputs *in, const gdn_cotangents *ct, const kern
   if (nt < 1) nt = 1;
   if (items < nt) nt = (int)items;
   KR(vjob) j = {in, ct, cfg, num, out, D, N, D < 2 ? N : (N + D - 1) / D, nops, ops, NULL, 0};
-  j.per = KR(vjd_elems)(s, cfg->chunk, D, j.nmax, nops);
+  j.per = KR(vjd_elems)(s, cfg->chunk, D, j.nmax, nops, num->matmul);
   j.mem = gdn_calloc((size_t)nt, kern_size_mul(j.per, sizeof(kreal)), "kern vjp per-thread scratch", e);
   if (!j.mem) return e ? e->code : GDN_ERR_NOMEM;
 #pragma omp parallel num_threads(nt)

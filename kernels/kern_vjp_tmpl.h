@@ -11,10 +11,14 @@
  * attn = QK .* dec below, QK on the diagonal; Kt = k eGl; body vnew = U - W h,
  * h' = h eGlast + Kt^T vnew; map A_n = eGlast I - Kt^T W, B_n = Kt^T U).
  *
- * Backward of one chunk, the adjoints written d.  Every product is kern_gemm
- * (SET: first product then fma, p ascending); "+=" of a product is its SET
- * sum added once (KERN_GEMM_PLUS, as XLA adds the cotangents of a value used
- * twice: add(dot, dot)); elementwise steps are one rounding each; a "sum_d"
+ * Backward of one chunk, the adjoints written d.  Every product (forward and
+ * backward; not the solve, which is fma in every mode, as the forward's) is
+ * kern_mm in the config's matmul mode: IEEE = kern_gemm (SET: first product
+ * then fma, p ascending); the bf16 pass modes split both operands for each
+ * product (kern_mm.h; the same values as the forward's splits made once) --
+ * JAX's transposed dots keep the forward dot's precision.  "+=" of a
+ * product is the product formed completely, then added once (kern_mm_plus:
+ * as XLA adds the cotangents of a value used twice, add(dot, dot)); elementwise steps are one rounding each; a "sum_d"
  * is a dot along the row, first product then fma, d ascending.  Accumulators
  * start at zero (0 + x is exact).  In this order:
  *   body (given dO, the adjoint dH of h', and h):
@@ -52,6 +56,7 @@
  * gradients are dropped.
  */
 #include "kern_rows_tmpl.h"
+#include "kern_mm.h"
 
 #undef KGEMM
 #define KGEMM KR(kern_gemm)
@@ -77,10 +82,23 @@ typedef struct KR(vjw) {
   kreal deGlast;
   kreal *tkv, *tkk;                            /* Dk x Dv, Dk x Dk */
   kreal *gws;                                  /* kern_gemm workspace */
+  kern_matmul mode;                            /* effective (IEEE for float64) */
+  KR(kern_split) sa, sb;                       /* the operands' parts (pass modes) */
+  kreal *tmm;                                  /* kern_mm_plus's product */
 } KR(vjw);
 
-KTMPL size_t KR(vjw_elems)(int64_t C, int64_t Dk, int64_t Dv) {
-  size_t n = 0;
+/* Elements of the largest operand or product: C^2, C Dk, C Dv, Dk^2, Dk Dv. */
+KTMPL size_t KR(vjw_maxop)(int64_t C, int64_t Dk, int64_t Dv) {
+  const int64_t x[5] = {C * C, C * Dk, C * Dv, Dk * Dk, Dk * Dv};
+  int64_t m = 0;
+  for (int i = 0; i < 5; i++) m = x[i] > m ? x[i] : m;
+  return (size_t)m;
+}
+
+KTMPL size_t KR(vjw_elems)(int64_t C, int64_t Dk, int64_t Dv, kern_matmul mode) {
+  const size_t mo = KR(vjw_maxop)(C, Dk, Dv);
+  size_t n = kern_size_mul(2, KR(rows_pad)(KR(kern_split_elems)(mode, mo)));
+  n = kern_size_add(n, mode == KERN_MATMUL_IEEE ? 0 : KR(rows_pad)(mo));
   n = kern_size_add(n, kern_size_mul(15, KR(rows_pad)((size_t)(C * Dk))));
   n = kern_size_add(n, kern_size_mul(9, KR(rows_pad)((size_t)(C * Dv))));
   n = kern_size_add(n, kern_size_mul(9, KR(rows_pad)((size_t)(C * C))));
@@ -108,12 +126,33 @@ KTMPL void KR(vjw_bind)(KR(vjw) *w, kreal *p, const gdn_inputs *in, const gdn_co
   w->tkv = KR(rows_carve)(&p, (size_t)(Dk * Dv));
   w->tkk = KR(rows_carve)(&p, (size_t)(Dk * Dk));
   w->gws = KR(rows_carve)(&p, KR(kern_gemm_ws_elems)());
+  w->mode = num->matmul;
+  const size_t mo = KR(vjw_maxop)(C, Dk, Dv), se = KR(kern_split_elems)(w->mode, mo);
+  KR(kern_split_bind)(&w->sa, w->mode, se ? KR(rows_carve)(&p, se) : NULL, mo);
+  KR(kern_split_bind)(&w->sb, w->mode, se ? KR(rows_carve)(&p, se) : NULL, mo);
+  w->tmm = w->mode == KERN_MATMUL_IEEE ? NULL : KR(rows_carve)(&p, mo);
 }
 
-/* C (m x n) row-major = op(A) op(B), strided views (kern_gemm.h). */
+/* C (m x n) row-major = op(A) op(B) (SET) or C + op(A) op(B) (PLUS),
+ * strided views (kern_gemm.h), in the mode (kern_mm.h).  The pass modes
+ * split the extent of each view, its layout kept. */
+KTMPL void KR(vj_mm)(KR(vjw) *w, kern_gemm_acc acc, int64_t m, int64_t n, int64_t k, const kreal *a,
+                     int64_t ars, int64_t acs, const kreal *b, int64_t brs, int64_t bcs, kreal *c,
+                     int64_t ldc) {
+  if (w->mode == KERN_MATMUL_IEEE) {
+    KGEMM(acc, m, n, k, a, ars, acs, b, brs, bcs, c, ldc, w->gws);
+    return;
+  }
+  KR(kern_split_fill)(&w->sa, w->mode, a, (size_t)((m - 1) * ars + (k - 1) * acs + 1));
+  KR(kern_split_fill)(&w->sb, w->mode, b, (size_t)((k - 1) * brs + (n - 1) * bcs + 1));
+  if (acc == KERN_GEMM_SET)
+    KR(kern_mm)(w->mode, m, n, k, &w->sa, ars, acs, &w->sb, brs, bcs, c, ldc, w->gws);
+  else
+    KR(kern_mm_plus)(w->mode, m, n, k, &w->sa, ars, acs, &w->sb, brs, bcs, c, ldc, w->tmm, n, w->gws);
+}
 #undef VJ_MM
 #define VJ_MM(w, acc, m, n, kk, a, ars, acs, bb, brs, bcs, c, ldc)                               \
-  KGEMM((acc), (m), (n), (kk), (a), (ars), (acs), (bb), (brs), (bcs), (c), (ldc), (w)->gws)
+  KR(vj_mm)((w), (acc), (m), (n), (kk), (a), (ars), (acs), (bb), (brs), (bcs), (c), (ldc))
 
 KTMPL void KR(vj_head)(KR(vjw) *w, int64_t b, int64_t hv) {
   w->b = b, w->hv = hv, w->hk = gdn_inputs_key_head(w->in, hv);

@@ -9,20 +9,25 @@
 #include "vjp_test_util.h"
 
 /* 1, 2 and 3 threads give the same bits, for the scan and for the
- * affine-prefix form on 1, 3 and 4 devices, float32 (with and without ftz)
- * and float64; B Hk = 4 items, so threads really share the work. */
+ * affine-prefix form on 1, 3 and 4 devices, every prefix schedule, float32
+ * (with and without ftz; ieee, highest, default) and float64; B Hk = 4
+ * items, so threads really share the work. */
 START_TEST(threads_change_nothing) {
   gdn_shape s = {2, 70, 2, 4, 8, 6};
   gdn_inputs in;
   vtu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 5);
   gdn_cotangents ct;
   vtu_cots(&ct, &s, 1, 6);
-  const struct { gdn_dtype dt; int ftz; int64_t D; int affine; } cfgs[] = {
-      {GDN_DTYPE_F32, 0, 1, 0}, {GDN_DTYPE_F32, 0, 3, 1}, {GDN_DTYPE_F32, 1, 4, 1},
-      {GDN_DTYPE_F64, 0, 1, 0}, {GDN_DTYPE_F64, 0, 4, 1}, {GDN_DTYPE_F32, 0, 4, 2}, {GDN_DTYPE_F32, 0, 3, 3}};
+  const struct { gdn_dtype dt; int ftz; int64_t D; int affine; kern_matmul mm; } cfgs[] = {
+      {GDN_DTYPE_F32, 0, 1, 0, KERN_MATMUL_IEEE}, {GDN_DTYPE_F32, 0, 3, 1, KERN_MATMUL_IEEE},
+      {GDN_DTYPE_F32, 1, 4, 1, KERN_MATMUL_IEEE}, {GDN_DTYPE_F64, 0, 1, 0, KERN_MATMUL_IEEE},
+      {GDN_DTYPE_F64, 0, 4, 1, KERN_MATMUL_IEEE}, {GDN_DTYPE_F32, 0, 4, 2, KERN_MATMUL_IEEE},
+      {GDN_DTYPE_F32, 0, 3, 3, KERN_MATMUL_IEEE},
+      {GDN_DTYPE_F32, 1, 4, 1, KERN_MATMUL_HIGHEST}, {GDN_DTYPE_F32, 0, 1, 0, KERN_MATMUL_DEFAULT}};
   for (size_t k = 0; k < sizeof cfgs / sizeof cfgs[0]; k++) {
     kern_config cfg = vtu_cfg(cfgs[k].dt, 16, cfgs[k].D);
     cfg.ftz = cfgs[k].ftz;
+    cfg.matmul = cfgs[k].mm;
     if (cfgs[k].affine > 1) cfg.prefix = cfgs[k].affine == 2 ? KERN_PREFIX_HILLIS_STEELE : KERN_PREFIX_ASSOCIATIVE_SCAN;
     gdn_grads ref, g;
     gdn_threads_set(1);
@@ -112,9 +117,6 @@ START_TEST(refusals) {
   vtu_cots(&ct, &s, 0, 1);
   kern_config c = vtu_cfg(GDN_DTYPE_BF16, 8, 1);
   expect(&in, &ct, &c, 0, GDN_ERR_INPUT, "kern_scan_vjp: compute dtype bfloat16 is not implemented");
-  c = vtu_cfg(GDN_DTYPE_F32, 8, 1);
-  c.matmul = KERN_MATMUL_HIGH;
-  expect(&in, &ct, &c, 0, GDN_ERR_INPUT, "matmul precision 'high' is not implemented");
   c = vtu_cfg(GDN_DTYPE_F32, 8, 2);
   c.prefix = (kern_prefix)7;
   expect(&in, &ct, &c, 1, GDN_ERR_INPUT, "kern_affine_prefix_vjp: ");

@@ -178,6 +178,48 @@ START_TEST(planted_dk_error_fails) {
 }
 END_TEST
 
+/* The matmul precision modes (kern_mm.h) in the backward, float32, with and
+ * without ftz, scan and affine-prefix on 4 devices.  Each mode's unit is
+ * the relative error of one of its products: highest ~ float32's u = 2^-24
+ * (six passes), high 2^-16 (the ll pass left out), default bfloat16's
+ * 2^-9 (one pass).  Every gradient must stay within 16 units of its mode
+ * (the chains are those of IEEE, which reaches 3-8 u: measured 5-8 units for
+ * highest, 2.4-3.8 for high and default), and for default and high be above 1/64 unit -- the control
+ * that the mode is really applied (IEEE is 2^-22, a thousand times
+ * smaller than high's unit). */
+START_TEST(matmul_modes) {
+  const vcase *c = &cases[0];
+  gdn_inputs in;
+  vtu_synth(&in, c->s, c->flags, 7);
+  gdn_cotangents ct;
+  vtu_cots(&ct, &c->s, c->dht, 3);
+  gdn_grads ref, g;
+  oracle(&in, &ct, &ref);
+  const struct { kern_matmul m; double unit; } modes[] = {
+      {KERN_MATMUL_HIGHEST, 0x1p-24}, {KERN_MATMUL_HIGH, 0x1p-16}, {KERN_MATMUL_DEFAULT, 0x1p-9}};
+  for (int k = 0; k < 3; k++)
+    for (int ftz = 0; ftz < 2; ftz++)
+      for (int64_t D = 1; D <= 4; D += 3) {
+        kern_config cfg = vtu_cfg(GDN_DTYPE_F32, c->C, D);
+        cfg.matmul = modes[k].m;
+        cfg.ftz = ftz;
+        vtu_kern(&in, &ct, &cfg, D > 1, &g);
+        int which = 0;
+        double w = vtu_worst(&g, &ref, &which);
+        fprintf(stderr, "mode %s ftz %d D=%lld: worst rel_fro %.2e (%s) = %.2f units\n",
+                kern_matmul_name(cfg.matmul), ftz, (long long)D, w, gdn_grads_name((gdn_grad_id)which),
+                w / modes[k].unit);
+        ck_assert_msg(w <= 16 * modes[k].unit, "mode %s: %.3e", kern_matmul_name(cfg.matmul), w);
+        if (modes[k].m != KERN_MATMUL_HIGHEST)
+          ck_assert_msg(w >= modes[k].unit / 64, "mode %s not applied? %.3e", kern_matmul_name(cfg.matmul), w);
+        gdn_grads_clear(&g);
+      }
+  gdn_grads_clear(&ref);
+  gdn_cotangents_clear(&ct);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("vjp_vs_oracle");
   TCase *tc = tcase_create("vs_oracle");
@@ -186,6 +228,7 @@ int main(void) {
   tcase_add_loop_test(tc, float64_matches_oracle, 0, n);
   tcase_add_loop_test(tc, float32_within_band, 0, n);
   tcase_add_test(tc, planted_dk_error_fails);
+  tcase_add_test(tc, matmul_modes);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
