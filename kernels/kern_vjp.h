@@ -54,13 +54,15 @@
  * Grouped heads: q and k of a key head are read by Hv / Hk value heads; their
  * gradients (with respect to the prepared rows) are summed over those value
  * heads in order, in F, then taken back through the preparation once per
- * token (kern_vjp_tmpl.h, vj_rows_back).  Every product is kern_gemm in IEEE
- * mode.
+ * token (kern_vjp_tmpl.h, vj_rows_back).  Every product is kern_mm in the
+ * config's matmul mode (JAX's transposed dots keep the forward dot's
+ * precision).
  *
- * Modes: compute dtype float32 or float64, matmul ieee, ftz as configured,
- * every prefix schedule.  Not implemented (refused with GDN_ERR_INPUT naming
- * the mode): compute dtype bfloat16, the bf16 pass matmul modes
- * (default / high / highest), broken_compose.  Gradients are float32 values
+ * Modes: compute dtype float32 or float64, every matmul mode (float64
+ * ignores it), ftz as configured, every prefix schedule.  Not implemented
+ * (refused with GDN_ERR_INPUT naming the mode): compute dtype bfloat16 (the
+ * cotangents of bfloat16 values are bfloat16 in JAX; where each is rounded
+ * has not been derived), broken_compose.  Gradients are float32 values
  * (dtype FLOAT32) for float32 compute, float64 for float64.
  *
  * Threads: items are (b, key head), each computing its value heads in order;

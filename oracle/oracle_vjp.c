@@ -115,7 +115,7 @@ static int emit_token(const vjob *jb, vworker *w, int64_t t) {
     return 0;
   for (int64_t jj = 0; jj < a->G; jj++) {
     const int64_t gate = (b * s->T + t) * s->Hv + kh * a->G + jj;
-    if (!emit(jb, w, GDN_GRAD_DV, a->dv + jj * s->Dv, r->dv + jj * s->Dv, s->Dv, 1,
+    if (!emit(jb, w, GDN_GRAD_DV, a->dv + jj * a->nc, r->dv + jj * r->nc, s->Dv, 1,
               g->dv + gate * s->Dv) ||
         !emit(jb, w, GDN_GRAD_DG, a->dg + jj, r->dg + jj, 1, 1, g->dg + gate) ||
         !emit(jb, w, GDN_GRAD_DBETA, a->dbeta + jj, r->dbeta + jj, 1, 1, g->dbeta + gate))
