@@ -84,6 +84,30 @@ KTMPL void KR(vj_store_dh0)(const KR(vjob) *j, int64_t b, int64_t hv, const krea
   for (int64_t i = 0; i < s->Dk * s->Dv; i++) o[i] = x[i];
 }
 
+/* Where the chunks lie -- the one place the backward reads the layout from:
+ * device r of D (D = 1 for the scan) has vj_nchunks chunks, its i-th the
+ * tokens [t0, t0 + rows) (rows < C: the rest is zero padding).  Chunk
+ * sharding (kern_vjp_shard): the padded sequence's N chunks split by
+ * numpy's array_split rule, padding only at the end of the sequence. */
+KTMPL int64_t KR(vj_nchunks)(const KR(vjob) *j, int64_t r) {
+  int64_t f, m;
+  kern_vjp_shard(j->N, j->D, r, &f, &m);
+  return m;
+}
+KTMPL void KR(vj_rows)(const KR(vjob) *j, int64_t r, int64_t i, int64_t *t0, int64_t *rows) {
+  int64_t f, m;
+  kern_vjp_shard(j->N, j->D, r, &f, &m);
+  const int64_t C = j->cfg->chunk, T = j->in->shape.T;
+  *t0 = (f + i) * C;
+  *rows = T - *t0 < C ? T - *t0 : C;
+}
+/* vj_prep of device r's i-th chunk. */
+KTMPL void KR(vj_prep_chunk)(const KR(vjob) *j, KR(vjw) *w, int64_t r, int64_t i) {
+  int64_t t0, rows;
+  KR(vj_rows)(j, r, i, &t0, &rows);
+  KR(vj_prep)(w, t0, rows);
+}
+
 #undef VJ_SWAP
 #define VJ_SWAP(a, b)                                                                             \
   do {                                                                                           \
@@ -96,23 +120,23 @@ KTMPL void KR(vj_store_dh0)(const KR(vjob) *j, int64_t b, int64_t hv, const krea
 KTMPL void KR(vj_scan_head)(const KR(vjob) *j, KR(vjd) *d, int64_t b, int64_t hv, int first) {
   KR(vjw) *w = &d->w;
   const size_t kv = (size_t)(w->Dk * w->Dv), kvp = KR(rows_pad)(kv);
-  const int64_t C = w->C, N = j->N;
+  const int64_t N = KR(vj_nchunks)(j, 0);
   KR(vj_head)(w, b, hv);
   KR(vj_load_state)(j, gdn_inputs_h0(j->in, b, hv), d->h);
   for (int64_t n = 0; n < N; n++) {
     memcpy(d->hs + (size_t)n * kvp, d->h, kv * sizeof(kreal));
-    KR(vj_prep)(w, n * C);
+    KR(vj_prep_chunk)(j, w, 0, n);
     KR(vj_body)(w, d->h, d->h);
   }
   kreal *dH = d->dH, *dh = d->dh;
   KR(vj_load_state)(j, KR(vj_dht)(j, b, hv), dH);
   for (int64_t n = N - 1; n >= 0; n--) {
-    KR(vj_prep)(w, n * C);
+    KR(vj_prep_chunk)(j, w, 0, n);
     KR(vj_back_begin)(w);
-    KR(vj_load_do)(w, n * C);
+    KR(vj_load_do)(w);
     KR(vj_back_body)(w, d->hs + (size_t)n * kvp, dH, dh);
     KR(vj_back_prep)(w);
-    KR(vj_store)(w, j->out, n * C, first);
+    KR(vj_store)(w, j->out, first);
     VJ_SWAP(dH, dh);
   }
   KR(vj_store_dh0)(j, b, hv, dH);
@@ -140,8 +164,7 @@ KTMPL void KR(vj_fold)(const KR(vjob) *j, KR(vjd) *d, int64_t r, kreal *A, kreal
   const int64_t Dk = w->Dk, Dv = w->Dv;
   const size_t kk = (size_t)(Dk * Dk), kv = (size_t)(Dk * Dv);
   const size_t kkp = KR(rows_pad)(kk), kvp = KR(rows_pad)(kv);
-  int64_t f, m;
-  kern_vjp_shard(j->N, j->D, r, &f, &m);
+  const int64_t m = KR(vj_nchunks)(j, r);
   kreal *pa = d->tA, *pb = d->tB, *na = A, *nb = B;
   KR(vj_identity)(pa, pb, Dk, Dv);
   for (int64_t i = 0; i < m; i++) {
@@ -154,7 +177,7 @@ KTMPL void KR(vj_fold)(const KR(vjob) *j, KR(vjd) *d, int64_t r, kreal *A, kreal
       pa = d->fsA + (size_t)i * kkp, pb = d->fsB + (size_t)i * kvp;
       na = d->fsA + (size_t)(i + 1) * kkp, nb = d->fsB + (size_t)(i + 1) * kvp;
     }
-    KR(vj_prep)(w, (f + i) * w->C);
+    KR(vj_prep_chunk)(j, w, r, i);
     KR(vj_map)(w, d->An, d->Bn);
     KR(vj_fold_step)(w, d->An, d->Bn, pa, pb, na, nb);
     if (!fs) {
@@ -171,23 +194,20 @@ KTMPL void KR(vj_fold)(const KR(vjob) *j, KR(vjd) *d, int64_t r, kreal *A, kreal
 KTMPL void KR(vj_device_back)(const KR(vjob) *j, KR(vjd) *d, int64_t r, kreal *dA, kreal *dB,
                               int first, kreal **dHp) {
   KR(vjw) *w = &d->w;
-  const int64_t Dk = w->Dk, Dv = w->Dv, C = w->C;
+  const int64_t Dk = w->Dk, Dv = w->Dv, m = KR(vj_nchunks)(j, r);
   const size_t kv = (size_t)(Dk * Dv), kvp = KR(rows_pad)(kv), kkp = KR(rows_pad)((size_t)(Dk * Dk));
-  int64_t f, m;
-  kern_vjp_shard(j->N, j->D, r, &f, &m);
   for (int64_t i = 0; i < m; i++) {
     memcpy(d->hs + (size_t)i * kvp, d->h, kv * sizeof(kreal));
-    KR(vj_prep)(w, (f + i) * C);
+    KR(vj_prep_chunk)(j, w, r, i);
     KR(vj_body)(w, d->h, d->h);
   }
   KR(vj_fold)(j, d, r, NULL, NULL, 1);
   kreal *dH = d->dH, *dh = d->dh, *tA = d->tA, *tB = d->tB;
   memset(dH, 0, kv * sizeof(kreal));
   for (int64_t i = m - 1; i >= 0; i--) {
-    const int64_t t0 = (f + i) * C;
-    KR(vj_prep)(w, t0);
+    KR(vj_prep_chunk)(j, w, r, i);
     KR(vj_back_begin)(w);
-    KR(vj_load_do)(w, t0);
+    KR(vj_load_do)(w);
     KR(vj_back_body)(w, d->hs + (size_t)i * kvp, dH, dh);
     KR(vj_map)(w, d->An, d->Bn);
     VJ_MM(w, KERN_GEMM_SET, Dk, Dk, Dk, dA, Dk, 1, d->fsA + (size_t)i * kkp, 1, Dk, tA, Dk);
@@ -198,7 +218,7 @@ KTMPL void KR(vj_device_back)(const KR(vjob) *j, KR(vjd) *d, int64_t r, kreal *d
     VJ_SWAP(dA, tA);
     VJ_SWAP(dB, tB);
     KR(vj_back_prep)(w);
-    KR(vj_store)(w, j->out, t0, first);
+    KR(vj_store)(w, j->out, first);
     VJ_SWAP(dH, dh);
   }
   *dHp = dH;
@@ -252,19 +272,18 @@ KTMPL void KR(vj_prefix_back)(const KR(vjob) *j, KR(vjd) *d) {
 KTMPL void KR(vj_replay_dh)(const KR(vjob) *j, KR(vjd) *d, int64_t r) {
   KR(vjw) *w = &d->w;
   const size_t kv = (size_t)(w->Dk * w->Dv), kvp = KR(rows_pad)(kv);
-  int64_t f, m;
-  kern_vjp_shard(j->N, j->D, r, &f, &m);
+  const int64_t m = KR(vj_nchunks)(j, r);
   memcpy(d->h, d->Hin + r * kvp, kv * sizeof(kreal));
   for (int64_t i = 0; i < m; i++) {
     memcpy(d->hs + (size_t)i * kvp, d->h, kv * sizeof(kreal));
-    KR(vj_prep)(w, (f + i) * w->C);
+    KR(vj_prep_chunk)(j, w, r, i);
     KR(vj_body)(w, d->h, d->h);
   }
   kreal *dH = d->dH, *dh = d->dh;
   memset(dH, 0, kv * sizeof(kreal));
   for (int64_t i = m - 1; i >= 0; i--) {
-    KR(vj_prep)(w, (f + i) * w->C);
-    KR(vj_load_do)(w, (f + i) * w->C);
+    KR(vj_prep_chunk)(j, w, r, i);
+    KR(vj_load_do)(w);
     KR(vj_back_dh)(w, dH, dh);
     VJ_SWAP(dH, dh);
   }
@@ -353,7 +372,11 @@ static int KR(vj_run)(const gdn_inputs *in, const gdn_cotangents *ct, const kern
   int nt = gdn_threads_get();
   if (nt < 1) nt = 1;
   if (items < nt) nt = (int)items;
-  KR(vjob) j = {in, ct, cfg, num, out, D, N, D < 2 ? N : (N + D - 1) / D, nops, ops, NULL, 0};
+  KR(vjob) j = {in, ct, cfg, num, out, D, N, 0, nops, ops, NULL, 0};
+  for (int64_t r = 0; r < D; r++) { /* the most chunks one device holds */
+    const int64_t m = KR(vj_nchunks)(&j, r);
+    j.nmax = m > j.nmax ? m : j.nmax;
+  }
   j.per = KR(vjd_elems)(s, cfg->chunk, D, j.nmax, nops, num->matmul);
   j.mem = gdn_calloc((size_t)nt, kern_size_mul(j.per, sizeof(kreal)), "kern vjp per-thread scratch", e);
   if (!j.mem) return e ? e->code : GDN_ERR_NOMEM;

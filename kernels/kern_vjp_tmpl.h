@@ -68,6 +68,7 @@ typedef struct KR(vjw) {
   int64_t C, Dk, Dv;
   kreal scale;
   int64_t b, hv, hk;
+  int64_t t0, rows;                            /* the chunk: tokens [t0, t0 + rows), rows <= C */
   /* forward of the chunk */
   kreal *q, *k, *kb, *kbg, *W, *qg, *Kt;       /* C x Dk */
   kreal *v, *vb, *U, *vnew;                    /* C x Dv */
@@ -174,14 +175,16 @@ KTMPL void KR(vj_solve)(int64_t C, const kreal *restrict S, kreal *restrict A) {
   }
 }
 
-/* The h-independent forward of the chunk starting at token t0. */
-KTMPL void KR(vj_prep)(KR(vjw) *w, int64_t t0) {
+/* The h-independent forward of the chunk of tokens [t0, t0 + rows); rows
+ * rows..C-1 are zero padding (vj_rows says where a chunk lies). */
+KTMPL void KR(vj_prep)(KR(vjw) *w, int64_t t0, int64_t rows) {
   const gdn_inputs *in = w->in;
-  const int64_t C = w->C, Dk = w->Dk, Dv = w->Dv, T = in->shape.T;
+  const int64_t C = w->C, Dk = w->Dk, Dv = w->Dv;
   const int l2 = in->l2norm_in_kernel != 0;
+  w->t0 = t0, w->rows = rows;
   for (int64_t i = 0; i < C; i++) {
     const int64_t t = t0 + i;
-    if (t < T) {
+    if (i < rows) {
       KR(rows_qk)(gdn_inputs_k(in, w->b, t, w->hk), Dk, l2, 0, w->scale, w->num, w->k + i * Dk);
       KR(rows_qk)(gdn_inputs_q(in, w->b, t, w->hk), Dk, l2, 1, w->scale, w->num, w->q + i * Dk);
       KR(rows_v)(gdn_inputs_v(in, w->b, t, w->hv), Dv, w->num, w->v + i * Dv);
@@ -257,13 +260,13 @@ KTMPL void KR(vj_back_begin)(KR(vjw) *w) {
   w->deGlast = 0;
 }
 
-/* The rows of dO for the chunk at t0 (zeros past T). */
-KTMPL void KR(vj_load_do)(KR(vjw) *w, int64_t t0) {
+/* The rows of dO for the chunk (zeros in the padding). */
+KTMPL void KR(vj_load_do)(KR(vjw) *w) {
   const gdn_shape *s = &w->in->shape;
   for (int64_t i = 0; i < w->C; i++) {
-    const int64_t t = t0 + i;
+    const int64_t t = w->t0 + i;
     kreal *r = w->dO + i * w->Dv;
-    if (t >= s->T) {
+    if (i >= w->rows) {
       memset(r, 0, (size_t)w->Dv * sizeof(kreal));
       continue;
     }
@@ -409,14 +412,14 @@ KTMPL void KR(vj_back_prep)(KR(vjw) *w) {
   for (int64_t i = C - 2; i >= 0; i--) w->dG[i] = w->dG[i] + w->dG[i + 1];
 }
 
-/* Writes the chunk's gradients for its rows t < T: dv, dbeta, dg of the
+/* Writes the chunk's gradients for its real rows: dv, dbeta, dg of the
  * value head; dq, dk (prepared rows) into the key head's rows, set by the
  * first value head of the group (first) and added by the others. */
-KTMPL void KR(vj_store)(KR(vjw) *w, gdn_grads *out, int64_t t0, int first) {
+KTMPL void KR(vj_store)(KR(vjw) *w, gdn_grads *out, int first) {
   const gdn_shape *s = &w->in->shape;
   const int64_t Dk = w->Dk, Dv = w->Dv;
-  for (int64_t i = 0; i < w->C && t0 + i < s->T; i++) {
-    const int64_t t = t0 + i, gt = (w->b * s->T + t) * s->Hv + w->hv;
+  for (int64_t i = 0; i < w->rows; i++) {
+    const int64_t t = w->t0 + i, gt = (w->b * s->T + t) * s->Hv + w->hv;
     const int64_t qk = ((w->b * s->T + t) * s->Hk + w->hk) * Dk;
     for (int64_t d = 0; d < Dv; d++) out->dv[gt * Dv + d] = w->dvb[i * Dv + d];
     out->dbeta[gt] = w->dbeta[i];
