@@ -51,6 +51,16 @@
  *                            is A_cum[D-1] h0 + B_cum[D-1]: dht enters there.
  *                            D = 1 is kern_scan_vjp (the unsharded path).
  *
+ * What is and is not JAX's arithmetic: the structure is reverse mode's (each
+ * primitive's transpose, the residuals lax.scan keeps, the fold recomputed
+ * under jax.checkpoint, cotangents of a value used twice added), in the
+ * compute dtype and matmul mode, so the error is of the size autodiff's
+ * is.  The order in which JAX adds cotangents and its transpose of
+ * solve_triangular (a second triangular solve, where this uses -A^T dA A^T
+ * with the explicit inverse the forward formed) are not reproduced bit for
+ * bit: a JAX gradient is judged against the oracle with the same rules,
+ * not compared bitwise with these.
+ *
  * Grouped heads: q and k of a key head are read by Hv / Hk value heads; their
  * gradients (with respect to the prepared rows) are summed over those value
  * heads in order, in F, then taken back through the preparation once per
