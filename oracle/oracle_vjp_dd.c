@@ -1,7 +1,14 @@
 /* oracle_vjp_dd: the VJP's double-word tier and its sampled certificate
  * (oracle_vjp.h).  One work item is (b, key head): the G value heads' states
- * and adjoints in double-word, column (jj, c) at offset (jj Dv + c) Dk;
- * beside it, oracle_vjp's MPFR workspace on the sampled columns. */
+ * and adjoints in double-word, by rows -- element (i, c) of value head jj at
+ * (jj Dk + i) Dv + c, hi words and lo words in separate arrays -- so that the
+ * per-column arithmetic runs as `omp simd` loops over the columns, each
+ * column getting the scalar sequence of operations oracle_vjp.h gives
+ * whatever the vector width (every operation is a correctly rounded
+ * binary64 one, oracle_dd_arith.h).  The sums over columns (dQ, dK, dg,
+ * dbeta) are taken afterwards from per-(i, c) terms, column after column,
+ * in the order the header states.  Beside it, oracle_vjp's MPFR workspace on
+ * the sampled columns. */
 #include <inttypes.h>
 #include <math.h>
 #include <omp.h>
@@ -15,13 +22,16 @@
 enum { VDD_EXACT_PREC = 2200 }; /* holds any double-word value exactly */
 enum { VDD_MP = 14 };           /* MPFR numbers of the preparation (5 are orc_prep's) */
 
+/* A set of states: hi words, then lo words, st each. */
 typedef struct vdd {
-  orc_dd *buf;
+  double *buf;
   int64_t Dk, Dv, G, K, nck, ns, s0, b, kh;
-  size_t st;
-  orc_dd *h, *S, *ck, *seg;         /* state sets (st each) */
-  orc_dd *Kp, *Qp, *hp;             /* Dk */
-  orc_dd *dK, *dQ, *sK, *sQ;        /* Dk: main and sample accumulators */
+  size_t st, kd;                    /* G Dk Dv; Dk Dv */
+  double *h, *S, *ck, *seg;         /* 1, 1, nck, K sets */
+  double *tQ, *t1, *t2, *tg;        /* Dk Dv terms, hi then lo (2 Dk Dv each) */
+  double *cv;                       /* column vectors: kv, vm, delta, dd, e (hi, lo), v, do */
+  orc_dd *Kp, *Qp;                  /* Dk */
+  orc_dd *dK, *dQ, *sK, *sQ, *row;  /* Dk: main and sample accumulators; a row */
   orc_dd *dv;                       /* G Dv */
   orc_dd *dg, *db, *sg, *sb, *a;    /* G */
   double *beta;                     /* G (exact) */
@@ -38,7 +48,6 @@ static void vdd_init(vdd *w) {
 
 static void vdd_clear(vdd *w) {
   gdn_free(w->buf);
-  gdn_free(w->beta);
   orc_vars_clear(&w->mp);
   vdd_init(w);
 }
@@ -46,9 +55,10 @@ static void vdd_clear(vdd *w) {
 static int vdd_alloc(vdd *w, const gdn_shape *s, int64_t K, int64_t ns, gdn_error *e) {
   vdd_clear(w);
   const int64_t G = s->Hv / s->Hk, Dk = s->Dk, Dv = s->Dv, nck = (s->T + K - 1) / K;
-  const size_t st = (size_t)(G * Dv * Dk);
-  size_t n = st * (size_t)(2 + nck + K) + (size_t)(7 * Dk + G * Dv + 5 * G);
-  w->buf = gdn_calloc(n, sizeof(orc_dd), "oracle_vjp_dd workspace", e);
+  const size_t st = (size_t)(G * Dk * Dv), kd = (size_t)(Dk * Dv);
+  const size_t nd = 2 * st * (size_t)(2 + nck + K) + 8 * kd + 12 * (size_t)Dv + (size_t)G;
+  const size_t nq = (size_t)(7 * Dk + G * Dv + 5 * G);
+  w->buf = gdn_calloc(nd + 2 * nq, sizeof(double), "oracle_vjp_dd workspace", e);
   if (!w->buf) return e ? e->code : GDN_ERR_NOMEM;
   int rc = orc_vars_alloc(&w->mp, (size_t)(VDD_MP + 2 * Dk), ORACLE_DD_PREP_PREC,
                           "oracle_vjp_dd preparation", e);
@@ -56,26 +66,30 @@ static int vdd_alloc(vdd *w, const gdn_shape *s, int64_t K, int64_t ns, gdn_erro
     vdd_clear(w);
     return rc;
   }
-  w->beta = gdn_calloc((size_t)G, sizeof(double), "oracle_vjp_dd gates", e);
-  if (!w->beta) {
-    vdd_clear(w);
-    return e ? e->code : GDN_ERR_NOMEM;
-  }
-  orc_dd *x = w->buf;
-  w->Dk = Dk, w->Dv = Dv, w->G = G, w->K = K, w->nck = nck, w->ns = ns, w->st = st;
-  w->h = x, x += st;
-  w->S = x, x += st;
-  w->ck = x, x += st * (size_t)nck;
-  w->seg = x, x += st * (size_t)K;
-  orc_dd **dk[] = {&w->Kp, &w->Qp, &w->hp, &w->dK, &w->dQ, &w->sK, &w->sQ};
-  for (size_t i = 0; i < sizeof dk / sizeof dk[0]; i++) *dk[i] = x, x += Dk;
-  w->dv = x, x += G * Dv;
+  double *x = w->buf;
+  w->Dk = Dk, w->Dv = Dv, w->G = G, w->K = K, w->nck = nck, w->ns = ns, w->st = st, w->kd = kd;
+  w->h = x, x += 2 * st;
+  w->S = x, x += 2 * st;
+  w->ck = x, x += 2 * st * (size_t)nck;
+  w->seg = x, x += 2 * st * (size_t)K;
+  double **t4[] = {&w->tQ, &w->t1, &w->t2, &w->tg};
+  for (int i = 0; i < 4; i++) *t4[i] = x, x += 2 * kd;
+  w->cv = x, x += 12 * (size_t)Dv;
+  w->beta = x, x += G;
+  orc_dd *q = (orc_dd *)x;
+  orc_dd **dk[] = {&w->Kp, &w->Qp, &w->dK, &w->dQ, &w->sK, &w->sQ, &w->row};
+  for (size_t i = 0; i < sizeof dk / sizeof dk[0]; i++) *dk[i] = q, q += Dk;
+  w->dv = q, q += G * Dv;
   orc_dd **g5[] = {&w->dg, &w->db, &w->sg, &w->sb, &w->a};
-  for (int i = 0; i < 5; i++) *g5[i] = x, x += G;
+  for (int i = 0; i < 5; i++) *g5[i] = q, q += G;
   w->Km = w->mp.v + VDD_MP;
   w->Qm = w->Km + Dk;
   return GDN_OK;
 }
+
+/* Column vectors (Dv each): 0, 1 kv (hi, lo); 2, 3 vm; 4, 5 delta; 6, 7 dd;
+ * 8, 9 e; 10 v; 11 do. */
+static inline double *cvec(const vdd *w, int k) { return w->cv + (size_t)k * (size_t)w->Dv; }
 
 static orc_dd dd_of(vdd *w, mpfr_srcptr x) {
   orc_dd r;
@@ -110,29 +124,66 @@ static int gates(vdd *w, const gdn_inputs *in, int64_t t) {
   return 1;
 }
 
-static orc_dd decay_dot(vdd *w, const orc_dd *hc, orc_dd a) {
-  orc_dd kv = {0, 0};
+/* Value head jj of the set X: h = a h in place (h' of the header) and
+ * kv = h'^T K into column vector 0; then vm = v - kv (vector 1) and
+ * delta = beta vm (vector 2).  v is loaded into vector 10. */
+static void decay_dot(vdd *w, const gdn_inputs *in, int64_t t, double *X, int64_t jj) {
+  const int64_t Dv = w->Dv;
+  const orc_dd a = w->a[jj];
+  const double beta = w->beta[jj];
+  double *restrict kh = cvec(w, 0), *restrict kl = cvec(w, 1), *restrict vv = cvec(w, 10);
+  double *restrict mh = cvec(w, 2), *restrict ml = cvec(w, 3), *restrict eh = cvec(w, 4),
+                   *restrict el = cvec(w, 5);
+  const float *v = gdn_inputs_v(in, w->b, t, w->kh * w->G + jj);
+  for (int64_t c = 0; c < Dv; c++) vv[c] = (double)v[c];
   for (int64_t i = 0; i < w->Dk; i++) {
-    w->hp[i] = orc_dd_mul(hc[i], a);
-    orc_dd p = orc_dd_mul(w->hp[i], w->Kp[i]);
-    kv = i ? orc_dd_add(kv, p) : p;
+    double *restrict rh = X + (size_t)((jj * w->Dk + i) * Dv), *restrict rl = rh + w->st;
+    const orc_dd Ki = w->Kp[i];
+#pragma omp simd
+    for (int64_t c = 0; c < Dv; c++) {
+      orc_dd h = orc_dd_mul((orc_dd){rh[c], rl[c]}, a);
+      rh[c] = h.hi, rl[c] = h.lo;
+    }
+    if (i == 0) {
+#pragma omp simd
+      for (int64_t c = 0; c < Dv; c++) {
+        orc_dd p = orc_dd_mul((orc_dd){rh[c], rl[c]}, Ki);
+        kh[c] = p.hi, kl[c] = p.lo;
+      }
+    } else {
+#pragma omp simd
+      for (int64_t c = 0; c < Dv; c++) {
+        orc_dd x = orc_dd_add((orc_dd){kh[c], kl[c]}, orc_dd_mul((orc_dd){rh[c], rl[c]}, Ki));
+        kh[c] = x.hi, kl[c] = x.lo;
+      }
+    }
   }
-  return kv;
+#pragma omp simd
+  for (int64_t c = 0; c < Dv; c++) {
+    orc_dd m = orc_dd_add_d(orc_dd_neg((orc_dd){kh[c], kl[c]}), vv[c]);
+    orc_dd d = orc_dd_mul_d(m, beta);
+    mh[c] = m.hi, ml[c] = m.lo, eh[c] = d.hi, el[c] = d.lo;
+  }
 }
 
-static void fstep(vdd *w, const gdn_inputs *in, int64_t t, orc_dd *X) {
+static void fstep(vdd *w, const gdn_inputs *in, int64_t t, double *X) {
+  const int64_t Dv = w->Dv;
   for (int64_t jj = 0; jj < w->G; jj++) {
-    const float *v = gdn_inputs_v(in, w->b, t, w->kh * w->G + jj);
-    for (int64_t c = 0; c < w->Dv; c++) {
-      orc_dd *hc = X + (jj * w->Dv + c) * w->Dk;
-      orc_dd kv = decay_dot(w, hc, w->a[jj]);
-      orc_dd delta = orc_dd_mul_d(orc_dd_add_d(orc_dd_neg(kv), (double)v[c]), w->beta[jj]);
-      for (int64_t i = 0; i < w->Dk; i++) hc[i] = orc_dd_add(w->hp[i], orc_dd_mul(w->Kp[i], delta));
+    decay_dot(w, in, t, X, jj);
+    const double *restrict dh = cvec(w, 4), *restrict dl = cvec(w, 5);
+    for (int64_t i = 0; i < w->Dk; i++) {
+      double *restrict rh = X + (size_t)((jj * w->Dk + i) * Dv), *restrict rl = rh + w->st;
+      const orc_dd Ki = w->Kp[i];
+#pragma omp simd
+      for (int64_t c = 0; c < Dv; c++) {
+        orc_dd h = orc_dd_add((orc_dd){rh[c], rl[c]}, orc_dd_mul(Ki, (orc_dd){dh[c], dl[c]}));
+        rh[c] = h.hi, rl[c] = h.lo;
+      }
     }
   }
 }
 
-static void copy_set(vdd *w, orc_dd *dst, const orc_dd *src) { memcpy(dst, src, w->st * sizeof(orc_dd)); }
+static void copy_set(vdd *w, double *dst, const double *src) { memcpy(dst, src, 2 * w->st * sizeof(double)); }
 
 /* First sweep; 0 on overflow (then *bad_t is the token). */
 static int vdd_begin(vdd *w, const gdn_inputs *in, const gdn_cotangents *ct, int64_t b, int64_t kh,
@@ -141,18 +192,17 @@ static int vdd_begin(vdd *w, const gdn_inputs *in, const gdn_cotangents *ct, int
   w->b = b, w->kh = kh;
   orc_prep_setup(&w->prep, in, w->mp.v);
   w->scale = dd_of(w, w->prep.scale);
+  memset(w->h, 0, 4 * w->st * sizeof(double)); /* h and S, hi and lo */
   for (int64_t jj = 0; jj < w->G; jj++) {
     const float *h0 = gdn_inputs_h0(in, b, kh * w->G + jj);
     const float *dht = ct->dht ? ct->dht + (b * s->Hv + kh * w->G + jj) * s->Dk * s->Dv : NULL;
-    for (int64_t c = 0; c < w->Dv; c++)
-      for (int64_t i = 0; i < w->Dk; i++) {
-        const size_t x = (size_t)((jj * w->Dv + c) * w->Dk + i);
-        w->h[x] = (orc_dd){h0 ? h0[i * s->Dv + c] : 0.0, 0.0};
-        w->S[x] = (orc_dd){dht ? dht[i * s->Dv + c] : 0.0, 0.0};
-      }
+    for (int64_t x = 0; x < s->Dk * s->Dv; x++) { /* (i, c) row-major, as h0 */
+      if (h0) w->h[jj * (int64_t)w->kd + x] = h0[x];
+      if (dht) w->S[jj * (int64_t)w->kd + x] = dht[x];
+    }
   }
   for (int64_t t = 0; t < s->T; t++) {
-    if (t % w->K == 0) copy_set(w, w->ck + (size_t)(t / w->K) * w->st, w->h);
+    if (t % w->K == 0) copy_set(w, w->ck + 2 * w->st * (size_t)(t / w->K), w->h);
     prep_token(w, in, t, 0);
     if (!gates(w, in, t)) return *bad_t = t, 0;
     fstep(w, in, t, w->h);
@@ -162,10 +212,10 @@ static int vdd_begin(vdd *w, const gdn_inputs *in, const gdn_cotangents *ct, int
 
 static void vdd_segment(vdd *w, const gdn_inputs *in, int64_t m) {
   const int64_t t0 = m * w->K, n = in->shape.T - t0 < w->K ? in->shape.T - t0 : w->K;
-  copy_set(w, w->seg, w->ck + (size_t)m * w->st);
+  copy_set(w, w->seg, w->ck + 2 * w->st * (size_t)m);
   for (int64_t i = 0; i + 1 < n; i++) {
-    orc_dd *nx = w->seg + (size_t)(i + 1) * w->st;
-    copy_set(w, nx, w->seg + (size_t)i * w->st);
+    double *nx = w->seg + 2 * w->st * (size_t)(i + 1);
+    copy_set(w, nx, w->seg + 2 * w->st * (size_t)i);
     prep_token(w, in, t0 + i, 0);
     gates(w, in, t0 + i); /* finite: the first sweep checked */
     fstep(w, in, t0 + i, nx);
@@ -183,42 +233,99 @@ void oracle_vjp_dd_test_plant(int64_t b, int64_t kh, int64_t jj, int64_t col, in
 
 static void maybe_plant(vdd *w, int64_t t) {
   if (plant.col < 0 || w->b != plant.b || w->kh != plant.kh || t != plant.t) return;
-  orc_dd *x = &w->S[(plant.jj * w->Dv + plant.col) * w->Dk];
-  *x = orc_dd_add_d(*x, plant.rel * x->hi);
+  double *xh = w->S + (size_t)(plant.jj * w->Dk * w->Dv + plant.col), *xl = xh + w->st;
+  orc_dd x = orc_dd_add_d((orc_dd){*xh, *xl}, plant.rel * *xh);
+  *xh = x.hi, *xl = x.lo;
 }
 
-static void rcol(vdd *w, int64_t jj, int64_t c, const orc_dd *hc, orc_dd *Sc, double v, double dot,
-                 int sample) {
-  orc_dd *dK = sample ? w->sK : w->dK, *dQ = sample ? w->sQ : w->dQ;
-  orc_dd *dg = sample ? &w->sg[jj] : &w->dg[jj], *db = sample ? &w->sb[jj] : &w->db[jj];
-  const orc_dd kv = decay_dot(w, hc, w->a[jj]);
-  const orc_dd vm = orc_dd_add_d(orc_dd_neg(kv), v);
-  const orc_dd delta = orc_dd_mul_d(vm, w->beta[jj]);
-  orc_dd dd = {0, 0};
+/* Passes B and C of value head jj (oracle_vjp.h's per-column steps), the
+ * terms of the sums over columns left in tQ, t1, t2, tg and the columns'
+ * dd in vectors 6, 7; h' is the set P (decay_dot ran on it). */
+static void rhead(vdd *w, const gdn_cotangents *ct, int64_t t, const double *P, int64_t jj) {
+  const gdn_shape *s = &ct->shape;
+  const int64_t Dv = w->Dv, kd = (int64_t)w->kd;
+  const orc_dd a = w->a[jj];
+  const double beta = w->beta[jj];
+  double *restrict dot = cvec(w, 11), *restrict ddh = cvec(w, 6), *restrict ddl = cvec(w, 7);
+  double *restrict xh = cvec(w, 8), *restrict xl = cvec(w, 9);
+  const double *restrict deh = cvec(w, 4), *restrict del = cvec(w, 5);
+  const float *d = ct->d_o + ((w->b * s->T + t) * s->Hv + w->kh * w->G + jj) * s->Dv;
+  for (int64_t c = 0; c < Dv; c++) dot[c] = (double)d[c];
   for (int64_t i = 0; i < w->Dk; i++) {
-    orc_dd ht = orc_dd_add(w->hp[i], orc_dd_mul(w->Kp[i], delta));
-    dQ[i] = orc_dd_add(dQ[i], orc_dd_mul_d(ht, dot));
-    Sc[i] = orc_dd_add(Sc[i], orc_dd_mul_d(w->Qp[i], dot));
-    orc_dd p = orc_dd_mul(w->Kp[i], Sc[i]);
-    dd = i ? orc_dd_add(dd, p) : p;
-    dK[i] = orc_dd_add(dK[i], orc_dd_mul(Sc[i], delta));
+    const double *restrict ph = P + (size_t)((jj * w->Dk + i) * Dv), *restrict pl = ph + w->st;
+    double *restrict sh = w->S + (ph - P), *restrict sl = sh + w->st;
+    double *restrict qh = w->tQ + i * Dv, *restrict ql = qh + kd, *restrict uh = w->t1 + i * Dv,
+                     *restrict ul = uh + kd;
+    const orc_dd Ki = w->Kp[i], Qi = w->Qp[i];
+#pragma omp simd
+    for (int64_t c = 0; c < Dv; c++) {
+      const orc_dd delta = {deh[c], del[c]};
+      orc_dd ht = orc_dd_add((orc_dd){ph[c], pl[c]}, orc_dd_mul(Ki, delta));
+      orc_dd tq = orc_dd_mul_d(ht, dot[c]);
+      orc_dd S = orc_dd_add((orc_dd){sh[c], sl[c]}, orc_dd_mul_d(Qi, dot[c]));
+      orc_dd p = orc_dd_mul(Ki, S);
+      orc_dd dd = i ? orc_dd_add((orc_dd){ddh[c], ddl[c]}, p) : p;
+      orc_dd u = orc_dd_mul(S, delta);
+      qh[c] = tq.hi, ql[c] = tq.lo, sh[c] = S.hi, sl[c] = S.lo;
+      ddh[c] = dd.hi, ddl[c] = dd.lo, uh[c] = u.hi, ul[c] = u.lo;
+    }
   }
-  *db = orc_dd_add(*db, orc_dd_mul(dd, vm));
-  const orc_dd dv = orc_dd_mul_d(dd, w->beta[jj]), ec = orc_dd_neg(dv);
-  w->dv[jj * w->Dv + c] = dv;
+#pragma omp simd
+  for (int64_t c = 0; c < Dv; c++) { /* dv = beta dd;  e = -dv */
+    orc_dd dv = orc_dd_mul_d((orc_dd){ddh[c], ddl[c]}, beta);
+    xh[c] = -dv.hi, xl[c] = -dv.lo;
+  }
   for (int64_t i = 0; i < w->Dk; i++) {
-    dK[i] = orc_dd_add(dK[i], orc_dd_mul(w->hp[i], ec));
-    Sc[i] = orc_dd_add(Sc[i], orc_dd_mul(w->Kp[i], ec));
-    *dg = orc_dd_add(*dg, orc_dd_mul(Sc[i], w->hp[i]));
-    Sc[i] = orc_dd_mul(Sc[i], w->a[jj]);
+    const double *restrict ph = P + (size_t)((jj * w->Dk + i) * Dv), *restrict pl = ph + w->st;
+    double *restrict sh = w->S + (ph - P), *restrict sl = sh + w->st;
+    double *restrict vh = w->t2 + i * Dv, *restrict vl = vh + kd, *restrict gh = w->tg + i * Dv,
+                     *restrict gl = gh + kd;
+    const orc_dd Ki = w->Kp[i];
+#pragma omp simd
+    for (int64_t c = 0; c < Dv; c++) {
+      const orc_dd hp = {ph[c], pl[c]}, ec = {xh[c], xl[c]};
+      orc_dd v2 = orc_dd_mul(hp, ec);
+      orc_dd S = orc_dd_add((orc_dd){sh[c], sl[c]}, orc_dd_mul(Ki, ec));
+      orc_dd g = orc_dd_mul(S, hp);
+      S = orc_dd_mul(S, a);
+      vh[c] = v2.hi, vl[c] = v2.lo, gh[c] = g.hi, gl[c] = g.lo, sh[c] = S.hi, sl[c] = S.lo;
+    }
+  }
+}
+
+/* The sums over value head jj's columns, column by column (c ascending;
+ * within a column: dbeta, then dQ_i, dK_i's two terms, dg over i
+ * ascending), each column into the sample's accumulators or the main ones;
+ * and dv. */
+static void rsum(vdd *w, int64_t jj) {
+  const int64_t Dv = w->Dv, kd = (int64_t)w->kd;
+  const double beta = w->beta[jj];
+  const double *ddh = cvec(w, 6), *ddl = cvec(w, 7), *mh = cvec(w, 2), *ml = cvec(w, 3);
+  for (int64_t c = 0; c < Dv; c++) {
+    const int sample = c >= w->s0 && c < w->s0 + w->ns;
+    orc_dd *dK = sample ? w->sK : w->dK, *dQ = sample ? w->sQ : w->dQ;
+    orc_dd *dg = sample ? &w->sg[jj] : &w->dg[jj], *db = sample ? &w->sb[jj] : &w->db[jj];
+    const orc_dd dd = {ddh[c], ddl[c]};
+    *db = orc_dd_add(*db, orc_dd_mul(dd, (orc_dd){mh[c], ml[c]}));
+    w->dv[jj * Dv + c] = orc_dd_mul_d(dd, beta);
+    for (int64_t i = 0; i < w->Dk; i++) {
+      const int64_t x = i * Dv + c;
+      dQ[i] = orc_dd_add(dQ[i], (orc_dd){w->tQ[x], w->tQ[kd + x]});
+      dK[i] = orc_dd_add(dK[i], (orc_dd){w->t1[x], w->t1[kd + x]});
+      dK[i] = orc_dd_add(dK[i], (orc_dd){w->t2[x], w->t2[kd + x]});
+    }
+    for (int64_t i = 0; i < w->Dk; i++) {
+      const int64_t x = i * Dv + c;
+      *dg = orc_dd_add(*dg, (orc_dd){w->tg[x], w->tg[kd + x]});
+    }
   }
 }
 
 /* dx = r (dX - ((x . dX) iss) x), or the no-norm rule; into out (binary64). */
 static void prep_back(const vdd *w, const float *x, const orc_dd *dX, orc_dd r, orc_dd iss, int is_q,
-                      int l2, double *out, int64_t stride) {
+                      int l2, double *out) {
   if (!l2) {
-    for (int64_t i = 0; i < w->Dk; i++) out[i * stride] = is_q ? orc_dd_mul(dX[i], w->scale).hi : dX[i].hi;
+    for (int64_t i = 0; i < w->Dk; i++) out[i] = is_q ? orc_dd_mul(dX[i], w->scale).hi : dX[i].hi;
     return;
   }
   orc_dd p = orc_dd_mul_d(dX[0], (double)x[0]);
@@ -226,7 +333,7 @@ static void prep_back(const vdd *w, const float *x, const orc_dd *dX, orc_dd r, 
   p = orc_dd_mul(p, iss);
   for (int64_t i = 0; i < w->Dk; i++) {
     orc_dd t = orc_dd_add(dX[i], orc_dd_neg(orc_dd_mul_d(p, (double)x[i])));
-    out[i * stride] = orc_dd_mul(t, r).hi;
+    out[i] = orc_dd_mul(t, r).hi;
   }
 }
 
@@ -238,29 +345,24 @@ static void vdd_rstep(vdd *w, const gdn_inputs *in, const gdn_cotangents *ct, gd
   gates(w, in, t);
   const orc_dd z = {0, 0};
   for (int64_t i = 0; i < w->Dk; i++) w->dK[i] = w->dQ[i] = w->sK[i] = w->sQ[i] = z;
-  const orc_dd *prev = w->seg + (size_t)(t % w->K) * w->st;
+  double *prev = w->seg + 2 * w->st * (size_t)(t % w->K); /* used once: becomes h' */
   for (int64_t jj = 0; jj < w->G; jj++) {
-    const int64_t j = w->kh * w->G + jj;
-    const float *v = gdn_inputs_v(in, w->b, t, j);
-    const float *dot = ct->d_o + ((w->b * s->T + t) * s->Hv + j) * s->Dv;
+    const int64_t j = w->kh * w->G + jj, gt = (w->b * s->T + t) * s->Hv + j;
     w->dg[jj] = w->db[jj] = w->sg[jj] = w->sb[jj] = z;
-    for (int64_t c = 0; c < w->Dv; c++) {
-      const size_t off = (size_t)((jj * w->Dv + c) * w->Dk);
-      rcol(w, jj, c, prev + off, w->S + off, v[c], dot[c], c >= w->s0 && c < w->s0 + w->ns);
-    }
-    const int64_t gt = (w->b * s->T + t) * s->Hv + j;
+    decay_dot(w, in, t, prev, jj);
+    rhead(w, ct, t, prev, jj);
+    rsum(w, jj);
     out->dg[gt] = orc_dd_add(w->dg[jj], w->sg[jj]).hi;
     out->dbeta[gt] = orc_dd_add(w->db[jj], w->sb[jj]).hi;
     for (int64_t c = 0; c < w->Dv; c++) out->dv[gt * s->Dv + c] = w->dv[jj * w->Dv + c].hi;
   }
   maybe_plant(w, t);
-  orc_dd *tq = w->hp; /* free: the sums main + sample, one row at a time */
   const int64_t qk = ((w->b * s->T + t) * s->Hk + w->kh) * s->Dk;
   const int l2 = in->l2norm_in_kernel != 0;
-  for (int64_t i = 0; i < w->Dk; i++) tq[i] = orc_dd_add(w->dK[i], w->sK[i]);
-  prep_back(w, gdn_inputs_k(in, w->b, t, w->kh), tq, w->rk, w->ik, 0, l2, out->dk + qk, 1);
-  for (int64_t i = 0; i < w->Dk; i++) tq[i] = orc_dd_add(w->dQ[i], w->sQ[i]);
-  prep_back(w, gdn_inputs_q(in, w->b, t, w->kh), tq, w->rq, w->iq, 1, l2, out->dq + qk, 1);
+  for (int64_t i = 0; i < w->Dk; i++) w->row[i] = orc_dd_add(w->dK[i], w->sK[i]);
+  prep_back(w, gdn_inputs_k(in, w->b, t, w->kh), w->row, w->rk, w->ik, 0, l2, out->dk + qk);
+  for (int64_t i = 0; i < w->Dk; i++) w->row[i] = orc_dd_add(w->dQ[i], w->sQ[i]);
+  prep_back(w, gdn_inputs_q(in, w->b, t, w->kh), w->row, w->rq, w->iq, 1, l2, out->dq + qk);
 }
 
 void oracle_vjp_dd_config_init(oracle_vjp_dd_config *cfg) {
@@ -400,7 +502,8 @@ static void run_item(const djob *jb, dworker *w, int64_t item) {
     double *dh0 = jb->out->dh0 + (b * s->Hv + kh * d->G + jj) * s->Dk * s->Dv;
     for (int64_t c = 0; c < s->Dv; c++)
       for (int64_t i = 0; i < s->Dk; i++) {
-        const orc_dd x = d->S[(jj * s->Dv + c) * s->Dk + i];
+        const size_t at = (size_t)((jj * s->Dk + i) * s->Dv + c);
+        const orc_dd x = {d->S[at], d->S[d->st + at]};
         dh0[i * s->Dv + c] = x.hi;
         int ok = isfinite(x.hi);
         if (ok && jb->ns && c >= d->s0 && c < d->s0 + d->ns)
