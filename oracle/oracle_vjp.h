@@ -130,8 +130,11 @@ int oracle_vjp_certified(const gdn_inputs *in, const gdn_cotangents *ct,
  *
  * Range: binary64's; exp(g) or a value overflowing it fails the run with
  * GDN_ERR_INPUT naming (b, key head, t).  Memory per thread: (ceil(T / K) +
- * K + 3) G Dk Dv double-words (16 bytes each) plus the MPFR sample's
- * (ceil(T / K) + K + 3) G Dk n numbers.  Work: the dd forward's ~5x, plus
+ * K + 2) G Dk Dv + 4 Dk Dv double-words (16 bytes each: the states, and the
+ * per-(i, c) terms of the sums over columns) plus the MPFR sample's
+ * (ceil(T / K) + K + 3) G Dk n numbers.  The per-column steps run as omp
+ * simd loops over the columns (state by rows), each column's sequence of
+ * operations the scalar one, so the vector width changes no bit.  Work: the dd forward's ~5x, plus
  * the sample.  Threads: items in parallel; bit-identical for any count.
  */
 typedef struct oracle_vjp_dd_config {
