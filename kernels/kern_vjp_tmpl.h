@@ -271,7 +271,7 @@ KTMPL void KR(vj_load_do)(KR(vjw) *w) {
       continue;
     }
     const float *x = w->ct->d_o + ((w->b * s->T + t) * s->Hv + w->hv) * s->Dv;
-    for (int64_t d = 0; d < w->Dv; d++) r[d] = (kreal)x[d];
+    for (int64_t d = 0; d < w->Dv; d++) r[d] = (kreal)KIN(w->num, x[d]); /* ftz: as an input */
   }
 }
 
