@@ -73,20 +73,23 @@ typedef struct vcase {
   unsigned flags;
   int dht;
   int64_t C;
+  double scale; /* 0: Dk^-1/2; else has_scale */
 } vcase;
 
 /* Grouped heads, T not a multiple of C (padding), D not dividing N, with
- * and without h0 / dht / the in-kernel L2 norm, both gate families. */
+ * and without h0 / dht / the in-kernel L2 norm, a given scale, both gate
+ * families. */
 static const vcase cases[] = {
-    {{1, 200, 2, 4, 16, 12}, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 1, 16},
-    {{2, 77, 1, 2, 8, 8}, GDN_SYNTH_SLOW_GATES, 1, 8},
-    {{1, 130, 1, 1, 12, 6}, GDN_SYNTH_QK_PRENORM | GDN_SYNTH_H0, 0, 16},
-    {{1, 96, 2, 2, 8, 4}, 0, 1, 12},
+    {{1, 200, 2, 4, 16, 12}, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 1, 16, 0},
+    {{2, 77, 1, 2, 8, 8}, GDN_SYNTH_SLOW_GATES, 1, 8, 0.4},
+    {{1, 130, 1, 1, 12, 6}, GDN_SYNTH_QK_PRENORM | GDN_SYNTH_H0, 0, 16, 0},
+    {{1, 96, 2, 2, 8, 4}, 0, 1, 12, 0},
 };
 
 static void check_case(const vcase *c, gdn_dtype dt, double bound64) {
   gdn_inputs in;
   vtu_synth(&in, c->s, c->flags, 7);
+  if (c->scale != 0) in.has_scale = 1, in.scale = c->scale;
   gdn_cotangents ct;
   vtu_cots(&ct, &c->s, c->dht, 3);
   gdn_grads ref, g;
