@@ -12,6 +12,7 @@
 #define ORACLE_VJP_INTERNAL_H
 
 #include "gdn_grads.h"
+#include "oracle_dd_arith.h"
 #include "oracle_internal.h"
 #include "oracle_vjp.h"
 
@@ -48,5 +49,42 @@ void orc_vjp_rstep(orc_vjp *w, const gdn_inputs *in, const gdn_cotangents *ct, i
 static inline mpfr_t *orc_vjp_col(mpfr_t *X, const orc_vjp *w, int64_t jj, int64_t c) {
   return X + (jj * w->nc + c) * w->Dk;
 }
+
+/* The dd tier's work item (oracle_vjp_dd_item.c): the G value heads' states
+ * and adjoints in double-word, by rows -- element (i, c) of value head jj
+ * at (jj Dk + i) Dv + c, hi words and lo words in separate arrays. */
+enum { VDD_MP = 14 }; /* MPFR numbers of the preparation (5 are orc_prep's) */
+
+/* A set of states: hi words, then lo words, st each. */
+typedef struct orc_vdd {
+  double *buf;
+  int64_t Dk, Dv, G, K, nck, ns, s0, b, kh;
+  size_t st, kd;                    /* G Dk Dv; Dk Dv */
+  double *h, *S, *ck, *seg;         /* 1, 1, nck, K sets */
+  double *tQ, *t1, *t2, *tg;        /* Dk Dv terms, hi then lo (2 Dk Dv each) */
+  double *cv;                       /* column vectors: kv, vm, delta, dd, e (hi, lo), v, do */
+  orc_dd *Kp, *Qp;                  /* Dk */
+  orc_dd *dK, *dQ, *sK, *sQ, *row;  /* Dk: main and sample accumulators; a row */
+  orc_dd *dv;                       /* G Dv */
+  orc_dd *dg, *db, *sg, *sb, *a;    /* G */
+  double *beta;                     /* G (exact) */
+  orc_dd rk, ik, rq, iq, scale;     /* r and 1 / ss of k and q; the scale */
+  orc_vars mp;                      /* 128 bits: prep (5), t, A, rows K, Q */
+  mpfr_t *Km, *Qm;
+  orc_prep prep;
+} orc_vdd;
+
+void orc_vdd_init(orc_vdd *w);
+void orc_vdd_clear(orc_vdd *w);
+int orc_vdd_alloc(orc_vdd *w, const gdn_shape *s, int64_t K, int64_t ns, gdn_error *e);
+/* h0 and dht for (b, kh), the first sweep; 0 when exp(g_t) overflows
+ * binary64 (*bad_t = t). */
+int orc_vdd_begin(orc_vdd *w, const gdn_inputs *in, const gdn_cotangents *ct, int64_t b, int64_t kh,
+                  int64_t *bad_t);
+void orc_vdd_segment(orc_vdd *w, const gdn_inputs *in, int64_t m);
+/* Token t backwards: its gradients into `out`; the sample's partial sums
+ * stay in sK, sQ, sg, sb and dv for the certificate. */
+void orc_vdd_rstep(orc_vdd *w, const gdn_inputs *in, const gdn_cotangents *ct, gdn_grads *out,
+                   int64_t t);
 
 #endif
