@@ -14,10 +14,6 @@
 #include "kern_size.h"
 #include "kern_vjp.h"
 
-void kern_vjp_shard(int64_t n_chunks, int64_t devices, int64_t r, int64_t *first, int64_t *n) {
-  kern_affine_shard(n_chunks, devices, r, first, n);
-}
-
 #define KERN_REAL 32
 #include "kern_vjp_drv_tmpl.h"
 #undef KERN_REAL

@@ -10,8 +10,11 @@
  *                            each chunk's forward recomputed from the inputs
  *                            (kern_vjp_tmpl.h lists every step and rounding).
  *   kern_affine_prefix_vjp   the backward of kern_affine_prefix over
- *                            cfg->devices simulated devices, the shards from
- *                            kern_vjp_shard, the prefix schedule cfg->prefix.
+ *                            cfg->devices simulated devices, each holding
+ *                            kern_affine_piece's piece in cfg->shard's mode
+ *                            (tokens: T/D tokens chunked per device, padding
+ *                            at every seam; chunks: array_split), the prefix
+ *                            schedule cfg->prefix.
  *                            The forward is recomputed: every device's fold
  *                            (A_loc, B_loc), then the inclusive prefix by the
  *                            schedule's own compositions x[l] = x[l] o x[e]
@@ -104,10 +107,5 @@ int kern_scan_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const kern_con
                   gdn_grads *out, gdn_error *e);
 int kern_affine_prefix_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const kern_config *cfg,
                            gdn_grads *out, gdn_error *e);
-
-/* The chunks [first, first + n) device r of D takes out of N: the one place
- * the backward reads the shard layout from (kern_affine_shard's rule, the
- * forward's). */
-void kern_vjp_shard(int64_t n_chunks, int64_t devices, int64_t r, int64_t *first, int64_t *n);
 
 #endif

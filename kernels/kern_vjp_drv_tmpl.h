@@ -20,7 +20,7 @@ typedef struct KR(vjob) {
   const kern_config *cfg;
   const kern_num *num;
   gdn_grads *out;
-  int64_t D, N, nmax;
+  int64_t D, nmax;
   int64_t nops, *ops; /* the prefix schedule: (l, e) per composition, in order */
   kreal *mem;
   size_t per;
@@ -85,21 +85,30 @@ KTMPL void KR(vj_store_dh0)(const KR(vjob) *j, int64_t b, int64_t hv, const krea
 }
 
 /* Where the chunks lie -- the one place the backward reads the layout from:
- * device r of D (D = 1 for the scan) has vj_nchunks chunks, its i-th the
- * tokens [t0, t0 + rows) (rows < C: the rest is zero padding).  Chunk
- * sharding (kern_vjp_shard): the padded sequence's N chunks split by
- * numpy's array_split rule, padding only at the end of the sequence. */
+ * device r of D (D = 1 for the scan) holds kern_affine_piece's piece of the
+ * sequence in cfg->shard's mode, the forward's own rule: vj_nchunks chunks,
+ * its i-th the tokens [t0, t0 + rows) (rows < C: the rest of the chunk is
+ * zero padding, g = 0, k = v = 0, through which the state and its adjoint
+ * pass unchanged).  CHUNKS: the padded sequence's chunks split by numpy's
+ * array_split rule, padding only at the end of the sequence; TOKENS: T/D
+ * tokens per device chunked from the device's first token, padding at every
+ * seam when C does not divide T/D. */
+KTMPL void KR(vj_piece)(const KR(vjob) *j, int64_t r, kern_piece *p) {
+  kern_config c = *j->cfg;
+  c.devices = j->D; /* the scan is the one-device piece in both modes */
+  kern_affine_piece(&c, j->in->shape.T, r, p);
+}
 KTMPL int64_t KR(vj_nchunks)(const KR(vjob) *j, int64_t r) {
-  int64_t f, m;
-  kern_vjp_shard(j->N, j->D, r, &f, &m);
-  return m;
+  kern_piece p;
+  KR(vj_piece)(j, r, &p);
+  return p.count;
 }
 KTMPL void KR(vj_rows)(const KR(vjob) *j, int64_t r, int64_t i, int64_t *t0, int64_t *rows) {
-  int64_t f, m;
-  kern_vjp_shard(j->N, j->D, r, &f, &m);
-  const int64_t C = j->cfg->chunk, T = j->in->shape.T;
-  *t0 = (f + i) * C;
-  *rows = T - *t0 < C ? T - *t0 : C;
+  kern_piece p;
+  KR(vj_piece)(j, r, &p);
+  const int64_t C = j->cfg->chunk;
+  *t0 = p.base + (p.first + i) * C;
+  *rows = p.t1 - *t0 < C ? p.t1 - *t0 : C;
 }
 /* vj_prep of device r's i-th chunk. */
 KTMPL void KR(vj_prep_chunk)(const KR(vjob) *j, KR(vjw) *w, int64_t r, int64_t i) {
@@ -368,11 +377,11 @@ static int KR(vj_run)(const gdn_inputs *in, const gdn_cotangents *ct, const kern
                       const kern_num *num, int64_t D, int64_t nops, int64_t *ops, gdn_grads *out,
                       gdn_error *e) {
   const gdn_shape *s = &in->shape;
-  const int64_t N = gdn_shape_chunks(s, cfg->chunk), items = s->B * s->Hk;
+  const int64_t items = s->B * s->Hk;
   int nt = gdn_threads_get();
   if (nt < 1) nt = 1;
   if (items < nt) nt = (int)items;
-  KR(vjob) j = {in, ct, cfg, num, out, D, N, 0, nops, ops, NULL, 0};
+  KR(vjob) j = {in, ct, cfg, num, out, D, 0, nops, ops, NULL, 0};
   for (int64_t r = 0; r < D; r++) { /* the most chunks one device holds */
     const int64_t m = KR(vj_nchunks)(&j, r);
     j.nmax = m > j.nmax ? m : j.nmax;

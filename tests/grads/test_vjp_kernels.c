@@ -9,23 +9,27 @@
 #include "vjp_test_util.h"
 
 /* 1, 2 and 3 threads give the same bits, for the scan and for the
- * affine-prefix form on 1, 3 and 4 devices, every prefix schedule, float32
- * (with and without ftz; ieee, highest, default) and float64; B Hk = 4
- * items, so threads really share the work. */
+ * affine-prefix form on 1, 3 and 4 devices, both shard modes (tokens: T/D =
+ * 24 or 18 tokens per device, padded at every seam at C = 16), every prefix
+ * schedule, float32 (with and without ftz; ieee, highest, default) and
+ * float64; B Hk = 4 items, so threads really share the work. */
 START_TEST(threads_change_nothing) {
-  gdn_shape s = {2, 70, 2, 4, 8, 6};
+  gdn_shape s = {2, 72, 2, 4, 8, 6};
   gdn_inputs in;
   vtu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 5);
   gdn_cotangents ct;
   vtu_cots(&ct, &s, 1, 6);
-  const struct { gdn_dtype dt; int ftz; int64_t D; int affine; kern_matmul mm; } cfgs[] = {
-      {GDN_DTYPE_F32, 0, 1, 0, KERN_MATMUL_IEEE}, {GDN_DTYPE_F32, 0, 3, 1, KERN_MATMUL_IEEE},
-      {GDN_DTYPE_F32, 1, 4, 1, KERN_MATMUL_IEEE}, {GDN_DTYPE_F64, 0, 1, 0, KERN_MATMUL_IEEE},
-      {GDN_DTYPE_F64, 0, 4, 1, KERN_MATMUL_IEEE}, {GDN_DTYPE_F32, 0, 4, 2, KERN_MATMUL_IEEE},
-      {GDN_DTYPE_F32, 0, 3, 3, KERN_MATMUL_IEEE},
-      {GDN_DTYPE_F32, 1, 4, 1, KERN_MATMUL_HIGHEST}, {GDN_DTYPE_F32, 0, 1, 0, KERN_MATMUL_DEFAULT}};
+  const kern_shard T_ = KERN_SHARD_TOKENS, C_ = KERN_SHARD_CHUNKS;
+  const struct { gdn_dtype dt; int ftz; int64_t D; int affine; kern_matmul mm; kern_shard sh; } cfgs[] = {
+      {GDN_DTYPE_F32, 0, 1, 0, KERN_MATMUL_IEEE, T_}, {GDN_DTYPE_F32, 0, 3, 1, KERN_MATMUL_IEEE, C_},
+      {GDN_DTYPE_F32, 0, 3, 1, KERN_MATMUL_IEEE, T_}, {GDN_DTYPE_F32, 1, 4, 1, KERN_MATMUL_IEEE, C_},
+      {GDN_DTYPE_F32, 1, 4, 1, KERN_MATMUL_IEEE, T_}, {GDN_DTYPE_F64, 0, 1, 0, KERN_MATMUL_IEEE, T_},
+      {GDN_DTYPE_F64, 0, 4, 1, KERN_MATMUL_IEEE, T_}, {GDN_DTYPE_F32, 0, 4, 2, KERN_MATMUL_IEEE, C_},
+      {GDN_DTYPE_F32, 0, 3, 3, KERN_MATMUL_IEEE, T_},
+      {GDN_DTYPE_F32, 1, 4, 1, KERN_MATMUL_HIGHEST, T_}, {GDN_DTYPE_F32, 0, 1, 0, KERN_MATMUL_DEFAULT, C_}};
   for (size_t k = 0; k < sizeof cfgs / sizeof cfgs[0]; k++) {
     kern_config cfg = vtu_cfg(cfgs[k].dt, 16, cfgs[k].D);
+    cfg.shard = cfgs[k].sh;
     cfg.ftz = cfgs[k].ftz;
     cfg.matmul = cfgs[k].mm;
     if (cfgs[k].affine > 1) cfg.prefix = cfgs[k].affine == 2 ? KERN_PREFIX_HILLIS_STEELE : KERN_PREFIX_ASSOCIATIVE_SCAN;
@@ -121,7 +125,10 @@ START_TEST(refusals) {
   c.prefix = (kern_prefix)7;
   expect(&in, &ct, &c, 1, GDN_ERR_INPUT, "kern_affine_prefix_vjp: ");
   c = vtu_cfg(GDN_DTYPE_F32, 8, 5);
+  c.shard = KERN_SHARD_CHUNKS;
   expect(&in, &ct, &c, 1, GDN_ERR_INPUT, "4 chunks");
+  c.shard = KERN_SHARD_TOKENS; /* 5 does not divide T = 32 */
+  expect(&in, &ct, &c, 1, GDN_ERR_INPUT, "does not divide T = 32");
   c = vtu_cfg(GDN_DTYPE_F32, 8, 2);
   ct.d_o[17] = INFINITY;
   expect(&in, &ct, &c, 1, GDN_ERR_INPUT, "cotangent do: non-finite value inf at flat index 17");
@@ -145,8 +152,10 @@ START_TEST(alloc_failures) {
   vtu_synth(&in, s, GDN_SYNTH_H0, 2);
   gdn_cotangents ct;
   vtu_cots(&ct, &s, 1, 2);
-  for (int affine = 0; affine < 2; affine++) {
-    kern_config c = vtu_cfg(GDN_DTYPE_F32, 8, affine ? 3 : 1);
+  for (int mode = 0; mode < 3; mode++) { /* scan; affine, chunks on 3; tokens on 4 */
+    const int affine = mode > 0;
+    kern_config c = vtu_cfg(GDN_DTYPE_F32, 8, mode == 0 ? 1 : mode == 1 ? 3 : 4);
+    c.shard = mode == 2 ? KERN_SHARD_TOKENS : KERN_SHARD_CHUNKS;
     gdn_grads ref;
     vtu_kern(&in, &ct, &c, affine, &ref);
     long sites = 0;
@@ -179,22 +188,46 @@ START_TEST(alloc_failures) {
 }
 END_TEST
 
-/* kern_vjp_shard is the forward's layout (kern_affine_shard): contiguous,
- * covering [0, N), the first N mod D devices one chunk longer. */
+/* The backward takes the forward's layout (kern_affine_piece, cfg->shard).
+ * Where C divides T/D the two modes are the same chunk grid (array_split
+ * gives every device T/(DC) chunks): their gradients are bit-identical.
+ * Where it does not, token sharding chunks each device from its first token
+ * and pads at every seam, so the chunk boundaries move: the gradients differ
+ * in the last bits (the control; each is held to the oracle in
+ * test_vjp_vs_oracle).  Token sharding needs D | T: refused by name
+ * otherwise, as the forward refuses it. */
 START_TEST(shards_follow_the_forward) {
-  for (int64_t N = 1; N <= 40; N++)
-    for (int64_t D = 1; D <= N; D++) {
-      int64_t next = 0;
-      for (int64_t r = 0; r < D; r++) {
-        int64_t f, m, f2, m2;
-        kern_vjp_shard(N, D, r, &f, &m);
-        kern_affine_shard(N, D, r, &f2, &m2);
-        ck_assert(f == f2 && m == m2 && f == next && m >= 1);
-        ck_assert_int_eq(m, N / D + (r < N % D));
-        next = f + m;
-      }
-      ck_assert_int_eq(next, N);
-    }
+  const struct { int64_t T, C, D; int same; } cases[] = {
+      {64, 8, 4, 1}, {96, 16, 2, 1}, {60, 8, 3, 0}, {72, 16, 4, 0}, {40, 4, 8, 0}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    gdn_shape s = {1, cases[k].T, 1, 2, 8, 8};
+    gdn_inputs in;
+    vtu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 11);
+    gdn_cotangents ct;
+    vtu_cots(&ct, &s, 1, 12);
+    kern_config ct_ = vtu_cfg(GDN_DTYPE_F32, cases[k].C, cases[k].D), cc = ct_;
+    ct_.shard = KERN_SHARD_TOKENS;
+    cc.shard = KERN_SHARD_CHUNKS;
+    gdn_grads gt, gc;
+    vtu_kern(&in, &ct, &ct_, 1, &gt);
+    vtu_kern(&in, &ct, &cc, 1, &gc);
+    ck_assert_msg(vtu_same(&gt, &gc) == cases[k].same, "case %zu: tokens vs chunks same=%d", k,
+                  vtu_same(&gt, &gc));
+    gdn_grads_clear(&gt);
+    gdn_grads_clear(&gc);
+    gdn_cotangents_clear(&ct);
+    gdn_inputs_clear(&in);
+  }
+  gdn_shape s = {1, 30, 1, 1, 4, 4};
+  gdn_inputs in;
+  vtu_synth(&in, s, 0, 1);
+  gdn_cotangents ct;
+  vtu_cots(&ct, &s, 0, 1);
+  kern_config c = vtu_cfg(GDN_DTYPE_F32, 8, 4);
+  c.shard = KERN_SHARD_TOKENS;
+  expect(&in, &ct, &c, 1, GDN_ERR_INPUT, "kern_affine_prefix_vjp: ");
+  gdn_cotangents_clear(&ct);
+  gdn_inputs_clear(&in);
 }
 END_TEST
 

@@ -95,10 +95,17 @@ static void check_case(const vcase *c, gdn_dtype dt, double bound64) {
   gdn_grads ref, g;
   oracle(&in, &ct, &ref);
   const int64_t Ds[] = {1, 2, 4, 8};
+  /* Both shard modes on every device count each allows: chunks (array_split,
+   * padding at the end) and tokens (D | T; with C not dividing T/D -- T = 200
+   * at D = 2, 4, 8, T = 130 at D = 2 -- every seam is padded). */
+  for (int sh = 0; sh < 2; sh++)
   for (int k = 0; k < 4; k++)
     for (int pf = 0; pf < (Ds[k] > 1 ? 3 : 1); pf++) {
+    const kern_shard shard = sh ? KERN_SHARD_TOKENS : KERN_SHARD_CHUNKS;
+    if (shard == KERN_SHARD_TOKENS && (Ds[k] == 1 || c->s.T % Ds[k])) continue;
     kern_config cfg = vtu_cfg(dt, c->C, Ds[k]);
     cfg.prefix = (kern_prefix)pf;
+    cfg.shard = shard;
     for (int affine = 0; affine < 2; affine++) {
       if (Ds[k] > 1 && !affine) continue;
       vtu_kern(&in, &ct, &cfg, affine, &g);
@@ -108,6 +115,7 @@ static void check_case(const vcase *c, gdn_dtype dt, double bound64) {
         gdn_grads g64;
         kern_config c64 = vtu_cfg(GDN_DTYPE_F64, c->C, Ds[k]);
         c64.prefix = cfg.prefix;
+        c64.shard = cfg.shard;
         vtu_kern(&in, &ct, &c64, affine, &g64);
         for (int id = 0; id < GDN_GRADS_N; id++) {
           double r64 = 4 * 0x1p29 * gdn_grads_rel_fro(&g64, &ref, (gdn_grad_id)id);
@@ -121,9 +129,9 @@ static void check_case(const vcase *c, gdn_dtype dt, double bound64) {
         double v = gdn_grads_rel_fro(&g, &ref, (gdn_grad_id)id);
         if (v / bound[id] > w / bound[which]) w = v, which = id;
       }
-      fprintf(stderr, "T=%lld %s D=%lld %s %s: rel_fro %.2e (%s, bound %.2e)\n", (long long)c->s.T,
+      fprintf(stderr, "T=%lld %s D=%lld %s %s %s: rel_fro %.2e (%s, bound %.2e)\n", (long long)c->s.T,
               dt == GDN_DTYPE_F64 ? "f64" : "f32", (long long)Ds[k], affine ? "affine" : "scan",
-              kern_prefix_name(cfg.prefix), w,
+              kern_prefix_name(cfg.prefix), kern_shard_name(cfg.shard), w,
               gdn_grads_name((gdn_grad_id)which), bound[which]);
       ck_assert_msg(w <= bound[which], "T=%lld D=%lld: %s rel_fro %.3e > %.3e", (long long)c->s.T,
                     (long long)Ds[k], gdn_grads_name((gdn_grad_id)which), w, bound[which]);
