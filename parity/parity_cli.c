@@ -52,6 +52,9 @@ static const gdn_cli_opt options[] = {
      "reference: auto (default: mpfr while it takes minutes, else dd), mpfr (every element certified), "
      "dd (double-double, certified on sampled columns), or none (affine-prefix judged against scan only)"},
     {"oracle-bits", "N", "MPFR working precision in bits (default 128)"},
+    {"grad", NULL,
+     "also judge gradients: both kernels' backward (dq dk dv dg dbeta dh0) for cotangents do, dht "
+     "drawn from the seed, against the oracle's VJP (the --oracle tier); float32 / float64 compute"},
     {"seed", "N", "synthetic input seed (default 0)"},
     {"h0", NULL, "synthetic inputs get a random initial state h0"},
     {"gates", "KIND", "synthetic decay gates: init (as the model initialises them; default) or slow "
@@ -192,7 +195,26 @@ typedef struct run_state {
   parity_oracle_tier tier;
   int oracle_bits;
   uint64_t max_bytes;
+  int grad; /* --grad */
 } run_state;
+
+/* --grad: cotangents do, dht from `seed` (gdn_cotangents_synth: N(0, 1), a
+ * function of (seed, tensor, index)), the reference's gradients for them,
+ * and the sweep told to run every kernel's backward with them.  Without
+ * --grad nothing happens: no gradient in any output. */
+static int grads_setup(const run_state *st, const gdn_inputs *in, uint64_t seed, parity_reference *ref,
+                       gdn_cotangents *ct, parity_sweep_opts *o, gdn_error *e) {
+  if (!st->grad) return GDN_OK;
+  if (in->seg) /* neither backward (kernels, oracle VJP) reads segment ids */
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "--grad: packed documents (segment ids) have no backward yet; drop --grad or --documents");
+  int rc = gdn_cotangents_alloc(ct, &in->shape, 1, e);
+  if (rc) return rc;
+  gdn_cotangents_synth(ct, seed);
+  if ((rc = parity_reference_compute_grads(ref, in, ct, st->oracle_bits, e))) return rc;
+  o->ct = ct;
+  return GDN_OK;
+}
 
 /* One synthetic input set through the sweep. */
 static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parity_sweep_opts *o,
@@ -207,18 +229,23 @@ static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parit
   gdn_inputs_init(&in);
   parity_reference ref;
   parity_reference_init(&ref);
+  gdn_cotangents ct;
+  gdn_cotangents_init(&ct);
   if ((rc = gdn_synth_generate(&in, &sp->shape, &sp->synth, e))) goto done;
   if ((rc = gdn_synth_segments(&in, sp->synth.seed, sp->documents, e))) goto done;
   in.packing = sp->packing;
   if ((rc = parity_reference_compute(&ref, &in, st->tier, st->oracle_bits, e))) goto done;
+  parity_sweep_opts og = *o;
+  if ((rc = grads_setup(st, &in, sp->synth.seed, &ref, &ct, &og, e))) goto done;
   char name[96], sha[FIX_SHA256_HEX];
   snprintf(name, sizeof name, "synthetic seed %" PRIu64 "%s", sp->synth.seed,
            (sp->synth.flags & GDN_SYNTH_PRELUDE_BF16) ? " (bfloat16 layer prelude)" : "");
   /* The schema's inputs hash, so synthetic and fixture inputs are named alike. */
   if ((rc = fix_inputs_sha256(&in, sha, e))) goto done;
   parity_input_info info = {name, "synthetic", NULL, sha};
-  rc = parity_sweep_run(&st->doc, &in, &info, &ref, NULL, 0, o, e);
+  rc = parity_sweep_run(&st->doc, &in, &info, &ref, NULL, 0, &og, e);
 done:
+  gdn_cotangents_clear(&ct);
   parity_reference_clear(&ref);
   gdn_inputs_clear(&in);
   return rc;
@@ -276,6 +303,8 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   parity_reference ref;
   parity_reference_init(&ref);
   parity_external *ext = NULL;
+  gdn_cotangents ct;
+  gdn_cotangents_init(&ct);
   /* fix_isolate.h: HDF5 reads the file in a probe process first, so a
    * corrupt fixture is refused (exit 2) instead of crashing the gate. */
   int rc = fix_load_isolated(&fx, path, &lo, e);
@@ -308,10 +337,17 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
     if ((rc = parity_reference_compute(&ref, &fx.inputs, st->tier, st->oracle_bits, e))) goto done;
   }
   if ((rc = parity_externals_from_fixture(&fx, &ext, e))) goto done;
+  /* --grad: our kernels' gradients on the fixture's inputs (cotangents from
+   * seed 0); the fixture's outputs carry none, so they are judged forward only. */
+  if ((rc = grads_setup(st, &fx.inputs, 0, &ref, &ct, &o, e))) {
+    gdn_error_prefix(e, "%s: ", path);
+    goto done;
+  }
   const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   parity_input_info info = {base_name, "fixture", path, fx.inputs_sha256};
   rc = parity_sweep_run(&st->doc, &fx.inputs, &info, &ref, ext, fx.n_outputs, &o, e);
 done:
+  gdn_cotangents_clear(&ct);
   parity_reference_clear(&ref);
   parity_externals_free(ext, fx.n_outputs);
   fix_fixture_clear(&fx);
@@ -388,6 +424,7 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
     st.oracle_bits = (int)b;
   }
   if ((v = GET("max-bytes")) && gdn_cli_bytes(v, "--max-bytes", &st.max_bytes, e)) goto done;
+  st.grad = GET("grad") != NULL;
   if ((v = GET("policy")) ? parity_policy_load_file(&st.policy, v, e)
                           : parity_policy_load_builtin(&st.policy, e))
     goto done;

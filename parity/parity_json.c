@@ -34,6 +34,10 @@ json_t *parity_json_tensor_metrics(const parity_metrics *m, const parity_tensor 
   bad |= parity_json_set(o, "zero_ref", json_integer(m->zero_ref));
   bad |= parity_json_set(o, "nonfinite", json_integer(m->nonfinite));
   bad |= parity_json_set(o, "n", json_integer(m->n));
+  if (t->grad) { /* gradient rows only: the per-token error (forward keys unchanged) */
+    bad |= parity_json_set(o, "row_rel", parity_json_real(m->row_rel));
+    bad |= parity_json_set(o, "row_worst", json_integer((json_int_t)m->row_worst));
+  }
   json_t *w = json_object();
   for (int k = 0; w && k < 4; k++)
     bad |= parity_json_set(w, t->index_names[k], json_integer((json_int_t)m->worst[k]));
@@ -127,6 +131,7 @@ static json_t *upstream_json(const parity_upstream *up) {
   json_t *a = json_array();
   int bad = !a;
   for (int i = 0; a && i < PARITY_UPSTREAM_N; i++) {
+    if (!up[i].present) continue; /* the gradient entries: only with --grad */
     json_t *ju = json_pack("{sssbss}", "name", up[i].name, "pass", up[i].pass, "worst_tensor", up[i].worst_tensor);
     if (ju) bad |= parity_json_set(ju, "worst", parity_json_real(up[i].worst));
     bad |= json_array_append_new(a, ju);
@@ -256,6 +261,11 @@ static int input_oracle_json(json_t *ji, const parity_reference *ref) {
     bad |= parity_json_set(ji, "oracle_normwise_bits", json_integer(ref->normwise_bits));
     bad |= parity_json_set(ji, "oracle_guaranteed_bits", json_integer(ref->guaranteed_bits));
     bad |= parity_json_set(ji, "oracle_bound_violations", json_integer(ref->bound_violations));
+  }
+  if (ref->has_grads) { /* --grad only: the gradients' certificate */
+    bad |= parity_json_set(ji, "oracle_grad_certified_bits", json_integer(ref->grad_certified_bits));
+    if (ref->tier == PARITY_ORACLE_DD)
+      bad |= parity_json_set(ji, "oracle_grad_normwise_bits", json_integer(ref->grad_normwise_bits));
   }
   return bad;
 }

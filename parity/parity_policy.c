@@ -11,10 +11,10 @@
 #include "parity_json.h"
 
 static const char *const metric_names[] = {"rel_fro", "max_abs", "max_rel", "max_ulp",
-                                           "median_ulp", NULL};
+                                           "median_ulp", "row_rel", NULL};
 
 const char *parity_metric_name(parity_metric_id m) {
-  return (unsigned)m < 5 ? metric_names[m] : "?";
+  return (unsigned)m < 6 ? metric_names[m] : "?";
 }
 
 double parity_metric_value(const parity_metrics *m, parity_metric_id id) {
@@ -24,6 +24,7 @@ double parity_metric_value(const parity_metrics *m, parity_metric_id id) {
   case PARITY_M_MAX_REL: return m->max_rel;
   case PARITY_M_MAX_ULP: return m->max_ulp;
   case PARITY_M_MEDIAN_ULP: return m->median_ulp;
+  case PARITY_M_ROW_REL: return m->row_rel;
   }
   return NAN;
 }
@@ -221,7 +222,7 @@ static int parse_rule(json_t *r, size_t ri, const char *src, parity_rule *out, g
     return rc;
   if ((v = json_object_get(r, "output")) && (rc = name_mask(v, dtypes, &out->outputs, src, ri, "output", e)))
     return rc;
-  out->tensors = PARITY_TENSOR_ALL; /* absent: every tensor */
+  out->tensors = PARITY_TENSOR_FORWARD; /* absent: o and ht (gradient rules name theirs) */
   if ((v = json_object_get(r, "tensors")) && (rc = name_mask(v, tensors, &out->tensors, src, ri, "tensors", e)))
     return rc;
   out->oracle = -1;

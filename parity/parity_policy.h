@@ -13,7 +13,9 @@
  *   "output":  the dtype the judged tensor was rounded to (o is cast to the
  *              input dtype, so bfloat16 inputs give a bfloat16 o)
  * and yields one check per tensor in "tensors" (["o", "ht"]) on "metric"
- * (rel_fro | max_abs | max_rel | max_ulp | median_ulp).  Kinds:
+ * (rel_fro | max_abs | max_rel | max_ulp | median_ulp | row_rel).  A rule
+ * without "tensors" judges the forward's o and ht; gradient rules name
+ * their tensors (dq dk dv dg dbeta dh0, measured with --grad).  Kinds:
  *   "absolute"       subject vs oracle:  value <= limit
  *   "relative"       subject vs oracle:  value <= factor * max(scan's value, floor)
  *                    (the core rule: no worse than the stock scan by more
@@ -49,6 +51,7 @@ typedef enum parity_metric_id {
   PARITY_M_MAX_REL,
   PARITY_M_MAX_ULP,
   PARITY_M_MEDIAN_ULP,
+  PARITY_M_ROW_REL, /* per-token error (parity_metrics.h): the localized gradient rule */
 } parity_metric_id;
 
 typedef struct parity_rule {

@@ -162,19 +162,21 @@ static int measure_subject(input_ctx *x, size_t i, gdn_error *e) {
   m->matmul = s->matmul;
   m->attrs = s->ext ? s->ext->attrs : NULL;
   memcpy(m->out_dtype, s->out_dtype, sizeof m->out_dtype);
-  const gdn_outputs *base = x->subj[x->baseline].out;
+  const parity_subject_run *bs = &x->subj[x->baseline];
+  const gdn_grads *ref_grads = x->ref && x->ref->has_grads ? &x->ref->grads : NULL;
   for (int t = 0; t < PARITY_T_N; t++) {
     const parity_tensor *pt = &parity_tensors[t];
     int64_t dims[4];
     pt->dims(&x->in->shape, dims);
     if (!(s->present & (1u << t))) continue;
+    const double *xs = parity_tensor_get(pt, s->out, s->grads);
+    const double *rs = x->ref ? parity_tensor_get(pt, &x->ref->out, ref_grads) : NULL;
     int rc;
-    if (x->ref && (rc = parity_metrics_compute(pt->data(s->out), pt->data(&x->ref->out), dims, s->out_dtype[t],
-                                               &m->vs_ref[t], e)))
-      return rc;
-    if (x->ref) m->has_vs_ref |= 1u << t;
-    if (!s->m->vs_scan || !base || !(x->subj[x->baseline].present & (1u << t))) continue;
-    if ((rc = parity_metrics_compute(pt->data(s->out), pt->data(base), dims, s->out_dtype[t], &m->vs_scan[t], e)))
+    if (rs && (rc = parity_metrics_compute(xs, rs, dims, s->out_dtype[t], &m->vs_ref[t], e))) return rc;
+    if (rs) m->has_vs_ref |= 1u << t;
+    if (!s->m->vs_scan || !bs->out || !(bs->present & (1u << t))) continue;
+    if ((rc = parity_metrics_compute(xs, parity_tensor_get(pt, bs->out, bs->grads), dims, s->out_dtype[t],
+                                     &m->vs_scan[t], e)))
       return rc;
     m->has_vs_scan |= 1u << t;
   }
@@ -184,7 +186,7 @@ static int measure_subject(input_ctx *x, size_t i, gdn_error *e) {
 /* Produces, then measures, every subject of one stage; returns the time
  * the producing took in *seconds. */
 static int run_stage(input_ctx *x, parity_subject_stage stage, int want_seams, double *seconds, gdn_error *e) {
-  parity_produce_ctx cx = {x->in, &x->cfg, want_seams};
+  parity_produce_ctx cx = {x->in, &x->cfg, want_seams, x->o->ct};
   double t0 = now();
   int rc;
   for (size_t i = 0; i < x->n_subj; i++)
@@ -281,16 +283,17 @@ static void case_measure(const input_ctx *x, parity_case_result *r) {
   memcpy(p->baseline, x->prof_base, (size_t)p->n * sizeof(double));
   parity_profile_o(cand->o, base->o, od, x->block, p->cand_vs_base);
   if (x->ref) parity_profile_o(cand->o, x->ref->out.o, od, x->block, p->candidate);
-  const double *xs[PARITY_T_N], *rs[PARITY_T_N];
+  const parity_subject_run *bs = &x->subj[x->baseline], *cs = &x->subj[x->candidate];
+  const double *xs[PARITY_T_N] = {NULL}, *rs[PARITY_T_N] = {NULL};
   size_t ns[PARITY_T_N];
   double rf[PARITY_T_N];
   for (int t = 0; t < PARITY_T_N; t++) {
-    xs[t] = parity_tensors[t].data(cand);
-    rs[t] = parity_tensors[t].data(base);
+    xs[t] = parity_tensor_get(&parity_tensors[t], cand, cs->grads);
+    rs[t] = parity_tensor_get(&parity_tensors[t], base, bs->grads);
     ns[t] = (size_t)parity_tensor_numel(&parity_tensors[t], s);
     rf[t] = cm->vs_scan[t].rel_fro;
   }
-  parity_upstream_evaluate(xs, rs, ns, rf, r->upstream);
+  parity_upstream_evaluate(xs, rs, ns, rf, cm->has_vs_scan, r->upstream);
 }
 
 /* The policy over the case's subject table; each subject's own verdict. */
