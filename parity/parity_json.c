@@ -167,6 +167,32 @@ static json_t *profile_json(const parity_case_result *r) {
   return bad ? NULL : prof;
 }
 
+/* --grad only: {"dq": {"block", "t0", "ref_max_abs", "scan", "affine-prefix"}, ...}
+ * for the gradients with a token axis (the o profile's form, per tensor). */
+static json_t *grad_profile_json(const parity_case_result *r) {
+  const parity_grad_profile *g = &r->grad_profile;
+  json_t *all = json_object();
+  int bad = !all;
+  for (int t = 0; all && t < PARITY_T_N; t++) {
+    if (!(g->mask & (1u << t))) continue;
+    json_t *p = json_object(), *t0 = json_array();
+    bad |= !p || !t0;
+    for (int64_t k = 0; t0 && k < g->n; k++) bad |= json_array_append_new(t0, json_integer(k * r->profile.block));
+    if (!p) {
+      json_decref(t0);
+      break;
+    }
+    bad |= parity_json_set(p, "block", json_integer(r->profile.block));
+    bad |= parity_json_set(p, "t0", t0);
+    bad |= parity_json_set(p, "ref_max_abs", real_array(g->ref_max_abs[t], (size_t)g->n));
+    bad |= parity_json_set(p, role_name(r, r->baseline), real_array(g->baseline[t], (size_t)g->n));
+    bad |= parity_json_set(p, role_name(r, r->candidate), real_array(g->candidate[t], (size_t)g->n));
+    bad |= parity_json_set(all, parity_tensors[t].name, p);
+  }
+  if (bad) json_decref(all);
+  return bad ? NULL : all;
+}
+
 static json_t *seams_json(const parity_case_result *r) {
   json_t *a = json_array();
   int bad = !a;
@@ -236,6 +262,7 @@ json_t *parity_json_case(const parity_case_result *r, int reproducible) {
   bad |= parity_json_set(c, "tolerance", tolerance_json(&r->checks));
   bad |= parity_json_set(c, "upstream", upstream_json(r->upstream));
   bad |= parity_json_set(c, "profile", profile_json(r));
+  if (r->grad_profile.mask) bad |= parity_json_set(c, "grad_profile", grad_profile_json(r));
   bad |= parity_json_set(c, "seams", seams_json(r));
   /* Without a reference there is no ULP histogram: the key is left out
    * (an empty object is refused by the readers: "edges" is required). */

@@ -296,6 +296,29 @@ static void case_measure(const input_ctx *x, parity_case_result *r) {
   parity_upstream_evaluate(xs, rs, ns, rf, cm->has_vs_scan, r->upstream);
 }
 
+/* --grad: each token-axis gradient's error per block along the sequence
+ * (the o profile's blocks), baseline and candidate against the reference. */
+static int case_grad_profile(const input_ctx *x, parity_case_result *r, gdn_error *e) {
+  const parity_subject_run *bs = &x->subj[x->baseline], *cs = &x->subj[x->candidate];
+  if (!x->ref || !x->ref->has_grads || !bs->grads || !cs->grads) return GDN_OK;
+  unsigned mask = 0;
+  for (int t = 0; t < PARITY_T_N; t++)
+    if (parity_tensors[t].grad && !strcmp(parity_tensors[t].index_names[1], "t")) mask |= 1u << t;
+  int rc = parity_case_result_alloc_grads(r, mask, e);
+  if (rc) return rc;
+  for (int t = 0; t < PARITY_T_N; t++) {
+    if (!(mask & (1u << t))) continue;
+    const parity_tensor *pt = &parity_tensors[t];
+    int64_t d[4];
+    pt->dims(&x->in->shape, d);
+    const double *ref = parity_tensor_get(pt, NULL, &x->ref->grads);
+    parity_profile_o(ref, NULL, d, x->block, r->grad_profile.ref_max_abs[t]);
+    parity_profile_o(parity_tensor_get(pt, NULL, bs->grads), ref, d, x->block, r->grad_profile.baseline[t]);
+    parity_profile_o(parity_tensor_get(pt, NULL, cs->grads), ref, d, x->block, r->grad_profile.candidate[t]);
+  }
+  return GDN_OK;
+}
+
 /* The policy over the case's subject table; each subject's own verdict. */
 static int case_judge(const input_ctx *x, parity_case_result *r, gdn_error *e) {
   parity_subject *view = gdn_calloc(r->n_subjects, sizeof *view, "policy view", e);
@@ -346,7 +369,8 @@ static int run_case(input_ctx *x, int64_t devices, kern_prefix prefix, gdn_error
     x->d->t_kernels += r.seconds;
     case_describe(x, &r);
     case_measure(x, &r);
-    rc = case_judge(x, &r, e);
+    rc = case_grad_profile(x, &r, e);
+    if (!rc) rc = case_judge(x, &r, e);
   }
   if (!rc) rc = parity_doc_add_case(x->d, &r, x->o->reproducible, e);
   if (!rc && x->o->verbosity >= 1 && x->o->log) parity_log_case(x->o->log, &r, x->o->verbosity);

@@ -211,17 +211,25 @@ END_TEST
  * float32 gradients, 1, 2, 4 devices, T/D not a multiple of C so every seam
  * is padded).  Without --grad the same run has none of these keys. */
 START_TEST(grad_run) {
-  char js[] = "/tmp/gdn-cli-grad-XXXXXX.json";
+  char js[] = "/tmp/gdn-cli-grad-XXXXXX.json", html[] = "/tmp/gdn-cli-grad-XXXXXX.html";
   int fd = mkstemps(js, 5);
+  close(fd);
+  fd = mkstemps(html, 5);
   close(fd);
   for (int grad = 1; grad >= 0; grad--) {
     cli_result r;
     if (grad)
       RUN(&r, "--shape", "1,96,2,8", "--chunk", "16", "--devices", "1,2,4", "--h0", "--grad", "--json", js,
-          "--reproducible");
+          "--report", html, "--reproducible");
     else
       RUN(&r, "--shape", "1,96,2,8", "--chunk", "16", "--devices", "1,2,4", "--h0", "--json", js,
-          "--reproducible");
+          "--report", html, "--reproducible");
+    char *h = read_file(html);
+    /* the report: the gradient table and each token-axis gradient's profile */
+    ck_assert(!strstr(h, "id=\"grad-table\"") == !grad);
+    ck_assert(!strstr(h, "svg-profile-0-dk") == !grad);
+    ck_assert(!strstr(h, "svg-profile-0-dbeta") == !grad);
+    free(h);
     ck_assert_msg(r.status == 0, "grad %d: status %d: %s%s", grad, r.status, r.out, r.err);
     ck_assert(!strstr(r.out, "grads rel_fro") == !grad);
     char *a = read_file(js);
@@ -255,6 +263,7 @@ START_TEST(grad_run) {
     free(a);
   }
   unlink(js);
+  unlink(html);
 }
 END_TEST
 
