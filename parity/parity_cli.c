@@ -202,9 +202,9 @@ typedef struct run_state {
  * function of (seed, tensor, index)), the reference's gradients for them,
  * and the sweep told to run every kernel's backward with them.  Without
  * --grad nothing happens: no gradient in any output. */
-static int grads_setup(const run_state *st, const gdn_inputs *in, uint64_t seed, parity_reference *ref,
+static int grads_setup(const run_state *st, int grad, const gdn_inputs *in, uint64_t seed, parity_reference *ref,
                        gdn_cotangents *ct, parity_sweep_opts *o, gdn_error *e) {
-  if (!st->grad) return GDN_OK;
+  if (!grad) return GDN_OK;
   if (in->seg) /* neither backward (kernels, oracle VJP) reads segment ids */
     return gdn_error_set(e, GDN_ERR_INPUT,
                          "--grad: packed documents (segment ids) have no backward yet; drop --grad or --documents");
@@ -236,7 +236,7 @@ static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parit
   in.packing = sp->packing;
   if ((rc = parity_reference_compute(&ref, &in, st->tier, st->oracle_bits, e))) goto done;
   parity_sweep_opts og = *o;
-  if ((rc = grads_setup(st, &in, sp->synth.seed, &ref, &ct, &og, e))) goto done;
+  if ((rc = grads_setup(st, st->grad || sp->grad, &in, sp->synth.seed, &ref, &ct, &og, e))) goto done;
   char name[96], sha[FIX_SHA256_HEX];
   snprintf(name, sizeof name, "synthetic seed %" PRIu64 "%s", sp->synth.seed,
            (sp->synth.flags & GDN_SYNTH_PRELUDE_BF16) ? " (bfloat16 layer prelude)" : "");
@@ -339,7 +339,7 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   if ((rc = parity_externals_from_fixture(&fx, &ext, e))) goto done;
   /* --grad: our kernels' gradients on the fixture's inputs (cotangents from
    * seed 0); the fixture's outputs carry none, so they are judged forward only. */
-  if ((rc = grads_setup(st, &fx.inputs, 0, &ref, &ct, &o, e))) {
+  if ((rc = grads_setup(st, st->grad, &fx.inputs, 0, &ref, &ct, &o, e))) {
     gdn_error_prefix(e, "%s: ", path);
     goto done;
   }

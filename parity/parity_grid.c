@@ -119,7 +119,7 @@ static int int_list(json_t *v, const char *where, const char *key, int64_t min, 
 static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
                        const parity_synth_spec *base, gdn_error *e) {
   static const char *const keys[] = {"shape", "key_heads", "dv", "seed", "h0", "qk_norm",
-                                     "input_dtype", "gates", "chunk", "devices", "prefix", "shard", "solve", "prelude", "documents", "packing", "dtype",
+                                     "input_dtype", "gates", "chunk", "devices", "prefix", "shard", "solve", "prelude", "documents", "packing", "dtype", "grad",
                                      "matmul_precision", "ftz", NULL};
   if (!json_is_object(en)) return gdn_error_set(e, GDN_ERR_INPUT, "%s: not an object", where);
   json_t *v;
@@ -154,6 +154,10 @@ static int entry_parse(json_t *en, const char *where, parity_grid_entry *ge,
     if (!json_is_boolean(v)) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"h0\" must be true or false", where);
     if (json_is_true(v)) ge->spec.synth.flags |= GDN_SYNTH_H0;
     else ge->spec.synth.flags &= ~GDN_SYNTH_H0;
+  }
+  if ((v = json_object_get(en, "grad"))) {
+    if (!json_is_boolean(v)) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"grad\" must be true or false", where);
+    ge->spec.grad = json_is_true(v);
   }
   const char *s;
   if ((v = json_object_get(en, "qk_norm"))) {

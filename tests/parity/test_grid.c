@@ -17,7 +17,7 @@ START_TEST(entries_inherit_and_override) {
   const char *text = "{\"name\":\"g\",\"entries\":["
                      "{\"shape\":\"1,100,4,16\"},"
                      "{\"shape\":\"2,50,4,8\",\"key_heads\":2,\"dv\":12,\"h0\":true,\"seed\":3,"
-                     "\"chunk\":[16,8],\"devices\":3,\"prefix\":\"hillis-steele\",\"dtype\":\"float64\"}]}";
+                     "\"chunk\":[16,8],\"devices\":3,\"prefix\":\"hillis-steele\",\"dtype\":\"float64\",\"grad\":true}]}";
   parity_grid g;
   parity_grid_init(&g);
   gdn_error e;
@@ -39,6 +39,7 @@ START_TEST(entries_inherit_and_override) {
   ck_assert_int_eq(b->opts.devices[0], 3);
   ck_assert_int_eq(b->opts.prefixes[0], KERN_PREFIX_HILLIS_STEELE);
   ck_assert_int_eq(b->opts.dtype, GDN_DTYPE_F64);
+  ck_assert(b->spec.grad && !g.entries[0].spec.grad);
   parity_grid_clear(&g);
 }
 END_TEST
@@ -55,6 +56,7 @@ START_TEST(bad_grids) {
       {"{\"entries\":[{\"shape\":\"1,8,4,8\",\"colour\":1}]}", "unknown key \"colour\""},
       {"{\"entries\":[{\"shape\":\"1,8,4,8\",\"chunk\":[0]}]}", "\"chunk\"[0]"},
       {"{\"entries\":[{\"shape\":\"1,8,4,8\"}],\"x\":1}", "unknown top-level key"},
+      {"{\"entries\":[{\"shape\":\"1,8,4,8\",\"grad\":1}]}", "\"grad\" must be true or false"},
   };
   parity_synth_spec sp;
   parity_sweep_opts o;
