@@ -165,6 +165,65 @@ START_TEST(selectors) {
 }
 END_TEST
 
+/* The built-in gradient rules on a view with gradient metrics (float32
+ * highest): measured-size errors pass -- dq dk dv dh0 4e-7, dg 1.15e-5 (the
+ * initial gates at T = 1024), per-token 4.2e-6; each negative control fails
+ * its own rule: affine dk 4.5e-6, over 4 x max(scan, 16u) (the relative rule, first in order), scan dk 5e-6
+ * (the 64u band), dg 7e-5 (the 1024u band), dk row_rel 1e-4 (per-token).
+ * Without gradient metrics no gradient check appears. */
+START_TEST(gradient_rules) {
+  parity_policy p;
+  parity_policy_init(&p);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_policy_load_builtin(&p, &e), GDN_OK);
+  parity_metrics fw = mk(2e-7), sg[PARITY_T_N], ag[PARITY_T_N];
+  parity_subject subj[2];
+  memset(subj, 0, sizeof subj);
+  subj[0].name = "scan", subj[0].kind = PARITY_SUBJ_SCAN;
+  subj[1].name = "affine-prefix", subj[1].kind = PARITY_SUBJ_AFFINE;
+  for (int t = 0; t < PARITY_T_N; t++) {
+    const double v = t == PARITY_T_DG ? 1.15e-5 : t <= PARITY_T_HT ? 2e-7 : 4e-7;
+    sg[t] = mk(v), ag[t] = mk(v);
+    sg[t].row_rel = ag[t].row_rel = 4.2e-6;
+    for (int k = 0; k < 2; k++) subj[k].out_dtype[t] = GDN_DTYPE_F32;
+    subj[0].vs_oracle[t] = t <= PARITY_T_HT ? &fw : &sg[t];
+    subj[1].vs_oracle[t] = t <= PARITY_T_HT ? &fw : &ag[t];
+  }
+  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_HIGHEST, 1, {NULL}, 2, subj};
+  for (int t = 0; t < PARITY_T_N; t++) v.scan_vs_oracle[t] = subj[0].vs_oracle[t];
+  parity_checks c;
+  parity_checks_init(&c);
+  ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+  size_t ngrad = 0;
+  for (size_t i = 0; i < c.n; i++) {
+    ck_assert_msg(c.v[i].pass, "%s: %g > %g", c.v[i].name, c.v[i].value, c.v[i].limit);
+    ngrad += (c.v[i].tensor & PARITY_TENSOR_GRADS) != 0;
+  }
+  /* relative 6 (affine) + bands 4 + 2 + per-token 3, each for both */
+  ck_assert_uint_eq(ngrad, 6 + 2 * (4 + 2 + 3));
+  static const struct { int t, subj; double rel, row; const char *rule; } bad[] = {
+      {PARITY_T_DK, 1, 4.5e-6, 0, "grad-affine-no-worse-than-scan"}, /* > 4 x 16u */
+      {PARITY_T_DK, 0, 5e-6, 0, "grad-band-float32"},
+      {PARITY_T_DG, 0, 7e-5, 0, "grad-band-float32-gates"},
+      {PARITY_T_DK, 1, 0, 1e-4, "grad-per-token-float32"}};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    parity_metrics *m = bad[k].subj ? &ag[bad[k].t] : &sg[bad[k].t], keep = *m;
+    if (bad[k].rel) m->rel_fro = bad[k].rel;
+    if (bad[k].row) m->row_rel = bad[k].row;
+    ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+    ck_assert_msg(!c.v[c.deciding].pass, "case %zu passed", k);
+    ck_assert_str_eq(c.v[c.deciding].rule->id, bad[k].rule);
+    *m = keep;
+  }
+  for (int t = PARITY_T_DQ; t < PARITY_T_N; t++) subj[0].vs_oracle[t] = subj[1].vs_oracle[t] = NULL;
+  ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+  for (size_t i = 0; i < c.n; i++) ck_assert_uint_eq(c.v[i].tensor & PARITY_TENSOR_GRADS, 0);
+  parity_checks_clear(&c);
+  parity_policy_clear(&p);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("policy");
   TCase *tc = tcase_create("policy");
@@ -172,6 +231,7 @@ int main(void) {
   tcase_add_test(tc, bad_policies);
   tcase_add_test(tc, evaluate_relative_rule);
   tcase_add_test(tc, selectors);
+  tcase_add_test(tc, gradient_rules);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

@@ -340,6 +340,34 @@ START_TEST(upstream_over_tensor_rows) {
   ck_assert_str_eq(up[0].worst_tensor, "o");
   ck_assert_str_eq(up[3].worst_tensor, "o"); /* a tie goes to the first row */
   ck_assert(up[3].pass);
+  ck_assert(!up[4].present && !up[5].present); /* no gradient rows: not reported */
+  /* With the gradient rows: MaxText's gradient tolerance (rtol 1e-4, atol
+   * 1e-5) on values 1 allows 1.1e-4: dk off by 1e-4 passes (ratio 0.91),
+   * by 2e-4 fails (1.8).  fla's RMS ratio: 0.008 for dq dk dv dh0, 0.02
+   * for dg dbeta -- dg at 0.01 passes (half its limit) while dk at 0.006
+   * is nearer its own (0.75) and is named; dk at 0.009 fails. */
+  double rg[3] = {1, 1, 1}, xg[3];
+  for (int i = 0; i < 3; i++) xg[i] = rg[i] + 1e-4;
+  for (int t = PARITY_T_DQ; t <= PARITY_T_DH0; t++) x[t] = r[t] = rg, n[t] = 3, rf[t] = 1e-3;
+  x[PARITY_T_DK] = xg;
+  rf[PARITY_T_DG] = 0.01;
+  rf[PARITY_T_DK] = 0.006;
+  parity_upstream_evaluate(x, r, n, rf, PARITY_TENSOR_ALL, up);
+  ck_assert(up[4].present && up[5].present);
+  ck_assert(up[4].pass && fabs(up[4].worst - 1e-4 / 1.1e-4) < 1e-9);
+  ck_assert_str_eq(up[4].worst_tensor, "dk");
+  ck_assert(up[5].pass && up[5].worst == 0.006);
+  ck_assert_str_eq(up[5].worst_tensor, "dk");
+  ck_assert(up[0].pass); /* the forward entries read o and ht only */
+  for (int i = 0; i < 3; i++) xg[i] = rg[i] + 2e-4;
+  rf[PARITY_T_DK] = 0.009;
+  parity_upstream_evaluate(x, r, n, rf, PARITY_TENSOR_ALL, up);
+  ck_assert(!up[4].pass && !up[5].pass);
+  rf[PARITY_T_DK] = 1e-3;
+  rf[PARITY_T_DG] = 0.03; /* over dg's 0.02 */
+  parity_upstream_evaluate(x, r, n, rf, PARITY_TENSOR_ALL, up);
+  ck_assert(!up[5].pass);
+  ck_assert_str_eq(up[5].worst_tensor, "dg");
 }
 END_TEST
 
