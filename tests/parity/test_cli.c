@@ -262,6 +262,18 @@ START_TEST(grad_run) {
     json_decref(d);
     free(a);
   }
+  /* Bit-identical for any thread count, gradients included. */
+  char *docs[2];
+  for (int th = 1; th <= 2; th++) {
+    cli_result r;
+    RUN(&r, "--shape", "2,96,2,8", "--chunk", "16", "--devices", "1,4", "--grad", "--json", js, "--reproducible",
+        "--threads", th == 1 ? "1" : "2");
+    ck_assert_int_eq(r.status, 0);
+    docs[th - 1] = read_file(js);
+  }
+  ck_assert_str_eq(docs[0], docs[1]);
+  free(docs[0]);
+  free(docs[1]);
   unlink(js);
   unlink(html);
 }
