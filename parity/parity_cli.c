@@ -198,6 +198,25 @@ typedef struct run_state {
   int grad; /* --grad */
 } run_state;
 
+/* --grad's memory, refused before anything is allocated: three gradient
+ * sets (the reference's and both kernels', binary64, the size of the inputs
+ * with h0 twice over: 2 x input bytes each) and the float32 cotangents (do,
+ * dht: half an output set), beside the forward's inputs and 3 output sets. */
+static int grads_check_limit(const run_state *st, const gdn_shape *s, gdn_error *e) {
+  uint64_t in, out;
+  int rc = gdn_shape_bytes(s, 1, &in, &out, e);
+  if (rc || st->max_bytes == 0) return rc;
+  const double need = (double)in * 7 + (double)out * 3.5;
+  if (need <= (double)st->max_bytes) return GDN_OK;
+  char lab[160];
+  gdn_shape_format(s, lab, sizeof lab);
+  return gdn_error_set(e, GDN_ERR_INPUT,
+                       "--grad: shape %s needs about %.3g GiB (inputs, 3 output sets, 3 gradient sets of "
+                       "%.3g GiB, cotangents), more than the limit of %.3g GiB (--max-bytes)",
+                       lab, need / 1073741824.0, 2.0 * (double)in / 1073741824.0,
+                       (double)st->max_bytes / 1073741824.0);
+}
+
 /* --grad: cotangents do, dht from `seed` (gdn_cotangents_synth: N(0, 1), a
  * function of (seed, tensor, index)), the reference's gradients for them,
  * and the sweep told to run every kernel's backward with them.  Without
@@ -225,6 +244,7 @@ static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parit
   if ((rc = gdn_shape_check_limit(&sp->shape, (sp->synth.flags & GDN_SYNTH_H0) != 0, 3,
                                   st->max_bytes, e)))
     return rc;
+  if ((st->grad || sp->grad) && (rc = grads_check_limit(st, &sp->shape, e))) return rc;
   gdn_inputs in;
   gdn_inputs_init(&in);
   parity_reference ref;

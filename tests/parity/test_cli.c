@@ -54,6 +54,7 @@ START_TEST(bad_usage_exits_2_with_a_message) {
       {{"--seed", "1"}, "nothing to do"},
       {{"--shape", "1,64,1,8", "--grad", "--dtype", "bfloat16"}, "bfloat16 is not implemented for gradients"},
       {{"--shape", "1,64,1,8", "--grad", "--documents", "3"}, "--grad: packed documents"},
+      {{"--shape", "1,16384,8,64", "--grad", "--max-bytes", "512M"}, "--grad: shape"},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     char *av[12] = {(char *)exe};
