@@ -74,6 +74,9 @@ static const gdn_cli_opt options[] = {
      "reference: auto (default: mpfr while it takes minutes, else dd), mpfr (every element certified), "
      "dd (double-double, certified on sampled columns), or none (affine-prefix judged against scan only)", C_CASES},
     {"oracle-bits", "N", "MPFR working precision in bits (default 128)", C_CASES},
+    {"grad", NULL,
+     "also judge gradients: both kernels' backward (dq dk dv dg dbeta dh0) for cotangents do, dht "
+     "drawn from the seed, against the oracle's VJP (the --oracle tier); float32 / float64 compute", C_CASES},
     {"seed", "N", "synthetic input seed (default 0)", C_SYN},
     {"h0", NULL, "synthetic inputs get a random initial state h0", C_SYN},
     {"gates", "KIND", "synthetic decay gates: init (as the model initialises them; default) or slow "
@@ -216,7 +219,45 @@ typedef struct run_state {
   parity_oracle_tier tier;
   int oracle_bits;
   uint64_t max_bytes;
+  int grad; /* --grad */
 } run_state;
+
+/* --grad's memory, refused before anything is allocated: three gradient
+ * sets (the reference's and both kernels', binary64, the size of the inputs
+ * with h0 twice over: 2 x input bytes each) and the float32 cotangents (do,
+ * dht: half an output set), beside the forward's inputs and 3 output sets. */
+static int grads_check_limit(const run_state *st, const gdn_shape *s, gdn_error *e) {
+  uint64_t in, out;
+  int rc = gdn_shape_bytes(s, 1, &in, &out, e);
+  if (rc || st->max_bytes == 0) return rc;
+  const double need = (double)in * 7 + (double)out * 3.5;
+  if (need <= (double)st->max_bytes) return GDN_OK;
+  char lab[160];
+  gdn_shape_format(s, lab, sizeof lab);
+  return gdn_error_set(e, GDN_ERR_INPUT,
+                       "--grad: shape %s needs about %.3g GiB (inputs, 3 output sets, 3 gradient sets of "
+                       "%.3g GiB, cotangents), more than the limit of %.3g GiB (--max-bytes)",
+                       lab, need / 1073741824.0, 2.0 * (double)in / 1073741824.0,
+                       (double)st->max_bytes / 1073741824.0);
+}
+
+/* --grad: cotangents do, dht from `seed` (gdn_cotangents_synth: N(0, 1), a
+ * function of (seed, tensor, index)), the reference's gradients for them,
+ * and the sweep told to run every kernel's backward with them.  Without
+ * --grad nothing happens: no gradient in any output. */
+static int grads_setup(const run_state *st, int grad, const gdn_inputs *in, uint64_t seed, parity_reference *ref,
+                       gdn_cotangents *ct, parity_sweep_opts *o, gdn_error *e) {
+  if (!grad) return GDN_OK;
+  if (in->seg) /* neither backward (kernels, oracle VJP) reads segment ids */
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "--grad: packed documents (segment ids) have no backward yet; drop --grad or --documents");
+  int rc = gdn_cotangents_alloc(ct, &in->shape, 1, e);
+  if (rc) return rc;
+  gdn_cotangents_synth(ct, seed);
+  if ((rc = parity_reference_compute_grads(ref, in, ct, st->oracle_bits, e))) return rc;
+  o->ct = ct;
+  return GDN_OK;
+}
 
 /* One synthetic input set through the sweep. */
 static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parity_sweep_opts *o,
@@ -226,12 +267,15 @@ static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parit
   /* inputs + reference + scan + one affine result + the kernels' scratch */
   if ((rc = parity_budget_check(&sp->shape, (sp->synth.flags & GDN_SYNTH_H0) != 0, 3, o, st->max_bytes, e)))
     return rc;
+  if ((st->grad || sp->grad) && (rc = grads_check_limit(st, &sp->shape, e))) return rc;
   gdn_inputs in;
   gdn_inputs_init(&in);
   parity_reference ref;
   parity_reference_init(&ref);
   parity_progress_add(o->progress, 2 + parity_sweep_steps(o, &sp->shape)); /* inputs, oracle, sweep */
   parity_progress_begin(o->progress, "synthetic inputs");
+  gdn_cotangents ct;
+  gdn_cotangents_init(&ct);
   if ((rc = gdn_synth_generate(&in, &sp->shape, &sp->synth, e))) goto done;
   if ((rc = gdn_synth_segments(&in, sp->synth.seed, sp->documents, e))) goto done;
   in.packing = sp->packing;
@@ -239,14 +283,17 @@ static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parit
   parity_progress_begin(o->progress, "oracle");
   if ((rc = parity_reference_compute(&ref, &in, st->tier, st->oracle_bits, e))) goto done;
   parity_progress_end(o->progress);
+  parity_sweep_opts og = *o;
+  if ((rc = grads_setup(st, st->grad || sp->grad, &in, sp->synth.seed, &ref, &ct, &og, e))) goto done;
   char name[96], sha[FIX_SHA256_HEX];
   snprintf(name, sizeof name, "synthetic seed %" PRIu64 "%s", sp->synth.seed,
            (sp->synth.flags & GDN_SYNTH_PRELUDE_BF16) ? " (bfloat16 layer prelude)" : "");
   /* The schema's inputs hash, so synthetic and fixture inputs are named alike. */
   if ((rc = fix_inputs_sha256(&in, sha, e))) goto done;
   parity_input_info info = {name, "synthetic", NULL, sha};
-  rc = parity_sweep_run(&st->doc, &in, &info, &ref, NULL, 0, o, e);
+  rc = parity_sweep_run(&st->doc, &in, &info, &ref, NULL, 0, &og, e);
 done:
+  gdn_cotangents_clear(&ct);
   parity_reference_clear(&ref);
   gdn_inputs_clear(&in);
   return rc;
@@ -366,6 +413,8 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   parity_reference ref;
   parity_reference_init(&ref);
   parity_external *ext = NULL;
+  gdn_cotangents ct;
+  gdn_cotangents_init(&ct);
   /* fix_isolate.h: HDF5 reads the file in a probe process first, so a
    * corrupt fixture is refused (exit 2) instead of crashing the gate. */
   int rc = fix_load_isolated(&fx, path, &lo, e);
@@ -452,11 +501,18 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
     gdn_error_prefix(e, "%s: ", path);
     goto done;
   }
+  /* --grad: our kernels' gradients on the fixture's inputs (cotangents from
+   * seed 0); the fixture's outputs carry none, so they are judged forward only. */
+  if ((rc = grads_setup(st, st->grad, &fx.inputs, 0, &ref, &ct, &o, e))) {
+    gdn_error_prefix(e, "%s: ", path);
+    goto done;
+  }
   const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   parity_input_info info = {base_name, "fixture", path, fx.inputs_sha256};
   parity_progress_add(o.progress, parity_sweep_steps(&o, &fx.inputs.shape));
   rc = parity_sweep_run(&st->doc, &fx.inputs, &info, &ref, ext, fx.n_outputs, &o, e);
 done:
+  gdn_cotangents_clear(&ct);
   parity_reference_clear(&ref);
   parity_externals_free(ext, fx.n_outputs);
   fix_fixture_clear(&fx);
@@ -495,6 +551,7 @@ static int grid_validate(const cmd_ctx *x, const parity_grid *g, const char *gri
     int rc = parity_sweep_validate(&en->spec.shape, &en->opts, e);
     if (!rc) rc = parity_budget_check(&en->spec.shape, (en->spec.synth.flags & GDN_SYNTH_H0) != 0, 3, &en->opts,
                                       x->st.max_bytes, e);
+    if (!rc && (x->st.grad || en->spec.grad)) rc = grads_check_limit(&x->st, &en->spec.shape, e);
     if (!rc) rc = parity_grid_check_policy(en, &x->st.policy, x->st.tier != PARITY_ORACLE_NONE, e);
     if (rc) {
       gdn_error_prefix(e, "%s: entry %zu: ", grid, i);
@@ -571,7 +628,7 @@ static int parse_process_opts(const gdn_cli_args *a, int *verbosity, gdn_error *
   return GDN_OK;
 }
 
-/* --oracle, --oracle-bits, --max-bytes, --policy. */
+/* --oracle, --oracle-bits, --max-bytes, --grad, --policy. */
 static int parse_run_state(const gdn_cli_args *a, run_state *st, gdn_error *e) {
   const char *v;
   st->tier = PARITY_ORACLE_AUTO;
@@ -584,6 +641,7 @@ static int parse_run_state(const gdn_cli_args *a, run_state *st, gdn_error *e) {
     st->oracle_bits = (int)b;
   }
   if ((v = PGET("max-bytes")) && gdn_cli_bytes(v, "--max-bytes", &st->max_bytes, e)) return -1;
+  st->grad = PGET("grad") != NULL;
   return (v = PGET("policy")) ? parity_policy_load_file(&st->policy, v, e) : parity_policy_load_builtin(&st->policy, e);
 }
 

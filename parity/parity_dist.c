@@ -36,7 +36,7 @@ static int produce_mpi(parity_subject_run *s, const parity_produce_ctx *cx, gdn_
   int rc = gdn_mpi_affine_prefix(cx->in, cx->cfg, &s->owned, e);
   if (rc) return rc;
   s->out = &s->owned;
-  s->present = PARITY_TENSOR_ALL;
+  s->present = PARITY_TENSOR_FORWARD; /* no backward over ranks: never the gradient rows */
   s->out_dtype[PARITY_T_O] = kern_output_dtype(cx->cfg, cx->in->bf16_mask);
   s->out_dtype[PARITY_T_HT] = cx->cfg->dtype == GDN_DTYPE_F64 ? GDN_DTYPE_F64 : GDN_DTYPE_F32;
   return GDN_OK;

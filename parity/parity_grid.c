@@ -168,6 +168,12 @@ static int key_h0(json_t *v, const char *where, parity_grid_entry *ge, gdn_error
   return GDN_OK;
 }
 
+static int key_grad(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
+  if (!json_is_boolean(v)) return gdn_error_set(e, GDN_ERR_INPUT, "%s: \"grad\" must be true or false", where);
+  ge->spec.grad = json_is_true(v);
+  return GDN_OK;
+}
+
 static int key_qk_norm(json_t *v, const char *where, parity_grid_entry *ge, gdn_error *e) {
   const char *s;
   return str_of(v, where, "qk_norm", &s, e) || parse_qk_norm(s, &ge->spec.synth.flags, where, e) ? -1 : GDN_OK;
@@ -273,7 +279,8 @@ static const struct {
   key_parser parse;
 } entry_keys[] = {
     {"shape", NULL},          {"key_heads", NULL},          {"dv", NULL},           {"seed", key_seed},
-    {"h0", key_h0},           {"qk_norm", key_qk_norm},     {"input_dtype", key_input_dtype},
+    {"h0", key_h0},           {"grad", key_grad},           {"qk_norm", key_qk_norm},
+    {"input_dtype", key_input_dtype},
     {"gates", key_gates},     {"prelude", key_prelude},     {"documents", key_documents},
     {"packing", key_packing}, {"chunk", key_chunk},         {"devices", key_devices}, {"prefix", key_prefix},
     {"shard", key_shard},     {"solve", key_solve},         {"dtype", key_dtype},
@@ -307,7 +314,8 @@ static int entries_same(const parity_grid_entry *x, const parity_grid_entry *y) 
   const parity_sweep_opts *p = &x->opts, *q = &y->opts;
   return !memcmp(&a->shape, &b->shape, sizeof a->shape) && a->synth.seed == b->synth.seed &&
          a->synth.flags == b->synth.flags && a->synth.bf16_mask == b->synth.bf16_mask &&
-         same_list(p->chunks, p->n_chunks, q->chunks, q->n_chunks) &&
+         a->documents == b->documents && a->packing == b->packing && a->grad == b->grad &&
+         p->shard == q->shard && p->solve == q->solve && same_list(p->chunks, p->n_chunks, q->chunks, q->n_chunks) &&
          same_list(p->devices, p->n_devices, q->devices, q->n_devices) &&
          p->devices_default == q->devices_default && p->n_prefixes == q->n_prefixes &&
          !memcmp(p->prefixes, q->prefixes, p->n_prefixes * sizeof p->prefixes[0]) && p->dtype == q->dtype &&

@@ -26,6 +26,7 @@ typedef struct parity_synth_spec {
   gdn_synth_opts synth;
   int64_t documents; /* --documents: packed documents per row (gdn_synth_segments); 0/1: one */
   int packing;       /* --packing: GDN_PACKING_LEAK (default) or GDN_PACKING_RESET */
+  int grad;          /* --grad / "grad": also judge the gradients */
 } parity_synth_spec;
 
 /* --prelude / "prelude": "none" or "bfloat16" (GDN_SYNTH_PRELUDE_BF16). */

@@ -34,6 +34,10 @@ json_t *parity_json_tensor_metrics(const parity_metrics *m, const parity_tensor 
   bad |= parity_json_set(o, "zero_ref", json_integer(m->zero_ref));
   bad |= parity_json_set(o, "nonfinite", json_integer(m->nonfinite));
   bad |= parity_json_set(o, "n", json_integer(m->n));
+  if (t->grad) { /* gradient rows only: the per-token error (forward keys unchanged) */
+    bad |= parity_json_set(o, "row_rel", parity_json_real(m->row_rel));
+    bad |= parity_json_set(o, "row_worst", json_integer((json_int_t)m->row_worst));
+  }
   json_t *w = json_object();
   for (int k = 0; w && k < 4; k++)
     bad |= parity_json_set(w, t->index_names[k], json_integer((json_int_t)m->worst[k]));
@@ -147,6 +151,7 @@ static json_t *upstream_json(const parity_upstream *up) {
   json_t *a = json_array();
   int bad = !a;
   for (int i = 0; a && i < PARITY_UPSTREAM_N; i++) {
+    if (!up[i].present) continue; /* the gradient entries: only with --grad */
     json_t *ju = json_pack("{sssbss}", "name", up[i].name, "pass", up[i].pass, "worst_tensor", up[i].worst_tensor);
     if (ju) bad |= parity_json_set(ju, "worst", parity_json_real(up[i].worst));
     bad |= json_array_append_new(a, ju);
@@ -180,6 +185,32 @@ static json_t *profile_json(const parity_case_result *r) {
   bad |= parity_json_set(prof, "affine_vs_scan", real_array(p->cand_vs_base, (size_t)p->n));
   if (bad) json_decref(prof);
   return bad ? NULL : prof;
+}
+
+/* --grad only: {"dq": {"block", "t0", "ref_max_abs", "scan", "affine-prefix"}, ...}
+ * for the gradients with a token axis (the o profile's form, per tensor). */
+static json_t *grad_profile_json(const parity_case_result *r) {
+  const parity_grad_profile *g = &r->grad_profile;
+  json_t *all = json_object();
+  int bad = !all;
+  for (int t = 0; all && t < PARITY_T_N; t++) {
+    if (!(g->mask & (1u << t))) continue;
+    json_t *p = json_object(), *t0 = json_array();
+    bad |= !p || !t0;
+    for (int64_t k = 0; t0 && k < g->n; k++) bad |= json_array_append_new(t0, json_integer(k * r->profile.block));
+    if (!p) {
+      json_decref(t0);
+      break;
+    }
+    bad |= parity_json_set(p, "block", json_integer(r->profile.block));
+    bad |= parity_json_set(p, "t0", t0);
+    bad |= parity_json_set(p, "ref_max_abs", real_array(g->ref_max_abs[t], (size_t)g->n));
+    bad |= parity_json_set(p, role_name(r, r->baseline), real_array(g->baseline[t], (size_t)g->n));
+    bad |= parity_json_set(p, role_name(r, r->candidate), real_array(g->candidate[t], (size_t)g->n));
+    bad |= parity_json_set(all, parity_tensors[t].name, p);
+  }
+  if (bad) json_decref(all);
+  return bad ? NULL : all;
 }
 
 static json_t *seams_json(const parity_case_result *r) {
@@ -253,6 +284,7 @@ json_t *parity_json_case(const parity_case_result *r, int reproducible) {
   bad |= parity_json_set(c, "tolerance", tolerance_json(&r->checks));
   bad |= parity_json_set(c, "upstream", upstream_json(r->upstream));
   bad |= parity_json_set(c, "profile", profile_json(r));
+  if (r->grad_profile.mask) bad |= parity_json_set(c, "grad_profile", grad_profile_json(r));
   bad |= parity_json_set(c, "seams", seams_json(r));
   /* Without a reference there is no ULP histogram: the key is left out
    * (an empty object is refused by the readers: "edges" is required). */
@@ -293,6 +325,11 @@ static int input_oracle_json(json_t *ji, const parity_reference *ref) {
     bad |= parity_json_set(ji, "oracle_normwise_bits", json_integer(ref->normwise_bits));
     bad |= parity_json_set(ji, "oracle_guaranteed_bits", json_integer(ref->guaranteed_bits));
     bad |= parity_json_set(ji, "oracle_bound_violations", json_integer(ref->bound_violations));
+  }
+  if (ref->has_grads) { /* --grad only: the gradients' certificate */
+    bad |= parity_json_set(ji, "oracle_grad_certified_bits", json_integer(ref->grad_certified_bits));
+    if (ref->tier == PARITY_ORACLE_DD)
+      bad |= parity_json_set(ji, "oracle_grad_normwise_bits", json_integer(ref->grad_normwise_bits));
   }
   return bad;
 }

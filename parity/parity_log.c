@@ -10,6 +10,12 @@ static void fmt_e(char *b, size_t n, double x) {
   else snprintf(b, n, "%.2e", x);
 }
 
+static void log_reference_grads(FILE *f, const parity_reference *ref) {
+  if (ref && ref->has_grads)
+    fprintf(f, "gradients: the %s oracle's VJP, certified %d bits%s\n", parity_oracle_tier_name(ref->tier),
+            ref->grad_certified_bits, ref->tier == PARITY_ORACLE_DD ? " on its sampled columns" : "");
+}
+
 static void log_reference(FILE *f, const parity_reference *ref) {
   if (!ref)
     fprintf(f, "reference: none (--oracle none): affine-prefix is judged against the scan only\n");
@@ -53,6 +59,7 @@ void parity_log_input(FILE *f, const parity_input_result *r, gdn_dtype dtype, ke
   for (size_t i = 0; i < r->n_subjects; i++)
     if (r->subjects[i].ext && r->subjects[i].ext->packing_mismatch)
       fprintf(f, "FAIL: output %s %s\n", r->subjects[i].name, r->subjects[i].ext->packing_note);
+  log_reference_grads(f, r->ref);
 }
 
 void parity_log_chunk(FILE *f, int64_t chunk, int64_t n_chunks, int64_t tokens_T, int skipped, int has_ref) {
@@ -129,8 +136,29 @@ static void log_every_check(FILE *f, const parity_case_result *r) {
     fprintf(f, "        [%s] %s: value %s limit %s -- %s\n", k->pass ? "ok" : "FAIL", k->name, v, l, k->rule->reason);
   }
   for (int i = 0; i < PARITY_UPSTREAM_N; i++)
-    fprintf(f, "        upstream %-48s %s (worst %.3g on %s)\n", r->upstream[i].name,
+    if (r->upstream[i].present)
+      fprintf(f, "        upstream %-48s %s (worst %.3g on %s)\n", r->upstream[i].name,
             r->upstream[i].pass ? "pass" : "FAIL", r->upstream[i].worst, r->upstream[i].worst_tensor);
+}
+
+/* With --grad: one line of the gradients' rel_fro against the reference,
+ * scan / affine-prefix per tensor, and the affine-prefix's worst per-token
+ * error. */
+static void log_grads(FILE *f, const parity_case_result *r) {
+  const parity_subject_result *sc = &r->subjects[r->baseline], *af = &r->subjects[r->candidate];
+  if (!(af->has_vs_ref & PARITY_TENSOR_GRADS)) return;
+  char line[512];
+  size_t n = (size_t)snprintf(line, sizeof line, "      grads rel_fro scan/affine:");
+  double tok = 0;
+  for (int t = 0; t < PARITY_T_N && n < sizeof line; t++) {
+    if (!parity_tensors[t].grad || !(af->has_vs_ref & (1u << t))) continue;
+    char a[16], b[16];
+    fmt_e(a, 16, sc->vs_ref[t].rel_fro);
+    fmt_e(b, 16, af->vs_ref[t].rel_fro);
+    n += (size_t)snprintf(line + n, sizeof line - n, " %s %s/%s", parity_tensors[t].name, a, b);
+    if (t <= PARITY_T_DV && af->vs_ref[t].row_rel > tok) tok = af->vs_ref[t].row_rel; /* token vectors */
+  }
+  fprintf(f, "%s; affine per-token (dq dk dv) %.2e\n", line, tok);
 }
 
 void parity_log_case(FILE *f, const parity_case_result *r, int verbosity) {
@@ -143,6 +171,7 @@ void parity_log_case(FILE *f, const parity_case_result *r, int verbosity) {
   const parity_check *k = &r->checks.v[r->checks.deciding];
   snprintf(fac, sizeof fac, "%.2fx", k->factor_reached);
   log_kernels(f, lab, fac, r);
+  log_grads(f, r);
   log_deciding(f, k);
   if (r->finding[0]) fprintf(f, "      finding: %s\n", r->finding);
   if (verbosity >= 2) log_every_check(f, r);

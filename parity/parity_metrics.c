@@ -123,6 +123,34 @@ static double max_rel_floor(const double *x, const double *r, size_t n, double f
   return mr;
 }
 
+static double row_norm(const double *a, const double *b, int64_t len) {
+  double s = 0;
+  for (int64_t i = 0; i < len; i++) {
+    double d = b ? (isfinite(a[i]) ? a[i] - b[i] : INFINITY) : a[i];
+    s += d * d;
+  }
+  return sqrt(s);
+}
+
+double parity_row_rel(const double *x, const double *r, int64_t n_rows, int64_t len, int64_t *worst) {
+  double ss = 0, w = 0;
+  int64_t arg = -1;
+  for (int64_t q = 0; q < n_rows; q++) {
+    double n = row_norm(r + q * len, NULL, len);
+    ss += n * n;
+  }
+  const double fl = n_rows > 0 ? sqrt(ss / (double)n_rows) : 0; /* the RMS row norm */
+  for (int64_t q = 0; q < n_rows; q++) {
+    double d = row_norm(x + q * len, r + q * len, len);
+    if (d == 0) continue;
+    double n = row_norm(r + q * len, NULL, len), den = n > fl ? n : fl;
+    double v = den > 0 ? d / den : INFINITY;
+    if (v > w || arg < 0) w = v, arg = q;
+  }
+  if (worst) *worst = arg;
+  return w;
+}
+
 int parity_metrics_compute(const double *x, const double *r, const int64_t dims[4],
                            gdn_dtype t, parity_metrics *m, gdn_error *e) {
   memset(m, 0, sizeof *m);
@@ -181,6 +209,7 @@ int parity_metrics_compute(const double *x, const double *r, const int64_t dims[
     m->rel_at[d] = rem % dims[d];
     rem /= dims[d];
   }
+  if (dims[3] > 0) m->row_rel = parity_row_rel(x, r, (int64_t)n / dims[3], dims[3], &m->row_worst);
   if (arg >= 0) {
     int64_t rem = arg;
     for (int d = 3; d >= 0; d--) {

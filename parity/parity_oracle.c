@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "oracle.h"
+#include "oracle_vjp.h"
 
 const char *parity_oracle_tier_name(parity_oracle_tier t) {
   switch (t) {
@@ -46,10 +47,13 @@ void parity_reference_init(parity_reference *r) {
   r->normwise_bits = r->guaranteed_bits = -1;
   r->bound_violations = -1;
   gdn_outputs_init(&r->out);
+  gdn_grads_init(&r->grads);
+  r->grad_normwise_bits = -1;
 }
 
 void parity_reference_clear(parity_reference *r) {
   if (!r->borrowed) gdn_outputs_clear(&r->out);
+  gdn_grads_clear(&r->grads);
   parity_reference_init(r);
 }
 
@@ -217,4 +221,32 @@ int parity_reference_spot_check(const gdn_inputs *in, const gdn_outputs *stored,
   gdn_outputs_clear(&r);
   gdn_inputs_clear(&sub);
   return rc;
+}
+int parity_reference_compute_grads(parity_reference *r, const gdn_inputs *in, const gdn_cotangents *ct,
+                                   int bits, gdn_error *e) {
+  gdn_grads_clear(&r->grads);
+  r->has_grads = 0;
+  if (r->tier == PARITY_ORACLE_NONE) return GDN_OK;
+  double t0 = now();
+  int rc;
+  if (r->tier == PARITY_ORACLE_DD) {
+    oracle_vjp_dd_config cfg;
+    oracle_vjp_dd_config_init(&cfg);
+    cfg.sample_prec = bits;
+    cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
+    oracle_vjp_dd_certificate cert;
+    if ((rc = oracle_vjp_dd(in, ct, &cfg, &r->grads, &cert, e))) return rc;
+    r->grad_certified_bits = cert.certified_bits;
+    r->grad_normwise_bits = cert.normwise_bits;
+  } else {
+    oracle_vjp_config cfg;
+    oracle_vjp_config_init(&cfg);
+    cfg.prec = bits;
+    oracle_vjp_certificate cert;
+    if ((rc = oracle_vjp_certified(in, ct, &cfg, &r->grads, &cert, e))) return rc;
+    r->grad_certified_bits = cert.certified_bits;
+  }
+  r->has_grads = 1;
+  r->grad_seconds = now() - t0;
+  return GDN_OK;
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "gdn_error.h"
+#include "gdn_grads.h"
 #include "gdn_inputs.h"
 #include "gdn_outputs.h"
 
@@ -65,6 +66,14 @@ typedef struct parity_reference {
   char note[320];               /* why a stored /oracle was not used ("" otherwise) */
   int64_t spot_columns;         /* stored oracle: state columns recomputed by the spot check (0: none) */
   double spot_rel;              /* and their normwise difference from the stored values */
+  /* --grad: the oracle's gradients for the run's cotangents, by the same
+   * tier (oracle_vjp_certified at p, or oracle_vjp_dd with its sampled
+   * MPFR certificate); has_grads 0 without. */
+  int has_grads;
+  gdn_grads grads;
+  int grad_certified_bits;      /* min over the six tensors */
+  int grad_normwise_bits;       /* DD: normwise agreement on the sample; MPFR: -1 */
+  double grad_seconds;
 } parity_reference;
 
 /* Spot check of a stored oracle: up to `ncols` state columns (dv indices
@@ -104,6 +113,12 @@ void parity_reference_clear(parity_reference *r);
 /* A shallow copy of `out` (a fixture's stored oracle): r->out points at its
  * arrays, which its owner frees after r is cleared; clear does not. */
 void parity_reference_borrow(parity_reference *r, const gdn_outputs *out);
+/* The oracle's gradients of `in` for cotangents `ct`, by r's resolved tier
+ * at `bits` (r computed first; tier NONE: nothing).  The VJP costs about
+ * 5x the forward (docs/gradients.md), so AUTO's MPFR / dd split applies
+ * with that factor already inside its margin at the sizes the grids use. */
+int parity_reference_compute_grads(parity_reference *r, const gdn_inputs *in, const gdn_cotangents *ct,
+                                   int bits, gdn_error *e);
 /* Computes the reference of `in` with the given tier and precision. */
 int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_oracle_tier tier,
                              int bits, gdn_error *e);

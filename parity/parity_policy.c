@@ -11,10 +11,10 @@
 #include "parity_json.h"
 
 static const char *const metric_names[] = {"rel_fro", "max_abs", "max_rel", "max_ulp",
-                                           "median_ulp", "block_rel", "elem_rel", NULL};
+                                           "median_ulp", "block_rel", "elem_rel", "row_rel", NULL};
 
 const char *parity_metric_name(parity_metric_id m) {
-  return (unsigned)m < 7 ? metric_names[m] : "?";
+  return (unsigned)m < 8 ? metric_names[m] : "?";
 }
 
 double parity_metric_value(const parity_metrics *m, parity_metric_id id) {
@@ -26,6 +26,7 @@ double parity_metric_value(const parity_metrics *m, parity_metric_id id) {
   case PARITY_M_MEDIAN_ULP: return m->median_ulp;
   case PARITY_M_BLOCK_REL: return m->n_blocks ? m->block_rel : NAN; /* not computed: fails */
   case PARITY_M_ELEM_REL: return m->n_blocks ? m->elem_rel : NAN;
+  case PARITY_M_ROW_REL: return m->row_rel;
   }
   return NAN;
 }
@@ -227,7 +228,7 @@ static int parse_rule(json_t *r, size_t ri, const char *src, parity_rule *out, g
     return rc;
   if ((v = json_object_get(r, "output")) && (rc = name_mask(v, dtypes, &out->outputs, src, ri, "output", e)))
     return rc;
-  out->tensors = PARITY_TENSOR_ALL; /* absent: every tensor */
+  out->tensors = PARITY_TENSOR_FORWARD; /* absent: o and ht (gradient rules name theirs) */
   if ((v = json_object_get(r, "tensors")) && (rc = name_mask(v, tensors, &out->tensors, src, ri, "tensors", e)))
     return rc;
   out->oracle = -1;
@@ -383,6 +384,10 @@ static int64_t seam_before(const parity_case_view *c, int64_t t) {
   return dev;
 }
 
+/* A row whose axis 1 is the token position (o and the token-axis
+ * gradients), where device seams lie. */
+static int token_axis(const parity_tensor *pt) { return !strcmp(pt->index_names[1], "t"); }
+
 void parity_check_locate(parity_check *k, const parity_case_view *c, int ti, const parity_metrics *m,
                          parity_metric_id id) {
   const parity_tensor *pt = &parity_tensors[ti];
@@ -393,11 +398,11 @@ void parity_check_locate(parity_check *k, const parity_case_view *c, int ti, con
     int o = snprintf(w, n, "worst element %s=%lld %s=%lld %s=%lld %s=%lld", pt->index_names[0], (long long)at[0],
                      pt->index_names[1], (long long)at[1], pt->index_names[2], (long long)at[2],
                      pt->index_names[3], (long long)at[3]);
-    int64_t dev = ti == PARITY_T_O ? seam_before(c, at[1]) : 0;
+    int64_t dev = token_axis(pt) ? seam_before(c, at[1]) : 0;
     if (dev && o > 0 && (size_t)o < n)
       snprintf(w + o, n - (size_t)o, ", %lld tokens after the seam of device %lld (t=%lld)",
                (long long)(at[1] - c->seam_t[dev - 1]), (long long)dev, (long long)c->seam_t[dev - 1]);
-  } else if (ti == PARITY_T_O) {
+  } else if (token_axis(pt)) {
     int64_t t0 = m->block_lo[1], dev = seam_before(c, t0);
     int o = snprintf(w, n, "worst block b=%lld h=%lld t=[%lld, %lld)", (long long)m->block_lo[0],
                      (long long)m->block_lo[2], (long long)t0, (long long)m->block_hi[1]);

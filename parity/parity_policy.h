@@ -14,7 +14,9 @@
  *              input dtype, so bfloat16 inputs give a bfloat16 o)
  * and yields one check per tensor in "tensors" (["o", "ht"]) on "metric"
  * (rel_fro | max_abs | max_rel | max_ulp | median_ulp | block_rel |
- * elem_rel; see parity_metrics.h).  Kinds:
+ * elem_rel | row_rel; see parity_metrics.h).  A rule without "tensors"
+ * judges the forward's o and ht; gradient rules name their tensors (dq dk
+ * dv dg dbeta dh0, measured with --grad).  Kinds:
  *   "absolute"       subject vs oracle:  value <= limit
  *   "relative"       subject vs oracle:  value <= factor * max(scan's value, floor)
  *                    (the core rule: no worse than the stock scan by more
@@ -59,6 +61,7 @@ typedef enum parity_metric_id {
   PARITY_M_MEDIAN_ULP,
   PARITY_M_BLOCK_REL,
   PARITY_M_ELEM_REL,
+  PARITY_M_ROW_REL, /* per-token error (parity_metrics.h): the localized gradient rule */
 } parity_metric_id;
 
 typedef struct parity_rule {
@@ -69,7 +72,7 @@ typedef struct parity_rule {
   unsigned matmuls;     /* bit per kern_matmul (0 = all) */
   unsigned outputs;     /* bit per gdn_dtype of the judged tensor (0 = all) */
   int oracle;           /* -1 any, 0 only without, 1 only with */
-  unsigned tensors;     /* bit per parity_tensors row; absent = every tensor */
+  unsigned tensors;     /* bit per parity_tensors row; absent = o and ht (PARITY_TENSOR_FORWARD) */
   parity_metric_id metric;
   double limit, limit_u, factor, floor, floor_u;
   char reason[1024];

@@ -20,6 +20,11 @@ void parity_case_result_clear(parity_case_result *r) {
   gdn_free(r->profile.baseline);
   gdn_free(r->profile.candidate);
   gdn_free(r->profile.cand_vs_base);
+  for (int t = 0; t < PARITY_T_N; t++) {
+    gdn_free(r->grad_profile.ref_max_abs[t]);
+    gdn_free(r->grad_profile.baseline[t]);
+    gdn_free(r->grad_profile.candidate[t]);
+  }
   parity_checks_clear(&r->checks);
   gdn_free(r->block_map.values);
   parity_case_result_init(r);
@@ -41,6 +46,21 @@ int parity_case_result_alloc(parity_case_result *r, int64_t devices, size_t n_su
       !(r->profile.cand_vs_base = gdn_calloc(nb, sizeof(double), "profile", e))) {
     parity_case_result_clear(r);
     return e ? e->code : GDN_ERR_NOMEM;
+  }
+  return GDN_OK;
+}
+
+int parity_case_result_alloc_grads(parity_case_result *r, unsigned mask, gdn_error *e) {
+  parity_grad_profile *g = &r->grad_profile;
+  const size_t nb = (size_t)r->profile.n;
+  g->n = r->profile.n;
+  for (int t = 0; t < PARITY_T_N; t++) {
+    if (!(mask & (1u << t))) continue;
+    if (!(g->ref_max_abs[t] = gdn_calloc(nb ? nb : 1, sizeof(double), "gradient profile", e)) ||
+        !(g->baseline[t] = gdn_calloc(nb ? nb : 1, sizeof(double), "gradient profile", e)) ||
+        !(g->candidate[t] = gdn_calloc(nb ? nb : 1, sizeof(double), "gradient profile", e)))
+      return e ? e->code : GDN_ERR_NOMEM;
+    g->mask |= 1u << t;
   }
   return GDN_OK;
 }

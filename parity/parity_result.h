@@ -77,6 +77,16 @@ typedef struct parity_profile {
   double *ref_max_abs, *baseline, *candidate, *cand_vs_base; /* n each */
 } parity_profile;
 
+/* --grad: max |x - ref| per block of positions (the o profile's blocks)
+ * for each gradient with a token axis (dq dk dv dg dbeta), the baseline's
+ * and the candidate's against the reference's gradients, and max |ref|.
+ * mask: the PARITY_TENSOR_* rows held (0 without gradients). */
+typedef struct parity_grad_profile {
+  unsigned mask;
+  int64_t n;
+  double *ref_max_abs[PARITY_T_N], *baseline[PARITY_T_N], *candidate[PARITY_T_N]; /* n each */
+} parity_grad_profile;
+
 typedef struct parity_case_result {
   char id[256];
   int64_t input;             /* index into the document's inputs */
@@ -100,6 +110,7 @@ typedef struct parity_case_result {
   parity_checks checks;      /* checks.deciding decides the case */
   parity_upstream upstream[PARITY_UPSTREAM_N];
   parity_profile profile;
+  parity_grad_profile grad_profile;
   int pass;
   double seconds;            /* producing the per-case subjects */
   struct {                   /* block error over (head, position) for the report's heat map */
@@ -115,6 +126,8 @@ void parity_case_result_init(parity_case_result *r);
 void parity_case_result_clear(parity_case_result *r);
 /* Sizes the arrays for `devices` devices, `n_subjects` subjects and
  * `n_blocks` profile blocks (zeroed); r must be freshly initialised. */
+/* Sizes grad_profile for the rows in `mask` over profile.n blocks. */
+int parity_case_result_alloc_grads(parity_case_result *r, unsigned mask, gdn_error *e);
 int parity_case_result_alloc(parity_case_result *r, int64_t devices, size_t n_subjects, int64_t n_blocks,
                              gdn_error *e);
 

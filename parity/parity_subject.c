@@ -7,9 +7,25 @@ const char *const parity_subject_kind_names[] = {"scan", "affine-prefix", "exter
 /* o is rounded to the kernel's output dtype; ht stays float32 (binary64 in
  * the float64 mode), as MaxText returns it. */
 static void kernel_dtypes(parity_subject_run *s, const parity_produce_ctx *cx) {
-  s->present = PARITY_TENSOR_ALL;
+  s->present = PARITY_TENSOR_FORWARD;
   s->out_dtype[PARITY_T_O] = kern_output_dtype(cx->cfg, cx->in->bf16_mask);
   s->out_dtype[PARITY_T_HT] = cx->cfg->dtype == GDN_DTYPE_F64 ? GDN_DTYPE_F64 : GDN_DTYPE_F32;
+}
+
+/* With cotangents, the kernel's backward with the same config: the six
+ * gradient rows, each rounded to the compute dtype (kern_vjp.h). */
+static int kernel_grads(parity_subject_run *s, const parity_produce_ctx *cx,
+                        int (*vjp)(const gdn_inputs *, const gdn_cotangents *, const kern_config *,
+                                   gdn_grads *, gdn_error *),
+                        gdn_error *e) {
+  if (!cx->ct) return GDN_OK;
+  int rc = vjp(cx->in, cx->ct, cx->cfg, &s->owned_grads, e);
+  if (rc) return rc;
+  s->grads = &s->owned_grads;
+  s->present |= PARITY_TENSOR_GRADS;
+  for (int t = 0; t < PARITY_T_N; t++)
+    if (parity_tensors[t].grad) s->out_dtype[t] = s->owned_grads.dtype;
+  return GDN_OK;
 }
 
 static int produce_scan(parity_subject_run *s, const parity_produce_ctx *cx, gdn_error *e) {
@@ -17,7 +33,7 @@ static int produce_scan(parity_subject_run *s, const parity_produce_ctx *cx, gdn
   if (rc) return rc;
   s->out = &s->owned;
   kernel_dtypes(s, cx);
-  return GDN_OK;
+  return kernel_grads(s, cx, kern_scan_vjp, e);
 }
 
 static int produce_affine(parity_subject_run *s, const parity_produce_ctx *cx, gdn_error *e) {
@@ -26,7 +42,7 @@ static int produce_affine(parity_subject_run *s, const parity_produce_ctx *cx, g
   s->has_seams = cx->want_seams;
   s->out = &s->owned;
   kernel_dtypes(s, cx);
-  return GDN_OK;
+  return kernel_grads(s, cx, kern_affine_prefix_vjp, e);
 }
 
 /* Borrowed as stored: o in its stored dtype, ht (when present) float32 as
@@ -60,12 +76,15 @@ void parity_subject_run_init(parity_subject_run *s, const parity_subject_methods
   s->m = m;
   s->name = m ? m->name : NULL;
   gdn_outputs_init(&s->owned);
+  gdn_grads_init(&s->owned_grads);
   kern_affine_seams_init(&s->seams);
 }
 
 void parity_subject_park(parity_subject_run *s) {
+  gdn_grads_clear(&s->owned_grads); /* outputs are kept for reuse; gradients are not */
   kern_affine_seams_clear(&s->seams);
   s->out = NULL;
+  s->grads = NULL;
   s->present = 0;
   s->has_seams = 0;
 }

@@ -23,6 +23,7 @@
 #include "gdn_outputs.h"
 #include "kern.h"
 #include "kern_config.h"
+#include "kern_vjp.h"
 #include "parity_tensor.h"
 
 /* Policy kinds: bit (1 << index into parity_subject_kind_names). */
@@ -64,6 +65,8 @@ typedef struct parity_produce_ctx {
   const gdn_inputs *in;
   const kern_config *cfg;
   int want_seams; /* the candidate records the states at device seams */
+  const gdn_cotangents *ct; /* --grad: the kernels also produce their
+                               gradients for these cotangents; NULL: none */
 } parity_produce_ctx;
 
 typedef struct parity_subject_methods parity_subject_methods;
@@ -80,6 +83,8 @@ typedef struct parity_subject_run {
   /* Filled by produce: */
   const gdn_outputs *out;   /* &owned, or borrowed */
   gdn_outputs owned;
+  const gdn_grads *grads;   /* &owned_grads (with cotangents), or NULL */
+  gdn_grads owned_grads;
   unsigned present;         /* PARITY_TENSOR_* bits produced */
   gdn_dtype out_dtype[PARITY_T_N]; /* the dtype each tensor was rounded to */
   kern_affine_seams seams;  /* the seam states (want_seams) */

@@ -162,23 +162,26 @@ static int measure_subject(input_ctx *x, size_t i, gdn_error *e) {
   m->matmul = s->matmul;
   m->attrs = s->ext ? s->ext->attrs : NULL;
   memcpy(m->out_dtype, s->out_dtype, sizeof m->out_dtype);
-  const gdn_outputs *base = x->subj[x->baseline].out;
+  const parity_subject_run *bs = &x->subj[x->baseline];
+  const gdn_grads *ref_grads = x->ref && x->ref->has_grads ? &x->ref->grads : NULL;
   for (int t = 0; t < PARITY_T_N; t++) {
     const parity_tensor *pt = &parity_tensors[t];
     int64_t dims[4];
     pt->dims(&x->in->shape, dims);
     if (!(s->present & (1u << t))) continue;
+    const double *xs = parity_tensor_get(pt, s->out, s->grads);
+    const double *rs = x->ref ? parity_tensor_get(pt, &x->ref->out, ref_grads) : NULL;
     int rc;
     int64_t bl[4];
     pt->blocks(&x->in->shape, x->cfg.chunk, bl);
-    if (x->ref && ((rc = parity_metrics_compute(pt->data(s->out), pt->data(&x->ref->out), dims, s->out_dtype[t],
-                                                &m->vs_ref[t], e)) ||
-                   (rc = parity_metrics_blocks(pt->data(s->out), pt->data(&x->ref->out), dims, bl, &m->vs_ref[t], e))))
+    if (rs && ((rc = parity_metrics_compute(xs, rs, dims, s->out_dtype[t], &m->vs_ref[t], e)) ||
+               (rc = parity_metrics_blocks(xs, rs, dims, bl, &m->vs_ref[t], e))))
       return rc;
-    if (x->ref) m->has_vs_ref |= 1u << t;
-    if (!s->m->vs_scan || !base || !(x->subj[x->baseline].present & (1u << t))) continue;
-    if ((rc = parity_metrics_compute(pt->data(s->out), pt->data(base), dims, s->out_dtype[t], &m->vs_scan[t], e)) ||
-        (rc = parity_metrics_blocks(pt->data(s->out), pt->data(base), dims, bl, &m->vs_scan[t], e)))
+    if (rs) m->has_vs_ref |= 1u << t;
+    if (!s->m->vs_scan || !bs->out || !(bs->present & (1u << t))) continue;
+    const double *bt = parity_tensor_get(pt, bs->out, bs->grads);
+    if ((rc = parity_metrics_compute(xs, bt, dims, s->out_dtype[t], &m->vs_scan[t], e)) ||
+        (rc = parity_metrics_blocks(xs, bt, dims, bl, &m->vs_scan[t], e)))
       return rc;
     m->has_vs_scan |= 1u << t;
   }
@@ -188,7 +191,7 @@ static int measure_subject(input_ctx *x, size_t i, gdn_error *e) {
 /* Produces, then measures, every subject of one stage; returns the time
  * the producing took in *seconds. */
 static int run_stage(input_ctx *x, parity_subject_stage stage, int want_seams, double *seconds, gdn_error *e) {
-  parity_produce_ctx cx = {x->in, &x->cfg, want_seams};
+  parity_produce_ctx cx = {x->in, &x->cfg, want_seams, x->o->ct};
   double t0 = now();
   int rc;
   for (size_t i = 0; i < x->n_subj; i++)
@@ -313,16 +316,40 @@ static void case_measure(const input_ctx *x, parity_case_result *r) {
   memcpy(p->baseline, x->prof_base, (size_t)p->n * sizeof(double));
   parity_profile_o(cand->o, base->o, od, x->block, p->cand_vs_base);
   if (x->ref) parity_profile_o(cand->o, x->ref->out.o, od, x->block, p->candidate);
-  const double *xs[PARITY_T_N], *rs[PARITY_T_N];
+  const parity_subject_run *bs = &x->subj[x->baseline], *cs = &x->subj[x->candidate];
+  const double *xs[PARITY_T_N] = {NULL}, *rs[PARITY_T_N] = {NULL};
   size_t ns[PARITY_T_N];
   double rf[PARITY_T_N];
   for (int t = 0; t < PARITY_T_N; t++) {
-    xs[t] = parity_tensors[t].data(cand);
-    rs[t] = parity_tensors[t].data(base);
+    xs[t] = parity_tensor_get(&parity_tensors[t], cand, cs->grads);
+    rs[t] = parity_tensor_get(&parity_tensors[t], base, bs->grads);
     ns[t] = (size_t)parity_tensor_numel(&parity_tensors[t], s);
     rf[t] = cm->vs_scan[t].rel_fro;
   }
-  parity_upstream_evaluate(xs, rs, ns, rf, r->upstream);
+  parity_upstream_evaluate(xs, rs, ns, rf, cm->has_vs_scan, r->upstream);
+}
+
+/* --grad: each token-axis gradient's error per block along the sequence
+ * (the o profile's blocks), baseline and candidate against the reference. */
+static int case_grad_profile(const input_ctx *x, parity_case_result *r, gdn_error *e) {
+  const parity_subject_run *bs = &x->subj[x->baseline], *cs = &x->subj[x->candidate];
+  if (!x->ref || !x->ref->has_grads || !bs->grads || !cs->grads) return GDN_OK;
+  unsigned mask = 0;
+  for (int t = 0; t < PARITY_T_N; t++)
+    if (parity_tensors[t].grad && !strcmp(parity_tensors[t].index_names[1], "t")) mask |= 1u << t;
+  int rc = parity_case_result_alloc_grads(r, mask, e);
+  if (rc) return rc;
+  for (int t = 0; t < PARITY_T_N; t++) {
+    if (!(mask & (1u << t))) continue;
+    const parity_tensor *pt = &parity_tensors[t];
+    int64_t d[4];
+    pt->dims(&x->in->shape, d);
+    const double *ref = parity_tensor_get(pt, NULL, &x->ref->grads);
+    parity_profile_o(ref, NULL, d, x->block, r->grad_profile.ref_max_abs[t]);
+    parity_profile_o(parity_tensor_get(pt, NULL, bs->grads), ref, d, x->block, r->grad_profile.baseline[t]);
+    parity_profile_o(parity_tensor_get(pt, NULL, cs->grads), ref, d, x->block, r->grad_profile.candidate[t]);
+  }
+  return GDN_OK;
 }
 
 /* A problem whose answer lies within 1/u of the dtype's smallest normal
@@ -410,6 +437,7 @@ static int run_case(input_ctx *x, int64_t devices, kern_prefix prefix, gdn_error
     case_describe(x, &r);
     case_measure(x, &r);
     rc = case_block_map(x, &r, e);
+    if (!rc) rc = case_grad_profile(x, &r, e);
     if (!rc) rc = case_judge(x, &r, e);
   }
   if (!rc) rc = parity_doc_add_case(x->d, &r, x->o->reproducible, e);

@@ -55,6 +55,10 @@ typedef struct parity_sweep_opts {
    * externals (parity_subject.h); none by default. */
   const parity_subject_methods *const *extra;
   size_t n_extra;
+  /* --grad: the cotangents every kernel subject's backward runs with (the
+   * gradient rows are then measured against the reference's gradients);
+   * NULL: the forward only, and nothing of gradients in any output. */
+  const gdn_cotangents *ct;
 } parity_sweep_opts;
 
 void parity_sweep_opts_init(parity_sweep_opts *o); /* C = 64, D = 1,2,4,8, sequential, float32 */

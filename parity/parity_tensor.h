@@ -3,8 +3,9 @@
  * Every module that names, shapes or indexes a compared tensor reads it from
  * this table: the policy (rule "tensors" names), the measurement loop (dims,
  * data), the results writer (worst-position names).  A new tensor (the
- * gradients dq dk dv dg dbeta dh0) is one row here, one enum value, and a
- * `data` accessor; nothing else enumerates tensors.
+ * gradients dq dk dv dg dbeta dh0 are six such rows, read from gdn_grads) is
+ * one row here, one enum value, and a `data` accessor; nothing else
+ * enumerates tensors.
  *
  * Rows are in the order the results document lists them (o before ht).
  */
@@ -13,17 +14,30 @@
 
 #include <stdint.h>
 
+#include "gdn_grads.h"
 #include "gdn_outputs.h"
 
 typedef enum parity_tensor_id {
   PARITY_T_O = 0,  /* outputs (B, T, Hv, Dv) */
   PARITY_T_HT = 1, /* final state (B, Hv, Dk, Dv) */
-  PARITY_T_N       /* number of rows */
+  /* The gradients (--grad; gdn_grads.h): the VJP of sum(do .* o) + sum(dht
+   * .* ht) with respect to each input, in gdn_grad_id order. */
+  PARITY_T_DQ = 2,    /* (B, T, Hk, Dk) */
+  PARITY_T_DK = 3,    /* (B, T, Hk, Dk) */
+  PARITY_T_DV = 4,    /* (B, T, Hv, Dv) */
+  PARITY_T_DG = 5,    /* (B, T, Hv) as (B, T, Hv, 1) */
+  PARITY_T_DBETA = 6, /* (B, T, Hv) as (B, T, Hv, 1) */
+  PARITY_T_DH0 = 7,   /* (B, Hv, Dk, Dv) */
+  PARITY_T_N          /* number of rows */
 } parity_tensor_id;
 
 /* Policy masks: bit (1 << id). */
 enum { PARITY_TENSOR_O = 1u << PARITY_T_O, PARITY_TENSOR_HT = 1u << PARITY_T_HT };
 #define PARITY_TENSOR_ALL ((1u << PARITY_T_N) - 1u)
+/* The forward's tensors (a rule without "tensors" judges these) and the
+ * gradients. */
+#define PARITY_TENSOR_FORWARD (PARITY_TENSOR_O | PARITY_TENSOR_HT)
+#define PARITY_TENSOR_GRADS (PARITY_TENSOR_ALL & ~PARITY_TENSOR_FORWARD)
 
 typedef struct parity_tensor {
   parity_tensor_id id;
@@ -32,17 +46,24 @@ typedef struct parity_tensor {
   /* Row-major dims of the tensor for a shape. */
   void (*dims)(const gdn_shape *s, int64_t out[4]);
   /* Block lengths along each axis for the localized statistic
-   * (parity_metrics_blocks) of a case with chunk size `chunk`: o per
-   * (b, head, chunk of positions), ht per (b, head). */
+   * (parity_metrics_blocks) of a case with chunk size `chunk`: o, dq, dk,
+   * dv, dg, dbeta per (b, head, chunk of positions), ht and dh0 per
+   * (b, head). */
   void (*blocks)(const gdn_shape *s, int64_t chunk, int64_t out[4]);
-  /* The tensor inside an implementation's outputs (NULL: not produced). */
+  /* The tensor inside an implementation's outputs (NULL: not produced);
+   * NULL for a gradient row. */
   const double *(*data)(const gdn_outputs *x);
+  int grad;        /* 1: a gradient, read from gdn_grads (grad_id) */
+  gdn_grad_id grad_id;
 } parity_tensor;
 
 extern const parity_tensor parity_tensors[PARITY_T_N];
 
 /* The row named `name`, or NULL. */
 const parity_tensor *parity_tensor_find(const char *name);
+/* The tensor of row t in a subject's outputs or gradients (either may be
+ * NULL: then NULL). */
+const double *parity_tensor_get(const parity_tensor *t, const gdn_outputs *out, const gdn_grads *g);
 /* dims[0] * ... * dims[3]. */
 int64_t parity_tensor_numel(const parity_tensor *t, const gdn_shape *s);
 

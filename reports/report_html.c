@@ -789,6 +789,45 @@ static void case_table(report_buf *b, const report_summary *s) {
   report_buf_puts(b, "</tbody></table></div>\n</section>\n");
 }
 
+/* --grad: the gradient tensors of every case (present only when some case
+ * has them: a forward-only report is unchanged).  rel_fro against the
+ * oracle's VJP for scan and affine-prefix, and affine-prefix's worst
+ * per-token error (row_rel) over dq, dk, dv. */
+static void grad_table(report_buf *b, const report_summary *s) {
+  static const char *const g[] = {"dq", "dk", "dv", "dg", "dbeta", "dh0"};
+  size_t any = 0;
+  double v;
+  for (size_t r = 0; r < s->n; r++) any += report_doc_metric(s->cases[r].c, "affine-prefix", "dk", "rel_fro", &v);
+  if (!any) return;
+  report_buf_puts(b, "<section id=\"gradients\">\n<h2>Gradients</h2>\n<p>With --grad: the backward of both "
+                     "kernels for the run's cotangents (do, dht drawn from the seed) against the "
+                     "oracle's VJP, rel_fro per gradient tensor (scan / affine-prefix), and "
+                     "affine-prefix's worst per-token error (row_rel) over dq, dk, dv. The error of "
+                     "each gradient along the sequence is plotted with the o profile.</p>\n"
+                     "<div class=\"table-wrap\"><table id=\"grad-table\" class=\"grid-table\"><thead><tr>"
+                     "<th>#</th><th>case id</th>");
+  for (size_t k = 0; k < 6; k++) report_buf_printf(b, "<th>%s scan</th><th>%s affine</th>", g[k], g[k]);
+  report_buf_puts(b, "<th>per-token</th></tr></thead>\n<tbody>\n");
+  for (size_t r = 0; r < s->n; r++) {
+    const json_t *c = s->cases[r].c;
+    if (!report_doc_metric(c, "affine-prefix", "dk", "rel_fro", &v)) continue;
+    report_buf_printf(b, "<tr><td class=\"num\">%zu</td><td>", r + 1);
+    esc(b, report_doc_str(c, "id"));
+    report_buf_puts(b, "</td>");
+    for (size_t k = 0; k < 6; k++) {
+      td_metric(b, c, "scan", g[k], "rel_fro");
+      td_metric(b, c, "affine-prefix", g[k], "rel_fro");
+    }
+    double w = 0, x;
+    int has = 0;
+    for (size_t k = 0; k < 3; k++)
+      if (report_doc_metric(c, "affine-prefix", g[k], "row_rel", &x)) w = has++ ? fmax(w, x) : x;
+    td_value(b, has, w, NULL);
+    report_buf_puts(b, "</tr>\n");
+  }
+  report_buf_puts(b, "</tbody></table></div>\n</section>\n");
+}
+
 int report_html_render(const json_t *doc, report_buf *b, gdn_error *e) {
   int rc = report_doc_validate(doc, "results document", e);
   if (rc) return rc;
@@ -820,6 +859,7 @@ int report_html_render(const json_t *doc, report_buf *b, gdn_error *e) {
   environment(b, &s);
   upstream_section(b, &s);
   case_table(b, &s);
+  grad_table(b, &s);
   report_buf_puts(b, "<section id=\"plots\">\n<h2>Plots</h2>\n");
   rc = report_plots_render(doc, &s, b, e);
   report_buf_puts(b, "</section>\n</main>\n<footer>Rendered from the results document by ");

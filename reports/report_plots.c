@@ -206,8 +206,11 @@ static void seam_table(report_buf *b, const json_t *seams) {
   if (shown < n) report_buf_printf(b, "<p class=\"no-data\">... and %zu more seams.</p>\n", n - shown);
 }
 
-static int profile_plot(const json_t *doc, const json_t *c, size_t k, report_buf *b, gdn_error *e) {
-  const json_t *pr = json_object_get(c, "profile");
+/* One profile of case c: pr is cases[].profile (tensor "o", with the seam
+ * table) or cases[].grad_profile.<tensor> (--grad: scan and affine-prefix
+ * against the oracle's gradients, the same blocks and seams). */
+static int profile_plot(const json_t *doc, const json_t *c, const json_t *pr, const char *tensor, size_t k,
+                        report_buf *b, gdn_error *e) {
   const json_t *t0j = json_object_get(pr, "t0");
   size_t n = json_array_size(t0j);
   long long block = report_doc_int(pr, "block", 1);
@@ -273,13 +276,15 @@ static int profile_plot(const json_t *doc, const json_t *c, size_t k, report_buf
   }
   report_axis_finish(&ax);
   report_axis_finish(&ay);
-  char id[48], label[600];
-  snprintf(id, sizeof id, "svg-profile-%zu", k);
+  char id[64], label[600], ylab[64];
+  const int is_o = !strcmp(tensor, "o");
+  if (is_o) snprintf(id, sizeof id, "svg-profile-%zu", k);
+  else snprintf(id, sizeof id, "svg-profile-%zu-%.16s", k, tensor);
   const char *cid = report_doc_str(c, "id");
-  snprintf(label, sizeof label, "Error of o along the sequence, case %.400s", cid);
+  snprintf(label, sizeof label, "Error of %.16s along the sequence, case %.400s", tensor, cid);
+  snprintf(ylab, sizeof ylab, "max |error of %.16s| per block", tensor);
   report_plot p;
-  report_plot_begin(&p, b, id, label, PLOT_W, PLOT_H, &ax, &ay, "position t (tokens)",
-                    "max |error of o| per block");
+  report_plot_begin(&p, b, id, label, PLOT_W, PLOT_H, &ax, &ay, "position t (tokens)", ylab);
   size_t ns = json_array_size(seams), n_padded = 0;
   for (size_t i = 0; i < ns; i++) {
     const json_t *s = json_array_get(seams, i);
@@ -322,9 +327,12 @@ static int profile_plot(const json_t *doc, const json_t *c, size_t k, report_buf
     report_buf_puts(b, ", input ");
     report_escape_html_text_z(b, report_doc_str(in, "name"));
   }
-  report_buf_printf(b, ": max |error| of o over each block of %lld positions (over b, h, d), "
+  report_buf_printf(b, ": max |error| of %s over each block of %lld positions (over b, h, d), "
                        "log scale.",
-                    block);
+                    is_o ? "o" : tensor, block);
+  if (!is_o)
+    report_buf_puts(b, " The gradient (--grad) of both kernels' backward for the run's cotangents, "
+                       "against the oracle's VJP.");
   const json_t *rma = json_object_get(pr, "ref_max_abs");
   if (json_array_size(rma)) {
     double lo = INFINITY, hi = -INFINITY, v;
@@ -334,7 +342,8 @@ static int profile_plot(const json_t *doc, const json_t *c, size_t k, report_buf
       char a1[REPORT_NUM_CHARS], a2[REPORT_NUM_CHARS];
       fmt(a1, lo);
       fmt(a2, hi);
-      report_buf_printf(b, " For scale, max |o| of the oracle per block ranges from %s to %s.", a1, a2);
+      report_buf_printf(b, " For scale, max |%s| of the oracle per block ranges from %s to %s.",
+                        is_o ? "o" : tensor, a1, a2);
     }
   }
   report_buf_puts(b, " Dashed vertical lines: shard seams, where device r starts from the prefix "
@@ -357,7 +366,7 @@ static int profile_plot(const json_t *doc, const json_t *c, size_t k, report_buf
     report_buf_puts(b, " Non-finite errors are marked on the top edge (x: not a number, "
                        "triangle: infinite).");
   caption_end(b);
-  seam_table(b, seams);
+  if (is_o) seam_table(b, seams);
 done:
   gdn_free(t0);
   gdn_free(x);
@@ -415,7 +424,12 @@ static int plot_profiles(const json_t *doc, const report_summary *s, report_buf 
                       g[k].ncases == 1 ? "" : "s");
     report_escape_html_text_z(b, report_doc_str(v->c, "id"));
     report_buf_puts(b, "</summary>\n");
-    rc = profile_plot(doc, v->c, k, b, e);
+    rc = profile_plot(doc, v->c, json_object_get(v->c, "profile"), "o", k, b, e);
+    /* --grad: each gradient with a token axis, the same seams. */
+    static const char *const grads[] = {"dq", "dk", "dv", "dg", "dbeta"};
+    const json_t *gp = json_object_get(v->c, "grad_profile");
+    for (size_t j = 0; !rc && gp && j < sizeof grads / sizeof grads[0]; j++)
+      if (json_object_get(gp, grads[j])) rc = profile_plot(doc, v->c, json_object_get(gp, grads[j]), grads[j], k, b, e);
     report_buf_puts(b, "</details>\n");
   }
   if (shown < ng)

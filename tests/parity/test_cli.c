@@ -52,6 +52,9 @@ START_TEST(bad_usage_exits_2_with_a_message) {
       {{"--shape", "1,100000,8,64", "--max-bytes", "1M"}, "more than the limit"},
       {{"--shape", "1,64,1,8", "extra"}, "unexpected argument 'extra'"},
       {{"--seed", "1"}, "nothing to do"},
+      {{"--shape", "1,64,1,8", "--grad", "--dtype", "bfloat16"}, "bfloat16 is not implemented for gradients"},
+      {{"--shape", "1,64,1,8", "--grad", "--documents", "3"}, "--grad: packed documents"},
+      {{"--shape", "1,16384,8,64", "--grad", "--max-bytes", "512M"}, "--grad: shape"},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     char *av[12] = {(char *)exe};
@@ -208,6 +211,80 @@ START_TEST(shard_chunks_mode) {
 }
 END_TEST
 
+/* --grad: the six gradient rows in every subject's impls entry (with the
+ * per-token row_rel), the gradient checks and the two upstream gradient
+ * entries, the oracle's gradient certificate; the run passes (correct
+ * float32 gradients, 1, 2, 4 devices, T/D not a multiple of C so every seam
+ * is padded).  Without --grad the same run has none of these keys. */
+START_TEST(grad_run) {
+  char js[] = "/tmp/gdn-cli-grad-XXXXXX.json", html[] = "/tmp/gdn-cli-grad-XXXXXX.html";
+  int fd = mkstemps(js, 5);
+  close(fd);
+  fd = mkstemps(html, 5);
+  close(fd);
+  for (int grad = 1; grad >= 0; grad--) {
+    cli_result r;
+    if (grad)
+      RUN(&r, "--shape", "1,96,2,8", "--chunk", "16", "--devices", "1,2,4", "--h0", "--grad", "--json", js,
+          "--report", html, "--reproducible");
+    else
+      RUN(&r, "--shape", "1,96,2,8", "--chunk", "16", "--devices", "1,2,4", "--h0", "--json", js,
+          "--report", html, "--reproducible");
+    char *h = read_file(html);
+    /* the report: the gradient table and each token-axis gradient's profile */
+    ck_assert(!strstr(h, "id=\"grad-table\"") == !grad);
+    ck_assert(!strstr(h, "svg-profile-0-dk") == !grad);
+    ck_assert(!strstr(h, "svg-profile-0-dbeta") == !grad);
+    free(h);
+    ck_assert_msg(r.status == 0, "grad %d: status %d: %s%s", grad, r.status, r.out, r.err);
+    ck_assert(!strstr(r.out, "grads rel_fro") == !grad);
+    char *a = read_file(js);
+    json_error_t je;
+    json_t *d = json_loads(a, 0, &je);
+    ck_assert_ptr_nonnull(d);
+    ck_assert(!strstr(a, "\"dbeta\"") == !grad);
+    ck_assert(!strstr(a, "row_rel") == !grad);
+    ck_assert(!strstr(a, "oracle_grad_certified_bits") == !grad);
+    json_t *cases = json_object_get(d, "cases");
+    ck_assert_uint_eq(json_array_size(cases), 3);
+    for (size_t i = 0; i < 3; i++) {
+      json_t *c = json_array_get(cases, i);
+      ck_assert(json_is_true(json_object_get(c, "pass")));
+      ck_assert_uint_eq(json_array_size(json_object_get(c, "upstream")), grad ? 6 : 4);
+      for (int s = 0; s < 2; s++) {
+        json_t *im = json_object_get(json_object_get(c, "impls"), s ? "affine-prefix" : "scan");
+        static const char *const g[] = {"dq", "dk", "dv", "dg", "dbeta", "dh0"};
+        for (int k = 0; k < 6; k++) {
+          json_t *m = json_object_get(im, g[k]);
+          ck_assert(!m == !grad);
+          if (!m) continue;
+          /* float32 gradients against the oracle: the band, 64u, or dg's */
+          double rf = json_real_value(json_object_get(m, "rel_fro"));
+          ck_assert_msg(rf > 0 && rf < (k == 3 || k == 4 ? 6.1e-5 : 3.8e-6), "%s %s %g", s ? "affine" : "scan", g[k], rf);
+          ck_assert_ptr_nonnull(json_object_get(m, "row_rel"));
+        }
+      }
+    }
+    json_decref(d);
+    free(a);
+  }
+  /* Bit-identical for any thread count, gradients included. */
+  char *docs[2];
+  for (int th = 1; th <= 2; th++) {
+    cli_result r;
+    RUN(&r, "--shape", "2,96,2,8", "--chunk", "16", "--devices", "1,4", "--grad", "--json", js, "--reproducible",
+        "--threads", th == 1 ? "1" : "2");
+    ck_assert_int_eq(r.status, 0);
+    docs[th - 1] = read_file(js);
+  }
+  ck_assert_str_eq(docs[0], docs[1]);
+  free(docs[0]);
+  free(docs[1]);
+  unlink(js);
+  unlink(html);
+}
+END_TEST
+
 /* --documents / --packing: the semantics named in the inputs entry, every
  * case and the table; a reset on the seam T/2 makes D = 2's o exact. */
 START_TEST(packed_documents) {
@@ -352,6 +429,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, oracle_none);
   tcase_add_test(tc, shard_chunks_mode);
   tcase_add_test(tc, packed_documents);
+  tcase_add_test(tc, grad_run);
   tcase_add_test(tc, oracle_tiers);
   tcase_add_test(tc, memory_bounded_by_inputs_and_outputs);
   suite_add_tcase(su, tc);

@@ -1,4 +1,5 @@
 #include <check.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "parity_grid.h"
@@ -17,7 +18,7 @@ START_TEST(entries_inherit_and_override) {
   const char *text = "{\"name\":\"g\",\"entries\":["
                      "{\"shape\":\"1,100,4,16\"},"
                      "{\"shape\":\"2,50,4,8\",\"key_heads\":2,\"dv\":12,\"h0\":true,\"seed\":3,"
-                     "\"chunk\":[16,8],\"devices\":3,\"prefix\":\"hillis-steele\",\"dtype\":\"float64\"}]}";
+                     "\"chunk\":[16,8],\"devices\":3,\"prefix\":\"hillis-steele\",\"dtype\":\"float64\",\"grad\":true}]}";
   parity_grid g;
   parity_grid_init(&g);
   gdn_error e;
@@ -39,7 +40,38 @@ START_TEST(entries_inherit_and_override) {
   ck_assert_int_eq(b->opts.devices[0], 3);
   ck_assert_int_eq(b->opts.prefixes[0], KERN_PREFIX_HILLIS_STEELE);
   ck_assert_int_eq(b->opts.dtype, GDN_DTYPE_F64);
+  ck_assert(b->spec.grad && !g.entries[0].spec.grad);
   parity_grid_clear(&g);
+}
+END_TEST
+
+/* Entries that differ only in a key that changes the cases (packing,
+ * documents, shard, solve, grad) are not repeats; the same entry twice is
+ * (the control).  grids/default.json has such a pair (packing leak / reset). */
+START_TEST(repeats_need_every_key_equal) {
+  static const char *const differ[] = {
+      "{\"shape\":\"1,64,1,8\",\"documents\":2,\"packing\":\"leak\"},{\"shape\":\"1,64,1,8\",\"documents\":2,\"packing\":\"reset\"}",
+      "{\"shape\":\"1,64,1,8\",\"documents\":2},{\"shape\":\"1,64,1,8\",\"documents\":3}",
+      "{\"shape\":\"1,64,1,8\",\"shard\":\"chunks\"},{\"shape\":\"1,64,1,8\",\"shard\":\"tokens\"}",
+      "{\"shape\":\"1,64,1,8\",\"solve\":\"xla-expander\"},{\"shape\":\"1,64,1,8\"}",
+      "{\"shape\":\"1,64,1,8\",\"grad\":true},{\"shape\":\"1,64,1,8\"}",
+      "{\"shape\":\"1,64,1,8\",\"grad\":true},{\"shape\":\"1,64,1,8\",\"grad\":true}"};
+  for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
+    parity_synth_spec sp;
+    parity_sweep_opts o;
+    base(&sp, &o);
+    char text[512];
+    snprintf(text, sizeof text, "{\"entries\":[%s]}", differ[i]);
+    parity_grid g;
+    parity_grid_init(&g);
+    gdn_error e;
+    gdn_error_init(&e);
+    int last = i + 1 == sizeof differ / sizeof differ[0];
+    ck_assert_msg(parity_grid_parse(&g, text, "g.json", &sp, &o, &e) == (last ? GDN_ERR_INPUT : GDN_OK), "%zu: %s",
+                  i, e.msg);
+    if (last) ck_assert_ptr_nonnull(strstr(e.msg, "repeats entry 0"));
+    parity_grid_clear(&g);
+  }
 }
 END_TEST
 
@@ -55,6 +87,7 @@ START_TEST(bad_grids) {
       {"{\"entries\":[{\"shape\":\"1,8,4,8\",\"colour\":1}]}", "unknown key \"colour\""},
       {"{\"entries\":[{\"shape\":\"1,8,4,8\",\"chunk\":[0]}]}", "\"chunk\"[0]"},
       {"{\"entries\":[{\"shape\":\"1,8,4,8\"}],\"x\":1}", "unknown top-level key"},
+      {"{\"entries\":[{\"shape\":\"1,8,4,8\",\"grad\":1}]}", "\"grad\" must be true or false"},
   };
   parity_synth_spec sp;
   parity_sweep_opts o;
@@ -77,6 +110,7 @@ int main(void) {
   TCase *tc = tcase_create("grid");
   tcase_add_test(tc, entries_inherit_and_override);
   tcase_add_test(tc, bad_grids);
+  tcase_add_test(tc, repeats_need_every_key_equal);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

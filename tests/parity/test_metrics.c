@@ -166,6 +166,39 @@ START_TEST(blocks_by_hand) {
 }
 END_TEST
 
+/* row_rel by hand: rows of 2, norms 3-4-5 style.  r rows: (3,4) norm 5,
+ * (0,0) norm 0, (6,8) norm 10; RMS row norm sqrt((25 + 0 + 100) / 3) =
+ * 6.455.  x = r + (0, 1e-3) in row 0: 1e-3 / max(5, 6.455); + 2e-3 in row
+ * 1 (reference 0: the floor); row 2 exact.  The worst is row 1, 2e-3 /
+ * 6.455.  A 1e-4 relative error on row 2 alone (above the RMS) reads as
+ * exactly 1e-4 whatever the number of rows; in compute it is the same
+ * value for every tensor the metric is computed on (dims[3] = row). */
+START_TEST(row_rel_by_hand) {
+  double r[6] = {3, 4, 0, 0, 6, 8}, x[6] = {3, 4.001, 0, 0.002, 6, 8};
+  const double rms = sqrt(125.0 / 3);
+  int64_t w;
+  double v = parity_row_rel(x, r, 3, 2, &w);
+  ck_assert_int_eq(w, 1);
+  ck_assert(fabs(v - 2e-3 / rms) < 1e-15);
+  x[1] = 4, x[3] = 0;
+  ck_assert(parity_row_rel(x, r, 3, 2, &w) == 0 && w == -1);
+  enum { N = 4096 };
+  double *a = malloc(2 * N * sizeof *a), *b = malloc(2 * N * sizeof *b);
+  for (int i = 0; i < 2 * N; i++) a[i] = b[i] = (i % 2) ? 1.0 : 0.5;
+  b[2 * 17] *= 1 + 1e-4, b[2 * 17 + 1] *= 1 + 1e-4;
+  v = parity_row_rel(b, a, N, 2, &w);
+  ck_assert_int_eq(w, 17);
+  ck_assert(fabs(v - 1e-4) < 1e-12);
+  int64_t dims[4] = {1, N, 1, 2};
+  parity_metrics m;
+  ck_assert_int_eq(parity_metrics_compute(b, a, dims, GDN_DTYPE_F32, &m, NULL), GDN_OK);
+  ck_assert(m.row_rel == v && m.row_worst == 17);
+  ck_assert(m.rel_fro < 2e-6); /* the normwise error is diluted by sqrt(N) */
+  free(a);
+  free(b);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("metrics");
   TCase *tc = tcase_create("metrics");
@@ -176,6 +209,7 @@ int main(void) {
   tcase_add_test(tc, median_even_ties);
   tcase_add_test(tc, profile_and_allclose);
   tcase_add_test(tc, blocks_by_hand);
+  tcase_add_test(tc, row_rel_by_hand);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

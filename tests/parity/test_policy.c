@@ -171,6 +171,89 @@ START_TEST(selectors) {
 }
 END_TEST
 
+/* The merge of issues 15 and 19: the tensor table gives gradient rows
+ * blocks (per head x chunk of positions for dq dk dv dg dbeta, per head for
+ * dh0), so a localized rule naming them judges and locates them as it does
+ * o and ht; a localized rule without "tensors" judges o and ht only.
+ * Negative controls: a clean dk block passes; a dk without the block
+ * statistic (n_blocks 0) fails. */
+START_TEST(localized_rule_on_gradient_rows) {
+  const char *text = "{\"name\":\"l\",\"rules\":[{\"id\":\"loc\",\"kind\":\"localized\",\"metric\":\"block_rel\","
+                     "\"tensors\":[\"dk\",\"dg\",\"dh0\"],\"factor\":2,\"floor_u\":32,\"reason\":\"localized\"},"
+                     "{\"id\":\"fw\",\"kind\":\"localized\",\"metric\":\"block_rel\",\"factor\":2,\"floor_u\":32,"
+                     "\"reason\":\"forward\"},"
+                     "{\"id\":\"band\",\"kind\":\"absolute\",\"subject\":\"scan\",\"metric\":\"rel_fro\",\"limit\":1,"
+                     "\"tensors\":[\"o\",\"ht\",\"dk\",\"dg\",\"dh0\"],\"reason\":\"b\"}]}";
+  parity_policy p;
+  parity_policy_init(&p);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_policy_parse(&p, text, "l", &e), GDN_OK);
+  /* The rows' blocks for B=1, T=256, Hv=4, Hk=2, Dk=32, Dv=16, chunk 64. */
+  gdn_shape sh;
+  memset(&sh, 0, sizeof sh);
+  sh.B = 1, sh.T = 256, sh.Hv = 4, sh.Hk = 2, sh.Dk = 32, sh.Dv = 16;
+  static const int64_t want[PARITY_T_N][4] = {{1, 64, 1, 16}, {1, 1, 32, 16}, {1, 64, 1, 32}, {1, 64, 1, 32},
+                                              {1, 64, 1, 16}, {1, 64, 1, 1},  {1, 64, 1, 1},  {1, 1, 32, 16}};
+  for (int t = 0; t < PARITY_T_N; t++) {
+    int64_t bl[4], d[4];
+    parity_tensors[t].blocks(&sh, 64, bl);
+    parity_tensors[t].dims(&sh, d);
+    for (int k = 0; k < 4; k++) {
+      ck_assert_int_eq(bl[k], want[t][k]);
+      ck_assert_int_eq(d[k] % bl[k], 0); /* whole blocks here (T a multiple of the chunk) */
+    }
+  }
+  parity_metrics sm[PARITY_T_N], am[PARITY_T_N];
+  parity_subject subj[2];
+  memset(subj, 0, sizeof subj);
+  subj[0].name = "scan", subj[0].kind = PARITY_SUBJ_SCAN;
+  subj[1].name = "x", subj[1].kind = PARITY_SUBJ_EXTERNAL;
+  int64_t seams[3] = {2048, 4096, 6144};
+  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 1, {NULL}, 2, subj, seams, 3};
+  for (int t = 0; t < PARITY_T_N; t++) {
+    if (t == PARITY_T_DQ || t == PARITY_T_DV || t == PARITY_T_DBETA) continue; /* not measured */
+    sm[t] = mk(1e-7), am[t] = mk(1e-7);
+    sm[t].n_blocks = am[t].n_blocks = 4;
+    sm[t].block_rel = am[t].block_rel = 1e-6;
+    subj[0].vs_oracle[t] = &sm[t], subj[1].vs_oracle[t] = &am[t];
+    v.scan_vs_oracle[t] = &sm[t];
+  }
+  /* dk's worst block: head 1, the chunk at the seam of device 2 */
+  am[PARITY_T_DK].block_rel = 1e-4;
+  am[PARITY_T_DK].block_lo[0] = 0, am[PARITY_T_DK].block_lo[1] = 4096, am[PARITY_T_DK].block_hi[1] = 4160;
+  am[PARITY_T_DK].block_lo[2] = 1;
+  am[PARITY_T_DH0].block_lo[1] = 2;
+  parity_checks c;
+  parity_checks_init(&c);
+  ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+  /* loc: x dk, dg, dh0; fw: x o, ht; band: scan o ht dk dg dh0 */
+  ck_assert_uint_eq(c.n, 10);
+  size_t ndk = c.n, nh0 = c.n, nfw = 0;
+  for (size_t i = 0; i < c.n; i++) {
+    if (!strcmp(c.v[i].rule->id, "loc") && c.v[i].tensor == (1u << PARITY_T_DK)) ndk = i;
+    if (!strcmp(c.v[i].rule->id, "loc") && c.v[i].tensor == (1u << PARITY_T_DH0)) nh0 = i;
+    if (!strcmp(c.v[i].rule->id, "fw")) {
+      nfw++;
+      ck_assert_uint_eq(c.v[i].tensor & PARITY_TENSOR_GRADS, 0);
+    }
+  }
+  ck_assert_uint_eq(nfw, 2);
+  ck_assert(ndk < c.n && nh0 < c.n);
+  ck_assert(!c.v[ndk].pass && c.v[nh0].pass);
+  ck_assert_str_eq(c.v[ndk].where, "worst block b=0 h=1 t=[4096, 4160), 0 tokens after the seam of device 2 (t=4096)");
+  ck_assert_str_eq(c.v[nh0].where, "worst block b=0 h=2");
+  am[PARITY_T_DK].block_rel = 1e-6;
+  ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+  for (size_t i = 0; i < c.n; i++) ck_assert(c.v[i].pass);
+  am[PARITY_T_DK].n_blocks = 0;
+  ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+  ck_assert(!c.v[c.deciding].pass && c.v[c.deciding].tensor == (1u << PARITY_T_DK));
+  parity_checks_clear(&c);
+  parity_policy_clear(&p);
+}
+END_TEST
+
 /* A localized rule: the subject's block_rel against 2 x max(scan's, floor),
  * and the check names the worst block and the seam it follows.  Negative
  * control: the same subject with a clean block passes; metrics without the
@@ -214,6 +297,69 @@ START_TEST(localized_rule_names_the_block) {
 }
 END_TEST
 
+/* The built-in gradient rules on a view with gradient metrics (float32
+ * highest): measured-size errors pass -- dq dk dv dh0 4e-7, dg 1.15e-5 (the
+ * initial gates at T = 1024), per-token 4.2e-6; each negative control fails
+ * its own rule (per-token: 1e-4 in affine dk against the scan's 4.2e-6, 2e-4 in the scan's own), affine dk 4.5e-6, over 4 x max(scan, 16u) (the relative rule, first in order), scan dk 5e-6
+ * (the 64u band), dg 7e-5 (the 1024u band), dk row_rel 1e-4 (per-token).
+ * Without gradient metrics no gradient check appears. */
+START_TEST(gradient_rules) {
+  parity_policy p;
+  parity_policy_init(&p);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_policy_load_builtin(&p, &e), GDN_OK);
+  parity_metrics fw = mk(2e-7), sg[PARITY_T_N], ag[PARITY_T_N];
+  /* o and ht also meet the built-in localized rules (issue 15) at a
+   * measured size; without the block statistic those checks fail. */
+  fw.n_blocks = 1, fw.block_rel = fw.elem_rel = 2e-7;
+  parity_subject subj[2];
+  memset(subj, 0, sizeof subj);
+  subj[0].name = "scan", subj[0].kind = PARITY_SUBJ_SCAN;
+  subj[1].name = "affine-prefix", subj[1].kind = PARITY_SUBJ_AFFINE;
+  for (int t = 0; t < PARITY_T_N; t++) {
+    const double v = t == PARITY_T_DG ? 1.15e-5 : t <= PARITY_T_HT ? 2e-7 : 4e-7;
+    sg[t] = mk(v), ag[t] = mk(v);
+    sg[t].row_rel = ag[t].row_rel = 4.2e-6;
+    for (int k = 0; k < 2; k++) subj[k].out_dtype[t] = GDN_DTYPE_F32;
+    subj[0].vs_oracle[t] = t <= PARITY_T_HT ? &fw : &sg[t];
+    subj[1].vs_oracle[t] = t <= PARITY_T_HT ? &fw : &ag[t];
+  }
+  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_HIGHEST, 1, {NULL}, 2, subj, NULL, 0};
+  for (int t = 0; t < PARITY_T_N; t++) v.scan_vs_oracle[t] = subj[0].vs_oracle[t];
+  parity_checks c;
+  parity_checks_init(&c);
+  ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+  size_t ngrad = 0;
+  for (size_t i = 0; i < c.n; i++) {
+    ck_assert_msg(c.v[i].pass, "%s: %g > %g", c.v[i].name, c.v[i].value, c.v[i].limit);
+    ngrad += (c.v[i].tensor & PARITY_TENSOR_GRADS) != 0;
+  }
+  /* relative 6 + per-token vs scan 3 (affine) + bands 4 + 2 + per-token 3, each for both */
+  ck_assert_uint_eq(ngrad, 6 + 3 + 2 * (4 + 2 + 3));
+  static const struct { int t, subj; double rel, row; const char *rule; } bad[] = {
+      {PARITY_T_DK, 1, 4.5e-6, 0, "grad-affine-no-worse-than-scan"}, /* > 4 x 16u */
+      {PARITY_T_DK, 0, 5e-6, 0, "grad-band-float32"},
+      {PARITY_T_DG, 0, 7e-5, 0, "grad-band-float32-gates"},
+      {PARITY_T_DK, 1, 0, 1e-4, "grad-per-token-vs-scan"},
+      {PARITY_T_DK, 0, 0, 2e-4, "grad-per-token-float32"}};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    parity_metrics *m = bad[k].subj ? &ag[bad[k].t] : &sg[bad[k].t], keep = *m;
+    if (bad[k].rel) m->rel_fro = bad[k].rel;
+    if (bad[k].row) m->row_rel = bad[k].row;
+    ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+    ck_assert_msg(!c.v[c.deciding].pass, "case %zu passed", k);
+    ck_assert_str_eq(c.v[c.deciding].rule->id, bad[k].rule);
+    *m = keep;
+  }
+  for (int t = PARITY_T_DQ; t < PARITY_T_N; t++) subj[0].vs_oracle[t] = subj[1].vs_oracle[t] = NULL;
+  ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+  for (size_t i = 0; i < c.n; i++) ck_assert_uint_eq(c.v[i].tensor & PARITY_TENSOR_GRADS, 0);
+  parity_checks_clear(&c);
+  parity_policy_clear(&p);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("policy");
   TCase *tc = tcase_create("policy");
@@ -222,6 +368,8 @@ int main(void) {
   tcase_add_test(tc, evaluate_relative_rule);
   tcase_add_test(tc, selectors);
   tcase_add_test(tc, localized_rule_names_the_block);
+  tcase_add_test(tc, localized_rule_on_gradient_rows);
+  tcase_add_test(tc, gradient_rules);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

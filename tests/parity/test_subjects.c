@@ -55,7 +55,7 @@ static int produce_scaled(parity_subject_run *s, const parity_produce_ctx *cx, d
   for (int64_t i = 0; i < n_o; i++) s->owned.o[i] *= 1 + eps;
   for (int64_t i = 0; i < n_h; i++) s->owned.ht[i] *= 1 + eps;
   s->out = &s->owned;
-  s->present = PARITY_TENSOR_ALL;
+  s->present = PARITY_TENSOR_FORWARD;
   s->out_dtype[PARITY_T_O] = kern_output_dtype(cx->cfg, cx->in->bf16_mask);
   s->out_dtype[PARITY_T_HT] = GDN_DTYPE_F32;
   return GDN_OK;
@@ -91,7 +91,7 @@ static double conform(const parity_subject_methods *m, const fixture *f, const p
   parity_subject_run_init(&s, m);
   s.ext = ext;
   if (ext) s.name = ext->name;
-  parity_produce_ctx cx = {&f->in, &cfg, 0};
+  parity_produce_ctx cx = {&f->in, &cfg, 0, NULL};
   ck_assert_msg(parity_subject_produce(&s, &cx, &e) == GDN_OK, "%s: %s", m->name, e.msg);
   ck_assert_ptr_nonnull(s.out);
   ck_assert_int_eq(memcmp(&s.out->shape, &f->in.shape, sizeof shape), 0);
@@ -223,7 +223,7 @@ START_TEST(no_check_limit) {
     snprintf(names[i], sizeof names[i], "s%d", i);
     subj[i].name = names[i];
     subj[i].kind = i ? PARITY_SUBJ_AFFINE : PARITY_SUBJ_SCAN;
-    for (int t = 0; t < PARITY_T_N; t++) subj[i].vs_oracle[t] = &m, subj[i].out_dtype[t] = GDN_DTYPE_F32;
+    for (int t = 0; t <= PARITY_T_HT; t++) subj[i].vs_oracle[t] = &m, subj[i].out_dtype[t] = GDN_DTYPE_F32;
   }
   parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_HIGHEST, 1, {&m, &m}, N, subj, NULL, 0};
   parity_checks c;
@@ -243,24 +243,40 @@ START_TEST(no_check_limit) {
 END_TEST
 
 /* The tensor table names what the policy accepts; an unknown tensor is a
- * policy error naming the known ones. */
+ * policy error naming the known ones.  The six gradient rows read
+ * gdn_grads in gdn_grad_id order, with the gradients' shapes; a rule
+ * without "tensors" judges the forward's o and ht only. */
 START_TEST(tensor_table) {
   ck_assert_ptr_eq(parity_tensor_find("o"), &parity_tensors[PARITY_T_O]);
   ck_assert_ptr_eq(parity_tensor_find("ht"), &parity_tensors[PARITY_T_HT]);
-  ck_assert_ptr_null(parity_tensor_find("dq"));
+  ck_assert_ptr_null(parity_tensor_find("dz"));
   ck_assert_int_eq(parity_tensor_numel(&parity_tensors[PARITY_T_HT], &shape), 1 * 2 * 16 * 16);
+  gdn_grads g;
+  gdn_grads_init(&g);
+  gdn_error ge;
+  gdn_error_init(&ge);
+  ck_assert_int_eq(gdn_grads_alloc(&g, &shape, GDN_DTYPE_F32, &ge), GDN_OK);
+  for (int id = 0; id < GDN_GRADS_N; id++) {
+    const parity_tensor *pt = parity_tensor_find(gdn_grads_name((gdn_grad_id)id));
+    ck_assert_ptr_nonnull(pt);
+    ck_assert(pt->grad && pt->grad_id == (gdn_grad_id)id && (PARITY_TENSOR_GRADS >> pt->id) & 1u);
+    ck_assert_ptr_eq(parity_tensor_get(pt, NULL, &g), gdn_grads_tensor_c(&g, (gdn_grad_id)id));
+    ck_assert_ptr_null(parity_tensor_get(pt, NULL, NULL));
+    ck_assert_int_eq(parity_tensor_numel(pt, &shape), (int64_t)gdn_grads_numel(&shape, (gdn_grad_id)id));
+  }
+  gdn_grads_clear(&g);
   gdn_error e;
   gdn_error_init(&e);
   parity_policy p;
   parity_policy_init(&p);
-  const char *bad = "{\"name\":\"t\",\"rules\":[{\"id\":\"a\",\"kind\":\"absolute\",\"tensors\":\"dq\","
+  const char *bad = "{\"name\":\"t\",\"rules\":[{\"id\":\"a\",\"kind\":\"absolute\",\"tensors\":\"dz\","
                     "\"metric\":\"rel_fro\",\"limit\":1,\"reason\":\"r\"}]}";
   ck_assert_int_eq(parity_policy_parse(&p, bad, "t.json", &e), GDN_ERR_INPUT);
-  ck_assert_ptr_nonnull(strstr(e.msg, "expected o, ht"));
+  ck_assert_ptr_nonnull(strstr(e.msg, "expected o, ht, dq, dk, dv, dg, dbeta, dh0"));
   const char *every = "{\"name\":\"t\",\"rules\":[{\"id\":\"a\",\"kind\":\"absolute\","
                       "\"metric\":\"rel_fro\",\"limit\":1,\"reason\":\"r\"}]}";
   ck_assert_int_eq(parity_policy_parse(&p, every, "t.json", &e), GDN_OK);
-  ck_assert_uint_eq(p.rules[0].tensors, PARITY_TENSOR_ALL);
+  ck_assert_uint_eq(p.rules[0].tensors, PARITY_TENSOR_FORWARD);
   parity_policy_clear(&p);
 }
 END_TEST
@@ -311,7 +327,7 @@ START_TEST(upstream_over_tensor_rows) {
   size_t n[PARITY_T_N] = {4, 2};
   double rf[PARITY_T_N] = {1e-3, 1e-2};
   parity_upstream up[PARITY_UPSTREAM_N];
-  parity_upstream_evaluate(x, r, n, rf, up);
+  parity_upstream_evaluate(x, r, n, rf, PARITY_TENSOR_FORWARD, up);
   ck_assert(!up[0].pass);
   ck_assert_str_eq(up[0].worst_tensor, "ht");
   ck_assert(fabs(up[0].worst - 5) < 1e-6);
@@ -320,11 +336,39 @@ START_TEST(upstream_over_tensor_rows) {
   /* ht exact: o decides, and passes. */
   x[PARITY_T_HT] = rh;
   rf[PARITY_T_HT] = rf[PARITY_T_O];
-  parity_upstream_evaluate(x, r, n, rf, up);
+  parity_upstream_evaluate(x, r, n, rf, PARITY_TENSOR_FORWARD, up);
   ck_assert(up[0].pass);
   ck_assert_str_eq(up[0].worst_tensor, "o");
   ck_assert_str_eq(up[3].worst_tensor, "o"); /* a tie goes to the first row */
   ck_assert(up[3].pass);
+  ck_assert(!up[4].present && !up[5].present); /* no gradient rows: not reported */
+  /* With the gradient rows: MaxText's gradient tolerance (rtol 1e-4, atol
+   * 1e-5) on values 1 allows 1.1e-4: dk off by 1e-4 passes (ratio 0.91),
+   * by 2e-4 fails (1.8).  fla's RMS ratio: 0.008 for dq dk dv dh0, 0.02
+   * for dg dbeta -- dg at 0.01 passes (half its limit) while dk at 0.006
+   * is nearer its own (0.75) and is named; dk at 0.009 fails. */
+  double rg[3] = {1, 1, 1}, xg[3];
+  for (int i = 0; i < 3; i++) xg[i] = rg[i] + 1e-4;
+  for (int t = PARITY_T_DQ; t <= PARITY_T_DH0; t++) x[t] = r[t] = rg, n[t] = 3, rf[t] = 1e-3;
+  x[PARITY_T_DK] = xg;
+  rf[PARITY_T_DG] = 0.01;
+  rf[PARITY_T_DK] = 0.006;
+  parity_upstream_evaluate(x, r, n, rf, PARITY_TENSOR_ALL, up);
+  ck_assert(up[4].present && up[5].present);
+  ck_assert(up[4].pass && fabs(up[4].worst - 1e-4 / 1.1e-4) < 1e-9);
+  ck_assert_str_eq(up[4].worst_tensor, "dk");
+  ck_assert(up[5].pass && up[5].worst == 0.006);
+  ck_assert_str_eq(up[5].worst_tensor, "dk");
+  ck_assert(up[0].pass); /* the forward entries read o and ht only */
+  for (int i = 0; i < 3; i++) xg[i] = rg[i] + 2e-4;
+  rf[PARITY_T_DK] = 0.009;
+  parity_upstream_evaluate(x, r, n, rf, PARITY_TENSOR_ALL, up);
+  ck_assert(!up[4].pass && !up[5].pass);
+  rf[PARITY_T_DK] = 1e-3;
+  rf[PARITY_T_DG] = 0.03; /* over dg's 0.02 */
+  parity_upstream_evaluate(x, r, n, rf, PARITY_TENSOR_ALL, up);
+  ck_assert(!up[5].pass);
+  ck_assert_str_eq(up[5].worst_tensor, "dg");
 }
 END_TEST
 

@@ -1,0 +1,111 @@
+/* kern_vjp: the backward pass of the float kernels -- what reverse-mode
+ * autodiff of the stock chunked scan and of the affine-prefix form computes,
+ * derived by hand, in the compute dtype (gdn_grads.h: the loss, the
+ * cotangents, the gradients and their shapes).
+ *
+ *   kern_scan_vjp            the backward of kern_scan: the forward scan is
+ *                            recomputed storing the state entering every
+ *                            chunk (what JAX's lax.scan keeps as its
+ *                            residual), then the chunks are taken backwards,
+ *                            each chunk's forward recomputed from the inputs
+ *                            (kern_vjp_tmpl.h lists every step and rounding).
+ *   kern_affine_prefix_vjp   the backward of kern_affine_prefix over
+ *                            cfg->devices simulated devices, each holding
+ *                            kern_affine_piece's piece in cfg->shard's mode
+ *                            (tokens: T/D tokens chunked per device, padding
+ *                            at every seam; chunks: array_split), the prefix
+ *                            schedule cfg->prefix.
+ *                            The forward is recomputed: every device's fold
+ *                            (A_loc, B_loc), then the inclusive prefix by the
+ *                            schedule's own compositions x[l] = x[l] o x[e]
+ *                            in its order (read from kern_prefix_inclusive's
+ *                            trace, so the pairing is the forward's), each
+ *                            overwritten pair kept in an undo log; every
+ *                            device's incoming state h_in = A_cum[r-1] h0 +
+ *                            B_cum[r-1] (h0 for r = 0).  Backwards: each
+ *                            device's replay is taken back from a zero
+ *                            adjoint at its end (its carry is not an output:
+ *                            the next device starts from the prefix) to the
+ *                            adjoint dh_in of h_in; dht enters dA_cum[D-1] =
+ *                            dht h0^T, dB_cum[D-1] = dht, dh0 =
+ *                            A_cum[D-1]^T dht; then for r = D-1 .. 1
+ *                            dA_cum[r-1] += dh_in h0^T, dB_cum[r-1] +=
+ *                            dh_in, dh0 += A_cum[r-1]^T dh_in; dh0 +=
+ *                            dh_in[0].  The prefix is taken back operation by
+ *                            operation in reverse, undoing each: with (A',
+ *                            B') = (A_l A_e, A_l B_e + B_l), dA_e += A_l^T
+ *                            dA', dB_e += A_l^T dB', dA_l = dA' A_e^T + dB'
+ *                            B_e^T, dB_l = dB' -- the reverse prefix of the
+ *                            adjoint maps A^T, in the schedule's pairing
+ *                            (for SEQUENTIAL, dA_loc[r] = dA_cum[r]
+ *                            A_cum[r-1]^T + dB_cum[r] B_cum[r-1]^T).  Then,
+ *                            from the last device to the first, the fold is
+ *                            recomputed storing the
+ *                            accumulated pair before each chunk, as
+ *                            jax.checkpoint on compose_local does, and
+ *                            taken backwards: with (A', B') = (A_n A, A_n B
+ *                            + B_n), dA_n = dA' A^T + dB' B^T, dB_n = dB',
+ *                            dA = A_n^T dA', dB = A_n^T dB'.  A chunk's two
+ *                            uses (the replay's body and the fold's map) add
+ *                            their adjoints of U, W, Kt, exp(G_last) before
+ *                            one backward of the chunk's preparation (the
+ *                            chunk quantities are computed once and used
+ *                            twice, as in MaxText's gdn_cp).  The final state
+ *                            is A_cum[D-1] h0 + B_cum[D-1]: dht enters there.
+ *                            D = 1 is kern_scan_vjp (the unsharded path).
+ *
+ * What is and is not JAX's arithmetic: the structure is reverse mode's (each
+ * primitive's transpose, the residuals lax.scan keeps, the fold recomputed
+ * under jax.checkpoint, cotangents of a value used twice added), in the
+ * compute dtype and matmul mode, so the error is of the size autodiff's
+ * is.  The order in which JAX adds cotangents and its transpose of
+ * solve_triangular (a second triangular solve, where this uses -A^T dA A^T
+ * with the explicit inverse the forward formed) are not reproduced bit for
+ * bit: a JAX gradient is judged against the oracle with the same rules,
+ * not compared bitwise with these.
+ *
+ * Grouped heads: q and k of a key head are read by Hv / Hk value heads; their
+ * gradients (with respect to the prepared rows) are summed over those value
+ * heads in order, in F, then taken back through the preparation once per
+ * token (kern_vjp_tmpl.h, vj_rows_back).  Every product is kern_mm in the
+ * config's matmul mode (JAX's transposed dots keep the forward dot's
+ * precision).
+ *
+ * Modes: compute dtype float32 or float64, every matmul mode (float64
+ * ignores it), ftz as configured, every prefix schedule.  Not implemented
+ * (refused with GDN_ERR_INPUT naming the mode): compute dtype bfloat16 (the
+ * cotangents of bfloat16 values are bfloat16 in JAX; where each is rounded
+ * has not been derived), a mutant (kern_mutant.h).  Gradients are float32 values
+ * (dtype FLOAT32) for float32 compute, float64 for float64.
+ *
+ * Threads: items are (b, key head), each computing its value heads in order;
+ * every value is computed by the same operations whatever the thread count:
+ * bit-identical for any thread count.
+ *
+ * Memory besides `out`, per thread (items run one per thread): the chunk
+ * scratch O(C^2 + C (Dk + Dv)), kern_gemm's workspace, and
+ *   scan    N (Dk Dv) states, N = ceil(T / C) -- the lax.scan residual
+ *   affine  m (Dk Dv) replay states and m (Dk^2 + Dk Dv) fold pairs for the
+ *           device being taken backwards (m its chunk count), 6 D (Dk^2 +
+ *           Dk Dv) for the folds, the prefix and their adjoints, 2 D Dk Dv
+ *           for the incoming states and their adjoints, and the undo log,
+ *           one pair per composition of the schedule (D - 1 sequential,
+ *           < 2D associative scan, D log2 D Hillis-Steele).
+ * Everything in F.  Errors: GDN_ERR_INPUT for a bad shape, config, mode or
+ * cotangent; GDN_ERR_NOMEM when an allocation fails.  On any error `out` is
+ * left cleared.
+ */
+#ifndef KERN_VJP_H
+#define KERN_VJP_H
+
+#include "gdn_error.h"
+#include "gdn_grads.h"
+#include "gdn_inputs.h"
+#include "kern_config.h"
+
+int kern_scan_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const kern_config *cfg,
+                  gdn_grads *out, gdn_error *e);
+int kern_affine_prefix_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const kern_config *cfg,
+                           gdn_grads *out, gdn_error *e);
+
+#endif
