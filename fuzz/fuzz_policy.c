@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     for (size_t i = 0; i < p.n_rules; i++) {
       const parity_rule *r = &p.rules[i];
       FUZZ_CHECK(r->id[0] && r->reason[0], "rule %zu without id or reason", i);
-      FUZZ_CHECK((unsigned)r->metric <= PARITY_M_MEDIAN_ULP && (unsigned)r->kind <= PARITY_RULE_VS_SCAN,
+      FUZZ_CHECK((unsigned)r->metric <= PARITY_M_ROW_REL && (unsigned)r->kind <= PARITY_RULE_LOCALIZED,
                  "rule %zu: metric %d kind %d", i, r->metric, r->kind);
     }
     parity_metrics m[2];
