@@ -154,19 +154,17 @@ static void run_item(const vjob *jb, vworker *w, int64_t item) {
   }
 }
 
-static int finish(const vjob *jb, int64_t n_items, gdn_error *e) {
-  const gdn_shape *s = &jb->in->shape;
+int orc_vjp_report_fail(const int64_t *fail, int64_t n_items, const gdn_shape *s, const char *who,
+                        const char *range, const char *hint, gdn_error *e) {
   for (int64_t it = 0; it < n_items; it++) {
-    if (jb->fail[it] < 0) continue;
+    if (fail[it] < 0) continue;
     const long long b = it / s->Hk, kh = it % s->Hk;
-    if (jb->fail[it] < s->T)
+    if (fail[it] < s->T)
       return gdn_error_set(e, GDN_ERR_INPUT,
-                           "oracle_vjp: a gradient left MPFR's exponent range (a non-finite value) "
-                           "at b=%lld, key head %lld, token t=%lld: |g| is too large",
-                           b, kh, (long long)jb->fail[it]);
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "oracle_vjp: dh0 left MPFR's exponent range (a non-finite value) at "
-                         "b=%lld, key head %lld: |g| is too large", b, kh);
+                           "%s: a value left %s (a non-finite value) at b=%lld, key head %lld, token t=%lld%s",
+                           who, range, b, kh, (long long)fail[it], hint);
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s: dh0 left %s (a non-finite value) at b=%lld, key head %lld%s",
+                         who, range, b, kh, hint);
   }
   return GDN_OK;
 }
@@ -207,7 +205,9 @@ static int run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_
     for (int64_t it = 0; it < n_items; it++) run_item(&jb, w, it);
     mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
   }
-  if (finish(&jb, n_items, e)) goto fail;
+  if (orc_vjp_report_fail(jb.fail, n_items, &in->shape, "oracle_vjp", "MPFR's exponent range",
+                          ": |g| is too large", e))
+    goto fail;
   if (cert) {
     cert->precision_bits = (int)cfg->prec;
     cert->check_bits = (int)P;

@@ -165,22 +165,6 @@ static void run_item(const djob *jb, dworker *w, int64_t item) {
   }
 }
 
-static int report_fail(const djob *jb, int64_t n_items, gdn_error *e) {
-  const gdn_shape *s = &jb->in->shape;
-  for (int64_t it = 0; it < n_items; it++) {
-    if (jb->fail[it] < 0) continue;
-    const long long b = it / s->Hk, kh = it % s->Hk;
-    if (jb->fail[it] < s->T)
-      return gdn_error_set(e, GDN_ERR_INPUT,
-                           "oracle_vjp_dd: a value left binary64's range (exp(g) or a gradient is not "
-                           "finite) at b=%lld, key head %lld, token t=%lld; the MPFR tier has the range for it",
-                           b, kh, (long long)jb->fail[it]);
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "oracle_vjp_dd: dh0 left binary64's range at b=%lld, key head %lld", b, kh);
-  }
-  return GDN_OK;
-}
-
 static void fill_cert(oracle_vjp_dd_certificate *cert, dworker *ws, int nw, const gdn_shape *s,
                       const oracle_vjp_dd_config *cfg, int64_t ns) {
   cert->precision_bits = ORACLE_DD_BITS;
@@ -234,7 +218,9 @@ int oracle_vjp_dd(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_v
     for (int64_t it = 0; it < n_items; it++) run_item(&jb, w, it);
     mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
   }
-  if (report_fail(&jb, n_items, e)) goto fail;
+  if (orc_vjp_report_fail(jb.fail, n_items, &in->shape, "oracle_vjp_dd", "binary64's range",
+                          "; the MPFR tier has the range for it", e))
+    goto fail;
   fill_cert(cert, ws, nw, s, cfg, ns);
   for (int i = 0; i < nw; i++) dworker_clear(&ws[i]);
   gdn_free(ws);

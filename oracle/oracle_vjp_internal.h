@@ -46,6 +46,13 @@ void orc_vjp_segment(orc_vjp *w, const gdn_inputs *in, int64_t m);
 /* Token t of segment m (reverse order): leaves the token's gradients in
  * dq, dk, dv, dg, dbeta and S the adjoint of the state before t. */
 void orc_vjp_rstep(orc_vjp *w, const gdn_inputs *in, const gdn_cotangents *ct, int64_t t);
+/* The first failed item of a run (fail[item] >= 0: the token t < T where a
+ * value left the tier's range, or T for dh0), as GDN_ERR_INPUT naming
+ * b, the key head and t; GDN_OK when none failed.  `who` names the tier,
+ * `range` what was left ("MPFR's exponent range"), `hint` ends the
+ * message (may be ""). */
+int orc_vjp_report_fail(const int64_t *fail, int64_t n_items, const gdn_shape *s, const char *who,
+                        const char *range, const char *hint, gdn_error *e);
 static inline mpfr_t *orc_vjp_col(mpfr_t *X, const orc_vjp *w, int64_t jj, int64_t c) {
   return X + (jj * w->nc + c) * w->Dk;
 }

@@ -391,6 +391,13 @@ START_TEST(errors) {
   in.beta[2] = 3.0f;
   expect_error(&in, &ct, &cfg, GDN_ERR_INPUT, "beta");
   in.beta[2] = 0.5f;
+  /* A gate beyond MPFR's exponent range (exp(3e38) overflows): the first
+   * failed item is named (orc_vjp_report_fail, shared with the dd tier). */
+  float g1 = in.g[1];
+  in.g[1] = 3e38f;
+  expect_error(&in, &ct, &cfg, GDN_ERR_INPUT, "oracle_vjp: ");
+  expect_error(&in, &ct, &cfg, GDN_ERR_INPUT, "left MPFR's exponent range (a non-finite value) at b=0, key head 0");
+  in.g[1] = g1;
   gdn_error e;
   gdn_error_init(&e);
   ck_assert_int_eq(oracle_vjp_certified(&in, &ct, &cfg, NULL, NULL, &e), GDN_ERR_INTERNAL);
