@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,58 @@ HU_UNUSED static void hu_expect_refusal(const hu_result *r, int status, const ch
     if (before) ck_assert_msg(hu_same(dest, before, before_n), "%s: %s changed", what, dest);
     else ck_assert_msg(access(dest, F_OK) != 0, "%s: %s was created", what, dest);
   }
+}
+
+/* The scratch folder of the running test: hu_scratch_make in a checked
+ * fixture's setup, hu_scratch_remove in its teardown (whatever is left in
+ * it goes too). */
+static char *hu_dir;
+HU_UNUSED static void hu_scratch_make(void) { hu_dir = hu_mkdtemp(); }
+HU_UNUSED static void hu_scratch_remove(void) {
+  hu_rmdir(hu_dir);
+  free(hu_dir);
+  hu_dir = NULL;
+}
+
+/* hu_dir/name, in one of 16 rotating buffers: a result stays valid for the
+ * next 15 calls, enough for one command line. */
+HU_UNUSED static const char *hu_path(const char *name) {
+  static char buf[16][700];
+  static int k;
+  char *b = buf[k++ % 16];
+  snprintf(b, sizeof buf[0], "%s/%s", hu_dir, name);
+  return b;
+}
+
+/* argv[1..n] into the n `char **` slots that follow, or `usage` on stderr
+ * and exit 2 when fewer were given. */
+HU_UNUSED static void hu_args(int argc, char **argv, const char *usage, int n, ...) {
+  if (argc < n + 1) {
+    fprintf(stderr, "usage: %s\n", usage);
+    exit(2);
+  }
+  va_list ap;
+  va_start(ap, n);
+  for (int i = 0; i < n; i++) *va_arg(ap, char **) = argv[i + 1];
+  va_end(ap);
+}
+
+/* One test case `name` with the scratch fixture (or `setup`/`teardown` when
+ * given) and a time limit; hu_suite_run runs it: 0 when every test passed. */
+HU_UNUSED static TCase *hu_case(const char *name, void (*setup)(void), void (*teardown)(void), int timeout_s) {
+  TCase *tc = tcase_create(name);
+  tcase_add_checked_fixture(tc, setup ? setup : hu_scratch_make, teardown ? teardown : hu_scratch_remove);
+  tcase_set_timeout(tc, timeout_s);
+  return tc;
+}
+HU_UNUSED static int hu_suite_run(const char *name, TCase *tc) {
+  Suite *s = suite_create(name);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return nf ? 1 : 0;
 }
 
 #endif

@@ -9,27 +9,12 @@
 #include "hostile_util.h"
 
 static char *parity, *fixture, *data;
-static char *dir;
-
-static const char *path(const char *name) {
-  static char buf[16][700];
-  static int k;
-  char *b = buf[k++ % 16];
-  snprintf(b, 700, "%s/%s", dir, name);
-  return b;
-}
-
-static void setup(void) { dir = hu_mkdtemp(); }
-static void teardown(void) {
-  hu_rmdir(dir);
-  free(dir);
-}
 
 static const char *const outs[4] = {"r.json", "r.html", "r.xml", "r.md"};
 
 /* Runs gdn-parity with args + every output into folder `sub`, expecting status 0. */
 static void run_into(const char *sub, const char *threads, char *const args[]) {
-  const char *d = path(sub);
+  const char *d = hu_path(sub);
   mkdir(d, 0755);
   char o[4][800];
   for (int i = 0; i < 4; i++) snprintf(o[i], sizeof o[i], "%s/%s", d, outs[i]);
@@ -48,8 +33,8 @@ static void run_into(const char *sub, const char *threads, char *const args[]) {
 static void same_outputs(const char *a, const char *b, const char *what) {
   for (int i = 0; i < 4; i++) {
     char pa[800], pb[800];
-    snprintf(pa, sizeof pa, "%s/%s/%s", dir, a, outs[i]);
-    snprintf(pb, sizeof pb, "%s/%s/%s", dir, b, outs[i]);
+    snprintf(pa, sizeof pa, "%s/%s/%s", hu_dir, a, outs[i]);
+    snprintf(pb, sizeof pb, "%s/%s/%s", hu_dir, b, outs[i]);
     size_t na, nb;
     unsigned char *x = hu_read(pa, &na), *y = hu_read(pb, &nb);
     ck_assert_msg(x && y && na > 100, "%s: %s missing or empty", what, outs[i]);
@@ -86,7 +71,7 @@ START_TEST(check_fixture) {
 END_TEST
 
 START_TEST(sweep_grid) {
-  const char *g = path("grid.json");
+  const char *g = hu_path("grid.json");
   static const char grid[] =
       "{\"name\": \"determinism\", \"entries\": [\n"
       " {\"shape\": \"1,100,2,16\", \"devices\": [1, 2, 3], \"shard\": \"chunks\", \"chunk\": [16, 32]},\n"
@@ -144,7 +129,7 @@ static float f_beta(size_t i) { return 0.125f * (float)(i % 9); }
 START_TEST(fixture_files) {
   hu_result r;
   /* synth: twice (a second apart: no timestamps in the file) */
-  const char *s1 = path("s1.h5"), *s2 = path("s2.h5");
+  const char *s1 = hu_path("s1.h5"), *s2 = hu_path("s2.h5");
   char *a1[] = {fixture, "synth", "--shape", "1,96,2,16", "--key-heads", "1", "--h0", "--bf16", "q,k", "--chunk-size", "32",
                 "--out", (char *)s1, NULL};
   hu_run(&r, a1, NULL);
@@ -155,7 +140,7 @@ START_TEST(fixture_files) {
   ck_assert_msg(r.status == 0, "%s", r.err);
   expect_same_file(s1, s2, "synth twice");
   /* regen: twice, and with 1 and 2 threads */
-  const char *g1 = path("g1.h5"), *g2 = path("g2.h5"), *g3 = path("g3.h5");
+  const char *g1 = hu_path("g1.h5"), *g2 = hu_path("g2.h5"), *g3 = hu_path("g3.h5");
   hu_copy(s1, g1);
   hu_copy(s1, g2);
   hu_copy(s1, g3);
@@ -174,7 +159,7 @@ START_TEST(fixture_files) {
   ck_assert_msg(r.status == 0, "%s", r.err);
   expect_same_file(g1, g2, "regen --force over its own oracle");
   /* import: twice from the same dumps */
-  const char *dumps = path("dumps");
+  const char *dumps = hu_path("dumps");
   mkdir(dumps, 0755);
   int64_t qs[4] = {1, 40, 1, 8}, vs[4] = {1, 40, 2, 8}, gsh[3] = {1, 40, 2};
   char p[800];
@@ -183,7 +168,7 @@ START_TEST(fixture_files) {
   snprintf(p, sizeof p, "%s/v.npy", dumps), write_npy(p, vs, 4, f_v);
   snprintf(p, sizeof p, "%s/g.npy", dumps), write_npy(p, gsh, 3, f_g);
   snprintf(p, sizeof p, "%s/beta.npy", dumps), write_npy(p, gsh, 3, f_beta);
-  const char *i1 = path("i1.h5"), *i2 = path("i2.h5");
+  const char *i1 = hu_path("i1.h5"), *i2 = hu_path("i2.h5");
   char *ai[] = {fixture, "import", (char *)dumps, "--source", "cpu-dump", "--chunk-size", "16", "--l2norm-in-kernel", "1",
                 "--out", (char *)i1, NULL};
   hu_run(&r, ai, NULL);
@@ -197,22 +182,11 @@ START_TEST(fixture_files) {
 END_TEST
 
 int main(int argc, char **argv) {
-  if (argc < 4) return 2;
-  parity = argv[1];
-  fixture = argv[2];
-  data = argv[3];
-  Suite *s = suite_create("determinism");
-  TCase *tc = tcase_create("determinism");
-  tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 900);
+  hu_args(argc, argv, "test_determinism GDN-PARITY GDN-FIXTURE DATA-DIR", 3, &parity, &fixture, &data);
+  TCase *tc = hu_case("determinism", NULL, NULL, 900);
   tcase_add_test(tc, synthetic_run);
   tcase_add_test(tc, check_fixture);
   tcase_add_test(tc, sweep_grid);
   tcase_add_test(tc, fixture_files);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return hu_suite_run("determinism", tc);
 }

@@ -9,18 +9,9 @@
 #include "hostile_util.h"
 
 static char *parity, *fixture, *shim, *corpus;
-static char *dir;        /* scratch folder of this process */
 static char base[512];   /* 1,20,2,16 fixture with h0 and a fresh oracle (2 chunks of 16) */
 static char dest[512];   /* a results file that exists before every run */
 static const char old_dest[] = "{\"previous\": \"results\"}\n";
-
-static const char *path(const char *name) {
-  static char buf[8][600];
-  static int k;
-  char *b = buf[k++ % 8];
-  snprintf(b, 600, "%s/%s", dir, name);
-  return b;
-}
 
 static void reset_dest(void) { hu_write(dest, old_dest, sizeof old_dest - 1); }
 
@@ -30,14 +21,14 @@ static void check_refused(const char *f, int status, const char *what, const cha
   char *av[] = {parity, "check", "--fixture", (char *)f, "--json", dest, "--reproducible", NULL};
   hu_result r;
   hu_run(&r, av, NULL);
-  hu_expect_refusal(&r, status, what, n1, n2, dir, dest, (const unsigned char *)old_dest, sizeof old_dest - 1);
+  hu_expect_refusal(&r, status, what, n1, n2, hu_dir, dest, (const unsigned char *)old_dest, sizeof old_dest - 1);
   ck_assert_msg(strstr(r.err, f), "%s: message does not name the file: %s", what, r.err);
 }
 
 static void setup(void) {
-  dir = hu_mkdtemp();
-  snprintf(base, sizeof base, "%s/base.h5", dir);
-  snprintf(dest, sizeof dest, "%s/results.json", dir);
+  hu_scratch_make();
+  snprintf(base, sizeof base, "%s/base.h5", hu_dir);
+  snprintf(dest, sizeof dest, "%s/results.json", hu_dir);
   hu_result r;
   char *a1[] = {fixture, "synth", "--shape", "1,20,2,16", "--h0", "--chunk-size", "16", "--out", base, NULL};
   hu_run(&r, a1, NULL);
@@ -45,11 +36,6 @@ static void setup(void) {
   char *a2[] = {fixture, "regen", base, "--oracle-bits", "64", NULL};
   hu_run(&r, a2, NULL);
   ck_assert_msg(r.status == 0, "regen: %s", r.err);
-}
-
-static void teardown(void) {
-  hu_rmdir(dir);
-  free(dir);
 }
 
 /* ---- HDF5 surgery on copies of the base fixture ---- */
@@ -104,7 +90,7 @@ static void replace(const char *p, const char *name, int rank, const hsize_t *di
 }
 
 static const char *copy_of_base(const char *name) {
-  const char *p = path(name);
+  const char *p = hu_path(name);
   hu_copy(base, p);
   return p;
 }
@@ -128,7 +114,7 @@ START_TEST(non_finite_in_each_input) {
       char *av[] = {fixture, "verify", (char *)p, NULL};
       hu_result r;
       hu_run(&r, av, NULL);
-      hu_expect_refusal(&r, 2, what, needle, p, dir, NULL, NULL, 0);
+      hu_expect_refusal(&r, 2, what, needle, p, hu_dir, NULL, NULL, 0);
     }
   const char *p = copy_of_base("beta.h5");
   poke(p, "inputs/beta", 3, 2.5f);
@@ -194,7 +180,7 @@ START_TEST(shapes_refused_by_metadata) {
   char *av[] = {parity, "check", "--fixture", base, "--max-bytes", "1K", "--json", dest, NULL};
   hu_result r;
   hu_run(&r, av, NULL);
-  hu_expect_refusal(&r, 2, "--max-bytes 1K", "more than the limit of", base, dir, dest, (const unsigned char *)old_dest,
+  hu_expect_refusal(&r, 2, "--max-bytes 1K", "more than the limit of", base, hu_dir, dest, (const unsigned char *)old_dest,
                     sizeof old_dest - 1);
 }
 END_TEST
@@ -223,7 +209,7 @@ START_TEST(shapes_refused_on_the_command_line) {
     reset_dest();
     hu_result r;
     hu_run(&r, av, NULL);
-    hu_expect_refusal(&r, 2, t[i].args[1], "gdn-parity: error: ", t[i].n1, dir, dest, (const unsigned char *)old_dest,
+    hu_expect_refusal(&r, 2, t[i].args[1], "gdn-parity: error: ", t[i].n1, hu_dir, dest, (const unsigned char *)old_dest,
                       sizeof old_dest - 1);
   }
   /* D larger than the chunk count of a fixture (T = 20, C = 16: 2 chunks) */
@@ -232,10 +218,10 @@ START_TEST(shapes_refused_on_the_command_line) {
                 "--json", dest, NULL};
   hu_result r;
   hu_run(&r, av, NULL);
-  hu_expect_refusal(&r, 2, "check --devices 3", base, "more than the 2 chunks", dir, dest,
+  hu_expect_refusal(&r, 2, "check --devices 3", base, "more than the 2 chunks", hu_dir, dest,
                     (const unsigned char *)old_dest, sizeof old_dest - 1);
   /* gdn-fixture synth: same shape rules, no file written */
-  const char *out = path("synth.h5");
+  const char *out = hu_path("synth.h5");
   static const char *const shapes[][4] = {{"1,0,1,4", NULL}, {"1,8,3,4", "--key-heads", "2", NULL},
                                           {"4294967296,4294967296,4294967296,2", NULL}};
   static const char *const why[] = {"must be at least 1", "not a multiple of Hk", "overflows 64 bits"};
@@ -247,7 +233,7 @@ START_TEST(shapes_refused_on_the_command_line) {
     a2[k++] = (char *)out;
     a2[k] = NULL;
     hu_run(&r, a2, NULL);
-    hu_expect_refusal(&r, 2, shapes[i][0], "gdn-fixture synth: error: ", why[i], dir, out, NULL, 0);
+    hu_expect_refusal(&r, 2, shapes[i][0], "gdn-fixture synth: error: ", why[i], hu_dir, out, NULL, 0);
   }
 }
 END_TEST
@@ -256,13 +242,13 @@ END_TEST
  * well under the time a case takes), nothing created. */
 START_TEST(unwritable_destinations) {
   static const char *const opts[] = {"--json", "--report", "--junit", "--summary"};
-  const char *missing = path("no-such-folder/out.file");
+  const char *missing = hu_path("no-such-folder/out.file");
   char under_file[600];
   reset_dest();
-  snprintf(under_file, sizeof under_file, "%s/results.json/out.file", dir); /* dest is a file */
+  snprintf(under_file, sizeof under_file, "%s/results.json/out.file", hu_dir); /* dest is a file */
   const char *bad[][2] = {{missing, "does not exist"},
                           {under_file, "is not a folder"},
-                          {dir, "is a folder"},
+                          {hu_dir, "is a folder"},
                           {"/proc/gdn-out.file", "is not writable"}};
   for (int o = 0; o < 4; o++)
     for (int b = 0; b < 4; b++) {
@@ -274,20 +260,20 @@ START_TEST(unwritable_destinations) {
       clock_gettime(CLOCK_MONOTONIC, &t1);
       char what[700];
       snprintf(what, sizeof what, "%s %s", opts[o], bad[b][0]);
-      hu_expect_refusal(&r, 2, what, opts[o], bad[b][1], dir, NULL, NULL, 0);
+      hu_expect_refusal(&r, 2, what, opts[o], bad[b][1], hu_dir, NULL, NULL, 0);
       ck_assert_msg(strstr(r.err, bad[b][0]), "%s: message does not name the path: %s", what, r.err);
       ck_assert_msg(t1.tv_sec - t0.tv_sec < 20, "%s: refused only after the work", what);
     }
   ck_assert_int_ne(access(missing, F_OK), 0);
   /* report: rebuilding into a missing folder */
-  const char *res = path("res.json");
+  const char *res = hu_path("res.json");
   char *a0[] = {parity, "--shape", "1,64,1,8", "--chunk", "16", "--json", (char *)res, "--quiet", NULL};
   hu_result r;
   hu_run(&r, a0, NULL);
   ck_assert_msg(r.status == 0, "%s", r.err);
   char *a1[] = {parity, "report", (char *)res, "-o", (char *)missing, NULL};
   hu_run(&r, a1, NULL);
-  hu_expect_refusal(&r, 2, "report -o missing", "does not exist", missing, dir, missing, NULL, 0);
+  hu_expect_refusal(&r, 2, "report -o missing", "does not exist", missing, hu_dir, missing, NULL, 0);
   /* gdn-fixture: --out in a missing folder is the user's input: exit 2, as
    * documented (issue 16 item 16; it was 3). */
   char *a2[] = {fixture, "synth", "--shape", "1,4,1,4", "--out", (char *)missing, NULL};
@@ -325,7 +311,7 @@ START_TEST(full_disk) {
       hu_run(&r, av, env);
       char what[100];
       snprintf(what, sizeof what, "%s, ENOSPC at %s", opts[o], events[ev]);
-      hu_expect_refusal(&r, 3, what, dest, "No space left on device", dir, dest, (const unsigned char *)old_dest,
+      hu_expect_refusal(&r, 3, what, dest, "No space left on device", hu_dir, dest, (const unsigned char *)old_dest,
                         sizeof old_dest - 1);
       ck_assert_msg(strstr(r.err, "nothing was written"), "%s: %s", what, r.err);
     }
@@ -337,10 +323,10 @@ START_TEST(full_disk) {
     char *a1[] = {fixture, "synth", "--shape", "1,4,1,4", "--force", "--out", base, NULL};
     hu_result r;
     hu_run(&r, a1, env);
-    hu_expect_refusal(&r, 3, events[ev], base, "No space left on device", dir, base, bb, bn);
+    hu_expect_refusal(&r, 3, events[ev], base, "No space left on device", hu_dir, base, bb, bn);
     char *a2[] = {fixture, "regen", base, "--force", "--oracle-bits", "64", NULL};
     hu_run(&r, a2, env);
-    hu_expect_refusal(&r, 3, events[ev], base, "No space left on device", dir, base, bb, bn);
+    hu_expect_refusal(&r, 3, events[ev], base, "No space left on device", hu_dir, base, bb, bn);
   }
   /* RLIMIT_FSIZE of 4 KiB (SIGXFSZ ignored, so the write fails with EFBIG) */
   char *sh = "/bin/sh";
@@ -349,11 +335,11 @@ START_TEST(full_disk) {
   reset_dest();
   hu_result r;
   hu_run(&r, a3, NULL);
-  hu_expect_refusal(&r, 3, "--report under ulimit -f 4", dest, "File too large", dir, dest,
+  hu_expect_refusal(&r, 3, "--report under ulimit -f 4", dest, "File too large", hu_dir, dest,
                     (const unsigned char *)old_dest, sizeof old_dest - 1);
   char *a4[] = {sh, "-c", script, "sh", fixture, "regen", base, "--force", "--oracle-bits", "64", NULL};
   hu_run(&r, a4, NULL);
-  hu_expect_refusal(&r, 3, "regen under ulimit -f 4", base, "File too large", dir, base, bb, bn);
+  hu_expect_refusal(&r, 3, "regen under ulimit -f 4", base, "File too large", hu_dir, base, bb, bn);
   free(bb);
 }
 END_TEST
@@ -372,7 +358,7 @@ START_TEST(out_of_memory_is_exit_3) {
   reset_dest();
   hu_result r;
   hu_run(&r, a, NULL);
-  hu_expect_refusal(&r, 3, "ulimit -v 1 GB", "out of memory", NULL, dir, dest, (const unsigned char *)old_dest,
+  hu_expect_refusal(&r, 3, "ulimit -v 1 GB", "out of memory", NULL, hu_dir, dest, (const unsigned char *)old_dest,
                     sizeof old_dest - 1);
 }
 END_TEST
@@ -384,8 +370,8 @@ END_TEST
 START_TEST(corrupt_fixtures_through_the_gate) {
   size_t n;
   unsigned char *img = hu_read(base, &n);
-  const char *f = path("corrupt.h5");
-  const char *good = path("good.json");
+  const char *f = hu_path("corrupt.h5");
+  const char *good = hu_path("good.json");
   hu_write(f, img, n);
   char *av[] = {parity, "check", "--fixture", (char *)f, "--json", dest, "--reproducible", "--quiet", NULL};
   hu_result r;
@@ -420,7 +406,7 @@ START_TEST(corrupt_fixtures_through_the_gate) {
       ck_assert_msg(r.status == 0 && hu_same(dest, gb, gn), "byte %zu flipped: status %d and different results", off,
                     r.status);
     }
-    ck_assert_int_eq(hu_temps(dir, NULL, 0), 0);
+    ck_assert_int_eq(hu_temps(hu_dir, NULL, 0), 0);
   }
   fprintf(stderr, "gate on flipped fixtures: %d refused, %d judged exactly as the intact file\n", refused, same);
   free(gb);
@@ -434,7 +420,7 @@ END_TEST
 START_TEST(hdf5_crasher_through_every_command) {
   char src[1024];
   snprintf(src, sizeof src, "%s/regress-hdf5-segv.h5", corpus);
-  const char *f = path("crasher.h5");
+  const char *f = hu_path("crasher.h5");
   hu_copy(src, f);
   size_t n;
   unsigned char *b = hu_read(f, &n);
@@ -444,25 +430,15 @@ START_TEST(hdf5_crasher_through_every_command) {
     char *av[] = {fixture, (char *)cmds[i], (char *)f, NULL};
     hu_result r;
     hu_run(&r, av, NULL);
-    hu_expect_refusal(&r, 2, cmds[i], f, "refused, nothing from it was used", dir, f, b, n);
+    hu_expect_refusal(&r, 2, cmds[i], f, "refused, nothing from it was used", hu_dir, f, b, n);
   }
   free(b);
 }
 END_TEST
 
 int main(int argc, char **argv) {
-  if (argc < 5) {
-    fprintf(stderr, "usage: test_hostile_cli GDN-PARITY GDN-FIXTURE FAILSHIM.so FUZZ-CORPUS-FIXTURE-DIR\n");
-    return 2;
-  }
-  parity = argv[1];
-  fixture = argv[2];
-  shim = argv[3];
-  corpus = argv[4];
-  Suite *s = suite_create("hostile_cli");
-  TCase *tc = tcase_create("cli");
-  tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 600);
+  hu_args(argc, argv, "test_hostile_cli GDN-PARITY GDN-FIXTURE FAILSHIM.so FUZZ-CORPUS-FIXTURE-DIR", 4, &parity, &fixture, &shim, &corpus);
+  TCase *tc = hu_case("cli", setup, NULL, 600);
   tcase_add_test(tc, non_finite_in_each_input);
   tcase_add_test(tc, shapes_refused_by_metadata);
   tcase_add_test(tc, shapes_refused_on_the_command_line);
@@ -471,10 +447,5 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, out_of_memory_is_exit_3);
   tcase_add_test(tc, corrupt_fixtures_through_the_gate);
   tcase_add_test(tc, hdf5_crasher_through_every_command);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return hu_suite_run("hostile_cli", tc);
 }

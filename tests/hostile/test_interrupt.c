@@ -16,26 +16,12 @@
 #include "hostile_util.h"
 
 static char *parity, *fixture, *shim;
-static char *dir;
 static char preload[700];
 static char asan[] = "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:verify_asan_link_order=0";
 
-static const char *path(const char *name) {
-  static char buf[8][600];
-  static int k;
-  char *b = buf[k++ % 8];
-  snprintf(b, 600, "%s/%s", dir, name);
-  return b;
-}
-
 static void setup(void) {
-  dir = hu_mkdtemp();
+  hu_scratch_make();
   snprintf(preload, sizeof preload, "LD_PRELOAD=%s", shim);
-}
-
-static void teardown(void) {
-  hu_rmdir(dir);
-  free(dir);
 }
 
 static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGKILL};
@@ -52,18 +38,18 @@ static void interrupted(char *const av[], const char *what, int sig, const char 
   ck_assert_msg(r.status == 128 + sig, "%s, signal %d at %s: status %d (stderr %s)", what, sig, moment, r.status, r.err);
   ck_assert_msg(hu_same(dest, old, old_n), "%s, signal %d at %s: %s changed", what, sig, moment, dest);
   char t[1024];
-  int n = hu_temps(dir, t, sizeof t);
+  int n = hu_temps(hu_dir, t, sizeof t);
   if (sig == SIGKILL) {
     /* uncatchable: the temporary of the interrupted write stays (documented) */
     ck_assert_msg(n <= 1, "%s, SIGKILL at %s: %d temporaries: %s", what, moment, n, t);
-    hu_remove_temps(dir);
+    hu_remove_temps(hu_dir);
   } else {
     ck_assert_msg(n == 0, "%s, signal %d at %s: temporaries left: %s", what, sig, moment, t);
   }
 }
 
 START_TEST(signals_at_each_moment_of_a_write) {
-  const char *dest = path("out.file");
+  const char *dest = hu_path("out.file");
   static const char old[] = "the previous contents\n";
   static const char *const opts[] = {"--json", "--report", "--junit", "--summary"};
   for (int o = 0; o < 4; o++)
@@ -75,7 +61,7 @@ START_TEST(signals_at_each_moment_of_a_write) {
         interrupted(av, opts[o], sigs[s], moments[m], dest, (const unsigned char *)old, sizeof old - 1);
       }
   /* the fixture writers, over an existing fixture */
-  const char *fx = path("f.h5");
+  const char *fx = hu_path("f.h5");
   hu_result r;
   char *mk[] = {fixture, "synth", "--shape", "1,40,2,16", "--h0", "--chunk-size", "16", "--out", (char *)fx, NULL};
   hu_run(&r, mk, NULL);
@@ -106,7 +92,7 @@ static void old_or_full(const char *dest, const unsigned char *old, size_t old_n
 
 START_TEST(timed_kills) {
   /* A fixture without an oracle whose regen takes a noticeable time. */
-  const char *fx = path("slow.h5"), *done = path("done.h5");
+  const char *fx = hu_path("slow.h5"), *done = hu_path("done.h5");
   hu_result r;
   char *mk[] = {fixture, "synth", "--shape", "1,192,2,32", "--h0", "--chunk-size", "32", "--out", (char *)fx, NULL};
   hu_run(&r, mk, NULL);
@@ -133,12 +119,12 @@ START_TEST(timed_kills) {
       ck_assert_msg(r.status == 0 || r.status == 128 + sig, "%s: status %d %s", what, r.status, r.err);
       interrupted += r.status != 0;
       old_or_full(fx, orig, n, full, fn, what);
-      if (sig == SIGTERM) ck_assert_msg(hu_temps(dir, NULL, 0) == 0, "%s: temporary left", what);
-      hu_remove_temps(dir);
+      if (sig == SIGTERM) ck_assert_msg(hu_temps(hu_dir, NULL, 0) == 0, "%s: temporary left", what);
+      hu_remove_temps(hu_dir);
     }
   ck_assert_msg(interrupted >= 4, "only %d of the regens were interrupted: the timing test did not test", interrupted);
   /* gdn-parity with every output, over existing outputs */
-  const char *outs[4] = {path("r.json"), path("r.html"), path("r.xml"), path("r.md")};
+  const char *outs[4] = {hu_path("r.json"), hu_path("r.html"), hu_path("r.xml"), hu_path("r.md")};
   static const char *const opts[4] = {"--json", "--report", "--junit", "--summary"};
   unsigned char *ref[4];
   size_t refn[4];
@@ -161,8 +147,8 @@ START_TEST(timed_kills) {
       snprintf(what, sizeof what, "gdn-parity, signal %d after %d ms", sig, delays[d]);
       ck_assert_msg(r.status == 0 || r.status == 128 + sig, "%s: status %d %s", what, r.status, r.err);
       for (int i = 0; i < 4; i++) old_or_full(outs[i], (const unsigned char *)old, sizeof old - 1, ref[i], refn[i], what);
-      if (sig == SIGINT) ck_assert_msg(hu_temps(dir, NULL, 0) == 0, "%s: temporary left", what);
-      hu_remove_temps(dir);
+      if (sig == SIGINT) ck_assert_msg(hu_temps(hu_dir, NULL, 0) == 0, "%s: temporary left", what);
+      hu_remove_temps(hu_dir);
     }
   ck_assert_msg(interrupted >= 4, "only %d gdn-parity runs were interrupted", interrupted);
   for (int i = 0; i < 4; i++) free(ref[i]);
@@ -172,20 +158,9 @@ START_TEST(timed_kills) {
 END_TEST
 
 int main(int argc, char **argv) {
-  if (argc < 4) return 2;
-  parity = argv[1];
-  fixture = argv[2];
-  shim = argv[3];
-  Suite *s = suite_create("interrupt");
-  TCase *tc = tcase_create("interrupt");
-  tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 900);
+  hu_args(argc, argv, "test_interrupt GDN-PARITY GDN-FIXTURE FAILSHIM.so", 3, &parity, &fixture, &shim);
+  TCase *tc = hu_case("interrupt", setup, NULL, 900);
   tcase_add_test(tc, signals_at_each_moment_of_a_write);
   tcase_add_test(tc, timed_kills);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return hu_suite_run("interrupt", tc);
 }

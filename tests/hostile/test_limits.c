@@ -9,22 +9,6 @@
 #include "hostile_util.h"
 
 static char *parity, *fixture;
-static char *dir;
-
-static const char *path(const char *name) {
-  static char buf[8][600];
-  static int k;
-  char *b = buf[k++ % 8];
-  snprintf(b, 600, "%s/%s", dir, name);
-  return b;
-}
-
-static void setup(void) { dir = hu_mkdtemp(); }
-
-static void teardown(void) {
-  hu_rmdir(dir);
-  free(dir);
-}
 
 static void set_root_int(const char *file, const char *name, long long v) {
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -44,7 +28,7 @@ START_TEST(chunk_scratch_counted) {
   hu_result r;
   char *a1[] = {parity, "--shape", "1,64,1,8", "--chunk", "4096", "--max-bytes", "1M", "--oracle", "dd", NULL};
   hu_run(&r, a1, NULL);
-  hu_expect_refusal(&r, 2, "--chunk 4096 --max-bytes 1M", "kernel scratch", "chunk size 4096", dir, NULL, NULL, 0);
+  hu_expect_refusal(&r, 2, "--chunk 4096 --max-bytes 1M", "kernel scratch", "chunk size 4096", hu_dir, NULL, NULL, 0);
   struct rusage ru;
   getrusage(RUSAGE_CHILDREN, &ru);
   /* refused before the scratch: the child stayed small (it asked 1.9 GB) */
@@ -55,7 +39,7 @@ START_TEST(chunk_scratch_counted) {
   ck_assert_msg(r.status == 0, "control: %s", r.err);
   /* a fixture declaring chunk_size 2^31: verify refuses it (was: passed,
    * then check exit 3 "allocating 18446744073709551615 bytes") */
-  const char *fx = path("c.h5");
+  const char *fx = hu_path("c.h5");
   char *a2[] = {fixture, "synth", "--shape", "1,32,1,8", "--chunk-size", "16", "--out", (char *)fx, NULL};
   hu_run(&r, a2, NULL);
   ck_assert_msg(r.status == 0, "%s", r.err);
@@ -64,19 +48,19 @@ START_TEST(chunk_scratch_counted) {
   ck_assert_msg(r.status == 0, "control verify: %s", r.err);
   set_root_int(fx, "chunk_size", 1LL << 31);
   hu_run(&r, v, NULL);
-  hu_expect_refusal(&r, 2, "verify chunk_size 2^31", "chunk_size is 2147483648", "[1, 1048576]", dir, NULL, NULL, 0);
+  hu_expect_refusal(&r, 2, "verify chunk_size 2^31", "chunk_size is 2147483648", "[1, 1048576]", hu_dir, NULL, NULL, 0);
   char *chk[] = {parity, "check", (char *)fx, "--oracle", "dd", NULL};
   hu_run(&r, chk, NULL);
-  hu_expect_refusal(&r, 2, "check chunk_size 2^31", "chunk_size", fx, dir, NULL, NULL, 0);
+  hu_expect_refusal(&r, 2, "check chunk_size 2^31", "chunk_size", fx, hu_dir, NULL, NULL, 0);
   /* the largest chunk_size synth accepts is still judged with exit 2, not 3 */
   char *a3[] = {fixture, "synth", "--shape", "1,32,1,8", "--chunk-size", "1048577", "--force", "--out", (char *)fx, NULL};
   hu_run(&r, a3, NULL);
-  hu_expect_refusal(&r, 2, "synth --chunk-size 2^20+1", "--chunk-size '1048577'", "[1, 1048576]", dir, NULL, NULL, 0);
+  hu_expect_refusal(&r, 2, "synth --chunk-size 2^20+1", "--chunk-size '1048577'", "[1, 1048576]", hu_dir, NULL, NULL, 0);
   char *a4[] = {fixture, "synth", "--shape", "1,32,1,8", "--chunk-size", "1048576", "--force", "--out", (char *)fx, NULL};
   hu_run(&r, a4, NULL);
   ck_assert_msg(r.status == 0, "%s", r.err);
   hu_run(&r, chk, NULL);
-  hu_expect_refusal(&r, 2, "check chunk_size 2^20", "kernel scratch", fx, dir, NULL, NULL, 0);
+  hu_expect_refusal(&r, 2, "check chunk_size 2^20", "kernel scratch", fx, hu_dir, NULL, NULL, 0);
 }
 END_TEST
 
@@ -106,7 +90,7 @@ START_TEST(threads_capped_and_failure_reported) {
   char *a2[] = {parity, "--shape", "1,16,2,1", "--chunk", "16", "--devices", "1", "--threads", "64", "--oracle",
                 "dd", "--quiet", NULL};
   hu_run(&r, a2, env);
-  hu_expect_refusal(&r, 3, "thread creation fails", "ended by a library", "fewer --threads", dir, NULL, NULL, 0);
+  hu_expect_refusal(&r, 3, "thread creation fails", "ended by a library", "fewer --threads", hu_dir, NULL, NULL, 0);
   /* negative control: the same run with one thread */
   char *c2[] = {parity, "--shape", "1,16,2,1", "--chunk", "16", "--devices", "1", "--threads", "1", "--oracle",
                 "dd", "--quiet", NULL};
@@ -143,7 +127,7 @@ static void add_zeros(zip_t *z, const char *name, const int64_t *shape, int rank
 /* Item 9: the members of one .npz count against one budget, before each is
  * allocated (was: each member alone, the total only after reading). */
 START_TEST(npz_members_share_the_budget) {
-  const char *npz = path("dump.npz");
+  const char *npz = hu_path("dump.npz");
   int err;
   zip_t *z = zip_open(npz, ZIP_CREATE | ZIP_TRUNCATE, &err);
   ck_assert_ptr_nonnull(z);
@@ -156,17 +140,17 @@ START_TEST(npz_members_share_the_budget) {
   ck_assert_int_eq(zip_close(z), 0);
   struct stat st;
   ck_assert(stat(npz, &st) == 0 && st.st_size < 200000); /* 36 MB of zeros, compressed */
-  const char *desc = path("d.json");
+  const char *desc = hu_path("d.json");
   static const char d[] = "{\"inputs\": \"dump.npz\", \"source\": \"cpu-dump\", \"chunk_size\": 64, "
                           "\"l2norm_in_kernel\": 1}";
   hu_write(desc, d, sizeof d - 1);
-  const char *out = path("o.h5");
+  const char *out = hu_path("o.h5");
   hu_result r;
   /* each 12 MB member is within 32M alone; q (twice 12 MB while decoding)
    * leaves 20 MB, so k is refused before it is allocated */
   char *a1[] = {fixture, "import", "--describe", (char *)desc, "--out", (char *)out, "--max-bytes", "32M", NULL};
   hu_run(&r, a1, NULL);
-  hu_expect_refusal(&r, 2, "npz over the shared budget", "dump.npz:k", "left of the limit", dir, out, NULL, 0);
+  hu_expect_refusal(&r, 2, "npz over the shared budget", "dump.npz:k", "left of the limit", hu_dir, out, NULL, 0);
   struct rusage ru;
   getrusage(RUSAGE_CHILDREN, &ru);
   ck_assert_msg(ru.ru_maxrss < 120 * 1024, "peak RSS %ld KB", ru.ru_maxrss);
@@ -180,41 +164,41 @@ END_TEST
 /* Item 10: a grid entry over the limit is refused before any entry runs,
  * naming the entry; a repeated entry is refused (item 15). */
 START_TEST(grid_entries_checked_first) {
-  const char *g = path("g.json");
+  const char *g = hu_path("g.json");
   static const char grid[] = "{\"entries\": [{\"shape\": \"1,64,1,8\", \"chunk\": 16, \"devices\": [1]},\n"
                              "              {\"shape\": \"1,64,1,8\", \"chunk\": 4096, \"devices\": [1]}]}";
   hu_write(g, grid, sizeof grid - 1);
   hu_result r;
   char *a1[] = {parity, "sweep", "--grid", (char *)g, "--max-bytes", "1M", "--oracle", "dd", "--json",
-                (char *)path("r.json"), NULL};
+                (char *)hu_path("r.json"), NULL};
   hu_run(&r, a1, NULL);
-  hu_expect_refusal(&r, 2, "grid entry 1 over the limit", "entry 1", "kernel scratch", dir, path("r.json"), NULL, 0);
+  hu_expect_refusal(&r, 2, "grid entry 1 over the limit", "entry 1", "kernel scratch", hu_dir, hu_path("r.json"), NULL, 0);
   ck_assert_msg(!strstr(r.out, "B1-T64"), "an entry ran before the refusal: %s", r.out);
   static const char dup[] = "{\"entries\": [{\"shape\": \"1,64,1,8\", \"chunk\": 16},\n"
                             "              {\"shape\": \"1,64,1,8\", \"chunk\": 16}]}";
   hu_write(g, dup, sizeof dup - 1);
   hu_run(&r, a1, NULL);
-  hu_expect_refusal(&r, 2, "duplicate grid entry", "entry 1 repeats entry 0", NULL, dir, path("r.json"), NULL, 0);
+  hu_expect_refusal(&r, 2, "duplicate grid entry", "entry 1 repeats entry 0", NULL, hu_dir, hu_path("r.json"), NULL, 0);
   static const char dupp[] = "{\"entries\": [{\"shape\": \"1,64,1,8\", \"chunk\": 16, "
                              "\"prefix\": [\"sequential\", \"sequential\"]}]}";
   hu_write(g, dupp, sizeof dupp - 1);
   hu_run(&r, a1, NULL);
-  hu_expect_refusal(&r, 2, "duplicate prefix", "lists 'sequential' twice", NULL, dir, path("r.json"), NULL, 0);
+  hu_expect_refusal(&r, 2, "duplicate prefix", "lists 'sequential' twice", NULL, hu_dir, hu_path("r.json"), NULL, 0);
   /* an entry the policy has no rule for: refused before entry 0 runs */
   static const char pol[] = "{\"name\": \"float32 only\", \"version\": 1, \"rules\": [{\"id\": \"f32\", "
                             "\"kind\": \"absolute\", \"dtype\": \"float32\", \"metric\": \"rel_fro\", "
                             "\"limit_u\": 64, \"reason\": \"float32 only\"}]}";
   char polf[600];
-  snprintf(polf, sizeof polf, "%s", path("pol.json"));
+  snprintf(polf, sizeof polf, "%s", hu_path("pol.json"));
   hu_write(polf, pol, sizeof pol - 1);
   static const char bf[] = "{\"entries\": [{\"shape\": \"1,64,1,8\", \"chunk\": 16, \"devices\": [1]},\n"
                            "  {\"shape\": \"1,64,1,8\", \"chunk\": 16, \"devices\": [1], \"dtype\": \"bfloat16\"}]}";
   hu_write(g, bf, sizeof bf - 1);
   char *a2[] = {parity, "sweep", "--grid", (char *)g, "--policy", polf, "--oracle", "dd", "--json",
-                (char *)path("r.json"), NULL};
+                (char *)hu_path("r.json"), NULL};
   hu_run(&r, a2, NULL);
-  hu_expect_refusal(&r, 2, "entry without a rule", "entry 1: policy 'float32 only' has no rule", NULL, dir,
-                    path("r.json"), NULL, 0);
+  hu_expect_refusal(&r, 2, "entry without a rule", "entry 1: policy 'float32 only' has no rule", NULL, hu_dir,
+                    hu_path("r.json"), NULL, 0);
   ck_assert_msg(!strstr(r.out, "B1-T64"), "an entry ran before the refusal: %s", r.out);
   /* negative control: two different entries within the limit */
   static const char ok[] = "{\"entries\": [{\"shape\": \"1,64,1,8\", \"chunk\": 16, \"devices\": [1]},\n"
@@ -226,24 +210,11 @@ START_TEST(grid_entries_checked_first) {
 END_TEST
 
 int main(int argc, char **argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: test_limits GDN-PARITY GDN-FIXTURE\n");
-    return 2;
-  }
-  parity = argv[1];
-  fixture = argv[2];
-  Suite *s = suite_create("limits");
-  TCase *tc = tcase_create("limits");
-  tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 300);
+  hu_args(argc, argv, "test_limits GDN-PARITY GDN-FIXTURE", 2, &parity, &fixture);
+  TCase *tc = hu_case("limits", NULL, NULL, 300);
   tcase_add_test(tc, chunk_scratch_counted);
   tcase_add_test(tc, threads_capped_and_failure_reported);
   tcase_add_test(tc, npz_members_share_the_budget);
   tcase_add_test(tc, grid_entries_checked_first);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return hu_suite_run("limits", tc);
 }

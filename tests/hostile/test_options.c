@@ -6,35 +6,21 @@
 #include "hostile_util.h"
 
 static char *parity, *fixture;
-static char *dir;
 static char fx[600];
 
-static const char *path(const char *name) {
-  static char buf[8][600];
-  static int k;
-  char *b = buf[k++ % 8];
-  snprintf(b, 600, "%s/%s", dir, name);
-  return b;
-}
-
 static void setup(void) {
-  dir = hu_mkdtemp();
-  snprintf(fx, sizeof fx, "%s/good.h5", dir);
+  hu_scratch_make();
+  snprintf(fx, sizeof fx, "%s/good.h5", hu_dir);
   hu_result r;
   char *a1[] = {fixture, "synth", "--shape", "1,32,1,8", "--chunk-size", "16", "--out", fx, NULL};
   hu_run(&r, a1, NULL);
   ck_assert_msg(r.status == 0, "%s", r.err);
 }
 
-static void teardown(void) {
-  hu_rmdir(dir);
-  free(dir);
-}
-
 static void refused(char *const av[], const char *n1, const char *n2) {
   hu_result r;
   hu_run(&r, av, NULL);
-  hu_expect_refusal(&r, 2, av[1], n1, n2, dir, NULL, NULL, 0);
+  hu_expect_refusal(&r, 2, av[1], n1, n2, hu_dir, NULL, NULL, 0);
 }
 
 static void runs(char *const av[]) {
@@ -45,16 +31,16 @@ static void runs(char *const av[]) {
 
 /* Item 5: check --fixture bad --fixture good judged good alone, exit 0. */
 START_TEST(repeated_options_refused) {
-  const char *bad = path("bad.h5");
+  const char *bad = hu_path("bad.h5");
   hu_write(bad, "not hdf5", 8);
   char *a1[] = {parity, "check", "--fixture", (char *)bad, "--fixture", fx, "--oracle", "dd", NULL};
   refused(a1, "'--fixture' is given twice", bad);
-  char *a2[] = {parity, "--shape", "1,32,1,8", "--json", (char *)path("a.json"), "--json", (char *)path("b.json"), NULL};
+  char *a2[] = {parity, "--shape", "1,32,1,8", "--json", (char *)hu_path("a.json"), "--json", (char *)hu_path("b.json"), NULL};
   refused(a2, "'--json' is given twice", "give it once");
-  ck_assert(access(path("a.json"), F_OK) != 0 && access(path("b.json"), F_OK) != 0);
+  ck_assert(access(hu_path("a.json"), F_OK) != 0 && access(hu_path("b.json"), F_OK) != 0);
   char *a3[] = {parity, "--shape", "1,32,1,8", "--quiet", "--quiet", NULL};
   refused(a3, "'--quiet' is given twice", NULL);
-  char *a4[] = {fixture, "synth", "--shape", "1,8,1,4", "--seed", "1", "--seed", "2", "--out", (char *)path("s.h5"), NULL};
+  char *a4[] = {fixture, "synth", "--shape", "1,8,1,4", "--seed", "1", "--seed", "2", "--out", (char *)hu_path("s.h5"), NULL};
   refused(a4, "'--seed' is given twice", NULL);
   /* negative control: the same fixtures as arguments are both judged (4
    * cases each: --shard tokens keeps the default devices 1, 2, 4, 8 that
@@ -85,9 +71,9 @@ START_TEST(option_values_and_foreign_options) {
     snprintf(want, sizeof want, "'%s' does not apply to check", foreign[i][0]);
     refused(av, want, NULL);
   }
-  char *a2[] = {parity, "sweep", "--grid", (char *)path("g.json"), "--fixture", fx, NULL};
+  char *a2[] = {parity, "sweep", "--grid", (char *)hu_path("g.json"), "--fixture", fx, NULL};
   refused(a2, "'--fixture' does not apply to sweep", "it is for: check");
-  char *a3[] = {parity, "report", (char *)path("r.json"), "-o", (char *)path("r.html"), "--seed", "1", NULL};
+  char *a3[] = {parity, "report", (char *)hu_path("r.json"), "-o", (char *)hu_path("r.html"), "--seed", "1", NULL};
   refused(a3, "'--seed' does not apply to report", NULL);
   char *a4[] = {fixture, "info", fx, "--force", NULL};
   refused(a4, "unknown option '--force'", NULL);
@@ -98,11 +84,11 @@ START_TEST(option_values_and_foreign_options) {
   hu_result r;
   char cwd[600];
   ck_assert(getcwd(cwd, sizeof cwd));
-  ck_assert_int_eq(chdir(dir), 0);
+  ck_assert_int_eq(chdir(hu_dir), 0);
   hu_run(&r, c1, NULL);
   ck_assert_int_eq(chdir(cwd), 0);
-  ck_assert_msg(r.status == 0 && access(path("-dash.json"), F_OK) == 0, "%d %s", r.status, r.err);
-  char *c2[] = {fixture, "synth", "--shape", "1,8,1,4", "--out", (char *)path("l.h5"), NULL};
+  ck_assert_msg(r.status == 0 && access(hu_path("-dash.json"), F_OK) == 0, "%d %s", r.status, r.err);
+  char *c2[] = {fixture, "synth", "--shape", "1,8,1,4", "--out", (char *)hu_path("l.h5"), NULL};
   runs(c2);
   char *c3[] = {parity, "check", fx, "--chunk", "16", "--oracle", "dd", "--quiet", NULL};
   runs(c3);
@@ -117,18 +103,18 @@ START_TEST(messages_and_exit_statuses) {
   refused(a2, "--threads '-1': out of range [1, 4096]", NULL);
   char *a3[] = {parity, "--shape", "1,8,1,4", "--max-bytes", "K", NULL};
   refused(a3, "--max-bytes 'K': not a byte size", NULL);
-  char *a4[] = {parity, "report", dir, "-o", (char *)path("x.html"), NULL};
+  char *a4[] = {parity, "report", hu_dir, "-o", (char *)hu_path("x.html"), NULL};
   refused(a4, "is a folder, not a file", NULL);
-  const char *missing = path("no/such/x.h5");
+  const char *missing = hu_path("no/such/x.h5");
   char *a5[] = {fixture, "synth", "--shape", "1,8,1,4", "--out", (char *)missing, NULL};
   refused(a5, "does not exist", missing);
-  char *a6[] = {fixture, "import", (char *)path("nodir"), "--out", (char *)missing, NULL};
+  char *a6[] = {fixture, "import", (char *)hu_path("nodir"), "--out", (char *)missing, NULL};
   hu_result r;
   hu_run(&r, a6, NULL);
   ck_assert_msg(r.status == 2, "import into a missing folder: %d %s", r.status, r.err);
-  ck_assert_int_eq(mkdir(path("ro"), 0555), 0);
+  ck_assert_int_eq(mkdir(hu_path("ro"), 0555), 0);
   if (geteuid() != 0) {
-    char *a7[] = {fixture, "synth", "--shape", "1,8,1,4", "--out", (char *)path("ro/x.h5"), NULL};
+    char *a7[] = {fixture, "synth", "--shape", "1,8,1,4", "--out", (char *)hu_path("ro/x.h5"), NULL};
     refused(a7, "not writable", NULL);
   }
   /* negative controls */
@@ -139,23 +125,10 @@ START_TEST(messages_and_exit_statuses) {
 END_TEST
 
 int main(int argc, char **argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: test_options GDN-PARITY GDN-FIXTURE\n");
-    return 2;
-  }
-  parity = argv[1];
-  fixture = argv[2];
-  Suite *s = suite_create("options");
-  TCase *tc = tcase_create("options");
-  tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 300);
+  hu_args(argc, argv, "test_options GDN-PARITY GDN-FIXTURE", 2, &parity, &fixture);
+  TCase *tc = hu_case("options", setup, NULL, 300);
   tcase_add_test(tc, repeated_options_refused);
   tcase_add_test(tc, option_values_and_foreign_options);
   tcase_add_test(tc, messages_and_exit_statuses);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return hu_suite_run("options", tc);
 }

@@ -8,24 +8,10 @@
 #include "hostile_util.h"
 
 static char *parity, *fixture, *shim;
-static char *dir;
-
-static const char *path(const char *name) {
-  static char buf[8][600];
-  static int k;
-  char *b = buf[k++ % 8];
-  snprintf(b, 600, "%s/%s", dir, name);
-  return b;
-}
 
 static void setup(void) {
-  dir = hu_mkdtemp();
+  hu_scratch_make();
   umask(022);
-}
-
-static void teardown(void) {
-  hu_rmdir(dir);
-  free(dir);
 }
 
 /* A small run writing to --json out (plus extra arguments). */
@@ -51,24 +37,24 @@ START_TEST(non_regular_destinations_refused) {
   hu_expect_refusal(&r, 2, "--json /dev/null", "/dev/null", "a character device", NULL, NULL, NULL, 0);
   struct stat st;
   ck_assert(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode) && major(st.st_rdev) == 1);
-  const char *fifo = path("fifo.json");
+  const char *fifo = hu_path("fifo.json");
   ck_assert_int_eq(mkfifo(fifo, 0600), 0);
   run_json(&r, fifo, NULL, NULL, NULL);
-  hu_expect_refusal(&r, 2, "--json FIFO", fifo, "a FIFO", dir, NULL, NULL, 0);
+  hu_expect_refusal(&r, 2, "--json FIFO", fifo, "a FIFO", hu_dir, NULL, NULL, 0);
   ck_assert(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
-  const char *dangling = path("dangling.json");
+  const char *dangling = hu_path("dangling.json");
   ck_assert_int_eq(symlink("no-such-target.json", dangling), 0);
   run_json(&r, dangling, NULL, NULL, NULL);
-  hu_expect_refusal(&r, 2, "--json dangling link", dangling, "symbolic link to a missing file", dir, NULL, NULL, 0);
+  hu_expect_refusal(&r, 2, "--json dangling link", dangling, "symbolic link to a missing file", hu_dir, NULL, NULL, 0);
   ck_assert(lstat(dangling, &st) == 0 && S_ISLNK(st.st_mode));
   /* negative control: an ordinary destination is written */
-  run_json(&r, path("plain.json"), NULL, NULL, NULL);
-  ck_assert_msg(r.status == 0 && is_results(path("plain.json")), "control: %d %s", r.status, r.err);
+  run_json(&r, hu_path("plain.json"), NULL, NULL, NULL);
+  ck_assert_msg(r.status == 0 && is_results(hu_path("plain.json")), "control: %d %s", r.status, r.err);
 }
 END_TEST
 
 START_TEST(symlinks_written_through) {
-  const char *real = path("real.json"), *link = path("link.json");
+  const char *real = hu_path("real.json"), *link = hu_path("link.json");
   hu_write(real, "old\n", 4);
   ck_assert_int_eq(symlink("real.json", link), 0);
   hu_result r;
@@ -78,7 +64,7 @@ START_TEST(symlinks_written_through) {
   ck_assert_msg(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "the link was replaced by a file");
   ck_assert_msg(is_results(real), "the link's target did not get the results");
   /* regen through a link: the real fixture gets the oracle */
-  const char *fx = path("fx.h5"), *fl = path("fx-link.h5");
+  const char *fx = hu_path("fx.h5"), *fl = hu_path("fx-link.h5");
   char *a1[] = {fixture, "synth", "--shape", "1,8,1,4", "--out", (char *)fx, NULL};
   hu_run(&r, a1, NULL);
   ck_assert_msg(r.status == 0, "%s", r.err);
@@ -91,9 +77,9 @@ START_TEST(symlinks_written_through) {
   hu_run(&r, a3, NULL);
   ck_assert_msg(r.status == 0 && strstr(r.out, "oracle fresh"), "real fixture: %s %s", r.out, r.err);
   /* negative control: before regen the same verify says "no /oracle" */
-  char *a4[] = {fixture, "synth", "--shape", "1,8,1,4", "--out", (char *)path("fx2.h5"), NULL};
+  char *a4[] = {fixture, "synth", "--shape", "1,8,1,4", "--out", (char *)hu_path("fx2.h5"), NULL};
   hu_run(&r, a4, NULL);
-  char *a5[] = {fixture, "verify", (char *)path("fx2.h5"), NULL};
+  char *a5[] = {fixture, "verify", (char *)hu_path("fx2.h5"), NULL};
   hu_run(&r, a5, NULL);
   ck_assert_msg(r.status == 0 && strstr(r.out, "no /oracle"), "%s", r.out);
 }
@@ -102,8 +88,8 @@ END_TEST
 /* Item 2: an output on an input, or two outputs on one file -- by file
  * identity, whatever the spelling -- is refused before any work. */
 START_TEST(aliases_refused) {
-  char fx[600]; /* path()'s buffers rotate */
-  snprintf(fx, sizeof fx, "%s", path("dump.h5"));
+  char fx[600]; /* hu_path()'s buffers rotate */
+  snprintf(fx, sizeof fx, "%s", hu_path("dump.h5"));
   hu_result r;
   char *a1[] = {fixture, "synth", "--shape", "1,32,1,8", "--chunk-size", "16", "--out", (char *)fx, NULL};
   hu_run(&r, a1, NULL);
@@ -111,35 +97,35 @@ START_TEST(aliases_refused) {
   size_t n;
   unsigned char *before = hu_read(fx, &n);
   char dotted[700], hard[700];
-  snprintf(dotted, sizeof dotted, "%s/./dump.h5", dir);
-  snprintf(hard, sizeof hard, "%s", path("hard.h5"));
+  snprintf(dotted, sizeof dotted, "%s/./dump.h5", hu_dir);
+  snprintf(hard, sizeof hard, "%s", hu_path("hard.h5"));
   ck_assert_int_eq(link(fx, hard), 0);
   const char *spell[] = {fx, dotted, hard};
   for (int i = 0; i < 3; i++) {
     char *av[] = {parity, "check", "--fixture", (char *)fx, "--oracle", "dd", "--json", (char *)spell[i], NULL};
     hu_run(&r, av, NULL);
-    hu_expect_refusal(&r, 2, spell[i], "the same file", "destroy the input", dir, fx, before, n);
+    hu_expect_refusal(&r, 2, spell[i], "the same file", "destroy the input", hu_dir, fx, before, n);
   }
   /* report r.json -o r.json */
   char res[600];
-  snprintf(res, sizeof res, "%s", path("r.json"));
+  snprintf(res, sizeof res, "%s", hu_path("r.json"));
   run_json(&r, res, NULL, NULL, NULL);
   ck_assert_msg(r.status == 0, "%s", r.err);
   size_t rn;
   unsigned char *rb = hu_read(res, &rn);
   char *a2[] = {parity, "report", (char *)res, "-o", (char *)res, NULL};
   hu_run(&r, a2, NULL);
-  hu_expect_refusal(&r, 2, "report r.json -o r.json", "the same file", res, dir, res, rb, rn);
+  hu_expect_refusal(&r, 2, "report r.json -o r.json", "the same file", res, hu_dir, res, rb, rn);
   /* two outputs, one file: ./same.json and same.json */
   char same2[700];
-  snprintf(same2, sizeof same2, "%s/./same.json", dir);
-  run_json(&r, path("same.json"), "--junit", same2, NULL);
-  hu_expect_refusal(&r, 2, "--json X --junit ./X", "are the same file", "overwrite", dir, path("same.json"), NULL, 0);
+  snprintf(same2, sizeof same2, "%s/./same.json", hu_dir);
+  run_json(&r, hu_path("same.json"), "--junit", same2, NULL);
+  hu_expect_refusal(&r, 2, "--json X --junit ./X", "are the same file", "overwrite", hu_dir, hu_path("same.json"), NULL, 0);
   /* negative controls: distinct files are fine */
-  char *a3[] = {parity, "check", "--fixture", (char *)fx, "--oracle", "dd", "--quiet", "--json", (char *)path("c.json"), NULL};
+  char *a3[] = {parity, "check", "--fixture", (char *)fx, "--oracle", "dd", "--quiet", "--json", (char *)hu_path("c.json"), NULL};
   hu_run(&r, a3, NULL);
   ck_assert_msg(r.status == 0 && hu_same(fx, before, n), "control check: %s", r.err);
-  run_json(&r, path("a.json"), "--junit", (char *)path("a.xml"), NULL);
+  run_json(&r, hu_path("a.json"), "--junit", (char *)hu_path("a.xml"), NULL);
   ck_assert_msg(r.status == 0, "control two outputs: %s", r.err);
   free(before);
   free(rb);
@@ -148,7 +134,7 @@ END_TEST
 
 /* Item 3: a replaced file keeps its mode; a read-only one is refused. */
 START_TEST(modes_kept_read_only_refused) {
-  const char *fx = path("private.h5");
+  const char *fx = hu_path("private.h5");
   hu_result r;
   char *a1[] = {fixture, "synth", "--shape", "1,8,1,4", "--out", (char *)fx, NULL};
   hu_run(&r, a1, NULL);
@@ -161,11 +147,11 @@ START_TEST(modes_kept_read_only_refused) {
   ck_assert_msg(r.status == 0, "%s", r.err);
   ck_assert_msg(stat(fx, &st) == 0 && (st.st_mode & 07777) == 0600, "regen made a 0600 fixture %04o",
                 (unsigned)(st.st_mode & 07777));
-  const char *ro = path("ro.json");
+  const char *ro = hu_path("ro.json");
   hu_write(ro, "keep\n", 5);
   ck_assert_int_eq(chmod(ro, 0444), 0);
   run_json(&r, ro, NULL, NULL, NULL);
-  hu_expect_refusal(&r, 2, "--json on a 0444 file", ro, "read-only (mode 0444)", dir, ro,
+  hu_expect_refusal(&r, 2, "--json on a 0444 file", ro, "read-only (mode 0444)", hu_dir, ro,
                     (const unsigned char *)"keep\n", 5);
   ck_assert_int_eq(chmod(fx, 0400), 0);
   char *a3[] = {fixture, "regen", (char *)fx, "--oracle-bits", "64", "--force", NULL};
@@ -182,14 +168,14 @@ START_TEST(output_sets_tell_the_truth) {
   char preload[700];
   snprintf(preload, sizeof preload, "LD_PRELOAD=%s", shim);
   char *asan = "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:verify_asan_link_order=0";
-  const char *a = path("a.json"), *b = path("b.xml");
+  const char *a = hu_path("a.json"), *b = hu_path("b.xml");
   static const char old[] = "old\n";
   hu_result r;
   hu_write(a, old, 4);
   hu_write(b, old, 4);
   char *env1[] = {preload, asan, "GDN_SHIM_FAIL=fsync", "GDN_SHIM_NTH=2", NULL};
   run_json(&r, a, "--junit", (char *)b, env1);
-  hu_expect_refusal(&r, 3, "fsync of the 2nd output", b, "nothing was written", dir, b, (const unsigned char *)old, 4);
+  hu_expect_refusal(&r, 3, "fsync of the 2nd output", b, "nothing was written", hu_dir, b, (const unsigned char *)old, 4);
   ck_assert_msg(hu_same(a, (const unsigned char *)old, 4), "the first output was replaced: %s", r.err);
   char *env2[] = {preload, asan, "GDN_SHIM_FAIL=rename", "GDN_SHIM_NTH=2", NULL};
   run_json(&r, a, "--junit", (char *)b, env2);
@@ -200,7 +186,7 @@ START_TEST(output_sets_tell_the_truth) {
   ck_assert_msg(strstr(r.err, want), "message: %s", r.err);
   ck_assert_msg(is_results(a) && hu_same(b, (const unsigned char *)old, 4), "the message is not the truth");
   char t[1024];
-  ck_assert_msg(hu_temps(dir, t, sizeof t) == 0, "temporaries left: %s", t);
+  ck_assert_msg(hu_temps(hu_dir, t, sizeof t) == 0, "temporaries left: %s", t);
   /* negative control: the same two outputs without a failure */
   run_json(&r, a, "--junit", (char *)b, NULL);
   ck_assert_msg(r.status == 0 && is_results(a) && !hu_same(b, (const unsigned char *)old, 4), "%s", r.err);
@@ -208,26 +194,12 @@ START_TEST(output_sets_tell_the_truth) {
 END_TEST
 
 int main(int argc, char **argv) {
-  if (argc < 4) {
-    fprintf(stderr, "usage: test_outputs GDN-PARITY GDN-FIXTURE FAILSHIM.so\n");
-    return 2;
-  }
-  parity = argv[1];
-  fixture = argv[2];
-  shim = argv[3];
-  Suite *s = suite_create("outputs");
-  TCase *tc = tcase_create("outputs");
-  tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 300);
+  hu_args(argc, argv, "test_outputs GDN-PARITY GDN-FIXTURE FAILSHIM.so", 3, &parity, &fixture, &shim);
+  TCase *tc = hu_case("outputs", setup, NULL, 300);
   tcase_add_test(tc, non_regular_destinations_refused);
   tcase_add_test(tc, symlinks_written_through);
   tcase_add_test(tc, aliases_refused);
   tcase_add_test(tc, modes_kept_read_only_refused);
   tcase_add_test(tc, output_sets_tell_the_truth);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return hu_suite_run("outputs", tc);
 }

@@ -10,16 +10,7 @@
 #include "hostile_util.h"
 
 static char *parity, *fixture;
-static char *dir;
 static char base[600]; /* imported: zero inputs (1,32,1,8), one output "ok" */
-
-static const char *path(const char *name) {
-  static char buf[8][600];
-  static int k;
-  char *b = buf[k++ % 8];
-  snprintf(b, 600, "%s/%s", dir, name);
-  return b;
-}
 
 static void write_zeros_npy(const char *file, const int64_t *shape, int rank) {
   size_t n = 1;
@@ -44,30 +35,25 @@ static void write_zeros_npy(const char *file, const int64_t *shape, int rank) {
 }
 
 static void setup(void) {
-  dir = hu_mkdtemp();
+  hu_scratch_make();
   const int64_t qk[4] = {1, 32, 1, 8}, gb[3] = {1, 32, 1}, ht[4] = {1, 1, 8, 8};
-  write_zeros_npy(path("q.npy"), qk, 4);
-  write_zeros_npy(path("k.npy"), qk, 4);
-  write_zeros_npy(path("v.npy"), qk, 4);
-  write_zeros_npy(path("g.npy"), gb, 3);
-  write_zeros_npy(path("beta.npy"), gb, 3);
-  write_zeros_npy(path("o.npy"), qk, 4);
-  write_zeros_npy(path("ht.npy"), ht, 4);
+  write_zeros_npy(hu_path("q.npy"), qk, 4);
+  write_zeros_npy(hu_path("k.npy"), qk, 4);
+  write_zeros_npy(hu_path("v.npy"), qk, 4);
+  write_zeros_npy(hu_path("g.npy"), gb, 3);
+  write_zeros_npy(hu_path("beta.npy"), gb, 3);
+  write_zeros_npy(hu_path("o.npy"), qk, 4);
+  write_zeros_npy(hu_path("ht.npy"), ht, 4);
   static const char d[] =
       "{\"inputs\": {\"q\": \"q.npy\", \"k\": \"k.npy\", \"v\": \"v.npy\", \"g\": \"g.npy\", \"beta\": \"beta.npy\"},"
       " \"source\": \"cpu-dump\", \"chunk_size\": 16, \"l2norm_in_kernel\": 1,"
       " \"outputs\": {\"ok\": {\"o\": \"o.npy\", \"ht\": \"ht.npy\"}}}";
-  hu_write(path("d.json"), d, sizeof d - 1);
-  snprintf(base, sizeof base, "%s", path("base.h5"));
+  hu_write(hu_path("d.json"), d, sizeof d - 1);
+  snprintf(base, sizeof base, "%s", hu_path("base.h5"));
   hu_result r;
-  char *av[] = {fixture, "import", "--describe", (char *)path("d.json"), "--out", base, NULL};
+  char *av[] = {fixture, "import", "--describe", (char *)hu_path("d.json"), "--out", base, NULL};
   hu_run(&r, av, NULL);
   ck_assert_msg(r.status == 0, "import: %s", r.err);
-}
-
-static void teardown(void) {
-  hu_rmdir(dir);
-  free(dir);
 }
 
 static hid_t open_rw(const char *p) {
@@ -93,7 +79,7 @@ static void set_root_string(const char *file, const char *name, const char *v) {
 }
 
 static const char *copy_of_base(const char *name) {
-  const char *p = path(name);
+  const char *p = hu_path(name);
   hu_copy(base, p);
   return p;
 }
@@ -126,7 +112,7 @@ START_TEST(fixture_strings_escaped) {
   H5Fclose(f);
   char *a1[] = {parity, "check", (char *)evil, "--oracle", "dd", NULL};
   hu_run(&r, a1, NULL);
-  hu_expect_refusal(&r, 2, "output name with a newline", "control character 0x0a", "a\\nPASS: 1 case", dir, NULL, NULL, 0);
+  hu_expect_refusal(&r, 2, "output name with a newline", "control character 0x0a", "a\\nPASS: 1 case", hu_dir, NULL, NULL, 0);
   ck_assert_msg(!strstr(r.out, "PASS") && count_char(r.err, '\n') == 1, "forged line: out %s err %s", r.out, r.err);
   /* an attribute with an ANSI escape and a newline: info shows it escaped */
   const char *ansi = copy_of_base("ansi.h5");
@@ -140,7 +126,7 @@ START_TEST(fixture_strings_escaped) {
   set_root_string(ansi, "source", "tpu\n\x1b[32mPASS");
   char *a3[] = {fixture, "verify", (char *)ansi, NULL};
   hu_run(&r, a3, NULL);
-  hu_expect_refusal(&r, 2, "source with escapes", "attribute source 'tpu\\n\\x1b[32mPASS'", NULL, dir, NULL, NULL, 0);
+  hu_expect_refusal(&r, 2, "source with escapes", "attribute source 'tpu\\n\\x1b[32mPASS'", NULL, hu_dir, NULL, NULL, 0);
   ck_assert_msg(count_char(r.err, '\n') == 1 && !has_control(r.err), "%s", r.err);
   /* negative control: plain notes pass through info verbatim */
   set_root_string(ansi, "source", "cpu-dump");
@@ -152,10 +138,10 @@ START_TEST(fixture_strings_escaped) {
       "{\"inputs\": {\"q\": \"q.npy\", \"k\": \"k.npy\", \"v\": \"v.npy\", \"g\": \"g.npy\", \"beta\": \"beta.npy\"},"
       " \"source\": \"cpu-dump\", \"chunk_size\": 16, \"l2norm_in_kernel\": 1,"
       " \"outputs\": {\"x\\u001b[0m\": {\"o\": \"o.npy\"}}}";
-  hu_write(path("d2.json"), d, sizeof d - 1);
-  char *a4[] = {fixture, "import", "--describe", (char *)path("d2.json"), "--out", (char *)path("n.h5"), NULL};
+  hu_write(hu_path("d2.json"), d, sizeof d - 1);
+  char *a4[] = {fixture, "import", "--describe", (char *)hu_path("d2.json"), "--out", (char *)hu_path("n.h5"), NULL};
   hu_run(&r, a4, NULL);
-  hu_expect_refusal(&r, 2, "import of a name with ESC", "control character 0x1b", NULL, dir, path("n.h5"), NULL, 0);
+  hu_expect_refusal(&r, 2, "import of a name with ESC", "control character 0x1b", NULL, hu_dir, hu_path("n.h5"), NULL, 0);
 }
 END_TEST
 
@@ -204,10 +190,10 @@ START_TEST(foreign_storage_refused) {
     unsigned char *b = hu_read(files[i], &n);
     char *av[] = {fixture, "verify", (char *)files[i], NULL};
     hu_run(&r, av, NULL);
-    hu_expect_refusal(&r, 2, why[i], why[i], files[i], dir, files[i], b, n);
+    hu_expect_refusal(&r, 2, why[i], why[i], files[i], hu_dir, files[i], b, n);
     char *chk[] = {parity, "check", (char *)files[i], "--oracle", "dd", NULL};
     hu_run(&r, chk, NULL);
-    hu_expect_refusal(&r, 2, why[i], why[i], "inputs/", dir, files[i], b, n);
+    hu_expect_refusal(&r, 2, why[i], why[i], "inputs/", hu_dir, files[i], b, n);
     free(b);
   }
 }
@@ -216,10 +202,10 @@ END_TEST
 /* Item 14: synth wrote what its own verify refused. */
 START_TEST(synth_writes_only_valid_fixtures) {
   hu_result r;
-  const char *out = path("s.h5");
+  const char *out = hu_path("s.h5");
   char *a1[] = {fixture, "synth", "--shape", "1,8,1,4", "--model", "\xff\xfe", "--out", (char *)out, NULL};
   hu_run(&r, a1, NULL);
-  hu_expect_refusal(&r, 2, "--model not UTF-8", "model is not valid UTF-8", "0xff", dir, out, NULL, 0);
+  hu_expect_refusal(&r, 2, "--model not UTF-8", "model is not valid UTF-8", "0xff", hu_dir, out, NULL, 0);
   char *a2[] = {fixture, "synth", "--shape", "1,8,1,4", "--model", "qwen3.5-9b \xe2\x80\x94 layer 3", "--out",
                 (char *)out, NULL};
   hu_run(&r, a2, NULL);
@@ -233,7 +219,7 @@ END_TEST
 /* Item 15: report rebuilt PASS from documents that mean nothing. */
 START_TEST(results_validator_strict) {
   char res[600];
-  snprintf(res, sizeof res, "%s", path("r.json")); /* path()'s buffers rotate */
+  snprintf(res, sizeof res, "%s", hu_path("r.json")); /* hu_path()'s buffers rotate */
   hu_result r;
   char *a0[] = {parity, "--shape", "1,32,1,8", "--chunk", "16", "--oracle", "dd", "--quiet", "--json", (char *)res, NULL};
   hu_run(&r, a0, NULL);
@@ -251,39 +237,26 @@ START_TEST(results_validator_strict) {
     if (i == 2) json_object_del(c0, "impls");
     if (i == 3) json_array_clear(json_object_get(doc, "cases"));
     char bad[600];
-    snprintf(bad, sizeof bad, "%s", path("bad.json"));
+    snprintf(bad, sizeof bad, "%s", hu_path("bad.json"));
     ck_assert_int_eq(json_dump_file(doc, bad, JSON_INDENT(1)), 0);
     json_decref(doc);
-    char *av[] = {parity, "report", (char *)bad, "-o", (char *)path("x.html"), NULL};
+    char *av[] = {parity, "report", (char *)bad, "-o", (char *)hu_path("x.html"), NULL};
     hu_run(&r, av, NULL);
-    hu_expect_refusal(&r, 2, what[i], needle[i], bad, dir, path("x.html"), NULL, 0);
+    hu_expect_refusal(&r, 2, what[i], needle[i], bad, hu_dir, hu_path("x.html"), NULL, 0);
   }
   /* negative control: the document as written */
-  char *c1[] = {parity, "report", (char *)res, "-o", (char *)path("x.html"), NULL};
+  char *c1[] = {parity, "report", (char *)res, "-o", (char *)hu_path("x.html"), NULL};
   hu_run(&r, c1, NULL);
-  ck_assert_msg(r.status == 0 && access(path("x.html"), F_OK) == 0, "control: %s", r.err);
+  ck_assert_msg(r.status == 0 && access(hu_path("x.html"), F_OK) == 0, "control: %s", r.err);
 }
 END_TEST
 
 int main(int argc, char **argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: test_untrusted GDN-PARITY GDN-FIXTURE\n");
-    return 2;
-  }
-  parity = argv[1];
-  fixture = argv[2];
-  Suite *s = suite_create("untrusted");
-  TCase *tc = tcase_create("untrusted");
-  tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 300);
+  hu_args(argc, argv, "test_untrusted GDN-PARITY GDN-FIXTURE", 2, &parity, &fixture);
+  TCase *tc = hu_case("untrusted", setup, NULL, 300);
   tcase_add_test(tc, fixture_strings_escaped);
   tcase_add_test(tc, foreign_storage_refused);
   tcase_add_test(tc, synth_writes_only_valid_fixtures);
   tcase_add_test(tc, results_validator_strict);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return hu_suite_run("untrusted", tc);
 }
