@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gdn_grads.h"
 #include "gdn_synth.h"
 #include "oracle.h"
 
@@ -26,6 +27,15 @@ static inline void otu_synth(gdn_inputs *in, gdn_shape s, unsigned flags, uint64
   gdn_inputs_init(in);
   gdn_synth_opts o = {seed, flags, 0};
   ck_assert_msg(gdn_synth_generate(in, &s, &o, &e) == GDN_OK, "synth: %s", e.msg);
+}
+
+/* N(0, 1) float32 cotangents do (and dht when with_dht) for shape s. */
+static inline void otu_cots(gdn_cotangents *ct, const gdn_shape *s, int with_dht, uint64_t seed) {
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_cotangents_init(ct);
+  ck_assert(gdn_cotangents_alloc(ct, s, with_dht, &e) == GDN_OK);
+  gdn_cotangents_synth(ct, seed);
 }
 
 /* Runs the oracle and fails the test on any error. */

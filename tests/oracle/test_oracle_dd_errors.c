@@ -13,29 +13,8 @@
 
 #include "gdn_alloc.h"
 #include "gdn_threads.h"
+#include "gmp_count_util.h"
 #include "oracle_test_util.h"
-
-static atomic_long live, peak;
-
-static void note(long delta) {
-  long now = atomic_fetch_add(&live, delta) + delta, p = atomic_load(&peak);
-  while (now > p && !atomic_compare_exchange_weak(&peak, &p, now)) {
-  }
-}
-static void *count_alloc(size_t n) {
-  void *p = malloc(n);
-  if (p) note((long)n);
-  return p;
-}
-static void *count_realloc(void *p, size_t old, size_t n) {
-  void *q = realloc(p, n);
-  if (q) note((long)n - (long)old);
-  return q;
-}
-static void count_free(void *p, size_t n) {
-  free(p);
-  note(-(long)n);
-}
 
 static void filled(gdn_outputs *out) {
   gdn_shape s = {1, 1, 1, 1, 1, 1};
@@ -216,12 +195,12 @@ static void alloc_failures(int64_t ns, int threads) {
     gdn_error_init(&e);
     gdn_outputs out;
     filled(&out);
-    long live0 = atomic_load(&live);
+    long live0 = gcu_live();
     gdn_alloc_fail_after(n);
     int rc = oracle_run_dd(&in, &cfg, &out, &cert, &e);
     gdn_alloc_fail_after(0);
-    ck_assert_msg(atomic_load(&live) == live0, "allocation %ld failing leaks %ld GMP bytes", n,
-                  atomic_load(&live) - live0);
+    ck_assert_msg(gcu_live() == live0, "allocation %ld failing leaks %ld GMP bytes", n,
+                  gcu_live() - live0);
     if (rc == GDN_OK) {
       ck_assert(otu_identical(&out, &ref));
       ck_assert_int_eq(cert.certified_bits, cref.certified_bits);
@@ -255,8 +234,7 @@ END_TEST
 
 /* Peak live GMP bytes and gdn_alloc allocations of one run. */
 static void usage_of(const gdn_inputs *in, long *gmp_peak, long *allocs) {
-  long base = atomic_load(&live);
-  atomic_store(&peak, base);
+  long base = gcu_mark();
   long a0 = gdn_alloc_count();
   oracle_dd_config c;
   oracle_dd_config_init(&c);
@@ -268,9 +246,9 @@ static void usage_of(const gdn_inputs *in, long *gmp_peak, long *allocs) {
   ck_assert_int_eq(oracle_run_dd(in, &c, &out, &cert, &e), GDN_OK);
   *allocs = gdn_alloc_count() - a0;
   gdn_outputs_clear(&out);
-  ck_assert_msg(atomic_load(&live) == base, "GMP heap: %ld bytes left after the run",
-                atomic_load(&live) - base);
-  *gmp_peak = atomic_load(&peak) - base;
+  ck_assert_msg(gcu_live() == base, "GMP heap: %ld bytes left after the run",
+                gcu_live() - base);
+  *gmp_peak = gcu_peak() - base;
 }
 
 START_TEST(memory_flat_in_T) {
@@ -293,7 +271,7 @@ START_TEST(memory_flat_in_T) {
 END_TEST
 
 int main(void) {
-  mp_set_memory_functions(count_alloc, count_realloc, count_free);
+  gcu_install();
   Suite *su = suite_create("oracle_dd_errors");
   TCase *tc = tcase_create("dd_errors");
   tcase_set_timeout(tc, 60);

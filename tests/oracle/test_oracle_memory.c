@@ -11,38 +11,13 @@
 #include <stdlib.h>
 
 #include "gdn_threads.h"
+#include "gmp_count_util.h"
 #include "oracle_test_util.h"
-
-static atomic_long live, peak;
-
-static void note(long delta) {
-  long now = atomic_fetch_add(&live, delta) + delta, p = atomic_load(&peak);
-  while (now > p && !atomic_compare_exchange_weak(&peak, &p, now)) {
-  }
-}
-
-static void *count_alloc(size_t n) {
-  void *p = malloc(n);
-  if (p) note((long)n);
-  return p;
-}
-
-static void *count_realloc(void *p, size_t old, size_t n) {
-  void *q = realloc(p, n);
-  if (q) note((long)n - (long)old);
-  return q;
-}
-
-static void count_free(void *p, size_t n) {
-  free(p);
-  note(-(long)n);
-}
 
 /* Peak live GMP bytes above the starting level during one run; checks the
  * level is back where it started afterwards. */
 static long peak_of(const gdn_inputs *in, const oracle_config *cfg, int certified) {
-  long base = atomic_load(&live);
-  atomic_store(&peak, base);
+  long base = gcu_mark();
   gdn_outputs out;
   oracle_certificate cert;
   if (certified)
@@ -50,9 +25,9 @@ static long peak_of(const gdn_inputs *in, const oracle_config *cfg, int certifie
   else
     otu_run(in, cfg, &out);
   gdn_outputs_clear(&out);
-  ck_assert_msg(atomic_load(&live) == base, "GMP heap: %ld bytes left after the run",
-                atomic_load(&live) - base);
-  return atomic_load(&peak) - base;
+  ck_assert_msg(gcu_live() == base, "GMP heap: %ld bytes left after the run",
+                gcu_live() - base);
+  return gcu_peak() - base;
 }
 
 static void check_flat(oracle_form form, int64_t C, int certified) {
@@ -86,7 +61,7 @@ END_TEST
 int main(void) {
   /* Before any GMP allocation in this process (Check forks after this, and
    * the children inherit the functions). */
-  mp_set_memory_functions(count_alloc, count_realloc, count_free);
+  gcu_install();
   Suite *su = suite_create("oracle_memory");
   TCase *tc = tcase_create("memory");
   tcase_set_timeout(tc, 60);

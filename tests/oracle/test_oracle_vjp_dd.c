@@ -19,23 +19,8 @@
 #include "gdn_synth.h"
 #include "gdn_threads.h"
 #include "oracle.h"
+#include "oracle_test_util.h"
 #include "oracle_vjp.h"
-
-static void synth(gdn_inputs *in, gdn_shape s, unsigned flags, uint64_t seed) {
-  gdn_error e;
-  gdn_error_init(&e);
-  gdn_inputs_init(in);
-  gdn_synth_opts o = {seed, flags, 0};
-  ck_assert_msg(gdn_synth_generate(in, &s, &o, &e) == GDN_OK, "synth: %s", e.msg);
-}
-
-static void cots(gdn_cotangents *ct, const gdn_shape *s, int with_dht, uint64_t seed) {
-  gdn_error e;
-  gdn_error_init(&e);
-  gdn_cotangents_init(ct);
-  ck_assert(gdn_cotangents_alloc(ct, s, with_dht, &e) == GDN_OK);
-  gdn_cotangents_synth(ct, seed);
-}
 
 static void run_dd(const gdn_inputs *in, const gdn_cotangents *ct, int64_t ns, int64_t K, gdn_grads *g,
                    oracle_vjp_dd_certificate *cert) {
@@ -96,9 +81,9 @@ static const ddcase cases[] = {
 START_TEST(agrees_with_mpfr) {
   const ddcase *c = &cases[_i];
   gdn_inputs in;
-  synth(&in, c->s, c->flags, 21);
+  otu_synth(&in, c->s, c->flags, 21);
   gdn_cotangents ct;
-  cots(&ct, &c->s, c->dht, 4);
+  otu_cots(&ct, &c->s, c->dht, 4);
   gdn_grads ref, g;
   oracle_vjp_dd_certificate cert;
   run_mpfr(&in, &ct, &ref);
@@ -123,9 +108,9 @@ END_TEST
 START_TEST(nothing_changes_the_values) {
   const ddcase *c = &cases[1];
   gdn_inputs in;
-  synth(&in, c->s, c->flags, 3);
+  otu_synth(&in, c->s, c->flags, 3);
   gdn_cotangents ct;
-  cots(&ct, &c->s, 1, 5);
+  otu_cots(&ct, &c->s, 1, 5);
   gdn_grads ref, g;
   oracle_vjp_dd_certificate cert;
   gdn_threads_set(1);
@@ -151,9 +136,9 @@ END_TEST
 START_TEST(planted_error_lowers_the_certificate) {
   const ddcase *c = &cases[0];
   gdn_inputs in;
-  synth(&in, c->s, c->flags, 21);
+  otu_synth(&in, c->s, c->flags, 21);
   gdn_cotangents ct;
-  cots(&ct, &c->s, c->dht, 4);
+  otu_cots(&ct, &c->s, c->dht, 4);
   gdn_grads g;
   oracle_vjp_dd_certificate cert;
   int64_t s0 = oracle_dd_sample_start(&c->s, 2, 0, 0);
@@ -176,9 +161,9 @@ END_TEST
 START_TEST(errors_and_allocation_failures) {
   gdn_shape s = {1, 12, 1, 2, 4, 3};
   gdn_inputs in;
-  synth(&in, s, GDN_SYNTH_H0, 1);
+  otu_synth(&in, s, GDN_SYNTH_H0, 1);
   gdn_cotangents ct;
-  cots(&ct, &s, 1, 1);
+  otu_cots(&ct, &s, 1, 1);
   gdn_error e;
   gdn_error_init(&e);
   gdn_grads g;

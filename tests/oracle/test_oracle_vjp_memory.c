@@ -16,29 +16,9 @@
 #include "gdn_grads.h"
 #include "gdn_synth.h"
 #include "gdn_threads.h"
+#include "gmp_count_util.h"
+#include "oracle_test_util.h"
 #include "oracle_vjp.h"
-
-static atomic_long live, peak;
-
-static void note(long delta) {
-  long now = atomic_fetch_add(&live, delta) + delta, p = atomic_load(&peak);
-  while (now > p && !atomic_compare_exchange_weak(&peak, &p, now)) {
-  }
-}
-static void *count_alloc(size_t n) {
-  void *p = malloc(n);
-  if (p) note((long)n);
-  return p;
-}
-static void *count_realloc(void *p, size_t old, size_t n) {
-  void *q = realloc(p, n);
-  if (q) note((long)n - (long)old);
-  return q;
-}
-static void count_free(void *p, size_t n) {
-  free(p);
-  note(-(long)n);
-}
 
 static long peak_at(int64_t T, int64_t *n_sets) {
   gdn_shape s = {1, T, 1, 2, 4, 4};
@@ -56,16 +36,15 @@ static long peak_at(int64_t T, int64_t *n_sets) {
   oracle_vjp_config_init(&cfg);
   gdn_grads g;
   gdn_grads_init(&g);
-  long base = atomic_load(&live);
-  atomic_store(&peak, base);
+  long base = gcu_mark();
   ck_assert(oracle_vjp(&in, &ct, &cfg, &g, &e) == GDN_OK);
-  ck_assert_msg(atomic_load(&live) == base, "GMP bytes left after the run");
+  ck_assert_msg(gcu_live() == base, "GMP bytes left after the run");
   int64_t K = (int64_t)ceil(sqrt((double)T));
   *n_sets = (T + K - 1) / K + K;
   gdn_grads_clear(&g);
   gdn_cotangents_clear(&ct);
   gdn_inputs_clear(&in);
-  return atomic_load(&peak) - base;
+  return gcu_peak() - base;
 }
 
 /* Is y affine in x over the four points (exactly, integer arithmetic)? */
@@ -93,7 +72,7 @@ START_TEST(grows_as_sqrt_T) {
 END_TEST
 
 int main(void) {
-  mp_set_memory_functions(count_alloc, count_realloc, count_free);
+  gcu_install();
   Suite *su = suite_create("oracle_vjp_memory");
   TCase *tc = tcase_create("memory");
   tcase_set_timeout(tc, 120);
