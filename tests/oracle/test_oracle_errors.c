@@ -10,24 +10,8 @@
 
 #include "gdn_alloc.h"
 #include "gdn_threads.h"
+#include "gmp_count_util.h"
 #include "oracle_test_util.h"
-
-static long gmp_live;
-
-static void *count_alloc(size_t n) {
-  void *p = malloc(n);
-  if (p) __atomic_add_fetch(&gmp_live, (long)n, __ATOMIC_RELAXED);
-  return p;
-}
-static void *count_realloc(void *p, size_t old, size_t n) {
-  void *q = realloc(p, n);
-  if (q) __atomic_add_fetch(&gmp_live, (long)n - (long)old, __ATOMIC_RELAXED);
-  return q;
-}
-static void count_free(void *p, size_t n) {
-  free(p);
-  __atomic_sub_fetch(&gmp_live, (long)n, __ATOMIC_RELAXED);
-}
 
 /* An outputs object holding something, to see it cleared. */
 static void filled(gdn_outputs *out) {
@@ -177,14 +161,14 @@ static void alloc_failures(oracle_form form, int64_t C, int certified, int threa
     gdn_error_init(&e);
     gdn_outputs out;
     filled(&out);
-    long live0 = __atomic_load_n(&gmp_live, __ATOMIC_RELAXED);
+    long live0 = gcu_live();
     gdn_alloc_fail_after(n);
     int rc = certified ? oracle_run_certified(&in, &cfg, &out, &cert, &e)
                        : oracle_run(&in, &cfg, &out, &e);
     gdn_alloc_fail_after(0);
-    ck_assert_msg(__atomic_load_n(&gmp_live, __ATOMIC_RELAXED) == live0,
+    ck_assert_msg(gcu_live() == live0,
                   "allocation %ld failing leaks %ld GMP bytes", n,
-                  __atomic_load_n(&gmp_live, __ATOMIC_RELAXED) - live0);
+                  gcu_live() - live0);
     if (rc == GDN_OK) {
       ck_assert(otu_identical(&out, &ref));
       if (certified) ck_assert_int_eq(cert.certified_bits, cref.certified_bits);
@@ -220,7 +204,7 @@ START_TEST(alloc_failures_certified_chunked_2threads) {
 END_TEST
 
 int main(void) {
-  mp_set_memory_functions(count_alloc, count_realloc, count_free);
+  gcu_install();
   Suite *su = suite_create("oracle_errors");
   TCase *tc = tcase_create("errors");
   tcase_set_timeout(tc, 60);
