@@ -339,9 +339,8 @@ static void modes_row(report_buf *b, const report_summary *s) {
   kv_row_end(b);
 }
 
-static void environment(report_buf *b, const report_summary *s) {
-  const json_t *doc = s->doc, *cases = json_object_get(doc, "cases");
-  report_buf_puts(b, "<section id=\"environment\">\n<h2>Environment</h2>\n<table class=\"kv\">\n");
+/* The tool, its command line and the document's date. */
+static void tool_rows(report_buf *b, const json_t *doc) {
   kv_row_begin(b, "Tool");
   esc(b, report_doc_str(doc, "tool"));
   report_buf_puts(b, " ");
@@ -365,6 +364,10 @@ static void environment(report_buf *b, const report_summary *s) {
     esc(b, created);
     kv_row_end(b);
   }
+}
+
+/* Which oracle judged, at what precision, and how far it is certified. */
+static void oracle_row(report_buf *b, const json_t *doc) {
   kv_row_begin(b, "Oracle");
   const json_t *o = json_object_get(doc, "oracle");
   if (!o) report_buf_puts(b, "<b>none</b> (--oracle none): affine-prefix is judged against the "
@@ -398,6 +401,9 @@ static void environment(report_buf *b, const report_summary *s) {
     if (gb >= 0) report_buf_printf(b, "; every column within a proven %lld bits (running error bound)", gb);
   }
   kv_row_end(b);
+}
+
+static void policy_row(report_buf *b, const json_t *doc) {
   kv_row_begin(b, "Policy");
   const json_t *pol = json_object_get(doc, "policy");
   if (!pol) report_buf_puts(b, "\xE2\x80\x94");
@@ -416,6 +422,10 @@ static void environment(report_buf *b, const report_summary *s) {
     }
   }
   kv_row_end(b);
+}
+
+/* The numerics modes the cases ran in, each as the distinct values seen. */
+static void numerics_rows(report_buf *b, const report_summary *s, const json_t *cases) {
   distinct dt = {0}, mm = {0}, od = {0}, pf = {0};
   size_t ftz = 0;
   for (size_t i = 0; i < s->n; i++) {
@@ -450,6 +460,9 @@ static void environment(report_buf *b, const report_summary *s) {
   kv_row_begin(b, "Sequence lengths T");
   int_values(b, cases, "shape", "T");
   kv_row_end(b);
+}
+
+static void timing_row(report_buf *b, const json_t *doc) {
   const json_t *tm = json_object_get(doc, "timing");
   if (tm) {
     kv_row_begin(b, "Timing");
@@ -471,7 +484,9 @@ static void environment(report_buf *b, const report_summary *s) {
     if (th >= 0) report_buf_printf(b, "%s%lld thread%s", first ? "" : "; ", th, th == 1 ? "" : "s");
     kv_row_end(b);
   }
-  report_buf_puts(b, "</table>\n");
+}
+
+static void inputs_table(report_buf *b, const json_t *doc) {
   const json_t *inputs = json_object_get(doc, "inputs");
   report_buf_puts(b, "<h3>Inputs</h3>\n");
   if (!json_array_size(inputs)) {
@@ -513,6 +528,18 @@ static void environment(report_buf *b, const report_summary *s) {
     }
     report_buf_puts(b, "</tbody></table></div>\n");
   }
+}
+
+static void environment(report_buf *b, const report_summary *s) {
+  const json_t *doc = s->doc, *cases = json_object_get(doc, "cases");
+  report_buf_puts(b, "<section id=\"environment\">\n<h2>Environment</h2>\n<table class=\"kv\">\n");
+  tool_rows(b, doc);
+  oracle_row(b, doc);
+  policy_row(b, doc);
+  numerics_rows(b, s, cases);
+  timing_row(b, doc);
+  report_buf_puts(b, "</table>\n");
+  inputs_table(b, doc);
   report_buf_puts(b, "</section>\n");
 }
 
