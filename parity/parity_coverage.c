@@ -62,7 +62,8 @@ int parity_coverage_parse_mutants(const char *s, kern_mutant *out, size_t *n, gd
                              names);
       on[m] = 1;
       p += len + (c != NULL);
-      if (c && !*p) return gdn_error_set(e, GDN_ERR_INPUT, "--mutants: '%s' ends with a comma", s);
+      if (c && !*p)
+        return gdn_error_set(e, GDN_ERR_INPUT, "--mutants: '%s' ends with a comma (valid: all, or any of: %s)", s, names);
     }
   }
   *n = 0;
