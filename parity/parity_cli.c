@@ -316,12 +316,14 @@ done:
 /* Every file the run reads and writes, by identity (gdn_path.h), before any
  * work: no output may be an input or share a file with another output. */
 static int check_files(const parity_output_opts *oo, const char *const *inputs, int n_inputs,
-                       const char *input_role, const char *policy, const char *grid, gdn_error *e) {
+                       const char *input_role, const char *policy, const char *grid, const char *readme,
+                       gdn_error *e) {
   gdn_path_use u[GDN_CLI_MAX_POS + 8];
   size_t n = 0;
   for (int i = 0; i < n_inputs; i++) u[n++] = (gdn_path_use){input_role, inputs[i], 0};
   u[n++] = (gdn_path_use){"the policy", policy, 0};
   u[n++] = (gdn_path_use){"the grid", grid, 0};
+  u[n++] = (gdn_path_use){"the README", readme, 0};
   u[n++] = (gdn_path_use){"--json", oo->json, 1};
   u[n++] = (gdn_path_use){"--report", oo->report, 1};
   u[n++] = (gdn_path_use){"--junit", oo->junit, 1};
@@ -401,7 +403,7 @@ static int report_command(const gdn_cli_args *aa, FILE *out, gdn_error *e) {
     gdn_error_set(e, GDN_ERR_INPUT, "report: nothing to write; give -o FILE.html (or --junit / --summary)");
     return -1;
   }
-  if (parity_output_check_paths(&oo, e) || check_files(&oo, &a.pos[0], 1, "the results document", NULL, NULL, e))
+  if (parity_output_check_paths(&oo, e) || check_files(&oo, &a.pos[0], 1, "the results document", NULL, NULL, NULL, e))
     return -1;
   json_t *doc = NULL;
   if (report_json_read(a.pos[0], &doc, e)) return -1;
@@ -546,6 +548,7 @@ typedef struct cmd_ctx {
   parity_progress progress; /* on err when a terminal and not --quiet */
   const char *command;      /* the recorded command line */
   json_t *coverage;         /* coverage: its document (parity_coverage.h) */
+  int coverage_cmd;         /* the coverage command */
 } cmd_ctx;
 
 #define CGET(name) gdn_cli_get(options, x->a, name)
@@ -756,7 +759,9 @@ static int prepare(cmd_ctx *x, int argc, char **argv, parity_output_opts *oo, ch
   if (PGET("fixture")) x->files[x->nf++] = PGET("fixture");
   for (int i = 0; i < a->n_pos; i++) x->files[x->nf++] = a->pos[i];
   if (parity_output_check_paths(oo, e) ||
-      check_files(oo, x->files, x->nf, "the fixture", PGET("policy"), PGET("grid"), e))
+      check_files(oo, x->files, x->nf, "the fixture", PGET("policy"), PGET("grid"),
+                  /* coverage reads the README (by default README.md) */
+                  PGET("readme") ? PGET("readme") : x->coverage_cmd ? "README.md" : NULL, e))
     return -1;
   if (!(*command = join_args(argc, argv))) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory");
   x->command = *command;
@@ -811,6 +816,7 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   x.out = out;
   x.err = err;
   x.sweep = cmd->id == CMD_SWEEP;
+  x.coverage_cmd = cmd->id == CMD_COVERAGE;
   parity_policy_init(&x.st.policy);
   parity_output_opts oo;
   char *command = NULL;
