@@ -246,8 +246,10 @@ int report_coverage_markdown_render(const json_t *doc, report_buf *b, gdn_error 
 
 /* ---- JUnit ---- */
 
-static void junit_case(report_buf *b, const char *cls, const char *name, const char *failure) {
-  report_buf_printf(b, "    <testcase classname=\"%s\" name=\"", cls);
+/* seconds: the case's own time; 0 where none was measured (a mutant's run,
+ * or --reproducible). */
+static void junit_case(report_buf *b, const char *cls, const char *name, double seconds, const char *failure) {
+  report_buf_printf(b, "    <testcase classname=\"%s\" time=\"%.3f\" name=\"", cls, seconds);
   report_escape_xml_attr_z(b, name);
   if (!failure) {
     report_buf_puts(b, "\"/>\n");
@@ -269,13 +271,21 @@ int report_coverage_junit_render(const json_t *doc, report_buf *b, gdn_error *e)
   for (size_t c = 0; c < json_array_size(cases); c++)
     nfail += !json_is_true(json_object_get(json_array_get(cases, c), "correct_pass"));
   const size_t n = json_array_size(muts) + json_array_size(cases);
-  report_buf_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"%zu\" failures=\"%zu\">\n"
-                       "  <testsuite name=\"gdn-parity.coverage\" tests=\"%zu\" failures=\"%zu\">\n", n, nfail, n, nfail);
+  double total = 0, s;
+  for (size_t c = 0; c < json_array_size(cases); c++)
+    if (report_doc_num(json_array_get(cases, c), "seconds", &s) && isfinite(s)) total += s;
+  report_buf_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"gdn-parity coverage\" tests=\"%zu\" "
+                       "failures=\"%zu\" errors=\"0\" skipped=\"0\" time=\"%.3f\">\n"
+                       "  <testsuite name=\"gdn-parity.coverage\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" "
+                       "skipped=\"0\" time=\"%.3f\">\n",
+                    n, nfail, total, n, nfail, total);
   for (size_t c = 0; c < json_array_size(cases); c++) {
     const json_t *jc = json_array_get(cases, c);
     char name[64];
     snprintf(name, sizeof name, "correct kernels, case %zu", c);
-    junit_case(b, "gdn-parity.coverage.correct", name,
+    s = 0;
+    if (!report_doc_num(jc, "seconds", &s) || !isfinite(s)) s = 0;
+    junit_case(b, "gdn-parity.coverage.correct", name, s,
                json_is_true(json_object_get(jc, "correct_pass")) ? NULL : report_doc_str(jc, "correct_failure"));
   }
   for (size_t m = 0; m < json_array_size(muts); m++) {
@@ -285,7 +295,7 @@ int report_coverage_junit_render(const json_t *doc, report_buf *b, gdn_error *e)
       if (name && !strcmp(name, report_doc_str(json_array_get(surv, i), "name") ? report_doc_str(json_array_get(surv, i), "name") : ""))
         snprintf(why, sizeof why, "no case kills mutant %s (the README explains why it cannot be killed: %s)", name,
                  explains(json_array_get(surv, i)));
-    junit_case(b, "gdn-parity.coverage.mutant", name, why[0] ? why : NULL);
+    junit_case(b, "gdn-parity.coverage.mutant", name, 0, why[0] ? why : NULL);
   }
   report_buf_puts(b, "  </testsuite>\n</testsuites>\n");
   return report_buf_status(b, "coverage JUnit", e);
