@@ -16,7 +16,12 @@
  *   - --reproducible: two runs (1 and 2 threads) give byte-identical JSON,
  *     HTML, JUnit and Markdown.
  *   - a bad --mutants name: exit 2, the message names it and lists the
- *     valid names, and no output file is written. */
+ *     valid names, and no output file is written.
+ *   - the correct kernels failing (a policy whose float32 band is 0.01u,
+ *     which the stock scan's measured 3-6u cannot meet): the document says
+ *     so (correct_pass false, the failing case and check), exit 1 although
+ *     the one mutant is killed; the same run with the built-in policy
+ *     exits 0 (the control). */
 #include <check.h>
 #include <jansson.h>
 #include <sys/stat.h>
@@ -270,6 +275,53 @@ START_TEST(bad_mutant_name) {
 }
 END_TEST
 
+START_TEST(correct_kernels_fail) {
+  cli_result r;
+  char *pp[] = {(char *)exe, "--print-policy", NULL};
+  cli_run(&r, pp);
+  ck_assert_int_eq(r.status, 0);
+  json_error_t je;
+  json_t *pol = json_loads(r.out, 0, &je);
+  ck_assert_msg(pol, "%s", je.text);
+  json_t *rules = json_object_get(pol, "rules");
+  int found = 0;
+  for (size_t i = 0; i < json_array_size(rules); i++) {
+    json_t *rule = json_array_get(rules, i);
+    if (strcmp(json_string_value(json_object_get(rule, "id")), "band-float32")) continue;
+    json_object_set_new(rule, "limit_u", json_real(0.01));
+    found = 1;
+  }
+  ck_assert(found);
+  char path[] = "/tmp/gdn-cov-policy-XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  ck_assert_int_eq(json_dump_file(pol, path, 0), 0);
+  json_decref(pol);
+  outs o;
+  outs_make(&o);
+  char grid[512];
+  snprintf(grid, sizeof grid, "%s/coverage-small.json", testdir);
+  char *argv[] = {(char *)exe, "coverage", "--grid", grid, "--mutants", "scale-none", "--policy", path,
+                  "--json", o.json, NULL};
+  cli_run(&r, argv);
+  ck_assert_msg(r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
+  ck_assert_msg(strstr(r.out, "the kill matrix means nothing"), "%s", r.out);
+  json_t *doc = json_load_file(o.json, 0, &je);
+  ck_assert_msg(doc, "%s", je.text);
+  ck_assert(json_is_false(json_object_get(doc, "correct_pass")));
+  ck_assert_uint_eq(json_array_size(json_object_get(doc, "survivors")), 0);
+  const char *why = json_string_value(json_object_get(json_array_get(json_object_get(doc, "cases"), 0), "correct_failure"));
+  ck_assert_msg(why && strstr(why, "scan"), "%s", why ? why : "(null)");
+  json_decref(doc);
+  argv[6] = NULL; /* the built-in policy: the control */
+  cli_run(&r, argv);
+  ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
+  unlink(path);
+  outs_unlink(&o);
+}
+END_TEST
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: %s GDN_PARITY_EXE TESTS_PARITY_DIR\n", argv[0]);
@@ -290,6 +342,7 @@ int main(int argc, char **argv) {
   tcase_add_test(c, negative_control);
   tcase_add_test(c, reproducible);
   tcase_add_test(c, bad_mutant_name);
+  tcase_add_test(c, correct_kernels_fail);
   suite_add_tcase(s, c);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
