@@ -263,9 +263,6 @@ static json_t *entry_record(const parity_coverage_opts *o, size_t i, const parit
 static int entry_run(const parity_coverage_opts *o, size_t i, const parity_subject_methods *const *rows,
                      json_t *cases, unsigned char *row, gdn_error *e) {
   const parity_grid_entry *en = &o->grid->entries[i];
-  if (en->spec.grad)
-    return gdn_error_set(e, GDN_ERR_INPUT, "entry %zu: \"grad\": coverage judges the forward only (the mutants "
-                                           "have no backward); drop it", i);
   gdn_inputs in;
   gdn_inputs_init(&in);
   parity_reference ref;
@@ -303,8 +300,11 @@ static json_t *mutants_json(const parity_coverage_opts *o) {
   for (size_t m = 0; m < o->n_mutants; m++) {
     const kern_mutant_row *r = kern_mutant_row_of(o->mutants[m]);
     json_t *needs = json_array();
-    for (unsigned b = 0; b < sizeof need_names / sizeof need_names[0]; b++)
-      if (r->needs & (1u << b)) json_array_append_new(needs, json_string(need_names[b]));
+    for (unsigned b = 0; b < 32; b++) { /* a bit added to the catalogue later is still shown */
+      if (!(r->needs & (1u << b))) continue;
+      json_array_append_new(needs, b < sizeof need_names / sizeof need_names[0] ? json_string(need_names[b])
+                                                                              : json_sprintf("bit %u", b));
+    }
     json_array_append_new(a, json_pack("{sssssO}", "name", r->name, "doc", r->doc, "needs", needs));
     json_decref(needs);
   }
@@ -378,6 +378,10 @@ int parity_coverage_run(const parity_coverage_opts *o, json_t **doc, gdn_error *
   for (size_t m = 0; m < nm; m++)
     if (!(rows[m] = parity_subject_mutant(o->mutants[m])))
       return gdn_error_set(e, GDN_ERR_INTERNAL, "mutant %d has no subject row", (int)o->mutants[m]);
+  for (size_t i = 0; i < n; i++) /* refused before any entry runs */
+    if (o->grid->entries[i].spec.grad)
+      return gdn_error_set(e, GDN_ERR_INPUT, "%s: entry %zu: \"grad\": coverage judges the forward only (the "
+                                             "mutants have no backward); drop it", o->grid_name ? o->grid_name : "grid", i);
   unsigned char *kills = gdn_calloc(n * nm + 1, 1, "kill matrix", e);
   json_t *d = kills ? doc_head(o) : NULL;
   if (!d) {

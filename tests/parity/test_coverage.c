@@ -325,10 +325,31 @@ START_TEST(bad_mutant_name) {
   struct stat st;
   ck_assert_int_ne(stat(o.json, &st), 0);
   ck_assert_int_ne(stat(o.junit, &st), 0);
-  /* --mutant (one mutant, for sweep) is not a coverage option */
+  /* --mutant (one mutant, for sweep) and --grad are not coverage options */
   char *argv[] = {(char *)exe, "coverage", "--mutant", "carry-zero", NULL};
   cli_run(&r, argv);
   ck_assert_int_eq(r.status, 2);
+  argv[2] = "--grad";
+  argv[3] = NULL;
+  cli_run(&r, argv);
+  ck_assert_int_eq(r.status, 2);
+  /* a grid entry asking for gradients: refused, naming the entry */
+  char grid[] = "/tmp/gdn-cov-grid-XXXXXX";
+  int fd = mkstemp(grid);
+  ck_assert_int_ge(fd, 0);
+  const char *text = "{\"entries\": [{\"shape\": \"1,32,2,8\", \"chunk\": [8], \"devices\": [2], \"grad\": true}]}";
+  ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+  char *ag[] = {(char *)exe, "coverage", "--grid", grid, "--mutants", "carry-zero", NULL};
+  cli_run(&r, ag);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "entry 0") && strstr(r.err, "grad"), "%s", r.err);
+  /* an unreadable --readme */
+  char *ar[] = {(char *)exe, "coverage", "--grid", grid, "--readme", "/nonexistent/README.md", NULL};
+  cli_run(&r, ar);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "--readme"), "%s", r.err);
+  unlink(grid);
 }
 END_TEST
 
