@@ -162,6 +162,28 @@ static void html_summary(report_buf *b, const json_t *doc) {
   report_buf_puts(b, "</p>\n");
 }
 
+/* The catalogue rows run: name, what they need, what upstream code would
+ * look like to contain them. */
+static void html_mutants(report_buf *b, const json_t *doc) {
+  const json_t *muts = json_object_get(doc, "mutants");
+  report_buf_puts(b, "<h2>The mutants</h2>\n<table id=\"mutants\"><thead><tr><th>mutant</th><th>needs</th>"
+                     "<th>what upstream code would look like to contain it</th></tr></thead><tbody>\n");
+  for (size_t m = 0; m < json_array_size(muts); m++) {
+    const json_t *mu = json_array_get(muts, m), *needs = json_object_get(mu, "needs");
+    report_buf_puts(b, "<tr><td>");
+    report_escape_html_text_z(b, report_doc_str(mu, "name"));
+    report_buf_puts(b, "</td><td>");
+    for (size_t i = 0; i < json_array_size(needs); i++) {
+      if (i) report_buf_puts(b, ", ");
+      report_escape_html_text_z(b, json_string_value(json_array_get(needs, i)));
+    }
+    report_buf_puts(b, "</td><td>");
+    report_escape_html_text_z(b, report_doc_str(mu, "doc"));
+    report_buf_puts(b, "</td></tr>\n");
+  }
+  report_buf_puts(b, "</tbody></table>\n");
+}
+
 int report_coverage_html_render(const json_t *doc, report_buf *b, gdn_error *e) {
   int rc = report_coverage_validate(doc, e);
   if (rc) return rc;
@@ -189,6 +211,7 @@ int report_coverage_html_render(const json_t *doc, report_buf *b, gdn_error *e) 
   html_matrix(b, doc);
   html_summary(b, doc);
   html_cases(b, doc);
+  html_mutants(b, doc);
   report_buf_puts(b, "</body></html>\n");
   return report_buf_status(b, "coverage HTML", e);
 }
