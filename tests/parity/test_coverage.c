@@ -32,6 +32,7 @@
 #include "kern.h"
 #include "parity_coverage.h"
 #include "parity_subject.h"
+#include "report_coverage.h"
 
 static const char *exe, *testdir;
 
@@ -158,6 +159,47 @@ START_TEST(mutant_rows) {
   }
   gdn_outputs_clear(&good);
   gdn_inputs_clear(&in);
+}
+END_TEST
+
+/* The writers refuse what is not a version-1 coverage document, and then
+ * write nothing (the set is aborted); a valid minimal one renders. */
+START_TEST(writers_validate) {
+  const char *good = "{\"schema\": \"gdn-parity-coverage\", \"version\": 1, \"mutants\": [{\"name\": \"m\"}], "
+                     "\"cases\": [{\"kills\": [{\"mutant\": \"m\", \"killed\": false}]}], "
+                     "\"survivors\": [{\"name\": \"m\", \"readme_explains\": null}], \"cover\": {\"cases\": []}}";
+  json_error_t je;
+  json_t *doc = json_loads(good, 0, &je);
+  ck_assert_msg(doc, "%s", je.text);
+  gdn_error e;
+  gdn_error_init(&e);
+  report_buf b;
+  report_buf_init(&b);
+  ck_assert_int_eq(report_coverage_junit_render(doc, &b, &e), GDN_OK);
+  ck_assert_ptr_nonnull(strstr(b.data, "<failure")); /* the survivor */
+  report_buf_clear(&b);
+  static const char *const breakers[][2] = {{"schema", "\"gdn-parity\""}, {"version", "2"},
+                                            {"cases", "[{\"kills\": []}]"}, {"cover", "[]"}};
+  char path[] = "/tmp/gdn-cov-w-XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  unlink(path);
+  for (size_t i = 0; i < sizeof breakers / sizeof breakers[0]; i++) {
+    json_t *bad = json_deep_copy(doc), *v = json_loads(breakers[i][1], JSON_DECODE_ANY, &je);
+    ck_assert_ptr_nonnull(v);
+    json_object_set_new(bad, breakers[i][0], v);
+    gdn_error_init(&e);
+    ck_assert_int_eq(report_coverage_write_all(bad, path, NULL, NULL, NULL, &e), GDN_ERR_INPUT);
+    ck_assert_msg(strstr(e.msg, "coverage document"), "%s", e.msg);
+    ck_assert_int_ne(access(path, F_OK), 0); /* nothing written */
+    json_decref(bad);
+  }
+  gdn_error_init(&e);
+  ck_assert_int_eq(report_coverage_write_all(doc, path, NULL, NULL, NULL, &e), GDN_OK);
+  ck_assert_int_eq(access(path, F_OK), 0);
+  unlink(path);
+  json_decref(doc);
 }
 END_TEST
 
@@ -414,6 +456,7 @@ int main(int argc, char **argv) {
   tcase_add_test(u, parse_mutants);
   tcase_add_test(u, readme_rule);
   tcase_add_test(u, mutant_rows);
+  tcase_add_test(u, writers_validate);
   suite_add_tcase(s, u);
   TCase *c = tcase_create("cli");
   tcase_set_timeout(c, 240);
