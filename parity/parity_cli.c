@@ -14,6 +14,7 @@
 #include "gdn_text.h"
 #include "gdn_threads.h"
 #include "parity_budget.h"
+#include "parity_coverage.h"
 #include "parity_dist.h"
 #include "parity_external.h"
 #include "parity_packing.h"
@@ -23,16 +24,19 @@
 #include "parity_policy.h"
 #include "parity_sweep.h"
 #include "report.h"
+#include "report_coverage.h"
 
 /* The commands, by their bit in gdn_cli_opt.cmds (names for messages). */
-enum { CMD_RUN, CMD_SWEEP, CMD_CHECK, CMD_REPORT };
-static const char *const cmd_names[] = {"--shape", "sweep", "check", "report", NULL};
+enum { CMD_RUN, CMD_SWEEP, CMD_CHECK, CMD_REPORT, CMD_COVERAGE };
+static const char *const cmd_names[] = {"--shape", "sweep", "check", "report", "coverage", NULL};
 #define C_RUN (1u << CMD_RUN)
 #define C_SWEEP (1u << CMD_SWEEP)
 #define C_CHECK (1u << CMD_CHECK)
 #define C_REPORT (1u << CMD_REPORT)
-#define C_SYN (C_RUN | C_SWEEP)             /* synthetic inputs: not check's fixtures */
-#define C_CASES (C_RUN | C_SWEEP | C_CHECK) /* what runs cases; report only rebuilds */
+#define C_COVERAGE (1u << CMD_COVERAGE)
+#define C_SYN (C_RUN | C_SWEEP | C_COVERAGE)             /* synthetic inputs: not check's fixtures */
+#define C_CASES (C_RUN | C_SWEEP | C_CHECK | C_COVERAGE) /* what runs cases; report only rebuilds */
+#define C_JUDGE (C_CASES & ~C_COVERAGE) /* coverage runs the mutants itself, forward only */
 
 /* One table for every command: the parser and --help both read it, and it
  * says which commands take each option (gdn_cli_parse_cmd refuses the
@@ -47,7 +51,7 @@ static const gdn_cli_opt options[] = {
      "exclusive-prefix schedules: sequential, associative-scan, hillis-steele (default sequential)", C_CASES},
     {"backend", "NAME",
      "where affine-prefix's devices run: simulated (one process; default) or mpi (mpirun -np D: "
-     "rank r is device r; adds the subject affine-prefix-mpi; --devices must be D)", C_SYN},
+     "rank r is device r; adds the subject affine-prefix-mpi; --devices must be D)", C_JUDGE & C_SYN},
     {"shard", "MODE",
      "how affine-prefix splits the sequence: tokens (T/D tokens per device, each padded to whole "
      "chunks on its own, as upstream's shard_map; default) or chunks (whole chunks, array_split)", C_CASES},
@@ -64,7 +68,7 @@ static const gdn_cli_opt options[] = {
     {"packing", "MODE", "state at a document boundary: leak (carried, as MaxText; default) or reset "
                         "(restarted, as flash-linear-attention's cu_seqlens)", C_SYN},
     {"mutant", "NAME", "testing only: affine-prefix with one catalogued bug (kern_mutant.h: "
-                       "compose-order, carry-zero, ...; default none), to see which checks catch it", C_CASES},
+                       "compose-order, carry-zero, ...; default none), to see which checks catch it", C_JUDGE},
     {"dtype", "TYPE", "kernel compute dtype: float32, bfloat16, float64 (default float32)", C_CASES},
     {"matmul-precision", "MODE",
      "default (1 bf16 pass), high (3), highest (6), ieee (plain float32 fma) (default highest)", C_CASES},
@@ -76,19 +80,25 @@ static const gdn_cli_opt options[] = {
     {"oracle-bits", "N", "MPFR working precision in bits (default 128)", C_CASES},
     {"grad", NULL,
      "also judge gradients: both kernels' backward (dq dk dv dg dbeta dh0) for cotangents do, dht "
-     "drawn from the seed, against the oracle's VJP (the --oracle tier); float32 / float64 compute", C_CASES},
+     "drawn from the seed, against the oracle's VJP (the --oracle tier); float32 / float64 compute", C_JUDGE},
     {"seed", "N", "synthetic input seed (default 0)", C_SYN},
     {"h0", NULL, "synthetic inputs get a random initial state h0", C_SYN},
     {"gates", "KIND", "synthetic decay gates: init (as the model initialises them; default) or slow "
                       "(long memory: per-token decay 0.9..0.9999)", C_SYN},
     {"qk-norm", "WHERE", "in-kernel (the kernel L2-normalises q, k; default) or pre (inputs normalised)", C_SYN},
     {"input-dtype", "TYPE", "synthetic input storage: float32 (default) or bfloat16", C_SYN},
-    {"grid", "GRID.json", "sweep: the grid of cases to run", C_SWEEP},
+    {"grid", "GRID.json", "sweep, coverage: the grid of cases to run (coverage default: grids/upstream-pr.json)",
+     C_SWEEP | C_COVERAGE},
+    {"mutants", "all|NAME[,NAME...]",
+     "coverage: the catalogued mutants to run against the grid (kernels/kern_mutant.h; default all)", C_COVERAGE},
+    {"readme", "FILE",
+     "coverage: the README whose issue-22 section says why a mutant cannot be killed (default README.md, "
+     "when present)", C_COVERAGE},
     {"fixture", "FILE.h5", "check: the fixture to judge (more may follow as arguments)", C_CHECK},
     {"policy", "FILE", "tolerance policy (JSON; default: the built-in policy)", C_CASES},
     {"print-policy", NULL, "print the built-in tolerance policy and exit", 0},
     {"json", "FILE", "write the results document (JSON)", C_CASES},
-    {"junit", "FILE", "write JUnit XML, one testcase per case", 0},
+    {"junit", "FILE", "write JUnit XML, one testcase per case (coverage: per mutant; a survivor fails)", 0},
     {"report", "FILE.html", "write the HTML tolerance report", 0},
     {"summary", "FILE.md", "write a Markdown summary (for a CI job summary)", 0},
     {"output", "FILE.html", "report: the HTML file to write (also -o)", C_REPORT},
@@ -115,13 +125,17 @@ void parity_cli_print_help(FILE *f) {
           "                                                judge a fixture's /outputs/* and our kernels\n"
           "  gdn-parity report RESULTS.json [--report|-o FILE.html] [--junit F] [--summary F]\n"
           "                                                rebuild reports from a saved results document\n"
+          "  gdn-parity coverage [--grid GRID.json] [--mutants all|NAME,...] [options]\n"
+          "                                                which grid case kills which catalogued mutant\n"
           "  gdn-parity --print-policy                     the built-in tolerance policy\n\n"
           "options:\n",
           GDN_VERSION);
   gdn_cli_print_options_cmd(options, cmd_names, f);
   fprintf(f,
           "\nexit status: 0 every case within tolerance, 1 at least one case out of tolerance,\n"
-          "2 bad usage or bad input (the message says what and where), 3 internal error.\n");
+          "2 bad usage or bad input (the message says what and where), 3 internal error.\n"
+          "coverage: 0 every selected mutant killed (and the correct kernels pass every case), 1 some\n"
+          "mutant survives or the correct kernels fail a case, 2 and 3 as above.\n");
 }
 
 #define GET(name) gdn_cli_get(options, &a, name)
@@ -302,12 +316,14 @@ done:
 /* Every file the run reads and writes, by identity (gdn_path.h), before any
  * work: no output may be an input or share a file with another output. */
 static int check_files(const parity_output_opts *oo, const char *const *inputs, int n_inputs,
-                       const char *input_role, const char *policy, const char *grid, gdn_error *e) {
+                       const char *input_role, const char *policy, const char *grid, const char *readme,
+                       gdn_error *e) {
   gdn_path_use u[GDN_CLI_MAX_POS + 8];
   size_t n = 0;
   for (int i = 0; i < n_inputs; i++) u[n++] = (gdn_path_use){input_role, inputs[i], 0};
   u[n++] = (gdn_path_use){"the policy", policy, 0};
   u[n++] = (gdn_path_use){"the grid", grid, 0};
+  u[n++] = (gdn_path_use){"the README", readme, 0};
   u[n++] = (gdn_path_use){"--json", oo->json, 1};
   u[n++] = (gdn_path_use){"--report", oo->report, 1};
   u[n++] = (gdn_path_use){"--junit", oo->junit, 1};
@@ -387,7 +403,7 @@ static int report_command(const gdn_cli_args *aa, FILE *out, gdn_error *e) {
     gdn_error_set(e, GDN_ERR_INPUT, "report: nothing to write; give -o FILE.html (or --junit / --summary)");
     return -1;
   }
-  if (parity_output_check_paths(&oo, e) || check_files(&oo, &a.pos[0], 1, "the results document", NULL, NULL, e))
+  if (parity_output_check_paths(&oo, e) || check_files(&oo, &a.pos[0], 1, "the results document", NULL, NULL, NULL, e))
     return -1;
   json_t *doc = NULL;
   if (report_json_read(a.pos[0], &doc, e)) return -1;
@@ -530,6 +546,9 @@ typedef struct cmd_ctx {
   FILE *out, *err;
   int sweep; /* the sweep command (--backend mpi refuses it) */
   parity_progress progress; /* on err when a terminal and not --quiet */
+  const char *command;      /* the recorded command line */
+  json_t *coverage;         /* coverage: its document (parity_coverage.h) */
+  int coverage_cmd;         /* the coverage command */
 } cmd_ctx;
 
 #define CGET(name) gdn_cli_get(options, x->a, name)
@@ -573,6 +592,71 @@ static int cmd_sweep(cmd_ctx *x, gdn_error *e) {
   return rc;
 }
 
+/* The README's text, for "does it say why this mutant cannot be killed":
+ * --readme FILE must be readable; the default README.md may be absent
+ * (*text NULL: unknown). */
+static int coverage_readme(const char *given, char **text, gdn_error *e) {
+  const char *path = given ? given : "README.md";
+  *text = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f) return given ? gdn_error_set(e, GDN_ERR_INPUT, "--readme %s: cannot open it", path) : GDN_OK;
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    n += fread(buf + n, 1, cap - 1 - n, f);
+    if (n < cap - 1) break;
+    char *nb = cap < (64u << 20) ? realloc(buf, cap *= 2) : NULL;
+    if (!nb) free(buf);
+    buf = nb;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (!buf) return gdn_error_set(e, GDN_ERR_INPUT, "%s: too large or out of memory", path);
+  buf[n] = '\0';
+  if (bad) {
+    free(buf);
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s: read error", path);
+  }
+  *text = buf;
+  return GDN_OK;
+}
+
+/* coverage: every grid entry against the selected mutants (parity_coverage.h);
+ * the mutant names are checked before the grid is read. */
+static int cmd_coverage(cmd_ctx *x, gdn_error *e) {
+  parity_coverage_opts co;
+  memset(&co, 0, sizeof co);
+  const char *mutants = CGET("mutants") ? CGET("mutants") : "all";
+  int rc = parity_coverage_parse_mutants(mutants, co.mutants, &co.n_mutants, e);
+  if (rc) return rc;
+  if (parity_dist_size() > 1)
+    return gdn_error_set(e, GDN_ERR_INPUT, "coverage runs in one process: drop mpirun");
+  const char *grid = CGET("grid") ? CGET("grid") : "grids/upstream-pr.json";
+  parity_grid g;
+  parity_grid_init(&g);
+  char *readme = NULL;
+  rc = parity_grid_load(&g, grid, &x->base, &x->so, e);
+  if (rc && !CGET("grid")) gdn_error_prefix(e, "the default grid (run from the repository root, or give --grid): ");
+  if (!rc) rc = grid_validate(x, &g, grid, e);
+  if (!rc) rc = coverage_readme(CGET("readme"), &readme, e);
+  if (!rc) {
+    co.grid = &g;
+    co.grid_name = grid;
+    co.command = x->command;
+    co.policy = &x->st.policy;
+    co.tier = x->st.tier;
+    co.oracle_bits = x->st.oracle_bits;
+    co.reproducible = x->so.reproducible;
+    co.readme_name = CGET("readme") ? CGET("readme") : "README.md";
+    co.readme_text = readme;
+    co.progress = &x->progress;
+    rc = parity_coverage_run(&co, &x->coverage, e);
+  }
+  free(readme);
+  parity_grid_clear(&g);
+  return rc;
+}
+
 static int cmd_run(cmd_ctx *x, gdn_error *e) {
   if (!CGET("shape")) return gdn_error_set(e, GDN_ERR_INPUT, "nothing to do: give --shape B,T,H,D (or see --help)");
   return run_synthetic(&x->st, &x->base, &x->so, e);
@@ -590,6 +674,7 @@ static const cmd_row commands[] = {
     {"sweep", CMD_SWEEP, cmd_sweep},
     {"check", CMD_CHECK, cmd_check},
     {"report", CMD_REPORT, NULL},
+    {"coverage", CMD_COVERAGE, cmd_coverage},
 };
 
 /* The command row argv names; *first is the index of its first option. */
@@ -600,7 +685,7 @@ static const cmd_row *find_command(int argc, char **argv, int *first, gdn_error 
   for (size_t i = 1; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(argv[1], commands[i].name)) return &commands[i];
   gdn_error_set(e, GDN_ERR_INPUT,
-                "unknown command '%s'; expected sweep, check or report, or options such as --shape (see --help)",
+                "unknown command '%s'; expected sweep, check, report or coverage, or options such as --shape (see --help)",
                 argv[1]);
   return NULL;
 }
@@ -674,9 +759,12 @@ static int prepare(cmd_ctx *x, int argc, char **argv, parity_output_opts *oo, ch
   if (PGET("fixture")) x->files[x->nf++] = PGET("fixture");
   for (int i = 0; i < a->n_pos; i++) x->files[x->nf++] = a->pos[i];
   if (parity_output_check_paths(oo, e) ||
-      check_files(oo, x->files, x->nf, "the fixture", PGET("policy"), PGET("grid"), e))
+      check_files(oo, x->files, x->nf, "the fixture", PGET("policy"), PGET("grid"),
+                  /* coverage reads the README (by default README.md) */
+                  PGET("readme") ? PGET("readme") : x->coverage_cmd ? "README.md" : NULL, e))
     return -1;
   if (!(*command = join_args(argc, argv))) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory");
+  x->command = *command;
   if (parity_doc_init(&x->st.doc, *command, &x->st.policy, e)) return -1;
   x->st.doc_ready = 1;
   return parse_synth_base(a, &x->base, e);
@@ -691,6 +779,16 @@ static int finish(run_state *st, const parity_output_opts *oo, FILE *out, gdn_er
   fprintf(out, "\n%s: %zu case%s, %zu failed%s\n", pass ? "PASS" : "FAIL", st->doc.n_cases,
           st->doc.n_cases == 1 ? "" : "s", st->doc.n_failed,
           st->doc.have_oracle ? "" : " (no oracle: affine-prefix judged against scan only)");
+  return pass ? 0 : 1;
+}
+
+/* coverage: its outputs, the log (or with --quiet the verdict line) and its
+ * exit status (0 every mutant killed, 1 not). */
+static int finish_coverage(cmd_ctx *x, const parity_output_opts *oo, gdn_error *e) {
+  if (report_coverage_write_all(x->coverage, oo->json, oo->report, oo->junit, oo->summary, e)) return -1;
+  int pass = json_is_true(json_object_get(x->coverage, "pass"));
+  if (x->so.verbosity >= 1) parity_coverage_log(x->out, x->coverage);
+  else fprintf(x->out, "%s\n", pass ? "PASS" : "FAIL");
   return pass ? 0 : 1;
 }
 
@@ -718,14 +816,16 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   x.out = out;
   x.err = err;
   x.sweep = cmd->id == CMD_SWEEP;
+  x.coverage_cmd = cmd->id == CMD_COVERAGE;
   parity_policy_init(&x.st.policy);
   parity_output_opts oo;
   char *command = NULL;
   int status = -1;
   if (!prepare(&x, argc, argv, &oo, &command, e) && !cmd->run(&x, e)) {
     parity_progress_clear(&x.progress);
-    status = finish(&x.st, &oo, out, e);
+    status = cmd->id == CMD_COVERAGE ? finish_coverage(&x, &oo, e) : finish(&x.st, &oo, out, e);
   }
+  json_decref(x.coverage);
   parity_progress_clear(&x.progress); /* before the caller prints an error */
   free(command);
   if (x.st.doc_ready) parity_doc_clear(&x.st.doc);

@@ -1,5 +1,6 @@
 #include "parity_subject.h"
 
+#include <pthread.h>
 #include <string.h>
 
 const char *const parity_subject_kind_names[] = {"scan", "affine-prefix", "external", NULL};
@@ -66,6 +67,43 @@ const parity_subject_methods parity_subject_affine = {"affine-prefix", PARITY_SU
  * the case's scan, and the results format has no place for it yet. */
 const parity_subject_methods parity_subject_external = {"external", PARITY_SUBJ_EXTERNAL, PARITY_STAGE_INPUT,
                                                         PARITY_ROLE_JUDGED, 0, produce_external};
+
+/* The mutant rows: built once from the catalogue (names are the
+ * catalogue's own strings). */
+static parity_subject_methods mutant_rows[KERN_MUTANT_COUNT];
+static pthread_once_t mutant_rows_once = PTHREAD_ONCE_INIT;
+
+/* The affine-prefix kernel with the row's bug; the row's index is the
+ * mutant.  Forward only (o, ht), as the catalogue lives in the forward. */
+static int produce_mutant(parity_subject_run *s, const parity_produce_ctx *cx, gdn_error *e) {
+  kern_config cfg = *cx->cfg;
+  cfg.mutant = parity_subject_mutant_of(s->m);
+  if (cfg.mutant == KERN_MUTANT_NONE)
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "subject %s: not a mutant row", s->name);
+  int rc = kern_affine_prefix_seams(cx->in, &cfg, &s->owned, NULL, e);
+  if (rc) return rc;
+  s->out = &s->owned;
+  kernel_dtypes(s, cx);
+  return GDN_OK;
+}
+
+static void mutant_rows_build(void) {
+  for (int m = 1; m < KERN_MUTANT_COUNT; m++)
+    mutant_rows[m] = (parity_subject_methods){kern_mutant_name((kern_mutant)m), PARITY_SUBJ_AFFINE,
+                                              PARITY_STAGE_CASE, PARITY_ROLE_JUDGED, 1, produce_mutant};
+}
+
+const parity_subject_methods *parity_subject_mutant(kern_mutant m) {
+  if ((unsigned)m - 1u >= (unsigned)KERN_MUTANT_COUNT - 1u) return NULL;
+  pthread_once(&mutant_rows_once, mutant_rows_build);
+  return &mutant_rows[m];
+}
+
+kern_mutant parity_subject_mutant_of(const parity_subject_methods *m) {
+  for (int i = 1; i < KERN_MUTANT_COUNT; i++)
+    if (m == &mutant_rows[i]) return (kern_mutant)i;
+  return KERN_MUTANT_NONE;
+}
 
 const parity_subject_methods *const parity_subject_rows[] = {&parity_subject_scan, &parity_subject_affine,
                                                              &parity_subject_external};

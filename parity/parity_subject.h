@@ -105,6 +105,18 @@ extern const parity_subject_methods parity_subject_scan;
 extern const parity_subject_methods parity_subject_affine;
 extern const parity_subject_methods parity_subject_external;
 
+/* The mutant rows (kern_mutant.h; testing only), row m for catalogued
+ * mutant m >= 1: the affine-prefix kernel with that bug switched on, named
+ * as the catalogue names it ("carry-zero"), judged on its own (its own
+ * verdict in the results) by the affine-prefix rules, against the reference
+ * and the stock scan.  Forward only: no backward knows the mutants, so a
+ * mutant row never produces gradients.  Rows are built from the catalogue
+ * on first use (thread-safe), so a new catalogue row is a new subject row.
+ * parity_subject_mutant returns NULL for KERN_MUTANT_NONE or out of range;
+ * parity_subject_mutant_of is KERN_MUTANT_NONE for any other row. */
+const parity_subject_methods *parity_subject_mutant(kern_mutant m);
+kern_mutant parity_subject_mutant_of(const parity_subject_methods *m);
+
 /* Every built-in row, in the order a case lists them (externals follow). */
 extern const parity_subject_methods *const parity_subject_rows[];
 extern const size_t parity_subject_n_rows;

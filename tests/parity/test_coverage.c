@@ -1,0 +1,474 @@
+/* gdn-parity coverage (parity_coverage.h, report_coverage.h).
+ *
+ * Units: the greedy set cover on planted matrices (known answers, the tie
+ * rule, the textbook case where greedy is not minimal), the --mutants
+ * parser and the README rule.  Through the CLI, on tests/parity's small
+ * grids (three entries, each under a second):
+ *   - known killers: coverage-small.json's entry 0 has 2 devices and
+ *     Hk = Hv, entry 1 grouped heads (Hk 2 < Hv 4) and h0, entry 2 one
+ *     device.  gqa-tile is killed by entry 1 exactly (elsewhere tile and
+ *     repeat read the same key head: the mutant is the correct program),
+ *     carry-zero by entries 0 and 1 (no seam in entry 2), scale-none by all
+ *     three (it changes every output); the cover is {1}.
+ *   - the negative control: coverage-nogqa.json lacks entry 1, so gqa-tile
+ *     survives: a JUnit failure naming it, exit 1; the same run with
+ *     --mutants carry-zero (killed) exits 0.
+ *   - --reproducible: two runs (1 and 2 threads) give byte-identical JSON,
+ *     HTML, JUnit and Markdown.
+ *   - a bad --mutants name: exit 2, the message names it and lists the
+ *     valid names, and no output file is written.
+ *   - the correct kernels failing (a policy whose float32 band is 0.01u,
+ *     which the stock scan's measured 3-6u cannot meet): the document says
+ *     so (correct_pass false, the failing case and check), exit 1 although
+ *     the one mutant is killed; the same run with the built-in policy
+ *     exits 0 (the control). */
+#include <check.h>
+#include <jansson.h>
+#include <sys/stat.h>
+
+#include "cli_run.h"
+#include "kern_mutant.h"
+#include "gdn_synth.h"
+#include "kern.h"
+#include "parity_coverage.h"
+#include "parity_subject.h"
+#include "report_coverage.h"
+
+static const char *exe, *testdir;
+
+/* ---- units ---- */
+
+START_TEST(cover_planted) {
+  /* 5 cases x 6 mutants; mutant 5 is killed by no case (not killable). */
+  static const unsigned char k[5][6] = {
+      {1, 1, 1, 0, 0, 0}, /* case 0: 3 kills */
+      {0, 0, 1, 1, 0, 0}, /* case 1 */
+      {0, 0, 0, 1, 1, 0}, /* case 2: the 2 left after case 0 */
+      {1, 1, 1, 0, 0, 0}, /* case 3: ties with case 0, loses (higher index) */
+      {0, 0, 0, 0, 1, 0}, /* case 4 */
+  };
+  size_t picked[5];
+  size_t n = parity_coverage_cover(&k[0][0], 5, 6, picked);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_uint_eq(picked[0], 0);
+  ck_assert_uint_eq(picked[1], 2);
+  /* Without case 0 its twin, case 3, is picked in its place: the tie, not
+   * the row, decided above. */
+  n = parity_coverage_cover(&k[1][0], 4, 6, picked); /* cases 1..4 */
+  ck_assert_uint_eq(n, 2);
+  ck_assert_uint_eq(picked[0], 2); /* case 3 of the full matrix */
+}
+END_TEST
+
+START_TEST(cover_greedy_not_minimal) {
+  /* X = {0,1,2}, Y = {3,4,5} cover in 2; Z = {0,1,3,4} is larger, so
+   * greedy takes Z first and needs X and Y after it: 3 cases, not 2. */
+  static const unsigned char k[3][6] = {{1, 1, 1, 0, 0, 0}, {0, 0, 0, 1, 1, 1}, {1, 1, 0, 1, 1, 0}};
+  size_t picked[3];
+  ck_assert_uint_eq(parity_coverage_cover(&k[0][0], 3, 6, picked), 3);
+  ck_assert_uint_eq(picked[0], 2);
+  ck_assert_uint_eq(picked[1], 0);
+  ck_assert_uint_eq(picked[2], 1);
+  /* nothing killable: an empty cover */
+  static const unsigned char z[2][2] = {{0, 0}, {0, 0}};
+  ck_assert_uint_eq(parity_coverage_cover(&z[0][0], 2, 2, picked), 0);
+}
+END_TEST
+
+START_TEST(parse_mutants) {
+  kern_mutant m[KERN_MUTANT_COUNT];
+  size_t n = 0;
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_coverage_parse_mutants("all", m, &n, &e), GDN_OK);
+  ck_assert_uint_eq(n, KERN_MUTANT_COUNT - 1); /* the catalogue's rows, whatever their number */
+  for (size_t i = 0; i < n; i++) ck_assert_int_eq(m[i], (int)i + 1);
+  /* catalogue order, duplicates once */
+  ck_assert_int_eq(parity_coverage_parse_mutants("gqa-tile,carry-zero,gqa-tile", m, &n, &e), GDN_OK);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_int_eq(m[0], KERN_MUTANT_CARRY_ZERO);
+  ck_assert_int_eq(m[1], KERN_MUTANT_GQA_TILE);
+  static const char *const bad[] = {"", "none", "carry-zero,", "carry-zero,,gqa-tile", "Carry-Zero", "bogus"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    gdn_error_init(&e);
+    ck_assert_msg(parity_coverage_parse_mutants(bad[i], m, &n, &e) == GDN_ERR_INPUT, "accepted '%s'", bad[i]);
+    ck_assert_msg(strstr(e.msg, "compose-order") && strstr(e.msg, "reset-late"), "'%s': %s", bad[i], e.msg);
+  }
+}
+END_TEST
+
+START_TEST(readme_rule) {
+  const char *r = "# x\n\n## What a test must cover first (issue 22)\n\nfoo-bar cannot be killed: round-off.\n\n"
+                  "| foo | missed |\n\nfoo is caught.\n\n## Commands\n\nbaz cannot be killed.\n";
+  ck_assert_int_eq(parity_coverage_readme_explains(r, "foo-bar"), 1);
+  ck_assert_int_eq(parity_coverage_readme_explains(r, "foo"), 0);     /* "foo-bar" is not the word foo */
+  ck_assert_int_eq(parity_coverage_readme_explains(r, "baz"), 0);     /* outside the section */
+  ck_assert_int_eq(parity_coverage_readme_explains("no section", "foo-bar"), 0);
+  ck_assert_int_eq(parity_coverage_readme_explains(NULL, "foo-bar"), 0);
+}
+END_TEST
+
+/* The mutant subject rows: one per catalogue row, named by it, judged by
+ * the affine-prefix rules; producing row m is bit-identical to the
+ * affine-prefix kernel with cfg.mutant = m, and (the control) differs from
+ * the correct kernel for a mutant that changes every output. */
+START_TEST(mutant_rows) {
+  ck_assert_ptr_null(parity_subject_mutant(KERN_MUTANT_NONE));
+  ck_assert_ptr_null(parity_subject_mutant(KERN_MUTANT_COUNT));
+  ck_assert_int_eq(parity_subject_mutant_of(&parity_subject_affine), KERN_MUTANT_NONE);
+  for (int m = 1; m < KERN_MUTANT_COUNT; m++) {
+    const parity_subject_methods *r = parity_subject_mutant((kern_mutant)m);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_str_eq(r->name, kern_mutant_name((kern_mutant)m));
+    ck_assert_uint_eq(r->kind, PARITY_SUBJ_AFFINE);
+    ck_assert_int_eq(r->role, PARITY_ROLE_JUDGED);
+    ck_assert_int_eq(r->stage, PARITY_STAGE_CASE);
+    ck_assert_int_eq(parity_subject_mutant_of(r), m);
+  }
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_shape sh = {1, 48, 2, 4, 8, 8};
+  gdn_synth_opts so = {7, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 0};
+  gdn_inputs in;
+  gdn_inputs_init(&in);
+  ck_assert_int_eq(gdn_synth_generate(&in, &sh, &so, &e), GDN_OK);
+  kern_config cfg;
+  kern_config_init(&cfg);
+  cfg.chunk = 8;
+  cfg.devices = 3;
+  const size_t n = (size_t)(sh.B * sh.T * sh.Hv * sh.Dv);
+  static const kern_mutant check[] = {KERN_MUTANT_GQA_TILE, KERN_MUTANT_SCALE_NONE, KERN_MUTANT_CARRY_ZERO};
+  gdn_outputs good;
+  gdn_outputs_init(&good);
+  ck_assert_int_eq(kern_affine_prefix(&in, &cfg, &good, &e), GDN_OK);
+  for (size_t i = 0; i < sizeof check / sizeof check[0]; i++) {
+    parity_subject_run run;
+    parity_subject_run_init(&run, parity_subject_mutant(check[i]));
+    parity_produce_ctx cx = {&in, &cfg, 0, NULL};
+    ck_assert_int_eq(parity_subject_produce(&run, &cx, &e), GDN_OK);
+    ck_assert_uint_eq(run.present, PARITY_TENSOR_FORWARD);
+    kern_config mc = cfg;
+    mc.mutant = check[i];
+    gdn_outputs want;
+    gdn_outputs_init(&want);
+    ck_assert_int_eq(kern_affine_prefix(&in, &mc, &want, &e), GDN_OK);
+    ck_assert_msg(!memcmp(run.out->o, want.o, n * sizeof(double)), "%s: o differs", run.name);
+    ck_assert_msg(memcmp(run.out->o, good.o, n * sizeof(double)), "%s: o equals the correct kernel's", run.name);
+    gdn_outputs_clear(&want);
+    parity_subject_run_clear(&run);
+  }
+  gdn_outputs_clear(&good);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
+/* The writers refuse what is not a version-1 coverage document, and then
+ * write nothing (the set is aborted); a valid minimal one renders. */
+START_TEST(writers_validate) {
+  const char *good = "{\"schema\": \"gdn-parity-coverage\", \"version\": 1, \"mutants\": [{\"name\": \"m\"}], "
+                     "\"cases\": [{\"kills\": [{\"mutant\": \"m\", \"killed\": false}]}], "
+                     "\"survivors\": [{\"name\": \"m\", \"readme_explains\": null}], \"cover\": {\"cases\": []}}";
+  json_error_t je;
+  json_t *doc = json_loads(good, 0, &je);
+  ck_assert_msg(doc, "%s", je.text);
+  gdn_error e;
+  gdn_error_init(&e);
+  report_buf b;
+  report_buf_init(&b);
+  ck_assert_int_eq(report_coverage_junit_render(doc, &b, &e), GDN_OK);
+  ck_assert_ptr_nonnull(strstr(b.data, "<failure")); /* the survivor */
+  report_buf_clear(&b);
+  static const char *const breakers[][2] = {{"schema", "\"gdn-parity\""}, {"version", "2"},
+                                            {"cases", "[{\"kills\": []}]"}, {"cover", "[]"}};
+  char path[] = "/tmp/gdn-cov-w-XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  unlink(path);
+  for (size_t i = 0; i < sizeof breakers / sizeof breakers[0]; i++) {
+    json_t *bad = json_deep_copy(doc), *v = json_loads(breakers[i][1], JSON_DECODE_ANY, &je);
+    ck_assert_ptr_nonnull(v);
+    json_object_set_new(bad, breakers[i][0], v);
+    gdn_error_init(&e);
+    ck_assert_int_eq(report_coverage_write_all(bad, path, NULL, NULL, NULL, &e), GDN_ERR_INPUT);
+    ck_assert_msg(strstr(e.msg, "coverage document"), "%s", e.msg);
+    ck_assert_int_ne(access(path, F_OK), 0); /* nothing written */
+    json_decref(bad);
+  }
+  gdn_error_init(&e);
+  ck_assert_int_eq(report_coverage_write_all(doc, path, NULL, NULL, NULL, &e), GDN_OK);
+  ck_assert_int_eq(access(path, F_OK), 0);
+  unlink(path);
+  json_decref(doc);
+}
+END_TEST
+
+/* ---- through the CLI ---- */
+
+typedef struct outs {
+  char json[64], html[64], junit[64], md[64];
+} outs;
+
+static void outs_make(outs *o) {
+  char *p[4] = {o->json, o->html, o->junit, o->md};
+  for (int i = 0; i < 4; i++) {
+    strcpy(p[i], "/tmp/gdn-cov-XXXXXX");
+    int fd = mkstemp(p[i]);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+  }
+}
+
+static void outs_unlink(const outs *o) {
+  unlink(o->json);
+  unlink(o->html);
+  unlink(o->junit);
+  unlink(o->md);
+}
+
+static void coverage(cli_result *r, const char *grid_file, const char *mutants, const char *threads, const outs *o) {
+  char grid[512];
+  snprintf(grid, sizeof grid, "%s/%s", testdir, grid_file);
+  char *argv[] = {(char *)exe, "coverage", "--grid", grid, "--mutants", (char *)mutants, "--threads", (char *)threads,
+                  "--reproducible", "--quiet", "--json", (char *)o->json, "--report", (char *)o->html,
+                  "--junit", (char *)o->junit, "--summary", (char *)o->md, NULL};
+  cli_run(r, argv);
+}
+
+static char *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  ck_assert_msg(f != NULL, "%s missing", path);
+  char *buf = malloc(1 << 20);
+  *n = fread(buf, 1, (1 << 20) - 1, f);
+  buf[*n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+/* The cases (by index) that kill `mutant` in the document. */
+static unsigned killers(const json_t *doc, const char *mutant) {
+  const json_t *cases = json_object_get(doc, "cases");
+  unsigned mask = 0;
+  for (size_t c = 0; c < json_array_size(cases); c++) {
+    const json_t *ks = json_object_get(json_array_get(cases, c), "kills");
+    for (size_t m = 0; m < json_array_size(ks); m++) {
+      const json_t *k = json_array_get(ks, m);
+      if (strcmp(json_string_value(json_object_get(k, "mutant")), mutant)) continue;
+      if (json_is_true(json_object_get(k, "killed"))) {
+        mask |= 1u << c;
+        /* a kill names its check, and fails it: value above limit */
+        ck_assert_ptr_nonnull(json_string_value(json_object_get(k, "tensor")));
+        ck_assert_ptr_nonnull(json_string_value(json_object_get(k, "rule")));
+        ck_assert(json_real_value(json_object_get(k, "margin")) > 1.0);
+      }
+    }
+  }
+  return mask;
+}
+
+START_TEST(known_killers) {
+  outs o;
+  outs_make(&o);
+  cli_result r;
+  coverage(&r, "coverage-small.json", "gqa-tile,carry-zero,scale-none", "2", &o);
+  ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
+  json_error_t je;
+  json_t *doc = json_load_file(o.json, 0, &je);
+  ck_assert_msg(doc, "%s", je.text);
+  ck_assert_str_eq(json_string_value(json_object_get(doc, "schema")), "gdn-parity-coverage");
+  ck_assert_int_eq(json_integer_value(json_object_get(doc, "version")), 1);
+  ck_assert(json_is_true(json_object_get(doc, "correct_pass")));
+  ck_assert_uint_eq(killers(doc, "gqa-tile"), 0x2);   /* entry 1 only */
+  ck_assert_uint_eq(killers(doc, "carry-zero"), 0x3); /* entries with a seam */
+  ck_assert_uint_eq(killers(doc, "scale-none"), 0x7); /* all */
+  const json_t *pc = json_object_get(json_object_get(doc, "cover"), "cases");
+  ck_assert_uint_eq(json_array_size(pc), 1);
+  ck_assert_int_eq(json_integer_value(json_array_get(pc, 0)), 1);
+  ck_assert_ptr_null(json_object_get(json_object_get(doc, "cover"), "seconds")); /* --reproducible */
+  /* The HTML kill matrix: a row per mutant, a killed cell per kill (6). */
+  size_t n;
+  char *html = slurp(o.html, &n);
+  ck_assert_ptr_nonnull(strstr(html, "id=\"kill-matrix\""));
+  size_t rows = 0, kills = 0;
+  for (const char *p = html; (p = strstr(p, "<tr><th title=")); p++) rows++;
+  for (const char *p = html; (p = strstr(p, "class=\"kill\" title=")); p++) kills++;
+  ck_assert_uint_eq(rows, 3);
+  ck_assert_uint_eq(kills, 6);
+  free(html);
+  char *xml = slurp(o.junit, &n);
+  ck_assert_ptr_null(strstr(xml, "<failure"));
+  free(xml);
+  json_decref(doc);
+  outs_unlink(&o);
+}
+END_TEST
+
+START_TEST(negative_control) {
+  outs o;
+  outs_make(&o);
+  cli_result r;
+  coverage(&r, "coverage-nogqa.json", "gqa-tile,carry-zero", "2", &o);
+  ck_assert_msg(r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
+  json_error_t je;
+  json_t *doc = json_load_file(o.json, 0, &je);
+  ck_assert_msg(doc, "%s", je.text);
+  ck_assert_uint_eq(killers(doc, "gqa-tile"), 0);
+  ck_assert_uint_eq(killers(doc, "carry-zero"), 0x1);
+  const json_t *surv = json_object_get(doc, "survivors");
+  ck_assert_uint_eq(json_array_size(surv), 1);
+  ck_assert_str_eq(json_string_value(json_object_get(json_array_get(surv, 0), "name")), "gqa-tile");
+  ck_assert(json_is_false(json_object_get(doc, "pass")));
+  json_decref(doc);
+  size_t n;
+  char *xml = slurp(o.junit, &n);
+  ck_assert_ptr_nonnull(strstr(xml, "failures=\"1\""));
+  const char *tc = strstr(xml, "name=\"gqa-tile\">");
+  ck_assert_msg(tc && strstr(tc, "<failure"), "%s", xml);
+  ck_assert_ptr_nonnull(strstr(xml, "name=\"carry-zero\"/>")); /* killed: no failure */
+  free(xml);
+  /* The same grid with only a mutant it kills: exit 0. */
+  coverage(&r, "coverage-nogqa.json", "carry-zero", "2", &o);
+  ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
+  outs_unlink(&o);
+}
+END_TEST
+
+START_TEST(reproducible) {
+  outs a, b;
+  outs_make(&a);
+  outs_make(&b);
+  cli_result r;
+  coverage(&r, "coverage-small.json", "all", "1", &a);
+  ck_assert_msg(r.status == 0 || r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
+  coverage(&r, "coverage-small.json", "all", "2", &b);
+  ck_assert_msg(r.status == 0 || r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
+  const char *pa[4] = {a.json, a.html, a.junit, a.md}, *pb[4] = {b.json, b.html, b.junit, b.md};
+  for (int i = 0; i < 4; i++) {
+    size_t na, nb;
+    char *x = slurp(pa[i], &na), *y = slurp(pb[i], &nb);
+    ck_assert_msg(na > 100 && na == nb && !memcmp(x, y, na), "output %d differs (%zu vs %zu bytes)", i, na, nb);
+    free(x);
+    free(y);
+  }
+  outs_unlink(&a);
+  outs_unlink(&b);
+}
+END_TEST
+
+START_TEST(bad_mutant_name) {
+  outs o;
+  outs_make(&o);
+  outs_unlink(&o); /* they must stay absent */
+  cli_result r;
+  coverage(&r, "coverage-small.json", "carry-zero,carry-zeroo", "1", &o);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "'carry-zeroo'") && strstr(r.err, "compose-order") && strstr(r.err, "reset-late"),
+                "%s", r.err);
+  struct stat st;
+  ck_assert_int_ne(stat(o.json, &st), 0);
+  ck_assert_int_ne(stat(o.junit, &st), 0);
+  /* --mutant (one mutant, for sweep) and --grad are not coverage options */
+  char *argv[] = {(char *)exe, "coverage", "--mutant", "carry-zero", NULL};
+  cli_run(&r, argv);
+  ck_assert_int_eq(r.status, 2);
+  argv[2] = "--grad";
+  argv[3] = NULL;
+  cli_run(&r, argv);
+  ck_assert_int_eq(r.status, 2);
+  /* a grid entry asking for gradients: refused, naming the entry */
+  char grid[] = "/tmp/gdn-cov-grid-XXXXXX";
+  int fd = mkstemp(grid);
+  ck_assert_int_ge(fd, 0);
+  const char *text = "{\"entries\": [{\"shape\": \"1,32,2,8\", \"chunk\": [8], \"devices\": [2], \"grad\": true}]}";
+  ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+  char *ag[] = {(char *)exe, "coverage", "--grid", grid, "--mutants", "carry-zero", NULL};
+  cli_run(&r, ag);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "entry 0") && strstr(r.err, "grad"), "%s", r.err);
+  /* an unreadable --readme */
+  char *ar[] = {(char *)exe, "coverage", "--grid", grid, "--readme", "/nonexistent/README.md", NULL};
+  cli_run(&r, ar);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(r.err, "--readme"), "%s", r.err);
+  unlink(grid);
+}
+END_TEST
+
+START_TEST(correct_kernels_fail) {
+  cli_result r;
+  char *pp[] = {(char *)exe, "--print-policy", NULL};
+  cli_run(&r, pp);
+  ck_assert_int_eq(r.status, 0);
+  json_error_t je;
+  json_t *pol = json_loads(r.out, 0, &je);
+  ck_assert_msg(pol, "%s", je.text);
+  json_t *rules = json_object_get(pol, "rules");
+  int found = 0;
+  for (size_t i = 0; i < json_array_size(rules); i++) {
+    json_t *rule = json_array_get(rules, i);
+    if (strcmp(json_string_value(json_object_get(rule, "id")), "band-float32")) continue;
+    json_object_set_new(rule, "limit_u", json_real(0.01));
+    found = 1;
+  }
+  ck_assert(found);
+  char path[] = "/tmp/gdn-cov-policy-XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  ck_assert_int_eq(json_dump_file(pol, path, 0), 0);
+  json_decref(pol);
+  outs o;
+  outs_make(&o);
+  char grid[512];
+  snprintf(grid, sizeof grid, "%s/coverage-small.json", testdir);
+  char *argv[] = {(char *)exe, "coverage", "--grid", grid, "--mutants", "scale-none", "--policy", path,
+                  "--json", o.json, NULL};
+  cli_run(&r, argv);
+  ck_assert_msg(r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
+  ck_assert_msg(strstr(r.out, "the kill matrix means nothing"), "%s", r.out);
+  json_t *doc = json_load_file(o.json, 0, &je);
+  ck_assert_msg(doc, "%s", je.text);
+  ck_assert(json_is_false(json_object_get(doc, "correct_pass")));
+  ck_assert_uint_eq(json_array_size(json_object_get(doc, "survivors")), 0);
+  const char *why = json_string_value(json_object_get(json_array_get(json_object_get(doc, "cases"), 0), "correct_failure"));
+  ck_assert_msg(why && strstr(why, "scan"), "%s", why ? why : "(null)");
+  json_decref(doc);
+  argv[6] = NULL; /* the built-in policy: the control */
+  cli_run(&r, argv);
+  ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
+  unlink(path);
+  outs_unlink(&o);
+}
+END_TEST
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s GDN_PARITY_EXE TESTS_PARITY_DIR\n", argv[0]);
+    return 2;
+  }
+  exe = argv[1];
+  testdir = argv[2];
+  Suite *s = suite_create("coverage");
+  TCase *u = tcase_create("units");
+  tcase_add_test(u, cover_planted);
+  tcase_add_test(u, cover_greedy_not_minimal);
+  tcase_add_test(u, parse_mutants);
+  tcase_add_test(u, readme_rule);
+  tcase_add_test(u, mutant_rows);
+  tcase_add_test(u, writers_validate);
+  suite_add_tcase(s, u);
+  TCase *c = tcase_create("cli");
+  tcase_set_timeout(c, 240);
+  tcase_add_test(c, known_killers);
+  tcase_add_test(c, negative_control);
+  tcase_add_test(c, reproducible);
+  tcase_add_test(c, bad_mutant_name);
+  tcase_add_test(c, correct_kernels_fail);
+  suite_add_tcase(s, c);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return nf ? 1 : 0;
+}
