@@ -134,8 +134,9 @@ void parity_cli_print_help(FILE *f) {
   fprintf(f,
           "\nexit status: 0 every case within tolerance, 1 at least one case out of tolerance,\n"
           "2 bad usage or bad input (the message says what and where), 3 internal error.\n"
-          "coverage: 0 every selected mutant killed (and the correct kernels pass every case), 1 some\n"
-          "mutant survives or the correct kernels fail a case, 2 and 3 as above.\n");
+          "coverage: 0 every selected mutant killed or explained by the README as unkillable (and the\n"
+          "correct kernels pass every case), 1 some other mutant survives or the correct kernels fail\n"
+          "a case, 2 and 3 as above.\n");
 }
 
 #define GET(name) gdn_cli_get(options, &a, name)

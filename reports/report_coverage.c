@@ -285,12 +285,25 @@ static void junit_case(report_buf *b, const char *cls, const char *name, double 
   report_buf_puts(b, "</failure>\n    </testcase>\n");
 }
 
+static void junit_skipped(report_buf *b, const char *cls, const char *name, const char *why) {
+  report_buf_printf(b, "    <testcase classname=\"%s\" time=\"0.000\" name=\"", cls);
+  report_escape_xml_attr_z(b, name ? name : "?");
+  report_buf_puts(b, "\">\n      <skipped message=\"");
+  report_escape_xml_attr_z(b, why);
+  report_buf_puts(b, "\"/>\n    </testcase>\n");
+}
+
 int report_coverage_junit_render(const json_t *doc, report_buf *b, gdn_error *e) {
   int rc = report_coverage_validate(doc, e);
   if (rc) return rc;
   const json_t *muts = json_object_get(doc, "mutants"), *cases = json_object_get(doc, "cases");
   const json_t *surv = json_object_get(doc, "survivors");
-  size_t nfail = json_array_size(surv);
+  /* A survivor the README explains as unkillable is skipped (with the
+   * reason), one nobody explains fails. */
+  size_t nskip = 0;
+  for (size_t i = 0; i < json_array_size(surv); i++)
+    nskip += json_is_true(json_object_get(json_array_get(surv, i), "readme_explains"));
+  size_t nfail = json_array_size(surv) - nskip;
   for (size_t c = 0; c < json_array_size(cases); c++)
     nfail += !json_is_true(json_object_get(json_array_get(cases, c), "correct_pass"));
   const size_t n = json_array_size(muts) + json_array_size(cases);
@@ -298,10 +311,10 @@ int report_coverage_junit_render(const json_t *doc, report_buf *b, gdn_error *e)
   for (size_t c = 0; c < json_array_size(cases); c++)
     if (report_doc_num(json_array_get(cases, c), "seconds", &s) && isfinite(s)) total += s;
   report_buf_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"gdn-parity coverage\" tests=\"%zu\" "
-                       "failures=\"%zu\" errors=\"0\" skipped=\"0\" time=\"%.3f\">\n"
+                       "failures=\"%zu\" errors=\"0\" skipped=\"%zu\" time=\"%.3f\">\n"
                        "  <testsuite name=\"gdn-parity.coverage\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" "
-                       "skipped=\"0\" time=\"%.3f\">\n",
-                    n, nfail, total, n, nfail, total);
+                       "skipped=\"%zu\" time=\"%.3f\">\n",
+                    n, nfail, nskip, total, n, nfail, nskip, total);
   for (size_t c = 0; c < json_array_size(cases); c++) {
     const json_t *jc = json_array_get(cases, c);
     char name[64];
@@ -314,11 +327,17 @@ int report_coverage_junit_render(const json_t *doc, report_buf *b, gdn_error *e)
   for (size_t m = 0; m < json_array_size(muts); m++) {
     const char *name = report_doc_str(json_array_get(muts, m), "name");
     char why[256] = "";
-    for (size_t i = 0; i < json_array_size(surv); i++)
-      if (name && !strcmp(name, report_doc_str(json_array_get(surv, i), "name") ? report_doc_str(json_array_get(surv, i), "name") : ""))
-        snprintf(why, sizeof why, "no case kills mutant %s (the README explains why it cannot be killed: %s)", name,
-                 explains(json_array_get(surv, i)));
-    junit_case(b, "gdn-parity.coverage.mutant", name, 0, why[0] ? why : NULL);
+    int skip = 0;
+    for (size_t i = 0; i < json_array_size(surv); i++) {
+      const json_t *sv = json_array_get(surv, i);
+      const char *sn = report_doc_str(sv, "name");
+      if (!name || !sn || strcmp(name, sn)) continue;
+      skip = json_is_true(json_object_get(sv, "readme_explains"));
+      snprintf(why, sizeof why, "no case kills mutant %s (the README explains why it cannot be killed: %s)", name,
+               explains(sv));
+    }
+    if (skip) junit_skipped(b, "gdn-parity.coverage.mutant", name, why);
+    else junit_case(b, "gdn-parity.coverage.mutant", name, 0, why[0] ? why : NULL);
   }
   report_buf_puts(b, "  </testsuite>\n</testsuites>\n");
   return report_buf_status(b, "coverage JUnit", e);

@@ -235,6 +235,17 @@ static void coverage(cli_result *r, const char *grid_file, const char *mutants, 
   cli_run(r, argv);
 }
 
+/* The same, reading `readme` for the mutants it explains as unkillable. */
+static void coverage_readme(cli_result *r, const char *grid_file, const char *mutants, const char *readme,
+                            const outs *o) {
+  char grid[512];
+  snprintf(grid, sizeof grid, "%s/%s", testdir, grid_file);
+  char *argv[] = {(char *)exe, "coverage", "--grid", grid, "--mutants", (char *)mutants, "--readme", (char *)readme,
+                  "--reproducible", "--quiet", "--json", (char *)o->json, "--report", (char *)o->html,
+                  "--junit", (char *)o->junit, "--summary", (char *)o->md, NULL};
+  cli_run(r, argv);
+}
+
 static char *slurp(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
   ck_assert_msg(f != NULL, "%s missing", path);
@@ -329,6 +340,39 @@ START_TEST(negative_control) {
   /* The same grid with only a mutant it kills: exit 0. */
   coverage(&r, "coverage-nogqa.json", "carry-zero", "2", &o);
   ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
+  outs_unlink(&o);
+}
+END_TEST
+
+/* A survivor the README explains as unkillable is skipped, not failed: the
+ * same grid and mutants as the negative control, with a README whose
+ * issue-22 section says gqa-tile "cannot be killed", exits 0 with one
+ * skipped JUnit case and no failure (the control above, without it, exits 1). */
+START_TEST(explained_survivor_skipped) {
+  outs o;
+  outs_make(&o);
+  char readme[] = "/tmp/gdn-coverage-readme-XXXXXX";
+  int fd = mkstemp(readme);
+  ck_assert_int_ge(fd, 0);
+  const char *t = "# r\n\n## What a test must cover first (issue 22)\n\ngqa-tile cannot be killed here.\n";
+  ck_assert_int_eq(write(fd, t, strlen(t)), (ssize_t)strlen(t));
+  close(fd);
+  cli_result r;
+  coverage_readme(&r, "coverage-nogqa.json", "gqa-tile,carry-zero", readme, &o);
+  ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
+  json_error_t je;
+  json_t *doc = json_load_file(o.json, 0, &je);
+  ck_assert_msg(doc, "%s", je.text);
+  ck_assert_int_eq(json_integer_value(json_object_get(doc, "unexplained_survivors")), 0);
+  ck_assert(json_is_true(json_object_get(doc, "pass")));
+  json_decref(doc);
+  size_t n;
+  char *xml = slurp(o.junit, &n);
+  ck_assert_msg(strstr(xml, "failures=\"0\" errors=\"0\" skipped=\"1\""), "%s", xml);
+  const char *tc = strstr(xml, "name=\"gqa-tile\">");
+  ck_assert_msg(tc && strstr(tc, "<skipped message=\"no case kills mutant gqa-tile"), "%s", xml);
+  free(xml);
+  unlink(readme);
   outs_unlink(&o);
 }
 END_TEST
@@ -462,6 +506,7 @@ int main(int argc, char **argv) {
   tcase_set_timeout(c, 240);
   tcase_add_test(c, known_killers);
   tcase_add_test(c, negative_control);
+  tcase_add_test(c, explained_survivor_skipped);
   tcase_add_test(c, reproducible);
   tcase_add_test(c, bad_mutant_name);
   tcase_add_test(c, correct_kernels_fail);
