@@ -24,6 +24,9 @@
 #include "kern.h"
 #include "parity_kappa.h"
 #include "parity_sweep.h"
+#include "report_html.h"
+#include "report_junit.h"
+#include "report_markdown.h"
 
 static void inputs_1d(gdn_inputs *in, const float *g, int64_t T) {
   gdn_error e;
@@ -256,6 +259,8 @@ static void world_clear(world *w) {
   gdn_inputs_clear(&w->in);
 }
 
+static FILE *run_log; /* when set, the text log goes there */
+
 static void run(world *w, parity_policy *pol, kern_matmul mm, parity_doc *d) {
   gdn_error e;
   gdn_error_init(&e);
@@ -278,6 +283,7 @@ static void run(world *w, parity_policy *pol, kern_matmul mm, parity_doc *d) {
   o.n_devices = 1;
   o.devices_default = 0;
   o.reproducible = 1;
+  if (run_log) o.log = run_log, o.verbosity = 1;
   ck_assert_int_eq(parity_doc_init(d, "test", pol, &e), GDN_OK);
   parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
   ck_assert_msg(parity_sweep_run(d, &w->in, &info, &w->ref, ext, 2, &o, &e) == GDN_OK, "%s", e.msg);
@@ -310,6 +316,28 @@ static int subject_pass(json_t *c, const char *subj) {
   return n > 0;
 }
 
+/* Every report says it is a finding about the stock algorithm, with kappa_G
+ * and the band: the text log (case line), Markdown and HTML (Findings), and
+ * JUnit (the failing case's body; a passing one's system-out). */
+static void reports_say_it(const json_t *doc, const char *log) {
+  ck_assert_msg(strstr(log, "finding: stock algorithm: ") && strstr(log, "kappa_G = "), "%s", log);
+  gdn_error e;
+  gdn_error_init(&e);
+  report_buf b;
+  for (int k = 0; k < 3; k++) {
+    report_buf_init(&b);
+    int rc = k == 0 ? report_markdown_render(doc, NULL, &b, &e)
+                    : k == 1 ? report_html_render(doc, &b, &e) : report_junit_render(doc, &b, &e);
+    ck_assert_msg(rc == GDN_OK, "%s", e.msg);
+    report_buf_putc(&b, '\0');
+    const char *want = k == 0 ? "**A finding about the stock algorithm**" : k == 1 ? "<b>a finding about the stock algorithm</b>" : "finding (a finding about the stock algorithm): stock algorithm: ";
+    ck_assert_msg(strstr(b.data, want), "report %d lacks '%s'", k, want);
+    const char *kg = k == 0 ? "kappa\\_G = " : "kappa_G = "; /* Markdown escapes the underscore */
+    ck_assert_msg(strstr(b.data, kg) && strstr(b.data, k == 0 ? "4 kappa\\_G u" : "4 kappa_G u"), "report %d", k);
+    report_buf_clear(&b);
+  }
+}
+
 START_TEST(finding_case_passes_and_says_why) {
   world w;
   world_build(&w, 1, GDN_SYNTH_SLOW_GATES);
@@ -321,7 +349,14 @@ START_TEST(finding_case_passes_and_says_why) {
   const double u = 0x1p-24;
   for (size_t mi = 0; mi < sizeof modes / sizeof *modes; mi++) {
     parity_doc d;
+    char *logtext = NULL;
+    size_t loglen = 0;
+    run_log = open_memstream(&logtext, &loglen);
     run(&w, &pol, modes[mi], &d);
+    fclose(run_log);
+    run_log = NULL;
+    reports_say_it(d.root, logtext);
+    free(logtext);
     json_t *c = json_array_get(json_object_get(d.root, "cases"), 0);
     json_t *kj = json_object_get(c, "kappa_g");
     double ko = num(kj, "o"), kh = num(kj, "ht");
