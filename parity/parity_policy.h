@@ -34,7 +34,7 @@
  * the compute dtype's unit roundoff u ("limit_u", "floor_u"; u = 2^-24 for
  * float32, 2^-8 for bfloat16, 2^-53 for float64).
  *
- * An absolute rule may also follow the stock algorithm's condition measure:
+ * An absolute or vs-scan rule may also follow the stock algorithm's condition measure:
  * with "kappa_g_u": c its effective limit is max(limit, c kappa_G u_G), where
  * kappa_G is the case's parity_kappa_g for the judged tensor (the size of
  * the in-chunk cumulative log-decay G, weighted by the decays that carry
@@ -85,7 +85,7 @@ typedef struct parity_rule {
   unsigned tensors;     /* bit per parity_tensors row; absent = o and ht (PARITY_TENSOR_FORWARD) */
   parity_metric_id metric;
   double limit, limit_u, factor, floor, floor_u;
-  double kappa_g_u; /* absolute rules: the limit is max(limit, kappa_g_u kappa_G u_G); 0 = constant */
+  double kappa_g_u; /* absolute and vs-scan rules: the limit is max(limit, kappa_g_u kappa_G u_G); 0 = constant */
   char reason[1024];
 } parity_rule;
 
