@@ -462,6 +462,15 @@ START_TEST(no_oracle_follows_kappa) {
       ck_assert(json_is_true(json_object_get(c, "pass")));
       const char *f = json_string_value(json_object_get(c, "finding"));
       ck_assert_msg(f && strstr(f, "stock algorithm: "), "%s", f ? f : "(none)");
+      /* a passing case: JUnit carries the finding as the case's system-out */
+      report_buf b;
+      report_buf_init(&b);
+      ck_assert_int_eq(report_junit_render(d.root, &b, &e), GDN_OK);
+      report_buf_putc(&b, '\0');
+      ck_assert_msg(strstr(b.data, "<system-out>finding (a finding about the stock algorithm): stock algorithm: ") &&
+                        !strstr(b.data, "<failure"),
+                    "%s", b.data);
+      report_buf_clear(&b);
     } else {
       ck_assert(json_is_false(json_object_get(vs, "pass")));
       ck_assert(json_is_false(json_object_get(c, "pass")));
