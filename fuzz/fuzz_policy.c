@@ -36,7 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
         {"tpu", PARITY_SUBJ_EXTERNAL, {&m[1], NULL}, {&m[0], NULL}, 1, GDN_DTYPE_BF16, KERN_MATMUL_HIGHEST,
          {GDN_DTYPE_BF16, GDN_DTYPE_F32}},
     };
-    parity_case_view cv = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 1, {&m[0], &m[1]}, 3, subj, NULL, 0};
+    /* kappa_G for o and ht: rules with kappa_g_u widen, never pass a NaN */
+    parity_case_view cv = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 1, {&m[0], &m[1]}, 3, subj, NULL, 0, {300, 5}};
     parity_check checks[256];
     size_t nc = 0, dec = 0;
     rc = parity_policy_evaluate(&p, &cv, checks, 256, &nc, &dec, &e);

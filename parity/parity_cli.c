@@ -6,6 +6,7 @@
 
 #include "fix.h"
 #include "fix_isolate.h"
+#include "fix_oracle_check.h"
 #include "gdn_atomic.h"
 #include "gdn_config.h"
 #include "gdn_inputs.h"
@@ -469,8 +470,8 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
                  : "freshness unknown: written before problem_sha256, its hash covers the inputs only, not the "
                    "attributes (gdn-fixture regen --force records it)");
   int trusted = fx.oracle.present && fx.oracle.fresh && fx.oracle.problem_fresh == 1 &&
-                parity_reference_stored_ok(&fx.oracle.out, fx.oracle.precision_bits, fx.oracle.certified_bits,
-                                           o.dtype, why, sizeof why);
+                fix_oracle_check(&fx.oracle.out, fx.oracle.precision_bits, fx.oracle.certified_bits, o.dtype, why,
+                                 sizeof why) == FIX_ORACLE_OK; /* the same check as gdn-fixture verify */
   double spot_rel = 0;
   int64_t spot_cols = 0;
   if (trusted && st->tier != PARITY_ORACLE_NONE) {

@@ -406,7 +406,7 @@ int parity_grid_check_policy(const parity_grid_entry *ge, const parity_policy *p
     subj[i].out_dtype[1] = hd;
     if (has_oracle) subj[i].vs_oracle[0] = subj[i].vs_oracle[1] = &zero;
   }
-  parity_case_view view = {o->dtype, o->matmul, has_oracle, {NULL, NULL}, 2, subj, NULL, 0};
+  parity_case_view view = {o->dtype, o->matmul, has_oracle, {NULL, NULL}, 2, subj, NULL, 0, {0}};
   if (has_oracle) view.scan_vs_oracle[0] = view.scan_vs_oracle[1] = &zero;
   size_t cap = 4 * p->n_rules + 1, n, dec;
   parity_check *checks = gdn_calloc(cap, sizeof *checks, "policy dry run", e);

@@ -131,6 +131,7 @@ static json_t *check_json(const parity_check *k) {
   bad |= parity_json_set(jc, "limit", parity_json_real(k->limit));
   bad |= parity_json_set(jc, "factor_reached", parity_json_real(k->factor_reached));
   if (k->where[0]) bad |= parity_json_set(jc, "where", json_string(k->where));
+  if (k->kappa_g != 0) bad |= parity_json_set(jc, "kappa_g", parity_json_real(k->kappa_g));
   bad |= parity_json_set(jc, "reason", json_string(k->rule->reason));
   if (bad) json_decref(jc);
   return bad ? NULL : jc;
@@ -289,6 +290,10 @@ json_t *parity_json_case(const parity_case_result *r, int reproducible) {
   /* Without a reference there is no ULP histogram: the key is left out
    * (an empty object is refused by the readers: "edges" is required). */
   if (r->has_ref) bad |= parity_json_set(c, "ulp_histogram", histogram_json(r));
+  json_t *kg = json_object();
+  bad |= parity_json_set(kg, "o", parity_json_real(r->kappa_g[0]));
+  bad |= parity_json_set(kg, "ht", parity_json_real(r->kappa_g[1]));
+  bad |= parity_json_set(c, "kappa_g", kg);
   if (r->finding[0]) bad |= parity_json_set(c, "finding", json_string(r->finding));
   if (r->block_map.subject) {
     json_t *rows = json_array();

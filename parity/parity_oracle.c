@@ -123,34 +123,6 @@ int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_o
   return GDN_OK;
 }
 
-int parity_reference_stored_ok(const gdn_outputs *o, int64_t precision_bits, int64_t certified_bits,
-                               gdn_dtype judged, char *why, size_t n) {
-  int need = (judged == GDN_DTYPE_F64 ? 53 : 24) + 8;
-  if (precision_bits < 64 || precision_bits > (1 << 20)) {
-    snprintf(why, n, "precision_bits %lld is outside [64, 2^20]", (long long)precision_bits);
-    return 0;
-  }
-  if (certified_bits < 1 || certified_bits > precision_bits) {
-    snprintf(why, n, "certified_bits %lld is outside [1, precision_bits = %lld]", (long long)certified_bits,
-             (long long)precision_bits);
-    return 0;
-  }
-  if (certified_bits < need) {
-    snprintf(why, n, "certified_bits %lld is too weak to judge %s outputs (needs >= %d: the dtype's %d bits + 8)",
-             (long long)certified_bits, gdn_dtype_name(judged), need, need - 8);
-    return 0;
-  }
-  size_t no = gdn_shape_numel_v(&o->shape), nh = gdn_shape_numel_state(&o->shape);
-  for (size_t i = 0; i < no + nh; i++) {
-    double v = i < no ? o->o[i] : o->ht[i - no];
-    if (!isfinite(v)) {
-      snprintf(why, n, "%s[%zu] is not finite", i < no ? "o" : "ht", i < no ? i : i - no);
-      return 0;
-    }
-  }
-  return 1;
-}
-
 /* in restricted to the value columns cols[0..n) (q, k, g, beta, seg as they are). */
 static int slice_columns(const gdn_inputs *in, const int64_t *cols, int64_t n, gdn_inputs *out, gdn_error *e) {
   gdn_shape s = in->shape;

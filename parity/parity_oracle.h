@@ -87,16 +87,6 @@ typedef struct parity_reference {
 int parity_reference_spot_check(const gdn_inputs *in, const gdn_outputs *stored, int64_t ncols, double *rel,
                                 int64_t *checked, gdn_error *e);
 
-/* Whether a fixture's stored /oracle may be trusted to judge outputs
- * computed in `judged` (the case's compute dtype): every value finite,
- * 64 <= precision_bits <= 1 << 20, 1 <= certified_bits <= precision_bits,
- * and certified_bits >= p(judged) + 8 (32 for float32 and bfloat16, 61 for
- * float64): an oracle known to fewer bits cannot resolve the outputs' own
- * round-off, so their errors would be partly the oracle's.  Returns 1
- * (trusted) or 0 with the reason in why (the caller computes a fresh one). */
-int parity_reference_stored_ok(const gdn_outputs *o, int64_t precision_bits, int64_t certified_bits,
-                               gdn_dtype judged, char *why, size_t n);
-
 const char *parity_oracle_tier_name(parity_oracle_tier t);
 /* "mpfr", "dd", "auto", "none". */
 int parity_oracle_tier_parse(const char *s, parity_oracle_tier *t, gdn_error *e);

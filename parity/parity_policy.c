@@ -141,13 +141,17 @@ static int get_number(json_t *r, const char *key, double *out, const char *src, 
  * judge (a relative or vs-scan rule cannot judge the scan itself). */
 static int parse_limits(json_t *r, size_t ri, const char *src, const char *id, parity_rule *out, gdn_error *e) {
   static const char *const kinds[] = {"absolute", "relative", "vs-scan", "localized", NULL};
-  int hl, hlu, hf, hfl, hflu;
-  if ((hl = get_number(r, "limit", &out->limit, src, ri, e)) < 0 ||
+  int hl, hlu, hf, hfl, hflu, hk;
+  if ((hk = get_number(r, "kappa_g_u", &out->kappa_g_u, src, ri, e)) < 0 ||
+      (hl = get_number(r, "limit", &out->limit, src, ri, e)) < 0 ||
       (hlu = get_number(r, "limit_u", &out->limit_u, src, ri, e)) < 0 ||
       (hf = get_number(r, "factor", &out->factor, src, ri, e)) < 0 ||
       (hfl = get_number(r, "floor", &out->floor, src, ri, e)) < 0 ||
       (hflu = get_number(r, "floor_u", &out->floor_u, src, ri, e)) < 0)
     return GDN_ERR_INPUT;
+  if (hk && out->kind != PARITY_RULE_ABSOLUTE && out->kind != PARITY_RULE_VS_SCAN)
+    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"kappa_g_u\" widens an absolute or vs-scan band; "
+                         "a %s rule follows the scan's own error already", src, ri, id, kinds[out->kind]);
   if (out->kind == PARITY_RULE_LOCALIZED && out->metric != PARITY_M_BLOCK_REL && out->metric != PARITY_M_ELEM_REL &&
       out->metric != PARITY_M_MAX_REL)
     return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): a localized rule judges \"block_rel\", \"elem_rel\" or \"max_rel\", not %s",
@@ -183,7 +187,7 @@ static int parse_limits(json_t *r, size_t ri, const char *src, const char *id, p
 static int parse_rule(json_t *r, size_t ri, const char *src, parity_rule *out, gdn_error *e) {
   static const char *const allowed[] = {"id", "kind", "subject", "dtype", "matmul", "oracle",
                                         "tensors", "metric", "limit", "limit_u", "factor",
-                                        "floor", "floor_u", "reason", "output", NULL};
+                                        "floor", "floor_u", "reason", "output", "kappa_g_u", NULL};
   static const char *const kinds[] = {"absolute", "relative", "vs-scan", "localized", NULL};
   static const char *const dtypes[] = {"float32", "bfloat16", "float64", NULL};
   static const char *const matmuls[] = {"ieee", "default", "high", "highest", NULL};
@@ -414,6 +418,22 @@ void parity_check_locate(parity_check *k, const parity_case_view *c, int ti, con
   }
 }
 
+/* The band that follows the stock algorithm's condition measure
+ * (parity_policy.h): c kappa_G u_G, 0 when the rule has none.  Absolute
+ * bands and the vs-scan ones of --oracle none: two implementations whose
+ * chunks fall differently (token shards padded to whole chunks) round G
+ * differently, so they differ by about as much as each errs.  u_G is the
+ * unit roundoff of the dtype G is summed in: float32 for float32 and
+ * bfloat16 compute (kern_chunk_tmpl.h keeps g and G in float32), binary64
+ * for float64.  A NaN kappa_G gives a NaN limit, which fails. */
+static double kappa_limit(const parity_rule *r, const parity_case_view *c, gdn_dtype dt, int ti) {
+  const double kg = c->kappa_g[ti];
+  if ((r->kind != PARITY_RULE_ABSOLUTE && r->kind != PARITY_RULE_VS_SCAN) || !(r->kappa_g_u > 0) || !(kg != 0))
+    return 0;
+  double ug = dt == GDN_DTYPE_F64 ? 0x1p-53 : 0x1p-24;
+  return isnan(kg) ? NAN : r->kappa_g_u * kg * ug;
+}
+
 /* Value, effective limit, factor reached and the check's name. */
 static void fill_check(parity_check *k, const parity_rule *r, const parity_case_view *c,
                        const parity_subject *s, int ti, const parity_metrics *m) {
@@ -429,10 +449,17 @@ static void fill_check(parity_check *k, const parity_rule *r, const parity_case_
   char lb[48];
   if (r->kind == PARITY_RULE_ABSOLUTE || r->kind == PARITY_RULE_VS_SCAN) {
     k->limit = r->limit ? r->limit : r->limit_u * u;
+    double wide = kappa_limit(r, c, dt, ti);
+    if (wide > k->limit || isnan(wide)) k->limit = wide, k->kappa_g = c->kappa_g[ti];
     k->factor_reached = k->value / k->limit;
     fmt_g(lb, sizeof lb, k->limit);
-    snprintf(k->name, sizeof k->name, "%s%s %s %s <= %s", s->name,
-             r->kind == PARITY_RULE_VS_SCAN ? " vs scan" : "", tn, parity_metric_name(r->metric), lb);
+    if (k->kappa_g > 0 || isnan(k->kappa_g))
+      snprintf(k->name, sizeof k->name, "%s%s %s %s <= %s = %g kappa_G u (kappa_G = %.4g: the stock algorithm's G)",
+               s->name, r->kind == PARITY_RULE_VS_SCAN ? " vs scan" : "", tn, parity_metric_name(r->metric), lb,
+               r->kappa_g_u, k->kappa_g);
+    else
+      snprintf(k->name, sizeof k->name, "%s%s %s %s <= %s", s->name,
+               r->kind == PARITY_RULE_VS_SCAN ? " vs scan" : "", tn, parity_metric_name(r->metric), lb);
   } else {
     double base = parity_metric_value(c->scan_vs_oracle[ti], r->metric);
     double fl = r->floor ? r->floor : r->floor_u * u;

@@ -33,6 +33,16 @@
  * Limits and floors are given absolutely ("limit", "floor") or in units of
  * the compute dtype's unit roundoff u ("limit_u", "floor_u"; u = 2^-24 for
  * float32, 2^-8 for bfloat16, 2^-53 for float64).
+ *
+ * An absolute or vs-scan rule may also follow the stock algorithm's condition measure:
+ * with "kappa_g_u": c its effective limit is max(limit, c kappa_G u_G), where
+ * kappa_G is the case's parity_kappa_g for the judged tensor (the size of
+ * the in-chunk cumulative log-decay G, weighted by the decays that carry
+ * its rounding error, parity_kappa.h) and u_G the unit roundoff G is summed in
+ * (2^-24 for float32 and bfloat16 compute, whose g and G stay float32;
+ * 2^-53 for float64).  While c kappa_G u_G <= limit (ordinary gates) the
+ * check is exactly the constant rule; above it the check records kappa_G
+ * and its name says the band follows it.
  */
 #ifndef PARITY_POLICY_H
 #define PARITY_POLICY_H
@@ -75,6 +85,7 @@ typedef struct parity_rule {
   unsigned tensors;     /* bit per parity_tensors row; absent = o and ht (PARITY_TENSOR_FORWARD) */
   parity_metric_id metric;
   double limit, limit_u, factor, floor, floor_u;
+  double kappa_g_u; /* absolute and vs-scan rules: the limit is max(limit, kappa_g_u kappa_G u_G); 0 = constant */
   char reason[1024];
 } parity_rule;
 
@@ -124,6 +135,8 @@ typedef struct parity_case_view {
   const parity_subject *subjects;
   const int64_t *seam_t; /* first real token after the seam of device i + 1 (n_seams; may be NULL) */
   size_t n_seams;
+  double kappa_g[PARITY_T_N]; /* parity_kappa_g of the case's inputs and chunk per tensor row (o, ht;
+                                0: unknown or none, no rule widens) */
 } parity_case_view;
 
 typedef struct parity_check {
@@ -136,6 +149,7 @@ typedef struct parity_check {
   double factor_reached; /* relative rules: value / max(scan, floor); else value / limit */
   int pass;
   char where[192];     /* localized statistics: the worst block or element ("" otherwise) */
+  double kappa_g;      /* > 0: the limit is the rule's kappa_g_u kappa_G u_G, wider than its constant */
 } parity_check;
 
 /* A growing list of checks; `deciding` indexes the deciding one. */

@@ -118,8 +118,10 @@ typedef struct parity_case_result {
     int64_t heads, bins, tokens_per_bin;
     double *values;          /* heads x bins, parity_block_map_o */
   } block_map;
-  char finding[384];         /* what the numbers mean beyond pass/fail ("" if nothing): parity_sweep's
-                                range finding (outputs too small for the compute dtype's range) */
+  char finding[768];         /* what the numbers mean beyond pass/fail ("" if nothing): parity_sweep's
+                                range finding (outputs too small for the compute dtype's range) and
+                                stock-algorithm finding (a band widened by kappa_G), "; " between */
+  double kappa_g[2];         /* parity_kappa_g of the case's inputs at its chunk size: o, ht (parity_kappa.h) */
 } parity_case_result;
 
 void parity_case_result_init(parity_case_result *r);

@@ -7,6 +7,7 @@
 
 #include "gdn_alloc.h"
 #include "kern.h"
+#include "parity_kappa.h"
 #include "parity_log.h"
 #include "parity_metrics.h"
 #include "parity_upstream.h"
@@ -371,6 +372,27 @@ static void case_range_finding(const input_ctx *x, parity_case_result *r) {
            x->cfg.ftz ? "flushed to zero by --ftz, which changes the mathematics" : "with fewer significant bits");
 }
 
+/* A band of the policy widened by kappa_G (parity_policy.h) is a finding
+ * about the stock algorithm, not about the implementation judged: its
+ * float32 in-chunk cumsum G loses u |G| absolutely, and exp(G_i - G_j)
+ * keeps that as a relative error (README, finding (a)).  Appended to the
+ * range finding if there is one. */
+static void case_kappa_finding(parity_case_result *r) {
+  const parity_check *w = NULL;
+  for (size_t i = 0; i < r->checks.n; i++)
+    if (r->checks.v[i].kappa_g != 0 && (!w || r->checks.v[i].limit > w->limit)) w = &r->checks.v[i];
+  if (!w) return;
+  size_t n = strlen(r->finding);
+  snprintf(r->finding + n, sizeof r->finding - n,
+           "%sstock algorithm: G, the float32 cumsum of g inside each chunk of %lld, is large where the decays "
+           "exp(G_i - G_j) matter (kappa_G = %.4g for o, %.4g for ht; parity_kappa.h), and each such decay carries "
+           "a relative error of about u |G|, so the stock chunked scan itself is only that accurate (not a kernel "
+           "defect); the band follows it: %s %s <= %.3g = %g kappa_G u (rule %s) instead of its constant",
+           n ? "; " : "", (long long)r->chunk, r->kappa_g[0], r->kappa_g[1],
+           parity_tensors[__builtin_ctz((unsigned)w->tensor)].name, parity_metric_name(w->rule->metric), w->limit,
+           w->rule->kappa_g_u, w->rule->id);
+}
+
 /* The policy over the case's subject table; each subject's own verdict. */
 static int case_judge(const input_ctx *x, parity_case_result *r, gdn_error *e) {
   parity_subject *view = gdn_calloc(r->n_subjects, sizeof *view, "policy view", e);
@@ -394,13 +416,18 @@ static int case_judge(const input_ctx *x, parity_case_result *r, gdn_error *e) {
     return e ? e->code : GDN_ERR_NOMEM;
   }
   for (size_t k = 0; k < r->n_seams; k++) seam_t[k] = r->seams[k].t;
-  parity_case_view cv = {x->o->dtype, x->o->matmul, r->has_ref, {NULL}, r->n_subjects, view, seam_t, r->n_seams};
+  parity_kappa kg = parity_kappa_g(x->in, r->chunk);
+  r->kappa_g[0] = kg.o, r->kappa_g[1] = kg.ht;
+  parity_case_view cv = {x->o->dtype, x->o->matmul, r->has_ref, {NULL}, r->n_subjects, view, seam_t, r->n_seams,
+                         {0}};
+  cv.kappa_g[PARITY_T_O] = kg.o, cv.kappa_g[PARITY_T_HT] = kg.ht;
   for (int t = 0; t < PARITY_T_N; t++) cv.scan_vs_oracle[t] = view[r->baseline].vs_oracle[t];
   int rc = parity_policy_judge(x->o->policy, &cv, &r->checks, e);
   gdn_free(view);
   gdn_free(seam_t);
   if (rc) return rc;
   case_range_finding(x, r);
+  case_kappa_finding(r);
   r->pass = 1;
   for (size_t i = 0; i < r->checks.n; i++) r->pass &= r->checks.v[i].pass;
   for (size_t i = 0; i < r->n_subjects; i++) {

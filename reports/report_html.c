@@ -7,6 +7,7 @@
 
 #include "gdn_atomic.h"
 #include "report_doc.h"
+#include "report_findings.h"
 #include "report_escape.h"
 #include "report_modes.h"
 #include "report_num.h"
@@ -286,6 +287,26 @@ static void deciding_sentence(report_buf *b, const report_summary *s) {
     report_buf_puts(b, ": no tolerance checks");
   }
   report_buf_puts(b, ".</p>\n");
+}
+
+/* What the numbers mean beyond pass/fail: each distinct cases[].finding
+ * once (report_findings.h), at most 8, under the verdict. */
+static void findings_section(report_buf *b, const report_summary *s) {
+  report_finding f[8];
+  size_t n = report_findings_collect(s, f, 8);
+  if (!n) return;
+  report_buf_puts(b, "<section id=\"findings\">\n<h2>Findings</h2>\n<ul>\n");
+  for (size_t i = 0; i < n && i < 8; i++) {
+    report_buf_puts(b, "<li><b>");
+    esc(b, report_finding_label(f[i].text));
+    report_buf_printf(b, "</b> (%zu case%s, first <code>", f[i].cases, f[i].cases == 1 ? "" : "s");
+    esc(b, f[i].first_id ? f[i].first_id : "?");
+    report_buf_puts(b, "</code>): ");
+    esc(b, f[i].text);
+    report_buf_puts(b, "</li>\n");
+  }
+  if (n > 8) report_buf_printf(b, "<li>... and %zu more distinct findings (cases[].finding).</li>\n", n - 8);
+  report_buf_puts(b, "</ul>\n</section>\n");
 }
 
 static void verdict(report_buf *b, const report_summary *s) {
@@ -883,6 +904,7 @@ int report_html_render(const json_t *doc, report_buf *b, gdn_error *e) {
                      "sequential scan and the oracle</h1>\n");
   verdict(b, &s);
   report_buf_puts(b, "<main>\n");
+  findings_section(b, &s);
   environment(b, &s);
   upstream_section(b, &s);
   case_table(b, &s);

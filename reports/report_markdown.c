@@ -7,6 +7,7 @@
 
 #include "gdn_atomic.h"
 #include "report_doc.h"
+#include "report_findings.h"
 #include "report_escape.h"
 #include "report_modes.h"
 #include "report_num.h"
@@ -184,6 +185,27 @@ static void verdict_lines(report_buf *b, const json_t *doc, const report_summary
   }
 }
 
+/* What the numbers mean beyond pass/fail: each distinct cases[].finding
+ * once (report_findings.h), at most 8. */
+static void findings_lines(report_buf *b, const report_summary *s) {
+  report_finding f[8];
+  size_t n = report_findings_collect(s, f, 8);
+  if (!n) return;
+  report_buf_puts(b, "### Findings\n\n");
+  for (size_t i = 0; i < n && i < 8; i++) {
+    char lab[96];
+    snprintf(lab, sizeof lab, "%s", report_finding_label(f[i].text));
+    if (lab[0] >= 'a' && lab[0] <= 'z') lab[0] = (char)(lab[0] - 'a' + 'A');
+    report_buf_printf(b, "- **%s** (%zu case%s, first ", lab, f[i].cases, f[i].cases == 1 ? "" : "s");
+    report_escape_markdown_cell_z(b, f[i].first_id ? f[i].first_id : "?");
+    report_buf_puts(b, "): ");
+    report_escape_markdown_cell_z(b, f[i].text);
+    report_buf_puts(b, "\n");
+  }
+  if (n > 8) report_buf_printf(b, "- ... and %zu more distinct findings (cases[].finding).\n", n - 8);
+  report_buf_puts(b, "\n");
+}
+
 /* "gdn-parity VERSION (GIT) . oracle ... . policy ..." */
 static void provenance_line(report_buf *b, const json_t *doc) {
   report_escape_markdown_cell_z(b, report_doc_str(doc, "tool"));
@@ -263,6 +285,7 @@ int report_markdown_render(const json_t *doc, const char *html_relpath, report_b
   report_summary_init(&s);
   if ((rc = report_summary_build(doc, &s, e))) return rc;
   verdict_lines(b, doc, &s);
+  findings_lines(b, &s);
   if (html_relpath && *html_relpath) {
     report_buf_puts(b, "Full report: [");
     report_escape_markdown_cell_z(b, html_relpath);

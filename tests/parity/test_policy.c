@@ -93,7 +93,7 @@ START_TEST(evaluate_relative_rule) {
   parity_metrics so = mk(1e-6), sh = mk(1e-6), ao = mk(1.5e-6), ah = mk(1e-6);
   parity_subject subj[2] = {{.name = "scan", .kind = PARITY_SUBJ_SCAN, .vs_oracle = {&so, &sh}, .vs_scan = {NULL, NULL}},
                             {.name = "affine-prefix", .kind = PARITY_SUBJ_AFFINE, .vs_oracle = {&ao, &ah}, .vs_scan = {NULL, NULL}}};
-  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 1, {&so, &sh}, 2, subj, NULL, 0};
+  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 1, {&so, &sh}, 2, subj, NULL, 0, {0}};
   parity_check c[16];
   size_t n, dec;
   ck_assert_int_eq(parity_policy_evaluate(&p, &v, c, 16, &n, &dec, &e), GDN_OK);
@@ -117,12 +117,12 @@ START_TEST(evaluate_relative_rule) {
   /* Without an oracle only the vs-scan rule applies. */
   parity_metrics vo = mk(2e-3), vh = mk(1e-4);
   parity_subject s2[1] = {{.name = "affine-prefix", .kind = PARITY_SUBJ_AFFINE, .vs_oracle = {NULL, NULL}, .vs_scan = {&vo, &vh}}};
-  parity_case_view v2 = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 0, {NULL, NULL}, 1, s2, NULL, 0};
+  parity_case_view v2 = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 0, {NULL, NULL}, 1, s2, NULL, 0, {0}};
   ck_assert_int_eq(parity_policy_evaluate(&p, &v2, c, 16, &n, &dec, &e), GDN_OK);
   ck_assert_uint_eq(n, 2);
   ck_assert(!c[0].pass && c[1].pass && dec == 0);
   /* A policy silent about a case is an error, not a pass. */
-  parity_case_view v3 = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 0, {NULL, NULL}, 0, s2, NULL, 0};
+  parity_case_view v3 = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 0, {NULL, NULL}, 0, s2, NULL, 0, {0}};
   ck_assert_int_eq(parity_policy_evaluate(&p, &v3, c, 16, &n, &dec, &e), GDN_ERR_INPUT);
   ck_assert_ptr_nonnull(strstr(e.msg, "no rule"));
   parity_policy_clear(&p);
@@ -142,7 +142,7 @@ START_TEST(selectors) {
   parity_metrics m = mk(0);
   m.max_rel = 0.01;
   parity_subject subj[1] = {{.name = "scan", .kind = PARITY_SUBJ_SCAN, .vs_oracle = {&m, &m}, .vs_scan = {NULL, NULL}}};
-  parity_case_view v = {GDN_DTYPE_BF16, KERN_MATMUL_HIGH, 1, {&m, &m}, 1, subj, NULL, 0};
+  parity_case_view v = {GDN_DTYPE_BF16, KERN_MATMUL_HIGH, 1, {&m, &m}, 1, subj, NULL, 0, {0}};
   parity_check c[8];
   size_t n, dec;
   ck_assert_int_eq(parity_policy_evaluate(&p, &v, c, 8, &n, &dec, &e), GDN_OK);
@@ -210,7 +210,7 @@ START_TEST(localized_rule_on_gradient_rows) {
   subj[0].name = "scan", subj[0].kind = PARITY_SUBJ_SCAN;
   subj[1].name = "x", subj[1].kind = PARITY_SUBJ_EXTERNAL;
   int64_t seams[3] = {2048, 4096, 6144};
-  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 1, {NULL}, 2, subj, seams, 3};
+  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 1, {NULL}, 2, subj, seams, 3, {0}};
   for (int t = 0; t < PARITY_T_N; t++) {
     if (t == PARITY_T_DQ || t == PARITY_T_DV || t == PARITY_T_DBETA) continue; /* not measured */
     sm[t] = mk(1e-7), am[t] = mk(1e-7);
@@ -276,7 +276,7 @@ START_TEST(localized_rule_names_the_block) {
   parity_subject subj[2] = {{.name = "scan", .kind = PARITY_SUBJ_SCAN, .vs_oracle = {&so, &sh}},
                             {.name = "x", .kind = PARITY_SUBJ_EXTERNAL, .vs_oracle = {&ao, &ah}}};
   int64_t seams[3] = {2048, 4096, 6144};
-  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 1, {&so, &sh}, 2, subj, seams, 3};
+  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 1, {&so, &sh}, 2, subj, seams, 3, {0}};
   parity_checks c;
   parity_checks_init(&c);
   ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
@@ -325,7 +325,7 @@ START_TEST(gradient_rules) {
     subj[0].vs_oracle[t] = t <= PARITY_T_HT ? &fw : &sg[t];
     subj[1].vs_oracle[t] = t <= PARITY_T_HT ? &fw : &ag[t];
   }
-  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_HIGHEST, 1, {NULL}, 2, subj, NULL, 0};
+  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_HIGHEST, 1, {NULL}, 2, subj, NULL, 0, {0}};
   for (int t = 0; t < PARITY_T_N; t++) v.scan_vs_oracle[t] = subj[0].vs_oracle[t];
   parity_checks c;
   parity_checks_init(&c);

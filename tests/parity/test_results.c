@@ -86,7 +86,7 @@ START_TEST(json_case_writer) {
   static const char *const keys[] = {"id", "input", "shape", "chunk", "devices", "prefix", "shard", "solve", "dtype",
                                      "matmul_precision", "ftz", "output_dtype", "shards", "impls",
                                      "affine_vs_scan", "tolerance", "upstream", "profile", "seams",
-                                     "ulp_histogram", "pass"};
+                                     "ulp_histogram", "kappa_g", "pass"};
   assert_keys(c, keys, sizeof keys / sizeof keys[0]);
   static const char *const impls[] = {"scan", "affine-prefix", "tpu"};
   assert_keys(json_object_get(c, "impls"), impls, 3);

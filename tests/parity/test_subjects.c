@@ -225,7 +225,7 @@ START_TEST(no_check_limit) {
     subj[i].kind = i ? PARITY_SUBJ_AFFINE : PARITY_SUBJ_SCAN;
     for (int t = 0; t <= PARITY_T_HT; t++) subj[i].vs_oracle[t] = &m, subj[i].out_dtype[t] = GDN_DTYPE_F32;
   }
-  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_HIGHEST, 1, {&m, &m}, N, subj, NULL, 0};
+  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_HIGHEST, 1, {&m, &m}, N, subj, NULL, 0, {0}};
   parity_checks c;
   parity_checks_init(&c);
   ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
