@@ -78,9 +78,11 @@ OVERRIDES = {"devices": "devices", "chunk": "chunk", "h0": "h0", "dtype": "dtype
 
 
 def grid_path(grid) -> Path:
-    """The grid file: a path to a file, or NAME for NAME.json in
-    $GDN_PARITY_GRIDS or in the grids/ folder of the repository this package
-    lies in.  FileNotFoundError says where it looked."""
+    """The grid file: a path to a file, or NAME for NAME.json in, first match
+    wins, $GDN_PARITY_GRIDS, the grids/ folder of the repository this package
+    lies in (editable install), or the grids/ folder next to the build folder
+    $GDN_PARITY_BIN_DIR names (a plain `pip install frontend/`, as
+    examples/upstream-ci does).  FileNotFoundError says where it looked."""
     p = Path(grid)
     if p.suffix == ".json" or os.sep in str(grid):
         if p.is_file():
@@ -88,6 +90,8 @@ def grid_path(grid) -> Path:
         raise FileNotFoundError(f"assert_gdn_parity: grid {str(grid)!r}: no such file")
     dirs = [Path(os.environ[GRIDS_ENV])] if os.environ.get(GRIDS_ENV) else []
     dirs.append(Path(__file__).resolve().parents[2] / "grids")
+    if os.environ.get("GDN_PARITY_BIN_DIR"):
+        dirs.append(Path(os.environ["GDN_PARITY_BIN_DIR"]).resolve().parent / "grids")
     for d in dirs:
         if (d / f"{grid}.json").is_file():
             return d / f"{grid}.json"

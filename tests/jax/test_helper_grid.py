@@ -44,6 +44,12 @@ def test_grid_errors(tmp_path, monkeypatch):
         ph.grid_path(str(tmp_path / "missing.json"))
     monkeypatch.setenv(ph.GRIDS_ENV, str(tmp_path))
     assert ph.grid_path("g") == g
+    # a plain install finds grids/ next to the C tools' build folder
+    monkeypatch.delenv(ph.GRIDS_ENV)
+    (tmp_path / "grids").mkdir()
+    (tmp_path / "grids" / "h.json").write_text("{}")
+    monkeypatch.setenv("GDN_PARITY_BIN_DIR", str(tmp_path / "build"))
+    assert ph.grid_path("h") == tmp_path / "grids" / "h.json"
 
 
 def test_correct_function_passes_the_default_grid():
