@@ -19,16 +19,17 @@ Unsharded (cp_axis=None) each is the stock scan, exactly.
 Below them, the JAX variants of the C mutant catalogue (kernels/kern_mutant.h),
 named as the C row with the same bug and selectable by that name
 (:func:`variant`, :data:`C_NAMED`) or as MODULE:FUNCTION
-(``gdn_parity_jax.broken:carry_zero``): compose-order, carry-zero,
-prefix-inclusive, final-from-replay, h0-ignored, h0-every, hs-reversed,
-scale-twice.  The C rows the maxtext signature cannot express here: gqa-tile
+(``gdn_parity_jax.broken:carry_zero``): compose-order, seam-decay
+(``seam_decay_chunk``), carry-zero, prefix-inclusive, final-from-replay,
+h0-ignored, h0-every, hs-reversed, scale-twice; tests/jax/test_variants.py
+shows each equally far from the oracle as the C row of its name.  The C rows the maxtext signature cannot express here: gqa-tile
 (the layer repeats the key heads before the call, so the function never sees
 Hk < Hv), shard-off-by-one and pad-unmasked (shard_map does the sharding and
 the padding is the kernel's own), the packed-document and bfloat16 rows (no
-segment ids; the rounding points are impls' own), scale-none (the kernel's
-scale cannot be removed from outside it) and seam-decay, whose nearest JAX
-form is ``seam_decay`` above (one token's g dropped, not the first chunk's
-decay of the carried state).
+segment ids; the rounding points are impls' own) and scale-none (the
+kernel's scale cannot be removed from outside it).  ``seam_decay`` above is a
+different bug from C seam-decay (one token's g dropped, not the first
+chunk's decay of the carried state).
 """
 
 from __future__ import annotations
@@ -248,6 +249,98 @@ def scale_twice(query, key, value, g, beta, chunk_size=64, initial_state=None,
                                         use_qk_norm_in_gdn, compute_dtype, cp_axis)
 
 
+def _first_chunk_w_undecayed(query, key, beta, g, chunk_size, use_qk_norm, compute_dtype):
+    """W of the local sequence's first chunk with exp(G) taken as 1: A (k beta)
+    instead of A (k beta exp(G)), A the chunk's solve (I + L)^-1.  The steps
+    and rounding points are impls.chunk_terms', on the first chunk only
+    (zero padded when the shard is shorter than a chunk)."""
+    C = chunk_size
+    T, Hk, Hv = query.shape[1], query.shape[2], beta.shape[2]
+    take = min(C, T)
+    pad = [(0, 0), (0, C - take)]
+    k = key[:, :take]
+    if use_qk_norm:
+        k = impls.l2norm(k)
+    if Hv != Hk:
+        k = jnp.repeat(k, Hv // Hk, axis=2)
+    k = jnp.pad(k.astype(compute_dtype), pad + [(0, 0), (0, 0)])
+    b = jnp.pad(beta[:, :take].astype(compute_dtype), pad + [(0, 0)])
+    G = jnp.cumsum(jnp.pad(g[:, :take].astype(impls.F32), pad + [(0, 0)]), axis=1)
+    k, b, G = jnp.moveaxis(k, 2, 1), jnp.moveaxis(b, 2, 1), jnp.moveaxis(G, 2, 1)  # B, H, C, ...
+    strict = jnp.tril(jnp.ones((C, C), bool), -1)
+    k_beta = k * b[..., None]
+    S = impls._mm(k_beta, impls._t(k)).astype(impls.F32)
+    diff = G[..., :, None] - G[..., None, :]
+    L = jnp.where(strict, S * jnp.exp(jnp.where(strict, diff, 0.0)), 0.0)
+    eye = jnp.eye(C, dtype=impls.F32)
+    A = lax.linalg.triangular_solve(eye + L, jnp.broadcast_to(eye, L.shape), left_side=True,
+                                    lower=True, unit_diagonal=True)
+    return impls._mm(A, k_beta.astype(impls.F32)).astype(compute_dtype)
+
+
+def _undecayed(c, W1):
+    """One chunk's terms with the carried state's decay taken as 1: G = 0
+    where it multiplies the state (q exp(G), W, exp(G_last) h), kept in
+    k exp(G_last - G) and in the in-chunk products P, U."""
+    c = dict(c)
+    c["W"] = W1
+    c["q_g"] = c["q"].astype(impls.F32)
+    return c
+
+
+def _step_undecayed(h, c):
+    v_new = c["U"].astype(impls.F32) - impls._mm(c["W"].astype(impls.F32), h)
+    o = impls._mm(c["q_g"], h) + impls._mm(c["P"], v_new)
+    kt = c["k"].astype(impls.F32) * jnp.exp(c["g_last"][..., None] - c["G"])[..., None]
+    return h + impls._mm(impls._t(kt), v_new), o
+
+
+def _map_undecayed(c):
+    kt = c["k"].astype(impls.F32) * jnp.exp(c["g_last"][..., None] - c["G"])[..., None]
+    Dk = kt.shape[-1]
+    return (jnp.eye(Dk, dtype=impls.F32) - impls._mm(impls._t(kt), c["W"].astype(impls.F32)),
+            impls._mm(impls._t(kt), c["U"].astype(impls.F32)))
+
+
+def seam_decay_chunk(query, key, value, g, beta, chunk_size=64, initial_state=None,
+                     use_qk_norm_in_gdn=False, compute_dtype=jnp.bfloat16, cp_axis=None):
+    """C seam-decay: on every device r >= 1 the local scan starts its first
+    chunk with exp(G) taken as 1 for the carried state -- h_in not multiplied
+    by the chunk's cumulative decay (q exp(G) -> q, W = A (k beta exp(G)) ->
+    A k beta, exp(G_last) h -> h) -- in the fold and the replay alike, as a
+    shard-local scan would that reset its decay bookkeeping at the shard's
+    first token.  Shows at D >= 2 with state crossing the seam."""
+    if cp_axis is None:
+        return impls.chunk_gated_delta_rule(query, key, value, g, beta, chunk_size, initial_state,
+                                            use_qk_norm_in_gdn, compute_dtype, None)
+    terms, T = impls.chunk_terms(query, key, value, g, beta, chunk_size, use_qk_norm_in_gdn,
+                                 compute_dtype)
+    h0 = impls._zeros_state(query, value) if initial_state is None else initial_state.astype(impls.F32)
+    first = jax.tree.map(lambda x: x[0], terms)
+    bad = _undecayed(first, _first_chunk_w_undecayed(query, key, beta, g, chunk_size,
+                                                     use_qk_norm_in_gdn, compute_dtype))
+    r = lax.axis_index(cp_axis)
+    seam = r >= 1
+    # the fold: the first chunk's map (undecayed on r >= 1), then the rest
+    A0, B0 = impls.chunk_map(first)
+    A1, B1 = _map_undecayed(bad)
+    pair = (jnp.where(seam, A1, A0), jnp.where(seam, B1, B0))
+    for n in range(1, terms["G"].shape[0]):
+        pair = impls.compose(pair, impls.chunk_map(jax.tree.map(lambda x, n=n: x[n], terms)))
+    (A_ex, B_ex), (A_last, B_last) = impls.prefix_associative(pair, cp_axis)
+    h_in = jnp.where(r == 0, h0, impls.apply_map(A_ex, B_ex, h0))
+    # the replay: the first chunk (undecayed on r >= 1), then the stock scan
+    h_ok, o_ok = impls.chunk_step(h_in, first)
+    h_bad, o_bad = _step_undecayed(h_in, bad)
+    h1, o_first = jnp.where(seam, h_bad, h_ok), jnp.where(seam, o_bad, o_ok)
+    rest = jax.tree.map(lambda x: x[1:], terms)
+    _, o_rest = impls.scan_chunks(rest, h1)
+    o = jnp.concatenate([o_first[None], o_rest], axis=0)
+    o = impls.unchunk(o, T, value.dtype)
+    ht = impls.apply_map(A_last, B_last, h0)
+    return o, (ht if initial_state is not None else None)
+
+
 # The variant each C mutant name selects (the same bug), plus the three
 # earlier negative controls under their own names (their bugs differ from the
 # C rows': wrong_order swaps only A; seam_decay drops the first token's g, C
@@ -255,6 +348,7 @@ def scale_twice(query, key, value, g, beta, chunk_size=64, initial_state=None,
 # same bug as carry-zero, kept under its old name).
 C_NAMED = {
     "compose-order": compose_order,
+    "seam-decay": seam_decay_chunk,
     "carry-zero": carry_zero,
     "prefix-inclusive": prefix_inclusive,
     "final-from-replay": final_from_replay,
