@@ -34,7 +34,6 @@ from jax.sharding import PartitionSpec as P
 
 from conftest import synth
 from gdn_parity_jax import broken, impls
-from gdn_parity_jax import gdn_fixture_capture as cap
 from gdn_parity_jax import mesh as meshmod
 from gdn_parity_jax.run import as_arrays, write_results
 from gdn_parity_jax.signatures import get_adapter
