@@ -115,6 +115,14 @@ static void KR(affine_h_in)(const kern_config *cfg, kern_matmul mm, const gdn_in
   }
 }
 
+/* bf16-cast-added: the folded pair (A, B) rounded to bfloat16 (nearest,
+ * ties to even, gdn_bf16_round) as a cast for the all-gather would; the
+ * prefix then composes the rounded pairs. */
+static void KR(affine_pair_bf16)(kreal *A, size_t na, kreal *B, size_t nb) {
+  for (size_t x = 0; x < na; x++) A[x] = (kreal)gdn_bf16_round((float)A[x]);
+  for (size_t x = 0; x < nb; x++) B[x] = (kreal)gdn_bf16_round((float)B[x]);
+}
+
 /* After the fold of one batch: the driver's exchange, on one thread (the
  * master: an MPI initialised FUNNELED suffices), between two barriers; every
  * thread then sees its verdict. */
@@ -154,6 +162,10 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
   if (cfg->mutant == KERN_MUTANT_SCALE_NONE) c.scale = 1;
   const int seam_decay = cfg->mutant == KERN_MUTANT_SEAM_DECAY;
   const int final_replay = cfg->mutant == KERN_MUTANT_FINAL_FROM_REPLAY;
+  /* bf16-cast-missing: the fold reads its chunks through a copy of the
+   * numerics without the U, W rounding point; the replay keeps num */
+  kern_num fold_num = *num;
+  if (cfg->mutant == KERN_MUTANT_BF16_CAST_MISSING) fold_num.round_mask &= ~(unsigned)KERN_RP_UW;
   KR(kprep) *mine = &j->preps[2 * tid];
   KR(kprep_bind)(&mine[0], base + j->ce, C, Dk, Dv, mm);
   KR(kprep_bind)(&mine[1], base + j->ce + j->pe, C, Dk, Dv, mm);
@@ -168,6 +180,7 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
   /* the devices this process computes: all D, or the rank's one */
   const int64_t dev0 = j->comm ? j->comm->self : 0, nd = j->comm ? 1 : D;
   if (D >= 2) {
+    c.num = &fold_num;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t it = 0; it < nh * nd; it++) {
       const int64_t hb = it / nd, r = dev0 + it % nd, head = h_begin + hb;
@@ -199,7 +212,9 @@ static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j)
         memcpy(Al, cA, na * sizeof *Al);
         memcpy(Bl, cB, nb * sizeof *Bl);
       }
+      if (cfg->mutant == KERN_MUTANT_BF16_CAST_ADDED) KR(affine_pair_bf16)(Al, na, Bl, nb);
     }
+    c.num = num;
     if (j->comm && KR(affine_exchange)(j)) return;
     const int prefixed = j->comm && j->x->prefixed;
 #pragma omp for schedule(dynamic, 1)

@@ -49,6 +49,16 @@ static const kern_mutant_row rows[KERN_MUTANT_COUNT] = {
     {KERN_MUTANT_RESET_LATE, "reset-late", KERN_MUTANT_NEEDS_DOCS,
      "the reset mask built from segment_ids[t] != segment_ids[t - 2] (or shifted by one): no "
      "reset at the boundary and one where there is none"},
+    {KERN_MUTANT_BF16_CAST_MISSING, "bf16-cast-missing", D_ | KERN_MUTANT_NEEDS_BF16,
+     "the local fold written as its own function that builds each chunk's (A, B) from "
+     "u = A v_beta and w = A (k_beta exp(G)) without the .astype(compute_dtype) the stock scan "
+     "applies to them, so with compute_dtype = bfloat16 the gathered maps come from float32 U, "
+     "W while every replay (the stock scan body) uses the rounded ones"},
+    {KERN_MUTANT_BF16_CAST_ADDED, "bf16-cast-added", D_,
+     "the folded pair cast for the all-gather, all_gather(A_loc.astype(jnp.bfloat16)) and "
+     "likewise B_loc, and the prefix composed from the rounded pairs (a cast the float32 path "
+     "and upstream's bfloat16 path, which keep the state in float32, do not have); bf16-seam is "
+     "the same cast on the carried state after the prefix"},
 };
 #undef D_
 
@@ -71,4 +81,10 @@ int kern_mutant_parse(const char *s, kern_mutant *out, gdn_error *e) {
     if (i + 1 < KERN_MUTANT_COUNT) strncat(names, ", ", sizeof names - strlen(names) - 1);
   }
   return gdn_error_set(e, GDN_ERR_INPUT, "unknown mutant '%s' (one of: %s)", s, names);
+}
+
+const char *kern_mutant_need_name(unsigned bit) {
+  /* Index b names the bit 1u << b (the enum in kern_mutant.h). */
+  static const char *const names[] = {"devices", "h0", "gqa", "documents", "hillis-steele", "padding", "bfloat16"};
+  return bit < sizeof names / sizeof names[0] ? names[bit] : NULL;
 }

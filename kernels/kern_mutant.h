@@ -36,6 +36,8 @@ typedef enum kern_mutant {
   KERN_MUTANT_HS_REVERSED,     /* Hillis-Steele rounds in reverse order (largest stride first) */
   KERN_MUTANT_RESET_MISSING,   /* packing = reset: boundary tokens not reset */
   KERN_MUTANT_RESET_LATE,      /* packing = reset: the reset one token after the boundary */
+  KERN_MUTANT_BF16_CAST_MISSING, /* bfloat16 compute: the fold's U, W not rounded to bfloat16 */
+  KERN_MUTANT_BF16_CAST_ADDED, /* the folded (A, B) pairs rounded to bfloat16 before the prefix */
   KERN_MUTANT_COUNT
 } kern_mutant;
 
@@ -47,6 +49,7 @@ enum {
   KERN_MUTANT_NEEDS_DOCS = 1u << 3,    /* packed documents (resets or pads) */
   KERN_MUTANT_NEEDS_HS = 1u << 4,      /* prefix = hillis-steele, devices >= 3 */
   KERN_MUTANT_NEEDS_PAD = 1u << 5,     /* a padded position: C does not divide the piece */
+  KERN_MUTANT_NEEDS_BF16 = 1u << 6,    /* compute dtype bfloat16 (its rounding points) */
 };
 
 typedef struct kern_mutant_row {
@@ -59,6 +62,10 @@ typedef struct kern_mutant_row {
 /* The row of m (m < KERN_MUTANT_COUNT); row 0 is "none". */
 const kern_mutant_row *kern_mutant_row_of(kern_mutant m);
 const char *kern_mutant_name(kern_mutant m);
+/* The name of one KERN_MUTANT_NEEDS_* bit ("devices", "h0", "gqa",
+ * "documents", "hillis-steele", "padding", "bfloat16"), NULL for a bit the
+ * catalogue does not define. */
+const char *kern_mutant_need_name(unsigned bit);
 /* By name; the message lists the names. */
 int kern_mutant_parse(const char *s, kern_mutant *out, gdn_error *e);
 

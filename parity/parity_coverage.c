@@ -295,15 +295,14 @@ static int entry_run(const parity_coverage_opts *o, size_t i, const parity_subje
 /* ---- the document ---- */
 
 static json_t *mutants_json(const parity_coverage_opts *o) {
-  static const char *const need_names[] = {"devices", "h0", "gqa", "documents", "hillis-steele", "padding"};
   json_t *a = json_array();
   for (size_t m = 0; m < o->n_mutants; m++) {
     const kern_mutant_row *r = kern_mutant_row_of(o->mutants[m]);
     json_t *needs = json_array();
     for (unsigned b = 0; b < 32; b++) { /* a bit added to the catalogue later is still shown */
       if (!(r->needs & (1u << b))) continue;
-      json_array_append_new(needs, b < sizeof need_names / sizeof need_names[0] ? json_string(need_names[b])
-                                                                              : json_sprintf("bit %u", b));
+      const char *nn = kern_mutant_need_name(b);
+      json_array_append_new(needs, nn ? json_string(nn) : json_sprintf("bit %u", b));
     }
     json_array_append_new(a, json_pack("{sssssO}", "name", r->name, "doc", r->doc, "needs", needs));
     json_decref(needs);

@@ -8,6 +8,11 @@
  *   reset-missing      case 1 only (case 0 has no documents);
  *   final-from-replay  no case fails: equal in exact arithmetic, ht off by
  *                      round-off only (tests/kernels/test_mutant);
+ *   bf16-cast-added    both cases fail (float32 compute: the rounded pairs
+ *                      move o by ~6e-4 relative);
+ *   bf16-cast-missing  no case fails: it needs bfloat16 compute, and there it
+ *                      moves o by less than bfloat16's own rounding points do
+ *                      (tests/kernels/test_mutant, bf16_mutants; README);
  * and an unknown name exits 2 naming it and listing the catalogue.
  * --oracle none: the mutant is judged as affine-prefix against the scan,
  * which is what kills it (the oracle only adds the true answer). */
@@ -54,6 +59,8 @@ START_TEST(known_killers) {
   expect("gqa-tile", 1, 0);
   expect("reset-missing", 0, 1);
   expect("final-from-replay", 0, 0);
+  expect("bf16-cast-added", 1, 1);
+  expect("bf16-cast-missing", 0, 0);
 }
 END_TEST
 
