@@ -420,9 +420,11 @@ static int run_fixture_shards(run_state *st, const fix_fixture *fx, const char *
     size_t n = 0;
     for (size_t i = 0; i < fx->n_outputs; i++)
       if (plan->run_of[i] == r) sub[n++] = ext[i];
-    if (o->verbosity >= 1)
+    if (o->verbosity >= 1 && fx->n_outputs)
       fprintf(out, "%s: shard %s (%s), judging %zu of the fixture's %zu outputs\n", gdn_text_show(path),
               kern_shard_name(plan->mode[r]), plan->from[r], n, fx->n_outputs);
+    else if (o->verbosity >= 1)
+      fprintf(out, "%s: shard %s (%s)\n", gdn_text_show(path), kern_shard_name(plan->mode[r]), plan->from[r]);
     if ((rc = parity_sweep_validate(&fx->inputs.shape, &orun, e))) {
       gdn_error_prefix(e, "%s: shard %s: ", path, kern_shard_name(plan->mode[r]));
       break;
