@@ -83,7 +83,9 @@ void gdn_prelude_apply(const gdn_prelude *p, gdn_inputs *in);
  * GDN_ERR_INPUT naming `where`, the first differing tensor and its first
  * index (b, t, head, d), both values, when they differ or when
  * l2norm_in_kernel is 1 (the prelude has normalised q and k already).
- * GDN_OK when in->prelude is NULL.  Memory: one copy of q, k, v, g, beta. */
+ * GDN_OK when in->prelude is NULL.  Memory: one copy of q, k, v, g, beta.
+ * Runs on the calling thread only (no OpenMP): the fixture loader calls it
+ * in a forked probe process (fixtures/fix_isolate.h). */
 int gdn_prelude_verify(const gdn_inputs *in, const char *where, gdn_error *e);
 
 /* Moves *p into in->prelude (allocated here; *p left initialised). */
