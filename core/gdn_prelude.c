@@ -45,6 +45,16 @@ size_t gdn_prelude_numel(const gdn_shape *s, int i) {
   return n;
 }
 
+uint64_t gdn_prelude_bytes(const gdn_shape *s) {
+  uint64_t n = 0;
+  for (int i = 0; i < GDN_PRELUDE_N; i++) {
+    const uint64_t k = (uint64_t)gdn_prelude_numel(s, i);
+    if (k > (UINT64_MAX / 4 - n)) return UINT64_MAX;
+    n += k;
+  }
+  return 4 * n;
+}
+
 int gdn_prelude_alloc(gdn_prelude *p, const gdn_shape *s, gdn_error *e) {
   int rc = gdn_shape_validate(s, e);
   if (rc) return rc;

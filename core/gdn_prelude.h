@@ -69,6 +69,10 @@ int gdn_prelude_copy(gdn_prelude *dst, const gdn_prelude *src, gdn_error *e);
 int gdn_prelude_dims(const gdn_shape *s, int i, int64_t dims[4]);
 size_t gdn_prelude_numel(const gdn_shape *s, int i);
 
+/* Bytes the seven tensors of shape s take (float32 in memory); UINT64_MAX
+ * on overflow.  Budgets add it for inputs that carry a prelude. */
+uint64_t gdn_prelude_bytes(const gdn_shape *s);
+
 /* Every value finite and a bfloat16 (x == bf16(x)); the message names the
  * tensor (`where` then "/<name>") and the first bad index. */
 int gdn_prelude_check_values(const gdn_prelude *p, const char *where, gdn_error *e);

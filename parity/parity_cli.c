@@ -10,6 +10,7 @@
 #include "gdn_config.h"
 #include "gdn_inputs.h"
 #include "gdn_path.h"
+#include "gdn_prelude.h"
 #include "gdn_synth.h"
 #include "gdn_text.h"
 #include "gdn_threads.h"
@@ -266,8 +267,17 @@ static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parit
                          gdn_error *e) {
   int rc = parity_sweep_validate(&sp->shape, o, e);
   if (rc) return rc;
-  /* inputs + reference + scan + one affine result + the kernels' scratch */
-  if ((rc = parity_budget_check(&sp->shape, (sp->synth.flags & GDN_SYNTH_H0) != 0, 3, o, st->max_bytes, e)))
+  /* inputs (and the prelude they keep, gdn_prelude.h) + reference + scan +
+   * one affine result + the kernels' scratch */
+  uint64_t limit = st->max_bytes;
+  if (limit && (sp->synth.flags & GDN_SYNTH_PRELUDE_BF16)) {
+    const uint64_t pb = gdn_prelude_bytes(&sp->shape);
+    if (pb >= limit)
+      return gdn_error_set(e, GDN_ERR_INPUT, "--prelude bfloat16: its tensors need %llu bytes, more than the limit "
+                           "of %llu (--max-bytes)", (unsigned long long)pb, (unsigned long long)limit);
+    limit -= pb;
+  }
+  if ((rc = parity_budget_check(&sp->shape, (sp->synth.flags & GDN_SYNTH_H0) != 0, 3, o, limit, e)))
     return rc;
   if ((st->grad || sp->grad) && (rc = grads_check_limit(st, &sp->shape, e))) return rc;
   gdn_inputs in;

@@ -2,7 +2,11 @@
  * (schema v3): the round trip synth -> write -> check passes (the inputs
  * entry carries the hash that covers the prelude); negative control: the
  * same file with one bfloat16 ulp added to /inputs/v is refused before any
- * case runs, naming the tensor and the index. */
+ * case runs, naming the tensor and the index;
+ *   - a synthetic --prelude bfloat16 run counts the prelude's tensors in
+ *     --max-bytes (9608 bytes at 1,48,1,16: refused at 9000; control: the
+ *     same limit without --prelude fails on the rest of the budget, not on
+ *     the prelude). */
 #include <check.h>
 #include <hdf5.h>
 #include <jansson.h>
@@ -12,6 +16,7 @@
 #include <unistd.h>
 
 #include "fix.h"
+#include "gdn_prelude.h"
 #include "gdn_synth.h"
 #include "parity_cli.h"
 #include "report.h"
@@ -70,11 +75,35 @@ START_TEST(round_trip_and_tampered) {
 }
 END_TEST
 
+static int run_args(char **av, int ac, char *err, size_t n) {
+  gdn_error e;
+  gdn_error_init(&e);
+  FILE *devnull = fopen("/dev/null", "w");
+  int st = parity_cli_main(ac, av, devnull, devnull, &e);
+  fclose(devnull);
+  snprintf(err, n, "%s", e.msg);
+  return st;
+}
+
+START_TEST(synthetic_budget_counts_the_prelude) {
+  const gdn_shape s = {1, 48, 1, 1, 16, 16};
+  ck_assert_uint_eq(gdn_prelude_bytes(&s), 4 * (2 * 48 * 16 + 48 * 16 + 2 * 48 + 2));
+  char err[1024];
+  char *with[] = {"gdn-parity", "--shape", "1,48,1,16", "--prelude", "bfloat16", "--max-bytes", "9000", NULL};
+  ck_assert_int_lt(run_args(with, 7, err, sizeof err), 0);
+  ck_assert_msg(strstr(err, "--prelude bfloat16: its tensors need 9608 bytes"), "%s", err);
+  char *without[] = {"gdn-parity", "--shape", "1,48,1,16", "--max-bytes", "9000", NULL};
+  ck_assert_int_lt(run_args(without, 5, err, sizeof err), 0);
+  ck_assert_msg(!strstr(err, "prelude"), "%s", err);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("check_prelude");
   TCase *tc = tcase_create("check_prelude");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, round_trip_and_tampered);
+  tcase_add_test(tc, synthetic_budget_counts_the_prelude);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_set_fork_status(sr, CK_NOFORK);
