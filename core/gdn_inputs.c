@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "gdn_alloc.h"
+#include "gdn_prelude.h"
 
 void gdn_inputs_init(gdn_inputs *in) { memset(in, 0, sizeof *in); }
 
@@ -18,6 +19,8 @@ void gdn_inputs_clear(gdn_inputs *in) {
   gdn_free(in->beta);
   gdn_free(in->h0);
   gdn_free(in->seg);
+  if (in->prelude) gdn_prelude_clear(in->prelude);
+  gdn_free(in->prelude);
   gdn_inputs_init(in);
 }
 
@@ -139,6 +142,15 @@ int gdn_inputs_copy(gdn_inputs *dst, const gdn_inputs *src, gdn_error *e) {
       return rc;
     }
     memcpy(dst->seg, src->seg, (size_t)(s->B * s->T) * sizeof(int32_t));
+  }
+  if (src->prelude) {
+    gdn_prelude p;
+    gdn_prelude_init(&p);
+    if ((rc = gdn_prelude_copy(&p, src->prelude, e)) || (rc = gdn_prelude_attach(dst, &p, e))) {
+      gdn_prelude_clear(&p);
+      gdn_inputs_clear(dst);
+      return rc;
+    }
   }
   return GDN_OK;
 }

@@ -44,6 +44,8 @@ enum {
   GDN_T_BETA = 1u << 4,
 };
 
+struct gdn_prelude; /* gdn_prelude.h */
+
 typedef struct gdn_inputs {
   gdn_shape shape;
   float *q, *k, *v, *g, *beta, *h0;
@@ -53,6 +55,11 @@ typedef struct gdn_inputs {
   unsigned bf16_mask; /* GDN_T_* bits of tensors that were stored as bfloat16 */
   int32_t *seg;       /* (B, T) segment ids (0 = padding), or NULL; gdn_malloc'd, owned */
   int packing;        /* GDN_PACKING_*: what a boundary of seg does */
+  /* The layer's bfloat16 prelude these inputs were computed from
+   * (gdn_prelude.h), or NULL; owned (gdn_inputs_clear frees it,
+   * gdn_inputs_copy copies it).  Kernels and the oracle never read it: they
+   * read q, k, v, g, beta, which gdn_prelude_verify ties to it. */
+  struct gdn_prelude *prelude;
 } gdn_inputs;
 
 void gdn_inputs_init(gdn_inputs *in);
@@ -114,7 +121,7 @@ static inline int64_t gdn_inputs_key_head(const gdn_inputs *in, int64_t hv) {
  * (count returned in *n_positive_g if non-NULL): the schema calls it a warning. */
 int gdn_inputs_check_values(const gdn_inputs *in, int64_t *n_positive_g, gdn_error *e);
 
-/* Deep copy (dst initialised, allocated here). */
+/* Deep copy, the prelude included (dst initialised, allocated here). */
 int gdn_inputs_copy(gdn_inputs *dst, const gdn_inputs *src, gdn_error *e);
 
 #endif

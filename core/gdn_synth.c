@@ -10,6 +10,7 @@
 
 #include "gdn_alloc.h"
 #include "gdn_bf16.h"
+#include "gdn_prelude.h"
 #include "gdn_rng.h"
 
 enum { S_Q = 1, S_K, S_V, S_B, S_A, S_ALOG, S_H0, S_SEG };
@@ -46,44 +47,39 @@ static void fill_prenorm(float *x, size_t rows, int64_t d, uint64_t seed, uint64
 
 static float bf(float x) { return gdn_bf16_round(x); }
 
-/* One row of q or k through the prelude's bfloat16 L2 norm (gdn_synth.h). */
-static void prelude_row(float *y, int64_t d, uint64_t seed, uint64_t stream, size_t r) {
-  float s = 0;
-  for (int64_t i = 0; i < d; i++) {
-    const float x = bf((float)gdn_rng_normal(seed, stream, r * (size_t)d + (size_t)i));
-    y[i] = x;
-    s = s + bf(x * x);
+/* The prelude's starting tensors, drawn as gdn_synth.h says, each rounded
+ * once to bfloat16; gdn_prelude_apply then computes the kernel inputs. */
+static int prelude_draw(gdn_prelude *p, const gdn_shape *s, uint64_t seed, unsigned flags, gdn_error *e) {
+  int rc = gdn_prelude_alloc(p, s, e);
+  if (rc) return rc;
+  static const uint64_t stream[5] = {S_Q, S_K, S_V, S_A, S_B};
+  for (int i = GDN_PRELUDE_Q; i <= GDN_PRELUDE_B; i++) {
+    float *x = p->t[i];
+    const size_t n = gdn_prelude_numel(s, i);
+#pragma omp parallel for schedule(static) num_threads(FILL_THREADS(n))
+    for (size_t j = 0; j < n; j++) x[j] = bf((float)gdn_rng_normal(seed, stream[i], j));
   }
-  const float rs = bf(1.0f / sqrtf(bf(bf(s) + bf(1e-6f))));
-  for (int64_t i = 0; i < d; i++) y[i] = bf(y[i] * rs);
-}
-
-static void prelude_bf16(gdn_inputs *in, const gdn_shape *s, uint64_t seed, unsigned flags) {
-  const size_t rows = gdn_shape_numel_qk(s) / (size_t)s->Dk, nv = gdn_shape_numel_v(s);
-  const size_t ng = gdn_shape_numel_gate(s);
-#pragma omp parallel for schedule(static)
-  for (size_t r = 0; r < rows; r++) {
-    prelude_row(in->q + r * (size_t)s->Dk, s->Dk, seed, S_Q, r);
-    prelude_row(in->k + r * (size_t)s->Dk, s->Dk, seed, S_K, r);
-  }
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < nv; i++) in->v[i] = bf((float)gdn_rng_normal(seed, S_V, i));
-  const int64_t Hv = s->Hv;
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < ng; i++) {
-    const int64_t h = (int64_t)(i % (size_t)Hv);
+  for (int64_t h = 0; h < s->Hv; h++) {
     const double uA = gdn_rng_uniform(seed, S_ALOG, (uint64_t)h);
     const double A = (flags & GDN_SYNTH_SLOW_GATES) ? exp(log(1e-4) + uA * (log(1e-1) - log(1e-4)))
                                                     : 16.0 * uA;
-    const float a_log = bf((float)log(A)), dt_bias = bf(1.0f);
-    const float a = bf((float)gdn_rng_normal(seed, S_A, i)), b = bf((float)gdn_rng_normal(seed, S_B, i));
-    const float x = bf(a + dt_bias);
-    const float sp = bf(x > 20.0f ? x : log1pf(expf(x)));
-    in->g[i] = -bf(bf(expf(a_log)) * sp);
-    in->beta[i] = bf(1.0f / (1.0f + expf(-b)));
+    p->t[GDN_PRELUDE_A_LOG][h] = bf((float)log(A));
+    p->t[GDN_PRELUDE_DT_BIAS][h] = bf(1.0f);
   }
-  in->l2norm_in_kernel = 0;
-  in->bf16_mask = GDN_T_Q | GDN_T_K | GDN_T_V | GDN_T_G | GDN_T_BETA;
+  return GDN_OK;
+}
+
+static int prelude_bf16(gdn_inputs *in, const gdn_shape *s, uint64_t seed, unsigned flags, gdn_error *e) {
+  gdn_prelude p;
+  gdn_prelude_init(&p);
+  int rc = prelude_draw(&p, s, seed, flags, e);
+  if (!rc) {
+    gdn_prelude_apply(&p, in);
+    rc = gdn_prelude_attach(in, &p, e);
+  }
+  gdn_prelude_clear(&p);
+  if (rc) gdn_inputs_clear(in);
+  return rc;
 }
 
 static uint64_t draw(uint64_t seed, uint64_t idx, uint64_t n) {
@@ -182,6 +178,6 @@ int gdn_synth_generate(gdn_inputs *in, const gdn_shape *s, const gdn_synth_opts 
   in->bf16_mask = bm;
   in->has_scale = 0;
   in->scale = 0;
-  if (o->flags & GDN_SYNTH_PRELUDE_BF16) prelude_bf16(in, s, seed, o->flags);
+  if (o->flags & GDN_SYNTH_PRELUDE_BF16) return prelude_bf16(in, s, seed, o->flags, e);
   return GDN_OK;
 }

@@ -24,8 +24,10 @@
  * hands them over, every tensor a bfloat16 value (bf16_mask = all five,
  * l2norm_in_kernel = 0).  The layer's activations are drawn as above and
  * rounded to bfloat16 (q, k, v rows; a, b per token and head; A_log =
- * log(A) and dt_bias = 1 per head), then every jnp operation of the
- * prelude is one float32 evaluation rounded to bfloat16 (round to nearest
+ * log(A) and dt_bias = 1 per head) and kept in in->prelude (gdn_prelude.h,
+ * which fixtures store and inputs_sha256 covers); gdn_prelude_apply computes
+ * the kernel inputs from them, every jnp operation of the
+ * prelude one float32 evaluation rounded to bfloat16 (round to nearest
  * even), in the layer's order:
  *   q, k   s = sum_i bf16(x_i x_i), summed in float32 left to right and
  *          rounded once (XLA accumulates a bfloat16 reduction in float32);

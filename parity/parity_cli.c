@@ -11,11 +11,14 @@
 #include "gdn_config.h"
 #include "gdn_inputs.h"
 #include "gdn_path.h"
+#include "gdn_prelude.h"
 #include "gdn_synth.h"
 #include "gdn_text.h"
 #include "gdn_threads.h"
+#include "gdn_alloc.h"
 #include "parity_budget.h"
 #include "parity_coverage.h"
+#include "parity_check_shard.h"
 #include "parity_dist.h"
 #include "parity_external.h"
 #include "parity_packing.h"
@@ -280,8 +283,17 @@ static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parit
                          gdn_error *e) {
   int rc = parity_sweep_validate(&sp->shape, o, e);
   if (rc) return rc;
-  /* inputs + reference + scan + one affine result + the kernels' scratch */
-  if ((rc = parity_budget_check(&sp->shape, (sp->synth.flags & GDN_SYNTH_H0) != 0, 3, o, st->max_bytes, e)))
+  /* inputs (and the prelude they keep, gdn_prelude.h) + reference + scan +
+   * one affine result + the kernels' scratch */
+  uint64_t limit = st->max_bytes;
+  if (limit && (sp->synth.flags & GDN_SYNTH_PRELUDE_BF16)) {
+    const uint64_t pb = gdn_prelude_bytes(&sp->shape);
+    if (pb >= limit)
+      return gdn_error_set(e, GDN_ERR_INPUT, "--prelude bfloat16: its tensors need %llu bytes, more than the limit "
+                           "of %llu (--max-bytes)", (unsigned long long)pb, (unsigned long long)limit);
+    limit -= pb;
+  }
+  if ((rc = parity_budget_check(&sp->shape, (sp->synth.flags & GDN_SYNTH_H0) != 0, 3, o, limit, e)))
     return rc;
   if ((st->grad || sp->grad) && (rc = grads_check_limit(st, &sp->shape, e))) return rc;
   gdn_inputs in;
@@ -419,8 +431,41 @@ static int report_command(const gdn_cli_args *aa, FILE *out, gdn_error *e) {
 
 /* One fixture: its outputs against the reference, and our kernels on its
  * inputs with its chunk size (unless --chunk overrides it). */
+/* One sweep of the fixture per run of its shard plan (parity_check_shard.h):
+ * run r in its mode, judging the outputs the plan gives it (shallow copies
+ * of ext, which keeps ownership). */
+static int run_fixture_shards(run_state *st, const fix_fixture *fx, const char *path, const parity_external *ext,
+                              const parity_input_info *info, const parity_reference *ref,
+                              const parity_sweep_opts *o, const parity_shard_plan *plan, FILE *out, gdn_error *e) {
+  parity_external *sub = NULL;
+  if (fx->n_outputs && !(sub = gdn_malloc(fx->n_outputs * sizeof *sub, "outputs of a shard run", e)))
+    return e ? e->code : GDN_ERR_NOMEM;
+  int rc = GDN_OK;
+  for (int r = 0; r < plan->n && !rc; r++) {
+    parity_sweep_opts orun = *o;
+    orun.shard = plan->mode[r];
+    orun.shard_from = plan->from[r];
+    size_t n = 0;
+    for (size_t i = 0; i < fx->n_outputs; i++)
+      if (plan->run_of[i] == r) sub[n++] = ext[i];
+    if (o->verbosity >= 1 && fx->n_outputs)
+      fprintf(out, "%s: shard %s (%s), judging %zu of the fixture's %zu outputs\n", gdn_text_show(path),
+              kern_shard_name(plan->mode[r]), plan->from[r], n, fx->n_outputs);
+    else if (o->verbosity >= 1)
+      fprintf(out, "%s: shard %s (%s)\n", gdn_text_show(path), kern_shard_name(plan->mode[r]), plan->from[r]);
+    if ((rc = parity_sweep_validate(&fx->inputs.shape, &orun, e))) {
+      gdn_error_prefix(e, "%s: shard %s: ", path, kern_shard_name(plan->mode[r]));
+      break;
+    }
+    parity_progress_add(orun.progress, parity_sweep_steps(&orun, &fx->inputs.shape));
+    rc = parity_sweep_run(&st->doc, &fx->inputs, info, ref, sub, n, &orun, e);
+  }
+  gdn_free(sub);
+  return rc;
+}
+
 static int run_fixture(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
-                       FILE *out, gdn_error *e) {
+                       int shard_given, FILE *out, gdn_error *e) {
   fix_fixture fx;
   fix_fixture_init(&fx);
   fix_load_opts lo;
@@ -433,6 +478,8 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   parity_external *ext = NULL;
   gdn_cotangents ct;
   gdn_cotangents_init(&ct);
+  parity_shard_plan plan;
+  parity_shard_plan_init(&plan);
   /* fix_isolate.h: HDF5 reads the file in a probe process first, so a
    * corrupt fixture is refused (exit 2) instead of crashing the gate. */
   int rc = fix_load_isolated(&fx, path, &lo, e);
@@ -440,6 +487,8 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   for (size_t i = 0; i < fx.n_warnings; i++)
     if (base->verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(fx.warnings[i]));
   parity_sweep_opts o = *base;
+  if ((rc = parity_shard_plan_make(&fx, shard_given, base->shard, path, &plan, e))) goto done;
+  o.shard = plan.mode[0]; /* validated per run below */
   if (!chunk_given) {
     o.chunks[0] = fx.chunk_size;
     o.n_chunks = 1;
@@ -527,9 +576,9 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   }
   const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   parity_input_info info = {base_name, "fixture", path, fx.inputs_sha256};
-  parity_progress_add(o.progress, parity_sweep_steps(&o, &fx.inputs.shape));
-  rc = parity_sweep_run(&st->doc, &fx.inputs, &info, &ref, ext, fx.n_outputs, &o, e);
+  rc = run_fixture_shards(st, &fx, path, ext, &info, &ref, &o, &plan, out, e);
 done:
+  parity_shard_plan_clear(&plan);
   gdn_cotangents_clear(&ct);
   parity_reference_clear(&ref);
   parity_externals_free(ext, fx.n_outputs);
@@ -559,7 +608,7 @@ typedef struct cmd_ctx {
 static int cmd_check(cmd_ctx *x, gdn_error *e) {
   if (!x->nf) return gdn_error_set(e, GDN_ERR_INPUT, "check needs --fixture FILE.h5");
   for (int i = 0; i < x->nf; i++) {
-    int rc = run_fixture(&x->st, x->files[i], &x->so, CGET("chunk") != NULL, x->out, e);
+    int rc = run_fixture(&x->st, x->files[i], &x->so, CGET("chunk") != NULL, CGET("shard") != NULL, x->out, e);
     if (rc) return rc;
   }
   return GDN_OK;

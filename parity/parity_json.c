@@ -270,6 +270,8 @@ json_t *parity_json_case(const parity_case_result *r, int reproducible) {
   bad |= parity_json_set(c, "devices", json_integer(r->devices));
   bad |= parity_json_set(c, "prefix", json_string(kern_prefix_name(r->prefix)));
   bad |= parity_json_set(c, "shard", json_string(kern_shard_name(r->shard)));
+  if (r->shard_from) /* check only: synthetic cases' documents unchanged */
+    bad |= parity_json_set(c, "shard_from", json_string(r->shard_from));
   if (r->packing >= 0) bad |= parity_json_set(c, "packing", json_string(gdn_packing_name(r->packing)));
   bad |= parity_json_set(c, "solve", json_string(kern_solve_name(r->solve)));
   if (r->mutant != KERN_MUTANT_NONE) /* outputs without a mutant unchanged */

@@ -51,6 +51,9 @@ void parity_log_input(FILE *f, const parity_input_result *r, gdn_dtype dtype, ke
             gdn_packing_name(in->packing),
             in->packing == GDN_PACKING_RESET ? "the state restarts at every boundary, as flash-linear-attention's cu_seqlens"
                                              : "the state flows across boundaries, as MaxText's kernel");
+  if (in->prelude)
+    fprintf(f, "inputs from the layer's bfloat16 prelude (q, k, v, a, b, A_log, dt_bias; the kernel inputs "
+               "equal it bit for bit)\n");
   log_reference(f, r->ref);
   for (size_t i = 0; i < r->n_subjects; i++)
     if (r->subjects[i].ext && !r->subjects[i].ext->has_ht)

@@ -79,7 +79,9 @@ int parity_packing_match(const gdn_inputs *in, const parity_reference *ref, pari
   gdn_inputs_init(&other);
   parity_reference alt;
   parity_reference_init(&alt);
-  int rc = gdn_inputs_copy(&other, in, e);
+  gdn_inputs view = *in; /* the kernel inputs without the prelude: the oracle never reads it */
+  view.prelude = NULL;
+  int rc = gdn_inputs_copy(&other, &view, e);
   if (!rc) {
     other.packing = in->packing == GDN_PACKING_LEAK ? GDN_PACKING_RESET : GDN_PACKING_LEAK;
     rc = parity_reference_compute(&alt, &other, tier, bits, e);

@@ -97,6 +97,7 @@ typedef struct parity_case_result {
   kern_matmul matmul;
   int ftz, has_ref;
   kern_shard shard;          /* how the sequence is split over devices */
+  const char *shard_from;    /* check: declared, option or default (static); NULL elsewhere */
   kern_solve solve;          /* the in-chunk triangular solve */
   kern_mutant mutant;        /* testing only: the affine-prefix bug switched on (kern_mutant.h) */
   int packing;               /* gdn_packing of packed inputs, -1 without segment ids */

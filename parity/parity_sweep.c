@@ -219,6 +219,7 @@ static void case_describe(const input_ctx *x, parity_case_result *r) {
   r->baseline = x->baseline;
   r->candidate = x->candidate;
   r->shard = x->cfg.shard;
+  r->shard_from = o->shard_from;
   r->solve = x->cfg.solve;
   r->mutant = x->cfg.mutant;
   r->packing = x->in->seg ? (int)x->in->packing : -1;

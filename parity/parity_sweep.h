@@ -41,6 +41,7 @@ typedef struct parity_sweep_opts {
   kern_prefix prefixes[3];
   size_t n_prefixes;
   kern_shard shard; /* --shard: tokens (default, upstream's shard_map) or chunks */
+  const char *shard_from; /* check: where shard came from (parity_check_shard.h); NULL elsewhere */
   kern_solve solve; /* --solve: substitution (default) or xla-expander, for both kernels */
   gdn_dtype dtype;
   kern_matmul matmul;
