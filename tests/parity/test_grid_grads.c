@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "parity_grid.h"
+#include "parity_oracle.h"
 #include "parity_policy.h"
 
 /* Forward rules only: covers o and ht of both kernels, no gradient. */
@@ -77,12 +78,28 @@ START_TEST(bfloat16_gradient_entry_is_refused) {
 }
 END_TEST
 
+/* --oracle auto for the gradients counts the VJP (5x the forward) with the
+ * forward: 1,8192,1,128 costs 4.0e8 MACs forward (MPFR, under 1e9) but
+ * 2.4e9 with its VJP (dd); 1,1024,1,128 (5.0e7, 3.0e8 with it) stays MPFR;
+ * explicit tiers pass through. */
+START_TEST(auto_counts_the_vjp_cost) {
+  gdn_shape big = {1, 8192, 1, 1, 128, 128}, small = {1, 1024, 1, 1, 128, 128};
+  ck_assert_int_eq(parity_oracle_resolve(PARITY_ORACLE_AUTO, &big, 128), PARITY_ORACLE_MPFR);
+  ck_assert_int_eq(parity_oracle_resolve_grads(PARITY_ORACLE_AUTO, &big, 128), PARITY_ORACLE_DD);
+  ck_assert_int_eq(parity_oracle_resolve_grads(PARITY_ORACLE_AUTO, &small, 128), PARITY_ORACLE_MPFR);
+  ck_assert_int_eq(parity_oracle_resolve_grads(PARITY_ORACLE_MPFR, &big, 128), PARITY_ORACLE_MPFR);
+  ck_assert_int_eq(parity_oracle_resolve_grads(PARITY_ORACLE_DD, &small, 128), PARITY_ORACLE_DD);
+  ck_assert_int_eq(parity_oracle_resolve_grads(PARITY_ORACLE_NONE, &small, 128), PARITY_ORACLE_NONE);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("grid gradient dry run");
   TCase *tc = tcase_create("dry");
   tcase_add_test(tc, builtin_policy_covers_gradient_entries);
   tcase_add_test(tc, gradient_rows_without_a_rule_are_refused);
   tcase_add_test(tc, bfloat16_gradient_entry_is_refused);
+  tcase_add_test(tc, auto_counts_the_vjp_cost);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);
