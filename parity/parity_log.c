@@ -12,8 +12,8 @@ static void fmt_e(char *b, size_t n, double x) {
 
 static void log_reference_grads(FILE *f, const parity_reference *ref) {
   if (ref && ref->has_grads)
-    fprintf(f, "gradients: the %s oracle's VJP, certified %d bits%s\n", parity_oracle_tier_name(ref->tier),
-            ref->grad_certified_bits, ref->tier == PARITY_ORACLE_DD ? " on its sampled columns" : "");
+    fprintf(f, "gradients: the %s oracle's VJP, certified %d bits%s\n", parity_oracle_tier_name(ref->grad_tier),
+            ref->grad_certified_bits, ref->grad_tier == PARITY_ORACLE_DD ? " on its sampled columns" : "");
 }
 
 static void log_reference(FILE *f, const parity_reference *ref) {
@@ -59,6 +59,10 @@ void parity_log_input(FILE *f, const parity_input_result *r, gdn_dtype dtype, ke
     if (r->subjects[i].ext && !r->subjects[i].ext->has_ht)
       fprintf(f, "note: output %s has no final state (MaxText returns one only when an "
                  "initial state is given): judged on o alone\n", r->subjects[i].name);
+  for (size_t i = 0; i < r->n_subjects; i++) /* schema v3: the fixture has cotangents, this output no gradients */
+    if (r->subjects[i].ext && r->ref && r->ref->grad_sha256[0] && !r->subjects[i].ext->grads)
+      fprintf(f, "note: output %s has no gradients (no /outputs/%s/grads): judged on o and ht alone\n",
+              r->subjects[i].name, r->subjects[i].name);
   for (size_t i = 0; i < r->n_subjects; i++)
     if (r->subjects[i].ext && r->subjects[i].ext->packing_mismatch)
       fprintf(f, "FAIL: output %s %s\n", r->subjects[i].name, r->subjects[i].ext->packing_note);
