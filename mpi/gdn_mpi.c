@@ -270,3 +270,54 @@ int gdn_mpi_recv_text(char **text, int from, int tag, gdn_error *e) {
 }
 
 void gdn_mpi_abort(int status) { MPI_Abort(MPI_COMM_WORLD, status); }
+
+/* --- the oracle dealt across ranks (parity_dist_oracle.c) ----------------- */
+
+static int int_count(size_t n, const char *what, gdn_error *e) {
+  if (n <= INT_MAX) return GDN_OK;
+  return gdn_error_set(e, GDN_ERR_INPUT, "%s: %zu elements exceed MPI's int count", what, n);
+}
+
+int gdn_mpi_allgather_f64(const double *mine, size_t n, double *all, gdn_error *e) {
+  int rc = int_count(n, "MPI_Allgather(doubles)", e);
+  if (rc) return rc;
+  MPI_TRY(MPI_Allgather(mine, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE, MPI_COMM_WORLD),
+          "MPI_Allgather(doubles)");
+  return GDN_OK;
+}
+
+int gdn_mpi_allgather_i64(const int64_t *mine, size_t n, int64_t *all, gdn_error *e) {
+  int rc = int_count(n, "MPI_Allgather(int64)", e);
+  if (rc) return rc;
+  MPI_TRY(MPI_Allgather(mine, (int)n, MPI_INT64_T, all, (int)n, MPI_INT64_T, MPI_COMM_WORLD),
+          "MPI_Allgather(int64)");
+  return GDN_OK;
+}
+
+int gdn_mpi_bcast_bytes(void *buf, size_t n, int root, gdn_error *e) {
+  int rc = int_count(n, "MPI_Bcast(bytes)", e);
+  if (rc) return rc;
+  MPI_TRY(MPI_Bcast(buf, (int)n, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast(bytes)");
+  return GDN_OK;
+}
+
+/* o[b, :, j, :] is T rows of Dv doubles, Hv Dv apart: one vector type,
+ * sent in place; ht[b, j] is Dk Dv contiguous doubles. */
+int gdn_mpi_bcast_head(gdn_outputs *out, int64_t b, int64_t j, int root, gdn_error *e) {
+  const gdn_shape *s = &out->shape;
+  int rc;
+  if ((rc = int_count((size_t)s->T, "MPI_Bcast(o) rows", e)) ||
+      (rc = int_count((size_t)(s->Hv * s->Dv), "MPI_Bcast(o) stride", e)) ||
+      (rc = int_count((size_t)(s->Dk * s->Dv), "MPI_Bcast(ht)", e)))
+    return rc;
+  MPI_Datatype rows;
+  MPI_TRY(MPI_Type_vector((int)s->T, (int)s->Dv, (int)(s->Hv * s->Dv), MPI_DOUBLE, &rows),
+          "MPI_Type_vector(o)");
+  int m = MPI_Type_commit(&rows);
+  if (m == MPI_SUCCESS) m = MPI_Bcast(gdn_outputs_o(out, b, 0, j), 1, rows, root, MPI_COMM_WORLD);
+  MPI_Type_free(&rows);
+  if (m != MPI_SUCCESS) return mpi_fail(m, "MPI_Bcast(o)", e);
+  MPI_TRY(MPI_Bcast(gdn_outputs_ht(out, b, j), (int)(s->Dk * s->Dv), MPI_DOUBLE, root, MPI_COMM_WORLD),
+          "MPI_Bcast(ht)");
+  return GDN_OK;
+}

@@ -77,4 +77,16 @@ int gdn_mpi_recv_text(char **text, int from, int tag, gdn_error *e);
 /* Ends every rank with exit status `status` (MPI_Abort). */
 void gdn_mpi_abort(int status);
 
+/* The oracle dealt across ranks (parity/parity_dist_oracle.c).  Every rank
+ * calls each of these with the same sizes; values travel as their bits
+ * (MPI_DOUBLE, MPI_INT64_T, MPI_BYTE).  A count beyond MPI's int is
+ * GDN_ERR_INPUT naming it. */
+/* all[r n + i] = rank r's mine[i]. */
+int gdn_mpi_allgather_f64(const double *mine, size_t n, double *all, gdn_error *e);
+int gdn_mpi_allgather_i64(const int64_t *mine, size_t n, int64_t *all, gdn_error *e);
+int gdn_mpi_bcast_bytes(void *buf, size_t n, int root, gdn_error *e);
+/* Rank root's o[b, :, j, :] and ht[b, j] into every rank's `out` (same
+ * shape everywhere), in place. */
+int gdn_mpi_bcast_head(gdn_outputs *out, int64_t b, int64_t j, int root, gdn_error *e);
+
 #endif

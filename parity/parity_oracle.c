@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "oracle.h"
+#include "parity_dist.h"
 #include "oracle_vjp.h"
 
 const char *parity_oracle_tier_name(parity_oracle_tier t) {
@@ -87,7 +88,7 @@ int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_o
     cfg.sample_prec = bits;
     cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
     oracle_dd_certificate cert;
-    if ((rc = oracle_run_dd(in, &cfg, &r->out, &cert, e))) return rc;
+    if ((rc = parity_dist_oracle_dd(in, &cfg, &r->out, &cert, e))) return rc; /* dealt under mpirun */
     r->precision_bits = cert.precision_bits;
     r->check_bits = cert.check_bits;
     r->certified_bits = cert.certified_bits;
@@ -111,7 +112,7 @@ int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_o
     oracle_config_init(&cfg);
     cfg.prec = bits;
     oracle_certificate cert;
-    if ((rc = oracle_run_certified(in, &cfg, &r->out, &cert, e))) return rc;
+    if ((rc = parity_dist_oracle_mpfr(in, &cfg, &r->out, &cert, e))) return rc; /* dealt under mpirun */
     r->precision_bits = cert.precision_bits;
     r->check_bits = cert.check_bits;
     r->certified_bits = cert.certified_bits;

@@ -13,6 +13,16 @@
 #               document byte for byte (--reproducible).  Negative control: the
 #               document of rank 0's entries alone differs (rank 1's parts are
 #               in the merged one).
+#   oracle NP   the oracle dealt over NP ranks (head b Hv + j on rank
+#               (b Hv + j) mod NP): a single case on NP ranks gives the
+#               one-process results document byte for byte (--reproducible),
+#               with --oracle mpfr and dd, 6 heads (so at 4 ranks some get 1,
+#               some 2) and 1 head (one rank computes it, the rest none);
+#               with --backend mpi, the oracle, inputs and every other
+#               subject equal the one-process run with --devices NP.
+#               Negative control: rank 1 computing rank 0's heads instead of
+#               its own (GDN_TEST_MPI_DIE=1:oracle-deal) is caught by the
+#               same comparison.
 #   faults      rank 1 killed (SIGKILL) before its exchange, rank 3 after it,
 #               and rank 2's message made invalid: exit 3, one stderr line
 #               naming that rank, no results file and no temporary left, an
@@ -69,8 +79,53 @@ sweep)
   cmp -s one.json half-out.json && fail "rank 0's entries alone give the whole document"
   echo "sweep ok: 2 and 3 ranks byte-identical to one process ($(wc -c <one.json) bytes)"
   ;;
+oracle)
+  for tier in mpfr dd; do
+    for shape in 2,48,3,16 1,40,1,16; do
+      a=(--shape $shape --chunk 16 --h0 --oracle $tier --threads 1 --reproducible --quiet)
+      "$G" "${a[@]}" --json one.json || fail "$tier $shape one process: exit $?"
+      "${MR[@]}" -np "$NP" "$G" "${a[@]}" --json n.json || fail "$tier $shape on $NP ranks: exit $?"
+      cmp one.json n.json || fail "$tier $shape on $NP ranks: the results document differs"
+      echo "$tier $shape: $NP ranks byte-identical to one process ($(wc -c <one.json) bytes)"
+    done
+    # negative control: rank 1 computes rank 0's heads (rank 1's are never computed)
+    a=(--shape 2,48,3,16 --chunk 16 --h0 --oracle $tier --threads 1 --reproducible --quiet)
+    "$G" "${a[@]}" --json one.json
+    GDN_TEST_MPI_DIE=1:oracle-deal "${MR[@]}" -np "$NP" "$G" "${a[@]}" --json bad.json >/dev/null
+    [[ -s bad.json ]] || fail "$tier oracle-deal: no document"
+    cmp -s one.json bad.json && fail "$tier: a rank computing the wrong heads went unnoticed"
+    # --backend mpi: the same oracle, and every subject but affine-prefix-mpi as with --devices NP
+    b=(--shape 2,$((32 * NP)),3,16 --chunk 16 --oracle $tier --threads 1 --reproducible --quiet)
+    "$G" "${b[@]}" --devices "$NP" --json one.json || fail "$tier --devices $NP: exit $?"
+    "${MR[@]}" -np "$NP" "$G" "${b[@]}" --backend mpi --json n.json || fail "$tier --backend mpi: exit $?"
+    $PY - one.json n.json <<'PYEOF' || fail "$tier --backend mpi: the dealt oracle differs"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["oracle"] == b["oracle"] and a["inputs"] == b["inputs"]
+assert len(a["cases"]) == len(b["cases"])
+for x, y in zip(a["cases"], b["cases"]):
+    mpi = y["impls"].pop("affine-prefix-mpi")
+    assert x["impls"] == y["impls"], x["id"]
+    assert mpi["o"] == x["impls"]["affine-prefix"]["o"], x["id"]
+print("backend ok:", a["oracle"]["tier"], a["oracle"]["certified_bits"], "bits,", len(a["cases"]), "cases")
+PYEOF
+  done
+  echo "oracle ok"
+  ;;
 faults)
   args=(--shape 1,256,2,16 --chunk 16 --backend mpi --oracle dd --json f.json --quiet)
+  # rank 2 killed after its oracle heads, before their exchange (4 heads: ranks 0-3 one each)
+  for extra in "--backend mpi" ""; do
+    rm -f f.json
+    GDN_TEST_MPI_DIE=2:oracle "${MR[@]}" -np 4 "$G" --shape 2,64,2,16 --chunk 16 --oracle mpfr --json f.json \
+      --quiet $extra 2>err.txt >/dev/null
+    rc=$?
+    [[ $rc == 3 && $(wc -l <err.txt) == 1 ]] || fail "2:oracle $extra: exit $rc, want 3 and one line: $(cat err.txt)"
+    grep -q "rank 2" err.txt || fail "2:oracle $extra: the line does not name rank 2: $(cat err.txt)"
+    [[ -e f.json ]] && fail "2:oracle $extra: a results file was written"
+    ls | grep -q '\.tmp\.' && fail "2:oracle $extra: a temporary was left: $(ls)"
+    echo "2:oracle $extra: $(cat err.txt)"
+  done
   for f in 1:fold 3:replay 2:message; do
     for p in sequential hillis-steele; do
       rm -f f.json
