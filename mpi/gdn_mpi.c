@@ -188,7 +188,10 @@ static int exchange(void *ctx, kern_affine_exchange *x, gdn_error *e) {
                                                   : exchange_allgather(c, x, e);
 }
 
-/* Every rank's o rows, then ht from rank D - 1, to every rank. */
+/* Every rank's o rows to rank 0 alone (only rank 0 judges and writes:
+ * MPI_Gatherv, so no other rank receives the (D - 1) / D of o it does not
+ * own), then ht from rank D - 1 to every rank (B Hv Dk Dv doubles, no
+ * matter T). */
 static int gather_outputs(const kern_config *cfg, const gdn_shape *s, int rank, int D,
                           gdn_outputs *out, gdn_error *e) {
   const size_t row = (size_t)(s->Hv * s->Dv);
@@ -205,9 +208,12 @@ static int gather_outputs(const kern_config *cfg, const gdn_shape *s, int rank, 
     dis[r] = (int)((size_t)pc.t0 * row);
   }
   for (int64_t b = 0; b < s->B && !rc; b++) {
-    int m = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, gdn_outputs_o(out, b, 0, 0), cnt,
-                           dis, MPI_DOUBLE, MPI_COMM_WORLD);
-    if (m != MPI_SUCCESS) rc = mpi_fail(m, "MPI_Allgatherv(o)", e);
+    double *ob = gdn_outputs_o(out, b, 0, 0);
+    int m = rank == 0 ? MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ob, cnt, dis, MPI_DOUBLE, 0,
+                                    MPI_COMM_WORLD)
+                      : MPI_Gatherv(ob + dis[rank], cnt[rank], MPI_DOUBLE, NULL, NULL, NULL, MPI_DOUBLE,
+                                    0, MPI_COMM_WORLD);
+    if (m != MPI_SUCCESS) rc = mpi_fail(m, "MPI_Gatherv(o)", e);
   }
   gdn_free(cnt);
   if (rc) return rc;

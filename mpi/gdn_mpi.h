@@ -15,17 +15,18 @@
  *       r - 2^k (x[r] = x[r] o x[r - 2^k], upstream's ppermute rounds),
  *       then one shift (rank r's inclusive prefix to r + 1): the exclusive
  *       prefix; rank D - 1 holds the full composition.
- * Each rank replays its piece; the o rows are all-gathered
- * (MPI_Allgatherv, per batch element) and ht is broadcast from rank D - 1,
- * so every rank returns the whole output and every rank can judge it
- * identically.  Compositions are the kernel's (kern_affine_compose in the
+ * Each rank replays its piece; the o rows are gathered to rank 0
+ * (MPI_Gatherv, per batch element: only rank 0 judges and writes) and ht
+ * is broadcast from rank D - 1.  So rank 0 returns the whole output; rank
+ * r > 0 returns ht and its own o rows (kern_affine_piece's [t0, t1)), the
+ * others zero -- its judgement of them is never shown.  Compositions are the kernel's (kern_affine_compose in the
  * resolved matmul mode, broken_compose honoured), messages carry the
  * values' bits (MPI_FLOAT / MPI_DOUBLE), so the result equals
  * kern_affine_prefix's bit for bit for the same config.
  * Communication per batch of nh heads with P = Dk^2 + Dk Dv elements a pair:
  *   all-gather D nh P elements received per rank; hillis-steele
- *   (ceil(log2 D) + 1) nh P sent per rank; outputs B T Hv Dv doubles
- *   gathered, B Hv Dk Dv broadcast.
+ *   (ceil(log2 D) + 1) nh P sent per rank; outputs: each rank sends its
+ *   B (T / D) Hv Dv doubles of o to rank 0, B Hv Dk Dv broadcast.
  *
  * Errors: every MPI call returns (MPI_ERRORS_RETURN on the world); a
  * failure gives GDN_ERR_INTERNAL "rank r: MPI_xxx failed: <MPI's words>"
