@@ -170,6 +170,11 @@ int orc_tally_get(const oracle_tally *t, int a, orc_acc *acc, gdn_error *e);
 /* The drivers with a selection of heads and a tally (oracle_part.h);
  * heads == NULL and tally == NULL is the whole run.  The tally is
  * allocated by the caller at the right tier and cap. */
+/* The shape the column block is chosen for: B Hv heads, or with a
+ * selection (heads != NULL) one batch of the selected heads (at least 1),
+ * so a part of few heads still spreads over the threads.  Speed only: the
+ * block never changes a result. */
+gdn_shape orc_block_shape(const gdn_shape *s, const unsigned char *heads);
 int orc_run_mpfr(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,
                  oracle_certificate *cert, const unsigned char *heads, oracle_tally *tally,
                  gdn_error *e);

@@ -99,6 +99,16 @@ int oracle_tally_merge(oracle_tally *dst, const oracle_tally *src, gdn_error *e)
   return rc;
 }
 
+gdn_shape orc_block_shape(const gdn_shape *s, const unsigned char *heads) {
+  gdn_shape b = *s;
+  if (!heads) return b;
+  int64_t n = 0;
+  for (int64_t h = 0; h < s->B * s->Hv; h++) n += heads[h] != 0;
+  b.B = 1;
+  b.Hv = n > 0 ? n : 1;
+  return b;
+}
+
 static int run_part(const gdn_inputs *in, const void *cfg, int dd, const unsigned char *heads,
                     gdn_outputs *out, oracle_tally *tally, gdn_error *e) {
   if (!tally) {

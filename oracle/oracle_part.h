@@ -8,8 +8,9 @@
  * of that head's inputs alone (oracle.h) -- so heads can be computed in any
  * process and any grouping, and the selected heads' values are those of
  * the whole run bit for bit (the same operations on the same data; the
- * column blocking, which never changes a result, is chosen from the full
- * shape as in the whole run).  The dd tier's sample columns are a hash of
+ * column blocking never changes a result, and is chosen for the selected
+ * heads, so that a part of one head still spreads its columns over the
+ * threads).  The dd tier's sample columns are a hash of
  * (b, j) and the full shape, so they too are the whole run's.
  *
  * heads: B Hv bytes, entry b Hv + j nonzero for a head to compute (NULL:

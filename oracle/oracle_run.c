@@ -184,7 +184,8 @@ int orc_run_mpfr(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *ou
   job jb = {in, out, cert != NULL, 0, 1, cfg->chunk, NULL, heads};
   int64_t n_items = s->B * s->Hv;
   if (cfg->form == ORACLE_FORM_TOKEN) {
-    jb.nb = column_block(cfg, s, threads);
+    const gdn_shape bs = orc_block_shape(s, heads);
+    jb.nb = column_block(cfg, &bs, threads);
     jb.nblk = (s->Dv + jb.nb - 1) / jb.nb;
     n_items *= jb.nblk;
   }

@@ -277,7 +277,8 @@ int orc_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *o
   const int threads = gdn_threads_get();
   const int64_t heads = s->B * s->Hv;
   const int64_t ns = cfg->sample_columns < s->Dv ? cfg->sample_columns : s->Dv;
-  const int64_t nb = column_block(cfg, s, ns, threads);
+  const gdn_shape bs = orc_block_shape(s, sel);
+  const int64_t nb = column_block(cfg, &bs, ns, threads);
   /* Per head: the sample, and at most two ranges of ceil(len / nb) blocks. */
   const int64_t per_head = (ns > 0 ? 1 : 0) + (s->Dv - ns + nb - 1) / nb + 1;
   dd_job jb = {in, out, NULL, NULL, ns > 0 && cfg->sample_prec >= DD_CHECK_BOUND_PREC};
