@@ -18,8 +18,9 @@
  * Each rank replays its piece; the o rows are gathered to rank 0
  * (MPI_Gatherv, per batch element: only rank 0 judges and writes) and ht
  * is broadcast from rank D - 1.  So rank 0 returns the whole output; rank
- * r > 0 returns ht and its own o rows (kern_affine_piece's [t0, t1)), the
- * others zero -- its judgement of them is never shown.  Compositions are the kernel's (kern_affine_compose in the
+ * r > 0 returns ht and its own o rows (kern_affine_piece's [t0, t1)); its
+ * other rows are not gathered there (unspecified) -- its judgement of them
+ * is never shown, nor its exit status (parity/gdn_parity.c).  Compositions are the kernel's (kern_affine_compose in the
  * resolved matmul mode, broken_compose honoured), messages carry the
  * values' bits (MPI_FLOAT / MPI_DOUBLE), so the result equals
  * kern_affine_prefix's bit for bit for the same config.

@@ -2,7 +2,8 @@
 # gdn-parity under mpirun (parity/parity_dist.h, scripts/gdn-mpirun).
 #   test_mpi_cli.sh GDN_PARITY GDN_MPIRUN GRID PART
 # PART:
-#   backend NP  --backend mpi on NP ranks: in every case the subject
+#   backend NP  --backend mpi on NP ranks (and a smoke run under plain
+#               mpirun: exit 0): in every case the subject
 #               affine-prefix-mpi has exactly the metrics of the simulated
 #               affine-prefix (same values => same metrics, to the last bit
 #               of every real, and the same worst positions), over the three
@@ -65,6 +66,10 @@ assert differs >= 1, "affine-prefix == scan in every case: the comparison proves
 print(sys.argv[2], "ok:", len(d["cases"]), "cases equal,", differs, "differ from the scan")
 PYEOF
   done
+  # smoke (no negative control: the other ranks' verdicts pass here too):
+  # plain mpirun, no wrapper, exits with rank 0's status, 0
+  mpirun --oversubscribe -np "$NP" "$G" --shape 1,$((48 * NP)),2,16 --chunk 16 --backend mpi --threads 1 \
+    --oracle dd --quiet >/dev/null 2>err.txt || fail "plain mpirun --backend mpi: exit $?: $(head -3 err.txt)"
   ;;
 sweep)
   "$G" sweep --grid "$GRID" --oracle dd --reproducible --json one.json --quiet || fail "one process: exit $?"
