@@ -21,6 +21,8 @@
 #               some 2) and 1 head (one rank computes it, the rest none);
 #               with --backend mpi, the oracle, inputs and every other
 #               subject equal the one-process run with --devices NP.
+#               `check` of a fixture without a stored oracle (packed
+#               documents: both semantics' references dealt): the same.
 #               Negative control: rank 1 computing rank 0's heads instead of
 #               its own (GDN_TEST_MPI_DIE=1:oracle-deal) is caught by the
 #               same comparison.
@@ -115,6 +117,18 @@ for x, y in zip(a["cases"], b["cases"]):
 print("backend ok:", a["oracle"]["tier"], a["oracle"]["certified_bits"], "bits,", len(a["cases"]), "cases")
 PYEOF
   done
+  # check: a fixture without a stored /oracle (packed documents, reset: the
+  # other semantics' reference is computed too, also dealt), 6 heads over Hk = 1
+  FX=$(dirname "$G")/../fixtures/gdn-fixture
+  "$FX" synth --shape 2,40,3,16 --key-heads 1 --documents 2 --packing reset --h0 --out p.h5 >/dev/null ||
+    fail "gdn-fixture synth: exit $?"
+  c=(check --fixture p.h5 --oracle mpfr --threads 1 --reproducible --quiet)
+  "$G" "${c[@]}" --json one.json || fail "check one process: exit $?"
+  "${MR[@]}" -np "$NP" "$G" "${c[@]}" --json n.json || fail "check on $NP ranks: exit $?"
+  cmp one.json n.json || fail "check on $NP ranks: the results document differs"
+  GDN_TEST_MPI_DIE=1:oracle-deal "${MR[@]}" -np "$NP" "$G" "${c[@]}" --json bad.json >/dev/null
+  cmp -s one.json bad.json && fail "check: a rank computing the wrong heads went unnoticed"
+  echo "check (fixture, packed): $NP ranks byte-identical to one process"
   echo "oracle ok"
   ;;
 faults)
