@@ -170,6 +170,11 @@ int orc_tally_get(const oracle_tally *t, int a, orc_acc *acc, gdn_error *e);
 /* The drivers with a selection of heads and a tally (oracle_part.h);
  * heads == NULL and tally == NULL is the whole run.  The tally is
  * allocated by the caller at the right tier and cap. */
+/* oracle_vjp.c's driver with a selection of items (b, key head), index
+ * b Hk + kh, and a tally of GDN_GRADS_N accumulators (oracle_part.h). */
+int orc_vjp_run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg,
+                gdn_grads *out, oracle_vjp_certificate *cert, const unsigned char *sel,
+                oracle_tally *tally, gdn_error *e);
 /* The shape the column block is chosen for: B Hv heads, or with a
  * selection (heads != NULL) one batch of the selected heads (at least 1),
  * so a part of few heads still spreads over the threads.  Speed only: the

@@ -13,14 +13,17 @@
 #include "gdn_alloc.h"
 #include "oracle_internal.h"
 
-static int n_acc(int tier) { return tier == ORACLE_TALLY_DD ? 4 : 2; }
+static int n_acc(int tier) { return tier == ORACLE_TALLY_VJP ? GDN_GRADS_N : tier == ORACLE_TALLY_DD ? 4 : 2; }
 
 static const char *tier_name(int tier) {
-  return tier == ORACLE_TALLY_MPFR ? "mpfr" : tier == ORACLE_TALLY_DD ? "dd" : "empty";
+  return tier == ORACLE_TALLY_MPFR ? "mpfr"
+         : tier == ORACLE_TALLY_DD ? "dd"
+         : tier == ORACLE_TALLY_VJP ? "vjp"
+                                    : "empty";
 }
 
 size_t oracle_tally_size(int tier, int cap) {
-  if ((tier != ORACLE_TALLY_MPFR && tier != ORACLE_TALLY_DD) || cap < 1 || cap > ORACLE_PREC_MAX)
+  if (tier < ORACLE_TALLY_MPFR || tier > ORACLE_TALLY_VJP || cap < 1 || cap > ORACLE_PREC_MAX)
     return 0;
   return 1 + 2 * (size_t)n_acc(tier) * ((size_t)cap + 1);
 }
@@ -201,5 +204,45 @@ int oracle_tally_dd_certificate(const oracle_tally *t, const gdn_shape *s, const
     }
   }
   for (int i = 0; i < 4; i++) orc_acc_clear(&a[i]);
+  return rc;
+}
+
+int oracle_vjp_part(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg,
+                    const unsigned char *items, gdn_grads *out, oracle_tally *tally, gdn_error *e) {
+  int rc = !tally || !cfg ? gdn_error_set(e, GDN_ERR_INTERNAL, "oracle_vjp: tally or config missing (NULL)")
+                          : oracle_vjp_config_validate(cfg, 1, e);
+  if (!rc) rc = oracle_tally_alloc(tally, ORACLE_TALLY_VJP, (int)cfg->prec, -1, e);
+  if (rc) {
+    if (out) gdn_grads_clear(out);
+    return rc;
+  }
+  oracle_vjp_certificate c;
+  if ((rc = orc_vjp_run(in, ct, cfg, out, &c, items, tally, e))) {
+    int64_t f = tally->failed_head;
+    oracle_tally_clear(tally);
+    tally->failed_head = f;
+  }
+  return rc;
+}
+
+/* oracle_vjp.c's assembly (its `if (cert)` block). */
+int oracle_tally_vjp_certificate(const oracle_tally *t, const oracle_vjp_config *cfg,
+                                 oracle_vjp_certificate *cert, gdn_error *e) {
+  memset(cert, 0, sizeof *cert);
+  int rc = same_kind(t, ORACLE_TALLY_VJP, (int)cfg->prec, "vjp certificate", e);
+  orc_acc a;
+  orc_acc_init(&a);
+  if (!rc) {
+    cert->precision_bits = (int)cfg->prec;
+    cert->check_bits = (int)(cfg->check_prec ? cfg->check_prec : cfg->prec + 64);
+    cert->certified_bits = (int)cfg->prec;
+  }
+  for (int ti = 0; !rc && ti < GDN_GRADS_N; ti++) {
+    if ((rc = orc_tally_get(t, ti, &a, e))) break;
+    cert->certified[ti] = orc_acc_bits(&a, &cert->floor[ti]);
+    if (cert->certified[ti] < cert->certified_bits) cert->certified_bits = cert->certified[ti];
+  }
+  orc_acc_clear(&a);
+  if (rc) memset(cert, 0, sizeof *cert);
   return rc;
 }

@@ -53,8 +53,9 @@
 #include "gdn_inputs.h"
 #include "gdn_outputs.h"
 #include "oracle.h"
+#include "oracle_vjp.h"
 
-enum { ORACLE_TALLY_MPFR = 1, ORACLE_TALLY_DD = 2 };
+enum { ORACLE_TALLY_MPFR = 1, ORACLE_TALLY_DD = 2, ORACLE_TALLY_VJP = 3 };
 
 typedef struct oracle_tally {
   int tier;            /* ORACLE_TALLY_MPFR, ORACLE_TALLY_DD; 0 empty */
@@ -91,5 +92,18 @@ int oracle_tally_certificate(const oracle_tally *t, const oracle_config *cfg, or
 /* oracle_run_dd's certificate, likewise (s the inputs' shape). */
 int oracle_tally_dd_certificate(const oracle_tally *t, const gdn_shape *s, const oracle_dd_config *cfg,
                                 oracle_dd_certificate *cert, gdn_error *e);
+
+/* The certified MPFR VJP (oracle_vjp_certified) on a selection of its
+ * items: an item is (b, key head kh) with the G = Hv / Hk value heads that
+ * share it (dq, dk sum over them), index b Hk + kh in `items` (B Hk bytes;
+ * NULL: all).  The selected items' dq[b, :, kh, :], dk[b, :, kh, :] and
+ * dv, dg, dbeta, dh0 of value heads kh G .. kh G + G - 1 equal the whole
+ * run's bit for bit, the others zero.  The tally (tier ORACLE_TALLY_VJP,
+ * cap p) holds the six tensors' accumulators in gdn_grad_id order; v[0]
+ * is -1; failed_head is the failing item's index. */
+int oracle_vjp_part(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg,
+                    const unsigned char *items, gdn_grads *out, oracle_tally *tally, gdn_error *e);
+int oracle_tally_vjp_certificate(const oracle_tally *t, const oracle_vjp_config *cfg,
+                                 oracle_vjp_certificate *cert, gdn_error *e);
 
 #endif

@@ -6,7 +6,8 @@
  * controls: a split that computes one head twice and another never is
  * caught by the same comparisons; merging mismatched tallies is an error.
  * Errors: a part fails only for its own heads and names them; parts agree
- * with the whole run on the message by the least failed_head. */
+ * with the whole run on the message by the least failed_head.  The MPFR
+ * VJP likewise, by items (b, key head) of G = 2 value heads. */
 #include <check.h>
 
 #include "gdn_threads.h"
@@ -267,6 +268,108 @@ START_TEST(errors_name_their_head) {
 }
 END_TEST
 
+/* The VJP: items (b, key head) with their G value heads.  2 x 2 items of
+ * G = 2 value heads each. */
+static const gdn_shape VSHAPE = {2, 13, 2, 4, 8, 12};
+
+/* Item (b, kh) of src into dst: dq, dk rows of the key head; dv, dg,
+ * dbeta, dh0 of its G value heads. */
+static void copy_item(gdn_grads *dst, const gdn_grads *src, int64_t it) {
+  const gdn_shape *s = &src->shape;
+  const int64_t G = s->Hv / s->Hk, b = it / s->Hk, kh = it % s->Hk;
+  for (int64_t t = 0; t < s->T; t++) {
+    const size_t qk = (size_t)(((b * s->T + t) * s->Hk + kh) * s->Dk);
+    memcpy(dst->dq + qk, src->dq + qk, (size_t)s->Dk * sizeof(double));
+    memcpy(dst->dk + qk, src->dk + qk, (size_t)s->Dk * sizeof(double));
+    const size_t hv = (size_t)((b * s->T + t) * s->Hv + kh * G);
+    memcpy(dst->dv + hv * s->Dv, src->dv + hv * s->Dv, (size_t)(G * s->Dv) * sizeof(double));
+    memcpy(dst->dg + hv, src->dg + hv, (size_t)G * sizeof(double));
+    memcpy(dst->dbeta + hv, src->dbeta + hv, (size_t)G * sizeof(double));
+  }
+  const size_t h0 = (size_t)((b * s->Hv + kh * G) * s->Dk * s->Dv);
+  memcpy(dst->dh0 + h0, src->dh0 + h0, (size_t)(G * s->Dk * s->Dv) * sizeof(double));
+}
+
+static int same_grads(const gdn_grads *a, const gdn_grads *b) {
+  const gdn_shape *s = &a->shape;
+  const size_t qk = gdn_shape_numel_qk(s), v = gdn_shape_numel_v(s), g = gdn_shape_numel_gate(s),
+               h = gdn_shape_numel_state(s);
+  return !memcmp(a->dq, b->dq, qk * sizeof(double)) && !memcmp(a->dk, b->dk, qk * sizeof(double)) &&
+         !memcmp(a->dv, b->dv, v * sizeof(double)) && !memcmp(a->dg, b->dg, g * sizeof(double)) &&
+         !memcmp(a->dbeta, b->dbeta, g * sizeof(double)) && !memcmp(a->dh0, b->dh0, h * sizeof(double));
+}
+
+/* Runs the parts (masks over the 4 items), assembles and merges. */
+static void vjp_split(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg, int parts,
+                      const unsigned char mask[][4], gdn_grads *out, oracle_tally *all) {
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_grads_init(out);
+  ck_assert_int_eq(gdn_grads_alloc(out, &in->shape, GDN_DTYPE_F64, &e), GDN_OK);
+  oracle_tally_init(all);
+  for (int p = 0; p < parts; p++) {
+    gdn_grads g;
+    gdn_grads_init(&g);
+    oracle_tally t;
+    oracle_tally_init(&t);
+    ck_assert_msg(oracle_vjp_part(in, ct, cfg, mask[p], &g, &t, &e) == GDN_OK, "part %d: %s", p, e.msg);
+    for (int it = 0; it < 4; it++)
+      if (mask[p][it]) copy_item(out, &g, it);
+    if (!all->v) {
+      *all = t;
+    } else {
+      ck_assert_int_eq(oracle_tally_merge(all, &t, &e), GDN_OK);
+      oracle_tally_clear(&t);
+    }
+    gdn_grads_clear(&g);
+  }
+}
+
+START_TEST(vjp_parts_equal_whole) {
+  gdn_inputs in;
+  otu_synth(&in, VSHAPE, GDN_SYNTH_H0, 45);
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_cotangents ct;
+  gdn_cotangents_init(&ct);
+  ck_assert_int_eq(gdn_cotangents_alloc(&ct, &VSHAPE, 1, &e), GDN_OK);
+  gdn_cotangents_synth(&ct, 45);
+  oracle_vjp_config cfg;
+  oracle_vjp_config_init(&cfg);
+  cfg.prec = 80;
+  gdn_grads whole;
+  gdn_grads_init(&whole);
+  oracle_vjp_certificate cw, cp;
+  ck_assert_msg(oracle_vjp_certified(&in, &ct, &cfg, &whole, &cw, &e) == GDN_OK, "%s", e.msg);
+  ck_assert_int_gt(cw.certified_bits, 50);
+  static const unsigned char two[2][4] = {{1, 0, 1, 0}, {0, 1, 0, 1}}, odd[3][4] = {{0, 0, 0, 1}, {1, 1, 0, 0}, {0, 0, 1, 0}},
+                             wrong[2][4] = {{1, 0, 1, 0}, {1, 0, 1, 0}};
+  const struct { int n; const unsigned char (*m)[4]; } splits[] = {{2, two}, {3, odd}};
+  for (int si = 0; si < 2; si++) {
+    gdn_grads got;
+    oracle_tally t;
+    vjp_split(&in, &ct, &cfg, splits[si].n, splits[si].m, &got, &t);
+    ck_assert_int_eq(oracle_tally_vjp_certificate(&t, &cfg, &cp, &e), GDN_OK);
+    ck_assert_msg(same_grads(&got, &whole), "split %d: gradients differ", si);
+    ck_assert_msg(!memcmp(cp.certified, cw.certified, sizeof cw.certified) && cp.certified_bits == cw.certified_bits &&
+                      !memcmp(cp.floor, cw.floor, sizeof cw.floor) && cp.check_bits == cw.check_bits,
+                  "split %d: certificate differs", si);
+    gdn_grads_clear(&got);
+    oracle_tally_clear(&t);
+  }
+  /* negative control: items 1 and 3 never computed */
+  gdn_grads bad;
+  oracle_tally tb;
+  vjp_split(&in, &ct, &cfg, 2, wrong, &bad, &tb);
+  ck_assert_msg(!same_grads(&bad, &whole), "a VJP split missing items 1, 3 went unnoticed");
+  gdn_grads_clear(&bad);
+  oracle_tally_clear(&tb);
+  gdn_grads_clear(&whole);
+  gdn_cotangents_clear(&ct);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
 int main(void) {
   gdn_threads_set(2);
   Suite *su = suite_create("oracle_part");
@@ -277,6 +380,7 @@ int main(void) {
   tcase_add_test(tc, tally_exact_and_wrong_split_caught);
   tcase_add_test(tc, mismatched_tallies_refused);
   tcase_add_test(tc, errors_name_their_head);
+  tcase_add_test(tc, vjp_parts_equal_whole);
   suite_add_tcase(su, tc);
   otu_run_suite(su);
   return 0;
