@@ -327,3 +327,33 @@ int gdn_mpi_bcast_head(gdn_outputs *out, int64_t b, int64_t j, int root, gdn_err
           "MPI_Bcast(ht)");
   return GDN_OK;
 }
+
+/* count rows of len doubles, stride apart, from p: one vector type. */
+static int bcast_rows(double *p, int64_t count, int64_t len, int64_t stride, int root, const char *what,
+                      gdn_error *e) {
+  int rc;
+  if ((rc = int_count((size_t)count, what, e)) || (rc = int_count((size_t)stride, what, e))) return rc;
+  MPI_Datatype rows;
+  MPI_TRY(MPI_Type_vector((int)count, (int)len, (int)stride, MPI_DOUBLE, &rows), "MPI_Type_vector(gradients)");
+  int m = MPI_Type_commit(&rows);
+  if (m == MPI_SUCCESS) m = MPI_Bcast(p, 1, rows, root, MPI_COMM_WORLD);
+  MPI_Type_free(&rows);
+  return m == MPI_SUCCESS ? GDN_OK : mpi_fail(m, what, e);
+}
+
+/* Item (b, kh): dq, dk are T rows of Dk, Hk Dk apart; dv T rows of G Dv,
+ * Hv Dv apart; dg, dbeta T rows of G, Hv apart; dh0 G Dk Dv contiguous. */
+int gdn_mpi_bcast_grads_item(gdn_grads *g, int64_t b, int64_t kh, int root, gdn_error *e) {
+  const gdn_shape *s = &g->shape;
+  const int64_t G = s->Hv / s->Hk, T = s->T;
+  const size_t qk = (size_t)(b * T * s->Hk + kh) * (size_t)s->Dk, hv = (size_t)(b * T * s->Hv + kh * G);
+  int rc;
+  if ((rc = bcast_rows(g->dq + qk, T, s->Dk, s->Hk * s->Dk, root, "MPI_Bcast(dq)", e)) ||
+      (rc = bcast_rows(g->dk + qk, T, s->Dk, s->Hk * s->Dk, root, "MPI_Bcast(dk)", e)) ||
+      (rc = bcast_rows(g->dv + hv * (size_t)s->Dv, T, G * s->Dv, s->Hv * s->Dv, root, "MPI_Bcast(dv)", e)) ||
+      (rc = bcast_rows(g->dg + hv, T, G, s->Hv, root, "MPI_Bcast(dg)", e)) ||
+      (rc = bcast_rows(g->dbeta + hv, T, G, s->Hv, root, "MPI_Bcast(dbeta)", e)))
+    return rc;
+  const size_t h0 = (size_t)(b * s->Hv + kh * G) * (size_t)(s->Dk * s->Dv);
+  return bcast_rows(g->dh0 + h0, 1, G * s->Dk * s->Dv, G * s->Dk * s->Dv, root, "MPI_Bcast(dh0)", e);
+}

@@ -44,6 +44,7 @@
 #define GDN_MPI_H
 
 #include "gdn_error.h"
+#include "gdn_grads.h"
 #include "gdn_inputs.h"
 #include "gdn_outputs.h"
 #include "kern_config.h"
@@ -90,5 +91,9 @@ int gdn_mpi_bcast_bytes(void *buf, size_t n, int root, gdn_error *e);
 /* Rank root's o[b, :, j, :] and ht[b, j] into every rank's `out` (same
  * shape everywhere), in place. */
 int gdn_mpi_bcast_head(gdn_outputs *out, int64_t b, int64_t j, int root, gdn_error *e);
+/* Rank root's gradients of VJP item (b, key head kh) (oracle_part.h:
+ * dq, dk of kh; dv, dg, dbeta, dh0 of its Hv / Hk value heads) into every
+ * rank's `g`, in place. */
+int gdn_mpi_bcast_grads_item(gdn_grads *g, int64_t b, int64_t kh, int root, gdn_error *e);
 
 #endif

@@ -35,10 +35,10 @@ static int g_collective;
 
 void parity_dist_set_collective(int on) { g_collective = on; }
 
-/* The heads of `rank` (or, under GDN_TEST_MPI_DIE=R:oracle-deal, rank R
- * computing rank R + 1's: a wrong subset the tests must catch). */
-static unsigned char *deal(const gdn_shape *s, int rank, int size, gdn_error *e) {
-  const int64_t nh = s->B * s->Hv;
+/* The units (heads; VJP items) of `rank` among nh (or, under
+ * GDN_TEST_MPI_DIE=R:oracle-deal, rank R computing rank R + 1's: a wrong
+ * subset the tests must catch). */
+static unsigned char *deal(int64_t nh, int rank, int size, gdn_error *e) {
   unsigned char *m = gdn_calloc((size_t)nh, 1, "oracle heads of this rank", e);
   if (!m) return NULL;
   int who = gdn_mpi_test_fault(rank, "oracle-deal") ? (rank + 1) % size : rank;
@@ -91,7 +91,7 @@ static int dealt(const gdn_inputs *in, const void *cfg, int dd, gdn_outputs *out
   const int rank = parity_dist_rank(), size = parity_dist_size();
   gdn_error mine;
   gdn_error_init(&mine);
-  unsigned char *heads = in ? deal(&in->shape, rank, size, &mine) : NULL;
+  unsigned char *heads = in ? deal(in->shape.B * in->shape.Hv, rank, size, &mine) : NULL;
   int rc = in ? (heads ? GDN_OK : mine.code) : gdn_error_set(&mine, GDN_ERR_INTERNAL, "oracle: inputs missing (NULL)");
   if (!rc)
     rc = dd ? oracle_run_dd_part(in, cfg, heads, out, t, &mine) : oracle_run_part(in, cfg, heads, out, t, &mine);
@@ -134,6 +134,31 @@ int parity_dist_oracle_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn
   return rc;
 }
 
+/* The VJP's steps 1-4, by items (b, key head): item b Hk + kh on rank
+ * (b Hk + kh) mod N, its gradients broadcast from there. */
+int parity_dist_oracle_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg,
+                           gdn_grads *out, oracle_vjp_certificate *cert, gdn_error *e) {
+  if (!dealing() || !in) return oracle_vjp_certified(in, ct, cfg, out, cert, e);
+  memset(cert, 0, sizeof *cert);
+  const int rank = parity_dist_rank(), size = parity_dist_size();
+  const gdn_shape *s = &in->shape;
+  gdn_error mine;
+  gdn_error_init(&mine);
+  oracle_tally t;
+  oracle_tally_init(&t);
+  unsigned char *items = deal(s->B * s->Hk, rank, size, &mine);
+  int rc = items ? oracle_vjp_part(in, ct, cfg, items, out, &t, &mine) : mine.code;
+  gdn_free(items);
+  gdn_mpi_test_die(rank, "oracle");
+  if (!(rc = agree(rc, &mine, t.failed_head, size, e)) && !(rc = merge_all(&t, size, e)))
+    for (int64_t it = 0; !rc && it < s->B * s->Hk; it++)
+      rc = gdn_mpi_bcast_grads_item(out, it / s->Hk, it % s->Hk, (int)(it % size), e);
+  if (!rc) rc = oracle_tally_vjp_certificate(&t, cfg, cert, e);
+  if (rc) gdn_grads_clear(out);
+  oracle_tally_clear(&t);
+  return rc;
+}
+
 #else /* one process */
 
 void parity_dist_set_collective(int on) { (void)on; }
@@ -144,5 +169,9 @@ int parity_dist_oracle_mpfr(const gdn_inputs *in, const oracle_config *cfg, gdn_
 int parity_dist_oracle_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *out,
                           oracle_dd_certificate *cert, gdn_error *e) {
   return oracle_run_dd(in, cfg, out, cert, e);
+}
+int parity_dist_oracle_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg,
+                           gdn_grads *out, oracle_vjp_certificate *cert, gdn_error *e) {
+  return oracle_vjp_certified(in, ct, cfg, out, cert, e);
 }
 #endif

@@ -5,7 +5,8 @@
  * bound zero) with every certificate field equal, for the MPFR tier (token
  * and chunked forms) and the dd tier (its sample and guaranteed bound), on
  * B Hv = 6 heads (at N = 4 some ranks hold 1 head, some 2; at N = 8 some
- * none).
+ * none); and the certified MPFR VJP, dealt by items (b, key head), its
+ * six gradients and certificate likewise.
  * Errors: gates of 800 overflow the dd tier at head 4 (b 1, j 1, t 5) and
  * head 5 (b 1, j 2, t 2), which lie on different ranks from N = 2 on: every
  * rank returns the one-process error, word for word (head 4's, the first
@@ -144,6 +145,43 @@ START_TEST(wrong_subset_caught) {
 }
 END_TEST
 
+/* The MPFR VJP by items (b, key head): 2 x 2 items of G = 2 value heads. */
+START_TEST(vjp_dealt_equals_whole) {
+  const gdn_shape vs = {2, 13, 2, 4, 8, 12};
+  gdn_inputs in;
+  gdn_inputs_init(&in);
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_synth_opts o = {55, GDN_SYNTH_H0, 0};
+  ck_assert_int_eq(gdn_synth_generate(&in, &vs, &o, &e), GDN_OK);
+  gdn_cotangents ct;
+  gdn_cotangents_init(&ct);
+  ck_assert_int_eq(gdn_cotangents_alloc(&ct, &vs, 1, &e), GDN_OK);
+  gdn_cotangents_synth(&ct, 55);
+  oracle_vjp_config cfg;
+  oracle_vjp_config_init(&cfg);
+  cfg.prec = 80;
+  gdn_grads d, w;
+  gdn_grads_init(&d);
+  gdn_grads_init(&w);
+  oracle_vjp_certificate cd, cw;
+  ck_assert_msg(parity_dist_oracle_vjp(&in, &ct, &cfg, &d, &cd, &e) == GDN_OK, "dealt: %s", e.msg);
+  ck_assert_msg(oracle_vjp_certified(&in, &ct, &cfg, &w, &cw, &e) == GDN_OK, "whole: %s", e.msg);
+  const size_t qk = gdn_shape_numel_qk(&vs), v = gdn_shape_numel_v(&vs), g = gdn_shape_numel_gate(&vs),
+               h = gdn_shape_numel_state(&vs);
+  ck_assert_msg(!memcmp(d.dq, w.dq, qk * 8) && !memcmp(d.dk, w.dk, qk * 8) && !memcmp(d.dv, w.dv, v * 8) &&
+                    !memcmp(d.dg, w.dg, g * 8) && !memcmp(d.dbeta, w.dbeta, g * 8) && !memcmp(d.dh0, w.dh0, h * 8),
+                "rank %d: dealt gradients differ", g_rank);
+  ck_assert_int_gt(cw.certified_bits, 50);
+  ck_assert(!memcmp(cd.certified, cw.certified, sizeof cw.certified) && cd.certified_bits == cw.certified_bits &&
+            !memcmp(cd.floor, cw.floor, sizeof cw.floor));
+  gdn_grads_clear(&d);
+  gdn_grads_clear(&w);
+  gdn_cotangents_clear(&ct);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
 int main(int argc, char **argv) {
   gdn_error e;
   gdn_error_init(&e);
@@ -162,6 +200,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, dd_dealt_equals_whole);
   tcase_add_test(tc, errors_agree);
   tcase_add_test(tc, wrong_subset_caught);
+  tcase_add_test(tc, vjp_dealt_equals_whole);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_set_fork_status(sr, CK_NOFORK);
