@@ -175,6 +175,9 @@ int orc_tally_get(const oracle_tally *t, int a, orc_acc *acc, gdn_error *e);
 int orc_vjp_run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg,
                 gdn_grads *out, oracle_vjp_certificate *cert, const unsigned char *sel,
                 oracle_tally *tally, gdn_error *e);
+int orc_vjp_dd_run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_dd_config *cfg,
+                   gdn_grads *out, oracle_vjp_dd_certificate *cert, const unsigned char *sel,
+                   oracle_tally *tally, gdn_error *e);
 /* The shape the column block is chosen for: B Hv heads, or with a
  * selection (heads != NULL) one batch of the selected heads (at least 1),
  * so a part of few heads still spreads over the threads.  Speed only: the

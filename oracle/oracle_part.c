@@ -13,17 +13,20 @@
 #include "gdn_alloc.h"
 #include "oracle_internal.h"
 
-static int n_acc(int tier) { return tier == ORACLE_TALLY_VJP ? GDN_GRADS_N : tier == ORACLE_TALLY_DD ? 4 : 2; }
+static int n_acc(int tier) {
+  return tier >= ORACLE_TALLY_VJP ? GDN_GRADS_N : tier == ORACLE_TALLY_DD ? 4 : 2;
+}
 
 static const char *tier_name(int tier) {
   return tier == ORACLE_TALLY_MPFR ? "mpfr"
          : tier == ORACLE_TALLY_DD ? "dd"
          : tier == ORACLE_TALLY_VJP ? "vjp"
-                                    : "empty";
+         : tier == ORACLE_TALLY_VJP_DD ? "vjp dd"
+                                       : "empty";
 }
 
 size_t oracle_tally_size(int tier, int cap) {
-  if (tier < ORACLE_TALLY_MPFR || tier > ORACLE_TALLY_VJP || cap < 1 || cap > ORACLE_PREC_MAX)
+  if (tier < ORACLE_TALLY_MPFR || tier > ORACLE_TALLY_VJP_DD || cap < 1 || cap > ORACLE_PREC_MAX)
     return 0;
   return 1 + 2 * (size_t)n_acc(tier) * ((size_t)cap + 1);
 }
@@ -241,6 +244,51 @@ int oracle_tally_vjp_certificate(const oracle_tally *t, const oracle_vjp_config 
     if ((rc = orc_tally_get(t, ti, &a, e))) break;
     cert->certified[ti] = orc_acc_bits(&a, &cert->floor[ti]);
     if (cert->certified[ti] < cert->certified_bits) cert->certified_bits = cert->certified[ti];
+  }
+  orc_acc_clear(&a);
+  if (rc) memset(cert, 0, sizeof *cert);
+  return rc;
+}
+
+int oracle_vjp_dd_part(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_dd_config *cfg,
+                       const unsigned char *items, gdn_grads *out, oracle_tally *tally, gdn_error *e) {
+  int rc = !tally ? gdn_error_set(e, GDN_ERR_INTERNAL, "oracle_vjp_dd: tally missing (NULL)")
+                  : oracle_tally_alloc(tally, ORACLE_TALLY_VJP_DD, ORACLE_DD_BITS, -1, e);
+  if (rc) {
+    if (out) gdn_grads_clear(out);
+    return rc;
+  }
+  oracle_vjp_dd_certificate c;
+  if ((rc = orc_vjp_dd_run(in, ct, cfg, out, &c, items, tally, e))) {
+    int64_t f = tally->failed_head;
+    oracle_tally_clear(tally);
+    tally->failed_head = f;
+  }
+  return rc;
+}
+
+/* oracle_vjp_dd.c's fill_cert. */
+int oracle_tally_vjp_dd_certificate(const oracle_tally *t, const gdn_shape *s, const oracle_vjp_dd_config *cfg,
+                                    oracle_vjp_dd_certificate *cert, gdn_error *e) {
+  memset(cert, 0, sizeof *cert);
+  int rc = same_kind(t, ORACLE_TALLY_VJP_DD, ORACLE_DD_BITS, "vjp dd certificate", e);
+  if (rc) return rc;
+  const int64_t ns = cfg->sample_columns < s->Dv ? cfg->sample_columns : s->Dv;
+  cert->precision_bits = ORACLE_DD_BITS;
+  cert->check_bits = (int)cfg->sample_prec;
+  cert->sample_columns = ns;
+  cert->sampled_columns = s->B * s->Hv * ns;
+  cert->total_columns = s->B * s->Hv * s->Dv;
+  if (ns == 0) return GDN_OK;
+  cert->certified_bits = cert->normwise_bits = ORACLE_DD_BITS;
+  orc_acc a;
+  orc_acc_init(&a);
+  for (int ti = 0; !rc && ti < GDN_GRADS_N; ti++) {
+    if ((rc = orc_tally_get(t, ti, &a, e))) break;
+    cert->certified[ti] = orc_acc_bits(&a, NULL);
+    int nb = orc_acc_normwise(&a);
+    if (cert->certified[ti] < cert->certified_bits) cert->certified_bits = cert->certified[ti];
+    if (nb < cert->normwise_bits) cert->normwise_bits = nb;
   }
   orc_acc_clear(&a);
   if (rc) memset(cert, 0, sizeof *cert);

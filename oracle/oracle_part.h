@@ -55,7 +55,7 @@
 #include "oracle.h"
 #include "oracle_vjp.h"
 
-enum { ORACLE_TALLY_MPFR = 1, ORACLE_TALLY_DD = 2, ORACLE_TALLY_VJP = 3 };
+enum { ORACLE_TALLY_MPFR = 1, ORACLE_TALLY_DD = 2, ORACLE_TALLY_VJP = 3, ORACLE_TALLY_VJP_DD = 4 };
 
 typedef struct oracle_tally {
   int tier;            /* ORACLE_TALLY_MPFR, ORACLE_TALLY_DD; 0 empty */
@@ -105,5 +105,11 @@ int oracle_vjp_part(const gdn_inputs *in, const gdn_cotangents *ct, const oracle
                     const unsigned char *items, gdn_grads *out, oracle_tally *tally, gdn_error *e);
 int oracle_tally_vjp_certificate(const oracle_tally *t, const oracle_vjp_config *cfg,
                                  oracle_vjp_certificate *cert, gdn_error *e);
+/* oracle_vjp_dd likewise (tier ORACLE_TALLY_VJP_DD, cap ORACLE_DD_BITS,
+ * the six sampled accumulators; empty with no sample); s the shape. */
+int oracle_vjp_dd_part(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_dd_config *cfg,
+                       const unsigned char *items, gdn_grads *out, oracle_tally *tally, gdn_error *e);
+int oracle_tally_vjp_dd_certificate(const oracle_tally *t, const gdn_shape *s, const oracle_vjp_dd_config *cfg,
+                                    oracle_vjp_dd_certificate *cert, gdn_error *e);
 
 #endif

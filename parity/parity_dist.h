@@ -61,12 +61,12 @@ int parity_dist_oracle_mpfr(const gdn_inputs *in, const oracle_config *cfg, gdn_
                             oracle_certificate *cert, gdn_error *e);
 int parity_dist_oracle_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *out,
                           oracle_dd_certificate *cert, gdn_error *e);
-/* The certified MPFR VJP (oracle_vjp_certified; --grad with the MPFR
- * tier) dealt likewise by items (b, key head): item b Hk + kh on rank
- * (b Hk + kh) mod N.  The dd tier's VJP is not dealt (every rank runs it
- * whole). */
+/* The VJP (--grad: oracle_vjp_certified, oracle_vjp_dd) dealt likewise by
+ * items (b, key head): item b Hk + kh on rank (b Hk + kh) mod N. */
 int parity_dist_oracle_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg,
                            gdn_grads *out, oracle_vjp_certificate *cert, gdn_error *e);
+int parity_dist_oracle_vjp_dd(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_dd_config *cfg,
+                              gdn_grads *out, oracle_vjp_dd_certificate *cert, gdn_error *e);
 /* On: the commands where every rank runs the same cases (a single case,
  * check); off (the default): a sweep, whose entries run on one rank each.
  * Testing (GDN_TEST_MPI_DIE): "oracle" kills rank R after its heads,

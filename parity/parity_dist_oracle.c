@@ -134,27 +134,48 @@ int parity_dist_oracle_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn
   return rc;
 }
 
-/* The VJP's steps 1-4, by items (b, key head): item b Hk + kh on rank
- * (b Hk + kh) mod N, its gradients broadcast from there. */
-int parity_dist_oracle_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg,
-                           gdn_grads *out, oracle_vjp_certificate *cert, gdn_error *e) {
-  if (!dealing() || !in) return oracle_vjp_certified(in, ct, cfg, out, cert, e);
-  memset(cert, 0, sizeof *cert);
+/* The VJP's steps 1-4 (either tier), by items (b, key head): item
+ * b Hk + kh on rank (b Hk + kh) mod N, its gradients broadcast from there;
+ * the certificate is the caller's. */
+static int dealt_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const void *cfg, int dd, gdn_grads *out,
+                     oracle_tally *t, gdn_error *e) {
   const int rank = parity_dist_rank(), size = parity_dist_size();
   const gdn_shape *s = &in->shape;
   gdn_error mine;
   gdn_error_init(&mine);
-  oracle_tally t;
-  oracle_tally_init(&t);
   unsigned char *items = deal(s->B * s->Hk, rank, size, &mine);
-  int rc = items ? oracle_vjp_part(in, ct, cfg, items, out, &t, &mine) : mine.code;
+  int rc = !items ? mine.code
+           : dd   ? oracle_vjp_dd_part(in, ct, cfg, items, out, t, &mine)
+                  : oracle_vjp_part(in, ct, cfg, items, out, t, &mine);
   gdn_free(items);
   gdn_mpi_test_die(rank, "oracle");
-  if (!(rc = agree(rc, &mine, t.failed_head, size, e)) && !(rc = merge_all(&t, size, e)))
+  if (!(rc = agree(rc, &mine, t->failed_head, size, e)) && !(rc = merge_all(t, size, e)))
     for (int64_t it = 0; !rc && it < s->B * s->Hk; it++)
       rc = gdn_mpi_bcast_grads_item(out, it / s->Hk, it % s->Hk, (int)(it % size), e);
-  if (!rc) rc = oracle_tally_vjp_certificate(&t, cfg, cert, e);
   if (rc) gdn_grads_clear(out);
+  return rc;
+}
+
+int parity_dist_oracle_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg,
+                           gdn_grads *out, oracle_vjp_certificate *cert, gdn_error *e) {
+  if (!dealing() || !in) return oracle_vjp_certified(in, ct, cfg, out, cert, e);
+  memset(cert, 0, sizeof *cert);
+  oracle_tally t;
+  oracle_tally_init(&t);
+  int rc = dealt_vjp(in, ct, cfg, 0, out, &t, e);
+  if (!rc && (rc = oracle_tally_vjp_certificate(&t, cfg, cert, e))) gdn_grads_clear(out);
+  oracle_tally_clear(&t);
+  return rc;
+}
+
+int parity_dist_oracle_vjp_dd(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_dd_config *cfg,
+                              gdn_grads *out, oracle_vjp_dd_certificate *cert, gdn_error *e) {
+  if (!dealing() || !in) return oracle_vjp_dd(in, ct, cfg, out, cert, e);
+  memset(cert, 0, sizeof *cert);
+  oracle_tally t;
+  oracle_tally_init(&t);
+  int rc = dealt_vjp(in, ct, cfg, 1, out, &t, e);
+  if (!rc && (rc = oracle_tally_vjp_dd_certificate(&t, &in->shape, cfg, cert, e))) gdn_grads_clear(out);
   oracle_tally_clear(&t);
   return rc;
 }
@@ -173,5 +194,9 @@ int parity_dist_oracle_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn
 int parity_dist_oracle_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg,
                            gdn_grads *out, oracle_vjp_certificate *cert, gdn_error *e) {
   return oracle_vjp_certified(in, ct, cfg, out, cert, e);
+}
+int parity_dist_oracle_vjp_dd(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_dd_config *cfg,
+                              gdn_grads *out, oracle_vjp_dd_certificate *cert, gdn_error *e) {
+  return oracle_vjp_dd(in, ct, cfg, out, cert, e);
 }
 #endif

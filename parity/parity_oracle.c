@@ -236,7 +236,7 @@ int parity_reference_compute_grads(parity_reference *r, const gdn_inputs *in, co
     cfg.sample_prec = bits;
     cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
     oracle_vjp_dd_certificate cert;
-    if ((rc = oracle_vjp_dd(in, ct, &cfg, &r->grads, &cert, e))) return rc;
+    if ((rc = parity_dist_oracle_vjp_dd(in, ct, &cfg, &r->grads, &cert, e))) return rc; /* dealt under mpirun */
     r->grad_certified_bits = cert.certified_bits;
     r->grad_normwise_bits = cert.normwise_bits;
   } else {

@@ -21,8 +21,8 @@
 #               some 2) and 1 head (one rank computes it, the rest none);
 #               with --backend mpi, the oracle, inputs and every other
 #               subject equal the one-process run with --devices NP.
-#               --grad with the MPFR tier (the VJP dealt by items (b, key
-#               head)): the same.
+#               --grad, both tiers (the VJP dealt by items (b, key head)):
+#               the same.
 #               `check` of a fixture without a stored oracle (packed
 #               documents: both semantics' references dealt): the same.
 #               Negative control: rank 1 computing rank 0's heads instead of
@@ -119,14 +119,16 @@ for x, y in zip(a["cases"], b["cases"]):
 print("backend ok:", a["oracle"]["tier"], a["oracle"]["certified_bits"], "bits,", len(a["cases"]), "cases")
 PYEOF
   done
-  # --grad with the MPFR tier: the VJP dealt by items (b, key head), 2 x 2 items
-  a=(--shape 2,40,4,16 --key-heads 2 --chunk 16 --oracle mpfr --grad --threads 1 --reproducible --quiet)
-  "$G" "${a[@]}" --json one.json || fail "--grad one process: exit $?"
-  "${MR[@]}" -np "$NP" "$G" "${a[@]}" --json n.json || fail "--grad on $NP ranks: exit $?"
-  cmp one.json n.json || fail "--grad on $NP ranks: the results document differs"
-  GDN_TEST_MPI_DIE=1:oracle-deal "${MR[@]}" -np "$NP" "$G" "${a[@]}" --json bad.json >/dev/null
-  cmp -s one.json bad.json && fail "--grad: a rank computing the wrong items went unnoticed"
-  echo "--grad (MPFR VJP): $NP ranks byte-identical to one process"
+  # --grad: the VJP dealt by items (b, key head), 2 x 2 items, both tiers
+  for tier in mpfr dd; do
+    a=(--shape 2,40,4,16 --key-heads 2 --chunk 16 --oracle $tier --grad --threads 1 --reproducible --quiet)
+    "$G" "${a[@]}" --json one.json || fail "--grad $tier one process: exit $?"
+    "${MR[@]}" -np "$NP" "$G" "${a[@]}" --json n.json || fail "--grad $tier on $NP ranks: exit $?"
+    cmp one.json n.json || fail "--grad $tier on $NP ranks: the results document differs"
+    GDN_TEST_MPI_DIE=1:oracle-deal "${MR[@]}" -np "$NP" "$G" "${a[@]}" --json bad.json >/dev/null
+    cmp -s one.json bad.json && fail "--grad $tier: a rank computing the wrong items went unnoticed"
+    echo "--grad ($tier VJP): $NP ranks byte-identical to one process"
+  done
   # check: a fixture without a stored /oracle (packed documents, reset: the
   # other semantics' reference is computed too, also dealt), 6 heads over Hk = 1
   FX=$(dirname "$G")/../fixtures/gdn-fixture

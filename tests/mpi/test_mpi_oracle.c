@@ -5,8 +5,8 @@
  * bound zero) with every certificate field equal, for the MPFR tier (token
  * and chunked forms) and the dd tier (its sample and guaranteed bound), on
  * B Hv = 6 heads (at N = 4 some ranks hold 1 head, some 2; at N = 8 some
- * none); and the certified MPFR VJP, dealt by items (b, key head), its
- * six gradients and certificate likewise.
+ * none); and the VJP (certified MPFR and dd), dealt by items (b, key
+ * head), its six gradients and certificate likewise.
  * Errors: gates of 800 overflow the dd tier at head 4 (b 1, j 1, t 5) and
  * head 5 (b 1, j 2, t 2), which lie on different ranks from N = 2 on: every
  * rank returns the one-process error, word for word (head 4's, the first
@@ -175,6 +175,19 @@ START_TEST(vjp_dealt_equals_whole) {
   ck_assert_int_gt(cw.certified_bits, 50);
   ck_assert(!memcmp(cd.certified, cw.certified, sizeof cw.certified) && cd.certified_bits == cw.certified_bits &&
             !memcmp(cd.floor, cw.floor, sizeof cw.floor));
+  gdn_grads_clear(&d);
+  gdn_grads_clear(&w);
+  /* the dd tier's VJP */
+  oracle_vjp_dd_config dc;
+  oracle_vjp_dd_config_init(&dc);
+  oracle_vjp_dd_certificate dd, dw;
+  ck_assert_msg(parity_dist_oracle_vjp_dd(&in, &ct, &dc, &d, &dd, &e) == GDN_OK, "dealt dd: %s", e.msg);
+  ck_assert_msg(oracle_vjp_dd(&in, &ct, &dc, &w, &dw, &e) == GDN_OK, "whole dd: %s", e.msg);
+  ck_assert_msg(!memcmp(d.dq, w.dq, qk * 8) && !memcmp(d.dk, w.dk, qk * 8) && !memcmp(d.dv, w.dv, v * 8) &&
+                    !memcmp(d.dg, w.dg, g * 8) && !memcmp(d.dbeta, w.dbeta, g * 8) && !memcmp(d.dh0, w.dh0, h * 8),
+                "rank %d: dealt dd gradients differ", g_rank);
+  ck_assert_int_gt(dw.certified_bits, 90);
+  ck_assert(!memcmp(&dd, &dw, sizeof dw));
   gdn_grads_clear(&d);
   gdn_grads_clear(&w);
   gdn_cotangents_clear(&ct);

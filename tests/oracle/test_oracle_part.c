@@ -300,7 +300,7 @@ static int same_grads(const gdn_grads *a, const gdn_grads *b) {
 }
 
 /* Runs the parts (masks over the 4 items), assembles and merges. */
-static void vjp_split(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg, int parts,
+static void vjp_split(const gdn_inputs *in, const gdn_cotangents *ct, const void *cfg, int dd, int parts,
                       const unsigned char mask[][4], gdn_grads *out, oracle_tally *all) {
   gdn_error e;
   gdn_error_init(&e);
@@ -312,7 +312,8 @@ static void vjp_split(const gdn_inputs *in, const gdn_cotangents *ct, const orac
     gdn_grads_init(&g);
     oracle_tally t;
     oracle_tally_init(&t);
-    ck_assert_msg(oracle_vjp_part(in, ct, cfg, mask[p], &g, &t, &e) == GDN_OK, "part %d: %s", p, e.msg);
+    int rc = dd ? oracle_vjp_dd_part(in, ct, cfg, mask[p], &g, &t, &e) : oracle_vjp_part(in, ct, cfg, mask[p], &g, &t, &e);
+    ck_assert_msg(rc == GDN_OK, "part %d: %s", p, e.msg);
     for (int it = 0; it < 4; it++)
       if (mask[p][it]) copy_item(out, &g, it);
     if (!all->v) {
@@ -348,7 +349,7 @@ START_TEST(vjp_parts_equal_whole) {
   for (int si = 0; si < 2; si++) {
     gdn_grads got;
     oracle_tally t;
-    vjp_split(&in, &ct, &cfg, splits[si].n, splits[si].m, &got, &t);
+    vjp_split(&in, &ct, &cfg, 0, splits[si].n, splits[si].m, &got, &t);
     ck_assert_int_eq(oracle_tally_vjp_certificate(&t, &cfg, &cp, &e), GDN_OK);
     ck_assert_msg(same_grads(&got, &whole), "split %d: gradients differ", si);
     ck_assert_msg(!memcmp(cp.certified, cw.certified, sizeof cw.certified) && cp.certified_bits == cw.certified_bits &&
@@ -360,11 +361,30 @@ START_TEST(vjp_parts_equal_whole) {
   /* negative control: items 1 and 3 never computed */
   gdn_grads bad;
   oracle_tally tb;
-  vjp_split(&in, &ct, &cfg, 2, wrong, &bad, &tb);
+  vjp_split(&in, &ct, &cfg, 0, 2, wrong, &bad, &tb);
   ck_assert_msg(!same_grads(&bad, &whole), "a VJP split missing items 1, 3 went unnoticed");
   gdn_grads_clear(&bad);
   oracle_tally_clear(&tb);
   gdn_grads_clear(&whole);
+  /* the dd tier's VJP: with its sample, and without (an empty tally) */
+  for (int64_t ns = 2; ns >= 0; ns -= 2) {
+    oracle_vjp_dd_config dc;
+    oracle_vjp_dd_config_init(&dc);
+    dc.sample_columns = ns;
+    oracle_vjp_dd_certificate dw, dp;
+    gdn_grads_init(&whole);
+    ck_assert_msg(oracle_vjp_dd(&in, &ct, &dc, &whole, &dw, &e) == GDN_OK, "%s", e.msg);
+    if (ns) ck_assert_int_gt(dw.certified_bits, 90);
+    gdn_grads got;
+    oracle_tally t;
+    vjp_split(&in, &ct, &dc, 1, 3, odd, &got, &t);
+    ck_assert_int_eq(oracle_tally_vjp_dd_certificate(&t, &in.shape, &dc, &dp, &e), GDN_OK);
+    ck_assert_msg(same_grads(&got, &whole), "dd VJP, %lld sampled: gradients differ", (long long)ns);
+    ck_assert_msg(!memcmp(&dp, &dw, sizeof dw), "dd VJP, %lld sampled: certificate differs", (long long)ns);
+    gdn_grads_clear(&got);
+    gdn_grads_clear(&whole);
+    oracle_tally_clear(&t);
+  }
   gdn_cotangents_clear(&ct);
   gdn_inputs_clear(&in);
 }
