@@ -188,7 +188,10 @@ static int exchange(void *ctx, kern_affine_exchange *x, gdn_error *e) {
                                                   : exchange_allgather(c, x, e);
 }
 
-/* Every rank's o rows, then ht from rank D - 1, to every rank. */
+/* Every rank's o rows to rank 0 alone (only rank 0 judges and writes:
+ * MPI_Gatherv, so no other rank receives the (D - 1) / D of o it does not
+ * own), then ht from rank D - 1 to every rank (B Hv Dk Dv doubles, no
+ * matter T). */
 static int gather_outputs(const kern_config *cfg, const gdn_shape *s, int rank, int D,
                           gdn_outputs *out, gdn_error *e) {
   const size_t row = (size_t)(s->Hv * s->Dv);
@@ -205,9 +208,12 @@ static int gather_outputs(const kern_config *cfg, const gdn_shape *s, int rank, 
     dis[r] = (int)((size_t)pc.t0 * row);
   }
   for (int64_t b = 0; b < s->B && !rc; b++) {
-    int m = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, gdn_outputs_o(out, b, 0, 0), cnt,
-                           dis, MPI_DOUBLE, MPI_COMM_WORLD);
-    if (m != MPI_SUCCESS) rc = mpi_fail(m, "MPI_Allgatherv(o)", e);
+    double *ob = gdn_outputs_o(out, b, 0, 0);
+    int m = rank == 0 ? MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ob, cnt, dis, MPI_DOUBLE, 0,
+                                    MPI_COMM_WORLD)
+                      : MPI_Gatherv(ob + dis[rank], cnt[rank], MPI_DOUBLE, NULL, NULL, NULL, MPI_DOUBLE,
+                                    0, MPI_COMM_WORLD);
+    if (m != MPI_SUCCESS) rc = mpi_fail(m, "MPI_Gatherv(o)", e);
   }
   gdn_free(cnt);
   if (rc) return rc;
@@ -270,3 +276,84 @@ int gdn_mpi_recv_text(char **text, int from, int tag, gdn_error *e) {
 }
 
 void gdn_mpi_abort(int status) { MPI_Abort(MPI_COMM_WORLD, status); }
+
+/* --- the oracle dealt across ranks (parity_dist_oracle.c) ----------------- */
+
+static int int_count(size_t n, const char *what, gdn_error *e) {
+  if (n <= INT_MAX) return GDN_OK;
+  return gdn_error_set(e, GDN_ERR_INPUT, "%s: %zu elements exceed MPI's int count", what, n);
+}
+
+int gdn_mpi_allgather_f64(const double *mine, size_t n, double *all, gdn_error *e) {
+  int rc = int_count(n, "MPI_Allgather(doubles)", e);
+  if (rc) return rc;
+  MPI_TRY(MPI_Allgather(mine, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE, MPI_COMM_WORLD),
+          "MPI_Allgather(doubles)");
+  return GDN_OK;
+}
+
+int gdn_mpi_allgather_i64(const int64_t *mine, size_t n, int64_t *all, gdn_error *e) {
+  int rc = int_count(n, "MPI_Allgather(int64)", e);
+  if (rc) return rc;
+  MPI_TRY(MPI_Allgather(mine, (int)n, MPI_INT64_T, all, (int)n, MPI_INT64_T, MPI_COMM_WORLD),
+          "MPI_Allgather(int64)");
+  return GDN_OK;
+}
+
+int gdn_mpi_bcast_bytes(void *buf, size_t n, int root, gdn_error *e) {
+  int rc = int_count(n, "MPI_Bcast(bytes)", e);
+  if (rc) return rc;
+  MPI_TRY(MPI_Bcast(buf, (int)n, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast(bytes)");
+  return GDN_OK;
+}
+
+/* o[b, :, j, :] is T rows of Dv doubles, Hv Dv apart: one vector type,
+ * sent in place; ht[b, j] is Dk Dv contiguous doubles. */
+int gdn_mpi_bcast_head(gdn_outputs *out, int64_t b, int64_t j, int root, gdn_error *e) {
+  const gdn_shape *s = &out->shape;
+  int rc;
+  if ((rc = int_count((size_t)s->T, "MPI_Bcast(o) rows", e)) ||
+      (rc = int_count((size_t)(s->Hv * s->Dv), "MPI_Bcast(o) stride", e)) ||
+      (rc = int_count((size_t)(s->Dk * s->Dv), "MPI_Bcast(ht)", e)))
+    return rc;
+  MPI_Datatype rows;
+  MPI_TRY(MPI_Type_vector((int)s->T, (int)s->Dv, (int)(s->Hv * s->Dv), MPI_DOUBLE, &rows),
+          "MPI_Type_vector(o)");
+  int m = MPI_Type_commit(&rows);
+  if (m == MPI_SUCCESS) m = MPI_Bcast(gdn_outputs_o(out, b, 0, j), 1, rows, root, MPI_COMM_WORLD);
+  MPI_Type_free(&rows);
+  if (m != MPI_SUCCESS) return mpi_fail(m, "MPI_Bcast(o)", e);
+  MPI_TRY(MPI_Bcast(gdn_outputs_ht(out, b, j), (int)(s->Dk * s->Dv), MPI_DOUBLE, root, MPI_COMM_WORLD),
+          "MPI_Bcast(ht)");
+  return GDN_OK;
+}
+
+/* count rows of len doubles, stride apart, from p: one vector type. */
+static int bcast_rows(double *p, int64_t count, int64_t len, int64_t stride, int root, const char *what,
+                      gdn_error *e) {
+  int rc;
+  if ((rc = int_count((size_t)count, what, e)) || (rc = int_count((size_t)stride, what, e))) return rc;
+  MPI_Datatype rows;
+  MPI_TRY(MPI_Type_vector((int)count, (int)len, (int)stride, MPI_DOUBLE, &rows), "MPI_Type_vector(gradients)");
+  int m = MPI_Type_commit(&rows);
+  if (m == MPI_SUCCESS) m = MPI_Bcast(p, 1, rows, root, MPI_COMM_WORLD);
+  MPI_Type_free(&rows);
+  return m == MPI_SUCCESS ? GDN_OK : mpi_fail(m, what, e);
+}
+
+/* Item (b, kh): dq, dk are T rows of Dk, Hk Dk apart; dv T rows of G Dv,
+ * Hv Dv apart; dg, dbeta T rows of G, Hv apart; dh0 G Dk Dv contiguous. */
+int gdn_mpi_bcast_grads_item(gdn_grads *g, int64_t b, int64_t kh, int root, gdn_error *e) {
+  const gdn_shape *s = &g->shape;
+  const int64_t G = s->Hv / s->Hk, T = s->T;
+  const size_t qk = (size_t)(b * T * s->Hk + kh) * (size_t)s->Dk, hv = (size_t)(b * T * s->Hv + kh * G);
+  int rc;
+  if ((rc = bcast_rows(g->dq + qk, T, s->Dk, s->Hk * s->Dk, root, "MPI_Bcast(dq)", e)) ||
+      (rc = bcast_rows(g->dk + qk, T, s->Dk, s->Hk * s->Dk, root, "MPI_Bcast(dk)", e)) ||
+      (rc = bcast_rows(g->dv + hv * (size_t)s->Dv, T, G * s->Dv, s->Hv * s->Dv, root, "MPI_Bcast(dv)", e)) ||
+      (rc = bcast_rows(g->dg + hv, T, G, s->Hv, root, "MPI_Bcast(dg)", e)) ||
+      (rc = bcast_rows(g->dbeta + hv, T, G, s->Hv, root, "MPI_Bcast(dbeta)", e)))
+    return rc;
+  const size_t h0 = (size_t)(b * s->Hv + kh * G) * (size_t)(s->Dk * s->Dv);
+  return bcast_rows(g->dh0 + h0, 1, G * s->Dk * s->Dv, G * s->Dk * s->Dv, root, "MPI_Bcast(dh0)", e);
+}

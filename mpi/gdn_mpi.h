@@ -15,17 +15,19 @@
  *       r - 2^k (x[r] = x[r] o x[r - 2^k], upstream's ppermute rounds),
  *       then one shift (rank r's inclusive prefix to r + 1): the exclusive
  *       prefix; rank D - 1 holds the full composition.
- * Each rank replays its piece; the o rows are all-gathered
- * (MPI_Allgatherv, per batch element) and ht is broadcast from rank D - 1,
- * so every rank returns the whole output and every rank can judge it
- * identically.  Compositions are the kernel's (kern_affine_compose in the
+ * Each rank replays its piece; the o rows are gathered to rank 0
+ * (MPI_Gatherv, per batch element: only rank 0 judges and writes) and ht
+ * is broadcast from rank D - 1.  So rank 0 returns the whole output; rank
+ * r > 0 returns ht and its own o rows (kern_affine_piece's [t0, t1)); its
+ * other rows are not gathered there (unspecified) -- its judgement of them
+ * is never shown, nor its exit status (parity/gdn_parity.c).  Compositions are the kernel's (kern_affine_compose in the
  * resolved matmul mode, broken_compose honoured), messages carry the
  * values' bits (MPI_FLOAT / MPI_DOUBLE), so the result equals
  * kern_affine_prefix's bit for bit for the same config.
  * Communication per batch of nh heads with P = Dk^2 + Dk Dv elements a pair:
  *   all-gather D nh P elements received per rank; hillis-steele
- *   (ceil(log2 D) + 1) nh P sent per rank; outputs B T Hv Dv doubles
- *   gathered, B Hv Dk Dv broadcast.
+ *   (ceil(log2 D) + 1) nh P sent per rank; outputs: each rank sends its
+ *   B (T / D) Hv Dv doubles of o to rank 0, B Hv Dk Dv broadcast.
  *
  * Errors: every MPI call returns (MPI_ERRORS_RETURN on the world); a
  * failure gives GDN_ERR_INTERNAL "rank r: MPI_xxx failed: <MPI's words>"
@@ -42,6 +44,7 @@
 #define GDN_MPI_H
 
 #include "gdn_error.h"
+#include "gdn_grads.h"
 #include "gdn_inputs.h"
 #include "gdn_outputs.h"
 #include "kern_config.h"
@@ -76,5 +79,21 @@ int gdn_mpi_send_text(const char *text, int to, int tag, gdn_error *e);
 int gdn_mpi_recv_text(char **text, int from, int tag, gdn_error *e);
 /* Ends every rank with exit status `status` (MPI_Abort). */
 void gdn_mpi_abort(int status);
+
+/* The oracle dealt across ranks (parity/parity_dist_oracle.c).  Every rank
+ * calls each of these with the same sizes; values travel as their bits
+ * (MPI_DOUBLE, MPI_INT64_T, MPI_BYTE).  A count beyond MPI's int is
+ * GDN_ERR_INPUT naming it. */
+/* all[r n + i] = rank r's mine[i]. */
+int gdn_mpi_allgather_f64(const double *mine, size_t n, double *all, gdn_error *e);
+int gdn_mpi_allgather_i64(const int64_t *mine, size_t n, int64_t *all, gdn_error *e);
+int gdn_mpi_bcast_bytes(void *buf, size_t n, int root, gdn_error *e);
+/* Rank root's o[b, :, j, :] and ht[b, j] into every rank's `out` (same
+ * shape everywhere), in place. */
+int gdn_mpi_bcast_head(gdn_outputs *out, int64_t b, int64_t j, int root, gdn_error *e);
+/* Rank root's gradients of VJP item (b, key head kh) (oracle_part.h:
+ * dq, dk of kh; dv, dg, dbeta, dh0 of its Hv / Hk value heads) into every
+ * rank's `g`, in place. */
+int gdn_mpi_bcast_grads_item(gdn_grads *g, int64_t b, int64_t kh, int root, gdn_error *e);
 
 #endif

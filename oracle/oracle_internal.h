@@ -16,6 +16,7 @@
 #include "gdn_error.h"
 #include "gdn_inputs.h"
 #include "oracle.h"
+#include "oracle_part.h"
 
 /* n MPFR numbers at precision p: one gdn_malloc'd array, limbs from GMP. */
 typedef struct orc_vars {
@@ -161,5 +162,32 @@ int orc_ddw_step(orc_ddw *w, const gdn_inputs *in, int64_t t);
 /* x rounded to double-word: hi = RN(x), lo = RN(x - hi), then Fast2Sum.
  * tmp has x's precision (x - hi is exact there). */
 void orc_dd_of_mpfr(mpfr_srcptr x, mpfr_ptr tmp, double *hi, double *lo);
+
+/* oracle_part.c: accumulator a of a tally (oracle_part.h's layout) from an
+ * orc_acc of the same cap, and back (acc allocated here). */
+void orc_tally_put(oracle_tally *t, int a, const orc_acc *acc);
+int orc_tally_get(const oracle_tally *t, int a, orc_acc *acc, gdn_error *e);
+/* The drivers with a selection of heads and a tally (oracle_part.h);
+ * heads == NULL and tally == NULL is the whole run.  The tally is
+ * allocated by the caller at the right tier and cap. */
+/* oracle_vjp.c's driver with a selection of items (b, key head), index
+ * b Hk + kh, and a tally of GDN_GRADS_N accumulators (oracle_part.h). */
+int orc_vjp_run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg,
+                gdn_grads *out, oracle_vjp_certificate *cert, const unsigned char *sel,
+                oracle_tally *tally, gdn_error *e);
+int orc_vjp_dd_run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_dd_config *cfg,
+                   gdn_grads *out, oracle_vjp_dd_certificate *cert, const unsigned char *sel,
+                   oracle_tally *tally, gdn_error *e);
+/* The shape the column block is chosen for: B Hv heads, or with a
+ * selection (heads != NULL) one batch of the selected heads (at least 1),
+ * so a part of few heads still spreads over the threads.  Speed only: the
+ * block never changes a result. */
+gdn_shape orc_block_shape(const gdn_shape *s, const unsigned char *heads);
+int orc_run_mpfr(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,
+                 oracle_certificate *cert, const unsigned char *heads, oracle_tally *tally,
+                 gdn_error *e);
+int orc_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *out,
+               oracle_dd_certificate *cert, const unsigned char *heads, oracle_tally *tally,
+               gdn_error *e);
 
 #endif

@@ -29,6 +29,7 @@ typedef struct job {
   int64_t nb, nblk; /* token form: columns per item, blocks per head */
   int64_t chunk;
   int64_t *fail;    /* per item: -1 fine, t < T: non-finite o_t, T: non-finite ht */
+  const unsigned char *heads; /* oracle_part.h: the heads to run (NULL: all) */
 } job;
 
 static void worker_init(worker *w) {
@@ -163,8 +164,9 @@ static int64_t column_block(const oracle_config *cfg, const gdn_shape *s, int th
   return nb;
 }
 
-static int run(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,
-               oracle_certificate *cert, gdn_error *e) {
+int orc_run_mpfr(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,
+                 oracle_certificate *cert, const unsigned char *heads, oracle_tally *tally,
+                 gdn_error *e) {
   if (cert) memset(cert, 0, sizeof *cert);
   if (!out) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle: outputs missing (NULL)");
   gdn_outputs_clear(out);
@@ -179,10 +181,11 @@ static int run(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,
   if ((rc = gdn_outputs_alloc(out, s, GDN_DTYPE_F64, e))) return rc;
 
   int threads = gdn_threads_get();
-  job jb = {in, out, cert != NULL, 0, 1, cfg->chunk, NULL};
+  job jb = {in, out, cert != NULL, 0, 1, cfg->chunk, NULL, heads};
   int64_t n_items = s->B * s->Hv;
   if (cfg->form == ORACLE_FORM_TOKEN) {
-    jb.nb = column_block(cfg, s, threads);
+    const gdn_shape bs = orc_block_shape(s, heads);
+    jb.nb = column_block(cfg, &bs, threads);
     jb.nblk = (s->Dv + jb.nb - 1) / jb.nb;
     n_items *= jb.nblk;
   }
@@ -207,6 +210,7 @@ static int run(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,
     worker *w = &ws[omp_get_thread_num()];
 #pragma omp for schedule(dynamic)
     for (int64_t it = 0; it < n_items; it++) {
+      if (heads && !heads[cfg->form == ORACLE_FORM_TOKEN ? it / jb.nblk : it]) continue;
       if (cfg->form == ORACLE_FORM_TOKEN)
         run_token_item(&jb, w, it);
       else
@@ -222,6 +226,7 @@ static int run(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,
     int64_t b, j, blk = it;
     if (cfg->form == ORACLE_FORM_TOKEN) blk /= jb.nblk;
     b = blk / s->Hv, j = blk % s->Hv;
+    if (tally) tally->failed_head = blk;
     if (jb.fail[it] < s->T)
       gdn_error_set(e, GDN_ERR_INPUT,
                     "oracle: the recurrence left MPFR's exponent range (a non-finite value) at "
@@ -243,6 +248,7 @@ static int run(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,
     cert->certified_ht = orc_acc_bits(&ws[0].acc[1], &cert->floor_ht);
     cert->certified_bits =
         cert->certified_o < cert->certified_ht ? cert->certified_o : cert->certified_ht;
+    for (int ti = 0; tally && ti < 2; ti++) orc_tally_put(tally, ti, &ws[0].acc[ti]);
   }
   for (int i = 0; i < nw; i++) worker_clear(&ws[i]);
   gdn_free(ws);
@@ -259,7 +265,7 @@ fail:
 }
 
 int oracle_run(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out, gdn_error *e) {
-  return run(in, cfg, out, NULL, e);
+  return orc_run_mpfr(in, cfg, out, NULL, NULL, NULL, e);
 }
 
 int oracle_run_certified(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,
@@ -268,5 +274,5 @@ int oracle_run_certified(const gdn_inputs *in, const oracle_config *cfg, gdn_out
     if (out) gdn_outputs_clear(out);
     return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle: certificate missing (NULL)");
   }
-  return run(in, cfg, out, cert, e);
+  return orc_run_mpfr(in, cfg, out, cert, NULL, NULL, e);
 }

@@ -259,6 +259,12 @@ static int first_fail(const dd_item *a, const dd_fail *fa, const dd_item *b, con
 
 int oracle_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *out,
                   oracle_dd_certificate *cert, gdn_error *e) {
+  return orc_run_dd(in, cfg, out, cert, NULL, NULL, e);
+}
+
+int orc_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *out,
+               oracle_dd_certificate *cert, const unsigned char *sel, oracle_tally *tally,
+               gdn_error *e) {
   if (cert) memset(cert, 0, sizeof *cert);
   if (!out) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle: outputs missing (NULL)");
   gdn_outputs_clear(out);
@@ -271,7 +277,8 @@ int oracle_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs
   const int threads = gdn_threads_get();
   const int64_t heads = s->B * s->Hv;
   const int64_t ns = cfg->sample_columns < s->Dv ? cfg->sample_columns : s->Dv;
-  const int64_t nb = column_block(cfg, s, ns, threads);
+  const gdn_shape bs = orc_block_shape(s, sel);
+  const int64_t nb = column_block(cfg, &bs, ns, threads);
   /* Per head: the sample, and at most two ranges of ceil(len / nb) blocks. */
   const int64_t per_head = (ns > 0 ? 1 : 0) + (s->Dv - ns + nb - 1) / nb + 1;
   dd_job jb = {in, out, NULL, NULL, ns > 0 && cfg->sample_prec >= DD_CHECK_BOUND_PREC};
@@ -309,7 +316,8 @@ int oracle_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs
   {
     dd_worker *w = &ws[omp_get_thread_num()];
 #pragma omp for schedule(dynamic)
-    for (int64_t it = 0; it < n_items; it++) run_item(&jb, w, it);
+    for (int64_t it = 0; it < n_items; it++)
+      if (!sel || sel[items[it].b * s->Hv + items[it].j]) run_item(&jb, w, it);
     mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
   }
 
@@ -321,6 +329,7 @@ int oracle_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs
   if (bad >= 0) {
     const dd_item *x = &items[bad];
     const dd_fail *f = &jb.fail[bad];
+    if (tally) tally->failed_head = x->b * s->Hv + x->j;
     char where[96];
     if (f->t < s->T)
       snprintf(where, sizeof where, "at b=%lld, value head %lld, token t=%lld", (long long)x->b,
@@ -368,6 +377,13 @@ int oracle_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs
         cert->certified_o < cert->certified_ht ? cert->certified_o : cert->certified_ht;
     int no = orc_acc_normwise(&ws[0].acc[0]), nh = orc_acc_normwise(&ws[0].acc[1]);
     cert->normwise_bits = no < nh ? no : nh;
+  }
+  if (tally) {
+    tally->v[0] = (double)cert->bound_violations;
+    for (int ti = 0; ti < 2; ti++) {
+      if (ns > 0) orc_tally_put(tally, ti, &ws[0].acc[ti]);
+      orc_tally_put(tally, 2 + ti, &ws[0].bnd[ti]);
+    }
   }
   for (int i = 0; i < nw; i++) worker_clear(&ws[i]);
   gdn_free(ws);

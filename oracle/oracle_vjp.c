@@ -169,8 +169,9 @@ int orc_vjp_report_fail(const int64_t *fail, int64_t n_items, const gdn_shape *s
   return GDN_OK;
 }
 
-static int run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg,
-               gdn_grads *out, oracle_vjp_certificate *cert, gdn_error *e) {
+int orc_vjp_run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg,
+                gdn_grads *out, oracle_vjp_certificate *cert, const unsigned char *sel,
+                oracle_tally *tally, gdn_error *e) {
   if (cert) memset(cert, 0, sizeof *cert);
   if (!out) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle_vjp: gradients missing (NULL)");
   gdn_grads_clear(out);
@@ -202,12 +203,19 @@ static int run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_
   {
     vworker *w = &ws[omp_get_thread_num()];
 #pragma omp for schedule(dynamic)
-    for (int64_t it = 0; it < n_items; it++) run_item(&jb, w, it);
+    for (int64_t it = 0; it < n_items; it++)
+      if (!sel || sel[it]) run_item(&jb, w, it);
     mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
   }
   if (orc_vjp_report_fail(jb.fail, n_items, &in->shape, "oracle_vjp", "MPFR's exponent range",
-                          ": |g| is too large", e))
+                          ": |g| is too large", e)) {
+    for (int64_t it = 0; tally && it < n_items; it++)
+      if (jb.fail[it] >= 0) {
+        tally->failed_head = it; /* the item (b, key head) reported */
+        break;
+      }
     goto fail;
+  }
   if (cert) {
     cert->precision_bits = (int)cfg->prec;
     cert->check_bits = (int)P;
@@ -216,6 +224,7 @@ static int run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_
       for (int i = 1; i < nw; i++) orc_acc_merge(&ws[0].acc[ti], &ws[i].acc[ti]);
       cert->certified[ti] = orc_acc_bits(&ws[0].acc[ti], &cert->floor[ti]);
       if (cert->certified[ti] < cert->certified_bits) cert->certified_bits = cert->certified[ti];
+      if (tally) orc_tally_put(tally, ti, &ws[0].acc[ti]);
     }
   }
   for (int i = 0; i < nw; i++) vworker_clear(&ws[i]);
@@ -233,7 +242,7 @@ fail:
 
 int oracle_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg,
                gdn_grads *out, gdn_error *e) {
-  return run(in, ct, cfg, out, NULL, e);
+  return orc_vjp_run(in, ct, cfg, out, NULL, NULL, NULL, e);
 }
 
 int oracle_vjp_certified(const gdn_inputs *in, const gdn_cotangents *ct,
@@ -243,5 +252,5 @@ int oracle_vjp_certified(const gdn_inputs *in, const gdn_cotangents *ct,
     if (out) gdn_grads_clear(out);
     return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle_vjp: certificate missing (NULL)");
   }
-  return run(in, ct, cfg, out, cert, e);
+  return orc_vjp_run(in, ct, cfg, out, cert, NULL, NULL, e);
 }

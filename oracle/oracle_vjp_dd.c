@@ -185,6 +185,12 @@ static void fill_cert(oracle_vjp_dd_certificate *cert, dworker *ws, int nw, cons
 
 int oracle_vjp_dd(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_dd_config *cfg,
                   gdn_grads *out, oracle_vjp_dd_certificate *cert, gdn_error *e) {
+  return orc_vjp_dd_run(in, ct, cfg, out, cert, NULL, NULL, e);
+}
+
+int orc_vjp_dd_run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_dd_config *cfg,
+                   gdn_grads *out, oracle_vjp_dd_certificate *cert, const unsigned char *sel,
+                   oracle_tally *tally, gdn_error *e) {
   if (cert) memset(cert, 0, sizeof *cert);
   if (!out) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle_vjp_dd: gradients missing (NULL)");
   gdn_grads_clear(out);
@@ -215,13 +221,21 @@ int oracle_vjp_dd(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_v
   {
     dworker *w = &ws[omp_get_thread_num()];
 #pragma omp for schedule(dynamic)
-    for (int64_t it = 0; it < n_items; it++) run_item(&jb, w, it);
+    for (int64_t it = 0; it < n_items; it++)
+      if (!sel || sel[it]) run_item(&jb, w, it);
     mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
   }
   if (orc_vjp_report_fail(jb.fail, n_items, &in->shape, "oracle_vjp_dd", "binary64's range",
-                          "; the MPFR tier has the range for it", e))
+                          "; the MPFR tier has the range for it", e)) {
+    for (int64_t it = 0; tally && it < n_items; it++)
+      if (jb.fail[it] >= 0) {
+        tally->failed_head = it; /* the item reported */
+        break;
+      }
     goto fail;
+  }
   fill_cert(cert, ws, nw, s, cfg, ns);
+  for (int ti = 0; tally && ns > 0 && ti < GDN_GRADS_N; ti++) orc_tally_put(tally, ti, &ws[0].acc[ti]);
   for (int i = 0; i < nw; i++) dworker_clear(&ws[i]);
   gdn_free(ws);
   gdn_free(jb.fail);

@@ -18,6 +18,8 @@
 #define PARITY_DIST_H
 
 #include "gdn_error.h"
+#include "oracle.h"
+#include "oracle_part.h"
 #include "parity_doc.h"
 #include "parity_subject.h"
 
@@ -46,5 +48,30 @@ int parity_dist_send_part(const parity_doc *part, int entry, const gdn_error *fa
 /* Rank 0: the part of entry `entry` from rank `from`; an error the rank
  * sent comes back as that error, prefixed with the rank. */
 int parity_dist_recv_part(parity_doc *part, int from, int entry, gdn_error *e);
+
+/* The oracle's forward (oracle_run_certified, oracle_run_dd), dealt across
+ * the ranks when every rank runs the same case (parity_dist_set_collective
+ * on, more than one rank): head b Hv + j on rank (b Hv + j) mod N, the
+ * certificate from the merged tallies, every head broadcast from its owner
+ * (parity_dist_oracle.c).  Outputs, certificate and errors are the
+ * one-process run's, bit for bit and word for word, on every rank.
+ * Otherwise (or built without MPI) the oracle runs here, whole.
+ * Collective: when dealing, every rank must call it with the same inputs. */
+int parity_dist_oracle_mpfr(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,
+                            oracle_certificate *cert, gdn_error *e);
+int parity_dist_oracle_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *out,
+                          oracle_dd_certificate *cert, gdn_error *e);
+/* The VJP (--grad: oracle_vjp_certified, oracle_vjp_dd) dealt likewise by
+ * items (b, key head): item b Hk + kh on rank (b Hk + kh) mod N. */
+int parity_dist_oracle_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg,
+                           gdn_grads *out, oracle_vjp_certificate *cert, gdn_error *e);
+int parity_dist_oracle_vjp_dd(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_dd_config *cfg,
+                              gdn_grads *out, oracle_vjp_dd_certificate *cert, gdn_error *e);
+/* On: the commands where every rank runs the same cases (a single case,
+ * check); off (the default): a sweep, whose entries run on one rank each.
+ * Testing (GDN_TEST_MPI_DIE): "oracle" kills rank R after its heads,
+ * before the exchange; "oracle-deal" makes rank R compute rank R + 1's
+ * heads instead of its own. */
+void parity_dist_set_collective(int on);
 
 #endif

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "oracle.h"
+#include "parity_dist.h"
 #include "oracle_vjp.h"
 
 const char *parity_oracle_tier_name(parity_oracle_tier t) {
@@ -94,7 +95,7 @@ int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_o
     cfg.sample_prec = bits;
     cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
     oracle_dd_certificate cert;
-    if ((rc = oracle_run_dd(in, &cfg, &r->out, &cert, e))) return rc;
+    if ((rc = parity_dist_oracle_dd(in, &cfg, &r->out, &cert, e))) return rc; /* dealt under mpirun */
     r->precision_bits = cert.precision_bits;
     r->check_bits = cert.check_bits;
     r->certified_bits = cert.certified_bits;
@@ -118,7 +119,7 @@ int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_o
     oracle_config_init(&cfg);
     cfg.prec = bits;
     oracle_certificate cert;
-    if ((rc = oracle_run_certified(in, &cfg, &r->out, &cert, e))) return rc;
+    if ((rc = parity_dist_oracle_mpfr(in, &cfg, &r->out, &cert, e))) return rc; /* dealt under mpirun */
     r->precision_bits = cert.precision_bits;
     r->check_bits = cert.check_bits;
     r->certified_bits = cert.certified_bits;
@@ -215,7 +216,7 @@ int parity_reference_compute_grads(parity_reference *r, const gdn_inputs *in, co
     cfg.sample_prec = bits;
     cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
     oracle_vjp_dd_certificate cert;
-    if ((rc = oracle_vjp_dd(in, ct, &cfg, &r->grads, &cert, e))) return rc;
+    if ((rc = parity_dist_oracle_vjp_dd(in, ct, &cfg, &r->grads, &cert, e))) return rc; /* dealt under mpirun */
     r->grad_certified_bits = cert.certified_bits;
     r->grad_normwise_bits = cert.normwise_bits;
   } else {
@@ -223,7 +224,7 @@ int parity_reference_compute_grads(parity_reference *r, const gdn_inputs *in, co
     oracle_vjp_config_init(&cfg);
     cfg.prec = bits;
     oracle_vjp_certificate cert;
-    if ((rc = oracle_vjp_certified(in, ct, &cfg, &r->grads, &cert, e))) return rc;
+    if ((rc = parity_dist_oracle_vjp(in, ct, &cfg, &r->grads, &cert, e))) return rc; /* dealt under mpirun */
     r->grad_certified_bits = cert.certified_bits;
   }
   r->has_grads = 1;

@@ -2,7 +2,8 @@
 # gdn-parity under mpirun (parity/parity_dist.h, scripts/gdn-mpirun).
 #   test_mpi_cli.sh GDN_PARITY GDN_MPIRUN GRID PART
 # PART:
-#   backend NP  --backend mpi on NP ranks: in every case the subject
+#   backend NP  --backend mpi on NP ranks (and a smoke run under plain
+#               mpirun: exit 0): in every case the subject
 #               affine-prefix-mpi has exactly the metrics of the simulated
 #               affine-prefix (same values => same metrics, to the last bit
 #               of every real, and the same worst positions), over the three
@@ -13,6 +14,20 @@
 #               document byte for byte (--reproducible).  Negative control: the
 #               document of rank 0's entries alone differs (rank 1's parts are
 #               in the merged one).
+#   oracle NP   the oracle dealt over NP ranks (head b Hv + j on rank
+#               (b Hv + j) mod NP): a single case on NP ranks gives the
+#               one-process results document byte for byte (--reproducible),
+#               with --oracle mpfr and dd, 6 heads (so at 4 ranks some get 1,
+#               some 2) and 1 head (one rank computes it, the rest none);
+#               with --backend mpi, the oracle, inputs and every other
+#               subject equal the one-process run with --devices NP.
+#               --grad, both tiers (the VJP dealt by items (b, key head)):
+#               the same.
+#               `check` of a fixture without a stored oracle (packed
+#               documents: both semantics' references dealt): the same.
+#               Negative control: rank 1 computing rank 0's heads instead of
+#               its own (GDN_TEST_MPI_DIE=1:oracle-deal) is caught by the
+#               same comparison.
 #   faults      rank 1 killed (SIGKILL) before its exchange, rank 3 after it,
 #               and rank 2's message made invalid: exit 3, one stderr line
 #               naming that rank, no results file and no temporary left, an
@@ -55,6 +70,10 @@ assert differs >= 1, "affine-prefix == scan in every case: the comparison proves
 print(sys.argv[2], "ok:", len(d["cases"]), "cases equal,", differs, "differ from the scan")
 PYEOF
   done
+  # smoke (no negative control: the other ranks' verdicts pass here too):
+  # plain mpirun, no wrapper, exits with rank 0's status, 0
+  mpirun --oversubscribe -np "$NP" "$G" --shape 1,$((48 * NP)),2,16 --chunk 16 --backend mpi --threads 1 \
+    --oracle dd --quiet >/dev/null 2>err.txt || fail "plain mpirun --backend mpi: exit $?: $(head -3 err.txt)"
   ;;
 sweep)
   "$G" sweep --grid "$GRID" --oracle dd --reproducible --json one.json --quiet || fail "one process: exit $?"
@@ -69,8 +88,75 @@ sweep)
   cmp -s one.json half-out.json && fail "rank 0's entries alone give the whole document"
   echo "sweep ok: 2 and 3 ranks byte-identical to one process ($(wc -c <one.json) bytes)"
   ;;
+oracle)
+  for tier in mpfr dd; do
+    for shape in 2,48,3,16 1,40,1,16; do
+      a=(--shape $shape --chunk 16 --h0 --oracle $tier --threads 1 --reproducible --quiet)
+      "$G" "${a[@]}" --json one.json || fail "$tier $shape one process: exit $?"
+      "${MR[@]}" -np "$NP" "$G" "${a[@]}" --json n.json || fail "$tier $shape on $NP ranks: exit $?"
+      cmp one.json n.json || fail "$tier $shape on $NP ranks: the results document differs"
+      echo "$tier $shape: $NP ranks byte-identical to one process ($(wc -c <one.json) bytes)"
+    done
+    # negative control: rank 1 computes rank 0's heads (rank 1's are never computed)
+    a=(--shape 2,48,3,16 --chunk 16 --h0 --oracle $tier --threads 1 --reproducible --quiet)
+    "$G" "${a[@]}" --json one.json
+    GDN_TEST_MPI_DIE=1:oracle-deal "${MR[@]}" -np "$NP" "$G" "${a[@]}" --json bad.json >/dev/null
+    [[ -s bad.json ]] || fail "$tier oracle-deal: no document"
+    cmp -s one.json bad.json && fail "$tier: a rank computing the wrong heads went unnoticed"
+    # --backend mpi: the same oracle, and every subject but affine-prefix-mpi as with --devices NP
+    b=(--shape 2,$((32 * NP)),3,16 --chunk 16 --oracle $tier --threads 1 --reproducible --quiet)
+    "$G" "${b[@]}" --devices "$NP" --json one.json || fail "$tier --devices $NP: exit $?"
+    "${MR[@]}" -np "$NP" "$G" "${b[@]}" --backend mpi --json n.json || fail "$tier --backend mpi: exit $?"
+    $PY - one.json n.json <<'PYEOF' || fail "$tier --backend mpi: the dealt oracle differs"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["oracle"] == b["oracle"] and a["inputs"] == b["inputs"]
+assert len(a["cases"]) == len(b["cases"])
+for x, y in zip(a["cases"], b["cases"]):
+    mpi = y["impls"].pop("affine-prefix-mpi")
+    assert x["impls"] == y["impls"], x["id"]
+    assert mpi["o"] == x["impls"]["affine-prefix"]["o"], x["id"]
+print("backend ok:", a["oracle"]["tier"], a["oracle"]["certified_bits"], "bits,", len(a["cases"]), "cases")
+PYEOF
+  done
+  # --grad: the VJP dealt by items (b, key head), 2 x 2 items, both tiers
+  for tier in mpfr dd; do
+    a=(--shape 2,40,4,16 --key-heads 2 --chunk 16 --oracle $tier --grad --threads 1 --reproducible --quiet)
+    "$G" "${a[@]}" --json one.json || fail "--grad $tier one process: exit $?"
+    "${MR[@]}" -np "$NP" "$G" "${a[@]}" --json n.json || fail "--grad $tier on $NP ranks: exit $?"
+    cmp one.json n.json || fail "--grad $tier on $NP ranks: the results document differs"
+    GDN_TEST_MPI_DIE=1:oracle-deal "${MR[@]}" -np "$NP" "$G" "${a[@]}" --json bad.json >/dev/null
+    cmp -s one.json bad.json && fail "--grad $tier: a rank computing the wrong items went unnoticed"
+    echo "--grad ($tier VJP): $NP ranks byte-identical to one process"
+  done
+  # check: a fixture without a stored /oracle (packed documents, reset: the
+  # other semantics' reference is computed too, also dealt), 6 heads over Hk = 1
+  FX=$(dirname "$G")/../fixtures/gdn-fixture
+  "$FX" synth --shape 2,40,3,16 --key-heads 1 --documents 2 --packing reset --h0 --out p.h5 >/dev/null ||
+    fail "gdn-fixture synth: exit $?"
+  c=(check --fixture p.h5 --oracle mpfr --threads 1 --reproducible --quiet)
+  "$G" "${c[@]}" --json one.json || fail "check one process: exit $?"
+  "${MR[@]}" -np "$NP" "$G" "${c[@]}" --json n.json || fail "check on $NP ranks: exit $?"
+  cmp one.json n.json || fail "check on $NP ranks: the results document differs"
+  GDN_TEST_MPI_DIE=1:oracle-deal "${MR[@]}" -np "$NP" "$G" "${c[@]}" --json bad.json >/dev/null
+  cmp -s one.json bad.json && fail "check: a rank computing the wrong heads went unnoticed"
+  echo "check (fixture, packed): $NP ranks byte-identical to one process"
+  echo "oracle ok"
+  ;;
 faults)
   args=(--shape 1,256,2,16 --chunk 16 --backend mpi --oracle dd --json f.json --quiet)
+  # rank 2 killed after its oracle heads, before their exchange (4 heads: ranks 0-3 one each)
+  for extra in "--backend mpi" ""; do
+    rm -f f.json
+    GDN_TEST_MPI_DIE=2:oracle "${MR[@]}" -np 4 "$G" --shape 2,64,2,16 --chunk 16 --oracle mpfr --json f.json \
+      --quiet $extra 2>err.txt >/dev/null
+    rc=$?
+    [[ $rc == 3 && $(wc -l <err.txt) == 1 ]] || fail "2:oracle $extra: exit $rc, want 3 and one line: $(cat err.txt)"
+    grep -q "rank 2" err.txt || fail "2:oracle $extra: the line does not name rank 2: $(cat err.txt)"
+    [[ -e f.json ]] && fail "2:oracle $extra: a results file was written"
+    ls | grep -q '\.tmp\.' && fail "2:oracle $extra: a temporary was left: $(ls)"
+    echo "2:oracle $extra: $(cat err.txt)"
+  done
   for f in 1:fold 3:replay 2:message; do
     for p in sequential hillis-steele; do
       rm -f f.json
