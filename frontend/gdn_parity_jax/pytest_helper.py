@@ -44,14 +44,16 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=DEFAULT_SHAPES, devices=(1, 2, 4, 8
                       chunk: int = 16, h0: bool = True, dtype: str = "float32",
                       gates: str = "slow", seed: int = 0, signature: str = "maxtext",
                       cp_prefix: str | None = None, fsdp: int = 1, cp_axis: str | None = None,
-                      extra=(), out_dir: str | None = None, timeout: float = 1800) -> list[str]:
+                      grad: bool = False, extra=(), out_dir: str | None = None,
+                      timeout: float = 1800) -> list[str]:
     """Runs the gate on every shape; raises AssertionError with the verdict
     lines if any output is out of tolerance or the run fails.  Returns the
     verdict lines of a passing run.
 
     fn: the stock function (or 'module:function'); cp_fn: the per-shard
     context-parallel function (default: fn itself when it takes cp_axis).
-    gates: 'slow' (default: long memory, state crosses every seam) or 'init'."""
+    gates: 'slow' (default: long memory, state crosses every seam) or 'init'.
+    grad: also judge the functions' jax.vjp gradients (run --grad)."""
     base = ["run", "--impl", function_spec(fn), "--devices", ",".join(map(str, devices)),
             "--chunk", str(chunk), "--dtype", dtype, "--gates", gates, "--seed", str(seed),
             "--signature", signature, "--fsdp", str(fsdp)]
@@ -63,6 +65,8 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=DEFAULT_SHAPES, devices=(1, 2, 4, 8
         base += ["--cp-axis", cp_axis]
     if h0:
         base.append("--h0")
+    if grad:
+        base.append("--grad")
     env = dict(os.environ)
     env.pop("XLA_FLAGS", None)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
