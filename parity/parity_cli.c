@@ -254,8 +254,30 @@ static int grads_setup(const run_state *st, int grad, const gdn_inputs *in, uint
   int rc = gdn_cotangents_alloc(ct, &in->shape, 1, e);
   if (rc) return rc;
   gdn_cotangents_synth(ct, seed);
-  if ((rc = parity_reference_compute_grads(ref, in, ct, st->oracle_bits, e))) return rc;
+  if ((rc = parity_reference_compute_grads(ref, in, ct, st->tier, st->oracle_bits, e))) return rc;
   o->ct = ct;
+  return GDN_OK;
+}
+
+/* A fixture with /cotangents (schema v3): the oracle's VJP for them (the
+ * tier by parity_oracle_resolve_grads: AUTO counts the VJP's cost), and
+ * the sweep told to run our kernels' backward with them, so that every
+ * output's stored gradients are judged by the same rules as --grad's
+ * (normwise, per token, against the stock scan's own error, floors).
+ * --grad changes nothing here: the fixture's cotangents are the ones. */
+static int fixture_grads_setup(const run_state *st, const fix_fixture *fx, parity_reference *ref,
+                               parity_sweep_opts *o, FILE *out, gdn_error *e) {
+  if (fx->inputs.seg)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "/cotangents: packed documents (segment ids) have no backward yet; their gradients "
+                         "cannot be judged");
+  int rc = grads_check_limit(st, &fx->inputs.shape, e);
+  if (rc) return rc;
+  if (st->grad && o->verbosity >= 1)
+    fprintf(out, "note: --grad uses the fixture's /cotangents (grad_problem_sha256 %s)\n", fx->grad_problem_sha256);
+  if ((rc = parity_reference_compute_grads(ref, &fx->inputs, &fx->cot, st->tier, st->oracle_bits, e))) return rc;
+  o->ct = &fx->cot;
+  memcpy(ref->grad_sha256, fx->grad_problem_sha256, sizeof ref->grad_sha256);
   return GDN_OK;
 }
 
@@ -501,9 +523,12 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
     gdn_error_prefix(e, "%s: ", path);
     goto done;
   }
-  /* --grad: our kernels' gradients on the fixture's inputs (cotangents from
-   * seed 0); the fixture's outputs carry none, so they are judged forward only. */
-  if ((rc = grads_setup(st, st->grad, &fx.inputs, 0, &ref, &ct, &o, e))) {
+  /* With /cotangents: every output's stored gradients judged.  Without,
+   * --grad: our kernels' gradients on the fixture's inputs (cotangents
+   * from seed 0); the outputs carry none and are judged forward only. */
+  rc = fx.has_cotangents ? fixture_grads_setup(st, &fx, &ref, &o, out, e)
+                         : grads_setup(st, st->grad, &fx.inputs, 0, &ref, &ct, &o, e);
+  if (rc) {
     gdn_error_prefix(e, "%s: ", path);
     goto done;
   }

@@ -40,8 +40,15 @@ static int output_numerics(const fix_output *fo, gdn_dtype *dt, kern_matmul *mm,
   return GDN_OK;
 }
 
+/* What the results say about an output's gradients (schema v3). */
+static const char *grads_note(const fix_fixture *fx, const fix_output *fo) {
+  if (fo->has_grads) return "given: judged against the oracle's VJP for the fixture's /cotangents";
+  if (fx->has_cotangents) return "not given (no grads group): judged on o and ht only";
+  return "not given (the fixture has no /cotangents): judged on o and ht only";
+}
+
 /* The attributes in the schema's order, then the stored dtype of o. */
-static json_t *output_attrs(const fix_output *fo) {
+static json_t *output_attrs(const fix_fixture *fx, const fix_output *fo) {
   json_t *a = json_object();
   if (!a) return NULL;
   int bad = 0;
@@ -54,6 +61,9 @@ static json_t *output_attrs(const fix_output *fo) {
   if (fo->shard) bad |= parity_json_set(a, "shard", json_string(fo->shard));
   if (fo->packing) bad |= parity_json_set(a, "packing", json_string(fo->packing));
   bad |= parity_json_set(a, "o_dtype", json_string(gdn_dtype_name(fo->out.dtype)));
+  /* schema v3: whether the output's gradients were judged */
+  bad |= parity_json_set(a, "gradients", json_string(grads_note(fx, fo)));
+  if (fo->has_grads) bad |= parity_json_set(a, "grads_dtype", json_string(gdn_dtype_name(fo->grads.dtype)));
   if (bad) json_decref(a);
   return bad ? NULL : a;
 }
@@ -76,7 +86,12 @@ int parity_externals_from_fixture(const fix_fixture *fx, parity_external **out, 
       return rc;
     }
     ext[i].own_numerics = 1; /* always its own: the command line never sets an output's limits */
-    if (!(ext[i].attrs = output_attrs(fo)) ||
+    if (fo->has_grads) {
+      ext[i].grads = &fo->grads;
+      for (int id = 0; id < GDN_GRADS_N; id++)
+        if (fo->grads_present & (1u << id)) ext[i].grads_present |= 1u << (PARITY_T_DQ + id);
+    }
+    if (!(ext[i].attrs = output_attrs(fx, fo)) ||
         parity_json_set(ext[i].attrs, "numerics", json_string(note))) {
       parity_externals_free(ext, fx->n_outputs);
       return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory describing /outputs/%s", fo->name);

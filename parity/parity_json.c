@@ -327,8 +327,11 @@ static int input_oracle_json(json_t *ji, const parity_reference *ref) {
     bad |= parity_json_set(ji, "oracle_bound_violations", json_integer(ref->bound_violations));
   }
   if (ref->has_grads) { /* --grad only: the gradients' certificate */
+    bad |= parity_json_set(ji, "oracle_grad_tier", json_string(parity_oracle_tier_name(ref->grad_tier)));
+    if (ref->grad_sha256[0]) /* a fixture's cotangents: the identity of the gradient problem */
+      bad |= parity_json_set(ji, "grad_problem_sha256", json_string(ref->grad_sha256));
     bad |= parity_json_set(ji, "oracle_grad_certified_bits", json_integer(ref->grad_certified_bits));
-    if (ref->tier == PARITY_ORACLE_DD)
+    if (ref->grad_tier == PARITY_ORACLE_DD)
       bad |= parity_json_set(ji, "oracle_grad_normwise_bits", json_integer(ref->grad_normwise_bits));
   }
   return bad;

@@ -12,8 +12,8 @@ static void fmt_e(char *b, size_t n, double x) {
 
 static void log_reference_grads(FILE *f, const parity_reference *ref) {
   if (ref && ref->has_grads)
-    fprintf(f, "gradients: the %s oracle's VJP, certified %d bits%s\n", parity_oracle_tier_name(ref->tier),
-            ref->grad_certified_bits, ref->tier == PARITY_ORACLE_DD ? " on its sampled columns" : "");
+    fprintf(f, "gradients: the %s oracle's VJP, certified %d bits%s\n", parity_oracle_tier_name(ref->grad_tier),
+            ref->grad_certified_bits, ref->grad_tier == PARITY_ORACLE_DD ? " on its sampled columns" : "");
 }
 
 static void log_reference(FILE *f, const parity_reference *ref) {

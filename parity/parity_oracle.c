@@ -42,6 +42,13 @@ parity_oracle_tier parity_oracle_resolve(parity_oracle_tier t, const gdn_shape *
                                                                           : PARITY_ORACLE_DD;
 }
 
+parity_oracle_tier parity_oracle_resolve_grads(parity_oracle_tier requested, const gdn_shape *s, int bits) {
+  if (requested != PARITY_ORACLE_AUTO) return requested;
+  return (1.0 + PARITY_ORACLE_VJP_COST) * parity_oracle_mpfr_cost(s, bits) <= PARITY_ORACLE_AUTO_MPFR_MACS
+             ? PARITY_ORACLE_MPFR
+             : PARITY_ORACLE_DD;
+}
+
 void parity_reference_init(parity_reference *r) {
   memset(r, 0, sizeof *r);
   r->normwise_bits = r->guaranteed_bits = -1;
@@ -223,13 +230,14 @@ int parity_reference_spot_check(const gdn_inputs *in, const gdn_outputs *stored,
   return rc;
 }
 int parity_reference_compute_grads(parity_reference *r, const gdn_inputs *in, const gdn_cotangents *ct,
-                                   int bits, gdn_error *e) {
+                                   parity_oracle_tier requested, int bits, gdn_error *e) {
   gdn_grads_clear(&r->grads);
   r->has_grads = 0;
-  if (r->tier == PARITY_ORACLE_NONE) return GDN_OK;
+  r->grad_tier = parity_oracle_resolve_grads(requested, &in->shape, bits);
+  if (r->grad_tier == PARITY_ORACLE_NONE) return GDN_OK;
   double t0 = now();
   int rc;
-  if (r->tier == PARITY_ORACLE_DD) {
+  if (r->grad_tier == PARITY_ORACLE_DD) {
     oracle_vjp_dd_config cfg;
     oracle_vjp_dd_config_init(&cfg);
     cfg.sample_prec = bits;

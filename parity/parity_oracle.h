@@ -71,6 +71,8 @@ typedef struct parity_reference {
    * MPFR certificate); has_grads 0 without. */
   int has_grads;
   gdn_grads grads;
+  parity_oracle_tier grad_tier; /* MPFR or DD (parity_oracle_resolve_grads) */
+  char grad_sha256[65];         /* a fixture's grad_problem_sha256 (fix_grads.h), "" otherwise */
   int grad_certified_bits;      /* min over the six tensors */
   int grad_normwise_bits;       /* DD: normwise agreement on the sample; MPFR: -1 */
   double grad_seconds;
@@ -113,12 +115,22 @@ void parity_reference_clear(parity_reference *r);
 /* A shallow copy of `out` (a fixture's stored oracle): r->out points at its
  * arrays, which its owner frees after r is cleared; clear does not. */
 void parity_reference_borrow(parity_reference *r, const gdn_outputs *out);
-/* The oracle's gradients of `in` for cotangents `ct`, by r's resolved tier
- * at `bits` (r computed first; tier NONE: nothing).  The VJP costs about
- * 5x the forward (docs/gradients.md), so AUTO's MPFR / dd split applies
- * with that factor already inside its margin at the sizes the grids use. */
+/* The oracle VJP's cost relative to the forward's (docs/gradients.md: the
+ * reverse sweep recomputes the forward between checkpoints and carries an
+ * adjoint state as large as the state, about 5x the forward's MACs). */
+#define PARITY_ORACLE_VJP_COST 5.0
+/* The tier of the gradients: `requested` as it is, except AUTO, which
+ * counts the forward and the VJP together -- MPFR when (1 +
+ * PARITY_ORACLE_VJP_COST) x parity_oracle_mpfr_cost <= the AUTO threshold,
+ * else DD -- so a size whose forward alone would stay MPFR may take its
+ * gradients from dd. */
+parity_oracle_tier parity_oracle_resolve_grads(parity_oracle_tier requested, const gdn_shape *s, int bits);
+/* The oracle's gradients of `in` for cotangents `ct` at `bits`, by the
+ * tier parity_oracle_resolve_grads gives for `requested` (NONE: nothing);
+ * r->grad_tier records it.  r->tier (the forward's) may differ: a stored
+ * MPFR /oracle with dd gradients, or an MPFR forward with dd gradients. */
 int parity_reference_compute_grads(parity_reference *r, const gdn_inputs *in, const gdn_cotangents *ct,
-                                   int bits, gdn_error *e);
+                                   parity_oracle_tier requested, int bits, gdn_error *e);
 /* Computes the reference of `in` with the given tier and precision. */
 int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_oracle_tier tier,
                              int bits, gdn_error *e);

@@ -57,6 +57,10 @@ typedef struct parity_external {
   int packing_matched;
   int packing_mismatch;
   char packing_note[200];
+  /* Schema v3: the output's stored gradients (NULL: none given) and the
+   * PARITY_TENSOR_* bits of those stored (dh0 may be absent without h0). */
+  const gdn_grads *grads;
+  unsigned grads_present;
 } parity_external;
 
 /* What a produce function is given.  cfg: the case's numerics and chunk

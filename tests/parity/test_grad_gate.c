@@ -64,7 +64,7 @@ static void run_setup(run *x, gdn_shape s, unsigned gates, int grads) {
   if (grads) {
     ck_assert_int_eq(gdn_cotangents_alloc(&x->ct, &s, 1, &e), GDN_OK);
     gdn_cotangents_synth(&x->ct, 3);
-    ck_assert_msg(parity_reference_compute_grads(&x->ref, &x->in, &x->ct, 128, &e) == GDN_OK, "%s", e.msg);
+    ck_assert_msg(parity_reference_compute_grads(&x->ref, &x->in, &x->ct, PARITY_ORACLE_MPFR, 128, &e) == GDN_OK, "%s", e.msg);
     ck_assert(x->ref.has_grads && x->ref.grad_certified_bits >= 90);
   }
   ck_assert_int_eq(parity_policy_load_builtin(&x->pol, &e), GDN_OK);
