@@ -31,6 +31,8 @@ side has no bfloat16 backward (docs/gradients.md, "Not in the gate yet").
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 GRAD_NAMES = ("dq", "dk", "dv", "dg", "dbeta", "dh0")
@@ -83,20 +85,29 @@ def _cotangent_pair(ct, o_like, ht_like, has_h0):
     return do, dht
 
 
+def _pullback(f, p, do, dht):
+    import jax
+    out, pull = jax.vjp(f, p)
+    (gp,) = pull((do, dht if out[1] is not None else None))
+    return gp
+
+
+@functools.lru_cache(maxsize=None)
+def _jitted_pullback():
+    """jit of _pullback with f static: one compile per function and shapes
+    (built on first use: jax must not be imported before the CLI has set the
+    number of host devices)."""
+    import jax
+    return jax.jit(_pullback, static_argnums=0)
+
+
 def _vjp(f, primals, ct, has_h0):
     """jax.vjp of f(primals) -> (o, ht or None) with the cotangents ct, jitted;
     returns {dq, ..., dh0} as float32 numpy arrays."""
     import jax
-
-    def grads(p, do, dht):
-        out, pull = jax.vjp(f, p)
-        cts = (do, dht if out[1] is not None else None)
-        (gp,) = pull(cts)
-        return gp
-
     o_aval, ht_aval = jax.eval_shape(f, primals)
     do, dht = _cotangent_pair(ct, o_aval, ht_aval, has_h0)
-    gp = jax.jit(grads)(primals, do, dht)
+    gp = _jitted_pullback()(f, primals, do, dht)
     return {n: np.asarray(jax.device_get(gp[WRT[n]]), np.float32) for n in GRAD_NAMES}
 
 
@@ -107,7 +118,7 @@ def vjp_stock(call, x, ct):
     primals, has_h0 = _primals(x)
     dev = jax.devices()[0]
     primals = {n: jax.device_put(a, dev) for n, a in primals.items()}
-    return _vjp(lambda p: call(p), primals, ct, has_h0)
+    return _vjp(call, primals, ct, has_h0)
 
 
 def vjp_sharded(call_cp, x, plan, B, ct):

@@ -218,27 +218,38 @@ def _guard(what, thunk):
 
 
 def write_results(path, fx, chunk, outputs, cotangents=None):
+    """The fixture: inputs, every output and, with --grad, the cotangents and
+    each output's gradients (schema v3).  Built under a temporary name in the
+    same folder and renamed over `path` only when complete, so a refused
+    gradient leaves no fixture half-written."""
     from .signatures import to_numpy
     a = fx["attrs"]
     ins = {n: fx["inputs"][n] for n in fx["inputs"]}
-    outs = {}
+    outs, grads = {}, {}
     for name, spec in outputs.items():
         spec = dict(spec)
+        if spec.get("grads") is not None:
+            grads[name] = spec.pop("grads")
+        spec.pop("grads", None)
         spec["o"] = to_numpy(spec["o"])
         spec["ht"] = to_numpy(spec.get("ht"))
         if spec["ht"] is not None and spec["ht"].dtype != np.float32:
             spec["ht"] = spec["ht"].astype(np.float32)  # bfloat16 -> float32 is exact
         outs[name] = spec
-    cap.write_fixture(path, ins, outs, source=a.get("source", "synthetic"), chunk_size=chunk,
-                      l2norm_in_kernel=int(a["l2norm_in_kernel"]), scale=a.get("scale"),
-                      model=a.get("model"), layer=a.get("layer"), notes=a.get("notes"),
-                      producer=PRODUCER, created="", **_grad_args(cotangents))
-
-
-def _grad_args(cotangents):
-    """write_fixture's cotangents argument (schema v3), only with --grad: a
-    run without gradients writes the fixture exactly as before."""
-    return {} if cotangents is None else {"cotangents": cotangents}
+    stage = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.partial")
+    try:
+        cap.write_fixture(stage, ins, outs, source=a.get("source", "synthetic"), chunk_size=chunk,
+                          l2norm_in_kernel=int(a["l2norm_in_kernel"]), scale=a.get("scale"),
+                          model=a.get("model"), layer=a.get("layer"), notes=a.get("notes"),
+                          producer=PRODUCER, created="")
+        if cotangents is not None:
+            cap.write_cotangents(stage, cotangents["do"], cotangents.get("dht"))
+            for name, g in grads.items():
+                cap.write_gradients(stage, name, g)
+        os.replace(stage, path)
+    finally:
+        if os.path.exists(stage):
+            os.unlink(stage)
 
 
 def judge(args, tools, path, chunk, T, devices, names) -> int:
@@ -254,8 +265,6 @@ def judge(args, tools, path, chunk, T, devices, names) -> int:
            "--matmul-precision", args.matmul_precision]
     if tokens:
         cmd += ["--shard", "tokens"]
-    if args.grad:  # the captured gradients judged, and our kernels' backward beside them
-        cmd.append("--grad")
     results = args.json or os.path.join(args.out, "results.json")
     if not args.json:
         cmd += ["--json", results]
