@@ -91,7 +91,7 @@ def test_planted_gradient_error_fails(correct_run, tools, tmp_path):
     assert v["jax_cp_d4"]["dk"] is False, v["jax_cp_d4"]
     assert all(ok for t, ok in v["jax_cp_d4"].items() if t != "dk"), v["jax_cp_d4"]
     assert all(all(v[n].values()) for n in v if n.startswith("jax_") and n != "jax_cp_d4")
-    check[2] = str(src)
+    check[2], check[-1] = str(src), str(tmp_path / "r0.json")
     assert tools.run("parity", check, capture_output=True, text=True).returncode == 0
 
 
