@@ -41,6 +41,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
       for (size_t i = 0; i < fx.n_outputs; i++)
         FUZZ_CHECK(fx.outputs[i].out.o && (!fx.outputs[i].has_ht || fx.outputs[i].out.ht), "output %zu", i);
       FUZZ_CHECK(!fx.oracle.present || (fx.oracle.out.o && fx.oracle.out.ht), "oracle without data");
+      /* schema v3: gradients only with cotangents, both with their data; cotangents finite */
+      for (size_t i = 0; i < fx.n_outputs; i++)
+        FUZZ_CHECK(!fx.outputs[i].has_grads || (fx.has_cotangents && fx.outputs[i].grads.dq), "grads %zu", i);
+      FUZZ_CHECK(!fx.has_cotangents ||
+                     gdn_cotangents_check(&fx.cot, &fx.inputs.shape, "fuzz", &e2) == GDN_OK,
+                 "cotangents loaded but not valid: %s", e2.msg);
+      FUZZ_CHECK(fix_fixture_check(&fx, "fuzz", &e2) == GDN_OK, "loaded fixture fails its own check: %s", e2.msg);
     }
     FUZZ_CHECK(rc == GDN_OK || fx.inputs.q == NULL, "failed load left data behind");
     fix_fixture_clear(&fx);

@@ -577,7 +577,11 @@ static int grid_validate(const cmd_ctx *x, const parity_grid *g, const char *gri
     if (!rc) rc = parity_budget_check(&en->spec.shape, (en->spec.synth.flags & GDN_SYNTH_H0) != 0, 3, &en->opts,
                                       x->st.max_bytes, e);
     if (!rc && (x->st.grad || en->spec.grad)) rc = grads_check_limit(&x->st, &en->spec.shape, e);
-    if (!rc) rc = parity_grid_check_policy(en, &x->st.policy, x->st.tier != PARITY_ORACLE_NONE, e);
+    if (!rc) { /* --grad makes every entry a gradient entry: its rows are dry-run too */
+      parity_grid_entry g = *en;
+      g.spec.grad = en->spec.grad || x->st.grad;
+      rc = parity_grid_check_policy(&g, &x->st.policy, x->st.tier != PARITY_ORACLE_NONE, e);
+    }
     if (rc) {
       gdn_error_prefix(e, "%s: entry %zu: ", grid, i);
       return rc;

@@ -385,8 +385,32 @@ int parity_grid_load(parity_grid *g, const char *path, const parity_synth_spec *
   return rc;
 }
 
+/* Every gradient row of every subject met by at least one check of the dry
+ * run (coverage in parity_policy is per subject: o alone would satisfy it). */
+static int grads_covered(const parity_policy *p, const parity_case_view *v, const parity_check *checks, size_t n,
+                         gdn_error *e) {
+  for (size_t si = 0; si < v->n_subjects; si++)
+    for (int t = 0; t < PARITY_T_N; t++) {
+      const parity_subject *sj = &v->subjects[si];
+      if (!parity_tensors[t].grad || (!sj->vs_oracle[t] && !sj->vs_scan[t])) continue; /* nothing measured */
+      size_t k = 0;
+      while (k < n && !(checks[k].subject_index == si && checks[k].tensor == (int)(1u << t))) k++;
+      if (k == n)
+        return gdn_error_set(e, GDN_ERR_INPUT,
+                             "policy '%s' has no rule for the gradient %s of %s (dtype %s, matmul %s, %s oracle): "
+                             "add one, or the gate would pass it unjudged",
+                             p->name, parity_tensors[t].name, v->subjects[si].name, gdn_dtype_name(v->dtype),
+                             kern_matmul_name(v->matmul), v->has_oracle ? "with" : "without");
+    }
+  return GDN_OK;
+}
+
 int parity_grid_check_policy(const parity_grid_entry *ge, const parity_policy *p, int has_oracle, gdn_error *e) {
   const parity_sweep_opts *o = &ge->opts;
+  const int grad = ge->spec.grad;
+  if (grad && o->dtype == GDN_DTYPE_BF16) /* kern_vjp.h: not derived for bfloat16 compute */
+    return gdn_error_set(e, GDN_ERR_INPUT, "grad: the kernels' backward has no bfloat16 compute mode (kern_vjp.h); "
+                                           "use dtype float32 or float64 for a gradient entry");
   kern_config probe;
   kern_config_init(&probe);
   probe.dtype = o->dtype;
@@ -400,18 +424,22 @@ int parity_grid_check_policy(const parity_grid_entry *ge, const parity_policy *p
   subj[0].kind = PARITY_SUBJ_SCAN;
   subj[1].name = "affine-prefix";
   subj[1].kind = PARITY_SUBJ_AFFINE;
-  subj[1].vs_scan[0] = subj[1].vs_scan[1] = &zero;
-  for (int i = 0; i < 2; i++) {
-    subj[i].out_dtype[0] = od;
-    subj[i].out_dtype[1] = hd;
-    if (has_oracle) subj[i].vs_oracle[0] = subj[i].vs_oracle[1] = &zero;
-  }
-  parity_case_view view = {o->dtype, o->matmul, has_oracle, {NULL, NULL}, 2, subj, NULL, 0};
-  if (has_oracle) view.scan_vs_oracle[0] = view.scan_vs_oracle[1] = &zero;
-  size_t cap = 4 * p->n_rules + 1, n, dec;
+  for (int i = 0; i < 2; i++)
+    for (int t = 0; t < PARITY_T_N; t++) {
+      if (parity_tensors[t].grad && !grad) continue;
+      /* o in the output dtype, ht and the gradients in the compute dtype (kern_vjp.h) */
+      subj[i].out_dtype[t] = t == PARITY_T_O ? od : hd;
+      if (i == 1) subj[i].vs_scan[t] = &zero;
+      if (has_oracle) subj[i].vs_oracle[t] = &zero;
+    }
+  parity_case_view view = {o->dtype, o->matmul, has_oracle, {NULL}, 2, subj, NULL, 0};
+  for (int t = 0; t < PARITY_T_N && has_oracle; t++)
+    if (grad || !parity_tensors[t].grad) view.scan_vs_oracle[t] = &zero;
+  size_t cap = (2 * PARITY_T_N + 2) * p->n_rules + 1, n, dec;
   parity_check *checks = gdn_calloc(cap, sizeof *checks, "policy dry run", e);
   if (!checks) return e ? e->code : GDN_ERR_NOMEM;
   int rc = parity_policy_evaluate(p, &view, checks, cap, &n, &dec, e);
+  if (!rc && grad) rc = grads_covered(p, &view, checks, n, e);
   gdn_free(checks);
   return rc;
 }

@@ -56,6 +56,10 @@ void parity_log_input(FILE *f, const parity_input_result *r, gdn_dtype dtype, ke
     if (r->subjects[i].ext && !r->subjects[i].ext->has_ht)
       fprintf(f, "note: output %s has no final state (MaxText returns one only when an "
                  "initial state is given): judged on o alone\n", r->subjects[i].name);
+  for (size_t i = 0; i < r->n_subjects; i++) /* schema v3: the fixture has cotangents, this output no gradients */
+    if (r->subjects[i].ext && r->ref && r->ref->grad_sha256[0] && !r->subjects[i].ext->grads)
+      fprintf(f, "note: output %s has no gradients (no /outputs/%s/grads): judged on o and ht alone\n",
+              r->subjects[i].name, r->subjects[i].name);
   for (size_t i = 0; i < r->n_subjects; i++)
     if (r->subjects[i].ext && r->subjects[i].ext->packing_mismatch)
       fprintf(f, "FAIL: output %s %s\n", r->subjects[i].name, r->subjects[i].ext->packing_note);

@@ -450,10 +450,36 @@ static void fill_check(parity_check *k, const parity_rule *r, const parity_case_
   k->pass = k->value <= k->limit; /* NaN fails */
 }
 
+/* Gradients (issue 19) are covered tensor by tensor: a subject's o rules
+ * must not let its measured gradients pass unjudged (a fixture output
+ * declaring numerics no gradient rule names, e.g. bfloat16 compute). */
+static int check_grad_coverage(const parity_policy *p, const parity_case_view *c, const parity_checks *out,
+                               gdn_error *e) {
+  for (size_t si = 0; si < c->n_subjects; si++) {
+    const parity_subject *s = &c->subjects[si];
+    for (int ti = 0; ti < PARITY_T_N; ti++) {
+      if (!parity_tensors[ti].grad || (!s->vs_oracle[ti] && !s->vs_scan[ti])) continue;
+      size_t k = 0;
+      while (k < out->n && !(out->v[k].subject_index == si && out->v[k].tensor == (int)(1u << ti))) k++;
+      if (k < out->n) continue;
+      gdn_dtype dt;
+      kern_matmul mm;
+      subject_numerics(c, s, &dt, &mm);
+      return gdn_error_set(e, GDN_ERR_INPUT,
+                           "policy '%s' has no rule for the gradient %s of %s (dtype %s, matmul %s, %s oracle): "
+                           "add one, or the gate would pass it unjudged",
+                           p->name, parity_tensors[ti].name, s->name, gdn_dtype_name(dt), kern_matmul_name(mm),
+                           c->has_oracle ? "with" : "without");
+    }
+  }
+  return GDN_OK;
+}
+
 /* A policy must say something about everything it judges, or the gate
  * would pass what it never looked at. */
 static int check_coverage(const parity_policy *p, const parity_case_view *c, const parity_checks *out,
                           gdn_error *e) {
+  int rc;
   for (size_t si = 0; si < c->n_subjects; si++) {
     const parity_subject *s = &c->subjects[si];
     int has_metrics = 0;
@@ -473,6 +499,7 @@ static int check_coverage(const parity_policy *p, const parity_case_view *c, con
                          p->name, s->name, gdn_dtype_name(dt), kern_matmul_name(mm),
                          gdn_dtype_name(s->out_dtype[PARITY_T_O]), c->has_oracle ? "with" : "without");
   }
+  if ((rc = check_grad_coverage(p, c, out, e))) return rc;
   if (out->n == 0)
     return gdn_error_set(e, GDN_ERR_INPUT, "policy '%s' has no rule for this case (dtype %s, matmul %s, %s oracle)",
                          p->name, gdn_dtype_name(c->dtype), kern_matmul_name(c->matmul),

@@ -828,6 +828,58 @@ static void grad_table(report_buf *b, const report_summary *s) {
   report_buf_puts(b, "</tbody></table></div>\n</section>\n");
 }
 
+/* A fixture output's row of the stored-gradients table: rel_fro of each
+ * gradient, its worst per-token error over dq dk dv, and its verdict. */
+static void stored_grad_row(report_buf *b, size_t r, const json_t *c, const char *name, const json_t *imp) {
+  static const char *const g[] = {"dq", "dk", "dv", "dg", "dbeta", "dh0"};
+  report_buf_printf(b, "<tr><td class=\"num\">%zu</td><td>", r + 1);
+  esc(b, report_doc_str(c, "id"));
+  report_buf_puts(b, "</td><td>");
+  esc(b, name);
+  report_buf_puts(b, "</td>");
+  for (size_t k = 0; k < 6; k++) td_metric(b, c, name, g[k], "rel_fro");
+  double w = 0, x;
+  int has = 0;
+  for (size_t k = 0; k < 3; k++)
+    if (report_doc_metric(c, name, g[k], "row_rel", &x)) w = has++ ? fmax(w, x) : x;
+  td_value(b, has, w, NULL);
+  const json_t *p = json_object_get(imp, "pass");
+  report_buf_printf(b, "<td>%s</td></tr>\n", !json_is_boolean(p) ? "\xE2\x80\x94" : json_is_true(p) ? "pass" : "FAIL");
+}
+
+/* Schema v3 fixtures: the gradients stored with a fixture's outputs
+ * (external subjects), judged against the oracle's VJP for the fixture's
+ * cotangents.  Present only when some output has them. */
+static void stored_grad_table(report_buf *b, const report_summary *s) {
+  size_t any = 0;
+  double v;
+  for (size_t r = 0; r < s->n; r++) {
+    const char *name;
+    json_t *imp;
+    json_object_foreach(json_object_get(s->cases[r].c, "impls"), name, imp)
+      if (strcmp(name, "scan") && strcmp(name, "affine-prefix")) any += report_doc_metric(s->cases[r].c, name, "dk", "rel_fro", &v);
+  }
+  if (!any) return;
+  report_buf_puts(b, "<section id=\"stored-gradients\">\n<h2>Stored gradients (fixture outputs)</h2>\n<p>The "
+                     "gradients a fixture's outputs carry (schema v3: /outputs/NAME/grads, e.g. jax.vjp of the "
+                     "stock or the context-parallel function) against the oracle's VJP for the fixture's "
+                     "/cotangents: rel_fro per gradient, the worst per-token error (row_rel) over dq, dk, dv, "
+                     "and the output's verdict in the case (the gradient rules hold it to our stock scan's own "
+                     "gradient error).</p>\n<div class=\"table-wrap\"><table id=\"stored-grad-table\" "
+                     "class=\"grid-table\"><thead><tr><th>#</th><th>case id</th><th>output</th><th>dq</th>"
+                     "<th>dk</th><th>dv</th><th>dg</th><th>dbeta</th><th>dh0</th><th>per-token</th>"
+                     "<th>verdict</th></tr></thead>\n<tbody>\n");
+  for (size_t r = 0; r < s->n; r++) {
+    const json_t *c = s->cases[r].c;
+    const char *name;
+    json_t *imp;
+    json_object_foreach(json_object_get(c, "impls"), name, imp)
+      if (strcmp(name, "scan") && strcmp(name, "affine-prefix") && report_doc_metric(c, name, "dk", "rel_fro", &v))
+        stored_grad_row(b, r, c, name, imp);
+  }
+  report_buf_puts(b, "</tbody></table></div>\n</section>\n");
+}
+
 int report_html_render(const json_t *doc, report_buf *b, gdn_error *e) {
   int rc = report_doc_validate(doc, "results document", e);
   if (rc) return rc;
@@ -860,6 +912,7 @@ int report_html_render(const json_t *doc, report_buf *b, gdn_error *e) {
   upstream_section(b, &s);
   case_table(b, &s);
   grad_table(b, &s);
+  stored_grad_table(b, &s);
   report_buf_puts(b, "<section id=\"plots\">\n<h2>Plots</h2>\n");
   rc = report_plots_render(doc, &s, b, e);
   report_buf_puts(b, "</section>\n</main>\n<footer>Rendered from the results document by ");
