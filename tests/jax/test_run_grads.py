@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from conftest import run_cli
+from gdn_parity_jax import assert_gdn_parity, broken, grads
 from gdn_parity_jax import gdn_fixture_capture as cap
-from gdn_parity_jax import grads
 
 IMPLS = "gdn_parity_jax.impls"
 BASE = ("--shape", "1,64,2,16", "--chunk", "8", "--h0", "--gates", "slow", "--grad")
@@ -99,11 +99,14 @@ def test_backward_only_bug_fails_where_forward_passes(tmp_path):
     """seam_nograd (stop_gradient on the exclusive prefix pair at each seam):
     its forward is the correct function's, bit for bit, so every o and ht
     check passes; its gradients fail (measured at D = 4: dk, dv, dg off by
-    O(0.1)).  test_grads.py shows the forward is bit-identical."""
-    r = run_cli("run", "--impl", "gdn_parity_jax.broken:seam_nograd", *BASE, "--devices", "4",
-                "--out", tmp_path)
-    _ok(r, 1)
-    assert "PASS jax_scan " in r.stdout and "FAIL jax_cp_d4 " in r.stdout
+    O(0.1)).  test_grads.py shows the forward is bit-identical.  Run the way
+    an upstream test file would: assert_gdn_parity(..., grad=True)."""
+    with pytest.raises(AssertionError) as exc:
+        assert_gdn_parity(broken.seam_nograd, shapes=[(1, 64, 2, 16)], chunk=8, devices=(4,),
+                          grad=True, out_dir=str(tmp_path))
+    msg = str(exc.value)
+    assert "out of tolerance" in msg and "PASS jax_scan " in msg and "FAIL jax_cp_d4 " in msg
+    assert sorted(_fixture(tmp_path)["outputs"]["jax_cp_d4"]["grads"]) == sorted(grads.GRAD_NAMES)
     _, v = _verdicts(tmp_path)
     assert v["jax_cp_d4"]["o"] and v["jax_cp_d4"]["ht"], v["jax_cp_d4"]  # the forward passes
     assert not (v["jax_cp_d4"]["dk"] or v["jax_cp_d4"]["dv"]), v["jax_cp_d4"]
