@@ -13,6 +13,11 @@ the oracle-backed gate must fail it:
   dropped (its g taken as 0): the state arrives undecayed by one token.
 * ``seam_state``: each device after the first replays from a zero state
   instead of the prefix-derived incoming state (the final state stays right).
+* ``seam_nograd`` (backward only): ``lax.stop_gradient`` on the exclusive
+  prefix pair (A, B) each device applies to h0 at its seam.  The forward is
+  the correct function's, bit for bit; the gradient loses every path from a
+  device's outputs back across its seam (to h0 and to the earlier devices'
+  q, k, v, g, beta) -- the class of bug no forward test can see.
 
 Unsharded (cp_axis=None) each is the stock scan, exactly.
 
@@ -73,6 +78,17 @@ def seam_state(query, key, value, g, beta, chunk_size=64, initial_state=None,
                use_qk_norm_in_gdn=False, compute_dtype=jnp.bfloat16, cp_axis=None):
     return impls._run(query, key, value, g, beta, chunk_size, initial_state, use_qk_norm_in_gdn,
                       compute_dtype, cp_axis, _prefix_state_dropped)
+
+
+def _prefix_without_gradient(pair, cp_axis, compose_fn):
+    exc, last = impls.prefix_associative(pair, cp_axis, compose_fn)
+    return jax.tree.map(lax.stop_gradient, exc), last
+
+
+def seam_nograd(query, key, value, g, beta, chunk_size=64, initial_state=None,
+                use_qk_norm_in_gdn=False, compute_dtype=jnp.bfloat16, cp_axis=None):
+    return impls._run(query, key, value, g, beta, chunk_size, initial_state, use_qk_norm_in_gdn,
+                      compute_dtype, cp_axis, _prefix_without_gradient)
 
 
 VARIANTS = {"wrong_order": wrong_order, "seam_decay": seam_decay, "seam_state": seam_state}
@@ -373,3 +389,6 @@ def variant(name: str):
         return every[name]
     except KeyError:
         raise ValueError(f"no broken variant {name!r} (one of: {', '.join(sorted(every))})") from None
+
+# Variants whose forward is exact and whose gradient is wrong (--grad's controls).
+BACKWARD_VARIANTS = {"seam_nograd": seam_nograd}

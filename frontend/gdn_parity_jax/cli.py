@@ -8,6 +8,8 @@ Steps (each a separate function below):
    ``shard_map`` on a mesh of D devices for each D of --devices;
 3. one fixture with every result as ``/outputs/<name>`` and its declared
    numerics (platform, devices, implementation, prefix, dtype, precision);
+   with --grad also the cotangents and each function's ``jax.vjp`` gradients
+   (``/cotangents``, ``/outputs/<name>/grads``; grads.py);
 4. ``gdn-fixture regen`` (the MPFR oracle), ``gdn-parity check`` (the verdict,
    the reports); exit with its status.
 
@@ -85,6 +87,10 @@ def build_parser():
     r.add_argument("--gates", default="init", choices=("init", "slow"), help="synthetic decay gates")
     r.add_argument("--h0", action="store_true", help="synthetic inputs get an initial state")
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--grad", action="store_true",
+                   help="also record jax.vjp of every function run (dq dk dv dg dbeta dh0, for "
+                   "cotangents do, dht drawn from --seed or the fixture's) and judge them "
+                   "(float32 only; passed to gdn-parity check)")
     r.add_argument("--from-fixture", help="take the inputs (and chunk size) of this fixture")
     r.add_argument("--out", required=True, help="folder for the fixture and the results")
     r.add_argument("--name", default=None, help="stem of the fixture file (default from the shape)")

@@ -80,15 +80,25 @@ def run_stock(call, x):
 
 def run_sharded(call_cp, x, plan: MeshPlan, B: int):
     """call_cp(x_local, cp_axis) -> (o, ht or None) under shard_map on the plan's mesh."""
+    names = [n for n in ("q", "k", "v", "g", "beta", "h0") if x.get(n) is not None]
+    f, mesh, spec = sharded_fn(call_cp, plan, B, names)
+    xs = {n: jax.device_put(x[n], NamedSharding(mesh, spec[n])) for n in names}
+    o, ht = jax.jit(f)(xs)
+    return jax.device_get(o), (None if ht is None else jax.device_get(ht))
+
+
+def sharded_fn(call_cp, plan: MeshPlan, B: int, names):
+    """(f, mesh, specs): f(xs) -> (o, ht or None) runs call_cp(x_local, cp_axis)
+    under shard_map on the plan's mesh, xs a dict of the inputs in `names`
+    placed by specs[name].  f is a plain function (not jitted) so that it can
+    be jitted for the forward or differentiated (gdn_parity_jax.grads)."""
     mesh = make_mesh(plan)
     cp = plan.cp_axis
     batch = "fsdp" if (plan.fsdp > 1 and not isinstance(cp, tuple) and B % plan.fsdp == 0) else None
     spec = {"q": P(batch, cp, None, None), "k": P(batch, cp, None, None),
             "v": P(batch, cp, None, None), "g": P(batch, cp, None), "beta": P(batch, cp, None),
             "h0": P(batch, None, None, None)}
-    names = [n for n in ("q", "k", "v", "g", "beta", "h0") if x.get(n) is not None]
     in_specs = ({n: spec[n] for n in names},)
-    xs = {n: jax.device_put(x[n], NamedSharding(mesh, spec[n])) for n in names}
     has_h0 = "h0" in names
 
     def body(xl):
@@ -100,7 +110,10 @@ def run_sharded(call_cp, x, plan: MeshPlan, B: int):
     out_specs = (spec["v"], spec["h0"] if has_h0 else P())
     # check_vma=False: the functions judged are anybody's code; a final state
     # that is not really replicated shows up as a wrong ht, judged like any other.
-    f = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
-                              check_vma=False))
-    o, ht = f(xs)
-    return jax.device_get(o), (jax.device_get(ht) if has_h0 else None)
+    g = jax.shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
+
+    def f(xs):
+        o, ht = g(xs)
+        return o, (ht if has_h0 else None)
+
+    return f, mesh, spec

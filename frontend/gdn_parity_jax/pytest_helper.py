@@ -166,7 +166,8 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
                       chunk: int | None = None, h0: bool | None = None, dtype: str | None = None,
                       gates: str | None = None, seed: int | None = None, signature: str = "maxtext",
                       cp_prefix: str | None = None, fsdp: int = 1, cp_axis: str | None = None,
-                      extra=(), out_dir: str | None = None, timeout: float = 1800) -> list[str]:
+                      grad: bool = False, extra=(), out_dir: str | None = None,
+                      timeout: float = 1800) -> list[str]:
     """Runs the gate on every case of `grid` (default: grids/upstream-pr.json)
     or, given `shapes`, on those shapes; raises AssertionError with the
     verdict lines if any output is out of tolerance or a run fails.  Returns
@@ -177,7 +178,8 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
     context-parallel function (default: fn itself when it takes cp_axis).
     devices, chunk, h0, dtype, gates ('slow': long memory, state crosses
     every seam; 'init'), seed: None takes the grid's value (for shapes=:
-    SHAPE_DEFAULTS); a value overrides it."""
+    SHAPE_DEFAULTS); a value overrides it.  grad: also judge the functions'
+    jax.vjp gradients (run --grad)."""
     fixed = ["--impl", function_spec(fn), "--signature", signature, "--fsdp", str(fsdp)]
     if cp_fn is not None:
         fixed += ["--cp", function_spec(cp_fn)]
@@ -185,6 +187,8 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
         fixed += ["--cp-prefix", cp_prefix]
     if cp_axis:
         fixed += ["--cp-axis", cp_axis]
+    if grad:
+        fixed.append("--grad")
     given = dict(devices=devices, chunk=chunk, h0=h0, dtype=dtype, gates=gates, seed=seed)
     if shapes is not None:
         o = {k: (v if v is not None else SHAPE_DEFAULTS[k]) for k, v in given.items()}

@@ -9,6 +9,7 @@ import tempfile
 import numpy as np
 
 from . import gdn_fixture_capture as cap
+from . import grads as gradmod
 from .cli import (EXIT_INTERNAL, EXIT_USAGE, PASS_THROUGH, VERSION, UsageError, _int_list,
                   load_function, parse_shape, set_host_devices)
 from .tools import ToolError, find_tools
@@ -152,6 +153,7 @@ def _run_on_inputs(args, tools, adapter, impl, cp_fn, plans, devices, work) -> i
     cdt = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}[args.dtype]
     platform = cap.platform_string(jax.devices()[0])
 
+    ct = _cotangents(args, fx, x, adapter) if args.grad else None
     outputs = {}
     common = dict(matmul_precision=args.matmul_precision, compute_dtype=args.dtype,
                   platform=platform)
@@ -163,6 +165,10 @@ def _run_on_inputs(args, tools, adapter, impl, cp_fn, plans, devices, work) -> i
     o, ht = _guard(args.impl, lambda: adapter.run_stock(call_stock, x))
     outputs[f"{adapter.framework}_scan"] = dict(
         o=o, ht=ht, implementation="scan", devices=1, **common)
+    if ct is not None:
+        _say(args, f"{args.impl}: jax.vjp on 1 device")
+        outputs[f"{adapter.framework}_scan"]["grads"] = _guard(
+            args.impl, lambda: gradmod.vjp_stock(call_stock, x, ct))
 
     for p in plans:
         def call_cp(xl, axis):
@@ -171,11 +177,33 @@ def _run_on_inputs(args, tools, adapter, impl, cp_fn, plans, devices, work) -> i
         o, ht = _guard(args.cp or args.impl, lambda: meshmod.run_sharded(call_cp, x, p, B))
         outputs[f"jax_cp_d{p.devices}"] = dict(o=o, ht=ht, implementation="affine-prefix",
                                                devices=p.devices, prefix=args.cp_prefix, **common)
+        if ct is not None:
+            _say(args, f"{args.cp or args.impl}: jax.vjp through shard_map on {p.devices} devices")
+            outputs[f"jax_cp_d{p.devices}"]["grads"] = _guard(
+                args.cp or args.impl, lambda: gradmod.vjp_sharded(call_cp, x, p, B, ct))
 
     stem = args.name or (f"gdn-B{B}-T{T}-Hk{Hk}-Hv{Hv}-Dk{Dk}-Dv{Dv}-C{chunk}")
     path = os.path.join(args.out, stem + ".h5")
-    write_results(path, fx, chunk, outputs)
+    write_results(path, fx, chunk, outputs, ct)
     return judge(args, tools, path, chunk, T, devices, list(outputs))
+
+
+def _cotangents(args, fx, x, adapter):
+    """--grad: the fixture's cotangents when it has them, else drawn from
+    --seed (grads.draw_cotangents); refuses what cannot be judged."""
+    why = gradmod.refusal(x, args.dtype)
+    if why is None and adapter.framework != "jax":
+        why = f"--grad: {adapter.framework} functions are not differentiated here (JAX only)"
+    if why:
+        raise UsageError(why)
+    B, T, _, Dk = x["q"].shape
+    Hv, Dv = x["v"].shape[2], x["v"].shape[3]
+    has = fx.get("cotangents")
+    if has:
+        dht = has.get("dht") if x.get("h0") is not None else None
+        return {"do": np.asarray(has["do"], np.float32),
+                "dht": None if dht is None else np.asarray(dht, np.float32)}
+    return gradmod.draw_cotangents(args.seed, B, T, Hv, Dk, Dv, with_dht=x.get("h0") is not None)
 
 
 def _guard(what, thunk):
@@ -189,22 +217,39 @@ def _guard(what, thunk):
         raise _Exit(EXIT_INTERNAL, f"{what} raised {type(exc).__name__}: {exc}") from None
 
 
-def write_results(path, fx, chunk, outputs):
+def write_results(path, fx, chunk, outputs, cotangents=None):
+    """The fixture: inputs, every output and, with --grad, the cotangents and
+    each output's gradients (schema v3).  Built under a temporary name in the
+    same folder and renamed over `path` only when complete, so a refused
+    gradient leaves no fixture half-written."""
     from .signatures import to_numpy
     a = fx["attrs"]
     ins = {n: fx["inputs"][n] for n in fx["inputs"]}
-    outs = {}
+    outs, grads = {}, {}
     for name, spec in outputs.items():
         spec = dict(spec)
+        if spec.get("grads") is not None:
+            grads[name] = spec.pop("grads")
+        spec.pop("grads", None)
         spec["o"] = to_numpy(spec["o"])
         spec["ht"] = to_numpy(spec.get("ht"))
         if spec["ht"] is not None and spec["ht"].dtype != np.float32:
             spec["ht"] = spec["ht"].astype(np.float32)  # bfloat16 -> float32 is exact
         outs[name] = spec
-    cap.write_fixture(path, ins, outs, source=a.get("source", "synthetic"), chunk_size=chunk,
-                      l2norm_in_kernel=int(a["l2norm_in_kernel"]), scale=a.get("scale"),
-                      model=a.get("model"), layer=a.get("layer"), notes=a.get("notes"),
-                      producer=PRODUCER, created="")
+    stage = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.partial")
+    try:
+        cap.write_fixture(stage, ins, outs, source=a.get("source", "synthetic"), chunk_size=chunk,
+                          l2norm_in_kernel=int(a["l2norm_in_kernel"]), scale=a.get("scale"),
+                          model=a.get("model"), layer=a.get("layer"), notes=a.get("notes"),
+                          producer=PRODUCER, created="")
+        if cotangents is not None:
+            cap.write_cotangents(stage, cotangents["do"], cotangents.get("dht"))
+            for name, g in grads.items():
+                cap.write_gradients(stage, name, g)
+        os.replace(stage, path)
+    finally:
+        if os.path.exists(stage):
+            os.unlink(stage)
 
 
 def judge(args, tools, path, chunk, T, devices, names) -> int:
