@@ -98,9 +98,10 @@
  *           uses added in bfloat16: dU = rn(dU + rn(use)) -- as jax.grad
  *           does for a bfloat16 value promoted at two uses (checked, jax
  *           0.10.2 jitted on XLA CPU: rn(rn(c1) + rn(c2)) on every element).
- *           Where the uses cancel this costs the affine form accuracy the
- *           scan (one use) keeps: dbeta 2.57x the scan's error at Dk = 128
- *           with the initial gates (docs/gradients.md)
+ *           This costs the affine form accuracy the scan (one use)
+ *           keeps: dbeta 2.57x the scan's error at Dk = 128 with the
+ *           initial gates, where dht reaches the last chunk's U through the
+ *           fold (docs/gradients.md)
  *   dW      likewise (body: -dvnew h^T; map: -Kt dA_n)
  *   dQK     rn(dattn .* dec below, dattn on the diagonal): QK's cotangent
  *   dKK     rn(dS .* dec): KK's cotangent (its .astype(float32) taken back)
