@@ -23,10 +23,6 @@
 
 /* The modes the backward implements (kern_vjp.h), as a table. */
 static int check_modes(const kern_config *cfg, int affine, const char *who, gdn_error *e) {
-  if (cfg->dtype == GDN_DTYPE_BF16)
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "%s: compute dtype bfloat16 is not implemented for gradients (float32, float64)",
-                         who);
   if (affine && kern_prefix_supported(cfg->prefix, e)) return gdn_error_prefix(e, "%s: ", who);
   if (cfg->mutant != KERN_MUTANT_NONE)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s: mutant %s has no backward", who, kern_mutant_name(cfg->mutant));

@@ -71,12 +71,58 @@
  * config's matmul mode (JAX's transposed dots keep the forward dot's
  * precision).
  *
- * Modes: compute dtype float32 or float64, every matmul mode (float64
- * ignores it), ftz as configured, every prefix schedule.  Not implemented
- * (refused with GDN_ERR_INPUT naming the mode): compute dtype bfloat16 (the
- * cotangents of bfloat16 values are bfloat16 in JAX; where each is rounded
- * has not been derived), a mutant (kern_mutant.h).  Gradients are float32 values
- * (dtype FLOAT32) for float32 compute, float64 for float64.
+ * Modes: compute dtype float32, bfloat16 or float64, every matmul mode
+ * (float64 ignores it), ftz as configured, every prefix schedule.  Not
+ * implemented (refused with GDN_ERR_INPUT naming the mode): a mutant
+ * (kern_mutant.h).  Gradients are float32 values (dtype FLOAT32) for float32
+ * and bfloat16 compute, float64 for float64.
+ *
+ * Compute dtype bfloat16: what JAX's reverse mode of the bfloat16 forward
+ * (kern_num.h's rounding points) computes, with XLA's TPU arithmetic: the
+ * cotangent of a bfloat16 value is a bfloat16 value; a bfloat16 op's
+ * transpose is computed in float32 and rounded once to bfloat16 (a dot of
+ * two bfloat16 operands accumulates in float32, kern_mm's single pass); the
+ * transpose of a cast bfloat16 -> float32 (the promotions where a bfloat16
+ * value meets a float32 one) rounds the float32 cotangent to bfloat16; the
+ * transpose of a cast float32 -> bfloat16 is exact; cotangents of a value
+ * used twice are added in bfloat16 (rn(a + b), in the order below).  rn is
+ * round to nearest even (gdn_bf16_round).  The recomputed forward rounds
+ * at kern_num.h's points (KERN_RP_*: q, k after the norm, v, beta, the
+ * scale and q scale, k beta, v beta, KK = (k beta) K^T, QK = q K^T, U, W),
+ * so U, W, attn and the map are the forward's values.  The backward's
+ * rounding points, per chunk (kern_vjp_tmpl.h's names; everything else --
+ * the adjoint state dh, dattn, dqg, dKt, dA, dS, the decays, dG, dg, the
+ * fold, the prefix and their adjoints -- is float32, as g and the state
+ * are):
+ *   dU      each use's cotangent (body: dvnew; map: Kt dB_n) rounded, the
+ *           uses added in bfloat16: dU = rn(dU + rn(use)) -- as jax.grad
+ *           does for a bfloat16 value promoted at two uses (checked, jax
+ *           0.10.2 jitted on XLA CPU: rn(rn(c1) + rn(c2)) on every element).
+ *           This costs the affine form accuracy the scan (one use)
+ *           keeps: dbeta 2.57x the scan's error at Dk = 128 with the
+ *           initial gates, where dht reaches the last chunk's U through the
+ *           fold (docs/gradients.md)
+ *   dW      likewise (body: -dvnew h^T; map: -Kt dA_n)
+ *   dQK     rn(dattn .* dec below, dattn on the diagonal): QK's cotangent
+ *   dKK     rn(dS .* dec): KK's cotangent (its .astype(float32) taken back)
+ *   dvb     rn(A^T dU)                 (A vb.astype(f32) taken back)
+ *   dkb     rn(dkbg .* eG), then dkb = rn(dkb + rn(dKK K))
+ *   dq      rn(dQK K), then dq = rn(dq + rn(dqg .* eG)); per value head
+ *           then rn(dq * scale) (q scale is a bfloat16 multiply) before the
+ *           heads are summed in float32 (GQA's repeat is of the float32
+ *           inputs, before the cast)
+ *   dk      rn(dQK^T q), += rn(dKt .* eGl), += rn(dKK^T kb), += rn(dkb .*
+ *           beta), each += in bfloat16
+ *   dv      rn(dvb .* beta)
+ *   dbeta   rn(rn(sum_d rn(dvb_d v_d)) + rn(sum_d rn(dkb_d k_d))): each
+ *           product rounded (the bfloat16 multiply's transpose), the sum
+ *           over the broadcast row in float32 (d ascending), rounded once
+ * Then the casts' transposes (exact) and the L2 norm's backward in float32
+ * (the norm is in the input dtype, before the cast).  dO and dht are float32
+ * (o and the state are float32).  Not reproduced: JAX's order of adding
+ * cotangents and whether XLA fuses a convert pair away; the error is of
+ * bfloat16 size either way, and a JAX gradient is judged against the
+ * oracle, not bitwise against these.
  *
  * Threads: items are (b, key head), each computing its value heads in order;
  * every value is computed by the same operations whatever the thread count:

@@ -86,7 +86,30 @@ typedef struct KR(vjw) {
   kern_matmul mode;                            /* effective (IEEE for float64) */
   KR(kern_split) sa, sb;                       /* the operands' parts (pass modes) */
   kreal *tmm;                                  /* kern_mm_plus's product */
+  int bf;                                      /* compute dtype bfloat16: the VJ_RN points round */
 } KR(vjw);
+
+/* Rounding to bfloat16 (nearest, ties to even: gdn_bf16_round, XLA's
+ * convert) at the backward's VJ_RN points when the compute dtype is
+ * bfloat16; the identity otherwise (and always for F = float64). */
+KTMPL kreal KR(vj_rn1)(const KR(vjw) *w, kreal x) {
+#if KERN_REAL == 32
+  return w->bf ? gdn_bf16_round(x) : x;
+#else
+  (void)w;
+  return x;
+#endif
+}
+KTMPL void KR(vj_rn)(const KR(vjw) *w, kreal *x, int64_t n) {
+  if (!w->bf) return;
+  for (int64_t i = 0; i < n; i++) x[i] = KR(vj_rn1)(w, x[i]);
+}
+/* x = rn(x + s rn(t)) elementwise, s = +-1: one more bfloat16 cotangent of
+ * a bfloat16 value added to the others (add_any in bfloat16: the float32
+ * sum of two bfloat16 values, rounded once). */
+KTMPL void KR(vj_add_bf)(const KR(vjw) *w, kreal *x, kreal s, kreal *t, int64_t n) {
+  for (int64_t i = 0; i < n; i++) x[i] = KR(vj_rn1)(w, x[i] + s * KR(vj_rn1)(w, t[i]));
+}
 
 /* Elements of the largest operand or product: C^2, C Dk, C Dv, Dk^2, Dk Dv. */
 KTMPL size_t KR(vjw_maxop)(int64_t C, int64_t Dk, int64_t Dv) {
@@ -128,6 +151,7 @@ KTMPL void KR(vjw_bind)(KR(vjw) *w, kreal *p, const gdn_inputs *in, const gdn_co
   w->tkk = KR(rows_carve)(&p, (size_t)(Dk * Dk));
   w->gws = KR(rows_carve)(&p, KR(kern_gemm_ws_elems)());
   w->mode = num->matmul;
+  w->bf = KERN_REAL == 32 && num->dtype == GDN_DTYPE_BF16;
   const size_t mo = KR(vjw_maxop)(C, Dk, Dv), se = KR(kern_split_elems)(w->mode, mo);
   KR(kern_split_bind)(&w->sa, w->mode, se ? KR(rows_carve)(&p, se) : NULL, mo);
   KR(kern_split_bind)(&w->sb, w->mode, se ? KR(rows_carve)(&p, se) : NULL, mo);
@@ -206,13 +230,17 @@ KTMPL void KR(vj_prep)(KR(vjw) *w, int64_t t0, int64_t rows) {
     for (int64_t j = 0; j < C; j++) w->dec[i * C + j] = j < i ? KEXP(w->G[i] - w->G[j]) : 0;
   for (int64_t i = 0; i < C; i++)
     for (int64_t d = 0; d < Dk; d++) w->kb[i * Dk + d] = w->k[i * Dk + d] * w->beta[i];
+  KROUND(w->num, KERN_RP_BETA_MUL, w->kb, C * Dk);
   VJ_MM(w, KERN_GEMM_SET, C, C, Dk, w->kb, Dk, 1, w->k, 1, Dk, w->KK, C);
+  KROUND(w->num, KERN_RP_KKT, w->KK, C * C);
   kreal *S = w->dS; /* free until the backward */
   for (int64_t i = 0; i < C * C; i++) S[i] = (i % C) < (i / C) ? w->KK[i] * w->dec[i] : 0;
   KR(vj_solve)(C, S, w->A);
   for (int64_t i = 0; i < C; i++)
     for (int64_t d = 0; d < Dv; d++) w->vb[i * Dv + d] = w->v[i * Dv + d] * w->beta[i];
+  KROUND(w->num, KERN_RP_BETA_MUL, w->vb, C * Dv);
   VJ_MM(w, KERN_GEMM_SET, C, Dv, C, w->A, C, 1, w->vb, Dv, 1, w->U, Dv);
+  KROUND(w->num, KERN_RP_UW, w->U, C * Dv);
   for (int64_t i = 0; i < C; i++)
     for (int64_t d = 0; d < Dk; d++) {
       w->kbg[i * Dk + d] = w->kb[i * Dk + d] * w->eG[i];
@@ -220,7 +248,9 @@ KTMPL void KR(vj_prep)(KR(vjw) *w, int64_t t0, int64_t rows) {
       w->Kt[i * Dk + d] = w->k[i * Dk + d] * w->eGl[i];
     }
   VJ_MM(w, KERN_GEMM_SET, C, Dk, C, w->A, C, 1, w->kbg, Dk, 1, w->W, Dk);
+  KROUND(w->num, KERN_RP_UW, w->W, C * Dk);
   VJ_MM(w, KERN_GEMM_SET, C, C, Dk, w->q, Dk, 1, w->k, 1, Dk, w->QK, C);
+  KROUND(w->num, KERN_RP_QKT, w->QK, C * C);
   for (int64_t i = 0; i < C; i++)
     for (int64_t j = 0; j < C; j++)
       w->attn[i * C + j] = j < i ? w->QK[i * C + j] * w->dec[i * C + j] : (j == i ? w->QK[i * C + j] : 0);
@@ -287,9 +317,14 @@ KTMPL void KR(vj_back_body)(KR(vjw) *w, const kreal *h, const kreal *dH, kreal *
   kreal acc = w->deGlast;
   for (int64_t i = 0; i < Dk * Dv; i++) acc = KFMA(dH[i], h[i], acc);
   w->deGlast = acc;
-  for (int64_t i = 0; i < C * Dv; i++) w->dU[i] = w->dU[i] + w->dvnew[i];
   VJ_MM(w, KERN_GEMM_SET, C, Dk, Dv, w->dvnew, Dv, 1, h, 1, Dv, w->tck, Dk);
-  for (int64_t i = 0; i < C * Dk; i++) w->dW[i] = w->dW[i] - w->tck[i];
+  if (w->bf) { /* U and W are bfloat16: their cotangents of this use rounded, then added */
+    KR(vj_add_bf)(w, w->dU, 1, w->dvnew, C * Dv);
+    KR(vj_add_bf)(w, w->dW, -1, w->tck, C * Dk);
+  } else {
+    for (int64_t i = 0; i < C * Dv; i++) w->dU[i] = w->dU[i] + w->dvnew[i];
+    for (int64_t i = 0; i < C * Dk; i++) w->dW[i] = w->dW[i] - w->tck[i];
+  }
   for (int64_t i = 0; i < Dk * Dv; i++) dh[i] = dH[i] * w->eGlast;
   VJ_MM(w, KERN_GEMM_PLUS, Dk, Dv, C, w->qg, 1, Dk, w->dO, Dv, 1, dh, Dv);
   VJ_MM(w, KERN_GEMM_SET, Dk, Dv, C, w->W, 1, Dk, w->dvnew, Dv, 1, w->tkv, Dv);
@@ -319,6 +354,12 @@ KTMPL void KR(vj_back_map)(KR(vjw) *w, const kreal *dAn, const kreal *dBn) {
   for (int64_t i = 0; i < C * Dk; i++) w->dKt[i] = w->dKt[i] - w->tck[i];
   VJ_MM(w, KERN_GEMM_PLUS, C, Dk, Dv, w->U, Dv, 1, dBn, 1, Dv, w->dKt, Dk);
   VJ_MM(w, KERN_GEMM_SET, C, Dk, Dk, w->Kt, Dk, 1, dAn, Dk, 1, w->tck, Dk);
+  if (w->bf) { /* the map's use of U and W: cotangents rounded, then added (as the body's) */
+    KR(vj_add_bf)(w, w->dW, -1, w->tck, C * Dk);
+    VJ_MM(w, KERN_GEMM_SET, C, Dv, Dk, w->Kt, Dk, 1, dBn, Dv, 1, w->tcv, Dv);
+    KR(vj_add_bf)(w, w->dU, 1, w->tcv, C * Dv);
+    return;
+  }
   for (int64_t i = 0; i < C * Dk; i++) w->dW[i] = w->dW[i] - w->tck[i];
   VJ_MM(w, KERN_GEMM_PLUS, C, Dv, Dk, w->Kt, Dk, 1, dBn, Dv, 1, w->dU, Dv);
 }
@@ -330,65 +371,32 @@ KTMPL kreal KR(vj_dot)(const kreal *x, const kreal *y, int64_t n) {
   return s;
 }
 
-/* The preparation's backward (after the body and/or the map): leaves dq,
- * dk (C x Dk, with respect to the prepared rows), dvb -> dv (in dvb),
- * dbeta, dG -> dg (in dG). */
-KTMPL void KR(vj_back_prep)(KR(vjw) *w) {
-  const int64_t C = w->C, Dk = w->Dk, Dv = w->Dv;
-  kreal *dQK = w->dS, *ddec = w->tcc; /* dS is free again: S was consumed by the solve */
+/* sum_d rn(x_d y_d), the products rounded to bfloat16 (the transpose of a
+ * bfloat16 multiply by a broadcast row value), summed in float32 (d
+ * ascending, XLA reducing bfloat16 in float32), the sum rounded once; vj_dot
+ * when not bfloat16. */
+KTMPL kreal KR(vj_dot_bf)(const KR(vjw) *w, const kreal *x, const kreal *y, int64_t n) {
+  if (!w->bf) return KR(vj_dot)(x, y, n);
+  kreal s = KR(vj_rn1)(w, x[0] * y[0]);
+  for (int64_t d = 1; d < n; d++) s = s + KR(vj_rn1)(w, x[d] * y[d]);
+  return KR(vj_rn1)(w, s);
+}
+
+/* x = rn(x + rn(y .* f)) per row i (f_i a row factor): one more bfloat16
+ * cotangent of a bfloat16 row (f32 product rounded, bfloat16 add); when
+ * not bfloat16, x = x + y f (one product, one add: the float32 steps). */
+KTMPL void KR(vj_rows_add)(const KR(vjw) *w, kreal *x, const kreal *y, const kreal *f, int64_t C,
+                           int64_t n) {
   for (int64_t i = 0; i < C; i++)
-    for (int64_t j = 0; j < C; j++) {
-      const int64_t x = i * C + j;
-      dQK[x] = j < i ? w->dattn[x] * w->dec[x] : (j == i ? w->dattn[x] : 0);
-      ddec[x] = j < i ? w->dattn[x] * w->QK[x] : 0;
-    }
-  VJ_MM(w, KERN_GEMM_SET, C, Dk, C, dQK, C, 1, w->k, Dk, 1, w->dq, Dk);
-  VJ_MM(w, KERN_GEMM_SET, C, Dk, C, dQK, 1, C, w->q, Dk, 1, w->dk, Dk);
-  for (int64_t i = 0; i < C; i++) {
-    kreal *dq = w->dq + i * Dk, *dk = w->dk + i * Dk;
-    const kreal *dqg = w->dqg + i * Dk, *dKt = w->dKt + i * Dk;
-    for (int64_t d = 0; d < Dk; d++) dq[d] = dq[d] + dqg[d] * w->eG[i];
-    for (int64_t d = 0; d < Dk; d++) dk[d] = dk[d] + dKt[d] * w->eGl[i];
-    w->deG[i] = KR(vj_dot)(dqg, w->q + i * Dk, Dk);
-    w->deGl[i] = KR(vj_dot)(dKt, w->k + i * Dk, Dk);
-  }
-  /* WY */
-  VJ_MM(w, KERN_GEMM_SET, C, C, Dv, w->dU, Dv, 1, w->vb, 1, Dv, w->dA, C);
-  VJ_MM(w, KERN_GEMM_PLUS, C, C, Dk, w->dW, Dk, 1, w->kbg, 1, Dk, w->dA, C);
-  for (int64_t i = 0; i < C; i++)
-    for (int64_t j = i; j < C; j++) w->dA[i * C + j] = 0;
-  VJ_MM(w, KERN_GEMM_SET, C, Dv, C, w->A, 1, C, w->dU, Dv, 1, w->dvb, Dv);
-  VJ_MM(w, KERN_GEMM_SET, C, Dk, C, w->A, 1, C, w->dW, Dk, 1, w->dkbg, Dk);
-  kreal *AtdA = w->attn; /* attn is no longer needed */
-  VJ_MM(w, KERN_GEMM_SET, C, C, C, w->A, 1, C, w->dA, C, 1, AtdA, C);
-  kreal *dS = w->dS;
-  VJ_MM(w, KERN_GEMM_SET, C, C, C, AtdA, C, 1, w->A, 1, C, dS, C);
-  kreal *dKK = w->dA; /* dA is consumed */
-  for (int64_t i = 0; i < C; i++)
-    for (int64_t j = 0; j < C; j++) {
-      const int64_t x = i * C + j;
-      const kreal ds = j < i ? -dS[x] : 0;
-      dKK[x] = ds * w->dec[x];
-      if (j < i) ddec[x] = ddec[x] + ds * w->KK[x];
-    }
-  for (int64_t i = 0; i < C; i++) {
-    kreal *dkb = w->dkb + i * Dk;
-    const kreal *dkbg = w->dkbg + i * Dk;
-    for (int64_t d = 0; d < Dk; d++) dkb[d] = dkbg[d] * w->eG[i];
-    w->deG[i] = w->deG[i] + KR(vj_dot)(dkbg, w->kb + i * Dk, Dk);
-  }
-  VJ_MM(w, KERN_GEMM_PLUS, C, Dk, C, dKK, C, 1, w->k, Dk, 1, w->dkb, Dk);
-  VJ_MM(w, KERN_GEMM_PLUS, C, Dk, C, dKK, 1, C, w->kb, Dk, 1, w->dk, Dk);
-  for (int64_t i = 0; i < C; i++) {
-    kreal *dvb = w->dvb + i * Dv, *dk = w->dk + i * Dk;
-    const kreal *dkb = w->dkb + i * Dk;
-    w->dbeta[i] = KR(vj_dot)(dvb, w->v + i * Dv, Dv);
-    for (int64_t d = 0; d < Dv; d++) dvb[d] = dvb[d] * w->beta[i];
-    for (int64_t d = 0; d < Dk; d++) dk[d] = dk[d] + dkb[d] * w->beta[i];
-    w->dbeta[i] = w->dbeta[i] + KR(vj_dot)(dkb, w->k + i * Dk, Dk);
-  }
-  /* decays and the cumsum */
-  kreal *x = ddec;
+    for (int64_t d = 0; d < n; d++)
+      x[i * n + d] = KR(vj_rn1)(w, x[i * n + d] + KR(vj_rn1)(w, y[i * n + d] * f[i]));
+}
+
+/* The decays and the cumsum taken back: dG from deG, deGl, deGlast and
+ * ddec (in x, consumed), then dg = cumsum's transpose (in dG).  float32
+ * in every compute dtype (g is float32). */
+KTMPL void KR(vj_back_decay)(KR(vjw) *w, kreal *x) {
+  const int64_t C = w->C;
   for (int64_t i = 0; i < C * C; i++) x[i] = x[i] * w->dec[i];
   for (int64_t i = 0; i < C; i++) w->dG[i] = w->deG[i] * w->eG[i];
   for (int64_t i = 1; i < C; i++) {
@@ -412,6 +420,78 @@ KTMPL void KR(vj_back_prep)(KR(vjw) *w) {
   for (int64_t i = C - 2; i >= 0; i--) w->dG[i] = w->dG[i] + w->dG[i + 1];
 }
 
+/* The WY part of the preparation's backward: from dU, dW to dvb (the
+ * cotangent of v beta), dkb (of k beta), dk += the KK product's, deG +=,
+ * ddec += (strictly lower). */
+KTMPL void KR(vj_back_wy)(KR(vjw) *w, kreal *ddec) {
+  const int64_t C = w->C, Dk = w->Dk, Dv = w->Dv;
+  VJ_MM(w, KERN_GEMM_SET, C, C, Dv, w->dU, Dv, 1, w->vb, 1, Dv, w->dA, C);
+  VJ_MM(w, KERN_GEMM_PLUS, C, C, Dk, w->dW, Dk, 1, w->kbg, 1, Dk, w->dA, C);
+  for (int64_t i = 0; i < C; i++)
+    for (int64_t j = i; j < C; j++) w->dA[i * C + j] = 0;
+  VJ_MM(w, KERN_GEMM_SET, C, Dv, C, w->A, 1, C, w->dU, Dv, 1, w->dvb, Dv);
+  KR(vj_rn)(w, w->dvb, C * Dv); /* vb is bfloat16 (A vb.astype(f32)) */
+  VJ_MM(w, KERN_GEMM_SET, C, Dk, C, w->A, 1, C, w->dW, Dk, 1, w->dkbg, Dk);
+  kreal *AtdA = w->attn; /* attn is no longer needed */
+  VJ_MM(w, KERN_GEMM_SET, C, C, C, w->A, 1, C, w->dA, C, 1, AtdA, C);
+  kreal *dS = w->dS;
+  VJ_MM(w, KERN_GEMM_SET, C, C, C, AtdA, C, 1, w->A, 1, C, dS, C);
+  kreal *dKK = w->dA; /* dA is consumed */
+  for (int64_t i = 0; i < C; i++)
+    for (int64_t j = 0; j < C; j++) {
+      const int64_t x = i * C + j;
+      const kreal ds = j < i ? -dS[x] : 0;
+      dKK[x] = ds * w->dec[x];
+      if (j < i) ddec[x] = ddec[x] + ds * w->KK[x];
+    }
+  KR(vj_rn)(w, dKK, C * C); /* KK is a bfloat16 dot's output */
+  for (int64_t i = 0; i < C; i++) {
+    kreal *dkb = w->dkb + i * Dk;
+    const kreal *dkbg = w->dkbg + i * Dk;
+    for (int64_t d = 0; d < Dk; d++) dkb[d] = KR(vj_rn1)(w, dkbg[d] * w->eG[i]);
+    w->deG[i] = w->deG[i] + KR(vj_dot)(dkbg, w->kb + i * Dk, Dk);
+  }
+  VJ_MM(w, KERN_GEMM_SET, C, Dk, C, dKK, C, 1, w->k, Dk, 1, w->tck, Dk);
+  KR(vj_add_bf)(w, w->dkb, 1, w->tck, C * Dk);
+  VJ_MM(w, KERN_GEMM_SET, C, Dk, C, dKK, 1, C, w->kb, Dk, 1, w->tck, Dk);
+  KR(vj_add_bf)(w, w->dk, 1, w->tck, C * Dk);
+}
+
+/* The preparation's backward (after the body and/or the map): leaves dq,
+ * dk (C x Dk, with respect to the prepared rows), dvb -> dv (in dvb),
+ * dbeta, dG -> dg (in dG).  For bfloat16 the cotangents of the bfloat16
+ * values are rounded where kern_vjp.h lists. */
+KTMPL void KR(vj_back_prep)(KR(vjw) *w) {
+  const int64_t C = w->C, Dk = w->Dk, Dv = w->Dv;
+  kreal *dQK = w->dS, *ddec = w->tcc; /* dS is free again: S was consumed by the solve */
+  for (int64_t i = 0; i < C; i++)
+    for (int64_t j = 0; j < C; j++) {
+      const int64_t x = i * C + j;
+      dQK[x] = j < i ? w->dattn[x] * w->dec[x] : (j == i ? w->dattn[x] : 0);
+      ddec[x] = j < i ? w->dattn[x] * w->QK[x] : 0;
+    }
+  KR(vj_rn)(w, dQK, C * C); /* QK is a bfloat16 dot's output */
+  VJ_MM(w, KERN_GEMM_SET, C, Dk, C, dQK, C, 1, w->k, Dk, 1, w->dq, Dk);
+  VJ_MM(w, KERN_GEMM_SET, C, Dk, C, dQK, 1, C, w->q, Dk, 1, w->dk, Dk);
+  KR(vj_rn)(w, w->dq, C * Dk); /* bf16 x bf16 dots, bfloat16 outputs */
+  KR(vj_rn)(w, w->dk, C * Dk);
+  KR(vj_rows_add)(w, w->dq, w->dqg, w->eG, C, Dk);
+  KR(vj_rows_add)(w, w->dk, w->dKt, w->eGl, C, Dk);
+  for (int64_t i = 0; i < C; i++) {
+    w->deG[i] = KR(vj_dot)(w->dqg + i * Dk, w->q + i * Dk, Dk);
+    w->deGl[i] = KR(vj_dot)(w->dKt + i * Dk, w->k + i * Dk, Dk);
+  }
+  KR(vj_back_wy)(w, ddec);
+  for (int64_t i = 0; i < C; i++) {
+    kreal *dvb = w->dvb + i * Dv;
+    w->dbeta[i] = KR(vj_dot_bf)(w, dvb, w->v + i * Dv, Dv);
+    for (int64_t d = 0; d < Dv; d++) dvb[d] = KR(vj_rn1)(w, dvb[d] * w->beta[i]);
+    w->dbeta[i] = KR(vj_rn1)(w, w->dbeta[i] + KR(vj_dot_bf)(w, w->dkb + i * Dk, w->k + i * Dk, Dk));
+  }
+  KR(vj_rows_add)(w, w->dk, w->dkb, w->beta, C, Dk);
+  KR(vj_back_decay)(w, ddec);
+}
+
 /* Writes the chunk's gradients for its real rows: dv, dbeta, dg of the
  * value head; dq, dk (prepared rows) into the key head's rows, set by the
  * first value head of the group (first) and added by the others. */
@@ -426,6 +506,7 @@ KTMPL void KR(vj_store)(KR(vjw) *w, gdn_grads *out, int first) {
     out->dg[gt] = w->dG[i];
     for (int64_t d = 0; d < Dk; d++) {
       kreal a = w->dq[i * Dk + d], c = w->dk[i * Dk + d];
+      if (w->bf) a = KR(vj_rn1)(w, a * w->scale); /* q_bf16 * scale: a bfloat16 multiply, per head */
       if (!first) a = (kreal)out->dq[qk + d] + a, c = (kreal)out->dk[qk + d] + c;
       out->dq[qk + d] = a;
       out->dk[qk + d] = c;
@@ -435,24 +516,28 @@ KTMPL void KR(vj_store)(KR(vjw) *w, gdn_grads *out, int first) {
 
 /* The preparation of q and k taken backwards for every token of (b, hk),
  * in place on out->dq, out->dk: with y = x inv the normalised row (rows_qk's
- * values, recomputed), dy = dX (times scale for q, one rounding), and with
+ * values, recomputed without the cast), dy = dX (times scale for q, one
+ * rounding; for bfloat16 vj_store applied the scale per value head and the
+ * cast's transpose is exact), and with
  * the L2 norm dx = inv (dy - (y . dy) y) (the dot first product then fma;
  * then per element a product, a difference, a product). */
 KTMPL void KR(vj_rows_back)(const gdn_inputs *in, const kern_num *num, kreal scale, gdn_grads *out,
                             int64_t b, int64_t hk, kreal *y, kreal *dy) {
   const gdn_shape *s = &in->shape;
   const int64_t Dk = s->Dk;
-  const int l2 = in->l2norm_in_kernel != 0;
+  const int l2 = in->l2norm_in_kernel != 0, bf = KERN_REAL == 32 && num->dtype == GDN_DTYPE_BF16;
+  kern_num n32 = *num; /* the norm is in the input dtype, before the cast: no rounding points */
+  n32.round_mask = 0;
   for (int64_t t = 0; t < s->T; t++)
     for (int is_q = 0; is_q < 2; is_q++) {
       const float *x = is_q ? gdn_inputs_q(in, b, t, hk) : gdn_inputs_k(in, b, t, hk);
       double *g = (is_q ? out->dq : out->dk) + ((b * s->T + t) * s->Hk + hk) * Dk;
-      for (int64_t d = 0; d < Dk; d++) dy[d] = is_q ? (kreal)g[d] * scale : (kreal)g[d];
+      for (int64_t d = 0; d < Dk; d++) dy[d] = is_q && !bf ? (kreal)g[d] * scale : (kreal)g[d];
       if (!l2) {
         for (int64_t d = 0; d < Dk; d++) g[d] = dy[d];
         continue;
       }
-      KR(rows_qk)(x, Dk, 0, 0, scale, num, y);
+      KR(rows_qk)(x, Dk, 0, 0, scale, &n32, y);
       kreal ss = y[0] * y[0];
       for (int64_t d = 1; d < Dk; d++) ss = ss + y[d] * y[d];
       const kreal inv = KC(1) / KSQRT(ss + KC(1e-6));

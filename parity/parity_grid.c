@@ -408,9 +408,6 @@ static int grads_covered(const parity_policy *p, const parity_case_view *v, cons
 int parity_grid_check_policy(const parity_grid_entry *ge, const parity_policy *p, int has_oracle, gdn_error *e) {
   const parity_sweep_opts *o = &ge->opts;
   const int grad = ge->spec.grad;
-  if (grad && o->dtype == GDN_DTYPE_BF16) /* kern_vjp.h: not derived for bfloat16 compute */
-    return gdn_error_set(e, GDN_ERR_INPUT, "grad: the kernels' backward has no bfloat16 compute mode (kern_vjp.h); "
-                                           "use dtype float32 or float64 for a gradient entry");
   kern_config probe;
   kern_config_init(&probe);
   probe.dtype = o->dtype;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "gdn_alloc.h"
+#include "gdn_bf16.h"
 #include "gdn_threads.h"
 #include "kern.h"
 #include "vjp_test_util.h"
@@ -12,7 +13,8 @@
  * affine-prefix form on 1, 3 and 4 devices, both shard modes (tokens: T/D =
  * 24 or 18 tokens per device, padded at every seam at C = 16), every prefix
  * schedule, float32 (with and without ftz; ieee, highest, default) and
- * float64; B Hk = 4 items, so threads really share the work. */
+ * float64, bfloat16 (scan and affine, with and without ftz, default and
+ * highest); B Hk = 4 items, so threads really share the work. */
 START_TEST(threads_change_nothing) {
   gdn_shape s = {2, 72, 2, 4, 8, 6};
   gdn_inputs in;
@@ -26,7 +28,9 @@ START_TEST(threads_change_nothing) {
       {GDN_DTYPE_F32, 1, 4, 1, KERN_MATMUL_IEEE, T_}, {GDN_DTYPE_F64, 0, 1, 0, KERN_MATMUL_IEEE, T_},
       {GDN_DTYPE_F64, 0, 4, 1, KERN_MATMUL_IEEE, T_}, {GDN_DTYPE_F32, 0, 4, 2, KERN_MATMUL_IEEE, C_},
       {GDN_DTYPE_F32, 0, 3, 3, KERN_MATMUL_IEEE, T_},
-      {GDN_DTYPE_F32, 1, 4, 1, KERN_MATMUL_HIGHEST, T_}, {GDN_DTYPE_F32, 0, 1, 0, KERN_MATMUL_DEFAULT, C_}};
+      {GDN_DTYPE_F32, 1, 4, 1, KERN_MATMUL_HIGHEST, T_}, {GDN_DTYPE_F32, 0, 1, 0, KERN_MATMUL_DEFAULT, C_},
+      {GDN_DTYPE_BF16, 0, 1, 0, KERN_MATMUL_DEFAULT, T_}, {GDN_DTYPE_BF16, 1, 4, 1, KERN_MATMUL_DEFAULT, T_},
+      {GDN_DTYPE_BF16, 0, 3, 2, KERN_MATMUL_HIGHEST, C_}};
   for (size_t k = 0; k < sizeof cfgs / sizeof cfgs[0]; k++) {
     kern_config cfg = vtu_cfg(cfgs[k].dt, 16, cfgs[k].D);
     cfg.shard = cfgs[k].sh;
@@ -76,13 +80,13 @@ END_TEST
 /* One device is the unsharded path: kern_affine_prefix_vjp equals
  * kern_scan_vjp bit for bit.  With two devices and long memory the
  * gradients differ (the fold's backward really runs) -- the control. */
-START_TEST(one_device_is_the_scan) {
+static void one_device(gdn_dtype dt) {
   gdn_shape s = {1, 64, 1, 2, 8, 8};
   gdn_inputs in;
   vtu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 8);
   gdn_cotangents ct;
   vtu_cots(&ct, &s, 1, 9);
-  kern_config c1 = vtu_cfg(GDN_DTYPE_F32, 16, 1), c2 = vtu_cfg(GDN_DTYPE_F32, 16, 2);
+  kern_config c1 = vtu_cfg(dt, 16, 1), c2 = vtu_cfg(dt, 16, 2);
   gdn_grads a, b, d2;
   vtu_kern(&in, &ct, &c1, 0, &a);
   vtu_kern(&in, &ct, &c1, 1, &b);
@@ -94,6 +98,50 @@ START_TEST(one_device_is_the_scan) {
   gdn_grads_clear(&a);
   gdn_grads_clear(&b);
   gdn_grads_clear(&d2);
+  gdn_cotangents_clear(&ct);
+  gdn_inputs_clear(&in);
+}
+START_TEST(one_device_is_the_scan) { one_device(GDN_DTYPE_F32); }
+END_TEST
+/* The same for compute dtype bfloat16 (gradients float32 values). */
+START_TEST(one_device_is_the_scan_bf16) { one_device(GDN_DTYPE_BF16); }
+END_TEST
+
+/* Elements of gradient `id` that are not bfloat16 values. */
+static size_t not_bf16(const gdn_grads *g, gdn_grad_id id) {
+  const double *x = gdn_grads_tensor_c(g, id);
+  size_t n = 0;
+  for (size_t i = 0; i < gdn_grads_numel(&g->shape, id); i++)
+    n += (double)gdn_bf16_round((float)x[i]) != x[i];
+  return n;
+}
+
+/* Compute dtype bfloat16: the cotangents of the bfloat16 inputs are
+ * bfloat16 values (kern_vjp.h: dv = rn(dvb beta), dbeta rounded, dk and dq
+ * added in bfloat16; with q, k stored normalised there is no float32 norm
+ * after them, and Hk = Hv sums no heads), while dg and dh0 are float32 (g
+ * and the state are float32) -- the control that the check can fail, as
+ * float32 compute's dv, whose elements are not bfloat16 values. */
+START_TEST(bf16_cotangents_are_bf16) {
+  gdn_shape s = {1, 40, 2, 2, 8, 8};
+  gdn_inputs in;
+  vtu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_QK_PRENORM, 4);
+  gdn_cotangents ct;
+  vtu_cots(&ct, &s, 1, 5);
+  for (int64_t D = 1; D <= 2; D++) {
+    kern_config c = vtu_cfg(GDN_DTYPE_BF16, 8, D);
+    gdn_grads g;
+    vtu_kern(&in, &ct, &c, D > 1, &g);
+    const gdn_grad_id bf[] = {GDN_GRAD_DQ, GDN_GRAD_DK, GDN_GRAD_DV, GDN_GRAD_DBETA};
+    for (int i = 0; i < 4; i++) ck_assert_msg(not_bf16(&g, bf[i]) == 0, "D=%lld %s", (long long)D, gdn_grads_name(bf[i]));
+    ck_assert(not_bf16(&g, GDN_GRAD_DG) > 0 && not_bf16(&g, GDN_GRAD_DH0) > 0);
+    gdn_grads_clear(&g);
+  }
+  kern_config c = vtu_cfg(GDN_DTYPE_F32, 8, 1);
+  gdn_grads g;
+  vtu_kern(&in, &ct, &c, 0, &g);
+  ck_assert(not_bf16(&g, GDN_GRAD_DV) > 0);
+  gdn_grads_clear(&g);
   gdn_cotangents_clear(&ct);
   gdn_inputs_clear(&in);
 }
@@ -119,8 +167,9 @@ START_TEST(refusals) {
   vtu_synth(&in, s, 0, 1);
   gdn_cotangents ct;
   vtu_cots(&ct, &s, 0, 1);
-  kern_config c = vtu_cfg(GDN_DTYPE_BF16, 8, 1);
-  expect(&in, &ct, &c, 0, GDN_ERR_INPUT, "kern_scan_vjp: compute dtype bfloat16 is not implemented");
+  kern_config c = vtu_cfg(GDN_DTYPE_F32, 8, 2);
+  c.mutant = KERN_MUTANT_COMPOSE_ORDER;
+  expect(&in, &ct, &c, 1, GDN_ERR_INPUT, "has no backward");
   c = vtu_cfg(GDN_DTYPE_F32, 8, 2);
   c.prefix = (kern_prefix)7;
   expect(&in, &ct, &c, 1, GDN_ERR_INPUT, "kern_affine_prefix_vjp: ");
@@ -237,6 +286,8 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, threads_change_nothing);
   tcase_add_test(tc, one_device_is_the_scan);
+  tcase_add_test(tc, one_device_is_the_scan_bf16);
+  tcase_add_test(tc, bf16_cotangents_are_bf16);
   tcase_add_test(tc, refusals);
   tcase_add_test(tc, alloc_failures);
   tcase_add_test(tc, shards_follow_the_forward);

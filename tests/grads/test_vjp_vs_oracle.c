@@ -231,6 +231,55 @@ START_TEST(matmul_modes) {
 }
 END_TEST
 
+/* Compute dtype bfloat16 (kern_vjp.h: the forward's rounding points and
+ * their transposes' in the backward), u = 2^-8, on every case and 1, 2, 4,
+ * 8 devices (chunks shard mode, sequential prefix; the other modes share
+ * the code the float32 tests cover).  Bounds:
+ *   every gradient  rel_fro <= BF16_BOUND = 2^-4 (16 u), 9x the worst
+ *                   measured here (2.5e-3 to 6.9e-3, 0.63u to 1.8u; printed;
+ *                   the policy's band is 8u, docs/gradients.md)
+ *   affine-prefix   rel_fro <= 4 x max(the scan's, u) per tensor (the
+ *                   policy's grad-affine-no-worse-than-scan-bfloat16;
+ *                   measured 0.95x to 1.16x here)
+ *   control         the worst >= 2^-12: the roundings are really applied
+ *                   (float32 compute reaches 2^-22). */
+#define BF16_BOUND 0x1p-4
+START_TEST(bfloat16_within_band) {
+  const vcase *c = &cases[_i];
+  gdn_inputs in;
+  vtu_synth(&in, c->s, c->flags, 7);
+  if (c->scale != 0) in.has_scale = 1, in.scale = c->scale;
+  gdn_cotangents ct;
+  vtu_cots(&ct, &c->s, c->dht, 3);
+  gdn_grads ref, g;
+  oracle(&in, &ct, &ref);
+  const int64_t Ds[] = {1, 2, 4, 8};
+  double scan[GDN_GRADS_N];
+  for (int k = 0; k < 4; k++) {
+    kern_config cfg = vtu_cfg(GDN_DTYPE_BF16, c->C, Ds[k]);
+    cfg.shard = KERN_SHARD_CHUNKS;
+    vtu_kern(&in, &ct, &cfg, Ds[k] > 1, &g);
+    double worst = 0;
+    for (int id = 0; id < GDN_GRADS_N; id++) {
+      const double v = gdn_grads_rel_fro(&g, &ref, (gdn_grad_id)id);
+      const char *nm = gdn_grads_name((gdn_grad_id)id);
+      fprintf(stderr, "bf16 T=%lld D=%lld %s: rel_fro %.3e (%.2f u)\n", (long long)c->s.T, (long long)Ds[k],
+              nm, v, v / 0x1p-8);
+      ck_assert_msg(v <= BF16_BOUND, "bf16 D=%lld %s: %.3e", (long long)Ds[k], nm, v);
+      if (Ds[k] == 1) scan[id] = v;
+      const double lim = 4 * (scan[id] > 0x1p-8 ? scan[id] : 0x1p-8);
+      ck_assert_msg(v <= lim, "bf16 D=%lld %s: %.3e > 4 x scan", (long long)Ds[k], nm, v);
+      worst = v > worst ? v : worst;
+    }
+    ck_assert_msg(worst >= 0x1p-12, "bf16 D=%lld: worst %.3e, roundings not applied?", (long long)Ds[k], worst);
+    gdn_grads_clear(&g);
+  }
+  gdn_grads_clear(&ref);
+  gdn_cotangents_clear(&ct);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("vjp_vs_oracle");
   TCase *tc = tcase_create("vs_oracle");
@@ -239,6 +288,7 @@ int main(void) {
   tcase_add_loop_test(tc, float64_matches_oracle, 0, n);
   tcase_add_loop_test(tc, float32_within_band, 0, n);
   tcase_add_test(tc, planted_dk_error_fails);
+  tcase_add_loop_test(tc, bfloat16_within_band, 0, n);
   tcase_add_test(tc, matmul_modes);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);

@@ -52,7 +52,7 @@ START_TEST(bad_usage_exits_2_with_a_message) {
       {{"--shape", "1,100000,8,64", "--max-bytes", "1M"}, "more than the limit"},
       {{"--shape", "1,64,1,8", "extra"}, "unexpected argument 'extra'"},
       {{"--seed", "1"}, "nothing to do"},
-      {{"--shape", "1,64,1,8", "--grad", "--dtype", "bfloat16"}, "bfloat16 is not implemented for gradients"},
+      {{"--shape", "1,64,1,8", "--grad", "--mutant", "compose-order", "--devices", "2"}, "mutant compose-order has no backward"},
       {{"--shape", "1,64,1,8", "--grad", "--documents", "3"}, "--grad: packed documents"},
       {{"--shape", "1,16384,8,64", "--grad", "--max-bytes", "512M"}, "--grad: shape"},
   };

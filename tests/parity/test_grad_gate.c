@@ -21,6 +21,7 @@
 #define PER_TOKEN_FLOOR (32 * 0x1p-24) /* policy-builtin.json grad-per-token-vs-scan: 3 x max(scan, 32u) */
 
 static int64_t plant_row = -1; /* flat (b, t, hk) row of dk; -1: no plant */
+static double plant = PLANT;    /* the relative error planted */
 
 static int produce_planted(parity_subject_run *s, const parity_produce_ctx *cx, gdn_error *e) {
   int rc = kern_affine_prefix(cx->in, cx->cfg, &s->owned, e);
@@ -36,7 +37,7 @@ static int produce_planted(parity_subject_run *s, const parity_produce_ctx *cx, 
   for (int t = 0; t < PARITY_T_N; t++)
     if (parity_tensors[t].grad) s->out_dtype[t] = GDN_DTYPE_F32;
   const int64_t Dk = cx->in->shape.Dk;
-  for (int64_t d = 0; plant_row >= 0 && d < Dk; d++) s->owned_grads.dk[plant_row * Dk + d] *= 1 + PLANT;
+  for (int64_t d = 0; plant_row >= 0 && d < Dk; d++) s->owned_grads.dk[plant_row * Dk + d] *= 1 + plant;
   return GDN_OK;
 }
 
@@ -98,8 +99,9 @@ static int64_t typical_dk_row(const gdn_grads *g) {
   return best;
 }
 
-/* Sweeps C = 16 over 1, 2, 4, 8 devices with the planted row added. */
-static void sweep(run *x, int grads) {
+/* Sweeps C = 16 over 1, 2, 4, 8 devices with the planted row added, in
+ * compute dtype dt. */
+static void sweep_dt(run *x, int grads, gdn_dtype dt) {
   gdn_error e;
   gdn_error_init(&e);
   parity_sweep_opts o;
@@ -107,6 +109,7 @@ static void sweep(run *x, int grads) {
   o.policy = &x->pol;
   o.verbosity = 0;
   o.chunks[0] = 16;
+  o.dtype = dt;
   o.ct = grads ? &x->ct : NULL;
   const parity_subject_methods *rows[1] = {&planted};
   o.extra = rows;
@@ -115,6 +118,8 @@ static void sweep(run *x, int grads) {
   ck_assert_msg(parity_sweep_run(&x->doc, &x->in, &info, &x->ref, NULL, 0, &o, &e) == GDN_OK, "%s", e.msg);
   ck_assert_int_eq(parity_doc_finish(&x->doc, 1, &e), GDN_OK);
 }
+
+static void sweep(run *x, int grads) { sweep_dt(x, grads, GDN_DTYPE_F32); }
 
 static json_t *check_of(json_t *c, const char *subject, const char *tensor, const char *metric) {
   json_t *checks = json_object_get(json_object_get(c, "tolerance"), "checks");
@@ -204,12 +209,69 @@ START_TEST(no_grads_no_keys) {
 }
 END_TEST
 
+/* The check of `rule` on (subject, tensor) in case c. */
+static json_t *rule_check(json_t *c, const char *subject, const char *tensor, const char *rule) {
+  json_t *checks = json_object_get(json_object_get(c, "tolerance"), "checks");
+  for (size_t i = 0; i < json_array_size(checks); i++) {
+    json_t *k = json_array_get(checks, i);
+    if (!strcmp(json_string_value(json_object_get(k, "subject")), subject) &&
+        !strcmp(json_string_value(json_object_get(k, "tensor")), tensor) &&
+        !strcmp(json_string_value(json_object_get(k, "rule")), rule))
+      return k;
+  }
+  return NULL;
+}
+
+/* Compute dtype bfloat16 (kern_vjp.h), T = 256, initial and slow gates,
+ * 1, 2, 4, 8 devices: correct bfloat16 gradients pass every rule, the
+ * bfloat16 gradient rules among them (grad-band-bfloat16 on every tensor);
+ * a relative error of BF16_PLANT in one typical token's dk fails, decided by
+ * grad-per-token-vs-scan-bfloat16 -- the negative control.  The plant is
+ * sized to the rule: 2 x the scan's worst per-token error (measured 9.4e-3
+ * to 1.3e-2 here, 2.4u to 3.4u; printed) must be exceeded, and 5e-2 does so
+ * by 1.7x or more (row_rel 4.5e-2 to 5.0e-2 against 1.9e-2 to 2.6e-2).  A plant of 1e-2 is the size of bfloat16's own per-token
+ * error and cannot be told from it against any reference. */
+#define BF16_PLANT 5e-2
+START_TEST(bf16_planted_dk_fails) {
+  static const unsigned gates[] = {0, GDN_SYNTH_SLOW_GATES};
+  const int k = _i / 2, planted = _i % 2;
+  gdn_shape s = {1, 256, 2, 2, 16, 16};
+  run x;
+  run_setup(&x, s, gates[k], 1);
+  plant_row = planted ? typical_dk_row(&x.ref.grads) : -1;
+  plant = BF16_PLANT;
+  sweep_dt(&x, 1, GDN_DTYPE_BF16);
+  json_t *cases = json_object_get(x.doc.root, "cases");
+  ck_assert_uint_eq(json_array_size(cases), 4);
+  for (size_t i = 0; i < 4; i++) {
+    json_t *c = json_array_get(cases, i);
+    json_t *tok = rule_check(c, "planted", "dk", "grad-per-token-vs-scan-bfloat16");
+    json_t *band = rule_check(c, "scan", "dg", "grad-band-bfloat16");
+    ck_assert_ptr_nonnull(tok);
+    ck_assert_ptr_nonnull(band);
+    double v = json_real_value(json_object_get(tok, "value")), lim = json_real_value(json_object_get(tok, "limit"));
+    fprintf(stderr, "bf16 gates %s plant %d case %zu: dk row_rel %.3e limit %.3e (scan dg rel_fro %.3e)\n",
+            gates[k] ? "slow" : "init", planted, i, v, lim, json_real_value(json_object_get(band, "value")));
+    if (!planted) {
+      ck_assert_msg(json_is_true(json_object_get(c, "pass")), "case %zu must pass", i);
+      continue;
+    }
+    ck_assert_msg(json_is_false(json_object_get(c, "pass")), "case %zu: the planted error must fail", i);
+    ck_assert(json_is_false(json_object_get(tok, "pass")));
+  }
+  plant_row = -1;
+  plant = PLANT;
+  run_teardown(&x);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("grad_gate");
   TCase *tc = tcase_create("grad_gate");
   tcase_set_timeout(tc, 300);
   tcase_add_loop_test(tc, planted_dk_fails_at_any_T, 0, 6);
   tcase_add_test(tc, no_grads_no_keys);
+  tcase_add_loop_test(tc, bf16_planted_dk_fails, 0, 4);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

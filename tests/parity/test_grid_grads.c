@@ -1,9 +1,10 @@
 /* parity_grid_check_policy with gradient entries (issue 19): the dry run
  * refuses, before anything runs, an entry whose gradient rows no rule
  * judges -- per tensor, since coverage of a subject by its o rows alone
- * would let the gate pass gradients unjudged -- and a bfloat16 gradient
- * entry (the kernels' backward has no bfloat16 mode).  Each refusal has a
- * positive control that passes. */
+ * would let the gate pass gradients unjudged.  A bfloat16 gradient entry
+ * passes with the built-in policy (its grad-*-bfloat16 rules) and is
+ * refused by a policy without them.  Each refusal has a positive control
+ * that passes. */
 #include <check.h>
 #include <string.h>
 
@@ -26,6 +27,13 @@ static const char *grads_but_dh0 =
     "\"reason\":\"r\"},"
     "{\"id\":\"gband\",\"kind\":\"absolute\",\"dtype\":\"float32\",\"tensors\":[\"dq\",\"dk\",\"dv\",\"dg\","
     "\"dbeta\"],\"metric\":\"rel_fro\",\"limit_u\":64,\"reason\":\"r\"}]}";
+
+/* Every row covered in every dtype, but the gradients in float32 only. */
+static const char *f32_grads_only =
+    "{\"name\":\"g32\",\"rules\":["
+    "{\"id\":\"band\",\"kind\":\"absolute\",\"metric\":\"rel_fro\",\"limit_u\":64,\"reason\":\"r\"},"
+    "{\"id\":\"gband\",\"kind\":\"absolute\",\"dtype\":\"float32\",\"tensors\":[\"dq\",\"dk\",\"dv\",\"dg\","
+    "\"dbeta\",\"dh0\"],\"metric\":\"rel_fro\",\"limit_u\":64,\"reason\":\"r\"}]}";
 
 static parity_grid_entry entry(int grad, gdn_dtype dt) {
   parity_grid_entry ge;
@@ -70,11 +78,16 @@ START_TEST(gradient_rows_without_a_rule_are_refused) {
 }
 END_TEST
 
-START_TEST(bfloat16_gradient_entry_is_refused) {
+START_TEST(bfloat16_gradient_entry_needs_its_rules) {
   gdn_error e;
-  ck_assert_msg(dry(NULL, 0, GDN_DTYPE_BF16, 1, &e) == GDN_OK, "%s", e.msg); /* control */
-  ck_assert_int_eq(dry(NULL, 1, GDN_DTYPE_BF16, 1, &e), GDN_ERR_INPUT);
-  ck_assert_msg(strstr(e.msg, "no bfloat16 compute mode"), "%s", e.msg);
+  ck_assert_msg(dry(NULL, 0, GDN_DTYPE_BF16, 1, &e) == GDN_OK, "%s", e.msg);
+  ck_assert_msg(dry(NULL, 1, GDN_DTYPE_BF16, 1, &e) == GDN_OK, "%s", e.msg);
+  ck_assert_msg(dry(NULL, 1, GDN_DTYPE_BF16, 0, &e) == GDN_OK, "%s", e.msg);
+  /* control: rules for float32 gradients only leave bfloat16's unjudged */
+  ck_assert_msg(dry(f32_grads_only, 1, GDN_DTYPE_F32, 1, &e) == GDN_OK, "%s", e.msg);
+  ck_assert_msg(dry(f32_grads_only, 0, GDN_DTYPE_BF16, 1, &e) == GDN_OK, "%s", e.msg);
+  ck_assert_int_eq(dry(f32_grads_only, 1, GDN_DTYPE_BF16, 1, &e), GDN_ERR_INPUT);
+  ck_assert_msg(strstr(e.msg, "no rule for the gradient dq of scan (dtype bfloat16"), "%s", e.msg);
 }
 END_TEST
 
@@ -98,7 +111,7 @@ int main(void) {
   TCase *tc = tcase_create("dry");
   tcase_add_test(tc, builtin_policy_covers_gradient_entries);
   tcase_add_test(tc, gradient_rows_without_a_rule_are_refused);
-  tcase_add_test(tc, bfloat16_gradient_entry_is_refused);
+  tcase_add_test(tc, bfloat16_gradient_entry_needs_its_rules);
   tcase_add_test(tc, auto_counts_the_vjp_cost);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);

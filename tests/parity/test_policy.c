@@ -360,6 +360,66 @@ START_TEST(gradient_rules) {
 }
 END_TEST
 
+/* The built-in bfloat16 gradient rules on a view with gradient metrics
+ * (compute dtype bfloat16): the measured sizes pass -- 5e-3 for the scan,
+ * the affine dbeta's 1.2e-2 (the finding: 2.57x the scan's 4.7e-3, Dk =
+ * 128 with the initial gates), row_rel 1.1e-2 for both.  Negative
+ * controls, each failing its bfloat16 rule while the float32 rules (whose
+ * floors are 16u and 32u = 6.3e-2 and 0.125 here) would pass it: affine
+ * dbeta 2e-2 (> 4 x max(4.7e-3, u)), scan dg 4e-2 (> 8u = 3.1e-2), affine
+ * dk row_rel 3e-2 (> 2 x max(1.1e-2, 2u)). */
+START_TEST(gradient_rules_bf16) {
+  parity_policy p;
+  parity_policy_init(&p);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_policy_load_builtin(&p, &e), GDN_OK);
+  parity_metrics fw = mk(4e-3), sg[PARITY_T_N], ag[PARITY_T_N];
+  fw.n_blocks = 1, fw.block_rel = fw.elem_rel = 4e-3;
+  parity_subject subj[2];
+  memset(subj, 0, sizeof subj);
+  subj[0].name = "scan", subj[0].kind = PARITY_SUBJ_SCAN;
+  subj[1].name = "affine-prefix", subj[1].kind = PARITY_SUBJ_AFFINE;
+  for (int t = 0; t < PARITY_T_N; t++) {
+    sg[t] = mk(t == PARITY_T_DBETA ? 4.7e-3 : 5e-3), ag[t] = mk(t == PARITY_T_DBETA ? 1.2e-2 : 5e-3);
+    sg[t].row_rel = ag[t].row_rel = 1.1e-2;
+    for (int k = 0; k < 2; k++) subj[k].out_dtype[t] = GDN_DTYPE_F32;
+    subj[0].vs_oracle[t] = t <= PARITY_T_HT ? &fw : &sg[t];
+    subj[1].vs_oracle[t] = t <= PARITY_T_HT ? &fw : &ag[t];
+  }
+  parity_case_view v = {GDN_DTYPE_BF16, KERN_MATMUL_HIGHEST, 1, {NULL}, 2, subj, NULL, 0, {0}};
+  for (int t = 0; t < PARITY_T_N; t++) v.scan_vs_oracle[t] = subj[0].vs_oracle[t];
+  parity_checks c;
+  parity_checks_init(&c);
+  ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+  size_t ngrad = 0;
+  for (size_t i = 0; i < c.n; i++) {
+    ck_assert_msg(c.v[i].pass, "%s: %g > %g", c.v[i].name, c.v[i].value, c.v[i].limit);
+    ngrad += (c.v[i].tensor & PARITY_TENSOR_GRADS) != 0;
+  }
+  /* relative 6 + 6 (float32's and bfloat16's) + per-token vs scan 3 + 3 (affine) + band 6 for both */
+  ck_assert_uint_eq(ngrad, 6 + 6 + 3 + 3 + 2 * 6);
+  static const struct { int t, subj; double rel, row; const char *rule; } bad[] = {
+      {PARITY_T_DBETA, 1, 2e-2, 0, "grad-affine-no-worse-than-scan-bfloat16"},
+      {PARITY_T_DG, 0, 4e-2, 0, "grad-band-bfloat16"},
+      {PARITY_T_DK, 1, 0, 3e-2, "grad-per-token-vs-scan-bfloat16"}};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    parity_metrics *m = bad[k].subj ? &ag[bad[k].t] : &sg[bad[k].t], keep = *m;
+    if (bad[k].rel) m->rel_fro = bad[k].rel;
+    if (bad[k].row) m->row_rel = bad[k].row;
+    ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+    size_t nfail = 0;
+    for (size_t i = 0; i < c.n; i++) nfail += !c.v[i].pass;
+    ck_assert_msg(nfail == 1, "case %zu: %zu checks fail", k, nfail);
+    ck_assert_msg(!c.v[c.deciding].pass, "case %zu passed", k);
+    ck_assert_str_eq(c.v[c.deciding].rule->id, bad[k].rule);
+    *m = keep;
+  }
+  parity_checks_clear(&c);
+  parity_policy_clear(&p);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("policy");
   TCase *tc = tcase_create("policy");
@@ -370,6 +430,7 @@ int main(void) {
   tcase_add_test(tc, localized_rule_names_the_block);
   tcase_add_test(tc, localized_rule_on_gradient_rows);
   tcase_add_test(tc, gradient_rules);
+  tcase_add_test(tc, gradient_rules_bf16);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
