@@ -98,12 +98,13 @@ cpu, threads = float(sys.argv[4]) + float(sys.argv[5]), int(sys.argv[6])
 r = json.load(open(os.path.join(out, "long-results.json")))
 tm = (r.get("timing") or {}).get("seconds") or {}
 doc = {"command": r["command"], "pass": r["pass"], "wall_seconds": wall, "cpu_seconds": cpu,
-       "idle_wall_estimate_seconds": cpu / threads, "threads": threads,
+       "idle_wall_lower_bound_seconds": cpu / threads, "threads": threads,
        "peak_rss_bytes": rss_kb * 1024, "memory": r.get("memory"), "timing": r.get("timing"),
        "oracle": r.get("oracle"), "goal_seconds": 300, "goal_peak_rss_bytes": 3 << 30,
        "load1_at_end": os.getloadavg()[0]}
-print(f"long case: {wall / 60:.1f} min wall, {cpu / 60:.1f} min CPU (on {threads} idle cores about "
-      f"{cpu / threads / 60:.1f} min; goal 5: ratio {cpu / threads / 300:.2f}); phases: oracle "
+print(f"long case: {wall / 60:.1f} min wall (goal 5: ratio {wall / 300:.2f}), {cpu / 60:.1f} min CPU "
+      f"(CPU / {threads} cores = {cpu / threads / 60:.1f} min, what {threads} idle cores would take at "
+      f"best); phases: oracle "
       f"{tm.get('oracle', 0):.0f} s, kernels {tm.get('kernels', 0):.0f} s, the rest "
       f"{wall - tm.get('oracle', 0) - tm.get('kernels', 0):.0f} s (wall); peak RSS "
       f"{rss_kb / 1048576:.2f} GiB (goal 3: ratio {rss_kb / 1048576 / 3:.2f}); oracle "
@@ -148,8 +149,10 @@ rows.append(("whole process (CPU s)", w["ours"]["cpu_seconds"], "torch peer's pr
              w["peer_torch"]["cpu_seconds"], "ours / peer (goal 0.5)", w["ratio_cpu"]))
 if long:
     L = doc["long"]
-    rows.append(("long case (idle-core min, est.)", L["idle_wall_estimate_seconds"] / 60, "goal", 5,
-                 "ours / goal", L["idle_wall_estimate_seconds"] / 300))
+    rows.append(("long case (wall min)", L["wall_seconds"] / 60, "goal", 5, "ours / goal",
+                 L["wall_seconds"] / 300))
+    rows.append(("long case (CPU / cores, min)", L["idle_wall_lower_bound_seconds"] / 60, "goal", 5,
+                 "ours / goal", L["idle_wall_lower_bound_seconds"] / 300))
     rows.append(("long case peak RSS (GiB)", L["peak_rss_bytes"] / 2**30, "goal", 3,
                  "ours / goal", L["peak_rss_bytes"] / 2**30 / 3))
 print("\nsummary (load average %.1f at the end):" % doc["machine"]["load1_at_end"])
