@@ -38,8 +38,9 @@
  *     of composition, apply and the prefix schedules in kern_prefix.h;
  *   - o is rounded once to kern_output_dtype(cfg, in->bf16_mask) (float32 for
  *     float32 / bfloat16 compute unless q was stored as bfloat16; float64 for
- *     float64) and stored as double; ht holds the values of the final state
- *     (float32 for bfloat16 compute).
+ *     float64) and stored as double, or as float32 when the caller set
+ *     out->f32_ok and that dtype is not float64 (the same values: kern_out.h);
+ *     ht holds the values of the final state (float32 for bfloat16 compute).
  *   With ftz off, float32 / float64 with matmul ieee and the sequential
  *   prefix compute exactly what they did before these modes existed.
  *

@@ -680,8 +680,13 @@ KTMPL void KR(kchunk_store_o)(const KR(kchunk) *c, int64_t n, gdn_outputs *out, 
                                int64_t c1) {
   const int64_t C = c->C, Dv = c->Dv, T = c->t_end, t0 = c->t_base + n * C;
   for (int64_t i = 0; i < C && t0 + i < T; i++) {
-    double *o = gdn_outputs_o(out, c->b, t0 + i, c->hv);
     const kreal *oi = c->oin + i * Dv;
+    if (out->o32) { /* float32-held o (kern_out.h): the same values, exactly */
+      float *of = out->o32 + ((c->b * out->shape.T + t0 + i) * out->shape.Hv + c->hv) * Dv;
+      KSIMD for (int64_t d = c0; d < c1; d++) of[d] = (float)KR(rows_out)(oi[d], c->out_bf16);
+      continue;
+    }
+    double *o = gdn_outputs_o(out, c->b, t0 + i, c->hv);
 #if KERN_AVX && KERN_REAL == 32
     if (!c->out_bf16) {
       int64_t d = c0;

@@ -9,7 +9,10 @@
  * into transparent huge pages (Linux, where THP is on request): far fewer
  * page faults when the kernel first writes it.  When `out` already holds
  * buffers of the sizes `s` needs (a previous call's, kept by the caller),
- * they are reused as they are: the kernel overwrites every element. */
+ * they are reused as they are: the kernel overwrites every element.
+ * With out->f32_ok and a float32 or bfloat16 output dtype, o is held as
+ * float32 (out->o32, o NULL; gdn_outputs.h): the kernels store the same
+ * values, converted exactly. */
 #ifndef KERN_OUT_H
 #define KERN_OUT_H
 

@@ -82,6 +82,11 @@ static __attribute__((noinline)) void KR(recurrent_thread)(const gdn_inputs *in,
       KR(kern_split_fill)(&sq, mm, q, (size_t)Dk);
       KR(kern_split_fill)(&sh, mm, h, (size_t)(Dk * Dv));
       KR(kern_mm)(mm, 1, Dv, Dk, &sq, Dk, 1, &sh, Dv, 1, o, Dv, gws);
+      if (out->o32) { /* float32-held o (kern_out.h): the same values, exactly */
+        float *of = out->o32 + ((b * out->shape.T + t) * out->shape.Hv + hv) * Dv;
+        for (int64_t j = 0; j < Dv; j++) of[j] = (float)KR(rows_out)(o[j], out_bf16);
+        continue;
+      }
       double *od = gdn_outputs_o(out, b, t, hv);
       for (int64_t j = 0; j < Dv; j++) od[j] = KR(rows_out)(o[j], out_bf16);
     }

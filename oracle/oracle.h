@@ -92,6 +92,20 @@
 #define ORACLE_CHECK_PREC_MAX 8192
 #define ORACLE_TAU_BITS 64          /* tau = 2^-ORACLE_TAU_BITS * max |r| */
 
+/* Progress of a long run (optional, both tiers): fn(arg, done, total) is
+ * called now and then -- about every thousandth of the work, and once at
+ * the end with done == total -- with the work done so far in units of
+ * token-columns, an MPFR column counted as ORACLE_PROGRESS_MPFR_WEIGHT dd
+ * columns in the dd tier (what each costs, so that done / total tracks the
+ * time; the weight is a guide and changes nothing else).  Calls come from
+ * the run's worker threads but never two at once; fn must not call the
+ * oracle.  A progress callback never changes a result. */
+#define ORACLE_PROGRESS_MPFR_WEIGHT 64
+typedef struct oracle_progress {
+  void (*fn)(void *arg, int64_t done, int64_t total);
+  void *arg;
+} oracle_progress;
+
 typedef enum oracle_form {
   ORACLE_FORM_TOKEN = 0,
   ORACLE_FORM_CHUNKED = 1,
@@ -109,10 +123,12 @@ typedef struct oracle_config {
   int64_t column_block;   /* token form: Dv columns per work item; 0 = chosen
                              from Dv and the thread count.  Speed only: never
                              changes a result. */
+  const oracle_progress *progress; /* NULL (default): none */
 } oracle_config;
 
 void oracle_config_init(oracle_config *cfg); /* p = 128, token form, C = 64,
-                                                check_prec 0, column_block 0 */
+                                                check_prec 0, column_block 0,
+                                                no progress */
 
 /* GDN_OK, or GDN_ERR_INPUT with a message naming the field (prec, form,
  * chunk, check_prec, column_block) and its value; GDN_ERR_INTERNAL for a
@@ -316,9 +332,10 @@ typedef struct oracle_dd_config {
                               0: no sample, certified_bits 0 */
   int64_t column_block;    /* columns per work item; 0 = from Dv and the
                               thread count.  Speed only. */
+  const oracle_progress *progress; /* NULL (default): none */
 } oracle_dd_config;
 
-void oracle_dd_config_init(oracle_dd_config *cfg); /* 128 bits, 2 columns, block 0 */
+void oracle_dd_config_init(oracle_dd_config *cfg); /* 128 bits, 2 columns, block 0, no progress */
 /* GDN_OK, or GDN_ERR_INPUT naming the field (sample_prec, sample_columns,
  * column_block) and its value; GDN_ERR_INTERNAL for NULL. */
 int oracle_dd_config_validate(const oracle_dd_config *cfg, gdn_error *e);

@@ -8,6 +8,7 @@ void oracle_config_init(oracle_config *cfg) {
   cfg->chunk = 64;
   cfg->check_prec = 0;
   cfg->column_block = 0;
+  cfg->progress = NULL;
 }
 
 int oracle_config_validate(const oracle_config *cfg, int certified, gdn_error *e) {

@@ -190,4 +190,22 @@ int orc_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *o
                oracle_dd_certificate *cert, const unsigned char *heads, oracle_tally *tally,
                gdn_error *e);
 
+/* The progress of one run (oracle.h, oracle_progress): work items add the
+ * token-columns they finished; a call to the callback whenever the total
+ * crosses the next thousandth, serialised (a critical section), and
+ * orc_meter_done's final one.  Off (every call a no-op) when p or p->fn is
+ * NULL.  Never touches a result. */
+typedef struct orc_meter {
+  const oracle_progress *p;
+  int64_t total, step;
+  int64_t done;     /* atomic */
+  int64_t reported; /* under the critical section */
+} orc_meter;
+
+void orc_meter_init(orc_meter *m, const oracle_progress *p, int64_t total);
+void orc_meter_add(orc_meter *m, int64_t n);
+void orc_meter_done(orc_meter *m);
+/* Tokens an item runs between two orc_meter_add calls. */
+#define ORC_METER_TOKENS 1024
+
 #endif

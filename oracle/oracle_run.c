@@ -30,6 +30,7 @@ typedef struct job {
   int64_t chunk;
   int64_t *fail;    /* per item: -1 fine, t < T: non-finite o_t, T: non-finite ht */
   const unsigned char *heads; /* oracle_part.h: the heads to run (NULL: all) */
+  orc_meter *meter; /* token-columns done (the check run at P is not counted apart) */
 } job;
 
 static void worker_init(worker *w) {
@@ -100,7 +101,9 @@ static void run_token_item(const job *jb, worker *w, int64_t item) {
         jb->fail[item] = t;
         return;
       }
+    if ((t + 1) % ORC_METER_TOKENS == 0) orc_meter_add(jb->meter, ORC_METER_TOKENS * nc);
   }
+  orc_meter_add(jb->meter, s->T % ORC_METER_TOKENS * nc);
   double *ht = gdn_outputs_ht(jb->out, b, j);
   for (int64_t i = 0; i < s->Dk; i++)
     for (int64_t c = 0; c < nc; c++)
@@ -121,6 +124,7 @@ static void run_chunked_item(const job *jb, worker *w, int64_t item) {
     n = s->T - t0 < jb->chunk ? s->T - t0 : jb->chunk;
     orc_chk_chunk(wp, in, t0, n);
     if (jb->certified) orc_chk_chunk(wr, in, t0, n);
+    orc_meter_add(jb->meter, n * Dv);
     for (int64_t i = 0; i < n; i++) {
       double *o = gdn_outputs_o(jb->out, b, t0 + i, j);
       for (int64_t c = 0; c < Dv; c++)
@@ -181,7 +185,9 @@ int orc_run_mpfr(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *ou
   if ((rc = gdn_outputs_alloc(out, s, GDN_DTYPE_F64, e))) return rc;
 
   int threads = gdn_threads_get();
-  job jb = {in, out, cert != NULL, 0, 1, cfg->chunk, NULL, heads};
+  orc_meter meter;
+  orc_meter_init(&meter, cfg->progress, s->B * s->Hv * s->T * s->Dv);
+  job jb = {in, out, cert != NULL, 0, 1, cfg->chunk, NULL, heads, &meter};
   int64_t n_items = s->B * s->Hv;
   if (cfg->form == ORACLE_FORM_TOKEN) {
     const gdn_shape bs = orc_block_shape(s, heads);
@@ -220,6 +226,7 @@ int orc_run_mpfr(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *ou
      * on the thread that filled them. */
     mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
   }
+  orc_meter_done(&meter);
 
   for (int64_t it = 0; it < n_items; it++) {
     if (jb.fail[it] < 0) continue;

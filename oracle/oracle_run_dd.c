@@ -37,6 +37,7 @@ void oracle_dd_config_init(oracle_dd_config *cfg) {
   cfg->sample_prec = 128;
   cfg->sample_columns = 2;
   cfg->column_block = 0;
+  cfg->progress = NULL;
 }
 
 int oracle_dd_config_validate(const oracle_dd_config *cfg, gdn_error *e) {
@@ -98,7 +99,14 @@ typedef struct dd_job {
   const dd_item *items;
   dd_fail *fail;
   int check_bound; /* the sample's MPFR precision is high enough to check it */
+  orc_meter *meter;
 } dd_job;
+
+/* An item's progress weight per token: its columns, an MPFR-sampled column
+ * counting ORACLE_PROGRESS_MPFR_WEIGHT more (it also runs in double-word). */
+static int64_t item_weight(const dd_item *x) {
+  return x->nc * (x->sample ? 1 + ORACLE_PROGRESS_MPFR_WEIGHT : 1);
+}
 
 static void worker_init(dd_worker *w) {
   orc_ddw_init(&w->dd);
@@ -197,7 +205,9 @@ static void run_item(const dd_job *jb, dd_worker *w, int64_t it) {
       }
     }
     maybe_plant(d, t);
+    if ((t + 1) % ORC_METER_TOKENS == 0) orc_meter_add(jb->meter, ORC_METER_TOKENS * item_weight(item));
   }
+  orc_meter_add(jb->meter, s->T % ORC_METER_TOKENS * item_weight(item));
   double *ht = gdn_outputs_ht(jb->out, b, j);
   for (int64_t i = 0; i < s->Dk; i++)
     for (int64_t c = 0; c < nc; c++) {
@@ -281,7 +291,8 @@ int orc_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *o
   const int64_t nb = column_block(cfg, &bs, ns, threads);
   /* Per head: the sample, and at most two ranges of ceil(len / nb) blocks. */
   const int64_t per_head = (ns > 0 ? 1 : 0) + (s->Dv - ns + nb - 1) / nb + 1;
-  dd_job jb = {in, out, NULL, NULL, ns > 0 && cfg->sample_prec >= DD_CHECK_BOUND_PREC};
+  orc_meter meter;
+  dd_job jb = {in, out, NULL, NULL, ns > 0 && cfg->sample_prec >= DD_CHECK_BOUND_PREC, &meter};
   dd_item *items = NULL;
   dd_worker *ws = NULL;
   int nw = 0;
@@ -298,6 +309,9 @@ int orc_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *o
       cut(items, &n_items, b, j, s0 + ns, s->Dv, nb);
     }
   jb.items = items;
+  int64_t work = 0;
+  for (int64_t it = 0; it < n_items; it++) work += s->T * item_weight(&items[it]);
+  orc_meter_init(&meter, cfg->progress, work);
   jb.fail = gdn_calloc((size_t)n_items, sizeof(dd_fail), "oracle dd item status", e);
   if (!jb.fail) goto fail;
   int nt = n_items < threads ? (int)n_items : threads;
@@ -320,6 +334,7 @@ int orc_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *o
       if (!sel || sel[items[it].b * s->Hv + items[it].j]) run_item(&jb, w, it);
     mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
   }
+  orc_meter_done(&meter);
 
   int64_t bad = -1;
   for (int64_t it = 0; it < n_items; it++)

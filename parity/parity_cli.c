@@ -331,7 +331,9 @@ static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parit
   in.packing = sp->packing;
   parity_progress_end(o->progress);
   parity_progress_begin(o->progress, "oracle");
-  if ((rc = parity_reference_compute(&ref, &in, st->tier, st->oracle_bits, e))) goto done;
+  const oracle_progress op = {parity_progress_oracle, o->progress}; /* the line advances inside it */
+  if ((rc = parity_reference_compute_progress(&ref, &in, st->tier, st->oracle_bits, o->progress ? &op : NULL, e)))
+    goto done;
   parity_progress_end(o->progress);
   parity_sweep_opts og = *o;
   if ((rc = grads_setup(st, st->grad || sp->grad, &in, sp->synth.seed, &ref, &ct, &og, e))) goto done;

@@ -8,6 +8,11 @@
 
 #include "gdn_alloc.h"
 
+/* Every read of a compared value: exact whether it is held as binary64 or
+ * float32 (parity_vals.h), so the metrics do not depend on the form. */
+#define AT(v, i) parity_vals_at((v), (size_t)(i))
+static const parity_vals NONE = {NULL, NULL};
+
 #define BLOCK 65536
 
 double parity_ulp_bin_edge(int i) { return i == 0 ? 0.0 : ldexp(1.0, i - 2); }
@@ -36,7 +41,7 @@ static inline double ulp_of(gdn_dtype t, double x, double r) {
  * round counts in parallel, one histogram per thread (`hist`: nt x 65536),
  * summed after: integer counts, so the result is the same for any thread
  * count. */
-static double select_ulp(const double *x, const double *r, size_t n, gdn_dtype t, size_t k,
+static double select_ulp(parity_vals x, parity_vals r, size_t n, gdn_dtype t, size_t k,
                          int64_t *hist, int nt, size_t *ties_after) {
   uint64_t prefix = 0;
   for (int round = 0; round < 4; round++) {
@@ -48,7 +53,7 @@ static double select_ulp(const double *x, const double *r, size_t n, gdn_dtype t
       int64_t *h = hist + (size_t)omp_get_thread_num() * 65536;
 #pragma omp for schedule(static)
       for (size_t i = 0; i < n; i++) {
-        double u = ulp_of(t, x[i], r[i]);
+        double u = ulp_of(t, AT(x, i), AT(r, i));
         uint64_t b;
         memcpy(&b, &u, sizeof b);
         if ((b & mask_hi) != prefix) continue;
@@ -77,11 +82,11 @@ static double select_ulp(const double *x, const double *r, size_t n, gdn_dtype t
 
 /* The smallest ULP value above v (the (k+1)-th smallest when no tie
  * follows the k-th); a minimum is exact, so any order gives it. */
-static double next_ulp_above(const double *x, const double *r, size_t n, gdn_dtype t, double v, int nt) {
+static double next_ulp_above(parity_vals x, parity_vals r, size_t n, gdn_dtype t, double v, int nt) {
   double best = INFINITY;
 #pragma omp parallel for schedule(static) num_threads(nt) reduction(min : best)
   for (size_t i = 0; i < n; i++) {
-    double u = ulp_of(t, x[i], r[i]);
+    double u = ulp_of(t, AT(x, i), AT(r, i));
     if (u > v && u < best) best = u;
   }
   return best;
@@ -93,7 +98,7 @@ static double next_ulp_above(const double *x, const double *r, size_t n, gdn_dty
  * block order with the same strict comparison: the same value and index as
  * one pass from i = 0, for any thread count.  A block of `hi - lo` doubles
  * per entry: the partials cost n / 65536 pairs. */
-static double max_rel_floor(const double *x, const double *r, size_t n, double floor, size_t *at) {
+static double max_rel_floor(parity_vals x, parity_vals r, size_t n, double floor, size_t *at) {
   size_t nb = (n + BLOCK - 1) / BLOCK;
   double bm[64];
   size_t ba[64];
@@ -108,9 +113,9 @@ static double max_rel_floor(const double *x, const double *r, size_t n, double f
       double m = 0;
       size_t a = 0;
       for (size_t i = lo; i < hi; i++) {
-        double d = isfinite(x[i]) ? fabs(x[i] - r[i]) : INFINITY;
+        double d = isfinite(AT(x, i)) ? fabs(AT(x, i) - AT(r, i)) : INFINITY;
         if (d == 0) continue;
-        double den = fabs(r[i]) > floor ? fabs(r[i]) : floor;
+        double den = fabs(AT(r, i)) > floor ? fabs(AT(r, i)) : floor;
         double q = den > 0 ? d / den : INFINITY;
         if (q > m) m = q, a = i; /* NaN q (NaN reference) skipped, as before */
       }
@@ -123,27 +128,29 @@ static double max_rel_floor(const double *x, const double *r, size_t n, double f
   return mr;
 }
 
-static double row_norm(const double *a, const double *b, int64_t len) {
+static double row_norm(parity_vals a, parity_vals b, int64_t len) {
   double s = 0;
+  const int has_b = parity_vals_has(b);
   for (int64_t i = 0; i < len; i++) {
-    double d = b ? (isfinite(a[i]) ? a[i] - b[i] : INFINITY) : a[i];
+    double ai = AT(a, i);
+    double d = has_b ? (isfinite(ai) ? ai - AT(b, i) : INFINITY) : ai;
     s += d * d;
   }
   return sqrt(s);
 }
 
-double parity_row_rel(const double *x, const double *r, int64_t n_rows, int64_t len, int64_t *worst) {
+double parity_row_rel_v(parity_vals x, parity_vals r, int64_t n_rows, int64_t len, int64_t *worst) {
   double ss = 0, w = 0;
   int64_t arg = -1;
   for (int64_t q = 0; q < n_rows; q++) {
-    double n = row_norm(r + q * len, NULL, len);
+    double n = row_norm(parity_vals_off(r, (size_t)(q * len)), NONE, len);
     ss += n * n;
   }
   const double fl = n_rows > 0 ? sqrt(ss / (double)n_rows) : 0; /* the RMS row norm */
   for (int64_t q = 0; q < n_rows; q++) {
-    double d = row_norm(x + q * len, r + q * len, len);
+    double d = row_norm(parity_vals_off(x, (size_t)(q * len)), parity_vals_off(r, (size_t)(q * len)), len);
     if (d == 0) continue;
-    double n = row_norm(r + q * len, NULL, len), den = n > fl ? n : fl;
+    double n = row_norm(parity_vals_off(r, (size_t)(q * len)), NONE, len), den = n > fl ? n : fl;
     double v = den > 0 ? d / den : INFINITY;
     if (v > w || arg < 0) w = v, arg = q;
   }
@@ -151,7 +158,7 @@ double parity_row_rel(const double *x, const double *r, int64_t n_rows, int64_t 
   return w;
 }
 
-int parity_metrics_compute(const double *x, const double *r, const int64_t dims[4],
+int parity_metrics_compute_v(parity_vals x, parity_vals r, const int64_t dims[4],
                            gdn_dtype t, parity_metrics *m, gdn_error *e) {
   memset(m, 0, sizeof *m);
   size_t n = (size_t)(dims[0] * dims[1] * dims[2] * dims[3]);
@@ -165,7 +172,7 @@ int parity_metrics_compute(const double *x, const double *r, const int64_t dims[
     q->arg = -1;
     size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
     for (size_t i = lo; i < hi; i++) {
-      double xi = x[i], ri = r[i];
+      double xi = AT(x, i), ri = AT(r, i);
       if (!isfinite(xi)) q->nonfinite++;
       if (ri == 0.0) q->zero_ref++;
       double ar = fabs(ri);
@@ -209,15 +216,15 @@ int parity_metrics_compute(const double *x, const double *r, const int64_t dims[
     m->rel_at[d] = rem % dims[d];
     rem /= dims[d];
   }
-  if (dims[3] > 0) m->row_rel = parity_row_rel(x, r, (int64_t)n / dims[3], dims[3], &m->row_worst);
+  if (dims[3] > 0) m->row_rel = parity_row_rel_v(x, r, (int64_t)n / dims[3], dims[3], &m->row_worst);
   if (arg >= 0) {
     int64_t rem = arg;
     for (int d = 3; d >= 0; d--) {
       m->worst[d] = rem % dims[d];
       rem /= dims[d];
     }
-    m->worst_x = x[arg];
-    m->worst_ref = r[arg];
+    m->worst_x = AT(x, arg);
+    m->worst_ref = AT(r, arg);
   }
   if (n) {
     const int nt = gdn_threads_for((int64_t)((n + BLOCK - 1) / BLOCK));
@@ -234,20 +241,21 @@ int parity_metrics_compute(const double *x, const double *r, const int64_t dims[
   return GDN_OK;
 }
 
-void parity_profile_o(const double *x, const double *r, const int64_t dims[4], int64_t block,
+void parity_profile_o_v(parity_vals x, parity_vals r, const int64_t dims[4], int64_t block,
                       double *out) {
   int64_t B = dims[0], T = dims[1], row = dims[2] * dims[3];
   int64_t nblk = (T + block - 1) / block;
+  const int has_r = parity_vals_has(r);
   for (int64_t k = 0; k < nblk; k++) out[k] = 0;
 #pragma omp parallel for schedule(static) num_threads(gdn_threads_for(nblk))
   for (int64_t k = 0; k < nblk; k++) {
     double mx = 0;
     for (int64_t b = 0; b < B; b++)
       for (int64_t t = k * block; t < (k + 1) * block && t < T; t++) {
-        const double *xr = x + (b * T + t) * row;
-        const double *rr = r ? r + (b * T + t) * row : NULL;
+        const size_t at = (size_t)((b * T + t) * row);
         for (int64_t i = 0; i < row; i++) {
-          double d = rr ? (isfinite(xr[i]) ? fabs(xr[i] - rr[i]) : INFINITY) : fabs(xr[i]);
+          double xi = AT(x, at + (size_t)i);
+          double d = has_r ? (isfinite(xi) ? fabs(xi - AT(r, at + (size_t)i)) : INFINITY) : fabs(xi);
           if (d > mx) mx = d;
         }
       }
@@ -255,7 +263,7 @@ void parity_profile_o(const double *x, const double *r, const int64_t dims[4], i
   }
 }
 
-double parity_allclose_ratio(const double *x, const double *r, size_t n, double rtol, double atol) {
+double parity_allclose_ratio_v(parity_vals x, parity_vals r, size_t n, double rtol, double atol) {
   /* A maximum is exact: per-block maxima in any order give the same value. */
   size_t nb = (n + BLOCK - 1) / BLOCK;
   double worst = 0;
@@ -264,8 +272,8 @@ double parity_allclose_ratio(const double *x, const double *r, size_t n, double 
     size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
     double w = 0;
     for (size_t i = lo; i < hi; i++) {
-      double d = isfinite(x[i]) ? fabs(x[i] - r[i]) : INFINITY;
-      double q = d / (atol + rtol * fabs(r[i]));
+      double d = isfinite(AT(x, i)) ? fabs(AT(x, i) - AT(r, i)) : INFINITY;
+      double q = d / (atol + rtol * fabs(AT(r, i)));
       if (q > w) w = q;
     }
     if (w > worst) worst = w;
@@ -273,13 +281,13 @@ double parity_allclose_ratio(const double *x, const double *r, size_t n, double 
   return worst;
 }
 
-double parity_max_abs_rows(const double *x, const double *r, const int64_t dims[4], int64_t t0, int64_t t1) {
+double parity_max_abs_rows_v(parity_vals x, parity_vals r, const int64_t dims[4], int64_t t0, int64_t t1) {
   double m = 0;
   for (int64_t b = 0; b < dims[0]; b++)
     for (int64_t t = t0; t < t1; t++) {
       size_t base = (size_t)((b * dims[1] + t) * dims[2] * dims[3]);
       for (int64_t i = 0; i < dims[2] * dims[3]; i++) {
-        double d = fabs(x[base + i] - r[base + i]);
+        double d = fabs(AT(x, base + i) - AT(r, base + i));
         if (!(d <= m)) m = isnan(d) ? INFINITY : d;
       }
     }
@@ -300,7 +308,7 @@ double parity_rel_acc_value(const parity_rel_acc *acc) {
 
 /* elem_rel: each element against max(|r|, the RMS of r over its block,
  * rel_floor); rms[k] holds the block RMS.  Same loop order as block_sums. */
-static void elem_rel(const double *x, const double *r, const int64_t dims[4], const int64_t bl[4],
+static void elem_rel(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t bl[4],
                      const int64_t nbk[4], const double *rms, parity_metrics *m) {
   int64_t i = 0, arg = -1;
   double best = 0;
@@ -309,9 +317,9 @@ static void elem_rel(const double *x, const double *r, const int64_t dims[4], co
       for (int64_t c = 0; c < dims[2]; c++) {
         int64_t k3 = ((a / bl[0]) * nbk[1] + b / bl[1]) * nbk[2] + c / bl[2];
         for (int64_t d = 0; d < dims[3]; d++, i++) {
-          double df = isfinite(x[i]) ? fabs(x[i] - r[i]) : INFINITY;
+          double df = isfinite(AT(x, i)) ? fabs(AT(x, i) - AT(r, i)) : INFINITY;
           if (df == 0) continue;
-          double den = fmax(fabs(r[i]), fmax(rms[k3 * nbk[3] + d / bl[3]], m->rel_floor));
+          double den = fmax(fabs(AT(r, i)), fmax(rms[k3 * nbk[3] + d / bl[3]], m->rel_floor));
           double q = den > 0 ? df / den : INFINITY;
           if (q > best || arg < 0) best = q, arg = i;
         }
@@ -324,7 +332,7 @@ static void elem_rel(const double *x, const double *r, const int64_t dims[4], co
 }
 
 /* Sums of (x - r)^2 and r^2 per block; a non-finite x marks its block. */
-static void block_sums(const double *x, const double *r, const int64_t dims[4], const int64_t bl[4],
+static void block_sums(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t bl[4],
                        const int64_t nbk[4], double *d2, double *r2, unsigned char *bad) {
   int64_t i = 0;
   for (int64_t a = 0; a < dims[0]; a++)
@@ -333,15 +341,15 @@ static void block_sums(const double *x, const double *r, const int64_t dims[4], 
         int64_t k3 = ((a / bl[0]) * nbk[1] + b / bl[1]) * nbk[2] + c / bl[2];
         for (int64_t d = 0; d < dims[3]; d++, i++) {
           int64_t k = k3 * nbk[3] + d / bl[3];
-          if (!isfinite(x[i])) bad[k] = 1;
-          double df = x[i] - r[i];
+          if (!isfinite(AT(x, i))) bad[k] = 1;
+          double df = AT(x, i) - AT(r, i);
           d2[k] += df * df;
-          r2[k] += r[i] * r[i];
+          r2[k] += AT(r, i) * AT(r, i);
         }
       }
 }
 
-int parity_metrics_blocks(const double *x, const double *r, const int64_t dims[4], const int64_t block_len[4],
+int parity_metrics_blocks_v(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t block_len[4],
                           parity_metrics *m, gdn_error *e) {
   int64_t bl[4], nbk[4], nb = 1;
   for (int a = 0; a < 4; a++) {
@@ -392,7 +400,7 @@ int parity_metrics_blocks(const double *x, const double *r, const int64_t dims[4
   return GDN_OK;
 }
 
-int parity_block_map_o(const double *x, const double *r, const int64_t dims[4], int64_t block, double rel_floor,
+int parity_block_map_o_v(parity_vals x, parity_vals r, const int64_t dims[4], int64_t block, double rel_floor,
                        int64_t per_bin, double *out, gdn_error *e) {
   const int64_t B = dims[0], T = dims[1], H = dims[2], D = dims[3];
   const int64_t nblk = (T + block - 1) / block, bins = (nblk + per_bin - 1) / per_bin;
@@ -405,11 +413,12 @@ int parity_block_map_o(const double *x, const double *r, const int64_t dims[4], 
       memset(acc, 0, (size_t)(2 * H) * sizeof *acc);
       for (int64_t t = t0; t < t1; t++)
         for (int64_t h = 0; h < H; h++) {
-          const double *xr = x + ((b * T + t) * H + h) * D, *rr = r + ((b * T + t) * H + h) * D;
+          const size_t at = (size_t)(((b * T + t) * H + h) * D);
           for (int64_t d = 0; d < D; d++) {
-            double df = isfinite(xr[d]) ? xr[d] - rr[d] : INFINITY;
+            double xd = AT(x, at + (size_t)d), rd = AT(r, at + (size_t)d);
+            double df = isfinite(xd) ? xd - rd : INFINITY;
             acc[2 * h] += df * df;
-            acc[2 * h + 1] += rr[d] * rr[d];
+            acc[2 * h + 1] += rd * rd;
           }
         }
       double fl = sqrt((double)((t1 - t0) * D)) * rel_floor;
@@ -423,4 +432,31 @@ int parity_block_map_o(const double *x, const double *r, const int64_t dims[4], 
     }
   gdn_free(acc);
   return GDN_OK;
+}
+
+/* The same metrics of values held as binary64 (tests, fixtures' outputs). */
+#define V64(p) parity_vals_f64(p)
+double parity_row_rel(const double *x, const double *r, int64_t n_rows, int64_t len, int64_t *worst) {
+  return parity_row_rel_v(V64(x), V64(r), n_rows, len, worst);
+}
+int parity_metrics_compute(const double *x, const double *r, const int64_t dims[4], gdn_dtype t,
+                           parity_metrics *m, gdn_error *e) {
+  return parity_metrics_compute_v(V64(x), V64(r), dims, t, m, e);
+}
+int parity_metrics_blocks(const double *x, const double *r, const int64_t dims[4], const int64_t block_len[4],
+                          parity_metrics *m, gdn_error *e) {
+  return parity_metrics_blocks_v(V64(x), V64(r), dims, block_len, m, e);
+}
+int parity_block_map_o(const double *x, const double *r, const int64_t dims[4], int64_t block, double rel_floor,
+                       int64_t per_bin, double *out, gdn_error *e) {
+  return parity_block_map_o_v(V64(x), V64(r), dims, block, rel_floor, per_bin, out, e);
+}
+void parity_profile_o(const double *x, const double *r, const int64_t dims[4], int64_t block, double *out) {
+  parity_profile_o_v(V64(x), V64(r), dims, block, out);
+}
+double parity_max_abs_rows(const double *x, const double *r, const int64_t dims[4], int64_t t0, int64_t t1) {
+  return parity_max_abs_rows_v(V64(x), V64(r), dims, t0, t1);
+}
+double parity_allclose_ratio(const double *x, const double *r, size_t n, double rtol, double atol) {
+  return parity_allclose_ratio_v(V64(x), V64(r), n, rtol, atol);
 }

@@ -53,6 +53,7 @@
 
 #include "gdn_dtype.h"
 #include "gdn_error.h"
+#include "parity_vals.h"
 
 #define PARITY_ULP_BINS 20 /* edges 0, 0.5, 1, 2, ..., 2^17; the last bin is open */
 
@@ -127,5 +128,20 @@ double parity_rel_acc_value(const parity_rel_acc *acc);
  * numpy.testing.assert_allclose / torch.testing.assert_close with these
  * tolerances would pass.  +inf for a non-finite x. */
 double parity_allclose_ratio(const double *x, const double *r, size_t n, double rtol, double atol);
+
+/* The functions above, reading x and r as they are held (binary64 or
+ * float32, parity_vals.h; r may be absent where the double form takes
+ * NULL).  Every value is read exactly, so each result is bit for bit the
+ * double form's on the same values. */
+double parity_row_rel_v(parity_vals x, parity_vals r, int64_t n_rows, int64_t len, int64_t *worst);
+int parity_metrics_compute_v(parity_vals x, parity_vals r, const int64_t dims[4], gdn_dtype ulp_dtype,
+                             parity_metrics *m, gdn_error *e);
+int parity_metrics_blocks_v(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t block_len[4],
+                            parity_metrics *m, gdn_error *e);
+int parity_block_map_o_v(parity_vals x, parity_vals r, const int64_t dims[4], int64_t block, double rel_floor,
+                         int64_t per_bin, double *out, gdn_error *e);
+void parity_profile_o_v(parity_vals x, parity_vals r, const int64_t dims[4], int64_t block, double *out);
+double parity_max_abs_rows_v(parity_vals x, parity_vals r, const int64_t dims[4], int64_t t0, int64_t t1);
+double parity_allclose_ratio_v(parity_vals x, parity_vals r, size_t n, double rtol, double atol);
 
 #endif

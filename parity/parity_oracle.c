@@ -79,6 +79,11 @@ static double now(void) {
 
 int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_oracle_tier tier,
                              int bits, gdn_error *e) {
+  return parity_reference_compute_progress(r, in, tier, bits, NULL, e);
+}
+
+int parity_reference_compute_progress(parity_reference *r, const gdn_inputs *in, parity_oracle_tier tier,
+                                      int bits, const oracle_progress *progress, gdn_error *e) {
   parity_reference_clear(r);
   r->requested = tier;
   r->tier = tier;
@@ -94,6 +99,7 @@ int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_o
     oracle_dd_config_init(&cfg);
     cfg.sample_prec = bits;
     cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
+    cfg.progress = progress;
     oracle_dd_certificate cert;
     if ((rc = parity_dist_oracle_dd(in, &cfg, &r->out, &cert, e))) return rc; /* dealt under mpirun */
     r->precision_bits = cert.precision_bits;
@@ -118,6 +124,7 @@ int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_o
     oracle_config cfg;
     oracle_config_init(&cfg);
     cfg.prec = bits;
+    cfg.progress = progress;
     oracle_certificate cert;
     if ((rc = parity_dist_oracle_mpfr(in, &cfg, &r->out, &cert, e))) return rc; /* dealt under mpirun */
     r->precision_bits = cert.precision_bits;

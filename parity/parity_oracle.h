@@ -22,6 +22,7 @@
 #include "gdn_grads.h"
 #include "gdn_inputs.h"
 #include "gdn_outputs.h"
+#include "oracle.h"
 
 typedef enum parity_oracle_tier {
   PARITY_ORACLE_NONE = 0,
@@ -124,5 +125,9 @@ int parity_reference_compute_grads(parity_reference *r, const gdn_inputs *in, co
 /* Computes the reference of `in` with the given tier and precision. */
 int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_oracle_tier tier,
                              int bits, gdn_error *e);
+/* The same, reporting its progress to `progress` (NULL: none; oracle.h's
+ * oracle_progress, e.g. parity_progress_oracle for the terminal line). */
+int parity_reference_compute_progress(parity_reference *r, const gdn_inputs *in, parity_oracle_tier tier,
+                                      int bits, const oracle_progress *progress, gdn_error *e);
 
 #endif

@@ -15,6 +15,8 @@ void parity_progress_init(parity_progress *p, FILE *f, int enabled) {
   p->t0 = p->t_step = mono();
   p->last = -1;
   p->shown = 0;
+  p->what[0] = 0;
+  p->t_draw = p->t0;
 }
 
 void parity_progress_add(parity_progress *p, int64_t n) {
@@ -40,11 +42,38 @@ void parity_progress_format(char *buf, size_t n, int64_t done, int64_t total, do
 void parity_progress_begin(parity_progress *p, const char *what) {
   if (!p || !p->f) return;
   char line[160];
-  p->t_step = mono();
+  p->t_step = p->t_draw = mono();
+  snprintf(p->what, sizeof p->what, "%s", what);
   parity_progress_format(line, sizeof line, p->done, p->total, p->t_step - p->t0, p->last, what);
   fprintf(p->f, "\r\033[K%s", line);
   fflush(p->f);
   p->shown = 1;
+}
+
+void parity_progress_format_part(char *buf, size_t n, int64_t done, int64_t total, double elapsed,
+                                 double step, double frac, const char *what) {
+  char el[32], left[32] = "?";
+  clock_text(el, sizeof el, elapsed);
+  if (frac > 0) clock_text(left, sizeof left, step * (1 - frac) / frac);
+  snprintf(buf, n, "[%lld/%lld] %s %d%% | %s elapsed, ~%s left in this step", (long long)(done + 1),
+           (long long)total, what, (int)(100 * frac), el, left);
+}
+
+void parity_progress_part(parity_progress *p, int64_t done, int64_t total) {
+  if (!p || !p->f || total <= 0) return;
+  double t = mono();
+  if (done < total && t - p->t_draw < 0.25) return;
+  char line[192];
+  double frac = done >= total ? 1.0 : done > 0 ? (double)done / (double)total : 0.0;
+  parity_progress_format_part(line, sizeof line, p->done, p->total, t - p->t0, t - p->t_step, frac, p->what);
+  fprintf(p->f, "\r\033[K%s", line);
+  fflush(p->f);
+  p->t_draw = t;
+  p->shown = 1;
+}
+
+void parity_progress_oracle(void *arg, int64_t done, int64_t total) {
+  parity_progress_part(arg, done, total);
 }
 
 void parity_progress_end(parity_progress *p) {

@@ -29,7 +29,11 @@ static int kernel_grads(parity_subject_run *s, const parity_produce_ctx *cx,
   return GDN_OK;
 }
 
+/* The harness reads every output through parity_vals (both forms), so a
+ * float32 kernel's o is held as float32: half the memory, the same values
+ * (kern_out.h). */
 static int produce_scan(parity_subject_run *s, const parity_produce_ctx *cx, gdn_error *e) {
+  s->owned.f32_ok = 1;
   int rc = kern_scan(cx->in, cx->cfg, &s->owned, e);
   if (rc) return rc;
   s->out = &s->owned;
@@ -38,6 +42,7 @@ static int produce_scan(parity_subject_run *s, const parity_produce_ctx *cx, gdn
 }
 
 static int produce_affine(parity_subject_run *s, const parity_produce_ctx *cx, gdn_error *e) {
+  s->owned.f32_ok = 1;
   int rc = kern_affine_prefix_seams(cx->in, cx->cfg, &s->owned, cx->want_seams ? &s->seams : NULL, e);
   if (rc) return rc;
   s->has_seams = cx->want_seams;

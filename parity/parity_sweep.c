@@ -170,19 +170,19 @@ static int measure_subject(input_ctx *x, size_t i, gdn_error *e) {
     int64_t dims[4];
     pt->dims(&x->in->shape, dims);
     if (!(s->present & (1u << t))) continue;
-    const double *xs = parity_tensor_get(pt, s->out, s->grads);
-    const double *rs = x->ref ? parity_tensor_get(pt, &x->ref->out, ref_grads) : NULL;
+    const parity_vals xs = parity_tensor_get(pt, s->out, s->grads);
+    const parity_vals rs = parity_tensor_get(pt, x->ref ? &x->ref->out : NULL, ref_grads);
     int rc;
     int64_t bl[4];
     pt->blocks(&x->in->shape, x->cfg.chunk, bl);
-    if (rs && ((rc = parity_metrics_compute(xs, rs, dims, s->out_dtype[t], &m->vs_ref[t], e)) ||
-               (rc = parity_metrics_blocks(xs, rs, dims, bl, &m->vs_ref[t], e))))
+    if (x->ref && ((rc = parity_metrics_compute_v(xs, rs, dims, s->out_dtype[t], &m->vs_ref[t], e)) ||
+                   (rc = parity_metrics_blocks_v(xs, rs, dims, bl, &m->vs_ref[t], e))))
       return rc;
-    if (rs) m->has_vs_ref |= 1u << t;
+    if (x->ref) m->has_vs_ref |= 1u << t;
     if (!s->m->vs_scan || !bs->out || !(bs->present & (1u << t))) continue;
-    const double *bt = parity_tensor_get(pt, bs->out, bs->grads);
-    if ((rc = parity_metrics_compute(xs, bt, dims, s->out_dtype[t], &m->vs_scan[t], e)) ||
-        (rc = parity_metrics_blocks(xs, bt, dims, bl, &m->vs_scan[t], e)))
+    const parity_vals bt = parity_tensor_get(pt, bs->out, bs->grads);
+    if ((rc = parity_metrics_compute_v(xs, bt, dims, s->out_dtype[t], &m->vs_scan[t], e)) ||
+        (rc = parity_metrics_blocks_v(xs, bt, dims, bl, &m->vs_scan[t], e)))
       return rc;
     m->has_vs_scan |= 1u << t;
   }
@@ -264,10 +264,11 @@ static void case_seams(const input_ctx *x, parity_case_result *r) {
     sm->t = r->pieces[3 * sm->device];
     sm->pad_before = r->pieces[3 * (sm->device - 1) + 2];
     int64_t t1 = sm->t + r->chunk < r->pieces[3 * sm->device + 1] ? sm->t + r->chunk : r->pieces[3 * sm->device + 1];
-    sm->cand_vs_base = parity_max_abs_rows(cand->out->o, base->out->o, od, sm->t, t1);
+    sm->cand_vs_base = parity_max_abs_rows_v(parity_vals_o(cand->out), parity_vals_o(base->out), od, sm->t, t1);
     if (x->ref) {
-      sm->baseline = parity_max_abs_rows(base->out->o, x->ref->out.o, od, sm->t, t1);
-      sm->candidate = parity_max_abs_rows(cand->out->o, x->ref->out.o, od, sm->t, t1);
+      const parity_vals ro = parity_vals_o(&x->ref->out);
+      sm->baseline = parity_max_abs_rows_v(parity_vals_o(base->out), ro, od, sm->t, t1);
+      sm->candidate = parity_max_abs_rows_v(parity_vals_o(cand->out), ro, od, sm->t, t1);
     }
     if (!(sm->has_state = cand->has_seams)) continue;
     parity_rel_acc acc = {0, 0};
@@ -298,8 +299,8 @@ static int case_block_map(const input_ctx *x, parity_case_result *r, gdn_error *
   r->block_map.values = gdn_calloc((size_t)(od[2] * r->block_map.bins), sizeof(double), "block map", e);
   if (!r->block_map.values) return e ? e->code : GDN_ERR_NOMEM;
   r->block_map.subject = x->meas[w].name;
-  return parity_block_map_o(x->subj[w].out->o, x->ref->out.o, od, C, x->meas[w].vs_ref[PARITY_T_O].rel_floor, per,
-                            r->block_map.values, e);
+  return parity_block_map_o_v(parity_vals_o(x->subj[w].out), parity_vals_o(&x->ref->out), od, C,
+                              x->meas[w].vs_ref[PARITY_T_O].rel_floor, per, r->block_map.values, e);
 }
 
 /* Metrics of every subject, the seams, the profiles along the sequence and
@@ -316,10 +317,10 @@ static void case_measure(const input_ctx *x, parity_case_result *r) {
   p->block = x->block;
   memcpy(p->ref_max_abs, x->prof_ref, (size_t)p->n * sizeof(double));
   memcpy(p->baseline, x->prof_base, (size_t)p->n * sizeof(double));
-  parity_profile_o(cand->o, base->o, od, x->block, p->cand_vs_base);
-  if (x->ref) parity_profile_o(cand->o, x->ref->out.o, od, x->block, p->candidate);
+  parity_profile_o_v(parity_vals_o(cand), parity_vals_o(base), od, x->block, p->cand_vs_base);
+  if (x->ref) parity_profile_o_v(parity_vals_o(cand), parity_vals_o(&x->ref->out), od, x->block, p->candidate);
   const parity_subject_run *bs = &x->subj[x->baseline], *cs = &x->subj[x->candidate];
-  const double *xs[PARITY_T_N] = {NULL}, *rs[PARITY_T_N] = {NULL};
+  parity_vals xs[PARITY_T_N], rs[PARITY_T_N];
   size_t ns[PARITY_T_N];
   double rf[PARITY_T_N];
   for (int t = 0; t < PARITY_T_N; t++) {
@@ -346,10 +347,10 @@ static int case_grad_profile(const input_ctx *x, parity_case_result *r, gdn_erro
     const parity_tensor *pt = &parity_tensors[t];
     int64_t d[4];
     pt->dims(&x->in->shape, d);
-    const double *ref = parity_tensor_get(pt, NULL, &x->ref->grads);
-    parity_profile_o(ref, NULL, d, x->block, r->grad_profile.ref_max_abs[t]);
-    parity_profile_o(parity_tensor_get(pt, NULL, bs->grads), ref, d, x->block, r->grad_profile.baseline[t]);
-    parity_profile_o(parity_tensor_get(pt, NULL, cs->grads), ref, d, x->block, r->grad_profile.candidate[t]);
+    const parity_vals ref = parity_tensor_get(pt, NULL, &x->ref->grads);
+    parity_profile_o_v(ref, parity_vals_f64(NULL), d, x->block, r->grad_profile.ref_max_abs[t]);
+    parity_profile_o_v(parity_tensor_get(pt, NULL, bs->grads), ref, d, x->block, r->grad_profile.baseline[t]);
+    parity_profile_o_v(parity_tensor_get(pt, NULL, cs->grads), ref, d, x->block, r->grad_profile.candidate[t]);
   }
   return GDN_OK;
 }
@@ -504,8 +505,9 @@ static int run_chunk(input_ctx *x, int64_t chunk, gdn_error *e) {
   if (x->ref) {
     int64_t od[4];
     parity_tensors[PARITY_T_O].dims(s, od);
-    parity_profile_o(x->ref->out.o, NULL, od, x->block, x->prof_ref);
-    parity_profile_o(x->subj[x->baseline].out->o, x->ref->out.o, od, x->block, x->prof_base);
+    const parity_vals ro = parity_vals_o(&x->ref->out);
+    parity_profile_o_v(ro, parity_vals_f64(NULL), od, x->block, x->prof_ref);
+    parity_profile_o_v(parity_vals_o(x->subj[x->baseline].out), ro, od, x->block, x->prof_base);
   }
   int64_t dev[PARITY_MAX_LIST];
   size_t nd = parity_sweep_devices_for(o, s, chunk, dev);

@@ -32,8 +32,8 @@ static void blocks_ht(const gdn_shape *s, int64_t chunk, int64_t d[4]) {
   (void)chunk;
   d[0] = 1, d[1] = 1, d[2] = s->Dk, d[3] = s->Dv;
 }
-static const double *data_o(const gdn_outputs *x) { return x->o; }
-static const double *data_ht(const gdn_outputs *x) { return x->ht; }
+static parity_vals data_o(const gdn_outputs *x) { return parity_vals_o(x); }
+static parity_vals data_ht(const gdn_outputs *x) { return parity_vals_f64(x->ht); }
 
 const parity_tensor parity_tensors[PARITY_T_N] = {
     {PARITY_T_O, "o", {"b", "t", "h", "d"}, dims_o, blocks_o, data_o, 0, 0},
@@ -46,9 +46,9 @@ const parity_tensor parity_tensors[PARITY_T_N] = {
     {PARITY_T_DH0, "dh0", {"b", "h", "dk", "dv"}, dims_ht, blocks_ht, NULL, 1, GDN_GRAD_DH0},
 };
 
-const double *parity_tensor_get(const parity_tensor *t, const gdn_outputs *out, const gdn_grads *g) {
-  if (t->grad) return g ? gdn_grads_tensor_c(g, t->grad_id) : NULL;
-  return out ? t->data(out) : NULL;
+parity_vals parity_tensor_get(const parity_tensor *t, const gdn_outputs *out, const gdn_grads *g) {
+  if (t->grad) return parity_vals_f64(g ? gdn_grads_tensor_c(g, t->grad_id) : NULL);
+  return out ? t->data(out) : parity_vals_f64(NULL);
 }
 
 const parity_tensor *parity_tensor_find(const char *name) {

@@ -16,6 +16,7 @@
 
 #include "gdn_grads.h"
 #include "gdn_outputs.h"
+#include "parity_vals.h"
 
 typedef enum parity_tensor_id {
   PARITY_T_O = 0,  /* outputs (B, T, Hv, Dv) */
@@ -50,9 +51,9 @@ typedef struct parity_tensor {
    * dv, dg, dbeta per (b, head, chunk of positions), ht and dh0 per
    * (b, head). */
   void (*blocks)(const gdn_shape *s, int64_t chunk, int64_t out[4]);
-  /* The tensor inside an implementation's outputs (NULL: not produced);
-   * NULL for a gradient row. */
-  const double *(*data)(const gdn_outputs *x);
+  /* The tensor inside an implementation's outputs, as it is held (binary64
+   * or float32; none: not produced); NULL for a gradient row. */
+  parity_vals (*data)(const gdn_outputs *x);
   int grad;        /* 1: a gradient, read from gdn_grads (grad_id) */
   gdn_grad_id grad_id;
 } parity_tensor;
@@ -61,9 +62,9 @@ extern const parity_tensor parity_tensors[PARITY_T_N];
 
 /* The row named `name`, or NULL. */
 const parity_tensor *parity_tensor_find(const char *name);
-/* The tensor of row t in a subject's outputs or gradients (either may be
- * NULL: then NULL). */
-const double *parity_tensor_get(const parity_tensor *t, const gdn_outputs *out, const gdn_grads *g);
+/* The tensor of row t in a subject's outputs or gradients, as it is held
+ * (either may be NULL: then none). */
+parity_vals parity_tensor_get(const parity_tensor *t, const gdn_outputs *out, const gdn_grads *g);
 /* dims[0] * ... * dims[3]. */
 int64_t parity_tensor_numel(const parity_tensor *t, const gdn_shape *s);
 

@@ -17,7 +17,7 @@ static void worst_of(const double fig[PARITY_T_N], unsigned rows, parity_upstrea
 /* Upstream's gradient RMS-ratio limit per row (fla's backward tests). */
 static double fla_grad_limit(int t) { return t == PARITY_T_DG || t == PARITY_T_DBETA ? 0.02 : 0.008; }
 
-void parity_upstream_evaluate(const double *const x[PARITY_T_N], const double *const r[PARITY_T_N],
+void parity_upstream_evaluate(const parity_vals x[PARITY_T_N], const parity_vals r[PARITY_T_N],
                               const size_t n[PARITY_T_N], const double rel_fro[PARITY_T_N],
                               unsigned mask, parity_upstream out[PARITY_UPSTREAM_N]) {
   static const struct { const char *name; double rtol, atol; unsigned rows; } ac[4] = {
@@ -31,7 +31,7 @@ void parity_upstream_evaluate(const double *const x[PARITY_T_N], const double *c
     double fig[PARITY_T_N] = {0};
     const unsigned rows = ac[i].rows & mask;
     for (int t = 0; t < PARITY_T_N; t++)
-      if (rows & (1u << t)) fig[t] = parity_allclose_ratio(x[t], r[t], n[t], ac[i].rtol, ac[i].atol);
+      if (rows & (1u << t)) fig[t] = parity_allclose_ratio_v(x[t], r[t], n[t], ac[i].rtol, ac[i].atol);
     parity_upstream *u = &out[slot[i]];
     u->name = ac[i].name;
     worst_of(fig, rows, u);

@@ -36,7 +36,7 @@ typedef struct parity_upstream {
 /* Per tensor row t in `mask` (PARITY_TENSOR_* bits; rows outside it are
  * not read): x[t], r[t] with n[t] elements (r = the scan) and the rel_fro
  * between them. */
-void parity_upstream_evaluate(const double *const x[PARITY_T_N], const double *const r[PARITY_T_N],
+void parity_upstream_evaluate(const parity_vals x[PARITY_T_N], const parity_vals r[PARITY_T_N],
                               const size_t n[PARITY_T_N], const double rel_fro[PARITY_T_N],
                               unsigned mask, parity_upstream out[PARITY_UPSTREAM_N]);
 

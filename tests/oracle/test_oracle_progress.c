@@ -1,0 +1,124 @@
+/* oracle_progress: both tiers report their work as it is done, and
+ * reporting changes nothing.
+ *   - the callback sees done strictly increasing, the last call done ==
+ *     total, total the run's token-columns (an MPFR-sampled dd column
+ *     weighted ORACLE_PROGRESS_MPFR_WEIGHT more), and more than one call
+ *     (T spans several ORC_METER_TOKENS);
+ *   - outputs and certificates are bit for bit those of the same run
+ *     without a callback, at 1 and 2 threads;
+ *   - negative controls: no callback, no calls; a recorder that sees a
+ *     decrease or a short final count is caught by the same checks. */
+#include "oracle_test_util.h"
+
+#include "gdn_threads.h"
+
+typedef struct rec {
+  int64_t calls, last, total, bad; /* bad: a call with done <= the previous */
+} rec;
+
+static void on_progress(void *arg, int64_t done, int64_t total) {
+  rec *r = arg;
+  if (done <= r->last || done > total) r->bad++;
+  r->calls++;
+  r->last = done;
+  r->total = total;
+}
+
+/* The checks a run's record must pass (0: it does). */
+static int rec_fails(const rec *r, int64_t want_total) {
+  return r->bad || r->calls < 2 || r->last != r->total || r->total != want_total;
+}
+
+static const gdn_shape shape = {1, 2500, 1, 2, 8, 6}; /* 3 reporting periods per item */
+
+START_TEST(dd_reports_and_changes_nothing) {
+  gdn_inputs in;
+  otu_synth(&in, shape, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, 3);
+  for (int nt = 1; nt <= 2; nt++) {
+    gdn_threads_set(nt);
+    gdn_error e;
+    gdn_error_init(&e);
+    oracle_dd_config c;
+    oracle_dd_config_init(&c);
+    c.sample_columns = 2;
+    gdn_outputs a, b;
+    gdn_outputs_init(&a);
+    gdn_outputs_init(&b);
+    oracle_dd_certificate ca, cb;
+    ck_assert_int_eq(oracle_run_dd(&in, &c, &a, &ca, &e), GDN_OK);
+    rec r = {0, 0, 0, 0};
+    oracle_progress p = {on_progress, &r};
+    c.progress = &p;
+    ck_assert_int_eq(oracle_run_dd(&in, &c, &b, &cb, &e), GDN_OK);
+    const int64_t want = shape.T * shape.Hv * (shape.Dv + 2 * ORACLE_PROGRESS_MPFR_WEIGHT);
+    ck_assert_msg(!rec_fails(&r, want), "calls %lld last %lld total %lld (want %lld) bad %lld",
+                  (long long)r.calls, (long long)r.last, (long long)r.total, (long long)want, (long long)r.bad);
+    ck_assert_mem_eq(a.o, b.o, (size_t)gdn_shape_numel_v(&shape) * sizeof(double));
+    ck_assert_mem_eq(a.ht, b.ht, (size_t)gdn_shape_numel_state(&shape) * sizeof(double));
+    ck_assert_mem_eq(&ca, &cb, sizeof ca);
+    /* Negative controls: a short final count, a repeated count. */
+    rec s = r;
+    s.last = s.total - 1;
+    ck_assert(rec_fails(&s, want));
+    s = r;
+    on_progress(&s, s.last, s.total);
+    ck_assert(rec_fails(&s, want));
+    gdn_outputs_clear(&a);
+    gdn_outputs_clear(&b);
+  }
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
+static void mpfr_case(oracle_form form, int64_t chunk, int certified) {
+  gdn_inputs in;
+  const gdn_shape s = {1, 2100, 1, 1, 4, 3};
+  otu_synth(&in, s, GDN_SYNTH_SLOW_GATES, 5);
+  for (int nt = 1; nt <= 2; nt++) {
+    gdn_threads_set(nt);
+    gdn_error e;
+    gdn_error_init(&e);
+    oracle_config c = otu_cfg(64, form, chunk);
+    gdn_outputs a, b;
+    gdn_outputs_init(&a);
+    gdn_outputs_init(&b);
+    oracle_certificate ca, cb;
+    memset(&ca, 0, sizeof ca);
+    memset(&cb, 0, sizeof cb);
+    ck_assert_int_eq(certified ? oracle_run_certified(&in, &c, &a, &ca, &e) : oracle_run(&in, &c, &a, &e), GDN_OK);
+    rec r = {0, 0, 0, 0}, none = {0, 0, 0, 0};
+    oracle_progress p = {on_progress, &r};
+    c.progress = &p;
+    ck_assert_int_eq(certified ? oracle_run_certified(&in, &c, &b, &cb, &e) : oracle_run(&in, &c, &b, &e), GDN_OK);
+    ck_assert_msg(!rec_fails(&r, s.T * s.Dv), "form %d: calls %lld last %lld total %lld bad %lld", (int)form,
+                  (long long)r.calls, (long long)r.last, (long long)r.total, (long long)r.bad);
+    ck_assert_mem_eq(a.o, b.o, (size_t)gdn_shape_numel_v(&s) * sizeof(double));
+    ck_assert_mem_eq(a.ht, b.ht, (size_t)gdn_shape_numel_state(&s) * sizeof(double));
+    ck_assert_mem_eq(&ca, &cb, sizeof ca);
+    ck_assert(rec_fails(&none, s.T * s.Dv)); /* negative control: no callback, no calls */
+    gdn_outputs_clear(&a);
+    gdn_outputs_clear(&b);
+  }
+  gdn_inputs_clear(&in);
+}
+
+START_TEST(mpfr_reports_and_changes_nothing) {
+  mpfr_case(ORACLE_FORM_TOKEN, 0, 1);
+  mpfr_case(ORACLE_FORM_TOKEN, 0, 0);
+  mpfr_case(ORACLE_FORM_CHUNKED, 64, 1);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("oracle_progress");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, dd_reports_and_changes_nothing);
+  tcase_add_test(tc, mpfr_reports_and_changes_nothing);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,177 @@
+/* Outputs held in their own dtype (parity_vals.h, kern_out.h):
+ *   - a float32 or bfloat16 kernel asked for it (f32_ok) holds o as float32,
+ *     and every value is the one the same kernel stores as binary64 without
+ *     it (bit for bit, all three kernels); a float64 kernel keeps binary64;
+ *   - every metric reads either form and gives bit for bit the result it
+ *     gives on the same values held as binary64;
+ *   - buffers are reused in their form across calls, and a change of form
+ *     reallocates.
+ * Each check has a negative control: one value off by one float32 ULP is
+ * caught by the same comparison. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gdn_synth.h"
+#include "gdn_threads.h"
+#include "kern.h"
+#include "kern_out.h"
+#include "parity_metrics.h"
+
+static const gdn_shape shape = {2, 80, 2, 2, 16, 8}; /* T not a multiple of C = 16 */
+
+typedef int (*kern_fn)(const gdn_inputs *, const kern_config *, gdn_outputs *, gdn_error *);
+static int run_affine(const gdn_inputs *in, const kern_config *c, gdn_outputs *o, gdn_error *e) {
+  return kern_affine_prefix(in, c, o, e);
+}
+
+/* Elements where the float32-held o differs from the binary64-held one
+ * (compared as binary64 bit patterns). */
+static size_t o_mismatches(const gdn_outputs *f, const gdn_outputs *d) {
+  size_t n = (size_t)gdn_shape_numel_v(&d->shape), bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    double v = (double)f->o32[i];
+    bad += memcmp(&v, &d->o[i], sizeof v) != 0;
+  }
+  return bad;
+}
+
+static void check_kernel(kern_fn fn, gdn_dtype dtype, unsigned bf16_mask, gdn_dtype want_out) {
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_inputs in;
+  gdn_inputs_init(&in);
+  gdn_synth_opts so = {11, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, bf16_mask};
+  ck_assert_int_eq(gdn_synth_generate(&in, &shape, &so, &e), GDN_OK);
+  kern_config cfg;
+  kern_config_init(&cfg);
+  cfg.dtype = dtype;
+  cfg.chunk = 16;
+  cfg.devices = 5;
+  gdn_outputs d, f;
+  gdn_outputs_init(&d);
+  gdn_outputs_init(&f);
+  f.f32_ok = 1;
+  ck_assert_msg(fn(&in, &cfg, &d, &e) == GDN_OK, "%s", e.msg);
+  ck_assert_msg(fn(&in, &cfg, &f, &e) == GDN_OK, "%s", e.msg);
+  ck_assert_int_eq(f.dtype, want_out);
+  ck_assert_int_eq(d.dtype, want_out);
+  ck_assert_mem_eq(f.ht, d.ht, (size_t)gdn_shape_numel_state(&shape) * sizeof(double));
+  if (want_out == GDN_DTYPE_F64) { /* binary64 values stay binary64 */
+    ck_assert(f.o32 == NULL && f.o != NULL);
+    ck_assert_mem_eq(f.o, d.o, (size_t)gdn_shape_numel_v(&shape) * sizeof(double));
+  } else {
+    ck_assert(f.o32 != NULL && f.o == NULL && d.o32 == NULL);
+    ck_assert_uint_eq(o_mismatches(&f, &d), 0);
+    /* Negative control: one value one float32 ULP off is seen. */
+    f.o32[37] = nextafterf(f.o32[37], INFINITY);
+    ck_assert_uint_eq(o_mismatches(&f, &d), 1);
+  }
+  gdn_outputs_clear(&d);
+  gdn_outputs_clear(&f);
+  gdn_inputs_clear(&in);
+}
+
+START_TEST(kernels_hold_o_in_their_dtype) {
+  kern_fn fns[3] = {kern_scan, run_affine, kern_recurrent};
+  for (int k = 0; k < 3; k++) {
+    check_kernel(fns[k], GDN_DTYPE_F32, 0, GDN_DTYPE_F32);
+    check_kernel(fns[k], GDN_DTYPE_F32, GDN_T_Q, GDN_DTYPE_BF16); /* o rounded to bfloat16 */
+    check_kernel(fns[k], GDN_DTYPE_BF16, 0, GDN_DTYPE_F32);
+    check_kernel(fns[k], GDN_DTYPE_F64, 0, GDN_DTYPE_F64);
+  }
+}
+END_TEST
+
+/* Every metric of a pair held as float32 (x; r too, or r as binary64)
+ * against the same values held as binary64: the same bits. */
+typedef struct all_metrics {
+  parity_metrics m;
+  double prof[8], map[8], rows, allclose;
+} all_metrics;
+
+static void measure(parity_vals x, parity_vals r, const int64_t dims[4], all_metrics *a) {
+  gdn_error e;
+  gdn_error_init(&e);
+  const int64_t bl[4] = {1, 5, 1, 4};
+  memset(a, 0, sizeof *a);
+  ck_assert_int_eq(parity_metrics_compute_v(x, r, dims, GDN_DTYPE_F32, &a->m, &e), GDN_OK);
+  ck_assert_int_eq(parity_metrics_blocks_v(x, r, dims, bl, &a->m, &e), GDN_OK);
+  parity_profile_o_v(x, r, dims, 5, a->prof);
+  ck_assert_int_eq(parity_block_map_o_v(x, r, dims, 5, a->m.rel_floor, 2, a->map, &e), GDN_OK);
+  a->rows = parity_max_abs_rows_v(x, r, dims, 3, 17);
+  a->allclose = parity_allclose_ratio_v(x, r, (size_t)a->m.n, 1e-6, 1e-6);
+}
+
+START_TEST(metrics_read_either_form) {
+  const int64_t dims[4] = {2, 20, 2, 8}; /* profile 4 blocks, map 2 heads x 2 bins */
+  const size_t n = 2 * 20 * 2 * 8;
+  float *xf = malloc(n * sizeof *xf), *rf = malloc(n * sizeof *rf);
+  double *xd = malloc(n * sizeof *xd), *rd = malloc(n * sizeof *rd), *r64 = malloc(n * sizeof *r64);
+  srand(7);
+  for (size_t i = 0; i < n; i++) {
+    r64[i] = (rand() / (double)RAND_MAX - 0.5) * ldexp(1, (int)(i % 9) - 4);
+    rf[i] = (float)r64[i];
+    xf[i] = i % 5 ? nextafterf(rf[i], (float)(i % 3) - 1.0f) : rf[i]; /* some exact, some one ULP off */
+    xd[i] = xf[i];
+    rd[i] = rf[i];
+  }
+  xf[n / 2] = xd[n / 2] = 0, rf[n / 2] = rd[n / 2] = 0; /* a zero reference */
+  for (int nt = 1; nt <= 2; nt++) {
+    gdn_threads_set(nt);
+    all_metrics a, b;
+    measure(parity_vals_f32(xf), parity_vals_f32(rf), dims, &a); /* both float32 */
+    measure(parity_vals_f64(xd), parity_vals_f64(rd), dims, &b);
+    ck_assert_mem_eq(&a, &b, sizeof a);
+    ck_assert(a.m.max_ulp > 0 && a.m.rel_fro > 0); /* the pair really differs */
+    measure(parity_vals_f32(xf), parity_vals_f64(r64), dims, &a); /* against a binary64 reference */
+    measure(parity_vals_f64(xd), parity_vals_f64(r64), dims, &b);
+    ck_assert_mem_eq(&a, &b, sizeof a);
+    /* Negative control: x off by one more float32 ULP in one element. */
+    float keep = xf[41];
+    xf[41] = nextafterf(xf[41], INFINITY);
+    measure(parity_vals_f32(xf), parity_vals_f64(r64), dims, &a);
+    ck_assert(memcmp(&a, &b, sizeof a) != 0);
+    xf[41] = keep;
+  }
+  free(xf), free(rf), free(xd), free(rd), free(r64);
+}
+END_TEST
+
+START_TEST(buffers_reused_in_their_form) {
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_outputs o;
+  gdn_outputs_init(&o);
+  o.f32_ok = 1;
+  ck_assert_int_eq(kern_out_alloc(&o, &shape, GDN_DTYPE_F32, &e), GDN_OK);
+  float *p = o.o32;
+  ck_assert(p != NULL && o.o == NULL);
+  ck_assert_int_eq(kern_out_alloc(&o, &shape, GDN_DTYPE_BF16, &e), GDN_OK);
+  ck_assert(o.o32 == p); /* same size and form: reused */
+  ck_assert_int_eq(kern_out_alloc(&o, &shape, GDN_DTYPE_F64, &e), GDN_OK);
+  ck_assert(o.o32 == NULL && o.o != NULL); /* binary64 values: binary64 */
+  gdn_outputs_clear(&o);
+  ck_assert(o.f32_ok && !o.o && !o.o32 && !o.ht); /* the request survives clear */
+  o.f32_ok = 0;
+  ck_assert_int_eq(kern_out_alloc(&o, &shape, GDN_DTYPE_F32, &e), GDN_OK);
+  ck_assert(o.o32 == NULL && o.o != NULL); /* not asked: binary64 as before */
+  gdn_outputs_clear(&o);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("vals");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, kernels_hold_o_in_their_dtype);
+  tcase_add_test(tc, metrics_read_either_form);
+  tcase_add_test(tc, buffers_reused_in_their_form);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+}
