@@ -75,6 +75,13 @@ int parity_externals_from_fixture(const fix_fixture *fx, parity_external **out, 
   if (!ext) return GDN_ERR_NOMEM;
   for (size_t i = 0; i < fx->n_outputs; i++) {
     const fix_output *fo = &fx->outputs[i];
+    if (parity_subject_name_is_own(fo->name)) {
+      parity_externals_free(ext, fx->n_outputs);
+      return gdn_error_set(e, GDN_ERR_INPUT,
+                           "/outputs/%s has the name of one of gdn-parity's own subjects (scan, affine-prefix, "
+                           "affine-prefix-mpi), so its results would be written over ours; rename the output "
+                           "(for example to jax_%s)", fo->name, fo->name);
+    }
     ext[i].name = fo->name;
     ext[i].out = &fo->out;
     ext[i].has_ht = fo->has_ht;

@@ -120,6 +120,12 @@ const parity_subject_methods *const parity_subject_rows[] = {&parity_subject_sca
                                                              &parity_subject_external};
 const size_t parity_subject_n_rows = sizeof parity_subject_rows / sizeof parity_subject_rows[0];
 
+int parity_subject_name_is_own(const char *name) {
+  for (size_t i = 0; name && i < parity_subject_n_rows; i++)
+    if (parity_subject_rows[i]->kind != PARITY_SUBJ_EXTERNAL && !strcmp(name, parity_subject_rows[i]->name)) return 1;
+  return name && !strcmp(name, "affine-prefix-mpi"); /* parity_dist.c's row, built with MPI only */
+}
+
 void parity_subject_run_init(parity_subject_run *s, const parity_subject_methods *m) {
   memset(s, 0, sizeof *s);
   s->m = m;

@@ -123,6 +123,11 @@ kern_mutant parity_subject_mutant_of(const parity_subject_methods *m);
 
 /* Every built-in row, in the order a case lists them (externals follow). */
 extern const parity_subject_methods *const parity_subject_rows[];
+/* 1 when `name` is one of gdn-parity's own subjects' names (scan,
+ * affine-prefix, affine-prefix-mpi): an external output may not take one,
+ * or its results would be written over ours (parity_externals_from_fixture
+ * refuses it). */
+int parity_subject_name_is_own(const char *name);
 extern const size_t parity_subject_n_rows;
 
 /* A run bound to row m (name m->name); clear frees what produce made. */
