@@ -95,7 +95,7 @@ static void write_fixture(const char *path, const char *const decl[], int n) {
   ck_assert_int_eq(parity_reference_compute(&ref, &fx.inputs, PARITY_ORACLE_MPFR, 128, &e), GDN_OK);
   for (int k = 0; k < n; k++) {
     fix_output *o;
-    char nm[8];
+    char nm[16];
     snprintf(nm, sizeof nm, "cp%d", k);
     ck_assert_int_eq(fix_fixture_add_output(&fx, nm, &o, &e), GDN_OK);
     ck_assert_int_eq(gdn_outputs_alloc(&o->out, &s, GDN_DTYPE_F32, &e), GDN_OK);
