@@ -40,7 +40,8 @@ while (($#)); do
     *) echo "scripts/bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-py=/usr/bin/python3 # Debian's, where python3-torch and python3-mpmath live
+py=$PWD/.venv-bench/bin/python # scripts/deps.sh --bench: torch 2.13.0+cpu and mpmath, pinned
+[[ -x $py ]] || { echo "scripts/bench.sh: $py missing (scripts/deps.sh --bench)" >&2; exit 2; }
 for x in "$build/bench/bench_kernels" "$build/bench/bench_oracle" "$build/parity/gdn-parity"; do
   [[ -x $x ]] || { echo "scripts/bench.sh: $x not built (meson setup $build && ninja -C $build)" >&2; exit 2; }
 done

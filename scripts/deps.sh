@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what gdn-parity needs on Debian 12 (run as root).  Idempotent.
 #   scripts/deps.sh          build + test dependencies
-#   scripts/deps.sh --bench  also the benchmark peers (OpenBLAS, PyTorch, mpmath)
+#   scripts/deps.sh --bench  also the benchmark peers: OpenBLAS from Debian, and
+#                            .venv-bench/ (git-ignored) with the pinned PyTorch
+#                            CPU build and mpmath of bench/requirements-bench.txt
 #   scripts/deps.sh --jax    also .venv/ (git-ignored): the pinned JAX stack of
 #                            frontend/requirements-jax.txt and the front end
 #                            installed editable, so .venv/bin/gdn-parity-jax runs
@@ -25,7 +27,7 @@ pkgs=(
   openmpi-bin libopenmpi-dev
 )
 if ((bench)); then
-  pkgs+=(libopenblas-dev python3-torch python3-mpmath time)
+  pkgs+=(libopenblas-dev time python3-venv)
 fi
 if ((jax)); then
   pkgs+=(python3-venv)
@@ -42,6 +44,16 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# The benchmark peers' virtual environment: torch pinned to the CPU build
+# (bench/requirements-bench.txt), so the peer is the one the README measured.
+if ((bench)); then
+  if [[ ! -x .venv-bench/bin/python ]]; then
+    "${PYTHON:-python3}" -m venv .venv-bench
+  fi
+  .venv-bench/bin/python -m pip install -q --disable-pip-version-check -r bench/requirements-bench.txt
+  .venv-bench/bin/python -c 'import torch, mpmath' >/dev/null
 fi
 
 # The JAX front end's virtual environment.  PYTHON (default python3) must be
