@@ -481,11 +481,98 @@ static int run_fixture_shards(run_state *st, const fix_fixture *fx, const char *
       gdn_error_prefix(e, "%s: shard %s: ", path, kern_shard_name(plan->mode[r]));
       break;
     }
-    parity_progress_add(orun.progress, parity_sweep_steps(&orun, &fx->inputs.shape));
     rc = parity_sweep_run(&st->doc, &fx->inputs, info, ref, sub, n, &orun, e);
   }
   gdn_free(sub);
   return rc;
+}
+
+/* The oracle of a fixture's inputs at the run's tier, as a step of the
+ * progress line ("oracle (mpfr) of FILE", the tier AUTO resolves to) that
+ * advances inside the run; --oracle none: no reference and no step. */
+static int fixture_oracle_run(const run_state *st, const fix_fixture *fx, const char *path, parity_progress *p,
+                              parity_reference *ref, gdn_error *e) {
+  if (st->tier == PARITY_ORACLE_NONE) return parity_reference_compute(ref, &fx->inputs, st->tier, st->oracle_bits, e);
+  const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  char what[96];
+  snprintf(what, sizeof what, "oracle (%s) of %s",
+           parity_oracle_tier_name(parity_oracle_resolve(st->tier, &fx->inputs.shape, st->oracle_bits)), base);
+  parity_progress_add(p, 1);
+  parity_progress_begin(p, what);
+  const oracle_progress op = {parity_progress_oracle, p}; /* the line advances inside it */
+  int rc = parity_reference_compute_progress(ref, &fx->inputs, st->tier, st->oracle_bits, p ? &op : NULL, e);
+  parity_progress_end(p);
+  parity_progress_clear(p); /* what the run prints next starts on a clean line */
+  return rc;
+}
+
+/* Whether a fixture's stored /oracle may stand as the reference: present,
+ * fresh for these inputs and attributes (problem_sha256), within the
+ * schema's limits for the judged dtype (fix_oracle_check, the same check as
+ * gdn-fixture verify), and -- unless --oracle none -- agreeing with a spot
+ * check.  *trusted 0: `why` (n bytes) says why not, when it can. */
+static int stored_oracle_trusted(const run_state *st, const fix_fixture *fx, gdn_dtype dtype, char *why, size_t n,
+                                 double *spot_rel, int64_t *spot_cols, int *trusted, gdn_error *e) {
+  if (fx->oracle.present && fx->oracle.fresh && fx->oracle.problem_fresh != 1)
+    snprintf(why, n, "%s",
+             fx->oracle.problem_fresh == 0
+                 ? "stale: an attribute that changes the answer (scale, l2norm_in_kernel, shape, h0, segments) "
+                   "changed since it was computed (problem_sha256 differs)"
+                 : "freshness unknown: written before problem_sha256, its hash covers the inputs only, not the "
+                   "attributes (gdn-fixture regen --force records it)");
+  *trusted = fx->oracle.present && fx->oracle.fresh && fx->oracle.problem_fresh == 1 &&
+             fix_oracle_check(&fx->oracle.out, fx->oracle.precision_bits, fx->oracle.certified_bits, dtype, why,
+                              n) == FIX_ORACLE_OK;
+  if (!*trusted || st->tier == PARITY_ORACLE_NONE) return GDN_OK;
+  /* Recompute a few columns before trusting it: both round to binary64, so
+   * agreement is ~1e-16; 2^-40 leaves room and still sees any forged or
+   * mis-scaled oracle (a wrong scale or a 1e-4 edit is >= 1e-5). */
+  int rc = parity_reference_spot_check(&fx->inputs, &fx->oracle.out, 4, spot_rel, spot_cols, e);
+  if (rc) return rc;
+  if (!(*spot_rel <= 0x1p-40)) {
+    snprintf(why, n, "spot check failed: %lld recomputed state columns differ from it by %.3g (normwise)",
+             (long long)*spot_cols, *spot_rel);
+    *trusted = 0;
+  }
+  return GDN_OK;
+}
+
+/* The reference a fixture's outputs are judged against: its stored /oracle
+ * when trusted (borrowed; fx keeps ownership), else one computed at the
+ * run's tier -- one step of the progress line, which advances inside it --
+ * with ref->note saying why the stored one was not used. */
+static int fixture_reference(const run_state *st, const fix_fixture *fx, const char *path,
+                             const parity_sweep_opts *o, parity_reference *ref, FILE *out, gdn_error *e) {
+  char why[256] = "";
+  double spot_rel = 0;
+  int64_t spot_cols = 0;
+  int trusted;
+  int rc = stored_oracle_trusted(st, fx, o->dtype, why, sizeof why, &spot_rel, &spot_cols, &trusted, e);
+  if (rc) return rc;
+  if (trusted && st->tier != PARITY_ORACLE_NONE) {
+    const gdn_shape *fs = &fx->inputs.shape;
+    ref->tier = ref->requested = PARITY_ORACLE_MPFR;
+    ref->form = "token";
+    ref->precision_bits = (int)fx->oracle.precision_bits;
+    ref->certified_bits = (int)fx->oracle.certified_bits;
+    ref->normwise_bits = ref->guaranteed_bits = -1;
+    ref->bound_violations = -1;
+    ref->total_columns = ref->sampled_columns = fs->B * fs->Hv * fs->Dv; /* regen certifies all */
+    ref->from_fixture = 1;
+    ref->spot_columns = spot_cols;
+    ref->spot_rel = spot_rel;
+    parity_reference_borrow(ref, &fx->oracle.out); /* fx owns it */
+    return GDN_OK;
+  }
+  if (fx->oracle.present && !fx->oracle.fresh && o->verbosity >= 1)
+    fprintf(out, "%s: warning: the stored /oracle is stale (inputs changed); computing a fresh one\n", path);
+  if (fx->oracle.present && fx->oracle.fresh && !trusted && o->verbosity >= 1)
+    fprintf(out, "%s: warning: the stored /oracle is not trusted (%s); computing a fresh one\n", path, why);
+  if ((rc = fixture_oracle_run(st, fx, path, o->progress, ref, e))) return rc;
+  if (fx->oracle.present && st->tier != PARITY_ORACLE_NONE)
+    snprintf(ref->note, sizeof ref->note, "stored /oracle not used: %s; recomputed",
+             !fx->oracle.fresh ? "stale (its inputs_sha256 does not match the inputs)" : why);
+  return GDN_OK;
 }
 
 static int run_fixture(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
@@ -534,53 +621,10 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
                        path, fx.n_outputs, fx.outputs[0].name);
     goto done;
   }
-  char why[256] = "";
-  if (fx.oracle.present && fx.oracle.fresh && fx.oracle.problem_fresh != 1)
-    snprintf(why, sizeof why, "%s",
-             fx.oracle.problem_fresh == 0
-                 ? "stale: an attribute that changes the answer (scale, l2norm_in_kernel, shape, h0, segments) "
-                   "changed since it was computed (problem_sha256 differs)"
-                 : "freshness unknown: written before problem_sha256, its hash covers the inputs only, not the "
-                   "attributes (gdn-fixture regen --force records it)");
-  int trusted = fx.oracle.present && fx.oracle.fresh && fx.oracle.problem_fresh == 1 &&
-                fix_oracle_check(&fx.oracle.out, fx.oracle.precision_bits, fx.oracle.certified_bits, o.dtype, why,
-                                 sizeof why) == FIX_ORACLE_OK; /* the same check as gdn-fixture verify */
-  double spot_rel = 0;
-  int64_t spot_cols = 0;
-  if (trusted && st->tier != PARITY_ORACLE_NONE) {
-    /* Recompute a few columns before trusting it: both round to binary64, so
-     * agreement is ~1e-16; 2^-40 leaves room and still sees any forged or
-     * mis-scaled oracle (a wrong scale or a 1e-4 edit is >= 1e-5). */
-    if ((rc = parity_reference_spot_check(&fx.inputs, &fx.oracle.out, 4, &spot_rel, &spot_cols, e))) goto done;
-    if (!(spot_rel <= 0x1p-40)) {
-      snprintf(why, sizeof why, "spot check failed: %lld recomputed state columns differ from it by %.3g (normwise)",
-               (long long)spot_cols, spot_rel);
-      trusted = 0;
-    }
-  }
-  if (trusted && st->tier != PARITY_ORACLE_NONE) {
-    const gdn_shape *fs = &fx.inputs.shape;
-    ref.tier = ref.requested = PARITY_ORACLE_MPFR;
-    ref.form = "token";
-    ref.precision_bits = (int)fx.oracle.precision_bits;
-    ref.certified_bits = (int)fx.oracle.certified_bits;
-    ref.normwise_bits = ref.guaranteed_bits = -1;
-    ref.bound_violations = -1;
-    ref.total_columns = ref.sampled_columns = fs->B * fs->Hv * fs->Dv; /* regen certifies all */
-    ref.from_fixture = 1;
-    ref.spot_columns = spot_cols;
-    ref.spot_rel = spot_rel;
-    parity_reference_borrow(&ref, &fx.oracle.out); /* fx owns it */
-  } else {
-    if (fx.oracle.present && !fx.oracle.fresh && base->verbosity >= 1)
-      fprintf(out, "%s: warning: the stored /oracle is stale (inputs changed); computing a fresh one\n", path);
-    if (fx.oracle.present && fx.oracle.fresh && !trusted && base->verbosity >= 1)
-      fprintf(out, "%s: warning: the stored /oracle is not trusted (%s); computing a fresh one\n", path, why);
-    if ((rc = parity_reference_compute(&ref, &fx.inputs, st->tier, st->oracle_bits, e))) goto done;
-    if (fx.oracle.present && st->tier != PARITY_ORACLE_NONE)
-      snprintf(ref.note, sizeof ref.note, "stored /oracle not used: %s; recomputed",
-               !fx.oracle.fresh ? "stale (its inputs_sha256 does not match the inputs)" : why);
-  }
+  /* every step of the run counted before the first (the oracle) starts,
+   * so the line's total is right from the start */
+  parity_progress_add(o.progress, plan.n * parity_sweep_steps(&o, &fx.inputs.shape));
+  if ((rc = fixture_reference(st, &fx, path, &o, &ref, out, e))) goto done;
   if ((rc = parity_externals_from_fixture(&fx, &ext, e))) {
     gdn_error_prefix(e, "%s: ", path);
     goto done;
