@@ -1,4 +1,4 @@
-#include "parity_progress.h"
+#include "gdn_progress.h"
 
 #include <time.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@ static double mono(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void parity_progress_init(parity_progress *p, FILE *f, int enabled) {
+void gdn_progress_init(gdn_progress *p, FILE *f, int enabled) {
   p->f = enabled && f && isatty(fileno(f)) ? f : NULL;
   p->total = p->done = 0;
   p->t0 = p->t_step = mono();
@@ -19,7 +19,7 @@ void parity_progress_init(parity_progress *p, FILE *f, int enabled) {
   p->t_draw = p->t0;
 }
 
-void parity_progress_add(parity_progress *p, int64_t n) {
+void gdn_progress_add(gdn_progress *p, int64_t n) {
   if (p && n > 0) p->total += n;
 }
 
@@ -30,7 +30,7 @@ static void clock_text(char *buf, size_t n, double s) {
   else snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
 }
 
-void parity_progress_format(char *buf, size_t n, int64_t done, int64_t total, double elapsed,
+void gdn_progress_format(char *buf, size_t n, int64_t done, int64_t total, double elapsed,
                             double last, const char *what) {
   char el[32], left[32] = "?";
   clock_text(el, sizeof el, elapsed);
@@ -39,18 +39,18 @@ void parity_progress_format(char *buf, size_t n, int64_t done, int64_t total, do
            what, el, left);
 }
 
-void parity_progress_begin(parity_progress *p, const char *what) {
+void gdn_progress_begin(gdn_progress *p, const char *what) {
   if (!p || !p->f) return;
   char line[160];
   p->t_step = p->t_draw = mono();
   snprintf(p->what, sizeof p->what, "%s", what);
-  parity_progress_format(line, sizeof line, p->done, p->total, p->t_step - p->t0, p->last, what);
+  gdn_progress_format(line, sizeof line, p->done, p->total, p->t_step - p->t0, p->last, what);
   fprintf(p->f, "\r\033[K%s", line);
   fflush(p->f);
   p->shown = 1;
 }
 
-void parity_progress_format_part(char *buf, size_t n, int64_t done, int64_t total, double elapsed,
+void gdn_progress_format_part(char *buf, size_t n, int64_t done, int64_t total, double elapsed,
                                  double step, double frac, const char *what) {
   char el[32], left[32] = "?";
   clock_text(el, sizeof el, elapsed);
@@ -59,30 +59,30 @@ void parity_progress_format_part(char *buf, size_t n, int64_t done, int64_t tota
            (long long)total, what, (int)(100 * frac), el, left);
 }
 
-void parity_progress_part(parity_progress *p, int64_t done, int64_t total) {
+void gdn_progress_part(gdn_progress *p, int64_t done, int64_t total) {
   if (!p || !p->f || total <= 0) return;
   double t = mono();
   if (done < total && t - p->t_draw < 0.25) return;
   char line[192];
   double frac = done >= total ? 1.0 : done > 0 ? (double)done / (double)total : 0.0;
-  parity_progress_format_part(line, sizeof line, p->done, p->total, t - p->t0, t - p->t_step, frac, p->what);
+  gdn_progress_format_part(line, sizeof line, p->done, p->total, t - p->t0, t - p->t_step, frac, p->what);
   fprintf(p->f, "\r\033[K%s", line);
   fflush(p->f);
   p->t_draw = t;
   p->shown = 1;
 }
 
-void parity_progress_oracle(void *arg, int64_t done, int64_t total) {
-  parity_progress_part(arg, done, total);
+void gdn_progress_oracle(void *arg, int64_t done, int64_t total) {
+  gdn_progress_part(arg, done, total);
 }
 
-void parity_progress_end(parity_progress *p) {
+void gdn_progress_end(gdn_progress *p) {
   if (!p) return;
   p->done++;
   p->last = mono() - p->t_step;
 }
 
-void parity_progress_clear(parity_progress *p) {
+void gdn_progress_clear(gdn_progress *p) {
   if (!p || !p->f || !p->shown) return;
   fputs("\r\033[K", p->f);
   fflush(p->f);
