@@ -185,8 +185,10 @@ int orc_run_mpfr(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *ou
   if ((rc = gdn_outputs_alloc(out, s, GDN_DTYPE_F64, e))) return rc;
 
   int threads = gdn_threads_get();
-  orc_meter meter;
-  orc_meter_init(&meter, cfg->progress, s->B * s->Hv * s->T * s->Dv);
+  orc_meter meter; /* the selected heads' token-columns: the line reaches 100 % when they are done */
+  int64_t sel_heads = s->B * s->Hv;
+  for (int64_t h = 0; heads && h < s->B * s->Hv; h++) sel_heads -= !heads[h];
+  orc_meter_init(&meter, cfg->progress, sel_heads * s->T * s->Dv);
   job jb = {in, out, cert != NULL, 0, 1, cfg->chunk, NULL, heads, &meter};
   int64_t n_items = s->B * s->Hv;
   if (cfg->form == ORACLE_FORM_TOKEN) {

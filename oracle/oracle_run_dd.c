@@ -272,100 +272,86 @@ int oracle_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs
   return orc_run_dd(in, cfg, out, cert, NULL, NULL, e);
 }
 
-int orc_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *out,
-               oracle_dd_certificate *cert, const unsigned char *sel, oracle_tally *tally,
-               gdn_error *e) {
-  if (cert) memset(cert, 0, sizeof *cert);
-  if (!out) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle: outputs missing (NULL)");
-  gdn_outputs_clear(out);
-  if (!cert) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle: dd certificate missing (NULL)");
-  int rc;
-  if ((rc = oracle_dd_config_validate(cfg, e)) || (rc = orc_check_inputs(in, e))) return rc;
-  const gdn_shape *s = &in->shape;
-  if ((rc = gdn_outputs_alloc(out, s, GDN_DTYPE_F64, e))) return rc;
-
-  const int threads = gdn_threads_get();
-  const int64_t heads = s->B * s->Hv;
-  const int64_t ns = cfg->sample_columns < s->Dv ? cfg->sample_columns : s->Dv;
+/* The run's work items (above) into *items (*n of them, allocated here):
+ * per head its sample item, then its other columns cut into blocks of
+ * *nb, chosen for the selected heads (sel; NULL: all) so that a part of
+ * one head still spreads over the threads. */
+static int items_make(const gdn_shape *s, const oracle_dd_config *cfg, const unsigned char *sel, int64_t ns,
+                      int threads, dd_item **items, int64_t *n, int64_t *nb, gdn_error *e) {
   const gdn_shape bs = orc_block_shape(s, sel);
-  const int64_t nb = column_block(cfg, &bs, ns, threads);
+  *nb = column_block(cfg, &bs, ns, threads);
   /* Per head: the sample, and at most two ranges of ceil(len / nb) blocks. */
-  const int64_t per_head = (ns > 0 ? 1 : 0) + (s->Dv - ns + nb - 1) / nb + 1;
-  orc_meter meter;
-  dd_job jb = {in, out, NULL, NULL, ns > 0 && cfg->sample_prec >= DD_CHECK_BOUND_PREC, &meter};
-  dd_item *items = NULL;
-  dd_worker *ws = NULL;
-  int nw = 0;
-  int64_t n_items = 0;
-  items = gdn_calloc((size_t)(heads * per_head), sizeof(dd_item), "oracle dd work items", e);
-  if (!items) goto fail;
+  const int64_t per_head = (ns > 0 ? 1 : 0) + (s->Dv - ns + *nb - 1) / *nb + 1;
+  *n = 0;
+  if (!(*items = gdn_calloc((size_t)(s->B * s->Hv * per_head), sizeof(dd_item), "oracle dd work items", e)))
+    return e ? e->code : GDN_ERR_NOMEM;
   for (int64_t b = 0; b < s->B; b++)
     for (int64_t j = 0; ns > 0 && j < s->Hv; j++)
-      items[n_items++] = (dd_item){b, j, oracle_dd_sample_start(s, ns, b, j), ns, 1};
+      (*items)[(*n)++] = (dd_item){b, j, oracle_dd_sample_start(s, ns, b, j), ns, 1};
   for (int64_t b = 0; b < s->B; b++)
     for (int64_t j = 0; j < s->Hv; j++) {
       int64_t s0 = ns > 0 ? oracle_dd_sample_start(s, ns, b, j) : 0;
-      cut(items, &n_items, b, j, 0, s0, nb);
-      cut(items, &n_items, b, j, s0 + ns, s->Dv, nb);
+      cut(*items, n, b, j, 0, s0, *nb);
+      cut(*items, n, b, j, s0 + ns, s->Dv, *nb);
     }
-  jb.items = items;
-  int64_t work = 0;
-  for (int64_t it = 0; it < n_items; it++) work += s->T * item_weight(&items[it]);
-  orc_meter_init(&meter, cfg->progress, work);
-  jb.fail = gdn_calloc((size_t)n_items, sizeof(dd_fail), "oracle dd item status", e);
-  if (!jb.fail) goto fail;
-  int nt = n_items < threads ? (int)n_items : threads;
-  ws = gdn_calloc((size_t)nt, sizeof(dd_worker), "oracle dd workers", e);
-  if (!ws) goto fail;
-  const int64_t nbmax = nb > ns ? nb : ns;
-  for (; nw < nt; nw++) {
-    worker_init(&ws[nw]);
-    if (worker_alloc(&ws[nw], s, cfg, nbmax, ns, e)) {
-      nw++;
-      goto fail;
-    }
-  }
+  return GDN_OK;
+}
 
-#pragma omp parallel num_threads(nt)
-  {
-    dd_worker *w = &ws[omp_get_thread_num()];
-#pragma omp for schedule(dynamic)
-    for (int64_t it = 0; it < n_items; it++)
-      if (!sel || sel[items[it].b * s->Hv + items[it].j]) run_item(&jb, w, it);
-    mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
-  }
-  orc_meter_done(&meter);
+/* Whether the run computes item x (its head selected). */
+static int item_selected(const dd_item *x, const gdn_shape *s, const unsigned char *sel) {
+  return !sel || sel[x->b * s->Hv + x->j];
+}
 
+/* nt workspaces, allocated in thread order (fault injection sees the same
+ * sequence on every run); *nw counts those initialised, to be cleared. */
+static int workers_make(dd_worker *ws, int nt, const gdn_shape *s, const oracle_dd_config *cfg, int64_t nbmax,
+                        int64_t ns, int *nw, gdn_error *e) {
+  for (*nw = 0; *nw < nt;) {
+    worker_init(&ws[*nw]);
+    int rc = worker_alloc(&ws[(*nw)++], s, cfg, nbmax, ns, e);
+    if (rc) return rc;
+  }
+  return GDN_OK;
+}
+
+/* The error of the first failing item in (b, j, t, kind) order -- the
+ * whole run's, whatever the blocking -- or GDN_OK when none failed. */
+static int items_first_error(const dd_job *jb, int64_t n_items, oracle_tally *tally, gdn_error *e) {
+  const gdn_shape *s = &jb->in->shape;
   int64_t bad = -1;
   for (int64_t it = 0; it < n_items; it++)
-    if (jb.fail[it].kind != FAIL_NONE &&
-        (bad < 0 || first_fail(&items[it], &jb.fail[it], &items[bad], &jb.fail[bad])))
+    if (jb->fail[it].kind != FAIL_NONE &&
+        (bad < 0 || first_fail(&jb->items[it], &jb->fail[it], &jb->items[bad], &jb->fail[bad])))
       bad = it;
-  if (bad >= 0) {
-    const dd_item *x = &items[bad];
-    const dd_fail *f = &jb.fail[bad];
-    if (tally) tally->failed_head = x->b * s->Hv + x->j;
-    char where[96];
-    if (f->t < s->T)
-      snprintf(where, sizeof where, "at b=%lld, value head %lld, token t=%lld", (long long)x->b,
-               (long long)x->j, (long long)f->t);
-    else
-      snprintf(where, sizeof where, "in the final state of b=%lld, value head %lld",
-               (long long)x->b, (long long)x->j);
-    if (f->kind == FAIL_DD)
-      gdn_error_set(e, GDN_ERR_INPUT,
-                    "oracle (dd tier): the recurrence left binary64's exponent range (a "
-                    "non-finite value) %s: exp(g) or the state overflows binary64; the MPFR "
-                    "tier has the range for it",
-                    where);
-    else
-      gdn_error_set(e, GDN_ERR_INPUT,
-                    "oracle: the recurrence left MPFR's exponent range (a non-finite value) %s: "
-                    "|g| is too large",
-                    where);
-    goto fail;
-  }
+  if (bad < 0) return GDN_OK;
+  const dd_item *x = &jb->items[bad];
+  const dd_fail *f = &jb->fail[bad];
+  if (tally) tally->failed_head = x->b * s->Hv + x->j;
+  char where[96];
+  if (f->t < s->T)
+    snprintf(where, sizeof where, "at b=%lld, value head %lld, token t=%lld", (long long)x->b, (long long)x->j,
+             (long long)f->t);
+  else
+    snprintf(where, sizeof where, "in the final state of b=%lld, value head %lld", (long long)x->b,
+             (long long)x->j);
+  if (f->kind == FAIL_DD)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "oracle (dd tier): the recurrence left binary64's exponent range (a "
+                         "non-finite value) %s: exp(g) or the state overflows binary64; the MPFR "
+                         "tier has the range for it",
+                         where);
+  return gdn_error_set(e, GDN_ERR_INPUT,
+                       "oracle: the recurrence left MPFR's exponent range (a non-finite value) %s: "
+                       "|g| is too large",
+                       where);
+}
 
+/* The certificate from the workers' accumulators, merged into ws[0]'s (a
+ * maximum: exact in any order), and the tally of a part.  nw >= 1. */
+static void cert_fill(oracle_dd_certificate *cert, const dd_job *jb, const oracle_dd_config *cfg, int64_t ns,
+                      dd_worker *ws, int nw, oracle_tally *tally) {
+  const gdn_shape *s = &jb->in->shape;
+  const int64_t heads = s->B * s->Hv;
   cert->precision_bits = ORACLE_DD_BITS;
   cert->check_bits = (int)cfg->sample_prec;
   cert->sample_columns = ns;
@@ -379,7 +365,7 @@ int orc_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *o
   int gno = orc_acc_normwise(&ws[0].bnd[0]), gnh = orc_acc_normwise(&ws[0].bnd[1]);
   cert->guaranteed_normwise = gno < gnh ? gno : gnh;
   cert->bound_violations = -1;
-  if (jb.check_bound) {
+  if (jb->check_bound) {
     cert->bound_violations = 0;
     for (int i = 0; i < nw; i++) cert->bound_violations += ws[i].violations;
   }
@@ -388,8 +374,7 @@ int orc_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *o
       for (int ti = 0; ti < 2; ti++) orc_acc_merge(&ws[0].acc[ti], &ws[i].acc[ti]);
     cert->certified_o = orc_acc_bits(&ws[0].acc[0], &cert->floor_o);
     cert->certified_ht = orc_acc_bits(&ws[0].acc[1], &cert->floor_ht);
-    cert->certified_bits =
-        cert->certified_o < cert->certified_ht ? cert->certified_o : cert->certified_ht;
+    cert->certified_bits = cert->certified_o < cert->certified_ht ? cert->certified_o : cert->certified_ht;
     int no = orc_acc_normwise(&ws[0].acc[0]), nh = orc_acc_normwise(&ws[0].acc[1]);
     cert->normwise_bits = no < nh ? no : nh;
   }
@@ -400,6 +385,51 @@ int orc_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *o
       orc_tally_put(tally, 2 + ti, &ws[0].bnd[ti]);
     }
   }
+}
+
+int orc_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *out,
+               oracle_dd_certificate *cert, const unsigned char *sel, oracle_tally *tally,
+               gdn_error *e) {
+  if (cert) memset(cert, 0, sizeof *cert);
+  if (!out) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle: outputs missing (NULL)");
+  gdn_outputs_clear(out);
+  if (!cert) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle: dd certificate missing (NULL)");
+  int rc;
+  if ((rc = oracle_dd_config_validate(cfg, e)) || (rc = orc_check_inputs(in, e))) return rc;
+  const gdn_shape *s = &in->shape;
+  if ((rc = gdn_outputs_alloc(out, s, GDN_DTYPE_F64, e))) return rc;
+
+  const int threads = gdn_threads_get();
+  const int64_t ns = cfg->sample_columns < s->Dv ? cfg->sample_columns : s->Dv;
+  orc_meter meter;
+  dd_job jb = {in, out, NULL, NULL, ns > 0 && cfg->sample_prec >= DD_CHECK_BOUND_PREC, &meter};
+  dd_item *items = NULL;
+  dd_worker *ws = NULL;
+  int nw = 0;
+  int64_t n_items = 0, nb = 0;
+  if (items_make(s, cfg, sel, ns, threads, &items, &n_items, &nb, e)) goto fail;
+  jb.items = items;
+  int64_t work = 0; /* the selected heads' only: the line reaches 100 % when they are done */
+  for (int64_t it = 0; it < n_items; it++)
+    if (item_selected(&items[it], s, sel)) work += s->T * item_weight(&items[it]);
+  orc_meter_init(&meter, cfg->progress, work);
+  jb.fail = gdn_calloc((size_t)n_items, sizeof(dd_fail), "oracle dd item status", e);
+  if (!jb.fail) goto fail;
+  int nt = n_items < threads ? (int)n_items : threads;
+  ws = gdn_calloc((size_t)nt, sizeof(dd_worker), "oracle dd workers", e);
+  if (!ws || workers_make(ws, nt, s, cfg, nb > ns ? nb : ns, ns, &nw, e)) goto fail;
+
+#pragma omp parallel num_threads(nt)
+  {
+    dd_worker *w = &ws[omp_get_thread_num()];
+#pragma omp for schedule(dynamic)
+    for (int64_t it = 0; it < n_items; it++)
+      if (item_selected(&items[it], s, sel)) run_item(&jb, w, it);
+    mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
+  }
+  orc_meter_done(&meter);
+  if (items_first_error(&jb, n_items, tally, e)) goto fail;
+  cert_fill(cert, &jb, cfg, ns, ws, nw, tally);
   for (int i = 0; i < nw; i++) worker_clear(&ws[i]);
   gdn_free(ws);
   gdn_free(jb.fail);

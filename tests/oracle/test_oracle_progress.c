@@ -6,11 +6,16 @@
  *     (T spans several ORC_METER_TOKENS);
  *   - outputs and certificates are bit for bit those of the same run
  *     without a callback, at 1 and 2 threads;
+ *   - a part (oracle_part.h: a subset of the heads, as the MPI dealing
+ *     runs) counts its own heads' work only, so its line ends at 100 %:
+ *     total = the selected heads' token-columns, not every head's (which
+ *     the meter counted before; the check fails on that total);
  *   - negative controls: no callback, no calls; a recorder that sees a
  *     decrease or a short final count is caught by the same checks. */
 #include "oracle_test_util.h"
 
 #include "gdn_threads.h"
+#include "oracle_part.h"
 
 typedef struct rec {
   int64_t calls, last, total, bad; /* bad: a call with done <= the previous */
@@ -109,12 +114,58 @@ START_TEST(mpfr_reports_and_changes_nothing) {
 }
 END_TEST
 
+/* Heads 0, 2 and 3 of B Hv = 2 x 2 selected: three quarters of the work. */
+START_TEST(part_meter_follows_selection) {
+  const gdn_shape ps = {2, 1100, 1, 2, 8, 6};
+  const unsigned char heads[4] = {1, 0, 1, 1};
+  const int64_t n_sel = 3, all = ps.B * ps.Hv;
+  gdn_inputs in;
+  otu_synth(&in, ps, GDN_SYNTH_SLOW_GATES, 9);
+  for (int nt = 1; nt <= 2; nt++) {
+    gdn_threads_set(nt);
+    gdn_error e;
+    gdn_error_init(&e);
+    gdn_outputs out;
+    gdn_outputs_init(&out);
+    oracle_tally t;
+    oracle_tally_init(&t);
+    oracle_dd_config dc;
+    oracle_dd_config_init(&dc);
+    dc.sample_columns = 2;
+    rec r = {0, 0, 0, 0};
+    oracle_progress p = {on_progress, &r};
+    dc.progress = &p;
+    ck_assert_msg(oracle_run_dd_part(&in, &dc, heads, &out, &t, &e) == GDN_OK, "%s", e.msg);
+    /* per head: Dv dd columns, the 2 sampled ones weighted 64 more */
+    const int64_t per_head = ps.T * (ps.Dv + 2 * ORACLE_PROGRESS_MPFR_WEIGHT);
+    ck_assert_msg(!rec_fails(&r, n_sel * per_head), "dd: total %lld, want %lld (every head: %lld)",
+                  (long long)r.total, (long long)(n_sel * per_head), (long long)(all * per_head));
+    ck_assert(rec_fails(&r, all * per_head)); /* the old total is told apart */
+    oracle_tally_clear(&t);
+    for (int form = 0; form < 2; form++) {
+      oracle_config c = otu_cfg(64, form == 0 ? ORACLE_FORM_TOKEN : ORACLE_FORM_CHUNKED, 64);
+      rec m = {0, 0, 0, 0};
+      oracle_progress mp = {on_progress, &m};
+      c.progress = &mp;
+      oracle_tally_init(&t);
+      ck_assert_msg(oracle_run_part(&in, &c, heads, &out, &t, &e) == GDN_OK, "%s", e.msg);
+      ck_assert_msg(!rec_fails(&m, n_sel * ps.T * ps.Dv), "mpfr form %d: total %lld, want %lld", form,
+                    (long long)m.total, (long long)(n_sel * ps.T * ps.Dv));
+      oracle_tally_clear(&t);
+    }
+    gdn_outputs_clear(&out);
+  }
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("oracle_progress");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, dd_reports_and_changes_nothing);
   tcase_add_test(tc, mpfr_reports_and_changes_nothing);
+  tcase_add_test(tc, part_meter_follows_selection);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
