@@ -168,6 +168,42 @@ static int64_t column_block(const oracle_config *cfg, const gdn_shape *s, int th
   return nb;
 }
 
+/* The error of the first failing item in item order -- heads in (b, j)
+ * order, so the whole run's first failing head whatever the blocking -- or
+ * GDN_OK when none failed. */
+static int items_first_error(const job *jb, int64_t n_items, int token_form, oracle_tally *tally, gdn_error *e) {
+  const gdn_shape *s = &jb->in->shape;
+  for (int64_t it = 0; it < n_items; it++) {
+    if (jb->fail[it] < 0) continue;
+    const int64_t blk = token_form ? it / jb->nblk : it, b = blk / s->Hv, j = blk % s->Hv;
+    if (tally) tally->failed_head = blk;
+    if (jb->fail[it] < s->T)
+      return gdn_error_set(e, GDN_ERR_INPUT,
+                           "oracle: the recurrence left MPFR's exponent range (a non-finite value) at "
+                           "b=%lld, value head %lld, token t=%lld: |g| is too large",
+                           (long long)b, (long long)j, (long long)jb->fail[it]);
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "oracle: the recurrence left MPFR's exponent range (a non-finite value) in "
+                         "the final state of b=%lld, value head %lld: |g| is too large",
+                         (long long)b, (long long)j);
+  }
+  return GDN_OK;
+}
+
+/* The certificate from the workers' accumulators, merged into ws[0]'s (a
+ * maximum: exact in any order), and the tally of a part. */
+static void cert_fill(oracle_certificate *cert, const oracle_config *cfg, mpfr_prec_t P, worker *ws, int nw,
+                      oracle_tally *tally) {
+  for (int i = 1; i < nw; i++)
+    for (int ti = 0; ti < 2; ti++) orc_acc_merge(&ws[0].acc[ti], &ws[i].acc[ti]);
+  cert->precision_bits = (int)cfg->prec;
+  cert->check_bits = (int)P;
+  cert->certified_o = orc_acc_bits(&ws[0].acc[0], &cert->floor_o);
+  cert->certified_ht = orc_acc_bits(&ws[0].acc[1], &cert->floor_ht);
+  cert->certified_bits = cert->certified_o < cert->certified_ht ? cert->certified_o : cert->certified_ht;
+  for (int ti = 0; tally && ti < 2; ti++) orc_tally_put(tally, ti, &ws[0].acc[ti]);
+}
+
 int orc_run_mpfr(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,
                  oracle_certificate *cert, const unsigned char *heads, oracle_tally *tally,
                  gdn_error *e) {
@@ -230,35 +266,8 @@ int orc_run_mpfr(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *ou
   }
   orc_meter_done(&meter);
 
-  for (int64_t it = 0; it < n_items; it++) {
-    if (jb.fail[it] < 0) continue;
-    int64_t b, j, blk = it;
-    if (cfg->form == ORACLE_FORM_TOKEN) blk /= jb.nblk;
-    b = blk / s->Hv, j = blk % s->Hv;
-    if (tally) tally->failed_head = blk;
-    if (jb.fail[it] < s->T)
-      gdn_error_set(e, GDN_ERR_INPUT,
-                    "oracle: the recurrence left MPFR's exponent range (a non-finite value) at "
-                    "b=%lld, value head %lld, token t=%lld: |g| is too large",
-                    (long long)b, (long long)j, (long long)jb.fail[it]);
-    else
-      gdn_error_set(e, GDN_ERR_INPUT,
-                    "oracle: the recurrence left MPFR's exponent range (a non-finite value) in "
-                    "the final state of b=%lld, value head %lld: |g| is too large",
-                    (long long)b, (long long)j);
-    goto fail;
-  }
-  if (cert) {
-    for (int i = 1; i < nw; i++)
-      for (int ti = 0; ti < 2; ti++) orc_acc_merge(&ws[0].acc[ti], &ws[i].acc[ti]);
-    cert->precision_bits = (int)cfg->prec;
-    cert->check_bits = (int)P;
-    cert->certified_o = orc_acc_bits(&ws[0].acc[0], &cert->floor_o);
-    cert->certified_ht = orc_acc_bits(&ws[0].acc[1], &cert->floor_ht);
-    cert->certified_bits =
-        cert->certified_o < cert->certified_ht ? cert->certified_o : cert->certified_ht;
-    for (int ti = 0; tally && ti < 2; ti++) orc_tally_put(tally, ti, &ws[0].acc[ti]);
-  }
+  if (items_first_error(&jb, n_items, cfg->form == ORACLE_FORM_TOKEN, tally, e)) goto fail;
+  if (cert) cert_fill(cert, cfg, P, ws, nw, tally);
   for (int i = 0; i < nw; i++) worker_clear(&ws[i]);
   gdn_free(ws);
   gdn_free(jb.fail);
