@@ -489,26 +489,45 @@ int parity_metrics_compute_v(parity_vals x, parity_vals r, const int64_t dims[4]
   return rc;
 }
 
+/* max |x - r| (no r: max |x|) over the rows of positions t0 .. t1 - 1 of
+ * batch entry b, each `row` long. */
+HOT double rows_max(VARGS, int64_t T, int64_t row, int64_t b, int64_t t0, int64_t t1, double mx) {
+  const int has_r = rd || rf;
+  for (int64_t t = t0; t < t1; t++) {
+    const size_t at = (size_t)((b * T + t) * row);
+    for (int64_t i = 0; i < row; i++) {
+      double xi = XV(at + (size_t)i);
+      double d = has_r ? (isfinite(xi) ? fabs(xi - RV(at + (size_t)i)) : INFINITY) : fabs(xi);
+      if (d > mx) mx = d;
+    }
+  }
+  return mx;
+}
+
 void parity_profile_o_v(parity_vals x, parity_vals r, const int64_t dims[4], int64_t block,
-                      double *out) {
+                        double *out) {
   int64_t B = dims[0], T = dims[1], row = dims[2] * dims[3];
   int64_t nblk = (T + block - 1) / block;
-  const int has_r = parity_vals_has(r);
   for (int64_t k = 0; k < nblk; k++) out[k] = 0;
 #pragma omp parallel for schedule(static) num_threads(gdn_threads_for(nblk))
   for (int64_t k = 0; k < nblk; k++) {
     double mx = 0;
-    for (int64_t b = 0; b < B; b++)
-      for (int64_t t = k * block; t < (k + 1) * block && t < T; t++) {
-        const size_t at = (size_t)((b * T + t) * row);
-        for (int64_t i = 0; i < row; i++) {
-          double xi = AT(x, at + (size_t)i);
-          double d = has_r ? (isfinite(xi) ? fabs(xi - AT(r, at + (size_t)i)) : INFINITY) : fabs(xi);
-          if (d > mx) mx = d;
-        }
-      }
+    int64_t t1 = (k + 1) * block < T ? (k + 1) * block : T;
+    for (int64_t b = 0; b < B; b++) FORMS(mx = rows_max, x, r, T, row, b, k * block, t1, mx);
     out[k] = mx;
   }
+}
+
+/* max |x - r| / (atol + rtol |r|) over [lo, hi). */
+HOT double allclose_block(VARGS, size_t lo, size_t hi, double rtol, double atol) {
+  double w = 0;
+  for (size_t i = lo; i < hi; i++) {
+    double xi = XV(i), ri = RV(i);
+    double d = isfinite(xi) ? fabs(xi - ri) : INFINITY;
+    double q = d / (atol + rtol * fabs(ri));
+    if (q > w) w = q;
+  }
+  return w;
 }
 
 double parity_allclose_ratio_v(parity_vals x, parity_vals r, size_t n, double rtol, double atol) {
@@ -518,12 +537,8 @@ double parity_allclose_ratio_v(parity_vals x, parity_vals r, size_t n, double rt
 #pragma omp parallel for schedule(static) num_threads(gdn_threads_for((int64_t)nb)) reduction(max : worst)
   for (size_t bi = 0; bi < nb; bi++) {
     size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
-    double w = 0;
-    for (size_t i = lo; i < hi; i++) {
-      double d = isfinite(AT(x, i)) ? fabs(AT(x, i) - AT(r, i)) : INFINITY;
-      double q = d / (atol + rtol * fabs(AT(r, i)));
-      if (q > w) w = q;
-    }
+    double w;
+    FORMS(w = allclose_block, x, r, lo, hi, rtol, atol);
     if (w > worst) worst = w;
   }
   return worst;
@@ -554,72 +569,112 @@ double parity_rel_acc_value(const parity_rel_acc *acc) {
   return acc->nn > 0 ? sqrt(acc->dd / acc->nn) : (acc->dd > 0 ? INFINITY : 0);
 }
 
-/* elem_rel: each element against max(|r|, the RMS of r over its block,
- * rel_floor); rms[k] holds the block RMS.  Same loop order as block_sums. */
-static void elem_rel(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t bl[4],
-                     const int64_t nbk[4], const double *rms, parity_metrics *m) {
-  int64_t i = 0, arg = -1;
-  double best = 0;
-  for (int64_t a = 0; a < dims[0]; a++)
-    for (int64_t b = 0; b < dims[1]; b++)
-      for (int64_t c = 0; c < dims[2]; c++) {
-        int64_t k3 = ((a / bl[0]) * nbk[1] + b / bl[1]) * nbk[2] + c / bl[2];
-        for (int64_t d = 0; d < dims[3]; d++, i++) {
-          double df = isfinite(AT(x, i)) ? fabs(AT(x, i) - AT(r, i)) : INFINITY;
-          if (df == 0) continue;
-          double den = fmax(fabs(AT(r, i)), fmax(rms[k3 * nbk[3] + d / bl[3]], m->rel_floor));
-          double q = den > 0 ? df / den : INFINITY;
-          if (q > best || arg < 0) best = q, arg = i;
-        }
-      }
+/* parity_metrics_blocks: the blocks' sums and elem_rel in parallel over
+ * groups of rows -- the rows of one block index on the first three axes,
+ * (a / bl[0], b / bl[1], c / bl[2]) = g, so the groups own disjoint blocks
+ * k = g * nbk[3] + d / bl[3].  A group visits its rows in memory order, so
+ * each block's sums accumulate in the same order as one pass from 0. */
+typedef struct {
+  int64_t lo[3], hi[3];
+} rows3;
+
+static rows3 group_rows(int64_t g, const int64_t dims[4], const int64_t bl[4], const int64_t nbk[4]) {
+  rows3 w;
+  int64_t j[3] = {g / (nbk[1] * nbk[2]), g / nbk[2] % nbk[1], g % nbk[2]};
+  for (int a = 0; a < 3; a++) {
+    w.lo[a] = j[a] * bl[a];
+    w.hi[a] = w.lo[a] + bl[a] < dims[a] ? w.lo[a] + bl[a] : dims[a];
+  }
+  return w;
+}
+
+/* Iterates the rows of group w: i is the flat index of each row's start. */
+#define FOR_ROWS(w, dims, i)                                                                       \
+  for (int64_t a_ = (w).lo[0]; a_ < (w).hi[0]; a_++)                                               \
+    for (int64_t b_ = (w).lo[1]; b_ < (w).hi[1]; b_++)                                             \
+      for (int64_t c_ = (w).lo[2], i = ((a_ * (dims)[1] + b_) * (dims)[2] + c_) * (dims)[3]; c_ < (w).hi[2]; \
+           c_++, i += (dims)[3])
+
+/* Sums of (x - r)^2 and r^2 per block of group g; a non-finite x marks its
+ * block. */
+HOT void group_sums(VARGS, const int64_t dims[4], const int64_t bl[4], const int64_t nbk[4], int64_t g, double *d2,
+                    double *r2, unsigned char *bad) {
+  rows3 w = group_rows(g, dims, bl, nbk);
+  FOR_ROWS(w, dims, i0) {
+    for (int64_t d = 0; d < dims[3]; d++) {
+      const size_t i = (size_t)(i0 + d);
+      const int64_t k = g * nbk[3] + d / bl[3];
+      const double xi = XV(i), ri = RV(i);
+      if (!isfinite(xi)) bad[k] = 1;
+      double df = xi - ri;
+      d2[k] += df * df;
+      r2[k] += ri * ri;
+    }
+  }
+}
+
+/* elem_rel's view of one group: its first element that differs (i0; -1:
+ * none) with its q0, and its greatest non-NaN q with the first index
+ * attaining it (best < 0: none). */
+typedef struct {
+  double q0, best;
+  int64_t i0, arg;
+} erel;
+
+/* Each element against max(|r|, the RMS of r over its block, rel_floor);
+ * rms[k] holds the block RMS. */
+HOT void group_elem(VARGS, const int64_t dims[4], const int64_t bl[4], const int64_t nbk[4], int64_t g,
+                    const double *rms, double floor, erel *o) {
+  rows3 w = group_rows(g, dims, bl, nbk);
+  *o = (erel){0, -1, -1, -1};
+  FOR_ROWS(w, dims, i0) {
+    for (int64_t d = 0; d < dims[3]; d++) {
+      const size_t i = (size_t)(i0 + d);
+      const double xi = XV(i), ri = RV(i);
+      double df = isfinite(xi) ? fabs(xi - ri) : INFINITY;
+      if (df == 0) continue;
+      double den = fmax(fabs(ri), fmax(rms[g * nbk[3] + d / bl[3]], floor));
+      double q = den > 0 ? df / den : INFINITY;
+      if (o->i0 < 0) o->i0 = (int64_t)i, o->q0 = q;
+      if (q > o->best) o->best = q, o->arg = (int64_t)i;
+    }
+  }
+}
+
+/* elem_rel as one pass from 0 would find it (best starts at the first
+ * differing element's q and grows on strictly greater ones): a NaN there
+ * sticks, else the greatest non-NaN q at its first index. */
+static void elem_combine(const erel *o, int64_t ng, const int64_t dims[4], parity_metrics *m) {
+  int64_t first = -1, arg = -1;
+  double q0 = 0, best = 0;
+  for (int64_t g = 0; g < ng; g++)
+    if (o[g].i0 >= 0 && (first < 0 || o[g].i0 < first)) first = o[g].i0, q0 = o[g].q0;
+  if (first >= 0 && isnan(q0)) best = q0, arg = first;
+  else if (first >= 0)
+    for (int64_t g = 0; g < ng; g++)
+      if (o[g].best >= 0 && (arg < 0 || o[g].best > best || (o[g].best == best && o[g].arg < arg)))
+        best = o[g].best, arg = o[g].arg;
   m->elem_rel = best;
-  for (int64_t d = 3, rem = arg; d >= 0 && arg >= 0; d--) {
-    m->elem_at[d] = rem % dims[d];
-    rem /= dims[d];
-  }
+  if (arg >= 0) unflatten(arg, dims, m->elem_at);
 }
 
-/* Sums of (x - r)^2 and r^2 per block; a non-finite x marks its block. */
-static void block_sums(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t bl[4],
-                       const int64_t nbk[4], double *d2, double *r2, unsigned char *bad) {
-  int64_t i = 0;
-  for (int64_t a = 0; a < dims[0]; a++)
-    for (int64_t b = 0; b < dims[1]; b++)
-      for (int64_t c = 0; c < dims[2]; c++) {
-        int64_t k3 = ((a / bl[0]) * nbk[1] + b / bl[1]) * nbk[2] + c / bl[2];
-        for (int64_t d = 0; d < dims[3]; d++, i++) {
-          int64_t k = k3 * nbk[3] + d / bl[3];
-          if (!isfinite(AT(x, i))) bad[k] = 1;
-          double df = AT(x, i) - AT(r, i);
-          d2[k] += df * df;
-          r2[k] += AT(r, i) * AT(r, i);
-        }
-      }
+static void blocks_sum(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t bl[4],
+                       const int64_t nbk[4], int64_t ng, double *d2, double *r2, unsigned char *bad) {
+#pragma omp parallel for schedule(dynamic) num_threads(gdn_threads_for(ng))
+  for (int64_t g = 0; g < ng; g++) FORMS(group_sums, x, r, dims, bl, nbk, g, d2, r2, bad);
 }
 
-int parity_metrics_blocks_v(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t block_len[4],
-                          parity_metrics *m, gdn_error *e) {
-  int64_t bl[4], nbk[4], nb = 1;
-  for (int a = 0; a < 4; a++) {
-    bl[a] = block_len[a] < 1 ? 1 : block_len[a] > dims[a] ? dims[a] : block_len[a];
-    if (bl[a] < 1) bl[a] = 1;
-    nbk[a] = (dims[a] + bl[a] - 1) / bl[a];
-    nb *= nbk[a];
-  }
-  m->block_rel = m->elem_rel = 0;
-  memset(m->elem_at, 0, sizeof m->elem_at);
-  m->n_blocks = nb;
-  memcpy(m->block_len, bl, sizeof bl);
-  if (nb == 0 || m->n == 0) return GDN_OK;
-  double *d2 = gdn_calloc((size_t)nb * 2, sizeof *d2, "block sums", e);
-  unsigned char *bad = gdn_calloc((size_t)nb, 1, "block flags", e);
-  if (!d2 || !bad) {
-    gdn_free(d2);
-    gdn_free(bad);
-    return e ? e->code : GDN_ERR_NOMEM;
-  }
-  double *r2 = d2 + nb;
-  block_sums(x, r, dims, bl, nbk, d2, r2, bad);
+static void blocks_elem(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t bl[4],
+                        const int64_t nbk[4], int64_t ng, const double *rms, erel *o, parity_metrics *m) {
+#pragma omp parallel for schedule(dynamic) num_threads(gdn_threads_for(ng))
+  for (int64_t g = 0; g < ng; g++) FORMS(group_elem, x, r, dims, bl, nbk, g, rms, m->rel_floor, &o[g]);
+  elem_combine(o, ng, dims, m);
+}
+
+/* The worst block's normwise error against its floor, each block's r2
+ * turned into its RMS for elem_rel; returns the worst block. */
+static int64_t blocks_judge(const int64_t dims[4], const int64_t bl[4], const int64_t nbk[4], int64_t nb,
+                            const double *d2, double *r2, const unsigned char *bad, parity_metrics *m) {
   int64_t worst = 0;
   for (int64_t k = 0; k < nb; k++) {
     /* the block's element count (the last block on an axis may be short) */
@@ -635,17 +690,43 @@ int parity_metrics_blocks_v(parity_vals x, parity_vals r, const int64_t dims[4],
     if (q > m->block_rel) m->block_rel = q, worst = k;
     r2[k] = sqrt(r2[k] / (double)cnt); /* now the block's RMS, for elem_rel */
   }
-  elem_rel(x, r, dims, bl, nbk, r2, m);
-  int64_t rem = worst;
-  for (int a = 3; a >= 0; a--) {
-    int64_t j = rem % nbk[a];
-    rem /= nbk[a];
-    m->block_lo[a] = j * bl[a];
-    m->block_hi[a] = m->block_lo[a] + bl[a] < dims[a] ? m->block_lo[a] + bl[a] : dims[a];
+  return worst;
+}
+
+int parity_metrics_blocks_v(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t block_len[4],
+                            parity_metrics *m, gdn_error *e) {
+  int64_t bl[4], nbk[4], nb = 1;
+  for (int a = 0; a < 4; a++) {
+    bl[a] = block_len[a] < 1 ? 1 : block_len[a] > dims[a] ? dims[a] : block_len[a];
+    if (bl[a] < 1) bl[a] = 1;
+    nbk[a] = (dims[a] + bl[a] - 1) / bl[a];
+    nb *= nbk[a];
   }
+  m->block_rel = m->elem_rel = 0;
+  memset(m->elem_at, 0, sizeof m->elem_at);
+  m->n_blocks = nb;
+  memcpy(m->block_len, bl, sizeof bl);
+  if (nb == 0 || m->n == 0) return GDN_OK;
+  const int64_t ng = nb / nbk[3];
+  double *d2 = gdn_calloc((size_t)nb * 2, sizeof *d2, "block sums", e);
+  unsigned char *bad = d2 ? gdn_calloc((size_t)nb, 1, "block flags", e) : NULL;
+  erel *o = bad ? gdn_calloc((size_t)ng, sizeof *o, "element maxima", e) : NULL;
+  if (o) {
+    double *r2 = d2 + nb;
+    blocks_sum(x, r, dims, bl, nbk, ng, d2, r2, bad);
+    int64_t worst = blocks_judge(dims, bl, nbk, nb, d2, r2, bad, m);
+    blocks_elem(x, r, dims, bl, nbk, ng, r2, o, m);
+    for (int a = 3; a >= 0; a--) {
+      int64_t j = worst % nbk[a];
+      worst /= nbk[a];
+      m->block_lo[a] = j * bl[a];
+      m->block_hi[a] = m->block_lo[a] + bl[a] < dims[a] ? m->block_lo[a] + bl[a] : dims[a];
+    }
+  }
+  gdn_free(o);
   gdn_free(d2);
   gdn_free(bad);
-  return GDN_OK;
+  return o ? GDN_OK : e ? e->code : GDN_ERR_NOMEM;
 }
 
 int parity_block_map_o_v(parity_vals x, parity_vals r, const int64_t dims[4], int64_t block, double rel_floor,
