@@ -408,10 +408,12 @@ static int64_t pass1_combine(const partial *p, size_t nb, parity_metrics *m) {
 
 /* After pass 1 (per-thread top-16 histograms in hist): the bucket of the
  * k-th smallest ULP value, k = (n - 1) / 2, and the next non-empty one; the
- * thread states for pass 2, and room for the bucket's values when they are
- * at most max(n / 16, 65536) (n / 2 bytes at most: all ties, the common case
- * of a large bucket, need no room, median_finish). */
-static int median_prepare(int64_t *hist, int nt, size_t n, msel *ms, tstate *ts, sink *s, gdn_error *e) {
+ * thread states for pass 2, and the room for the bucket's values when they
+ * are at most RADIX: hist's last slot (hist holds nt + 1 slots of RADIX).
+ * A fixed size, so a run's memory beyond its inputs and outputs does not
+ * grow with them (test_cli); a larger bucket is either all one value (the
+ * common case: min = max, median_finish) or takes the radix rounds. */
+static void median_prepare(int64_t *hist, int nt, size_t n, msel *ms, tstate *ts, sink *s) {
   hist_sum(hist, nt);
   ms->k = (n - 1) / 2;
   ms->top = radix_pick(hist, &ms->k);
@@ -423,12 +425,7 @@ static int median_prepare(int64_t *hist, int nt, size_t n, msel *ms, tstate *ts,
   for (int j = 0; j < nt; j++)
     ts[j] = (tstate){INFINITY, -INFINITY, INFINITY, hist + (size_t)j * RADIX, {0}, 0};
   s->pos = 0;
-  s->cand = NULL;
-  if (ms->count > 1 && ms->count <= (n / 16 > 65536 ? n / 16 : 65536)) {
-    s->cand = gdn_malloc(ms->count * sizeof *s->cand, "median candidates", e);
-    if (!s->cand) return e ? e->code : GDN_ERR_NOMEM;
-  }
-  return GDN_OK;
+  s->cand = ms->count > 1 && ms->count <= RADIX ? (double *)(void *)(hist + (size_t)nt * RADIX) : NULL;
 }
 
 /* Flat index -> multi-index over dims. */
@@ -442,21 +439,18 @@ static void unflatten(int64_t flat, const int64_t dims[4], int64_t out[4]) {
 /* Pass 2 and what follows it: max_rel (per-block maxima combined in block
  * order with the same strict comparison: the value and first index of one
  * pass from 0) and the median. */
-static int metrics_pass2(parity_vals x, parity_vals r, const int64_t dims[4], gdn_ulp_fmt f, partial *p,
-                         int64_t *hist, tstate *ts, int nt, parity_metrics *m, gdn_error *e) {
+static void metrics_pass2(parity_vals x, parity_vals r, const int64_t dims[4], gdn_ulp_fmt f, partial *p,
+                          int64_t *hist, tstate *ts, int nt, parity_metrics *m) {
   size_t n = (size_t)m->n, nb = (n + BLOCK - 1) / BLOCK, at = 0;
   msel ms;
   sink s;
-  int rc = median_prepare(hist, nt, n, &ms, ts, &s, e);
-  if (rc) return rc;
+  median_prepare(hist, nt, n, &ms, ts, &s);
   pass2(x, r, n, f, m->rel_floor, p, &ms, ts, &s, nt);
   for (size_t bi = 0; bi < nb; bi++)
     if (p[bi].rel_max > m->max_rel) m->max_rel = p[bi].rel_max, at = p[bi].rel_at;
   unflatten((int64_t)at, dims, m->rel_at);
   tstate_combine(ts, nt);
   m->median_ulp = median_finish(x, r, n, f, &ms, ts, &s, hist, nt);
-  gdn_free(s.cand);
-  return GDN_OK;
 }
 
 int parity_metrics_compute_v(parity_vals x, parity_vals r, const int64_t dims[4], gdn_dtype t, parity_metrics *m,
@@ -467,7 +461,7 @@ int parity_metrics_compute_v(parity_vals x, parity_vals r, const int64_t dims[4]
   const int nt = gdn_threads_for((int64_t)nb);
   const gdn_ulp_fmt f = gdn_dtype_ulp_fmt(t);
   partial *p = gdn_calloc(nb ? nb : 1, sizeof *p, "metric partial sums", e);
-  int64_t *hist = p ? gdn_calloc((size_t)nt * RADIX, sizeof *hist, "median histogram", e) : NULL;
+  int64_t *hist = p ? gdn_calloc((size_t)(nt + 1) * RADIX, sizeof *hist, "median histograms", e) : NULL;
   tstate *ts = hist ? gdn_calloc((size_t)nt, sizeof *ts, "median thread state", e) : NULL;
   int rc = ts ? GDN_OK : e ? e->code : GDN_ERR_NOMEM;
   if (!rc) {
@@ -475,9 +469,9 @@ int parity_metrics_compute_v(parity_vals x, parity_vals r, const int64_t dims[4]
     int64_t arg = pass1_combine(p, nb, m);
     /* Componentwise relative error with the floor (needs max |r| first). */
     m->rel_floor = gdn_dtype_unit_roundoff(t) * m->ref_max_abs;
-    if (n) rc = metrics_pass2(x, r, dims, f, p, hist, ts, nt, m, e);
-    if (!rc && dims[3] > 0) m->row_rel = parity_row_rel_v(x, r, (int64_t)n / dims[3], dims[3], &m->row_worst);
-    if (!rc && arg >= 0) {
+    if (n) metrics_pass2(x, r, dims, f, p, hist, ts, nt, m);
+    if (dims[3] > 0) m->row_rel = parity_row_rel_v(x, r, (int64_t)n / dims[3], dims[3], &m->row_worst);
+    if (arg >= 0) {
       unflatten(arg, dims, m->worst);
       m->worst_x = AT(x, arg);
       m->worst_ref = AT(r, arg);
