@@ -328,7 +328,7 @@ static double median_finish(parity_vals x, parity_vals r, size_t n, gdn_ulp_fmt 
  * in parallel, one row per thread, each in memory order as before; then the
  * group's rows in row order, so the RMS sum and the first maximum are those
  * of one pass from row 0, for any thread count. */
-#define ROWS 2048
+#define ROWS 8192
 
 /* ||a_row - b_row||_2 (a non-finite a: infinite difference); no b: ||a||. */
 HOT double row_norm(VARGS, int64_t len) {
@@ -590,19 +590,29 @@ static rows3 group_rows(int64_t g, const int64_t dims[4], const int64_t bl[4], c
            c_++, i += (dims)[3])
 
 /* Sums of (x - r)^2 and r^2 per block of group g; a non-finite x marks its
- * block. */
+ * block.  Each row is walked in segments of bl[3], one block each, its sums
+ * carried in registers (the same additions in the same order as adding to
+ * d2[k] element by element). */
 HOT void group_sums(VARGS, const int64_t dims[4], const int64_t bl[4], const int64_t nbk[4], int64_t g, double *d2,
                     double *r2, unsigned char *bad) {
-  rows3 w = group_rows(g, dims, bl, nbk);
+  const rows3 w = group_rows(g, dims, bl, nbk);
+  const int64_t D = dims[3], B3 = bl[3];
+  double *gd = d2 + g * nbk[3], *gr = r2 + g * nbk[3];
+  unsigned char *gb = bad + g * nbk[3];
   FOR_ROWS(w, dims, i0) {
-    for (int64_t d = 0; d < dims[3]; d++) {
-      const size_t i = (size_t)(i0 + d);
-      const int64_t k = g * nbk[3] + d / bl[3];
-      const double xi = XV(i), ri = RV(i);
-      if (!isfinite(xi)) bad[k] = 1;
-      double df = xi - ri;
-      d2[k] += df * df;
-      r2[k] += ri * ri;
+    for (int64_t j = 0, d0 = 0; d0 < D; j++, d0 += B3) {
+      const size_t lo = (size_t)(i0 + d0), hi = (size_t)(i0 + (d0 + B3 < D ? d0 + B3 : D));
+      double sd = gd[j], sr = gr[j];
+      int nonfinite = 0;
+      for (size_t i = lo; i < hi; i++) {
+        const double xi = XV(i), ri = RV(i);
+        nonfinite |= !isfinite(xi);
+        double df = xi - ri;
+        sd += df * df;
+        sr += ri * ri;
+      }
+      gd[j] = sd, gr[j] = sr;
+      if (nonfinite) gb[j] = 1;
     }
   }
 }
@@ -616,23 +626,33 @@ typedef struct {
 } erel;
 
 /* Each element against max(|r|, the RMS of r over its block, rel_floor);
- * rms[k] holds the block RMS. */
+ * rms[k] holds the block RMS.  fk = max(rms, floor) is one value per
+ * block, taken once per row segment; it is not NaN (floor is finite, fmax
+ * drops a NaN RMS) and no term is -0 (sums of squares from +0, fabs), so
+ * the per-element maximum needs no call to fmax. */
 HOT void group_elem(VARGS, const int64_t dims[4], const int64_t bl[4], const int64_t nbk[4], int64_t g,
                     const double *rms, double floor, erel *o) {
-  rows3 w = group_rows(g, dims, bl, nbk);
-  *o = (erel){0, -1, -1, -1};
+  const rows3 w = group_rows(g, dims, bl, nbk);
+  const int64_t D = dims[3], B3 = bl[3];
+  const double *gm = rms + g * nbk[3];
+  erel v = {0, -1, -1, -1};
   FOR_ROWS(w, dims, i0) {
-    for (int64_t d = 0; d < dims[3]; d++) {
-      const size_t i = (size_t)(i0 + d);
-      const double xi = XV(i), ri = RV(i);
-      double df = isfinite(xi) ? fabs(xi - ri) : INFINITY;
-      if (df == 0) continue;
-      double den = fmax(fabs(ri), fmax(rms[g * nbk[3] + d / bl[3]], floor));
-      double q = den > 0 ? df / den : INFINITY;
-      if (o->i0 < 0) o->i0 = (int64_t)i, o->q0 = q;
-      if (q > o->best) o->best = q, o->arg = (int64_t)i;
+    for (int64_t j = 0, d0 = 0; d0 < D; j++, d0 += B3) {
+      const size_t lo = (size_t)(i0 + d0), hi = (size_t)(i0 + (d0 + B3 < D ? d0 + B3 : D));
+      const double fk = fmax(gm[j], floor);
+      for (size_t i = lo; i < hi; i++) {
+        const double xi = XV(i), ri = RV(i);
+        double df = isfinite(xi) ? fabs(xi - ri) : INFINITY;
+        if (df == 0) continue;
+        const double ar = fabs(ri); /* fmax(ar, fk) inline: fk is never NaN, neither is -0 */
+        double den = isnan(ar) || fk > ar ? fk : ar;
+        double q = den > 0 ? df / den : INFINITY;
+        if (v.i0 < 0) v.i0 = (int64_t)i, v.q0 = q;
+        if (q > v.best) v.best = q, v.arg = (int64_t)i;
+      }
     }
   }
+  *o = v;
 }
 
 /* elem_rel as one pass from 0 would find it (best starts at the first
