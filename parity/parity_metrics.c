@@ -37,14 +37,6 @@ static const parity_vals NONE = {NULL, NULL};
 
 double parity_ulp_bin_edge(int i) { return i == 0 ? 0.0 : ldexp(1.0, i - 2); }
 
-static int ulp_bin(double u) {
-  if (!(u >= 0.5)) return 0; /* includes u < 0.5 */
-  if (!isfinite(u)) return PARITY_ULP_BINS - 1;
-  int ex;
-  frexp(u, &ex); /* u in [2^(ex-1), 2^ex) */
-  int b = ex + 1; /* [0.5,1): ex = 0 -> bin 1 */
-  return b >= PARITY_ULP_BINS ? PARITY_ULP_BINS - 1 : b;
-}
 
 /* A ULP value's bits: monotone in the value for non-negative doubles (+inf
  * included; a ULP distance is never NaN or -0, gdn_ulp.h). */
@@ -52,6 +44,17 @@ static inline uint64_t bits_of(double u) {
   uint64_t b;
   memcpy(&b, &u, sizeof b);
   return b;
+}
+
+/* The histogram bin of a ULP value: bin 0 below 0.5, bin b >= 1 for
+ * [2^(b-2), 2^(b-1)), the last one open.  u >= 0.5 is a normal double, so
+ * frexp's exponent (u in [2^(ex-1), 2^ex)) is the biased exponent - 1022,
+ * read from the bits; bin = ex + 1. */
+static inline int ulp_bin(double u) {
+  if (!(u >= 0.5)) return 0; /* includes u < 0.5 */
+  if (!isfinite(u)) return PARITY_ULP_BINS - 1;
+  int b = (int)(bits_of(u) >> 52) - 1021; /* [0.5, 1): biased 1022 -> bin 1 */
+  return b >= PARITY_ULP_BINS ? PARITY_ULP_BINS - 1 : b;
 }
 
 /* One block's sums and maxima (pass 1), and max_rel_floor's block maximum
@@ -67,26 +70,28 @@ typedef struct {
 /* Pass 1 over one block: its partial (sums in memory order, as one thread
  * from lo), and the top 16 bits of each ULP value counted in `top` (the
  * median's first radix round; integer counts, so any split sums the same). */
-HOT void pass1_block(VARGS, size_t lo, size_t hi, gdn_ulp_fmt f, partial *q, int64_t *top) {
-  q->arg = -1;
+HOT void pass1_block(VARGS, size_t lo, size_t hi, gdn_ulp_fmt f, partial *out, int64_t *top) {
+  partial q = *out; /* a local copy: the stores to top cannot alias it */
+  q.arg = -1;
   for (size_t i = lo; i < hi; i++) {
     double xi = XV(i), ri = RV(i);
-    if (!isfinite(xi)) q->nonfinite++;
-    if (ri == 0.0) q->zero_ref++;
+    if (!isfinite(xi)) q.nonfinite++;
+    if (ri == 0.0) q.zero_ref++;
     double ar = fabs(ri);
-    if (ar > q->max_r) q->max_r = ar;
+    if (ar > q.max_r) q.max_r = ar;
     double d = isfinite(xi) ? fabs(xi - ri) : INFINITY;
-    if (q->arg < 0 || d > q->max_abs) {
-      q->max_abs = d;
-      q->arg = (int64_t)i;
+    if (q.arg < 0 || d > q.max_abs) {
+      q.max_abs = d;
+      q.arg = (int64_t)i;
     }
-    q->sum_d2 += d * d;
-    q->sum_r2 += ri * ri;
+    q.sum_d2 += d * d;
+    q.sum_r2 += ri * ri;
     double u = gdn_ulp_distance(f, xi, ri);
-    if (u > q->max_ulp) q->max_ulp = u;
-    q->hist[ulp_bin(u)]++;
+    if (u > q.max_ulp) q.max_ulp = u;
+    q.hist[ulp_bin(u)]++;
     top[bits_of(u) >> 48]++;
   }
+  *out = q;
 }
 
 static void pass1(parity_vals x, parity_vals r, size_t n, gdn_ulp_fmt f, partial *p, int64_t *top, int nt) {
