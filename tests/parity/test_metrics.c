@@ -292,6 +292,25 @@ START_TEST(median_many_buckets) {
 }
 END_TEST
 
+/* The ULP histogram's bins at their edges (the bin is read from the
+ * exponent bits): bin 0 below 0.5, [2^(b-2), 2^(b-1)) for bin b, the last
+ * (19) open; float32 ULPs against r = 1. */
+START_TEST(ulp_hist_edges) {
+  static const double v[10] = {0, 0.25, 0.5, 0.75, 1, 1.999, 0x1p16, 0x1p17, 0x1p18, INFINITY};
+  static const int bin[10] = {0, 0, 1, 1, 2, 2, 18, 19, 19, 19};
+  double x[10], r[10];
+  int64_t want[PARITY_ULP_BINS] = {0}, dims[4] = {1, 1, 1, 10};
+  for (int i = 0; i < 10; i++) r[i] = 1, x[i] = isinf(v[i]) ? INFINITY : 1 + v[i] * 0x1p-23, want[bin[i]]++;
+  parity_metrics m;
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_metrics_compute(x, r, dims, GDN_DTYPE_F32, &m, &e), GDN_OK);
+  ck_assert(memcmp(m.ulp_hist, want, sizeof want) == 0);
+  want[1]--, want[2]++; /* negative control: 0.75 counted from 1 up */
+  ck_assert(memcmp(m.ulp_hist, want, sizeof want) != 0);
+}
+END_TEST
+
 START_TEST(profile_and_allclose) {
   /* o-shaped (B=1, T=5, H=1, D=2): errors 0,1,0,0,3 at t = 0..4 in column 1. */
   double r[10] = {0}, x[10] = {0};
@@ -462,6 +481,7 @@ int main(void) {
   tcase_add_test(tc, median_infinities);
   tcase_add_test(tc, median_one_bucket);
   tcase_add_test(tc, median_many_buckets);
+  tcase_add_test(tc, ulp_hist_edges);
   tcase_add_test(tc, profile_and_allclose);
   tcase_add_test(tc, blocks_by_hand);
   tcase_add_test(tc, elem_rel_grouped_as_serial);
