@@ -35,6 +35,15 @@ static const parity_vals NONE = {NULL, NULL};
 
 #define RADIX 65536 /* the median's radix: 16 bits of a binary64 per round */
 
+/* Threads for `items` independent items holding `elems` values in all: one
+ * per BLOCK values at most, so a small tensor starts no thread (a thread
+ * costs its start-up, and with --threads 64 on a tiny case none may be
+ * creatable: test_limits). */
+static int threads_for(int64_t items, int64_t elems) {
+  int64_t blocks = (elems + BLOCK - 1) / BLOCK;
+  return gdn_threads_for(items < blocks ? items : blocks);
+}
+
 double parity_ulp_bin_edge(int i) { return i == 0 ? 0.0 : ldexp(1.0, i - 2); }
 
 
@@ -351,7 +360,7 @@ HOT double row_norm(VARGS, int64_t len) {
  * each row's v then its value d / max(||r_row||, fl) (-1: x_row == r_row,
  * skipped). */
 static void rows_eval(parity_vals x, parity_vals r, int64_t q0, int64_t cnt, int64_t len, double fl, double *v) {
-#pragma omp parallel for schedule(static) num_threads(gdn_threads_for(cnt))
+#pragma omp parallel for schedule(static) num_threads(threads_for(cnt, cnt * len))
   for (int64_t j = 0; j < cnt; j++) {
     const size_t at = (size_t)((q0 + j) * len);
     parity_vals ro = parity_vals_off(r, at);
@@ -679,13 +688,13 @@ static void elem_combine(const erel *o, int64_t ng, const int64_t dims[4], parit
 
 static void blocks_sum(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t bl[4],
                        const int64_t nbk[4], int64_t ng, double *d2, double *r2, unsigned char *bad) {
-#pragma omp parallel for schedule(dynamic) num_threads(gdn_threads_for(ng))
+#pragma omp parallel for schedule(dynamic) num_threads(threads_for(ng, dims[0] * dims[1] * dims[2] * dims[3]))
   for (int64_t g = 0; g < ng; g++) FORMS(group_sums, x, r, dims, bl, nbk, g, d2, r2, bad);
 }
 
 static void blocks_elem(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t bl[4],
                         const int64_t nbk[4], int64_t ng, const double *rms, erel *o, parity_metrics *m) {
-#pragma omp parallel for schedule(dynamic) num_threads(gdn_threads_for(ng))
+#pragma omp parallel for schedule(dynamic) num_threads(threads_for(ng, dims[0] * dims[1] * dims[2] * dims[3]))
   for (int64_t g = 0; g < ng; g++) FORMS(group_elem, x, r, dims, bl, nbk, g, rms, m->rel_floor, &o[g]);
   elem_combine(o, ng, dims, m);
 }
