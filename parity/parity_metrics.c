@@ -501,13 +501,15 @@ int parity_metrics_compute_v(parity_vals x, parity_vals r, const int64_t dims[4]
  * batch entry b, each `row` long. */
 HOT double rows_max(VARGS, int64_t T, int64_t row, int64_t b, int64_t t0, int64_t t1, double mx) {
   const int has_r = rd || rf;
-  for (int64_t t = t0; t < t1; t++) {
-    const size_t at = (size_t)((b * T + t) * row);
-    for (int64_t i = 0; i < row; i++) {
-      double xi = XV(at + (size_t)i);
-      double d = has_r ? (isfinite(xi) ? fabs(xi - RV(at + (size_t)i)) : INFINITY) : fabs(xi);
-      if (d > mx) mx = d;
-    }
+  const size_t lo = (size_t)((b * T + t0) * row), hi = (size_t)((b * T + t1) * row);
+  /* Vectorised: a NaN d counts as 0, as `if (d > mx)` skipped it; the rest
+   * are >= +0, so the maximum is the same in any order. */
+#pragma omp simd reduction(max : mx)
+  for (size_t i = lo; i < hi; i++) {
+    double xi = XV(i);
+    double d = has_r ? (isfinite(xi) ? fabs(xi - RV(i)) : INFINITY) : fabs(xi);
+    d = d == d ? d : 0;
+    mx = mx > d ? mx : d;
   }
   return mx;
 }
@@ -526,14 +528,18 @@ void parity_profile_o_v(parity_vals x, parity_vals r, const int64_t dims[4], int
   }
 }
 
-/* max |x - r| / (atol + rtol |r|) over [lo, hi). */
+/* max |x - r| / (atol + rtol |r|) over [lo, hi), vectorised: a NaN q (a NaN
+ * reference) counts as 0, as the old `if (q > w)` skipped it; every other q
+ * is >= +0, so the maximum is the same value in any order. */
 HOT double allclose_block(VARGS, size_t lo, size_t hi, double rtol, double atol) {
   double w = 0;
+#pragma omp simd reduction(max : w)
   for (size_t i = lo; i < hi; i++) {
     double xi = XV(i), ri = RV(i);
     double d = isfinite(xi) ? fabs(xi - ri) : INFINITY;
     double q = d / (atol + rtol * fabs(ri));
-    if (q > w) w = q;
+    q = q == q ? q : 0;
+    w = w > q ? w : q;
   }
   return w;
 }

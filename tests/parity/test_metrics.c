@@ -323,6 +323,23 @@ START_TEST(profile_and_allclose) {
   double rr[2] = {1, 100}, xx[2] = {1 + 2e-6, 100.0001};
   /* |d| / (1e-6 + 1e-6 |r|): 2e-6 / 2e-6 = 1; 1e-4 / 1.01e-4 < 1 */
   ck_assert(fabs(parity_allclose_ratio(xx, rr, 2, 1e-6, 1e-6) - 1.0) < 1e-9);
+  /* Maxima taken in vector lanes: a NaN reference is skipped (its q and d
+   * are NaN), wherever it falls among 37 elements (every lane and the
+   * tail); x = inf counts as inf. */
+  double r3[37], x3[37];
+  for (int at = 0; at < 37; at++) {
+    for (int i = 0; i < 37; i++) r3[i] = 1, x3[i] = 1 + (i == 20 ? 4e-6 : 1e-6);
+    r3[at] = NAN;
+    double want = at == 20 ? 1e-6 / 2e-6 : 4e-6 / 2e-6, got = parity_allclose_ratio(x3, r3, 37, 1e-6, 1e-6);
+    ck_assert_msg(fabs(got - want) < 1e-9, "NaN at %d: %g", at, got);
+    ck_assert(!(fabs(got - 1e-6 / 2e-6) < 1e-9) || at == 20); /* negative control: the lower value */
+    int64_t d3[4] = {1, 37, 1, 1};
+    double pr[1];
+    parity_profile_o(x3, r3, d3, 37, pr);
+    ck_assert(fabs(pr[0] - (at == 20 ? 1e-6 : 4e-6)) < 1e-15);
+  }
+  x3[5] = INFINITY;
+  ck_assert(isinf(parity_allclose_ratio(x3, r3, 37, 1e-6, 1e-6)));
 }
 END_TEST
 
