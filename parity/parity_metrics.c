@@ -344,37 +344,34 @@ static double median_finish(parity_vals x, parity_vals r, size_t n, gdn_ulp_fmt 
  * of one pass from row 0, for any thread count. */
 #define ROWS 8192
 
-/* ||a_row - b_row||_2 (a non-finite a: infinite difference); no b: ||a||. */
-HOT double row_norm(VARGS, int64_t len) {
-  double s = 0;
-  const int has_b = rd || rf;
+/* A row's ||x - r||_2 (a non-finite x: infinite difference) and ||r||_2 in
+ * one walk (each sum in element order); no x (xd = xf = NULL): *nd = 0. */
+HOT void row_norms(VARGS, int64_t len, double *nd, double *nr) {
+  double sd = 0, sr = 0;
+  const int has_x = xd || xf;
   for (int64_t i = 0; i < len; i++) {
-    double ai = XV(i);
-    double d = has_b ? (isfinite(ai) ? ai - RV(i) : INFINITY) : ai;
-    s += d * d;
+    const double ri = RV(i);
+    if (has_x) {
+      const double xi = XV(i), d = isfinite(xi) ? xi - ri : INFINITY;
+      sd += d * d;
+    }
+    sr += ri * ri;
   }
-  return sqrt(s);
+  *nd = sqrt(sd), *nr = sqrt(sr);
 }
 
-/* The norms of rows q0 .. q0 + cnt - 1: of r (out: v), or of x - r with
- * each row's v then its value d / max(||r_row||, fl) (-1: x_row == r_row,
+/* The rows q0 .. q0 + cnt - 1: without x, each row's ||r_row|| in v; with
+ * x, each row's ||x_row - r_row|| / max(||r_row||, fl) (-1: x_row == r_row,
  * skipped). */
 static void rows_eval(parity_vals x, parity_vals r, int64_t q0, int64_t cnt, int64_t len, double fl, double *v) {
 #pragma omp parallel for schedule(static) num_threads(threads_for(cnt, cnt * len))
   for (int64_t j = 0; j < cnt; j++) {
     const size_t at = (size_t)((q0 + j) * len);
-    parity_vals ro = parity_vals_off(r, at);
-    double nr;
-    FORMS(nr = row_norm, ro, NONE, len);
-    if (!parity_vals_has(x)) {
-      v[j] = nr;
-      continue;
-    }
-    parity_vals xo = parity_vals_off(x, at);
-    double d;
-    FORMS(d = row_norm, xo, ro, len);
-    double den = nr > fl ? nr : fl;
-    v[j] = d == 0 ? -1 : den > 0 ? d / den : INFINITY;
+    const parity_vals xo = parity_vals_off(x, at), ro = parity_vals_off(r, at);
+    double d, nr;
+    FORMS(row_norms, xo, ro, len, &d, &nr);
+    const double den = nr > fl ? nr : fl;
+    v[j] = !parity_vals_has(x) ? nr : d == 0 ? -1 : den > 0 ? d / den : INFINITY;
   }
 }
 
