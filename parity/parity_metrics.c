@@ -364,7 +364,7 @@ HOT void row_norms(VARGS, int64_t len, double *nd, double *nr) {
  * x, each row's ||x_row - r_row|| / max(||r_row||, fl) (-1: x_row == r_row,
  * skipped). */
 static void rows_eval(parity_vals x, parity_vals r, int64_t q0, int64_t cnt, int64_t len, double fl, double *v) {
-#pragma omp parallel for schedule(static) num_threads(threads_for(cnt, cnt * len))
+#pragma omp parallel for schedule(dynamic, 512) num_threads(threads_for(cnt, cnt * len))
   for (int64_t j = 0; j < cnt; j++) {
     const size_t at = (size_t)((q0 + j) * len);
     const parity_vals xo = parity_vals_off(x, at), ro = parity_vals_off(r, at);
@@ -516,7 +516,7 @@ void parity_profile_o_v(parity_vals x, parity_vals r, const int64_t dims[4], int
   int64_t B = dims[0], T = dims[1], row = dims[2] * dims[3];
   int64_t nblk = (T + block - 1) / block;
   for (int64_t k = 0; k < nblk; k++) out[k] = 0;
-#pragma omp parallel for schedule(static) num_threads(gdn_threads_for(nblk))
+#pragma omp parallel for schedule(dynamic) num_threads(gdn_threads_for(nblk))
   for (int64_t k = 0; k < nblk; k++) {
     double mx = 0;
     int64_t t1 = (k + 1) * block < T ? (k + 1) * block : T;
@@ -545,7 +545,7 @@ double parity_allclose_ratio_v(parity_vals x, parity_vals r, size_t n, double rt
   /* A maximum is exact: per-block maxima in any order give the same value. */
   size_t nb = (n + BLOCK - 1) / BLOCK;
   double worst = 0;
-#pragma omp parallel for schedule(static) num_threads(gdn_threads_for((int64_t)nb)) reduction(max : worst)
+#pragma omp parallel for schedule(dynamic) num_threads(gdn_threads_for((int64_t)nb)) reduction(max : worst)
   for (size_t bi = 0; bi < nb; bi++) {
     size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
     double w;
