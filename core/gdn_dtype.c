@@ -33,41 +33,17 @@ int gdn_dtype_emin(gdn_dtype t) { return t == GDN_DTYPE_F64 ? -1022 : -126; }
 
 double gdn_dtype_unit_roundoff(gdn_dtype t) { return ldexp(1.0, -gdn_dtype_precision(t)); }
 
-/* k with ulp(r) = 2^k for finite r: floor(log2|r|) read from the binary64
- * exponent field (the metrics call this for every element; frexp and ldexp
- * cost a call each).  A zero or a subnormal double has a biased exponent of
- * 0 and lies below every dtype's emin, so it takes emin, as frexp would
- * have given it. */
-static int ulp_exp(gdn_dtype t, double r) {
-  int p = gdn_dtype_precision(t), emin = gdn_dtype_emin(t);
-  uint64_t b;
-  memcpy(&b, &r, sizeof b);
-  int be = (int)((b >> 52) & 0x7ff);
-  int e = be == 0 ? emin : be - 1023;
-  return (e < emin ? emin : e) - p + 1;
+static gdn_ulp_fmt fmt_of(gdn_dtype t) {
+  return (gdn_ulp_fmt){gdn_dtype_precision(t), gdn_dtype_emin(t)};
 }
 
-/* 2^k for -1022 <= k <= 1023, exactly. */
-static double pow2_normal(int k) {
-  uint64_t u = (uint64_t)(k + 1023) << 52;
-  double v;
-  memcpy(&v, &u, sizeof v);
-  return v;
-}
+gdn_ulp_fmt gdn_dtype_ulp_fmt(gdn_dtype t) { return fmt_of(t); }
 
 double gdn_dtype_ulp(gdn_dtype t, double r) {
   if (!isfinite(r)) return INFINITY;
-  int k = ulp_exp(t, r);
-  return k < -1022 ? ldexp(1.0, k) : pow2_normal(k); /* binary64 subnormal ulp: ldexp */
+  int k = gdn_ulp_exp(fmt_of(t), r);
+  return k < -1022 ? ldexp(1.0, k) : gdn_ulp_pow2_normal(k); /* binary64 subnormal ulp: ldexp */
 }
 
-double gdn_dtype_ulp_distance(gdn_dtype t, double x, double r) {
-  if (isnan(x) || isnan(r)) return INFINITY;
-  if (x == r) return 0.0;
-  if (!isfinite(x) || !isfinite(r)) return INFINITY;
-  int k = ulp_exp(t, r);
-  /* |x - r| / 2^k: multiplying by 2^-k is the same correctly rounded value
-   * (the exact quotient and product are equal) when 2^-k is a normal
-   * double, i.e. k >= -1022 (k <= 1023 always); else divide. */
-  return k >= -1022 ? fabs(x - r) * pow2_normal(-k) : fabs(x - r) / ldexp(1.0, k);
-}
+/* The inline form's wrapper (gdn_ulp.h), for callers outside hot loops. */
+double gdn_dtype_ulp_distance(gdn_dtype t, double x, double r) { return gdn_ulp_distance(fmt_of(t), x, r); }

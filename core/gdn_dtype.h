@@ -11,6 +11,7 @@
 #define GDN_DTYPE_H
 
 #include "gdn_error.h"
+#include "gdn_ulp.h"
 
 typedef enum gdn_dtype {
   GDN_DTYPE_F32 = 0,
@@ -27,8 +28,11 @@ int gdn_dtype_emin(gdn_dtype t);            /* -126, -126, -1022 */
 double gdn_dtype_unit_roundoff(gdn_dtype t); /* u = 2^-p: 2^-24, 2^-8, 2^-53 */
 
 double gdn_dtype_ulp(gdn_dtype t, double r);
+/* t's (p, emin) for the inline gdn_ulp_distance (gdn_ulp.h). */
+gdn_ulp_fmt gdn_dtype_ulp_fmt(gdn_dtype t);
 /* |x - r| / ulp(r); +inf when x is not finite and r is, 0 when both are equal
- * (including equal infinities), NaN-safe: NaN anywhere gives +inf. */
+ * (including equal infinities), NaN-safe: NaN anywhere gives +inf.  It wraps
+ * the inline gdn_ulp_distance(gdn_dtype_ulp_fmt(t), x, r) (gdn_ulp.h). */
 double gdn_dtype_ulp_distance(gdn_dtype t, double x, double r);
 
 #endif

@@ -15,184 +15,392 @@ static const parity_vals NONE = {NULL, NULL};
 
 #define BLOCK 65536
 
+/* The hot loops read x and r through raw pointers, one of (d, f) NULL per
+ * tensor: FORMS calls `fn` once per form pair with the NULL pointers as
+ * constants, so each always-inlined loop body is compiled per pair without
+ * the per-element branch of parity_vals_at (and can vectorise).  Reads are
+ * exact either way (parity_vals.h). */
+#define LD(d, f, i) ((f) ? (double)(f)[i] : (d)[i])
+#define HOT static inline __attribute__((always_inline))
+#define VARGS const double *xd, const float *xf, const double *rd, const float *rf
+#define XV(i) LD(xd, xf, (i))
+#define RV(i) LD(rd, rf, (i))
+#define FORMS(fn, x, r, ...)                                                                       \
+  do {                                                                                             \
+    if ((x).f && (r).f) fn(NULL, (x).f, NULL, (r).f, __VA_ARGS__);                                 \
+    else if ((x).f) fn(NULL, (x).f, (r).d, NULL, __VA_ARGS__);                                     \
+    else if ((r).f) fn((x).d, NULL, NULL, (r).f, __VA_ARGS__);                                     \
+    else fn((x).d, NULL, (r).d, NULL, __VA_ARGS__);                                                \
+  } while (0)
+
+#define RADIX 65536 /* the median's radix: 16 bits of a binary64 per round */
+
+/* Threads for `items` independent items holding `elems` values in all: one
+ * per BLOCK values at most, so a small tensor starts no thread (a thread
+ * costs its start-up, and with --threads 64 on a tiny case none may be
+ * creatable: test_limits). */
+static int threads_for(int64_t items, int64_t elems) {
+  int64_t blocks = (elems + BLOCK - 1) / BLOCK;
+  return gdn_threads_for(items < blocks ? items : blocks);
+}
+
 double parity_ulp_bin_edge(int i) { return i == 0 ? 0.0 : ldexp(1.0, i - 2); }
 
-static int ulp_bin(double u) {
+
+/* A ULP value's bits: monotone in the value for non-negative doubles (+inf
+ * included; a ULP distance is never NaN or -0, gdn_ulp.h). */
+static inline uint64_t bits_of(double u) {
+  uint64_t b;
+  memcpy(&b, &u, sizeof b);
+  return b;
+}
+
+/* The histogram bin of a ULP value: bin 0 below 0.5, bin b >= 1 for
+ * [2^(b-2), 2^(b-1)), the last one open.  u >= 0.5 is a normal double, so
+ * frexp's exponent (u in [2^(ex-1), 2^ex)) is the biased exponent - 1022,
+ * read from the bits; bin = ex + 1. */
+static inline int ulp_bin(double u) {
   if (!(u >= 0.5)) return 0; /* includes u < 0.5 */
   if (!isfinite(u)) return PARITY_ULP_BINS - 1;
-  int ex;
-  frexp(u, &ex); /* u in [2^(ex-1), 2^ex) */
-  int b = ex + 1; /* [0.5,1): ex = 0 -> bin 1 */
+  int b = (int)(bits_of(u) >> 52) - 1021; /* [0.5, 1): biased 1022 -> bin 1 */
   return b >= PARITY_ULP_BINS ? PARITY_ULP_BINS - 1 : b;
 }
 
+/* One block's sums and maxima (pass 1), and max_rel_floor's block maximum
+ * with its first index (pass 2). */
 typedef struct {
   double max_abs, sum_d2, sum_r2, max_ulp, max_r;
   int64_t arg, zero_ref, nonfinite;
   int64_t hist[PARITY_ULP_BINS];
+  double rel_max;
+  size_t rel_at;
 } partial;
 
-static inline double ulp_of(gdn_dtype t, double x, double r) {
-  return gdn_dtype_ulp_distance(t, x, r);
+/* Pass 1 over one block: its partial (sums in memory order, as one thread
+ * from lo), and the top 16 bits of each ULP value counted in `top` (the
+ * median's first radix round; integer counts, so any split sums the same). */
+HOT void pass1_block(VARGS, size_t lo, size_t hi, gdn_ulp_fmt f, partial *out, int64_t *top) {
+  partial q = *out; /* a local copy: the stores to top cannot alias it */
+  q.arg = -1;
+  for (size_t i = lo; i < hi; i++) {
+    double xi = XV(i), ri = RV(i);
+    if (!isfinite(xi)) q.nonfinite++;
+    if (ri == 0.0) q.zero_ref++;
+    double ar = fabs(ri);
+    if (ar > q.max_r) q.max_r = ar;
+    double d = isfinite(xi) ? fabs(xi - ri) : INFINITY;
+    if (q.arg < 0 || d > q.max_abs) {
+      q.max_abs = d;
+      q.arg = (int64_t)i;
+    }
+    q.sum_d2 += d * d;
+    q.sum_r2 += ri * ri;
+    double u = gdn_ulp_distance(f, xi, ri);
+    if (u > q.max_ulp) q.max_ulp = u;
+    q.hist[ulp_bin(u)]++;
+    top[bits_of(u) >> 48]++;
+  }
+  *out = q;
 }
 
-/* k-th smallest (0-based) ULP value, by 4 rounds of 16-bit radix selection on
- * the binary64 bits (monotone for non-negative doubles, +inf included).  Each
- * round counts in parallel, one histogram per thread (`hist`: nt x 65536),
- * summed after: integer counts, so the result is the same for any thread
- * count. */
-static double select_ulp(parity_vals x, parity_vals r, size_t n, gdn_dtype t, size_t k,
-                         int64_t *hist, int nt, size_t *ties_after) {
+static void pass1(parity_vals x, parity_vals r, size_t n, gdn_ulp_fmt f, partial *p, int64_t *top, int nt) {
+  size_t nb = (n + BLOCK - 1) / BLOCK;
+#pragma omp parallel for schedule(dynamic) num_threads(nt)
+  for (size_t bi = 0; bi < nb; bi++) {
+    size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+    FORMS(pass1_block, x, r, lo, hi, f, &p[bi], top + (size_t)omp_get_thread_num() * RADIX);
+  }
+}
+
+/* Sums the per-thread histograms (nt x RADIX) into the first. */
+static void hist_sum(int64_t *h, int nt) {
+  for (int j = 1; j < nt; j++)
+    for (int i = 0; i < RADIX; i++) h[i] += h[(size_t)j * RADIX + i];
+}
+
+/* The bucket of a summed histogram holding the k-th smallest (0-based);
+ * *k becomes the rank within that bucket. */
+static int radix_pick(const int64_t *h, size_t *k) {
+  size_t acc = 0;
+  int j = 0;
+  for (; j < RADIX - 1 && acc + (size_t)h[j] <= *k; j++) acc += (size_t)h[j];
+  *k -= acc;
+  return j;
+}
+
+/* The median's search after round 0: the k-th smallest ULP value is the
+ * k-th (0-based) of the `count` values whose top 16 bits are `top`; `next`
+ * is the next non-empty top-16 bucket (-1: none). */
+typedef struct {
+  size_t k, count;
+  int top, next;
+} msel;
+
+/* Pass 2, per thread: the selected bucket's least and greatest value, the
+ * next bucket's least, and either the bucket's values (cand, when it is small
+ * enough to hold) or the histogram of their next 16 bits (h). */
+typedef struct {
+  double bmin, bmax, nmin;
+  int64_t *h;
+  double buf[512];
+  size_t nbuf;
+} tstate;
+
+typedef struct {
+  double *cand; /* NULL: histogram instead */
+  size_t pos;   /* filled so far (atomic reservations) */
+} sink;
+
+/* Moves a thread's buffered candidates into the sink: one atomic
+ * reservation per 512 values.  The fill order depends on the threads, but
+ * the selection is of the multiset, so its result does not. */
+static void sink_flush(sink *s, tstate *ts) {
+  size_t at;
+#pragma omp atomic capture
+  {
+    at = s->pos;
+    s->pos += ts->nbuf;
+  }
+  memcpy(s->cand + at, ts->buf, ts->nbuf * sizeof *ts->buf);
+  ts->nbuf = 0;
+}
+
+HOT void pass2_ulp(tstate *ts, sink *s, const msel *ms, double u) {
+  uint64_t b = bits_of(u);
+  int top = (int)(b >> 48);
+  if (top == ms->top) {
+    if (u < ts->bmin) ts->bmin = u;
+    if (u > ts->bmax) ts->bmax = u;
+    if (!s->cand) ts->h[(b >> 32) & 0xffff]++;
+    else {
+      ts->buf[ts->nbuf++] = u;
+      if (ts->nbuf == 512) sink_flush(s, ts);
+    }
+  } else if (top == ms->next && u < ts->nmin)
+    ts->nmin = u;
+}
+
+/* Pass 2 over one block: max_i |x_i - r_i| / max(|r_i|, floor) over the
+ * elements that differ (non-finite x: infinite) with its first index, and
+ * the median's bucket work (pass2_ulp). */
+HOT void pass2_block(VARGS, size_t lo, size_t hi, gdn_ulp_fmt f, double floor, partial *q, const msel *ms,
+                     tstate *ts, sink *s) {
+  double m = 0;
+  size_t a = 0;
+  for (size_t i = lo; i < hi; i++) {
+    double xi = XV(i), ri = RV(i);
+    double d = isfinite(xi) ? fabs(xi - ri) : INFINITY;
+    if (d != 0) {
+      double den = fabs(ri) > floor ? fabs(ri) : floor;
+      double qv = den > 0 ? d / den : INFINITY;
+      if (qv > m) m = qv, a = i; /* NaN qv (NaN reference) skipped, as before */
+    }
+    pass2_ulp(ts, s, ms, gdn_ulp_distance(f, xi, ri));
+  }
+  q->rel_max = m;
+  q->rel_at = a;
+}
+
+static void pass2(parity_vals x, parity_vals r, size_t n, gdn_ulp_fmt f, double floor, partial *p,
+                  const msel *ms, tstate *ts, sink *s, int nt) {
+  size_t nb = (n + BLOCK - 1) / BLOCK;
+#pragma omp parallel num_threads(nt)
+  {
+    tstate *t = &ts[omp_get_thread_num()];
+#pragma omp for schedule(dynamic)
+    for (size_t bi = 0; bi < nb; bi++) {
+      size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+      FORMS(pass2_block, x, r, lo, hi, f, floor, &p[bi], ms, t, s);
+    }
+    if (s->cand && t->nbuf) sink_flush(s, t);
+  }
+}
+
+/* The k-th smallest (0-based) of a[0..n) by 4 rounds of 16-bit radix
+ * selection on the bits, and in *ties the values equal to it after it. */
+static double select_array(const double *a, size_t n, size_t k, int64_t *h, size_t *ties) {
   uint64_t prefix = 0;
   for (int round = 0; round < 4; round++) {
     int shift = 48 - 16 * round;
-    memset(hist, 0, (size_t)nt * 65536 * sizeof *hist);
     uint64_t mask_hi = round == 0 ? 0 : ~0ull << (shift + 16);
-#pragma omp parallel num_threads(nt)
-    {
-      int64_t *h = hist + (size_t)omp_get_thread_num() * 65536;
-#pragma omp for schedule(static)
-      for (size_t i = 0; i < n; i++) {
-        double u = ulp_of(t, AT(x, i), AT(r, i));
-        uint64_t b;
-        memcpy(&b, &u, sizeof b);
-        if ((b & mask_hi) != prefix) continue;
-        h[(b >> shift) & 0xffff]++;
-      }
+    memset(h, 0, RADIX * sizeof *h);
+    for (size_t i = 0; i < n; i++) {
+      uint64_t b = bits_of(a[i]);
+      if ((b & mask_hi) == prefix) h[(b >> shift) & 0xffff]++;
     }
-    for (int j = 1; j < nt; j++)
-      for (int i = 0; i < 65536; i++) hist[i] += hist[(size_t)j * 65536 + i];
-    size_t acc = 0;
-    int sel = 0;
-    for (int j = 0; j < 65536; j++) {
-      if (acc + (size_t)hist[j] > k) {
-        sel = j;
-        break;
-      }
-      acc += (size_t)hist[j];
-    }
-    k -= acc;
-    prefix |= (uint64_t)sel << shift;
-    *ties_after = (size_t)hist[sel] - k - 1; /* last round: equal values after the k-th */
+    prefix |= (uint64_t)radix_pick(h, &k) << shift;
+    *ties = (size_t)h[(prefix >> shift) & 0xffff] - k - 1;
   }
   double v;
   memcpy(&v, &prefix, sizeof v);
   return v;
 }
 
-/* The smallest ULP value above v (the (k+1)-th smallest when no tie
- * follows the k-th); a minimum is exact, so any order gives it. */
-static double next_ulp_above(parity_vals x, parity_vals r, size_t n, gdn_dtype t, double v, int nt) {
+/* The rounds of the radix selection from `round` on (prefix: the bits
+ * chosen before it), each a full pass over the ULP values counting, in
+ * parallel with one histogram per thread (`hist`: nt x RADIX), those that
+ * agree with the prefix.  The fallback when the selected bucket is too
+ * large to hold and not all one value. */
+HOT void round_block(VARGS, size_t lo, size_t hi, gdn_ulp_fmt f, uint64_t mask_hi, uint64_t prefix, int shift,
+                     int64_t *h) {
+  for (size_t i = lo; i < hi; i++) {
+    uint64_t b = bits_of(gdn_ulp_distance(f, XV(i), RV(i)));
+    if ((b & mask_hi) == prefix) h[(b >> shift) & 0xffff]++;
+  }
+}
+
+static double select_rounds(parity_vals x, parity_vals r, size_t n, gdn_ulp_fmt f, int round, uint64_t prefix,
+                            size_t k, int64_t *hist, int nt, size_t *ties) {
+  size_t nb = (n + BLOCK - 1) / BLOCK;
+  for (; round < 4; round++) {
+    int shift = 48 - 16 * round;
+    uint64_t mask_hi = ~0ull << (shift + 16);
+    memset(hist, 0, (size_t)nt * RADIX * sizeof *hist);
+#pragma omp parallel for schedule(dynamic) num_threads(nt)
+    for (size_t bi = 0; bi < nb; bi++) {
+      size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+      FORMS(round_block, x, r, lo, hi, f, mask_hi, prefix, shift, hist + (size_t)omp_get_thread_num() * RADIX);
+    }
+    hist_sum(hist, nt);
+    prefix |= (uint64_t)radix_pick(hist, &k) << shift;
+    *ties = (size_t)hist[(prefix >> shift) & 0xffff] - k - 1; /* last round: equal values after the k-th */
+  }
+  double v;
+  memcpy(&v, &prefix, sizeof v);
+  return v;
+}
+
+/* The smallest ULP value above v; a minimum is exact, so any order gives it. */
+HOT void above_block(VARGS, size_t lo, size_t hi, gdn_ulp_fmt f, double v, double *best) {
+  double b = *best;
+  for (size_t i = lo; i < hi; i++) {
+    double u = gdn_ulp_distance(f, XV(i), RV(i));
+    if (u > v && u < b) b = u;
+  }
+  *best = b;
+}
+
+static double next_ulp_above(parity_vals x, parity_vals r, size_t n, gdn_ulp_fmt f, double v, int nt) {
+  size_t nb = (n + BLOCK - 1) / BLOCK;
   double best = INFINITY;
-#pragma omp parallel for schedule(static) num_threads(nt) reduction(min : best)
-  for (size_t i = 0; i < n; i++) {
-    double u = ulp_of(t, AT(x, i), AT(r, i));
-    if (u > v && u < best) best = u;
+#pragma omp parallel for schedule(dynamic) num_threads(nt) reduction(min : best)
+  for (size_t bi = 0; bi < nb; bi++) {
+    size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+    double b = INFINITY;
+    FORMS(above_block, x, r, lo, hi, f, v, &b);
+    if (b < best) best = b;
   }
   return best;
 }
 
-/* max_i |x_i - r_i| / max(|r_i|, floor) over the elements that differ
- * (non-finite x: infinite), and the first index attaining it (*at; 0 when
- * none differs).  Per-block maxima and their first indices, combined in
- * block order with the same strict comparison: the same value and index as
- * one pass from i = 0, for any thread count.  A block of `hi - lo` doubles
- * per entry: the partials cost n / 65536 pairs. */
-static double max_rel_floor(parity_vals x, parity_vals r, size_t n, double floor, size_t *at) {
-  size_t nb = (n + BLOCK - 1) / BLOCK;
-  double bm[64];
-  size_t ba[64];
-  double mr = 0;
-  *at = 0;
-  /* Groups of 64 blocks keep the partials on the stack. */
-  for (size_t g = 0; g < nb; g += 64) {
-    size_t ng = nb - g < 64 ? nb - g : 64;
-#pragma omp parallel for schedule(static) num_threads(gdn_threads_for((int64_t)ng))
-    for (size_t j = 0; j < ng; j++) {
-      size_t lo = (g + j) * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
-      double m = 0;
-      size_t a = 0;
-      for (size_t i = lo; i < hi; i++) {
-        double d = isfinite(AT(x, i)) ? fabs(AT(x, i) - AT(r, i)) : INFINITY;
-        if (d == 0) continue;
-        double den = fabs(AT(r, i)) > floor ? fabs(AT(r, i)) : floor;
-        double q = den > 0 ? d / den : INFINITY;
-        if (q > m) m = q, a = i; /* NaN q (NaN reference) skipped, as before */
-      }
-      bm[j] = m;
-      ba[j] = a;
-    }
-    for (size_t j = 0; j < ng; j++)
-      if (bm[j] > mr) mr = bm[j], *at = ba[j];
+/* The values of the bucket a thread-state set found (combined: minima and
+ * maxima are exact in any order; histograms are integer sums). */
+static void tstate_combine(tstate *ts, int nt) {
+  for (int j = 1; j < nt; j++) {
+    if (ts[j].bmin < ts[0].bmin) ts[0].bmin = ts[j].bmin;
+    if (ts[j].bmax > ts[0].bmax) ts[0].bmax = ts[j].bmax;
+    if (ts[j].nmin < ts[0].nmin) ts[0].nmin = ts[j].nmin;
   }
-  return mr;
 }
 
-static double row_norm(parity_vals a, parity_vals b, int64_t len) {
-  double s = 0;
-  const int has_b = parity_vals_has(b);
-  for (int64_t i = 0; i < len; i++) {
-    double ai = AT(a, i);
-    double d = has_b ? (isfinite(ai) ? ai - AT(b, i) : INFINITY) : ai;
-    s += d * d;
+/* The median of the n ULP values from the state after pass 2 (mean of the
+ * two middle values for even n, 0.5 * (lo + hi) as ever).  The lower middle
+ * value lo: the bucket's only value when its least and greatest agree, else
+ * selected among the held candidates, else by the remaining radix rounds
+ * over all values.  The upper one hi: lo again when a tie follows it, else
+ * the least value above lo: among the candidates when lo is not the bucket's
+ * greatest, else the next bucket's least (or, in the fallback, one pass). */
+static double median_finish(parity_vals x, parity_vals r, size_t n, gdn_ulp_fmt f, const msel *ms,
+                            const tstate *ts, const sink *s, int64_t *hist, int nt) {
+  size_t ties, k = ms->k;
+  double lo, hi;
+  int fallback = 0;
+  if (ts[0].bmin == ts[0].bmax) {
+    lo = ts[0].bmin;
+    ties = ms->count - k - 1;
+  } else if (s->cand) {
+    lo = select_array(s->cand, ms->count, k, hist, &ties);
+  } else {
+    hist_sum(hist, nt);
+    uint64_t prefix = (uint64_t)ms->top << 48 | (uint64_t)radix_pick(hist, &k) << 32;
+    lo = select_rounds(x, r, n, f, 2, prefix, k, hist, nt, &ties);
+    fallback = 1;
   }
-  return sqrt(s);
+  if (n % 2) return lo;
+  if (ties) hi = lo;
+  else if (fallback) hi = next_ulp_above(x, r, n, f, lo, nt);
+  else if (s->cand && k + 1 < ms->count) {
+    hi = INFINITY;
+    for (size_t i = 0; i < ms->count; i++)
+      if (s->cand[i] > lo && s->cand[i] < hi) hi = s->cand[i];
+  } else
+    hi = ts[0].nmin;
+  return 0.5 * (lo + hi);
+}
+
+/* row_rel (parity_metrics.h) in groups of ROWS rows: each group's row norms
+ * in parallel, one row per thread, each in memory order as before; then the
+ * group's rows in row order, so the RMS sum and the first maximum are those
+ * of one pass from row 0, for any thread count. */
+#define ROWS 8192
+
+/* A row's ||x - r||_2 (a non-finite x: infinite difference) and ||r||_2 in
+ * one walk (each sum in element order); no x (xd = xf = NULL): *nd = 0. */
+HOT void row_norms(VARGS, int64_t len, double *nd, double *nr) {
+  double sd = 0, sr = 0;
+  const int has_x = xd || xf;
+  for (int64_t i = 0; i < len; i++) {
+    const double ri = RV(i);
+    if (has_x) {
+      const double xi = XV(i), d = isfinite(xi) ? xi - ri : INFINITY;
+      sd += d * d;
+    }
+    sr += ri * ri;
+  }
+  *nd = sqrt(sd), *nr = sqrt(sr);
+}
+
+/* The rows q0 .. q0 + cnt - 1: without x, each row's ||r_row|| in v; with
+ * x, each row's ||x_row - r_row|| / max(||r_row||, fl) (-1: x_row == r_row,
+ * skipped). */
+static void rows_eval(parity_vals x, parity_vals r, int64_t q0, int64_t cnt, int64_t len, double fl, double *v) {
+#pragma omp parallel for schedule(dynamic, 512) num_threads(threads_for(cnt, cnt * len))
+  for (int64_t j = 0; j < cnt; j++) {
+    const size_t at = (size_t)((q0 + j) * len);
+    const parity_vals xo = parity_vals_off(x, at), ro = parity_vals_off(r, at);
+    double d, nr;
+    FORMS(row_norms, xo, ro, len, &d, &nr);
+    const double den = nr > fl ? nr : fl;
+    v[j] = !parity_vals_has(x) ? nr : d == 0 ? -1 : den > 0 ? d / den : INFINITY;
+  }
 }
 
 double parity_row_rel_v(parity_vals x, parity_vals r, int64_t n_rows, int64_t len, int64_t *worst) {
-  double ss = 0, w = 0;
+  double ss = 0, w = 0, v[ROWS];
   int64_t arg = -1;
-  for (int64_t q = 0; q < n_rows; q++) {
-    double n = row_norm(parity_vals_off(r, (size_t)(q * len)), NONE, len);
-    ss += n * n;
+  for (int64_t q = 0; q < n_rows; q += ROWS) {
+    int64_t cnt = n_rows - q < ROWS ? n_rows - q : ROWS;
+    rows_eval(NONE, r, q, cnt, len, 0, v);
+    for (int64_t j = 0; j < cnt; j++) ss += v[j] * v[j];
   }
   const double fl = n_rows > 0 ? sqrt(ss / (double)n_rows) : 0; /* the RMS row norm */
-  for (int64_t q = 0; q < n_rows; q++) {
-    double d = row_norm(parity_vals_off(x, (size_t)(q * len)), parity_vals_off(r, (size_t)(q * len)), len);
-    if (d == 0) continue;
-    double n = row_norm(parity_vals_off(r, (size_t)(q * len)), NONE, len), den = n > fl ? n : fl;
-    double v = den > 0 ? d / den : INFINITY;
-    if (v > w || arg < 0) w = v, arg = q;
+  for (int64_t q = 0; q < n_rows; q += ROWS) {
+    int64_t cnt = n_rows - q < ROWS ? n_rows - q : ROWS;
+    rows_eval(x, r, q, cnt, len, fl, v);
+    for (int64_t j = 0; j < cnt; j++)
+      if (v[j] != -1 && (v[j] > w || arg < 0)) w = v[j], arg = q + j;
   }
   if (worst) *worst = arg;
   return w;
 }
 
-int parity_metrics_compute_v(parity_vals x, parity_vals r, const int64_t dims[4],
-                           gdn_dtype t, parity_metrics *m, gdn_error *e) {
-  memset(m, 0, sizeof *m);
-  size_t n = (size_t)(dims[0] * dims[1] * dims[2] * dims[3]);
-  m->n = (int64_t)n;
-  size_t nb = (n + BLOCK - 1) / BLOCK;
-  partial *p = gdn_calloc(nb ? nb : 1, sizeof *p, "metric partial sums", e);
-  if (!p) return e ? e->code : GDN_ERR_NOMEM;
-#pragma omp parallel for schedule(dynamic) num_threads(gdn_threads_for((int64_t)nb))
-  for (size_t bi = 0; bi < nb; bi++) {
-    partial *q = &p[bi];
-    q->arg = -1;
-    size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
-    for (size_t i = lo; i < hi; i++) {
-      double xi = AT(x, i), ri = AT(r, i);
-      if (!isfinite(xi)) q->nonfinite++;
-      if (ri == 0.0) q->zero_ref++;
-      double ar = fabs(ri);
-      if (ar > q->max_r) q->max_r = ar;
-      double d = isfinite(xi) ? fabs(xi - ri) : INFINITY;
-      if (q->arg < 0 || d > q->max_abs) {
-        q->max_abs = d;
-        q->arg = (int64_t)i;
-      }
-      q->sum_d2 += d * d;
-      q->sum_r2 += ri * ri;
-      double u = ulp_of(t, xi, ri);
-      if (u > q->max_ulp) q->max_ulp = u;
-      q->hist[ulp_bin(u)]++;
-    }
-  }
+/* Pass 1's partials combined in block order (the sums' order is fixed);
+ * returns the flat index of max_abs (-1: none). */
+static int64_t pass1_combine(const partial *p, size_t nb, parity_metrics *m) {
   double sd2 = 0, sr2 = 0;
   int64_t arg = -1;
   for (size_t bi = 0; bi < nb; bi++) {
-    partial *q = &p[bi];
+    const partial *q = &p[bi];
     sd2 += q->sum_d2;
     sr2 += q->sum_r2;
     if (arg < 0 || q->max_abs > m->max_abs) m->max_abs = q->max_abs, arg = q->arg;
@@ -202,80 +410,146 @@ int parity_metrics_compute_v(parity_vals x, parity_vals r, const int64_t dims[4]
     m->nonfinite += q->nonfinite;
     for (int j = 0; j < PARITY_ULP_BINS; j++) m->ulp_hist[j] += q->hist[j];
   }
-  gdn_free(p);
   m->ref_fro = sqrt(sr2);
   if (sd2 == 0) m->rel_fro = 0;
   else m->rel_fro = sr2 > 0 ? sqrt(sd2) / sqrt(sr2) : INFINITY;
   if (m->nonfinite) m->rel_fro = m->max_abs = m->max_ulp = INFINITY;
-  /* Componentwise relative error with the floor (needs max |r| first). */
-  m->rel_floor = gdn_dtype_unit_roundoff(t) * m->ref_max_abs;
-  size_t rarg = 0;
-  double mr = max_rel_floor(x, r, n, m->rel_floor, &rarg);
-  m->max_rel = mr;
-  for (int64_t d = 3, rem = (int64_t)rarg; d >= 0 && n; d--) {
-    m->rel_at[d] = rem % dims[d];
-    rem /= dims[d];
+  return arg;
+}
+
+/* After pass 1 (per-thread top-16 histograms in hist): the bucket of the
+ * k-th smallest ULP value, k = (n - 1) / 2, and the next non-empty one; the
+ * thread states for pass 2, and the room for the bucket's values when they
+ * are at most RADIX: hist's last slot (hist holds nt + 1 slots of RADIX).
+ * A fixed size, so a run's memory beyond its inputs and outputs does not
+ * grow with them (test_cli); a larger bucket is either all one value (the
+ * common case: min = max, median_finish) or takes the radix rounds. */
+static void median_prepare(int64_t *hist, int nt, size_t n, msel *ms, tstate *ts, sink *s) {
+  hist_sum(hist, nt);
+  ms->k = (n - 1) / 2;
+  ms->top = radix_pick(hist, &ms->k);
+  ms->count = (size_t)hist[ms->top];
+  ms->next = -1;
+  for (int j = ms->top + 1; j < RADIX && ms->next < 0; j++)
+    if (hist[j]) ms->next = j;
+  memset(hist, 0, (size_t)nt * RADIX * sizeof *hist);
+  for (int j = 0; j < nt; j++)
+    ts[j] = (tstate){INFINITY, -INFINITY, INFINITY, hist + (size_t)j * RADIX, {0}, 0};
+  s->pos = 0;
+  s->cand = ms->count > 1 && ms->count <= RADIX ? (double *)(void *)(hist + (size_t)nt * RADIX) : NULL;
+}
+
+/* Flat index -> multi-index over dims. */
+static void unflatten(int64_t flat, const int64_t dims[4], int64_t out[4]) {
+  for (int d = 3; d >= 0; d--) {
+    out[d] = flat % dims[d];
+    flat /= dims[d];
   }
-  if (dims[3] > 0) m->row_rel = parity_row_rel_v(x, r, (int64_t)n / dims[3], dims[3], &m->row_worst);
-  if (arg >= 0) {
-    int64_t rem = arg;
-    for (int d = 3; d >= 0; d--) {
-      m->worst[d] = rem % dims[d];
-      rem /= dims[d];
+}
+
+/* Pass 2 and what follows it: max_rel (per-block maxima combined in block
+ * order with the same strict comparison: the value and first index of one
+ * pass from 0) and the median. */
+static void metrics_pass2(parity_vals x, parity_vals r, const int64_t dims[4], gdn_ulp_fmt f, partial *p,
+                          int64_t *hist, tstate *ts, int nt, parity_metrics *m) {
+  size_t n = (size_t)m->n, nb = (n + BLOCK - 1) / BLOCK, at = 0;
+  msel ms;
+  sink s;
+  median_prepare(hist, nt, n, &ms, ts, &s);
+  pass2(x, r, n, f, m->rel_floor, p, &ms, ts, &s, nt);
+  for (size_t bi = 0; bi < nb; bi++)
+    if (p[bi].rel_max > m->max_rel) m->max_rel = p[bi].rel_max, at = p[bi].rel_at;
+  unflatten((int64_t)at, dims, m->rel_at);
+  tstate_combine(ts, nt);
+  m->median_ulp = median_finish(x, r, n, f, &ms, ts, &s, hist, nt);
+}
+
+int parity_metrics_compute_v(parity_vals x, parity_vals r, const int64_t dims[4], gdn_dtype t, parity_metrics *m,
+                             gdn_error *e) {
+  memset(m, 0, sizeof *m);
+  size_t n = (size_t)(dims[0] * dims[1] * dims[2] * dims[3]), nb = (n + BLOCK - 1) / BLOCK;
+  m->n = (int64_t)n;
+  const int nt = gdn_threads_for((int64_t)nb);
+  const gdn_ulp_fmt f = gdn_dtype_ulp_fmt(t);
+  partial *p = gdn_calloc(nb ? nb : 1, sizeof *p, "metric partial sums", e);
+  int64_t *hist = p ? gdn_calloc((size_t)(nt + 1) * RADIX, sizeof *hist, "median histograms", e) : NULL;
+  tstate *ts = hist ? gdn_calloc((size_t)nt, sizeof *ts, "median thread state", e) : NULL;
+  int rc = ts ? GDN_OK : e ? e->code : GDN_ERR_NOMEM;
+  if (!rc) {
+    pass1(x, r, n, f, p, hist, nt);
+    int64_t arg = pass1_combine(p, nb, m);
+    /* Componentwise relative error with the floor (needs max |r| first). */
+    m->rel_floor = gdn_dtype_unit_roundoff(t) * m->ref_max_abs;
+    if (n) metrics_pass2(x, r, dims, f, p, hist, ts, nt, m);
+    if (dims[3] > 0) m->row_rel = parity_row_rel_v(x, r, (int64_t)n / dims[3], dims[3], &m->row_worst);
+    if (arg >= 0) {
+      unflatten(arg, dims, m->worst);
+      m->worst_x = AT(x, arg);
+      m->worst_ref = AT(r, arg);
     }
-    m->worst_x = AT(x, arg);
-    m->worst_ref = AT(r, arg);
   }
-  if (n) {
-    const int nt = gdn_threads_for((int64_t)((n + BLOCK - 1) / BLOCK));
-    int64_t *hist = gdn_malloc((size_t)nt * 65536 * sizeof *hist, "median histogram", e);
-    if (!hist) return e ? e->code : GDN_ERR_NOMEM;
-    size_t ties;
-    double lo = select_ulp(x, r, n, t, (n - 1) / 2, hist, nt, &ties);
-    /* Even n: the next order statistic is lo again when a tie follows it,
-     * else the least value above lo (one pass, not four). */
-    double hi = (n % 2) || ties ? lo : next_ulp_above(x, r, n, t, lo, nt);
-    m->median_ulp = (n % 2) ? lo : 0.5 * (lo + hi);
-    gdn_free(hist);
+  gdn_free(ts);
+  gdn_free(hist);
+  gdn_free(p);
+  return rc;
+}
+
+/* max |x - r| (no r: max |x|) over the rows of positions t0 .. t1 - 1 of
+ * batch entry b, each `row` long. */
+HOT double rows_max(VARGS, int64_t T, int64_t row, int64_t b, int64_t t0, int64_t t1, double mx) {
+  const int has_r = rd || rf;
+  const size_t lo = (size_t)((b * T + t0) * row), hi = (size_t)((b * T + t1) * row);
+  /* Vectorised: a NaN d counts as 0, as `if (d > mx)` skipped it; the rest
+   * are >= +0, so the maximum is the same in any order. */
+#pragma omp simd reduction(max : mx)
+  for (size_t i = lo; i < hi; i++) {
+    double xi = XV(i);
+    double d = has_r ? (isfinite(xi) ? fabs(xi - RV(i)) : INFINITY) : fabs(xi);
+    d = d == d ? d : 0;
+    mx = mx > d ? mx : d;
   }
-  return GDN_OK;
+  return mx;
 }
 
 void parity_profile_o_v(parity_vals x, parity_vals r, const int64_t dims[4], int64_t block,
-                      double *out) {
+                        double *out) {
   int64_t B = dims[0], T = dims[1], row = dims[2] * dims[3];
   int64_t nblk = (T + block - 1) / block;
-  const int has_r = parity_vals_has(r);
   for (int64_t k = 0; k < nblk; k++) out[k] = 0;
-#pragma omp parallel for schedule(static) num_threads(gdn_threads_for(nblk))
+#pragma omp parallel for schedule(dynamic) num_threads(gdn_threads_for(nblk))
   for (int64_t k = 0; k < nblk; k++) {
     double mx = 0;
-    for (int64_t b = 0; b < B; b++)
-      for (int64_t t = k * block; t < (k + 1) * block && t < T; t++) {
-        const size_t at = (size_t)((b * T + t) * row);
-        for (int64_t i = 0; i < row; i++) {
-          double xi = AT(x, at + (size_t)i);
-          double d = has_r ? (isfinite(xi) ? fabs(xi - AT(r, at + (size_t)i)) : INFINITY) : fabs(xi);
-          if (d > mx) mx = d;
-        }
-      }
+    int64_t t1 = (k + 1) * block < T ? (k + 1) * block : T;
+    for (int64_t b = 0; b < B; b++) FORMS(mx = rows_max, x, r, T, row, b, k * block, t1, mx);
     out[k] = mx;
   }
+}
+
+/* max |x - r| / (atol + rtol |r|) over [lo, hi), vectorised: a NaN q (a NaN
+ * reference) counts as 0, as the old `if (q > w)` skipped it; every other q
+ * is >= +0, so the maximum is the same value in any order. */
+HOT double allclose_block(VARGS, size_t lo, size_t hi, double rtol, double atol) {
+  double w = 0;
+#pragma omp simd reduction(max : w)
+  for (size_t i = lo; i < hi; i++) {
+    double xi = XV(i), ri = RV(i);
+    double d = isfinite(xi) ? fabs(xi - ri) : INFINITY;
+    double q = d / (atol + rtol * fabs(ri));
+    q = q == q ? q : 0;
+    w = w > q ? w : q;
+  }
+  return w;
 }
 
 double parity_allclose_ratio_v(parity_vals x, parity_vals r, size_t n, double rtol, double atol) {
   /* A maximum is exact: per-block maxima in any order give the same value. */
   size_t nb = (n + BLOCK - 1) / BLOCK;
   double worst = 0;
-#pragma omp parallel for schedule(static) num_threads(gdn_threads_for((int64_t)nb)) reduction(max : worst)
+#pragma omp parallel for schedule(dynamic) num_threads(gdn_threads_for((int64_t)nb)) reduction(max : worst)
   for (size_t bi = 0; bi < nb; bi++) {
     size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
-    double w = 0;
-    for (size_t i = lo; i < hi; i++) {
-      double d = isfinite(AT(x, i)) ? fabs(AT(x, i) - AT(r, i)) : INFINITY;
-      double q = d / (atol + rtol * fabs(AT(r, i)));
-      if (q > w) w = q;
-    }
+    double w;
+    FORMS(w = allclose_block, x, r, lo, hi, rtol, atol);
     if (w > worst) worst = w;
   }
   return worst;
@@ -306,72 +580,132 @@ double parity_rel_acc_value(const parity_rel_acc *acc) {
   return acc->nn > 0 ? sqrt(acc->dd / acc->nn) : (acc->dd > 0 ? INFINITY : 0);
 }
 
-/* elem_rel: each element against max(|r|, the RMS of r over its block,
- * rel_floor); rms[k] holds the block RMS.  Same loop order as block_sums. */
-static void elem_rel(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t bl[4],
-                     const int64_t nbk[4], const double *rms, parity_metrics *m) {
-  int64_t i = 0, arg = -1;
-  double best = 0;
-  for (int64_t a = 0; a < dims[0]; a++)
-    for (int64_t b = 0; b < dims[1]; b++)
-      for (int64_t c = 0; c < dims[2]; c++) {
-        int64_t k3 = ((a / bl[0]) * nbk[1] + b / bl[1]) * nbk[2] + c / bl[2];
-        for (int64_t d = 0; d < dims[3]; d++, i++) {
-          double df = isfinite(AT(x, i)) ? fabs(AT(x, i) - AT(r, i)) : INFINITY;
-          if (df == 0) continue;
-          double den = fmax(fabs(AT(r, i)), fmax(rms[k3 * nbk[3] + d / bl[3]], m->rel_floor));
-          double q = den > 0 ? df / den : INFINITY;
-          if (q > best || arg < 0) best = q, arg = i;
-        }
+/* parity_metrics_blocks: the blocks' sums and elem_rel in parallel over
+ * groups of rows -- the rows of one block index on the first three axes,
+ * (a / bl[0], b / bl[1], c / bl[2]) = g, so the groups own disjoint blocks
+ * k = g * nbk[3] + d / bl[3].  A group visits its rows in memory order, so
+ * each block's sums accumulate in the same order as one pass from 0. */
+typedef struct {
+  int64_t lo[3], hi[3];
+} rows3;
+
+static rows3 group_rows(int64_t g, const int64_t dims[4], const int64_t bl[4], const int64_t nbk[4]) {
+  rows3 w;
+  int64_t j[3] = {g / (nbk[1] * nbk[2]), g / nbk[2] % nbk[1], g % nbk[2]};
+  for (int a = 0; a < 3; a++) {
+    w.lo[a] = j[a] * bl[a];
+    w.hi[a] = w.lo[a] + bl[a] < dims[a] ? w.lo[a] + bl[a] : dims[a];
+  }
+  return w;
+}
+
+/* Iterates the rows of group w: i is the flat index of each row's start. */
+#define FOR_ROWS(w, dims, i)                                                                       \
+  for (int64_t a_ = (w).lo[0]; a_ < (w).hi[0]; a_++)                                               \
+    for (int64_t b_ = (w).lo[1]; b_ < (w).hi[1]; b_++)                                             \
+      for (int64_t c_ = (w).lo[2], i = ((a_ * (dims)[1] + b_) * (dims)[2] + c_) * (dims)[3]; c_ < (w).hi[2]; \
+           c_++, i += (dims)[3])
+
+/* Sums of (x - r)^2 and r^2 per block of group g; a non-finite x marks its
+ * block.  Each row is walked in segments of bl[3], one block each, its sums
+ * carried in registers (the same additions in the same order as adding to
+ * d2[k] element by element). */
+HOT void group_sums(VARGS, const int64_t dims[4], const int64_t bl[4], const int64_t nbk[4], int64_t g, double *d2,
+                    double *r2, unsigned char *bad) {
+  const rows3 w = group_rows(g, dims, bl, nbk);
+  const int64_t D = dims[3], B3 = bl[3];
+  double *gd = d2 + g * nbk[3], *gr = r2 + g * nbk[3];
+  unsigned char *gb = bad + g * nbk[3];
+  FOR_ROWS(w, dims, i0) {
+    for (int64_t j = 0, d0 = 0; d0 < D; j++, d0 += B3) {
+      const size_t lo = (size_t)(i0 + d0), hi = (size_t)(i0 + (d0 + B3 < D ? d0 + B3 : D));
+      double sd = gd[j], sr = gr[j];
+      int nonfinite = 0;
+      for (size_t i = lo; i < hi; i++) {
+        const double xi = XV(i), ri = RV(i);
+        nonfinite |= !isfinite(xi);
+        double df = xi - ri;
+        sd += df * df;
+        sr += ri * ri;
       }
+      gd[j] = sd, gr[j] = sr;
+      if (nonfinite) gb[j] = 1;
+    }
+  }
+}
+
+/* elem_rel's view of one group: its first element that differs (i0; -1:
+ * none) with its q0, and its greatest non-NaN q with the first index
+ * attaining it (best < 0: none). */
+typedef struct {
+  double q0, best;
+  int64_t i0, arg;
+} erel;
+
+/* Each element against max(|r|, the RMS of r over its block, rel_floor);
+ * rms[k] holds the block RMS.  fk = max(rms, floor) is one value per
+ * block, taken once per row segment; it is not NaN (floor is finite, fmax
+ * drops a NaN RMS) and no term is -0 (sums of squares from +0, fabs), so
+ * the per-element maximum needs no call to fmax. */
+HOT void group_elem(VARGS, const int64_t dims[4], const int64_t bl[4], const int64_t nbk[4], int64_t g,
+                    const double *rms, double floor, erel *o) {
+  const rows3 w = group_rows(g, dims, bl, nbk);
+  const int64_t D = dims[3], B3 = bl[3];
+  const double *gm = rms + g * nbk[3];
+  erel v = {0, -1, -1, -1};
+  FOR_ROWS(w, dims, i0) {
+    for (int64_t j = 0, d0 = 0; d0 < D; j++, d0 += B3) {
+      const size_t lo = (size_t)(i0 + d0), hi = (size_t)(i0 + (d0 + B3 < D ? d0 + B3 : D));
+      const double fk = fmax(gm[j], floor);
+      for (size_t i = lo; i < hi; i++) {
+        const double xi = XV(i), ri = RV(i);
+        double df = isfinite(xi) ? fabs(xi - ri) : INFINITY;
+        if (df == 0) continue;
+        const double ar = fabs(ri); /* fmax(ar, fk) inline: fk is never NaN, neither is -0 */
+        double den = isnan(ar) || fk > ar ? fk : ar;
+        double q = den > 0 ? df / den : INFINITY;
+        if (v.i0 < 0) v.i0 = (int64_t)i, v.q0 = q;
+        if (q > v.best) v.best = q, v.arg = (int64_t)i;
+      }
+    }
+  }
+  *o = v;
+}
+
+/* elem_rel as one pass from 0 would find it (best starts at the first
+ * differing element's q and grows on strictly greater ones): a NaN there
+ * sticks, else the greatest non-NaN q at its first index. */
+static void elem_combine(const erel *o, int64_t ng, const int64_t dims[4], parity_metrics *m) {
+  int64_t first = -1, arg = -1;
+  double q0 = 0, best = 0;
+  for (int64_t g = 0; g < ng; g++)
+    if (o[g].i0 >= 0 && (first < 0 || o[g].i0 < first)) first = o[g].i0, q0 = o[g].q0;
+  if (first >= 0 && isnan(q0)) best = q0, arg = first;
+  else if (first >= 0)
+    for (int64_t g = 0; g < ng; g++)
+      if (o[g].best >= 0 && (arg < 0 || o[g].best > best || (o[g].best == best && o[g].arg < arg)))
+        best = o[g].best, arg = o[g].arg;
   m->elem_rel = best;
-  for (int64_t d = 3, rem = arg; d >= 0 && arg >= 0; d--) {
-    m->elem_at[d] = rem % dims[d];
-    rem /= dims[d];
-  }
+  if (arg >= 0) unflatten(arg, dims, m->elem_at);
 }
 
-/* Sums of (x - r)^2 and r^2 per block; a non-finite x marks its block. */
-static void block_sums(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t bl[4],
-                       const int64_t nbk[4], double *d2, double *r2, unsigned char *bad) {
-  int64_t i = 0;
-  for (int64_t a = 0; a < dims[0]; a++)
-    for (int64_t b = 0; b < dims[1]; b++)
-      for (int64_t c = 0; c < dims[2]; c++) {
-        int64_t k3 = ((a / bl[0]) * nbk[1] + b / bl[1]) * nbk[2] + c / bl[2];
-        for (int64_t d = 0; d < dims[3]; d++, i++) {
-          int64_t k = k3 * nbk[3] + d / bl[3];
-          if (!isfinite(AT(x, i))) bad[k] = 1;
-          double df = AT(x, i) - AT(r, i);
-          d2[k] += df * df;
-          r2[k] += AT(r, i) * AT(r, i);
-        }
-      }
+static void blocks_sum(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t bl[4],
+                       const int64_t nbk[4], int64_t ng, double *d2, double *r2, unsigned char *bad) {
+#pragma omp parallel for schedule(dynamic) num_threads(threads_for(ng, dims[0] * dims[1] * dims[2] * dims[3]))
+  for (int64_t g = 0; g < ng; g++) FORMS(group_sums, x, r, dims, bl, nbk, g, d2, r2, bad);
 }
 
-int parity_metrics_blocks_v(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t block_len[4],
-                          parity_metrics *m, gdn_error *e) {
-  int64_t bl[4], nbk[4], nb = 1;
-  for (int a = 0; a < 4; a++) {
-    bl[a] = block_len[a] < 1 ? 1 : block_len[a] > dims[a] ? dims[a] : block_len[a];
-    if (bl[a] < 1) bl[a] = 1;
-    nbk[a] = (dims[a] + bl[a] - 1) / bl[a];
-    nb *= nbk[a];
-  }
-  m->block_rel = m->elem_rel = 0;
-  memset(m->elem_at, 0, sizeof m->elem_at);
-  m->n_blocks = nb;
-  memcpy(m->block_len, bl, sizeof bl);
-  if (nb == 0 || m->n == 0) return GDN_OK;
-  double *d2 = gdn_calloc((size_t)nb * 2, sizeof *d2, "block sums", e);
-  unsigned char *bad = gdn_calloc((size_t)nb, 1, "block flags", e);
-  if (!d2 || !bad) {
-    gdn_free(d2);
-    gdn_free(bad);
-    return e ? e->code : GDN_ERR_NOMEM;
-  }
-  double *r2 = d2 + nb;
-  block_sums(x, r, dims, bl, nbk, d2, r2, bad);
+static void blocks_elem(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t bl[4],
+                        const int64_t nbk[4], int64_t ng, const double *rms, erel *o, parity_metrics *m) {
+#pragma omp parallel for schedule(dynamic) num_threads(threads_for(ng, dims[0] * dims[1] * dims[2] * dims[3]))
+  for (int64_t g = 0; g < ng; g++) FORMS(group_elem, x, r, dims, bl, nbk, g, rms, m->rel_floor, &o[g]);
+  elem_combine(o, ng, dims, m);
+}
+
+/* The worst block's normwise error against its floor, each block's r2
+ * turned into its RMS for elem_rel; returns the worst block. */
+static int64_t blocks_judge(const int64_t dims[4], const int64_t bl[4], const int64_t nbk[4], int64_t nb,
+                            const double *d2, double *r2, const unsigned char *bad, parity_metrics *m) {
   int64_t worst = 0;
   for (int64_t k = 0; k < nb; k++) {
     /* the block's element count (the last block on an axis may be short) */
@@ -387,17 +721,43 @@ int parity_metrics_blocks_v(parity_vals x, parity_vals r, const int64_t dims[4],
     if (q > m->block_rel) m->block_rel = q, worst = k;
     r2[k] = sqrt(r2[k] / (double)cnt); /* now the block's RMS, for elem_rel */
   }
-  elem_rel(x, r, dims, bl, nbk, r2, m);
-  int64_t rem = worst;
-  for (int a = 3; a >= 0; a--) {
-    int64_t j = rem % nbk[a];
-    rem /= nbk[a];
-    m->block_lo[a] = j * bl[a];
-    m->block_hi[a] = m->block_lo[a] + bl[a] < dims[a] ? m->block_lo[a] + bl[a] : dims[a];
+  return worst;
+}
+
+int parity_metrics_blocks_v(parity_vals x, parity_vals r, const int64_t dims[4], const int64_t block_len[4],
+                            parity_metrics *m, gdn_error *e) {
+  int64_t bl[4], nbk[4], nb = 1;
+  for (int a = 0; a < 4; a++) {
+    bl[a] = block_len[a] < 1 ? 1 : block_len[a] > dims[a] ? dims[a] : block_len[a];
+    if (bl[a] < 1) bl[a] = 1;
+    nbk[a] = (dims[a] + bl[a] - 1) / bl[a];
+    nb *= nbk[a];
   }
+  m->block_rel = m->elem_rel = 0;
+  memset(m->elem_at, 0, sizeof m->elem_at);
+  m->n_blocks = nb;
+  memcpy(m->block_len, bl, sizeof bl);
+  if (nb == 0 || m->n == 0) return GDN_OK;
+  const int64_t ng = nb / nbk[3];
+  double *d2 = gdn_calloc((size_t)nb * 2, sizeof *d2, "block sums", e);
+  unsigned char *bad = d2 ? gdn_calloc((size_t)nb, 1, "block flags", e) : NULL;
+  erel *o = bad ? gdn_calloc((size_t)ng, sizeof *o, "element maxima", e) : NULL;
+  if (o) {
+    double *r2 = d2 + nb;
+    blocks_sum(x, r, dims, bl, nbk, ng, d2, r2, bad);
+    int64_t worst = blocks_judge(dims, bl, nbk, nb, d2, r2, bad, m);
+    blocks_elem(x, r, dims, bl, nbk, ng, r2, o, m);
+    for (int a = 3; a >= 0; a--) {
+      int64_t j = worst % nbk[a];
+      worst /= nbk[a];
+      m->block_lo[a] = j * bl[a];
+      m->block_hi[a] = m->block_lo[a] + bl[a] < dims[a] ? m->block_lo[a] + bl[a] : dims[a];
+    }
+  }
+  gdn_free(o);
   gdn_free(d2);
   gdn_free(bad);
-  return GDN_OK;
+  return o ? GDN_OK : e ? e->code : GDN_ERR_NOMEM;
 }
 
 int parity_block_map_o_v(parity_vals x, parity_vals r, const int64_t dims[4], int64_t block, double rel_floor,

@@ -1,4 +1,5 @@
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -75,6 +76,53 @@ START_TEST(ulp_distance_matches_definition) {
 }
 END_TEST
 
+/* The distance by its definition (gdn_dtype.h): NaN anywhere -> inf,
+ * x == r -> 0, one infinite -> inf, else |x - r| / ulp(r) with the frexp
+ * ulp.  wrong_p: the negative control, one significand bit short. */
+static double distance_by_definition(gdn_dtype t, double x, double r, int wrong_p) {
+  if (isnan(x) || isnan(r)) return INFINITY;
+  if (x == r) return 0.0;
+  if (!isfinite(x) || !isfinite(r)) return INFINITY;
+  return fabs(x - r) / (ulp_by_frexp(t, r) * (wrong_p ? 2 : 1));
+}
+
+START_TEST(ulp_inline_edge_cases) {
+  /* The inline gdn_ulp_distance (gdn_ulp.h, the metrics' loops) against the
+   * out-of-line wrapper and the definition, bit for bit (so -0 would show),
+   * on every pair of edge values: zeros, binary64 and float32 subnormals and
+   * minima, 1, the largest float32 and binary64, infinities, NaN, and the
+   * neighbours of each finite one. */
+  static const gdn_dtype ts[3] = {GDN_DTYPE_F32, GDN_DTYPE_BF16, GDN_DTYPE_F64};
+  double v[64];
+  int nv = 0;
+  const double base[] = {0.0, 0x1p-1074, 0x1p-1022 - 0x1p-1074, DBL_MIN, FLT_TRUE_MIN, FLT_MIN, 1.0,
+                         FLT_MAX, DBL_MAX, INFINITY};
+  for (size_t i = 0; i < sizeof base / sizeof *base; i++) {
+    v[nv++] = base[i], v[nv++] = -base[i];
+    if (isfinite(base[i]) && base[i] < DBL_MAX) v[nv++] = nextafter(base[i], INFINITY);
+  }
+  v[nv++] = NAN;
+  int checked = 0, wrong = 0;
+  for (int k = 0; k < 3; k++) {
+    gdn_ulp_fmt f = gdn_dtype_ulp_fmt(ts[k]);
+    ck_assert(f.p == gdn_dtype_precision(ts[k]) && f.emin == gdn_dtype_emin(ts[k]));
+    for (int i = 0; i < nv; i++)
+      for (int j = 0; j < nv; j++) {
+        double a = gdn_ulp_distance(f, v[i], v[j]), b = gdn_dtype_ulp_distance(ts[k], v[i], v[j]);
+        double want = distance_by_definition(ts[k], v[i], v[j], 0);
+        ck_assert_msg(memcmp(&a, &want, sizeof a) == 0 && memcmp(&b, &want, sizeof b) == 0,
+                      "dtype %d x %a r %a: inline %a wrapper %a definition %a", k, v[i], v[j], a, b, want);
+        double bad = distance_by_definition(ts[k], v[i], v[j], 1);
+        wrong += memcmp(&a, &bad, sizeof a) != 0;
+        checked++;
+      }
+  }
+  ck_assert_int_eq(checked, 3 * nv * nv);
+  /* Negative control: the definition one bit short disagrees on many pairs. */
+  ck_assert_int_gt(wrong, checked / 4);
+}
+END_TEST
+
 START_TEST(ulp_distance) {
   /* The float32 neighbour of 1 is exactly 1 ULP away; a correctly rounded
    * value of an exact reference is at most 0.5 ULP away. */
@@ -110,6 +158,7 @@ int main(void) {
   tcase_add_test(tc, ulp_distance);
   tcase_add_test(tc, ulp_matches_definition);
   tcase_add_test(tc, ulp_distance_matches_definition);
+  tcase_add_test(tc, ulp_inline_edge_cases);
   tcase_add_test(tc, parse_names);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);

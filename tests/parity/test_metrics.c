@@ -115,6 +115,202 @@ START_TEST(median_exact_and_thread_independent) {
 }
 END_TEST
 
+/* Adversarial medians (issue 21: the first radix round counted in the main
+ * pass, then the selected bucket's values held, or its min = max shortcut,
+ * or the remaining rounds over all values): each against the median of the
+ * sorted ULP values, at 1 and 2 threads, bit for bit.  Every value is
+ * float32 ULPs against r = 1 (ulp 2^-23) unless a case says otherwise. */
+typedef struct {
+  size_t n;
+  double *x, *r, *u;
+} mcase;
+
+static void mcase_init(mcase *c, size_t n) {
+  c->n = n;
+  c->x = malloc(n * sizeof *c->x);
+  c->r = malloc(n * sizeof *c->r);
+  c->u = malloc(n * sizeof *c->u);
+  for (size_t i = 0; i < n; i++) c->r[i] = 1.0, c->x[i] = 1.0;
+}
+
+static void mcase_clear(mcase *c) {
+  free(c->x);
+  free(c->r);
+  free(c->u);
+}
+
+/* Element i at v ULPs of r = 1 (v exact: v 2^-23 fits 1 + 52 bits here). */
+static void set_ulps(mcase *c, size_t i, double v) { c->x[i] = 1.0 + v * 0x1p-23; }
+
+static uint64_t lcg(uint64_t *s) {
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return *s >> 11;
+}
+
+/* The order must not matter: a fixed shuffle of the elements. */
+static void shuffle(mcase *c, uint64_t seed) {
+  for (size_t i = c->n; i > 1; i--) {
+    size_t j = (size_t)(lcg(&seed) % i);
+    double t = c->x[i - 1];
+    c->x[i - 1] = c->x[j], c->x[j] = t;
+    t = c->r[i - 1];
+    c->r[i - 1] = c->r[j], c->r[j] = t;
+  }
+}
+
+/* The median by sorting (mean of the two middle values for even n); wrong:
+ * the upper middle value alone, the negative control. */
+static double sorted_median(mcase *c, int wrong) {
+  for (size_t i = 0; i < c->n; i++) c->u[i] = gdn_dtype_ulp_distance(GDN_DTYPE_F32, c->x[i], c->r[i]);
+  qsort(c->u, c->n, sizeof *c->u, cmp);
+  size_t n = c->n;
+  return n % 2 || wrong ? c->u[n / 2] : 0.5 * (c->u[n / 2 - 1] + c->u[n / 2]);
+}
+
+/* 1 when the metrics' median equals the sorted one bit for bit at 1 and 2
+ * threads. */
+static int median_agrees(mcase *c, int wrong) {
+  double want = sorted_median(c, wrong);
+  int64_t dims[4] = {1, 1, 1, (int64_t)c->n};
+  gdn_error e;
+  gdn_error_init(&e);
+  int ok = 1;
+  for (int th = 1; th <= 2; th++) {
+    parity_metrics m;
+    gdn_threads_set(th);
+    ck_assert_int_eq(parity_metrics_compute(c->x, c->r, dims, GDN_DTYPE_F32, &m, &e), GDN_OK);
+    ok &= memcmp(&m.median_ulp, &want, sizeof want) == 0;
+  }
+  return ok;
+}
+
+/* Checks a case, and (neg) that the wrong median fails it: the two middle
+ * values differ there. */
+static void check_case(mcase *c, const char *what, int neg) {
+  ck_assert_msg(median_agrees(c, 0), "%s (n = %zu): median differs from the sorted one", what, c->n);
+  if (neg) ck_assert_msg(!median_agrees(c, 1), "%s: the negative control passed", what);
+  mcase_clear(c);
+}
+
+START_TEST(median_ties_and_small_n) {
+  static const size_t ns[5] = {1, 2, 3, 1000, 300000};
+  mcase c;
+  for (int i = 0; i < 5; i++) {
+    /* all ties at 0 (x = r), and at 3 ULPs: above 65536 values the bucket is
+     * not held, min = max gives the value */
+    mcase_init(&c, ns[i]);
+    check_case(&c, "all zero", 0);
+    mcase_init(&c, ns[i]);
+    for (size_t j = 0; j < c.n; j++) set_ulps(&c, j, 3);
+    check_case(&c, "all three", 0);
+  }
+  mcase_init(&c, 1);
+  set_ulps(&c, 0, 5);
+  check_case(&c, "n = 1", 0);
+  mcase_init(&c, 2); /* (2 + 7) / 2: the next value is in another bucket */
+  set_ulps(&c, 0, 7), set_ulps(&c, 1, 2);
+  check_case(&c, "n = 2", 1);
+  /* even n, ties across the middle (positions 499, 500 both 1), and a pair
+   * straddling two tied runs (1 and 2) */
+  mcase_init(&c, 1000);
+  for (size_t j = 0; j < 1000; j++) set_ulps(&c, j, j < 400 ? 0 : j < 600 ? 1 : 2);
+  shuffle(&c, 7);
+  check_case(&c, "ties across the middle", 0);
+  mcase_init(&c, 1000);
+  for (size_t j = 0; j < 1000; j++) set_ulps(&c, j, j < 500 ? 1 : 2);
+  shuffle(&c, 8);
+  check_case(&c, "two tied runs", 1);
+  /* the same with each run larger than the held bucket's limit (65536) */
+  mcase_init(&c, 200000);
+  for (size_t j = 0; j < c.n; j++) set_ulps(&c, j, j < 100000 ? 1 : 2);
+  shuffle(&c, 9);
+  check_case(&c, "two large tied runs", 1);
+}
+END_TEST
+
+START_TEST(median_infinities) {
+  /* +inf ULPs from x = inf, x = NaN, and r = inf with x finite; x = r = inf
+   * is 0.  n = 10, sorted 0, finite..., inf...: 6 infinite -> inf; 5 ->
+   * (8 + inf) / 2 = inf; 4 or 3: finite middle values (the negative control
+   * applies). */
+  for (int inf = 3; inf <= 6; inf++) {
+    mcase c;
+    mcase_init(&c, 10);
+    for (int j = 0; j < 10; j++) set_ulps(&c, (size_t)j, j);
+    for (int j = 0; j < inf; j++) {
+      if (j % 3 == 0) c.x[j] = INFINITY;
+      else if (j % 3 == 1) c.x[j] = NAN;
+      else c.r[j] = -INFINITY;
+    }
+    c.x[9] = c.r[9] = INFINITY; /* equal infinities: 0 ULPs */
+    shuffle(&c, (uint64_t)inf);
+    check_case(&c, "infinities", inf <= 4);
+  }
+}
+END_TEST
+
+START_TEST(median_one_bucket) {
+  /* Distinct values that share their top 16 bits (1 + j 2^-24 ULPs, all in
+   * [1, 1.0625)): held (n <= 65536) or, above, the remaining radix rounds
+   * over all values; odd and even n. */
+  static const size_t ns[4] = {5001, 60000, 200000, 200001};
+  for (int i = 0; i < 4; i++) {
+    mcase c;
+    mcase_init(&c, ns[i]);
+    for (size_t j = 0; j < c.n; j++) set_ulps(&c, j, 1 + (double)j * 0x1p-24);
+    shuffle(&c, 11 + (uint64_t)i);
+    check_case(&c, "one bucket", c.n % 2 == 0);
+  }
+  /* Even n with the lower middle value the bucket's greatest: the upper one
+   * is the next bucket's least (held: n = 10; not held: n = 200000). */
+  static const size_t ms[2] = {10, 200000};
+  for (int i = 0; i < 2; i++) {
+    mcase c;
+    mcase_init(&c, ms[i]);
+    for (size_t j = 0; j < c.n; j++) set_ulps(&c, j, j < c.n / 2 ? 1 + (double)j * 0x1p-24 : 5);
+    shuffle(&c, 21 + (uint64_t)i);
+    check_case(&c, "bucket's greatest", 1);
+  }
+}
+END_TEST
+
+START_TEST(median_many_buckets) {
+  /* ULPs log-uniform over 2^-30 .. 2^28 and references of both signs across
+   * binades (ulp(r) varies): the values spread over many top-16 buckets. */
+  for (size_t n = 100000; n <= 100001; n++) {
+    mcase c;
+    mcase_init(&c, n);
+    uint64_t s = 99 + n;
+    for (size_t j = 0; j < n; j++) {
+      double r = ldexp(1.0 + (double)(lcg(&s) % 1024) / 1024, (int)(lcg(&s) % 40) - 20);
+      c.r[j] = lcg(&s) % 2 ? r : -r;
+      double v = ldexp(1.0 + (double)(lcg(&s) % 4096) / 4096, (int)(lcg(&s) % 58) - 30);
+      c.x[j] = c.r[j] + v * gdn_dtype_ulp(GDN_DTYPE_F32, c.r[j]);
+    }
+    check_case(&c, "many buckets", n % 2 == 0);
+  }
+}
+END_TEST
+
+/* The ULP histogram's bins at their edges (the bin is read from the
+ * exponent bits): bin 0 below 0.5, [2^(b-2), 2^(b-1)) for bin b, the last
+ * (19) open; float32 ULPs against r = 1. */
+START_TEST(ulp_hist_edges) {
+  static const double v[10] = {0, 0.25, 0.5, 0.75, 1, 1.999, 0x1p16, 0x1p17, 0x1p18, INFINITY};
+  static const int bin[10] = {0, 0, 1, 1, 2, 2, 18, 19, 19, 19};
+  double x[10], r[10];
+  int64_t want[PARITY_ULP_BINS] = {0}, dims[4] = {1, 1, 1, 10};
+  for (int i = 0; i < 10; i++) r[i] = 1, x[i] = isinf(v[i]) ? INFINITY : 1 + v[i] * 0x1p-23, want[bin[i]]++;
+  parity_metrics m;
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_metrics_compute(x, r, dims, GDN_DTYPE_F32, &m, &e), GDN_OK);
+  ck_assert(memcmp(m.ulp_hist, want, sizeof want) == 0);
+  want[1]--, want[2]++; /* negative control: 0.75 counted from 1 up */
+  ck_assert(memcmp(m.ulp_hist, want, sizeof want) != 0);
+}
+END_TEST
+
 START_TEST(profile_and_allclose) {
   /* o-shaped (B=1, T=5, H=1, D=2): errors 0,1,0,0,3 at t = 0..4 in column 1. */
   double r[10] = {0}, x[10] = {0};
@@ -127,6 +323,23 @@ START_TEST(profile_and_allclose) {
   double rr[2] = {1, 100}, xx[2] = {1 + 2e-6, 100.0001};
   /* |d| / (1e-6 + 1e-6 |r|): 2e-6 / 2e-6 = 1; 1e-4 / 1.01e-4 < 1 */
   ck_assert(fabs(parity_allclose_ratio(xx, rr, 2, 1e-6, 1e-6) - 1.0) < 1e-9);
+  /* Maxima taken in vector lanes: a NaN reference is skipped (its q and d
+   * are NaN), wherever it falls among 37 elements (every lane and the
+   * tail); x = inf counts as inf. */
+  double r3[37], x3[37];
+  for (int at = 0; at < 37; at++) {
+    for (int i = 0; i < 37; i++) r3[i] = 1, x3[i] = 1 + (i == 20 ? 4e-6 : 1e-6);
+    r3[at] = NAN;
+    double want = at == 20 ? 1e-6 / 2e-6 : 4e-6 / 2e-6, got = parity_allclose_ratio(x3, r3, 37, 1e-6, 1e-6);
+    ck_assert_msg(fabs(got - want) < 1e-9, "NaN at %d: %g", at, got);
+    ck_assert(!(fabs(got - 1e-6 / 2e-6) < 1e-9) || at == 20); /* negative control: the lower value */
+    int64_t d3[4] = {1, 37, 1, 1};
+    double pr[1];
+    parity_profile_o(x3, r3, d3, 37, pr);
+    ck_assert(fabs(pr[0] - (at == 20 ? 1e-6 : 4e-6)) < 1e-15);
+  }
+  x3[5] = INFINITY;
+  ck_assert(isinf(parity_allclose_ratio(x3, r3, 37, 1e-6, 1e-6)));
 }
 END_TEST
 
@@ -163,6 +376,80 @@ START_TEST(blocks_by_hand) {
   ck_assert_int_eq(parity_metrics_blocks(x, r, dims, bl, &m, &e), GDN_OK);
   ck_assert(isinf(m.block_rel) && isinf(m.elem_rel));
   ck_assert_int_eq(m.block_lo[1], 0);
+}
+END_TEST
+
+/* elem_rel as one pass in memory order (the definition the grouped,
+ * parallel computation must reproduce): best starts at the first element
+ * that differs and grows on strictly greater q, so a NaN q there sticks and
+ * ties keep the first index.  last_tie: the negative control, the last. */
+static double elem_rel_serial(const double *x, const double *r, const int64_t dims[4], const int64_t bl[4],
+                              double floor, int last_tie, int64_t *at) {
+  int64_t nbk[4], n = 1;
+  for (int a = 0; a < 4; a++) nbk[a] = (dims[a] + bl[a] - 1) / bl[a], n *= dims[a];
+  int64_t nb = nbk[0] * nbk[1] * nbk[2] * nbk[3];
+  double *s = calloc((size_t)nb, sizeof *s);
+  int64_t *c = calloc((size_t)nb, sizeof *c), i, blk[4];
+  for (int pass = 0; pass < 2; pass++) {
+    double best = 0;
+    *at = -1;
+    for (i = 0; i < n; i++) {
+      int64_t rem = i, k = 0;
+      for (int a = 3; a >= 0; a--) blk[a] = rem % dims[a] / bl[a], rem /= dims[a];
+      for (int a = 0; a < 4; a++) k = k * nbk[a] + blk[a];
+      if (pass == 0) {
+        s[k] += r[i] * r[i], c[k]++;
+        continue;
+      }
+      double df = isfinite(x[i]) ? fabs(x[i] - r[i]) : INFINITY;
+      if (df == 0) continue;
+      double den = fmax(fabs(r[i]), fmax(sqrt(s[k] / (double)c[k]), floor));
+      double q = den > 0 ? df / den : INFINITY;
+      if (q > best || *at < 0 || (last_tie && q == best)) best = q, *at = i;
+    }
+    if (pass == 1) {
+      free(s);
+      free(c);
+      return best;
+    }
+  }
+  return 0;
+}
+
+START_TEST(elem_rel_grouped_as_serial) {
+  /* (2, 8, 3, 4) in blocks (1, 4, 1, 2): 12 groups of rows.  Equal errors in
+   * several groups (ties: the first index), then a NaN reference at the first
+   * differing element (it sticks) and elsewhere (skipped); 1 and 2 threads. */
+  enum { N = 2 * 8 * 3 * 4 };
+  int64_t dims[4] = {2, 8, 3, 4}, bl[4] = {1, 4, 1, 2};
+  double x[N], r[N];
+  uint64_t sd = 5;
+  for (int i = 0; i < N; i++) r[i] = (double)(lcg(&sd) % 7) - 3, x[i] = r[i];
+  /* q = 0.5 / max(|r|, rms, floor) = 0.5 / 3 at each (r = 3 >= any RMS).
+   * 8 (c = 2, b = 0: group 2) precedes 40 (c = 1, b = 3: group 1): the
+   * first index is not the first group's. */
+  int ties[4] = {77, 40, 150, 8};
+  for (int j = 0; j < 4; j++) r[ties[j]] = 3, x[ties[j]] = 3.5;
+  for (int variant = 0; variant < 3; variant++) {
+    if (variant == 1) r[0] = NAN, x[0] = 1; /* the first differing element: NaN q */
+    if (variant == 2) r[0] = x[0] = 2, r[60] = NAN; /* NaN elsewhere: skipped */
+    for (int th = 1; th <= 2; th++) {
+      parity_metrics m;
+      gdn_error e;
+      gdn_error_init(&e);
+      gdn_threads_set(th);
+      ck_assert_int_eq(parity_metrics_compute(x, r, dims, GDN_DTYPE_F32, &m, &e), GDN_OK);
+      ck_assert_int_eq(parity_metrics_blocks(x, r, dims, bl, &m, &e), GDN_OK);
+      int64_t at, bad_at, flat = ((m.elem_at[0] * 8 + m.elem_at[1]) * 3 + m.elem_at[2]) * 4 + m.elem_at[3];
+      double want = elem_rel_serial(x, r, dims, bl, m.rel_floor, 0, &at);
+      ck_assert_msg(memcmp(&m.elem_rel, &want, sizeof want) == 0 && flat == at,
+                    "variant %d threads %d: %a at %lld, serial %a at %lld", variant, th, m.elem_rel,
+                    (long long)flat, want, (long long)at);
+      ck_assert(variant == 1 ? isnan(want) && at == 0 : want == 0.5 / 3 && at == 8);
+      elem_rel_serial(x, r, dims, bl, m.rel_floor, 1, &bad_at);
+      if (variant != 1) ck_assert_int_ne(bad_at, at); /* negative control: the last tie */
+    }
+  }
 }
 END_TEST
 
@@ -207,8 +494,14 @@ int main(void) {
   tcase_add_test(tc, nonfinite_and_zero_reference);
   tcase_add_test(tc, median_exact_and_thread_independent);
   tcase_add_test(tc, median_even_ties);
+  tcase_add_test(tc, median_ties_and_small_n);
+  tcase_add_test(tc, median_infinities);
+  tcase_add_test(tc, median_one_bucket);
+  tcase_add_test(tc, median_many_buckets);
+  tcase_add_test(tc, ulp_hist_edges);
   tcase_add_test(tc, profile_and_allclose);
   tcase_add_test(tc, blocks_by_hand);
+  tcase_add_test(tc, elem_rel_grouped_as_serial);
   tcase_add_test(tc, row_rel_by_hand);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
