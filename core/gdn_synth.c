@@ -32,6 +32,7 @@ static float round_to(double x, int bf16) {
 static void fill_normal_batch(float *x, size_t lo, size_t hi, uint64_t key, double sd, int bf16) {
   double u[2 * FILL_BATCH];
   const size_t m = hi - lo;
+#pragma omp simd
   for (size_t j = 0; j < 2 * m; j++) u[j] = gdn_rng_uniform_k(key, 2 * lo + j);
   for (size_t j = 0; j < m; j++)
     x[lo + j] = round_to(sd * (sqrt(-2.0 * log(u[2 * j])) * cos(6.283185307179586476925 * u[2 * j + 1])), bf16);
