@@ -11,7 +11,7 @@
 /* Every read of a compared value: exact whether it is held as binary64 or
  * float32 (parity_vals.h), so the metrics do not depend on the form. */
 #define AT(v, i) parity_vals_at((v), (size_t)(i))
-static const parity_vals NONE = {NULL, NULL};
+static const parity_vals NONE = {NULL, NULL, NULL, 0};
 
 #define BLOCK 65536
 
