@@ -33,10 +33,11 @@ int gdn_cotangents_alloc(gdn_cotangents *c, const gdn_shape *s, int with_dht, gd
 
 void gdn_cotangents_synth(gdn_cotangents *c, uint64_t seed) {
   size_t n = gdn_shape_numel_v(&c->shape);
-  for (size_t i = 0; i < n; i++) c->d_o[i] = (float)gdn_rng_normal(seed, S_DO, i);
+  const uint64_t kdo = gdn_rng_key(seed, S_DO), kdht = gdn_rng_key(seed, S_DHT);
+  for (size_t i = 0; i < n; i++) c->d_o[i] = (float)gdn_rng_normal_k(kdo, i);
   if (!c->dht) return;
   n = gdn_shape_numel_state(&c->shape);
-  for (size_t i = 0; i < n; i++) c->dht[i] = (float)gdn_rng_normal(seed, S_DHT, i);
+  for (size_t i = 0; i < n; i++) c->dht[i] = (float)gdn_rng_normal_k(kdht, i);
 }
 
 int gdn_cotangents_check(const gdn_cotangents *c, const gdn_shape *s, const char *who,

@@ -8,11 +8,14 @@ void gdn_outputs_init(gdn_outputs *out) { memset(out, 0, sizeof *out); }
 
 void gdn_outputs_clear(gdn_outputs *out) {
   int f32_ok = out->f32_ok;
+  const double *code_base = out->code_base;
   gdn_free(out->o);
   gdn_free(out->o32);
+  gdn_ocode_clear(&out->oc);
   gdn_free(out->ht);
   gdn_outputs_init(out);
   out->f32_ok = f32_ok;
+  out->code_base = code_base;
 }
 
 int gdn_outputs_alloc(gdn_outputs *out, const gdn_shape *s, gdn_dtype dtype, gdn_error *e) {

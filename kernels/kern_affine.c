@@ -113,6 +113,7 @@ static int affine_entry(const gdn_inputs *in, const kern_config *cfg,
   if (!rc)
     rc = num.dtype == GDN_DTYPE_F64 ? affine_run_f64(in, cfg, &num, comm, out, seams, e)
                                     : affine_run_f32(in, cfg, &num, comm, out, seams, e);
+  if (!rc) rc = kern_out_finish(out, e);
   if (rc) {
     gdn_outputs_clear(out);
     if (seams) kern_affine_seams_clear(seams);

@@ -679,6 +679,17 @@ KTMPL void KR(kchunk_body)(KR(kchunk) *c, const KR(kprep) *P, kreal *restrict h,
 KTMPL void KR(kchunk_store_o)(const KR(kchunk) *c, int64_t n, gdn_outputs *out, int64_t c0,
                                int64_t c1) {
   const int64_t C = c->C, Dv = c->Dv, T = c->t_end, t0 = c->t_base + n * C;
+  if (out->oc.c) { /* coded o (kern_out.h, gdn_ocode.h): the same values, exactly */
+    gdn_ocode_local loc = {0};
+    for (int64_t i = 0; i < C && t0 + i < T; i++) {
+      const kreal *oi = c->oin + i * Dv;
+      const size_t at = (size_t)(((c->b * out->shape.T + t0 + i) * out->shape.Hv + c->hv) * Dv);
+      for (int64_t d = c0; d < c1; d++)
+        gdn_ocode_put(&out->oc, at + (size_t)d, (float)KR(rows_out)(oi[d], c->out_bf16), &loc);
+    }
+    gdn_ocode_flush(&out->oc, &loc);
+    return;
+  }
   for (int64_t i = 0; i < C && t0 + i < T; i++) {
     const kreal *oi = c->oin + i * Dv;
     if (out->o32) { /* float32-held o (kern_out.h): the same values, exactly */

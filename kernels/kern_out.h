@@ -12,7 +12,10 @@
  * they are reused as they are: the kernel overwrites every element.
  * With out->f32_ok and a float32 or bfloat16 output dtype, o is held as
  * float32 (out->o32, o NULL; gdn_outputs.h): the kernels store the same
- * values, converted exactly. */
+ * values, converted exactly.  With out->code_base and a float32 output
+ * dtype, o is held as codes against code_base (out->oc, gdn_ocode.h): the
+ * kernels put every value and finish the codes (kern_out_finish) before
+ * they return. */
 #ifndef KERN_OUT_H
 #define KERN_OUT_H
 
@@ -22,5 +25,8 @@
 #include "gdn_shape.h"
 
 int kern_out_alloc(gdn_outputs *out, const gdn_shape *s, gdn_dtype dtype, gdn_error *e);
+/* After the kernel wrote every element: a coded o's exceptions in index
+ * order (gdn_ocode_finish); nothing to do for the other forms. */
+int kern_out_finish(gdn_outputs *out, gdn_error *e);
 
 #endif

@@ -28,6 +28,7 @@ int kern_recurrent(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *ou
   if (!rc)
     rc = num.dtype == GDN_DTYPE_F64 ? recurrent_run_f64(in, &num, out, e)
                                     : recurrent_run_f32(in, &num, out, e);
+  if (!rc) rc = kern_out_finish(out, e);
   if (rc) gdn_outputs_clear(out);
   return rc;
 }

@@ -48,6 +48,7 @@ int kern_scan(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *out, gd
   if (!rc)
     rc = num.dtype == GDN_DTYPE_F64 ? scan_run_f64(in, cfg, &num, out, e)
                                     : scan_run_f32(in, cfg, &num, out, e);
+  if (!rc) rc = kern_out_finish(out, e);
   if (rc) gdn_outputs_clear(out);
   return rc;
 }

@@ -11,26 +11,31 @@
 /* Every read of a compared value: exact whether it is held as binary64 or
  * float32 (parity_vals.h), so the metrics do not depend on the form. */
 #define AT(v, i) parity_vals_at((v), (size_t)(i))
-static const parity_vals NONE = {NULL, NULL};
+static const parity_vals NONE = {NULL, NULL, NULL, 0};
 
 #define BLOCK 65536
 
 /* The hot loops read x and r through raw pointers, one of (d, f) NULL per
  * tensor: FORMS calls `fn` once per form pair with the NULL pointers as
  * constants, so each always-inlined loop body is compiled per pair without
- * the per-element branch of parity_vals_at (and can vectorise).  Reads are
- * exact either way (parity_vals.h). */
-#define LD(d, f, i) ((f) ? (double)(f)[i] : (d)[i])
+ * the per-element branch of parity_vals_at (and can vectorise).  A tensor
+ * held as codes (c, from element off: gdn_ocode.h) takes a fifth, generic
+ * instance that decodes per element.  Reads are exact in every form
+ * (parity_vals.h). */
+#define LD(d, f, c, o, i) ((f) ? (double)(f)[i] : (d) ? (d)[i] : (double)gdn_ocode_value((c), (o) + (size_t)(i)))
 #define HOT static inline __attribute__((always_inline))
-#define VARGS const double *xd, const float *xf, const double *rd, const float *rf
-#define XV(i) LD(xd, xf, (i))
-#define RV(i) LD(rd, rf, (i))
+#define VARGS                                                                                      \
+  const double *xd, const float *xf, const gdn_ocode *xc, size_t xo, const double *rd, const float *rf, \
+      const gdn_ocode *rc, size_t ro
+#define XV(i) LD(xd, xf, xc, xo, (i))
+#define RV(i) LD(rd, rf, rc, ro, (i))
 #define FORMS(fn, x, r, ...)                                                                       \
   do {                                                                                             \
-    if ((x).f && (r).f) fn(NULL, (x).f, NULL, (r).f, __VA_ARGS__);                                 \
-    else if ((x).f) fn(NULL, (x).f, (r).d, NULL, __VA_ARGS__);                                     \
-    else if ((r).f) fn((x).d, NULL, NULL, (r).f, __VA_ARGS__);                                     \
-    else fn((x).d, NULL, (r).d, NULL, __VA_ARGS__);                                                \
+    if ((x).c || (r).c) fn((x).d, (x).f, (x).c, (x).off, (r).d, (r).f, (r).c, (r).off, __VA_ARGS__); \
+    else if ((x).f && (r).f) fn(NULL, (x).f, NULL, 0, NULL, (r).f, NULL, 0, __VA_ARGS__);           \
+    else if ((x).f) fn(NULL, (x).f, NULL, 0, (r).d, NULL, NULL, 0, __VA_ARGS__);                    \
+    else if ((r).f) fn((x).d, NULL, NULL, 0, NULL, (r).f, NULL, 0, __VA_ARGS__);                    \
+    else fn((x).d, NULL, NULL, 0, (r).d, NULL, NULL, 0, __VA_ARGS__);                               \
   } while (0)
 
 #define RADIX 65536 /* the median's radix: 16 bits of a binary64 per round */
@@ -345,10 +350,10 @@ static double median_finish(parity_vals x, parity_vals r, size_t n, gdn_ulp_fmt 
 #define ROWS 8192
 
 /* A row's ||x - r||_2 (a non-finite x: infinite difference) and ||r||_2 in
- * one walk (each sum in element order); no x (xd = xf = NULL): *nd = 0. */
+ * one walk (each sum in element order); no x (xd = xf = xc = NULL): *nd = 0. */
 HOT void row_norms(VARGS, int64_t len, double *nd, double *nr) {
   double sd = 0, sr = 0;
-  const int has_x = xd || xf;
+  const int has_x = xd || xf || xc;
   for (int64_t i = 0; i < len; i++) {
     const double ri = RV(i);
     if (has_x) {
@@ -497,7 +502,7 @@ int parity_metrics_compute_v(parity_vals x, parity_vals r, const int64_t dims[4]
 /* max |x - r| (no r: max |x|) over the rows of positions t0 .. t1 - 1 of
  * batch entry b, each `row` long. */
 HOT double rows_max(VARGS, int64_t T, int64_t row, int64_t b, int64_t t0, int64_t t1, double mx) {
-  const int has_r = rd || rf;
+  const int has_r = rd || rf || rc;
   const size_t lo = (size_t)((b * T + t0) * row), hi = (size_t)((b * T + t1) * row);
   /* Vectorised: a NaN d counts as 0, as `if (d > mx)` skipped it; the rest
    * are >= +0, so the maximum is the same in any order. */

@@ -71,6 +71,10 @@ typedef struct parity_produce_ctx {
   int want_seams; /* the candidate records the states at device seams */
   const gdn_cotangents *ct; /* --grad: the kernels also produce their
                                gradients for these cotangents; NULL: none */
+  const double *code_base;  /* the reference's o (same shape), or NULL: a
+                               float32 kernel's o may be held as codes
+                               against it (gdn_outputs.h), a quarter of the
+                               memory; it must outlive the outputs' reads */
 } parity_produce_ctx;
 
 typedef struct parity_subject_methods parity_subject_methods;

@@ -643,7 +643,9 @@ static int dtypes_differ(const report_summary *s) {
   return differ;
 }
 
-static void case_row(report_buf *b, const report_summary *s, size_t rank, const columns *cols) {
+/* The row's identity: rank, verdict, id (and input name), T, C, D, prefix
+ * and modes, dtype. */
+static void case_cells_id(report_buf *b, const report_summary *s, size_t rank, const columns *cols) {
   const report_case_view *v = &s->cases[s->order[rank]];
   const json_t *c = v->c, *sh = json_object_get(c, "shape");
   report_buf_printf(b, "<tr id=\"case-%zu\" data-i=\"%zu\"%s>", v->index, rank,
@@ -676,6 +678,10 @@ static void case_row(report_buf *b, const report_summary *s, size_t rank, const 
     dtype_text(b, c);
     report_buf_puts(b, "</td>");
   }
+}
+
+/* Each implementation's rel_fro and median ULP on o and ht. */
+static void case_cells_metrics(report_buf *b, const json_t *c) {
   static const char *const impls[] = {"scan", "affine-prefix", "affine_vs_scan"};
   for (size_t k = 0; k < 3; k++) {
     td_metric(b, c, impls[k], "o", "rel_fro");
@@ -686,7 +692,10 @@ static void case_row(report_buf *b, const report_summary *s, size_t rank, const 
     td_metric(b, c, impls[k], "ht", "rel_fro");
     td_metric(b, c, impls[k], "ht", "median_ulp");
   }
-  /* Deciding check. */
+}
+
+/* The deciding check, its value, limit and margin (or the error). */
+static void case_cells_deciding(report_buf *b, const report_case_view *v) {
   if (v->deciding) {
     int pass = json_is_true(json_object_get(v->deciding, "pass"));
     const char *reason = report_doc_str(v->deciding, "reason");
@@ -728,7 +737,11 @@ static void case_row(report_buf *b, const report_summary *s, size_t rank, const 
     td_value(b, 0, 0, NULL);
     td_value(b, 0, 0, NULL);
   }
-  /* Upstream: the headline is what a reader must not miss. */
+}
+
+/* Upstream: the headline is what a reader must not miss. */
+static void case_cell_upstream(report_buf *b, const report_summary *s, const report_case_view *v) {
+  const json_t *c = v->c;
   const json_t *up = json_object_get(c, "upstream");
   if (!v->upstream_n) {
     report_buf_puts(b, "<td class=\"na\" data-v=\"-1\">\xE2\x80\x94</td>");
@@ -759,33 +772,44 @@ static void case_row(report_buf *b, const report_summary *s, size_t rank, const 
     }
     report_buf_puts(b, "</span></td>");
   }
-  if (cols->other) {
-    report_buf_puts(b, "<td>");
-    const char *k;
-    const json_t *im;
-    int any = 0;
-    json_object_foreach(json_object_get(c, "impls"), k, im) {
-      if (!strcmp(k, "scan") || !strcmp(k, "affine-prefix")) continue;
-      int p = report_doc_bool(im, "pass", 1);
-      double rf;
-      char t[REPORT_NUM_CHARS] = "\xE2\x80\x94";
-      if (report_doc_metric(c, k, "o", "rel_fro", &rf)) fmt3(t, rf);
-      report_buf_printf(b, "%s<span class=\"%s\">%s</span> ", any ? "<br>" : "",
-                        p ? "tag-pass" : "tag-fail", p ? "\xE2\x9C\x93" : "\xE2\x9C\x97");
-      esc(b, k);
-      report_buf_printf(b, " (o rel_fro %s", t);
-      /* parity_packing.h: with packed documents, the semantics o matches */
-      const char *pm = report_doc_str(json_object_get(im, "attrs"), "packing_matched");
-      if (pm) {
-        report_buf_puts(b, "; packing: ");
-        esc(b, pm);
-      }
-      report_buf_puts(b, ")");
-      any = 1;
+}
+
+/* Other implementations (external outputs, mutants): verdict and o rel_fro. */
+static void case_cell_other(report_buf *b, const json_t *c) {
+  report_buf_puts(b, "<td>");
+  const char *k;
+  const json_t *im;
+  int any = 0;
+  json_object_foreach(json_object_get(c, "impls"), k, im) {
+    if (!strcmp(k, "scan") || !strcmp(k, "affine-prefix")) continue;
+    int p = report_doc_bool(im, "pass", 1);
+    double rf;
+    char t[REPORT_NUM_CHARS] = "\xE2\x80\x94";
+    if (report_doc_metric(c, k, "o", "rel_fro", &rf)) fmt3(t, rf);
+    report_buf_printf(b, "%s<span class=\"%s\">%s</span> ", any ? "<br>" : "",
+                      p ? "tag-pass" : "tag-fail", p ? "\xE2\x9C\x93" : "\xE2\x9C\x97");
+    esc(b, k);
+    report_buf_printf(b, " (o rel_fro %s", t);
+    /* parity_packing.h: with packed documents, the semantics o matches */
+    const char *pm = report_doc_str(json_object_get(im, "attrs"), "packing_matched");
+    if (pm) {
+      report_buf_puts(b, "; packing: ");
+      esc(b, pm);
     }
-    if (!any) report_buf_puts(b, "\xE2\x80\x94");
-    report_buf_puts(b, "</td>");
+    report_buf_puts(b, ")");
+    any = 1;
   }
+  if (!any) report_buf_puts(b, "\xE2\x80\x94");
+  report_buf_puts(b, "</td>");
+}
+
+static void case_row(report_buf *b, const report_summary *s, size_t rank, const columns *cols) {
+  const report_case_view *v = &s->cases[s->order[rank]];
+  case_cells_id(b, s, rank, cols);
+  case_cells_metrics(b, v->c);
+  case_cells_deciding(b, v);
+  case_cell_upstream(b, s, v);
+  if (cols->other) case_cell_other(b, v->c);
   report_buf_puts(b, "</tr>\n");
 }
 

@@ -18,9 +18,9 @@
 START_TEST(threads_change_nothing) {
   gdn_shape s = {2, 72, 2, 4, 8, 6};
   gdn_inputs in;
-  vtu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 5);
+  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 5);
   gdn_cotangents ct;
-  vtu_cots(&ct, &s, 1, 6);
+  tsu_cots(&ct, &s, 1, 6);
   const kern_shard T_ = KERN_SHARD_TOKENS, C_ = KERN_SHARD_CHUNKS;
   const struct { gdn_dtype dt; int ftz; int64_t D; int affine; kern_matmul mm; kern_shard sh; } cfgs[] = {
       {GDN_DTYPE_F32, 0, 1, 0, KERN_MATMUL_IEEE, T_}, {GDN_DTYPE_F32, 0, 3, 1, KERN_MATMUL_IEEE, C_},
@@ -61,9 +61,9 @@ END_TEST
 START_TEST(schedules_differ) {
   gdn_shape s = {1, 128, 1, 1, 8, 8};
   gdn_inputs in;
-  vtu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 8);
+  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 8);
   gdn_cotangents ct;
-  vtu_cots(&ct, &s, 1, 9);
+  tsu_cots(&ct, &s, 1, 9);
   gdn_grads g[3];
   for (int p = 0; p < 3; p++) {
     kern_config c = vtu_cfg(GDN_DTYPE_F32, 16, 8);
@@ -83,9 +83,9 @@ END_TEST
 static void one_device(gdn_dtype dt) {
   gdn_shape s = {1, 64, 1, 2, 8, 8};
   gdn_inputs in;
-  vtu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 8);
+  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 8);
   gdn_cotangents ct;
-  vtu_cots(&ct, &s, 1, 9);
+  tsu_cots(&ct, &s, 1, 9);
   kern_config c1 = vtu_cfg(dt, 16, 1), c2 = vtu_cfg(dt, 16, 2);
   gdn_grads a, b, d2;
   vtu_kern(&in, &ct, &c1, 0, &a);
@@ -125,9 +125,9 @@ static size_t not_bf16(const gdn_grads *g, gdn_grad_id id) {
 START_TEST(bf16_cotangents_are_bf16) {
   gdn_shape s = {1, 40, 2, 2, 8, 8};
   gdn_inputs in;
-  vtu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_QK_PRENORM, 4);
+  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_QK_PRENORM, 4);
   gdn_cotangents ct;
-  vtu_cots(&ct, &s, 1, 5);
+  tsu_cots(&ct, &s, 1, 5);
   for (int64_t D = 1; D <= 2; D++) {
     kern_config c = vtu_cfg(GDN_DTYPE_BF16, 8, D);
     gdn_grads g;
@@ -164,9 +164,9 @@ static void expect(const gdn_inputs *in, const gdn_cotangents *ct, const kern_co
 START_TEST(refusals) {
   gdn_shape s = {1, 32, 1, 1, 4, 4};
   gdn_inputs in;
-  vtu_synth(&in, s, 0, 1);
+  tsu_synth(&in, s, 0, 1);
   gdn_cotangents ct;
-  vtu_cots(&ct, &s, 0, 1);
+  tsu_cots(&ct, &s, 0, 1);
   kern_config c = vtu_cfg(GDN_DTYPE_F32, 8, 2);
   c.mutant = KERN_MUTANT_COMPOSE_ORDER;
   expect(&in, &ct, &c, 1, GDN_ERR_INPUT, "has no backward");
@@ -198,9 +198,9 @@ END_TEST
 START_TEST(alloc_failures) {
   gdn_shape s = {1, 40, 1, 2, 4, 4};
   gdn_inputs in;
-  vtu_synth(&in, s, GDN_SYNTH_H0, 2);
+  tsu_synth(&in, s, GDN_SYNTH_H0, 2);
   gdn_cotangents ct;
-  vtu_cots(&ct, &s, 1, 2);
+  tsu_cots(&ct, &s, 1, 2);
   for (int mode = 0; mode < 3; mode++) { /* scan; affine, chunks on 3; tokens on 4 */
     const int affine = mode > 0;
     kern_config c = vtu_cfg(GDN_DTYPE_F32, 8, mode == 0 ? 1 : mode == 1 ? 3 : 4);
@@ -251,9 +251,9 @@ START_TEST(shards_follow_the_forward) {
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     gdn_shape s = {1, cases[k].T, 1, 2, 8, 8};
     gdn_inputs in;
-    vtu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 11);
+    tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 11);
     gdn_cotangents ct;
-    vtu_cots(&ct, &s, 1, 12);
+    tsu_cots(&ct, &s, 1, 12);
     kern_config ct_ = vtu_cfg(GDN_DTYPE_F32, cases[k].C, cases[k].D), cc = ct_;
     ct_.shard = KERN_SHARD_TOKENS;
     cc.shard = KERN_SHARD_CHUNKS;
@@ -269,9 +269,9 @@ START_TEST(shards_follow_the_forward) {
   }
   gdn_shape s = {1, 30, 1, 1, 4, 4};
   gdn_inputs in;
-  vtu_synth(&in, s, 0, 1);
+  tsu_synth(&in, s, 0, 1);
   gdn_cotangents ct;
-  vtu_cots(&ct, &s, 0, 1);
+  tsu_cots(&ct, &s, 0, 1);
   kern_config c = vtu_cfg(GDN_DTYPE_F32, 8, 4);
   c.shard = KERN_SHARD_TOKENS;
   expect(&in, &ct, &c, 1, GDN_ERR_INPUT, "kern_affine_prefix_vjp: ");

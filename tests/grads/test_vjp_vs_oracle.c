@@ -88,10 +88,10 @@ static const vcase cases[] = {
 
 static void check_case(const vcase *c, gdn_dtype dt, double bound64) {
   gdn_inputs in;
-  vtu_synth(&in, c->s, c->flags, 7);
+  tsu_synth(&in, c->s, c->flags, 7);
   if (c->scale != 0) in.has_scale = 1, in.scale = c->scale;
   gdn_cotangents ct;
-  vtu_cots(&ct, &c->s, c->dht, 3);
+  tsu_cots(&ct, &c->s, c->dht, 3);
   gdn_grads ref, g;
   oracle(&in, &ct, &ref);
   const int64_t Ds[] = {1, 2, 4, 8};
@@ -161,9 +161,9 @@ END_TEST
 START_TEST(planted_dk_error_fails) {
   const vcase *c = &cases[0];
   gdn_inputs in;
-  vtu_synth(&in, c->s, c->flags, 7);
+  tsu_synth(&in, c->s, c->flags, 7);
   gdn_cotangents ct;
-  vtu_cots(&ct, &c->s, c->dht, 3);
+  tsu_cots(&ct, &c->s, c->dht, 3);
   gdn_grads ref, g;
   oracle(&in, &ct, &ref);
   const int64_t Ds[] = {1, 2, 4, 8}, t = c->s.T / 2, Dk = c->s.Dk;
@@ -201,9 +201,9 @@ END_TEST
 START_TEST(matmul_modes) {
   const vcase *c = &cases[0];
   gdn_inputs in;
-  vtu_synth(&in, c->s, c->flags, 7);
+  tsu_synth(&in, c->s, c->flags, 7);
   gdn_cotangents ct;
-  vtu_cots(&ct, &c->s, c->dht, 3);
+  tsu_cots(&ct, &c->s, c->dht, 3);
   gdn_grads ref, g;
   oracle(&in, &ct, &ref);
   const struct { kern_matmul m; double unit; } modes[] = {
@@ -247,10 +247,10 @@ END_TEST
 START_TEST(bfloat16_within_band) {
   const vcase *c = &cases[_i];
   gdn_inputs in;
-  vtu_synth(&in, c->s, c->flags, 7);
+  tsu_synth(&in, c->s, c->flags, 7);
   if (c->scale != 0) in.has_scale = 1, in.scale = c->scale;
   gdn_cotangents ct;
-  vtu_cots(&ct, &c->s, c->dht, 3);
+  tsu_cots(&ct, &c->s, c->dht, 3);
   gdn_grads ref, g;
   oracle(&in, &ct, &ref);
   const int64_t Ds[] = {1, 2, 4, 8};

@@ -11,21 +11,7 @@
 #include "gdn_synth.h"
 #include "kern_vjp.h"
 
-static inline void vtu_synth(gdn_inputs *in, gdn_shape s, unsigned flags, uint64_t seed) {
-  gdn_error e;
-  gdn_error_init(&e);
-  gdn_inputs_init(in);
-  gdn_synth_opts o = {seed, flags, 0};
-  ck_assert_msg(gdn_synth_generate(in, &s, &o, &e) == GDN_OK, "synth: %s", e.msg);
-}
-
-static inline void vtu_cots(gdn_cotangents *ct, const gdn_shape *s, int with_dht, uint64_t seed) {
-  gdn_error e;
-  gdn_error_init(&e);
-  gdn_cotangents_init(ct);
-  ck_assert(gdn_cotangents_alloc(ct, s, with_dht, &e) == GDN_OK);
-  gdn_cotangents_synth(ct, seed);
-}
+#include "../test_util_synth.h"
 
 static inline kern_config vtu_cfg(gdn_dtype dt, int64_t C, int64_t D) {
   kern_config c;

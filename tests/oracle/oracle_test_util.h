@@ -12,6 +12,8 @@
 #include "gdn_synth.h"
 #include "oracle.h"
 
+#include "../test_util_synth.h"
+
 static inline oracle_config otu_cfg(long prec, oracle_form form, int64_t chunk) {
   oracle_config c;
   oracle_config_init(&c);
@@ -19,23 +21,6 @@ static inline oracle_config otu_cfg(long prec, oracle_form form, int64_t chunk) 
   c.form = form;
   c.chunk = chunk;
   return c;
-}
-
-static inline void otu_synth(gdn_inputs *in, gdn_shape s, unsigned flags, uint64_t seed) {
-  gdn_error e;
-  gdn_error_init(&e);
-  gdn_inputs_init(in);
-  gdn_synth_opts o = {seed, flags, 0};
-  ck_assert_msg(gdn_synth_generate(in, &s, &o, &e) == GDN_OK, "synth: %s", e.msg);
-}
-
-/* N(0, 1) float32 cotangents do (and dht when with_dht) for shape s. */
-static inline void otu_cots(gdn_cotangents *ct, const gdn_shape *s, int with_dht, uint64_t seed) {
-  gdn_error e;
-  gdn_error_init(&e);
-  gdn_cotangents_init(ct);
-  ck_assert(gdn_cotangents_alloc(ct, s, with_dht, &e) == GDN_OK);
-  gdn_cotangents_synth(ct, seed);
 }
 
 /* Runs the oracle and fails the test on any error. */

@@ -37,7 +37,7 @@ static double max_abs(const double *x, size_t n) {
 START_TEST(certificate_equals_truth_below_53) {
   gdn_shape s = {1, 100, 2, 4, 16, 8};
   gdn_inputs in;
-  otu_synth(&in, s, GDN_SYNTH_H0, 7);
+  tsu_synth(&in, s, GDN_SYNTH_H0, 7);
   oracle_config cref = otu_cfg(256, ORACLE_FORM_TOKEN, 0);
   gdn_outputs ref;
   otu_run(&in, &cref, &ref);
@@ -85,7 +85,7 @@ END_TEST
  * tokens (a <= e^-0.1) plus one dot of Dk: (21 x 10.5 + 16) u < 2^8 u.
  * Observed 3 bits; rounding errors do not all align. */
 static void positive_inputs(gdn_inputs *in, gdn_shape s) {
-  otu_synth(in, s, GDN_SYNTH_H0, 21);
+  tsu_synth(in, s, GDN_SYNTH_H0, 21);
   for (size_t i = 0; i < gdn_shape_numel_qk(&s); i++) {
     in->q[i] = fabsf(in->q[i]);
     in->k[i] = fabsf(in->k[i]);
@@ -199,7 +199,7 @@ END_TEST
 START_TEST(certificate_exact_values) {
   gdn_shape s = {1, 9, 1, 2, 4, 4};
   gdn_inputs in;
-  otu_synth(&in, s, 0, 3);
+  tsu_synth(&in, s, 0, 3);
   memset(in.v, 0, gdn_shape_numel_v(&s) * sizeof(float));
   gdn_outputs out;
   oracle_certificate cert;
@@ -320,8 +320,8 @@ END_TEST
 START_TEST(planted_difference) {
   gdn_shape s = {1, 40, 2, 2, 8, 8};
   gdn_inputs a, b;
-  otu_synth(&a, s, GDN_SYNTH_H0, 7);
-  otu_synth(&b, s, GDN_SYNTH_H0, 8);
+  tsu_synth(&a, s, GDN_SYNTH_H0, 7);
+  tsu_synth(&b, s, GDN_SYNTH_H0, 8);
   oracle_config cfg = otu_cfg(128, ORACLE_FORM_TOKEN, 0);
   gdn_outputs oa, ob;
   otu_run(&a, &cfg, &oa);

@@ -74,7 +74,7 @@ static void expect_same_refusal(const gdn_inputs *in, const char *needle) {
 START_TEST(bad_config) {
   gdn_shape s = {1, 5, 1, 1, 4, 4};
   gdn_inputs in;
-  otu_synth(&in, s, 0, 1);
+  tsu_synth(&in, s, 0, 1);
   oracle_dd_config c;
   oracle_dd_config_init(&c);
   c.sample_prec = 23;
@@ -116,7 +116,7 @@ END_TEST
 START_TEST(bad_inputs_as_mpfr) {
   gdn_shape s = {1, 5, 1, 2, 4, 4};
   gdn_inputs in;
-  otu_synth(&in, s, GDN_SYNTH_H0, 1);
+  tsu_synth(&in, s, GDN_SYNTH_H0, 1);
   in.v[7] = NAN;
   expect_same_refusal(&in, "input v");
   in.v[7] = 0;
@@ -150,7 +150,7 @@ END_TEST
 START_TEST(binary64_range) {
   gdn_shape s = {1, 6, 1, 2, 4, 4};
   gdn_inputs in;
-  otu_synth(&in, s, GDN_SYNTH_H0, 3);
+  tsu_synth(&in, s, GDN_SYNTH_H0, 3);
   oracle_dd_config dc;
   oracle_dd_config_init(&dc);
   in.g[3 * 2 + 1] = 800.0f;
@@ -166,7 +166,7 @@ START_TEST(binary64_range) {
   gdn_inputs_clear(&in);
 
   gdn_shape s2 = {1, 200, 1, 1, 4, 4};
-  otu_synth(&in, s2, GDN_SYNTH_H0, 3);
+  tsu_synth(&in, s2, GDN_SYNTH_H0, 3);
   for (size_t i = 0; i < gdn_shape_numel_gate(&s2); i++) in.g[i] = 4.0f;
   expect_dd_error(&in, &dc, GDN_ERR_INPUT, "binary64's exponent range");
   gdn_inputs_clear(&in);
@@ -178,7 +178,7 @@ static void alloc_failures(int64_t ns, int threads) {
   gdn_threads_set(threads);
   gdn_shape s = {1, 9, 1, 2, 4, 12};
   gdn_inputs in;
-  otu_synth(&in, s, GDN_SYNTH_H0, 2);
+  tsu_synth(&in, s, GDN_SYNTH_H0, 2);
   oracle_dd_config cfg;
   oracle_dd_config_init(&cfg);
   cfg.sample_columns = ns;
@@ -258,7 +258,7 @@ START_TEST(memory_flat_in_T) {
   for (int i = 0; i < 3; i++) {
     gdn_shape s = {1, Ts[i], 1, 2, 16, 16};
     gdn_inputs in;
-    otu_synth(&in, s, GDN_SYNTH_H0, 41);
+    tsu_synth(&in, s, GDN_SYNTH_H0, 41);
     usage_of(&in, &peaks[i], &allocs[i]);
     gdn_inputs_clear(&in);
   }

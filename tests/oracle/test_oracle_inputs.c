@@ -15,7 +15,7 @@ static const struct { oracle_form f; int64_t C; } forms[] = {{ORACLE_FORM_TOKEN,
 START_TEST(h0_honoured) {
   gdn_shape s = {2, 13, 1, 2, 4, 8};
   gdn_inputs in, frozen, zero;
-  otu_synth(&in, s, GDN_SYNTH_H0, 5);
+  tsu_synth(&in, s, GDN_SYNTH_H0, 5);
   gdn_error e;
   gdn_error_init(&e);
   gdn_inputs_init(&frozen);
@@ -104,7 +104,7 @@ static void widen(gdn_inputs *wide, const gdn_inputs *in, int interleave) {
 START_TEST(grouped_heads_equal_repeat_interleave) {
   gdn_shape s = {2, 21, 2, 4, 8, 4};
   gdn_inputs in, wide, tiled;
-  otu_synth(&in, s, GDN_SYNTH_H0, 9);
+  tsu_synth(&in, s, GDN_SYNTH_H0, 9);
   widen(&wide, &in, 1);
   widen(&tiled, &in, 0);
   for (int fi = 0; fi < 2; fi++) {
@@ -135,7 +135,7 @@ END_TEST
 START_TEST(scale_honoured) {
   gdn_shape s = {1, 17, 1, 2, 16, 4};
   gdn_inputs in;
-  otu_synth(&in, s, GDN_SYNTH_H0, 4);
+  tsu_synth(&in, s, GDN_SYNTH_H0, 4);
   for (int fi = 0; fi < 2; fi++) {
     oracle_config cfg = otu_cfg(128, forms[fi].f, forms[fi].C);
     gdn_outputs def, quarter, half;
@@ -156,7 +156,7 @@ START_TEST(scale_honoured) {
   gdn_inputs_clear(&in);
 
   gdn_shape s8 = {1, 30, 1, 2, 8, 8};
-  otu_synth(&in, s8, 0, 4);
+  tsu_synth(&in, s8, 0, 4);
   oracle_config cfg = otu_cfg(128, ORACLE_FORM_TOKEN, 0);
   gdn_outputs exact, given;
   otu_run(&in, &cfg, &exact);
@@ -182,7 +182,7 @@ END_TEST
 START_TEST(l2norm_on_prenormalised) {
   gdn_shape s = {1, 50, 2, 2, 32, 8};
   gdn_inputs in;
-  otu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_QK_PRENORM, 6);
+  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_QK_PRENORM, 6);
   ck_assert_int_eq(in.l2norm_in_kernel, 0);
   for (int fi = 0; fi < 2; fi++) {
     oracle_config cfg = otu_cfg(128, forms[fi].f, forms[fi].C);

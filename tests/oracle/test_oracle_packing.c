@@ -18,7 +18,7 @@
 static const gdn_shape S = {2, 160, 1, 2, 8, 6};
 
 static void packed(gdn_inputs *in, int packing) {
-  otu_synth(in, S, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, 7);
+  tsu_synth(in, S, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, 7);
   gdn_error e;
   gdn_error_init(&e);
   ck_assert_int_eq(gdn_synth_segments(in, 7, 5, &e), GDN_OK);

@@ -38,7 +38,7 @@ static const gdn_shape shape = {1, 2500, 1, 2, 8, 6}; /* 3 reporting periods per
 
 START_TEST(dd_reports_and_changes_nothing) {
   gdn_inputs in;
-  otu_synth(&in, shape, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, 3);
+  tsu_synth(&in, shape, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, 3);
   for (int nt = 1; nt <= 2; nt++) {
     gdn_threads_set(nt);
     gdn_error e;
@@ -78,7 +78,7 @@ END_TEST
 static void mpfr_case(oracle_form form, int64_t chunk, int certified) {
   gdn_inputs in;
   const gdn_shape s = {1, 2100, 1, 1, 4, 3};
-  otu_synth(&in, s, GDN_SYNTH_SLOW_GATES, 5);
+  tsu_synth(&in, s, GDN_SYNTH_SLOW_GATES, 5);
   for (int nt = 1; nt <= 2; nt++) {
     gdn_threads_set(nt);
     gdn_error e;
@@ -120,7 +120,7 @@ START_TEST(part_meter_follows_selection) {
   const unsigned char heads[4] = {1, 0, 1, 1};
   const int64_t n_sel = 3, all = ps.B * ps.Hv;
   gdn_inputs in;
-  otu_synth(&in, ps, GDN_SYNTH_SLOW_GATES, 9);
+  tsu_synth(&in, ps, GDN_SYNTH_SLOW_GATES, 9);
   for (int nt = 1; nt <= 2; nt++) {
     gdn_threads_set(nt);
     gdn_error e;

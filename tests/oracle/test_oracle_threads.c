@@ -22,7 +22,7 @@ START_TEST(one_vs_two_threads) {
    * columns, the last block partial. */
   gdn_shape s = {2, 33, 1, 3, 12, 20};
   gdn_inputs in;
-  otu_synth(&in, s, GDN_SYNTH_H0, 31);
+  tsu_synth(&in, s, GDN_SYNTH_H0, 31);
   const struct { oracle_form f; int64_t C; } forms[] = {{ORACLE_FORM_TOKEN, 0},
                                                         {ORACLE_FORM_CHUNKED, 8}};
   for (int fi = 0; fi < 2; fi++) {
@@ -53,7 +53,7 @@ END_TEST
 START_TEST(column_block_changes_nothing) {
   gdn_shape s = {1, 25, 2, 2, 10, 20};
   gdn_inputs in;
-  otu_synth(&in, s, GDN_SYNTH_H0, 32);
+  tsu_synth(&in, s, GDN_SYNTH_H0, 32);
   oracle_config cfg = otu_cfg(72, ORACLE_FORM_TOKEN, 0);
   gdn_outputs ref;
   run_with(&in, cfg, 2, &ref, NULL);

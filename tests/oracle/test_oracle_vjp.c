@@ -209,10 +209,10 @@ static void fd_all(const gdn_inputs *in, const gdn_cotangents *ct, const gdn_gra
 
 static void fd_case(gdn_shape s, unsigned flags, int with_dht, int has_scale) {
   gdn_inputs in;
-  otu_synth(&in, s, flags, 11);
+  tsu_synth(&in, s, flags, 11);
   if (has_scale) in.has_scale = 1, in.scale = 0.3;
   gdn_cotangents ct;
-  otu_cots(&ct, &s, with_dht, 5);
+  tsu_cots(&ct, &s, with_dht, 5);
   gdn_grads g, fd;
   oracle_vjp_certificate cert;
   run_vjp(&in, &ct, 128, 0, &g, &cert);
@@ -267,9 +267,9 @@ static int same(const gdn_grads *a, const gdn_grads *b) {
 START_TEST(checkpoint_and_threads_change_nothing) {
   gdn_shape s = {2, 23, 2, 4, 5, 4};
   gdn_inputs in;
-  otu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 3);
+  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 3);
   gdn_cotangents ct;
-  otu_cots(&ct, &s, 1, 9);
+  tsu_cots(&ct, &s, 1, 9);
   gdn_grads ref, g;
   oracle_vjp_certificate c0, c1;
   gdn_threads_set(1);
@@ -299,9 +299,9 @@ END_TEST
 START_TEST(certificate) {
   gdn_shape s = {1, 40, 1, 1, 8, 4};
   gdn_inputs in;
-  otu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 4);
+  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 4);
   gdn_cotangents ct;
-  otu_cots(&ct, &s, 1, 2);
+  tsu_cots(&ct, &s, 1, 2);
   gdn_grads g128, g53;
   oracle_vjp_certificate c128, c53, c24;
   run_vjp(&in, &ct, 128, 0, &g128, &c128);
@@ -349,9 +349,9 @@ static void expect_error(const gdn_inputs *in, const gdn_cotangents *ct, const o
 START_TEST(errors) {
   gdn_shape s = {1, 4, 1, 1, 3, 2};
   gdn_inputs in;
-  otu_synth(&in, s, GDN_SYNTH_H0, 1);
+  tsu_synth(&in, s, GDN_SYNTH_H0, 1);
   gdn_cotangents ct;
-  otu_cots(&ct, &s, 1, 1);
+  tsu_cots(&ct, &s, 1, 1);
   oracle_vjp_config cfg;
   oracle_vjp_config_init(&cfg);
   cfg.prec = 10;
@@ -397,9 +397,9 @@ START_TEST(alloc_failures) {
   gdn_threads_set(2);
   gdn_shape s = {1, 9, 2, 2, 3, 2};
   gdn_inputs in;
-  otu_synth(&in, s, GDN_SYNTH_H0, 2);
+  tsu_synth(&in, s, GDN_SYNTH_H0, 2);
   gdn_cotangents ct;
-  otu_cots(&ct, &s, 1, 3);
+  tsu_cots(&ct, &s, 1, 3);
   gdn_grads ref;
   oracle_vjp_certificate cref, cert;
   run_vjp(&in, &ct, 64, 0, &ref, &cref);

@@ -81,9 +81,9 @@ static const ddcase cases[] = {
 START_TEST(agrees_with_mpfr) {
   const ddcase *c = &cases[_i];
   gdn_inputs in;
-  otu_synth(&in, c->s, c->flags, 21);
+  tsu_synth(&in, c->s, c->flags, 21);
   gdn_cotangents ct;
-  otu_cots(&ct, &c->s, c->dht, 4);
+  tsu_cots(&ct, &c->s, c->dht, 4);
   gdn_grads ref, g;
   oracle_vjp_dd_certificate cert;
   run_mpfr(&in, &ct, &ref);
@@ -108,9 +108,9 @@ END_TEST
 START_TEST(nothing_changes_the_values) {
   const ddcase *c = &cases[1];
   gdn_inputs in;
-  otu_synth(&in, c->s, c->flags, 3);
+  tsu_synth(&in, c->s, c->flags, 3);
   gdn_cotangents ct;
-  otu_cots(&ct, &c->s, 1, 5);
+  tsu_cots(&ct, &c->s, 1, 5);
   gdn_grads ref, g;
   oracle_vjp_dd_certificate cert;
   gdn_threads_set(1);
@@ -136,9 +136,9 @@ END_TEST
 START_TEST(planted_error_lowers_the_certificate) {
   const ddcase *c = &cases[0];
   gdn_inputs in;
-  otu_synth(&in, c->s, c->flags, 21);
+  tsu_synth(&in, c->s, c->flags, 21);
   gdn_cotangents ct;
-  otu_cots(&ct, &c->s, c->dht, 4);
+  tsu_cots(&ct, &c->s, c->dht, 4);
   gdn_grads g;
   oracle_vjp_dd_certificate cert;
   int64_t s0 = oracle_dd_sample_start(&c->s, 2, 0, 0);
@@ -161,9 +161,9 @@ END_TEST
 START_TEST(errors_and_allocation_failures) {
   gdn_shape s = {1, 12, 1, 2, 4, 3};
   gdn_inputs in;
-  otu_synth(&in, s, GDN_SYNTH_H0, 1);
+  tsu_synth(&in, s, GDN_SYNTH_H0, 1);
   gdn_cotangents ct;
-  otu_cots(&ct, &s, 1, 1);
+  tsu_cots(&ct, &s, 1, 1);
   gdn_error e;
   gdn_error_init(&e);
   gdn_grads g;

@@ -144,7 +144,7 @@ START_TEST(mutant_rows) {
   for (size_t i = 0; i < sizeof check / sizeof check[0]; i++) {
     parity_subject_run run;
     parity_subject_run_init(&run, parity_subject_mutant(check[i]));
-    parity_produce_ctx cx = {&in, &cfg, 0, NULL};
+    parity_produce_ctx cx = {&in, &cfg, 0, NULL, NULL};
     ck_assert_int_eq(parity_subject_produce(&run, &cx, &e), GDN_OK);
     ck_assert_uint_eq(run.present, PARITY_TENSOR_FORWARD);
     kern_config mc = cfg;

@@ -91,7 +91,7 @@ static double conform(const parity_subject_methods *m, const fixture *f, const p
   parity_subject_run_init(&s, m);
   s.ext = ext;
   if (ext) s.name = ext->name;
-  parity_produce_ctx cx = {&f->in, &cfg, 0, NULL};
+  parity_produce_ctx cx = {&f->in, &cfg, 0, NULL, NULL};
   ck_assert_msg(parity_subject_produce(&s, &cx, &e) == GDN_OK, "%s: %s", m->name, e.msg);
   ck_assert_ptr_nonnull(s.out);
   ck_assert_int_eq(memcmp(&s.out->shape, &f->in.shape, sizeof shape), 0);
@@ -323,7 +323,7 @@ START_TEST(upstream_over_tensor_rows) {
   double ro[4] = {1, 1, 1, 1}, xo[4], rh[2] = {1, 1}, xh[2];
   for (int i = 0; i < 4; i++) xo[i] = ro[i] + 1e-7;
   for (int i = 0; i < 2; i++) xh[i] = rh[i] + 1e-5;
-  parity_vals x[PARITY_T_N] = {{xo, NULL}, {xh, NULL}}, r[PARITY_T_N] = {{ro, NULL}, {rh, NULL}};
+  parity_vals x[PARITY_T_N] = {parity_vals_f64(xo), parity_vals_f64(xh)}, r[PARITY_T_N] = {parity_vals_f64(ro), parity_vals_f64(rh)};
   size_t n[PARITY_T_N] = {4, 2};
   double rf[PARITY_T_N] = {1e-3, 1e-2};
   parity_upstream up[PARITY_UPSTREAM_N];

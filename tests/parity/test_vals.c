@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gdn_bf16.h"
 #include "gdn_synth.h"
 #include "gdn_threads.h"
 #include "kern.h"
@@ -73,6 +74,72 @@ static void check_kernel(kern_fn fn, gdn_dtype dtype, unsigned bf16_mask, gdn_dt
   gdn_inputs_clear(&in);
 }
 
+/* With a code base (a binary64 reference of the same shape), a float32 o
+ * is held as codes that decode to the float32-held o bit for bit, at 1 and
+ * 2 threads and with ftz (the kernels write under FTZ/DAZ then); a
+ * bfloat16-rounded or binary64 o is not coded. */
+static void check_coded(kern_fn fn, gdn_dtype dtype, unsigned bf16_mask, int ftz, int threads) {
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_inputs in;
+  gdn_inputs_init(&in);
+  gdn_synth_opts so = {13, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, bf16_mask};
+  ck_assert_int_eq(gdn_synth_generate(&in, &shape, &so, &e), GDN_OK);
+  kern_config cfg;
+  kern_config_init(&cfg);
+  cfg.chunk = 16;
+  cfg.devices = 5;
+  cfg.dtype = GDN_DTYPE_F64;
+  gdn_outputs ref, f, c;
+  gdn_outputs_init(&ref);
+  gdn_outputs_init(&f);
+  gdn_outputs_init(&c);
+  ck_assert_msg(kern_recurrent(&in, &cfg, &ref, &e) == GDN_OK, "%s", e.msg); /* the base */
+  cfg.dtype = dtype;
+  cfg.ftz = ftz;
+  gdn_threads_set(threads);
+  f.f32_ok = c.f32_ok = 1;
+  c.code_base = ref.o;
+  ck_assert_msg(fn(&in, &cfg, &f, &e) == GDN_OK, "%s", e.msg);
+  ck_assert_msg(fn(&in, &cfg, &c, &e) == GDN_OK, "%s", e.msg);
+  const size_t n = (size_t)gdn_shape_numel_v(&shape);
+  ck_assert_mem_eq(c.ht, f.ht, (size_t)gdn_shape_numel_state(&shape) * sizeof(double));
+  if (c.dtype != GDN_DTYPE_F32) { /* bfloat16-rounded or binary64 values: not coded */
+    ck_assert(c.oc.c == NULL && (c.o32 != NULL || c.o != NULL));
+  } else {
+    ck_assert(c.oc.c != NULL && c.o32 == NULL && c.o == NULL);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += gdn_f32_bits(gdn_ocode_value(&c.oc, i)) != gdn_f32_bits(f.o32[i]);
+    ck_assert_uint_eq(bad, 0);
+    if (dtype == GDN_DTYPE_F32) /* float32 compute: near the reference (bfloat16 compute is not, and
+                                   the harness does not ask codes for it: parity_subject.c) */
+      ck_assert_msg(c.oc.n_exc < n / 4, "%zu exceptions of %zu (dtype %d, ftz %d, %d threads)", c.oc.n_exc, n, (int)dtype, ftz, threads); /* near the reference: few */
+    /* Negative control: one code changed is one value changed. */
+    size_t i = 0;
+    while (c.oc.c[i] == GDN_OCODE_EXC) i++;
+    c.oc.c[i] ^= 1;
+    ck_assert(gdn_f32_bits(gdn_ocode_value(&c.oc, i)) != gdn_f32_bits(f.o32[i]));
+  }
+  gdn_threads_set(0);
+  gdn_outputs_clear(&ref);
+  gdn_outputs_clear(&f);
+  gdn_outputs_clear(&c);
+  gdn_inputs_clear(&in);
+}
+
+START_TEST(kernels_hold_o_as_codes) {
+  kern_fn fns[3] = {kern_scan, run_affine, kern_recurrent};
+  for (int k = 0; k < 3; k++)
+    for (int t = 1; t <= 2; t++) {
+      check_coded(fns[k], GDN_DTYPE_F32, 0, 0, t);
+      check_coded(fns[k], GDN_DTYPE_F32, 0, 1, t);
+      check_coded(fns[k], GDN_DTYPE_F32, GDN_T_Q, 0, t); /* o rounded to bfloat16: not coded */
+      check_coded(fns[k], GDN_DTYPE_BF16, 0, 1, t);
+      check_coded(fns[k], GDN_DTYPE_F64, 0, 0, t);
+    }
+}
+END_TEST
+
 START_TEST(kernels_hold_o_in_their_dtype) {
   kern_fn fns[3] = {kern_scan, run_affine, kern_recurrent};
   for (int k = 0; k < 3; k++) {
@@ -128,6 +195,32 @@ START_TEST(metrics_read_either_form) {
     measure(parity_vals_f32(xf), parity_vals_f64(r64), dims, &a); /* against a binary64 reference */
     measure(parity_vals_f64(xd), parity_vals_f64(r64), dims, &b);
     ck_assert_mem_eq(&a, &b, sizeof a);
+    /* Codes against the binary64 reference (x) and against the float32 one
+     * rounded (r, as a scan's o coded against the oracle's): the same bits. */
+    gdn_ocode xc, rc;
+    gdn_ocode_init(&xc);
+    gdn_ocode_init(&rc);
+    gdn_error e;
+    gdn_error_init(&e);
+    ck_assert_int_eq(gdn_ocode_alloc(&xc, n, r64, &e), GDN_OK);
+    ck_assert_int_eq(gdn_ocode_alloc(&rc, n, r64, &e), GDN_OK);
+    gdn_ocode_local lx = {0}, lr = {0};
+    for (size_t i = 0; i < n; i++) {
+      gdn_ocode_put(&xc, i, xf[i], &lx);
+      gdn_ocode_put(&rc, i, rf[i], &lr);
+    }
+    gdn_ocode_flush(&xc, &lx);
+    gdn_ocode_flush(&rc, &lr);
+    ck_assert_int_eq(gdn_ocode_finish(&xc, &e), GDN_OK);
+    ck_assert_int_eq(gdn_ocode_finish(&rc, &e), GDN_OK);
+    measure(parity_vals_coded(&xc), parity_vals_f64(r64), dims, &a);
+    ck_assert_mem_eq(&a, &b, sizeof a);
+    all_metrics c, d;
+    measure(parity_vals_coded(&xc), parity_vals_coded(&rc), dims, &c); /* affine vs scan, both coded */
+    measure(parity_vals_f64(xd), parity_vals_f64(rd), dims, &d);
+    ck_assert_mem_eq(&c, &d, sizeof c);
+    gdn_ocode_clear(&xc);
+    gdn_ocode_clear(&rc);
     /* Negative control: x off by one more float32 ULP in one element. */
     float keep = xf[41];
     xf[41] = nextafterf(xf[41], INFINITY);
@@ -157,6 +250,19 @@ START_TEST(buffers_reused_in_their_form) {
   o.f32_ok = 0;
   ck_assert_int_eq(kern_out_alloc(&o, &shape, GDN_DTYPE_F32, &e), GDN_OK);
   ck_assert(o.o32 == NULL && o.o != NULL); /* not asked: binary64 as before */
+  /* codes when asked, for float32 values only */
+  static double base[2 * 80 * 2 * 8];
+  o.f32_ok = 1;
+  o.code_base = base;
+  ck_assert_int_eq(kern_out_alloc(&o, &shape, GDN_DTYPE_F32, &e), GDN_OK);
+  ck_assert(o.oc.c != NULL && o.oc.base == base && o.o32 == NULL && o.o == NULL);
+  int8_t *pc = o.oc.c;
+  ck_assert_int_eq(kern_out_alloc(&o, &shape, GDN_DTYPE_F32, &e), GDN_OK);
+  ck_assert(o.oc.c == pc); /* same size and form: reused */
+  ck_assert_int_eq(kern_out_alloc(&o, &shape, GDN_DTYPE_BF16, &e), GDN_OK);
+  ck_assert(o.oc.c == NULL && o.o32 != NULL); /* bfloat16 values: float32 */
+  gdn_outputs_clear(&o);
+  ck_assert(o.code_base == base && !o.oc.c); /* the request survives clear */
   gdn_outputs_clear(&o);
 }
 END_TEST
@@ -166,6 +272,7 @@ int main(void) {
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, kernels_hold_o_in_their_dtype);
+  tcase_add_test(tc, kernels_hold_o_as_codes);
   tcase_add_test(tc, metrics_read_either_form);
   tcase_add_test(tc, buffers_reused_in_their_form);
   suite_add_tcase(s, tc);

@@ -11,6 +11,8 @@
 #include "oracle.h"
 #include "parity_metrics.h"
 
+#include "../test_util_synth.h"
+
 typedef struct { double o, ht; } relerr;
 
 static relerr rel(const gdn_outputs *x, const gdn_outputs *r) {
@@ -23,14 +25,6 @@ static relerr rel(const gdn_outputs *x, const gdn_outputs *r) {
   ck_assert_int_eq(parity_metrics_compute(x->ht, r->ht, hd, GDN_DTYPE_F64, &mh, &e), GDN_OK);
   relerr q = {mo.rel_fro, mh.rel_fro};
   return q;
-}
-
-static void inputs(gdn_inputs *in, gdn_shape s, unsigned flags, uint64_t seed) {
-  gdn_error e;
-  gdn_error_init(&e);
-  gdn_inputs_init(in);
-  gdn_synth_opts o = {seed, flags, 0};
-  ck_assert_int_eq(gdn_synth_generate(in, &s, &o, &e), GDN_OK);
 }
 
 static void oracle(const gdn_inputs *in, gdn_outputs *out) {
@@ -75,7 +69,7 @@ static const struct { gdn_shape s; unsigned flags; } variants[] = {
 START_TEST(float64_kernels_match_oracle) {
   int v = _i;
   gdn_inputs in;
-  inputs(&in, variants[v].s, variants[v].flags, 11 + v);
+  tsu_synth(&in, variants[v].s, variants[v].flags, 11 + v);
   gdn_outputs ref, x;
   oracle(&in, &ref);
   static const int64_t Cs[] = {1, 4, 16, 64};
@@ -119,7 +113,7 @@ END_TEST
 START_TEST(float32_kernels_within_bound) {
   int v = _i;
   gdn_inputs in;
-  inputs(&in, variants[v].s, variants[v].flags, 21 + v);
+  tsu_synth(&in, variants[v].s, variants[v].flags, 21 + v);
   gdn_outputs ref, x;
   oracle(&in, &ref);
   const double bound = 64 * ldexp(1, -24);
@@ -146,7 +140,7 @@ END_TEST
 /* Threads change nothing: oracle and kernels bit-identical for 1 and 2. */
 START_TEST(thread_count_does_not_change_results) {
   gdn_inputs in;
-  inputs(&in, variants[0].s, variants[0].flags, 5);
+  tsu_synth(&in, variants[0].s, variants[0].flags, 5);
   gdn_outputs a, b, c, d;
   gdn_threads_set(1);
   oracle(&in, &a);
@@ -174,7 +168,7 @@ END_TEST
 START_TEST(packed_documents_match_oracle) {
   for (int packing = 0; packing < 2; packing++) {
     gdn_inputs in;
-    inputs(&in, (gdn_shape){1, 192, 1, 2, 16, 12}, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, 31);
+    tsu_synth(&in, (gdn_shape){1, 192, 1, 2, 16, 12}, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, 31);
     gdn_error e;
     gdn_error_init(&e);
     ck_assert_int_eq(gdn_synth_segments(&in, 31, 6, &e), GDN_OK);

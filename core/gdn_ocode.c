@@ -1,0 +1,75 @@
+#include "gdn_ocode.h"
+
+#include <stdlib.h>
+
+#include "gdn_alloc.h"
+
+void gdn_ocode_init(gdn_ocode *oc) { memset(oc, 0, sizeof *oc); }
+
+void gdn_ocode_clear(gdn_ocode *oc) {
+  gdn_free(oc->c);
+  free(oc->exc); /* grown with realloc under the writers' lock */
+  gdn_ocode_init(oc);
+}
+
+int gdn_ocode_alloc(gdn_ocode *oc, size_t n, const double *base, gdn_error *e) {
+  gdn_ocode_clear(oc);
+  if (!(oc->c = gdn_malloc(n ? n : 1, "output o codes", e))) return e ? e->code : GDN_ERR_NOMEM;
+  oc->base = base;
+  return GDN_OK;
+}
+
+void gdn_ocode_restart(gdn_ocode *oc, const double *base) {
+  oc->base = base;
+  oc->n_exc = 0;
+  oc->nomem = 0;
+}
+
+void gdn_ocode_flush(gdn_ocode *oc, gdn_ocode_local *loc) {
+  if (!loc->n) return;
+#pragma omp critical(gdn_ocode_flush)
+  {
+    if (oc->n_exc + loc->n > oc->cap_exc) {
+      size_t cap = oc->cap_exc ? 2 * oc->cap_exc : 4096;
+      while (cap < oc->n_exc + loc->n) cap *= 2;
+      gdn_ocode_exc *p = realloc(oc->exc, cap * sizeof *p);
+      if (p) {
+        oc->exc = p;
+        oc->cap_exc = cap;
+      } else oc->nomem = 1;
+    }
+    if (oc->n_exc + loc->n <= oc->cap_exc) {
+      memcpy(oc->exc + oc->n_exc, loc->e, loc->n * sizeof *loc->e);
+      oc->n_exc += loc->n;
+    }
+  }
+  loc->n = 0;
+}
+
+static int by_index(const void *a, const void *b) {
+  const uint64_t x = ((const gdn_ocode_exc *)a)->i, y = ((const gdn_ocode_exc *)b)->i;
+  return (x > y) - (x < y);
+}
+
+int gdn_ocode_finish(gdn_ocode *oc, gdn_error *e) {
+  if (!oc->c) return GDN_OK;
+  if (oc->nomem) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory for the output's exception list");
+  qsort(oc->exc, oc->n_exc, sizeof *oc->exc, by_index);
+  for (size_t k = 1; k < oc->n_exc; k++)
+    if (oc->exc[k].i == oc->exc[k - 1].i)
+      return gdn_error_set(e, GDN_ERR_INTERNAL, "output element %llu written twice",
+                           (unsigned long long)oc->exc[k].i);
+  return GDN_OK;
+}
+
+float gdn_ocode_exc_value(const gdn_ocode_exc *exc, size_t n_exc, uint64_t i) {
+  size_t lo = 0, hi = n_exc;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (exc[mid].i < i) lo = mid + 1;
+    else hi = mid;
+  }
+  /* Present by construction (finish saw every exception); a missing one
+   * would be a caller's bug: NaN makes it loud in every metric. */
+  return lo < n_exc && exc[lo].i == i ? exc[lo].v : __builtin_nanf("");
+}
