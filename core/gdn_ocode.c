@@ -8,14 +8,20 @@ void gdn_ocode_init(gdn_ocode *oc) { memset(oc, 0, sizeof *oc); }
 
 void gdn_ocode_clear(gdn_ocode *oc) {
   gdn_free(oc->c);
+  gdn_free(oc->page);
   free(oc->exc); /* grown with realloc under the writers' lock */
   gdn_ocode_init(oc);
 }
 
 int gdn_ocode_alloc(gdn_ocode *oc, size_t n, const double *base, gdn_error *e) {
   gdn_ocode_clear(oc);
-  if (!(oc->c = gdn_malloc(n ? n : 1, "output o codes", e))) return e ? e->code : GDN_ERR_NOMEM;
+  if (!(oc->c = gdn_malloc(n ? n : 1, "output o codes", e)) ||
+      !(oc->page = gdn_malloc((n / GDN_OCODE_PAGE + 2) * sizeof *oc->page, "output o code pages", e))) {
+    gdn_ocode_clear(oc);
+    return e ? e->code : GDN_ERR_NOMEM;
+  }
   oc->base = base;
+  oc->n = n;
   return GDN_OK;
 }
 
@@ -59,17 +65,23 @@ int gdn_ocode_finish(gdn_ocode *oc, gdn_error *e) {
     if (oc->exc[k].i == oc->exc[k - 1].i)
       return gdn_error_set(e, GDN_ERR_INTERNAL, "output element %llu written twice",
                            (unsigned long long)oc->exc[k].i);
+  size_t k = 0;
+  for (size_t p = 0; p <= oc->n / GDN_OCODE_PAGE + 1; p++) {
+    while (k < oc->n_exc && oc->exc[k].i < (uint64_t)p * GDN_OCODE_PAGE) k++;
+    oc->page[p] = k;
+  }
   return GDN_OK;
 }
 
-float gdn_ocode_exc_value(const gdn_ocode_exc *exc, size_t n_exc, uint64_t i) {
-  size_t lo = 0, hi = n_exc;
+float gdn_ocode_exc_value(const gdn_ocode *oc, size_t i) {
+  const size_t p = i / GDN_OCODE_PAGE;
+  size_t lo = oc->page[p], hi = oc->page[p + 1];
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (exc[mid].i < i) lo = mid + 1;
+    if (oc->exc[mid].i < i) lo = mid + 1;
     else hi = mid;
   }
   /* Present by construction (finish saw every exception); a missing one
    * would be a caller's bug: NaN makes it loud in every metric. */
-  return lo < n_exc && exc[lo].i == i ? exc[lo].v : __builtin_nanf("");
+  return lo < oc->n_exc && oc->exc[lo].i == i ? oc->exc[lo].v : __builtin_nanf("");
 }

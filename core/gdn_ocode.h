@@ -39,6 +39,7 @@
 
 #define GDN_OCODE_EXC ((int8_t)-128) /* the code of an element held as an exception */
 #define GDN_OCODE_LOCAL 64
+#define GDN_OCODE_PAGE 4096 /* elements per entry of the exceptions' page index */
 
 typedef struct gdn_ocode_exc {
   uint64_t i; /* flat index */
@@ -50,6 +51,9 @@ typedef struct gdn_ocode {
   const double *base; /* n base values (borrowed: the reference's o) */
   gdn_ocode_exc *exc; /* n_exc exceptions, sorted by i after finish (owned) */
   size_t n_exc, cap_exc;
+  size_t n;     /* elements */
+  size_t *page; /* after finish: page[p] = the first exception at or after
+                   element p * GDN_OCODE_PAGE, p = 0 .. n / GDN_OCODE_PAGE + 1 (owned) */
   int nomem; /* an append failed: finish reports it */
 } gdn_ocode;
 
@@ -104,17 +108,16 @@ static inline void gdn_ocode_put(gdn_ocode *oc, size_t i, float y, gdn_ocode_loc
  * failed append (GDN_ERR_NOMEM).  A no-op when oc holds no codes. */
 int gdn_ocode_finish(gdn_ocode *oc, gdn_error *e);
 
+/* Element i's value when it is an exception (a search within its page). */
+float gdn_ocode_exc_value(const gdn_ocode *oc, size_t i);
 /* Element i's value from a finished oc: exact. */
-float gdn_ocode_exc_value(const gdn_ocode_exc *exc, size_t n_exc, uint64_t i);
-static inline float gdn_ocode_decode(int8_t code, double base, const gdn_ocode_exc *exc, size_t n_exc, uint64_t i) {
-  if (code == GDN_OCODE_EXC) return gdn_ocode_exc_value(exc, n_exc, i);
-  const uint32_t bits = gdn_ocode_unord(gdn_ocode_pivot(base) + (uint32_t)(int32_t)code);
+static inline float gdn_ocode_value(const gdn_ocode *oc, size_t i) {
+  const int8_t code = oc->c[i];
+  if (code == GDN_OCODE_EXC) return gdn_ocode_exc_value(oc, i);
+  const uint32_t bits = gdn_ocode_unord(gdn_ocode_pivot(oc->base[i]) + (uint32_t)(int32_t)code);
   float y;
   memcpy(&y, &bits, sizeof y);
   return y;
-}
-static inline float gdn_ocode_value(const gdn_ocode *oc, size_t i) {
-  return gdn_ocode_decode(oc->c[i], oc->base[i], oc->exc, oc->n_exc, (uint64_t)i);
 }
 
 #endif

@@ -19,8 +19,10 @@ static const parity_vals NONE = {NULL, NULL, NULL, 0};
  * tensor: FORMS calls `fn` once per form pair with the NULL pointers as
  * constants, so each always-inlined loop body is compiled per pair without
  * the per-element branch of parity_vals_at (and can vectorise).  A tensor
- * held as codes (c, from element off: gdn_ocode.h) takes a fifth, generic
- * instance that decodes per element.  Reads are exact in every form
+ * held as codes (c, from element off: gdn_ocode.h) is decoded per element:
+ * instances for codes against a binary64 reference (a kernel's o against
+ * the oracle's) and codes against codes (affine-prefix against the scan),
+ * and a generic one for the rest.  Reads are exact in every form
  * (parity_vals.h). */
 #define LD(d, f, c, o, i) ((f) ? (double)(f)[i] : (d) ? (d)[i] : (double)gdn_ocode_value((c), (o) + (size_t)(i)))
 #define HOT static inline __attribute__((always_inline))
@@ -31,7 +33,9 @@ static const parity_vals NONE = {NULL, NULL, NULL, 0};
 #define RV(i) LD(rd, rf, rc, ro, (i))
 #define FORMS(fn, x, r, ...)                                                                       \
   do {                                                                                             \
-    if ((x).c || (r).c) fn((x).d, (x).f, (x).c, (x).off, (r).d, (r).f, (r).c, (r).off, __VA_ARGS__); \
+    if ((x).c && (r).d) fn(NULL, NULL, (x).c, (x).off, (r).d, NULL, NULL, 0, __VA_ARGS__);           \
+    else if ((x).c && (r).c) fn(NULL, NULL, (x).c, (x).off, NULL, NULL, (r).c, (r).off, __VA_ARGS__); \
+    else if ((x).c || (r).c) fn((x).d, (x).f, (x).c, (x).off, (r).d, (r).f, (r).c, (r).off, __VA_ARGS__); \
     else if ((x).f && (r).f) fn(NULL, (x).f, NULL, 0, NULL, (r).f, NULL, 0, __VA_ARGS__);           \
     else if ((x).f) fn(NULL, (x).f, NULL, 0, (r).d, NULL, NULL, 0, __VA_ARGS__);                    \
     else if ((r).f) fn((x).d, NULL, NULL, 0, NULL, (r).f, NULL, 0, __VA_ARGS__);                    \
