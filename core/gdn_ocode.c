@@ -9,6 +9,7 @@ void gdn_ocode_init(gdn_ocode *oc) { memset(oc, 0, sizeof *oc); }
 void gdn_ocode_clear(gdn_ocode *oc) {
   gdn_free(oc->c);
   gdn_free(oc->page);
+  free(oc->side);
   free(oc->exc); /* grown with realloc under the writers' lock */
   gdn_ocode_init(oc);
 }
@@ -27,26 +28,48 @@ int gdn_ocode_alloc(gdn_ocode *oc, size_t n, const double *base, gdn_error *e) {
 
 void gdn_ocode_restart(gdn_ocode *oc, const double *base) {
   oc->base = base;
-  oc->n_exc = 0;
+  oc->n_exc = oc->n_far = 0;
   oc->nomem = 0;
+  free(oc->side);
+  oc->side = NULL;
+}
+
+/* The list's limit: n / 8 entries (2 bytes per element), at least one
+ * growth step. */
+static size_t exc_limit(const gdn_ocode *oc) { return oc->n / 8 > 4096 ? oc->n / 8 : 4096; }
+
+/* Under the lock: the entries into the side array (made on first use). */
+static void to_side(gdn_ocode *oc, const gdn_ocode_exc *x, size_t k) {
+  if (!oc->side && !(oc->side = malloc((oc->n ? oc->n : 1) * sizeof *oc->side))) {
+    oc->nomem = 1;
+    return;
+  }
+  for (size_t j = 0; j < k; j++) {
+    oc->side[x[j].i] = x[j].v;
+    oc->c[x[j].i] = GDN_OCODE_SIDE;
+  }
 }
 
 void gdn_ocode_flush(gdn_ocode *oc, gdn_ocode_local *loc) {
   if (!loc->n) return;
 #pragma omp critical(gdn_ocode_flush)
   {
-    if (oc->n_exc + loc->n > oc->cap_exc) {
-      size_t cap = oc->cap_exc ? 2 * oc->cap_exc : 4096;
-      while (cap < oc->n_exc + loc->n) cap *= 2;
-      gdn_ocode_exc *p = realloc(oc->exc, cap * sizeof *p);
-      if (p) {
-        oc->exc = p;
-        oc->cap_exc = cap;
-      } else oc->nomem = 1;
-    }
-    if (oc->n_exc + loc->n <= oc->cap_exc) {
-      memcpy(oc->exc + oc->n_exc, loc->e, loc->n * sizeof *loc->e);
-      oc->n_exc += loc->n;
+    if (oc->side || oc->n_exc + loc->n > exc_limit(oc)) {
+      to_side(oc, loc->e, loc->n);
+    } else {
+      if (oc->n_exc + loc->n > oc->cap_exc) {
+        size_t cap = oc->cap_exc ? 2 * oc->cap_exc : 4096;
+        while (cap < oc->n_exc + loc->n) cap *= 2;
+        gdn_ocode_exc *p = realloc(oc->exc, cap * sizeof *p);
+        if (p) {
+          oc->exc = p;
+          oc->cap_exc = cap;
+        } else oc->nomem = 1;
+      }
+      if (oc->n_exc + loc->n <= oc->cap_exc) {
+        memcpy(oc->exc + oc->n_exc, loc->e, loc->n * sizeof *loc->e);
+        oc->n_exc += loc->n;
+      }
     }
   }
   loc->n = 0;
@@ -59,8 +82,17 @@ static int by_index(const void *a, const void *b) {
 
 int gdn_ocode_finish(gdn_ocode *oc, gdn_error *e) {
   if (!oc->c) return GDN_OK;
+  if (oc->side) { /* past the limit: the list joins the side array */
+    to_side(oc, oc->exc, oc->n_exc);
+    free(oc->exc);
+    oc->exc = NULL;
+    oc->n_exc = oc->cap_exc = 0;
+  }
   if (oc->nomem) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory for the output's exception list");
-  qsort(oc->exc, oc->n_exc, sizeof *oc->exc, by_index);
+  oc->n_far = oc->n_exc;
+  if (oc->side)
+    for (size_t i = 0; i < oc->n; i++) oc->n_far += oc->c[i] == GDN_OCODE_SIDE;
+  if (oc->n_exc) qsort(oc->exc, oc->n_exc, sizeof *oc->exc, by_index);
   for (size_t k = 1; k < oc->n_exc; k++)
     if (oc->exc[k].i == oc->exc[k - 1].i)
       return gdn_error_set(e, GDN_ERR_INTERNAL, "output element %llu written twice",

@@ -26,7 +26,17 @@
  * (their order is the threads'); gdn_ocode_finish then sorts them by
  * index, so the held form does not depend on the thread count.  Every
  * element must be written exactly once (finish refuses a repeated index).
- * Readers call gdn_ocode_value (a binary search for exceptions).
+ * Readers call gdn_ocode_value (a binary search within a page for
+ * exceptions).
+ *
+ * Bounded: a list of more than n / 8 exceptions (16 bytes each) would cost
+ * more than a float32 o.  Past that many (a kernel far from its reference:
+ * a bug, or numerics the caller should not have coded), the exceptions go
+ * to a float32 side array of n values instead (code GDN_OCODE_SIDE), and
+ * finish moves the list there too, so the held form is again the same for
+ * any thread count (whether the limit is passed depends only on how many
+ * exceptions there are).  The worst case is then 1 + 4 bytes per element
+ * plus the list's 2 while it is moved: never the 16 of an unbounded list.
  */
 #ifndef GDN_OCODE_H
 #define GDN_OCODE_H
@@ -37,7 +47,8 @@
 
 #include "gdn_error.h"
 
-#define GDN_OCODE_EXC ((int8_t)-128) /* the code of an element held as an exception */
+#define GDN_OCODE_EXC ((int8_t)-128)  /* the code of an element held in the exception list */
+#define GDN_OCODE_SIDE ((int8_t)-127) /* the code of an element held in the side array */
 #define GDN_OCODE_LOCAL 64
 #define GDN_OCODE_PAGE 4096 /* elements per entry of the exceptions' page index */
 
@@ -52,6 +63,8 @@ typedef struct gdn_ocode {
   gdn_ocode_exc *exc; /* n_exc exceptions, sorted by i after finish (owned) */
   size_t n_exc, cap_exc;
   size_t n;     /* elements */
+  size_t n_far; /* after finish: elements held as exceptions (list or side) */
+  float *side;  /* past the list's limit: n values, read where the code is SIDE (owned) */
   size_t *page; /* after finish: page[p] = the first exception at or after
                    element p * GDN_OCODE_PAGE, p = 0 .. n / GDN_OCODE_PAGE + 1 (owned) */
   int nomem; /* an append failed: finish reports it */
@@ -94,7 +107,7 @@ static inline void gdn_ocode_put(gdn_ocode *oc, size_t i, float y, gdn_ocode_loc
   uint32_t yb;
   memcpy(&yb, &y, sizeof yb);
   const int64_t d = (int64_t)gdn_ocode_ord(yb) - (int64_t)gdn_ocode_pivot(oc->base[i]);
-  if (d > -128 && d < 128) {
+  if (d > -127 && d < 128) {
     oc->c[i] = (int8_t)d;
     return;
   }
@@ -103,9 +116,10 @@ static inline void gdn_ocode_put(gdn_ocode *oc, size_t i, float y, gdn_ocode_loc
   loc->e[loc->n++] = (gdn_ocode_exc){(uint64_t)i, y};
 }
 
-/* After every element was put: the exceptions sorted by index.  Refuses
- * (GDN_ERR_INTERNAL) an index put twice as an exception, and reports a
- * failed append (GDN_ERR_NOMEM).  A no-op when oc holds no codes. */
+/* After every element was put: the exceptions sorted by index (or all in
+ * the side array, past the limit).  Refuses (GDN_ERR_INTERNAL) an index put
+ * twice into the list, and reports a failed append (GDN_ERR_NOMEM).  A
+ * no-op when oc holds no codes. */
 int gdn_ocode_finish(gdn_ocode *oc, gdn_error *e);
 
 /* Element i's value when it is an exception (a search within its page). */
@@ -114,6 +128,7 @@ float gdn_ocode_exc_value(const gdn_ocode *oc, size_t i);
 static inline float gdn_ocode_value(const gdn_ocode *oc, size_t i) {
   const int8_t code = oc->c[i];
   if (code == GDN_OCODE_EXC) return gdn_ocode_exc_value(oc, i);
+  if (code == GDN_OCODE_SIDE) return oc->side[i];
   const uint32_t bits = gdn_ocode_unord(gdn_ocode_pivot(oc->base[i]) + (uint32_t)(int32_t)code);
   float y;
   memcpy(&y, &bits, sizeof y);

@@ -6,7 +6,9 @@
  *     values within 127 steps take no exception and 128 steps do;
  *   - the pivot does not depend on the x86 MXCSR (the kernels' ftz mode
  *     sets FTZ and DAZ while they write);
- *   - writers on several threads in any order leave the same held form;
+ *   - writers on several threads in any order leave the same held form,
+ *     below the exception list's limit and past it (the side array);
+ *   - past the limit the list stops growing (n / 8 entries);
  *   - finish refuses an element written twice as an exception, and reports
  *     a failed append.
  * Each has a negative control: a wrong base or a changed code is seen. */
@@ -38,20 +40,22 @@ static double some_base(uint64_t *s, int k) {
   return (lcg(s) & 1 ? -1 : 1) * ldexp(m, ex);
 }
 
-static float near_or_any(uint64_t *s, double base, int k) {
-  if (k % 3 == 0) return gdn_f32_from_bits((uint32_t)lcg(s)); /* any pattern: NaNs, infs, subnormals */
-  int steps = (int)(lcg(s) % 400) - 200;
+/* y: an arbitrary bit pattern (NaNs, infs, subnormals) with probability
+ * far_pct %, else within 100 float32 steps of the base's pivot. */
+static float near_or_any(uint64_t *s, double base, int far_pct) {
+  if ((int)(lcg(s) % 100) < far_pct) return gdn_f32_from_bits((uint32_t)lcg(s));
+  int steps = (int)(lcg(s) % 201) - 100;
   uint32_t o = gdn_ocode_pivot(base) + (uint32_t)steps;
   return gdn_f32_from_bits(gdn_ocode_unord(o));
 }
 
 #define N 200000
 
-static void fill(gdn_ocode *oc, double *base, float *y, uint64_t seed) {
+static void fill(gdn_ocode *oc, double *base, float *y, uint64_t seed, int far_pct) {
   uint64_t s = seed;
   for (size_t i = 0; i < N; i++) {
     base[i] = some_base(&s, (int)i);
-    y[i] = near_or_any(&s, base[i], (int)i);
+    y[i] = near_or_any(&s, base[i], far_pct);
   }
   gdn_error e;
   gdn_error_init(&e);
@@ -64,12 +68,14 @@ static size_t mismatches(const gdn_ocode *oc, const float *y) {
   return bad;
 }
 
-START_TEST(every_pattern_comes_back) {
+/* far_pct 5: about 5 % exceptions plus the special bases' misses, under
+ * the n / 8 limit (the list); 40: past it (the side array). */
+static void round_trip(int far_pct, int want_side) {
   static double base[N];
   static float y[N];
   gdn_ocode oc;
   gdn_ocode_init(&oc);
-  fill(&oc, base, y, 1);
+  fill(&oc, base, y, 1, far_pct);
   gdn_ocode_local loc = {0};
   for (size_t i = 0; i < N; i++) gdn_ocode_put(&oc, i, y[i], &loc);
   gdn_ocode_flush(&oc, &loc);
@@ -77,18 +83,25 @@ START_TEST(every_pattern_comes_back) {
   gdn_error_init(&e);
   ck_assert_int_eq(gdn_ocode_finish(&oc, &e), GDN_OK);
   ck_assert_uint_eq(mismatches(&oc, y), 0);
-  /* a third are arbitrary patterns (nearly all exceptions), and 145 of the
-   * 400 step counts -200..199 of the rest are 128 or more away: 0.57 N */
-  ck_assert_msg(oc.n_exc > N / 2 && oc.n_exc < 2 * N / 3, "%zu exceptions", oc.n_exc);
+  ck_assert_int_eq(oc.side != NULL, want_side);
+  if (want_side) ck_assert_msg(oc.n_exc == 0 && oc.n_far > N / 8, "%zu far, %zu listed", oc.n_far, oc.n_exc);
+  else ck_assert_msg(oc.n_far == oc.n_exc && oc.n_exc > N / 40 && oc.n_exc <= N / 8, "%zu exceptions", oc.n_exc);
   /* negative controls: another base, or one code changed, is seen */
-  oc.base = base + 1; /* every coded element moves (exceptions do not depend on the base) */
-  ck_assert_uint_gt(mismatches(&oc, y), (N - oc.n_exc) * 9 / 10);
+  static double other[N]; /* each element's neighbour's base */
+  for (size_t k = 0; k < N; k++) other[k] = base[(k + 1) % N];
+  oc.base = other; /* every coded element moves (exceptions do not depend on the base) */
+  ck_assert_uint_gt(mismatches(&oc, y), (N - oc.n_far) * 9 / 10);
   oc.base = base;
   size_t i = 5;
-  while (oc.c[i] == GDN_OCODE_EXC) i++;
+  while (oc.c[i] == GDN_OCODE_EXC || oc.c[i] == GDN_OCODE_SIDE) i++;
   oc.c[i] = (int8_t)(oc.c[i] == 0 ? 1 : 0);
   ck_assert_uint_eq(mismatches(&oc, y), 1);
   gdn_ocode_clear(&oc);
+}
+
+START_TEST(every_pattern_comes_back) {
+  round_trip(5, 0);
+  round_trip(40, 1);
 }
 END_TEST
 
@@ -146,13 +159,17 @@ END_TEST
 
 /* Writers on 1, 2 and 4 threads, in forward and reverse order, leave the
  * same codes and the same exception list (memcmp). */
-START_TEST(held_form_is_thread_independent) {
+/* Writers on 1, 2 and 4 threads, in forward and reverse order, leave the
+ * same codes and the same exception list (memcmp), under the limit and
+ * past it (then the side array holds the same values where the codes say
+ * SIDE), and the list never grows past its limit. */
+static void same_held_form(int far_pct) {
   static double base[N];
   static float y[N];
   gdn_ocode ref, oc;
   gdn_ocode_init(&ref);
   gdn_ocode_init(&oc);
-  fill(&ref, base, y, 7);
+  fill(&ref, base, y, 7, far_pct);
   gdn_ocode_local loc = {0};
   for (size_t i = 0; i < N; i++) gdn_ocode_put(&ref, i, y[i], &loc);
   gdn_ocode_flush(&ref, &loc);
@@ -172,13 +189,22 @@ START_TEST(held_form_is_thread_independent) {
         }
         gdn_ocode_flush(&oc, &l);
       }
+      ck_assert_uint_le(oc.n_exc, N / 8 + GDN_OCODE_LOCAL); /* bounded while writing */
       ck_assert_int_eq(gdn_ocode_finish(&oc, &e), GDN_OK);
       ck_assert_uint_eq(oc.n_exc, ref.n_exc);
+      ck_assert_uint_eq(oc.n_far, ref.n_far);
       ck_assert(!memcmp(oc.c, ref.c, N));
-      ck_assert(!memcmp(oc.exc, ref.exc, ref.n_exc * sizeof *ref.exc));
+      if (ref.n_exc) ck_assert(!memcmp(oc.exc, ref.exc, ref.n_exc * sizeof *ref.exc));
+      for (size_t i = 0; i < N; i++)
+        if (ref.c[i] == GDN_OCODE_SIDE) ck_assert(gdn_f32_bits(oc.side[i]) == gdn_f32_bits(ref.side[i]));
     }
   gdn_ocode_clear(&oc);
   gdn_ocode_clear(&ref);
+}
+
+START_TEST(held_form_is_thread_independent) {
+  same_held_form(5);
+  same_held_form(40);
 }
 END_TEST
 

@@ -381,10 +381,10 @@ static long long run_codes(const char *code_min, const char *tier_c, const char 
   else unsetenv("GDN_PARITY_CODE_MIN");
   cli_result r;
   if (reproducible)
-    RUN(&r, "--shape", "2,4096,2,32", "--key-heads", "1", "--chunk", "32", "--devices", "1,4,16", "--oracle", tier,
+    RUN(&r, "--shape", "2,1024,2,32", "--key-heads", "1", "--chunk", "32", "--devices", "1,4,16", "--oracle", tier,
         "--gates", "slow", "--h0", "--threads", "2", "--json", json, "--reproducible");
   else
-    RUN(&r, "--shape", "2,4096,2,32", "--key-heads", "1", "--chunk", "32", "--devices", "1,4,16", "--oracle", tier,
+    RUN(&r, "--shape", "2,1024,2,32", "--key-heads", "1", "--chunk", "32", "--devices", "1,4,16", "--oracle", tier,
         "--gates", "slow", "--h0", "--threads", "2", "--json", json);
   unsetenv("GDN_PARITY_CODE_MIN");
   ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
@@ -409,7 +409,7 @@ START_TEST(coded_outputs_change_no_result) {
     free(a);
     free(b);
   }
-  const long long n = 2LL * 4096 * 2 * 32;
+  const long long n = 2LL * 1024 * 2 * 32;
   long long f1 = run_codes(NULL, "dd", j1, 0), f2 = run_codes(NULL, "dd", j1, 0), c = run_codes("0", "dd", j2, 0);
   if (f1 >= 0 && c >= 0) { /* byte accounting on glibc only (gdn_alloc.h) */
     fprintf(stderr, "coded o: heap peak %lld bytes against %lld float32-held (%lld elements)\n", c, f1, n);
