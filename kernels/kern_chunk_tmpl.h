@@ -680,7 +680,8 @@ KTMPL void KR(kchunk_store_o)(const KR(kchunk) *c, int64_t n, gdn_outputs *out, 
                                int64_t c1) {
   const int64_t C = c->C, Dv = c->Dv, T = c->t_end, t0 = c->t_base + n * C;
   if (out->oc.c) { /* coded o (kern_out.h, gdn_ocode.h): the same values, exactly */
-    gdn_ocode_local loc = {0};
+    gdn_ocode_local loc;
+    loc.n = 0; /* only the count: the entries are written before they are read */
     for (int64_t i = 0; i < C && t0 + i < T; i++) {
       const kreal *oi = c->oin + i * Dv;
       const size_t at = (size_t)(((c->b * out->shape.T + t0 + i) * out->shape.Hv + c->hv) * Dv);

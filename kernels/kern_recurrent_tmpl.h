@@ -83,7 +83,8 @@ static __attribute__((noinline)) void KR(recurrent_thread)(const gdn_inputs *in,
       KR(kern_split_fill)(&sh, mm, h, (size_t)(Dk * Dv));
       KR(kern_mm)(mm, 1, Dv, Dk, &sq, Dk, 1, &sh, Dv, 1, o, Dv, gws);
       if (out->oc.c) { /* coded o (kern_out.h, gdn_ocode.h): the same values, exactly */
-        gdn_ocode_local loc = {0};
+        gdn_ocode_local loc;
+        loc.n = 0;
         const size_t at = (size_t)(((b * out->shape.T + t) * out->shape.Hv + hv) * Dv);
         for (int64_t j = 0; j < Dv; j++) gdn_ocode_put(&out->oc, at + (size_t)j, (float)KR(rows_out)(o[j], out_bf16), &loc);
         gdn_ocode_flush(&out->oc, &loc);
