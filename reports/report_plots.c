@@ -206,85 +206,65 @@ static void seam_table(report_buf *b, const json_t *seams) {
   if (shown < n) report_buf_printf(b, "<p class=\"no-data\">... and %zu more seams.</p>\n", n - shown);
 }
 
-/* One profile of case c: pr is cases[].profile (tensor "o", with the seam
- * table) or cases[].grad_profile.<tensor> (--grad: scan and affine-prefix
- * against the oracle's gradients, the same blocks and seams). */
-static int profile_plot(const json_t *doc, const json_t *c, const json_t *pr, const char *tensor, size_t k,
-                        report_buf *b, gdn_error *e) {
-  const json_t *t0j = json_object_get(pr, "t0");
-  size_t n = json_array_size(t0j);
-  long long block = report_doc_int(pr, "block", 1);
-  double T = (double)report_doc_int(json_object_get(c, "shape"), "T", 0);
-  if (n == 0) {
-    note(b, "The profile of this case is empty.");
-    return GDN_OK;
-  }
-  /* ref_max_abs is not drawn: at O(1) it would squash the errors into the
-   * bottom of the axis; the caption gives its range for scale. */
-  static const char *const keys[] = {"scan", "affine-prefix", "affine_vs_scan"};
-  static const char *const names[] = {"scan vs oracle", "affine-prefix vs oracle",
-                                      "affine-prefix vs scan"};
-  static const int styles[] = {0, 1, 2};
-  enum { NS = 3 };
-  double *t0 = read_nums(t0j, n, e);
-  if (!t0) return GDN_ERR_NOMEM;
-  size_t thin = (n + REPORT_PLOTS_MAX_POINTS - 1) / REPORT_PLOTS_MAX_POINTS;
-  size_t m = (n + thin - 1) / thin;
-  double *x = gdn_calloc(m, sizeof *x, "plot data", e);
-  double *ys[NS] = {NULL, NULL, NULL};
-  int rc = GDN_OK;
-  if (!x) {
-    rc = GDN_ERR_NOMEM;
-    goto done;
-  }
+/* The profile's series thinned to at most REPORT_PLOTS_MAX_POINTS points: x
+ * (the centre of each run of `thin` blocks) and, per series present in pr,
+ * the maximum over the run; the axes get every value drawn. */
+enum { PROFILE_NS = 3 };
+static const char *const profile_keys[PROFILE_NS] = {"scan", "affine-prefix", "affine_vs_scan"};
+static const char *const profile_names[PROFILE_NS] = {"scan vs oracle", "affine-prefix vs oracle",
+                                                      "affine-prefix vs scan"};
+
+typedef struct {
+  size_t n, thin, m; /* blocks, blocks per point, points */
+  double *x, *ys[PROFILE_NS];
+} profile_data;
+
+static void profile_data_clear(profile_data *d) {
+  gdn_free(d->x);
+  for (size_t s = 0; s < PROFILE_NS; s++) gdn_free(d->ys[s]);
+  memset(d, 0, sizeof *d);
+}
+
+static int profile_data_make(const json_t *pr, const double *t0, size_t n, long long block, double T,
+                             profile_data *d, report_axis *ay, gdn_error *e) {
+  memset(d, 0, sizeof *d);
+  d->n = n;
+  d->thin = (n + REPORT_PLOTS_MAX_POINTS - 1) / REPORT_PLOTS_MAX_POINTS;
+  d->m = (n + d->thin - 1) / d->thin;
+  size_t thin = d->thin, m = d->m;
+  d->x = gdn_calloc(m, sizeof *d->x, "plot data", e);
+  if (!d->x) return GDN_ERR_NOMEM;
   for (size_t j = 0; j < m; j++) {
     /* The centre of the run of blocks j*thin .. (j+1)*thin - 1. */
     size_t a = j * thin, z = (j + 1) * thin < n ? (j + 1) * thin : n;
     double end = t0[z - 1] + (double)block;
     if (T > 0 && end > T) end = T;
-    x[j] = (t0[a] + end) / 2;
+    d->x[j] = (t0[a] + end) / 2;
   }
-  report_axis ax, ay;
-  report_axis_init(&ax, 0);
-  report_axis_init(&ay, 1);
-  ax.tight = 1; /* the sequence is 0..T, nothing beyond */
-  report_axis_add1(&ax, 0);
-  report_axis_add1(&ax, T > 0 ? T : t0[n - 1] + (double)block);
-  for (size_t s = 0; s < NS; s++) {
-    const json_t *a = json_object_get(pr, keys[s]);
+  for (size_t s = 0; s < PROFILE_NS; s++) {
+    const json_t *a = json_object_get(pr, profile_keys[s]);
     if (!a) continue;
     double *v = read_nums(a, n, e);
-    ys[s] = gdn_calloc(m, sizeof *ys[s], "plot data", e);
-    if (!v || !ys[s]) {
+    d->ys[s] = gdn_calloc(m, sizeof *d->ys[s], "plot data", e);
+    if (!v || !d->ys[s]) {
       gdn_free(v);
-      rc = GDN_ERR_NOMEM;
-      goto done;
+      return GDN_ERR_NOMEM;
     }
     for (size_t j = 0; j < m; j++) {
       int has = 0;
       double acc = NAN;
       for (size_t i = j * thin; i < (j + 1) * thin && i < n; i++) acc = agg_max(&has, acc, v[i]);
-      ys[s][j] = acc;
+      d->ys[s][j] = acc;
     }
     gdn_free(v);
-    report_axis_add(&ay, ys[s], m);
+    report_axis_add(ay, d->ys[s], m);
   }
-  const json_t *seams = json_object_get(c, "seams");
-  for (size_t i = 0; i < json_array_size(seams); i++) {
-    double t;
-    if (report_doc_num(json_array_get(seams, i), "t", &t)) report_axis_add1(&ax, t);
-  }
-  report_axis_finish(&ax);
-  report_axis_finish(&ay);
-  char id[64], label[600], ylab[64];
-  const int is_o = !strcmp(tensor, "o");
-  if (is_o) snprintf(id, sizeof id, "svg-profile-%zu", k);
-  else snprintf(id, sizeof id, "svg-profile-%zu-%.16s", k, tensor);
-  const char *cid = report_doc_str(c, "id");
-  snprintf(label, sizeof label, "Error of %.16s along the sequence, case %.400s", tensor, cid);
-  snprintf(ylab, sizeof ylab, "max |error of %.16s| per block", tensor);
-  report_plot p;
-  report_plot_begin(&p, b, id, label, PLOT_W, PLOT_H, &ax, &ay, "position t (tokens)", ylab);
+  return GDN_OK;
+}
+
+/* The seams as vertical lines, each with a tooltip; returns how many follow
+ * padding. */
+static size_t profile_seam_lines(report_plot *p, const json_t *seams) {
   size_t ns = json_array_size(seams), n_padded = 0;
   for (size_t i = 0; i < ns; i++) {
     const json_t *s = json_array_get(seams, i);
@@ -310,14 +290,19 @@ static int profile_plot(const json_t *doc, const json_t *c, const json_t *pr, co
     }
     /* Past 16 seams the labels would overlap; the tooltips and the table
      * below still name each one. */
-    if (pad) report_plot_vline_padded(&p, t, ns <= 16 ? lab : NULL, tip);
-    else report_plot_vline(&p, t, ns <= 16 ? lab : NULL, tip);
+    if (pad) report_plot_vline_padded(p, t, ns <= 16 ? lab : NULL, tip);
+    else report_plot_vline(p, t, ns <= 16 ? lab : NULL, tip);
   }
-  for (size_t s = 0; s < NS; s++)
-    if (ys[s]) report_plot_series(&p, x, ys[s], m, styles[s], m <= 40, names[s]);
-  if (ns > n_padded) report_plot_legend(&p, 0, REPORT_LEGEND_SEAM, "shard seam r");
-  if (n_padded) report_plot_legend(&p, 0, REPORT_LEGEND_SEAM_PADDED, "seam after padding");
-  report_plot_end(&p);
+  return n_padded;
+}
+
+/* The caption under a profile: what is drawn, the oracle's scale, the seams,
+ * thinning, floors and non-finite marks. */
+static void profile_caption(const json_t *doc, const json_t *c, const json_t *pr, const char *tensor,
+                            long long block, const profile_data *d, const report_axis *ay,
+                            const report_plot *p, size_t ns, size_t n_padded, report_buf *b) {
+  const int is_o = !strcmp(tensor, "o");
+  const char *cid = report_doc_str(c, "id");
   caption_begin(b);
   const json_t *in = report_doc_input(doc, c);
   report_buf_puts(b, "Case <b>");
@@ -352,25 +337,75 @@ static int profile_plot(const json_t *doc, const json_t *c, const json_t *pr, co
     report_buf_printf(b, " %zu of the %zu seams (orange, densely dashed) follow padding: with token "
                          "sharding and T/D not a multiple of C, device r - 1 pads its last chunk.",
                       n_padded, ns);
-  if (thin > 1)
+  if (d->thin > 1)
     report_buf_printf(b, " Thinned for size: each point is the max over %zu blocks (%zu blocks in "
                          "all).",
-                      thin, n);
-  if (ay.clamped) {
+                      d->thin, d->n);
+  if (ay->clamped) {
     char f[40];
-    report_axis_format(&ay, ay.floor, f);
+    report_axis_format(ay, ay->floor, f);
     report_buf_printf(b, " Blocks with an error of exactly 0 are drawn at the floor %s "
                          "(hollow triangles).", f);
   }
-  if (p.n_nonfinite_drawn)
+  if (p->n_nonfinite_drawn)
     report_buf_puts(b, " Non-finite errors are marked on the top edge (x: not a number, "
                        "triangle: infinite).");
   caption_end(b);
+}
+
+/* One profile of case c: pr is cases[].profile (tensor "o", with the seam
+ * table) or cases[].grad_profile.<tensor> (--grad: scan and affine-prefix
+ * against the oracle's gradients, the same blocks and seams). */
+static int profile_plot(const json_t *doc, const json_t *c, const json_t *pr, const char *tensor, size_t k,
+                        report_buf *b, gdn_error *e) {
+  const json_t *t0j = json_object_get(pr, "t0");
+  size_t n = json_array_size(t0j);
+  long long block = report_doc_int(pr, "block", 1);
+  double T = (double)report_doc_int(json_object_get(c, "shape"), "T", 0);
+  if (n == 0) {
+    note(b, "The profile of this case is empty.");
+    return GDN_OK;
+  }
+  /* ref_max_abs is not drawn: at O(1) it would squash the errors into the
+   * bottom of the axis; the caption gives its range for scale. */
+  double *t0 = read_nums(t0j, n, e);
+  if (!t0) return GDN_ERR_NOMEM;
+  report_axis ax, ay;
+  report_axis_init(&ax, 0);
+  report_axis_init(&ay, 1);
+  profile_data d;
+  int rc = profile_data_make(pr, t0, n, block, T, &d, &ay, e);
+  if (rc) goto done;
+  ax.tight = 1; /* the sequence is 0..T, nothing beyond */
+  report_axis_add1(&ax, 0);
+  report_axis_add1(&ax, T > 0 ? T : t0[n - 1] + (double)block);
+  const json_t *seams = json_object_get(c, "seams");
+  for (size_t i = 0; i < json_array_size(seams); i++) {
+    double t;
+    if (report_doc_num(json_array_get(seams, i), "t", &t)) report_axis_add1(&ax, t);
+  }
+  report_axis_finish(&ax);
+  report_axis_finish(&ay);
+  char id[64], label[600], ylab[64];
+  const int is_o = !strcmp(tensor, "o");
+  if (is_o) snprintf(id, sizeof id, "svg-profile-%zu", k);
+  else snprintf(id, sizeof id, "svg-profile-%zu-%.16s", k, tensor);
+  snprintf(label, sizeof label, "Error of %.16s along the sequence, case %.400s", tensor, report_doc_str(c, "id"));
+  snprintf(ylab, sizeof ylab, "max |error of %.16s| per block", tensor);
+  report_plot p;
+  report_plot_begin(&p, b, id, label, PLOT_W, PLOT_H, &ax, &ay, "position t (tokens)", ylab);
+  size_t ns = json_array_size(seams), n_padded = profile_seam_lines(&p, seams);
+  static const int styles[PROFILE_NS] = {0, 1, 2};
+  for (size_t s = 0; s < PROFILE_NS; s++)
+    if (d.ys[s]) report_plot_series(&p, d.x, d.ys[s], d.m, styles[s], d.m <= 40, profile_names[s]);
+  if (ns > n_padded) report_plot_legend(&p, 0, REPORT_LEGEND_SEAM, "shard seam r");
+  if (n_padded) report_plot_legend(&p, 0, REPORT_LEGEND_SEAM_PADDED, "seam after padding");
+  report_plot_end(&p);
+  profile_caption(doc, c, pr, tensor, block, &d, &ay, &p, ns, n_padded, b);
   if (is_o) seam_table(b, seams);
 done:
   gdn_free(t0);
-  gdn_free(x);
-  for (size_t s = 0; s < NS; s++) gdn_free(ys[s]);
+  profile_data_clear(&d);
   return rc;
 }
 
@@ -586,6 +621,78 @@ static void ratio_color(double ratio, char out[8], int *dark) {
   *dark = fabs(t) > 0.6;
 }
 
+/* One cell of the heatmap at (x, y), size cw x ch: its colour, tooltip and,
+ * when it fits, its text.  has: a case fell in the cell; r: their max ratio. */
+static void heatmap_cell(report_buf *b, double x, double y, double cw, double ch, int has, double r,
+                         double D, double T) {
+  char t[REPORT_NUM_CHARS], lab[64];
+  report_buf_puts(b, "<g class=\"cell\"><rect stroke=\"#d0d7de\"");
+  report_buf_puts(b, " x=\"");
+  report_svg_num(b, x);
+  report_buf_puts(b, "\" y=\"");
+  report_svg_num(b, y);
+  report_buf_puts(b, "\" width=\"");
+  report_svg_num(b, cw - 1);
+  report_buf_puts(b, "\" height=\"");
+  report_svg_num(b, ch - 1);
+  report_buf_putc(b, '"');
+  const char *text;
+  char tip[160];
+  int dark = 0;
+  if (!has) {
+    report_buf_puts(b, " fill=\"#eeeeee\"");
+    text = "\xE2\x80\x94";
+    snprintf(tip, sizeof tip, "D = %.0f, T = %.0f: no case", D, T);
+  } else if (isnan(r)) {
+    report_buf_puts(b, " fill=\"#555555\"");
+    dark = 1;
+    text = "n/a";
+    snprintf(tip, sizeof tip, "D = %.0f, T = %.0f: an error is not a number", D, T);
+  } else if (isinf(r)) {
+    report_buf_puts(b, " fill=\"#67001F\"");
+    dark = 1;
+    text = "\xE2\x88\x9E"; /* the scan is exact, affine-prefix is not */
+    snprintf(tip, sizeof tip, "D = %.0f, T = %.0f: scan exact, affine-prefix not", D, T);
+  } else {
+    char col[8];
+    ratio_color(r, col, &dark);
+    report_buf_printf(b, " fill=\"%s\"", col);
+    fmt(t, r);
+    snprintf(lab, sizeof lab, "%s\xC3\x97", t); /* U+00D7 multiplication sign */
+    text = lab;
+    snprintf(tip, sizeof tip, "D = %.0f, T = %.0f: affine-prefix error / scan error = %s (max over cases)", D, T, t);
+  }
+  report_buf_puts(b, "><title>");
+  report_escape_html_text_z(b, tip);
+  report_buf_puts(b, "</title></rect>");
+  if (ch >= 14 && cw >= 30)
+    report_svg_text(b, x + cw / 2, y + ch / 2 + 4, "middle", dark ? "cell-dark" : "cell-text",
+                    text);
+  report_buf_puts(b, "</g>\n");
+}
+
+/* The colour bar right of the grid, ratio 1/8 .. 8 on a log2 scale. */
+static void heatmap_colour_bar(report_buf *b, double bx, double by, double bh) {
+  for (int k = 0; k < 24; k++) {
+    double r = exp2(3 - 6.0 * (k + 0.5) / 24);
+    char col[8];
+    int dark;
+    ratio_color(r, col, &dark);
+    report_buf_puts(b, "<rect x=\"");
+    report_svg_num(b, bx);
+    report_buf_puts(b, "\" y=\"");
+    report_svg_num(b, by + bh * k / 24.0);
+    report_buf_puts(b, "\" width=\"16\" height=\"");
+    report_svg_num(b, bh / 24.0 + 0.5);
+    report_buf_printf(b, "\" fill=\"%s\"/>", col);
+  }
+  static const char *const bar_labels[] = {"\xE2\x89\xA5" "8\xC3\x97", "1\xC3\x97 (equal)",
+                                           "\xE2\x89\xA4" "1/8\xC3\x97"};
+  for (int k = 0; k < 3; k++)
+    report_svg_text(b, bx + 22, by + bh * k / 2.0 + (k == 0 ? 10 : k == 2 ? -2 : 4), "start",
+                    NULL, bar_labels[k]);
+}
+
 static int plot_heatmap(const report_summary *s, report_buf *b, gdn_error *e) {
   figure_begin(b, "plot-heatmap", "Affine-prefix / scan error ratio over devices and T");
   if (!have_oracle_errors(s)) {
@@ -642,7 +749,7 @@ static int plot_heatmap(const report_summary *s, report_buf *b, gdn_error *e) {
   report_svg_num(b, H);
   report_buf_puts(b, "\" aria-label=\"Ratio of affine-prefix to scan error over devices and "
                      "sequence length\"><title>affine-prefix / scan ratio of o rel_fro</title>\n");
-  char t[REPORT_NUM_CHARS], lab[64];
+  char lab[64];
   for (size_t ti = 0; ti < ts.n; ti++) {
     /* Largest T on top, as on a y axis. */
     double y = top + ch * (double)(ts.n - 1 - ti);
@@ -650,51 +757,7 @@ static int plot_heatmap(const report_summary *s, report_buf *b, gdn_error *e) {
     report_svg_text(b, left - 8, y + ch / 2 + 4, "end", NULL, lab);
     for (size_t di = 0; di < ds.n; di++) {
       double x = left + cw * (double)di;
-      report_buf_puts(b, "<g class=\"cell\"><rect stroke=\"#d0d7de\"");
-      report_buf_puts(b, " x=\"");
-      report_svg_num(b, x);
-      report_buf_puts(b, "\" y=\"");
-      report_svg_num(b, y);
-      report_buf_puts(b, "\" width=\"");
-      report_svg_num(b, cw - 1);
-      report_buf_puts(b, "\" height=\"");
-      report_svg_num(b, ch - 1);
-      report_buf_putc(b, '"');
-      const char *text;
-      char tip[160];
-      int dark = 0;
-      if (!has[ti][di]) {
-        report_buf_puts(b, " fill=\"#eeeeee\"");
-        text = "\xE2\x80\x94";
-        snprintf(tip, sizeof tip, "D = %.0f, T = %.0f: no case", ds.v[di], ts.v[ti]);
-      } else if (isnan(cell[ti][di])) {
-        report_buf_puts(b, " fill=\"#555555\"");
-        dark = 1;
-        text = "n/a";
-        snprintf(tip, sizeof tip, "D = %.0f, T = %.0f: an error is not a number", ds.v[di],
-                 ts.v[ti]);
-      } else if (isinf(cell[ti][di])) {
-        report_buf_puts(b, " fill=\"#67001F\"");
-        dark = 1;
-        text = "\xE2\x88\x9E"; /* the scan is exact, affine-prefix is not */
-        snprintf(tip, sizeof tip, "D = %.0f, T = %.0f: scan exact, affine-prefix not", ds.v[di],
-                 ts.v[ti]);
-      } else {
-        char col[8];
-        ratio_color(cell[ti][di], col, &dark);
-        report_buf_printf(b, " fill=\"%s\"", col);
-        fmt(t, cell[ti][di]);
-        snprintf(lab, sizeof lab, "%s\xC3\x97", t); /* U+00D7 multiplication sign */
-        text = lab;
-        snprintf(tip, sizeof tip, "D = %.0f, T = %.0f: affine-prefix error / scan error = %s (max over cases)", ds.v[di], ts.v[ti], t);
-      }
-      report_buf_puts(b, "><title>");
-      report_escape_html_text_z(b, tip);
-      report_buf_puts(b, "</title></rect>");
-      if (ch >= 14 && cw >= 30)
-        report_svg_text(b, x + cw / 2, y + ch / 2 + 4, "middle", dark ? "cell-dark" : "cell-text",
-                        text);
-      report_buf_puts(b, "</g>\n");
+      heatmap_cell(b, x, y, cw, ch, has[ti][di], cell[ti][di], ds.v[di], ts.v[ti]);
     }
   }
   for (size_t di = 0; di < ds.n; di++) {
@@ -702,26 +765,7 @@ static int plot_heatmap(const report_summary *s, report_buf *b, gdn_error *e) {
     report_svg_text(b, left + cw * ((double)di + 0.5), top + gh + 16, "middle", NULL, lab);
   }
   report_svg_text(b, left + gw / 2, top + gh + 40, "middle", "axis-label", "devices D");
-  /* Colour bar: ratio 1/8 .. 8 on a log2 scale. */
-  double bx = left + gw + 30, by = top, bh = gh < 120 ? 120 : gh;
-  for (int k = 0; k < 24; k++) {
-    double r = exp2(3 - 6.0 * (k + 0.5) / 24);
-    char col[8];
-    int dark;
-    ratio_color(r, col, &dark);
-    report_buf_puts(b, "<rect x=\"");
-    report_svg_num(b, bx);
-    report_buf_puts(b, "\" y=\"");
-    report_svg_num(b, by + bh * k / 24.0);
-    report_buf_puts(b, "\" width=\"16\" height=\"");
-    report_svg_num(b, bh / 24.0 + 0.5);
-    report_buf_printf(b, "\" fill=\"%s\"/>", col);
-  }
-  static const char *const bar_labels[] = {"\xE2\x89\xA5" "8\xC3\x97", "1\xC3\x97 (equal)",
-                                           "\xE2\x89\xA4" "1/8\xC3\x97"};
-  for (int k = 0; k < 3; k++)
-    report_svg_text(b, bx + 22, by + bh * k / 2.0 + (k == 0 ? 10 : k == 2 ? -2 : 4), "start",
-                    NULL, bar_labels[k]);
+  heatmap_colour_bar(b, left + gw + 30, top, gh < 120 ? 120 : gh);
   report_buf_puts(b, "</svg>\n");
   caption_begin(b);
   report_buf_puts(b, "Each cell: rel_fro of o of affine-prefix against the oracle divided by that of "
