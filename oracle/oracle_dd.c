@@ -187,7 +187,10 @@ static void prep_row(orc_ddw *w, const float *x, double *restrict Xh, double *re
  * ~2^-1074 absolutely; a column-token takes fewer than 16 Dk of them. */
 #define DD_TINY 0x1p-1070
 
-int orc_ddw_step(orc_ddw *w, const gdn_inputs *in, int64_t t) {
+/* The token's operands in double words: the decay a (its exp in MPFR,
+ * rounded once), K and Q prepared (prep_row), their norms, beta and the
+ * columns' v.  Returns 1 when a is not finite. */
+static int ddw_token_load(orc_ddw *w, const gdn_inputs *in, int64_t t) {
   const int64_t Dk = w->Dk, nc = w->nc, b = w->b, j = w->j;
 
   /* Packed documents, as the MPFR token step (oracle_token.c): padding has
@@ -210,16 +213,19 @@ int orc_ddw_step(orc_ddw *w, const gdn_inputs *in, int64_t t) {
   const float *vrow = gdn_inputs_v(in, b, t, j) + w->c0;
   for (int64_t c = 0; c < nc; c++) w->v[c] = kind == GDN_TOKEN_PAD ? 0.0 : (double)vrow[c];
 
+  return 0;
+}
+
+/* Pass 1 and delta: h *= a, kv = h^T K, delta = beta (v - kv); the bound's
+ * sums s2, sa, sS ride along. */
+static void ddw_pass_kv(orc_ddw *w) {
+  const int64_t Dk = w->Dk, nc = w->nc;
   double *restrict hh = w->hh, *restrict hl = w->hl;
   double *restrict xh = w->xh, *restrict xl = w->xl;
-  double *restrict oh = w->oh, *restrict ol = w->ol;
   double *restrict s2 = w->s2, *restrict sa = w->sa, *restrict sS = w->sS;
-  double *restrict n2 = w->n2, *restrict qa = w->qa, *restrict sO = w->sO;
   const double *restrict v = w->v;
   const orc_dd a = {w->ah, w->al};
   const double beta = w->beta;
-  for (int64_t c = 0; c < nc; c++) s2[c] = sa[c] = sS[c] = n2[c] = qa[c] = sO[c] = 0.0;
-
   /* Pass 1: h *= a and kv = h^T K, one row at a time.  Each dd operation
    * is a chain some 10 operations deep; a loop body holding two of them
    * (the decay and the product-sum) keeps too few columns in flight, so
@@ -262,6 +268,16 @@ int orc_ddw_step(orc_ddw *w, const gdn_inputs *in, int64_t t) {
     xh[c] = d.hi, xl[c] = d.lo;
     sS[c] = (EPS_KQ + 4 * DD_U2) * sa[c] + 3 * DD_U2 * sS[c];
   }
+}
+
+/* Pass 2: h += K delta^T and o = h^T Q; the bound's sums n2, qa, sO ride
+ * along. */
+static void ddw_pass_o(orc_ddw *w) {
+  const int64_t Dk = w->Dk, nc = w->nc;
+  double *restrict hh = w->hh, *restrict hl = w->hl;
+  const double *restrict xh = w->xh, *restrict xl = w->xl;
+  double *restrict oh = w->oh, *restrict ol = w->ol;
+  double *restrict n2 = w->n2, *restrict qa = w->qa, *restrict sO = w->sO;
   /* Pass 2: h += K delta^T, then o = h^T Q with the updated row (two
    * loops, as above). */
   for (int64_t i = 0; i < Dk; i++) {
@@ -292,6 +308,14 @@ int orc_ddw_step(orc_ddw *w, const gdn_inputs *in, int64_t t) {
       }
     }
   }
+}
+
+/* The running bound E and o's bound bo, per column. */
+static void ddw_bound(orc_ddw *w) {
+  const int64_t Dk = w->Dk, nc = w->nc;
+  const double *restrict xh = w->xh, *restrict s2 = w->s2, *restrict sS = w->sS;
+  const double *restrict n2 = w->n2, *restrict qa = w->qa, *restrict sO = w->sO;
+  const double beta = w->beta;
   /* The bound (oracle.h): E' = rho E + l, with rho = a max(1, |1 - beta
    * ||K||^2|) the factor's 2-norm and l the step's local error
    *   m (EPS_A + 4u^2) ||h'|| + (EPS_KQ + 8u^2) ||K|| |delta|
@@ -311,5 +335,15 @@ int orc_ddw_step(orc_ddw *w, const gdn_inputs *in, int64_t t) {
     E[c] = rho * E[c] + SAFE * l + tiny;
     bo[c] = SAFE * (qn * E[c] + (EPS_KQ + 4 * DD_U2) * qa[c] + 3 * DD_U2 * sO[c]) + tiny;
   }
+}
+
+int orc_ddw_step(orc_ddw *w, const gdn_inputs *in, int64_t t) {
+  if (ddw_token_load(w, in, t)) return 1;
+  double *restrict s2 = w->s2, *restrict sa = w->sa, *restrict sS = w->sS;
+  double *restrict n2 = w->n2, *restrict qa = w->qa, *restrict sO = w->sO;
+  for (int64_t c = 0; c < w->nc; c++) s2[c] = sa[c] = sS[c] = n2[c] = qa[c] = sO[c] = 0.0;
+  ddw_pass_kv(w);
+  ddw_pass_o(w);
+  ddw_bound(w);
   return 0;
 }
