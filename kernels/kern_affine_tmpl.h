@@ -140,149 +140,204 @@ static int KR(affine_exchange)(const KR(affine_job) *j) {
   return *j->xrc;
 }
 
-/* One thread's share of one batch of heads: fold, prefix, replay. */
-static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j) {
-  const gdn_inputs *in = j->in;
-  const gdn_shape *s = &in->shape;
+/* One thread's state in affine_thread: its chunk engine, kprep slots and
+ * the rows carved from its scratch (h, h0, An, Bn, the prefix work). */
+typedef struct KR(affine_local) {
+  const KR(affine_job) *j;
+  KR(kchunk) c;
+  kern_num fold_num; /* the fold's numerics (bf16-cast-missing drops U, W's rounding) */
+  KR(kprep) *mine;
+  kreal *h, *h0, *An, *Bn, *tA, *tB, *aw, *pw;
+  size_t off_h;     /* where h starts in a thread's scratch (the team uses thread 0's) */
+  int64_t dev0, nd; /* the devices this process computes: all D, or the rank's one */
+  int seam_decay, final_replay;
+} KR(affine_local);
+
+static void KR(affine_local_bind)(KR(affine_local) *l, const KR(affine_job) *j, int tid) {
+  const gdn_shape *s = &j->in->shape;
   const kern_config *cfg = j->cfg;
   const kern_num *num = j->num;
-  const int64_t C = cfg->chunk, T = s->T, D = cfg->devices;
-  const int64_t Dk = s->Dk, Dv = s->Dv, h_begin = j->h_begin, nh = j->nh;
-  const size_t na = j->na, nb = j->nb, npair = j->npair;
+  const int64_t C = cfg->chunk, Dk = s->Dk, Dv = s->Dv;
   const kern_matmul mm = num->matmul;
-  const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-  kreal *pairs = j->pairs;
-  kern_affine_seams *sm = j->sm;
-  gdn_outputs *out = j->out;
   kreal *base = j->mem + (size_t)tid * j->per;
-  KR(kchunk) c;
-  KR(kchunk_bind)(&c, base, in, num, C, out->dtype == GDN_DTYPE_BF16);
-  c.mutant = cfg->mutant;
-  if (cfg->mutant == KERN_MUTANT_SCALE_TWICE) c.scale = c.scale * c.scale;
-  if (cfg->mutant == KERN_MUTANT_SCALE_NONE) c.scale = 1;
-  const int seam_decay = cfg->mutant == KERN_MUTANT_SEAM_DECAY;
-  const int final_replay = cfg->mutant == KERN_MUTANT_FINAL_FROM_REPLAY;
+  l->j = j;
+  KR(kchunk_bind)(&l->c, base, j->in, num, C, j->out->dtype == GDN_DTYPE_BF16);
+  l->c.mutant = cfg->mutant;
+  if (cfg->mutant == KERN_MUTANT_SCALE_TWICE) l->c.scale = l->c.scale * l->c.scale;
+  if (cfg->mutant == KERN_MUTANT_SCALE_NONE) l->c.scale = 1;
+  l->seam_decay = cfg->mutant == KERN_MUTANT_SEAM_DECAY;
+  l->final_replay = cfg->mutant == KERN_MUTANT_FINAL_FROM_REPLAY;
   /* bf16-cast-missing: the fold reads its chunks through a copy of the
    * numerics without the U, W rounding point; the replay keeps num */
-  kern_num fold_num = *num;
-  if (cfg->mutant == KERN_MUTANT_BF16_CAST_MISSING) fold_num.round_mask &= ~(unsigned)KERN_RP_UW;
-  KR(kprep) *mine = &j->preps[2 * tid];
-  KR(kprep_bind)(&mine[0], base + j->ce, C, Dk, Dv, mm);
-  KR(kprep_bind)(&mine[1], base + j->ce + j->pe, C, Dk, Dv, mm);
-  const size_t off_h = j->ce + 2 * j->pe; /* h, h0, An, Bn, then the prefix work */
-  kreal *p = base + off_h;
-  kreal *h = KR(rows_carve)(&p, nb), *h0 = KR(rows_carve)(&p, nb);
-  kreal *An = KR(rows_carve)(&p, na), *Bn = KR(rows_carve)(&p, nb);
+  l->fold_num = *num;
+  if (cfg->mutant == KERN_MUTANT_BF16_CAST_MISSING) l->fold_num.round_mask &= ~(unsigned)KERN_RP_UW;
+  l->mine = &j->preps[2 * tid];
+  KR(kprep_bind)(&l->mine[0], base + j->ce, C, Dk, Dv, mm);
+  KR(kprep_bind)(&l->mine[1], base + j->ce + j->pe, C, Dk, Dv, mm);
+  l->off_h = j->ce + 2 * j->pe; /* h, h0, An, Bn, then the prefix work */
+  kreal *p = base + l->off_h;
+  l->h = KR(rows_carve)(&p, j->nb), l->h0 = KR(rows_carve)(&p, j->nb);
+  l->An = KR(rows_carve)(&p, j->na), l->Bn = KR(rows_carve)(&p, j->nb);
   /* the prefix's work (kern_prefix_work_elems): a pair tA, tB, then the
    * composition's work aw (kern_affine_work_elems) */
-  kreal *pw = p;
-  kreal *tA = pw, *tB = tA + KR(rows_pad)(na), *aw = tB + KR(rows_pad)(nb);
-  /* the devices this process computes: all D, or the rank's one */
-  const int64_t dev0 = j->comm ? j->comm->self : 0, nd = j->comm ? 1 : D;
-  if (D >= 2) {
-    c.num = &fold_num;
+  l->pw = p;
+  l->tA = l->pw, l->tB = l->tA + KR(rows_pad)(j->na), l->aw = l->tB + KR(rows_pad)(j->nb);
+  l->dev0 = j->comm ? j->comm->self : 0, l->nd = j->comm ? 1 : cfg->devices;
+}
+
+/* Fold: each (head, device) item composes its piece's chunks into one pair
+ * (A, B), written to the gather buffer. */
+static void KR(affine_fold_all)(KR(affine_local) *l) {
+  const KR(affine_job) *j = l->j;
+  const gdn_shape *s = &j->in->shape;
+  const kern_config *cfg = j->cfg;
+  const int64_t D = cfg->devices, Dk = s->Dk, Dv = s->Dv, nd = l->nd;
+  const size_t na = j->na, nb = j->nb, npair = j->npair;
+  const kern_matmul mm = j->num->matmul;
+  KR(kchunk) *c = &l->c;
+  c->num = &l->fold_num;
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t it = 0; it < nh * nd; it++) {
-      const int64_t hb = it / nd, r = dev0 + it % nd, head = h_begin + hb;
-      kern_piece pc;
-      KR(affine_fold_piece)(cfg, T, r, &pc);
-      const int64_t first = pc.first, cnt = pc.count;
-      KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
-      KR(kchunk_piece)(&c, pc.base, pc.t1);
-      c.seam_chunk = seam_decay && r >= 1 ? first : -1;
-      kreal *Al = pairs + (size_t)hb * D * npair + (size_t)r * na;
-      kreal *Bl = pairs + (size_t)hb * D * npair + (size_t)D * na + (size_t)r * nb;
-      for (size_t x = 0; x < na; x++) Al[x] = 0;
-      for (int64_t d = 0; d < Dk; d++) Al[d * Dk + d] = 1;
-      for (size_t x = 0; x < nb; x++) Bl[x] = 0;
-      kreal *cA = Al, *cB = Bl, *xA = tA, *xB = tB; /* current, and the other pair */
-      for (int64_t n = first; n < first + cnt; n++) {
-        KR(kchunk_load)(&c, n);
-        c.pf = n + 1 < first + cnt ? n + 1 : -1;
-        KR(kchunk_wy)(&c, &mine[0], 1);
-        KR(kchunk_kt)(&c, &mine[0]);
-        KR(kchunk_affine)(&c, &mine[0], An, Bn);
-        KR(kern_affine_compose)(mm, Dk, Dv, An, Bn, cA, cB, xA, xB, aw);
-        kreal *t = cA;
-        cA = xA, xA = t;
-        t = cB;
-        cB = xB, xB = t;
-      }
-      if (cA != Al) {
-        memcpy(Al, cA, na * sizeof *Al);
-        memcpy(Bl, cB, nb * sizeof *Bl);
-      }
-      if (cfg->mutant == KERN_MUTANT_BF16_CAST_ADDED) KR(affine_pair_bf16)(Al, na, Bl, nb);
+  for (int64_t it = 0; it < j->nh * nd; it++) {
+    const int64_t hb = it / nd, r = l->dev0 + it % nd, head = j->h_begin + hb;
+    kern_piece pc;
+    KR(affine_fold_piece)(cfg, s->T, r, &pc);
+    const int64_t first = pc.first, cnt = pc.count;
+    KR(kchunk_head)(c, head / s->Hv, head % s->Hv);
+    KR(kchunk_piece)(c, pc.base, pc.t1);
+    c->seam_chunk = l->seam_decay && r >= 1 ? first : -1;
+    kreal *Al = j->pairs + (size_t)hb * D * npair + (size_t)r * na;
+    kreal *Bl = j->pairs + (size_t)hb * D * npair + (size_t)D * na + (size_t)r * nb;
+    for (size_t x = 0; x < na; x++) Al[x] = 0;
+    for (int64_t d = 0; d < Dk; d++) Al[d * Dk + d] = 1;
+    for (size_t x = 0; x < nb; x++) Bl[x] = 0;
+    kreal *cA = Al, *cB = Bl, *xA = l->tA, *xB = l->tB; /* current, and the other pair */
+    for (int64_t n = first; n < first + cnt; n++) {
+      KR(kchunk_load)(c, n);
+      c->pf = n + 1 < first + cnt ? n + 1 : -1;
+      KR(kchunk_wy)(c, &l->mine[0], 1);
+      KR(kchunk_kt)(c, &l->mine[0]);
+      KR(kchunk_affine)(c, &l->mine[0], l->An, l->Bn);
+      KR(kern_affine_compose)(mm, Dk, Dv, l->An, l->Bn, cA, cB, xA, xB, l->aw);
+      kreal *t = cA;
+      cA = xA, xA = t;
+      t = cB;
+      cB = xB, xB = t;
     }
-    c.num = num;
-    if (j->comm && KR(affine_exchange)(j)) return;
-    const int prefixed = j->comm && j->x->prefixed;
+    if (cA != Al) {
+      memcpy(Al, cA, na * sizeof *Al);
+      memcpy(Bl, cB, nb * sizeof *Bl);
+    }
+    if (cfg->mutant == KERN_MUTANT_BF16_CAST_ADDED) KR(affine_pair_bf16)(Al, na, Bl, nb);
+  }
+  c->num = j->num;
+}
+
+/* Prefix: per head, the inclusive prefix of the D pairs (unless the ranks'
+ * exchange did it) and the final state from the last pair. */
+static void KR(affine_prefix_all)(KR(affine_local) *l) {
+  const KR(affine_job) *j = l->j;
+  const gdn_shape *s = &j->in->shape;
+  const kern_config *cfg = j->cfg;
+  const int64_t D = cfg->devices, Dk = s->Dk, Dv = s->Dv;
+  const size_t na = j->na, nb = j->nb, npair = j->npair;
+  const kern_matmul mm = j->num->matmul;
+  KR(kchunk) *c = &l->c;
+  const int prefixed = j->comm && j->x->prefixed;
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t hb = 0; hb < nh; hb++) {
-      const int64_t head = h_begin + hb;
-      KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
-      kreal *Ah = pairs + (size_t)hb * D * npair, *Bh = Ah + (size_t)D * na;
-      kern_prefix_stats st = {0, 0, NULL, 0};
-      if (!prefixed)
-        KR(kern_prefix_inclusive)(cfg->prefix, KR(affine_prefix_bits)(cfg->mutant), mm, D, Dk, Dv, Ah, Bh, pw, &st);
-      if (sm && head == 0) {
-        sm->prefix_compositions = st.compositions;
-        sm->prefix_rounds = st.rounds;
-      }
-      if (!final_replay) {
-        KR(kchunk_h0)(&c, h0);
-        KR(kern_affine_apply)(mm, Dk, Dv, Ah + (size_t)(D - 1) * na, Bh + (size_t)(D - 1) * nb,
-                              in->h0 ? h0 : NULL, h, aw);
-        KR(kchunk_store_state)(&c, h, gdn_outputs_ht(out, c.b, c.hv));
-      }
+  for (int64_t hb = 0; hb < j->nh; hb++) {
+    const int64_t head = j->h_begin + hb;
+    KR(kchunk_head)(c, head / s->Hv, head % s->Hv);
+    kreal *Ah = j->pairs + (size_t)hb * D * npair, *Bh = Ah + (size_t)D * na;
+    kern_prefix_stats st = {0, 0, NULL, 0};
+    if (!prefixed)
+      KR(kern_prefix_inclusive)(cfg->prefix, KR(affine_prefix_bits)(cfg->mutant), mm, D, Dk, Dv, Ah, Bh, l->pw, &st);
+    if (j->sm && head == 0) {
+      j->sm->prefix_compositions = st.compositions;
+      j->sm->prefix_rounds = st.rounds;
+    }
+    if (!l->final_replay) {
+      KR(kchunk_h0)(c, l->h0);
+      KR(kern_affine_apply)(mm, Dk, Dv, Ah + (size_t)(D - 1) * na, Bh + (size_t)(D - 1) * nb,
+                            j->in->h0 ? l->h0 : NULL, l->h, l->aw);
+      KR(kchunk_store_state)(c, l->h, gdn_outputs_ht(j->out, c->b, c->hv));
     }
   }
-  const int64_t items = nh * nd, solo = items / nt * nt;
+}
+
+/* Binds c to item it's head and piece; returns the piece. */
+static kern_piece KR(affine_replay_item)(KR(affine_local) *l, int64_t it, int64_t *hb, int64_t *r) {
+  const KR(affine_job) *j = l->j;
+  const gdn_shape *s = &j->in->shape;
+  *hb = it / l->nd, *r = l->dev0 + it % l->nd;
+  const int64_t head = j->h_begin + *hb;
+  kern_piece pc;
+  kern_affine_piece(j->cfg, s->T, *r, &pc);
+  KR(kchunk_head)(&l->c, head / s->Hv, head % s->Hv);
+  KR(kchunk_piece)(&l->c, pc.base, pc.t1);
+  l->c.seam_chunk = l->seam_decay && *r >= 1 ? pc.first : -1;
+  return pc;
+}
+
+/* The incoming state h of item (hb, r) from the prefix (or h0), recorded
+ * at its seam when asked. */
+static void KR(affine_replay_h_in)(KR(affine_local) *l, int64_t hb, int64_t r, kreal *h) {
+  const KR(affine_job) *j = l->j;
+  const gdn_shape *s = &j->in->shape;
+  const int64_t D = j->cfg->devices;
+  KR(kchunk) *c = &l->c;
+  KR(kchunk_h0)(c, l->h0);
+  const kreal *Ah = j->pairs ? j->pairs + (size_t)hb * D * j->npair : NULL;
+  KR(affine_h_in)(j->cfg, j->num->matmul, j->in, s->Dk, s->Dv, Ah, Ah ? Ah + (size_t)D * j->na : NULL, r,
+                  l->h0, h, l->aw);
+  if (j->sm) KR(kchunk_store_state)(c, h, kern_affine_seams_h_in(j->sm, c->b, c->hv, r));
+}
+
+/* After item (hb, r)'s replay: its outgoing state at the seam, and ht. */
+static void KR(affine_replay_h_out)(KR(affine_local) *l, int64_t r, const kreal *h) {
+  const KR(affine_job) *j = l->j;
+  const int64_t D = j->cfg->devices;
+  KR(kchunk) *c = &l->c;
+  if (j->sm) KR(kchunk_store_state)(c, h, kern_affine_seams_h_out(j->sm, c->b, c->hv, r));
+  if (D == 1 || (l->final_replay && r == D - 1)) KR(kchunk_store_state)(c, h, gdn_outputs_ht(j->out, c->b, c->hv));
+}
+
+/* Replay: every (head, device) item runs its piece from its incoming state;
+ * whole rounds of items one per thread, the rest by the team on thread 0's
+ * h (the loop's barrier: every slot is bound and every solo item done). */
+static void KR(affine_replay_all)(KR(affine_local) *l, int tid, int nt) {
+  const KR(affine_job) *j = l->j;
+  const int64_t items = j->nh * l->nd, solo = items / nt * nt;
+  int64_t hb, r;
 #pragma omp for schedule(dynamic, 1)
   for (int64_t it = 0; it < solo; it++) {
-    const int64_t hb = it / nd, r = dev0 + it % nd, head = h_begin + hb;
-    kern_piece pc;
-    kern_affine_piece(cfg, T, r, &pc);
-    const int64_t first = pc.first, cnt = pc.count;
-    KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
-    KR(kchunk_piece)(&c, pc.base, pc.t1);
-    c.seam_chunk = seam_decay && r >= 1 ? first : -1;
-    KR(kchunk_h0)(&c, h0);
-    const kreal *Ah = pairs ? pairs + (size_t)hb * D * npair : NULL;
-    KR(affine_h_in)(cfg, mm, in, Dk, Dv, Ah, Ah ? Ah + (size_t)D * na : NULL, r, h0, h, aw);
-    if (sm) KR(kchunk_store_state)(&c, h, kern_affine_seams_h_in(sm, c.b, c.hv, r));
-    KR(kchunk_scan)(&c, mine, first, cnt, h, out);
-    if (sm) KR(kchunk_store_state)(&c, h, kern_affine_seams_h_out(sm, c.b, c.hv, r));
-    if (D == 1 || (final_replay && r == D - 1))
-      KR(kchunk_store_state)(&c, h, gdn_outputs_ht(out, c.b, c.hv));
+    kern_piece pc = KR(affine_replay_item)(l, it, &hb, &r);
+    KR(affine_replay_h_in)(l, hb, r, l->h);
+    KR(kchunk_scan)(&l->c, l->mine, pc.first, pc.count, l->h, j->out);
+    KR(affine_replay_h_out)(l, r, l->h);
   }
-  /* the rest by the team, on thread 0's h (the loop's barrier: every slot
-   * is bound and every solo item done) */
   kern_team_sync ts = {tid, nt, j->slots, 0};
-  kreal *th = j->mem + off_h;
+  kreal *th = j->mem + l->off_h;
   for (int64_t it = solo; it < items; it++) {
-    const int64_t hb = it / nd, r = dev0 + it % nd, head = h_begin + hb;
-    kern_piece pc;
-    kern_affine_piece(cfg, T, r, &pc);
-    const int64_t first = pc.first, cnt = pc.count;
-    KR(kchunk_head)(&c, head / s->Hv, head % s->Hv);
-    KR(kchunk_piece)(&c, pc.base, pc.t1);
-    c.seam_chunk = seam_decay && r >= 1 ? first : -1;
-    if (tid == 0) {
-      KR(kchunk_h0)(&c, h0);
-      const kreal *Ah = pairs ? pairs + (size_t)hb * D * npair : NULL;
-      KR(affine_h_in)(cfg, mm, in, Dk, Dv, Ah, Ah ? Ah + (size_t)D * na : NULL, r, h0, th, aw);
-      if (sm) KR(kchunk_store_state)(&c, th, kern_affine_seams_h_in(sm, c.b, c.hv, r));
-    }
+    kern_piece pc = KR(affine_replay_item)(l, it, &hb, &r);
+    if (tid == 0) KR(affine_replay_h_in)(l, hb, r, th);
 #pragma omp barrier
-    KR(kchunk_scan_team)(&c, j->preps, &ts, first, cnt, th, Bn, out); /* Bn: free here */
-    if (tid == 0) {
-      if (sm) KR(kchunk_store_state)(&c, th, kern_affine_seams_h_out(sm, c.b, c.hv, r));
-      if (D == 1 || (final_replay && r == D - 1))
-        KR(kchunk_store_state)(&c, th, gdn_outputs_ht(out, c.b, c.hv));
-    }
+    KR(kchunk_scan_team)(&l->c, j->preps, &ts, pc.first, pc.count, th, l->Bn, j->out); /* Bn: free here */
+    if (tid == 0) KR(affine_replay_h_out)(l, r, th);
 #pragma omp barrier
   }
+}
+
+/* One thread's share of one batch of heads: fold, prefix, replay. */
+static __attribute__((noinline)) void KR(affine_thread)(const KR(affine_job) *j) {
+  const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+  KR(affine_local) l;
+  KR(affine_local_bind)(&l, j, tid);
+  if (j->cfg->devices >= 2) {
+    KR(affine_fold_all)(&l);
+    if (j->comm && KR(affine_exchange)(j)) return;
+    KR(affine_prefix_all)(&l);
+  }
+  KR(affine_replay_all)(&l, tid, nt);
 }
 
 /* Elements of one thread's scratch (saturating). */
