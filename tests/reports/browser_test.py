@@ -163,6 +163,125 @@ def png_size(path):
     return struct.unpack(">II", head[16:24])
 
 
+def check_scripts_on(chromium, url, n_cases, verdict):
+    """1. Scripts on: the page's script runs to its end without errors and the
+    content is there.  Returns (verdict, n_cases), read from the page when
+    not known."""
+    dom_text, log = run_chromium(chromium, ["--enable-logging=stderr", "--v=0", "--dump-dom"],
+                                 url)
+    dom = Dom()
+    dom.feed(dom_text)
+    if verdict is None:
+        verdict = "PASS" if dom.html_attrs.get("data-verdict") == "pass" else "FAIL"
+    if n_cases is None:
+        n_cases = dom.case_rows
+    check(dom.html_attrs.get("data-script") == "ran",
+          "the page's script did not run to its end (no <html data-script=\"ran\">)")
+    check("data-script-errors" not in dom.html_attrs,
+          "script errors recorded by window.onerror: %r"
+          % dom.html_attrs.get("data-script-errors"))
+    check_content(dom, n_cases, verdict, "scripts on")
+    check(dom.sort_buttons > 0, "the sorter did not turn the headers into buttons")
+    check("hidden" not in dom.ids.get("sort-hint", {}).get("attrs", {"hidden": ""}),
+          "the sort hint is still hidden")
+    console = [l for l in log.splitlines() if ":CONSOLE" in l or "Uncaught" in l]
+    check(not console, "the browser console is not empty:\n  " + "\n  ".join(console[:10]))
+    return verdict, n_cases
+
+
+def check_scripts_off(chromium, report, work, n_cases, verdict):
+    """2. Scripts off: everything readable.  Chromium's --dump-dom and
+    --screenshot need scripts themselves, so "scripts off" is the page with
+    its <script> elements removed: the browser's DOM of that copy must have
+    the same content, and its screenshot must not be blank."""
+    with open(report, encoding="utf-8") as f:
+        source = f.read()
+    stripped, n_scripts = re.subn(r"<script>.*?</script>", "", source, flags=re.S)
+    check(n_scripts == 2, "expected the page's 2 scripts, found %d" % n_scripts)
+    noscript = os.path.join(work, "noscript.html")
+    with open(noscript, "w", encoding="utf-8") as f:
+        f.write(stripped)
+    dom_text, _ = run_chromium(chromium, ["--dump-dom"], "file://" + noscript)
+    dom0 = Dom()
+    dom0.feed(dom_text)
+    check("data-script" not in dom0.html_attrs, "a script ran in the script-free copy")
+    check_content(dom0, n_cases, verdict, "scripts off")
+    check(dom0.sort_buttons == 0, "scripts off: sort buttons without the script")
+    shot0 = os.path.join(work, "noscript.png")
+    run_chromium(chromium, ["--hide-scrollbars", "--window-size=1400,1000",
+                            "--screenshot=" + shot0], "file://" + noscript)
+    check(os.path.exists(shot0) and os.path.getsize(shot0) > 20000,
+          "scripts off: the screenshot is missing or blank")
+
+
+
+def check_sorting(chromium, report, work, n_cases):
+    """3. Sorting, as a reader clicks: a copy of the page with a script
+    appended that clicks the "value / limit" header twice and the "case id"
+    header once, recording each resulting column order."""
+    with open(report, encoding="utf-8") as f:
+        source = f.read()
+    probe = r"""<script>
+(function(){var t=document.getElementById('case-table');
+var hr=t.tHead.rows[t.tHead.rows.length-1],out={};
+function col(label){for(var i=0;i<hr.cells.length;i++)
+ if(hr.cells[i].textContent.indexOf(label)===0)return i;return -1;}
+function grab(c){return Array.prototype.map.call(t.tBodies[0].rows,function(r){
+ var x=r.cells[c];var v=x.getAttribute('data-v');return v===null?x.textContent:v;});}
+var m=col('value / limit'),id=col('case id');
+hr.cells[m].querySelector('button').click();out.desc=grab(m);
+hr.cells[m].querySelector('button').click();out.asc=grab(m);
+hr.cells[id].querySelector('button').click();out.ids=grab(id);
+out.aria=hr.cells[id].getAttribute('aria-sort');
+document.documentElement.setAttribute('data-sort-test',JSON.stringify(out));})();
+</script></body>"""
+    probed = source.replace("</body>", probe, 1)
+    probe_path = os.path.join(work, "sorted.html")
+    with open(probe_path, "w", encoding="utf-8") as f:
+        f.write(probed)
+    dom_text, _ = run_chromium(chromium, ["--dump-dom"], "file://" + probe_path)
+    domp = Dom()
+    domp.feed(dom_text)
+    check("data-script-errors" not in domp.html_attrs,
+          "sorting raised: %r" % domp.html_attrs.get("data-script-errors"))
+    raw = domp.html_attrs.get("data-sort-test")
+    check(raw is not None, "the sorting probe did not run")
+    if raw:
+        res = json.loads(raw)
+
+        def key(v):  # the page's rule: nan and inf sort as +inf, empty as -inf
+            if v in ("nan", "inf"):
+                return float("inf")
+            try:
+                return float(v)
+            except ValueError:
+                return float("-inf")
+        desc = [key(v) for v in res["desc"]]
+        asc = [key(v) for v in res["asc"]]
+        check(len(desc) == n_cases and len(asc) == n_cases, "sorting lost rows")
+        check(desc == sorted(desc, reverse=True), "value / limit: not descending after a click")
+        check(asc == sorted(asc), "value / limit: not ascending after a second click")
+        ids = [v.lower() for v in res["ids"]]
+        check(ids == sorted(ids, reverse=True), "case id: not sorted after a click")
+        check(res["aria"] == "descending", "aria-sort not set on the sorted header")
+
+
+
+def check_screenshot(chromium, url, window_size, keep):
+    """4. Screenshot: a PNG of the window's size, not blank; kept at `keep`."""
+    shot = os.path.join(work, "report.png")
+    run_chromium(chromium, ["--hide-scrollbars", "--window-size=" + window_size,
+                            "--screenshot=" + shot], url)
+    size = png_size(shot) if os.path.exists(shot) else None
+    want = tuple(int(v) for v in window_size.split(","))
+    check(size == want, "screenshot: got %s, want a PNG of %s" % (size, want))
+    check(os.path.getsize(shot) > 20000 if os.path.exists(shot) else False,
+          "screenshot: suspiciously small (a blank page?)")
+    if keep and os.path.exists(shot):
+        shutil.copyfile(shot, keep)
+        print("screenshot written to " + keep)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("make_sample", nargs="?", help="the make_sample helper")
@@ -199,109 +318,10 @@ def main():
                 n_cases = len(doc["cases"])
         url = "file://" + report
 
-        # 1. Scripts on.
-        dom_text, log = run_chromium(chromium, ["--enable-logging=stderr", "--v=0", "--dump-dom"],
-                                     url)
-        dom = Dom()
-        dom.feed(dom_text)
-        if verdict is None:
-            verdict = "PASS" if dom.html_attrs.get("data-verdict") == "pass" else "FAIL"
-        if n_cases is None:
-            n_cases = dom.case_rows
-        check(dom.html_attrs.get("data-script") == "ran",
-              "the page's script did not run to its end (no <html data-script=\"ran\">)")
-        check("data-script-errors" not in dom.html_attrs,
-              "script errors recorded by window.onerror: %r"
-              % dom.html_attrs.get("data-script-errors"))
-        check_content(dom, n_cases, verdict, "scripts on")
-        check(dom.sort_buttons > 0, "the sorter did not turn the headers into buttons")
-        check("hidden" not in dom.ids.get("sort-hint", {}).get("attrs", {"hidden": ""}),
-              "the sort hint is still hidden")
-        console = [l for l in log.splitlines() if ":CONSOLE" in l or "Uncaught" in l]
-        check(not console, "the browser console is not empty:\n  " + "\n  ".join(console[:10]))
-
-        # 2. Scripts off: everything readable.  Chromium's --dump-dom and
-        # --screenshot need scripts themselves, so "scripts off" is the page
-        # with its <script> elements removed: the browser's DOM of that copy
-        # must have the same content, and its screenshot must not be blank.
-        with open(report, encoding="utf-8") as f:
-            source = f.read()
-        stripped, n_scripts = re.subn(r"<script>.*?</script>", "", source, flags=re.S)
-        check(n_scripts == 2, "expected the page's 2 scripts, found %d" % n_scripts)
-        noscript = os.path.join(work, "noscript.html")
-        with open(noscript, "w", encoding="utf-8") as f:
-            f.write(stripped)
-        dom_text, _ = run_chromium(chromium, ["--dump-dom"], "file://" + noscript)
-        dom0 = Dom()
-        dom0.feed(dom_text)
-        check("data-script" not in dom0.html_attrs, "a script ran in the script-free copy")
-        check_content(dom0, n_cases, verdict, "scripts off")
-        check(dom0.sort_buttons == 0, "scripts off: sort buttons without the script")
-        shot0 = os.path.join(work, "noscript.png")
-        run_chromium(chromium, ["--hide-scrollbars", "--window-size=1400,1000",
-                                "--screenshot=" + shot0], "file://" + noscript)
-        check(os.path.exists(shot0) and os.path.getsize(shot0) > 20000,
-              "scripts off: the screenshot is missing or blank")
-
-        # 3. Sorting, as a reader clicks: a copy of the page with a script
-        # appended that clicks the "value / limit" header twice and the
-        # "case id" header once, recording each resulting column order.
-        probe = r"""<script>
-(function(){var t=document.getElementById('case-table');
-var hr=t.tHead.rows[t.tHead.rows.length-1],out={};
-function col(label){for(var i=0;i<hr.cells.length;i++)
- if(hr.cells[i].textContent.indexOf(label)===0)return i;return -1;}
-function grab(c){return Array.prototype.map.call(t.tBodies[0].rows,function(r){
- var x=r.cells[c];var v=x.getAttribute('data-v');return v===null?x.textContent:v;});}
-var m=col('value / limit'),id=col('case id');
-hr.cells[m].querySelector('button').click();out.desc=grab(m);
-hr.cells[m].querySelector('button').click();out.asc=grab(m);
-hr.cells[id].querySelector('button').click();out.ids=grab(id);
-out.aria=hr.cells[id].getAttribute('aria-sort');
-document.documentElement.setAttribute('data-sort-test',JSON.stringify(out));})();
-</script></body>"""
-        probed = source.replace("</body>", probe, 1)
-        probe_path = os.path.join(work, "sorted.html")
-        with open(probe_path, "w", encoding="utf-8") as f:
-            f.write(probed)
-        dom_text, _ = run_chromium(chromium, ["--dump-dom"], "file://" + probe_path)
-        domp = Dom()
-        domp.feed(dom_text)
-        check("data-script-errors" not in domp.html_attrs,
-              "sorting raised: %r" % domp.html_attrs.get("data-script-errors"))
-        raw = domp.html_attrs.get("data-sort-test")
-        check(raw is not None, "the sorting probe did not run")
-        if raw:
-            res = json.loads(raw)
-
-            def key(v):  # the page's rule: nan and inf sort as +inf, empty as -inf
-                if v in ("nan", "inf"):
-                    return float("inf")
-                try:
-                    return float(v)
-                except ValueError:
-                    return float("-inf")
-            desc = [key(v) for v in res["desc"]]
-            asc = [key(v) for v in res["asc"]]
-            check(len(desc) == n_cases and len(asc) == n_cases, "sorting lost rows")
-            check(desc == sorted(desc, reverse=True), "value / limit: not descending after a click")
-            check(asc == sorted(asc), "value / limit: not ascending after a second click")
-            ids = [v.lower() for v in res["ids"]]
-            check(ids == sorted(ids, reverse=True), "case id: not sorted after a click")
-            check(res["aria"] == "descending", "aria-sort not set on the sorted header")
-
-        # 4. Screenshot.
-        shot = os.path.join(work, "report.png")
-        run_chromium(chromium, ["--hide-scrollbars", "--window-size=" + args.window_size,
-                                "--screenshot=" + shot], url)
-        size = png_size(shot) if os.path.exists(shot) else None
-        want = tuple(int(v) for v in args.window_size.split(","))
-        check(size == want, "screenshot: got %s, want a PNG of %s" % (size, want))
-        check(os.path.getsize(shot) > 20000 if os.path.exists(shot) else False,
-              "screenshot: suspiciously small (a blank page?)")
-        if args.screenshot and os.path.exists(shot):
-            shutil.copyfile(shot, args.screenshot)
-            print("screenshot written to " + args.screenshot)
+        verdict, n_cases = check_scripts_on(chromium, url, n_cases, verdict)
+        check_scripts_off(chromium, report, work, n_cases, verdict)
+        check_sorting(chromium, report, work, n_cases)
+        check_screenshot(chromium, url, args.window_size, args.screenshot)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
