@@ -267,7 +267,7 @@ document.documentElement.setAttribute('data-sort-test',JSON.stringify(out));})()
 
 
 
-def check_screenshot(chromium, url, window_size, keep):
+def check_screenshot(chromium, url, work, window_size, keep):
     """4. Screenshot: a PNG of the window's size, not blank; kept at `keep`."""
     shot = os.path.join(work, "report.png")
     run_chromium(chromium, ["--hide-scrollbars", "--window-size=" + window_size,
@@ -280,6 +280,44 @@ def check_screenshot(chromium, url, window_size, keep):
     if keep and os.path.exists(shot):
         shutil.copyfile(shot, keep)
         print("screenshot written to " + keep)
+
+
+def table_overflow(chromium, source, work, name):
+    """How many pixels the case table's right edge lies past the 1,400-pixel
+    window's content width (<= 0: it fits), measured by the browser on a
+    copy of the page with a probe script appended."""
+    probe = r"""<script>
+(function(){var t=document.getElementById('case-table');
+document.documentElement.setAttribute('data-fit',JSON.stringify({right:t.getBoundingClientRect().right,
+ width:document.documentElement.clientWidth}));})();
+</script></body>"""
+    path = os.path.join(work, name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(source.replace("</body>", probe, 1))
+    dom_text, _ = run_chromium(chromium, ["--window-size=1400,1000", "--dump-dom"], "file://" + path)
+    dom = Dom()
+    dom.feed(dom_text)
+    raw = dom.html_attrs.get("data-fit")
+    if raw is None:
+        return None
+    fit = json.loads(raw)
+    return fit["right"] - fit["width"]
+
+
+def check_table_fits(chromium, report, work):
+    """5. The case table fits a 1,400-pixel window (its columns wrap rather
+    than widen the page).  Negative control: the same page with one column
+    forced to 60em must be measured as overflowing."""
+    with open(report, encoding="utf-8") as f:
+        source = f.read()
+    over = table_overflow(chromium, source, work, "fit.html")
+    check(over is not None, "the table-width probe did not run")
+    if over is not None:
+        check(over <= 0, "the case table is %.0f px wider than a 1,400-pixel window" % over)
+    wide = source.replace("</head>", "<style>#case-table td.id{min-width:60em}</style></head>", 1)
+    over = table_overflow(chromium, wide, work, "fit-control.html")
+    check(over is not None and over > 0,
+          "negative control: a case table forced to 60em was not measured as overflowing (%r)" % over)
 
 
 def main():
@@ -321,7 +359,8 @@ def main():
         verdict, n_cases = check_scripts_on(chromium, url, n_cases, verdict)
         check_scripts_off(chromium, report, work, n_cases, verdict)
         check_sorting(chromium, report, work, n_cases)
-        check_screenshot(chromium, url, args.window_size, args.screenshot)
+        check_table_fits(chromium, report, work)
+        check_screenshot(chromium, url, work, args.window_size, args.screenshot)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
