@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gdn_atomic.h"
+#include "report_audit.h"
 #include "report_doc.h"
 #include "report_findings.h"
 #include "report_escape.h"
@@ -330,6 +331,7 @@ static void verdict(report_buf *b, const report_summary *s) {
                          "would have <b>passed %zu of the %zu failing case%s</b> (see "
                          "<a href=\"#upstream\">the comparison</a>).</p>\n",
                       s->n_missed, s->n_fail, s->n_fail == 1 ? "" : "s");
+  report_audit_html_headline(b, s->doc);
   report_buf_puts(b, "</div>\n</header>\n");
 }
 
@@ -986,6 +988,7 @@ int report_html_render(const json_t *doc, report_buf *b, gdn_error *e) {
   case_table(b, &s);
   grad_table(b, &s);
   stored_grad_table(b, &s);
+  report_audit_html_section(b, doc);
   report_buf_puts(b, "<section id=\"plots\">\n<h2>Plots</h2>\n");
   rc = report_plots_render(doc, &s, b, e);
   report_buf_puts(b, "</section>\n</main>\n<footer>Rendered from the results document by ");

@@ -8,6 +8,7 @@
 #include "gdn_atomic.h"
 #include "report_doc.h"
 #include "report_findings.h"
+#include "report_audit.h"
 #include "report_escape.h"
 #include "report_modes.h"
 #include "report_num.h"
@@ -285,6 +286,7 @@ int report_markdown_render(const json_t *doc, const char *html_relpath, report_b
   report_summary_init(&s);
   if ((rc = report_summary_build(doc, &s, e))) return rc;
   verdict_lines(b, doc, &s);
+  report_audit_markdown(b, doc);
   findings_lines(b, &s);
   if (html_relpath && *html_relpath) {
     report_buf_puts(b, "Full report: [");
