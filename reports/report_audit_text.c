@@ -9,6 +9,22 @@
 /* The Markdown summary stays small whatever the audit holds. */
 #define MD_MAX_FAILS 20
 
+/* A reason or note from the audit, at most this many bytes in the
+ * Markdown (GitHub's 1 MiB limit; the HTML and JUnit carry it whole). */
+#define MD_MAX_TEXT 600
+
+static void md_cell(report_buf *b, const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  if (n <= MD_MAX_TEXT) {
+    report_escape_markdown_cell_z(b, s);
+    return;
+  }
+  size_t k = MD_MAX_TEXT;
+  while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--; /* a UTF-8 boundary */
+  report_escape_markdown_cell(b, s, k);
+  report_buf_puts(b, "\xE2\x80\xA6");
+}
+
 static int failed(const json_t *k) {
   const char *v = report_doc_str(k, "verdict");
   return !v || strcmp(v, "PASS");
@@ -17,16 +33,16 @@ static int failed(const json_t *k) {
 static void md_subject(report_buf *b, const json_t *a) {
   const json_t *s = json_object_get(a, "subject");
   report_buf_puts(b, "Audited: ");
-  report_escape_markdown_cell_z(b, report_doc_str(s, "cp") ? report_doc_str(s, "cp") : report_doc_str(s, "impl"));
+  md_cell(b, report_doc_str(s, "cp") ? report_doc_str(s, "cp") : report_doc_str(s, "impl"));
   if (report_doc_str(s, "layout")) {
     report_buf_puts(b, " (");
-    report_escape_markdown_cell_z(b, report_doc_str(s, "layout"));
+    md_cell(b, report_doc_str(s, "layout"));
     report_buf_puts(b, ")");
   }
   report_buf_puts(b, " on ");
-  report_escape_markdown_cell_z(b, report_doc_str(a, "platform") ? report_doc_str(a, "platform") : "?");
+  md_cell(b, report_doc_str(a, "platform") ? report_doc_str(a, "platform") : "?");
   report_buf_puts(b, ". ");
-  report_escape_markdown_cell_z(b, report_doc_str(a, "note"));
+  md_cell(b, report_doc_str(a, "note"));
   report_buf_puts(b, "\n\n");
 }
 
@@ -53,9 +69,9 @@ void report_audit_markdown(report_buf *b, const json_t *doc) {
     char where[200];
     report_audit_check_where(k, where, sizeof where);
     report_buf_puts(b, "| ");
-    report_escape_markdown_cell_z(b, where);
+    md_cell(b, where);
     report_buf_puts(b, " | ");
-    report_escape_markdown_cell_z(b, report_doc_str(k, "reason"));
+    md_cell(b, report_doc_str(k, "reason"));
     report_buf_puts(b, " |\n");
   }
   report_buf_puts(b, "\n");

@@ -317,7 +317,7 @@ static void verdict(report_buf *b, const report_summary *s) {
                     s->pass ? "\xE2\x9C\x93" : "\xE2\x9C\x97", s->pass ? "PASS" : "FAIL");
   report_buf_puts(b, "<div class=\"verdict-text\">\n<p class=\"count\">");
   if (s->n == 0) report_buf_puts(b, "No cases were run.");
-  else if (s->pass)
+  else if (s->pass || !s->n_fail) /* a FAIL of the audit alone: its own line below */
     report_buf_printf(b, "All %zu case%s within tolerance.", s->n, s->n == 1 ? "" : "s");
   else
     report_buf_printf(b, "%zu of %zu case%s out of tolerance%s.", s->n_fail, s->n,
@@ -972,8 +972,9 @@ int report_html_render(const json_t *doc, report_buf *b, gdn_error *e) {
   report_escape_html_attr_z(b, report_doc_str(doc, "version"));
   report_buf_printf(b, "\">\n<title>%s \xE2\x80\x94 ", s.pass ? "PASS" : "FAIL");
   esc(b, report_doc_str(doc, "tool"));
-  if (s.pass) report_buf_printf(b, ": %zu case%s within tolerance", s.n, s.n == 1 ? "" : "s");
+  if (s.pass || !s.n_fail) report_buf_printf(b, ": %zu case%s within tolerance", s.n, s.n == 1 ? "" : "s");
   else report_buf_printf(b, ": %zu of %zu cases out of tolerance", s.n_fail, s.n);
+  if (report_audit_of(doc)) report_buf_printf(b, "; audit %s", report_audit_pass(report_audit_of(doc)) ? "PASS" : "FAIL");
   report_buf_printf(b, "</title>\n<script>%s</script>\n<style>\n%s</style>\n</head>\n<body>\n",
                     ERROR_TRAP, CSS);
   report_buf_puts(b, "<h1>");

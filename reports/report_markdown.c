@@ -153,7 +153,7 @@ static void verdict_lines(report_buf *b, const json_t *doc, const report_summary
   report_escape_markdown_cell_z(b, report_doc_str(doc, "tool"));
   report_buf_printf(b, ": **%s**\n\n", s->pass ? "PASS" : "FAIL");
   if (!s->n) report_buf_puts(b, "No cases were run.");
-  else if (s->pass) report_buf_printf(b, "**All %zu cases within tolerance.**", s->n);
+  else if (s->pass || !s->n_fail) report_buf_printf(b, "**All %zu cases within tolerance.**", s->n);
   else report_buf_printf(b, "**%zu of %zu cases out of tolerance.**", s->n_fail, s->n);
   long long ex = report_doc_int(doc, "exit_status", -1);
   if (ex >= 0) report_buf_printf(b, " Exit status %lld.", ex);

@@ -339,6 +339,39 @@ START_TEST(markdown_and_junit) {
 }
 END_TEST
 
+/* The verdict box and title say what failed: the cases passed, the audit did not. */
+START_TEST(headline_when_only_the_audit_fails) {
+  json_t *f = load("audit-fail.json"), *doc = doc_with(f);
+  char *h = render(doc, report_html_render);
+  ck_assert_ptr_nonnull(strstr(h, "<title>FAIL \xE2\x80\x94 gdn-parity: 3 cases within tolerance; audit FAIL</title>"));
+  ck_assert_ptr_nonnull(strstr(h, "<p class=\"count\">All 3 cases within tolerance. Exit status 1.</p>"));
+  char *md = render(doc, markdown);
+  ck_assert_ptr_nonnull(strstr(md, "**All 3 cases within tolerance.** Exit status 1."));
+  free(h), free(md);
+  json_decref(doc);
+  json_decref(f);
+}
+END_TEST
+
+/* A huge reason is cut in the Markdown (GitHub's 1 MiB), kept whole in the HTML. */
+START_TEST(markdown_bounds_a_huge_reason) {
+  json_t *f = load("audit-fail.json");
+  static char big[100001];
+  memset(big, 'x', sizeof big - 1);
+  memcpy(big + 99990, "THE-END", 7);
+  json_object_set_new(json_array_get(json_object_get(f, "checks"), 3), "reason", json_string(big));
+  json_t *doc = doc_with(f);
+  char *md = render(doc, markdown), *h = render(doc, report_html_render);
+  ck_assert_uint_lt(strlen(md), 20000);
+  ck_assert_ptr_null(strstr(md, "THE-END"));
+  ck_assert_ptr_nonnull(strstr(md, "xxx\xE2\x80\xA6 |"));
+  ck_assert_ptr_nonnull(strstr(h, "THE-END"));
+  free(md), free(h);
+  json_decref(doc);
+  json_decref(f);
+}
+END_TEST
+
 START_TEST(console_lines) {
   json_t *f = load("audit-fail.json"), *doc = doc_with(f);
   report_buf b;
@@ -370,6 +403,8 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, hostile_strings_escaped);
   tcase_add_test(tc, markdown_and_junit);
   tcase_add_test(tc, console_lines);
+  tcase_add_test(tc, headline_when_only_the_audit_fails);
+  tcase_add_test(tc, markdown_bounds_a_huge_reason);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
