@@ -372,6 +372,28 @@ START_TEST(markdown_bounds_a_huge_reason) {
 }
 END_TEST
 
+/* A real audit (gdn-parity-jax audit of broken:sequence_gathered, D = 1, 2,
+ * T = 128..512, on the h-audit branch): read, and every failing check in
+ * every view. */
+START_TEST(real_audit_renders) {
+  json_t *a = load("audit-real-sequence-gathered.json"), *doc = doc_with(a);
+  size_t n, nf;
+  report_audit_counts(a, &n, &nf);
+  ck_assert_uint_eq(n, 5);
+  ck_assert_uint_eq(nf, 5);
+  char *h = render(doc, report_html_render), *md = render(doc, markdown), *x = render(doc, report_junit_render);
+  ck_assert_ptr_nonnull(strstr(h, "<code>all-gather f32[1,512,2]</code> <code class=\"op-name\">"
+                                  "jit(f)/shard_map/all_gather</code> at <code class=\"op-source\">"
+                                  "gdn_parity_jax/broken.py:414 (sequence_gathered.&lt;locals&gt;.&lt;genexpr&gt;)</code>"));
+  ck_assert_ptr_nonnull(strstr(h, "D=2 G2 all-gather"));
+  ck_assert_ptr_nonnull(strstr(md, "Audit: **FAIL** (5 of 5 checks failed)"));
+  ck_assert_ptr_nonnull(strstr(x, "<testsuite name=\"gdn-parity.audit\" tests=\"5\" failures=\"5\""));
+  free(h), free(md), free(x);
+  json_decref(doc);
+  json_decref(a);
+}
+END_TEST
+
 START_TEST(console_lines) {
   json_t *f = load("audit-fail.json"), *doc = doc_with(f);
   report_buf b;
@@ -405,6 +427,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, console_lines);
   tcase_add_test(tc, headline_when_only_the_audit_fails);
   tcase_add_test(tc, markdown_bounds_a_huge_reason);
+  tcase_add_test(tc, real_audit_renders);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
