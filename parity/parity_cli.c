@@ -16,6 +16,7 @@
 #include "gdn_text.h"
 #include "gdn_threads.h"
 #include "gdn_alloc.h"
+#include "parity_audit.h"
 #include "parity_budget.h"
 #include "parity_coverage.h"
 #include "parity_check_shard.h"
@@ -28,6 +29,7 @@
 #include "parity_policy.h"
 #include "parity_sweep.h"
 #include "report.h"
+#include "report_audit.h"
 #include "report_coverage.h"
 
 /* The commands, by their bit in gdn_cli_opt.cmds (names for messages). */
@@ -100,6 +102,9 @@ static const gdn_cli_opt options[] = {
      "when present)", C_COVERAGE},
     {"fixture", "FILE.h5", "check: the fixture to judge (more may follow as arguments)", C_CHECK},
     {"policy", "FILE", "tolerance policy (JSON; default: the built-in policy)", C_CASES},
+    {"audit", "AUDIT.json",
+     "the audit gdn-parity-jax audit --json wrote (schema gdn-parity-audit 1): embedded in the results "
+     "document and shown in every report; its FAIL fails the run (exit 1)", C_JUDGE | C_REPORT},
     {"print-policy", NULL, "print the built-in tolerance policy and exit", 0},
     {"json", "FILE", "write the results document (JSON)", C_CASES},
     {"junit", "FILE", "write JUnit XML, one testcase per case (coverage: per mutant; a survivor fails)", 0},
@@ -138,6 +143,7 @@ void parity_cli_print_help(FILE *f) {
   fprintf(f,
           "\nexit status: 0 every case within tolerance, 1 at least one case out of tolerance,\n"
           "2 bad usage or bad input (the message says what and where), 3 internal error.\n"
+          "--audit: an audit whose verdict is FAIL makes the run FAIL (exit 1) however the cases did.\n"
           "coverage: 0 every selected mutant killed or explained by the README as unkillable (and the\n"
           "correct kernels pass every case), 1 some other mutant survives or the correct kernels fail\n"
           "a case, 2 and 3 as above.\n");
@@ -239,6 +245,7 @@ typedef struct run_state {
   int oracle_bits;
   uint64_t max_bytes;
   int grad; /* --grad */
+  json_t *audit; /* --audit: its document (parity_audit.h), or NULL */
 } run_state;
 
 /* --grad's memory, refused before anything is allocated: three gradient
@@ -443,13 +450,23 @@ static int report_command(const gdn_cli_args *aa, FILE *out, gdn_error *e) {
   }
   if (parity_output_check_paths(&oo, e) || check_files(&oo, &a.pos[0], 1, "the results document", NULL, NULL, NULL, e))
     return -1;
-  json_t *doc = NULL;
-  if (report_json_read(a.pos[0], &doc, e)) return -1;
-  int rc = parity_output_write_all(&oo, doc, e);
+  json_t *doc = NULL, *audit = NULL;
+  if ((GET("audit") && parity_audit_load(GET("audit"), &oo, &audit, e)) || report_json_read(a.pos[0], &doc, e)) {
+    json_decref(audit);
+    return -1;
+  }
+  int rc = audit ? report_audit_embed(doc, audit, e) : GDN_OK;
+  json_decref(audit);
+  if (!rc) rc = parity_output_write_all(&oo, doc, e);
   int pass = json_is_true(json_object_get(doc, "pass"));
+  if (!rc && !GET("quiet")) {
+    parity_audit_print_lines(out, doc);
+    fprintf(out, "%s: rebuilt from %s", pass ? "PASS" : "FAIL", a.pos[0]);
+    parity_audit_print_suffix(out, doc);
+    fputc('\n', out);
+  }
   json_decref(doc);
   if (rc) return -1;
-  if (!GET("quiet")) fprintf(out, "%s: rebuilt from %s\n", pass ? "PASS" : "FAIL", a.pos[0]);
   return pass ? 0 : 1;
 }
 
@@ -891,6 +908,7 @@ static int prepare(cmd_ctx *x, int argc, char **argv, parity_output_opts *oo, ch
                   /* coverage reads the README (by default README.md) */
                   PGET("readme") ? PGET("readme") : x->coverage_cmd ? "README.md" : NULL, e))
     return -1;
+  if (PGET("audit") && parity_audit_load(PGET("audit"), oo, &x->st.audit, e)) return -1;
   if (!(*command = join_args(argc, argv))) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory");
   x->command = *command;
   if (parity_doc_init(&x->st.doc, *command, &x->st.policy, e)) return -1;
@@ -901,12 +919,18 @@ static int prepare(cmd_ctx *x, int argc, char **argv, parity_output_opts *oo, ch
 /* The document finished, every output written, the verdict line. */
 static int finish(run_state *st, const parity_output_opts *oo, FILE *out, gdn_error *e) {
   if (parity_doc_finish(&st->doc, oo->reproducible, e)) return -1;
-  int pass = parity_doc_pass(&st->doc);
+  /* --audit: embedded, its verdict ANDed into the document's pass */
+  if (st->audit && report_audit_embed(st->doc.root, st->audit, e)) return -1;
+  int pass = json_is_true(json_object_get(st->doc.root, "pass"));
   if (parity_dist_rank() != 0) return 0; /* rank 0 writes and prints the verdict */
   if (parity_output_write_all(oo, st->doc.root, e)) return -1;
-  fprintf(out, "\n%s: %zu case%s, %zu failed%s\n", pass ? "PASS" : "FAIL", st->doc.n_cases,
+  fputc('\n', out);
+  parity_audit_print_lines(out, st->doc.root);
+  fprintf(out, "%s: %zu case%s, %zu failed%s", pass ? "PASS" : "FAIL", st->doc.n_cases,
           st->doc.n_cases == 1 ? "" : "s", st->doc.n_failed,
           st->doc.have_oracle ? "" : " (no oracle: affine-prefix judged against scan only)");
+  parity_audit_print_suffix(out, st->doc.root);
+  fputc('\n', out);
   return pass ? 0 : 1;
 }
 
@@ -954,6 +978,7 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
     status = cmd->id == CMD_COVERAGE ? finish_coverage(&x, &oo, e) : finish(&x.st, &oo, out, e);
   }
   json_decref(x.coverage);
+  json_decref(x.st.audit);
   parity_progress_clear(&x.progress); /* before the caller prints an error */
   free(command);
   if (x.st.doc_ready) parity_doc_clear(&x.st.doc);

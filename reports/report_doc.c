@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "report_audit.h"
 #include "report_num.h"
 
 /* Paths in messages ("cases[3].impls.scan.o.rel_fro") are built in fixed
@@ -421,9 +422,13 @@ int report_doc_validate(const json_t *doc, const char *source, gdn_error *e) {
     if ((rc = v_case(&v, json_array_get(cases, i), p, n_inputs, &pass))) return rc;
     all_pass &= pass;
   }
-  if (json_is_true(json_object_get(doc, "pass")) != all_pass)
-    return bad(&v, "pass", "is %s but %s", all_pass ? "false" : "true",
-               all_pass ? "every case passed" : "at least one case failed");
+  /* An embedded audit (report_audit.h) is validated, and its verdict is part of the run's. */
+  const json_t *audit = json_object_get(doc, "audit");
+  if (audit && (rc = report_audit_validate(audit, v.source, "audit", e))) return rc;
+  const int audit_pass = !audit || report_audit_pass(audit);
+  if (json_is_true(json_object_get(doc, "pass")) != (all_pass && audit_pass))
+    return bad(&v, "pass", "is %s but %s", all_pass && audit_pass ? "false" : "true",
+               !all_pass ? "at least one case failed" : !audit_pass ? "the audit's verdict is FAIL" : "every case passed");
   const json_t *t, *secs;
   if ((rc = field(&v, doc, "", "timing", 0, JSON_OBJECT, "an object", &t))) return rc;
   if (t) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gdn_atomic.h"
+#include "report_audit.h"
 #include "report_doc.h"
 #include "report_findings.h"
 #include "report_escape.h"
@@ -318,7 +319,7 @@ static void verdict(report_buf *b, const report_summary *s) {
                     s->pass ? "\xE2\x9C\x93" : "\xE2\x9C\x97", s->pass ? "PASS" : "FAIL");
   report_buf_puts(b, "<div class=\"verdict-text\">\n<p class=\"count\">");
   if (s->n == 0) report_buf_puts(b, "No cases were run.");
-  else if (s->pass)
+  else if (s->pass || !s->n_fail) /* a FAIL of the audit alone: its own line below */
     report_buf_printf(b, "All %zu case%s within tolerance.", s->n, s->n == 1 ? "" : "s");
   else
     report_buf_printf(b, "%zu of %zu case%s out of tolerance%s.", s->n_fail, s->n,
@@ -332,6 +333,7 @@ static void verdict(report_buf *b, const report_summary *s) {
                          "would have <b>passed %zu of the %zu failing case%s</b> (see "
                          "<a href=\"#upstream\">the comparison</a>).</p>\n",
                       s->n_missed, s->n_fail, s->n_fail == 1 ? "" : "s");
+  report_audit_html_headline(b, s->doc);
   report_buf_puts(b, "</div>\n</header>\n");
 }
 
@@ -972,8 +974,9 @@ int report_html_render(const json_t *doc, report_buf *b, gdn_error *e) {
   report_escape_html_attr_z(b, report_doc_str(doc, "version"));
   report_buf_printf(b, "\">\n<title>%s \xE2\x80\x94 ", s.pass ? "PASS" : "FAIL");
   esc(b, report_doc_str(doc, "tool"));
-  if (s.pass) report_buf_printf(b, ": %zu case%s within tolerance", s.n, s.n == 1 ? "" : "s");
+  if (s.pass || !s.n_fail) report_buf_printf(b, ": %zu case%s within tolerance", s.n, s.n == 1 ? "" : "s");
   else report_buf_printf(b, ": %zu of %zu cases out of tolerance", s.n_fail, s.n);
+  if (report_audit_of(doc)) report_buf_printf(b, "; audit %s", report_audit_pass(report_audit_of(doc)) ? "PASS" : "FAIL");
   report_buf_printf(b, "</title>\n<script>%s</script>\n<style>\n%s</style>\n</head>\n<body>\n",
                     ERROR_TRAP, CSS);
   report_buf_puts(b, "<h1>");
@@ -988,6 +991,7 @@ int report_html_render(const json_t *doc, report_buf *b, gdn_error *e) {
   case_table(b, &s);
   grad_table(b, &s);
   stored_grad_table(b, &s);
+  report_audit_html_section(b, doc);
   report_buf_puts(b, "<section id=\"plots\">\n<h2>Plots</h2>\n");
   rc = report_plots_render(doc, &s, b, e);
   report_buf_puts(b, "</section>\n</main>\n<footer>Rendered from the results document by ");

@@ -13,7 +13,8 @@
  * the case table (failing cases first), the plots.  Element ids for tests
  * and links: verdict, deciding, environment, inputs, upstream, case-table,
  * case-<document index>, plot-profile, plot-devices, plot-length,
- * plot-heatmap, plot-ulp.
+ * plot-heatmap, plot-ulp; with an embedded audit (--audit, report_audit.h)
+ * audit-headline in the verdict box and the section audit before the plots.
  * Deterministic: the same document gives the same bytes (nothing is taken
  * from the clock or the environment).
  */

@@ -12,7 +12,8 @@
  * documented place here too. */
 typedef enum {
   K_ANY, K_ROOT, K_ORACLE, K_POLICY, K_INPUT, K_SHAPE, K_CASE, K_IMPLS, K_IMPL, K_METRICS,
-  K_WORST, K_TOL, K_CHECK, K_UPSTREAM, K_PROFILE, K_SEAM, K_HIST, K_TIMING, K_SECONDS
+  K_WORST, K_TOL, K_CHECK, K_UPSTREAM, K_PROFILE, K_SEAM, K_HIST, K_TIMING, K_SECONDS,
+  K_ASIS /* the embedded audit: its producer's key order, kept */
 } kind;
 
 typedef struct key_rule {
@@ -25,7 +26,7 @@ static const key_rule ROOT[] = {
     {"tool", K_ANY},     {"version", K_ANY}, {"git_commit", K_ANY}, {"schema", K_ANY},
     {"command", K_ANY},  {"created", K_ANY}, {"pass", K_ANY},       {"exit_status", K_ANY},
     {"oracle", K_ORACLE}, {"policy", K_POLICY}, {"inputs", K_INPUT}, {"cases", K_CASE},
-    {"timing", K_TIMING}, END};
+    {"audit", K_ASIS}, {"timing", K_TIMING}, END};
 static const key_rule ORACLE[] = {{"tier", K_ANY},       {"form", K_ANY},
                                   {"precision_bits", K_ANY}, {"check_bits", K_ANY},
                                   {"certified_bits", K_ANY}, END};
@@ -106,7 +107,8 @@ static const key_rule *rules(kind k) {
   case K_HIST: return HIST;
   case K_TIMING: return TIMING;
   case K_SECONDS: return SECONDS;
-  case K_ANY: break;
+  case K_ANY:
+  case K_ASIS: break;
   }
   return NULL;
 }
@@ -162,6 +164,7 @@ fail:
 }
 
 static json_t *ordered(const json_t *j, kind k) {
+  if (k == K_ASIS) return json_deep_copy(j);
   if (json_is_object(j)) return ordered_object(j, k);
   if (json_is_array(j)) {
     json_t *out = json_array();

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gdn_atomic.h"
+#include "report_audit.h"
 #include "report_doc.h"
 #include "report_findings.h"
 #include "report_escape.h"
@@ -137,8 +138,11 @@ int report_junit_render(const json_t *doc, report_buf *b, gdn_error *e) {
   char counts[160];
   snprintf(counts, sizeof counts, " tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"0\" "
                                   "time=\"%.3f\"", s.n, failures, s.n_error, total);
-  report_buf_puts(b, "<testsuites name=\"gdn-parity\"");
-  report_buf_puts(b, counts);
+  /* An embedded audit is a second testsuite; the totals count both. */
+  size_t na = 0, naf = 0;
+  if (report_audit_of(doc)) report_audit_counts(report_audit_of(doc), &na, &naf);
+  report_buf_printf(b, "<testsuites name=\"gdn-parity\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"0\" "
+                       "time=\"%.3f\"", s.n + na, failures + naf, s.n_error, total);
   report_buf_puts(b, ">\n  <testsuite name=\"gdn-parity\"");
   report_buf_puts(b, counts);
   report_buf_puts(b, ">\n    <properties>\n");
@@ -202,7 +206,9 @@ int report_junit_render(const json_t *doc, report_buf *b, gdn_error *e) {
     report_buf_puts(b, v->error ? "</error>\n" : "</failure>\n");
     report_buf_puts(b, "    </testcase>\n");
   }
-  report_buf_puts(b, "  </testsuite>\n</testsuites>\n");
+  report_buf_puts(b, "  </testsuite>\n");
+  report_audit_junit(b, doc);
+  report_buf_puts(b, "</testsuites>\n");
   report_summary_clear(&s);
   return report_buf_status(b, "rendering the JUnit XML", e);
 }

@@ -10,6 +10,9 @@
  * whose body lists every check; a case with cases[].error gets <error>
  * instead.  Valid against the Jenkins/Ant-style schema in
  * tests/reports/junit.xsd.  Deterministic: no timestamp or hostname.
+ * A document with an "audit" (--audit) gets a second <testsuite
+ * name="gdn-parity.audit">, one testcase per audit check (report_audit.h);
+ * the <testsuites> totals count both.
  */
 #ifndef REPORT_JUNIT_H
 #define REPORT_JUNIT_H

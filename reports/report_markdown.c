@@ -8,6 +8,7 @@
 #include "gdn_atomic.h"
 #include "report_doc.h"
 #include "report_findings.h"
+#include "report_audit.h"
 #include "report_escape.h"
 #include "report_modes.h"
 #include "report_num.h"
@@ -152,7 +153,7 @@ static void verdict_lines(report_buf *b, const json_t *doc, const report_summary
   report_escape_markdown_cell_z(b, report_doc_str(doc, "tool"));
   report_buf_printf(b, ": **%s**\n\n", s->pass ? "PASS" : "FAIL");
   if (!s->n) report_buf_puts(b, "No cases were run.");
-  else if (s->pass) report_buf_printf(b, "**All %zu cases within tolerance.**", s->n);
+  else if (s->pass || !s->n_fail) report_buf_printf(b, "**All %zu cases within tolerance.**", s->n);
   else report_buf_printf(b, "**%zu of %zu cases out of tolerance.**", s->n_fail, s->n);
   long long ex = report_doc_int(doc, "exit_status", -1);
   if (ex >= 0) report_buf_printf(b, " Exit status %lld.", ex);
@@ -285,6 +286,7 @@ int report_markdown_render(const json_t *doc, const char *html_relpath, report_b
   report_summary_init(&s);
   if ((rc = report_summary_build(doc, &s, e))) return rc;
   verdict_lines(b, doc, &s);
+  report_audit_markdown(b, doc);
   findings_lines(b, &s);
   if (html_relpath && *html_relpath) {
     report_buf_puts(b, "Full report: [");

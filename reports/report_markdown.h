@@ -7,6 +7,8 @@
  * before the file would pass REPORT_MARKDOWN_MAX_BYTES, with a line
  * "... and N more cases (see the report)."; so the file stays under 1 MiB
  * however many cases there are.  Cells are escaped (pipes, markup, HTML).
+ * With an embedded audit (--audit, report_audit.h): its paragraph and
+ * failing checks after the verdict lines.
  */
 #ifndef REPORT_MARKDOWN_H
 #define REPORT_MARKDOWN_H

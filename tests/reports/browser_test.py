@@ -24,7 +24,7 @@ Exit status: 0 pass, 1 fail, 77 skip (meson's) when no chromium is
 installed (Debian: apt-get install chromium).
 
 Usage:
-  browser_test.py MAKE_SAMPLE [--screenshot OUT.png] [--window-size W,H]
+  browser_test.py MAKE_SAMPLE [--audit AUDIT.json] [--screenshot OUT.png] [--window-size W,H]
   browser_test.py --html report.html [--cases N] [--screenshot OUT.png]
 """
 
@@ -41,6 +41,10 @@ import tempfile
 
 PLOTS = ["plot-profile", "plot-devices", "plot-length", "plot-heatmap", "plot-ulp"]
 SECTIONS = ["verdict", "deciding", "environment", "inputs", "upstream", "case-table"]
+# --audit: the audit section (reports/report_audit.h) and its figures
+AUDIT_SECTIONS = ["audit", "audit-headline", "audit-verdict", "audit-note", "audit-checks", "audit-affine",
+                  "audit-memory"]
+AUDIT_PLOTS = ["plot-audit-collectives-forward", "plot-audit-collectives-backward", "plot-audit-memory"]
 TIMEOUT_S = 180
 
 
@@ -142,7 +146,7 @@ def check(cond, msg):
         print("FAIL: " + msg)
 
 
-def check_content(dom, n_cases, verdict, label):
+def check_content(dom, n_cases, verdict, label, audit_verdict=None):
     for i in SECTIONS:
         check(i in dom.ids, "%s: no element with id %r" % (label, i))
     vtext = dom.text("verdict")
@@ -153,6 +157,14 @@ def check_content(dom, n_cases, verdict, label):
     for p in PLOTS:
         check(p in dom.ids, "%s: no plot %r" % (label, p))
         check(dom.svg_in.get(p, 0) >= 1, "%s: plot %r has no <svg>" % (label, p))
+    if audit_verdict:
+        for i in AUDIT_SECTIONS:
+            check(i in dom.ids, "%s: no element with id %r (the audit)" % (label, i))
+        for p in AUDIT_PLOTS:
+            check(dom.svg_in.get(p, 0) >= 1, "%s: audit plot %r has no <svg>" % (label, p))
+        atext = dom.text("audit-verdict")
+        check(("Audit " + audit_verdict) in atext,
+              "%s: the audit section does not say Audit %s: %r" % (label, audit_verdict, atext[:200]))
 
 
 def png_size(path):
@@ -163,7 +175,7 @@ def png_size(path):
     return struct.unpack(">II", head[16:24])
 
 
-def check_scripts_on(chromium, url, n_cases, verdict):
+def check_scripts_on(chromium, url, n_cases, verdict, audit_verdict):
     """1. Scripts on: the page's script runs to its end without errors and the
     content is there.  Returns (verdict, n_cases), read from the page when
     not known."""
@@ -180,7 +192,7 @@ def check_scripts_on(chromium, url, n_cases, verdict):
     check("data-script-errors" not in dom.html_attrs,
           "script errors recorded by window.onerror: %r"
           % dom.html_attrs.get("data-script-errors"))
-    check_content(dom, n_cases, verdict, "scripts on")
+    check_content(dom, n_cases, verdict, "scripts on", audit_verdict)
     check(dom.sort_buttons > 0, "the sorter did not turn the headers into buttons")
     check("hidden" not in dom.ids.get("sort-hint", {}).get("attrs", {"hidden": ""}),
           "the sort hint is still hidden")
@@ -189,7 +201,7 @@ def check_scripts_on(chromium, url, n_cases, verdict):
     return verdict, n_cases
 
 
-def check_scripts_off(chromium, report, work, n_cases, verdict):
+def check_scripts_off(chromium, report, work, n_cases, verdict, audit_verdict):
     """2. Scripts off: everything readable.  Chromium's --dump-dom and
     --screenshot need scripts themselves, so "scripts off" is the page with
     its <script> elements removed: the browser's DOM of that copy must have
@@ -205,7 +217,7 @@ def check_scripts_off(chromium, report, work, n_cases, verdict):
     dom0 = Dom()
     dom0.feed(dom_text)
     check("data-script" not in dom0.html_attrs, "a script ran in the script-free copy")
-    check_content(dom0, n_cases, verdict, "scripts off")
+    check_content(dom0, n_cases, verdict, "scripts off", audit_verdict)
     check(dom0.sort_buttons == 0, "scripts off: sort buttons without the script")
     shot0 = os.path.join(work, "noscript.png")
     run_chromium(chromium, ["--hide-scrollbars", "--window-size=1400,1000",
@@ -328,6 +340,8 @@ def main():
                     "beside it, if any)")
     ap.add_argument("--screenshot", help="also keep the screenshot here")
     ap.add_argument("--window-size", default="1400,2400")
+    ap.add_argument("--audit", help="embed this audit document in the sample (make_sample's second "
+                    "argument) and check the report's audit section")
     args = ap.parse_args()
 
     chromium = find_chromium()
@@ -344,20 +358,23 @@ def main():
         else:
             if not args.make_sample:
                 ap.error("give MAKE_SAMPLE or --html")
-            subprocess.run([args.make_sample, work], check=True, timeout=TIMEOUT_S)
+            subprocess.run([args.make_sample, work] + ([args.audit] if args.audit else []), check=True,
+                           timeout=TIMEOUT_S)
             report = os.path.join(work, "report.html")
             results = os.path.join(work, "results.json")
-        verdict, n_cases = None, args.cases
+        verdict, n_cases, audit_verdict = None, args.cases, None
         if os.path.exists(results):
             with open(results, encoding="utf-8") as f:
                 doc = json.load(f)
             verdict = "PASS" if doc["pass"] else "FAIL"
+            if "audit" in doc:
+                audit_verdict = doc["audit"]["verdict"]
             if n_cases is None:
                 n_cases = len(doc["cases"])
         url = "file://" + report
 
-        verdict, n_cases = check_scripts_on(chromium, url, n_cases, verdict)
-        check_scripts_off(chromium, report, work, n_cases, verdict)
+        verdict, n_cases = check_scripts_on(chromium, url, n_cases, verdict, audit_verdict)
+        check_scripts_off(chromium, report, work, n_cases, verdict, audit_verdict)
         check_sorting(chromium, report, work, n_cases)
         check_table_fits(chromium, report, work)
         check_screenshot(chromium, url, work, args.window_size, args.screenshot)
@@ -368,7 +385,9 @@ def main():
         print("%d check(s) failed" % len(failures))
         return 1
     print("browser test passed: verdict %s, %d cases, %d plots, no script or console errors; "
-          "readable with scripts off" % (verdict, n_cases, len(PLOTS)))
+          "readable with scripts off%s" % (verdict, n_cases, len(PLOTS),
+                                           "; audit section (Audit %s) and its %d plots"
+                                           % (audit_verdict, len(AUDIT_PLOTS)) if audit_verdict else ""))
     return 0
 
 

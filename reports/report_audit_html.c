@@ -1,0 +1,252 @@
+/* The audit in the HTML report: a line in the verdict header and a section
+ * of tables (checks, affine minimum, memory at scale, every program's
+ * collectives and memory), plots from report_audit_plots.c.  Tables only:
+ * readable with scripts off. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "report_audit.h"
+#include "report_doc.h"
+#include "report_escape.h"
+#include "report_num.h"
+
+static void esc(report_buf *b, const char *s) { report_escape_html_text_z(b, s ? s : "\xE2\x80\x94"); }
+
+static int failed(const json_t *k) {
+  const char *v = report_doc_str(k, "verdict");
+  return !v || strcmp(v, "PASS");
+}
+
+/* A number as the audit has it: integers exactly (byte counts, and reals
+ * with an integral value: Python writes flops as 1234.0), other reals to 4
+ * significant digits, null or absent as a dash. */
+void report_audit_html_num(report_buf *b, const json_t *j) {
+  double d;
+  if (json_is_integer(j)) report_buf_printf(b, "%lld", (long long)json_integer_value(j));
+  else if (report_num_get(j, &d) && fabs(d) < 1e15 && d == floor(d)) report_buf_printf(b, "%.0f", d);
+  else if (report_num_get(j, &d)) {
+    char s[REPORT_NUM_CHARS];
+    report_num_format(s, d, 4);
+    report_buf_puts(b, s);
+  } else report_buf_puts(b, "\xE2\x80\x94");
+}
+
+static void td_num(report_buf *b, const json_t *obj, const char *key) {
+  report_buf_puts(b, "<td class=\"num\">");
+  report_audit_html_num(b, json_object_get(obj, key));
+  report_buf_puts(b, "</td>");
+}
+
+static void td_text(report_buf *b, const char *s, const char *cls) {
+  report_buf_printf(b, "<td%s%s%s>", cls ? " class=\"" : "", cls ? cls : "", cls ? "\"" : "");
+  esc(b, s);
+  report_buf_puts(b, "</td>");
+}
+
+static void ints_text(report_buf *b, const json_t *a) {
+  report_buf_putc(b, '[');
+  for (size_t i = 0; i < json_array_size(a); i++)
+    report_buf_printf(b, "%s%lld", i ? "," : "", (long long)json_integer_value(json_array_get(a, i)));
+  report_buf_putc(b, ']');
+}
+
+/* "f32[1,1024,2,16]", a tuple as "(f32[..], [..])". */
+void report_audit_html_shape(report_buf *b, const json_t *op) {
+  esc(b, report_doc_str(op, "dtype") ? report_doc_str(op, "dtype") : "");
+  const json_t *sh = json_object_get(op, "shape"), *shs = json_object_get(op, "shapes");
+  if (json_is_array(sh)) ints_text(b, sh);
+  else if (json_is_array(shs)) {
+    report_buf_putc(b, '(');
+    for (size_t i = 0; i < json_array_size(shs); i++) {
+      if (i) report_buf_puts(b, ", ");
+      ints_text(b, json_array_get(shs, i));
+    }
+    report_buf_putc(b, ')');
+  }
+}
+
+/* The op a failing check names, as "all-gather f32[..] at op_name (source)". */
+static void op_text(report_buf *b, const json_t *op) {
+  report_buf_puts(b, "<code>");
+  esc(b, report_doc_str(op, "kind"));
+  report_buf_putc(b, ' ');
+  report_audit_html_shape(b, op);
+  report_buf_puts(b, "</code> <code class=\"op-name\">");
+  esc(b, report_doc_str(op, "op_name"));
+  report_buf_puts(b, "</code> at <code class=\"op-source\">");
+  esc(b, report_doc_str(op, "source"));
+  report_buf_puts(b, "</code>");
+}
+
+void report_audit_html_headline(report_buf *b, const json_t *doc) {
+  const json_t *a = report_audit_of(doc);
+  if (!a) return;
+  size_t n, nf;
+  report_audit_counts(a, &n, &nf);
+  report_buf_printf(b, "<p id=\"audit-headline\"><b class=\"%s\">Audit %s</b>: %zu of %zu checks failed",
+                    nf ? "tag-fail" : "tag-pass", nf ? "FAIL" : "PASS", nf, n);
+  const json_t *checks = json_object_get(a, "checks");
+  for (size_t i = 0; i < n; i++) {
+    const json_t *k = json_array_get(checks, i);
+    if (!failed(k)) continue;
+    char where[200];
+    report_audit_check_where(k, where, sizeof where);
+    report_buf_puts(b, "; first <b>");
+    esc(b, where);
+    report_buf_puts(b, "</b>: ");
+    esc(b, report_doc_str(k, "reason"));
+    break;
+  }
+  report_buf_puts(b, " (<a href=\"#audit\">the audit</a>).</p>\n");
+}
+
+/* Failing checks first, each naming its op. */
+static void checks_table(report_buf *b, const json_t *a) {
+  const json_t *checks = json_object_get(a, "checks");
+  report_buf_puts(b, "<h3>Checks</h3>\n<div class=\"table-wrap\"><table id=\"audit-checks\" class=\"grid-table\">"
+                     "<thead><tr><th>check</th><th>verdict</th><th>function</th><th>pass</th><th>D</th>"
+                     "<th>reason</th><th>op</th></tr></thead><tbody>\n");
+  for (int part = 0; part < 2; part++)
+    for (size_t i = 0; i < json_array_size(checks); i++) {
+      const json_t *k = json_array_get(checks, i);
+      if (failed(k) != (part == 0)) continue;
+      report_buf_printf(b, "<tr class=\"%s\">", part ? "pass" : "fail");
+      td_text(b, report_doc_str(k, "check"), NULL);
+      report_buf_printf(b, "<td class=\"%s\">%s</td>", part ? "tag-pass" : "tag-fail", part ? "PASS" : "FAIL");
+      td_text(b, report_doc_str(k, "function"), NULL);
+      td_text(b, report_doc_str(k, "pass"), NULL);
+      td_num(b, k, "devices");
+      td_text(b, report_doc_str(k, "reason"), "reason-cell");
+      report_buf_puts(b, "<td>");
+      if (json_is_object(json_object_get(k, "op"))) op_text(b, json_object_get(k, "op"));
+      report_buf_puts(b, "</td></tr>\n");
+    }
+  if (!json_array_size(checks)) report_buf_puts(b, "<tr><td colspan=\"7\">no checks</td></tr>\n");
+  report_buf_puts(b, "</tbody></table></div>\n");
+}
+
+static void affine_table(report_buf *b, const json_t *a) {
+  const json_t *rows = json_object_get(a, "affine_minimum");
+  if (!json_array_size(rows)) return;
+  report_buf_puts(b, "<h3>Exchanged bytes against the affine minimum</h3>\n<p>The minimum: one affine pair (A, B) "
+                     "is B&middot;Hv&middot;(Dk&sup2; + Dk&middot;Dv)&middot;itemsize bytes, times the rounds of the "
+                     "declared prefix; measured: every collective of the program, per device.</p>\n"
+                     "<table id=\"audit-affine\" class=\"grid-table\"><thead><tr><th>pass</th><th>D</th><th>T</th>"
+                     "<th>pair bytes</th><th>rounds</th><th>minimum bytes</th><th>measured bytes</th>"
+                     "<th>measured / minimum</th></tr></thead><tbody>\n");
+  static const char *const keys[] = {"devices", "T", "pair_bytes", "rounds", "minimum_bytes", "measured_bytes", "ratio"};
+  for (size_t i = 0; i < json_array_size(rows); i++) {
+    const json_t *r = json_array_get(rows, i);
+    report_buf_puts(b, "<tr>");
+    td_text(b, report_doc_str(r, "pass"), NULL);
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) td_num(b, r, keys[k]);
+    report_buf_puts(b, "</tr>\n");
+  }
+  report_buf_puts(b, "</tbody></table>\n");
+}
+
+static void heads_line(report_buf *b, const json_t *m) {
+  const json_t *h = json_object_get(m, "heads");
+  report_buf_puts(b, "<p id=\"audit-heads\">Backward temp bytes per device, fitted a + b&middot;T per device count, "
+                     "at the heads of ");
+  esc(b, report_doc_str(h, "name"));
+  report_buf_printf(b, " (B %lld, Hk %lld, Hv %lld, Dk %lld, Dv %lld); resident bytes (argument + output + temp) "
+                       "extrapolated, and the longest T whose resident bytes fit each accelerator.</p>\n",
+                    report_doc_int(h, "B", 0), report_doc_int(h, "Hk", 0), report_doc_int(h, "Hv", 0),
+                    report_doc_int(h, "Dk", 0), report_doc_int(h, "Dv", 0));
+}
+
+static void memory_header(report_buf *b, const json_t *tokens, const json_t *acc) {
+  report_buf_puts(b, "<div class=\"table-wrap\"><table id=\"audit-memory\" class=\"grid-table\"><thead><tr>"
+                     "<th>function</th><th>D</th><th>temp bytes per global token</th><th>per local token</th>"
+                     "<th>ratio to stock</th><th>r&sup2;</th>");
+  for (size_t i = 0; i < json_array_size(tokens); i++)
+    report_buf_printf(b, "<th>resident bytes at T = %lld</th>", (long long)json_integer_value(json_array_get(tokens, i)));
+  const char *name;
+  const json_t *v;
+  json_object_foreach((json_t *)acc, name, v) {
+    report_buf_puts(b, "<th>longest T on ");
+    esc(b, name);
+    report_buf_puts(b, " (");
+    report_audit_html_num(b, v);
+    report_buf_puts(b, " B)</th>");
+  }
+  report_buf_puts(b, "</tr></thead><tbody>\n");
+}
+
+static void memory_table(report_buf *b, const json_t *a) {
+  const json_t *m = json_object_get(a, "memory_at_scale");
+  if (!m) return;
+  const json_t *tokens = json_object_get(m, "tokens"), *acc = json_object_get(m, "accelerators");
+  const json_t *rows = json_object_get(m, "rows");
+  report_buf_puts(b, "<h3>Memory at scale</h3>\n");
+  heads_line(b, m);
+  memory_header(b, tokens, acc);
+  for (size_t i = 0; i < json_array_size(rows); i++) {
+    const json_t *r = json_array_get(rows, i), *at = json_object_get(r, "at"), *lt = json_object_get(r, "longest_T");
+    report_buf_puts(b, "<tr>");
+    td_text(b, report_doc_str(r, "function"), NULL);
+    td_num(b, r, "devices");
+    td_num(b, r, "temp_bytes_per_token");
+    td_num(b, r, "temp_bytes_per_local_token");
+    td_num(b, r, "ratio_to_stock");
+    td_num(b, r, "r2");
+    for (size_t t = 0; t < json_array_size(tokens); t++) {
+      char key[32];
+      snprintf(key, sizeof key, "%lld", (long long)json_integer_value(json_array_get(tokens, t)));
+      double v = NAN;
+      report_doc_num(at, key, &v);
+      report_buf_puts(b, "<td class=\"num\">");
+      report_audit_html_num(b, json_object_get(at, key));
+      if (isfinite(v)) report_buf_printf(b, "<br><small>%.3f GiB</small>", v / 1073741824.0);
+      report_buf_puts(b, "</td>");
+    }
+    const char *name;
+    const json_t *v;
+    json_object_foreach((json_t *)acc, name, v) {
+      (void)v;
+      const json_t *x = json_object_get(lt, name);
+      if (json_is_null(x)) report_buf_puts(b, "<td class=\"num over\">does not fit</td>");
+      else td_num(b, lt, name);
+    }
+    report_buf_puts(b, "</tr>\n");
+  }
+  report_buf_puts(b, "</tbody></table></div>\n");
+}
+
+void report_audit_html_section(report_buf *b, const json_t *doc) {
+  const json_t *a = report_audit_of(doc);
+  if (!a) return;
+  size_t n, nf;
+  report_audit_counts(a, &n, &nf);
+  const json_t *s = json_object_get(a, "subject");
+  report_buf_puts(b, "<section id=\"audit\">\n<h2>Audit: what the context-parallel function moves, keeps and "
+                     "computes per device</h2>\n");
+  report_buf_printf(b, "<p id=\"audit-verdict\"><b class=\"%s\">Audit %s</b>: %zu of %zu checks failed. Stock ",
+                    nf ? "tag-fail" : "tag-pass", nf ? "FAIL" : "PASS", nf, n);
+  report_buf_puts(b, "<code>");
+  esc(b, report_doc_str(s, "impl"));
+  report_buf_puts(b, "</code>, context-parallel <code>");
+  esc(b, report_doc_str(s, "cp"));
+  report_buf_puts(b, "</code> (layout ");
+  esc(b, report_doc_str(s, "layout"));
+  report_buf_puts(b, ", prefix ");
+  esc(b, report_doc_str(s, "cp_prefix"));
+  report_buf_puts(b, "), compiled on ");
+  esc(b, report_doc_str(a, "platform"));
+  report_buf_puts(b, " by ");
+  esc(b, report_doc_str(a, "producer"));
+  report_buf_puts(b, ", JAX ");
+  esc(b, report_doc_str(a, "jax_version"));
+  report_buf_puts(b, ".</p>\n<p id=\"audit-note\" class=\"missed-note\">");
+  esc(b, report_doc_str(a, "note") ? report_doc_str(a, "note")
+                                   : "XLA-on-CPU buffer assignment is not a TPU's: the growth law carries over.");
+  report_buf_puts(b, "</p>\n");
+  checks_table(b, a);
+  affine_table(b, a);
+  memory_table(b, a);
+  report_audit_plots(b, a);
+  report_audit_programs(b, a);
+  report_buf_puts(b, "</section>\n");
+}

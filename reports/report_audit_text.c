@@ -1,0 +1,168 @@
+/* The audit in the text outputs: Markdown summary, JUnit XML, console. */
+#include <stdio.h>
+#include <string.h>
+
+#include "report_audit.h"
+#include "report_doc.h"
+#include "report_escape.h"
+
+/* The Markdown summary stays small whatever the audit holds. */
+#define MD_MAX_FAILS 20
+
+/* A reason or note from the audit, at most this many bytes in the
+ * Markdown (GitHub's 1 MiB limit; the HTML and JUnit carry it whole). */
+#define MD_MAX_TEXT 600
+
+static void md_cell(report_buf *b, const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  if (n <= MD_MAX_TEXT) {
+    report_escape_markdown_cell_z(b, s);
+    return;
+  }
+  size_t k = MD_MAX_TEXT;
+  while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--; /* a UTF-8 boundary */
+  report_escape_markdown_cell(b, s, k);
+  report_buf_puts(b, "\xE2\x80\xA6");
+}
+
+static int failed(const json_t *k) {
+  const char *v = report_doc_str(k, "verdict");
+  return !v || strcmp(v, "PASS");
+}
+
+static void md_subject(report_buf *b, const json_t *a) {
+  const json_t *s = json_object_get(a, "subject");
+  report_buf_puts(b, "Audited: ");
+  md_cell(b, report_doc_str(s, "cp") ? report_doc_str(s, "cp") : report_doc_str(s, "impl"));
+  if (report_doc_str(s, "layout")) {
+    report_buf_puts(b, " (");
+    md_cell(b, report_doc_str(s, "layout"));
+    report_buf_puts(b, ")");
+  }
+  report_buf_puts(b, " on ");
+  md_cell(b, report_doc_str(a, "platform") ? report_doc_str(a, "platform") : "?");
+  report_buf_puts(b, ". ");
+  md_cell(b, report_doc_str(a, "note"));
+  report_buf_puts(b, "\n\n");
+}
+
+void report_audit_markdown(report_buf *b, const json_t *doc) {
+  const json_t *a = report_audit_of(doc);
+  if (!a) return;
+  size_t n, nf;
+  report_audit_counts(a, &n, &nf);
+  const int pass = report_audit_pass(a);
+  report_buf_printf(b, "### %s Audit: **%s** (%zu of %zu checks failed)\n\n", pass ? "\xE2\x9C\x85" : "\xE2\x9D\x8C",
+                    pass ? "PASS" : "FAIL", nf, n);
+  md_subject(b, a);
+  if (!nf) return;
+  report_buf_puts(b, "| failing check | op and reason |\n|---|---|\n");
+  const json_t *checks = json_object_get(a, "checks");
+  size_t shown = 0;
+  for (size_t i = 0; i < json_array_size(checks); i++) {
+    const json_t *k = json_array_get(checks, i);
+    if (!failed(k)) continue;
+    if (shown++ == MD_MAX_FAILS) {
+      report_buf_printf(b, "\n... and %zu more failing checks (see the report).\n", nf - MD_MAX_FAILS);
+      break;
+    }
+    char where[200];
+    report_audit_check_where(k, where, sizeof where);
+    report_buf_puts(b, "| ");
+    md_cell(b, where);
+    report_buf_puts(b, " | ");
+    md_cell(b, report_doc_str(k, "reason"));
+    report_buf_puts(b, " |\n");
+  }
+  report_buf_puts(b, "\n");
+}
+
+/* ---- JUnit ---- */
+
+/* classname: "gdn-parity.audit." + the check with every character outside
+ * [A-Za-z0-9_-] as '_' (viewers split classnames at dots). */
+static void junit_classname(report_buf *b, const char *check) {
+  report_buf_puts(b, " classname=\"gdn-parity.audit.");
+  for (const char *c = check ? check : "unknown"; *c; c++) {
+    int ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+             *c == '-';
+    report_buf_putc(b, ok ? *c : '_');
+  }
+  report_buf_puts(b, "\"");
+}
+
+void report_audit_junit(report_buf *b, const json_t *doc) {
+  const json_t *a = report_audit_of(doc);
+  if (!a) return;
+  size_t n, nf;
+  report_audit_counts(a, &n, &nf);
+  report_buf_printf(b, "  <testsuite name=\"gdn-parity.audit\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" "
+                       "skipped=\"0\" time=\"0.000\">\n", n, nf);
+  const json_t *checks = json_object_get(a, "checks");
+  for (size_t i = 0; i < n; i++) {
+    const json_t *k = json_array_get(checks, i);
+    char where[200];
+    report_audit_check_where(k, where, sizeof where);
+    report_buf_puts(b, "    <testcase name=\"");
+    report_escape_xml_attr_z(b, where);
+    report_buf_puts(b, "\"");
+    junit_classname(b, report_doc_str(k, "check"));
+    report_buf_puts(b, " time=\"0.000\"");
+    if (!failed(k)) {
+      report_buf_puts(b, "/>\n");
+      continue;
+    }
+    report_buf_puts(b, ">\n      <failure type=\"");
+    report_escape_xml_attr_z(b, report_doc_str(k, "check"));
+    report_buf_puts(b, "\" message=\"");
+    report_escape_xml_attr_z(b, report_doc_str(k, "reason"));
+    report_buf_puts(b, "\">");
+    report_escape_xml_text_z(b, report_doc_str(k, "reason"));
+    report_buf_puts(b, "</failure>\n    </testcase>\n");
+  }
+  report_buf_puts(b, "  </testsuite>\n");
+}
+
+/* ---- console ---- */
+
+/* The text is the terminal's: control characters would move its cursor. */
+static void plain(report_buf *b, const char *s) {
+  for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++)
+    report_buf_putc(b, *c < 0x20 || *c == 0x7f ? '?' : (char)*c);
+}
+
+void report_audit_text_lines(report_buf *b, const json_t *a) {
+  const json_t *checks = json_object_get(a, "checks");
+  for (size_t i = 0; i < json_array_size(checks); i++) {
+    const json_t *k = json_array_get(checks, i);
+    if (!failed(k)) continue;
+    char where[200];
+    report_audit_check_where(k, where, sizeof where);
+    report_buf_puts(b, "audit: FAIL ");
+    plain(b, where);
+    report_buf_puts(b, ": ");
+    plain(b, report_doc_str(k, "reason"));
+    report_buf_putc(b, '\n');
+  }
+}
+
+void report_audit_text_verdict(report_buf *b, const json_t *doc) {
+  const json_t *a = report_audit_of(doc);
+  if (!a) return;
+  size_t n, nf;
+  report_audit_counts(a, &n, &nf);
+  if (!nf) {
+    report_buf_printf(b, "; audit PASS (%zu check%s)", n, n == 1 ? "" : "s");
+    return;
+  }
+  const json_t *checks = json_object_get(a, "checks");
+  for (size_t i = 0; i < n; i++)
+    if (failed(json_array_get(checks, i))) {
+      char where[200];
+      report_audit_check_where(json_array_get(checks, i), where, sizeof where);
+      report_buf_printf(b, "; audit FAIL (%zu of %zu checks, first ", nf, n);
+      plain(b, where);
+      report_buf_puts(b, ")");
+      return;
+    }
+}
