@@ -15,7 +15,8 @@ Steps (each a separate function below):
 
 Exit status as gdn-parity's: 0 within tolerance, 1 out of tolerance, 2 bad
 usage or bad input (the message says what and where), 3 internal error
-(including a function under test that raises).
+(including a function under test that raises anything, SystemExit too: guard.py);
+128 + N after signal N (SIGTERM, SIGHUP, SIGINT), temporary files removed.
 """
 
 from __future__ import annotations
@@ -104,21 +105,30 @@ def build_parser():
 
 
 def load_function(spec: str, opt: str):
+    """The function MODULE:FUNCTION names.  Importing the module runs user
+    code: whatever it raises but ImportError (bad usage) is the function's
+    internal error (guard.FunctionError, exit 3), SystemExit included."""
+    from . import guard
+    from .text import show
     mod, sep, name = spec.partition(":")
     if not sep or not mod or not name:
         raise UsageError(f"{opt} {spec!r}: expected MODULE:FUNCTION")
     try:
-        m = importlib.import_module(mod)
+        m = guard.call(f"{opt} {spec}: importing {mod}", lambda: importlib.import_module(mod),
+                       passthrough=(ImportError,))
     except ImportError as exc:
-        raise UsageError(f"{opt} {spec!r}: cannot import {mod!r}: {exc}") from None
-    obj = m
-    for part in name.split("."):
-        if not hasattr(obj, part):
-            raise UsageError(f"{opt} {spec!r}: module {mod!r} has no {name!r}")
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise UsageError(f"{opt} {spec!r}: {name!r} is not callable")
-    return obj
+        raise UsageError(f"{opt} {spec!r}: cannot import {mod!r}: {show(exc)}") from None
+
+    def resolve():
+        obj = m
+        for part in name.split("."):
+            if not hasattr(obj, part):
+                raise UsageError(f"{opt} {spec!r}: module {mod!r} has no {name!r}")
+            obj = getattr(obj, part)
+        if not callable(obj):
+            raise UsageError(f"{opt} {spec!r}: {name!r} is not callable")
+        return obj
+    return guard.call(f"{opt} {spec}", resolve, passthrough=(UsageError,))
 
 
 def set_host_devices(n: int):
@@ -131,11 +141,17 @@ def set_host_devices(n: int):
 def main(argv=None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
+    from . import guard
     try:
-        from . import run as runmod
-        return runmod.run(args)
+        with guard.signals_to_exceptions():  # a signal cleans up, then exits 128 + its number
+            from . import run as runmod
+            return runmod.run(args)
+    except guard.Signalled as sig:
+        print(f"gdn-parity-jax: stopped by {sig.name}; temporary files removed", file=sys.stderr)
+        return sig.code
     except UsageError as exc:
-        print(f"gdn-parity-jax: {exc}", file=sys.stderr)
+        from .text import show
+        print(f"gdn-parity-jax: {show(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except Exception:  # noqa: BLE001  internal error: say so, exit 3
         traceback.print_exc()

@@ -35,6 +35,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .text import show
+
 DEFAULT_SHAPES = ((1, 128, 2, 16),)
 DEFAULT_GRID = "upstream-pr"
 # The options of an ad-hoc (shapes=) run the caller leaves unset.
@@ -87,6 +89,8 @@ def grid_path(grid) -> Path:
     if p.suffix == ".json" or os.sep in str(grid):
         if p.is_file():
             return p
+        if p.exists():  # a FIFO would block the read: refused before opening
+            raise ValueError(f"assert_gdn_parity: grid {str(grid)!r}: not a regular file")
         raise FileNotFoundError(f"assert_gdn_parity: grid {str(grid)!r}: no such file")
     dirs = [Path(os.environ[GRIDS_ENV])] if os.environ.get(GRIDS_ENV) else []
     dirs.append(Path(__file__).resolve().parents[2] / "grids")
@@ -134,12 +138,18 @@ def _entry_runs(entry: dict, where: str, overrides: dict):
 def grid_runs(grid, overrides=None):
     """For each entry of the grid: (label, list of argument lists or None,
     why skipped or None)."""
+    from .jsonfile import JSONFileError, load
     path = grid_path(grid)
-    with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
+    try:
+        doc = load(path)
+    except JSONFileError as exc:
+        raise ValueError(f"assert_gdn_parity: grid {exc}") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"assert_gdn_parity: grid {path}: expected a JSON object")
     out = []
     for i, entry in enumerate(doc.get("entries", [])):
-        label = f"{path.stem} case {i} ({entry.get('shape', '?')})"
+        shape = entry.get("shape", "?") if isinstance(entry, dict) else "?"
+        label = show(f"{path.stem} case {i} ({shape})")
         runs, why = _entry_runs(entry, f"{path}: entry {i}", overrides or {})
         out.append((label, runs, why))
     if not any(r for _, r, _ in out):
@@ -208,17 +218,44 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
     return lines
 
 
+VERDICT_HEAD = "gdn-parity-jax: the captured outputs"
+
+
+def verdict_block(stdout: str) -> list[str]:
+    """The verdict lines of a run's output: only those the front end prints
+    under its heading, after every function ran (a line the function under
+    test prints itself, "PASS ..." or not, is never one)."""
+    lines = stdout.split("\n")
+    heads = [i for i, ln in enumerate(lines) if ln.startswith(VERDICT_HEAD)]
+    if not heads:
+        return []
+    out = []
+    for ln in lines[heads[-1] + 1:]:
+        if not ln.startswith("  "):
+            break
+        if ln.strip().startswith(("PASS ", "FAIL ", "MISSING ")):
+            out.append(ln.strip())
+    return out
+
+
+def _shown_lines(s: str) -> str:
+    """Text of the run's own output for an AssertionError: each line escaped
+    (control characters, a stray carriage return; text.py)."""
+    return "\n".join(show(ln) for ln in s.split("\n"))
+
+
 def _run_one(label, args, env, extra, out_dir, timeout):
     out = out_dir or tempfile.mkdtemp(prefix="gdn-parity-")
     os.makedirs(out, exist_ok=True)
     cmd = [sys.executable, "-m", "gdn_parity_jax", "run", *args, "--out", out, *map(str, extra)]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
-    verdicts = [ln.strip() for ln in r.stdout.splitlines()
-                if ln.strip().startswith(("PASS ", "FAIL ", "MISSING "))]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout,
+                       errors="surrogateescape")
+    # verdict lines only from a run that got to gdn-parity check's verdict
+    verdicts = verdict_block(r.stdout) if r.returncode in (0, 1) else []
     if r.returncode != 0:
         what = {1: "out of tolerance", 2: "bad usage or input", 3: "internal error"}.get(
             r.returncode, f"exit {r.returncode}")
-        detail = "\n".join(verdicts) or (r.stderr.strip()[-4000:] or r.stdout.strip()[-4000:])
+        detail = "\n".join(verdicts) or _shown_lines(r.stderr.strip()[-4000:] or r.stdout.strip()[-4000:])
         raise AssertionError(f"gdn parity, {label}: {what}\n{detail}\n"
                              f"(fixture and reports kept in {out})")
     if out_dir is None:

@@ -8,10 +8,13 @@ import tempfile
 
 import numpy as np
 
+from . import captured
 from . import gdn_fixture_capture as cap
 from . import grads as gradmod
+from . import guard, paths
 from .cli import (EXIT_INTERNAL, EXIT_USAGE, PASS_THROUGH, VERSION, UsageError, _int_list,
                   load_function, parse_shape, set_host_devices)
+from .text import show
 from .tools import ToolError, find_tools
 
 PRODUCER = f"gdn-parity-jax {VERSION}"
@@ -19,7 +22,7 @@ PRODUCER = f"gdn-parity-jax {VERSION}"
 
 def _say(args, msg):
     if not args.quiet:
-        print(f"gdn-parity-jax: {msg}", flush=True)
+        print(f"gdn-parity-jax: {show(msg)}", flush=True)
 
 
 def _cp_axis(s: str):
@@ -38,7 +41,7 @@ def make_inputs(args, tools, workdir):
         path = args.from_fixture
         r = tools.run("fixture", ["verify", path], capture_output=True, text=True)
         if r.returncode not in (0, 1):  # 1: stale oracle only; we recompute it anyway
-            raise UsageError(f"--from-fixture {path}: {(r.stderr or r.stdout).strip()}")
+            raise UsageError(f"--from-fixture {show(path)}: {(r.stderr or r.stdout).strip()}")
     else:
         if not args.shape:
             raise UsageError("give --shape B,T,H,D or --from-fixture F.h5")
@@ -91,11 +94,14 @@ def run(args) -> int:
     try:
         return _run(args)
     except _Exit as exc:
-        print(f"gdn-parity-jax: {exc}", file=sys.stderr)
+        print(f"gdn-parity-jax: {show(exc)}", file=sys.stderr)
         return exc.code
     except ToolError as exc:
-        print(f"gdn-parity-jax: {exc}", file=sys.stderr)
+        print(f"gdn-parity-jax: {show(exc)}", file=sys.stderr)
         return EXIT_USAGE
+    except guard.FunctionError as exc:
+        print(f"gdn-parity-jax: {show(exc)}", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 def _plans(args):
@@ -117,16 +123,17 @@ def _run(args) -> int:
     from .signatures import SignatureError, get_adapter
 
     tools = find_tools(args.bin_dir)
-    os.makedirs(args.out, exist_ok=True)
+    paths.check_run(args, early_fixture_path(args))  # every file, before any JAX work
     try:
         adapter = get_adapter(args.signature)
         impl = load_function(args.impl, "--impl")
         cp_fn = load_function(args.cp, "--cp") if args.cp else None
-        if cp_fn is None and adapter.takes_cp(impl):
+        if cp_fn is None and guard.call(f"--impl {args.impl}", lambda: adapter.takes_cp(impl)):
             cp_fn = impl  # upstream's later convention: the stock function with cp_axis=
-        adapter.check(impl, cp=False)
+        guard.call(f"--impl {args.impl}", lambda: adapter.check(impl, cp=False), (SignatureError,))
         if cp_fn is not None:
-            adapter.check(cp_fn, cp=True)
+            guard.call(f"--cp {args.cp or args.impl}", lambda: adapter.check(cp_fn, cp=True),
+                       (SignatureError,))
     except SignatureError as exc:
         raise UsageError(str(exc)) from None
     plans = _plans(args) if cp_fn is not None else []
@@ -145,6 +152,9 @@ def _run_on_inputs(args, tools, adapter, impl, cp_fn, plans, devices, work) -> i
     x = as_arrays(fx)
     B, T, Hk, Dk = x["q"].shape
     Hv, Dv = x["v"].shape[2], x["v"].shape[3]
+    stem = args.name or paths.fixture_stem(B, T, Hk, Hv, Dk, Dv, chunk)
+    path = os.path.join(args.out, stem + ".h5")
+    paths.check_run(args, path)  # again with the inputs' shapes (a fixture's, now read)
     for p in plans:
         why = meshmod.plan_error(p, B, T, len(jax.devices()))
         if why:
@@ -162,30 +172,54 @@ def _run_on_inputs(args, tools, adapter, impl, cp_fn, plans, devices, work) -> i
         return adapter.call(impl, xs, chunk=chunk, l2norm=l2, compute_dtype=cdt)
 
     _say(args, f"{args.impl}: stock run on 1 device ({platform})")
-    o, ht = _guard(args.impl, lambda: adapter.run_stock(call_stock, x))
-    outputs[f"{adapter.framework}_scan"] = dict(
-        o=o, ht=ht, implementation="scan", devices=1, **common)
+    stock = f"{adapter.framework}_scan"
+    o, ht = _guard(f"--impl {args.impl} (output {stock})", lambda: adapter.run_stock(call_stock, x))
+    outputs[stock] = dict(o=o, ht=ht, implementation="scan", devices=1, **common)
     if ct is not None:
         _say(args, f"{args.impl}: jax.vjp on 1 device")
-        outputs[f"{adapter.framework}_scan"]["grads"] = _guard(
-            args.impl, lambda: gradmod.vjp_stock(call_stock, x, ct))
+        outputs[stock]["grads"] = _guard(f"--impl {args.impl} (gradients of {stock})",
+                                         lambda: gradmod.vjp_stock(call_stock, x, ct))
 
     for p in plans:
         def call_cp(xl, axis):
             return adapter.call(cp_fn, xl, chunk=chunk, l2norm=l2, compute_dtype=cdt, cp_axis=axis)
         _say(args, f"{args.cp or args.impl}: context parallel on {p.devices} devices ({p.describe()})")
-        o, ht = _guard(args.cp or args.impl, lambda: meshmod.run_sharded(call_cp, x, p, B))
-        outputs[f"jax_cp_d{p.devices}"] = dict(o=o, ht=ht, implementation="affine-prefix",
-                                               devices=p.devices, prefix=args.cp_prefix, **common)
+        name, who = f"jax_cp_d{p.devices}", f"{'--cp' if args.cp else '--impl'} {args.cp or args.impl}"
+        o, ht = _guard(f"{who} (output {name}, each device's call)",
+                       lambda: meshmod.run_sharded(call_cp, x, p, B))
+        outputs[name] = dict(o=o, ht=ht, implementation="affine-prefix",
+                             devices=p.devices, prefix=args.cp_prefix, **common)
         if ct is not None:
             _say(args, f"{args.cp or args.impl}: jax.vjp through shard_map on {p.devices} devices")
-            outputs[f"jax_cp_d{p.devices}"]["grads"] = _guard(
-                args.cp or args.impl, lambda: gradmod.vjp_sharded(call_cp, x, p, B, ct))
+            outputs[name]["grads"] = _guard(f"{who} (gradients of {name})",
+                                            lambda: gradmod.vjp_sharded(call_cp, x, p, B, ct))
 
-    stem = args.name or (f"gdn-B{B}-T{T}-Hk{Hk}-Hv{Hv}-Dk{Dk}-Dv{Dv}-C{chunk}")
-    path = os.path.join(args.out, stem + ".h5")
-    write_results(path, fx, chunk, outputs, ct)
-    return judge(args, tools, path, chunk, T, devices, list(outputs))
+    os.makedirs(args.out, exist_ok=True)  # made only now: a refused run leaves no folder
+    found = write_results(path, fx, chunk, outputs, ct)
+    return judge(args, tools, path, chunk, T, devices, list(outputs), found)
+
+
+def early_fixture_path(args):
+    """The fixture's path as far as it is known before the inputs are read
+    (--name, --shape, or the --from-fixture file's shapes); None if not."""
+    if args.name:
+        return os.path.join(args.out, args.name + ".h5")
+    try:
+        if args.from_fixture:
+            if not os.path.isfile(args.from_fixture):  # a FIFO would block: check_run refuses it
+                return None
+            import h5py
+            with h5py.File(args.from_fixture, "r") as f:
+                q, v = f["inputs/q"].shape, f["inputs/v"].shape
+                chunk = args.chunk or int(f.attrs["chunk_size"])
+            B, T, Hk, Dk = q
+            Hv, Dv = v[2], v[3]
+        else:
+            B, T, Hv, Dk = parse_shape(args.shape)
+            Hk, Dv, chunk = args.key_heads or Hv, args.dv or Dk, args.chunk or 64
+    except Exception:  # noqa: BLE001  unreadable or no shape: checked once the inputs are read
+        return None
+    return os.path.join(args.out, paths.fixture_stem(B, T, Hk, Hv, Dk, Dv, chunk) + ".h5")
 
 
 def _cotangents(args, fx, x, adapter):
@@ -207,36 +241,44 @@ def _cotangents(args, fx, x, adapter):
 
 
 def _guard(what, thunk):
+    """thunk() running user code `what`: anything it raises is its internal
+    error (guard.FunctionError, exit 3) but a result of the wrong shape or
+    dtype or a call the signature cannot make (exit 2, the message naming
+    the output and what was given and expected)."""
+    from .signatures import SignatureError
     try:
-        return thunk()
-    except (UsageError, _Exit):
-        raise
-    except Exception as exc:  # noqa: BLE001  the function under test failed
-        import traceback
-        traceback.print_exc()
-        raise _Exit(EXIT_INTERNAL, f"{what} raised {type(exc).__name__}: {exc}") from None
+        return guard.call(what, thunk, passthrough=(UsageError, _Exit, SignatureError))
+    except SignatureError as exc:
+        raise UsageError(f"{show(what)}: {exc}") from None
 
 
 def write_results(path, fx, chunk, outputs, cotangents=None):
     """The fixture: inputs, every output and, with --grad, the cotangents and
     each output's gradients (schema v3).  Built under a temporary name in the
-    same folder and renamed over `path` only when complete, so a refused
-    gradient leaves no fixture half-written."""
+    same folder and renamed over `path` (through a symlink: its target) only
+    when complete, so a refused gradient or a signal leaves no fixture
+    half-written.  Returns {output: captured.findings} (notes on storage,
+    non-finite values)."""
     from .signatures import to_numpy
     a = fx["attrs"]
     ins = {n: fx["inputs"][n] for n in fx["inputs"]}
-    outs, grads = {}, {}
+    outs, grads, found = {}, {}, {}
     for name, spec in outputs.items():
         spec = dict(spec)
-        if spec.get("grads") is not None:
-            grads[name] = spec.pop("grads")
-        spec.pop("grads", None)
-        spec["o"] = to_numpy(spec["o"])
-        spec["ht"] = to_numpy(spec.get("ht"))
+        g = spec.pop("grads", None)
+        if g is not None:
+            grads[name] = g
+        notes = []
+        for t in ("o", "ht"):
+            spec[t], note = captured.store(to_numpy(spec.get(t)))
+            if note:
+                notes.append(f"{t} {note}")
         if spec["ht"] is not None and spec["ht"].dtype != np.float32:
             spec["ht"] = spec["ht"].astype(np.float32)  # bfloat16 -> float32 is exact
         outs[name] = spec
-    stage = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.partial")
+        found[name] = captured.findings(dict(spec, grads=g, notes=notes))
+    target = paths.output_target("the fixture", path)
+    stage = os.path.join(os.path.dirname(target) or ".", f".{os.path.basename(target)}.partial")
     try:
         cap.write_fixture(stage, ins, outs, source=a.get("source", "synthetic"), chunk_size=chunk,
                           l2norm_in_kernel=int(a["l2norm_in_kernel"]), scale=a.get("scale"),
@@ -246,17 +288,21 @@ def write_results(path, fx, chunk, outputs, cotangents=None):
             cap.write_cotangents(stage, cotangents["do"], cotangents.get("dht"))
             for name, g in grads.items():
                 cap.write_gradients(stage, name, g)
-        os.replace(stage, path)
+        os.replace(stage, target)
     finally:
         if os.path.exists(stage):
             os.unlink(stage)
+    return found
 
 
-def judge(args, tools, path, chunk, T, devices, names) -> int:
+def judge(args, tools, path, chunk, T, devices, names, found=None) -> int:
+    """gdn-fixture regen, gdn-parity check, the verdict lines; the exit
+    status: check's, but never 0 without a readable results document, nor
+    with a non-finite value in any output."""
     r = tools.run("fixture", ["regen", path, "--force"], capture_output=True, text=True)
     if r.returncode:
         raise _Exit(EXIT_INTERNAL if r.returncode == 3 else EXIT_USAGE,
-                    f"gdn-fixture regen {path}: {(r.stderr or r.stdout).strip()}")
+                    f"gdn-fixture regen {show(path)}: {(r.stderr or r.stdout).strip()}")
     n_chunks = -(-T // chunk)
     tokens = tools.supports("--shard")
     ours = [d for d in devices if (T % d == 0 if tokens else d <= n_chunks)] or [1]
@@ -276,12 +322,18 @@ def judge(args, tools, path, chunk, T, devices, names) -> int:
             cmd.append(opt)
     sys.stdout.flush()
     r = tools.run("parity", cmd)
-    if r.returncode in (0, 1) and os.path.exists(results):
-        from .verdict import verdict_lines
-        lines, _ = verdict_lines(results, names)
+    code = r.returncode
+    if code in (0, 1):
+        from .verdict import ResultsError, verdict_lines
+        try:
+            lines, ok = verdict_lines(results, names, found)
+        except ResultsError as exc:
+            raise _Exit(EXIT_INTERNAL, f"gdn-parity check exited {code} but {exc}") from None
         print("gdn-parity-jax: the captured outputs (worst check over the cases above):")
         for line in lines:
             print("  " + line)
-    print(f"gdn-parity-jax: {'PASS' if r.returncode == 0 else 'FAIL'} (exit {r.returncode}); "
-          f"fixture {path}, results {results}", flush=True)
-    return r.returncode
+        if code == 0 and not ok:  # a non-finite or missing output never passes
+            code = 1
+    print(f"gdn-parity-jax: {'PASS' if code == 0 else 'FAIL'} (exit {code}); "
+          f"fixture {show(path)}, results {show(results)}", flush=True)
+    return code

@@ -32,6 +32,8 @@ import inspect
 
 import numpy as np
 
+from .text import show
+
 MAXTEXT_PARAMS = ("query", "key", "value", "g", "beta", "chunk_size", "initial_state",
                   "use_qk_norm_in_gdn")
 CP_PARAM_NAMES = ("cp_axis", "axis_name")
@@ -39,6 +41,56 @@ CP_PARAM_NAMES = ("cp_axis", "axis_name")
 
 class SignatureError(ValueError):
     """A function that does not fit the adapter; the message names the parameter."""
+
+
+class ResultError(SignatureError):
+    """A call returned something that is not the output it should be: exit 2."""
+
+
+# What one call must return, per output: its shape from the inputs handed to
+# that call (under shard_map a device's own: its T/D tokens, its batch rows)
+# and the dtypes taken (captured.py says how each is stored).  ht may be
+# absent (None); o may not.
+RESULT_SHAPES = {
+    "o": ("(B, T, Hv, Dv)", lambda d: (d["B"], d["T"], d["Hv"], d["Dv"])),
+    "ht": ("(B, Hv, Dk, Dv)", lambda d: (d["B"], d["Hv"], d["Dk"], d["Dv"])),
+}
+RESULT_DTYPES = ("float32", "bfloat16", "float64")
+
+
+def dtype_name(a) -> str | None:
+    """numpy's name of an array's dtype (JAX, numpy, ml_dtypes; torch's
+    "torch.float32" as "float32"), or None for what has no dtype."""
+    dt = getattr(a, "dtype", None)
+    if dt is None:
+        return None
+    try:
+        return np.dtype(dt).name
+    except TypeError:
+        return str(dt).rpartition(".")[2]
+
+
+def check_result(o, ht, x):
+    """(o, ht) when each has the shape RESULT_SHAPES gives for the inputs x
+    (ours, before any head repeat) and one of RESULT_DTYPES; else ResultError
+    naming the output and both shapes and dtypes."""
+    B, T, Hk, Dk = x["q"].shape
+    Hv, Dv = x["v"].shape[2], x["v"].shape[3]
+    dims = dict(B=B, T=T, Hk=Hk, Hv=Hv, Dk=Dk, Dv=Dv)
+    for name, a in (("o", o), ("ht", ht)):
+        if a is None and name == "ht":
+            continue
+        what, f = RESULT_SHAPES[name]
+        want = tuple(int(n) for n in f(dims))
+        shape, dt = getattr(a, "shape", None), dtype_name(a)
+        if shape is None or dt is None:
+            raise ResultError(f"{name} is {show(type(a).__name__)}, not an array; expected shape "
+                              f"{want} {what}, dtype {' or '.join(RESULT_DTYPES)}")
+        shape = tuple(int(n) for n in shape)
+        if shape != want or dt not in RESULT_DTYPES:
+            raise ResultError(f"{name} has shape {shape} dtype {show(dt)}; expected shape {want} "
+                              f"{what} dtype {' or '.join(RESULT_DTYPES)}")
+    return o, ht
 
 
 def _params(fn):
@@ -86,7 +138,7 @@ class MaxTextAdapter:
         tail = (("chunk_size", chunk), ("initial_state", x.get("h0")),
                 ("use_qk_norm_in_gdn", bool(l2norm)))
         if not ps:  # no introspectable signature: MaxText's names
-            return split_result(fn(*args, **dict(tail)))
+            return check_result(*split_result(fn(*args, **dict(tail))), x)
         pos = [n for n, p in ps.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         kw = {}
         for slot, (n, val) in enumerate(tail, start=5):
@@ -101,7 +153,7 @@ class MaxTextAdapter:
             kw["compute_dtype"] = compute_dtype
         if cp_axis is not None:
             kw[cp_param(fn)] = cp_axis
-        return split_result(fn(*args, **kw))
+        return check_result(*split_result(fn(*args, **kw)), x)
 
 
 def split_result(out):
@@ -206,9 +258,9 @@ class MappingAdapter:
         o, ht = split_result(out)
         if self.returns == ["o"]:
             ht = None
-        if tr:
+        if tr and getattr(o, "ndim", 0) == 4:  # else check_result names the shape
             o = _swap(o, 1, 2)
-        return o, ht
+        return check_result(o, ht, x)
 
     def run_stock(self, call, x):
         if self.framework == "torch":
@@ -281,17 +333,14 @@ def get_adapter(name: str):
 
 
 def json_adapter(path: str):
-    import json
+    from .jsonfile import JSONFileError, load
     try:
-        with open(path, encoding="utf-8") as f:
-            spec = json.load(f)
-    except OSError as exc:
-        raise SignatureError(f"--signature {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise SignatureError(f"--signature {path}: not JSON: {exc}") from None
+        spec = load(path)
+    except JSONFileError as exc:
+        raise SignatureError(f"--signature {exc}") from None
     if not isinstance(spec, dict):
-        raise SignatureError(f"--signature {path}: expected a JSON object")
-    return MappingAdapter(path, spec, f"--signature {path}")
+        raise SignatureError(f"--signature {show(path)}: expected a JSON object")
+    return MappingAdapter(path, spec, f"--signature {show(path)}")
 
 
 def to_numpy(x):

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 ENV = "GDN_PARITY_BIN_DIR"
 REPO_BUILD_DIRS = ("build", "build-test", "build-release")
+POLL_S = 0.25
 
 
 class ToolError(RuntimeError):
@@ -38,15 +40,43 @@ class Tools:
     fixture: str
     origin: str  # how they were found, for messages
 
-    def run(self, which: str, args, **kw) -> subprocess.CompletedProcess:
+    def run(self, which: str, args, capture_output=False, text=False) -> subprocess.CompletedProcess:
+        """The tool with args; a signal that stops us (guard.Signalled) is
+        passed on to it, so that it removes its own temporaries (gdn_atomic)
+        before we go on (subprocess.run would SIGKILL it).  The wait wakes
+        every POLL_S seconds: a signal the kernel hands to another thread
+        (XLA's) does not interrupt a blocking wait, and its Python handler
+        runs only when the main thread runs Python code."""
         exe = self.parity if which == "parity" else self.fixture
-        return subprocess.run([exe, *args], **kw)
+        pipe = subprocess.PIPE if capture_output else None
+        with subprocess.Popen([exe, *args], stdout=pipe, stderr=pipe, text=text) as p:
+            try:
+                while True:
+                    try:
+                        out, err = p.communicate(timeout=POLL_S)
+                        break
+                    except subprocess.TimeoutExpired:
+                        continue
+            except BaseException as exc:
+                _stop(p, getattr(exc, "signum", signal.SIGTERM))
+                raise
+        return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
     def supports(self, option: str) -> bool:
         """Whether gdn-parity's --help lists an option (for options other
         branches add, such as --shard)."""
         r = subprocess.run([self.parity, "--help"], capture_output=True, text=True)
         return option in r.stdout
+
+
+def _stop(p: subprocess.Popen, signum: int, grace: float = 10.0) -> None:
+    """Signal p and wait for it; SIGKILL after `grace` seconds."""
+    try:
+        p.send_signal(signum)
+        p.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
 
 
 def _in_dir(d: Path):
