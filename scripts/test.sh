@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies, builds with -Werror, runs every
-# test, the JAX front end's tests (tests/jax, pytest in .venv), then the same
+# test, the JAX front end's tests (tests/jax, pytest in .venv), the wheel in
+# fresh venvs (scripts/wheel_check.sh), then the same
 # suite again under AddressSanitizer + UBSan, a subset under valgrind memcheck,
 # and the libFuzzer targets (scripts/fuzz.sh).
 set -euo pipefail
@@ -17,6 +18,11 @@ meson test -C build-test --print-errorlogs --num-processes "$jobs"
 # The JAX front end against real JAX (8 host CPU devices) and the C tools just
 # built.  Never skipped: a missing JAX fails here (tests/jax/conftest.py).
 GDN_PARITY_BIN_DIR="$PWD/build-test" .venv/bin/python -m pytest -q -p no:cacheprovider tests/jax
+
+# The wheel (issue 29): built and repaired (scripts/wheel.sh), installed with
+# its jax extra into fresh venvs on Python 3.11 and 3.12, and run from outside
+# the checkout: gdn-parity, gdn-parity-jax run, assert_gdn_parity, ldd.
+scripts/wheel_check.sh
 
 # Sanitizers: the same tests, with leak detection on; UBSan aborts on the first report.
 # Without MPI: Open MPI's own start-up allocations would be reported as leaks.

@@ -4,7 +4,7 @@
     from maxtext.models.qwen3 import jax_chunk_gated_delta_rule
 
     def test_gdn_context_parallel_parity():
-        assert_gdn_parity(jax_chunk_gated_delta_rule, devices=(1, 2, 4, 8))
+        assert_gdn_parity(jax_chunk_gated_delta_rule)
 
 What runs by default is the recommended grid, grids/upstream-pr.json (issue
 22: the smallest set of cases that kills every killable mutant of the
@@ -15,13 +15,22 @@ documents: the maxtext signature takes no segment ids) is skipped and
 reported as a SKIP line.  ``grid=`` names another grid (a path, or a name in
 the repository's grids/ folder); ``shapes=`` runs ad-hoc shapes instead, with
 the options below.  An option given explicitly (devices, chunk, h0, dtype,
-gates, seed) overrides the grid's value in every case.
+gates, seed, grad) overrides the grid's value in every case.
+
+Defaults that catch what a test author forgets (issue 29): gradients are
+judged (``grad=False`` is the explicit opt-out; runs in bfloat16 compute,
+which the C side cannot differentiate, go without and say so in a NOTE
+line), and every grid case whose T is a multiple of 8 also runs on 8
+devices besides the grid's own device counts (``devices=`` replaces both).
 
 Each run is one ``gdn-parity-jax run`` in a fresh Python process (XLA fixes
 the number of host devices when jax is first imported, so a test process that
 already imported jax cannot grow its own), with this process's ``sys.path`` as
-its PYTHONPATH so the function imports there as here.  On failure the
-AssertionError carries the verdict lines and the folder holding the fixture
+its PYTHONPATH so the function imports there as here.  A callable that does
+not import by name (a closure, a functools.partial, a decorated function)
+runs in this process when JAX here already has the devices the run needs,
+else is serialized into the run's process (gdn_parity_jax/ship.py).  On
+failure the AssertionError carries the verdict lines and the folder holding the fixture
 and reports (kept); on success that folder is removed.
 """
 
@@ -35,12 +44,17 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import ship
 from .text import show
 
 DEFAULT_SHAPES = ((1, 128, 2, 16),)
 DEFAULT_GRID = "upstream-pr"
 # The options of an ad-hoc (shapes=) run the caller leaves unset.
-SHAPE_DEFAULTS = dict(devices=(1, 2, 4, 8), chunk=16, h0=True, dtype="float32", gates="slow", seed=0)
+SHAPE_DEFAULTS = dict(devices=(1, 2, 4, 8), chunk=16, h0=True, dtype="float32", gates="slow", seed=0,
+                      grad=True)
+# What a grid case gets unless the caller says otherwise (issue 29): its
+# gradients judged, and these device counts besides its own (where T allows).
+GRID_DEFAULTS = dict(grad=True, extra_devices=(8,))
 GRIDS_ENV = "GDN_PARITY_GRIDS"
 
 # How each key of a grid entry (parity/parity_grid.c, entry_keys) reaches a
@@ -72,11 +86,11 @@ GRID_KEYS = {
     "prelude": ("skip", ("none",), "the bfloat16 prelude: not an input of the function"),
     "documents": ("skip", (), "packed documents: the maxtext signature takes no segment ids"),
     "packing": ("skip", (), "packed documents: the maxtext signature takes no segment ids"),
-    "grad": ("skip", (False,), "gradients: not judged by gdn-parity-jax run"),
+    "grad": ("flag", "--grad"),
 }
 # explicit helper options -> the grid key they override
 OVERRIDES = {"devices": "devices", "chunk": "chunk", "h0": "h0", "dtype": "dtype", "gates": "gates",
-             "seed": "seed"}
+             "seed": "seed", "grad": "grad"}
 
 
 def grid_path(grid) -> Path:
@@ -94,6 +108,7 @@ def grid_path(grid) -> Path:
         raise FileNotFoundError(f"assert_gdn_parity: grid {str(grid)!r}: no such file")
     dirs = [Path(os.environ[GRIDS_ENV])] if os.environ.get(GRIDS_ENV) else []
     dirs.append(Path(__file__).resolve().parents[2] / "grids")
+    dirs.append(Path(__file__).resolve().parent / "grids")  # the wheel's copy
     if os.environ.get("GDN_PARITY_BIN_DIR"):
         dirs.append(Path(os.environ["GDN_PARITY_BIN_DIR"]).resolve().parent / "grids")
     for d in dirs:
@@ -107,11 +122,29 @@ def _as_list(v):
     return list(v) if isinstance(v, (list, tuple)) else [v]
 
 
+def _with_defaults(entry: dict, overrides: dict) -> dict:
+    """The entry with GRID_DEFAULTS where the caller gave no value: grad
+    (when the entry has none) and the extra device counts (added to the
+    entry's own when T is a multiple of each)."""
+    e = dict(entry)
+    if overrides.get("grad") is None and "grad" not in e:
+        e["grad"] = GRID_DEFAULTS["grad"]
+    if overrides.get("devices") is None and "devices" in e:
+        try:
+            T = int(str(e.get("shape", "")).split(",")[1])
+        except (IndexError, ValueError):
+            T = 0
+        own = _as_list(e["devices"])
+        more = [d for d in GRID_DEFAULTS["extra_devices"] if T and T % d == 0 and d not in own]
+        e["devices"] = own + more
+    return e
+
+
 def _entry_runs(entry: dict, where: str, overrides: dict):
     """(list of argument lists, None) for one grid entry, or (None, why) when
     the JAX front end cannot express it.  ValueError for a key GRID_KEYS does
     not know."""
-    e = dict(entry)
+    e = _with_defaults(entry, overrides)
     e.update({OVERRIDES[k]: v for k, v in overrides.items() if v is not None})
     unknown = sorted(set(e) - set(GRID_KEYS))
     if unknown:
@@ -158,14 +191,14 @@ def grid_runs(grid, overrides=None):
 
 
 def function_spec(fn) -> str:
-    """MODULE:FUNCTION for a function (or the string itself)."""
-    if isinstance(fn, str):
-        return fn
-    mod, qual = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
-    if not mod or not qual or "<locals>" in qual or "<lambda>" in qual or mod == "__main__":
+    """MODULE:FUNCTION for a function that imports by name (or the string
+    itself); ValueError otherwise (assert_gdn_parity ships such callables,
+    see ship.py)."""
+    spec = ship.importable_spec(fn)
+    if spec is None:
         raise ValueError(f"assert_gdn_parity: {fn!r} is not importable by name "
                          "(define it at module level, or pass 'module:function')")
-    return f"{mod}:{qual}"
+    return spec
 
 
 def _shape(s) -> str:
@@ -176,45 +209,51 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
                       chunk: int | None = None, h0: bool | None = None, dtype: str | None = None,
                       gates: str | None = None, seed: int | None = None, signature: str = "maxtext",
                       cp_prefix: str | None = None, fsdp: int = 1, cp_axis: str | None = None,
-                      grad: bool = False, extra=(), out_dir: str | None = None,
+                      grad: bool | None = None, extra=(), out_dir: str | None = None,
                       timeout: float = 1800) -> list[str]:
     """Runs the gate on every case of `grid` (default: grids/upstream-pr.json)
     or, given `shapes`, on those shapes; raises AssertionError with the
     verdict lines if any output is out of tolerance or a run fails.  Returns
     the verdict lines of a passing run (and a SKIP line per grid case the
-    JAX front end cannot express).
+    JAX front end cannot express, a NOTE line per run whose gradients were
+    not judged).
 
     fn: the stock function (or 'module:function'); cp_fn: the per-shard
     context-parallel function (default: fn itself when it takes cp_axis).
-    devices, chunk, h0, dtype, gates ('slow': long memory, state crosses
-    every seam; 'init'), seed: None takes the grid's value (for shapes=:
-    SHAPE_DEFAULTS); a value overrides it.  grad: also judge the functions'
-    jax.vjp gradients (run --grad)."""
-    fixed = ["--impl", function_spec(fn), "--signature", signature, "--fsdp", str(fsdp)]
-    if cp_fn is not None:
-        fixed += ["--cp", function_spec(cp_fn)]
-    if cp_prefix:
-        fixed += ["--cp-prefix", cp_prefix]
-    if cp_axis:
-        fixed += ["--cp-axis", cp_axis]
-    if grad:
-        fixed.append("--grad")
-    given = dict(devices=devices, chunk=chunk, h0=h0, dtype=dtype, gates=gates, seed=seed)
+    Any callable: one that does not import by name (closure, partial,
+    decorated function) runs in this process when JAX here has the devices,
+    else is serialized into the run's process (ship.py; ValueError naming
+    what cannot be serialized).  devices, chunk, h0, dtype, gates ('slow':
+    long memory, state crosses every seam; 'init'), seed: None takes the
+    grid's value (for shapes=: SHAPE_DEFAULTS); a value overrides it; devices
+    None also adds 8 devices to each case (GRID_DEFAULTS).  grad: None (the
+    default) judges the functions' jax.vjp gradients in every float32 run
+    (run --grad); False: the forward only; True: every run, bfloat16 ones
+    refused."""
+    given = dict(devices=devices, chunk=chunk, h0=h0, dtype=dtype, gates=gates, seed=seed, grad=grad)
     if shapes is not None:
         o = {k: (v if v is not None else SHAPE_DEFAULTS[k]) for k, v in given.items()}
         cases = [(_shape(s), _entry_runs({"shape": _shape(s)}, "shapes", o)[0], None) for s in shapes]
     else:
         cases = grid_runs(grid, given)
-    env = dict(os.environ)
-    env.pop("XLA_FLAGS", None)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    lines = []
-    for label, runs, why in cases:
-        if runs is None:
-            lines.append(f"{label}: SKIP ({why})")
-            continue
-        for args in runs:
-            lines += _run_one(label, fixed + args, env, extra, out_dir, timeout)
+    with _Callables(fn, cp_fn) as calls:
+        fixed = ["--impl", calls.spec("impl"), "--signature", signature, "--fsdp", str(fsdp)]
+        if cp_fn is not None:
+            fixed += ["--cp", calls.spec("cp")]
+        if cp_prefix:
+            fixed += ["--cp-prefix", cp_prefix]
+        if cp_axis:
+            fixed += ["--cp-axis", cp_axis]
+        lines = []
+        for label, runs, why in cases:
+            if runs is None:
+                lines.append(f"{label}: SKIP ({why})")
+                continue
+            for args in runs:
+                args, note = _grad_for_dtype(args, explicit=grad is not None)
+                if note:
+                    lines.append(f"{label}: NOTE ({note})")
+                lines += _run_one(label, calls, fixed + args, extra, out_dir, timeout)
     return lines
 
 
@@ -244,18 +283,74 @@ def _shown_lines(s: str) -> str:
     return "\n".join(show(ln) for ln in s.split("\n"))
 
 
-def _run_one(label, args, env, extra, out_dir, timeout):
+def _grad_for_dtype(args, explicit: bool):
+    """(args, None), or without --grad and a note when gradients were asked
+    by default of a run in bfloat16 (the C side has no bfloat16 backward)."""
+    if "--grad" not in args or explicit:
+        return args, None
+    bf16 = [o for o in ("--dtype", "--input-dtype")
+            if o in args and args[args.index(o) + 1] == "bfloat16"]
+    if not bf16:
+        return args, None
+    return ([a for a in args if a != "--grad"],
+            f"{bf16[0]} bfloat16: gradients not judged (float32 only); the forward is")
+
+
+class _Callables:
+    """The functions under test as the run's process gets them: by name, or
+    (ship.py) in this process, or serialized into a private folder that
+    lives as long as this object."""
+
+    def __init__(self, fn, cp_fn):
+        self.fns = {k: f for k, f in (("impl", fn), ("cp", cp_fn)) if f is not None}
+        self.names = {k: ship.importable_spec(f) for k, f in self.fns.items()}
+        self.unnamed = {k: f for k, f in self.fns.items() if self.names[k] is None}
+        self.folder = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.folder:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def spec(self, slot):
+        return self.names[slot] or ship.slot_spec(slot)
+
+    def in_process(self, args) -> bool:
+        return bool(self.unnamed) and ship.devices_here() >= ship.devices_needed(args)
+
+    def env(self):
+        env = dict(os.environ)
+        env.pop("XLA_FLAGS", None)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        if self.unnamed:
+            if self.folder is None:
+                self.folder = tempfile.mkdtemp(prefix="gdn-parity-shipped-")
+                for slot, f in self.unnamed.items():
+                    ship.dump(f, slot, self.folder, {"impl": "fn", "cp": "cp_fn"}[slot])
+            env[ship.SHIP_ENV] = self.folder
+        return env
+
+
+def _run_one(label, calls, args, extra, out_dir, timeout):
     out = out_dir or tempfile.mkdtemp(prefix="gdn-parity-")
     os.makedirs(out, exist_ok=True)
-    cmd = [sys.executable, "-m", "gdn_parity_jax", "run", *args, "--out", out, *map(str, extra)]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout,
-                       errors="surrogateescape")
+    argv = [*args, "--out", out, *map(str, extra)]
+    if calls.in_process(argv):
+        rc, stdout = ship.run_in_process(argv, calls.unnamed)
+        stderr = stdout
+    else:
+        cmd = [sys.executable, "-m", "gdn_parity_jax", "run", *argv]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=calls.env(), timeout=timeout,
+                           errors="surrogateescape")
+        rc, stdout, stderr = r.returncode, r.stdout, r.stderr
     # verdict lines only from a run that got to gdn-parity check's verdict
-    verdicts = verdict_block(r.stdout) if r.returncode in (0, 1) else []
-    if r.returncode != 0:
+    verdicts = verdict_block(stdout) if rc in (0, 1) else []
+    if rc != 0:
         what = {1: "out of tolerance", 2: "bad usage or input", 3: "internal error"}.get(
-            r.returncode, f"exit {r.returncode}")
-        detail = "\n".join(verdicts) or _shown_lines(r.stderr.strip()[-4000:] or r.stdout.strip()[-4000:])
+            rc, f"exit {rc}")
+        detail = "\n".join(verdicts) or _shown_lines(stderr.strip()[-4000:] or stdout.strip()[-4000:])
         raise AssertionError(f"gdn parity, {label}: {what}\n{detail}\n"
                              f"(fixture and reports kept in {out})")
     if out_dir is None:

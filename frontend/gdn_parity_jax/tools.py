@@ -8,8 +8,13 @@ Where the binaries are found, first match wins:
 
 1. ``--bin-dir DIR`` (an explicit choice: an error if the tools are not there);
 2. the environment variable ``GDN_PARITY_BIN_DIR`` (likewise);
-3. ``PATH`` (both ``gdn-parity`` and ``gdn-fixture`` must be on it);
-4. the build folders of the repository this package lies in (editable
+3. the tools of this package's own distribution (the gdn-parity wheel,
+   ``pip install .``): the binaries auditwheel put in ``gdn_parity.scripts/``
+   beside this package, then the scripts folder of the environment the
+   package is installed in (a venv's ``bin/``) -- so a wheel's front end runs
+   its own tools even when another gdn-parity is earlier on PATH;
+4. ``PATH`` (both ``gdn-parity`` and ``gdn-fixture`` must be on it);
+5. the build folders of the repository this package lies in (editable
    install): ``build``, ``build-test``, ``build-release`` under the root.
 
 A DIR holds the tools either directly or in meson's layout
@@ -22,6 +27,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,6 +99,22 @@ def repo_root() -> Path | None:
     return root if (root / "meson.build").is_file() and (root / "parity").is_dir() else None
 
 
+def own_dirs(package_dir: Path | None = None) -> list[Path]:
+    """The folders where the distribution this package came in keeps its
+    tools: ``gdn_parity.scripts`` beside the package (a repaired wheel's real
+    binaries), and the scripts folder of every install scheme whose library
+    folder holds the package (a venv's or the user's ``bin/``)."""
+    pkg = (package_dir or Path(__file__).resolve().parent)
+    site = pkg.parent
+    out = [site / "gdn_parity.scripts"]
+    for scheme in dict.fromkeys((sysconfig.get_default_scheme(), sysconfig.get_preferred_scheme("user"))):
+        paths = sysconfig.get_paths(scheme)
+        libs = {Path(paths[k]).resolve() for k in ("purelib", "platlib") if paths.get(k)}
+        if site.resolve() in libs and paths.get("scripts"):
+            out.append(Path(paths["scripts"]))
+    return out
+
+
 def find_tools(bin_dir: str | None = None) -> Tools:
     for origin, d in (("--bin-dir", bin_dir), (ENV, os.environ.get(ENV) or None)):
         if d is not None:
@@ -101,11 +123,15 @@ def find_tools(bin_dir: str | None = None) -> Tools:
                 raise ToolError(f"{origin} {d}: no executable gdn-parity and gdn-fixture there "
                                 "(nor in its parity/ and fixtures/ subfolders, meson's layout)")
             return Tools(*hit, origin=f"{origin} {d}")
+    for d in own_dirs():
+        hit = _in_dir(d)
+        if hit:
+            return Tools(*hit, origin=f"this distribution's {d}")
     p, f = shutil.which("gdn-parity"), shutil.which("gdn-fixture")
     if p and f:
         return Tools(p, f, origin="PATH")
     root = repo_root()
-    tried = []
+    tried = [str(d) for d in own_dirs()] + ["PATH"]
     if root is not None:
         for name in REPO_BUILD_DIRS:
             hit = _in_dir(root / name)
@@ -114,5 +140,5 @@ def find_tools(bin_dir: str | None = None) -> Tools:
                 return Tools(*hit, origin=f"repository build {root / name}")
     raise ToolError("cannot find gdn-parity and gdn-fixture: give --bin-dir DIR or set "
                     f"{ENV}, put both on PATH, or build the repository "
-                    f"(meson setup build && ninja -C build); looked in: PATH"
-                    + (", " + ", ".join(tried) if tried else ""))
+                    f"(meson setup build && ninja -C build) or pip install the gdn-parity wheel; "
+                    f"looked in: {', '.join(tried)}")

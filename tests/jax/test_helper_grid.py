@@ -3,7 +3,8 @@
 The mapping from grid keys to `gdn-parity-jax run` options is checked
 without JAX; then the gate end to end under the default grid: the correct
 function passes its one expressible case (case 0: 1,200,4,32, Hk = 2, h0,
-slow gates, C = 16, 4 devices, 50 tokens per device so every device pads)
+slow gates, C = 16, 4 devices, 50 tokens per device so every device pads;
+under the defaults also 8 devices and the gradients)
 and reports the packed-document case as skipped; a broken variant fails it
 (the negative control)."""
 
@@ -22,8 +23,9 @@ def test_the_default_grid_is_upstream_pr():
     assert inspect.signature(assert_gdn_parity).parameters["shapes"].default is None
     assert ph.grid_path("upstream-pr") == ROOT / "grids" / "upstream-pr.json"
     (l0, runs0, why0), (l1, runs1, why1) = ph.grid_runs("upstream-pr")
+    # the defaults (issue 29): 8 devices besides the grid's 4, gradients judged
     assert runs0 == [["--shape", "1,200,4,32", "--key-heads", "2", "--h0", "--gates", "slow",
-                      "--seed", "1", "--devices", "4", "--chunk", "16"]] and why0 is None
+                      "--seed", "1", "--devices", "4,8", "--grad", "--chunk", "16"]] and why0 is None
     assert runs1 is None and "segment ids" in why1 and l1 == "upstream-pr case 1 (1,256,2,32)"
     # an explicit option overrides the grid's value in every case
     (_, runs, _), _ = ph.grid_runs("upstream-pr", {"devices": (2, 4), "dtype": "bfloat16"})
@@ -55,12 +57,13 @@ def test_grid_errors(tmp_path, monkeypatch):
 def test_correct_function_passes_the_default_grid():
     lines = assert_gdn_parity(impls.chunk_gated_delta_rule)
     assert any(ln.startswith("upstream-pr case 0 (1,200,4,32): PASS jax_cp_d4 ") for ln in lines), lines
+    assert any(ln.startswith("upstream-pr case 0 (1,200,4,32): PASS jax_cp_d8 ") for ln in lines), lines
     assert any(ln.startswith("upstream-pr case 1 (1,256,2,32): SKIP (documents=4") for ln in lines), lines
 
 
 def test_broken_variant_fails_the_default_grid():
     # negative control: every device's replay also gets h0 (C h0-every)
     with pytest.raises(AssertionError) as exc:
-        assert_gdn_parity(broken.h0_every)
+        assert_gdn_parity(broken.h0_every, grad=False)  # a forward bug: the forward suffices
     msg = str(exc.value)
     assert "upstream-pr case 0 (1,200,4,32): out of tolerance" in msg and "FAIL jax_cp_d4" in msg
