@@ -96,8 +96,8 @@ static const gdn_cli_opt options[] = {
     {"mutants", "all|NAME[,NAME...]",
      "coverage: the catalogued mutants to run against the grid (kernels/kern_mutant.h; default all)", C_COVERAGE},
     {"readme", "FILE",
-     "coverage: the README whose issue-22 section says why a mutant cannot be killed (default README.md, "
-     "when present)", C_COVERAGE},
+     "coverage: the README whose section \"What a test must cover first\" has the table | mutant | why it "
+     "cannot be killed | (one row per unkillable mutant; default README.md, when present)", C_COVERAGE},
     {"fixture", "FILE.h5", "check: the fixture to judge (more may follow as arguments)", C_CHECK},
     {"policy", "FILE", "tolerance policy (JSON; default: the built-in policy)", C_CASES},
     {"print-policy", NULL, "print the built-in tolerance policy and exit", 0},
@@ -765,7 +765,10 @@ static int cmd_coverage(cmd_ctx *x, gdn_error *e) {
   rc = parity_grid_load(&g, grid, &x->base, &x->so, e);
   if (rc && !CGET("grid")) gdn_error_prefix(e, "the default grid (run from the repository root, or give --grid): ");
   if (!rc) rc = grid_validate(x, &g, grid, e);
+  parity_readme_unkillable unk;
+  const char *readme_name = CGET("readme") ? CGET("readme") : "README.md";
   if (!rc) rc = coverage_readme(CGET("readme"), &readme, e);
+  if (!rc) rc = parity_readme_parse(readme, readme_name, &unk, e);
   if (!rc) {
     co.grid = &g;
     co.grid_name = grid;
@@ -774,8 +777,8 @@ static int cmd_coverage(cmd_ctx *x, gdn_error *e) {
     co.tier = x->st.tier;
     co.oracle_bits = x->st.oracle_bits;
     co.reproducible = x->so.reproducible;
-    co.readme_name = CGET("readme") ? CGET("readme") : "README.md";
-    co.readme_text = readme;
+    co.readme_name = readme_name;
+    co.unkillable = readme ? &unk : NULL;
     co.progress = &x->progress;
     rc = parity_coverage_run(&co, &x->coverage, e);
   }
