@@ -725,8 +725,10 @@ static int cmd_sweep(cmd_ctx *x, gdn_error *e) {
 static int coverage_readme(const char *given, char **text, gdn_error *e) {
   const char *path = given ? given : "README.md";
   *text = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return given ? gdn_error_set(e, GDN_ERR_INPUT, "--readme %s: cannot open it", path) : GDN_OK;
+  FILE *f;
+  int err = 0, rc = gdn_path_fopen_input("--readme", path, &f, &err, e); /* never blocks: a FIFO is refused */
+  if (rc && !given && err) return gdn_error_init(e), GDN_OK; /* the default README may be absent */
+  if (rc) return rc;
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap);
   while (buf) {
