@@ -686,12 +686,15 @@ static int cmd_check(cmd_ctx *x, gdn_error *e) {
   return GDN_OK;
 }
 
-/* Every entry is validated (shape, memory, policy coverage) before any runs. */
-static int grid_validate(const cmd_ctx *x, const parity_grid *g, const char *grid, gdn_error *e) {
+/* Every entry is validated (shape, memory, policy coverage) before any runs.
+ * n_outputs: the output sets a case holds at once (parity_budget.h): the
+ * reference's, the scan's and the affine-prefix's; coverage's mutant sweep
+ * holds one mutant's more (parity_sweep.h: one extra row at a time). */
+static int grid_validate(const cmd_ctx *x, const parity_grid *g, const char *grid, int n_outputs, gdn_error *e) {
   for (size_t i = 0; i < g->n; i++) {
     const parity_grid_entry *en = &g->entries[i];
     int rc = parity_sweep_validate(&en->spec.shape, &en->opts, e);
-    if (!rc) rc = parity_budget_check(&en->spec.shape, (en->spec.synth.flags & GDN_SYNTH_H0) != 0, 3, &en->opts,
+    if (!rc) rc = parity_budget_check(&en->spec.shape, (en->spec.synth.flags & GDN_SYNTH_H0) != 0, n_outputs, &en->opts,
                                       x->st.max_bytes, e);
     if (!rc && (x->st.grad || en->spec.grad)) rc = grads_check_limit(&x->st, &en->spec.shape, e);
     if (!rc) { /* --grad makes every entry a gradient entry: its rows are dry-run too */
@@ -713,7 +716,7 @@ static int cmd_sweep(cmd_ctx *x, gdn_error *e) {
   parity_grid g;
   parity_grid_init(&g);
   int rc = parity_grid_load(&g, grid, &x->base, &x->so, e);
-  if (!rc) rc = grid_validate(x, &g, grid, e);
+  if (!rc) rc = grid_validate(x, &g, grid, 3, e);
   for (size_t i = 0; !rc && i < g.n; i++) rc = run_grid_entry(&x->st, &g, i, e);
   parity_grid_clear(&g);
   return rc;
@@ -766,7 +769,7 @@ static int cmd_coverage(cmd_ctx *x, gdn_error *e) {
   char *readme = NULL;
   rc = parity_grid_load(&g, grid, &x->base, &x->so, e);
   if (rc && !CGET("grid")) gdn_error_prefix(e, "the default grid (run from the repository root, or give --grid): ");
-  if (!rc) rc = grid_validate(x, &g, grid, e);
+  if (!rc) rc = grid_validate(x, &g, grid, 4, e);
   parity_readme_unkillable unk;
   const char *readme_name = CGET("readme") ? CGET("readme") : "README.md";
   if (!rc) rc = coverage_readme(CGET("readme"), &readme, e);

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "gdn_alloc.h"
@@ -376,6 +377,14 @@ static void summarize(const parity_coverage_opts *o, json_t *doc, const unsigned
   json_object_set_new(doc, "correct_pass", json_boolean(correct));
   json_object_set_new(doc, "pass", json_boolean(pass));
   json_object_set_new(doc, "exit_status", json_integer(pass ? 0 : 1));
+  if (o->reproducible) return;
+  /* What the run held at its peak, as in a results document (parity_doc.c):
+   * the heap through gdn_alloc's accounting (-1 off glibc) and the peak
+   * resident set; the budget (--max-bytes) bounds the first. */
+  struct rusage ru;
+  long long rss = getrusage(RUSAGE_SELF, &ru) == 0 ? (long long)ru.ru_maxrss * 1024 : -1;
+  json_object_set_new(doc, "memory", json_pack("{sIsI}", "peak_heap_bytes", (json_int_t)gdn_alloc_bytes_peak(),
+                                               "peak_rss_bytes", (json_int_t)rss));
 }
 
 static json_t *doc_head(const parity_coverage_opts *o) {

@@ -27,6 +27,10 @@
 #include <sys/stat.h>
 
 #include "cli_run.h"
+#include "gdn_alloc.h"
+#include "gdn_threads.h"
+#include "parity_budget.h"
+#include "parity_policy.h"
 #include "kern_mutant.h"
 #include "gdn_synth.h"
 #include "kern.h"
@@ -554,6 +558,99 @@ START_TEST(recommended_grid_and_readme_agree) {
 }
 END_TEST
 
+/* issue 27 item 5: coverage held one output set per mutant (4.3-4.8x its
+ * --max-bytes) while --max-bytes counted the inputs and three.  Now the
+ * mutant sweep produces, measures and releases one mutant at a time and
+ * the budget counts four output sets (reference, scan, affine-prefix, one
+ * mutant).  B = least_budget is the smallest --max-bytes the CLI accepts for
+ * the entry (found by bisection through parity_budget_check with four output
+ * sets, one thread); a coverage run of all 18 mutants, in-process so the
+ * heap is gdn_alloc's accounting, must peak at or below B (before the fix:
+ * 18 more float32 o sets, 2.3 MiB here, above it).  The controls: the CLI
+ * refuses --max-bytes B - 1 (so B is the budget it enforces) and accepts B. */
+#define MEM_GRID "{\"entries\": [{\"shape\": \"1,4096,1,32\", \"gates\": \"slow\", \"chunk\": [16], \"devices\": [4]}]}"
+
+static uint64_t least_budget(const gdn_shape *s) {
+  parity_sweep_opts so;
+  parity_sweep_opts_init(&so);
+  so.chunks[0] = 16;
+  so.devices[0] = 4;
+  so.n_devices = 1;
+  so.devices_default = 0;
+  uint64_t lo = 1, hi = 1ull << 40; /* lo refused, hi accepted */
+  gdn_error e;
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    gdn_error_init(&e);
+    if (parity_budget_check(s, 0, 4, &so, mid, &e)) lo = mid;
+    else hi = mid;
+  }
+  return hi;
+}
+
+START_TEST(memory_within_max_bytes) {
+  char grid[] = "/tmp/gdn-cov-memgrid-XXXXXX";
+  int fd = mkstemp(grid);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, MEM_GRID, strlen(MEM_GRID)), (ssize_t)strlen(MEM_GRID));
+  close(fd);
+  gdn_threads_set(1);
+  const gdn_shape sh = {1, 4096, 1, 1, 32, 32};
+  const uint64_t B = least_budget(&sh);
+  gdn_error e;
+  gdn_error_init(&e);
+  parity_synth_spec base;
+  ck_assert_msg(parity_synth_spec_from_cli(&base, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, &e) == GDN_OK, "%s",
+                e.msg);
+  parity_sweep_opts so;
+  parity_sweep_opts_init(&so);
+  parity_grid g;
+  parity_grid_init(&g);
+  ck_assert_msg(parity_grid_load(&g, grid, &base, &so, &e) == GDN_OK, "%s", e.msg);
+  parity_policy pol;
+  parity_policy_init(&pol);
+  ck_assert_int_eq(parity_policy_load_builtin(&pol, &e), GDN_OK);
+  parity_coverage_opts co;
+  memset(&co, 0, sizeof co);
+  ck_assert_int_eq(parity_coverage_parse_mutants("all", co.mutants, &co.n_mutants, &e), GDN_OK);
+  co.grid = &g;
+  co.grid_name = grid;
+  co.policy = &pol;
+  co.tier = PARITY_ORACLE_DD;
+  co.oracle_bits = 128;
+  co.reproducible = 1;
+  json_t *doc = NULL;
+  gdn_alloc_peak_reset();
+  const long long live0 = gdn_alloc_bytes_live();
+  ck_assert_msg(parity_coverage_run(&co, &doc, &e) == GDN_OK, "%s", e.msg);
+  const long long peak = gdn_alloc_bytes_peak();
+  ck_assert_ptr_nonnull(doc);
+  ck_assert(json_is_true(json_object_get(doc, "correct_pass")));
+  ck_assert_int_ge(json_integer_value(json_object_get(doc, "killed")), 5); /* the mutants ran */
+  json_decref(doc);
+  parity_policy_clear(&pol);
+  parity_grid_clear(&g);
+  if (peak >= 0) { /* no byte accounting off glibc (gdn_alloc.h) */
+    fprintf(stderr, "coverage memory: heap peak %lld bytes (%lld live before), budget %llu\n", peak, live0,
+            (unsigned long long)B);
+    ck_assert_msg((unsigned long long)peak <= B, "heap peak %lld > --max-bytes %llu the budget accepts", peak,
+                  (unsigned long long)B);
+  }
+  /* the CLI enforces exactly B: B - 1 refused before any case, B accepted */
+  char lim[32];
+  snprintf(lim, sizeof lim, "%llu", (unsigned long long)(B - 1));
+  char *argv[] = {(char *)exe, "coverage", "--grid", grid, "--mutants", "all", "--oracle", "dd", "--threads", "1",
+                  "--quiet", "--max-bytes", lim, NULL};
+  cli_result r;
+  cli_run(&r, argv);
+  ck_assert_msg(r.status == 2 && strstr(r.err, "more than the limit"), "B - 1: exit %d\n%s", r.status, r.err);
+  snprintf(lim, sizeof lim, "%llu", (unsigned long long)B);
+  cli_run(&r, argv);
+  ck_assert_msg(r.status == 0 || r.status == 1, "B: exit %d\n%s", r.status, r.err);
+  unlink(grid);
+}
+END_TEST
+
 START_TEST(reproducible) {
   outs a, b;
   outs_make(&a);
@@ -688,6 +785,7 @@ int main(int argc, char **argv) {
   tcase_add_test(c, readme_claims_killable_refused);
   tcase_add_test(c, recommended_grid_and_readme_agree);
   tcase_add_test(c, reproducible);
+  tcase_add_test(c, memory_within_max_bytes);
   tcase_add_test(c, bad_mutant_name);
   tcase_add_test(c, correct_kernels_fail);
   suite_add_tcase(s, c);
