@@ -29,6 +29,7 @@
 #include "parity_sweep.h"
 #include "report.h"
 #include "report_coverage.h"
+#include "report_doc.h"
 
 /* The commands, by their bit in gdn_cli_opt.cmds (names for messages). */
 enum { CMD_RUN, CMD_SWEEP, CMD_CHECK, CMD_REPORT, CMD_COVERAGE };
@@ -912,9 +913,12 @@ static int finish(run_state *st, const parity_output_opts *oo, FILE *out, gdn_er
   int pass = parity_doc_pass(&st->doc);
   if (parity_dist_rank() != 0) return 0; /* rank 0 writes and prints the verdict */
   if (parity_output_write_all(oo, st->doc.root, e)) return -1;
-  fprintf(out, "\n%s: %zu case%s, %zu failed%s\n", pass ? "PASS" : "FAIL", st->doc.n_cases,
+  const char *pm = json_string_value(json_object_get(st->doc.root, "planted_mutant"));
+  fprintf(out, "\n%s: %zu case%s, %zu failed%s%s%s%s%s\n", pass ? "PASS" : "FAIL", st->doc.n_cases,
           st->doc.n_cases == 1 ? "" : "s", st->doc.n_failed,
-          st->doc.have_oracle ? "" : " (no oracle: affine-prefix judged against scan only)");
+          st->doc.have_oracle ? "" : " (no oracle: affine-prefix judged against scan only)",
+          pm ? "; PLANTED MUTANT " : "", pm ? pm : "", pm ? (pass ? " survived: " : " killed: ") : "",
+          pm ? REPORT_MUTANT_NOTE : "");
   return pass ? 0 : 1;
 }
 

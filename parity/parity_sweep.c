@@ -590,6 +590,7 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
   if ((rc = parity_doc_add_input(d, &ir, e))) goto done;
   if (o->verbosity >= 1 && o->log) parity_progress_clear(o->progress);
   if (o->verbosity >= 1 && o->log) parity_log_input(o->log, &ir, o->dtype, o->matmul, x.cfg.ftz, o->ftz < 0);
+  if (o->verbosity >= 1 && o->log) parity_log_mutant(o->log, o->mutant);
   double secs;
   if ((rc = run_stage(&x, PARITY_STAGE_INPUT, 0, &secs, e))) goto done;
   for (size_t ci = 0; ci < o->n_chunks; ci++)
