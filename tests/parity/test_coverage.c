@@ -270,6 +270,26 @@ START_TEST(writers_validate) {
   ck_assert_int_eq(access(path, F_OK), 0);
   unlink(path);
   json_decref(doc);
+  /* A contradiction (a mutant the README's table calls unkillable that a
+   * case kills) is a JUnit failure naming the line and the case; without
+   * it the killed mutant passes (the control). */
+  const char *killed = "{\"schema\": \"gdn-parity-coverage\", \"version\": 1, \"mutants\": [{\"name\": \"m\"}], "
+                       "\"cases\": [{\"correct_pass\": true, \"kills\": [{\"mutant\": \"m\", \"killed\": true}]}], "
+                       "\"survivors\": [], \"cover\": {\"cases\": [0]}}";
+  doc = json_loads(killed, 0, &je);
+  ck_assert_msg(doc, "%s", je.text);
+  report_buf_init(&b);
+  ck_assert_int_eq(report_coverage_junit_render(doc, &b, &e), GDN_OK);
+  ck_assert_msg(!strstr(b.data, "<failure") && strstr(b.data, "failures=\"0\""), "%s", b.data);
+  report_buf_clear(&b);
+  json_object_set_new(doc, "readme_contradictions", json_loads("[{\"name\": \"m\", \"readme_line\": 12, \"case\": 0}]", 0, &je));
+  report_buf_init(&b);
+  ck_assert_int_eq(report_coverage_junit_render(doc, &b, &e), GDN_OK);
+  ck_assert_msg(strstr(b.data, "failures=\"1\"") &&
+                strstr(b.data, "<failure message=\"the README (line 12) lists mutant m as unkillable, but case 0 kills it"),
+                "%s", b.data);
+  report_buf_clear(&b);
+  json_decref(doc);
 }
 END_TEST
 
