@@ -20,7 +20,7 @@ void gdn_atomic_init(gdn_atomic_file *a) {
   a->tmp_path = NULL;
 }
 
-static const char *kind_of(mode_t m) {
+const char *gdn_atomic_kind(mode_t m) {
   return S_ISDIR(m) ? "a folder" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
          : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "not a regular file";
 }
@@ -53,7 +53,7 @@ int gdn_atomic_resolve(const char *path, char **target, int *exists, mode_t *mod
   int rc = GDN_OK;
   if (!S_ISREG(st.st_mode))
     rc = gdn_error_set(e, GDN_ERR_INPUT, "output %s is %s, not a regular file; refusing to replace it", path,
-                       kind_of(st.st_mode));
+                       gdn_atomic_kind(st.st_mode));
   else if (access(*target, W_OK) != 0 || !(st.st_mode & 0222))
     rc = gdn_error_set(e, GDN_ERR_INPUT,
                        "output %s is read-only (mode %04o); not replaced (make it writable or write elsewhere)",

@@ -46,6 +46,10 @@ typedef struct gdn_atomic_file {
   char *tmp_path;   /* the temporary, in target's folder */
 } gdn_atomic_file;
 
+/* What a file that is not a regular file is, in words: "a folder",
+ * "a FIFO", "a character device", "a block device", "a socket". */
+const char *gdn_atomic_kind(mode_t m);
+
 /* What an output path designates: `target` (malloc'd; the caller frees)
  * is path, or the file a symlink path names; *exists says whether target
  * exists, *mode is its permission bits (0 when new).  The refusals listed

@@ -1,10 +1,12 @@
 #include "gdn_path.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "gdn_atomic.h"
 
@@ -42,8 +44,10 @@ static int identify(const gdn_path_use *u, identity *id, gdn_error *e) {
     free(target);
   }
   struct stat st;
-  if (stat(u->path, &st) == 0 && !u->output && S_ISDIR(st.st_mode))
-    return gdn_error_set(e, GDN_ERR_INPUT, "%s %s is a folder, not a file", u->role, u->path);
+  if (!u->output) {
+    int rc = gdn_path_check_input(u->role, u->path, e);
+    if (rc) return rc;
+  }
   if (stat(u->path, &st) == 0) {
     id->known = id->exists = 1;
     id->dev = st.st_dev;
@@ -80,4 +84,43 @@ int gdn_path_check_uses(const gdn_path_use *u, size_t n, gdn_error *e) {
   }
   free(id);
   return rc;
+}
+
+static int not_regular(const char *role, const char *path, mode_t m, gdn_error *e) {
+  return gdn_error_set(e, GDN_ERR_INPUT, "%s%s%s is %s, not a regular file: an input is read from a file%s",
+                       role ? role : "", role ? " " : "", path, gdn_atomic_kind(m),
+                       S_ISFIFO(m) ? " (a FIFO would wait for a writer)" : "");
+}
+
+int gdn_path_check_input(const char *role, const char *path, gdn_error *e) {
+  struct stat st;
+  if (!path || stat(path, &st) != 0 || S_ISREG(st.st_mode)) return GDN_OK;
+  return not_regular(role, path, st.st_mode, e);
+}
+
+int gdn_path_fopen_input(const char *role, const char *path, FILE **f, int *errno_out, gdn_error *e) {
+  *f = NULL;
+  if (errno_out) *errno_out = 0;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    int err = errno;
+    if (errno_out) *errno_out = err;
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s%s%s: cannot open: %s", role ? role : "", role ? " " : "", path,
+                         strerror(err));
+  }
+  struct stat st;
+  memset(&st, 0, sizeof st);
+  int flags;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    int rc = not_regular(role, path, st.st_mode, e);
+    close(fd);
+    return rc;
+  }
+  if ((flags = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0 || !(*f = fdopen(fd, "rb"))) {
+    int err = errno;
+    close(fd);
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s%s%s: cannot open: %s", role ? role : "", role ? " " : "", path,
+                         strerror(err));
+  }
+  return GDN_OK;
 }

@@ -57,6 +57,10 @@ typedef struct kern_mutant_row {
   const char *name;
   unsigned needs;
   const char *doc; /* what upstream code would have to look like to contain it */
+  /* 1: the project's recommended grid (grids/upstream-pr.json) kills it, so
+   * it is killable and no README may call it unkillable (parity_readme.h);
+   * tests/parity/test_coverage runs that grid and asserts this column. */
+  int killed_by_recommended;
 } kern_mutant_row;
 
 /* The row of m (m < KERN_MUTANT_COUNT); row 0 is "none". */

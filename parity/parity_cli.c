@@ -31,6 +31,7 @@
 #include "report.h"
 #include "report_audit.h"
 #include "report_coverage.h"
+#include "report_doc.h"
 
 /* The commands, by their bit in gdn_cli_opt.cmds (names for messages). */
 enum { CMD_RUN, CMD_SWEEP, CMD_CHECK, CMD_REPORT, CMD_COVERAGE };
@@ -98,8 +99,8 @@ static const gdn_cli_opt options[] = {
     {"mutants", "all|NAME[,NAME...]",
      "coverage: the catalogued mutants to run against the grid (kernels/kern_mutant.h; default all)", C_COVERAGE},
     {"readme", "FILE",
-     "coverage: the README whose issue-22 section says why a mutant cannot be killed (default README.md, "
-     "when present)", C_COVERAGE},
+     "coverage: the README whose section \"What a test must cover first\" has the table | mutant | why it "
+     "cannot be killed | (one row per unkillable mutant; default README.md, when present)", C_COVERAGE},
     {"fixture", "FILE.h5", "check: the fixture to judge (more may follow as arguments)", C_CHECK},
     {"policy", "FILE", "tolerance policy (JSON; default: the built-in policy)", C_CASES},
     {"audit", "AUDIT.json",
@@ -703,12 +704,15 @@ static int cmd_check(cmd_ctx *x, gdn_error *e) {
   return GDN_OK;
 }
 
-/* Every entry is validated (shape, memory, policy coverage) before any runs. */
-static int grid_validate(const cmd_ctx *x, const parity_grid *g, const char *grid, gdn_error *e) {
+/* Every entry is validated (shape, memory, policy coverage) before any runs.
+ * n_outputs: the output sets a case holds at once (parity_budget.h): the
+ * reference's, the scan's and the affine-prefix's; coverage's mutant sweep
+ * holds one mutant's more (parity_sweep.h: one extra row at a time). */
+static int grid_validate(const cmd_ctx *x, const parity_grid *g, const char *grid, int n_outputs, gdn_error *e) {
   for (size_t i = 0; i < g->n; i++) {
     const parity_grid_entry *en = &g->entries[i];
     int rc = parity_sweep_validate(&en->spec.shape, &en->opts, e);
-    if (!rc) rc = parity_budget_check(&en->spec.shape, (en->spec.synth.flags & GDN_SYNTH_H0) != 0, 3, &en->opts,
+    if (!rc) rc = parity_budget_check(&en->spec.shape, (en->spec.synth.flags & GDN_SYNTH_H0) != 0, n_outputs, &en->opts,
                                       x->st.max_bytes, e);
     if (!rc && (x->st.grad || en->spec.grad)) rc = grads_check_limit(&x->st, &en->spec.shape, e);
     if (!rc) { /* --grad makes every entry a gradient entry: its rows are dry-run too */
@@ -730,7 +734,7 @@ static int cmd_sweep(cmd_ctx *x, gdn_error *e) {
   parity_grid g;
   parity_grid_init(&g);
   int rc = parity_grid_load(&g, grid, &x->base, &x->so, e);
-  if (!rc) rc = grid_validate(x, &g, grid, e);
+  if (!rc) rc = grid_validate(x, &g, grid, 3, e);
   for (size_t i = 0; !rc && i < g.n; i++) rc = run_grid_entry(&x->st, &g, i, e);
   parity_grid_clear(&g);
   return rc;
@@ -742,8 +746,10 @@ static int cmd_sweep(cmd_ctx *x, gdn_error *e) {
 static int coverage_readme(const char *given, char **text, gdn_error *e) {
   const char *path = given ? given : "README.md";
   *text = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return given ? gdn_error_set(e, GDN_ERR_INPUT, "--readme %s: cannot open it", path) : GDN_OK;
+  FILE *f;
+  int err = 0, rc = gdn_path_fopen_input("--readme", path, &f, &err, e); /* never blocks: a FIFO is refused */
+  if (rc && !given && err) return gdn_error_init(e), GDN_OK; /* the default README may be absent */
+  if (rc) return rc;
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap);
   while (buf) {
@@ -781,8 +787,11 @@ static int cmd_coverage(cmd_ctx *x, gdn_error *e) {
   char *readme = NULL;
   rc = parity_grid_load(&g, grid, &x->base, &x->so, e);
   if (rc && !CGET("grid")) gdn_error_prefix(e, "the default grid (run from the repository root, or give --grid): ");
-  if (!rc) rc = grid_validate(x, &g, grid, e);
+  if (!rc) rc = grid_validate(x, &g, grid, 4, e);
+  parity_readme_unkillable unk;
+  const char *readme_name = CGET("readme") ? CGET("readme") : "README.md";
   if (!rc) rc = coverage_readme(CGET("readme"), &readme, e);
+  if (!rc) rc = parity_readme_parse(readme, readme_name, &unk, e);
   if (!rc) {
     co.grid = &g;
     co.grid_name = grid;
@@ -791,8 +800,8 @@ static int cmd_coverage(cmd_ctx *x, gdn_error *e) {
     co.tier = x->st.tier;
     co.oracle_bits = x->st.oracle_bits;
     co.reproducible = x->so.reproducible;
-    co.readme_name = CGET("readme") ? CGET("readme") : "README.md";
-    co.readme_text = readme;
+    co.readme_name = readme_name;
+    co.unkillable = readme ? &unk : NULL;
     co.progress = &x->progress;
     rc = parity_coverage_run(&co, &x->coverage, e);
   }
@@ -924,12 +933,17 @@ static int finish(run_state *st, const parity_output_opts *oo, FILE *out, gdn_er
   int pass = json_is_true(json_object_get(st->doc.root, "pass"));
   if (parity_dist_rank() != 0) return 0; /* rank 0 writes and prints the verdict */
   if (parity_output_write_all(oo, st->doc.root, e)) return -1;
+  const char *pm = json_string_value(json_object_get(st->doc.root, "planted_mutant"));
   fputc('\n', out);
   parity_audit_print_lines(out, st->doc.root);
   fprintf(out, "%s: %zu case%s, %zu failed%s", pass ? "PASS" : "FAIL", st->doc.n_cases,
           st->doc.n_cases == 1 ? "" : "s", st->doc.n_failed,
           st->doc.have_oracle ? "" : " (no oracle: affine-prefix judged against scan only)");
   parity_audit_print_suffix(out, st->doc.root);
+  /* the mutant is killed by the cases alone (an audit's verdict is its own) */
+  if (pm)
+    fprintf(out, "; PLANTED MUTANT %s%s%s", pm, parity_doc_pass(&st->doc) ? " survived: " : " killed: ",
+            REPORT_MUTANT_NOTE);
   fputc('\n', out);
   return pass ? 0 : 1;
 }

@@ -1,16 +1,17 @@
 #include "parity_coverage.h"
 
-#include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "gdn_alloc.h"
 #include "gdn_config.h"
 #include "gdn_inputs.h"
 #include "gdn_synth.h"
+#include "gdn_text.h"
 #include "parity_doc.h"
 #include "parity_subject.h"
 #include "parity_sweep.h"
@@ -39,6 +40,27 @@ static int mutant_names_list(char *buf, size_t n) {
   return 0;
 }
 
+/* One name of a --mutants list: a catalogue row other than none, given
+ * once; 'all' only alone (it already names every row). */
+static int parse_one_mutant(const char *s, const char *name, size_t len, const unsigned char *on, const char *names,
+                            kern_mutant *m, gdn_error *e) {
+  gdn_error sub;
+  gdn_error_init(&sub);
+  *m = KERN_MUTANT_NONE;
+  if (len && len < 95 && !strcmp(name, "all"))
+    return gdn_error_set(e, GDN_ERR_INPUT, "--mutants '%s': 'all' stands alone (it selects every mutant); give "
+                         "all, or a list of names without it (any of: %s)", gdn_text_show(s), names);
+  if (!len || len >= 95 || kern_mutant_parse(name, m, &sub) || *m == KERN_MUTANT_NONE)
+    return gdn_error_set(e, GDN_ERR_INPUT, "--mutants: unknown mutant '%s'%s (valid: all alone, or any of: %s)",
+                         gdn_text_show(name), *m == KERN_MUTANT_NONE && len && len < 95 && !sub.code
+                                                  ? " (none is the correct program, always run)" : "",
+                         names);
+  if (on[*m])
+    return gdn_error_set(e, GDN_ERR_INPUT, "--mutants '%s': '%s' is listed twice; give each mutant once",
+                         gdn_text_show(s), gdn_text_show(name));
+  return GDN_OK;
+}
+
 int parity_coverage_parse_mutants(const char *s, kern_mutant *out, size_t *n, gdn_error *e) {
   unsigned char on[KERN_MUTANT_COUNT] = {0};
   char names[1024];
@@ -52,18 +74,14 @@ int parity_coverage_parse_mutants(const char *s, kern_mutant *out, size_t *n, gd
       size_t len = c ? (size_t)(c - p) : strlen(p);
       char name[96];
       snprintf(name, sizeof name, "%.*s", (int)(len < 95 ? len : 95), p);
-      kern_mutant m = KERN_MUTANT_NONE;
-      gdn_error sub;
-      gdn_error_init(&sub);
-      if (!len || len >= 95 || kern_mutant_parse(name, &m, &sub) || m == KERN_MUTANT_NONE)
-        return gdn_error_set(e, GDN_ERR_INPUT, "--mutants: unknown mutant '%s'%s (valid: all, or any of: %s)",
-                             name, m == KERN_MUTANT_NONE && len && len < 95 && !sub.code
-                                       ? " (none is the correct program, always run)" : "",
-                             names);
+      kern_mutant m;
+      int rc = parse_one_mutant(s, name, len, on, names, &m, e);
+      if (rc) return rc;
       on[m] = 1;
       p += len + (c != NULL);
       if (c && !*p)
-        return gdn_error_set(e, GDN_ERR_INPUT, "--mutants: '%s' ends with a comma (valid: all, or any of: %s)", s, names);
+        return gdn_error_set(e, GDN_ERR_INPUT, "--mutants: '%s' ends with a comma (valid: all alone, or any of: %s)",
+                             gdn_text_show(s), names);
     }
   }
   *n = 0;
@@ -94,33 +112,6 @@ size_t parity_coverage_cover(const unsigned char *kills, size_t n_cases, size_t 
   }
   free(left);
   return np;
-}
-
-/* ---- the README ---- */
-
-static int word_at(const char *hay, const char *p, size_t n) {
-  int before = p > hay && (isalnum((unsigned char)p[-1]) || p[-1] == '-' || p[-1] == '_');
-  int after = isalnum((unsigned char)p[n]) || p[n] == '-' || p[n] == '_';
-  return !before && !after;
-}
-
-int parity_coverage_readme_explains(const char *readme, const char *mutant) {
-  if (!readme || !mutant || !*mutant) return 0;
-  const char *sec = strstr(readme, "## What a test must cover first");
-  if (!sec) return 0;
-  const char *end = strstr(sec + 3, "\n## ");
-  if (!end) end = sec + strlen(sec);
-  size_t n = strlen(mutant);
-  for (const char *par = sec; par < end;) { /* paragraphs: split at blank lines */
-    const char *pe = strstr(par, "\n\n");
-    if (!pe || pe > end) pe = end;
-    int named = 0, says = 0;
-    for (const char *p = par; p + n <= pe && !named; p++) named = !strncmp(p, mutant, n) && word_at(readme, p, n);
-    for (const char *p = par; p + 16 <= pe && !says; p++) says = !strncmp(p, "cannot be killed", 16);
-    if (named && says) return 1;
-    par = pe + 2;
-  }
-  return 0;
 }
 
 /* ---- one entry ---- */
@@ -310,22 +301,47 @@ static json_t *mutants_json(const parity_coverage_opts *o) {
   return a;
 }
 
+/* Whether mutant m (column m) is killed by some case; its first killer's
+ * index in *first. */
+static int killed_by_some(const unsigned char *kills, size_t n_cases, size_t nm, size_t m, size_t *first) {
+  for (size_t i = 0; i < n_cases; i++)
+    if (kills[i * nm + m]) return *first = i, 1;
+  return 0;
+}
+
+/* The survivors (each with whether the README's table explains it) and the
+ * contradictions: a mutant the table calls unkillable that this run kills
+ * (the README is wrong; the run fails). */
+static json_t *survivors_json(const parity_coverage_opts *o, const unsigned char *kills, size_t n_cases,
+                              size_t *killable, json_t *contra) {
+  const size_t nm = o->n_mutants;
+  const parity_readme_unkillable *u = o->unkillable;
+  json_t *surv = json_array();
+  *killable = 0;
+  for (size_t m = 0; m < nm; m++) {
+    const char *name = kern_mutant_name(o->mutants[m]);
+    const int line = u ? u->line[o->mutants[m]] : 0;
+    size_t first = 0;
+    if (killed_by_some(kills, n_cases, nm, m, &first)) {
+      ++*killable;
+      if (line)
+        json_array_append_new(contra, json_pack("{sssisI}", "name", name, "readme_line", line, "case",
+                                                (json_int_t)first));
+      continue;
+    }
+    json_t *s = json_pack("{ssso}", "name", name, "readme_explains", u ? json_boolean(line != 0) : json_null());
+    if (line) json_object_set_new(s, "readme_line", json_integer(line));
+    json_array_append_new(surv, s);
+  }
+  return surv;
+}
+
 /* Survivors, the cover and the verdict from the kill matrix. */
 static void summarize(const parity_coverage_opts *o, json_t *doc, const unsigned char *kills, size_t n_cases) {
   const size_t nm = o->n_mutants;
-  json_t *surv = json_array();
   size_t killable = 0;
-  for (size_t m = 0; m < nm; m++) {
-    int killed = 0;
-    for (size_t i = 0; i < n_cases; i++) killed |= kills[i * nm + m];
-    killable += (size_t)killed;
-    if (killed) continue;
-    const char *name = kern_mutant_name(o->mutants[m]);
-    json_array_append_new(surv, json_pack("{ssso}", "name", name, "readme_explains",
-                                          o->readme_text ? json_boolean(parity_coverage_readme_explains(
-                                                               o->readme_text, name))
-                                                         : json_null()));
-  }
+  json_t *contra = json_array();
+  json_t *surv = survivors_json(o, kills, n_cases, &killable, contra);
   size_t *picked = calloc(n_cases ? n_cases : 1, sizeof *picked);
   size_t np = picked ? parity_coverage_cover(kills, n_cases, nm, picked) : 0;
   json_t *cover = json_object(), *pc = json_array();
@@ -352,14 +368,23 @@ static void summarize(const parity_coverage_opts *o, json_t *doc, const unsigned
   size_t unexplained = 0;
   for (size_t i = 0; i < json_array_size(surv); i++)
     unexplained += !json_is_true(json_object_get(json_array_get(surv, i), "readme_explains"));
-  int pass = correct && unexplained == 0;
+  int pass = correct && unexplained == 0 && json_array_size(contra) == 0;
   json_object_set_new(doc, "unexplained_survivors", json_integer((json_int_t)unexplained));
   json_object_set_new(doc, "survivors", surv);
+  json_object_set_new(doc, "readme_contradictions", contra);
   json_object_set_new(doc, "cover", cover);
   json_object_set_new(doc, "killed", json_integer((json_int_t)killable));
   json_object_set_new(doc, "correct_pass", json_boolean(correct));
   json_object_set_new(doc, "pass", json_boolean(pass));
   json_object_set_new(doc, "exit_status", json_integer(pass ? 0 : 1));
+  if (o->reproducible) return;
+  /* What the run held at its peak, as in a results document (parity_doc.c):
+   * the heap through gdn_alloc's accounting (-1 off glibc) and the peak
+   * resident set; the budget (--max-bytes) bounds the first. */
+  struct rusage ru;
+  long long rss = getrusage(RUSAGE_SELF, &ru) == 0 ? (long long)ru.ru_maxrss * 1024 : -1;
+  json_object_set_new(doc, "memory", json_pack("{sIsI}", "peak_heap_bytes", (json_int_t)gdn_alloc_bytes_peak(),
+                                               "peak_rss_bytes", (json_int_t)rss));
 }
 
 static json_t *doc_head(const parity_coverage_opts *o) {
@@ -371,7 +396,7 @@ static json_t *doc_head(const parity_coverage_opts *o) {
   if (!o->reproducible) json_object_set_new(d, "created", json_integer((json_int_t)time(NULL)));
   json_object_set_new(d, "grid", json_string(o->grid_name ? o->grid_name : ""));
   json_object_set_new(d, "oracle_tier", json_string(parity_oracle_tier_name(o->tier)));
-  json_object_set_new(d, "readme", o->readme_text ? json_string(o->readme_name ? o->readme_name : "") : json_null());
+  json_object_set_new(d, "readme", o->unkillable ? json_string(o->readme_name ? o->readme_name : "") : json_null());
   json_object_set_new(d, "mutants", mutants_json(o));
   json_object_set_new(d, "cases", json_array());
   return d;
@@ -446,8 +471,17 @@ void parity_coverage_log(FILE *f, const json_t *doc) {
   const json_t *surv = json_object_get(doc, "survivors"), *cover = json_object_get(doc, "cover");
   for (size_t i = 0; i < json_array_size(surv); i++) {
     const json_t *s = json_array_get(surv, i), *x = json_object_get(s, "readme_explains");
-    fprintf(f, "survives: %s (README explains why it cannot be killed: %s)\n", report_doc_str(s, "name"),
+    fprintf(f, "survives: %s (README explains why it cannot be killed: %s", report_doc_str(s, "name"),
             json_is_null(x) ? "unknown, no README read" : json_is_true(x) ? "yes" : "NO");
+    if (json_is_true(x)) fprintf(f, ", line %lld", (long long)report_doc_int(s, "readme_line", 0));
+    fputs(")\n", f);
+  }
+  const json_t *contra = json_object_get(doc, "readme_contradictions");
+  for (size_t i = 0; i < json_array_size(contra); i++) {
+    const json_t *c = json_array_get(contra, i);
+    fprintf(f, "CONTRADICTION: %s line %lld lists %s as unkillable, but case %lld kills it\n",
+            report_doc_str(doc, "readme"), (long long)report_doc_int(c, "readme_line", 0), report_doc_str(c, "name"),
+            (long long)report_doc_int(c, "case", 0));
   }
   fprintf(f, "cover (%s; %s): {", COVER_METHOD, "ties to the lower case index");
   const json_t *pc = json_object_get(cover, "cases");
@@ -458,10 +492,11 @@ void parity_coverage_log(FILE *f, const json_t *doc) {
   if (report_doc_num(cover, "seconds", &s)) fprintf(f, " in %.2f s", s);
   fputc('\n', f);
   int correct = json_is_true(json_object_get(doc, "correct_pass"));
-  fprintf(f, "\n%s: %lld of %zu mutants killed, %zu survive (%lld not explained by the README)%s\n",
+  fprintf(f, "\n%s: %lld of %zu mutants killed, %zu survive (%lld not explained by the README)%s%s\n",
           json_is_true(json_object_get(doc, "pass")) ? "PASS" : "FAIL",
           (long long)json_integer_value(json_object_get(doc, "killed")),
           json_array_size(json_object_get(doc, "mutants")), json_array_size(surv),
           (long long)json_integer_value(json_object_get(doc, "unexplained_survivors")),
-          correct ? "" : "; the correct kernels FAIL a case, so the kill matrix means nothing");
+          correct ? "" : "; the correct kernels FAIL a case, so the kill matrix means nothing",
+          json_array_size(contra) ? "; the README calls a killed mutant unkillable" : "");
 }

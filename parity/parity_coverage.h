@@ -16,14 +16,16 @@
  * The correct kernels must pass every case, or the kill matrix means
  * nothing: the document then says so and fails.
  *
- * Then the mutants no entry kills (and whether the README says why they
- * cannot be killed) and a small set of entries killing every killable
+ * Then the mutants no entry kills (and whether the README's table says why
+ * they cannot be killed: parity_readme.h), the mutants that table calls
+ * unkillable but some entry kills (contradictions: the run fails) and a small set of entries killing every killable
  * mutant, by greedy set cover (parity_coverage_cover: not proven minimal).
  *
  * The document (docs/coverage-json.md, "schema": "gdn-parity-coverage",
  * "version": 1) is deterministic: with `reproducible` it has no timings or
  * timestamp and the same run gives the same bytes.  Verdict: pass when the
- * correct kernels pass everywhere and every selected mutant is killed.
+ * correct kernels pass everywhere, every selected mutant is killed or
+ * listed in the README's table, and no listed mutant is killed.
  */
 #ifndef PARITY_COVERAGE_H
 #define PARITY_COVERAGE_H
@@ -38,6 +40,7 @@
 #include "parity_oracle.h"
 #include "parity_policy.h"
 #include "parity_progress.h"
+#include "parity_readme.h"
 
 typedef struct parity_coverage_opts {
   const parity_grid *grid;
@@ -49,15 +52,16 @@ typedef struct parity_coverage_opts {
   parity_oracle_tier tier;
   int oracle_bits;
   int reproducible;        /* no timings, no timestamp */
-  const char *readme_name; /* where readme_text came from, for the record */
-  const char *readme_text; /* README text, or NULL: "is it explained" is unknown */
+  const char *readme_name; /* where unkillable came from, for the record */
+  const parity_readme_unkillable *unkillable; /* the README's table, or NULL: "is it explained" is unknown */
   parity_progress *progress; /* NULL: none */
 } parity_coverage_opts;
 
 /* "all" or NAME,NAME,...: every catalogued mutant but none, or those named,
- * in catalogue order (duplicates once).  An unknown name is GDN_ERR_INPUT
- * naming it and listing the valid names; "none" is refused (it is the
- * correct program, always run). */
+ * in catalogue order.  An unknown name is GDN_ERR_INPUT naming it and
+ * listing the valid names; "none" is refused (it is the correct program,
+ * always run), so is a name given twice and "all" inside a list (it stands
+ * alone). */
 int parity_coverage_parse_mutants(const char *s, kern_mutant *out, size_t *n, gdn_error *e);
 
 /* Greedy set cover.  kills[i * n_mut + j] != 0: case i kills mutant j.
@@ -68,11 +72,6 @@ int parity_coverage_parse_mutants(const char *s, kern_mutant *out, size_t *n, gd
  * and returns how many.  Greedy: within a factor H(n_mut) of the smallest
  * cover, not proven minimal. */
 size_t parity_coverage_cover(const unsigned char *kills, size_t n_cases, size_t n_mut, size_t *picked);
-
-/* Whether the README's issue-22 section ("## What a test must cover first"
- * to the next "## ") has a paragraph naming the mutant (as a whole word)
- * and saying it "cannot be killed".  1 yes, 0 no (also: no such section). */
-int parity_coverage_readme_explains(const char *readme, const char *mutant);
 
 /* Runs the grid (see above) into a new document *doc (json_decref it).
  * Errors (bad entry, out of memory) leave *doc NULL. */

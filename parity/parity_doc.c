@@ -86,10 +86,20 @@ static int run_figures(json_t *root, const parity_doc *d) {
   return bad;
 }
 
+/* The cases' "mutant" (a run plants at most one, in every case). */
+static const char *planted_mutant(const parity_doc *d) {
+  for (size_t i = 0; i < json_array_size(d->cases); i++) {
+    const char *m = json_string_value(json_object_get(json_array_get(d->cases, i), "mutant"));
+    if (m) return m;
+  }
+  return NULL;
+}
+
 int parity_doc_finish(parity_doc *d, int reproducible, gdn_error *e) {
   int pass = parity_doc_pass(d);
   /* Fixed key order: tool, version, git_commit, schema, command, created,
-   * pass, exit_status, oracle, policy, inputs, cases, timing, memory. */
+   * pass, exit_status, planted_mutant, oracle, policy, inputs, cases,
+   * timing, memory. */
   json_t *root = json_object();
   if (!root) return nomem(e);
   int bad = 0;
@@ -105,6 +115,10 @@ int parity_doc_finish(parity_doc *d, int reproducible, gdn_error *e) {
   }
   bad |= parity_json_set(root, "pass", json_boolean(pass));
   bad |= parity_json_set(root, "exit_status", json_integer(pass ? 0 : 1));
+  /* A run with a planted mutant (--mutant, testing only) says so at the top
+   * (issue 27 item 9); documents without one are unchanged. */
+  const char *pm = planted_mutant(d);
+  if (pm) bad |= parity_json_set(root, "planted_mutant", json_string(pm));
   if (d->have_oracle) bad |= parity_json_set(root, "oracle", oracle_json(d));
   bad |= json_object_set(root, "policy", json_object_get(d->root, "policy"));
   bad |= json_object_set(root, "inputs", d->inputs);

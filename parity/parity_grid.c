@@ -7,6 +7,7 @@
 
 #include "gdn_alloc.h"
 #include "gdn_cli.h"
+#include "gdn_path.h"
 #include "parity_json.h"
 
 static int apply_heads(parity_synth_spec *sp, int64_t hk, int64_t dv, const char *where,
@@ -370,7 +371,11 @@ done:
 int parity_grid_load(parity_grid *g, const char *path, const parity_synth_spec *base,
                      const parity_sweep_opts *base_opts, gdn_error *e) {
   json_error_t je;
-  json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+  FILE *f;
+  int rc0 = gdn_path_fopen_input("--grid", path, &f, NULL, e); /* never blocks: a FIFO is refused */
+  if (rc0) return rc0;
+  json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+  fclose(f);
   if (!root) {
     if (je.line < 0 || je.position == 0)
       return gdn_error_set(e, GDN_ERR_INPUT, "--grid %s: %s", path, je.text);

@@ -69,6 +69,13 @@ void parity_log_input(FILE *f, const parity_input_result *r, gdn_dtype dtype, ke
   log_reference_grads(f, r->ref);
 }
 
+void parity_log_mutant(FILE *f, kern_mutant m) {
+  if (m == KERN_MUTANT_NONE) return;
+  fprintf(f, "PLANTED MUTANT %s: the affine-prefix kernel below carries this catalogued bug (--mutant, testing "
+             "only): %s.  Its FAIL means a check caught it, PASS that it survived\n",
+          kern_mutant_name(m), kern_mutant_row_of(m)->doc);
+}
+
 void parity_log_chunk(FILE *f, int64_t chunk, int64_t n_chunks, int64_t tokens_T, int skipped, int has_ref) {
   if (skipped && tokens_T)
     fprintf(f, "  note: --shard tokens needs D to divide T = %" PRId64 "; default device counts that do not are skipped\n",
@@ -180,6 +187,9 @@ void parity_log_case(FILE *f, const parity_case_result *r, int verbosity) {
   log_kernels(f, lab, fac, r);
   log_grads(f, r);
   log_deciding(f, k);
+  if (r->mutant != KERN_MUTANT_NONE)
+    fprintf(f, "      planted mutant %s: %s\n", kern_mutant_name(r->mutant),
+            r->pass ? "SURVIVES this case (no check caught it)" : "killed by this case");
   if (r->finding[0]) fprintf(f, "      finding: %s\n", r->finding);
   if (verbosity >= 2) log_every_check(f, r);
   fflush(f);

@@ -21,6 +21,8 @@ void parity_log_input(FILE *f, const parity_input_result *r, gdn_dtype dtype, ke
 /* skipped: default device counts were dropped for this chunk size. */
 /* tokens_T: T under --shard tokens (default device counts must divide it),
  * 0 under --shard chunks. */
+/* The banner of a run with a planted mutant (--mutant); nothing for none. */
+void parity_log_mutant(FILE *f, kern_mutant m);
 void parity_log_chunk(FILE *f, int64_t chunk, int64_t n_chunks, int64_t tokens_T, int skipped, int has_ref);
 void parity_log_case(FILE *f, const parity_case_result *r, int verbosity);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gdn_alloc.h"
+#include "gdn_path.h"
 #include "parity_json.h"
 
 static const char *const metric_names[] = {"rel_fro", "max_abs", "max_rel", "max_ulp",
@@ -43,8 +44,9 @@ int parity_policy_load_builtin(parity_policy *p, gdn_error *e) {
 }
 
 int parity_policy_load_file(parity_policy *p, const char *path, gdn_error *e) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return gdn_error_set(e, GDN_ERR_INPUT, "--policy %s: cannot open: %m", path);
+  FILE *f;
+  int rc0 = gdn_path_fopen_input("--policy", path, &f, NULL, e); /* never blocks: a FIFO is refused */
+  if (rc0) return rc0;
   char *buf = NULL;
   size_t n = 0, cap = 0;
   for (;;) {

@@ -210,17 +210,32 @@ static const double *code_base(const input_ctx *x) {
   return a->B == b->B && a->T == b->T && a->Hv == b->Hv && a->Dv == b->Dv ? x->ref->out.o : NULL;
 }
 
+/* The caller's extra rows (parity_sweep_opts.extra) close the table. */
+static int is_extra(const input_ctx *x, size_t i) { return i >= x->n_subj - x->o->n_extra; }
+
 /* Produces, then measures, every subject of one stage; returns the time
- * the producing took in *seconds. */
+ * the producing took in *seconds.  An extra row is produced, measured and
+ * released before the next: only its metrics are kept, so the stage holds
+ * one extra output set at a time (what parity_budget counts for coverage). */
 static int run_stage(input_ctx *x, parity_subject_stage stage, int want_seams, double *seconds, gdn_error *e) {
   parity_produce_ctx cx = {x->in, &x->cfg, want_seams, x->o->ct, code_base(x)};
   double t0 = now();
   int rc;
   for (size_t i = 0; i < x->n_subj; i++)
-    if (x->subj[i].m->stage == stage && (rc = parity_subject_produce(&x->subj[i], &cx, e))) return rc;
+    if (x->subj[i].m->stage == stage && !is_extra(x, i) && (rc = parity_subject_produce(&x->subj[i], &cx, e)))
+      return rc;
   *seconds = now() - t0;
   for (size_t i = 0; i < x->n_subj; i++)
-    if (x->subj[i].m->stage == stage && (rc = measure_subject(x, i, e))) return rc;
+    if (x->subj[i].m->stage == stage && !is_extra(x, i) && (rc = measure_subject(x, i, e))) return rc;
+  for (size_t i = 0; i < x->n_subj; i++) {
+    if (x->subj[i].m->stage != stage || !is_extra(x, i)) continue;
+    double t1 = now();
+    rc = parity_subject_produce(&x->subj[i], &cx, e);
+    *seconds += now() - t1;
+    if (!rc) rc = measure_subject(x, i, e);
+    parity_subject_release(&x->subj[i]);
+    if (rc) return rc;
+  }
   return GDN_OK;
 }
 
@@ -307,7 +322,7 @@ static int case_block_map(const input_ctx *x, parity_case_result *r, gdn_error *
   size_t w = SIZE_MAX;
   for (size_t i = 0; i < x->n_subj; i++) {
     const parity_subject_result *m = &x->meas[i];
-    if (m->kind == PARITY_SUBJ_SCAN || !(m->has_vs_ref & (1u << PARITY_T_O))) continue;
+    if (m->kind == PARITY_SUBJ_SCAN || !x->subj[i].out || !(m->has_vs_ref & (1u << PARITY_T_O))) continue;
     if (w == SIZE_MAX || m->vs_ref[PARITY_T_O].block_rel > x->meas[w].vs_ref[PARITY_T_O].block_rel) w = i;
   }
   if (w == SIZE_MAX || !x->ref) return GDN_OK;
@@ -575,6 +590,7 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
   if ((rc = parity_doc_add_input(d, &ir, e))) goto done;
   if (o->verbosity >= 1 && o->log) parity_progress_clear(o->progress);
   if (o->verbosity >= 1 && o->log) parity_log_input(o->log, &ir, o->dtype, o->matmul, x.cfg.ftz, o->ftz < 0);
+  if (o->verbosity >= 1 && o->log) parity_log_mutant(o->log, o->mutant);
   double secs;
   if ((rc = run_stage(&x, PARITY_STAGE_INPUT, 0, &secs, e))) goto done;
   for (size_t ci = 0; ci < o->n_chunks; ci++)

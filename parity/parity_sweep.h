@@ -9,7 +9,9 @@
  *
  * Memory: the inputs, the reference, the chunk-stage subjects' outputs per
  * chunk size in turn and the case-stage subjects' outputs for one case at a
- * time (all as binary64 outputs), plus the kernels' own working sets.
+ * time (all as binary64 outputs), plus the kernels' own working sets.  The
+ * extra rows (coverage's mutants) are produced, measured and released one
+ * at a time: a case holds one extra output set however many rows it has.
  */
 #ifndef PARITY_SWEEP_H
 #define PARITY_SWEEP_H
@@ -53,7 +55,9 @@ typedef struct parity_sweep_opts {
   FILE *log;     /* the table (stdout) */
   parity_progress *progress; /* the terminal's progress line; NULL: none */
   /* Subject rows added to every case after the built-in ones and the
-   * externals (parity_subject.h); none by default. */
+   * externals (parity_subject.h); none by default.  Only their metrics
+   * outlive their own measuring: each row's outputs are released before the
+   * next row runs (so no extra row is the block map's subject). */
   const parity_subject_methods *const *extra;
   size_t n_extra;
   /* --grad: the cotangents every kernel subject's backward runs with (the

@@ -303,7 +303,7 @@ int report_coverage_junit_render(const json_t *doc, report_buf *b, gdn_error *e)
   size_t nskip = 0;
   for (size_t i = 0; i < json_array_size(surv); i++)
     nskip += json_is_true(json_object_get(json_array_get(surv, i), "readme_explains"));
-  size_t nfail = json_array_size(surv) - nskip;
+  size_t nfail = json_array_size(surv) - nskip + json_array_size(json_object_get(doc, "readme_contradictions"));
   for (size_t c = 0; c < json_array_size(cases); c++)
     nfail += !json_is_true(json_object_get(json_array_get(cases, c), "correct_pass"));
   const size_t n = json_array_size(muts) + json_array_size(cases);
@@ -335,6 +335,14 @@ int report_coverage_junit_render(const json_t *doc, report_buf *b, gdn_error *e)
       skip = json_is_true(json_object_get(sv, "readme_explains"));
       snprintf(why, sizeof why, "no case kills mutant %s (the README explains why it cannot be killed: %s)", name,
                explains(sv));
+    }
+    const json_t *contra = json_object_get(doc, "readme_contradictions");
+    for (size_t i = 0; i < json_array_size(contra); i++) {
+      const json_t *c = json_array_get(contra, i);
+      const char *cn = report_doc_str(c, "name");
+      if (name && cn && !strcmp(name, cn))
+        snprintf(why, sizeof why, "the README (line %lld) lists mutant %s as unkillable, but case %lld kills it",
+                 (long long)report_doc_int(c, "readme_line", 0), name, (long long)report_doc_int(c, "case", 0));
     }
     if (skip) junit_skipped(b, "gdn-parity.coverage.mutant", name, why);
     else junit_case(b, "gdn-parity.coverage.mutant", name, 0, why[0] ? why : NULL);

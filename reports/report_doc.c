@@ -487,3 +487,10 @@ const json_t *report_doc_deciding(const json_t *c) {
   if (!json_array_size(checks)) return NULL;
   return json_array_get(checks, (size_t)report_doc_int(t, "deciding", 0));
 }
+
+const char *report_doc_planted_mutant(const json_t *doc) {
+  const char *m = report_doc_str(doc, "planted_mutant");
+  const json_t *cases = json_object_get(doc, "cases");
+  for (size_t i = 0; !m && i < json_array_size(cases); i++) m = report_doc_str(json_array_get(cases, i), "mutant");
+  return m;
+}

@@ -36,6 +36,16 @@ int report_doc_bool(const json_t *obj, const char *key, int dflt);
 /* Number or non-finite string at obj[key]: 1 and *out, else 0. */
 int report_doc_num(const json_t *obj, const char *key, double *out);
 
+/* The planted mutant of a run (gdn-parity --mutant NAME, testing only):
+ * the document's "planted_mutant", or (a document written before it) the
+ * first case's "mutant"; NULL when the run had none.  Every view shows it
+ * with REPORT_MUTANT_NOTE, so no verdict of a mutant reads as the correct
+ * kernels' (issue 27 item 9). */
+const char *report_doc_planted_mutant(const json_t *doc);
+#define REPORT_MUTANT_NOTE                                                                                     \
+  "the affine-prefix kernel judged here carries this catalogued bug (--mutant, testing only; "              \
+  "kernels/kern_mutant.h): FAIL means a check caught it, PASS that it survived"
+
 /* The METRICS object of one comparison of a case: impl "scan",
  * "affine-prefix" (or any other key of impls) against the oracle, or
  * "affine_vs_scan"; tensor "o" or "ht".  NULL when absent. */

@@ -327,6 +327,12 @@ static void verdict(report_buf *b, const report_summary *s) {
   long long ex = report_doc_int(s->doc, "exit_status", -1);
   if (ex >= 0) report_buf_printf(b, " Exit status %lld.", ex);
   report_buf_puts(b, "</p>\n");
+  const char *pm = report_doc_planted_mutant(s->doc);
+  if (pm) {
+    report_buf_puts(b, "<p class=\"planted-mutant\" id=\"planted-mutant\"><b>Planted mutant ");
+    esc(b, pm);
+    report_buf_printf(b, " %s</b>: %s.</p>\n", s->pass ? "survived" : "killed", REPORT_MUTANT_NOTE);
+  }
   deciding_sentence(b, s);
   if (s->n_missed)
     report_buf_printf(b, "<p class=\"missed-note\">At least one of today's upstream checks "

@@ -103,7 +103,12 @@ static void failure_body(report_buf *b, const json_t *c) {
 
 /* The message of a failing case: its deciding check when that failed, else
  * the first failing output of impls. */
-static void failure_message(report_buf *b, const report_case_view *v) {
+static void failure_message(report_buf *b, const report_case_view *v, const char *pm) {
+  if (pm) { /* a planted mutant's failure is its kill, not the correct kernels' */
+    report_buf_puts(b, "planted mutant ");
+    report_escape_xml_attr_z(b, pm);
+    report_buf_puts(b, " killed: ");
+  }
   if (v->deciding && !json_is_true(json_object_get(v->deciding, "pass"))) {
     check_line(b, v->deciding, 1);
     return;
@@ -138,12 +143,18 @@ int report_junit_render(const json_t *doc, report_buf *b, gdn_error *e) {
   char counts[160];
   snprintf(counts, sizeof counts, " tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"0\" "
                                   "time=\"%.3f\"", s.n, failures, s.n_error, total);
+  const char *pm = report_doc_planted_mutant(doc);
+  char suite[160];
+  snprintf(suite, sizeof suite, "gdn-parity%s%s%s", pm ? " (planted mutant " : "", pm ? pm : "", pm ? ")" : "");
   /* An embedded audit is a second testsuite; the totals count both. */
   size_t na = 0, naf = 0;
   if (report_audit_of(doc)) report_audit_counts(report_audit_of(doc), &na, &naf);
-  report_buf_printf(b, "<testsuites name=\"gdn-parity\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"0\" "
-                       "time=\"%.3f\"", s.n + na, failures + naf, s.n_error, total);
-  report_buf_puts(b, ">\n  <testsuite name=\"gdn-parity\"");
+  report_buf_puts(b, "<testsuites");
+  xattr(b, "name", suite);
+  report_buf_printf(b, " tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"0\" time=\"%.3f\"", s.n + na,
+                    failures + naf, s.n_error, total);
+  report_buf_puts(b, ">\n  <testsuite");
+  xattr(b, "name", suite);
   report_buf_puts(b, counts);
   report_buf_puts(b, ">\n    <properties>\n");
   struct {
@@ -154,7 +165,8 @@ int report_junit_render(const json_t *doc, report_buf *b, gdn_error *e) {
                {"command", report_doc_str(doc, "command")},
                {"oracle_tier", report_doc_str(json_object_get(doc, "oracle"), "tier")},
                {"policy", report_doc_str(json_object_get(doc, "policy"), "name")},
-               {"policy_sha256", report_doc_str(json_object_get(doc, "policy"), "sha256")}};
+               {"policy_sha256", report_doc_str(json_object_get(doc, "policy"), "sha256")},
+               {"planted_mutant", pm}};
   for (size_t i = 0; i < sizeof props / sizeof *props; i++) {
     if (!props[i].value) continue;
     report_buf_puts(b, "      <property");
@@ -182,6 +194,12 @@ int report_junit_render(const json_t *doc, report_buf *b, gdn_error *e) {
     report_buf_printf(b, " time=\"%.3f\"", secs);
     if (v->pass) {
       const char *f = report_doc_str(v->c, "finding");
+      if (pm) { /* a planted mutant that passes survived: CI shows it as the case's output */
+        report_buf_puts(b, ">\n      <system-out>planted mutant ");
+        report_escape_xml_text_z(b, pm);
+        report_buf_puts(b, " survived: " REPORT_MUTANT_NOTE "</system-out>\n    </testcase>\n");
+        continue;
+      }
       if (!f || !*f) {
         report_buf_puts(b, "/>\n");
         continue;
@@ -199,7 +217,7 @@ int report_junit_render(const json_t *doc, report_buf *b, gdn_error *e) {
       report_buf_puts(b, ">");
     } else {
       report_buf_puts(b, "      <failure type=\"tolerance\" message=\"");
-      failure_message(b, v);
+      failure_message(b, v, pm);
       report_buf_puts(b, "\">");
     }
     failure_body(b, v->c);

@@ -151,7 +151,16 @@ static void externals_headline(report_buf *b, const report_summary *s) {
 static void verdict_lines(report_buf *b, const json_t *doc, const report_summary *s) {
   report_buf_printf(b, "## %s ", s->pass ? "\xE2\x9C\x85" : "\xE2\x9D\x8C");
   report_escape_markdown_cell_z(b, report_doc_str(doc, "tool"));
-  report_buf_printf(b, ": **%s**\n\n", s->pass ? "PASS" : "FAIL");
+  report_buf_printf(b, ": **%s**", s->pass ? "PASS" : "FAIL");
+  const char *pm = report_doc_planted_mutant(doc);
+  if (pm) {
+    report_buf_puts(b, " with planted mutant `");
+    report_escape_markdown_cell_z(b, pm);
+    report_buf_printf(b, "` (%s)\n\n**Planted mutant ", s->pass ? "survived" : "killed");
+    report_escape_markdown_cell_z(b, pm);
+    report_buf_printf(b, " %s:** %s.", s->pass ? "survived" : "killed", REPORT_MUTANT_NOTE);
+  }
+  report_buf_puts(b, "\n\n");
   if (!s->n) report_buf_puts(b, "No cases were run.");
   else if (s->pass || !s->n_fail) report_buf_printf(b, "**All %zu cases within tolerance.**", s->n);
   else report_buf_printf(b, "**%zu of %zu cases out of tolerance.**", s->n_fail, s->n);

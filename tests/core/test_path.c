@@ -1,6 +1,7 @@
 /* gdn_path_check_uses and gdn_atomic_resolve: files by identity; every
  * refusal beside a negative control that is accepted. */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,58 @@ START_TEST(identity_not_spelling) {
   /* an input that is a folder */
   ck_assert_int_eq(check2("the grid", dir, 0, "--json", p("a.json"), 1, &e), GDN_ERR_INPUT);
   ck_assert_msg(strstr(e.msg, "is a folder"), "%s", e.msg);
+}
+END_TEST
+
+/* Issue 27 item 10: an input that is not a regular file is refused by the
+ * shared check and by the shared opener, which never blocks on a FIFO (no
+ * writer ever comes here: a blocking open would hang the test); the
+ * controls: a regular file opens and reads, a missing one reports ENOENT. */
+START_TEST(inputs_must_be_regular) {
+  gdn_error e;
+  gdn_error_init(&e);
+  char fifo[200], reg[200];
+  snprintf(fifo, sizeof fifo, "%s", p("in.fifo"));
+  snprintf(reg, sizeof reg, "%s", p("in.json"));
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  FILE *w = fopen(reg, "w");
+  ck_assert_ptr_nonnull(w);
+  fputs("{}", w);
+  fclose(w);
+  static const char *const kinds[] = {"a FIFO", "a folder", "a character device"};
+  const char *paths[] = {fifo, dir, "/dev/null"};
+  for (int i = 0; i < 3; i++) {
+    gdn_error_init(&e);
+    ck_assert_int_eq(gdn_path_check_input("--grid", paths[i], &e), GDN_ERR_INPUT);
+    ck_assert_msg(strstr(e.msg, "--grid") && strstr(e.msg, paths[i]) && strstr(e.msg, kinds[i]), "%s", e.msg);
+    FILE *f = (FILE *)1;
+    int err = -1;
+    gdn_error_init(&e);
+    ck_assert_int_eq(gdn_path_fopen_input("--readme", paths[i], &f, &err, &e), GDN_ERR_INPUT);
+    ck_assert_ptr_null(f);
+    ck_assert_int_eq(err, 0);
+    ck_assert_msg(strstr(e.msg, "--readme") && strstr(e.msg, kinds[i]), "%s", e.msg);
+    /* through the run's file check too */
+    gdn_path_use u = {"the README", paths[i], 0};
+    gdn_error_init(&e);
+    ck_assert_int_eq(gdn_path_check_uses(&u, 1, &e), GDN_ERR_INPUT);
+    ck_assert_msg(strstr(e.msg, kinds[i]), "%s", e.msg);
+  }
+  gdn_error_init(&e);
+  ck_assert_int_eq(gdn_path_check_input("--grid", reg, &e), GDN_OK);
+  ck_assert_int_eq(gdn_path_check_input("--grid", p("missing.json"), &e), GDN_OK); /* its reader says */
+  FILE *f = NULL;
+  int err = -1;
+  ck_assert_int_eq(gdn_path_fopen_input("--grid", reg, &f, &err, &e), GDN_OK);
+  char buf[8] = "";
+  ck_assert_ptr_nonnull(fgets(buf, sizeof buf, f));
+  ck_assert_str_eq(buf, "{}");
+  fclose(f);
+  ck_assert_int_eq(gdn_path_fopen_input("--grid", p("missing.json"), &f, &err, &e), GDN_ERR_INPUT);
+  ck_assert_int_eq(err, ENOENT);
+  ck_assert_msg(strstr(e.msg, "cannot open"), "%s", e.msg);
+  unlink(fifo);
+  unlink(reg);
 }
 END_TEST
 
@@ -172,6 +225,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, identity_not_spelling);
   tcase_add_test(tc, resolve_refusals);
+  tcase_add_test(tc, inputs_must_be_regular);
   tcase_add_test(tc, atomic_sets);
   tcase_add_test(tc, cli_table_rules);
   suite_add_tcase(s, tc);

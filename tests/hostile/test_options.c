@@ -104,7 +104,7 @@ START_TEST(messages_and_exit_statuses) {
   char *a3[] = {parity, "--shape", "1,8,1,4", "--max-bytes", "K", NULL};
   refused(a3, "--max-bytes 'K': not a byte size", NULL);
   char *a4[] = {parity, "report", hu_dir, "-o", (char *)hu_path("x.html"), NULL};
-  refused(a4, "is a folder, not a file", NULL);
+  refused(a4, "is a folder, not a regular file", NULL);
   const char *missing = hu_path("no/such/x.h5");
   char *a5[] = {fixture, "synth", "--shape", "1,8,1,4", "--out", (char *)missing, NULL};
   refused(a5, "does not exist", missing);

@@ -27,10 +27,15 @@
 #include <sys/stat.h>
 
 #include "cli_run.h"
+#include "gdn_alloc.h"
+#include "gdn_threads.h"
+#include "parity_budget.h"
+#include "parity_policy.h"
 #include "kern_mutant.h"
 #include "gdn_synth.h"
 #include "kern.h"
 #include "parity_coverage.h"
+#include "parity_readme.h"
 #include "parity_subject.h"
 #include "report_coverage.h"
 
@@ -83,8 +88,8 @@ START_TEST(parse_mutants) {
   ck_assert_int_eq(parity_coverage_parse_mutants("all", m, &n, &e), GDN_OK);
   ck_assert_uint_eq(n, KERN_MUTANT_COUNT - 1); /* the catalogue's rows, whatever their number */
   for (size_t i = 0; i < n; i++) ck_assert_int_eq(m[i], (int)i + 1);
-  /* catalogue order, duplicates once */
-  ck_assert_int_eq(parity_coverage_parse_mutants("gqa-tile,carry-zero,gqa-tile", m, &n, &e), GDN_OK);
+  /* catalogue order (the control for the refusals below) */
+  ck_assert_int_eq(parity_coverage_parse_mutants("gqa-tile,carry-zero", m, &n, &e), GDN_OK);
   ck_assert_uint_eq(n, 2);
   ck_assert_int_eq(m[0], KERN_MUTANT_CARRY_ZERO);
   ck_assert_int_eq(m[1], KERN_MUTANT_GQA_TILE);
@@ -94,17 +99,82 @@ START_TEST(parse_mutants) {
     ck_assert_msg(parity_coverage_parse_mutants(bad[i], m, &n, &e) == GDN_ERR_INPUT, "accepted '%s'", bad[i]);
     ck_assert_msg(strstr(e.msg, "compose-order") && strstr(e.msg, "reset-late"), "'%s': %s", bad[i], e.msg);
   }
+  /* issue 27 item 10: a repeated name is refused (as repeated devices are),
+   * and 'all' inside a list is not called unknown: it stands alone. */
+  static const char *const twice[] = {"carry-zero,carry-zero", "gqa-tile,carry-zero,gqa-tile"};
+  for (size_t i = 0; i < 2; i++) {
+    gdn_error_init(&e);
+    ck_assert_msg(parity_coverage_parse_mutants(twice[i], m, &n, &e) == GDN_ERR_INPUT, "accepted '%s'", twice[i]);
+    ck_assert_msg(strstr(e.msg, "listed twice"), "'%s': %s", twice[i], e.msg);
+  }
+  static const char *const with_all[] = {"all,carry-zero", "carry-zero,all"};
+  for (size_t i = 0; i < 2; i++) {
+    gdn_error_init(&e);
+    ck_assert_int_eq(parity_coverage_parse_mutants(with_all[i], m, &n, &e), GDN_ERR_INPUT);
+    ck_assert_msg(strstr(e.msg, "'all' stands alone") && !strstr(e.msg, "unknown"), "'%s': %s", with_all[i], e.msg);
+  }
 }
 END_TEST
 
-START_TEST(readme_rule) {
-  const char *r = "# x\n\n## What a test must cover first (issue 22)\n\nfoo-bar cannot be killed: round-off.\n\n"
-                  "| foo | missed |\n\nfoo is caught.\n\n## Commands\n\nbaz cannot be killed.\n";
-  ck_assert_int_eq(parity_coverage_readme_explains(r, "foo-bar"), 1);
-  ck_assert_int_eq(parity_coverage_readme_explains(r, "foo"), 0);     /* "foo-bar" is not the word foo */
-  ck_assert_int_eq(parity_coverage_readme_explains(r, "baz"), 0);     /* outside the section */
-  ck_assert_int_eq(parity_coverage_readme_explains("no section", "foo-bar"), 0);
-  ck_assert_int_eq(parity_coverage_readme_explains(NULL, "foo-bar"), 0);
+static int readme_parse(const char *text, parity_readme_unkillable *u, gdn_error *e) {
+  gdn_error_init(e);
+  return parity_readme_parse(text, "R.md", u, e);
+}
+
+#define SEC "# x\n\n## What a test must cover first (issue 22)\n\n"
+#define HDR "| mutant | why it cannot be killed |\n|---|---|\n"
+
+/* issue 27 item 1: only the explicit table explains, one row per mutant. */
+START_TEST(readme_table) {
+  parity_readme_unkillable u;
+  gdn_error e;
+  /* the table: rows at lines 7 and 8 (the header is line 5) */
+  const char *ok = SEC HDR "| `final-from-replay` | round-off only |\n| `bf16-cast-missing` |  below bfloat16's own "
+                   "rounding \\| points |\n\nfinal-from-replay is caught.\n\n## Commands\n\n"
+                   "| `h0-every` | not in the section |\n";
+  ck_assert_int_eq(readme_parse(ok, &u, &e), GDN_OK);
+  ck_assert_int_eq(u.table_line, 5);
+  ck_assert_int_eq(u.line[KERN_MUTANT_FINAL_FROM_REPLAY], 7);
+  ck_assert_int_eq(u.line[KERN_MUTANT_BF16_CAST_MISSING], 8);
+  ck_assert_int_eq(u.line[KERN_MUTANT_H0_EVERY], 0); /* outside the section */
+  /* The old rule's failure: prose naming a mutant beside "cannot be killed"
+   * explains nothing now (the project README had such paragraphs for
+   * reset-missing, reset-late, bf16-seam, bf16-cast-added). */
+  const char *prose = SEC "reset-missing and final-from-replay cannot be killed by upstream's tests.\n\n"
+                      "| mutant | their test |\n|---|---|\n| `reset-missing` | cannot be killed |\n";
+  ck_assert_int_eq(readme_parse(prose, &u, &e), GDN_OK);
+  ck_assert_int_eq(u.table_line, 0);
+  for (int m = 0; m < KERN_MUTANT_COUNT; m++) ck_assert_int_eq(u.line[m], 0);
+  ck_assert_int_eq(readme_parse(NULL, &u, &e), GDN_OK);
+  ck_assert_int_eq(u.table_line, 0);
+  /* refused, each naming the README and the line */
+  static const struct {
+    const char *text, *line, *says;
+  } bad[] = {
+      {SEC HDR "| `final-from-replay` |\n", "line 7", "exactly 2 cells"},
+      {SEC HDR "| `final-from-replay` | a | b |\n", "line 7", "exactly 2 cells"},
+      {SEC HDR "| final-from-replay | round-off |\n", "line 7", "backticks"},
+      {SEC HDR "| `final-from-replay bf16-seam` | x |\n", "line 7", "not a catalogued mutant"},
+      {SEC HDR "| `final-from-reply` | x |\n", "line 7", "not a catalogued mutant"},
+      {SEC HDR "| `none` | x |\n", "line 7", "none is the correct program"},
+      {SEC HDR "| `final-from-replay` | x |\n| `bf16-cast-missing` | y |\n| `final-from-replay` | z |\n", "line 9",
+       "listed twice (first at line 7)"},
+      {SEC HDR "| `final-from-replay` |  |\n", "line 7", "no reason"},
+      {SEC HDR "| `reset-missing` | needs documents |\n", "line 7", "grids/upstream-pr.json kills it"},
+      {SEC HDR "| `bf16-cast-added` | small |\n", "line 7", "grids/upstream-pr.json kills it"},
+      {SEC "| mutant | why it cannot be killed |\n| `final-from-replay` | x |\n", "line 6", "delimiter row"},
+      {SEC HDR "| `final-from-replay` | x |\n\n" HDR, "line 9", "a second table"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ck_assert_msg(readme_parse(bad[i].text, &u, &e) == GDN_ERR_INPUT, "accepted #%zu", i);
+    ck_assert_msg(strstr(e.msg, "R.md ") && strstr(e.msg, bad[i].line) && strstr(e.msg, bad[i].says), "#%zu: %s", i,
+                  e.msg);
+  }
+  /* the catalogue's column: exactly the two README survivors are not killed
+   * by the recommended grid (the CLI test below runs that grid) */
+  for (int m = 1; m < KERN_MUTANT_COUNT; m++)
+    ck_assert_int_eq(kern_mutant_row_of((kern_mutant)m)->killed_by_recommended,
+                     m != KERN_MUTANT_FINAL_FROM_REPLAY && m != KERN_MUTANT_BF16_CAST_MISSING);
 }
 END_TEST
 
@@ -199,6 +269,26 @@ START_TEST(writers_validate) {
   ck_assert_int_eq(report_coverage_write_all(doc, path, NULL, NULL, NULL, &e), GDN_OK);
   ck_assert_int_eq(access(path, F_OK), 0);
   unlink(path);
+  json_decref(doc);
+  /* A contradiction (a mutant the README's table calls unkillable that a
+   * case kills) is a JUnit failure naming the line and the case; without
+   * it the killed mutant passes (the control). */
+  const char *killed = "{\"schema\": \"gdn-parity-coverage\", \"version\": 1, \"mutants\": [{\"name\": \"m\"}], "
+                       "\"cases\": [{\"correct_pass\": true, \"kills\": [{\"mutant\": \"m\", \"killed\": true}]}], "
+                       "\"survivors\": [], \"cover\": {\"cases\": [0]}}";
+  doc = json_loads(killed, 0, &je);
+  ck_assert_msg(doc, "%s", je.text);
+  report_buf_init(&b);
+  ck_assert_int_eq(report_coverage_junit_render(doc, &b, &e), GDN_OK);
+  ck_assert_msg(!strstr(b.data, "<failure") && strstr(b.data, "failures=\"0\""), "%s", b.data);
+  report_buf_clear(&b);
+  json_object_set_new(doc, "readme_contradictions", json_loads("[{\"name\": \"m\", \"readme_line\": 12, \"case\": 0}]", 0, &je));
+  report_buf_init(&b);
+  ck_assert_int_eq(report_coverage_junit_render(doc, &b, &e), GDN_OK);
+  ck_assert_msg(strstr(b.data, "failures=\"1\"") &&
+                strstr(b.data, "<failure message=\"the README (line 12) lists mutant m as unkillable, but case 0 kills it"),
+                "%s", b.data);
+  report_buf_clear(&b);
   json_decref(doc);
 }
 END_TEST
@@ -344,36 +434,246 @@ START_TEST(negative_control) {
 }
 END_TEST
 
-/* A survivor the README explains as unkillable is skipped, not failed: the
- * same grid and mutants as the negative control, with a README whose
- * issue-22 section says gqa-tile "cannot be killed", exits 0 with one
- * skipped JUnit case and no failure (the control above, without it, exits 1). */
+/* A README file holding `text`, its path in path (room for 64). */
+static void readme_make(char *path, const char *text) {
+  strcpy(path, "/tmp/gdn-coverage-readme-XXXXXX");
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+}
+
+/* A survivor the README's table lists as unkillable is skipped, not failed:
+ * coverage-nogqa.json never kills final-from-replay; with a README whose
+ * table lists it the run exits 0 with one skipped JUnit case.  The negative
+ * control: the same README saying so in prose only ("cannot be killed",
+ * what the old rule took as an explanation) explains nothing: exit 1. */
 START_TEST(explained_survivor_skipped) {
   outs o;
   outs_make(&o);
-  char readme[] = "/tmp/gdn-coverage-readme-XXXXXX";
-  int fd = mkstemp(readme);
-  ck_assert_int_ge(fd, 0);
-  const char *t = "# r\n\n## What a test must cover first (issue 22)\n\ngqa-tile cannot be killed here.\n";
-  ck_assert_int_eq(write(fd, t, strlen(t)), (ssize_t)strlen(t));
-  close(fd);
+  char readme[64];
+  readme_make(readme, "# r\n\n## What a test must cover first (issue 22)\n\n| mutant | why it cannot be killed |\n"
+                      "|---|---|\n| `final-from-replay` | round-off only |\n");
   cli_result r;
-  coverage_readme(&r, "coverage-nogqa.json", "gqa-tile,carry-zero", readme, &o);
+  coverage_readme(&r, "coverage-nogqa.json", "carry-zero,final-from-replay", readme, &o);
   ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
   json_error_t je;
   json_t *doc = json_load_file(o.json, 0, &je);
   ck_assert_msg(doc, "%s", je.text);
   ck_assert_int_eq(json_integer_value(json_object_get(doc, "unexplained_survivors")), 0);
   ck_assert(json_is_true(json_object_get(doc, "pass")));
+  const json_t *s0 = json_array_get(json_object_get(doc, "survivors"), 0);
+  ck_assert_str_eq(json_string_value(json_object_get(s0, "name")), "final-from-replay");
+  ck_assert_int_eq(json_integer_value(json_object_get(s0, "readme_line")), 7);
+  ck_assert_uint_eq(json_array_size(json_object_get(doc, "readme_contradictions")), 0);
   json_decref(doc);
   size_t n;
   char *xml = slurp(o.junit, &n);
   ck_assert_msg(strstr(xml, "failures=\"0\" errors=\"0\" skipped=\"1\""), "%s", xml);
-  const char *tc = strstr(xml, "name=\"gqa-tile\">");
-  ck_assert_msg(tc && strstr(tc, "<skipped message=\"no case kills mutant gqa-tile"), "%s", xml);
+  const char *tc = strstr(xml, "name=\"final-from-replay\">");
+  ck_assert_msg(tc && strstr(tc, "<skipped message=\"no case kills mutant final-from-replay"), "%s", xml);
   free(xml);
   unlink(readme);
+  readme_make(readme, "# r\n\n## What a test must cover first (issue 22)\n\nfinal-from-replay cannot be killed.\n");
+  coverage_readme(&r, "coverage-nogqa.json", "carry-zero,final-from-replay", readme, &o);
+  ck_assert_msg(r.status == 1, "prose explained a survivor: exit %d\n%s%s", r.status, r.out, r.err);
+  unlink(readme);
   outs_unlink(&o);
+}
+END_TEST
+
+/* issue 27 item 1, with the project's own README: its prose names
+ * reset-missing and reset-late beside "cannot be killed" (upstream's tests
+ * cannot), which the old rule took as an explanation, so a grid without
+ * packed documents (coverage-small.json, where neither can be killed)
+ * passed (exit 0).  Now they are unexplained survivors: exit 1.
+ * The control: the table's final-from-replay alone on the same grid is
+ * explained (exit 0). */
+START_TEST(project_readme_excuses_only_its_table) {
+  char readme[512];
+  snprintf(readme, sizeof readme, "%s/../../README.md", testdir);
+  outs o;
+  outs_make(&o);
+  cli_result r;
+  coverage_readme(&r, "coverage-small.json", "reset-missing,reset-late,final-from-replay", readme, &o);
+  ck_assert_msg(r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
+  json_error_t je;
+  json_t *doc = json_load_file(o.json, 0, &je);
+  ck_assert_msg(doc, "%s", je.text);
+  const json_t *surv = json_object_get(doc, "survivors");
+  ck_assert_uint_eq(json_array_size(surv), 3);
+  for (size_t i = 0; i < 3; i++) {
+    const json_t *s = json_array_get(surv, i);
+    const char *nm = json_string_value(json_object_get(s, "name"));
+    ck_assert_msg(json_is_true(json_object_get(s, "readme_explains")) == !strcmp(nm, "final-from-replay"), "%s", nm);
+  }
+  ck_assert_int_eq(json_integer_value(json_object_get(doc, "unexplained_survivors")), 2);
+  json_decref(doc);
+  coverage_readme(&r, "coverage-small.json", "final-from-replay", readme, &o);
+  ck_assert_msg(r.status == 0, "control: exit %d\n%s%s", r.status, r.out, r.err);
+  outs_unlink(&o);
+}
+END_TEST
+
+/* A README table claiming a killable mutant (reset-missing: the recommended
+ * grid kills it) is an input error naming the README and the line, before
+ * any case runs; nothing is written.  (The control is the test above: the
+ * table of final-from-replay is accepted.) */
+START_TEST(readme_claims_killable_refused) {
+  outs o;
+  outs_make(&o);
+  outs_unlink(&o);
+  char readme[64];
+  readme_make(readme, "# r\n\n## What a test must cover first (issue 22)\n\n| mutant | why it cannot be killed |\n"
+                      "|---|---|\n| `final-from-replay` | round-off |\n| `reset-missing` | claimed |\n");
+  cli_result r;
+  coverage_readme(&r, "coverage-small.json", "reset-missing", readme, &o);
+  ck_assert_msg(r.status == 2, "exit %d\n%s%s", r.status, r.out, r.err);
+  ck_assert_msg(strstr(r.err, readme) && strstr(r.err, "line 8") && strstr(r.err, "reset-missing"), "%s", r.err);
+  struct stat st;
+  ck_assert_int_ne(stat(o.json, &st), 0);
+  ck_assert_int_ne(stat(o.junit, &st), 0);
+  unlink(readme);
+}
+END_TEST
+
+/* The project's grid (grids/upstream-pr.json, the default oracle) against
+ * every mutant with the project's README: it kills exactly the mutants the
+ * catalogue marks killed_by_recommended, every mutant the README's table
+ * lists survives it (and is explained), no contradiction, exit 0. */
+START_TEST(recommended_grid_and_readme_agree) {
+  char readme[512];
+  snprintf(readme, sizeof readme, "%s/../../README.md", testdir);
+  size_t n;
+  char *text = slurp(readme, &n);
+  parity_readme_unkillable u;
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_msg(parity_readme_parse(text, readme, &u, &e) == GDN_OK, "%s", e.msg);
+  free(text);
+  ck_assert_int_gt(u.table_line, 0);
+  outs o;
+  outs_make(&o);
+  cli_result r;
+  coverage_readme(&r, "../../grids/upstream-pr.json", "all", readme, &o);
+  ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
+  json_error_t je;
+  json_t *doc = json_load_file(o.json, 0, &je);
+  ck_assert_msg(doc, "%s", je.text);
+  size_t listed = 0;
+  for (int m = 1; m < KERN_MUTANT_COUNT; m++) {
+    const kern_mutant_row *row = kern_mutant_row_of((kern_mutant)m);
+    unsigned k = killers(doc, row->name);
+    ck_assert_msg((k != 0) == row->killed_by_recommended, "%s: killed by cases 0x%x, catalogue says %d", row->name, k,
+                  row->killed_by_recommended);
+    if (u.line[m]) listed++;
+    ck_assert_msg(!u.line[m] || !k, "README line %d lists %s as unkillable, the grid kills it", u.line[m], row->name);
+  }
+  ck_assert_uint_eq(listed, 2);
+  ck_assert_uint_eq(json_array_size(json_object_get(doc, "survivors")), 2);
+  ck_assert_int_eq(json_integer_value(json_object_get(doc, "unexplained_survivors")), 0);
+  ck_assert_uint_eq(json_array_size(json_object_get(doc, "readme_contradictions")), 0);
+  json_decref(doc);
+  outs_unlink(&o);
+}
+END_TEST
+
+/* issue 27 item 5: coverage held one output set per mutant (4.3-4.8x its
+ * --max-bytes) while --max-bytes counted the inputs and three.  Now the
+ * mutant sweep produces, measures and releases one mutant at a time and
+ * the budget counts four output sets (reference, scan, affine-prefix, one
+ * mutant).  B = least_budget is the smallest --max-bytes the CLI accepts for
+ * the entry (found by bisection through parity_budget_check with four output
+ * sets, one thread); a coverage run of all 18 mutants, in-process so the
+ * heap is gdn_alloc's accounting, must peak at or below B (measured: 6.30
+ * MB against B = 6.47 MB; before the fix the 18 mutants' outputs were held
+ * at once, 24.3 MB).  The budget counts the dominant terms only (parity_budget.h:
+ * not the oracle's working set, the metrics or the profiles, about 0.3 MB
+ * here), so the shape is one where the outputs dominate: at T = 1024 those
+ * terms alone put even a run without mutants over its budget.  The controls:
+ * the CLI refuses --max-bytes B - 1 (so B is the budget it enforces) and
+ * accepts B (one mutant there: the budget does not depend on their number,
+ * and under ASan the grid takes about 50 s a run). */
+#define MEM_GRID "{\"entries\": [{\"shape\": \"1,4096,1,32\", \"gates\": \"slow\", \"chunk\": [16], \"devices\": [4]}]}"
+
+static uint64_t least_budget(const gdn_shape *s) {
+  parity_sweep_opts so;
+  parity_sweep_opts_init(&so);
+  so.chunks[0] = 16;
+  so.devices[0] = 4;
+  so.n_devices = 1;
+  so.devices_default = 0;
+  uint64_t lo = 1, hi = 1ull << 40; /* lo refused, hi accepted */
+  gdn_error e;
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    gdn_error_init(&e);
+    if (parity_budget_check(s, 0, 4, &so, mid, &e)) lo = mid;
+    else hi = mid;
+  }
+  return hi;
+}
+
+START_TEST(memory_within_max_bytes) {
+  char grid[] = "/tmp/gdn-cov-memgrid-XXXXXX";
+  int fd = mkstemp(grid);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, MEM_GRID, strlen(MEM_GRID)), (ssize_t)strlen(MEM_GRID));
+  close(fd);
+  gdn_threads_set(1);
+  const gdn_shape sh = {1, 4096, 1, 1, 32, 32};
+  const uint64_t B = least_budget(&sh);
+  gdn_error e;
+  gdn_error_init(&e);
+  parity_synth_spec base;
+  ck_assert_msg(parity_synth_spec_from_cli(&base, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, &e) == GDN_OK, "%s",
+                e.msg);
+  parity_sweep_opts so;
+  parity_sweep_opts_init(&so);
+  parity_grid g;
+  parity_grid_init(&g);
+  ck_assert_msg(parity_grid_load(&g, grid, &base, &so, &e) == GDN_OK, "%s", e.msg);
+  parity_policy pol;
+  parity_policy_init(&pol);
+  ck_assert_int_eq(parity_policy_load_builtin(&pol, &e), GDN_OK);
+  parity_coverage_opts co;
+  memset(&co, 0, sizeof co);
+  ck_assert_int_eq(parity_coverage_parse_mutants("all", co.mutants, &co.n_mutants, &e), GDN_OK);
+  co.grid = &g;
+  co.grid_name = grid;
+  co.policy = &pol;
+  co.tier = PARITY_ORACLE_DD;
+  co.oracle_bits = 128;
+  co.reproducible = 1;
+  json_t *doc = NULL;
+  gdn_alloc_peak_reset();
+  const long long live0 = gdn_alloc_bytes_live();
+  ck_assert_msg(parity_coverage_run(&co, &doc, &e) == GDN_OK, "%s", e.msg);
+  const long long peak = gdn_alloc_bytes_peak();
+  ck_assert_ptr_nonnull(doc);
+  ck_assert(json_is_true(json_object_get(doc, "correct_pass")));
+  ck_assert_int_ge(json_integer_value(json_object_get(doc, "killed")), 5); /* the mutants ran */
+  json_decref(doc);
+  parity_policy_clear(&pol);
+  parity_grid_clear(&g);
+  if (peak >= 0) { /* no byte accounting off glibc (gdn_alloc.h) */
+    fprintf(stderr, "coverage memory: heap peak %lld bytes (%lld live before), budget %llu\n", peak, live0,
+            (unsigned long long)B);
+    ck_assert_msg((unsigned long long)peak <= B, "heap peak %lld > --max-bytes %llu the budget accepts", peak,
+                  (unsigned long long)B);
+  }
+  /* the CLI enforces exactly B: B - 1 refused before any case, B accepted */
+  char lim[32];
+  snprintf(lim, sizeof lim, "%llu", (unsigned long long)(B - 1));
+  char *argv[] = {(char *)exe, "coverage", "--grid", grid, "--mutants", "scale-none", "--oracle", "dd", "--threads", "1",
+                  "--quiet", "--max-bytes", lim, NULL};
+  cli_result r;
+  cli_run(&r, argv);
+  ck_assert_msg(r.status == 2 && strstr(r.err, "more than the limit"), "B - 1: exit %d\n%s", r.status, r.err);
+  snprintf(lim, sizeof lim, "%llu", (unsigned long long)B);
+  cli_run(&r, argv);
+  ck_assert_msg(r.status == 0 || r.status == 1, "B: exit %d\n%s", r.status, r.err);
+  unlink(grid);
 }
 END_TEST
 
@@ -498,16 +798,20 @@ int main(int argc, char **argv) {
   tcase_add_test(u, cover_planted);
   tcase_add_test(u, cover_greedy_not_minimal);
   tcase_add_test(u, parse_mutants);
-  tcase_add_test(u, readme_rule);
+  tcase_add_test(u, readme_table);
   tcase_add_test(u, mutant_rows);
   tcase_add_test(u, writers_validate);
   suite_add_tcase(s, u);
   TCase *c = tcase_create("cli");
-  tcase_set_timeout(c, 240);
+  tcase_set_timeout(c, 240); /* each test; the slowest (memory, ASan) about 60 s */
   tcase_add_test(c, known_killers);
   tcase_add_test(c, negative_control);
   tcase_add_test(c, explained_survivor_skipped);
+  tcase_add_test(c, project_readme_excuses_only_its_table);
+  tcase_add_test(c, readme_claims_killable_refused);
+  tcase_add_test(c, recommended_grid_and_readme_agree);
   tcase_add_test(c, reproducible);
+  tcase_add_test(c, memory_within_max_bytes);
   tcase_add_test(c, bad_mutant_name);
   tcase_add_test(c, correct_kernels_fail);
   suite_add_tcase(s, c);

@@ -1,0 +1,201 @@
+/* Issue 27 item 9: a run with a planted mutant (`gdn-parity --shape ...
+ * --mutant NAME`, testing only) says so in every view a reader looks at:
+ * the console's table and verdict line, the results JSON
+ * ("planted_mutant"), the HTML report (#planted-mutant), the Markdown
+ * headline and the JUnit suite name, property and failure message (or, when
+ * the mutant survives, the case's system-out).  Before, the console said
+ * "FAIL: 1 case, 1 failed" (or "PASS") and a killed mutant read "FAILED:
+ * affine-prefix ..." as if the correct kernel had failed.
+ *   - scale-none (changes every output): killed, each view says "killed";
+ *   - final-from-replay (round-off only): survives, each view says
+ *     "survived" and the verdict stays PASS;
+ *   - the negative control: the same run without --mutant has no such mark
+ *     anywhere;
+ *   - `report` rebuilds the views from the saved JSON, also from a document
+ *     without the root key (the cases' "mutant" is enough). */
+#include <check.h>
+#include <jansson.h>
+
+#include "cli_run.h"
+
+static const char *exe;
+
+typedef struct views {
+  char json[64], html[64], junit[64], md[64];
+} views;
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  ck_assert_msg(f != NULL, "%s missing", path);
+  char *buf = malloc(1 << 20);
+  size_t n = fread(buf, 1, (1 << 20) - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+static void views_make(views *v) {
+  char *p[4] = {v->json, v->html, v->junit, v->md};
+  for (int i = 0; i < 4; i++) {
+    strcpy(p[i], "/tmp/gdn-pm-XXXXXX");
+    int fd = mkstemp(p[i]);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+  }
+}
+
+static void views_unlink(const views *v) {
+  unlink(v->json);
+  unlink(v->html);
+  unlink(v->junit);
+  unlink(v->md);
+}
+
+/* A small case with 2 devices (a seam), --mutant m (NULL: none). */
+static void run(cli_result *r, const char *m, const views *v) {
+  char *argv[24] = {(char *)exe, "--shape", "1,64,1,8", "--chunk", "8", "--devices", "2", "--oracle", "dd",
+                    "--reproducible", "--json", (char *)v->json, "--report", (char *)v->html, "--junit",
+                    (char *)v->junit, "--summary", (char *)v->md, NULL};
+  if (m) {
+    argv[18] = "--mutant";
+    argv[19] = (char *)m;
+    argv[20] = NULL;
+  }
+  cli_run(r, argv);
+}
+
+/* Every view of a run with mutant m, whose fate is "killed" or "survived". */
+static void expect_marked(const cli_result *r, const views *v, const char *m, const char *fate) {
+  char want[96];
+  /* console: the banner over the table, the line under the case, the verdict */
+  snprintf(want, sizeof want, "PLANTED MUTANT %s:", m);
+  ck_assert_msg(strstr(r->out, want), "console banner: %s", r->out);
+  snprintf(want, sizeof want, "planted mutant %s: %s", m, !strcmp(fate, "killed") ? "killed by this case" : "SURVIVES");
+  ck_assert_msg(strstr(r->out, want), "console case line '%s': %s", want, r->out);
+  snprintf(want, sizeof want, "; PLANTED MUTANT %s %s: ", m, fate);
+  const char *verdict = strstr(r->out, !strcmp(fate, "killed") ? "\nFAIL: 1 case, 1 failed" : "\nPASS: 1 case, 0 failed");
+  ck_assert_msg(verdict && strstr(verdict, want), "verdict line '%s': %s", want, r->out);
+  /* JSON */
+  json_error_t je;
+  json_t *doc = json_load_file(v->json, 0, &je);
+  ck_assert_msg(doc, "%s", je.text);
+  ck_assert_str_eq(json_string_value(json_object_get(doc, "planted_mutant")), m);
+  json_decref(doc);
+  /* HTML: the banner inside the verdict header */
+  char *h = slurp(v->html);
+  snprintf(want, sizeof want, "<p class=\"planted-mutant\" id=\"planted-mutant\"><b>Planted mutant %s %s</b>", m, fate);
+  const char *head = strstr(h, "<header id=\"verdict\""), *end = head ? strstr(head, "</header>") : NULL;
+  const char *at = strstr(h, want);
+  ck_assert_msg(head && at && at > head && at < end, "HTML banner '%s' not in the verdict header", want);
+  free(h);
+  /* Markdown: the headline */
+  char *md = slurp(v->md);
+  snprintf(want, sizeof want, "with planted mutant `%s` (%s)\n", m, fate);
+  const char *nl = strchr(md, '\n');
+  ck_assert_msg(strstr(md, want) && strstr(md, want) < nl + 1, "Markdown headline lacks '%s':\n%s", want, md);
+  free(md);
+  /* JUnit: the suite's name and property; the case's failure or output */
+  char *x = slurp(v->junit);
+  snprintf(want, sizeof want, "<testsuite name=\"gdn-parity (planted mutant %s)\"", m);
+  ck_assert_msg(strstr(x, want), "JUnit suite name: %s", x);
+  snprintf(want, sizeof want, "<property name=\"planted_mutant\" value=\"%s\"/>", m);
+  ck_assert_msg(strstr(x, want), "JUnit property: %s", x);
+  snprintf(want, sizeof want, !strcmp(fate, "killed") ? "<failure type=\"tolerance\" message=\"planted mutant %s killed: "
+                                                      : "<system-out>planted mutant %s survived: ", m);
+  ck_assert_msg(strstr(x, want), "JUnit case '%s': %s", want, x);
+  free(x);
+}
+
+START_TEST(killed_mutant_marked_everywhere) {
+  views v;
+  views_make(&v);
+  cli_result r;
+  run(&r, "scale-none", &v);
+  ck_assert_msg(r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
+  expect_marked(&r, &v, "scale-none", "killed");
+  views_unlink(&v);
+}
+END_TEST
+
+START_TEST(surviving_mutant_marked_everywhere) {
+  views v;
+  views_make(&v);
+  cli_result r;
+  run(&r, "final-from-replay", &v);
+  ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
+  expect_marked(&r, &v, "final-from-replay", "survived");
+  views_unlink(&v);
+}
+END_TEST
+
+/* The control: without --mutant no view mentions a planted mutant. */
+START_TEST(no_mutant_no_mark) {
+  views v;
+  views_make(&v);
+  cli_result r;
+  run(&r, NULL, &v);
+  ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
+  ck_assert_msg(!strstr(r.out, "planted") && !strstr(r.out, "PLANTED"), "%s", r.out);
+  ck_assert_msg(strstr(r.out, "\nPASS: 1 case, 0 failed\n"), "%s", r.out);
+  const char *files[4] = {v.json, v.html, v.junit, v.md};
+  for (int i = 0; i < 4; i++) {
+    char *t = slurp(files[i]);
+    ck_assert_msg(!strstr(t, "lanted") && !strstr(t, "PLANTED") && !strstr(t, "\"mutant\""), "%s mentions a mutant",
+                  files[i]);
+    free(t);
+  }
+  views_unlink(&v);
+}
+END_TEST
+
+/* `report` rebuilds the marked views from the JSON, also from a document
+ * written before the root key (the cases' "mutant" is enough). */
+START_TEST(report_rebuilds_the_marks) {
+  views v;
+  views_make(&v);
+  cli_result r;
+  run(&r, "scale-none", &v);
+  ck_assert_int_eq(r.status, 1);
+  json_error_t je;
+  json_t *doc = json_load_file(v.json, 0, &je);
+  ck_assert_ptr_nonnull(doc);
+  ck_assert_int_eq(json_object_del(doc, "planted_mutant"), 0);
+  ck_assert_int_eq(json_dump_file(doc, v.json, JSON_INDENT(2) | JSON_PRESERVE_ORDER), 0);
+  json_decref(doc);
+  unlink(v.html);
+  unlink(v.junit);
+  unlink(v.md);
+  char *argv[] = {(char *)exe, "report", v.json, "-o", v.html, "--junit", v.junit, "--summary", v.md, NULL};
+  cli_run(&r, argv);
+  ck_assert_msg(r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err); /* the document's verdict */
+  char *h = slurp(v.html), *x = slurp(v.junit), *md = slurp(v.md);
+  ck_assert_ptr_nonnull(strstr(h, "<b>Planted mutant scale-none killed</b>"));
+  ck_assert_ptr_nonnull(strstr(x, "<property name=\"planted_mutant\" value=\"scale-none\"/>"));
+  ck_assert_ptr_nonnull(strstr(md, "with planted mutant `scale-none` (killed)"));
+  free(h);
+  free(x);
+  free(md);
+  views_unlink(&v);
+}
+END_TEST
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s GDN_PARITY_EXE\n", argv[0]);
+    return 2;
+  }
+  exe = argv[1];
+  Suite *s = suite_create("planted_mutant");
+  TCase *c = tcase_create("views");
+  tcase_set_timeout(c, 120);
+  tcase_add_test(c, killed_mutant_marked_everywhere);
+  tcase_add_test(c, surviving_mutant_marked_everywhere);
+  tcase_add_test(c, no_mutant_no_mark);
+  tcase_add_test(c, report_rebuilds_the_marks);
+  suite_add_tcase(s, c);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return nf ? 1 : 0;
+}
