@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gdn_alloc.h"
+#include "gdn_text.h"
 #include "parity_json.h"
 
 static const char *const metric_names[] = {"rel_fro", "max_abs", "max_rel", "max_ulp",
@@ -39,7 +40,15 @@ void parity_policy_clear(parity_policy *p) {
 }
 
 int parity_policy_load_builtin(parity_policy *p, gdn_error *e) {
-  return parity_policy_parse(p, parity_policy_builtin_text(), "built in", e);
+  int rc = parity_policy_parse(p, parity_policy_builtin_text(), "built in", e);
+  if (!rc) p->builtin = 1;
+  return rc;
+}
+
+const char *parity_policy_label(const parity_policy *p, char *buf, size_t n) {
+  if (p->builtin) snprintf(buf, n, "the built-in policy");
+  else snprintf(buf, n, "policy %s (name '%s')", gdn_text_show(p->source), gdn_text_show(p->name));
+  return buf;
 }
 
 int parity_policy_load_file(parity_policy *p, const char *path, gdn_error *e) {
@@ -492,10 +501,11 @@ static int check_grad_coverage(const parity_policy *p, const parity_case_view *c
       gdn_dtype dt;
       kern_matmul mm;
       subject_numerics(c, s, &dt, &mm);
+      char lab[700];
       return gdn_error_set(e, GDN_ERR_INPUT,
-                           "policy '%s' has no rule for the gradient %s of %s (dtype %s, matmul %s, %s oracle): "
+                           "%s has no rule for the gradient %s of %s (dtype %s, matmul %s, %s oracle): "
                            "add one, or the gate would pass it unjudged",
-                           p->name, parity_tensors[ti].name, s->name, gdn_dtype_name(dt), kern_matmul_name(mm),
+                           parity_policy_label(p, lab, sizeof lab), parity_tensors[ti].name, s->name, gdn_dtype_name(dt), kern_matmul_name(mm),
                            c->has_oracle ? "with" : "without");
     }
   }
@@ -507,6 +517,7 @@ static int check_grad_coverage(const parity_policy *p, const parity_case_view *c
 static int check_coverage(const parity_policy *p, const parity_case_view *c, const parity_checks *out,
                           gdn_error *e) {
   int rc;
+  char lab[700];
   for (size_t si = 0; si < c->n_subjects; si++) {
     const parity_subject *s = &c->subjects[si];
     int has_metrics = 0;
@@ -521,15 +532,15 @@ static int check_coverage(const parity_policy *p, const parity_case_view *c, con
     kern_matmul mm;
     subject_numerics(c, s, &dt, &mm);
     return gdn_error_set(e, GDN_ERR_INPUT,
-                         "policy '%s' has no rule for %s (dtype %s, matmul %s, o rounded to %s, %s oracle): "
+                         "%s has no rule for %s (dtype %s, matmul %s, o rounded to %s, %s oracle): "
                          "add one, or the gate would pass it unjudged",
-                         p->name, s->name, gdn_dtype_name(dt), kern_matmul_name(mm),
+                         parity_policy_label(p, lab, sizeof lab), s->name, gdn_dtype_name(dt), kern_matmul_name(mm),
                          gdn_dtype_name(s->out_dtype[PARITY_T_O]), c->has_oracle ? "with" : "without");
   }
   if ((rc = check_grad_coverage(p, c, out, e))) return rc;
   if (out->n == 0)
-    return gdn_error_set(e, GDN_ERR_INPUT, "policy '%s' has no rule for this case (dtype %s, matmul %s, %s oracle)",
-                         p->name, gdn_dtype_name(c->dtype), kern_matmul_name(c->matmul),
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s has no rule for this case (dtype %s, matmul %s, %s oracle)",
+                         parity_policy_label(p, lab, sizeof lab), gdn_dtype_name(c->dtype), kern_matmul_name(c->matmul),
                          c->has_oracle ? "with" : "without");
   return GDN_OK;
 }

@@ -92,6 +92,7 @@ typedef struct parity_rule {
 typedef struct parity_policy {
   char name[128];
   char source[512]; /* "built in" or the file path */
+  int builtin;      /* loaded by parity_policy_load_builtin */
   char sha256[65];  /* of the policy text */
   size_t n_rules;
   parity_rule *rules;
@@ -105,6 +106,12 @@ int parity_policy_load_file(parity_policy *p, const char *path, gdn_error *e);
 /* Strict: unknown keys, wrong types, missing reason, bad selector names and
  * non-positive limits are errors naming the source, the rule and the key. */
 int parity_policy_parse(parity_policy *p, const char *text, const char *source, gdn_error *e);
+
+/* How messages name the policy: "policy FILE (name 'N')" for a file --
+ * the path the user gave, which the name field need not resemble -- and
+ * "the built-in policy" otherwise; both escaped (gdn_text_show).  buf, n
+ * bytes; returns buf. */
+const char *parity_policy_label(const parity_policy *p, char *buf, size_t n);
 
 const char *parity_metric_name(parity_metric_id m);
 double parity_metric_value(const parity_metrics *m, parity_metric_id id);

@@ -420,6 +420,42 @@ START_TEST(gradient_rules_bf16) {
 }
 END_TEST
 
+/* A user policy silent about the gradients an output carries is refused
+ * naming its file -- the path given to --policy, which its name field need
+ * not resemble (issue 27) -- and its name; the built-in policy is named as
+ * such.  Control: the same view without gradient metrics is judged. */
+START_TEST(no_gradient_rule_names_the_policy_file) {
+  static const char *fwd =
+      "{\"name\":\"team policy\",\"rules\":[{\"id\":\"band\",\"kind\":\"absolute\",\"metric\":\"rel_fro\","
+      "\"limit_u\":64,\"reason\":\"r\"}]}";
+  parity_policy p;
+  parity_policy_init(&p);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_policy_parse(&p, fwd, "/srv/ci/policies/fwd-only.json", &e), GDN_OK);
+  parity_metrics m = mk(1e-7);
+  parity_subject subj[1];
+  memset(subj, 0, sizeof subj);
+  subj[0].name = "jax_cp", subj[0].kind = PARITY_SUBJ_EXTERNAL;
+  for (int t = 0; t < PARITY_T_N; t++) subj[0].vs_oracle[t] = &m;
+  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_HIGHEST, 1, {NULL}, 1, subj, NULL, 0, {0}};
+  parity_checks c;
+  parity_checks_init(&c);
+  ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_ERR_INPUT);
+  ck_assert_msg(strstr(e.msg, "policy /srv/ci/policies/fwd-only.json (name 'team policy') has no rule for the "
+                              "gradient dq of jax_cp"), "%s", e.msg);
+  char lab[700];
+  ck_assert_str_eq(parity_policy_label(&p, lab, sizeof lab), "policy /srv/ci/policies/fwd-only.json (name 'team policy')");
+  for (int t = PARITY_T_DQ; t < PARITY_T_N; t++) subj[0].vs_oracle[t] = NULL; /* control */
+  ck_assert_msg(parity_policy_judge(&p, &v, &c, &e) == GDN_OK, "%s", e.msg);
+  parity_policy_clear(&p);
+  ck_assert_int_eq(parity_policy_load_builtin(&p, &e), GDN_OK);
+  ck_assert_str_eq(parity_policy_label(&p, lab, sizeof lab), "the built-in policy");
+  parity_checks_clear(&c);
+  parity_policy_clear(&p);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("policy");
   TCase *tc = tcase_create("policy");
@@ -431,6 +467,7 @@ int main(void) {
   tcase_add_test(tc, localized_rule_on_gradient_rows);
   tcase_add_test(tc, gradient_rules);
   tcase_add_test(tc, gradient_rules_bf16);
+  tcase_add_test(tc, no_gradient_rule_names_the_policy_file);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
