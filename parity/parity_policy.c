@@ -443,6 +443,21 @@ static double kappa_limit(const parity_rule *r, const parity_case_view *c, gdn_d
   return isnan(kg) ? NAN : r->kappa_g_u * kg * ug;
 }
 
+/* A tensor with NaN or inf values fails every check on it, whatever the
+ * metric reads (a NaN row can drop out of a maximum): the check says how
+ * many and where the first is (the lowest flat index, parity_metrics.h). */
+static void check_nonfinite(parity_check *k, int ti, const parity_metrics *m) {
+  const parity_tensor *pt = &parity_tensors[ti];
+  k->nonfinite = m->nonfinite;
+  k->pass = 0;
+  int o = snprintf(k->where, sizeof k->where, "%lld non-finite value%s (NaN or inf) in %s, the first at",
+                   (long long)m->nonfinite, m->nonfinite == 1 ? "" : "s", pt->name);
+  for (int a = 0; a < 4 && o > 0 && (size_t)o < sizeof k->where; a++)
+    if (strcmp(pt->index_names[a], "_")) /* "_": the axis of length 1 of dg, dbeta */
+      o += snprintf(k->where + o, sizeof k->where - (size_t)o, " %s=%lld", pt->index_names[a],
+                    (long long)m->nonfinite_at[a]);
+}
+
 /* Value, effective limit, factor reached and the check's name. */
 static void fill_check(parity_check *k, const parity_rule *r, const parity_case_view *c,
                        const parity_subject *s, int ti, const parity_metrics *m) {
@@ -484,6 +499,7 @@ static void fill_check(parity_check *k, const parity_rule *r, const parity_case_
   if (r->metric == PARITY_M_BLOCK_REL || r->metric == PARITY_M_ELEM_REL || r->metric == PARITY_M_MAX_REL)
     parity_check_locate(k, c, ti, m, r->metric);
   k->pass = k->value <= k->limit; /* NaN fails */
+  if (m->nonfinite) check_nonfinite(k, ti, m);
 }
 
 /* Gradients (issue 19) are covered tensor by tensor: a subject's o rules

@@ -157,6 +157,8 @@ typedef struct parity_check {
   int pass;
   char where[192];     /* localized statistics: the worst block or element ("" otherwise) */
   double kappa_g;      /* > 0: the limit is the rule's kappa_g_u kappa_G u_G, wider than its constant */
+  int64_t nonfinite;   /* > 0: that many NaN or inf values in the tensor judged: the check fails
+                          whatever its metric reads, and `where` names the first */
 } parity_check;
 
 /* A growing list of checks; `deciding` indexes the deciding one. */
