@@ -9,7 +9,7 @@
  * smallest --max-bytes the run accepts is found by bisection (refusals
  * come before any data is read); at that limit the run passes and its heap
  * peak (gdn_alloc's accounting, results "memory.peak_heap_bytes") is at
- * most the limit.  Negative controls: 4 KiB less is refused (exit 2,
+ * most the limit.  Negative controls: 16 KiB less is refused (exit 2,
  * naming the limit), and the limit is tight -- the peak reaches 85 % of it,
  * so an estimate that over-counts grossly fails too. */
 #include <check.h>
@@ -67,8 +67,8 @@ static int run(const char *path, long long limit, const char *oracle, const char
 
 static long long smallest_limit(const char *path, const char *js) {
   char err[2048];
-  long long lo = 1 << 20, hi = 1LL << 32;
-  while (hi - lo > 4096) {
+  long long lo = 1 << 20, hi = 256LL << 20; /* the fixtures here need 6 to 34 MiB */
+  while (hi - lo > 16384) {
     long long mid = lo + (hi - lo) / 2;
     int st = run(path, mid, "none", js, err, sizeof err);
     ck_assert_int_eq(st, 2);
@@ -84,7 +84,7 @@ static void peak_within_limit(int n_out) {
   close(mkstemps(js, 5));
   make(path, n_out);
   const long long limit = smallest_limit(path, js);
-  ck_assert_int_eq(run(path, limit - 4096, "dd", js, err, sizeof err), 2); /* control: just below */
+  ck_assert_int_eq(run(path, limit - 16384, "dd", js, err, sizeof err), 2); /* control: just below */
   ck_assert_msg(strstr(err, "--max-bytes"), "%s", err);
   gdn_alloc_peak_reset();
   ck_assert_msg(run(path, limit, "dd", js, err, sizeof err) == 0, "%s", err);
