@@ -3,6 +3,8 @@
 #include <inttypes.h>
 
 #include "kern.h"
+#include "parity_result.h"
+#include "parity_subject.h"
 
 /* The largest scratch of any kernel configuration the sweep runs. */
 static size_t largest_scratch(const gdn_shape *s, const parity_sweep_opts *o, int64_t *at_chunk) {
@@ -46,4 +48,17 @@ int parity_budget_check(const gdn_shape *s, int with_h0, int n_outputs, const pa
                        "(--max-bytes %" PRIu64 "); use a smaller --chunk",
                        lab, chunk, scratch == SIZE_MAX ? 1.8e10 : scratch / 1073741824.0, kern_threads(s),
                        kern_threads(s) == 1 ? "" : "s", data / 1073741824.0, max_bytes / 1073741824.0, max_bytes);
+}
+
+uint64_t parity_budget_per_subject(const parity_policy *p) {
+  uint64_t checks = 0;
+  for (size_t i = 0; i < p->n_rules; i++)
+    if (p->rules[i].subjects & PARITY_SUBJ_EXTERNAL) checks += (uint64_t)__builtin_popcount(p->rules[i].tensors);
+  return 2 * sizeof(parity_subject_result) + sizeof(parity_subject_run) + sizeof(parity_subject) +
+         3 * checks * sizeof(parity_check);
+}
+
+size_t parity_budget_scratch(const gdn_shape *s, const parity_sweep_opts *o) {
+  int64_t chunk;
+  return largest_scratch(s, o, &chunk);
 }

@@ -17,11 +17,26 @@
 
 #include "gdn_error.h"
 #include "gdn_shape.h"
+#include "parity_policy.h"
 #include "parity_sweep.h"
 
 /* GDN_ERR_INPUT naming the chunk size and the bytes when over max_bytes
  * (0: no limit). */
 int parity_budget_check(const gdn_shape *s, int with_h0, int n_outputs, const parity_sweep_opts *o,
                         uint64_t max_bytes, gdn_error *e);
+
+/* What the sweep holds per judged subject (a fixture's /outputs/<name>)
+ * beside its data, an upper bound under policy p: its measurements twice
+ * (the sweep's and the case's, parity_subject_result), its run and policy
+ * view, and one check for every (rule, tensor) pair of p that may name it,
+ * three times over (the case's check list doubles as it grows: the old
+ * array and the new one are live at once).  The fixture loader counts it
+ * per output (fix_load_opts.per_output_bytes), so that the peak obeys
+ * --max-bytes whatever the number of outputs. */
+uint64_t parity_budget_per_subject(const parity_policy *p);
+
+/* The largest kernel scratch (kern_scratch_bytes) of any configuration the
+ * sweep o runs on s. */
+size_t parity_budget_scratch(const gdn_shape *s, const parity_sweep_opts *o);
 
 #endif

@@ -593,6 +593,18 @@ static int fixture_reference(const run_state *st, const fix_fixture *fx, const c
   return GDN_OK;
 }
 
+/* fix_load_opts.extra_bytes: the kernels' scratch of the sweep `arg`
+ * (a parity_sweep_opts whose n_chunks 0 means: the fixture's chunk_size). */
+static uint64_t fixture_scratch(const gdn_shape *s, int64_t chunk_size, const void *arg) {
+  parity_sweep_opts o = *(const parity_sweep_opts *)arg;
+  if (!o.n_chunks) {
+    o.chunks[0] = chunk_size;
+    o.n_chunks = 1;
+  }
+  const size_t b = parity_budget_scratch(s, &o);
+  return b == SIZE_MAX ? UINT64_MAX / 2 : (uint64_t)b;
+}
+
 static int run_fixture(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
                        int shard_given, FILE *out, gdn_error *e) {
   fix_fixture fx;
@@ -602,6 +614,16 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   lo.max_bytes = st->max_bytes;
   lo.allow_stale_oracle = 1; /* a stale /oracle is recomputed, not trusted */
   lo.extra_output_sets = 3;  /* reference + scan + one affine result */
+  /* counted in the loader's one total (issue 27: they were not): the
+   * reference's and both kernels' gradient sets (binary64) when gradients
+   * are judged, and what the sweep holds per output */
+  lo.grad_sets = 3;
+  lo.grads_always = st->grad;
+  lo.per_output_bytes = parity_budget_per_subject(&st->policy);
+  parity_sweep_opts sized = *base;
+  if (!chunk_given) sized.n_chunks = 0;
+  lo.extra_bytes = fixture_scratch;
+  lo.extra_arg = &sized;
   parity_reference ref;
   parity_reference_init(&ref);
   parity_external *ext = NULL;
@@ -625,7 +647,9 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   /* the fixture's data is loaded (counted by the loader); what the run adds:
    * reference + scan + one affine result + the kernels' scratch */
   if ((rc = parity_sweep_validate(&fx.inputs.shape, &o, e)) ||
-      (rc = parity_budget_check(&fx.inputs.shape, fx.inputs.h0 != NULL, 3, &o, st->max_bytes, e))) {
+      /* the kernels' scratch beside every output set held: the fixture's too */
+      (rc = parity_budget_check(&fx.inputs.shape, fx.inputs.h0 != NULL,
+                                3 + (int)fx.n_outputs + fx.oracle.present, &o, st->max_bytes, e))) {
     gdn_error_prefix(e, "%s: ", path);
     goto done;
   }

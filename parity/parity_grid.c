@@ -400,11 +400,12 @@ static int grads_covered(const parity_policy *p, const parity_case_view *v, cons
       if (!parity_tensors[t].grad || (!sj->vs_oracle[t] && !sj->vs_scan[t])) continue; /* nothing measured */
       size_t k = 0;
       while (k < n && !(checks[k].subject_index == si && checks[k].tensor == (int)(1u << t))) k++;
+      char lab[700];
       if (k == n)
         return gdn_error_set(e, GDN_ERR_INPUT,
-                             "policy '%s' has no rule for the gradient %s of %s (dtype %s, matmul %s, %s oracle): "
+                             "%s has no rule for the gradient %s of %s (dtype %s, matmul %s, %s oracle): "
                              "add one, or the gate would pass it unjudged",
-                             p->name, parity_tensors[t].name, v->subjects[si].name, gdn_dtype_name(v->dtype),
+                             parity_policy_label(p, lab, sizeof lab), parity_tensors[t].name, v->subjects[si].name, gdn_dtype_name(v->dtype),
                              kern_matmul_name(v->matmul), v->has_oracle ? "with" : "without");
     }
   return GDN_OK;

@@ -42,6 +42,12 @@ json_t *parity_json_tensor_metrics(const parity_metrics *m, const parity_tensor 
   for (int k = 0; w && k < 4; k++)
     bad |= parity_json_set(w, t->index_names[k], json_integer((json_int_t)m->worst[k]));
   bad |= parity_json_set(o, "worst", w);
+  if (m->nonfinite) { /* NaN or inf in the tensor judged: where the first one is */
+    json_t *f = json_object();
+    for (int k = 0; f && k < 4; k++)
+      bad |= parity_json_set(f, t->index_names[k], json_integer((json_int_t)m->nonfinite_at[k]));
+    bad |= parity_json_set(o, "first_nonfinite", f);
+  }
   if (m->n_blocks) {
     /* the localized statistic: the worst block's index ranges [lo, hi) per axis */
     bad |= parity_json_set(o, "block_rel", parity_json_real(m->block_rel));
@@ -131,6 +137,7 @@ static json_t *check_json(const parity_check *k) {
   bad |= parity_json_set(jc, "limit", parity_json_real(k->limit));
   bad |= parity_json_set(jc, "factor_reached", parity_json_real(k->factor_reached));
   if (k->where[0]) bad |= parity_json_set(jc, "where", json_string(k->where));
+  if (k->nonfinite) bad |= parity_json_set(jc, "nonfinite", json_integer((json_int_t)k->nonfinite));
   if (k->kappa_g != 0) bad |= parity_json_set(jc, "kappa_g", parity_json_real(k->kappa_g));
   bad |= parity_json_set(jc, "reason", json_string(k->rule->reason));
   if (bad) json_decref(jc);

@@ -94,6 +94,10 @@ void parity_log_chunk(FILE *f, int64_t chunk, int64_t n_chunks, int64_t tokens_T
 
 /* "decided by: NAME (value V, limit L)" or "FAILED: ..." under a row. */
 static void log_deciding(FILE *f, const parity_check *k) {
+  if (k->nonfinite) { /* its value is no measurement: the count and the first position are */
+    fprintf(f, "      FAILED: %s: %s\n", k->name, k->where);
+    return;
+  }
   char v[16], l[16];
   fmt_e(v, 16, k->value);
   fmt_e(l, 16, k->limit);

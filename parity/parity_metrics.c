@@ -79,7 +79,7 @@ static inline int ulp_bin(double u) {
  * with its first index (pass 2). */
 typedef struct {
   double max_abs, sum_d2, sum_r2, max_ulp, max_r;
-  int64_t arg, zero_ref, nonfinite;
+  int64_t arg, zero_ref, nonfinite, nf_at; /* nf_at: the block's first non-finite x (-1: none) */
   int64_t hist[PARITY_ULP_BINS];
   double rel_max;
   size_t rel_at;
@@ -91,9 +91,10 @@ typedef struct {
 HOT void pass1_block(VARGS, size_t lo, size_t hi, gdn_ulp_fmt f, partial *out, int64_t *top) {
   partial q = *out; /* a local copy: the stores to top cannot alias it */
   q.arg = -1;
+  q.nf_at = -1;
   for (size_t i = lo; i < hi; i++) {
     double xi = XV(i), ri = RV(i);
-    if (!isfinite(xi)) q.nonfinite++;
+    if (!isfinite(xi) && !q.nonfinite++) q.nf_at = (int64_t)i;
     if (ri == 0.0) q.zero_ref++;
     double ar = fabs(ri);
     if (ar > q.max_r) q.max_r = ar;
@@ -404,8 +405,10 @@ double parity_row_rel_v(parity_vals x, parity_vals r, int64_t n_rows, int64_t le
 }
 
 /* Pass 1's partials combined in block order (the sums' order is fixed);
- * returns the flat index of max_abs (-1: none). */
-static int64_t pass1_combine(const partial *p, size_t nb, parity_metrics *m) {
+ * returns the flat index of max_abs (-1: none), and in *nf_at the first
+ * non-finite x's (-1: none). */
+static int64_t pass1_combine(const partial *p, size_t nb, parity_metrics *m, int64_t *nf_at) {
+  *nf_at = -1;
   double sd2 = 0, sr2 = 0;
   int64_t arg = -1;
   for (size_t bi = 0; bi < nb; bi++) {
@@ -416,6 +419,7 @@ static int64_t pass1_combine(const partial *p, size_t nb, parity_metrics *m) {
     if (q->max_ulp > m->max_ulp) m->max_ulp = q->max_ulp;
     if (q->max_r > m->ref_max_abs) m->ref_max_abs = q->max_r;
     m->zero_ref += q->zero_ref;
+    if (*nf_at < 0 && q->nonfinite) *nf_at = q->nf_at; /* blocks in order: the lowest index */
     m->nonfinite += q->nonfinite;
     for (int j = 0; j < PARITY_ULP_BINS; j++) m->ulp_hist[j] += q->hist[j];
   }
@@ -486,7 +490,9 @@ int parity_metrics_compute_v(parity_vals x, parity_vals r, const int64_t dims[4]
   int rc = ts ? GDN_OK : e ? e->code : GDN_ERR_NOMEM;
   if (!rc) {
     pass1(x, r, n, f, p, hist, nt);
-    int64_t arg = pass1_combine(p, nb, m);
+    int64_t nf_at;
+    int64_t arg = pass1_combine(p, nb, m, &nf_at);
+    if (nf_at >= 0) unflatten(nf_at, dims, m->nonfinite_at);
     /* Componentwise relative error with the floor (needs max |r| first). */
     m->rel_floor = gdn_dtype_unit_roundoff(t) * m->ref_max_abs;
     if (n) metrics_pass2(x, r, dims, f, p, hist, ts, nt, m);

@@ -44,6 +44,9 @@
  *               row_worst: the flat row index of that maximum (first).
  * A non-finite x (counted in `nonfinite`) makes max_abs, rel_fro, max_ulp and
  * max_rel +inf.
+ *   nonfinite_at  the multi-index of the first non-finite x (the lowest flat
+ *               index: the same for any thread count); meaningful only when
+ *               nonfinite > 0
  */
 #ifndef PARITY_METRICS_H
 #define PARITY_METRICS_H
@@ -67,6 +70,7 @@ typedef struct parity_metrics {
   int64_t row_worst;
   int64_t ulp_hist[PARITY_ULP_BINS];
   int64_t rel_at[4];
+  int64_t nonfinite_at[4];
   double block_rel, elem_rel;
   int64_t elem_at[4];
   int64_t block_len[4], block_lo[4], block_hi[4], n_blocks; /* n_blocks 0: not computed */

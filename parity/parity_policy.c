@@ -9,6 +9,7 @@
 
 #include "gdn_alloc.h"
 #include "gdn_path.h"
+#include "gdn_text.h"
 #include "parity_json.h"
 
 static const char *const metric_names[] = {"rel_fro", "max_abs", "max_rel", "max_ulp",
@@ -40,7 +41,15 @@ void parity_policy_clear(parity_policy *p) {
 }
 
 int parity_policy_load_builtin(parity_policy *p, gdn_error *e) {
-  return parity_policy_parse(p, parity_policy_builtin_text(), "built in", e);
+  int rc = parity_policy_parse(p, parity_policy_builtin_text(), "built in", e);
+  if (!rc) p->builtin = 1;
+  return rc;
+}
+
+const char *parity_policy_label(const parity_policy *p, char *buf, size_t n) {
+  if (p->builtin) snprintf(buf, n, "the built-in policy");
+  else snprintf(buf, n, "policy %s (name '%s')", gdn_text_show(p->source), gdn_text_show(p->name));
+  return buf;
 }
 
 int parity_policy_load_file(parity_policy *p, const char *path, gdn_error *e) {
@@ -436,6 +445,21 @@ static double kappa_limit(const parity_rule *r, const parity_case_view *c, gdn_d
   return isnan(kg) ? NAN : r->kappa_g_u * kg * ug;
 }
 
+/* A tensor with NaN or inf values fails every check on it, whatever the
+ * metric reads (a NaN row can drop out of a maximum): the check says how
+ * many and where the first is (the lowest flat index, parity_metrics.h). */
+static void check_nonfinite(parity_check *k, int ti, const parity_metrics *m) {
+  const parity_tensor *pt = &parity_tensors[ti];
+  k->nonfinite = m->nonfinite;
+  k->pass = 0;
+  int o = snprintf(k->where, sizeof k->where, "%lld non-finite value%s (NaN or inf) in %s, the first at",
+                   (long long)m->nonfinite, m->nonfinite == 1 ? "" : "s", pt->name);
+  for (int a = 0; a < 4 && o > 0 && (size_t)o < sizeof k->where; a++)
+    if (strcmp(pt->index_names[a], "_")) /* "_": the axis of length 1 of dg, dbeta */
+      o += snprintf(k->where + o, sizeof k->where - (size_t)o, " %s=%lld", pt->index_names[a],
+                    (long long)m->nonfinite_at[a]);
+}
+
 /* Value, effective limit, factor reached and the check's name. */
 static void fill_check(parity_check *k, const parity_rule *r, const parity_case_view *c,
                        const parity_subject *s, int ti, const parity_metrics *m) {
@@ -477,6 +501,7 @@ static void fill_check(parity_check *k, const parity_rule *r, const parity_case_
   if (r->metric == PARITY_M_BLOCK_REL || r->metric == PARITY_M_ELEM_REL || r->metric == PARITY_M_MAX_REL)
     parity_check_locate(k, c, ti, m, r->metric);
   k->pass = k->value <= k->limit; /* NaN fails */
+  if (m->nonfinite) check_nonfinite(k, ti, m);
 }
 
 /* Gradients (issue 19) are covered tensor by tensor: a subject's o rules
@@ -494,10 +519,11 @@ static int check_grad_coverage(const parity_policy *p, const parity_case_view *c
       gdn_dtype dt;
       kern_matmul mm;
       subject_numerics(c, s, &dt, &mm);
+      char lab[700];
       return gdn_error_set(e, GDN_ERR_INPUT,
-                           "policy '%s' has no rule for the gradient %s of %s (dtype %s, matmul %s, %s oracle): "
+                           "%s has no rule for the gradient %s of %s (dtype %s, matmul %s, %s oracle): "
                            "add one, or the gate would pass it unjudged",
-                           p->name, parity_tensors[ti].name, s->name, gdn_dtype_name(dt), kern_matmul_name(mm),
+                           parity_policy_label(p, lab, sizeof lab), parity_tensors[ti].name, s->name, gdn_dtype_name(dt), kern_matmul_name(mm),
                            c->has_oracle ? "with" : "without");
     }
   }
@@ -509,6 +535,7 @@ static int check_grad_coverage(const parity_policy *p, const parity_case_view *c
 static int check_coverage(const parity_policy *p, const parity_case_view *c, const parity_checks *out,
                           gdn_error *e) {
   int rc;
+  char lab[700];
   for (size_t si = 0; si < c->n_subjects; si++) {
     const parity_subject *s = &c->subjects[si];
     int has_metrics = 0;
@@ -523,15 +550,15 @@ static int check_coverage(const parity_policy *p, const parity_case_view *c, con
     kern_matmul mm;
     subject_numerics(c, s, &dt, &mm);
     return gdn_error_set(e, GDN_ERR_INPUT,
-                         "policy '%s' has no rule for %s (dtype %s, matmul %s, o rounded to %s, %s oracle): "
+                         "%s has no rule for %s (dtype %s, matmul %s, o rounded to %s, %s oracle): "
                          "add one, or the gate would pass it unjudged",
-                         p->name, s->name, gdn_dtype_name(dt), kern_matmul_name(mm),
+                         parity_policy_label(p, lab, sizeof lab), s->name, gdn_dtype_name(dt), kern_matmul_name(mm),
                          gdn_dtype_name(s->out_dtype[PARITY_T_O]), c->has_oracle ? "with" : "without");
   }
   if ((rc = check_grad_coverage(p, c, out, e))) return rc;
   if (out->n == 0)
-    return gdn_error_set(e, GDN_ERR_INPUT, "policy '%s' has no rule for this case (dtype %s, matmul %s, %s oracle)",
-                         p->name, gdn_dtype_name(c->dtype), kern_matmul_name(c->matmul),
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s has no rule for this case (dtype %s, matmul %s, %s oracle)",
+                         parity_policy_label(p, lab, sizeof lab), gdn_dtype_name(c->dtype), kern_matmul_name(c->matmul),
                          c->has_oracle ? "with" : "without");
   return GDN_OK;
 }

@@ -92,6 +92,7 @@ typedef struct parity_rule {
 typedef struct parity_policy {
   char name[128];
   char source[512]; /* "built in" or the file path */
+  int builtin;      /* loaded by parity_policy_load_builtin */
   char sha256[65];  /* of the policy text */
   size_t n_rules;
   parity_rule *rules;
@@ -105,6 +106,12 @@ int parity_policy_load_file(parity_policy *p, const char *path, gdn_error *e);
 /* Strict: unknown keys, wrong types, missing reason, bad selector names and
  * non-positive limits are errors naming the source, the rule and the key. */
 int parity_policy_parse(parity_policy *p, const char *text, const char *source, gdn_error *e);
+
+/* How messages name the policy: "policy FILE (name 'N')" for a file --
+ * the path the user gave, which the name field need not resemble -- and
+ * "the built-in policy" otherwise; both escaped (gdn_text_show).  buf, n
+ * bytes; returns buf. */
+const char *parity_policy_label(const parity_policy *p, char *buf, size_t n);
 
 const char *parity_metric_name(parity_metric_id m);
 double parity_metric_value(const parity_metrics *m, parity_metric_id id);
@@ -150,6 +157,8 @@ typedef struct parity_check {
   int pass;
   char where[192];     /* localized statistics: the worst block or element ("" otherwise) */
   double kappa_g;      /* > 0: the limit is the rule's kappa_g_u kappa_G u_G, wider than its constant */
+  int64_t nonfinite;   /* > 0: that many NaN or inf values in the tensor judged: the check fails
+                          whatever its metric reads, and `where` names the first */
 } parity_check;
 
 /* A growing list of checks; `deciding` indexes the deciding one. */

@@ -68,7 +68,8 @@ static const key_rule METRICS[] = {{"max_abs", K_ANY},   {"rel_fro", K_ANY},
                                    {"max_ulp", K_ANY},   {"median_ulp", K_ANY},
                                    {"max_rel", K_ANY},   {"rel_floor", K_ANY},
                                    {"zero_ref", K_ANY},  {"nonfinite", K_ANY},
-                                   {"n", K_ANY},         {"worst", K_WORST}, END};
+                                   {"n", K_ANY},         {"worst", K_WORST},
+                                   {"first_nonfinite", K_WORST}, END};
 static const key_rule WORST[] = {{"b", K_ANY},  {"t", K_ANY},  {"h", K_ANY},
                                  {"d", K_ANY},  {"dk", K_ANY}, {"dv", K_ANY}, END};
 static const key_rule TOL[] = {{"checks", K_CHECK}, {"deciding", K_ANY}, END};

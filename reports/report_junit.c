@@ -45,8 +45,12 @@ static void check_line(report_buf *b, const json_t *k, int xml_attr) {
   report_num_format(ls, l, 6);
   report_num_format(ms, report_summary_margin(v, l), 3);
   const char *name = report_doc_str(k, "name"), *metric = report_doc_str(k, "metric");
-  snprintf(line, sizeof line, "%.200s: %.80s = %s %s limit %s (%sx the limit)", name, metric, vs,
-           pass ? "within" : "exceeds", ls, ms);
+  const char *where = report_doc_str(k, "where");
+  if (json_integer_value(json_object_get(k, "nonfinite")) > 0 && where) /* NaN or inf: no value to compare */
+    snprintf(line, sizeof line, "%.200s: fails, %.300s", name, where);
+  else
+    snprintf(line, sizeof line, "%.200s: %.80s = %s %s limit %s (%sx the limit)", name, metric, vs,
+             pass ? "within" : "exceeds", ls, ms);
   if (xml_attr) report_escape_xml_attr_z(b, line);
   else report_escape_xml_text_z(b, line);
 }

@@ -120,6 +120,13 @@ static void check_sentence(report_buf *b, const json_t *k, double value, double 
   int pass = json_is_true(json_object_get(k, "pass"));
   report_buf_puts(b, ": ");
   report_escape_markdown_cell_z(b, report_doc_str(k, "name"));
+  const char *where = report_doc_str(k, "where");
+  if (json_integer_value(json_object_get(k, "nonfinite")) > 0 && where) {
+    /* NaN or inf judged: the count and the first position, not a value */
+    report_buf_puts(b, ": **fail**, ");
+    report_escape_markdown_cell_z(b, where);
+    return;
+  }
   report_buf_puts(b, ", ");
   report_escape_markdown_cell_z(b, report_doc_str(k, "metric"));
   report_buf_printf(b, " = **%s**, limit **%s** (%s\xC3\x97 the limit, %s)", v, l, m, pass ? "pass" : "**fail**");

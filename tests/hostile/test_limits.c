@@ -197,7 +197,9 @@ START_TEST(grid_entries_checked_first) {
   char *a2[] = {parity, "sweep", "--grid", (char *)g, "--policy", polf, "--oracle", "dd", "--json",
                 (char *)hu_path("r.json"), NULL};
   hu_run(&r, a2, NULL);
-  hu_expect_refusal(&r, 2, "entry without a rule", "entry 1: policy 'float32 only' has no rule", NULL, hu_dir,
+  char named[700];
+  snprintf(named, sizeof named, "entry 1: policy %s (name 'float32 only') has no rule", polf);
+  hu_expect_refusal(&r, 2, "entry without a rule", named, NULL, hu_dir,
                     hu_path("r.json"), NULL, 0);
   ck_assert_msg(!strstr(r.out, "B1-T64"), "an entry ran before the refusal: %s", r.out);
   /* negative control: two different entries within the limit */

@@ -49,7 +49,7 @@ static int dry(const char *text, int grad, gdn_dtype dt, int oracle, gdn_error *
   parity_policy p;
   parity_policy_init(&p);
   gdn_error_init(e);
-  int rc = text ? parity_policy_parse(&p, text, "t", e) : parity_policy_load_builtin(&p, e);
+  int rc = text ? parity_policy_parse(&p, text, "/tmp/policies/user.json", e) : parity_policy_load_builtin(&p, e);
   ck_assert_msg(rc == GDN_OK, "%s", e->msg);
   parity_grid_entry ge = entry(grad, dt);
   rc = parity_grid_check_policy(&ge, &p, oracle, e);
@@ -71,6 +71,8 @@ START_TEST(gradient_rows_without_a_rule_are_refused) {
   ck_assert_msg(dry(forward_only, 0, GDN_DTYPE_F32, 1, &e) == GDN_OK, "%s", e.msg);
   ck_assert_int_eq(dry(forward_only, 1, GDN_DTYPE_F32, 1, &e), GDN_ERR_INPUT);
   ck_assert_msg(strstr(e.msg, "no rule for the gradient dq of scan"), "%s", e.msg);
+  /* issue 27: the policy named by its file, not only by its name field */
+  ck_assert_msg(strstr(e.msg, "policy /tmp/policies/user.json (name 'fwd') has no rule"), "%s", e.msg);
   /* one tensor short: dh0 named */
   ck_assert_int_eq(dry(grads_but_dh0, 1, GDN_DTYPE_F32, 1, &e), GDN_ERR_INPUT);
   ck_assert_msg(strstr(e.msg, "gradient dh0 of scan"), "%s", e.msg);

@@ -48,6 +48,46 @@ START_TEST(nonfinite_and_zero_reference) {
 }
 END_TEST
 
+/* The first non-finite x (issue 27: the results name it): the lowest flat
+ * index, whichever block and thread meets a non-finite value first --
+ * infinities of both signs and NaNs, in three of twenty 65536-element blocks,
+ * the first one not the largest |x - r|'s block, at 1, 2 and 4 threads.
+ * Control: without a non-finite value the count is 0 (and nothing named). */
+START_TEST(first_nonfinite_is_the_lowest_index) {
+  const int64_t dims[4] = {2, 5, 3, 65536 / 3 * 2 + 1}; /* 1310730 elements: 20 blocks */
+  const size_t n = (size_t)(dims[0] * dims[1] * dims[2] * dims[3]);
+  double *x = malloc(n * sizeof *x), *r = malloc(n * sizeof *r);
+  for (size_t i = 0; i < n; i++) r[i] = sin(0.001 * (double)i), x[i] = r[i] * (1 + 1e-7);
+  const size_t first = 3 * 65536 + 17; /* flat index -> (b, t, h, d) */
+  x[5 * 65536 + 3] = NAN;
+  x[first] = INFINITY;
+  x[first + 40000] = -INFINITY;
+  x[9 * 65536 + 1] = NAN;
+  x[65536 + 5] = r[65536 + 5] + 1.0; /* the largest finite error, in an earlier block */
+  int64_t want[4], f = (int64_t)first;
+  for (int a = 3; a >= 0; a--) want[a] = f % dims[a], f /= dims[a];
+  gdn_error e;
+  gdn_error_init(&e);
+  for (int th = 1; th <= 4; th *= 2) {
+    gdn_threads_set(th);
+    parity_metrics m;
+    ck_assert_int_eq(parity_metrics_compute(x, r, dims, GDN_DTYPE_F32, &m, &e), GDN_OK);
+    ck_assert_int_eq(m.nonfinite, 4);
+    for (int a = 0; a < 4; a++)
+      ck_assert_msg(m.nonfinite_at[a] == want[a], "threads %d axis %d: %lld, want %lld", th, a,
+                    (long long)m.nonfinite_at[a], (long long)want[a]);
+  }
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(x[i])) x[i] = r[i];
+  parity_metrics m;
+  ck_assert_int_eq(parity_metrics_compute(x, r, dims, GDN_DTYPE_F32, &m, &e), GDN_OK);
+  ck_assert_int_eq(m.nonfinite, 0);
+  ck_assert(isfinite(m.rel_fro));
+  free(x);
+  free(r);
+}
+END_TEST
+
 /* The exact median by radix selection equals the sorted middle, and every
  * number is the same for 1 and 2 threads (block sums in fixed order). */
 static int cmp(const void *a, const void *b) {
@@ -492,6 +532,7 @@ int main(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, hand_case);
   tcase_add_test(tc, nonfinite_and_zero_reference);
+  tcase_add_test(tc, first_nonfinite_is_the_lowest_index);
   tcase_add_test(tc, median_exact_and_thread_independent);
   tcase_add_test(tc, median_even_ties);
   tcase_add_test(tc, median_ties_and_small_n);

@@ -420,6 +420,104 @@ START_TEST(gradient_rules_bf16) {
 }
 END_TEST
 
+/* A user policy silent about the gradients an output carries is refused
+ * naming its file -- the path given to --policy, which its name field need
+ * not resemble (issue 27) -- and its name; the built-in policy is named as
+ * such.  Control: the same view without gradient metrics is judged. */
+START_TEST(no_gradient_rule_names_the_policy_file) {
+  static const char *fwd =
+      "{\"name\":\"team policy\",\"rules\":[{\"id\":\"band\",\"kind\":\"absolute\",\"metric\":\"rel_fro\","
+      "\"limit_u\":64,\"reason\":\"r\"}]}";
+  parity_policy p;
+  parity_policy_init(&p);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_policy_parse(&p, fwd, "/srv/ci/policies/fwd-only.json", &e), GDN_OK);
+  parity_metrics m = mk(1e-7);
+  parity_subject subj[1];
+  memset(subj, 0, sizeof subj);
+  subj[0].name = "jax_cp", subj[0].kind = PARITY_SUBJ_EXTERNAL;
+  for (int t = 0; t < PARITY_T_N; t++) subj[0].vs_oracle[t] = &m;
+  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_HIGHEST, 1, {NULL}, 1, subj, NULL, 0, {0}};
+  parity_checks c;
+  parity_checks_init(&c);
+  ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_ERR_INPUT);
+  ck_assert_msg(strstr(e.msg, "policy /srv/ci/policies/fwd-only.json (name 'team policy') has no rule for the "
+                              "gradient dq of jax_cp"), "%s", e.msg);
+  char lab[700];
+  ck_assert_str_eq(parity_policy_label(&p, lab, sizeof lab), "policy /srv/ci/policies/fwd-only.json (name 'team policy')");
+  for (int t = PARITY_T_DQ; t < PARITY_T_N; t++) subj[0].vs_oracle[t] = NULL; /* control */
+  ck_assert_msg(parity_policy_judge(&p, &v, &c, &e) == GDN_OK, "%s", e.msg);
+  parity_policy_clear(&p);
+  ck_assert_int_eq(parity_policy_load_builtin(&p, &e), GDN_OK);
+  ck_assert_str_eq(parity_policy_label(&p, lab, sizeof lab), "the built-in policy");
+  parity_checks_clear(&c);
+  parity_policy_clear(&p);
+}
+END_TEST
+
+/* Gradients judged by their stored dtype (issue 27), as o is: an external
+ * output of float32 compute whose gradient set is stored as bfloat16 meets
+ * grad-band-bfloat16-output and grad-per-token-bfloat16-output, not the
+ * float32 bands or the rules relative to the scan.  The measured sizes of
+ * correct gradients rounded to bfloat16 pass (rel_fro 2.0e-3, row_rel
+ * 2.7e-3); one token off by 5e-2 fails the per-token rule; the same numbers
+ * stored as float32 fail grad-band-float32 (64u). */
+START_TEST(gradients_judged_by_their_stored_dtype) {
+  parity_policy p;
+  parity_policy_init(&p);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_policy_load_builtin(&p, &e), GDN_OK);
+  parity_metrics fw = mk(2e-7), sg = mk(4e-7), xg = mk(2e-3);
+  fw.n_blocks = 1, fw.block_rel = fw.elem_rel = 2e-7;
+  sg.row_rel = 1e-6, xg.row_rel = 2.7e-3;
+  parity_subject subj[2];
+  memset(subj, 0, sizeof subj);
+  subj[0].name = "scan", subj[0].kind = PARITY_SUBJ_SCAN;
+  subj[1].name = "jax_cp", subj[1].kind = PARITY_SUBJ_EXTERNAL;
+  for (int t = 0; t < PARITY_T_N; t++) {
+    const int grad = t > PARITY_T_HT;
+    subj[0].out_dtype[t] = GDN_DTYPE_F32;
+    subj[1].out_dtype[t] = grad ? GDN_DTYPE_BF16 : GDN_DTYPE_F32;
+    subj[0].vs_oracle[t] = grad ? &sg : &fw;
+    subj[1].vs_oracle[t] = grad ? &xg : &fw;
+  }
+  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_HIGHEST, 1, {NULL}, 2, subj, NULL, 0, {0}};
+  for (int t = 0; t < PARITY_T_N; t++) v.scan_vs_oracle[t] = subj[0].vs_oracle[t];
+  parity_checks c;
+  parity_checks_init(&c);
+  ck_assert_msg(parity_policy_judge(&p, &v, &c, &e) == GDN_OK, "%s", e.msg);
+  size_t n_band = 0, n_token = 0;
+  for (size_t i = 0; i < c.n; i++) {
+    ck_assert_msg(c.v[i].pass, "%s: %g > %g", c.v[i].name, c.v[i].value, c.v[i].limit);
+    if (c.v[i].subject_index != 1 || !(c.v[i].tensor & PARITY_TENSOR_GRADS)) continue;
+    const char *id = c.v[i].rule->id;
+    n_band += !strcmp(id, "grad-band-bfloat16-output");
+    n_token += !strcmp(id, "grad-per-token-bfloat16-output");
+    ck_assert_msg(strstr(id, "bfloat16-output"), "%s judges a bfloat16-stored gradient", id);
+  }
+  ck_assert_uint_eq(n_band, 6);
+  ck_assert_uint_eq(n_token, 3);
+  xg.row_rel = 5e-2; /* one token far beyond bfloat16's rounding */
+  ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+  ck_assert(!c.v[c.deciding].pass);
+  ck_assert_str_eq(c.v[c.deciding].rule->id, "grad-per-token-bfloat16-output");
+  xg.row_rel = 2.7e-3;
+  for (int t = PARITY_T_DQ; t < PARITY_T_N; t++) subj[1].out_dtype[t] = GDN_DTYPE_F32; /* control */
+  ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+  int band32 = 0;
+  for (size_t i = 0; i < c.n; i++)
+    if (c.v[i].subject_index == 1 && !strcmp(c.v[i].rule->id, "grad-band-float32")) {
+      band32 = 1;
+      ck_assert(!c.v[i].pass && c.v[i].limit < 4e-6);
+    }
+  ck_assert(band32);
+  parity_checks_clear(&c);
+  parity_policy_clear(&p);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("policy");
   TCase *tc = tcase_create("policy");
@@ -431,6 +529,8 @@ int main(void) {
   tcase_add_test(tc, localized_rule_on_gradient_rows);
   tcase_add_test(tc, gradient_rules);
   tcase_add_test(tc, gradient_rules_bf16);
+  tcase_add_test(tc, no_gradient_rule_names_the_policy_file);
+  tcase_add_test(tc, gradients_judged_by_their_stored_dtype);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
