@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gdn_path.h"
 #include "gdn_text.h"
 #include "report_doc.h"
 #include "report_num.h"
@@ -244,18 +245,17 @@ int report_audit_validate(const json_t *a, const char *source, const char *prefi
 
 /* ---- reading ---- */
 
-static int read_fd(int fd, const char *path, json_t **out, gdn_error *e) {
+/* The file is opened by the shared input rule (gdn_path_fopen_input: never
+ * blocks, a FIFO, folder or device refused); its size is bounded before
+ * jansson reads it. */
+static int read_file(FILE *f, const char *path, json_t **out, gdn_error *e) {
   struct stat st;
-  if (fstat(fd, &st) != 0) return gdn_error_set(e, GDN_ERR_INPUT, "--audit %s: %s", path, strerror(errno));
-  /* A FIFO would block the run, a device could be endless. */
-  if (!S_ISREG(st.st_mode))
-    return gdn_error_set(e, GDN_ERR_INPUT, "--audit %s: not a regular file (%s)", path,
-                         S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a folder" : "a device or socket");
+  if (fstat(fileno(f), &st) != 0) return gdn_error_set(e, GDN_ERR_INPUT, "--audit %s: %s", path, strerror(errno));
   if (st.st_size > REPORT_AUDIT_MAX_BYTES)
     return gdn_error_set(e, GDN_ERR_INPUT, "--audit %s: %lld bytes, more than an audit document can be (%ld)", path,
                          (long long)st.st_size, REPORT_AUDIT_MAX_BYTES);
   json_error_t je;
-  *out = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
+  *out = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
   if (!*out)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s:%d:%d: not a valid JSON document: %s", path, je.line, je.column,
                          je.text);
@@ -264,12 +264,12 @@ static int read_fd(int fd, const char *path, json_t **out, gdn_error *e) {
 
 int report_audit_read(const char *path, json_t **audit, gdn_error *e) {
   *audit = NULL;
-  /* O_NONBLOCK: opening a FIFO without a writer must not hang. */
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return gdn_error_set(e, GDN_ERR_INPUT, "--audit %s: cannot open it: %s", path, strerror(errno));
+  FILE *f = NULL;
+  int rc = gdn_path_fopen_input("--audit", path, &f, NULL, e);
+  if (rc) return rc;
   json_t *j = NULL;
-  int rc = read_fd(fd, path, &j, e);
-  close(fd);
+  rc = read_file(f, path, &j, e);
+  fclose(f);
   if (!rc) rc = report_audit_validate(j, path, "", e);
   if (rc) {
     json_decref(j);

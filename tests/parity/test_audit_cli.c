@@ -146,7 +146,7 @@ START_TEST(bad_audits_exit_2) {
   write_text(path("typed.json"), text);
   refused(path("typed.json"), "typed.json: programs[3].collectives[0].bytes: expected a number");
   ck_assert_int_eq(mkfifo(path("fifo.json"), 0600), 0);
-  refused(path("fifo.json"), "not a regular file (a FIFO)");
+  refused(path("fifo.json"), "is a FIFO, not a regular file");
   refused(path("absent.json"), "cannot open");
   /* the audit may not be overwritten by an output */
   const char *a[] = {"check", "--fixture", fixture, "--audit", pass_audit, "--json", pass_audit, NULL};

@@ -124,8 +124,8 @@ START_TEST(read_refuses_non_regular_and_bad_json) {
   snprintf(bad, sizeof bad, "%s/bad.json", dir);
   snprintf(none, sizeof none, "%s/none.json", dir);
   ck_assert_int_eq(mkfifo(fifo, 0600), 0);
-  read_refused(fifo, "not a regular file (a FIFO)"); /* and it returned: nothing blocked */
-  read_refused(dir, "not a regular file (a folder)");
+  read_refused(fifo, "is a FIFO, not a regular file"); /* and it returned: nothing blocked */
+  read_refused(dir, "is a folder, not a regular file");
   FILE *f = fopen(bad, "w");
   fputs("{\"schema\": \"gdn-parity-audit\",\n \"schema_version\": 1,,}\n", f);
   fclose(f);
