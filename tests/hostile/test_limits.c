@@ -1,4 +1,5 @@
-/* Issue 16, items 7-10: every size that scales a buffer is counted against
+/* Never exceed the promised memory (docs/errors.md, catalogue of the hostile
+ * tests, rows 7-10): every size that scales a buffer is counted against
  * --max-bytes before anything is allocated, and threads are capped at the
  * work (argv[1] gdn-parity, argv[2] gdn-fixture).  Each refusal has its
  * negative control: the same run within the limit succeeds. */

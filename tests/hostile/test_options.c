@@ -1,7 +1,8 @@
-/* Issue 16, items 5, 6 and 16: one option table (core/gdn_cli.h) refuses a
- * repeated option, a value that is really the next option, and an option
- * of another command; usage errors exit 2 with a message that says what is
- * wrong (argv[1] gdn-parity, argv[2] gdn-fixture).  Each refusal has a
+/* Never let a repeated option hide a failure (docs/errors.md, catalogue of
+ * the hostile tests, rows 5, 6 and 16): one option table (core/gdn_cli.h)
+ * refuses a repeated option, a value that is really the next option, and an
+ * option of another command; usage errors exit 2 with a message that says
+ * what is wrong (argv[1] gdn-parity, argv[2] gdn-fixture).  Each refusal has a
  * negative control: the same command spelled right runs. */
 #include "hostile_util.h"
 

@@ -1,4 +1,5 @@
-/* Issue 16, items 1-4: what an output may replace (argv[1] gdn-parity,
+/* Never destroy a file (docs/errors.md, catalogue of the hostile tests,
+ * rows 1-4): what an output may replace (argv[1] gdn-parity,
  * argv[2] gdn-fixture, argv[3] failshim.so).  Every output goes through
  * gdn_atomic (core/gdn_atomic.h) and every run's files through gdn_path
  * (core/gdn_path.h); each refusal here has a negative control that the same

@@ -1,9 +1,10 @@
-/* Issue 16, items 12-15: untrusted strings and content (argv[1] gdn-parity,
- * argv[2] gdn-fixture).  Strings from a fixture are escaped wherever they
- * are printed (core/gdn_text.h) and output names with control characters
- * refused; a fixture may not pull data from other files; synth writes only
- * what verify accepts; a saved results document must mean something before
- * a report is rebuilt from it.  Each refusal has its negative control. */
+/* Untrusted strings (docs/errors.md, catalogue of the hostile tests, rows
+ * 12-15) and content (argv[1] gdn-parity, argv[2] gdn-fixture).  Strings
+ * from a fixture are escaped wherever they are printed (core/gdn_text.h) and
+ * output names with control characters refused; a fixture may not pull data
+ * from other files; synth writes only what verify accepts; a saved results
+ * document must mean something before a report is rebuilt from it.  Each
+ * refusal has its negative control. */
 #include <hdf5.h>
 #include <jansson.h>
 

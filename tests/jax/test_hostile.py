@@ -1,7 +1,7 @@
-"""`gdn-parity-jax run` against a hostile user (issue 27, items 2, 3, 4, 8,
-10, 12, 13): functions that leave by BaseExceptions, outputs that are
-inputs, non-finite and wrong-shaped results, unwritable outputs, hostile
-signature files, messages with newlines, SIGTERM mid-run.  The functions
+"""`gdn-parity-jax run` against a hostile user: functions that leave by
+BaseExceptions, outputs that are inputs, non-finite and wrong-shaped
+results, unwritable outputs, hostile signature files, messages with
+newlines, SIGTERM mid-run.  The functions
 under test are tests/jax/hostile*.py.  Each refusal has its control: the
 correct function (hostile.correct, hostile.correct_cp) on the same inputs
 and paths passes.
