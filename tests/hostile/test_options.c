@@ -30,7 +30,7 @@ static void runs(char *const av[]) {
   ck_assert_msg(r.status == 0, "control %s %s: %d %s", av[1], av[2], r.status, r.err);
 }
 
-/* Item 5: check --fixture bad --fixture good judged good alone, exit 0. */
+/* Row 5: check --fixture bad --fixture good judged good alone, exit 0. */
 START_TEST(repeated_options_refused) {
   const char *bad = hu_path("bad.h5");
   hu_write(bad, "not hdf5", 8);
@@ -56,7 +56,7 @@ START_TEST(repeated_options_refused) {
 }
 END_TEST
 
-/* Item 6: --json --quiet wrote a file named --quiet; options of other
+/* Row 6: --json --quiet wrote a file named --quiet; options of other
  * commands were ignored. */
 START_TEST(option_values_and_foreign_options) {
   char *a1[] = {parity, "--shape", "1,32,1,8", "--oracle", "dd", "--json", "--quiet", NULL};
@@ -96,7 +96,7 @@ START_TEST(option_values_and_foreign_options) {
 }
 END_TEST
 
-/* Item 16: exit 2 where documented, and messages that say what is wrong. */
+/* Row 16: exit 2 where documented, and messages that say what is wrong. */
 START_TEST(messages_and_exit_statuses) {
   char *a1[] = {parity, "--shape", "0x10,8,1,4", NULL};
   refused(a1, "is not a decimal integer", "'x' at position 2");
