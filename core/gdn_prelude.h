@@ -1,5 +1,5 @@
 /* gdn_prelude: the layer's bfloat16 prelude, the tensors it starts from and
- * the kernel inputs it computes from them (issue 18).
+ * the kernel inputs it computes from them (what upstream really runs).
  *
  * In the real layer (../shared/specs/algorithm.md, last section) q, k, v
  * arrive in bfloat16 and are L2-normalised in bfloat16; beta = sigmoid(b)

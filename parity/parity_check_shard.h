@@ -1,4 +1,5 @@
-/* parity_check_shard: how `gdn-parity check` shards a fixture (issue 18).
+/* parity_check_shard: how `gdn-parity check` shards a fixture (token
+ * sharding, as upstream runs it).
  *
  * An output that declares `shard` (schema v2) was computed with that
  * split, so the seams and blocks that judge it, and the affine-prefix run it

@@ -614,7 +614,7 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   lo.max_bytes = st->max_bytes;
   lo.allow_stale_oracle = 1; /* a stale /oracle is recomputed, not trusted */
   lo.extra_output_sets = 3;  /* reference + scan + one affine result */
-  /* counted in the loader's one total (issue 27: they were not): the
+  /* counted in the loader's one total (they once were not): the
    * reference's and both kernels' gradient sets (binary64) when gradients
    * are judged, and what the sweep holds per output */
   lo.grad_sets = 3;

@@ -1,5 +1,6 @@
 /* parity_coverage: which grid case kills which catalogued mutant
- * (`gdn-parity coverage`, issue 22).
+ * (`gdn-parity coverage`: the mutant catalogue and the smallest grid that
+ * kills it).
  *
  * A coverage "case" is one grid entry (one synthetic input set with its
  * chunk sizes, device counts and prefixes): that is the unit a pull request

@@ -116,7 +116,7 @@ int parity_doc_finish(parity_doc *d, int reproducible, gdn_error *e) {
   bad |= parity_json_set(root, "pass", json_boolean(pass));
   bad |= parity_json_set(root, "exit_status", json_integer(pass ? 0 : 1));
   /* A run with a planted mutant (--mutant, testing only) says so at the top
-   * (issue 27 item 9); documents without one are unchanged. */
+   * (the planted-mutant marking); documents without one are unchanged. */
   const char *pm = planted_mutant(d);
   if (pm) bad |= parity_json_set(root, "planted_mutant", json_string(pm));
   if (d->have_oracle) bad |= parity_json_set(root, "oracle", oracle_json(d));

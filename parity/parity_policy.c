@@ -504,8 +504,8 @@ static void fill_check(parity_check *k, const parity_rule *r, const parity_case_
   if (m->nonfinite) check_nonfinite(k, ti, m);
 }
 
-/* Gradients (issue 19) are covered tensor by tensor: a subject's o rules
- * must not let its measured gradients pass unjudged (a fixture output
+/* Gradients (docs/gradients.md) are covered tensor by tensor: a subject's o
+ * rules must not let its measured gradients pass unjudged (a fixture output
  * declaring numerics no gradient rule names, e.g. bfloat16 compute). */
 static int check_grad_coverage(const parity_policy *p, const parity_case_view *c, const parity_checks *out,
                                gdn_error *e) {

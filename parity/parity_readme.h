@@ -1,5 +1,5 @@
 /* parity_readme: which mutants the README explains as unkillable
- * (`gdn-parity coverage --readme`, issue 27 item 1).
+ * (`gdn-parity coverage --readme`).
  *
  * An explanation is tied to exactly one mutant, explicitly: a table in the
  * README's section "## What a test must cover first" (to the next "## ")

@@ -40,7 +40,7 @@ int report_doc_num(const json_t *obj, const char *key, double *out);
  * the document's "planted_mutant", or (a document written before it) the
  * first case's "mutant"; NULL when the run had none.  Every view shows it
  * with REPORT_MUTANT_NOTE, so no verdict of a mutant reads as the correct
- * kernels' (issue 27 item 9). */
+ * kernels'. */
 const char *report_doc_planted_mutant(const json_t *doc);
 #define REPORT_MUTANT_NOTE                                                                                     \
   "the affine-prefix kernel judged here carries this catalogued bug (--mutant, testing only; "              \

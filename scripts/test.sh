@@ -19,7 +19,7 @@ meson test -C build-test --print-errorlogs --num-processes "$jobs"
 # built.  Never skipped: a missing JAX fails here (tests/jax/conftest.py).
 GDN_PARITY_BIN_DIR="$PWD/build-test" .venv/bin/python -m pytest -q -p no:cacheprovider tests/jax
 
-# The wheel (issue 29): built and repaired (scripts/wheel.sh), installed with
+# The wheel: built and repaired (scripts/wheel.sh), installed with
 # its jax extra into fresh venvs on Python 3.11 and 3.12, and run from outside
 # the checkout: gdn-parity, gdn-parity-jax run, assert_gdn_parity, ldd.
 scripts/wheel_check.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The wheel as a user gets it (issue 29): builds and repairs it
+# The wheel as a user gets it: builds and repairs it
 # (scripts/wheel.sh), installs it with its jax extra into a fresh venv for
 # each Python of WHEEL_PYTHONS (default "3.11 3.12"), and from a folder
 # outside the checkout, with nothing of the checkout on PATH or PYTHONPATH:

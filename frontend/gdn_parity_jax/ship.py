@@ -1,4 +1,4 @@
-"""Any callable for assert_gdn_parity (issue 29): closures, functools.partial
+"""Any callable for assert_gdn_parity: closures, functools.partial
 objects, decorated functions, bound methods, not only what imports by name.
 
 A function that imports by name (``module:qualname`` gives back this very

@@ -78,7 +78,7 @@ START_TEST(identity_not_spelling) {
 }
 END_TEST
 
-/* Issue 27 item 10: an input that is not a regular file is refused by the
+/* Non-regular inputs: an input that is not a regular file is refused by the
  * shared check and by the shared opener, which never blocks on a FIFO (no
  * writer ever comes here: a blocking open would hang the test); the
  * controls: a regular file opens and reads, a missing one reports ENOENT. */

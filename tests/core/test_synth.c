@@ -32,14 +32,14 @@ static uint64_t inputs_hash(const gdn_inputs *in, const gdn_shape *s) {
 }
 
 /* Large enough that every fill really splits over 2 threads (one thread per
- * 4096 elements), for each synthesis mode: the bytes are the same at 1 and
- * 2 threads and equal to hashes pinned from the commit before the speed
- * work of issue 21 (the synthetic inputs never change silently: every
- * stored result and fixture comparison depends on them). */
+ * 4096 elements), for each synthesis mode: the bytes are the same at 1 and 2
+ * threads and equal to hashes pinned from the commit before the speed work
+ * (the synthetic inputs never change silently: every stored result and
+ * fixture comparison depends on them). */
 START_TEST(pinned_hashes_across_threads) {
   gdn_shape s = {1, 1024, 2, 2, 16, 16};
   static const struct { unsigned flags; uint64_t want; } mode[] = {
-      /* computed at 2084ecb (main before issue 21) and unchanged since */
+      /* computed at 2084ecb (main before the speed work) and unchanged since */
       {0, 0xcceb63007b227118ull}, {GDN_SYNTH_SLOW_GATES, 0x76f5d1d52fc8428eull}, {GDN_SYNTH_QK_PRENORM, 0xaf3d4d5cc6b501a4ull}, {GDN_SYNTH_PRELUDE_BF16, 0xa3c4ee40e5a3a1c0ull}};
   for (size_t m = 0; m < sizeof mode / sizeof mode[0]; m++) {
     uint64_t h[2];

@@ -275,7 +275,7 @@ START_TEST(unwritable_destinations) {
   hu_run(&r, a1, NULL);
   hu_expect_refusal(&r, 2, "report -o missing", "does not exist", missing, hu_dir, missing, NULL, 0);
   /* gdn-fixture: --out in a missing folder is the user's input: exit 2, as
-   * documented (issue 16 item 16; it was 3). */
+   * documented (catalogue row 16 in docs/errors.md; it was 3). */
   char *a2[] = {fixture, "synth", "--shape", "1,4,1,4", "--out", (char *)missing, NULL};
   hu_run(&r, a2, NULL);
   ck_assert_msg(r.status == 2 && strstr(r.err, missing) && strstr(r.err, "does not exist"),

@@ -1,4 +1,4 @@
-/* Issue 27 item 10: an input that is not a regular file (argv[1]
+/* Non-regular inputs: an input that is not a regular file (argv[1]
  * gdn-parity, argv[2] gdn-fixture).  A FIFO given as --readme, --grid or
  * --policy made the reader block for ever (fopen waits for a writer).  Every
  * file input of both tools is opened through gdn_path (core/gdn_path.h:

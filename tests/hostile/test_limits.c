@@ -1,4 +1,5 @@
-/* Issue 16, items 7-10: every size that scales a buffer is counted against
+/* Never exceed the promised memory (docs/errors.md, catalogue of the hostile
+ * tests, rows 7-10): every size that scales a buffer is counted against
  * --max-bytes before anything is allocated, and threads are capped at the
  * work (argv[1] gdn-parity, argv[2] gdn-fixture).  Each refusal has its
  * negative control: the same run within the limit succeeds. */
@@ -22,7 +23,7 @@ static void set_root_int(const char *file, const char *name, long long v) {
   H5Fclose(f);
 }
 
-/* Item 7: chunk scratch grows with C^2; it is counted (was: 1.9 GB under
+/* Row 7: chunk scratch grows with C^2; it is counted (was: 1.9 GB under
  * --max-bytes 1M), and a fixture's chunk_size is bounded like --chunk. */
 START_TEST(chunk_scratch_counted) {
   hu_result r;
@@ -64,7 +65,7 @@ START_TEST(chunk_scratch_counted) {
 }
 END_TEST
 
-/* Item 8: --threads 4096 on one head takes what the work needs (was 19 s,
+/* Row 8: --threads 4096 on one head takes what the work needs (was 19 s,
  * 3.7 GB), and a thread that cannot be created is exit 3 with a message
  * (was libgomp's exit 1, a tolerance failure's status).  Stacks of 500 GB
  * (OMP_STACKSIZE) make every thread creation fail. */
@@ -124,7 +125,7 @@ static void add_zeros(zip_t *z, const char *name, const int64_t *shape, int rank
   zip_set_file_compression(z, (zip_uint64_t)i, ZIP_CM_DEFLATE, 9);
 }
 
-/* Item 9: the members of one .npz count against one budget, before each is
+/* Row 9: the members of one .npz count against one budget, before each is
  * allocated (was: each member alone, the total only after reading). */
 START_TEST(npz_members_share_the_budget) {
   const char *npz = hu_path("dump.npz");
@@ -161,8 +162,8 @@ START_TEST(npz_members_share_the_budget) {
 }
 END_TEST
 
-/* Item 10: a grid entry over the limit is refused before any entry runs,
- * naming the entry; a repeated entry is refused (item 15). */
+/* Row 10: a grid entry over the limit is refused before any entry runs,
+ * naming the entry; a repeated entry is refused (row 15). */
 START_TEST(grid_entries_checked_first) {
   const char *g = hu_path("g.json");
   static const char grid[] = "{\"entries\": [{\"shape\": \"1,64,1,8\", \"chunk\": 16, \"devices\": [1]},\n"

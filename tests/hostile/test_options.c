@@ -1,7 +1,8 @@
-/* Issue 16, items 5, 6 and 16: one option table (core/gdn_cli.h) refuses a
- * repeated option, a value that is really the next option, and an option
- * of another command; usage errors exit 2 with a message that says what is
- * wrong (argv[1] gdn-parity, argv[2] gdn-fixture).  Each refusal has a
+/* Never let a repeated option hide a failure (docs/errors.md, catalogue of
+ * the hostile tests, rows 5, 6 and 16): one option table (core/gdn_cli.h)
+ * refuses a repeated option, a value that is really the next option, and an
+ * option of another command; usage errors exit 2 with a message that says
+ * what is wrong (argv[1] gdn-parity, argv[2] gdn-fixture).  Each refusal has a
  * negative control: the same command spelled right runs. */
 #include "hostile_util.h"
 
@@ -29,7 +30,7 @@ static void runs(char *const av[]) {
   ck_assert_msg(r.status == 0, "control %s %s: %d %s", av[1], av[2], r.status, r.err);
 }
 
-/* Item 5: check --fixture bad --fixture good judged good alone, exit 0. */
+/* Row 5: check --fixture bad --fixture good judged good alone, exit 0. */
 START_TEST(repeated_options_refused) {
   const char *bad = hu_path("bad.h5");
   hu_write(bad, "not hdf5", 8);
@@ -55,7 +56,7 @@ START_TEST(repeated_options_refused) {
 }
 END_TEST
 
-/* Item 6: --json --quiet wrote a file named --quiet; options of other
+/* Row 6: --json --quiet wrote a file named --quiet; options of other
  * commands were ignored. */
 START_TEST(option_values_and_foreign_options) {
   char *a1[] = {parity, "--shape", "1,32,1,8", "--oracle", "dd", "--json", "--quiet", NULL};
@@ -95,7 +96,7 @@ START_TEST(option_values_and_foreign_options) {
 }
 END_TEST
 
-/* Item 16: exit 2 where documented, and messages that say what is wrong. */
+/* Row 16: exit 2 where documented, and messages that say what is wrong. */
 START_TEST(messages_and_exit_statuses) {
   char *a1[] = {parity, "--shape", "0x10,8,1,4", NULL};
   refused(a1, "is not a decimal integer", "'x' at position 2");

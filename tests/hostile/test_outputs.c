@@ -1,4 +1,5 @@
-/* Issue 16, items 1-4: what an output may replace (argv[1] gdn-parity,
+/* Never destroy a file (docs/errors.md, catalogue of the hostile tests,
+ * rows 1-4): what an output may replace (argv[1] gdn-parity,
  * argv[2] gdn-fixture, argv[3] failshim.so).  Every output goes through
  * gdn_atomic (core/gdn_atomic.h) and every run's files through gdn_path
  * (core/gdn_path.h); each refusal here has a negative control that the same
@@ -29,7 +30,7 @@ static int is_results(const char *p) {
   return ok;
 }
 
-/* Item 1: a device, a FIFO, a dangling link are refused (exit 2) and stay
+/* Row 1: a device, a FIFO, a dangling link are refused (exit 2) and stay
  * what they were; a symbolic link is written through. */
 START_TEST(non_regular_destinations_refused) {
   hu_result r;
@@ -85,7 +86,7 @@ START_TEST(symlinks_written_through) {
 }
 END_TEST
 
-/* Item 2: an output on an input, or two outputs on one file -- by file
+/* Row 2: an output on an input, or two outputs on one file -- by file
  * identity, whatever the spelling -- is refused before any work. */
 START_TEST(aliases_refused) {
   char fx[600]; /* hu_path()'s buffers rotate */
@@ -132,7 +133,7 @@ START_TEST(aliases_refused) {
 }
 END_TEST
 
-/* Item 3: a replaced file keeps its mode; a read-only one is refused. */
+/* Row 3: a replaced file keeps its mode; a read-only one is refused. */
 START_TEST(modes_kept_read_only_refused) {
   const char *fx = hu_path("private.h5");
   hu_result r;
@@ -160,7 +161,7 @@ START_TEST(modes_kept_read_only_refused) {
 }
 END_TEST
 
-/* Item 4: a failure on the second of two outputs: with fsync failing
+/* Row 4: a failure on the second of two outputs: with fsync failing
  * (nothing renamed yet) both stay old and the message says so; with its
  * rename failing, the message names the one that was written -- and that
  * one really is new. */

@@ -1,9 +1,10 @@
-/* Issue 16, items 12-15: untrusted strings and content (argv[1] gdn-parity,
- * argv[2] gdn-fixture).  Strings from a fixture are escaped wherever they
- * are printed (core/gdn_text.h) and output names with control characters
- * refused; a fixture may not pull data from other files; synth writes only
- * what verify accepts; a saved results document must mean something before
- * a report is rebuilt from it.  Each refusal has its negative control. */
+/* Untrusted strings (docs/errors.md, catalogue of the hostile tests, rows
+ * 12-15) and content (argv[1] gdn-parity, argv[2] gdn-fixture).  Strings
+ * from a fixture are escaped wherever they are printed (core/gdn_text.h) and
+ * output names with control characters refused; a fixture may not pull data
+ * from other files; synth writes only what verify accepts; a saved results
+ * document must mean something before a report is rebuilt from it.  Each
+ * refusal has its negative control. */
 #include <hdf5.h>
 #include <jansson.h>
 
@@ -96,7 +97,7 @@ static int has_control(const char *s) {
   return 0;
 }
 
-/* Item 12: a newline in an output name forged a PASS line; ANSI escapes
+/* Row 12: a newline in an output name forged a PASS line; ANSI escapes
  * reached the terminal through info; an error quoting a fixture string
  * spanned lines. */
 START_TEST(fixture_strings_escaped) {
@@ -145,7 +146,7 @@ START_TEST(fixture_strings_escaped) {
 }
 END_TEST
 
-/* Item 13: external links, external raw storage and virtual datasets made
+/* Row 13: external links, external raw storage and virtual datasets made
  * the loader read other files (/etc/passwd as q; fill values for a missing
  * source).  Each is refused naming the dataset. */
 START_TEST(foreign_storage_refused) {
@@ -199,7 +200,7 @@ START_TEST(foreign_storage_refused) {
 }
 END_TEST
 
-/* Item 14: synth wrote what its own verify refused. */
+/* Row 14: synth wrote what its own verify refused. */
 START_TEST(synth_writes_only_valid_fixtures) {
   hu_result r;
   const char *out = hu_path("s.h5");
@@ -216,7 +217,7 @@ START_TEST(synth_writes_only_valid_fixtures) {
 }
 END_TEST
 
-/* Item 15: report rebuilt PASS from documents that mean nothing. */
+/* Row 15: report rebuilt PASS from documents that mean nothing. */
 START_TEST(results_validator_strict) {
   char res[600];
   snprintf(res, sizeof res, "%s", hu_path("r.json")); /* hu_path()'s buffers rotate */

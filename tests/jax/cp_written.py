@@ -1,5 +1,5 @@
 """Context-parallel Gated DeltaNet functions written for the tests of
-assert_gdn_parity's defaults (issue 29), independently of the package's own
+assert_gdn_parity's defaults, independently of the package's own
 implementations (gdn_parity_jax.impls) and of its mutant catalogue
 (gdn_parity_jax.broken): a token-by-token recurrence, each device's tokens
 folded into one affine map h -> M h + N, the maps combined across devices by

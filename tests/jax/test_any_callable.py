@@ -1,4 +1,4 @@
-"""assert_gdn_parity takes any callable (issue 29): a closure made by a
+"""assert_gdn_parity takes any callable: a closure made by a
 factory, a functools.partial, a decorated function (with or without
 functools.wraps), a bound method.  This test process already has JAX with
 8 host devices (conftest.py), so such a callable runs here, in-process; with

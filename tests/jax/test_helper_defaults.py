@@ -1,4 +1,4 @@
-"""assert_gdn_parity's defaults catch what a test author forgets (issue 29).
+"""assert_gdn_parity's defaults catch what a test author forgets.
 
 Under the defaults (no options): every grid case also runs on 8 devices
 (where T allows) and the gradients are judged.  Measured on functions written

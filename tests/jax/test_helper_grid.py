@@ -1,4 +1,5 @@
-"""assert_gdn_parity's default grid: grids/upstream-pr.json (issue 22).
+"""assert_gdn_parity's default grid: grids/upstream-pr.json (the smallest
+grid that kills the mutant catalogue).
 
 The mapping from grid keys to `gdn-parity-jax run` options is checked
 without JAX; then the gate end to end under the default grid: the correct
@@ -23,7 +24,7 @@ def test_the_default_grid_is_upstream_pr():
     assert inspect.signature(assert_gdn_parity).parameters["shapes"].default is None
     assert ph.grid_path("upstream-pr") == ROOT / "grids" / "upstream-pr.json"
     (l0, runs0, why0), (l1, runs1, why1) = ph.grid_runs("upstream-pr")
-    # the defaults (issue 29): 8 devices besides the grid's 4, gradients judged
+    # the defaults: 8 devices besides the grid's 4, gradients judged
     assert runs0 == [["--shape", "1,200,4,32", "--key-heads", "2", "--h0", "--gates", "slow",
                       "--seed", "1", "--devices", "4,8", "--grad", "--chunk", "16"]] and why0 is None
     assert runs1 is None and "segment ids" in why1 and l1 == "upstream-pr case 1 (1,256,2,32)"

@@ -1,7 +1,7 @@
-"""`gdn-parity-jax run` against a hostile user (issue 27, items 2, 3, 4, 8,
-10, 12, 13): functions that leave by BaseExceptions, outputs that are
-inputs, non-finite and wrong-shaped results, unwritable outputs, hostile
-signature files, messages with newlines, SIGTERM mid-run.  The functions
+"""`gdn-parity-jax run` against a hostile user: functions that leave by
+BaseExceptions, outputs that are inputs, non-finite and wrong-shaped
+results, unwritable outputs, hostile signature files, messages with
+newlines, SIGTERM mid-run.  The functions
 under test are tests/jax/hostile*.py.  Each refusal has its control: the
 correct function (hostile.correct, hostile.correct_cp) on the same inputs
 and paths passes.
@@ -54,7 +54,7 @@ def test_control_correct_function_passes(tmp_path):
     assert "non-finite" not in r.stdout and "note:" not in r.stdout
 
 
-# ---------------------------------------------------------------- item 2
+# ---------------------------------- functions that leave by BaseExceptions
 
 @pytest.mark.parametrize("how,exc", [("exit_zero", "SystemExit: 0"),
                                      ("keyboard_interrupt", "KeyboardInterrupt: from the function"),
@@ -85,7 +85,7 @@ def test_sys_exit_in_the_gradient_is_an_internal_error(tmp_path):
     _ok(_run("hostile:exits_in_backward", tmp_path / "fwd", *SHAPE), 0)
 
 
-# ---------------------------------------------------------------- item 3
+# ------------------------------------------------- outputs that are inputs
 
 @pytest.fixture()
 def fixture_in(tools, tmp_path):
@@ -132,7 +132,7 @@ def test_two_outputs_on_one_file_are_refused(tmp_path):
     _no_jax_work(r)
 
 
-# ---------------------------------------------------------------- item 4
+# ------------------------------------------------------ non-finite results
 
 def test_non_finite_o_is_a_fail_with_count_and_first_position(tmp_path):
     r = _run("hostile:nan_in_o_cp", tmp_path, *SHAPE, "--devices", "1,2")
@@ -207,7 +207,7 @@ def test_verdict_of_non_finite_value_and_unreadable_documents(tmp_path):
     assert math.isnan(__import__("gdn_parity_jax.verdict").verdict.number(None))
 
 
-# ---------------------------------------------------------------- item 8
+# ---------------------------------------------------- wrong-shaped results
 
 @pytest.mark.parametrize("how,given", [("short", "shape (1, 31, 1, 8) dtype float32"),
                                        ("transposed", "shape (1, 1, 32, 8) dtype float32"),
@@ -304,7 +304,7 @@ def test_hostile_signature_json_is_bad_input(tmp_path, text, why):
     assert r.stderr.strip().startswith(f"gdn-parity-jax: --signature {p}: ") and why in r.stderr
 
 
-# ---------------------------------------------------------------- item 10
+# ------------------------------------------------------ non-regular inputs
 
 def test_non_regular_inputs_are_refused_before_opening(tmp_path):
     fifo = tmp_path / "f.json"
@@ -328,7 +328,7 @@ def test_non_regular_inputs_are_refused_before_opening(tmp_path):
         assert_gdn_parity("hostile:correct", grid=str(fifo))
 
 
-# ---------------------------------------------------------------- item 12
+# -------------------------------------------------- messages with newlines
 
 def test_messages_are_escaped(tmp_path):
     r = _run("hostile:message_with_newlines", tmp_path, *SHAPE)
@@ -366,7 +366,7 @@ def test_show_escapes_as_the_c_side():
     assert show("plain text, ünïcode") == "plain text, ünïcode"  # control
 
 
-# ---------------------------------------------------------------- item 13
+# --------------------------------------------------------- signals mid-run
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_removes_the_temporary_inputs_and_exits_128_plus_n(tmp_path, sig):

@@ -1,5 +1,5 @@
-"""The wheel's metadata and the front end's search for its own tools
-(issue 29).  The wheel itself is built, installed into fresh venvs and run by
+"""The wheel's metadata and the front end's search for its own tools.
+The wheel itself is built, installed into fresh venvs and run by
 scripts/wheel_check.sh; here what can be checked in the checkout: the jax
 extra pins what frontend/requirements-jax.txt pins, the build requirements
 are scripts/requirements-wheel.txt's, and tools.py prefers the tools of its

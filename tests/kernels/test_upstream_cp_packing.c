@@ -1,5 +1,6 @@
 /* What MaxText's context-parallel path does at document boundaries
- * (issue 18), reproduced by our affine-prefix kernel in packing `leak`.
+ * (packed documents, as upstream runs them), reproduced by our affine-prefix
+ * kernel in packing `leak`.
  *
  * Facts (the newest stored upstream, MaxText PR #4968 head of 2026-08-22,
  * src/maxtext/models/gdn_cp.py and models/qwen3.py; no other ref of the

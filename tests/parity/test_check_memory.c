@@ -1,5 +1,5 @@
 /* `gdn-parity check` of a fixture with many outputs, with gradients, obeys
- * --max-bytes (issue 27: 48 copies of one output with gradients went 27 %
+ * --max-bytes (before, 48 copies of one output with gradients went 27 %
  * over, the excess growing with the outputs).  The loader's one up-front
  * total now counts what the run holds beside the fixture: the reference's
  * and both kernels' gradient sets, and per output its measurements and

@@ -1,5 +1,5 @@
 /* `gdn-parity check FIXTURE`: the progress line while the oracle runs
- * (issue 21), as --shape shows it (parity_progress.h).
+ * as --shape shows it (parity_progress.h).
  *   - stderr a pseudo-terminal, a fixture without /oracle: the oracle is one
  *     step named with its tier and the file ("[1/4] oracle (mpfr) of F"),
  *     counted in the total with the sweep's steps from the first line

@@ -1,5 +1,5 @@
 /* parity_check_shard: `check` takes the shard mode from the outputs'
- * declarations (issue 18).
+ * declarations (token sharding, as upstream runs it).
  *   - the plan, row by row of the table in parity_check_shard.h, on
  *     fixtures built in memory; negative control: --shard contradicting
  *     the one declared mode is refused, naming the output and both modes;

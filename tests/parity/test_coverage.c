@@ -99,7 +99,7 @@ START_TEST(parse_mutants) {
     ck_assert_msg(parity_coverage_parse_mutants(bad[i], m, &n, &e) == GDN_ERR_INPUT, "accepted '%s'", bad[i]);
     ck_assert_msg(strstr(e.msg, "compose-order") && strstr(e.msg, "reset-late"), "'%s': %s", bad[i], e.msg);
   }
-  /* issue 27 item 10: a repeated name is refused (as repeated devices are),
+  /* a repeated name is refused (as repeated devices are),
    * and 'all' inside a list is not called unknown: it stands alone. */
   static const char *const twice[] = {"carry-zero,carry-zero", "gqa-tile,carry-zero,gqa-tile"};
   for (size_t i = 0; i < 2; i++) {
@@ -121,10 +121,10 @@ static int readme_parse(const char *text, parity_readme_unkillable *u, gdn_error
   return parity_readme_parse(text, "R.md", u, e);
 }
 
-#define SEC "# x\n\n## What a test must cover first (issue 22)\n\n"
+#define SEC "# x\n\n## What a test must cover first\n\n"
 #define HDR "| mutant | why it cannot be killed |\n|---|---|\n"
 
-/* issue 27 item 1: only the explicit table explains, one row per mutant. */
+/* only the explicit table explains, one row per mutant. */
 START_TEST(readme_table) {
   parity_readme_unkillable u;
   gdn_error e;
@@ -452,7 +452,7 @@ START_TEST(explained_survivor_skipped) {
   outs o;
   outs_make(&o);
   char readme[64];
-  readme_make(readme, "# r\n\n## What a test must cover first (issue 22)\n\n| mutant | why it cannot be killed |\n"
+  readme_make(readme, "# r\n\n## What a test must cover first\n\n| mutant | why it cannot be killed |\n"
                       "|---|---|\n| `final-from-replay` | round-off only |\n");
   cli_result r;
   coverage_readme(&r, "coverage-nogqa.json", "carry-zero,final-from-replay", readme, &o);
@@ -474,7 +474,7 @@ START_TEST(explained_survivor_skipped) {
   ck_assert_msg(tc && strstr(tc, "<skipped message=\"no case kills mutant final-from-replay"), "%s", xml);
   free(xml);
   unlink(readme);
-  readme_make(readme, "# r\n\n## What a test must cover first (issue 22)\n\nfinal-from-replay cannot be killed.\n");
+  readme_make(readme, "# r\n\n## What a test must cover first\n\nfinal-from-replay cannot be killed.\n");
   coverage_readme(&r, "coverage-nogqa.json", "carry-zero,final-from-replay", readme, &o);
   ck_assert_msg(r.status == 1, "prose explained a survivor: exit %d\n%s%s", r.status, r.out, r.err);
   unlink(readme);
@@ -482,7 +482,7 @@ START_TEST(explained_survivor_skipped) {
 }
 END_TEST
 
-/* issue 27 item 1, with the project's own README: its prose names
+/* the README table, with the project's own README: its prose names
  * reset-missing and reset-late beside "cannot be killed" (upstream's tests
  * cannot), which the old rule took as an explanation, so a grid without
  * packed documents (coverage-small.json, where neither can be killed)
@@ -524,7 +524,7 @@ START_TEST(readme_claims_killable_refused) {
   outs_make(&o);
   outs_unlink(&o);
   char readme[64];
-  readme_make(readme, "# r\n\n## What a test must cover first (issue 22)\n\n| mutant | why it cannot be killed |\n"
+  readme_make(readme, "# r\n\n## What a test must cover first\n\n| mutant | why it cannot be killed |\n"
                       "|---|---|\n| `final-from-replay` | round-off |\n| `reset-missing` | claimed |\n");
   cli_result r;
   coverage_readme(&r, "coverage-small.json", "reset-missing", readme, &o);
@@ -578,7 +578,7 @@ START_TEST(recommended_grid_and_readme_agree) {
 }
 END_TEST
 
-/* issue 27 item 5: coverage held one output set per mutant (4.3-4.8x its
+/* before, coverage held one output set per mutant (4.3-4.8x its
  * --max-bytes) while --max-bytes counted the inputs and three.  Now the
  * mutant sweep produces, measures and releases one mutant at a time and
  * the budget counts four output sets (reference, scan, affine-prefix, one

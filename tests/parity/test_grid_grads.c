@@ -1,4 +1,4 @@
-/* parity_grid_check_policy with gradient entries (issue 19): the dry run
+/* parity_grid_check_policy with gradient entries: the dry run
  * refuses, before anything runs, an entry whose gradient rows no rule
  * judges -- per tensor, since coverage of a subject by its o rows alone
  * would let the gate pass gradients unjudged.  A bfloat16 gradient entry
@@ -71,7 +71,7 @@ START_TEST(gradient_rows_without_a_rule_are_refused) {
   ck_assert_msg(dry(forward_only, 0, GDN_DTYPE_F32, 1, &e) == GDN_OK, "%s", e.msg);
   ck_assert_int_eq(dry(forward_only, 1, GDN_DTYPE_F32, 1, &e), GDN_ERR_INPUT);
   ck_assert_msg(strstr(e.msg, "no rule for the gradient dq of scan"), "%s", e.msg);
-  /* issue 27: the policy named by its file, not only by its name field */
+  /* the policy named by its file, not only by its name field */
   ck_assert_msg(strstr(e.msg, "policy /tmp/policies/user.json (name 'fwd') has no rule"), "%s", e.msg);
   /* one tensor short: dh0 named */
   ck_assert_int_eq(dry(grads_but_dh0, 1, GDN_DTYPE_F32, 1, &e), GDN_ERR_INPUT);

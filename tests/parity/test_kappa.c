@@ -1,4 +1,4 @@
-/* kappa_G and the bands that follow it (issue 15, finding (a)).
+/* kappa_G and the bands that follow it (docs/results-json.md, schema 2).
  *
  * parity_kappa_g is checked on hand-made gates (the float32 rounding of the
  * cumsum included: a binary64 sum gives a different answer), the policy's

@@ -1,8 +1,8 @@
-/* The localized rule (issue 15): an error confined to one element, one
- * chunk of one head, or one head of the final state fails, however long the
- * sequence, while correct float32 outputs of independent implementations
- * pass.  Every planted error is also shown to pass the normwise core rule
- * (rel_fro): it is the localized rule that catches it.
+/* The localized rule (docs/results-json.md, schema 2): an error confined to
+ * one element, one chunk of one head, or one head of the final state fails,
+ * however long the sequence, while correct float32 outputs of independent
+ * implementations pass.  Every planted error is also shown to pass the
+ * normwise core rule (rel_fro): it is the localized rule that catches it.
  *
  * Inputs: synthetic with h0: the model's initial gates at T = 4096 (Dk = Dv =
  * 128, two heads), slow gates (long memory, so the state carries across the

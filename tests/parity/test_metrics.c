@@ -48,7 +48,7 @@ START_TEST(nonfinite_and_zero_reference) {
 }
 END_TEST
 
-/* The first non-finite x (issue 27: the results name it): the lowest flat
+/* The first non-finite x (the results name it): the lowest flat
  * index, whichever block and thread meets a non-finite value first --
  * infinities of both signs and NaNs, in three of twenty 65536-element blocks,
  * the first one not the largest |x - r|'s block, at 1, 2 and 4 threads.
@@ -155,10 +155,10 @@ START_TEST(median_exact_and_thread_independent) {
 }
 END_TEST
 
-/* Adversarial medians (issue 21: the first radix round counted in the main
- * pass, then the selected bucket's values held, or its min = max shortcut,
- * or the remaining rounds over all values): each against the median of the
- * sorted ULP values, at 1 and 2 threads, bit for bit.  Every value is
+/* Adversarial medians (the speed work: the first radix round counted in the
+ * main pass, then the selected bucket's values held, or its min = max
+ * shortcut, or the remaining rounds over all values): each against the median
+ * of the sorted ULP values, at 1 and 2 threads, bit for bit.  Every value is
  * float32 ULPs against r = 1 (ulp 2^-23) unless a case says otherwise. */
 typedef struct {
   size_t n;

@@ -1,6 +1,6 @@
-/* Issue 27 item 9: a run with a planted mutant (`gdn-parity --shape ...
- * --mutant NAME`, testing only) says so in every view a reader looks at:
- * the console's table and verdict line, the results JSON
+/* The planted-mutant marking: a run with a planted mutant (`gdn-parity
+ * --shape ... --mutant NAME`, testing only) says so in every view a reader
+ * looks at: the console's table and verdict line, the results JSON
  * ("planted_mutant"), the HTML report (#planted-mutant), the Markdown
  * headline and the JUnit suite name, property and failure message (or, when
  * the mutant survives, the case's system-out).  Before, the console said

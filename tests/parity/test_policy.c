@@ -171,10 +171,10 @@ START_TEST(selectors) {
 }
 END_TEST
 
-/* The merge of issues 15 and 19: the tensor table gives gradient rows
- * blocks (per head x chunk of positions for dq dk dv dg dbeta, per head for
- * dh0), so a localized rule naming them judges and locates them as it does
- * o and ht; a localized rule without "tensors" judges o and ht only.
+/* The localized rules meet the gradients: the tensor table gives gradient
+ * rows blocks (per head x chunk of positions for dq dk dv dg dbeta, per head
+ * for dh0), so a localized rule naming them judges and locates them as it
+ * does o and ht; a localized rule without "tensors" judges o and ht only.
  * Negative controls: a clean dk block passes; a dk without the block
  * statistic (n_blocks 0) fails. */
 START_TEST(localized_rule_on_gradient_rows) {
@@ -310,7 +310,7 @@ START_TEST(gradient_rules) {
   gdn_error_init(&e);
   ck_assert_int_eq(parity_policy_load_builtin(&p, &e), GDN_OK);
   parity_metrics fw = mk(2e-7), sg[PARITY_T_N], ag[PARITY_T_N];
-  /* o and ht also meet the built-in localized rules (issue 15) at a
+  /* o and ht also meet the built-in localized rules at a
    * measured size; without the block statistic those checks fail. */
   fw.n_blocks = 1, fw.block_rel = fw.elem_rel = 2e-7;
   parity_subject subj[2];
@@ -422,7 +422,7 @@ END_TEST
 
 /* A user policy silent about the gradients an output carries is refused
  * naming its file -- the path given to --policy, which its name field need
- * not resemble (issue 27) -- and its name; the built-in policy is named as
+ * not resemble -- and its name; the built-in policy is named as
  * such.  Control: the same view without gradient metrics is judged. */
 START_TEST(no_gradient_rule_names_the_policy_file) {
   static const char *fwd =
@@ -456,7 +456,7 @@ START_TEST(no_gradient_rule_names_the_policy_file) {
 }
 END_TEST
 
-/* Gradients judged by their stored dtype (issue 27), as o is: an external
+/* Gradients judged by their stored dtype, as o is: an external
  * output of float32 compute whose gradient set is stored as bfloat16 meets
  * grad-band-bfloat16-output and grad-per-token-bfloat16-output, not the
  * float32 bands or the rules relative to the scan.  The measured sizes of

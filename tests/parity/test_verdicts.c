@@ -1,4 +1,4 @@
-/* No silent passes (issue 15, misses 3 and 4), each with its negative control:
+/* No silent passes, each with its negative control:
  *   - check --oracle none on a fixture with /outputs refuses (exit 2, the
  *     message names the output); the same fixture with its oracle judges it
  *     (exit 0 correct, exit 1 planted);
@@ -43,7 +43,7 @@ typedef struct {
   int64_t prec, cert;     /* stored precision_bits / certified_bits (-1: keep) */
   double scale;           /* a new root scale after the oracle was computed (0: keep) */
   int fresh_out;          /* x = our float64 kernel on the (new) problem, rounded, instead of the stored oracle */
-  int old;                /* drop problem_sha256: a fixture written before issue 15 */
+  int old;                /* drop problem_sha256: a fixture written before it existed */
   int forge;              /* a forged /oracle: finite, sane bits, values off by 1e-4 */
 } spec;
 
@@ -250,7 +250,7 @@ START_TEST(freshness_covers_attributes) {
   spec sp[] = {{0, "float32", "highest", 0, -1, -1, 0, 0, 0, 0},       /* intact */
                {0, "float32", "highest", 0, -1, -1, 0.5 * s0, 0, 0, 0}, /* new scale, old output */
                {0, "float32", "highest", 0, -1, -1, 0.5 * s0, 1, 0, 0}, /* new scale, new output */
-               {0, "float32", "highest", 0, -1, -1, 0, 0, 1, 0},        /* written before issue 15 */
+               {0, "float32", "highest", 0, -1, -1, 0, 0, 1, 0},        /* before problem_sha256 */
                {0, "float32", "highest", 0, -1, -1, 0, 0, 0, 1}};       /* forged /oracle */
   const int want[] = {0, 1, 0, 0, 0};
   const char *why[] = {NULL, "problem_sha256 differs", "problem_sha256 differs", "freshness unknown",
