@@ -100,7 +100,17 @@ def build_parser():
             r.add_argument(opt, help="passed to gdn-parity check")
         else:
             r.add_argument(opt, action="store_true", help="passed to gdn-parity check")
+    _add_audit(sub, r)
     return ap
+
+
+def _add_audit(sub, run_parser):
+    """The audit subcommand and run's --audit (gdn_parity_jax.audit)."""
+    from . import audit
+    audit.add_parser(sub)
+    run_parser.add_argument("--audit", action="store_true", help="also audit the compiled "
+                            "programs (audit.json in --out; see `audit --help`)")
+    audit.add_limit_options(run_parser)
 
 
 def load_function(spec: str, opt: str):
@@ -132,8 +142,15 @@ def main(argv=None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
     try:
+        if args.command == "audit":
+            from . import audit
+            return audit.main(args)
         from . import run as runmod
-        return runmod.run(args)
+        status = runmod.run(args)
+        if args.audit and status in (EXIT_OK, EXIT_FAIL):
+            from . import audit
+            status = max(status, audit.from_run(args))  # 0 < 1 (FAIL) < 2, 3 (errors)
+        return status
     except UsageError as exc:
         print(f"gdn-parity-jax: {exc}", file=sys.stderr)
         return EXIT_USAGE
