@@ -419,27 +419,13 @@ def _lower_global(st, adapter, fn, plan, x, ps):
     """The function on globally shaped arrays under jit, inputs sharded over
     the context axis, the mesh set: GSPMD chooses the collectives."""
     import jax
-    import jax.numpy as jnp
     from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
 
-    from .mesh import make_mesh
-    mesh = make_mesh(plan)
-    cp = plan.cp_axis
-    spec = {"q": P(None, cp, None, None), "k": P(None, cp, None, None), "v": P(None, cp, None, None),
-            "g": P(None, cp, None), "beta": P(None, cp, None), "h0": P(None, None, None, None)}
-    call = _call(st, adapter, fn, True)
-    has_h0 = "h0" in x
-
-    def f(xs):
-        o, ht = call(xs, cp)
-        return o, (ht if (ht is not None and has_h0) else jnp.zeros((), jnp.float32))
+    from .mesh import global_fn
+    f, mesh, spec, outs = global_fn(_call(st, adapter, fn, True), plan, list(x))
     xs = {n: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=NamedSharding(mesh, spec[n]))
           for n, a in x.items()}
-    outs = (NamedSharding(mesh, spec["v"]), NamedSharding(mesh, spec["h0"] if has_h0 else P()))
     with jax.set_mesh(mesh):
-        if ps == "forward":
-            return _lower_pass(jax.jit, f, xs, ps, (mesh, spec), outs)
         return _lower_pass(jax.jit, f, xs, ps, (mesh, spec), outs)
 
 

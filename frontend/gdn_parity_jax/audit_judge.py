@@ -37,12 +37,12 @@ def _series(programs):
 
 
 def _groups(p):
-    """{group key: (bytes_total summed, first record)} of one program."""
+    """{group key: (bytes_total summed, largest record, count)} of one program."""
     g = {}
     for c in p["collectives"]:
         k = hlo.group_key(c)
-        tot, first = g.get(k, (0, c))
-        g[k] = (tot + c["bytes_total"], first)
+        tot, big, n = g.get(k, (0, c, 0))
+        g[k] = (tot + c["bytes_total"], c if c["bytes_total"] > big["bytes_total"] else big, n + 1)
     return g
 
 
@@ -55,7 +55,7 @@ def fits(series):
                         **fit.linear([(p["T"], _figure(p, name)) for p in progs])})
         keys = sorted({k for p in progs for k in _groups(p)})
         for k in keys:
-            pts = [(p["T"], _groups(p).get(k, (0, None))[0]) for p in progs]
+            pts = [(p["T"], _groups(p).get(k, (0,))[0]) for p in progs]
             out.append({**row, "figure": f"collective:{k}", **fit.linear(pts)})
     return out
 
@@ -76,8 +76,8 @@ def check_collectives(state):
             continue
         lo, hi = progs[0], progs[-1]
         g_lo, g_hi = _groups(lo), _groups(hi)
-        bad = [(k, g_lo.get(k, (0, None))[0], tot, rec) for k, (tot, rec) in g_hi.items()
-               if tot > g_lo.get(k, (0, None))[0]]
+        bad = [(k, g_lo.get(k, (0,))[0], tot, rec, n) for k, (tot, rec, n) in g_hi.items()
+               if tot > g_lo.get(k, (0,))[0]]
         base = {"check": "collective-grows-with-T", "function": fn, "pass": ps, "devices": d}
         if not bad:
             n = sum(len(p["collectives"]) for p in (hi,))
@@ -87,10 +87,11 @@ def check_collectives(state):
                         f"{lo['collective_bytes']} at T={lo['T']})",
                         "figures": {"bytes_lo": lo["collective_bytes"], "bytes_hi": hi["collective_bytes"]}})
             continue
-        for k, b_lo, b_hi, rec in sorted(bad, key=lambda b: -b[2]):
+        for k, b_lo, b_hi, rec, n in sorted(bad, key=lambda b: (-b[2], b[0])):
             where = ", ".join(x for x in (rec.get("op_name"), rec.get("source")) if x) or "no metadata"
+            many = f" (the largest of {n} from one source)" if n > 1 else ""
             out.append({**base, "verdict": "FAIL",
-                        "reason": f"{hlo.describe(rec)}: {b_lo} -> {b_hi} bytes per device from "
+                        "reason": f"{hlo.describe(rec)}{many}: {b_lo} -> {b_hi} bytes per device from "
                         f"T={lo['T']} to T={hi['T']}: the sequence moves ({where})",
                         "op": rec, "figures": {"bytes_lo": b_lo, "bytes_hi": b_hi,
                                                "T_lo": lo["T"], "T_hi": hi["T"]}})

@@ -104,6 +104,8 @@ def _plans(args):
     if args.fsdp < 1:
         raise UsageError("--fsdp must be >= 1")
     cp_axis = _cp_axis(args.cp_axis)
+    if args.layout == "global" and (args.fsdp != 1 or cp_axis != "context"):
+        raise UsageError("--layout global: a 1-D context mesh only (no --fsdp, --cp-axis context)")
     if args.fsdp == 1 and cp_axis != "context":  # a tuple needs the fsdp axis
         raise UsageError("--cp-axis fsdp,context needs a 2-D mesh: give --fsdp F > 1")
     return [MeshPlan(d, args.fsdp, cp_axis) for d in dict.fromkeys(devices)]
@@ -174,7 +176,8 @@ def _run_on_inputs(args, tools, adapter, impl, cp_fn, plans, devices, work) -> i
         def call_cp(xl, axis):
             return adapter.call(cp_fn, xl, chunk=chunk, l2norm=l2, compute_dtype=cdt, cp_axis=axis)
         _say(args, f"{args.cp or args.impl}: context parallel on {p.devices} devices ({p.describe()})")
-        o, ht = _guard(args.cp or args.impl, lambda: meshmod.run_sharded(call_cp, x, p, B))
+        placed = meshmod.run_global if args.layout == "global" else meshmod.run_sharded
+        o, ht = _guard(args.cp or args.impl, lambda: placed(call_cp, x, p, B))
         outputs[f"jax_cp_d{p.devices}"] = dict(o=o, ht=ht, implementation="affine-prefix",
                                                devices=p.devices, prefix=args.cp_prefix, **common)
         if ct is not None:
@@ -192,6 +195,8 @@ def _cotangents(args, fx, x, adapter):
     """--grad: the fixture's cotangents when it has them, else drawn from
     --seed (grads.draw_cotangents); refuses what cannot be judged."""
     why = gradmod.refusal(x, args.dtype)
+    if why is None and args.layout == "global":
+        why = "--grad: --layout global runs the forward only (run --audit compiles its backward)"
     if why is None and adapter.framework != "jax":
         why = f"--grad: {adapter.framework} functions are not differentiated here (JAX only)"
     if why:
