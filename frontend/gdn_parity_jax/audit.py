@@ -185,10 +185,16 @@ def resolve(args, lengths_default=None):
         raise UsageError(f"--key-heads {args.key_heads}: H = {H} is not a multiple of it")
     if args.chunk is not None and args.chunk < 1:
         raise UsageError("--chunk must be >= 1")
+    C = args.chunk or 64
     for t in lengths:
         for d in devices:
             if t % d:
                 raise UsageError(f"--lengths: T = {t} is not a multiple of D = {d} (token sharding)")
+    for t in lengths:
+        for d in devices:
+            if (t // d) % C:
+                raise UsageError(f"--lengths: T/D = {t}/{d} is not a multiple of the chunk {C} "
+                                 "(each shard's padding would hide the growth laws)")
     return Setup(args, shape, lengths, devices, passes)
 
 

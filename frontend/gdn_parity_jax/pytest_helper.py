@@ -166,8 +166,8 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
                       chunk: int | None = None, h0: bool | None = None, dtype: str | None = None,
                       gates: str | None = None, seed: int | None = None, signature: str = "maxtext",
                       cp_prefix: str | None = None, fsdp: int = 1, cp_axis: str | None = None,
-                      grad: bool = False, extra=(), out_dir: str | None = None,
-                      timeout: float = 1800) -> list[str]:
+                      grad: bool = False, audit: bool = False, audit_options=(), extra=(),
+                      out_dir: str | None = None, timeout: float = 1800) -> list[str]:
     """Runs the gate on every case of `grid` (default: grids/upstream-pr.json)
     or, given `shapes`, on those shapes; raises AssertionError with the
     verdict lines if any output is out of tolerance or a run fails.  Returns
@@ -179,7 +179,10 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
     devices, chunk, h0, dtype, gates ('slow': long memory, state crosses
     every seam; 'init'), seed: None takes the grid's value (for shapes=:
     SHAPE_DEFAULTS); a value overrides it.  grad: also judge the functions'
-    jax.vjp gradients (run --grad)."""
+    jax.vjp gradients (run --grad).  audit: also audit the compiled programs
+    (run --audit: what the function moves, keeps and computes per device;
+    audit_options, e.g. ("--lengths", "256,512,1024"), are passed to it);
+    an audit FAIL fails the assertion with its lines naming the op."""
     fixed = ["--impl", function_spec(fn), "--signature", signature, "--fsdp", str(fsdp)]
     if cp_fn is not None:
         fixed += ["--cp", function_spec(cp_fn)]
@@ -189,6 +192,8 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
         fixed += ["--cp-axis", cp_axis]
     if grad:
         fixed.append("--grad")
+    if audit:
+        fixed += ["--audit", *map(str, audit_options)]
     given = dict(devices=devices, chunk=chunk, h0=h0, dtype=dtype, gates=gates, seed=seed)
     if shapes is not None:
         o = {k: (v if v is not None else SHAPE_DEFAULTS[k]) for k, v in given.items()}
@@ -214,7 +219,7 @@ def _run_one(label, args, env, extra, out_dir, timeout):
     cmd = [sys.executable, "-m", "gdn_parity_jax", "run", *args, "--out", out, *map(str, extra)]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     verdicts = [ln.strip() for ln in r.stdout.splitlines()
-                if ln.strip().startswith(("PASS ", "FAIL ", "MISSING "))]
+                if ln.strip().startswith(("PASS ", "FAIL ", "MISSING ", "audit: PASS ", "audit: FAIL "))]
     if r.returncode != 0:
         what = {1: "out of tolerance", 2: "bad usage or input", 3: "internal error"}.get(
             r.returncode, f"exit {r.returncode}")
