@@ -2,7 +2,7 @@
 # Upstream, run for real: upstream's own Gated DeltaNet functions through
 # gdn-parity-jax, at pinned versions, nothing of theirs committed.
 #
-#   scripts/upstream.sh            (about 5 minutes on 2 idle cores)
+#   scripts/upstream.sh            (about 5 minutes on 2 idle cores, plus the audit)
 #
 # 1. MaxText: the published `maxtext` wheel, downloaded without dependencies
 #    for Python 3.12 (it declares >= 3.12; we do not install it), unpacked
@@ -113,6 +113,40 @@ run hf-chunk --impl $HF:torch_chunk_gated_delta_rule --signature hf --shape 1,25
   --key-heads 2 --chunk 16 --h0 --gates slow
 run hf-recurrent --impl $HF:torch_recurrent_gated_delta_rule --signature hf --shape 1,256,4,32 \
   --key-heads 2 --chunk 16 --h0 --gates slow
+
+# Issue 28: the audit of MaxText's real gdn_cp path (compiled programs, forward and backward,
+# nothing executed) and of a copy with jax.checkpoint removed from compose_local's scan body
+# (patched under out/, never committed): what each device moves, keeps and computes.
+audit() { # audit NAME PYDIR ARGS...: one gdn-parity-jax audit, its check lines into the summary
+  local name=$1 py=$2; shift 2
+  echo "== $name"
+  local rc=0
+  PYTHONPATH=$PWD/$py $venv/bin/gdn-parity-jax audit --json "$work/$name.json" "$@" \
+    >"$work/$name.log" 2>&1 || rc=$?
+  tail -n 8 "$work/$name.log"
+  {
+    echo "## $name (exit $rc, expected 0)"
+    echo
+    echo '```'
+    echo "gdn-parity-jax audit $*"
+    grep -E '^audit: ' "$work/$name.log" || tail -n 5 "$work/$name.log"
+    echo '```'
+    echo
+  } >>"$summary"
+  ((rc == 0)) || status=1
+}
+if [[ $has_cp == yes ]]; then
+  mkdir -p "$work/py-nockpt" && cp "$work"/py/*.py "$work/py-nockpt/"
+  sed -i '/^  @jax.checkpoint$/d' "$work/py-nockpt/gdn_cp.py"
+  if grep -q '@jax.checkpoint' "$work/py-nockpt/gdn_cp.py"; then
+    echo "upstream.sh: the checkpoint patch of gdn_cp.py did not apply" >&2
+    status=1
+  fi
+  AUDIT=(--impl $MT --cp-prefix hillis-steele --shape 1,1024,2,128 --chunk 64 --devices 1,2,4
+         --lengths 1024,2048,4096)
+  audit audit-maxtext "$work/py" "${AUDIT[@]}"
+  audit audit-maxtext-nockpt "$work/py-nockpt" "${AUDIT[@]}"
+fi
 
 # Our C kernels vs MaxText's JAX CPU run: same inputs, chunk, devices, schedule.
 {

@@ -392,3 +392,90 @@ def variant(name: str):
 
 # Variants whose forward is exact and whose gradient is wrong (--grad's controls).
 BACKWARD_VARIANTS = {"seam_nograd": seam_nograd}
+
+
+# ---------------------------------------------------------------------------
+# Issue 28: defects no number shows, the negative controls of
+# `gdn-parity-jax audit`.  Each computes what the correct function computes
+# (the gate's numbers pass them); what is wrong is what a device moves, keeps
+# or computes.  Unsharded (cp_axis=None) each is the stock scan, exactly.
+
+def sequence_gathered(query, key, value, g, beta, chunk_size=64, initial_state=None,
+                      use_qk_norm_in_gdn=False, compute_dtype=jnp.bfloat16, cp_axis=None):
+    """The seed's failure (1) inside shard_map: every device all-gathers the
+    whole sequence of q, k, v, g, beta, runs the stock scan over all of it
+    and keeps its own tokens' outputs.  Exact numbers (the stock scan's);
+    the audit sees collectives whose bytes grow with T and per-device flops
+    that do not fall with D."""
+    if cp_axis is None:
+        return impls.chunk_gated_delta_rule(query, key, value, g, beta, chunk_size, initial_state,
+                                            use_qk_norm_in_gdn, compute_dtype, None)
+    Tl = query.shape[1]
+    q, k, v, gg, b = (lax.all_gather(a, cp_axis, axis=1, tiled=True)
+                      for a in (query, key, value, g, beta))
+    o, ht = impls.chunk_gated_delta_rule(q, k, v, gg, b, chunk_size, initial_state,
+                                         use_qk_norm_in_gdn, compute_dtype, None)
+    o = lax.dynamic_slice_in_dim(o, lax.axis_index(cp_axis) * Tl, Tl, axis=1)
+    return o, ht
+
+
+def whole_sequence(query, key, value, g, beta, chunk_size=64, initial_state=None,
+                   use_qk_norm_in_gdn=False, compute_dtype=jnp.bfloat16, cp_axis=None):
+    """Each device does the work of the whole sequence: its own T/D tokens
+    padded with zeros to the global length T before the fold and the replay
+    (a shard sized from the global length).  Zero tokens (g = 0, k = v = 0)
+    map the state to itself, so the numbers are the correct function's; no
+    collective moves more, but per-device flops do not fall with D."""
+    if cp_axis is None:
+        return impls.chunk_gated_delta_rule(query, key, value, g, beta, chunk_size, initial_state,
+                                            use_qk_norm_in_gdn, compute_dtype, None)
+    Tl = query.shape[1]
+    extra = Tl * (lax.axis_size(cp_axis) - 1)
+
+    def grow(a):
+        return jnp.pad(a, [(0, 0), (0, extra)] + [(0, 0)] * (a.ndim - 2))
+    o, ht = impls.chunk_gated_delta_rule(grow(query), grow(key), grow(value), grow(g), grow(beta),
+                                         chunk_size, initial_state, use_qk_norm_in_gdn,
+                                         compute_dtype, cp_axis)
+    return o[:, :Tl], ht
+
+
+def _fold_unchecked(terms):
+    """impls.fold_chunks without jax.checkpoint: autodiff keeps every chunk's
+    composition (A, B) and the chunk maps' intermediates as residuals."""
+    A0, B0 = impls.chunk_map(jax.tree.map(lambda x: x[0], terms))
+    ident = (A0 * 0 + jnp.eye(A0.shape[-1], dtype=impls.F32), B0 * 0)
+
+    def body(acc, c):
+        return impls.compose(acc, impls.chunk_map(c)), None
+
+    acc, _ = lax.scan(body, ident, terms)
+    return acc
+
+
+def no_checkpoint(query, key, value, g, beta, chunk_size=64, initial_state=None,
+                  use_qk_norm_in_gdn=False, compute_dtype=jnp.bfloat16, cp_axis=None):
+    """The local composition without jax.checkpoint (the seed's failure (3):
+    residuals of 103 GB at 262,144 tokens).  The numbers are the correct
+    function's; the backward keeps more bytes per token (the audit reports
+    the ratio to the stock function's; --max-residual-bytes-per-token
+    judges it)."""
+    terms, T = impls.chunk_terms(query, key, value, g, beta, chunk_size, use_qk_norm_in_gdn,
+                                 compute_dtype)
+    h0 = impls._zeros_state(query, value) if initial_state is None else initial_state.astype(impls.F32)
+    if cp_axis is None:
+        h, o = impls.scan_chunks(terms, h0)
+    else:
+        pair = _fold_unchecked(terms)
+        (A_ex, B_ex), (A_last, B_last) = impls.prefix_associative(pair, cp_axis)
+        r = lax.axis_index(cp_axis)
+        h_in = jnp.where(r == 0, h0, impls.apply_map(A_ex, B_ex, h0))
+        _, o = impls.scan_chunks(terms, h_in)
+        h = impls.apply_map(A_last, B_last, h0)
+    o = impls.unchunk(o, T, value.dtype)
+    return o, (h if initial_state is not None else None)
+
+
+# The audit's negative controls (tests/jax/test_audit.py): each FAILs it.
+AUDIT_VARIANTS = {"sequence_gathered": sequence_gathered, "whole_sequence": whole_sequence,
+                  "no_checkpoint": no_checkpoint}

@@ -101,7 +101,17 @@ def build_parser():
             r.add_argument(opt, help="passed to gdn-parity check")
         else:
             r.add_argument(opt, action="store_true", help="passed to gdn-parity check")
+    _add_audit(sub, r)
     return ap
+
+
+def _add_audit(sub, run_parser):
+    """The audit subcommand and run's --audit (gdn_parity_jax.audit)."""
+    from . import audit
+    audit.add_parser(sub)
+    run_parser.add_argument("--audit", action="store_true", help="also audit the compiled "
+                            "programs (audit.json in --out; see `audit --help`)")
+    audit.add_limit_options(run_parser)
 
 
 def load_function(spec: str, opt: str):
@@ -144,6 +154,9 @@ def main(argv=None) -> int:
     from . import guard
     try:
         with guard.signals_to_exceptions():  # a signal cleans up, then exits 128 + its number
+            if args.command == "audit":
+                from . import audit
+                return audit.main(args)
             from . import run as runmod
             return runmod.run(args)
     except guard.Signalled as sig:

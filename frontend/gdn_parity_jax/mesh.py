@@ -65,8 +65,15 @@ def plan_error(plan: MeshPlan, B: int, T: int, available: int) -> str | None:
     return None
 
 
-def make_mesh(plan: MeshPlan):
+def make_mesh(plan: MeshPlan, auto: bool = False):
+    """The plan's mesh; auto: every axis of type Auto (GSPMD propagates
+    shardings and a with_sharding_constraint reshards, as a model layer
+    under jit sees it; gdn_parity_jax.audit's global layout)."""
     shape, names = plan.shape
+    if auto:
+        from jax.sharding import AxisType
+        return jax.make_mesh(shape, names, axis_types=(AxisType.Auto,) * len(names),
+                             devices=jax.devices()[:plan.n_devices])
     return jax.make_mesh(shape, names, devices=jax.devices()[:plan.n_devices])
 
 
@@ -117,3 +124,34 @@ def sharded_fn(call_cp, plan: MeshPlan, B: int, names):
         return o, (ht if has_h0 else None)
 
     return f, mesh, spec
+
+
+def global_fn(call_cp, plan: MeshPlan, names):
+    """(f, mesh, specs, out_shardings) for the global layout: f(xs) ->
+    (o, ht or a zero scalar) calls call_cp(xs, cp_axis) on globally shaped
+    arrays (a model layer's call), to be jitted with xs placed by specs (the
+    sequence sharded over cp_axis) under ``jax.set_mesh(mesh)``; GSPMD
+    chooses the collectives.  The mesh's axes are Auto."""
+    mesh = make_mesh(plan, auto=True)
+    cp = plan.cp_axis
+    spec = {"q": P(None, cp, None, None), "k": P(None, cp, None, None), "v": P(None, cp, None, None),
+            "g": P(None, cp, None), "beta": P(None, cp, None), "h0": P(None, None, None, None)}
+    has_h0 = "h0" in names
+
+    def f(xs):
+        o, ht = call_cp(xs, cp)
+        return o, (ht if (ht is not None and has_h0) else jnp.zeros((), jnp.float32))
+
+    outs = (NamedSharding(mesh, spec["v"]), NamedSharding(mesh, spec["h0"] if has_h0 else P()))
+    return f, mesh, spec, outs
+
+
+def run_global(call_cp, x, plan: MeshPlan, B: int):
+    """call_cp(x, cp_axis) -> (o, ht or None) on globally shaped arrays under
+    jit, the inputs sharded over the context axis (global_fn)."""
+    names = [n for n in ("q", "k", "v", "g", "beta", "h0") if x.get(n) is not None]
+    f, mesh, spec, outs = global_fn(call_cp, plan, names)
+    xs = {n: jax.device_put(x[n], NamedSharding(mesh, spec[n])) for n in names}
+    with jax.set_mesh(mesh):
+        o, ht = jax.jit(f, out_shardings=outs)(xs)
+    return jax.device_get(o), (jax.device_get(ht) if "h0" in names else None)

@@ -209,8 +209,8 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
                       chunk: int | None = None, h0: bool | None = None, dtype: str | None = None,
                       gates: str | None = None, seed: int | None = None, signature: str = "maxtext",
                       cp_prefix: str | None = None, fsdp: int = 1, cp_axis: str | None = None,
-                      grad: bool | None = None, extra=(), out_dir: str | None = None,
-                      timeout: float = 1800) -> list[str]:
+                      grad: bool | None = None, audit: bool = False, audit_options=(), extra=(),
+                      out_dir: str | None = None, timeout: float = 1800) -> list[str]:
     """Runs the gate on every case of `grid` (default: grids/upstream-pr.json)
     or, given `shapes`, on those shapes; raises AssertionError with the
     verdict lines if any output is out of tolerance or a run fails.  Returns
@@ -229,7 +229,10 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
     None also adds 8 devices to each case (GRID_DEFAULTS).  grad: None (the
     default) judges the functions' jax.vjp gradients in every float32 run
     (run --grad); False: the forward only; True: every run, bfloat16 ones
-    refused."""
+    refused.  audit: also audit the compiled programs (run --audit: what the
+    function moves, keeps and computes per device; audit_options, e.g.
+    ("--lengths", "256,512,1024"), are passed to it); an audit FAIL fails the
+    assertion with its lines naming the op."""
     given = dict(devices=devices, chunk=chunk, h0=h0, dtype=dtype, gates=gates, seed=seed, grad=grad)
     if shapes is not None:
         o = {k: (v if v is not None else SHAPE_DEFAULTS[k]) for k, v in given.items()}
@@ -244,6 +247,8 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
             fixed += ["--cp-prefix", cp_prefix]
         if cp_axis:
             fixed += ["--cp-axis", cp_axis]
+        if audit:
+            fixed += ["--audit", *map(str, audit_options)]
         lines = []
         for label, runs, why in cases:
             if runs is None:
@@ -272,7 +277,7 @@ def verdict_block(stdout: str) -> list[str]:
     for ln in lines[heads[-1] + 1:]:
         if not ln.startswith("  "):
             break
-        if ln.strip().startswith(("PASS ", "FAIL ", "MISSING ")):
+        if ln.strip().startswith(("PASS ", "FAIL ", "MISSING ", "audit: PASS ", "audit: FAIL ")):
             out.append(ln.strip())
     return out
 

@@ -110,6 +110,8 @@ def _plans(args):
     if args.fsdp < 1:
         raise UsageError("--fsdp must be >= 1")
     cp_axis = _cp_axis(args.cp_axis)
+    if args.layout == "global" and (args.fsdp != 1 or cp_axis != "context"):
+        raise UsageError("--layout global: a 1-D context mesh only (no --fsdp, --cp-axis context)")
     if args.fsdp == 1 and cp_axis != "context":  # a tuple needs the fsdp axis
         raise UsageError("--cp-axis fsdp,context needs a 2-D mesh: give --fsdp F > 1")
     return [MeshPlan(d, args.fsdp, cp_axis) for d in dict.fromkeys(devices)]
@@ -185,8 +187,9 @@ def _run_on_inputs(args, tools, adapter, impl, cp_fn, plans, devices, work) -> i
             return adapter.call(cp_fn, xl, chunk=chunk, l2norm=l2, compute_dtype=cdt, cp_axis=axis)
         _say(args, f"{args.cp or args.impl}: context parallel on {p.devices} devices ({p.describe()})")
         name, who = f"jax_cp_d{p.devices}", f"{'--cp' if args.cp else '--impl'} {args.cp or args.impl}"
+        placed = meshmod.run_global if args.layout == "global" else meshmod.run_sharded
         o, ht = _guard(f"{who} (output {name}, each device's call)",
-                       lambda: meshmod.run_sharded(call_cp, x, p, B))
+                       lambda: placed(call_cp, x, p, B))
         outputs[name] = dict(o=o, ht=ht, implementation="affine-prefix",
                              devices=p.devices, prefix=args.cp_prefix, **common)
         if ct is not None:
@@ -226,6 +229,8 @@ def _cotangents(args, fx, x, adapter):
     """--grad: the fixture's cotangents when it has them, else drawn from
     --seed (grads.draw_cotangents); refuses what cannot be judged."""
     why = gradmod.refusal(x, args.dtype)
+    if why is None and args.layout == "global":
+        why = "--grad: --layout global runs the forward only (run --audit compiles its backward)"
     if why is None and adapter.framework != "jax":
         why = f"--grad: {adapter.framework} functions are not differentiated here (JAX only)"
     if why:
@@ -295,6 +300,34 @@ def write_results(path, fx, chunk, outputs, cotangents=None):
     return found
 
 
+def _audit_for_check(args, cmd):
+    """run --audit: the audit of the run's functions (audit.py; its lines
+    printed, its document written as audit.json in --out), handed to
+    `gdn-parity check --audit`, which embeds it in the results and every
+    report and fails the run on its FAIL.  Returns the document, or None
+    without --audit; an audit that could not run ends the run (its status)."""
+    if not getattr(args, "audit", False):
+        return None
+    import json
+
+    from . import audit as auditmod
+    status = auditmod.from_run(args)
+    if status not in (0, 1):
+        raise _Exit(status, "run --audit: the audit did not complete (its message is above)")
+    path = os.path.join(args.out, "audit.json")
+    cmd += ["--audit", path]
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _audit_lines(doc):
+    """The audit's check lines for the verdict block (audit_judge.text)."""
+    if doc is None:
+        return []
+    from .audit_judge import text
+    return [show(ln) for ln in text(doc, quiet=True) if ln.startswith(("audit: PASS ", "audit: FAIL "))]
+
+
 def judge(args, tools, path, chunk, T, devices, names, found=None) -> int:
     """gdn-fixture regen, gdn-parity check, the verdict lines; the exit
     status: check's, but never 0 without a readable results document, nor
@@ -320,6 +353,7 @@ def judge(args, tools, path, chunk, T, devices, names, found=None) -> int:
             cmd += [opt, str(v)]
         elif not val and v:
             cmd.append(opt)
+    audit_doc = _audit_for_check(args, cmd)
     sys.stdout.flush()
     r = tools.run("parity", cmd)
     code = r.returncode
@@ -330,7 +364,7 @@ def judge(args, tools, path, chunk, T, devices, names, found=None) -> int:
         except ResultsError as exc:
             raise _Exit(EXIT_INTERNAL, f"gdn-parity check exited {code} but {exc}") from None
         print("gdn-parity-jax: the captured outputs (worst check over the cases above):")
-        for line in lines:
+        for line in lines + _audit_lines(audit_doc):
             print("  " + line)
         if code == 0 and not ok:  # a non-finite or missing output never passes
             code = 1
