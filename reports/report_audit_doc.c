@@ -24,6 +24,7 @@ typedef enum {
   F_NUM,      /* a number (or "inf", "-inf", "nan") */
   F_NUM_NULL, /* the same or null */
   F_OBJ,      /* an object (child: its rules, or NULL) */
+  F_OBJ_NULL, /* the same or null */
   F_OBJS,     /* an array of objects (child: their rules) */
   F_INTS,     /* an array of integers */
   F_ARRAY,    /* any array */
@@ -93,7 +94,7 @@ static const rule TOP[] = {{"producer", F_STR, 0, NULL},         {"platform", F_
                            {"subject", F_OBJ, 0, SUBJECT},       {"shape", F_OBJ, 0, NULL},
                            {"lengths", F_INTS, 0, NULL},         {"devices", F_INTS, 0, NULL},
                            {"programs", F_OBJS, 1, PROGRAM},     {"fits", F_OBJS, 0, FIT},
-                           {"affine_minimum", F_OBJS, 0, AFFINE}, {"memory_at_scale", F_OBJ, 0, MAS},
+                           {"affine_minimum", F_OBJS, 0, AFFINE}, {"memory_at_scale", F_OBJ_NULL, 0, MAS},
                            {"checks", F_OBJS, 1, CHECK},         {"verdict", F_VERDICT, 1, NULL},
                            {"exit_status", F_INT, 1, NULL},      END};
 
@@ -173,6 +174,10 @@ static int v_field(const vctx *v, const json_t *j, const char *p, const rule *r)
   case F_INT_NULL: return is_count(j) || null ? GDN_OK : bad(v, p, "expected a non-negative integer or null");
   case F_NUM: return is_num(j) ? GDN_OK : bad(v, p, "expected a number");
   case F_NUM_NULL: return is_num(j) || null ? GDN_OK : bad(v, p, "expected a number or null");
+  case F_OBJ_NULL:
+    if (null) return GDN_OK;
+    if (!json_is_object(j)) return bad(v, p, "expected an object or null");
+    return r->child ? v_object(v, j, p, r->child) : GDN_OK;
   case F_OBJ:
     if (!json_is_object(j)) return bad(v, p, "expected an object");
     return r->child ? v_object(v, j, p, r->child) : GDN_OK;

@@ -177,6 +177,11 @@ static void memory_header(report_buf *b, const json_t *tokens, const json_t *acc
 
 static void memory_table(report_buf *b, const json_t *a) {
   const json_t *m = json_object_get(a, "memory_at_scale");
+  if (json_is_null(m)) {
+    report_buf_puts(b, "<h3>Memory at scale</h3>\n<p class=\"no-data\">Not measured: no backward program "
+                       "was compiled (--passes forward).</p>\n");
+    return;
+  }
   if (!m) return;
   const json_t *tokens = json_object_get(m, "tokens"), *acc = json_object_get(m, "accelerators");
   const json_t *rows = json_object_get(m, "rows");

@@ -182,6 +182,9 @@ def test_seed_sharded_layer_passes_numbers_and_audit(tools, tmp_path):
     doc = json.loads((tmp_path / "run" / "audit.json").read_text())
     assert (doc["subject"]["layout"], doc["verdict"]) == ("global", "PASS")
     assert _checks(doc, "collective-grows-with-T", "FAIL") == []
+    # handed to gdn-parity check: embedded in the results, joining the verdict
+    res = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert res["audit"]["verdict"] == "PASS" and res["pass"] is True
 
 
 def test_seed_gathered_layer_numbers_pass_audit_fails(tools, tmp_path):
@@ -193,6 +196,7 @@ def test_seed_gathered_layer_numbers_pass_audit_fails(tools, tmp_path):
         with pytest.raises(AssertionError) as e:
             assert_gdn_parity("gdn_layer:gathered_layer", shapes=[(1, 256, 2, 16)], devices=(1, 2),
                               chunk=16, audit=True, extra=("--layout", "global"),
+                              grad=False,  # --layout global runs the forward only
                               audit_options=("--lengths", "256,512,1024", "--passes", "forward"),
                               out_dir=str(tmp_path / "o"))
     finally:
@@ -206,6 +210,10 @@ def test_seed_gathered_layer_numbers_pass_audit_fails(tools, tmp_path):
     fails = _checks(doc, "collective-grows-with-T", "FAIL")
     assert fails and all("gdn_layer.py" in c["op"]["source"] for c in fails)
     assert _checks(doc, "flops-fall-with-D", "FAIL")
+    # the results: every case within tolerance, the run failed by the audit
+    res = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert res["audit"]["verdict"] == "FAIL" and res["pass"] is False
+    assert all(c["pass"] for c in res["cases"])
 
 
 @pytest.mark.parametrize("args, what", [

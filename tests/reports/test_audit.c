@@ -261,6 +261,28 @@ START_TEST(html_pass_section) {
 }
 END_TEST
 
+/* --passes forward: no backward was compiled, memory_at_scale is null (the
+ * spec's "object or null"): accepted, and the section says it was not
+ * measured.  Control: any other non-object there is refused. */
+START_TEST(memory_at_scale_null_forward_only) {
+  json_t *p = load("audit-pass.json");
+  json_object_set_new(p, "memory_at_scale", json_null());
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_msg(report_audit_validate(p, "A.json", "", &e) == GDN_OK, "%s", e.msg);
+  json_t *doc = doc_with(p);
+  char *h = render(doc, report_html_render);
+  ck_assert_ptr_nonnull(strstr(h, "Not measured: no backward program was compiled"));
+  free(h);
+  json_decref(doc);
+  json_t *c = json_deep_copy(p);
+  json_object_set_new(c, "memory_at_scale", json_integer(3));
+  refused(c, "memory_at_scale: expected an object or null");
+  json_decref(c);
+  json_decref(p);
+}
+END_TEST
+
 /* The failing check's op and every instance of its group made hostile. */
 static json_t *hostile(void) {
   json_t *a = load("audit-fail.json");
@@ -418,6 +440,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, samples_validate);
   tcase_add_test(tc, validation_names_the_field);
   tcase_add_test(tc, read_refuses_non_regular_and_bad_json);
+  tcase_add_test(tc, memory_at_scale_null_forward_only);
   tcase_add_test(tc, embed_ands_the_verdict);
   tcase_add_test(tc, json_keeps_the_audit);
   tcase_add_test(tc, html_fail_section);
