@@ -114,7 +114,7 @@ run hf-chunk --impl $HF:torch_chunk_gated_delta_rule --signature hf --shape 1,25
 run hf-recurrent --impl $HF:torch_recurrent_gated_delta_rule --signature hf --shape 1,256,4,32 \
   --key-heads 2 --chunk 16 --h0 --gates slow
 
-# Issue 28: the audit of MaxText's real gdn_cp path (compiled programs, forward and backward,
+# The audit of MaxText's real gdn_cp path (compiled programs, forward and backward,
 # nothing executed) and of a copy with jax.checkpoint removed from compose_local's scan body
 # (patched under out/, never committed): what each device moves, keeps and computes.
 audit() { # audit NAME PYDIR ARGS...: one gdn-parity-jax audit, its check lines into the summary

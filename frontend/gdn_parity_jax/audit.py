@@ -1,5 +1,5 @@
 """The `audit` command: what a context-parallel function moves, keeps and
-computes per device, read from its compiled programs (issue 28).
+computes per device, read from its compiled programs.
 
     gdn-parity-jax audit --impl MODULE:FUNCTION [--cp MODULE:FUNCTION]
         --shape B,T,H,D [--lengths T1,T2,T3] --devices 1,2,4,8 [--json F] ...

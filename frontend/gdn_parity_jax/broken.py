@@ -95,7 +95,7 @@ VARIANTS = {"wrong_order": wrong_order, "seam_decay": seam_decay, "seam_state": 
 
 
 # ---------------------------------------------------------------------------
-# JAX variants of the C mutant catalogue (kernels/kern_mutant.h, issue 22).
+# JAX variants of the C mutant catalogue (kernels/kern_mutant.h; README "What a test must cover first").
 #
 # Each is the correct function except for one bug, written where a JAX
 # context-parallel implementation would have it, and named as the C row with
@@ -395,7 +395,7 @@ BACKWARD_VARIANTS = {"seam_nograd": seam_nograd}
 
 
 # ---------------------------------------------------------------------------
-# Issue 28: defects no number shows, the negative controls of
+# The audit's: defects no number shows, the negative controls of
 # `gdn-parity-jax audit`.  Each computes what the correct function computes
 # (the gate's numbers pass them); what is wrong is what a device moves, keeps
 # or computes.  Unsharded (cp_axis=None) each is the stock scan, exactly.

@@ -17,7 +17,7 @@ the repository's grids/ folder); ``shapes=`` runs ad-hoc shapes instead, with
 the options below.  An option given explicitly (devices, chunk, h0, dtype,
 gates, seed, grad) overrides the grid's value in every case.
 
-Defaults that catch what a test author forgets (issue 29): gradients are
+Defaults that catch what a test author forgets: gradients are
 judged (``grad=False`` is the explicit opt-out; runs in bfloat16 compute,
 which the C side cannot differentiate, go without and say so in a NOTE
 line), and every grid case whose T is a multiple of 8 also runs on 8
@@ -52,7 +52,7 @@ DEFAULT_GRID = "upstream-pr"
 # The options of an ad-hoc (shapes=) run the caller leaves unset.
 SHAPE_DEFAULTS = dict(devices=(1, 2, 4, 8), chunk=16, h0=True, dtype="float32", gates="slow", seed=0,
                       grad=True)
-# What a grid case gets unless the caller says otherwise (issue 29): its
+# What a grid case gets unless the caller says otherwise: its
 # gradients judged, and these device counts besides its own (where T allows).
 GRID_DEFAULTS = dict(grad=True, extra_devices=(8,))
 GRIDS_ENV = "GDN_PARITY_GRIDS"

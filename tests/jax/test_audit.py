@@ -1,4 +1,4 @@
-"""`gdn-parity-jax audit` on real compiled programs (issue 28): the package's
+"""`gdn-parity-jax audit` on real compiled programs: the package's
 implementation PASSes, each defect no number shows FAILs (the broken
 variants and the seed's gathered-sequence layer), and the JSON holds the
 numbers the checks judged.
