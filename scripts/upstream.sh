@@ -142,8 +142,8 @@ if [[ $has_cp == yes ]]; then
     echo "upstream.sh: the checkpoint patch of gdn_cp.py did not apply" >&2
     status=1
   fi
-  AUDIT=(--impl $MT --cp-prefix hillis-steele --shape 1,1024,2,128 --chunk 64 --devices 1,2,4
-         --lengths 1024,2048,4096)
+  AUDIT=(--impl $MT --cp-prefix hillis-steele --shape 1,1024,2,128 --chunk 64 --devices 1,2,4,8
+         --lengths 1024,2048,4096 --model-heads qwen3.5)
   audit audit-maxtext "$work/py" "${AUDIT[@]}"
   audit audit-maxtext-nockpt "$work/py-nockpt" "${AUDIT[@]}"
 fi
