@@ -53,4 +53,31 @@ static void cli_run(cli_result *res, char *const argv[]) {
   unlink(et);
 }
 
+/* A run's four report files (--json, --report, --junit, --summary), each a
+ * fresh temporary file named from prefix ("/tmp/gdn-cov"); abort()s if one
+ * cannot be made (a test that cannot start fails). */
+typedef struct cli_outs {
+  char json[64], html[64], junit[64], md[64];
+} cli_outs;
+
+static inline void cli_outs_make(cli_outs *o, const char *prefix) {
+  char *p[4] = {o->json, o->html, o->junit, o->md};
+  for (int i = 0; i < 4; i++) {
+    snprintf(p[i], sizeof o->json, "%.48s-XXXXXX", prefix);
+    int fd = mkstemp(p[i]);
+    if (fd < 0) {
+      perror(p[i]);
+      abort();
+    }
+    close(fd);
+  }
+}
+
+static inline void cli_outs_unlink(const cli_outs *o) {
+  unlink(o->json);
+  unlink(o->html);
+  unlink(o->junit);
+  unlink(o->md);
+}
+
 #endif

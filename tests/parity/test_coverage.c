@@ -295,28 +295,7 @@ END_TEST
 
 /* ---- through the CLI ---- */
 
-typedef struct outs {
-  char json[64], html[64], junit[64], md[64];
-} outs;
-
-static void outs_make(outs *o) {
-  char *p[4] = {o->json, o->html, o->junit, o->md};
-  for (int i = 0; i < 4; i++) {
-    strcpy(p[i], "/tmp/gdn-cov-XXXXXX");
-    int fd = mkstemp(p[i]);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-  }
-}
-
-static void outs_unlink(const outs *o) {
-  unlink(o->json);
-  unlink(o->html);
-  unlink(o->junit);
-  unlink(o->md);
-}
-
-static void coverage(cli_result *r, const char *grid_file, const char *mutants, const char *threads, const outs *o) {
+static void coverage(cli_result *r, const char *grid_file, const char *mutants, const char *threads, const cli_outs *o) {
   char grid[512];
   snprintf(grid, sizeof grid, "%s/%s", testdir, grid_file);
   char *argv[] = {(char *)exe, "coverage", "--grid", grid, "--mutants", (char *)mutants, "--threads", (char *)threads,
@@ -327,7 +306,7 @@ static void coverage(cli_result *r, const char *grid_file, const char *mutants, 
 
 /* The same, reading `readme` for the mutants it explains as unkillable. */
 static void coverage_readme(cli_result *r, const char *grid_file, const char *mutants, const char *readme,
-                            const outs *o) {
+                            const cli_outs *o) {
   char grid[512];
   snprintf(grid, sizeof grid, "%s/%s", testdir, grid_file);
   char *argv[] = {(char *)exe, "coverage", "--grid", grid, "--mutants", (char *)mutants, "--readme", (char *)readme,
@@ -368,8 +347,8 @@ static unsigned killers(const json_t *doc, const char *mutant) {
 }
 
 START_TEST(known_killers) {
-  outs o;
-  outs_make(&o);
+  cli_outs o;
+  cli_outs_make(&o, "/tmp/gdn-cov");
   cli_result r;
   coverage(&r, "coverage-small.json", "gqa-tile,carry-zero,scale-none", "2", &o);
   ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
@@ -400,13 +379,13 @@ START_TEST(known_killers) {
   ck_assert_ptr_null(strstr(xml, "<failure"));
   free(xml);
   json_decref(doc);
-  outs_unlink(&o);
+  cli_outs_unlink(&o);
 }
 END_TEST
 
 START_TEST(negative_control) {
-  outs o;
-  outs_make(&o);
+  cli_outs o;
+  cli_outs_make(&o, "/tmp/gdn-cov");
   cli_result r;
   coverage(&r, "coverage-nogqa.json", "gqa-tile,carry-zero", "2", &o);
   ck_assert_msg(r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
@@ -430,7 +409,7 @@ START_TEST(negative_control) {
   /* The same grid with only a mutant it kills: exit 0. */
   coverage(&r, "coverage-nogqa.json", "carry-zero", "2", &o);
   ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
-  outs_unlink(&o);
+  cli_outs_unlink(&o);
 }
 END_TEST
 
@@ -449,8 +428,8 @@ static void readme_make(char *path, const char *text) {
  * control: the same README saying so in prose only ("cannot be killed",
  * what the old rule took as an explanation) explains nothing: exit 1. */
 START_TEST(explained_survivor_skipped) {
-  outs o;
-  outs_make(&o);
+  cli_outs o;
+  cli_outs_make(&o, "/tmp/gdn-cov");
   char readme[64];
   readme_make(readme, "# r\n\n## What a test must cover first\n\n| mutant | why it cannot be killed |\n"
                       "|---|---|\n| `final-from-replay` | round-off only |\n");
@@ -478,7 +457,7 @@ START_TEST(explained_survivor_skipped) {
   coverage_readme(&r, "coverage-nogqa.json", "carry-zero,final-from-replay", readme, &o);
   ck_assert_msg(r.status == 1, "prose explained a survivor: exit %d\n%s%s", r.status, r.out, r.err);
   unlink(readme);
-  outs_unlink(&o);
+  cli_outs_unlink(&o);
 }
 END_TEST
 
@@ -492,8 +471,8 @@ END_TEST
 START_TEST(project_readme_excuses_only_its_table) {
   char readme[512];
   snprintf(readme, sizeof readme, "%s/../../README.md", testdir);
-  outs o;
-  outs_make(&o);
+  cli_outs o;
+  cli_outs_make(&o, "/tmp/gdn-cov");
   cli_result r;
   coverage_readme(&r, "coverage-small.json", "reset-missing,reset-late,final-from-replay", readme, &o);
   ck_assert_msg(r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
@@ -511,7 +490,7 @@ START_TEST(project_readme_excuses_only_its_table) {
   json_decref(doc);
   coverage_readme(&r, "coverage-small.json", "final-from-replay", readme, &o);
   ck_assert_msg(r.status == 0, "control: exit %d\n%s%s", r.status, r.out, r.err);
-  outs_unlink(&o);
+  cli_outs_unlink(&o);
 }
 END_TEST
 
@@ -520,9 +499,9 @@ END_TEST
  * any case runs; nothing is written.  (The control is the test above: the
  * table of final-from-replay is accepted.) */
 START_TEST(readme_claims_killable_refused) {
-  outs o;
-  outs_make(&o);
-  outs_unlink(&o);
+  cli_outs o;
+  cli_outs_make(&o, "/tmp/gdn-cov");
+  cli_outs_unlink(&o);
   char readme[64];
   readme_make(readme, "# r\n\n## What a test must cover first\n\n| mutant | why it cannot be killed |\n"
                       "|---|---|\n| `final-from-replay` | round-off |\n| `reset-missing` | claimed |\n");
@@ -552,8 +531,8 @@ START_TEST(recommended_grid_and_readme_agree) {
   ck_assert_msg(parity_readme_parse(text, readme, &u, &e) == GDN_OK, "%s", e.msg);
   free(text);
   ck_assert_int_gt(u.table_line, 0);
-  outs o;
-  outs_make(&o);
+  cli_outs o;
+  cli_outs_make(&o, "/tmp/gdn-cov");
   cli_result r;
   coverage_readme(&r, "../../grids/upstream-pr.json", "all", readme, &o);
   ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
@@ -574,7 +553,7 @@ START_TEST(recommended_grid_and_readme_agree) {
   ck_assert_int_eq(json_integer_value(json_object_get(doc, "unexplained_survivors")), 0);
   ck_assert_uint_eq(json_array_size(json_object_get(doc, "readme_contradictions")), 0);
   json_decref(doc);
-  outs_unlink(&o);
+  cli_outs_unlink(&o);
 }
 END_TEST
 
@@ -678,9 +657,9 @@ START_TEST(memory_within_max_bytes) {
 END_TEST
 
 START_TEST(reproducible) {
-  outs a, b;
-  outs_make(&a);
-  outs_make(&b);
+  cli_outs a, b;
+  cli_outs_make(&a, "/tmp/gdn-cov");
+  cli_outs_make(&b, "/tmp/gdn-cov");
   cli_result r;
   coverage(&r, "coverage-small.json", "all", "1", &a);
   ck_assert_msg(r.status == 0 || r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
@@ -694,15 +673,15 @@ START_TEST(reproducible) {
     free(x);
     free(y);
   }
-  outs_unlink(&a);
-  outs_unlink(&b);
+  cli_outs_unlink(&a);
+  cli_outs_unlink(&b);
 }
 END_TEST
 
 START_TEST(bad_mutant_name) {
-  outs o;
-  outs_make(&o);
-  outs_unlink(&o); /* they must stay absent */
+  cli_outs o;
+  cli_outs_make(&o, "/tmp/gdn-cov");
+  cli_outs_unlink(&o); /* they must stay absent */
   cli_result r;
   coverage(&r, "coverage-small.json", "carry-zero,carry-zeroo", "1", &o);
   ck_assert_int_eq(r.status, 2);
@@ -762,8 +741,8 @@ START_TEST(correct_kernels_fail) {
   close(fd);
   ck_assert_int_eq(json_dump_file(pol, path, 0), 0);
   json_decref(pol);
-  outs o;
-  outs_make(&o);
+  cli_outs o;
+  cli_outs_make(&o, "/tmp/gdn-cov");
   char grid[512];
   snprintf(grid, sizeof grid, "%s/coverage-small.json", testdir);
   char *argv[] = {(char *)exe, "coverage", "--grid", grid, "--mutants", "scale-none", "--policy", path,
@@ -782,7 +761,7 @@ START_TEST(correct_kernels_fail) {
   cli_run(&r, argv);
   ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
   unlink(path);
-  outs_unlink(&o);
+  cli_outs_unlink(&o);
 }
 END_TEST
 

@@ -20,10 +20,6 @@
 
 static const char *exe;
 
-typedef struct views {
-  char json[64], html[64], junit[64], md[64];
-} views;
-
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");
   ck_assert_msg(f != NULL, "%s missing", path);
@@ -34,25 +30,8 @@ static char *slurp(const char *path) {
   return buf;
 }
 
-static void views_make(views *v) {
-  char *p[4] = {v->json, v->html, v->junit, v->md};
-  for (int i = 0; i < 4; i++) {
-    strcpy(p[i], "/tmp/gdn-pm-XXXXXX");
-    int fd = mkstemp(p[i]);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-  }
-}
-
-static void views_unlink(const views *v) {
-  unlink(v->json);
-  unlink(v->html);
-  unlink(v->junit);
-  unlink(v->md);
-}
-
 /* A small case with 2 devices (a seam), --mutant m (NULL: none). */
-static void run(cli_result *r, const char *m, const views *v) {
+static void run(cli_result *r, const char *m, const cli_outs *v) {
   char *argv[24] = {(char *)exe, "--shape", "1,64,1,8", "--chunk", "8", "--devices", "2", "--oracle", "dd",
                     "--reproducible", "--json", (char *)v->json, "--report", (char *)v->html, "--junit",
                     (char *)v->junit, "--summary", (char *)v->md, NULL};
@@ -65,7 +44,7 @@ static void run(cli_result *r, const char *m, const views *v) {
 }
 
 /* Every view of a run with mutant m, whose fate is "killed" or "survived". */
-static void expect_marked(const cli_result *r, const views *v, const char *m, const char *fate) {
+static void expect_marked(const cli_result *r, const cli_outs *v, const char *m, const char *fate) {
   char want[96];
   /* console: the banner over the table, the line under the case, the verdict */
   snprintf(want, sizeof want, "PLANTED MUTANT %s:", m);
@@ -107,31 +86,31 @@ static void expect_marked(const cli_result *r, const views *v, const char *m, co
 }
 
 START_TEST(killed_mutant_marked_everywhere) {
-  views v;
-  views_make(&v);
+  cli_outs v;
+  cli_outs_make(&v, "/tmp/gdn-pm");
   cli_result r;
   run(&r, "scale-none", &v);
   ck_assert_msg(r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
   expect_marked(&r, &v, "scale-none", "killed");
-  views_unlink(&v);
+  cli_outs_unlink(&v);
 }
 END_TEST
 
 START_TEST(surviving_mutant_marked_everywhere) {
-  views v;
-  views_make(&v);
+  cli_outs v;
+  cli_outs_make(&v, "/tmp/gdn-pm");
   cli_result r;
   run(&r, "final-from-replay", &v);
   ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
   expect_marked(&r, &v, "final-from-replay", "survived");
-  views_unlink(&v);
+  cli_outs_unlink(&v);
 }
 END_TEST
 
 /* The control: without --mutant no view mentions a planted mutant. */
 START_TEST(no_mutant_no_mark) {
-  views v;
-  views_make(&v);
+  cli_outs v;
+  cli_outs_make(&v, "/tmp/gdn-pm");
   cli_result r;
   run(&r, NULL, &v);
   ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
@@ -144,15 +123,15 @@ START_TEST(no_mutant_no_mark) {
                   files[i]);
     free(t);
   }
-  views_unlink(&v);
+  cli_outs_unlink(&v);
 }
 END_TEST
 
 /* `report` rebuilds the marked views from the JSON, also from a document
  * written before the root key (the cases' "mutant" is enough). */
 START_TEST(report_rebuilds_the_marks) {
-  views v;
-  views_make(&v);
+  cli_outs v;
+  cli_outs_make(&v, "/tmp/gdn-pm");
   cli_result r;
   run(&r, "scale-none", &v);
   ck_assert_int_eq(r.status, 1);
@@ -175,7 +154,7 @@ START_TEST(report_rebuilds_the_marks) {
   free(h);
   free(x);
   free(md);
-  views_unlink(&v);
+  cli_outs_unlink(&v);
 }
 END_TEST
 
