@@ -52,6 +52,15 @@ def parse_shape(s: str):
     return v
 
 
+def fixture_name(s: str) -> str:
+    """--name is a file stem inside --out, never a path: a '/' or '..' would
+    write outside the folder the user named."""
+    if not s or "/" in s or "\0" in s or s in (".", "..") or s.startswith("."):
+        raise argparse.ArgumentTypeError(f"{s!r}: a file stem inside --out (no '/', not "
+                                         "empty, not starting with '.')")
+    return s
+
+
 # Options handed to `gdn-parity check` unchanged: (option, takes a value).
 PASS_THROUGH = (("--json", True), ("--report", True), ("--junit", True), ("--summary", True),
                 ("--oracle", True), ("--oracle-bits", True), ("--policy", True),
@@ -94,7 +103,7 @@ def build_parser():
                    "(float32 only; passed to gdn-parity check)")
     r.add_argument("--from-fixture", help="take the inputs (and chunk size) of this fixture")
     r.add_argument("--out", required=True, help="folder for the fixture and the results")
-    r.add_argument("--name", default=None, help="stem of the fixture file (default from the shape)")
+    r.add_argument("--name", default=None, type=fixture_name, help="stem of the fixture file (default from the shape)")
     r.add_argument("--bin-dir", help="folder of gdn-parity and gdn-fixture (see tools.py)")
     for opt, val in PASS_THROUGH:
         if val:

@@ -180,8 +180,14 @@ def grid_runs(grid, overrides=None):
     if not isinstance(doc, dict):
         raise ValueError(f"assert_gdn_parity: grid {path}: expected a JSON object")
     out = []
-    for i, entry in enumerate(doc.get("entries", [])):
-        shape = entry.get("shape", "?") if isinstance(entry, dict) else "?"
+    entries = doc.get("entries", [])
+    if not isinstance(entries, list):
+        raise ValueError(f"assert_gdn_parity: grid {path}: 'entries' must be a JSON array")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise ValueError(f"assert_gdn_parity: grid {path}: entry {i} is "
+                             f"{type(entry).__name__}, not a JSON object")
+        shape = entry.get("shape", "?")
         label = show(f"{path.stem} case {i} ({shape})")
         runs, why = _entry_runs(entry, f"{path}: entry {i}", overrides or {})
         out.append((label, runs, why))

@@ -93,6 +93,15 @@ def check_result(o, ht, x):
     return o, ht
 
 
+def _fn_name(fn) -> str:
+    """A callable's name for messages: a functools.partial or a callable object
+    has no __name__, so the wrapped function's, else the type's."""
+    name = (getattr(fn, "__qualname__", None)
+            or getattr(getattr(fn, "func", None), "__qualname__", None)
+            or type(fn).__qualname__)
+    return show(name)
+
+
 def _params(fn):
     try:
         return inspect.signature(fn).parameters
@@ -122,10 +131,10 @@ class MaxTextAdapter:
         if ps and not any(p.kind == p.VAR_POSITIONAL for p in ps.values()):
             pos = [p for p in ps.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
             if len(pos) < 5:
-                raise SignatureError(f"{fn.__name__}: takes {len(pos)} positional parameters; the "
+                raise SignatureError(f"{_fn_name(fn)}: takes {len(pos)} positional parameters; the "
                                      "maxtext signature needs (query, key, value, g, beta, ...)")
         if cp and cp_param(fn) is None:
-            raise SignatureError(f"{fn.__name__}: no cp_axis (or axis_name) parameter: a "
+            raise SignatureError(f"{_fn_name(fn)}: no cp_axis (or axis_name) parameter: a "
                                  "context-parallel function must receive the mesh axis name")
 
     def call(self, fn, x, *, chunk, l2norm, compute_dtype, cp_axis=None):
@@ -147,7 +156,7 @@ class MaxTextAdapter:
             elif slot < len(pos) and pos[slot] not in ("compute_dtype",) + CP_PARAM_NAMES:
                 kw[pos[slot]] = val  # MaxText's position, another name
             elif n != "initial_state" or val is not None:
-                raise SignatureError(f"{getattr(fn, '__name__', fn)}: no parameter for {n} "
+                raise SignatureError(f"{_fn_name(fn)}: no parameter for {n} "
                                      "(name or position of the maxtext signature)")
         if "compute_dtype" in ps:
             kw["compute_dtype"] = compute_dtype

@@ -48,3 +48,22 @@ def test_unknown_signature_and_torch_cp_refused():
         get_adapter("nope")
     with pytest.raises(SignatureError, match="no context-parallel form"):
         get_adapter("hf").check(print, cp=True)
+
+
+def test_signature_errors_name_a_partial_and_a_callable_object():
+    import functools
+
+    def three(a, b, c):
+        return a
+
+    class Obj:
+        def __call__(self, a, b):
+            return a
+
+    adapter = get_adapter("maxtext")
+    with pytest.raises(SignatureError, match=r"three: takes 3 positional"):
+        adapter.check(functools.partial(three), cp=False)
+    with pytest.raises(SignatureError, match=r"Obj: takes 2 positional"):
+        adapter.check(Obj(), cp=False)
+    with pytest.raises(SignatureError, match=r"three: takes 3 positional"):
+        adapter.check(three, cp=False)  # control: a plain function, as before

@@ -68,3 +68,18 @@ def test_broken_variant_fails_the_default_grid():
         assert_gdn_parity(broken.h0_every, grad=False)  # a forward bug: the forward suffices
     msg = str(exc.value)
     assert "upstream-pr case 0 (1,200,4,32): out of tolerance" in msg and "FAIL jax_cp_d4" in msg
+
+
+@pytest.mark.parametrize("doc,msg", [
+    ({"entries": ["1,64,2,16"]}, "entry 0 is str, not a JSON object"),
+    ({"entries": [{"shape": "1,64,2,16"}, 7]}, "entry 1 is int, not a JSON object"),
+    ({"entries": {"shape": "1,64,2,16"}}, "'entries' must be a JSON array"),
+])
+def test_grid_entry_not_an_object_is_a_usage_error(tmp_path, doc, msg):
+    g = tmp_path / "g.json"
+    g.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=msg):
+        ph.grid_runs(str(g))
+    # control: the same entry as an object is accepted
+    g.write_text(json.dumps({"entries": [{"shape": "1,64,2,16"}]}))
+    assert ph.grid_runs(str(g))[0][1]

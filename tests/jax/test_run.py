@@ -153,3 +153,13 @@ def test_function_that_raises_is_an_internal_error(tmp_path):
                 "--out", tmp_path)
     _ok(r, 2)
     assert "positional parameters" in r.stderr
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", "", "..", ".hidden"])
+def test_name_is_a_stem_not_a_path(tmp_path, name):
+    out = tmp_path / "out"
+    r = run_cli("run", "--impl", "gdn_parity_jax.impls:chunk_gated_delta_rule", "--shape",
+                "1,64,2,16", "--chunk", "8", "--out", out, "--name", name)
+    _ok(r, 2)
+    assert "--name" in r.stderr and "file stem inside --out" in r.stderr
+    assert not out.exists() and not list(tmp_path.glob("*.h5"))
