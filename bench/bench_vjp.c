@@ -1,5 +1,5 @@
 /* bench_vjp: time and memory of one gradient run of the float backward
- * kernels (kern_vjp.h) -- the figure README's "Gradients" section quotes.
+ * kernels (kern_vjp.h) -- the figure docs/gradients.md quotes.
  *
  *   bench_vjp [--T N] [--heads H] [--dim D] [--chunk C] [--devices D1[,D2...]]
  *             [--dtype float32|float64] [--gates slow|init] [--dd 0|1]

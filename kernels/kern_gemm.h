@@ -44,7 +44,7 @@
  * columns are computed and never stored.  Flush-to-zero (kern_num.h) is the
  * caller's MXCSR; nothing here depends on it.  Subnormal operands are
  * correct but slow on x86 (microcoded assists, measured ~40x for a product
- * with a third of A subnormal); see README, Speed.
+ * with a third of A subnormal); see docs/speed.md.
  *
  * Workspace: `ws` has kern_gemm_ws_elems_fXX() elements of the compute type
  * (64-byte aligned, e.g. from gdn_malloc), private to the calling thread:

@@ -7,7 +7,7 @@
  * which the subtraction keeps while G_i - G_j itself is small: every decay
  * into token i gets a relative error of about u |G_i|, except the token's
  * own term (decay exactly 1).  With g = -80 on 5 % of tokens and slow gates
- * elsewhere |G| reaches 480 and the float32 scan lands at 247u (README,
+ * elsewhere |G| reaches 480 and the float32 scan lands at 247u (docs/tolerance.md,
  * finding (a)): the algorithm's own error, not a kernel defect.  The
  * policy's bands follow it through a rule's "kappa_g_u" (parity_policy.h).
  *

@@ -413,7 +413,7 @@ static void case_range_finding(const input_ctx *x, parity_case_result *r) {
 /* A band of the policy widened by kappa_G (parity_policy.h) is a finding
  * about the stock algorithm, not about the implementation judged: its
  * float32 in-chunk cumsum G loses u |G| absolutely, and exp(G_i - G_j)
- * keeps that as a relative error (README, finding (a)).  Appended to the
+ * keeps that as a relative error (docs/tolerance.md, finding (a)).  Appended to the
  * range finding if there is one. */
 static void case_kappa_finding(parity_case_result *r) {
   const parity_check *w = NULL;

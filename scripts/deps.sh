@@ -47,7 +47,7 @@ if ((${#missing[@]})); then
 fi
 
 # The benchmark peers' virtual environment: torch pinned to the CPU build
-# (bench/requirements-bench.txt), so the peer is the one the README measured.
+# (bench/requirements-bench.txt), so the peer is the one docs/speed.md measured.
 if ((bench)); then
   if [[ ! -x .venv-bench/bin/python ]]; then
     "${PYTHON:-python3}" -m venv .venv-bench

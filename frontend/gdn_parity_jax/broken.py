@@ -95,7 +95,7 @@ VARIANTS = {"wrong_order": wrong_order, "seam_decay": seam_decay, "seam_state": 
 
 
 # ---------------------------------------------------------------------------
-# JAX variants of the C mutant catalogue (kernels/kern_mutant.h; README "What a test must cover first").
+# JAX variants of the C mutant catalogue (kernels/kern_mutant.h; docs/coverage.md, "JAX variants").
 #
 # Each is the correct function except for one bug, written where a JAX
 # context-parallel implementation would have it, and named as the C row with

@@ -10,7 +10,7 @@
  *            checks the derivation itself on every device count.
  *   float32  per tensor, max(64 u, 4 x 2^29 x the float64 kernel's own
  *            error on the same case) with u = 2^-24: 64 u = 3.8e-6 is the
- *            forward's float32 band (README), and where a gradient is worse
+ *            forward's float32 band (docs/tolerance.md), and where a gradient is worse
  *            conditioned -- dg sums decay terms of both signs (the transpose
  *            of the cumsum), which cancel when the gates forget fast -- the
  *            float64 run of the same operations measures that condition:

@@ -69,10 +69,10 @@ END_TEST
 
 /* The bfloat16 rounding-point mutants in bfloat16 compute (MaxText's
  * rounding points, kern_num.h) at make_full's shape: each moves the
- * affine-prefix output (printed for the README's measurement).
+ * affine-prefix output (printed for docs/coverage.md's measurement).
  * bf16-cast-missing moves o by less than bfloat16's own rounding points move
  * it (the correct scan in bfloat16 vs float32 compute), so a tolerance that
- * admits bfloat16 compute admits it (README, "What a test must cover first":
+ * admits bfloat16 compute admits it (docs/coverage.md, "The bfloat16 casts";
  * the grid cannot kill it); yet by > 1000x the correct affine-prefix's
  * distance from the scan at the same rounding points (float32 reassociation
  * only), which a rounding-point-exact check would see.  It leaves the scan and

@@ -63,7 +63,7 @@ START_TEST(geometry) {
   ck_assert_int_eq(p.base, 0);
   kern_affine_piece(&c, 100, 1, &p);
   ck_assert_int_eq(p.pad, 0);
-  /* the example of the README: T = 300 over 4 devices at C = 64 is 75
+  /* an example of token sharding (docs/numerics.md): T = 300 over 4 devices at C = 64 is 75
    * tokens each, 2 chunks each, 53 rows of padding at every device's end */
   c = tok_cfg(64, 4);
   kern_affine_piece(&c, 300, 1, &p);

@@ -19,7 +19,7 @@
  *              d: token T/2 + 5) off by 1e-4 relative; the issue's miss 1
  *              ("stops being caught once B*T reaches about 11,000") (must fail)
  * Env GDN_LOCALIZED_T and GDN_LOCALIZED_D override T and Dk = Dv of the long
- * test (the README's one-off T = 1,048,576 run). */
+ * test (docs/tolerance.md's one-off T = 1,048,576 run). */
 #include <check.h>
 #include <jansson.h>
 #include <math.h>

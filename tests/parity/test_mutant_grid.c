@@ -1,5 +1,5 @@
 /* grids/upstream-pr.json against the mutant catalogue through the CLI
- * (gdn-parity sweep --mutant NAME): the kills the README's table reports.
+ * (gdn-parity sweep --mutant NAME): the kills docs/coverage.md reports.
  * Case 0 (h0, GQA, 4 devices Hillis-Steele, padded shards) and case 1
  * (packed documents, packing = reset) have known killers:
  *   none               no case fails (exit 0): the negative control;
@@ -12,7 +12,7 @@
  *                      move o by ~6e-4 relative);
  *   bf16-cast-missing  no case fails: it needs bfloat16 compute, and there it
  *                      moves o by less than bfloat16's own rounding points do
- *                      (tests/kernels/test_mutant, bf16_mutants; README);
+ *                      (tests/kernels/test_mutant, bf16_mutants; the README's table);
  * and an unknown name exits 2 naming it and listing the catalogue.
  * --oracle none: the mutant is judged as affine-prefix against the scan,
  * which is what kills it (the oracle only adds the true answer). */

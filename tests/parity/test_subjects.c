@@ -78,7 +78,7 @@ static const parity_subject_methods toy_planted = {"toy", PARITY_SUBJ_AFFINE, PA
 /* The same checks for every row: tensors present have data in the input's
  * shape; dtypes are float32 (float32 compute, float32 inputs); the row's
  * kind is a policy name; rel_fro against the oracle is within the float32
- * band of 64u = 3.8e-6 (measured 3-6u, README "The tolerance rule") for a
+ * band of 64u = 3.8e-6 (measured 3-6u, docs/tolerance.md, "The core rule") for a
  * correct subject and outside it for eps = 1e-4 (the negative control). */
 static double conform(const parity_subject_methods *m, const fixture *f, const parity_external *ext) {
   gdn_error e;
