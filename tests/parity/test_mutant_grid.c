@@ -1,18 +1,26 @@
 /* grids/upstream-pr.json against the mutant catalogue through the CLI
- * (gdn-parity sweep --mutant NAME): the kills the README's table reports.
- * Case 0 (h0, GQA, 4 devices Hillis-Steele, padded shards) and case 1
- * (packed documents, packing = reset) have known killers:
- *   none               no case fails (exit 0): the negative control;
- *   carry-zero         both cases fail (the carried state matters in both);
+ * (gdn-parity coverage --mutants NAME, one mutant a run): the kills the
+ * README's table reports, case by case.  Case 0 (h0, GQA, Hillis-Steele on
+ * 4 and 8 devices, padded shards, gradients judged) and case 1 (packed
+ * documents, packing = reset, h0) have known killers:
+ *   (none)             the correct kernels pass both cases: the negative
+ *                      control of every kill below;
+ *   carry-zero         both cases (the carried state matters in both);
  *   gqa-tile           case 0 only (case 1 has Hk = Hv: tile = repeat);
  *   reset-missing      case 1 only (case 0 has no documents);
- *   final-from-replay  no case fails: equal in exact arithmetic, ht off by
+ *   hs-two-rounds      case 0 only (its 8 devices: at 4 the mutant is the
+ *                      correct program; case 1 is sequential);
+ *   grad-seam-stopped  case 0 only (the gradients; case 1 has documents,
+ *                      whose backward does not exist, so no gradients);
+ *   h0-first-only      both cases (every entry has h0);
+ *   final-from-replay  neither: equal in exact arithmetic, ht off by
  *                      round-off only (tests/kernels/test_mutant);
- *   bf16-cast-added    both cases fail (float32 compute: the rounded pairs
+ *   bf16-cast-added    both cases (float32 compute: the rounded pairs
  *                      move o by ~6e-4 relative);
- *   bf16-cast-missing  no case fails: it needs bfloat16 compute, and there it
+ *   bf16-cast-missing  neither: it needs bfloat16 compute, and there it
  *                      moves o by less than bfloat16's own rounding points do
  *                      (tests/kernels/test_mutant, bf16_mutants; README);
+ * the two survivors are explained by the README's table (exit 0 with it);
  * and an unknown name exits 2 naming it and listing the catalogue.
  * --oracle none: the mutant is judged as affine-prefix against the scan,
  * which is what kills it (the oracle only adds the true answer). */
@@ -21,18 +29,18 @@
 
 #include "cli_run.h"
 
-static const char *exe, *grid;
+static const char *exe, *grid, *readme;
 
 static void expect(const char *mutant, int k0, int k1) {
   char json[] = "/tmp/gdn-mutant-XXXXXX";
   int fd = mkstemp(json);
   ck_assert_int_ge(fd, 0);
   close(fd);
-  char *argv[] = {(char *)exe, "sweep", "--grid", (char *)grid, "--mutant", (char *)mutant,
-                  "--oracle", "none", "--json", json, "--quiet", NULL};
+  char *argv[] = {(char *)exe, "coverage", "--grid", (char *)grid, "--mutants", (char *)mutant, "--readme",
+                  (char *)readme, "--oracle", "none", "--json", json, "--quiet", NULL};
   cli_result r;
   cli_run(&r, argv);
-  ck_assert_msg(r.status == ((k0 || k1) ? 1 : 0), "%s: exit %d\n%s%s", mutant, r.status, r.out, r.err);
+  ck_assert_msg(r.status == 0, "%s: exit %d\n%s%s", mutant, r.status, r.out, r.err);
   json_error_t je;
   json_t *doc = json_load_file(json, 0, &je);
   unlink(json);
@@ -41,23 +49,24 @@ static void expect(const char *mutant, int k0, int k1) {
   ck_assert_int_eq(json_array_size(cases), 2);
   const int want[2] = {k0, k1};
   for (size_t i = 0; i < 2; i++) {
-    const int pass = json_is_true(json_object_get(json_array_get(cases, i), "pass"));
-    ck_assert_msg(pass == !want[i], "%s: case %zu pass %d", mutant, i, pass);
-    /* the case records its mutant (and a correct run records none) */
-    json_t *m = json_object_get(json_array_get(cases, i), "mutant");
-    if (!strcmp(mutant, "none"))
-      ck_assert_ptr_null(m);
-    else
-      ck_assert_msg(m && !strcmp(json_string_value(m), mutant), "%s: case %zu mutant key", mutant, i);
+    const json_t *c = json_array_get(cases, i);
+    ck_assert_msg(json_is_true(json_object_get(c, "correct_pass")), "%s: case %zu: the correct kernels fail", mutant, i);
+    const json_t *k = json_array_get(json_object_get(c, "kills"), 0);
+    ck_assert_msg(k && !strcmp(json_string_value(json_object_get(k, "mutant")), mutant), "%s: case %zu kill record",
+                  mutant, i);
+    const int killed = json_is_true(json_object_get(k, "killed"));
+    ck_assert_msg(killed == want[i], "%s: case %zu killed %d", mutant, i, killed);
   }
   json_decref(doc);
 }
 
 START_TEST(known_killers) {
-  expect("none", 0, 0);
   expect("carry-zero", 1, 1);
   expect("gqa-tile", 1, 0);
   expect("reset-missing", 0, 1);
+  expect("hs-two-rounds", 1, 0);
+  expect("grad-seam-stopped", 1, 0);
+  expect("h0-first-only", 1, 1);
   expect("final-from-replay", 0, 0);
   expect("bf16-cast-added", 1, 1);
   expect("bf16-cast-missing", 0, 0);
@@ -75,12 +84,13 @@ START_TEST(unknown_mutant) {
 END_TEST
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: test_mutant_grid GDN_PARITY GRID.json (got %d arguments)\n", argc - 1);
+  if (argc != 4) {
+    fprintf(stderr, "usage: test_mutant_grid GDN_PARITY GRID.json README.md (got %d arguments)\n", argc - 1);
     return 2;
   }
   exe = argv[1];
   grid = argv[2];
+  readme = argv[3];
   Suite *su = suite_create("mutant_grid");
   TCase *tc = tcase_create("mutant_grid");
   tcase_set_timeout(tc, 120);
