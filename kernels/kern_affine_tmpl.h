@@ -58,11 +58,23 @@ typedef struct KR(affine_job) {
 
 /* The piece device r folds: kern_affine_piece's, except that the
  * shard-off-by-one mutant starts the fold of every device r >= 1 one token
- * (chunk sharding: one chunk) early, so that position is folded twice. */
+ * (chunk sharding: one chunk) early, so that position is folded twice, and
+ * carry-late ends the fold of every device r < D - 1 one token (chunk) late,
+ * inside the next device's piece. */
 static void KR(affine_fold_piece)(const kern_config *cfg, int64_t T, int64_t r, kern_piece *pc) {
   kern_affine_piece(cfg, T, r, pc);
-  if (cfg->mutant != KERN_MUTANT_SHARD_OFF_BY_ONE || r == 0) return;
   const int64_t C = cfg->chunk;
+  if (cfg->mutant == KERN_MUTANT_CARRY_LATE && r + 1 < cfg->devices) {
+    if (cfg->shard == KERN_SHARD_TOKENS) {
+      pc->t1++;
+      pc->count = (pc->t1 - pc->base + C - 1) / C;
+    } else {
+      pc->count++;
+      pc->t1 = (pc->first + pc->count) * C < T ? (pc->first + pc->count) * C : T;
+    }
+    return;
+  }
+  if (cfg->mutant != KERN_MUTANT_SHARD_OFF_BY_ONE || r == 0) return;
   if (cfg->shard == KERN_SHARD_TOKENS) {
     pc->base = pc->t0 = pc->t0 - 1;
     pc->count = (pc->t1 - pc->base + C - 1) / C;
@@ -76,8 +88,9 @@ static void KR(affine_fold_piece)(const kern_config *cfg, int64_t T, int64_t r, 
 /* Bits for kern_prefix_inclusive from the mutant (kern_prefix.h). */
 static int KR(affine_prefix_bits)(kern_mutant m) {
   return m == KERN_MUTANT_COMPOSE_ORDER ? KERN_PREFIX_BROKEN_ORDER
-         : m == KERN_MUTANT_HS_REVERSED ? KERN_PREFIX_BROKEN_ROUNDS
-                                        : 0;
+         : m == KERN_MUTANT_HS_REVERSED    ? KERN_PREFIX_BROKEN_ROUNDS
+         : m == KERN_MUTANT_HS_TWO_ROUNDS  ? KERN_PREFIX_BROKEN_TWO_ROUNDS
+                                           : 0;
 }
 
 /* h = the state device r starts its replay from (h0: the head's initial
@@ -95,7 +108,8 @@ static void KR(affine_h_in)(const kern_config *cfg, kern_matmul mm, const gdn_in
   if (src < 0)
     memcpy(h, h0, nb * sizeof *h);
   else
-    KR(kern_affine_apply)(mm, Dk, Dv, Ah + (size_t)src * na, Bh + (size_t)src * nb, in->h0 ? h0 : NULL, h, aw);
+    KR(kern_affine_apply)(mm, Dk, Dv, Ah + (size_t)src * na, Bh + (size_t)src * nb,
+                          in->h0 && m != KERN_MUTANT_H0_FIRST_ONLY ? h0 : NULL, h, aw);
   switch (m) {
   case KERN_MUTANT_H0_IGNORED:
     if (r == 0) memset(h, 0, nb * sizeof *h);
@@ -150,7 +164,11 @@ typedef struct KR(affine_local) {
   kreal *h, *h0, *An, *Bn, *tA, *tB, *aw, *pw;
   size_t off_h;     /* where h starts in a thread's scratch (the team uses thread 0's) */
   int64_t dev0, nd; /* the devices this process computes: all D, or the rank's one */
-  int seam_decay, final_replay;
+  int seam_decay;
+  /* ht: -1 from the composition A_cum[D-1] h0 + B_cum[D-1]; else the
+   * replay carry of this device (final-from-replay: D - 1, final-device-0: 0) */
+  int64_t final_from;
+  int ht_h0; /* the composition's ht applies h0 (h0-first-only drops it) */
 } KR(affine_local);
 
 static void KR(affine_local_bind)(KR(affine_local) *l, const KR(affine_job) *j, int tid) {
@@ -166,7 +184,10 @@ static void KR(affine_local_bind)(KR(affine_local) *l, const KR(affine_job) *j, 
   if (cfg->mutant == KERN_MUTANT_SCALE_TWICE) l->c.scale = l->c.scale * l->c.scale;
   if (cfg->mutant == KERN_MUTANT_SCALE_NONE) l->c.scale = 1;
   l->seam_decay = cfg->mutant == KERN_MUTANT_SEAM_DECAY;
-  l->final_replay = cfg->mutant == KERN_MUTANT_FINAL_FROM_REPLAY;
+  l->final_from = cfg->mutant == KERN_MUTANT_FINAL_FROM_REPLAY ? cfg->devices - 1
+                 : cfg->mutant == KERN_MUTANT_FINAL_DEVICE_0    ? 0
+                                                                : -1;
+  l->ht_h0 = j->in->h0 && cfg->mutant != KERN_MUTANT_H0_FIRST_ONLY;
   /* bf16-cast-missing: the fold reads its chunks through a copy of the
    * numerics without the U, W rounding point; the replay keeps num */
   l->fold_num = *num;
@@ -255,10 +276,10 @@ static void KR(affine_prefix_all)(KR(affine_local) *l) {
       j->sm->prefix_compositions = st.compositions;
       j->sm->prefix_rounds = st.rounds;
     }
-    if (!l->final_replay) {
+    if (l->final_from < 0) {
       KR(kchunk_h0)(c, l->h0);
       KR(kern_affine_apply)(mm, Dk, Dv, Ah + (size_t)(D - 1) * na, Bh + (size_t)(D - 1) * nb,
-                            j->in->h0 ? l->h0 : NULL, l->h, l->aw);
+                            l->ht_h0 ? l->h0 : NULL, l->h, l->aw);
       KR(kchunk_store_state)(c, l->h, gdn_outputs_ht(j->out, c->b, c->hv));
     }
   }
@@ -298,7 +319,7 @@ static void KR(affine_replay_h_out)(KR(affine_local) *l, int64_t r, const kreal 
   const int64_t D = j->cfg->devices;
   KR(kchunk) *c = &l->c;
   if (j->sm) KR(kchunk_store_state)(c, h, kern_affine_seams_h_out(j->sm, c->b, c->hv, r));
-  if (D == 1 || (l->final_replay && r == D - 1)) KR(kchunk_store_state)(c, h, gdn_outputs_ht(j->out, c->b, c->hv));
+  if (D == 1 || r == l->final_from) KR(kchunk_store_state)(c, h, gdn_outputs_ht(j->out, c->b, c->hv));
 }
 
 /* Replay: every (head, device) item runs its piece from its incoming state;

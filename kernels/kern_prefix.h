@@ -67,7 +67,8 @@
  *
  * `broken` (testing only, kern_mutant.h) is a set of KERN_PREFIX_BROKEN_*
  * bits.  ROUNDS runs Hillis-Steele's strides largest first (hs-reversed;
- * other schedules ignore it).  ORDER (compose-order) composes every pair in
+ * other schedules ignore it); TWO_ROUNDS stops Hillis-Steele after the
+ * strides 1 and 2 (hs-two-rounds: exact for D <= 4).  ORDER (compose-order) composes every pair in
  * the wrong order, e o l instead of l o e, in every schedule; a correct gate
  * must reject the result for D >= 3 (for D = 2 only the final state is
  * wrong: device 1 starts from A_cum[0] h0 + B_cum[0] whatever the order).
@@ -125,7 +126,7 @@ void kern_affine_apply_f64(kern_matmul mode, int64_t dk, int64_t dv, const doubl
 
 /* A: D blocks of Dk x Dk, B: D blocks of Dk x Dv, contiguous; in place.
  * `stats` may be NULL; its counters are set (not added to). */
-enum { KERN_PREFIX_BROKEN_ORDER = 1, KERN_PREFIX_BROKEN_ROUNDS = 2 };
+enum { KERN_PREFIX_BROKEN_ORDER = 1, KERN_PREFIX_BROKEN_ROUNDS = 2, KERN_PREFIX_BROKEN_TWO_ROUNDS = 4 };
 
 void kern_prefix_inclusive_f32(kern_prefix schedule, int broken, kern_matmul mode,
                                int64_t devices, int64_t dk, int64_t dv, float *A, float *B,

@@ -144,7 +144,9 @@ void KR(kern_prefix_inclusive)(kern_prefix schedule, int broken, kern_matmul mod
   case KERN_PREFIX_ASSOCIATIVE_SCAN: KR(prefix_assoc)(&p, D); break;
   case KERN_PREFIX_HILLIS_STEELE:
     if (!(broken & KERN_PREFIX_BROKEN_ROUNDS)) {
-      for (int64_t s = 1; s < D; s *= 2) { /* round k: s = 2^k */
+      /* hs-two-rounds: the loop unrolled for strides 1 and 2 only */
+      const int64_t top = broken & KERN_PREFIX_BROKEN_TWO_ROUNDS ? (D < 4 ? D : 4) : D;
+      for (int64_t s = 1; s < top; s *= 2) { /* round k: s = 2^k */
         for (int64_t r = D - 1; r >= s; r--) KR(prefix_combine)(&p, r, r - s);
         p.rounds++;
       }

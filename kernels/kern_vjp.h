@@ -73,8 +73,10 @@
  *
  * Modes: compute dtype float32, bfloat16 or float64, every matmul mode
  * (float64 ignores it), ftz as configured, every prefix schedule.  Not
- * implemented (refused with GDN_ERR_INPUT naming the mode): a mutant
- * (kern_mutant.h).  Gradients are float32 values (dtype FLOAT32) for float32
+ * implemented (refused with GDN_ERR_INPUT naming the mode): a forward
+ * mutant (kern_mutant.h; the backward rows, grad-seam-stopped, are honoured
+ * by kern_affine_prefix_vjp: no dh_in of a device r >= 1 enters the prefix;
+ * kern_scan_vjp ignores them).  Gradients are float32 values (dtype FLOAT32) for float32
  * and bfloat16 compute, float64 for float64.
  *
  * Compute dtype bfloat16: what JAX's reverse mode of the bfloat16 forward

@@ -335,7 +335,10 @@ KTMPL void KR(vj_affine_head)(const KR(vjob) *j, KR(vjd) *d, int64_t b, int64_t 
     if (h0p) VJ_MM(w, KERN_GEMM_SET, Dk, Dk, Dv, dht, Dv, 1, d->h0, 1, Dv, d->dAc + (D - 1) * kkp, Dk);
     VJ_MM(w, KERN_GEMM_SET, Dk, Dv, Dk, d->Ac + (D - 1) * kkp, 1, Dk, dht, Dv, 1, d->g0, Dv);
   }
-  for (int64_t r = D - 1; r >= 1; r--) {
+  /* grad-seam-stopped (kern_mutant.h): the carried states are constants
+   * to the backward, so no dh_in of a device r >= 1 reaches the prefix */
+  const int64_t r_stop = j->cfg->mutant == KERN_MUTANT_GRAD_SEAM_STOPPED ? D : 1;
+  for (int64_t r = D - 1; r >= r_stop; r--) {
     const kreal *dhin = d->dHin + r * kvp;
     kreal *dAp = d->dAc + (r - 1) * kkp, *dBp = d->dBc + (r - 1) * kvp;
     if (h0p) VJ_MM(w, KERN_GEMM_PLUS, Dk, Dk, Dv, dhin, Dv, 1, d->h0, 1, Dv, dAp, Dk);

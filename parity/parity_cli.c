@@ -43,7 +43,7 @@ static const char *const cmd_names[] = {"--shape", "sweep", "check", "report", "
 #define C_COVERAGE (1u << CMD_COVERAGE)
 #define C_SYN (C_RUN | C_SWEEP | C_COVERAGE)             /* synthetic inputs: not check's fixtures */
 #define C_CASES (C_RUN | C_SWEEP | C_CHECK | C_COVERAGE) /* what runs cases; report only rebuilds */
-#define C_JUDGE (C_CASES & ~C_COVERAGE) /* coverage runs the mutants itself, forward only */
+#define C_JUDGE (C_CASES & ~C_COVERAGE) /* coverage runs the mutants itself (gradients: a grid entry's "grad") */
 
 /* One table for every command: the parser and --help both read it, and it
  * says which commands take each option (gdn_cli_parse_cmd refuses the
@@ -964,6 +964,10 @@ static int finish(run_state *st, const parity_output_opts *oo, FILE *out, gdn_er
           st->doc.n_cases == 1 ? "" : "s", st->doc.n_failed,
           st->doc.have_oracle ? "" : " (no oracle: affine-prefix judged against scan only)");
   parity_audit_print_suffix(out, st->doc.root);
+  char unjudged[256];
+  if (parity_doc_ht_unjudged(st->doc.root, unjudged, sizeof unjudged))
+    fprintf(out, "; ht NOT JUDGED for %s: no final state returned (a function called without an initial state "
+                 "returns none, as MaxText's does; capture with h0 to judge it)", unjudged);
   /* the mutant is killed by the cases alone (an audit's verdict is its own) */
   if (pm)
     fprintf(out, "; PLANTED MUTANT %s%s%s", pm, parity_doc_pass(&st->doc) ? " survived: " : " killed: ",

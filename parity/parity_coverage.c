@@ -249,6 +249,18 @@ static json_t *entry_record(const parity_coverage_opts *o, size_t i, const parit
   return j;
 }
 
+/* A "grad" entry: the cotangents (from the entry's seed, as sweep's) and
+ * the reference's VJP for them; both sweeps then run the backward too (a
+ * forward mutant row gives none, a backward row its broken one). */
+static int entry_grads(const parity_coverage_opts *o, const parity_synth_spec *sp, const gdn_inputs *in,
+                       parity_reference *ref, gdn_cotangents *ct, gdn_error *e) {
+  if (!sp->grad) return GDN_OK;
+  int rc = gdn_cotangents_alloc(ct, &in->shape, 1, e);
+  if (rc) return rc;
+  gdn_cotangents_synth(ct, sp->synth.seed);
+  return parity_reference_compute_grads(ref, in, ct, o->tier, o->oracle_bits, e);
+}
+
 /* One entry: inputs and reference, the plain sweep (timed), the mutant
  * sweep; its record appended to cases and its kill row filled. */
 static int entry_run(const parity_coverage_opts *o, size_t i, const parity_subject_methods *const *rows,
@@ -263,8 +275,12 @@ static int entry_run(const parity_coverage_opts *o, size_t i, const parity_subje
   parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
   parity_sweep_opts so = entry_opts(o, en, NULL, 0), sm = entry_opts(o, en, rows, o->n_mutants);
   parity_progress_add(o->progress, 2 * parity_sweep_steps(&so, &en->spec.shape));
+  gdn_cotangents ct;
+  gdn_cotangents_init(&ct);
   double t0 = now();
   int rc = entry_inputs(o, &en->spec, &in, &ref, e);
+  if (!rc) rc = entry_grads(o, &en->spec, &in, &ref, &ct, e);
+  if (en->spec.grad) so.ct = sm.ct = &ct;
   if (!rc && !(rc = parity_doc_init(&plain, NULL, o->policy, e))) have_plain = 1;
   if (!rc) rc = parity_sweep_run(&plain, &in, &info, &ref, NULL, 0, &so, e);
   double seconds = now() - t0;
@@ -278,6 +294,7 @@ static int entry_run(const parity_coverage_opts *o, size_t i, const parity_subje
   if (rc) gdn_error_prefix(e, "%s: entry %zu: ", o->grid_name ? o->grid_name : "grid", i);
   if (have_mut) parity_doc_clear(&mut);
   if (have_plain) parity_doc_clear(&plain);
+  gdn_cotangents_clear(&ct);
   parity_reference_clear(&ref);
   gdn_inputs_clear(&in);
   return rc;
@@ -410,9 +427,9 @@ int parity_coverage_run(const parity_coverage_opts *o, json_t **doc, gdn_error *
     if (!(rows[m] = parity_subject_mutant(o->mutants[m])))
       return gdn_error_set(e, GDN_ERR_INTERNAL, "mutant %d has no subject row", (int)o->mutants[m]);
   for (size_t i = 0; i < n; i++) /* refused before any entry runs */
-    if (o->grid->entries[i].spec.grad)
-      return gdn_error_set(e, GDN_ERR_INPUT, "%s: entry %zu: \"grad\": coverage judges the forward only (the "
-                                             "mutants have no backward); drop it", o->grid_name ? o->grid_name : "grid", i);
+    if (o->grid->entries[i].spec.grad && o->grid->entries[i].spec.documents > 1)
+      return gdn_error_set(e, GDN_ERR_INPUT, "%s: entry %zu: \"grad\" with packed documents: segment ids have no "
+                                             "backward yet; drop one of them", o->grid_name ? o->grid_name : "grid", i);
   unsigned char *kills = gdn_calloc(n * nm + 1, 1, "kill matrix", e);
   json_t *d = kills ? doc_head(o) : NULL;
   if (!d) {

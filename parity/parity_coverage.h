@@ -5,7 +5,11 @@
  * A coverage "case" is one grid entry (one synthetic input set with its
  * chunk sizes, device counts and prefixes): that is the unit a pull request
  * copies into its own grid.  For each entry, in grid order:
- *   1. the inputs and the reference (the --oracle tier), once;
+ *   1. the inputs and the reference (the --oracle tier), once; for an
+ *      entry with "grad" also the cotangents (the entry's seed) and the
+ *      reference's VJP, and both sweeps below run the backward too: the
+ *      backward-only rows (grad-seam-stopped) can be killed only there,
+ *      a forward row gives no gradients and is judged on o and ht;
  *   2. the plain sweep: the correct kernels only (scan, affine-prefix),
  *      judged by the policy.  Its wall time plus the inputs' and the
  *      oracle's is the entry's own time: what running it as a test costs;

@@ -52,6 +52,25 @@ void parity_doc_clear(parity_doc *d) {
 
 int parity_doc_pass(const parity_doc *d) { return d->n_failed == 0; }
 
+size_t parity_doc_ht_unjudged(const json_t *root, char *buf, size_t n) {
+  size_t count = 0;
+  if (n) buf[0] = '\0';
+  json_t *seen = json_object(); /* names already listed */
+  const json_t *cases = json_object_get(root, "cases");
+  for (size_t c = 0; seen && c < json_array_size(cases); c++) {
+    const char *name;
+    json_t *imp;
+    json_object_foreach(json_object_get(json_array_get(cases, c), "impls"), name, imp) {
+      if (!json_object_get(imp, "judged_on") || json_object_get(seen, name)) continue;
+      json_object_set_new(seen, name, json_true());
+      if (count++ && n) strncat(buf, ", ", n - strlen(buf) - 1);
+      if (n) strncat(buf, name, n - strlen(buf) - 1);
+    }
+  }
+  json_decref(seen);
+  return count;
+}
+
 /* Over all inputs: the tier (or "mixed", then each input says its own),
  * the weakest certificate, how much of the state it covers. */
 static json_t *oracle_json(const parity_doc *d) {

@@ -32,6 +32,12 @@ int parity_doc_init(parity_doc *d, const char *command, const parity_policy *pol
 int parity_doc_finish(parity_doc *d, int reproducible, gdn_error *e);
 void parity_doc_clear(parity_doc *d);
 int parity_doc_pass(const parity_doc *d);
+/* The judged outputs of a finished document whose verdict rests on o
+ * alone (no final state: a MaxText-style function called without h0
+ * returns none), comma-separated in first-seen order into buf (size n,
+ * truncated there); how many there are (0: every judged output's ht was
+ * judged, buf ""). */
+size_t parity_doc_ht_unjudged(const json_t *root, char *buf, size_t n);
 
 /* Appends the inputs entry and folds the reference's certificate into the
  * run's oracle summary.  Its index is the `input` of the cases that follow. */

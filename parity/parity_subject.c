@@ -97,7 +97,10 @@ static parity_subject_methods mutant_rows[KERN_MUTANT_COUNT];
 static pthread_once_t mutant_rows_once = PTHREAD_ONCE_INIT;
 
 /* The affine-prefix kernel with the row's bug; the row's index is the
- * mutant.  Forward only (o, ht), as the catalogue lives in the forward. */
+ * mutant.  A forward row gives the forward only (o, ht: it has no
+ * backward, so with cotangents its gradients are not judged); a backward
+ * row (kern_mutant_row.backward) gives the correct forward and, with
+ * cotangents, its broken backward's gradients. */
 static int produce_mutant(parity_subject_run *s, const parity_produce_ctx *cx, gdn_error *e) {
   kern_config cfg = *cx->cfg;
   cfg.mutant = parity_subject_mutant_of(s->m);
@@ -107,7 +110,10 @@ static int produce_mutant(parity_subject_run *s, const parity_produce_ctx *cx, g
   if (rc) return rc;
   s->out = &s->owned;
   kernel_dtypes(s, cx);
-  return GDN_OK;
+  if (!kern_mutant_row_of(cfg.mutant)->backward) return GDN_OK;
+  parity_produce_ctx gx = *cx;
+  gx.cfg = &cfg;
+  return kernel_grads(s, &gx, kern_affine_prefix_vjp, e);
 }
 
 static void mutant_rows_build(void) {

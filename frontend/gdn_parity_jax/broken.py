@@ -27,7 +27,11 @@ named as the C row with the same bug and selectable by that name
 (``gdn_parity_jax.broken:carry_zero``): compose-order, seam-decay
 (``seam_decay_chunk``), carry-zero, prefix-inclusive, final-from-replay,
 h0-ignored, h0-every, hs-reversed, scale-twice; tests/jax/test_variants.py
-shows each equally far from the oracle as the C row of its name.  The C rows the maxtext signature cannot express here: gqa-tile
+shows each equally far from the oracle as the C row of its name.  The later
+families (:data:`FAMILIES`): hs-two-rounds, bf16-cast-added (pairs rounded
+on the wire), final-device-0, h0-first-only and grad-seam-stopped
+(``seam_nograd``); tests/jax/test_variant_families.py shows each failing
+assert_gdn_parity's defaults.  The C rows the maxtext signature cannot express here: gqa-tile
 (the layer repeats the key heads before the call, so the function never sees
 Hk < Hv), shard-off-by-one and pad-unmasked (shard_map does the sharding and
 the padding is the kernel's own), the packed-document and bfloat16 rows (no
@@ -116,6 +120,36 @@ def _prefix_assoc_inclusive(pair, cp_axis, compose_fn=impls.compose):
     return (A_cum[r], B_cum[r]), (A_cum[-1], B_cum[-1])
 
 
+def _prefix_hs_two_rounds(pair, cp_axis, compose_fn=impls.compose):
+    """impls.prefix_hillis_steele unrolled for the meshes its author tried:
+    ``for s in (1, 2)`` instead of ``while s < D``.  Exact up to 4 devices;
+    from 5 on the stride-4 round is missing, so devices r >= 5 (and the last
+    pair, hence ht) lack the pairs more than 3 devices back."""
+    D = lax.axis_size(cp_axis)
+    r = lax.axis_index(cp_axis)
+    inc = pair
+    for s in (1, 2):
+        if s >= D:
+            break
+        recv = jax.tree.map(lambda x, s=s: lax.ppermute(x, cp_axis, [(i, i + s) for i in range(D - s)]), inc)
+        new = compose_fn(recv, inc)
+        inc = jax.tree.map(lambda n, o, s=s: jnp.where(r >= s, n, o), new, inc)
+    if D > 1:
+        exc = jax.tree.map(lambda x: lax.ppermute(x, cp_axis, [(i, i + 1) for i in range(D - 1)]), inc)
+    else:
+        exc = inc
+    last = jax.tree.map(lambda x: lax.psum(jnp.where(r == D - 1, x, jnp.zeros_like(x)), cp_axis), inc)
+    return exc, last
+
+
+def _prefix_pairs_bf16(pair, cp_axis, compose_fn=impls.compose):
+    """impls.prefix_associative on pairs cast to bfloat16 for the
+    all-gather (``all_gather(A.astype(jnp.bfloat16))``) and cast back: the
+    prefix composes rounded maps."""
+    wire = jax.tree.map(lambda x: x.astype(jnp.bfloat16).astype(x.dtype), pair)
+    return impls.prefix_associative(wire, cp_axis, compose_fn)
+
+
 def _prefix_hs_reversed(pair, cp_axis, compose_fn=impls.compose):
     """impls.prefix_hillis_steele with its rounds in reverse order (the
     longest stride first): `for s in reversed(strides)`.  With D = 2 there is
@@ -147,25 +181,30 @@ def _compose_later_first(earlier, later):
 
 
 def _cp_mutant(terms, h0, cp_axis, *, prefix_fn=impls.prefix_associative, prefix_compose=impls.compose,
-               device0_from_h0=True, h_in_fn=None, final_from_replay=False):
+               device0_from_h0=True, h_in_fn=None, final_from_replay=False, final_device=None,
+               prefix_h0=True):
     """impls.context_parallel with the hooks the variants need: the prefix
     (and the combine it uses), whether device 0 starts from h0 itself, a
-    change of the incoming state h_in_fn(h_in, h0, r), and the final state
-    from the last device's replay instead of the composition."""
+    change of the incoming state h_in_fn(h_in, h0, r), the final state from
+    the last device's replay instead of the composition (final_from_replay)
+    or from device final_device's replay, and whether the prefix's maps are
+    applied to h0 (prefix_h0=False: to zeros, for the carries and ht)."""
     pair = impls.fold_chunks(terms, impls.compose)
     (A_in, B_in), (A_last, B_last) = prefix_fn(pair, cp_axis, prefix_compose)
     r = lax.axis_index(cp_axis)
-    h_in = impls.apply_map(A_in, B_in, h0)
+    h_map = h0 if prefix_h0 else jnp.zeros_like(h0)
+    h_in = impls.apply_map(A_in, B_in, h_map)
     if device0_from_h0:
         h_in = jnp.where(r == 0, h0, h_in)
     if h_in_fn is not None:
         h_in = h_in_fn(h_in, h0, r)
     h_out, o = impls.scan_chunks(terms, h_in)
-    if final_from_replay:
-        D = lax.axis_size(cp_axis)
-        ht = lax.psum(jnp.where(r == D - 1, h_out, jnp.zeros_like(h_out)), cp_axis)
+    if final_from_replay and final_device is None:
+        final_device = lax.axis_size(cp_axis) - 1
+    if final_device is not None:
+        ht = lax.psum(jnp.where(r == final_device, h_out, jnp.zeros_like(h_out)), cp_axis)
     else:
-        ht = impls.apply_map(A_last, B_last, h0)
+        ht = impls.apply_map(A_last, B_last, h_map)
     return o, ht
 
 
@@ -248,6 +287,49 @@ def hs_reversed(query, key, value, g, beta, chunk_size=64, initial_state=None,
     hillis-steele; it shows at D >= 3 only (D = 2 has one round)."""
     return _run_mutant(query, key, value, g, beta, chunk_size, initial_state, use_qk_norm_in_gdn,
                        compute_dtype, cp_axis, prefix_fn=_prefix_hs_reversed)
+
+
+def hs_two_rounds(query, key, value, g, beta, chunk_size=64, initial_state=None,
+                  use_qk_norm_in_gdn=False, compute_dtype=jnp.bfloat16, cp_axis=None):
+    """C hs-two-rounds: the Hillis-Steele prefix unrolled for two rounds
+    (``for s in (1, 2)``), right up to 4 devices and wrong from 5 on (the
+    stride-4 round is missing).  Judge it with --cp-prefix hillis-steele on
+    8 devices; bit-identical to the correct Hillis-Steele function at D <= 4
+    (hs_reversed has every round, in the wrong order)."""
+    return _run_mutant(query, key, value, g, beta, chunk_size, initial_state, use_qk_norm_in_gdn,
+                       compute_dtype, cp_axis, prefix_fn=_prefix_hs_two_rounds)
+
+
+def bf16_cast_added(query, key, value, g, beta, chunk_size=64, initial_state=None,
+                    use_qk_norm_in_gdn=False, compute_dtype=jnp.bfloat16, cp_axis=None):
+    """C bf16-cast-added: the folded pairs (A, B) rounded to bfloat16 on the
+    wire (``all_gather(A_loc.astype(jnp.bfloat16))``, likewise B) and the
+    prefix composed from the rounded maps -- a cast neither the float32 path
+    nor a bfloat16 path that keeps the state in float32 has.  Shows at D >= 2
+    in float32 compute (the carries and ht move by ~1e-3 relative)."""
+    return _run_mutant(query, key, value, g, beta, chunk_size, initial_state, use_qk_norm_in_gdn,
+                       compute_dtype, cp_axis, prefix_fn=_prefix_pairs_bf16)
+
+
+def final_device_0(query, key, value, g, beta, chunk_size=64, initial_state=None,
+                   use_qk_norm_in_gdn=False, compute_dtype=jnp.bfloat16, cp_axis=None):
+    """C final-device-0: the final state read from the wrong device --
+    device 0's replay carry (what ``out_specs=P()`` with the replication check
+    off hands back when every device holds its own carry), the state after
+    the first shard only.  o is right; ht is wrong at D >= 2 (final_from_replay
+    reads the right device and differs by rounding only)."""
+    return _run_mutant(query, key, value, g, beta, chunk_size, initial_state, use_qk_norm_in_gdn,
+                       compute_dtype, cp_axis, final_device=0)
+
+
+def h0_first_only(query, key, value, g, beta, chunk_size=64, initial_state=None,
+                  use_qk_norm_in_gdn=False, compute_dtype=jnp.bfloat16, cp_axis=None):
+    """C h0-first-only: h0 ignored past device 0 -- ``initial_state`` given
+    to device 0's replay only and the prefix's maps applied to zeros, so
+    devices r >= 1 start from B_cum[r-1] and ht = B_cum[D-1] (the A_cum h0
+    terms dropped).  Needs an h0 and D >= 2; the mirror of h0_ignored."""
+    return _run_mutant(query, key, value, g, beta, chunk_size, initial_state, use_qk_norm_in_gdn,
+                       compute_dtype, cp_axis, prefix_h0=False)
 
 
 def scale_twice(query, key, value, g, beta, chunk_size=64, initial_state=None,
@@ -373,18 +455,34 @@ C_NAMED = {
     "hs-reversed": hs_reversed,
     "scale-twice": scale_twice,
 }
+# The C rows of the bug families a CP author makes beyond those (kernels/
+# kern_mutant.h): judged by tests/jax/test_variant_families.py through
+# assert_gdn_parity's defaults (the recommended grid on 4 and 8 devices,
+# gradients judged), each of which must fail them.  grad-seam-stopped is
+# seam_nograd above (the prefix pair under lax.stop_gradient: the forward
+# exact, no cotangent across a seam).  Not here: carry-late (the C fold
+# takes one token of the next shard; under shard_map that is a halo
+# exchange of one token, which the chunked terms cannot express without
+# re-chunking the shard).
+FAMILIES = {
+    "hs-two-rounds": hs_two_rounds,
+    "bf16-cast-added": bf16_cast_added,
+    "final-device-0": final_device_0,
+    "h0-first-only": h0_first_only,
+    "grad-seam-stopped": seam_nograd,
+}
 # VARIANTS stays the three older negative controls (tests/jax/test_impls
 # holds each of them far outside the band; final-from-replay is not).
 
 # The prefix schedule each variant's context-parallel path uses (declared to
 # the gate with --cp-prefix); associative-scan for the others.
-PREFIX = {"hs-reversed": "hillis-steele"}
+PREFIX = {"hs-reversed": "hillis-steele", "hs-two-rounds": "hillis-steele"}
 
 
 def variant(name: str):
     """The broken function called `name` (a C mutant name or an older
     variant's name); ValueError naming the choices otherwise."""
-    every = {**VARIANTS, **C_NAMED}
+    every = {**VARIANTS, **C_NAMED, **FAMILIES}
     try:
         return every[name]
     except KeyError:

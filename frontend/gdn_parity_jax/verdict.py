@@ -13,8 +13,10 @@ null, a missing key) is read as such here and never breaks a line.  An
 output the front end found non-finite values in (captured.py: their count
 and the first one, lowest flat index) is a FAIL whatever the document says,
 its line naming the tensor, the count and where the first one is.  Notes on
-how an output was stored (float64 rounded to float32) follow its line.  A
-document that cannot be read at all is :class:`ResultsError`.
+how an output was stored (float64 rounded to float32) follow its line.  An
+output judged on o alone (it returned no final state: called without h0)
+says so in its line (:data:`HT_NOT_JUDGED`).  A document that cannot be
+read at all is :class:`ResultsError`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ from .text import show
 
 _WORDS = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf,
           "infinity": math.inf, "-infinity": -math.inf}
+
+
+# Appended to the verdict line of an output the C side judged on o alone:
+# a function called without an initial state returns no final state
+# (MaxText's does not), so its ht was never compared with anything.
+HT_NOT_JUDGED = ("; ht NOT JUDGED: no final state returned (a function called without an initial "
+                 "state returns none, as MaxText's does; run with h0 to judge it)")
 
 
 class ResultsError(ValueError):
@@ -107,13 +116,14 @@ def verdict_lines(results_path: str, names, found=None) -> tuple[list[str], bool
     found = found or {}
     lines, ok = [], True
     for name in names:
-        worst, meta, passed = None, None, True
+        worst, meta, passed, no_ht = None, None, True, False
         for case in doc["cases"]:
             imp = _dict(_dict(case).get("impls")).get(name)
             if not isinstance(imp, dict):
                 continue
             meta = (case, imp)
             passed &= imp.get("pass") is True
+            no_ht |= imp.get("judged_on") is not None  # the C side: "o alone: ... no final state"
             for ch in _dict(case.get("tolerance")).get("checks") or []:
                 if not isinstance(ch, dict) or ch.get("subject") != name:
                     continue
@@ -142,6 +152,8 @@ def verdict_lines(results_path: str, names, found=None) -> tuple[list[str], bool
                          f"device{'s' * (devices > 1)}): {show(t)} {show(ch.get('metric'))} "
                          f"{_fmt(ch.get('value'))} vs limit {_fmt(ch.get('limit'))} "
                          f"[{show(ch.get('rule'))}]; worst element {_where(w, devices, T)}")
+        if no_ht and not hits:
+            lines[-1] += HT_NOT_JUDGED
         ok &= passed
         lines += [f"  note: {show(name)}: {show(n)}" for n in mine.get("notes") or []]
     return lines, ok

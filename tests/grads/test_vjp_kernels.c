@@ -193,6 +193,64 @@ START_TEST(refusals) {
 }
 END_TEST
 
+/* The backward-only mutant grad-seam-stopped (kern_mutant.h): its forward
+ * is the correct program's bit for bit (kern_affine_prefix ignores it); its
+ * gradients at D = 4 with h0 and long memory differ from the correct
+ * backward's by far more than round-off (>= 1e-2 relative in dk, dv, dg,
+ * dbeta and dh0: every device but the last, and h0, lose the later tokens'
+ * part; dq, which reads the forward's states only, is unchanged), while the last device's own rows, which no carried state feeds back
+ * into, stay what they are; at D = 1 (no seam) the backward is the correct
+ * one bit for bit (the control), and the scan's backward ignores it. */
+START_TEST(grad_seam_stopped) {
+  gdn_shape s = {1, 64, 1, 2, 8, 8};
+  gdn_inputs in;
+  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 12);
+  gdn_cotangents ct;
+  tsu_cots(&ct, &s, 1, 13);
+  kern_config c = vtu_cfg(GDN_DTYPE_F32, 8, 4), cm = c;
+  cm.mutant = KERN_MUTANT_GRAD_SEAM_STOPPED;
+  gdn_outputs fa, fb;
+  gdn_outputs_init(&fa);
+  gdn_outputs_init(&fb);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(kern_affine_prefix(&in, &c, &fa, &e), GDN_OK);
+  ck_assert_int_eq(kern_affine_prefix(&in, &cm, &fb, &e), GDN_OK);
+  ck_assert(!memcmp(fa.o, fb.o, gdn_shape_numel_v(&s) * sizeof(double)));
+  ck_assert(!memcmp(fa.ht, fb.ht, gdn_shape_numel_state(&s) * sizeof(double)));
+  gdn_grads good, bad;
+  vtu_kern(&in, &ct, &c, 1, &good);
+  vtu_kern(&in, &ct, &cm, 1, &bad);
+  for (int id = 0; id < GDN_GRADS_N; id++) {
+    const double r = gdn_grads_rel_fro(&bad, &good, (gdn_grad_id)id);
+    fprintf(stderr, "grad-seam-stopped D 4: %s rel %.3g\n", gdn_grads_name((gdn_grad_id)id), r);
+    if (id == GDN_GRAD_DQ) /* dq reads the forward's states only, never an adjoint state */
+      ck_assert_msg(r == 0, "dq: %.3g", r);
+    else
+      ck_assert_msg(r >= 1e-2, "%s: %.3g", gdn_grads_name((gdn_grad_id)id), r);
+  }
+  const int64_t last = 3 * s.T / 4 * s.Hv * s.Dv; /* device 3's first dv element */
+  ck_assert(!memcmp(good.dv + last, bad.dv + last, (gdn_shape_numel_v(&s) - (size_t)last) * sizeof(double)));
+  gdn_grads_clear(&good);
+  gdn_grads_clear(&bad);
+  c.devices = cm.devices = 1;
+  vtu_kern(&in, &ct, &c, 1, &good);
+  vtu_kern(&in, &ct, &cm, 1, &bad);
+  ck_assert(vtu_same(&good, &bad));
+  gdn_grads_clear(&good);
+  gdn_grads_clear(&bad);
+  vtu_kern(&in, &ct, &c, 0, &good); /* the scan's backward ignores the row */
+  vtu_kern(&in, &ct, &cm, 0, &bad);
+  ck_assert(vtu_same(&good, &bad));
+  gdn_grads_clear(&good);
+  gdn_grads_clear(&bad);
+  gdn_outputs_clear(&fa);
+  gdn_outputs_clear(&fb);
+  gdn_cotangents_clear(&ct);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
 /* Every allocation failing in turn: GDN_ERR_NOMEM naming the kernel, the
  * gradients cleared; the run that succeeds equals an undisturbed one. */
 START_TEST(alloc_failures) {
@@ -289,6 +347,7 @@ int main(void) {
   tcase_add_test(tc, one_device_is_the_scan_bf16);
   tcase_add_test(tc, bf16_cotangents_are_bf16);
   tcase_add_test(tc, refusals);
+  tcase_add_test(tc, grad_seam_stopped);
   tcase_add_test(tc, alloc_failures);
   tcase_add_test(tc, shards_follow_the_forward);
   tcase_add_test(tc, schedules_differ);

@@ -342,9 +342,8 @@ def test_messages_are_escaped(tmp_path):
 
 def test_assert_gdn_parity_escapes_and_reads_only_its_verdicts():
     from gdn_parity_jax import assert_gdn_parity
-    # forward only: this test is about the text; at this shape with the
-    # initial gates a correct dg misses grad-affine-no-worse-than-scan
-    # (5.8e-6 against 3.8e-6; noted on the tolerance rules' issue)
+    # forward only: this test is about the text (a correct dg at this shape
+    # with the initial gates: tests/jax/test_grad_gates_floor.py)
     kw = dict(shapes=["1,32,1,8"], devices=(1,), chunk=8, h0=False, gates="init", grad=False)
     with pytest.raises(AssertionError) as e:
         assert_gdn_parity("hostile:message_with_newlines", **kw)

@@ -11,7 +11,11 @@
  *    is bit-identical and ht differs by round-off only (0 < rel < 1e-5).
  *    The rows that need bfloat16 compute (bf16-cast-missing) are judged in
  *    bf16_mutants instead, with the bfloat16 casts bf16-cast-added and
- *    bf16-seam also run in bfloat16 compute there.
+ *    bf16-seam also run in bfloat16 compute there; hs-two-rounds (needs more
+ *    than 4 devices and no reset before the seams) in
+ *    new_families_show_where_they_must, with the other rows whose control
+ *    is a shape where they must stay exact; the backward-only row
+ *    (grad-seam-stopped) in tests/grads/test_vjp_kernels.
  * 2. The `needs` column is honest: at a bare shape (D = 1, no h0, Hk = Hv,
  *    no documents, C | T) every mutant that needs something is
  *    bit-identical to the correct run, and the two that need nothing
@@ -50,7 +54,12 @@ START_TEST(every_mutant_shows) {
   c.prefix = KERN_PREFIX_HILLIS_STEELE;
   kt_run_ok(K_AFFINE, &in, &c, &good);
   for (int m = 1; m < KERN_MUTANT_COUNT; m++) {
-    if (kern_mutant_row_of((kern_mutant)m)->needs & KERN_MUTANT_NEEDS_BF16) continue; /* bf16_mutants */
+    const unsigned needs = kern_mutant_row_of((kern_mutant)m)->needs;
+    if (needs & KERN_MUTANT_NEEDS_BF16) continue; /* bf16_mutants */
+    if (needs & KERN_MUTANT_NEEDS_GRAD) continue; /* backward only: tests/grads/test_vjp_kernels */
+    /* documents reset the state, so a prefix that misses the devices
+     * before the last reset is exact: new_families_show_where_they_must */
+    if (needs & KERN_MUTANT_NEEDS_D5) continue;
     c.mutant = (kern_mutant)m;
     kt_run_ok(K_AFFINE, &in, &c, &bad);
     const double ro = kt_rel_o(&bad, &good), rh = kt_rel_ht(&bad, &good);
@@ -60,6 +69,82 @@ START_TEST(every_mutant_shows) {
     else
       ck_assert_msg(ro >= SHOWS || rh >= SHOWS, "%s: only o %.3g ht %.3g", kern_mutant_name(c.mutant),
                     ro, rh);
+  }
+  gdn_outputs_clear(&good);
+  gdn_outputs_clear(&bad);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
+/* Each of the rows added for bug families that hide at some shapes shows
+ * exactly where it must (one document: a reset would hide a prefix that
+ * misses the devices before it): hs-two-rounds is bit-identical to the correct
+ * Hillis-Steele program at D = 2, 3, 4 and differs at D = 5 (ht >= SHOWS:
+ * only the last pair misses a round) and 8 (o and ht) -- the control; final-device-0 leaves o bit-identical and
+ * moves ht only; h0-first-only is bit-identical without h0 and moves o and
+ * ht with it; carry-late moves o and ht at D = 2 already (device 1's
+ * carry), under both shardings, where shard-off-by-one leaves D = 2's o
+ * bit-identical (its fold of device 1 only feeds ht). */
+START_TEST(new_families_show_where_they_must) {
+  gdn_inputs in; /* make_full's shape, h0 and gates, one document */
+  kt_make(&in, (gdn_shape){1, 240, 2, 4, 16, 16}, 22, 1, 1, 0.002f);
+  gdn_outputs good, bad;
+  gdn_outputs_init(&good);
+  gdn_outputs_init(&bad);
+  kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 4);
+  c.prefix = KERN_PREFIX_HILLIS_STEELE;
+  const int64_t Ds[] = {2, 3, 4, 5, 8};
+  for (size_t i = 0; i < sizeof Ds / sizeof *Ds; i++) {
+    c.devices = Ds[i];
+    c.mutant = KERN_MUTANT_NONE;
+    kt_run_ok(K_AFFINE, &in, &c, &good);
+    c.mutant = KERN_MUTANT_HS_TWO_ROUNDS;
+    kt_run_ok(K_AFFINE, &in, &c, &bad);
+    const double ro = kt_rel_o(&bad, &good), rh = kt_rel_ht(&bad, &good);
+    fprintf(stderr, "hs-two-rounds D %d: o %.3g ht %.3g\n", (int)c.devices, ro, rh);
+    if (c.devices <= 4)
+      ck_assert_msg(kt_same_outputs(&bad, &good), "hs-two-rounds changed D = %d", (int)c.devices);
+    else /* at D = 5 only x[4], ht's pair, misses a round; at 8 devices 5 .. 7 replay from wrong carries */
+      ck_assert_msg((ro >= SHOWS || c.devices == 5) && rh >= SHOWS, "hs-two-rounds D = %d: o %.3g ht %.3g",
+                    (int)c.devices, ro, rh);
+  }
+  c.devices = 4;
+  c.mutant = KERN_MUTANT_NONE;
+  kt_run_ok(K_AFFINE, &in, &c, &good);
+  c.mutant = KERN_MUTANT_FINAL_DEVICE_0;
+  kt_run_ok(K_AFFINE, &in, &c, &bad);
+  ck_assert(kt_rel_o(&bad, &good) == 0 && kt_rel_ht(&bad, &good) >= SHOWS);
+  const kern_shard shards[] = {KERN_SHARD_TOKENS, KERN_SHARD_CHUNKS};
+  for (size_t i = 0; i < 2; i++) {
+    c.devices = 2, c.shard = shards[i];
+    c.mutant = KERN_MUTANT_NONE;
+    kt_run_ok(K_AFFINE, &in, &c, &good);
+    c.mutant = KERN_MUTANT_CARRY_LATE;
+    kt_run_ok(K_AFFINE, &in, &c, &bad);
+    const double ro = kt_rel_o(&bad, &good), rh = kt_rel_ht(&bad, &good);
+    fprintf(stderr, "carry-late D 2 shard %zu: o %.3g ht %.3g\n", i, ro, rh);
+    ck_assert_msg(ro >= SHOWS && rh >= SHOWS, "carry-late: o %.3g ht %.3g", ro, rh);
+    c.mutant = KERN_MUTANT_SHARD_OFF_BY_ONE;
+    kt_run_ok(K_AFFINE, &in, &c, &bad);
+    ck_assert(kt_rel_o(&bad, &good) == 0);
+  }
+  gdn_inputs_clear(&in);
+  kt_make(&in, (gdn_shape){1, 128, 2, 2, 16, 16}, 24, 0, 1, 0.002f);
+  for (int h0 = 0; h0 < 2; h0++) {
+    if (h0) {
+      gdn_inputs_clear(&in);
+      kt_make(&in, (gdn_shape){1, 128, 2, 2, 16, 16}, 24, 1, 1, 0.002f);
+    }
+    c = kt_cfg(GDN_DTYPE_F32, 16, 4);
+    kt_run_ok(K_AFFINE, &in, &c, &good);
+    c.mutant = KERN_MUTANT_H0_FIRST_ONLY;
+    kt_run_ok(K_AFFINE, &in, &c, &bad);
+    const double ro = kt_rel_o(&bad, &good), rh = kt_rel_ht(&bad, &good);
+    fprintf(stderr, "h0-first-only h0 %d: o %.3g ht %.3g\n", h0, ro, rh);
+    if (h0)
+      ck_assert_msg(ro >= SHOWS && rh >= SHOWS, "h0-first-only: o %.3g ht %.3g", ro, rh);
+    else
+      ck_assert(kt_same_outputs(&bad, &good));
   }
   gdn_outputs_clear(&good);
   gdn_outputs_clear(&bad);
@@ -185,6 +270,7 @@ int main(void) {
   TCase *tc = tcase_create("mutant");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, every_mutant_shows);
+  tcase_add_test(tc, new_families_show_where_they_must);
   tcase_add_test(tc, bf16_mutants);
   tcase_add_test(tc, needs_are_honest);
   tcase_add_test(tc, scan_ignores_mutants);

@@ -516,6 +516,42 @@ START_TEST(readme_claims_killable_refused) {
 }
 END_TEST
 
+/* A grid entry with "grad": both sweeps run the backward; the
+ * backward-only row grad-seam-stopped is killed there by a gradient check
+ * (tensor dq .. dh0), and survives the same entry without "grad" (the
+ * control: its forward is the correct program's); the forward row carry-zero is killed by both entries, on o or
+ * ht; the correct kernels pass both. */
+START_TEST(grad_entry) {
+  cli_outs o;
+  cli_outs_make(&o, "/tmp/gdn-cov-grad");
+  cli_result r;
+  coverage(&r, "coverage-grad.json", "carry-zero,grad-seam-stopped", "1", &o);
+  ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
+  json_error_t je;
+  json_t *doc = json_load_file(o.json, 0, &je);
+  ck_assert_msg(doc, "%s", je.text);
+  ck_assert_uint_eq(killers(doc, "grad-seam-stopped"), 0x1); /* entry 1 (forward only): survives */
+  ck_assert_uint_eq(killers(doc, "carry-zero"), 0x3);
+  const json_t *cases = json_object_get(doc, "cases");
+  for (size_t c = 0; c < 2; c++) {
+    const json_t *jc = json_array_get(cases, c);
+    ck_assert(json_is_true(json_object_get(jc, "correct_pass")));
+    const json_t *ks = json_object_get(jc, "kills");
+    for (size_t m = 0; m < json_array_size(ks); m++) {
+      const json_t *k = json_array_get(ks, m);
+      if (!json_is_true(json_object_get(k, "killed"))) continue;
+      const char *t = json_string_value(json_object_get(k, "tensor"));
+      const int grad_tensor = t[0] == 'd' && strcmp(t, "o") && strcmp(t, "ht");
+      const int backward = !strcmp(json_string_value(json_object_get(k, "mutant")), "grad-seam-stopped");
+      ck_assert_msg(grad_tensor == backward, "case %zu: %s killed on %s", c,
+                    json_string_value(json_object_get(k, "mutant")), t);
+    }
+  }
+  json_decref(doc);
+  cli_outs_unlink(&o);
+}
+END_TEST
+
 /* The project's grid (grids/upstream-pr.json, the default oracle) against
  * every mutant with the project's README: it kills exactly the mutants the
  * catalogue marks killed_by_recommended, every mutant the README's table
@@ -698,17 +734,20 @@ START_TEST(bad_mutant_name) {
   argv[3] = NULL;
   cli_run(&r, argv);
   ck_assert_int_eq(r.status, 2);
-  /* a grid entry asking for gradients: refused, naming the entry */
+  /* a grid entry asking for gradients of packed documents (no backward
+   * reads segment ids): refused, naming the entry (grad_entry runs one
+   * without documents) */
   char grid[] = "/tmp/gdn-cov-grid-XXXXXX";
   int fd = mkstemp(grid);
   ck_assert_int_ge(fd, 0);
-  const char *text = "{\"entries\": [{\"shape\": \"1,32,2,8\", \"chunk\": [8], \"devices\": [2], \"grad\": true}]}";
+  const char *text = "{\"entries\": [{\"shape\": \"1,32,2,8\", \"chunk\": [8], \"devices\": [2], \"documents\": 2, "
+                     "\"packing\": \"reset\", \"grad\": true}]}";
   ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
   close(fd);
   char *ag[] = {(char *)exe, "coverage", "--grid", grid, "--mutants", "carry-zero", NULL};
   cli_run(&r, ag);
   ck_assert_int_eq(r.status, 2);
-  ck_assert_msg(strstr(r.err, "entry 0") && strstr(r.err, "grad"), "%s", r.err);
+  ck_assert_msg(strstr(r.err, "entry 0") && strstr(r.err, "grad") && strstr(r.err, "documents"), "%s", r.err);
   /* an unreadable --readme */
   char *ar[] = {(char *)exe, "coverage", "--grid", grid, "--readme", "/nonexistent/README.md", NULL};
   cli_run(&r, ar);
@@ -788,6 +827,7 @@ int main(int argc, char **argv) {
   tcase_add_test(c, explained_survivor_skipped);
   tcase_add_test(c, project_readme_excuses_only_its_table);
   tcase_add_test(c, readme_claims_killable_refused);
+  tcase_add_test(c, grad_entry);
   tcase_add_test(c, recommended_grid_and_readme_agree);
   tcase_add_test(c, reproducible);
   tcase_add_test(c, memory_within_max_bytes);

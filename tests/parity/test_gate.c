@@ -77,11 +77,18 @@ START_TEST(broken_composition_fails_the_gate) {
 }
 END_TEST
 
+/* stdout of the last run_cli (its verdict line is the last line) */
+static char cli_stdout[1 << 16];
+
 static int run_cli(int argc, char **argv, json_t **doc, const char *json_path) {
   gdn_error e;
   gdn_error_init(&e);
-  FILE *devnull = fopen("/dev/null", "w");
-  int st = parity_cli_main(argc, argv, devnull, devnull, &e);
+  FILE *devnull = fopen("/dev/null", "w"), *out = tmpfile();
+  ck_assert(devnull && out);
+  int st = parity_cli_main(argc, argv, out, devnull, &e);
+  rewind(out);
+  cli_stdout[fread(cli_stdout, 1, sizeof cli_stdout - 1, out)] = '\0';
+  fclose(out);
   fclose(devnull);
   if (st < 0) {
     fprintf(stderr, "gdn-parity failed: %s\n", e.msg);
@@ -142,7 +149,8 @@ END_TEST
  * one element off by 1e-3 relative: fails, and the case names it.  The clean
  * output without a final state (MaxText returns one only when an initial
  * state is given; planted == 2): passes, judged on o alone, and its verdict
- * says so (the output with ht does not carry that note). */
+ * says so, in the document and in the verdict line ("ht NOT JUDGED for
+ * tpu_scan"); the output with ht carries neither (the control). */
 START_TEST(planted_error_in_external_output_fails) {
   char src[1024];
   snprintf(src, sizeof src, "%s/small-b2-t100-hk2-hv4-d32-h0.h5", data_dir);
@@ -202,6 +210,11 @@ START_TEST(planted_error_in_external_output_fails) {
       ck_assert(json_is_true(json_object_get(ext, "pass")));
       ck_assert((json_object_get(ext, "judged_on") != NULL) == (planted == 2));
       ck_assert((json_object_get(ext, "ht") == NULL) == (planted == 2));
+      /* the verdict line itself says ht was not judged, and only then */
+      const char *line = strstr(cli_stdout, "PASS: ");
+      ck_assert_msg(line, "no verdict line in:\n%s", cli_stdout);
+      const int says = strstr(line, "ht NOT JUDGED for tpu_scan: no final state returned") != NULL;
+      ck_assert_msg(says == (planted == 2), "planted %d, verdict line: %s", planted, line);
     }
     json_decref(doc);
     unlink(path);

@@ -339,6 +339,7 @@ START_TEST(gradient_rules) {
   ck_assert_uint_eq(ngrad, 6 + 3 + 2 * (4 + 2 + 3));
   static const struct { int t, subj; double rel, row; const char *rule; } bad[] = {
       {PARITY_T_DK, 1, 4.5e-6, 0, "grad-affine-no-worse-than-scan"}, /* > 4 x 16u */
+      {PARITY_T_DG, 1, 4.7e-5, 0, "grad-affine-no-worse-than-scan-gates"}, /* > 4 x 1.15e-5 */
       {PARITY_T_DK, 0, 5e-6, 0, "grad-band-float32"},
       {PARITY_T_DG, 0, 7e-5, 0, "grad-band-float32-gates"},
       {PARITY_T_DK, 1, 0, 1e-4, "grad-per-token-vs-scan"},
@@ -355,6 +356,65 @@ START_TEST(gradient_rules) {
   for (int t = PARITY_T_DQ; t < PARITY_T_N; t++) subj[0].vs_oracle[t] = subj[1].vs_oracle[t] = NULL;
   ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
   for (size_t i = 0; i < c.n; i++) ck_assert_uint_eq(c.v[i].tensor & PARITY_TENSOR_GRADS, 0);
+  parity_checks_clear(&c);
+  parity_policy_clear(&p);
+}
+END_TEST
+
+/* dg and dbeta at a small shape with the initial gates (B1 T32 H1 Dk8, C8,
+ * no h0, measured): our scan's dg is 6.1e-7 (10u) from the oracle, jax.vjp of
+ * the package's correct function 5.78e-6 (97u; XLA's summation order).  The
+ * gates rule's floor, 64u, passes it (4 x 64u = 1.5e-5), where the general
+ * rule's 16u would not (4 x 16u = 3.8e-6: that rule no longer holds dg,
+ * dbeta); the negative control, 1.8e-5 (300u) against the same scan, fails
+ * grad-affine-no-worse-than-scan-gates; dq at 5.78e-6 against a scan within
+ * 16u still fails the general rule (the floor is only the gates'). */
+START_TEST(gradient_gates_floor) {
+  parity_policy p;
+  parity_policy_init(&p);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_policy_load_builtin(&p, &e), GDN_OK);
+  parity_metrics fw = mk(2e-7), sg[PARITY_T_N], ag[PARITY_T_N];
+  fw.n_blocks = 1, fw.block_rel = fw.elem_rel = 2e-7;
+  parity_subject subj[2];
+  memset(subj, 0, sizeof subj);
+  subj[0].name = "scan", subj[0].kind = PARITY_SUBJ_SCAN;
+  subj[1].name = "jax_scan", subj[1].kind = PARITY_SUBJ_EXTERNAL;
+  for (int t = 0; t < PARITY_T_N; t++) {
+    const int gates = t == PARITY_T_DG || t == PARITY_T_DBETA;
+    sg[t] = mk(gates ? 6.1e-7 : 4e-7), ag[t] = mk(gates ? 5.78e-6 : 4e-7);
+    sg[t].row_rel = ag[t].row_rel = 4.2e-6;
+    for (int k = 0; k < 2; k++) subj[k].out_dtype[t] = GDN_DTYPE_F32;
+    subj[0].vs_oracle[t] = t <= PARITY_T_HT ? &fw : &sg[t];
+    subj[1].vs_oracle[t] = t <= PARITY_T_HT ? &fw : &ag[t];
+  }
+  parity_case_view v = {GDN_DTYPE_F32, KERN_MATMUL_HIGHEST, 1, {NULL}, 2, subj, NULL, 0, {0}};
+  for (int t = 0; t < PARITY_T_N; t++) v.scan_vs_oracle[t] = subj[0].vs_oracle[t];
+  parity_checks c;
+  parity_checks_init(&c);
+  ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+  int seen = 0;
+  for (size_t i = 0; i < c.n; i++) {
+    ck_assert_msg(c.v[i].pass, "%s: %g > %g", c.v[i].name, c.v[i].value, c.v[i].limit);
+    if (!strcmp(c.v[i].rule->id, "grad-affine-no-worse-than-scan-gates") && !strcmp(c.v[i].subject, "jax_scan")) {
+      seen++;
+      ck_assert_double_eq_tol(c.v[i].limit, 4 * 64 * 0x1p-24, 1e-12);
+    }
+  }
+  ck_assert_int_eq(seen, 2); /* dg and dbeta */
+  static const struct { int t; double rel; const char *rule; } bad[] = {
+      {PARITY_T_DG, 1.8e-5, "grad-affine-no-worse-than-scan-gates"},
+      {PARITY_T_DBETA, 1.8e-5, "grad-affine-no-worse-than-scan-gates"},
+      {PARITY_T_DQ, 5.78e-6, "grad-affine-no-worse-than-scan"}};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    parity_metrics *m = &ag[bad[k].t], keep = *m;
+    m->rel_fro = bad[k].rel;
+    ck_assert_int_eq(parity_policy_judge(&p, &v, &c, &e), GDN_OK);
+    ck_assert_msg(!c.v[c.deciding].pass, "case %zu passed", k);
+    ck_assert_str_eq(c.v[c.deciding].rule->id, bad[k].rule);
+    *m = keep;
+  }
   parity_checks_clear(&c);
   parity_policy_clear(&p);
 }
@@ -528,6 +588,7 @@ int main(void) {
   tcase_add_test(tc, localized_rule_names_the_block);
   tcase_add_test(tc, localized_rule_on_gradient_rows);
   tcase_add_test(tc, gradient_rules);
+  tcase_add_test(tc, gradient_gates_floor);
   tcase_add_test(tc, gradient_rules_bf16);
   tcase_add_test(tc, no_gradient_rule_names_the_policy_file);
   tcase_add_test(tc, gradients_judged_by_their_stored_dtype);
