@@ -24,6 +24,7 @@
 
 #include "gdn_bf16.h"
 #include "gdn_ocode.h"
+#include "../check_runner.h"
 
 static uint64_t lcg(uint64_t *s) {
   *s = *s * 6364136223846793005ull + 1442695040888963407ull;
@@ -240,17 +241,7 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("ocode");
-  TCase *tc = tcase_create("ocode");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, every_pattern_comes_back);
-  tcase_add_test(tc, codes_are_step_counts);
-  tcase_add_test(tc, mxcsr_changes_nothing);
-  tcase_add_test(tc, held_form_is_thread_independent);
-  tcase_add_test(tc, finish_refuses_what_it_cannot_vouch_for);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  CKR_TCASE(su, "ocode", 60, every_pattern_comes_back, codes_are_step_counts, mxcsr_changes_nothing,
+      held_form_is_thread_independent, finish_refuses_what_it_cannot_vouch_for);
+  return ckr_run(su);
 }

@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../check_runner.h"
+
 #define HU_UNUSED __attribute__((unused))
 
 typedef struct hu_result {
@@ -253,11 +255,7 @@ HU_UNUSED static TCase *hu_case(const char *name, void (*setup)(void), void (*te
 HU_UNUSED static int hu_suite_run(const char *name, TCase *tc) {
   Suite *s = suite_create(name);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return ckr_run(s);
 }
 
 #endif

@@ -439,13 +439,8 @@ END_TEST
 int main(int argc, char **argv) {
   hu_args(argc, argv, "test_hostile_cli GDN-PARITY GDN-FIXTURE FAILSHIM.so FUZZ-CORPUS-FIXTURE-DIR", 4, &parity, &fixture, &shim, &corpus);
   TCase *tc = hu_case("cli", setup, NULL, 600);
-  tcase_add_test(tc, non_finite_in_each_input);
-  tcase_add_test(tc, shapes_refused_by_metadata);
-  tcase_add_test(tc, shapes_refused_on_the_command_line);
-  tcase_add_test(tc, unwritable_destinations);
-  tcase_add_test(tc, full_disk);
-  tcase_add_test(tc, out_of_memory_is_exit_3);
-  tcase_add_test(tc, corrupt_fixtures_through_the_gate);
-  tcase_add_test(tc, hdf5_crasher_through_every_command);
+  CKR_ADD(tc, non_finite_in_each_input, shapes_refused_by_metadata, shapes_refused_on_the_command_line,
+      unwritable_destinations, full_disk, out_of_memory_is_exit_3, corrupt_fixtures_through_the_gate,
+      hdf5_crasher_through_every_command);
   return hu_suite_run("hostile_cli", tc);
 }

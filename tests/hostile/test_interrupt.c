@@ -160,7 +160,6 @@ END_TEST
 int main(int argc, char **argv) {
   hu_args(argc, argv, "test_interrupt GDN-PARITY GDN-FIXTURE FAILSHIM.so", 3, &parity, &fixture, &shim);
   TCase *tc = hu_case("interrupt", setup, NULL, 900);
-  tcase_add_test(tc, signals_at_each_moment_of_a_write);
-  tcase_add_test(tc, timed_kills);
+  CKR_ADD(tc, signals_at_each_moment_of_a_write, timed_kills);
   return hu_suite_run("interrupt", tc);
 }

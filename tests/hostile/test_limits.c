@@ -215,9 +215,7 @@ END_TEST
 int main(int argc, char **argv) {
   hu_args(argc, argv, "test_limits GDN-PARITY GDN-FIXTURE", 2, &parity, &fixture);
   TCase *tc = hu_case("limits", NULL, NULL, 300);
-  tcase_add_test(tc, chunk_scratch_counted);
-  tcase_add_test(tc, threads_capped_and_failure_reported);
-  tcase_add_test(tc, npz_members_share_the_budget);
-  tcase_add_test(tc, grid_entries_checked_first);
+  CKR_ADD(tc, chunk_scratch_counted, threads_capped_and_failure_reported, npz_members_share_the_budget,
+      grid_entries_checked_first);
   return hu_suite_run("limits", tc);
 }

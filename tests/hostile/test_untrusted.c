@@ -255,9 +255,7 @@ END_TEST
 int main(int argc, char **argv) {
   hu_args(argc, argv, "test_untrusted GDN-PARITY GDN-FIXTURE", 2, &parity, &fixture);
   TCase *tc = hu_case("untrusted", setup, NULL, 300);
-  tcase_add_test(tc, fixture_strings_escaped);
-  tcase_add_test(tc, foreign_storage_refused);
-  tcase_add_test(tc, synth_writes_only_valid_fixtures);
-  tcase_add_test(tc, results_validator_strict);
+  CKR_ADD(tc, fixture_strings_escaped, foreign_storage_refused, synth_writes_only_valid_fixtures,
+      results_validator_strict);
   return hu_suite_run("untrusted", tc);
 }

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 #define SHOWS 1e-4
 
@@ -182,15 +183,6 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("mutant");
-  TCase *tc = tcase_create("mutant");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, every_mutant_shows);
-  tcase_add_test(tc, bf16_mutants);
-  tcase_add_test(tc, needs_are_honest);
-  tcase_add_test(tc, scan_ignores_mutants);
-  tcase_add_test(tc, names);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
+  CKR_TCASE(su, "mutant", 120, every_mutant_shows, bf16_mutants, needs_are_honest, scan_ignores_mutants, names);
+  return ckr_run(su);
 }

@@ -8,6 +8,7 @@
 
 #include "kern_num.h"
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 static gdn_inputs in;
 static void setup(void) {
@@ -240,19 +241,8 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("num");
-  TCase *tc = tcase_create("num");
+  TCase *tc = CKR_TCASE(su, "num", 60, every_mode_runs, unknown_values_refused, float64_ignores_matmul, describe,
+      bad_config_and_shape, rounding_hook, absurd_chunk_refused, output_dtype_bfloat16_input);
   tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, every_mode_runs);
-  tcase_add_test(tc, unknown_values_refused);
-  tcase_add_test(tc, float64_ignores_matmul);
-  tcase_add_test(tc, describe);
-  tcase_add_test(tc, bad_config_and_shape);
-  tcase_add_test(tc, rounding_hook);
-  tcase_add_test(tc, absurd_chunk_refused);
-  tcase_add_test(tc, output_dtype_bfloat16_input);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
+  return ckr_run(su);
 }

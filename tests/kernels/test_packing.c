@@ -25,6 +25,7 @@
 #include "gdn_alloc.h"
 #include "gdn_threads.h"
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 static const gdn_shape S = {1, 256, 1, 2, 16, 16};
 
@@ -251,15 +252,8 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("packing");
-  TCase *tc = tcase_create("all");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, leak_without_padding_is_unchanged);
-  tcase_add_test(tc, padding_is_zeroed_k_v_g);
-  tcase_add_test(tc, reset_is_each_document_alone);
+  TCase *tc = CKR_TCASE(su, "all", 120, leak_without_padding_is_unchanged, padding_is_zeroed_k_v_g,
+      reset_is_each_document_alone, reset_on_a_seam_makes_the_seam_exact);
   tcase_add_loop_test(tc, chunked_kernels_match_the_recurrence, 0, (int)(sizeof pk / sizeof pk[0]));
-  tcase_add_test(tc, reset_on_a_seam_makes_the_seam_exact);
-  suite_add_tcase(su, tc);
-  int failed = 0;
-  kt_suite_run(su, &failed);
-  return failed ? 1 : 0;
+  return ckr_run(su);
 }

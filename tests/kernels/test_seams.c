@@ -14,6 +14,7 @@
 #include <check.h>
 
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 static double rel_state(const double *x, const double *r, const kern_affine_seams *sm) {
   return kt_rel(x, r, (size_t)(sm->Dk * sm->Dv));
@@ -136,13 +137,6 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("seams");
-  TCase *tc = tcase_create("seams");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, seams_f32);
-  tcase_add_test(tc, seams_f64);
-  tcase_add_test(tc, no_h0_zero_start);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
+  CKR_TCASE(su, "seams", 60, seams_f32, seams_f64, no_h0_zero_start);
+  return ckr_run(su);
 }

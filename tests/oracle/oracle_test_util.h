@@ -12,6 +12,7 @@
 #include "gdn_synth.h"
 #include "oracle.h"
 
+#include "../check_runner.h"
 #include "../test_util_synth.h"
 
 static inline oracle_config otu_cfg(long prec, oracle_form form, int64_t chunk) {
@@ -68,11 +69,7 @@ static inline int otu_identical(const gdn_outputs *x, const gdn_outputs *r) {
 }
 
 static inline void otu_run_suite(Suite *su) {
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  if (nf) exit(1);
+  if (ckr_run(su)) exit(1);
 }
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "gdn_rng.h"
 #include "oracle_test_util.h"
+#include "../check_runner.h"
 
 static void cert_run(const gdn_inputs *in, long p, oracle_form form, int64_t C, long check,
                      gdn_outputs *out, oracle_certificate *cert) {
@@ -351,15 +352,7 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("oracle_certify");
-  TCase *tc = tcase_create("certify");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, certificate_equals_truth_below_53);
-  tcase_add_test(tc, certificate_moderate_case);
-  tcase_add_test(tc, certificate_cancellation_stress);
-  tcase_add_test(tc, certificate_exact_values);
-  tcase_add_test(tc, bits_agreed_rules);
-  tcase_add_test(tc, planted_difference);
-  suite_add_tcase(su, tc);
-  otu_run_suite(su);
-  return 0;
+  CKR_TCASE(su, "certify", 60, certificate_equals_truth_below_53, certificate_moderate_case,
+      certificate_cancellation_stress, certificate_exact_values, bits_agreed_rules, planted_difference);
+  return ckr_run(su);
 }

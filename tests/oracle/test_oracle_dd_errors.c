@@ -15,6 +15,7 @@
 #include "gdn_threads.h"
 #include "gmp_count_util.h"
 #include "oracle_test_util.h"
+#include "../check_runner.h"
 
 static void filled(gdn_outputs *out) {
   gdn_shape s = {1, 1, 1, 1, 1, 1};
@@ -273,16 +274,7 @@ END_TEST
 int main(void) {
   gcu_install();
   Suite *su = suite_create("oracle_dd_errors");
-  TCase *tc = tcase_create("dd_errors");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, bad_config);
-  tcase_add_test(tc, bad_inputs_as_mpfr);
-  tcase_add_test(tc, binary64_range);
-  tcase_add_test(tc, alloc_failures_sampled);
-  tcase_add_test(tc, alloc_failures_sampled_2threads);
-  tcase_add_test(tc, alloc_failures_unsampled);
-  tcase_add_test(tc, memory_flat_in_T);
-  suite_add_tcase(su, tc);
-  otu_run_suite(su);
-  return 0;
+  CKR_TCASE(su, "dd_errors", 60, bad_config, bad_inputs_as_mpfr, binary64_range, alloc_failures_sampled,
+      alloc_failures_sampled_2threads, alloc_failures_unsampled, memory_flat_in_T);
+  return ckr_run(su);
 }

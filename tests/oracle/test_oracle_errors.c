@@ -12,6 +12,7 @@
 #include "gdn_threads.h"
 #include "gmp_count_util.h"
 #include "oracle_test_util.h"
+#include "../check_runner.h"
 
 /* An outputs object holding something, to see it cleared. */
 static void filled(gdn_outputs *out) {
@@ -206,15 +207,7 @@ END_TEST
 int main(void) {
   gcu_install();
   Suite *su = suite_create("oracle_errors");
-  TCase *tc = tcase_create("errors");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, bad_config);
-  tcase_add_test(tc, bad_inputs);
-  tcase_add_test(tc, alloc_failures_token);
-  tcase_add_test(tc, alloc_failures_chunked);
-  tcase_add_test(tc, alloc_failures_certified);
-  tcase_add_test(tc, alloc_failures_certified_chunked_2threads);
-  suite_add_tcase(su, tc);
-  otu_run_suite(su);
-  return 0;
+  CKR_TCASE(su, "errors", 60, bad_config, bad_inputs, alloc_failures_token, alloc_failures_chunked,
+      alloc_failures_certified, alloc_failures_certified_chunked_2threads);
+  return ckr_run(su);
 }

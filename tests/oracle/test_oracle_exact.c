@@ -11,6 +11,7 @@
 #include <mpfr.h>
 
 #include "oracle_test_util.h"
+#include "../check_runner.h"
 
 static const long precs[] = {24, 53, 128};
 static const struct { oracle_form form; int64_t chunk; } forms[] = {
@@ -178,11 +179,6 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("oracle_exact");
-  TCase *tc = tcase_create("exact");
-  tcase_add_test(tc, scalar_state);
-  tcase_add_test(tc, two_by_two_with_h0);
-  tcase_add_test(tc, decay_closed_form);
-  suite_add_tcase(su, tc);
-  otu_run_suite(su);
-  return 0;
+  CKR_TCASE(su, "exact", 0, scalar_state, two_by_two_with_h0, decay_closed_form);
+  return ckr_run(su);
 }

@@ -27,6 +27,7 @@
 #include <check.h>
 
 #include "oracle_test_util.h"
+#include "../check_runner.h"
 
 static const int64_t chunks[] = {1, 4, 16, 64};
 
@@ -78,12 +79,6 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("oracle_forms");
-  TCase *tc = tcase_create("forms");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, token_vs_chunked_T37);
-  tcase_add_test(tc, token_vs_chunked_T100);
-  tcase_add_test(tc, token_vs_chunked_slow_decay);
-  suite_add_tcase(su, tc);
-  otu_run_suite(su);
-  return 0;
+  CKR_TCASE(su, "forms", 60, token_vs_chunked_T37, token_vs_chunked_T100, token_vs_chunked_slow_decay);
+  return ckr_run(su);
 }

@@ -14,6 +14,7 @@
 
 #include "gdn_alloc.h"
 #include "oracle_test_util.h"
+#include "../check_runner.h"
 
 static const gdn_shape S = {2, 160, 1, 2, 8, 6};
 
@@ -158,16 +159,7 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("oracle_packing");
-  TCase *tc = tcase_create("all");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, padding_is_zeroed_k_v_g);
-  tcase_add_test(tc, reset_is_each_document_alone);
-  tcase_add_test(tc, dd_tier_agrees);
-  tcase_add_test(tc, chunked_form_refuses_documents);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  CKR_TCASE(su, "all", 120, padding_is_zeroed_k_v_g, reset_is_each_document_alone, dd_tier_agrees,
+      chunked_form_refuses_documents);
+  return ckr_run(su);
 }

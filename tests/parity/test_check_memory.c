@@ -25,6 +25,7 @@
 #include "gdn_synth.h"
 #include "parity_cli.h"
 #include "report.h"
+#include "../check_runner.h"
 
 static void make(const char *path, int n_out) {
   gdn_error e;
@@ -112,14 +113,7 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("check_memory");
-  TCase *tc = tcase_create("check_memory");
-  tcase_set_timeout(tc, 300);
+  TCase *tc = ckr_tcase_add(su, "check_memory", 300, NULL, 0);
   tcase_add_loop_test(tc, many_outputs_with_gradients_obey_max_bytes, 0, 2);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_set_fork_status(sr, CK_FORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return ckr_run_with(su, CK_FORK, CK_NORMAL);
 }

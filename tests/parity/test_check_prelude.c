@@ -20,6 +20,7 @@
 #include "gdn_synth.h"
 #include "parity_cli.h"
 #include "report.h"
+#include "../check_runner.h"
 
 static int run_check(const char *path, const char *js, char *err, size_t n) {
   gdn_error e;
@@ -100,15 +101,6 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("check_prelude");
-  TCase *tc = tcase_create("check_prelude");
-  tcase_set_timeout(tc, 300);
-  tcase_add_test(tc, round_trip_and_tampered);
-  tcase_add_test(tc, synthetic_budget_counts_the_prelude);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+  CKR_TCASE(su, "check_prelude", 300, round_trip_and_tampered, synthetic_budget_counts_the_prelude);
+  return ckr_run_with(su, CK_NOFORK, CK_NORMAL);
 }

@@ -21,6 +21,7 @@
 #include "parity_cli.h"
 #include "parity_oracle.h"
 #include "report.h"
+#include "../check_runner.h"
 
 static void add_output(fix_fixture *fx, const char *name, const char *shard) {
   gdn_error e;
@@ -203,15 +204,6 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("check_shard");
-  TCase *tc = tcase_create("check_shard");
-  tcase_set_timeout(tc, 300);
-  tcase_add_test(tc, plan_table);
-  tcase_add_test(tc, check_follows_declared_shard);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+  CKR_TCASE(su, "check_shard", 300, plan_table, check_follows_declared_shard);
+  return ckr_run_with(su, CK_NOFORK, CK_NORMAL);
 }

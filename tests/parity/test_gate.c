@@ -18,6 +18,7 @@
 #include "parity_cli.h"
 #include "parity_sweep.h"
 #include "report.h"
+#include "../check_runner.h"
 
 static const char *data_dir;
 
@@ -217,15 +218,7 @@ int main(int argc, char **argv) {
   }
   data_dir = argv[1];
   Suite *su = suite_create("gate");
-  TCase *tc = tcase_create("gate");
-  tcase_set_timeout(tc, 300);
-  tcase_add_test(tc, broken_composition_fails_the_gate);
-  tcase_add_test(tc, shipped_fixtures_replay_clean);
-  tcase_add_test(tc, planted_error_in_external_output_fails);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  CKR_TCASE(su, "gate", 300, broken_composition_fails_the_gate, shipped_fixtures_replay_clean,
+      planted_error_in_external_output_fails);
+  return ckr_run(su);
 }

@@ -18,6 +18,7 @@
 #include "parity_cli.h"
 #include "parity_packing.h"
 #include "report.h"
+#include "../check_runner.h"
 
 START_TEST(err_and_decide_by_hand) {
   const double ref[4] = {1, -2, 0.5, 0}, o[4] = {1.5, -2, 0.5, 0.25};
@@ -163,15 +164,6 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("packing");
-  TCase *tc = tcase_create("packing");
-  tcase_set_timeout(tc, 300);
-  tcase_add_test(tc, err_and_decide_by_hand);
-  tcase_add_test(tc, check_names_the_packing_an_output_matches);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+  CKR_TCASE(su, "packing", 300, err_and_decide_by_hand, check_names_the_packing_an_output_matches);
+  return ckr_run_with(su, CK_NOFORK, CK_NORMAL);
 }

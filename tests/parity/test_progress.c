@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "parity_progress.h"
+#include "../check_runner.h"
 
 START_TEST(format_text) {
   char b[128];
@@ -143,15 +144,6 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("progress");
-  TCase *tc = tcase_create("core");
-  tcase_add_test(tc, format_text);
-  tcase_add_test(tc, terminal_only);
-  tcase_add_test(tc, format_part_text);
-  tcase_add_test(tc, inside_a_step_terminal_only);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
+  CKR_TCASE(s, "core", 0, format_text, terminal_only, format_part_text, inside_a_step_terminal_only);
+  return ckr_run(s);
 }

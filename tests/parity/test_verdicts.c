@@ -33,6 +33,7 @@
 #include "parity_sweep.h"
 #include "parity_cli.h"
 #include "report.h"
+#include "../check_runner.h"
 
 static const char *data_dir;
 
@@ -383,20 +384,8 @@ int main(int argc, char **argv) {
   }
   data_dir = argv[1];
   Suite *su = suite_create("verdicts");
-  TCase *tc = tcase_create("verdicts");
-  tcase_set_timeout(tc, 300);
-  tcase_add_test(tc, oracle_none_refuses_outputs);
-  tcase_add_test(tc, oracle_none_documents);
-  tcase_add_test(tc, command_line_numerics_do_not_apply);
-  tcase_add_test(tc, incomplete_declarations);
-  tcase_add_test(tc, broken_oracle_not_trusted);
-  tcase_add_test(tc, freshness_covers_attributes);
-  tcase_add_test(tc, range_finding);
-  tcase_add_test(tc, block_map_in_report);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  CKR_TCASE(su, "verdicts", 300, oracle_none_refuses_outputs, oracle_none_documents,
+      command_line_numerics_do_not_apply, incomplete_declarations, broken_oracle_not_trusted,
+      freshness_covers_attributes, range_finding, block_map_in_report);
+  return ckr_run(su);
 }

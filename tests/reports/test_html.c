@@ -12,6 +12,7 @@
 #include "sample_doc.h"
 #include "svg_check.h"
 #include "test_util.h"
+#include "../check_runner.h"
 
 static char *render(const json_t *doc, size_t *len) {
   report_buf b;
@@ -421,23 +422,7 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("html");
-  TCase *tc = tcase_create("html");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, realistic_structure);
-  tcase_add_test(tc, self_contained);
-  tcase_add_test(tc, hostile_strings);
-  tcase_add_test(tc, deterministic);
-  tcase_add_test(tc, no_cases);
-  tcase_add_test(tc, no_oracle);
-  tcase_add_test(tc, edge_profiles);
-  tcase_add_test(tc, one_length_one_device);
-  tcase_add_test(tc, many_cases_and_long_profiles);
-  tcase_add_test(tc, modes_and_padded_seams);
-  tcase_add_test(tc, write_atomic);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  CKR_TCASE(su, "html", 120, realistic_structure, self_contained, hostile_strings, deterministic, no_cases, no_oracle,
+      edge_profiles, one_length_one_device, many_cases_and_long_profiles, modes_and_padded_seams, write_atomic);
+  return ckr_run(su);
 }

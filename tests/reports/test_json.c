@@ -9,6 +9,7 @@
 #include "report_num.h"
 #include "sample_doc.h"
 #include "test_util.h"
+#include "../check_runner.h"
 
 static char *render(const json_t *doc) {
   report_buf b;
@@ -221,18 +222,6 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("json");
-  TCase *tc = tcase_create("json");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, round_trip);
-  tcase_add_test(tc, digits);
-  tcase_add_test(tc, non_finite);
-  tcase_add_test(tc, key_order);
-  tcase_add_test(tc, deterministic);
-  tcase_add_test(tc, atomic_failures);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  CKR_TCASE(su, "json", 60, round_trip, digits, non_finite, key_order, deterministic, atomic_failures);
+  return ckr_run(su);
 }

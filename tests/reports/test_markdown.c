@@ -8,6 +8,7 @@
 #include "report_markdown.h"
 #include "sample_doc.h"
 #include "test_util.h"
+#include "../check_runner.h"
 
 static char *render(const json_t *doc, const char *rel, size_t *len) {
   report_buf b;
@@ -216,17 +217,7 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("markdown");
-  TCase *tc = tcase_create("markdown");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, twenty_thousand_cases);
-  tcase_add_test(tc, small_and_link);
-  tcase_add_test(tc, external_outputs_first);
-  tcase_add_test(tc, file_deterministic);
-  tcase_add_test(tc, modes_where_they_vary);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  CKR_TCASE(su, "markdown", 120, twenty_thousand_cases, small_and_link, external_outputs_first, file_deterministic,
+      modes_where_they_vary);
+  return ckr_run(su);
 }
