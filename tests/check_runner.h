@@ -1,6 +1,8 @@
 /* The one Check runner of every test executable (header-only, static).
  *
- * A test file's main() lists its test cases in one place:
+ * A test file's main() lists its test cases in one place; with one case and
+ * no set-up of its own, main() is one line: CKR_MAIN(suite, case, timeout,
+ * tests...).  In general:
  *
  *   int main(void) {
  *     Suite *su = suite_create("alloc");
@@ -11,16 +13,20 @@
  * CKR_TCASE creates the test case, sets its time limit (0: Check's default,
  * which CK_DEFAULT_TIMEOUT sets), adds the tests in the order listed and adds
  * the case to the suite; it returns the case so a file can add loop tests or
- * fixtures to it (CKR_ADD adds tests to a case a suite's helper made).  ckr_run runs the suite with the fork mode CK_FORK sets
- * (fork unless CK_FORK=no, as the valgrind set-up asks) and returns the exit
- * status: 0 when every test passed, 1 otherwise.  ckr_run_with is for the few
- * executables that force a fork mode (tests that must share a process) or
- * print from one MPI rank only. */
+ * fixtures to it.  CKR_ADD adds tests to a case a suite's helper made (the
+ * hostile tests' hu_case).  ckr_run runs the suite with the fork mode CK_FORK
+ * sets (fork unless CK_FORK=no, as the valgrind set-up asks) and returns the
+ * exit status: 0 when every test passed, 1 otherwise.  ckr_run_with is for
+ * the few executables that force a fork mode (tests that must share a
+ * process) or print from one MPI rank only. */
 #ifndef GDN_TESTS_CHECK_RUNNER_H
 #define GDN_TESTS_CHECK_RUNNER_H
 
 #include <check.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 /* The tests of a CKR_TCASE call as an array and its length: START_TEST makes
  * each name a `const TTest *`. */
@@ -55,5 +61,28 @@ static inline int ckr_run_with(Suite *su, enum fork_status fork, enum print_outp
 }
 
 static inline int ckr_run(Suite *su) { return ckr_run_with(su, CK_FORK_GETENV, CK_NORMAL); }
+
+/* argv[1..n] into the n `const char **` slots that follow, or "usage: "
+ * `usage` on stderr and exit 2 when fewer were given (meson passes the
+ * programs and folders a test drives). */
+static inline void ckr_args(int argc, char **argv, const char *usage, int n, ...) {
+  if (argc < n + 1) {
+    fprintf(stderr, "usage: %s\n", usage);
+    exit(2);
+  }
+  va_list ap;
+  va_start(ap, n);
+  for (int i = 0; i < n; i++) *va_arg(ap, const char **) = argv[i + 1];
+  va_end(ap);
+}
+
+/* The whole main() of an executable with one test case and no set-up of its
+ * own: CKR_MAIN("alloc", "alloc", 0, alignment_and_zero, overflow_refused) */
+#define CKR_MAIN(suite, tcase, timeout_s, ...)          \
+  int main(void) {                                       \
+    Suite *ckr_su = suite_create(suite);                 \
+    CKR_TCASE(ckr_su, (tcase), (timeout_s), __VA_ARGS__); \
+    return ckr_run(ckr_su);                              \
+  }
 
 #endif

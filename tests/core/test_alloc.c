@@ -83,9 +83,5 @@ START_TEST(error_helpers) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("alloc");
-  CKR_TCASE(su, "alloc", 0, alignment_and_zero, overflow_refused, injected_failures_leave_objects_clear,
-      error_helpers);
-  return ckr_run(su);
-}
+CKR_MAIN("alloc", "alloc", 0, alignment_and_zero, overflow_refused, injected_failures_leave_objects_clear,
+    error_helpers)

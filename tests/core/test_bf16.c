@@ -67,8 +67,4 @@ START_TEST(round_trip_and_reference) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("bf16");
-  CKR_TCASE(su, "bf16", 0, rounding_patterns, nan_stays_nan, round_trip_and_reference);
-  return ckr_run(su);
-}
+CKR_MAIN("bf16", "bf16", 0, rounding_patterns, nan_stays_nan, round_trip_and_reference)

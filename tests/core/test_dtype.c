@@ -152,9 +152,5 @@ START_TEST(parse_names) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("dtype");
-  CKR_TCASE(su, "dtype", 0, ulp_values, ulp_distance, ulp_matches_definition, ulp_distance_matches_definition,
-      ulp_inline_edge_cases, parse_names);
-  return ckr_run(su);
-}
+CKR_MAIN("dtype", "dtype", 0, ulp_values, ulp_distance, ulp_matches_definition, ulp_distance_matches_definition,
+    ulp_inline_edge_cases, parse_names)

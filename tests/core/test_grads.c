@@ -85,8 +85,4 @@ START_TEST(rel_fro_rules) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("grads");
-  CKR_TCASE(su, "grads", 0, alloc_layout_clear, cotangents, rel_fro_rules);
-  return ckr_run(su);
-}
+CKR_MAIN("grads", "grads", 0, alloc_layout_clear, cotangents, rel_fro_rules)

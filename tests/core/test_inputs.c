@@ -72,8 +72,4 @@ START_TEST(copy_is_deep) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("inputs");
-  CKR_TCASE(su, "inputs", 0, accessors_follow_layout, check_values_reports_first_bad_index, copy_is_deep);
-  return ckr_run(su);
-}
+CKR_MAIN("inputs", "inputs", 0, accessors_follow_layout, check_values_reports_first_bad_index, copy_is_deep)

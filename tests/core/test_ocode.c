@@ -239,9 +239,5 @@ START_TEST(finish_refuses_what_it_cannot_vouch_for) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("ocode");
-  CKR_TCASE(su, "ocode", 60, every_pattern_comes_back, codes_are_step_counts, mxcsr_changes_nothing,
-      held_form_is_thread_independent, finish_refuses_what_it_cannot_vouch_for);
-  return ckr_run(su);
-}
+CKR_MAIN("ocode", "ocode", 60, every_pattern_comes_back, codes_are_step_counts, mxcsr_changes_nothing,
+    held_form_is_thread_independent, finish_refuses_what_it_cannot_vouch_for)

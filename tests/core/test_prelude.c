@@ -89,8 +89,4 @@ START_TEST(gates_from_bf16_activations) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("prelude");
-  CKR_TCASE(su, "all", 0, bf16_values_normalised_rows, gates_from_bf16_activations);
-  return ckr_run(su);
-}
+CKR_MAIN("prelude", "all", 0, bf16_values_normalised_rows, gates_from_bf16_activations)

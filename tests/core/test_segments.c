@@ -115,8 +115,4 @@ START_TEST(token_kinds) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("segments");
-  CKR_TCASE(su, "all", 0, ids_and_boundary_kinds, one_document_and_refusals, token_kinds);
-  return ckr_run(su);
-}
+CKR_MAIN("segments", "all", 0, ids_and_boundary_kinds, one_document_and_refusals, token_kinds)

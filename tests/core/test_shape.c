@@ -82,8 +82,4 @@ START_TEST(bytes_and_limit) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("shape");
-  CKR_TCASE(su, "shape", 0, parse_good, parse_bad, validate_heads_and_overflow, bytes_and_limit);
-  return ckr_run(su);
-}
+CKR_MAIN("shape", "shape", 0, parse_good, parse_bad, validate_heads_and_overflow, bytes_and_limit)

@@ -123,9 +123,5 @@ START_TEST(prenorm_and_bf16) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("synth");
-  CKR_TCASE(su, "synth", 0, deterministic_across_threads_and_seeds, pinned_hashes_across_threads, distributions,
-      prenorm_and_bf16);
-  return ckr_run(su);
-}
+CKR_MAIN("synth", "synth", 0, deterministic_across_threads_and_seeds, pinned_hashes_across_threads, distributions,
+    prenorm_and_bf16)

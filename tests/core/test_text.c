@@ -45,8 +45,4 @@ START_TEST(truncation_and_rotation) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("text");
-  CKR_TCASE(s, "text", 0, controls_escaped, utf8_kept_invalid_and_c1_escaped, truncation_and_rotation);
-  return ckr_run(s);
-}
+CKR_MAIN("text", "text", 0, controls_escaped, utf8_kept_invalid_and_c1_escaped, truncation_and_rotation)

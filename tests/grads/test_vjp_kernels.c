@@ -281,9 +281,6 @@ START_TEST(shards_follow_the_forward) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("vjp_kernels");
-  CKR_TCASE(su, "vjp_kernels", 120, threads_change_nothing, one_device_is_the_scan, one_device_is_the_scan_bf16,
-      bf16_cotangents_are_bf16, refusals, alloc_failures, shards_follow_the_forward, schedules_differ);
-  return ckr_run(su);
-}
+CKR_MAIN("vjp_kernels", "vjp_kernels", 120, threads_change_nothing, one_device_is_the_scan,
+    one_device_is_the_scan_bf16, bf16_cotangents_are_bf16, refusals, alloc_failures, shards_follow_the_forward,
+    schedules_differ)

@@ -89,8 +89,4 @@ END_TEST
 START_TEST(dn_roundoff_f64) { dn_roundoff(GDN_DTYPE_F64, 1e-13); }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("affine_d1");
-  CKR_TCASE(su, "affine_d1", 120, d1_bitwise_f32, d1_bitwise_f64, dn_roundoff_f32, dn_roundoff_f64);
-  return ckr_run(su);
-}
+CKR_MAIN("affine_d1", "affine_d1", 120, d1_bitwise_f32, d1_bitwise_f64, dn_roundoff_f32, dn_roundoff_f64)

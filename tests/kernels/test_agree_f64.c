@@ -106,9 +106,5 @@ START_TEST(short_sequence_no_h0) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("agree_f64");
-  CKR_TCASE(su, "agree_f64", 120, l2norm_in_kernel_long_memory, prenormalised_long_memory,
-      l2norm_in_kernel_drawn_gates, prenormalised_drawn_gates, short_sequence_no_h0);
-  return ckr_run(su);
-}
+CKR_MAIN("agree_f64", "agree_f64", 120, l2norm_in_kernel_long_memory, prenormalised_long_memory,
+    l2norm_in_kernel_drawn_gates, prenormalised_drawn_gates, short_sequence_no_h0)

@@ -105,8 +105,4 @@ START_TEST(tpu_mode_sites) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("alloc_fail");
-  CKR_TCASE(su, "alloc_fail", 60, recurrent_sites, scan_sites, affine_sites, tpu_mode_sites);
-  return ckr_run(su);
-}
+CKR_MAIN("alloc_fail", "alloc_fail", 60, recurrent_sites, scan_sites, affine_sites, tpu_mode_sites)

@@ -284,9 +284,5 @@ START_TEST(bf16_vs_f32_band) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("bf16");
-  CKR_TCASE(su, "bf16", 60, scale_dk128, hand_values, chunked_rounding_points, recurrent_rounding_points,
-      bf16_vs_f32_band);
-  return ckr_run(su);
-}
+CKR_MAIN("bf16", "bf16", 60, scale_dk128, hand_values, chunked_rounding_points, recurrent_rounding_points,
+    bf16_vs_f32_band)

@@ -79,8 +79,4 @@ START_TEST(broken_bf16_default) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("broken_compose");
-  CKR_TCASE(su, "broken_compose", 60, broken_f32, broken_f64, broken_bf16_default);
-  return ckr_run(su);
-}
+CKR_MAIN("broken_compose", "broken_compose", 60, broken_f32, broken_f64, broken_bf16_default)

@@ -87,8 +87,4 @@ START_TEST(qwen_heads) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("f32_vs_f64");
-  CKR_TCASE(su, "f32_vs_f64", 120, small_heads, qwen_heads);
-  return ckr_run(su);
-}
+CKR_MAIN("f32_vs_f64", "f32_vs_f64", 120, small_heads, qwen_heads)

@@ -204,9 +204,5 @@ START_TEST(mxcsr_restored) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("ftz");
-  CKR_TCASE(su, "ftz", 60, subnormal_input, subnormal_result, tininess_after_rounding, float64_ignores_ftz,
-      only_subnormals_change, mxcsr_restored);
-  return ckr_run(su);
-}
+CKR_MAIN("ftz", "ftz", 60, subnormal_input, subnormal_result, tininess_after_rounding, float64_ignores_ftz,
+    only_subnormals_change, mxcsr_restored)

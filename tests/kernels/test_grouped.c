@@ -84,8 +84,4 @@ START_TEST(heads_of_a_group_differ) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("grouped");
-  CKR_TCASE(su, "grouped", 60, grouped_f32, grouped_f64, heads_of_a_group_differ);
-  return ckr_run(su);
-}
+CKR_MAIN("grouped", "grouped", 60, grouped_f32, grouped_f64, heads_of_a_group_differ)

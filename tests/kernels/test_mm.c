@@ -387,9 +387,5 @@ START_TEST(float64_is_ieee) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("mm");
-  CKR_TCASE(su, "mm", 120, split_highest_exact, split_high_default, rounding_matches_gdn_bf16, pass_order_bitwise,
-      order_is_observable, bf16_operands_single_pass, infinity_survives, error_bands, float64_is_ieee);
-  return ckr_run(su);
-}
+CKR_MAIN("mm", "mm", 120, split_highest_exact, split_high_default, rounding_matches_gdn_bf16, pass_order_bitwise,
+    order_is_observable, bf16_operands_single_pass, infinity_survives, error_bands, float64_is_ieee)

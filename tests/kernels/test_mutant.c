@@ -181,8 +181,4 @@ START_TEST(names) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("mutant");
-  CKR_TCASE(su, "mutant", 120, every_mutant_shows, bf16_mutants, needs_are_honest, scan_ignores_mutants, names);
-  return ckr_run(su);
-}
+CKR_MAIN("mutant", "mutant", 120, every_mutant_shows, bf16_mutants, needs_are_honest, scan_ignores_mutants, names)

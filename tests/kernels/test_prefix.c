@@ -403,9 +403,5 @@ START_TEST(schedules_f32) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("prefix");
-  CKR_TCASE(su, "prefix", 240, counts_and_pairing, random_pairs_f64, kernel_f64_c4, kernel_f64_c1, kernel_f64_c16,
-      schedules_f32);
-  return ckr_run(su);
-}
+CKR_MAIN("prefix", "prefix", 240, counts_and_pairing, random_pairs_f64, kernel_f64_c4, kernel_f64_c1, kernel_f64_c16,
+    schedules_f32)

@@ -121,8 +121,4 @@ START_TEST(other_orders_differ) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("prefix_upstream");
-  CKR_TCASE(su, "all", 0, hillis_steele_is_upstream_order, other_orders_differ);
-  return ckr_run(su);
-}
+CKR_MAIN("prefix_upstream", "all", 0, hillis_steele_is_upstream_order, other_orders_differ)

@@ -135,8 +135,4 @@ START_TEST(no_h0_zero_start) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("seams");
-  CKR_TCASE(su, "seams", 60, seams_f32, seams_f64, no_h0_zero_start);
-  return ckr_run(su);
-}
+CKR_MAIN("seams", "seams", 60, seams_f32, seams_f64, no_h0_zero_start)

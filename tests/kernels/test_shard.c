@@ -82,8 +82,4 @@ START_TEST(more_devices_than_chunks_refused) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("shard");
-  CKR_TCASE(su, "shard", 0, partition_properties, example, more_devices_than_chunks_refused);
-  return ckr_run(su);
-}
+CKR_MAIN("shard", "shard", 0, partition_properties, example, more_devices_than_chunks_refused)

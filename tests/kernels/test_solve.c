@@ -102,8 +102,4 @@ START_TEST(names) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("solve");
-  CKR_TCASE(su, "all", 120, float64_orders_agree, float32_both_accurate, names);
-  return ckr_run(su);
-}
+CKR_MAIN("solve", "all", 120, float64_orders_agree, float32_both_accurate, names)

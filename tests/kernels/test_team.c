@@ -202,9 +202,5 @@ START_TEST(split_by_blocks_is_the_split) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("team");
-  CKR_TCASE(su, "team", 120, single_head_scan, single_head_affine, narrow_values, leftover_heads,
-      team_or_is_the_or_of_every_block, split_by_blocks_is_the_split);
-  return ckr_run(su);
-}
+CKR_MAIN("team", "team", 120, single_head_scan, single_head_affine, narrow_values, leftover_heads,
+    team_or_is_the_or_of_every_block, split_by_blocks_is_the_split)

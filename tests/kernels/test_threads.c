@@ -76,9 +76,5 @@ START_TEST(threads_f32_high_ftz) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("threads");
-  CKR_TCASE(su, "threads", 60, threads_f32, threads_f64, threads_bf16_default_ftz_assoc, threads_f32_highest_hillis,
-      threads_f32_high_ftz);
-  return ckr_run(su);
-}
+CKR_MAIN("threads", "threads", 60, threads_f32, threads_f64, threads_bf16_default_ftz_assoc,
+    threads_f32_highest_hillis, threads_f32_high_ftz)

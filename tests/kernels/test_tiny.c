@@ -198,8 +198,4 @@ START_TEST(closed_form_matches_hand) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("tiny");
-  CKR_TCASE(su, "tiny", 60, scalar_state_exact, matrix_state_exact, decay_and_norm_close, closed_form_matches_hand);
-  return ckr_run(su);
-}
+CKR_MAIN("tiny", "tiny", 60, scalar_state_exact, matrix_state_exact, decay_and_norm_close, closed_form_matches_hand)

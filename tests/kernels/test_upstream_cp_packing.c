@@ -94,8 +94,4 @@ START_TEST(leak_is_the_segment_blind_fold) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("upstream_cp_packing");
-  CKR_TCASE(su, "all", 0, leak_is_the_segment_blind_fold);
-  return ckr_run(su);
-}
+CKR_MAIN("upstream_cp_packing", "all", 0, leak_is_the_segment_blind_fold)

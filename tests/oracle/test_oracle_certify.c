@@ -350,9 +350,5 @@ START_TEST(planted_difference) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("oracle_certify");
-  CKR_TCASE(su, "certify", 60, certificate_equals_truth_below_53, certificate_moderate_case,
-      certificate_cancellation_stress, certificate_exact_values, bits_agreed_rules, planted_difference);
-  return ckr_run(su);
-}
+CKR_MAIN("oracle_certify", "certify", 60, certificate_equals_truth_below_53, certificate_moderate_case,
+    certificate_cancellation_stress, certificate_exact_values, bits_agreed_rules, planted_difference)

@@ -351,10 +351,6 @@ START_TEST(threads_and_blocks_change_nothing) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("oracle_dd_cert");
-  CKR_TCASE(su, "dd_cert", 60, exact_case_certifies_everything, planted_error_known_bits,
-      planted_error_sampled_or_not, certificate_equals_truth_at_40_bits, sample_is_pinned_and_spread,
-      threads_and_blocks_change_nothing);
-  return ckr_run(su);
-}
+CKR_MAIN("oracle_dd_cert", "dd_cert", 60, exact_case_certifies_everything, planted_error_known_bits,
+    planted_error_sampled_or_not, certificate_equals_truth_at_40_bits, sample_is_pinned_and_spread,
+    threads_and_blocks_change_nothing)

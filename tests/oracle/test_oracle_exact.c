@@ -177,8 +177,4 @@ START_TEST(decay_closed_form) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("oracle_exact");
-  CKR_TCASE(su, "exact", 0, scalar_state, two_by_two_with_h0, decay_closed_form);
-  return ckr_run(su);
-}
+CKR_MAIN("oracle_exact", "exact", 0, scalar_state, two_by_two_with_h0, decay_closed_form)

@@ -77,8 +77,4 @@ END_TEST
 START_TEST(token_vs_chunked_slow_decay) { check_forms(100, 0.02f, 13); }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("oracle_forms");
-  CKR_TCASE(su, "forms", 60, token_vs_chunked_T37, token_vs_chunked_T100, token_vs_chunked_slow_decay);
-  return ckr_run(su);
-}
+CKR_MAIN("oracle_forms", "forms", 60, token_vs_chunked_T37, token_vs_chunked_T100, token_vs_chunked_slow_decay)

@@ -202,9 +202,5 @@ START_TEST(l2norm_on_prenormalised) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("oracle_inputs");
-  CKR_TCASE(su, "inputs", 60, h0_honoured, grouped_heads_equal_repeat_interleave, scale_honoured,
-      l2norm_on_prenormalised);
-  return ckr_run(su);
-}
+CKR_MAIN("oracle_inputs", "inputs", 60, h0_honoured, grouped_heads_equal_repeat_interleave, scale_honoured,
+    l2norm_on_prenormalised)

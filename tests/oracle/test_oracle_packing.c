@@ -157,9 +157,5 @@ START_TEST(chunked_form_refuses_documents) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("oracle_packing");
-  CKR_TCASE(su, "all", 120, padding_is_zeroed_k_v_g, reset_is_each_document_alone, dd_tier_agrees,
-      chunked_form_refuses_documents);
-  return ckr_run(su);
-}
+CKR_MAIN("oracle_packing", "all", 120, padding_is_zeroed_k_v_g, reset_is_each_document_alone, dd_tier_agrees,
+    chunked_form_refuses_documents)

@@ -160,9 +160,5 @@ START_TEST(part_meter_follows_selection) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("oracle_progress");
-  CKR_TCASE(s, "core", 120, dd_reports_and_changes_nothing, mpfr_reports_and_changes_nothing,
-      part_meter_follows_selection);
-  return ckr_run(s);
-}
+CKR_MAIN("oracle_progress", "core", 120, dd_reports_and_changes_nothing, mpfr_reports_and_changes_nothing,
+    part_meter_follows_selection)

@@ -72,8 +72,4 @@ START_TEST(column_block_changes_nothing) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("oracle_threads");
-  CKR_TCASE(su, "threads", 60, one_vs_two_threads, column_block_changes_nothing);
-  return ckr_run(su);
-}
+CKR_MAIN("oracle_threads", "threads", 60, one_vs_two_threads, column_block_changes_nothing)

@@ -163,12 +163,7 @@ START_TEST(bad_audits_exit_2) {
 END_TEST
 
 int main(int argc, char **argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: test_audit_cli PATH-TO-gdn-parity SOURCE-ROOT\n");
-    return 2;
-  }
-  exe = argv[1];
-  root = argv[2];
+  ckr_args(argc, argv, "test_audit_cli PATH-TO-gdn-parity SOURCE-ROOT", 2, &exe, &root);
   Suite *su = suite_create("audit_cli");
   TCase *tc = CKR_TCASE(su, "audit_cli", 120, check_fails_on_an_audit_fail, report_rebuilds_and_adds_the_audit,
       bad_audits_exit_2);

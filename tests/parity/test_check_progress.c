@@ -152,8 +152,4 @@ START_TEST(stored_oracle_no_step) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("check_progress");
-  CKR_TCASE(s, "core", 120, oracle_step_on_a_terminal, stored_oracle_no_step);
-  return ckr_run(s);
-}
+CKR_MAIN("check_progress", "core", 120, oracle_step_on_a_terminal, stored_oracle_no_step)

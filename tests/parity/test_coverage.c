@@ -767,12 +767,7 @@ START_TEST(correct_kernels_fail) {
 END_TEST
 
 int main(int argc, char **argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: %s GDN_PARITY_EXE TESTS_PARITY_DIR\n", argv[0]);
-    return 2;
-  }
-  exe = argv[1];
-  testdir = argv[2];
+  ckr_args(argc, argv, "test_coverage GDN_PARITY_EXE TESTS_PARITY_DIR", 2, &exe, &testdir);
   Suite *s = suite_create("coverage");
   CKR_TCASE(s, "units", 0, cover_planted, cover_greedy_not_minimal, parse_mutants, readme_table, mutant_rows,
       writers_validate);

@@ -212,11 +212,7 @@ START_TEST(planted_error_in_external_output_fails) {
 END_TEST
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: test_gate FIXTURE-DATA-DIR\n");
-    return 2;
-  }
-  data_dir = argv[1];
+  ckr_args(argc, argv, "test_gate FIXTURE-DATA-DIR", 1, &data_dir);
   Suite *su = suite_create("gate");
   CKR_TCASE(su, "gate", 300, broken_composition_fails_the_gate, shipped_fixtures_replay_clean,
       planted_error_in_external_output_fails);

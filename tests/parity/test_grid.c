@@ -106,8 +106,4 @@ START_TEST(bad_grids) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("grid");
-  CKR_TCASE(su, "grid", 0, entries_inherit_and_override, bad_grids, repeats_need_every_key_equal);
-  return ckr_run(su);
-}
+CKR_MAIN("grid", "grid", 0, entries_inherit_and_override, bad_grids, repeats_need_every_key_equal)

@@ -109,9 +109,5 @@ START_TEST(auto_counts_the_vjp_cost) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("grid gradient dry run");
-  CKR_TCASE(s, "dry", 0, builtin_policy_covers_gradient_entries, gradient_rows_without_a_rule_are_refused,
-      bfloat16_gradient_entry_needs_its_rules, auto_counts_the_vjp_cost);
-  return ckr_run(s);
-}
+CKR_MAIN("grid gradient dry run", "dry", 0, builtin_policy_covers_gradient_entries,
+    gradient_rows_without_a_rule_are_refused, bfloat16_gradient_entry_needs_its_rules, auto_counts_the_vjp_cost)

@@ -527,11 +527,7 @@ START_TEST(row_rel_by_hand) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("metrics");
-  CKR_TCASE(su, "metrics", 60, hand_case, nonfinite_and_zero_reference, first_nonfinite_is_the_lowest_index,
-      median_exact_and_thread_independent, median_even_ties, median_ties_and_small_n, median_infinities,
-      median_one_bucket, median_many_buckets, ulp_hist_edges, profile_and_allclose, blocks_by_hand,
-      elem_rel_grouped_as_serial, row_rel_by_hand);
-  return ckr_run(su);
-}
+CKR_MAIN("metrics", "metrics", 60, hand_case, nonfinite_and_zero_reference, first_nonfinite_is_the_lowest_index,
+    median_exact_and_thread_independent, median_even_ties, median_ties_and_small_n, median_infinities,
+    median_one_bucket, median_many_buckets, ulp_hist_edges, profile_and_allclose, blocks_by_hand,
+    elem_rel_grouped_as_serial, row_rel_by_hand)

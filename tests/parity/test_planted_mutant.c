@@ -160,11 +160,7 @@ START_TEST(report_rebuilds_the_marks) {
 END_TEST
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s GDN_PARITY_EXE\n", argv[0]);
-    return 2;
-  }
-  exe = argv[1];
+  ckr_args(argc, argv, "test_planted_mutant GDN_PARITY_EXE", 1, &exe);
   Suite *s = suite_create("planted_mutant");
   CKR_TCASE(s, "views", 120, killed_mutant_marked_everywhere, surviving_mutant_marked_everywhere, no_mutant_no_mark,
       report_rebuilds_the_marks);

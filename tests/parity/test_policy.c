@@ -519,10 +519,6 @@ START_TEST(gradients_judged_by_their_stored_dtype) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("policy");
-  CKR_TCASE(su, "policy", 0, builtin_parses_and_every_rule_has_a_reason, bad_policies, evaluate_relative_rule,
-      selectors, localized_rule_names_the_block, localized_rule_on_gradient_rows, gradient_rules, gradient_rules_bf16,
-      no_gradient_rule_names_the_policy_file, gradients_judged_by_their_stored_dtype);
-  return ckr_run(su);
-}
+CKR_MAIN("policy", "policy", 0, builtin_parses_and_every_rule_has_a_reason, bad_policies, evaluate_relative_rule,
+    selectors, localized_rule_names_the_block, localized_rule_on_gradient_rows, gradient_rules, gradient_rules_bf16,
+    no_gradient_rule_names_the_policy_file, gradients_judged_by_their_stored_dtype)

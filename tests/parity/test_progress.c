@@ -142,8 +142,4 @@ START_TEST(terminal_only) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("progress");
-  CKR_TCASE(s, "core", 0, format_text, terminal_only, format_part_text, inside_a_step_terminal_only);
-  return ckr_run(s);
-}
+CKR_MAIN("progress", "core", 0, format_text, terminal_only, format_part_text, inside_a_step_terminal_only)

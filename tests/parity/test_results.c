@@ -191,8 +191,4 @@ START_TEST(sweep_small_functions) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("results");
-  CKR_TCASE(s, "results", 0, json_case_writer, log_judged_first, sweep_small_functions);
-  return ckr_run(s);
-}
+CKR_MAIN("results", "results", 0, json_case_writer, log_judged_first, sweep_small_functions)

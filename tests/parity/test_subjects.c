@@ -401,9 +401,5 @@ START_TEST(sweep_allocation_failures) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("subjects");
-  CKR_TCASE(s, "subjects", 300, every_row_conforms, toy_subject_through_the_sweep, no_check_limit, tensor_table,
-      no_reference_document_validates, upstream_over_tensor_rows, sweep_allocation_failures);
-  return ckr_run(s);
-}
+CKR_MAIN("subjects", "subjects", 300, every_row_conforms, toy_subject_through_the_sweep, no_check_limit, tensor_table,
+    no_reference_document_validates, upstream_over_tensor_rows, sweep_allocation_failures)

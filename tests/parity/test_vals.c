@@ -268,9 +268,5 @@ START_TEST(buffers_reused_in_their_form) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("vals");
-  CKR_TCASE(s, "core", 120, kernels_hold_o_in_their_dtype, kernels_hold_o_as_codes, metrics_read_either_form,
-      buffers_reused_in_their_form);
-  return ckr_run(s);
-}
+CKR_MAIN("vals", "core", 120, kernels_hold_o_in_their_dtype, kernels_hold_o_as_codes, metrics_read_either_form,
+    buffers_reused_in_their_form)

@@ -378,11 +378,7 @@ START_TEST(block_map_in_report) {
 END_TEST
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: test_verdicts FIXTURE-DATA-DIR\n");
-    return 2;
-  }
-  data_dir = argv[1];
+  ckr_args(argc, argv, "test_verdicts FIXTURE-DATA-DIR", 1, &data_dir);
   Suite *su = suite_create("verdicts");
   CKR_TCASE(su, "verdicts", 300, oracle_none_refuses_outputs, oracle_none_documents,
       command_line_numerics_do_not_apply, incomplete_declarations, broken_oracle_not_trusted,

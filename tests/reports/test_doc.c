@@ -201,8 +201,4 @@ START_TEST(summary_rules) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("doc");
-  CKR_TCASE(su, "doc", 0, valid_documents, top_level, case_fields, tolerance, series, read_errors, summary_rules);
-  return ckr_run(su);
-}
+CKR_MAIN("doc", "doc", 0, valid_documents, top_level, case_fields, tolerance, series, read_errors, summary_rules)

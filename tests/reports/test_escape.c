@@ -109,8 +109,4 @@ START_TEST(nul_terminated_helpers) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("escape");
-  CKR_TCASE(su, "escape", 0, html_text, html_attr, utf8, xml, markdown, url, nul_terminated_helpers);
-  return ckr_run(su);
-}
+CKR_MAIN("escape", "escape", 0, html_text, html_attr, utf8, xml, markdown, url, nul_terminated_helpers)

@@ -420,9 +420,6 @@ START_TEST(write_atomic) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("html");
-  CKR_TCASE(su, "html", 120, realistic_structure, self_contained, hostile_strings, deterministic, no_cases, no_oracle,
-      edge_profiles, one_length_one_device, many_cases_and_long_profiles, modes_and_padded_seams, write_atomic);
-  return ckr_run(su);
-}
+CKR_MAIN("html", "html", 120, realistic_structure, self_contained, hostile_strings, deterministic, no_cases,
+    no_oracle, edge_profiles, one_length_one_device, many_cases_and_long_profiles, modes_and_padded_seams,
+    write_atomic)

@@ -220,8 +220,4 @@ START_TEST(atomic_failures) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("json");
-  CKR_TCASE(su, "json", 60, round_trip, digits, non_finite, key_order, deterministic, atomic_failures);
-  return ckr_run(su);
-}
+CKR_MAIN("json", "json", 60, round_trip, digits, non_finite, key_order, deterministic, atomic_failures)

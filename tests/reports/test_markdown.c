@@ -215,9 +215,5 @@ START_TEST(file_deterministic) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("markdown");
-  CKR_TCASE(su, "markdown", 120, twenty_thousand_cases, small_and_link, external_outputs_first, file_deterministic,
-      modes_where_they_vary);
-  return ckr_run(su);
-}
+CKR_MAIN("markdown", "markdown", 120, twenty_thousand_cases, small_and_link, external_outputs_first,
+    file_deterministic, modes_where_they_vary)

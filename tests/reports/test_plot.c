@@ -247,9 +247,5 @@ START_TEST(isolated_point_visible) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("plot");
-  CKR_TCASE(su, "plot", 0, linear_ticks, linear_edge, log_ticks, log_zeros_negatives, explicit_ticks, labels,
-      svg_edge_data, isolated_point_visible);
-  return ckr_run(su);
-}
+CKR_MAIN("plot", "plot", 0, linear_ticks, linear_edge, log_ticks, log_zeros_negatives, explicit_ticks, labels,
+    svg_edge_data, isolated_point_visible)
