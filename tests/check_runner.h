@@ -85,4 +85,16 @@ static inline void ckr_args(int argc, char **argv, const char *usage, int n, ...
     return ckr_run(ckr_su);                              \
   }
 
+/* CKR_MAIN for an executable meson hands paths: `slots`, in parentheses,
+ * are the `const char **` that ckr_args fills from argv[1..n]:
+ * CKR_MAIN_ARGS("test_gate FIXTURE-DATA-DIR", 1, (&data_dir), "gate", "gate", 300, tests...) */
+#define CKR_UNPAREN(...) __VA_ARGS__
+#define CKR_MAIN_ARGS(usage, n, slots, suite, tcase, timeout_s, ...) \
+  int main(int argc, char **argv) {                                  \
+    ckr_args(argc, argv, (usage), (n), CKR_UNPAREN slots);           \
+    Suite *ckr_su = suite_create(suite);                             \
+    CKR_TCASE(ckr_su, (tcase), (timeout_s), __VA_ARGS__);            \
+    return ckr_run(ckr_su);                                          \
+  }
+
 #endif

@@ -330,11 +330,7 @@ START_TEST(image_is_read_not_a_file_of_its_name) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  ckr_args(argc, argv, "test_corrupt_fixture FUZZ-CORPUS-FIXTURE-DIR", 1, &corpus);
-  Suite *s = suite_create("corrupt_fixture");
-  CKR_TCASE(s, "corrupt", 900, every_truncation_is_refused, bit_flips_fail_or_change_nothing,
-      probe_contains_crashes_and_hangs, isolated_load_equals_plain_load, known_hdf5_crashers_are_refused,
-      non_utf8_string_is_refused, image_is_read_not_a_file_of_its_name);
-  return ckr_run(s);
-}
+CKR_MAIN_ARGS("test_corrupt_fixture FUZZ-CORPUS-FIXTURE-DIR", 1, (&corpus), "corrupt_fixture", "corrupt", 900,
+    every_truncation_is_refused, bit_flips_fail_or_change_nothing, probe_contains_crashes_and_hangs,
+    isolated_load_equals_plain_load, known_hdf5_crashers_are_refused, non_utf8_string_is_refused,
+    image_is_read_not_a_file_of_its_name)

@@ -8,6 +8,7 @@
 #include <hdf5.h>
 #include <jansson.h>
 
+#include "../fixtures/h5_edit.h"
 #include "hostile_util.h"
 
 static char *parity, *fixture;
@@ -57,15 +58,8 @@ static void setup(void) {
   ck_assert_msg(r.status == 0, "import: %s", r.err);
 }
 
-static hid_t open_rw(const char *p) {
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
-  ck_assert_int_ge(f, 0);
-  return f;
-}
-
 static void set_root_string(const char *file, const char *name, const char *v) {
-  hid_t f = open_rw(file);
+  hid_t f = h5e_open_rw(file);
   if (H5Aexists(f, name) > 0) H5Adelete(f, name);
   hid_t t = H5Tcopy(H5T_C_S1), s = H5Screate(H5S_SCALAR);
   H5Tset_size(t, H5T_VARIABLE);
@@ -108,7 +102,7 @@ START_TEST(fixture_strings_escaped) {
   hu_run(&r, c1, NULL);
   ck_assert_msg(r.status == 0 && strstr(r.out, "PASS: "), "control: %d %s %s", r.status, r.out, r.err);
   const char *evil = copy_of_base("evil.h5");
-  hid_t f = open_rw(evil);
+  hid_t f = h5e_open_rw(evil);
   ck_assert_int_ge(H5Lmove(f, "outputs/ok", f, "outputs/a\nPASS: 1 case, 0 failed\n", H5P_DEFAULT, H5P_DEFAULT), 0);
   H5Fclose(f);
   char *a1[] = {parity, "check", (char *)evil, "--oracle", "dd", NULL};
@@ -156,13 +150,13 @@ START_TEST(foreign_storage_refused) {
   ck_assert_msg(r.status == 0, "control: %s", r.err);
   /* external link to the same data in the intact fixture */
   const char *el = copy_of_base("elink.h5");
-  hid_t f = open_rw(el);
+  hid_t f = h5e_open_rw(el);
   ck_assert_int_ge(H5Ldelete(f, "inputs/q", H5P_DEFAULT), 0);
   ck_assert_int_ge(H5Lcreate_external(base, "inputs/q", f, "inputs/q", H5P_DEFAULT, H5P_DEFAULT), 0);
   H5Fclose(f);
   /* external raw storage: /etc/passwd read as q */
   const char *ex = copy_of_base("extern.h5");
-  f = open_rw(ex);
+  f = h5e_open_rw(ex);
   ck_assert_int_ge(H5Ldelete(f, "inputs/q", H5P_DEFAULT), 0);
   hsize_t dims[4] = {1, 32, 1, 8};
   hid_t sp = H5Screate_simple(4, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
@@ -173,7 +167,7 @@ START_TEST(foreign_storage_refused) {
   H5Pclose(dcpl);
   /* a virtual dataset whose source file is missing */
   const char *vd = copy_of_base("vds.h5");
-  hid_t g = open_rw(vd);
+  hid_t g = h5e_open_rw(vd);
   ck_assert_int_ge(H5Ldelete(g, "inputs/k", H5P_DEFAULT), 0);
   dcpl = H5Pcreate(H5P_DATASET_CREATE);
   ck_assert_int_ge(H5Pset_virtual(dcpl, sp, "missing-source.h5", "/k", sp), 0);

@@ -471,11 +471,6 @@ START_TEST(memory_bounded_by_inputs_and_outputs) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  ckr_args(argc, argv, "test_cli PATH-TO-gdn-parity", 1, &exe);
-  Suite *su = suite_create("cli");
-  CKR_TCASE(su, "cli", 120, bad_usage_exits_2_with_a_message, help_lists_every_option,
-      run_writes_contract_json_deterministically, oracle_none, shard_chunks_mode, packed_documents, grad_run,
-      oracle_tiers, memory_bounded_by_inputs_and_outputs, coded_outputs_change_no_result);
-  return ckr_run(su);
-}
+CKR_MAIN_ARGS("test_cli PATH-TO-gdn-parity", 1, (&exe), "cli", "cli", 120, bad_usage_exits_2_with_a_message,
+    help_lists_every_option, run_writes_contract_json_deterministically, oracle_none, shard_chunks_mode,
+    packed_documents, grad_run, oracle_tiers, memory_bounded_by_inputs_and_outputs, coded_outputs_change_no_result)

@@ -211,10 +211,5 @@ START_TEST(planted_error_in_external_output_fails) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  ckr_args(argc, argv, "test_gate FIXTURE-DATA-DIR", 1, &data_dir);
-  Suite *su = suite_create("gate");
-  CKR_TCASE(su, "gate", 300, broken_composition_fails_the_gate, shipped_fixtures_replay_clean,
-      planted_error_in_external_output_fails);
-  return ckr_run(su);
-}
+CKR_MAIN_ARGS("test_gate FIXTURE-DATA-DIR", 1, (&data_dir), "gate", "gate", 300, broken_composition_fails_the_gate,
+    shipped_fixtures_replay_clean, planted_error_in_external_output_fails)

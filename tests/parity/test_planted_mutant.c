@@ -159,10 +159,5 @@ START_TEST(report_rebuilds_the_marks) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  ckr_args(argc, argv, "test_planted_mutant GDN_PARITY_EXE", 1, &exe);
-  Suite *s = suite_create("planted_mutant");
-  CKR_TCASE(s, "views", 120, killed_mutant_marked_everywhere, surviving_mutant_marked_everywhere, no_mutant_no_mark,
-      report_rebuilds_the_marks);
-  return ckr_run(s);
-}
+CKR_MAIN_ARGS("test_planted_mutant GDN_PARITY_EXE", 1, (&exe), "planted_mutant", "views", 120,
+    killed_mutant_marked_everywhere, surviving_mutant_marked_everywhere, no_mutant_no_mark, report_rebuilds_the_marks)

@@ -377,11 +377,6 @@ START_TEST(block_map_in_report) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  ckr_args(argc, argv, "test_verdicts FIXTURE-DATA-DIR", 1, &data_dir);
-  Suite *su = suite_create("verdicts");
-  CKR_TCASE(su, "verdicts", 300, oracle_none_refuses_outputs, oracle_none_documents,
-      command_line_numerics_do_not_apply, incomplete_declarations, broken_oracle_not_trusted,
-      freshness_covers_attributes, range_finding, block_map_in_report);
-  return ckr_run(su);
-}
+CKR_MAIN_ARGS("test_verdicts FIXTURE-DATA-DIR", 1, (&data_dir), "verdicts", "verdicts", 300,
+    oracle_none_refuses_outputs, oracle_none_documents, command_line_numerics_do_not_apply, incomplete_declarations,
+    broken_oracle_not_trusted, freshness_covers_attributes, range_finding, block_map_in_report)
