@@ -85,6 +85,15 @@ static inline void ckr_args(int argc, char **argv, const char *usage, int n, ...
     return ckr_run(ckr_su);                              \
   }
 
+/* CKR_MAIN with the fork mode forced (CK_NOFORK: tests that share a process,
+ * for the allocation counters or HDF5's library state). */
+#define CKR_MAIN_FORK(fork, suite, tcase, timeout_s, ...)  \
+  int main(void) {                                       \
+    Suite *ckr_su = suite_create(suite);                 \
+    CKR_TCASE(ckr_su, (tcase), (timeout_s), __VA_ARGS__); \
+    return ckr_run_with(ckr_su, (fork), CK_NORMAL);      \
+  }
+
 /* CKR_MAIN for an executable meson hands paths: `slots`, in parentheses,
  * are the `const char **` that ckr_args fills from argv[1..n]:
  * CKR_MAIN_ARGS("test_gate FIXTURE-DATA-DIR", 1, (&data_dir), "gate", "gate", 300, tests...) */

@@ -68,6 +68,21 @@ static inline int otu_identical(const gdn_outputs *x, const gdn_outputs *r) {
          !memcmp(x->ht, r->ht, gdn_shape_numel_state(&r->shape) * sizeof(double));
 }
 
+/* An outputs object holding something, to see an error path clear it. */
+static inline void otu_filled(gdn_outputs *out) {
+  gdn_shape s = {1, 1, 1, 1, 1, 1};
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_outputs_init(out);
+  ck_assert_int_eq(gdn_outputs_alloc(out, &s, GDN_DTYPE_F32, &e), GDN_OK);
+}
+
+static inline void otu_assert_cleared(const gdn_outputs *out) {
+  ck_assert_ptr_null(out->o);
+  ck_assert_ptr_null(out->ht);
+  ck_assert_int_eq(out->shape.T, 0);
+}
+
 static inline void otu_run_suite(Suite *su) {
   if (ckr_run(su)) exit(1);
 }

@@ -26,6 +26,7 @@
 #include "parity_cli.h"
 #include "report.h"
 #include "../check_runner.h"
+#include "cli_inproc.h"
 
 static void make(const char *path, int n_out) {
   gdn_error e;
@@ -53,15 +54,12 @@ static void make(const char *path, int n_out) {
 /* check at --max-bytes `limit` (--oracle none: refused after the load,
  * so a refusal for memory is told apart from one for the oracle). */
 static int run(const char *path, long long limit, const char *oracle, const char *js, char *err, size_t n) {
-  gdn_error e;
-  gdn_error_init(&e);
   char lim[32];
   snprintf(lim, sizeof lim, "%lld", limit);
   char *av[] = {"gdn-parity", "check", "--fixture", (char *)path, "--devices", "1,2", "--oracle", (char *)oracle,
                 "--threads", "1", "--max-bytes", lim, "--json", (char *)js, NULL};
-  FILE *devnull = fopen("/dev/null", "w");
-  int st = parity_cli_main(14, av, devnull, devnull, &e);
-  fclose(devnull);
+  gdn_error e;
+  int st = cli_inproc(av, &e);
   snprintf(err, n, "%s", e.msg);
   return st < 0 ? gdn_error_exit_status(e.code) : st;
 }

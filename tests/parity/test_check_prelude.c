@@ -21,17 +21,21 @@
 #include "parity_cli.h"
 #include "report.h"
 #include "../check_runner.h"
+#include "cli_inproc.h"
 
-static int run_check(const char *path, const char *js, char *err, size_t n) {
+/* av[0..ac) then NULL: gdn-parity's status, its message in err. */
+static int run_args(char **av, int ac, char *err, size_t n) {
+  ck_assert_ptr_null(av[ac]);
   gdn_error e;
-  gdn_error_init(&e);
-  char *av[] = {"gdn-parity", "check", "--fixture", (char *)path, "--devices", "1,2", "--oracle", "mpfr",
-                "--json", (char *)js, "--reproducible", NULL};
-  FILE *devnull = fopen("/dev/null", "w");
-  int st = parity_cli_main(11, av, devnull, devnull, &e);
-  fclose(devnull);
+  int st = cli_inproc(av, &e);
   snprintf(err, n, "%s", e.msg);
   return st;
+}
+
+static int run_check(const char *path, const char *js, char *err, size_t n) {
+  char *av[] = {"gdn-parity", "check", "--fixture", (char *)path, "--devices", "1,2", "--oracle", "mpfr",
+                "--json", (char *)js, "--reproducible", NULL};
+  return run_args(av, 11, err, n);
 }
 
 START_TEST(round_trip_and_tampered) {
@@ -76,16 +80,6 @@ START_TEST(round_trip_and_tampered) {
 }
 END_TEST
 
-static int run_args(char **av, int ac, char *err, size_t n) {
-  gdn_error e;
-  gdn_error_init(&e);
-  FILE *devnull = fopen("/dev/null", "w");
-  int st = parity_cli_main(ac, av, devnull, devnull, &e);
-  fclose(devnull);
-  snprintf(err, n, "%s", e.msg);
-  return st;
-}
-
 START_TEST(synthetic_budget_counts_the_prelude) {
   const gdn_shape s = {1, 48, 1, 1, 16, 16};
   ck_assert_uint_eq(gdn_prelude_bytes(&s), 4 * (2 * 48 * 16 + 48 * 16 + 2 * 48 + 2));
@@ -99,8 +93,5 @@ START_TEST(synthetic_budget_counts_the_prelude) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("check_prelude");
-  CKR_TCASE(su, "check_prelude", 300, round_trip_and_tampered, synthetic_budget_counts_the_prelude);
-  return ckr_run_with(su, CK_NOFORK, CK_NORMAL);
-}
+CKR_MAIN_FORK(CK_NOFORK, "check_prelude", "check_prelude", 300, round_trip_and_tampered,
+    synthetic_budget_counts_the_prelude)

@@ -22,6 +22,7 @@
 #include "parity_oracle.h"
 #include "report.h"
 #include "../check_runner.h"
+#include "cli_inproc.h"
 
 static void add_output(fix_fixture *fx, const char *name, const char *shard) {
   gdn_error e;
@@ -127,9 +128,7 @@ static int run_check(const char *path, const char *js, const char *shard, json_t
     av[ac++] = (char *)shard;
   }
   av[ac] = NULL;
-  FILE *devnull = fopen("/dev/null", "w");
-  int st = parity_cli_main(ac, av, devnull, devnull, &e);
-  fclose(devnull);
+  int st = cli_inproc(av, &e);
   snprintf(err, n, "%s", e.msg);
   *doc = NULL;
   if (st == 0 || st == 1) ck_assert_msg(report_json_read(js, doc, &e) == GDN_OK, "%s", e.msg);
@@ -202,8 +201,4 @@ START_TEST(check_follows_declared_shard) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("check_shard");
-  CKR_TCASE(su, "check_shard", 300, plan_table, check_follows_declared_shard);
-  return ckr_run_with(su, CK_NOFORK, CK_NORMAL);
-}
+CKR_MAIN_FORK(CK_NOFORK, "check_shard", "check_shard", 300, plan_table, check_follows_declared_shard)

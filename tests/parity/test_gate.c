@@ -19,6 +19,7 @@
 #include "parity_sweep.h"
 #include "report.h"
 #include "../check_runner.h"
+#include "cli_inproc.h"
 
 static const char *data_dir;
 
@@ -79,11 +80,9 @@ START_TEST(broken_composition_fails_the_gate) {
 END_TEST
 
 static int run_cli(int argc, char **argv, json_t **doc, const char *json_path) {
+  ck_assert_ptr_null(argv[argc]);
   gdn_error e;
-  gdn_error_init(&e);
-  FILE *devnull = fopen("/dev/null", "w");
-  int st = parity_cli_main(argc, argv, devnull, devnull, &e);
-  fclose(devnull);
+  int st = cli_inproc(argv, &e);
   if (st < 0) {
     fprintf(stderr, "gdn-parity failed: %s\n", e.msg);
     return -1;

@@ -532,9 +532,5 @@ START_TEST(ordinary_gates_unchanged) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("kappa");
-  CKR_TCASE(su, "kappa", 600, kappa_matches_definition, kappa_float32_rounding, policy_kappa_band,
-      policy_kappa_refused, finding_case_passes_and_says_why, ordinary_gates_unchanged, no_oracle_follows_kappa);
-  return ckr_run_with(su, CK_NOFORK, CK_NORMAL);
-}
+CKR_MAIN_FORK(CK_NOFORK, "kappa", "kappa", 600, kappa_matches_definition, kappa_float32_rounding, policy_kappa_band,
+    policy_kappa_refused, finding_case_passes_and_says_why, ordinary_gates_unchanged, no_oracle_follows_kappa)

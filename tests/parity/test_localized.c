@@ -217,8 +217,4 @@ START_TEST(localized_long) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("localized");
-  CKR_TCASE(su, "localized", 1200, localized_short, localized_long);
-  return ckr_run_with(su, CK_NOFORK, CK_NORMAL);
-}
+CKR_MAIN_FORK(CK_NOFORK, "localized", "localized", 1200, localized_short, localized_long)

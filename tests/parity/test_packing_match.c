@@ -19,6 +19,7 @@
 #include "parity_packing.h"
 #include "report.h"
 #include "../check_runner.h"
+#include "cli_inproc.h"
 
 START_TEST(err_and_decide_by_hand) {
   const double ref[4] = {1, -2, 0.5, 0}, o[4] = {1.5, -2, 0.5, 0.25};
@@ -57,13 +58,10 @@ START_TEST(err_and_decide_by_hand) {
 END_TEST
 
 static int run_check(const char *path, const char *js, json_t **doc) {
-  gdn_error e;
-  gdn_error_init(&e);
   char *av[] = {"gdn-parity", "check", "--fixture", (char *)path, "--devices", "1,2", "--oracle", "mpfr",
                 "--json", (char *)js, "--reproducible", NULL};
-  FILE *devnull = fopen("/dev/null", "w");
-  int st = parity_cli_main(11, av, devnull, devnull, &e);
-  fclose(devnull);
+  gdn_error e;
+  int st = cli_inproc(av, &e);
   ck_assert_msg(st >= 0, "%s", e.msg);
   ck_assert_msg(report_json_read(js, doc, &e) == GDN_OK, "%s", e.msg);
   return st;
@@ -162,8 +160,4 @@ START_TEST(check_names_the_packing_an_output_matches) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("packing");
-  CKR_TCASE(su, "packing", 300, err_and_decide_by_hand, check_names_the_packing_an_output_matches);
-  return ckr_run_with(su, CK_NOFORK, CK_NORMAL);
-}
+CKR_MAIN_FORK(CK_NOFORK, "packing", "packing", 300, err_and_decide_by_hand, check_names_the_packing_an_output_matches)

@@ -34,6 +34,7 @@
 #include "parity_cli.h"
 #include "report.h"
 #include "../check_runner.h"
+#include "cli_inproc.h"
 
 static const char *data_dir;
 
@@ -111,11 +112,9 @@ static int check(const char *path, const char *const *extra, json_t **doc, char 
   const char *av[32] = {"gdn-parity", "check", "--fixture", path, "--devices", "1,2", "--json", js, "--reproducible"};
   int ac = 9;
   for (int i = 0; extra && extra[i]; i++) av[ac++] = extra[i];
+  av[ac] = NULL;
   gdn_error e;
-  gdn_error_init(&e);
-  FILE *devnull = fopen("/dev/null", "w");
-  int st = parity_cli_main(ac, (char **)av, devnull, devnull, &e);
-  fclose(devnull);
+  int st = cli_inproc((char **)av, &e);
   if (msg) snprintf(msg, n, "%s", e.msg);
   if (st < 0) st = 2;
   if (doc) *doc = NULL;
