@@ -405,11 +405,6 @@ START_TEST(hdf5_crasher_through_every_command) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  hu_args(argc, argv, "test_hostile_cli GDN-PARITY GDN-FIXTURE FAILSHIM.so FUZZ-CORPUS-FIXTURE-DIR", 4, &parity, &fixture, &shim, &corpus);
-  TCase *tc = hu_case("cli", setup, NULL, 600);
-  CKR_ADD(tc, non_finite_in_each_input, shapes_refused_by_metadata, shapes_refused_on_the_command_line,
-      unwritable_destinations, full_disk, out_of_memory_is_exit_3, corrupt_fixtures_through_the_gate,
-      hdf5_crasher_through_every_command);
-  return hu_suite_run("hostile_cli", tc);
-}
+HU_MAIN("test_hostile_cli GDN-PARITY GDN-FIXTURE FAILSHIM.so FUZZ-CORPUS-FIXTURE-DIR", 4, (&parity, &fixture, &shim, &corpus), "hostile_cli", "cli", setup, NULL, 600,
+    non_finite_in_each_input, shapes_refused_by_metadata, shapes_refused_on_the_command_line, unwritable_destinations,
+    full_disk, out_of_memory_is_exit_3, corrupt_fixtures_through_the_gate, hdf5_crasher_through_every_command)

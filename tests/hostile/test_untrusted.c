@@ -15,24 +15,9 @@ static char *parity, *fixture;
 static char base[600]; /* imported: zero inputs (1,32,1,8), one output "ok" */
 
 static void write_zeros_npy(const char *file, const int64_t *shape, int rank) {
-  size_t n = 1;
-  char dims[96] = "";
-  for (int i = 0; i < rank; i++) {
-    n *= (size_t)shape[i];
-    size_t l = strlen(dims);
-    snprintf(dims + l, sizeof dims - l, "%lld, ", (long long)shape[i]);
-  }
-  char dict[160];
-  int dl = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", dims);
-  size_t hl = (size_t)(10 + dl + 1 + 63) / 64 * 64;
-  unsigned char *b = calloc(1, hl + 4 * n);
-  memcpy(b, "\x93NUMPY\x01\x00", 8);
-  b[8] = (unsigned char)((hl - 10) & 0xff);
-  b[9] = (unsigned char)((hl - 10) >> 8);
-  memset(b + 10, ' ', hl - 10);
-  memcpy(b + 10, dict, (size_t)dl);
-  b[hl - 1] = '\n';
-  hu_write(file, b, hl + 4 * n);
+  size_t size;
+  unsigned char *b = hu_npy_zeros(shape, rank, &size);
+  hu_write(file, b, size);
   free(b);
 }
 
@@ -246,10 +231,5 @@ START_TEST(results_validator_strict) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  hu_args(argc, argv, "test_untrusted GDN-PARITY GDN-FIXTURE", 2, &parity, &fixture);
-  TCase *tc = hu_case("untrusted", setup, NULL, 300);
-  CKR_ADD(tc, fixture_strings_escaped, foreign_storage_refused, synth_writes_only_valid_fixtures,
-      results_validator_strict);
-  return hu_suite_run("untrusted", tc);
-}
+HU_MAIN("test_untrusted GDN-PARITY GDN-FIXTURE", 2, (&parity, &fixture), "untrusted", "untrusted", setup, NULL, 300,
+    fixture_strings_escaped, foreign_storage_refused, synth_writes_only_valid_fixtures, results_validator_strict)

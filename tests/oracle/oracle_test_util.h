@@ -68,6 +68,25 @@ static inline int otu_identical(const gdn_outputs *x, const gdn_outputs *r) {
          !memcmp(x->ht, r->ht, gdn_shape_numel_state(&r->shape) * sizeof(double));
 }
 
+/* The hand-worked case of test_oracle_exact's scalar_state, allocated and
+ * filled: Dk = Dv = 1, T = 2, g = 0, scale = 1/2, h0 = 0, no L2 norm;
+ * (k, v, beta, q) = (1, 2, 1/2, 1) then (1/2, 3, 1/4, 2): o = (1/2, 21/16),
+ * ht = 21/16 exactly. */
+static inline void otu_scalar_state(gdn_inputs *in) {
+  gdn_shape s = {1, 2, 1, 1, 1, 1};
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_inputs_init(in);
+  ck_assert_int_eq(gdn_inputs_alloc(in, &s, 0, &e), GDN_OK);
+  const float k[] = {1, 0.5f}, v[] = {2, 3}, beta[] = {0.5f, 0.25f}, q[] = {1, 2};
+  memcpy(in->k, k, sizeof k);
+  memcpy(in->v, v, sizeof v);
+  memcpy(in->beta, beta, sizeof beta);
+  memcpy(in->q, q, sizeof q);
+  in->has_scale = 1;
+  in->scale = 0.5;
+}
+
 /* An outputs object holding something, to see an error path clear it. */
 static inline void otu_filled(gdn_outputs *out) {
   gdn_shape s = {1, 1, 1, 1, 1, 1};

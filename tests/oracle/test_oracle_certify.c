@@ -211,18 +211,7 @@ START_TEST(certificate_exact_values) {
   gdn_outputs_clear(&out);
   gdn_inputs_clear(&in);
 
-  gdn_shape s1 = {1, 2, 1, 1, 1, 1};
-  gdn_error e;
-  gdn_error_init(&e);
-  gdn_inputs_init(&in);
-  ck_assert_int_eq(gdn_inputs_alloc(&in, &s1, 0, &e), GDN_OK);
-  const float k[] = {1, 0.5f}, v[] = {2, 3}, beta[] = {0.5f, 0.25f}, q[] = {1, 2};
-  memcpy(in.k, k, sizeof k);
-  memcpy(in.v, v, sizeof v);
-  memcpy(in.beta, beta, sizeof beta);
-  memcpy(in.q, q, sizeof q);
-  in.has_scale = 1;
-  in.scale = 0.5;
+  otu_scalar_state(&in); /* ht = 21/16 */
   cert_run(&in, 128, ORACLE_FORM_CHUNKED, 2, 0, &out, &cert);
   ck_assert_int_eq(cert.certified_bits, 128);
   ck_assert(cert.floor_o == ldexp(21.0 / 16, -64) && cert.floor_ht == ldexp(21.0 / 16, -64));

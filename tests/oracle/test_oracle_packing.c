@@ -93,19 +93,9 @@ START_TEST(reset_is_each_document_alone) {
     if (sg[t0] == 0 || sg[t0] == sg[t0 - 1]) continue; /* t0: a boundary */
     int64_t t1 = t0;
     while (t1 < S.T && sg[t1] == sg[t0]) t1++;
-    gdn_shape ds = {1, t1 - t0, S.Hk, S.Hv, S.Dk, S.Dv};
-    gdn_inputs one;
-    gdn_inputs_init(&one);
-    gdn_error e;
-    gdn_error_init(&e);
-    ck_assert_int_eq(gdn_inputs_alloc(&one, &ds, 0, &e), GDN_OK);
-    one.l2norm_in_kernel = in.l2norm_in_kernel;
     const int64_t L = t1 - t0, off = b * S.T + t0;
-    memcpy(one.q, in.q + off * S.Hk * S.Dk, (size_t)(L * S.Hk * S.Dk) * sizeof(float));
-    memcpy(one.k, in.k + off * S.Hk * S.Dk, (size_t)(L * S.Hk * S.Dk) * sizeof(float));
-    memcpy(one.v, in.v + off * S.Hv * S.Dv, (size_t)(L * S.Hv * S.Dv) * sizeof(float));
-    memcpy(one.g, in.g + off * S.Hv, (size_t)(L * S.Hv) * sizeof(float));
-    memcpy(one.beta, in.beta + off * S.Hv, (size_t)(L * S.Hv) * sizeof(float));
+    gdn_inputs one;
+    tsu_slice_tokens(&one, &in, b, t0, L);
     gdn_outputs alone;
     otu_run(&one, &c, &alone);
     const size_t n = (size_t)(L * S.Hv * S.Dv);

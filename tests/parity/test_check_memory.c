@@ -26,19 +26,15 @@
 #include "parity_cli.h"
 #include "report.h"
 #include "../check_runner.h"
+#include "synth_fixture.h"
 #include "cli_inproc.h"
 
 static void make(const char *path, int n_out) {
   gdn_error e;
   gdn_error_init(&e);
   fix_fixture fx;
-  fix_fixture_init(&fx);
-  gdn_shape s = {1, 1024, 2, 2, 16, 16};
-  gdn_synth_opts so = {5, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 0};
-  ck_assert_int_eq(gdn_synth_generate(&fx.inputs, &s, &so, &e), GDN_OK);
-  fx.chunk_size = 64;
+  sfx_make(&fx, (gdn_shape){1, 1024, 2, 2, 16, 16}, 5, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 64);
   fx.version = FIX_SCHEMA_VERSION;
-  ck_assert_int_eq(fix_set_string(&fx.source, "synthetic", &e), GDN_OK);
   ck_assert_msg(fix_synth_cotangents(&fx, 5, &e) == GDN_OK, "%s", e.msg);
   for (int i = 0; i < n_out; i++) {
     ck_assert_msg(fix_synth_kernel_output(&fx, 1, &e) == GDN_OK, "%s", e.msg);

@@ -21,6 +21,7 @@
 #include "parity_cli.h"
 #include "report.h"
 #include "../check_runner.h"
+#include "synth_fixture.h"
 #include "cli_inproc.h"
 
 /* av[0..ac) then NULL: gdn-parity's status, its message in err. */
@@ -44,13 +45,9 @@ START_TEST(round_trip_and_tampered) {
   close(mkstemps(js, 5));
   gdn_error e;
   gdn_error_init(&e);
+  const gdn_shape s = {1, 48, 1, 2, 16, 16};
   fix_fixture fx;
-  fix_fixture_init(&fx);
-  gdn_shape s = {1, 48, 1, 2, 16, 16};
-  gdn_synth_opts so = {4, GDN_SYNTH_PRELUDE_BF16 | GDN_SYNTH_H0, 0};
-  ck_assert_int_eq(gdn_synth_generate(&fx.inputs, &s, &so, &e), GDN_OK);
-  fx.chunk_size = 16;
-  ck_assert_int_eq(fix_set_string(&fx.source, "synthetic", &e), GDN_OK);
+  sfx_make(&fx, s, 4, GDN_SYNTH_PRELUDE_BF16 | GDN_SYNTH_H0, 16);
   ck_assert_msg(fix_write(&fx, path, &e) == GDN_OK, "%s", e.msg);
   char h[FIX_SHA256_HEX];
   ck_assert_int_eq(fix_inputs_sha256(&fx.inputs, h, &e), GDN_OK);

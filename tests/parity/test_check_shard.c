@@ -22,6 +22,7 @@
 #include "parity_oracle.h"
 #include "report.h"
 #include "../check_runner.h"
+#include "synth_fixture.h"
 #include "cli_inproc.h"
 
 static void add_output(fix_fixture *fx, const char *name, const char *shard) {
@@ -85,13 +86,9 @@ END_TEST
 static void write_fixture(const char *path, const char *const decl[], int n) {
   gdn_error e;
   gdn_error_init(&e);
+  const gdn_shape s = {1, 96, 1, 2, 8, 8};
   fix_fixture fx;
-  fix_fixture_init(&fx);
-  gdn_shape s = {1, 96, 1, 2, 8, 8};
-  gdn_synth_opts so = {5, 0, 0};
-  ck_assert_int_eq(gdn_synth_generate(&fx.inputs, &s, &so, &e), GDN_OK);
-  fx.chunk_size = 16;
-  ck_assert_int_eq(fix_set_string(&fx.source, "synthetic", &e), GDN_OK);
+  sfx_make(&fx, s, 5, 0, 16);
   parity_reference ref;
   parity_reference_init(&ref);
   ck_assert_int_eq(parity_reference_compute(&ref, &fx.inputs, PARITY_ORACLE_MPFR, 128, &e), GDN_OK);

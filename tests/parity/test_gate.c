@@ -20,6 +20,7 @@
 #include "report.h"
 #include "../check_runner.h"
 #include "cli_inproc.h"
+#include "synth_fixture.h"
 
 static const char *data_dir;
 
@@ -110,12 +111,9 @@ START_TEST(shipped_fixtures_replay_clean) {
     char *av[] = {"gdn-parity", "check", "--fixture", path, "--devices", "1", "--json", js,
                   "--reproducible", NULL};
     fix_fixture fx;
-    fix_fixture_init(&fx);
+    sfx_load(&fx, path);
     gdn_error e;
     gdn_error_init(&e);
-    fix_load_opts lo;
-    fix_load_opts_init(&lo);
-    ck_assert_msg(fix_load(&fx, path, &lo, &e) == GDN_OK, "%s", e.msg);
     /* 1 and up to two more device counts that divide T (--shard tokens) */
     const int64_t T = fx.inputs.shape.T;
     fix_fixture_clear(&fx);
@@ -148,12 +146,9 @@ START_TEST(planted_error_in_external_output_fails) {
   snprintf(src, sizeof src, "%s/small-b2-t100-hk2-hv4-d32-h0.h5", data_dir);
   for (int planted = 0; planted <= 2; planted++) {
     fix_fixture fx;
-    fix_fixture_init(&fx);
+    sfx_load(&fx, src);
     gdn_error e;
     gdn_error_init(&e);
-    fix_load_opts lo;
-    fix_load_opts_init(&lo);
-    ck_assert_msg(fix_load(&fx, src, &lo, &e) == GDN_OK, "%s", e.msg);
     ck_assert(fx.oracle.present && fx.oracle.fresh);
     fix_output *slot;
     ck_assert_int_eq(fix_fixture_add_output(&fx, "tpu_scan", &slot, &e), GDN_OK);

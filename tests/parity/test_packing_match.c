@@ -19,6 +19,7 @@
 #include "parity_packing.h"
 #include "report.h"
 #include "../check_runner.h"
+#include "synth_fixture.h"
 #include "cli_inproc.h"
 
 START_TEST(err_and_decide_by_hand) {
@@ -107,14 +108,9 @@ START_TEST(check_names_the_packing_an_output_matches) {
     gdn_error e;
     gdn_error_init(&e);
     fix_fixture fx;
-    fix_fixture_init(&fx);
-    gdn_shape s = {1, 96, 2, 2, 16, 16};
-    gdn_synth_opts so = {0, 0, 0};
-    ck_assert_int_eq(gdn_synth_generate(&fx.inputs, &s, &so, &e), GDN_OK);
-    ck_assert_int_eq(gdn_synth_segments(&fx.inputs, so.seed, docs, &e), GDN_OK);
+    sfx_make(&fx, (gdn_shape){1, 96, 2, 2, 16, 16}, 0, 0, 32);
+    ck_assert_int_eq(gdn_synth_segments(&fx.inputs, 0, docs, &e), GDN_OK);
     fx.inputs.packing = GDN_PACKING_LEAK;
-    fx.chunk_size = 32;
-    ck_assert_int_eq(fix_set_string(&fx.source, "synthetic", &e), GDN_OK);
     if (docs > 1) ck_assert_int_gt(parity_packing_boundaries(&fx.inputs), 0);
     /* as_leak declares its packing truly, as_reset falsely (the note) */
     add_output(&fx, "as_leak", GDN_PACKING_LEAK, docs > 1 ? "leak" : NULL);

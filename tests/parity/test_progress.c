@@ -83,18 +83,25 @@ static ssize_t read_pty(int m, char *buf, size_t cap, size_t want) {
   return n;
 }
 
+/* A pseudo-terminal: its writing end, the master's descriptor in *m. */
+static FILE *open_pty(int *m) {
+  *m = posix_openpt(O_RDWR | O_NOCTTY);
+  ck_assert_int_ge(*m, 0);
+  ck_assert_int_eq(grantpt(*m), 0);
+  ck_assert_int_eq(unlockpt(*m), 0);
+  FILE *t = fopen(ptsname(*m), "w");
+  ck_assert_ptr_nonnull(t);
+  return t;
+}
+
 START_TEST(inside_a_step_terminal_only) {
   FILE *f = tmpfile(); /* a CI log: nothing */
   ck_assert_ptr_nonnull(f);
   one_step_inside(f, 1);
   ck_assert_int_eq(ftell(f), 0);
   fclose(f);
-  int m = posix_openpt(O_RDWR | O_NOCTTY);
-  ck_assert_int_ge(m, 0);
-  ck_assert_int_eq(grantpt(m), 0);
-  ck_assert_int_eq(unlockpt(m), 0);
-  FILE *t = fopen(ptsname(m), "w");
-  ck_assert_ptr_nonnull(t);
+  int m;
+  FILE *t = open_pty(&m);
   one_step_inside(t, 0); /* --quiet: nothing */
   one_step_inside(t, 1);
   fclose(t);
@@ -115,12 +122,8 @@ START_TEST(terminal_only) {
   ck_assert_int_eq(ftell(f), 0);
   fclose(f);
   /* A pseudo-terminal: the line, then its erasure; disabled (--quiet): nothing. */
-  int m = posix_openpt(O_RDWR | O_NOCTTY);
-  ck_assert_int_ge(m, 0);
-  ck_assert_int_eq(grantpt(m), 0);
-  ck_assert_int_eq(unlockpt(m), 0);
-  FILE *t = fopen(ptsname(m), "w");
-  ck_assert_ptr_nonnull(t);
+  int m;
+  FILE *t = open_pty(&m);
   one_step(t, 0);
   one_step(t, 1);
   fclose(t);

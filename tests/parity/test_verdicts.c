@@ -35,6 +35,7 @@
 #include "report.h"
 #include "../check_runner.h"
 #include "cli_inproc.h"
+#include "synth_fixture.h"
 
 static const char *data_dir;
 
@@ -54,12 +55,9 @@ static void make_fixture(char *path, const spec *sp) {
   char src[1024];
   snprintf(src, sizeof src, "%s/small-b2-t100-hk2-hv4-d32-h0.h5", data_dir);
   fix_fixture fx;
-  fix_fixture_init(&fx);
+  sfx_load(&fx, src);
   gdn_error e;
   gdn_error_init(&e);
-  fix_load_opts lo;
-  fix_load_opts_init(&lo);
-  ck_assert_msg(fix_load(&fx, src, &lo, &e) == GDN_OK, "%s", e.msg);
   fix_output *slot;
   ck_assert_int_eq(fix_fixture_add_output(&fx, "x", &slot, &e), GDN_OK);
   const gdn_shape *s = &fx.inputs.shape;
