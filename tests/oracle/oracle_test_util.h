@@ -102,6 +102,15 @@ static inline void otu_assert_cleared(const gdn_outputs *out) {
   ck_assert_int_eq(out->shape.T, 0);
 }
 
+/* What allocation n failing must leave: GDN_ERR_NOMEM, a message that says
+ * out of memory in the oracle or its outputs, the outputs cleared. */
+static inline void otu_assert_nomem(int rc, long n, const gdn_error *e, const gdn_outputs *out) {
+  ck_assert_msg(rc == GDN_ERR_NOMEM, "allocation %ld failing: code %d (%s)", n, rc, e->msg);
+  ck_assert_msg(strstr(e->msg, "out of memory") && (strstr(e->msg, "oracle") || strstr(e->msg, "output")),
+                "allocation %ld failing: message '%s'", n, e->msg);
+  otu_assert_cleared(out);
+}
+
 static inline void otu_run_suite(Suite *su) {
   if (ckr_run(su)) exit(1);
 }

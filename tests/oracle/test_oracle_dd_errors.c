@@ -195,10 +195,7 @@ static void alloc_failures(int64_t ns, int threads) {
       break;
     }
     sites++;
-    ck_assert_msg(rc == GDN_ERR_NOMEM, "allocation %ld failing: code %d (%s)", n, rc, e.msg);
-    ck_assert_msg(strstr(e.msg, "out of memory") && (strstr(e.msg, "oracle") || strstr(e.msg, "output")),
-                  "allocation %ld failing: message '%s'", n, e.msg);
-    otu_assert_cleared(&out);
+    otu_assert_nomem(rc, n, &e, &out);
     ck_assert(cert_zero(&cert));
   }
   /* outputs (2), items, item status, workers; per worker the dd buffer,

@@ -162,10 +162,7 @@ static void alloc_failures(oracle_form form, int64_t C, int certified, int threa
       break;
     }
     sites++;
-    ck_assert_msg(rc == GDN_ERR_NOMEM, "allocation %ld failing: code %d (%s)", n, rc, e.msg);
-    ck_assert_msg(strstr(e.msg, "out of memory") && (strstr(e.msg, "oracle") || strstr(e.msg, "output")),
-                  "allocation %ld failing: message '%s'", n, e.msg);
-    otu_assert_cleared(&out);
+    otu_assert_nomem(rc, n, &e, &out);
     if (certified) ck_assert_int_eq(cert.certified_bits, 0);
   }
   /* outputs (2), item status, workers, then per worker its workspace(s) and,
