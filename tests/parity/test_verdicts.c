@@ -34,6 +34,7 @@
 #include "parity_cli.h"
 #include "report.h"
 #include "../check_runner.h"
+#include "../check_text.h"
 #include "cli_inproc.h"
 #include "synth_fixture.h"
 
@@ -357,9 +358,7 @@ START_TEST(block_map_in_report) {
   ck_assert(json_real_value(json_array_get(json_array_get(json_object_get(bm, "values"), 0), 0)) < 1e-6);
   json_decref(doc);
   char *t = slurp(html);
-  ck_assert_ptr_nonnull(strstr(t, "id=\"svg-blockmap\""));
-  ck_assert_ptr_nonnull(strstr(t, "class=\"seam\""));
-  ck_assert_ptr_nonnull(strstr(t, ", subject x:"));
+  CKT_HAS_ALL(t, "id=\"svg-blockmap\"", "class=\"seam\"", ", subject x:");
   free(t);
   unlink(path);
   char src[1024];
