@@ -1,9 +1,12 @@
 /* Synthetic inputs and cotangents for tests, failing the test on error
- * (header-only, static; shared by tests/oracle, tests/grads, tests/parity). */
+ * (header-only, static; shared by tests/oracle, tests/grads, tests/parity,
+ * tests/kernels). */
 #ifndef TEST_UTIL_SYNTH_H
 #define TEST_UTIL_SYNTH_H
 
 #include <check.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "gdn_grads.h"
 #include "gdn_synth.h"
@@ -24,6 +27,24 @@ static inline void tsu_cots(gdn_cotangents *ct, const gdn_shape *s, int with_dht
   gdn_cotangents_init(ct);
   ck_assert(gdn_cotangents_alloc(ct, s, with_dht, &e) == GDN_OK);
   gdn_cotangents_synth(ct, seed);
+}
+
+/* Tokens [t0, t0 + L) of batch row b of `in` as inputs of their own (no
+ * h0, the same L2-norm flag): one document of a packed sequence, alone. */
+static inline void tsu_slice_tokens(gdn_inputs *one, const gdn_inputs *in, int64_t b, int64_t t0, int64_t L) {
+  const gdn_shape S = in->shape;
+  const gdn_shape ds = {1, L, S.Hk, S.Hv, S.Dk, S.Dv};
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_inputs_init(one);
+  ck_assert_int_eq(gdn_inputs_alloc(one, &ds, 0, &e), GDN_OK);
+  one->l2norm_in_kernel = in->l2norm_in_kernel;
+  const int64_t off = b * S.T + t0;
+  memcpy(one->q, in->q + off * S.Hk * S.Dk, (size_t)(L * S.Hk * S.Dk) * sizeof(float));
+  memcpy(one->k, in->k + off * S.Hk * S.Dk, (size_t)(L * S.Hk * S.Dk) * sizeof(float));
+  memcpy(one->v, in->v + off * S.Hv * S.Dv, (size_t)(L * S.Hv * S.Dv) * sizeof(float));
+  memcpy(one->g, in->g + off * S.Hv, (size_t)(L * S.Hv) * sizeof(float));
+  memcpy(one->beta, in->beta + off * S.Hv, (size_t)(L * S.Hv) * sizeof(float));
 }
 
 #endif

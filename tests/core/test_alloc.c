@@ -5,6 +5,7 @@
 #include "gdn_alloc.h"
 #include "gdn_inputs.h"
 #include "gdn_outputs.h"
+#include "../check_runner.h"
 
 START_TEST(alignment_and_zero) {
   gdn_error e;
@@ -82,17 +83,5 @@ START_TEST(error_helpers) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("alloc");
-  TCase *tc = tcase_create("alloc");
-  tcase_add_test(tc, alignment_and_zero);
-  tcase_add_test(tc, overflow_refused);
-  tcase_add_test(tc, injected_failures_leave_objects_clear);
-  tcase_add_test(tc, error_helpers);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("alloc", "alloc", 0, alignment_and_zero, overflow_refused, injected_failures_leave_objects_clear,
+    error_helpers)

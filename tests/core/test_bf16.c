@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "gdn_bf16.h"
+#include "../check_runner.h"
 
 /* Hand-picked float32 bit patterns and the bfloat16 bits RNE must give. */
 START_TEST(rounding_patterns) {
@@ -66,16 +67,4 @@ START_TEST(round_trip_and_reference) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("bf16");
-  TCase *tc = tcase_create("bf16");
-  tcase_add_test(tc, rounding_patterns);
-  tcase_add_test(tc, nan_stays_nan);
-  tcase_add_test(tc, round_trip_and_reference);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("bf16", "bf16", 0, rounding_patterns, nan_stays_nan, round_trip_and_reference)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "gdn_dtype.h"
+#include "../check_runner.h"
 
 START_TEST(ulp_values) {
   ck_assert(gdn_dtype_ulp(GDN_DTYPE_F32, 1.0) == ldexp(1, -23));
@@ -151,19 +152,5 @@ START_TEST(parse_names) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("dtype");
-  TCase *tc = tcase_create("dtype");
-  tcase_add_test(tc, ulp_values);
-  tcase_add_test(tc, ulp_distance);
-  tcase_add_test(tc, ulp_matches_definition);
-  tcase_add_test(tc, ulp_distance_matches_definition);
-  tcase_add_test(tc, ulp_inline_edge_cases);
-  tcase_add_test(tc, parse_names);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("dtype", "dtype", 0, ulp_values, ulp_distance, ulp_matches_definition, ulp_distance_matches_definition,
+    ulp_inline_edge_cases, parse_names)

@@ -6,6 +6,7 @@
 
 #include "gdn_alloc.h"
 #include "gdn_grads.h"
+#include "../check_runner.h"
 
 START_TEST(alloc_layout_clear) {
   gdn_shape s = {2, 5, 1, 3, 4, 6};
@@ -84,16 +85,4 @@ START_TEST(rel_fro_rules) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("grads");
-  TCase *tc = tcase_create("grads");
-  tcase_add_test(tc, alloc_layout_clear);
-  tcase_add_test(tc, cotangents);
-  tcase_add_test(tc, rel_fro_rules);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("grads", "grads", 0, alloc_layout_clear, cotangents, rel_fro_rules)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "gdn_inputs.h"
+#include "../check_runner.h"
 
 static gdn_inputs make(void) {
   gdn_inputs in;
@@ -71,16 +72,4 @@ START_TEST(copy_is_deep) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("inputs");
-  TCase *tc = tcase_create("inputs");
-  tcase_add_test(tc, accessors_follow_layout);
-  tcase_add_test(tc, check_values_reports_first_bad_index);
-  tcase_add_test(tc, copy_is_deep);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("inputs", "inputs", 0, accessors_follow_layout, check_values_reports_first_bad_index, copy_is_deep)

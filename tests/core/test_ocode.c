@@ -24,6 +24,7 @@
 
 #include "gdn_bf16.h"
 #include "gdn_ocode.h"
+#include "../check_runner.h"
 
 static uint64_t lcg(uint64_t *s) {
   *s = *s * 6364136223846793005ull + 1442695040888963407ull;
@@ -70,18 +71,25 @@ static size_t mismatches(const gdn_ocode *oc, const float *y) {
 
 /* far_pct 5: about 5 % exceptions plus the special bases' misses, under
  * the n / 8 limit (the list); 40: past it (the side array). */
+/* Every y[i] put from one thread, flushed and finished. */
+static void encode_all(gdn_ocode *oc, const float *y) {
+  gdn_ocode_local loc = {0};
+  for (size_t i = 0; i < N; i++) gdn_ocode_put(oc, i, y[i], &loc);
+  gdn_ocode_flush(oc, &loc);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_msg(gdn_ocode_finish(oc, &e) == GDN_OK, "%s", e.msg);
+}
+
 static void round_trip(int far_pct, int want_side) {
   static double base[N];
   static float y[N];
   gdn_ocode oc;
   gdn_ocode_init(&oc);
   fill(&oc, base, y, 1, far_pct);
-  gdn_ocode_local loc = {0};
-  for (size_t i = 0; i < N; i++) gdn_ocode_put(&oc, i, y[i], &loc);
-  gdn_ocode_flush(&oc, &loc);
+  encode_all(&oc, y);
   gdn_error e;
   gdn_error_init(&e);
-  ck_assert_int_eq(gdn_ocode_finish(&oc, &e), GDN_OK);
   ck_assert_uint_eq(mismatches(&oc, y), 0);
   ck_assert_int_eq(oc.side != NULL, want_side);
   if (want_side) ck_assert_msg(oc.n_exc == 0 && oc.n_far > N / 8, "%zu far, %zu listed", oc.n_far, oc.n_exc);
@@ -170,12 +178,9 @@ static void same_held_form(int far_pct) {
   gdn_ocode_init(&ref);
   gdn_ocode_init(&oc);
   fill(&ref, base, y, 7, far_pct);
-  gdn_ocode_local loc = {0};
-  for (size_t i = 0; i < N; i++) gdn_ocode_put(&ref, i, y[i], &loc);
-  gdn_ocode_flush(&ref, &loc);
+  encode_all(&ref, y);
   gdn_error e;
   gdn_error_init(&e);
-  ck_assert_int_eq(gdn_ocode_finish(&ref, &e), GDN_OK);
   for (int nt = 1; nt <= 4; nt *= 2)
     for (int rev = 0; rev < 2; rev++) {
       ck_assert_int_eq(gdn_ocode_alloc(&oc, N, base, &e), GDN_OK);
@@ -238,19 +243,5 @@ START_TEST(finish_refuses_what_it_cannot_vouch_for) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("ocode");
-  TCase *tc = tcase_create("ocode");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, every_pattern_comes_back);
-  tcase_add_test(tc, codes_are_step_counts);
-  tcase_add_test(tc, mxcsr_changes_nothing);
-  tcase_add_test(tc, held_form_is_thread_independent);
-  tcase_add_test(tc, finish_refuses_what_it_cannot_vouch_for);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+CKR_MAIN("ocode", "ocode", 60, every_pattern_comes_back, codes_are_step_counts, mxcsr_changes_nothing,
+    held_form_is_thread_independent, finish_refuses_what_it_cannot_vouch_for)

@@ -12,6 +12,7 @@
 #include "gdn_atomic.h"
 #include "gdn_cli.h"
 #include "gdn_path.h"
+#include "../check_runner.h"
 
 static char dir[64];
 
@@ -221,17 +222,8 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("path");
-  TCase *tc = tcase_create("path");
+  TCase *tc = CKR_TCASE(s, "path", 0, identity_not_spelling, resolve_refusals, inputs_must_be_regular, atomic_sets,
+      cli_table_rules);
   tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_add_test(tc, identity_not_spelling);
-  tcase_add_test(tc, resolve_refusals);
-  tcase_add_test(tc, inputs_must_be_regular);
-  tcase_add_test(tc, atomic_sets);
-  tcase_add_test(tc, cli_table_rules);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return ckr_run(s);
 }

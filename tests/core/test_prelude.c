@@ -16,6 +16,7 @@
 #include "gdn_rng.h"
 #include "gdn_synth.h"
 #include "gdn_threads.h"
+#include "../check_runner.h"
 
 static const gdn_shape S = {2, 50, 2, 4, 64, 32};
 
@@ -88,15 +89,4 @@ START_TEST(gates_from_bf16_activations) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("prelude");
-  TCase *tc = tcase_create("all");
-  tcase_add_test(tc, bf16_values_normalised_rows);
-  tcase_add_test(tc, gates_from_bf16_activations);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
-}
+CKR_MAIN("prelude", "all", 0, bf16_values_normalised_rows, gates_from_bf16_activations)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gdn_synth.h"
+#include "../check_runner.h"
 
 static void seg(gdn_inputs *in, int64_t B, int64_t T, uint64_t seed, int64_t nd) {
   gdn_error e;
@@ -114,16 +115,4 @@ START_TEST(token_kinds) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("segments");
-  TCase *tc = tcase_create("all");
-  tcase_add_test(tc, ids_and_boundary_kinds);
-  tcase_add_test(tc, one_document_and_refusals);
-  tcase_add_test(tc, token_kinds);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
-}
+CKR_MAIN("segments", "all", 0, ids_and_boundary_kinds, one_document_and_refusals, token_kinds)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "gdn_shape.h"
+#include "../check_runner.h"
 
 START_TEST(parse_good) {
   gdn_shape s;
@@ -81,17 +82,4 @@ START_TEST(bytes_and_limit) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("shape");
-  TCase *tc = tcase_create("shape");
-  tcase_add_test(tc, parse_good);
-  tcase_add_test(tc, parse_bad);
-  tcase_add_test(tc, validate_heads_and_overflow);
-  tcase_add_test(tc, bytes_and_limit);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("shape", "shape", 0, parse_good, parse_bad, validate_heads_and_overflow, bytes_and_limit)

@@ -5,6 +5,7 @@
 #include "gdn_bf16.h"
 #include "gdn_synth.h"
 #include "gdn_threads.h"
+#include "../check_runner.h"
 
 
 static void gen(gdn_inputs *in, const gdn_shape *s, unsigned flags, unsigned bm, uint64_t seed) {
@@ -122,17 +123,5 @@ START_TEST(prenorm_and_bf16) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("synth");
-  TCase *tc = tcase_create("synth");
-  tcase_add_test(tc, deterministic_across_threads_and_seeds);
-  tcase_add_test(tc, pinned_hashes_across_threads);
-  tcase_add_test(tc, distributions);
-  tcase_add_test(tc, prenorm_and_bf16);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("synth", "synth", 0, deterministic_across_threads_and_seeds, pinned_hashes_across_threads, distributions,
+    prenorm_and_bf16)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "gdn_text.h"
+#include "../check_runner.h"
 
 static const char *esc(const char *s) {
   static char b[256];
@@ -44,16 +45,4 @@ START_TEST(truncation_and_rotation) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("text");
-  TCase *tc = tcase_create("text");
-  tcase_add_test(tc, controls_escaped);
-  tcase_add_test(tc, utf8_kept_invalid_and_c1_escaped);
-  tcase_add_test(tc, truncation_and_rotation);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("text", "text", 0, controls_escaped, utf8_kept_invalid_and_c1_escaped, truncation_and_rotation)

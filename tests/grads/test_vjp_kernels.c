@@ -8,6 +8,7 @@
 #include "gdn_threads.h"
 #include "kern.h"
 #include "vjp_test_util.h"
+#include "../check_runner.h"
 
 /* 1, 2 and 3 threads give the same bits, for the scan and for the
  * affine-prefix form on 1, 3 and 4 devices, both shard modes (tokens: T/D =
@@ -338,23 +339,6 @@ START_TEST(shards_follow_the_forward) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("vjp_kernels");
-  TCase *tc = tcase_create("vjp_kernels");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, threads_change_nothing);
-  tcase_add_test(tc, one_device_is_the_scan);
-  tcase_add_test(tc, one_device_is_the_scan_bf16);
-  tcase_add_test(tc, bf16_cotangents_are_bf16);
-  tcase_add_test(tc, refusals);
-  tcase_add_test(tc, grad_seam_stopped);
-  tcase_add_test(tc, alloc_failures);
-  tcase_add_test(tc, shards_follow_the_forward);
-  tcase_add_test(tc, schedules_differ);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("vjp_kernels", "vjp_kernels", 120, threads_change_nothing, one_device_is_the_scan,
+    one_device_is_the_scan_bf16, bf16_cotangents_are_bf16, refusals, grad_seam_stopped, alloc_failures, shards_follow_the_forward,
+    schedules_differ)

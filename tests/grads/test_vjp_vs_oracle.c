@@ -29,6 +29,7 @@
 #include "gdn_threads.h"
 #include "oracle_vjp.h"
 #include "vjp_test_util.h"
+#include "../check_runner.h"
 
 #define F64_BOUND 0x1p-40
 #define F32_BOUND (64 * 0x1p-24)
@@ -282,18 +283,10 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("vjp_vs_oracle");
-  TCase *tc = tcase_create("vs_oracle");
-  tcase_set_timeout(tc, 300);
+  TCase *tc = CKR_TCASE(su, "vs_oracle", 300, planted_dk_error_fails, matmul_modes);
   const int n = (int)(sizeof cases / sizeof cases[0]);
   tcase_add_loop_test(tc, float64_matches_oracle, 0, n);
   tcase_add_loop_test(tc, float32_within_band, 0, n);
-  tcase_add_test(tc, planted_dk_error_fails);
   tcase_add_loop_test(tc, bfloat16_within_band, 0, n);
-  tcase_add_test(tc, matmul_modes);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return ckr_run(su);
 }

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../check_runner.h"
 
 #define HU_UNUSED __attribute__((unused))
 
@@ -253,11 +256,44 @@ HU_UNUSED static TCase *hu_case(const char *name, void (*setup)(void), void (*te
 HU_UNUSED static int hu_suite_run(const char *name, TCase *tc) {
   Suite *s = suite_create(name);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return ckr_run(s);
 }
+
+/* A float32 .npy image of zeros of `shape` (version 1.0, header padded to
+ * 64 bytes, the shape written "(a, b, ..., )"); *size is its length.  The
+ * caller frees it. */
+HU_UNUSED static unsigned char *hu_npy_zeros(const int64_t *shape, int rank, size_t *size) {
+  size_t n = 1;
+  char dims[96] = "";
+  for (int i = 0; i < rank; i++) {
+    n *= (size_t)shape[i];
+    size_t l = strlen(dims);
+    snprintf(dims + l, sizeof dims - l, "%lld, ", (long long)shape[i]);
+  }
+  char dict[160];
+  int dl = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", dims);
+  size_t hl = (size_t)(10 + dl + 1 + 63) / 64 * 64;
+  unsigned char *b = calloc(1, hl + 4 * n);
+  ck_assert_ptr_nonnull(b);
+  memcpy(b, "\x93NUMPY\x01\x00", 8);
+  b[8] = (unsigned char)((hl - 10) & 0xff);
+  b[9] = (unsigned char)((hl - 10) >> 8);
+  memset(b + 10, ' ', hl - 10);
+  memcpy(b + 10, dict, (size_t)dl);
+  b[hl - 1] = '\n';
+  *size = hl + 4 * n;
+  return b;
+}
+
+/* The whole main() of a hostile test: hu_args fills `slots` (in
+ * parentheses), hu_case makes the case, the tests are added in order and
+ * hu_suite_run runs it. */
+#define HU_MAIN(usage, n, slots, suite, tcase, setup, teardown, timeout_s, ...) \
+  int main(int argc, char **argv) {                                             \
+    hu_args(argc, argv, (usage), (n), CKR_UNPAREN slots);                       \
+    TCase *hu_tc = hu_case((tcase), (setup), (teardown), (timeout_s));          \
+    CKR_ADD(hu_tc, __VA_ARGS__);                                                \
+    return hu_suite_run((suite), hu_tc);                                        \
+  }
 
 #endif

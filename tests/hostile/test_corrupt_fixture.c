@@ -16,6 +16,7 @@
 #include "../fixtures/fixture_testutil.h"
 #include "fix_isolate.h"
 #include "hostile_util.h"
+#include "../check_runner.h"
 
 static unsigned char *make_image(int bf16, size_t *n) {
   const char *p = tu_path(bf16 ? "c_bf16.h5" : "c.h5");
@@ -329,26 +330,7 @@ START_TEST(image_is_read_not_a_file_of_its_name) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: test_corrupt_fixture FUZZ-CORPUS-FIXTURE-DIR\n");
-    return 2;
-  }
-  corpus = argv[1];
-  Suite *s = suite_create("corrupt_fixture");
-  TCase *tc = tcase_create("corrupt");
-  tcase_set_timeout(tc, 900);
-  tcase_add_test(tc, every_truncation_is_refused);
-  tcase_add_test(tc, bit_flips_fail_or_change_nothing);
-  tcase_add_test(tc, probe_contains_crashes_and_hangs);
-  tcase_add_test(tc, isolated_load_equals_plain_load);
-  tcase_add_test(tc, known_hdf5_crashers_are_refused);
-  tcase_add_test(tc, non_utf8_string_is_refused);
-  tcase_add_test(tc, image_is_read_not_a_file_of_its_name);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN_ARGS("test_corrupt_fixture FUZZ-CORPUS-FIXTURE-DIR", 1, (&corpus), "corrupt_fixture", "corrupt", 900,
+    every_truncation_is_refused, bit_flips_fail_or_change_nothing, probe_contains_crashes_and_hangs,
+    isolated_load_equals_plain_load, known_hdf5_crashers_are_refused, non_utf8_string_is_refused,
+    image_is_read_not_a_file_of_its_name)

@@ -181,12 +181,5 @@ START_TEST(fixture_files) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  hu_args(argc, argv, "test_determinism GDN-PARITY GDN-FIXTURE DATA-DIR", 3, &parity, &fixture, &data);
-  TCase *tc = hu_case("determinism", NULL, NULL, 900);
-  tcase_add_test(tc, synthetic_run);
-  tcase_add_test(tc, check_fixture);
-  tcase_add_test(tc, sweep_grid);
-  tcase_add_test(tc, fixture_files);
-  return hu_suite_run("determinism", tc);
-}
+HU_MAIN("test_determinism GDN-PARITY GDN-FIXTURE DATA-DIR", 3, (&parity, &fixture, &data), "determinism", "determinism", NULL, NULL, 900,
+    synthetic_run, check_fixture, sweep_grid, fixture_files)

@@ -5,6 +5,7 @@
  * (needs a value exactly when help shows a METAVAR).  argv[1]: gdn-fixture. */
 #include "fix_cli.h"
 #include "hostile_util.h"
+#include "../check_runner.h"
 
 static char *exe;
 
@@ -87,14 +88,6 @@ int main(int argc, char **argv) {
   if (argc < 2) return 2;
   exe = argv[1];
   Suite *s = suite_create("help");
-  TCase *tc = tcase_create("help");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, main_help_names_every_command);
-  tcase_add_test(tc, each_command_help_matches_its_parser);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  CKR_TCASE(s, "help", 120, main_help_names_every_command, each_command_help_matches_its_parser);
+  return ckr_run(s);
 }

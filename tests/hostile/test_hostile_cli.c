@@ -6,6 +6,7 @@
 #include <hdf5.h>
 #include <math.h>
 
+#include "../fixtures/h5_edit.h"
 #include "hostile_util.h"
 
 static char *parity, *fixture, *shim, *corpus;
@@ -38,42 +39,10 @@ static void setup(void) {
   ck_assert_msg(r.status == 0, "regen: %s", r.err);
 }
 
-/* ---- HDF5 surgery on copies of the base fixture ---- */
-
-static hid_t open_rw(const char *p) {
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
-  ck_assert_int_ge(f, 0);
-  return f;
-}
-
-/* Element `flat` of float32 dataset `name` := v (the data stays checksummed:
- * HDF5 recomputes Fletcher32 on write -- a deliberate bad value, not corruption). */
-static void poke(const char *p, const char *name, hsize_t flat, float v) {
-  hid_t f = open_rw(p), d = H5Dopen2(f, name, H5P_DEFAULT);
-  ck_assert_int_ge(d, 0);
-  hid_t fs = H5Dget_space(d);
-  int rank = H5Sget_simple_extent_ndims(fs);
-  hsize_t dims[8], coord[8];
-  H5Sget_simple_extent_dims(fs, dims, NULL);
-  for (int k = rank - 1; k >= 0; k--) {
-    coord[k] = flat % dims[k];
-    flat /= dims[k];
-  }
-  H5Sselect_elements(fs, H5S_SELECT_SET, 1, coord);
-  hsize_t one = 1;
-  hid_t ms = H5Screate_simple(1, &one, NULL);
-  ck_assert_int_ge(H5Dwrite(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, &v), 0);
-  H5Sclose(ms);
-  H5Sclose(fs);
-  H5Dclose(d);
-  H5Fclose(f);
-}
-
 /* Dataset `name` replaced by a float32 one of the given dims: chunked and
  * never written, so dims may declare far more than the file holds. */
 static void replace(const char *p, const char *name, int rank, const hsize_t *dims) {
-  hid_t f = open_rw(p);
+  hid_t f = h5e_open_rw(p);
   if (H5Lexists(f, name, H5P_DEFAULT) > 0) ck_assert_int_ge(H5Ldelete(f, name, H5P_DEFAULT), 0);
   hid_t s = H5Screate_simple(rank, dims, NULL);
   ck_assert_int_ge(s, 0);
@@ -106,7 +75,7 @@ START_TEST(non_finite_in_each_input) {
       const char *p = copy_of_base("nonfinite.h5");
       char ds[32], what[64], needle[64];
       snprintf(ds, sizeof ds, "inputs/%s", names[i]);
-      poke(p, ds, 7, vals[j]);
+      h5e_poke(p, ds, 7, vals[j]);
       snprintf(what, sizeof what, "%s = %s", names[i], shown[j]);
       snprintf(needle, sizeof needle, "input %s: non-finite value %s at index (", names[i], shown[j]);
       check_refused(p, 2, what, needle, "(flat index 7)");
@@ -117,7 +86,7 @@ START_TEST(non_finite_in_each_input) {
       hu_expect_refusal(&r, 2, what, needle, p, hu_dir, NULL, NULL, 0);
     }
   const char *p = copy_of_base("beta.h5");
-  poke(p, "inputs/beta", 3, 2.5f);
+  h5e_poke(p, "inputs/beta", 3, 2.5f);
   check_refused(p, 2, "beta 2.5", "input beta: value 2.5 at index (b=0, t=1, h=1) is outside [0, 2]", NULL);
 }
 END_TEST
@@ -171,7 +140,7 @@ START_TEST(shapes_refused_by_metadata) {
   replace(p, "inputs/g", 3, hg);
   replace(p, "inputs/beta", 3, hg);
   replace(p, "inputs/h0", 4, hh);
-  hid_t f = open_rw(p); /* the oracle would disagree first */
+  hid_t f = h5e_open_rw(p); /* the oracle would disagree first */
   ck_assert_int_ge(H5Ldelete(f, "oracle", H5P_DEFAULT), 0);
   H5Fclose(f);
   check_refused(p, 2, "64 TiB declared", "more than the limit", "--max-bytes");
@@ -436,16 +405,6 @@ START_TEST(hdf5_crasher_through_every_command) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  hu_args(argc, argv, "test_hostile_cli GDN-PARITY GDN-FIXTURE FAILSHIM.so FUZZ-CORPUS-FIXTURE-DIR", 4, &parity, &fixture, &shim, &corpus);
-  TCase *tc = hu_case("cli", setup, NULL, 600);
-  tcase_add_test(tc, non_finite_in_each_input);
-  tcase_add_test(tc, shapes_refused_by_metadata);
-  tcase_add_test(tc, shapes_refused_on_the_command_line);
-  tcase_add_test(tc, unwritable_destinations);
-  tcase_add_test(tc, full_disk);
-  tcase_add_test(tc, out_of_memory_is_exit_3);
-  tcase_add_test(tc, corrupt_fixtures_through_the_gate);
-  tcase_add_test(tc, hdf5_crasher_through_every_command);
-  return hu_suite_run("hostile_cli", tc);
-}
+HU_MAIN("test_hostile_cli GDN-PARITY GDN-FIXTURE FAILSHIM.so FUZZ-CORPUS-FIXTURE-DIR", 4, (&parity, &fixture, &shim, &corpus), "hostile_cli", "cli", setup, NULL, 600,
+    non_finite_in_each_input, shapes_refused_by_metadata, shapes_refused_on_the_command_line, unwritable_destinations,
+    full_disk, out_of_memory_is_exit_3, corrupt_fixtures_through_the_gate, hdf5_crasher_through_every_command)

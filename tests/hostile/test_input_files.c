@@ -113,9 +113,5 @@ START_TEST(non_regular_inputs_refused) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  hu_args(argc, argv, "test_input_files GDN-PARITY GDN-FIXTURE", 2, &parity, &fixture);
-  TCase *tc = hu_case("inputs", setup, hu_scratch_remove, 600);
-  tcase_add_test(tc, non_regular_inputs_refused);
-  return hu_suite_run("inputs", tc);
-}
+HU_MAIN("test_input_files GDN-PARITY GDN-FIXTURE", 2, (&parity, &fixture), "inputs", "inputs", setup, hu_scratch_remove, 600,
+    non_regular_inputs_refused)

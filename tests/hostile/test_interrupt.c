@@ -157,10 +157,5 @@ START_TEST(timed_kills) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  hu_args(argc, argv, "test_interrupt GDN-PARITY GDN-FIXTURE FAILSHIM.so", 3, &parity, &fixture, &shim);
-  TCase *tc = hu_case("interrupt", setup, NULL, 900);
-  tcase_add_test(tc, signals_at_each_moment_of_a_write);
-  tcase_add_test(tc, timed_kills);
-  return hu_suite_run("interrupt", tc);
-}
+HU_MAIN("test_interrupt GDN-PARITY GDN-FIXTURE FAILSHIM.so", 3, (&parity, &fixture, &shim), "interrupt", "interrupt", setup, NULL, 900,
+    signals_at_each_moment_of_a_write, timed_kills)

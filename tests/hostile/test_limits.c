@@ -102,23 +102,9 @@ END_TEST
 
 /* A float32 .npy of zeros of `shape` (rank 3 or 4) as an archive member. */
 static void add_zeros(zip_t *z, const char *name, const int64_t *shape, int rank) {
-  size_t n = 1;
-  for (int i = 0; i < rank; i++) n *= (size_t)shape[i];
-  char dict[128];
-  int dl = rank == 4 ? snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, %lld, %lld, %lld), }",
-                                (long long)shape[0], (long long)shape[1], (long long)shape[2], (long long)shape[3])
-                     : snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%lld, %lld, %lld), }",
-                                (long long)shape[0], (long long)shape[1], (long long)shape[2]);
-  size_t hl = (size_t)(10 + dl + 1 + 63) / 64 * 64;
-  unsigned char *b = calloc(1, hl + 4 * n);
-  ck_assert_ptr_nonnull(b);
-  memcpy(b, "\x93NUMPY\x01\x00", 8);
-  b[8] = (unsigned char)((hl - 10) & 0xff);
-  b[9] = (unsigned char)((hl - 10) >> 8);
-  memset(b + 10, ' ', hl - 10);
-  memcpy(b + 10, dict, (size_t)dl);
-  b[hl - 1] = '\n';
-  zip_source_t *s = zip_source_buffer(z, b, hl + 4 * n, 1);
+  size_t size;
+  unsigned char *b = hu_npy_zeros(shape, rank, &size);
+  zip_source_t *s = zip_source_buffer(z, b, size, 1);
   ck_assert_ptr_nonnull(s);
   zip_int64_t i = zip_file_add(z, name, s, ZIP_FL_OVERWRITE);
   ck_assert_int_ge(i, 0);
@@ -212,12 +198,6 @@ START_TEST(grid_entries_checked_first) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  hu_args(argc, argv, "test_limits GDN-PARITY GDN-FIXTURE", 2, &parity, &fixture);
-  TCase *tc = hu_case("limits", NULL, NULL, 300);
-  tcase_add_test(tc, chunk_scratch_counted);
-  tcase_add_test(tc, threads_capped_and_failure_reported);
-  tcase_add_test(tc, npz_members_share_the_budget);
-  tcase_add_test(tc, grid_entries_checked_first);
-  return hu_suite_run("limits", tc);
-}
+HU_MAIN("test_limits GDN-PARITY GDN-FIXTURE", 2, (&parity, &fixture), "limits", "limits", NULL, NULL, 300,
+    chunk_scratch_counted, threads_capped_and_failure_reported, npz_members_share_the_budget,
+    grid_entries_checked_first)

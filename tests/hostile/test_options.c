@@ -125,11 +125,5 @@ START_TEST(messages_and_exit_statuses) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  hu_args(argc, argv, "test_options GDN-PARITY GDN-FIXTURE", 2, &parity, &fixture);
-  TCase *tc = hu_case("options", setup, NULL, 300);
-  tcase_add_test(tc, repeated_options_refused);
-  tcase_add_test(tc, option_values_and_foreign_options);
-  tcase_add_test(tc, messages_and_exit_statuses);
-  return hu_suite_run("options", tc);
-}
+HU_MAIN("test_options GDN-PARITY GDN-FIXTURE", 2, (&parity, &fixture), "options", "options", setup, NULL, 300,
+    repeated_options_refused, option_values_and_foreign_options, messages_and_exit_statuses)

@@ -194,13 +194,6 @@ START_TEST(output_sets_tell_the_truth) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  hu_args(argc, argv, "test_outputs GDN-PARITY GDN-FIXTURE FAILSHIM.so", 3, &parity, &fixture, &shim);
-  TCase *tc = hu_case("outputs", setup, NULL, 300);
-  tcase_add_test(tc, non_regular_destinations_refused);
-  tcase_add_test(tc, symlinks_written_through);
-  tcase_add_test(tc, aliases_refused);
-  tcase_add_test(tc, modes_kept_read_only_refused);
-  tcase_add_test(tc, output_sets_tell_the_truth);
-  return hu_suite_run("outputs", tc);
-}
+HU_MAIN("test_outputs GDN-PARITY GDN-FIXTURE FAILSHIM.so", 3, (&parity, &fixture, &shim), "outputs", "outputs", setup, NULL, 300,
+    non_regular_destinations_refused, symlinks_written_through, aliases_refused, modes_kept_read_only_refused,
+    output_sets_tell_the_truth)

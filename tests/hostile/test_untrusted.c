@@ -8,30 +8,16 @@
 #include <hdf5.h>
 #include <jansson.h>
 
+#include "../fixtures/h5_edit.h"
 #include "hostile_util.h"
 
 static char *parity, *fixture;
 static char base[600]; /* imported: zero inputs (1,32,1,8), one output "ok" */
 
 static void write_zeros_npy(const char *file, const int64_t *shape, int rank) {
-  size_t n = 1;
-  char dims[96] = "";
-  for (int i = 0; i < rank; i++) {
-    n *= (size_t)shape[i];
-    size_t l = strlen(dims);
-    snprintf(dims + l, sizeof dims - l, "%lld, ", (long long)shape[i]);
-  }
-  char dict[160];
-  int dl = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", dims);
-  size_t hl = (size_t)(10 + dl + 1 + 63) / 64 * 64;
-  unsigned char *b = calloc(1, hl + 4 * n);
-  memcpy(b, "\x93NUMPY\x01\x00", 8);
-  b[8] = (unsigned char)((hl - 10) & 0xff);
-  b[9] = (unsigned char)((hl - 10) >> 8);
-  memset(b + 10, ' ', hl - 10);
-  memcpy(b + 10, dict, (size_t)dl);
-  b[hl - 1] = '\n';
-  hu_write(file, b, hl + 4 * n);
+  size_t size;
+  unsigned char *b = hu_npy_zeros(shape, rank, &size);
+  hu_write(file, b, size);
   free(b);
 }
 
@@ -57,15 +43,8 @@ static void setup(void) {
   ck_assert_msg(r.status == 0, "import: %s", r.err);
 }
 
-static hid_t open_rw(const char *p) {
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  hid_t f = H5Fopen(p, H5F_ACC_RDWR, H5P_DEFAULT);
-  ck_assert_int_ge(f, 0);
-  return f;
-}
-
 static void set_root_string(const char *file, const char *name, const char *v) {
-  hid_t f = open_rw(file);
+  hid_t f = h5e_open_rw(file);
   if (H5Aexists(f, name) > 0) H5Adelete(f, name);
   hid_t t = H5Tcopy(H5T_C_S1), s = H5Screate(H5S_SCALAR);
   H5Tset_size(t, H5T_VARIABLE);
@@ -108,7 +87,7 @@ START_TEST(fixture_strings_escaped) {
   hu_run(&r, c1, NULL);
   ck_assert_msg(r.status == 0 && strstr(r.out, "PASS: "), "control: %d %s %s", r.status, r.out, r.err);
   const char *evil = copy_of_base("evil.h5");
-  hid_t f = open_rw(evil);
+  hid_t f = h5e_open_rw(evil);
   ck_assert_int_ge(H5Lmove(f, "outputs/ok", f, "outputs/a\nPASS: 1 case, 0 failed\n", H5P_DEFAULT, H5P_DEFAULT), 0);
   H5Fclose(f);
   char *a1[] = {parity, "check", (char *)evil, "--oracle", "dd", NULL};
@@ -156,13 +135,13 @@ START_TEST(foreign_storage_refused) {
   ck_assert_msg(r.status == 0, "control: %s", r.err);
   /* external link to the same data in the intact fixture */
   const char *el = copy_of_base("elink.h5");
-  hid_t f = open_rw(el);
+  hid_t f = h5e_open_rw(el);
   ck_assert_int_ge(H5Ldelete(f, "inputs/q", H5P_DEFAULT), 0);
   ck_assert_int_ge(H5Lcreate_external(base, "inputs/q", f, "inputs/q", H5P_DEFAULT, H5P_DEFAULT), 0);
   H5Fclose(f);
   /* external raw storage: /etc/passwd read as q */
   const char *ex = copy_of_base("extern.h5");
-  f = open_rw(ex);
+  f = h5e_open_rw(ex);
   ck_assert_int_ge(H5Ldelete(f, "inputs/q", H5P_DEFAULT), 0);
   hsize_t dims[4] = {1, 32, 1, 8};
   hid_t sp = H5Screate_simple(4, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
@@ -173,7 +152,7 @@ START_TEST(foreign_storage_refused) {
   H5Pclose(dcpl);
   /* a virtual dataset whose source file is missing */
   const char *vd = copy_of_base("vds.h5");
-  hid_t g = open_rw(vd);
+  hid_t g = h5e_open_rw(vd);
   ck_assert_int_ge(H5Ldelete(g, "inputs/k", H5P_DEFAULT), 0);
   dcpl = H5Pcreate(H5P_DATASET_CREATE);
   ck_assert_int_ge(H5Pset_virtual(dcpl, sp, "missing-source.h5", "/k", sp), 0);
@@ -252,12 +231,5 @@ START_TEST(results_validator_strict) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  hu_args(argc, argv, "test_untrusted GDN-PARITY GDN-FIXTURE", 2, &parity, &fixture);
-  TCase *tc = hu_case("untrusted", setup, NULL, 300);
-  tcase_add_test(tc, fixture_strings_escaped);
-  tcase_add_test(tc, foreign_storage_refused);
-  tcase_add_test(tc, synth_writes_only_valid_fixtures);
-  tcase_add_test(tc, results_validator_strict);
-  return hu_suite_run("untrusted", tc);
-}
+HU_MAIN("test_untrusted GDN-PARITY GDN-FIXTURE", 2, (&parity, &fixture), "untrusted", "untrusted", setup, NULL, 300,
+    fixture_strings_escaped, foreign_storage_refused, synth_writes_only_valid_fixtures, results_validator_strict)

@@ -45,3 +45,25 @@ def synth(tools, path, shape, *extra, chunk=8):
                   capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     return cap.read_fixture(str(path))
+
+
+@pytest.fixture(scope="session")
+def gqa64_inputs(tools, tmp_path_factory):
+    """The inputs of the JAX gradient and implementation tests: B=1, T=64,
+    Hk=2 key heads for Hv=4, Dk=Dv=16, an initial state, slow gates, seed 3
+    (a fresh dict per test module: callers may add entries)."""
+    fx = synth(tools, tmp_path_factory.mktemp("gqa64") / "x.h5", "1,64,4,16", "--key-heads", "2", "--h0",
+               "--slow-gates", "--seed", "3")
+    return fx["inputs"]
+
+
+def assert_exit(r, code):
+    """A `run_cli` result exited `code`; its output is the message otherwise."""
+    assert r.returncode == code, f"exit {r.returncode}, expected {code}\n{r.stdout}\n{r.stderr}"
+
+
+def only_fixture(out):
+    """The one gdn-*.h5 fixture a `gdn-parity-jax run --out out` wrote, read."""
+    files = sorted(out.glob("gdn-*.h5"))
+    assert len(files) == 1, files
+    return cap.read_fixture(str(files[0]))

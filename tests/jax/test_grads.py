@@ -9,7 +9,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import synth
 from gdn_parity_jax import broken, grads, impls
 from gdn_parity_jax.mesh import MeshPlan, run_sharded
 from gdn_parity_jax.signatures import ADAPTERS
@@ -26,11 +25,8 @@ FAR = 100 * BAND32
 
 
 @pytest.fixture(scope="module")
-def case(tools, tmp_path_factory):
-    d = tmp_path_factory.mktemp("grads")
-    fx = synth(tools, d / "x.h5", "1,64,4,16", "--key-heads", "2", "--h0", "--slow-gates",
-               "--seed", "3")
-    x = dict(fx["inputs"])
+def case(gqa64_inputs):
+    x = dict(gqa64_inputs)
     ct = grads.draw_cotangents(11, 1, 64, 4, 16, 16, with_dht=True)
     return x, ct, token_vjp_reference(x, ct["do"], ct["dht"])
 

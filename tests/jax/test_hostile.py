@@ -21,14 +21,10 @@ import time
 import numpy as np
 import pytest
 
-from conftest import HERE, run_cli, synth
+from conftest import HERE, assert_exit as _ok, run_cli, synth
 from gdn_parity_jax import gdn_fixture_capture as cap
 
 SHAPE = ("--shape", "1,32,1,8", "--chunk", "8")
-
-
-def _ok(r, code):
-    assert r.returncode == code, f"exit {r.returncode}, expected {code}\n{r.stdout}\n{r.stderr}"
 
 
 def _run(impl, out, *extra, timeout=300):

@@ -7,7 +7,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import synth
 from gdn_parity_jax import broken, impls
 from gdn_parity_jax.mesh import MeshPlan, run_sharded, run_stock
 from gdn_parity_jax.signatures import ADAPTERS
@@ -20,11 +19,8 @@ NAMES = ("q", "k", "v", "g", "beta", "h0")
 
 
 @pytest.fixture(scope="module")
-def inputs(tools, tmp_path_factory):
-    d = tmp_path_factory.mktemp("impls")
-    fx = synth(tools, d / "x.h5", "1,64,4,16", "--key-heads", "2", "--h0", "--slow-gates",
-               "--seed", "3")
-    x = dict(fx["inputs"])
+def inputs(gqa64_inputs):
+    x = dict(gqa64_inputs)
     return x, token_reference(x)
 
 

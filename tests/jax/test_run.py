@@ -11,21 +11,11 @@ import math
 import numpy as np
 import pytest
 
-from conftest import run_cli, synth
+from conftest import assert_exit as _ok, only_fixture as _fixture, run_cli, synth
 from gdn_parity_jax import gdn_fixture_capture as cap
 
 IMPLS = "gdn_parity_jax.impls"
 UPSTREAM_ATOL, UPSTREAM_RTOL = 2e-4, 2e-3
-
-
-def _fixture(out):
-    files = sorted(out.glob("gdn-*.h5"))
-    assert len(files) == 1, files
-    return cap.read_fixture(str(files[0]))
-
-
-def _ok(r, code):
-    assert r.returncode == code, f"exit {r.returncode}, expected {code}\n{r.stdout}\n{r.stderr}"
 
 
 def test_correct_function_passes_on_1_2_4_8_devices(tools, tmp_path):

@@ -13,22 +13,12 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import run_cli
+from conftest import assert_exit as _ok, only_fixture as _fixture, run_cli
 from gdn_parity_jax import assert_gdn_parity, broken, grads
 from gdn_parity_jax import gdn_fixture_capture as cap
 
 IMPLS = "gdn_parity_jax.impls"
 BASE = ("--shape", "1,64,2,16", "--chunk", "8", "--h0", "--gates", "slow", "--grad")
-
-
-def _fixture(out):
-    files = sorted(out.glob("gdn-*.h5"))
-    assert len(files) == 1, files
-    return cap.read_fixture(str(files[0]))
-
-
-def _ok(r, code):
-    assert r.returncode == code, f"exit {r.returncode}, expected {code}\n{r.stdout}\n{r.stderr}"
 
 
 def _verdicts(out, name="results.json"):

@@ -13,6 +13,7 @@
 #include "gdn_outputs.h"
 #include "gdn_synth.h"
 #include "kern.h"
+#include "../check_runner.h"
 
 typedef enum { K_RECURRENT, K_SCAN, K_AFFINE } kt_kernel;
 
@@ -95,10 +96,7 @@ static inline int kt_same_outputs(const gdn_outputs *a, const gdn_outputs *b) {
 }
 
 static inline void kt_suite_run(Suite *su, int *failed) {
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  *failed += srunner_ntests_failed(sr);
-  srunner_free(sr);
+  *failed += ckr_run(su);
 }
 
 #endif

@@ -16,6 +16,7 @@
 #include <check.h>
 
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 static void d1_bitwise(gdn_dtype dt, int h0, int l2norm) {
   gdn_shape s = {2, 300, 2, 4, 16, 8};
@@ -88,16 +89,4 @@ END_TEST
 START_TEST(dn_roundoff_f64) { dn_roundoff(GDN_DTYPE_F64, 1e-13); }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("affine_d1");
-  TCase *tc = tcase_create("affine_d1");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, d1_bitwise_f32);
-  tcase_add_test(tc, d1_bitwise_f64);
-  tcase_add_test(tc, dn_roundoff_f32);
-  tcase_add_test(tc, dn_roundoff_f64);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("affine_d1", "affine_d1", 120, d1_bitwise_f32, d1_bitwise_f64, dn_roundoff_f32, dn_roundoff_f64)

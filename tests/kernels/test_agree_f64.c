@@ -24,6 +24,7 @@
 #include <check.h>
 
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 #define BOUND 1e-13
 
@@ -105,17 +106,5 @@ START_TEST(short_sequence_no_h0) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("agree_f64");
-  TCase *tc = tcase_create("agree_f64");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, l2norm_in_kernel_long_memory);
-  tcase_add_test(tc, prenormalised_long_memory);
-  tcase_add_test(tc, l2norm_in_kernel_drawn_gates);
-  tcase_add_test(tc, prenormalised_drawn_gates);
-  tcase_add_test(tc, short_sequence_no_h0);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("agree_f64", "agree_f64", 120, l2norm_in_kernel_long_memory, prenormalised_long_memory,
+    l2norm_in_kernel_drawn_gates, prenormalised_drawn_gates, short_sequence_no_h0)

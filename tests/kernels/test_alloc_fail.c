@@ -14,6 +14,7 @@
 
 #include "gdn_alloc.h"
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 static void every_site_mode(kt_kernel k, gdn_dtype dt, int64_t D, int with_seams, kern_matmul mm,
                             int ftz, kern_prefix prefix) {
@@ -104,16 +105,4 @@ START_TEST(tpu_mode_sites) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("alloc_fail");
-  TCase *tc = tcase_create("alloc_fail");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, recurrent_sites);
-  tcase_add_test(tc, scan_sites);
-  tcase_add_test(tc, affine_sites);
-  tcase_add_test(tc, tpu_mode_sites);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("alloc_fail", "alloc_fail", 60, recurrent_sites, scan_sites, affine_sites, tpu_mode_sites)

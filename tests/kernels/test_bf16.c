@@ -38,6 +38,7 @@
 
 #include "kern_num.h"
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 static double bf(double x) { return (double)gdn_bf16_round((float)x); }
 #define R(mask, bit, x) (((mask) & (bit)) ? bf(x) : (x))
@@ -283,17 +284,5 @@ START_TEST(bf16_vs_f32_band) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("bf16");
-  TCase *tc = tcase_create("bf16");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, scale_dk128);
-  tcase_add_test(tc, hand_values);
-  tcase_add_test(tc, chunked_rounding_points);
-  tcase_add_test(tc, recurrent_rounding_points);
-  tcase_add_test(tc, bf16_vs_f32_band);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("bf16", "bf16", 60, scale_dk128, hand_values, chunked_rounding_points, recurrent_rounding_points,
+    bf16_vs_f32_band)

@@ -20,6 +20,7 @@
 #include <check.h>
 
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 #define WRONG 1e-2
 
@@ -78,15 +79,4 @@ START_TEST(broken_bf16_default) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("broken_compose");
-  TCase *tc = tcase_create("broken_compose");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, broken_f32);
-  tcase_add_test(tc, broken_f64);
-  tcase_add_test(tc, broken_bf16_default);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("broken_compose", "broken_compose", 60, broken_f32, broken_f64, broken_bf16_default)

@@ -17,6 +17,7 @@
 #include <check.h>
 
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 #define U32 5.9604644775390625e-08 /* 2^-24 */
 #define BOUND (48 * U32)
@@ -86,14 +87,4 @@ START_TEST(qwen_heads) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("f32_vs_f64");
-  TCase *tc = tcase_create("f32_vs_f64");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, small_heads);
-  tcase_add_test(tc, qwen_heads);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("f32_vs_f64", "f32_vs_f64", 120, small_heads, qwen_heads)

@@ -35,6 +35,7 @@
 #include "gdn_threads.h"
 #include "kern_num.h"
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 static void one_token(gdn_inputs *in, float k, float v, float h0) {
   gdn_error e;
@@ -203,18 +204,5 @@ START_TEST(mxcsr_restored) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("ftz");
-  TCase *tc = tcase_create("ftz");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, subnormal_input);
-  tcase_add_test(tc, subnormal_result);
-  tcase_add_test(tc, tininess_after_rounding);
-  tcase_add_test(tc, float64_ignores_ftz);
-  tcase_add_test(tc, only_subnormals_change);
-  tcase_add_test(tc, mxcsr_restored);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("ftz", "ftz", 60, subnormal_input, subnormal_result, tininess_after_rounding, float64_ignores_ftz,
+    only_subnormals_change, mxcsr_restored)

@@ -19,6 +19,7 @@
 
 #include "gdn_alloc.h"
 #include "kern_gemm.h"
+#include "../check_runner.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static double next_val(void) {
@@ -186,19 +187,8 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("gemm");
-  TCase *tc = tcase_create("gemm");
+  TCase *tc = CKR_TCASE(su, "gemm", 120, odd_sizes_bitwise, every_k_bitwise, beyond_blocks_bitwise,
+      empty_inner_dimension, first_product_starts_the_sum, plus_is_not_add);
   tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, odd_sizes_bitwise);
-  tcase_add_test(tc, every_k_bitwise);
-  tcase_add_test(tc, beyond_blocks_bitwise);
-  tcase_add_test(tc, empty_inner_dimension);
-  tcase_add_test(tc, first_product_starts_the_sum);
-  tcase_add_test(tc, plus_is_not_add);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return ckr_run(su);
 }

@@ -8,6 +8,7 @@
 #include <check.h>
 
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 static void interleave(const gdn_inputs *in, gdn_inputs *rep) {
   gdn_error e;
@@ -83,15 +84,4 @@ START_TEST(heads_of_a_group_differ) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("grouped");
-  TCase *tc = tcase_create("grouped");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, grouped_f32);
-  tcase_add_test(tc, grouped_f64);
-  tcase_add_test(tc, heads_of_a_group_differ);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("grouped", "grouped", 60, grouped_f32, grouped_f64, heads_of_a_group_differ)

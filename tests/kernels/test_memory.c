@@ -30,6 +30,7 @@
 #include "gdn_alloc.h"
 #include "gdn_threads.h"
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 typedef struct measured {
   long long working; /* peak during the call minus what the call left held */
@@ -125,13 +126,6 @@ int main(void) {
   mallopt(M_MMAP_THRESHOLD, 128 * 1024); /* a fixed threshold: see above */
 #endif
   Suite *su = suite_create("memory");
-  TCase *tc = tcase_create("memory");
-  tcase_set_timeout(tc, 240);
-  tcase_add_test(tc, accounting_counts_blocks);
-  tcase_add_test(tc, scan_flat);
-  tcase_add_test(tc, affine_flat);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
+  CKR_TCASE(su, "memory", 240, accounting_counts_blocks, scan_flat, affine_flat);
+  return ckr_run(su);
 }

@@ -27,6 +27,7 @@
 #include "gdn_bf16.h"
 #include "kern_gemm.h"
 #include "kern_mm.h"
+#include "../check_runner.h"
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static uint64_t next_u64(void) {
@@ -386,23 +387,5 @@ START_TEST(float64_is_ieee) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("mm");
-  TCase *tc = tcase_create("mm");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, split_highest_exact);
-  tcase_add_test(tc, split_high_default);
-  tcase_add_test(tc, rounding_matches_gdn_bf16);
-  tcase_add_test(tc, pass_order_bitwise);
-  tcase_add_test(tc, order_is_observable);
-  tcase_add_test(tc, bf16_operands_single_pass);
-  tcase_add_test(tc, infinity_survives);
-  tcase_add_test(tc, error_bands);
-  tcase_add_test(tc, float64_is_ieee);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("mm", "mm", 120, split_highest_exact, split_high_default, rounding_matches_gdn_bf16, pass_order_bitwise,
+    order_is_observable, bf16_operands_single_pass, infinity_survives, error_bands, float64_is_ieee)

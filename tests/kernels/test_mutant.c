@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 #define SHOWS 1e-4
 
@@ -265,18 +266,4 @@ START_TEST(names) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("mutant");
-  TCase *tc = tcase_create("mutant");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, every_mutant_shows);
-  tcase_add_test(tc, new_families_show_where_they_must);
-  tcase_add_test(tc, bf16_mutants);
-  tcase_add_test(tc, needs_are_honest);
-  tcase_add_test(tc, scan_ignores_mutants);
-  tcase_add_test(tc, names);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("mutant", "mutant", 120, every_mutant_shows, new_families_show_where_they_must, bf16_mutants, needs_are_honest, scan_ignores_mutants, names)

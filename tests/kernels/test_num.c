@@ -8,6 +8,7 @@
 
 #include "kern_num.h"
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 static gdn_inputs in;
 static void setup(void) {
@@ -88,31 +89,31 @@ START_TEST(float64_ignores_matmul) {
 }
 END_TEST
 
-/* The harness prints kern_num_describe: what runs, and what is ignored. */
+/* The harness prints kern_num_describe: what runs, and what is ignored;
+ * each row's three phrases must all be in its line. */
+static const struct {
+  gdn_dtype dt;
+  kern_matmul mm;
+  int ftz;
+  const char *says[3];
+} described[] = {
+    {GDN_DTYPE_F64, KERN_MATMUL_HIGHEST, 1, {"float64 compute; matmul ieee", "highest ignored", "ftz ignored"}},
+    {GDN_DTYPE_BF16, KERN_MATMUL_DEFAULT, 1, {"bfloat16 compute", "matmul default: 1 bf16 pass", "ftz on"}},
+    {GDN_DTYPE_F32, KERN_MATMUL_HIGHEST, 0, {"float32 compute; matmul highest: 6 bf16 passes", "ftz off", "ftz off"}},
+};
+
 START_TEST(describe) {
   char buf[512];
   gdn_error e;
   gdn_error_init(&e);
-  kern_config c = kt_cfg(GDN_DTYPE_F64, 16, 1);
-  c.matmul = KERN_MATMUL_HIGHEST;
-  c.ftz = 1;
-  ck_assert_int_eq(kern_num_describe(&c, buf, sizeof buf, &e), GDN_OK);
-  ck_assert_msg(strstr(buf, "float64 compute; matmul ieee") && strstr(buf, "highest ignored") &&
-                    strstr(buf, "ftz ignored"),
-                "%s", buf);
-  c = kt_cfg(GDN_DTYPE_BF16, 16, 1);
-  c.matmul = KERN_MATMUL_DEFAULT;
-  c.ftz = 1;
-  ck_assert_int_eq(kern_num_describe(&c, buf, sizeof buf, &e), GDN_OK);
-  ck_assert_msg(strstr(buf, "bfloat16 compute") && strstr(buf, "matmul default: 1 bf16 pass") &&
-                    strstr(buf, "ftz on"),
-                "%s", buf);
-  c = kt_cfg(GDN_DTYPE_F32, 16, 1);
-  c.matmul = KERN_MATMUL_HIGHEST;
-  ck_assert_int_eq(kern_num_describe(&c, buf, sizeof buf, &e), GDN_OK);
-  ck_assert_msg(strstr(buf, "float32 compute; matmul highest: 6 bf16 passes") &&
-                    strstr(buf, "ftz off"),
-                "%s", buf);
+  kern_config c;
+  for (size_t r = 0; r < sizeof described / sizeof described[0]; r++) {
+    c = kt_cfg(described[r].dt, 16, 1);
+    c.matmul = described[r].mm;
+    c.ftz = described[r].ftz;
+    ck_assert_int_eq(kern_num_describe(&c, buf, sizeof buf, &e), GDN_OK);
+    for (int k = 0; k < 3; k++) ck_assert_msg(strstr(buf, described[r].says[k]), "row %zu: %s", r, buf);
+  }
   char small[8];
   ck_assert_int_eq(kern_num_describe(&c, small, sizeof small, &e), GDN_OK);
   ck_assert_uint_eq(strlen(small), 7);
@@ -240,19 +241,8 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("num");
-  TCase *tc = tcase_create("num");
+  TCase *tc = CKR_TCASE(su, "num", 60, every_mode_runs, unknown_values_refused, float64_ignores_matmul, describe,
+      bad_config_and_shape, rounding_hook, absurd_chunk_refused, output_dtype_bfloat16_input);
   tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, every_mode_runs);
-  tcase_add_test(tc, unknown_values_refused);
-  tcase_add_test(tc, float64_ignores_matmul);
-  tcase_add_test(tc, describe);
-  tcase_add_test(tc, bad_config_and_shape);
-  tcase_add_test(tc, rounding_hook);
-  tcase_add_test(tc, absurd_chunk_refused);
-  tcase_add_test(tc, output_dtype_bfloat16_input);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
+  return ckr_run(su);
 }

@@ -25,6 +25,8 @@
 #include "gdn_alloc.h"
 #include "gdn_threads.h"
 #include "kern_test_util.h"
+#include "../test_util_synth.h"
+#include "../check_runner.h"
 
 static const gdn_shape S = {1, 256, 1, 2, 16, 16};
 
@@ -140,19 +142,8 @@ START_TEST(reset_is_each_document_alone) {
   static const int64_t starts[5] = {0, 70, 128, 200, 256};
   for (int d = 1; d < 4; d++) {
     const int64_t t0 = starts[d], L = starts[d + 1] - t0;
-    gdn_shape ds = S;
-    ds.T = L;
     gdn_inputs one;
-    gdn_inputs_init(&one);
-    gdn_error e;
-    gdn_error_init(&e);
-    ck_assert_int_eq(gdn_inputs_alloc(&one, &ds, 0, &e), GDN_OK);
-    one.l2norm_in_kernel = in.l2norm_in_kernel;
-    memcpy(one.q, in.q + t0 * S.Hk * S.Dk, (size_t)(L * S.Hk * S.Dk) * sizeof(float));
-    memcpy(one.k, in.k + t0 * S.Hk * S.Dk, (size_t)(L * S.Hk * S.Dk) * sizeof(float));
-    memcpy(one.v, in.v + t0 * S.Hv * S.Dv, (size_t)(L * S.Hv * S.Dv) * sizeof(float));
-    memcpy(one.g, in.g + t0 * S.Hv, (size_t)(L * S.Hv) * sizeof(float));
-    memcpy(one.beta, in.beta + t0 * S.Hv, (size_t)(L * S.Hv) * sizeof(float));
+    tsu_slice_tokens(&one, &in, 0, t0, L);
     gdn_outputs alone, leak;
     gdn_outputs_init(&alone), gdn_outputs_init(&leak);
     kt_run_ok(K_RECURRENT, &one, &c, &alone);
@@ -251,15 +242,8 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("packing");
-  TCase *tc = tcase_create("all");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, leak_without_padding_is_unchanged);
-  tcase_add_test(tc, padding_is_zeroed_k_v_g);
-  tcase_add_test(tc, reset_is_each_document_alone);
+  TCase *tc = CKR_TCASE(su, "all", 120, leak_without_padding_is_unchanged, padding_is_zeroed_k_v_g,
+      reset_is_each_document_alone, reset_on_a_seam_makes_the_seam_exact);
   tcase_add_loop_test(tc, chunked_kernels_match_the_recurrence, 0, (int)(sizeof pk / sizeof pk[0]));
-  tcase_add_test(tc, reset_on_a_seam_makes_the_seam_exact);
-  suite_add_tcase(su, tc);
-  int failed = 0;
-  kt_suite_run(su, &failed);
-  return failed ? 1 : 0;
+  return ckr_run(su);
 }

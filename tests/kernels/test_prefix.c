@@ -30,6 +30,7 @@
 #include "gdn_alloc.h"
 #include "kern_prefix.h"
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 #define MAXD 1100
 
@@ -402,18 +403,5 @@ START_TEST(schedules_f32) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("prefix");
-  TCase *tc = tcase_create("prefix");
-  tcase_set_timeout(tc, 240);
-  tcase_add_test(tc, counts_and_pairing);
-  tcase_add_test(tc, random_pairs_f64);
-  tcase_add_test(tc, kernel_f64_c4);
-  tcase_add_test(tc, kernel_f64_c1);
-  tcase_add_test(tc, kernel_f64_c16);
-  tcase_add_test(tc, schedules_f32);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("prefix", "prefix", 240, counts_and_pairing, random_pairs_f64, kernel_f64_c4, kernel_f64_c1, kernel_f64_c16,
+    schedules_f32)

@@ -26,6 +26,7 @@
 #include "gdn_rng.h"
 #include "kern_prefix.h"
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 enum { DK = 8, DV = 5, NA = DK * DK, NB = DK * DV, MAXD = 17 };
 
@@ -120,13 +121,4 @@ START_TEST(other_orders_differ) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("prefix_upstream");
-  TCase *tc = tcase_create("all");
-  tcase_add_test(tc, hillis_steele_is_upstream_order);
-  tcase_add_test(tc, other_orders_differ);
-  suite_add_tcase(su, tc);
-  int failed = 0;
-  kt_suite_run(su, &failed);
-  return failed ? 1 : 0;
-}
+CKR_MAIN("prefix_upstream", "all", 0, hillis_steele_is_upstream_order, other_orders_differ)

@@ -17,6 +17,7 @@
 #include "gdn_alloc.h"
 #include "gdn_threads.h"
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 #define ROUNDING_PER_BLOCK 4096 /* an mmap-ed block is page-rounded */
 
@@ -92,12 +93,6 @@ int main(void) {
   mallopt(M_MMAP_THRESHOLD, 128 * 1024); /* a fixed threshold: test_memory.c says why */
 #endif
   Suite *su = suite_create("scratch");
-  TCase *tc = tcase_create("scratch");
-  tcase_set_timeout(tc, 240);
-  tcase_add_test(tc, count_is_the_allocation);
-  tcase_add_test(tc, count_grows_with_chunk_squared_and_capped_threads);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
+  CKR_TCASE(su, "scratch", 240, count_is_the_allocation, count_grows_with_chunk_squared_and_capped_threads);
+  return ckr_run(su);
 }

@@ -14,9 +14,19 @@
 #include <check.h>
 
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 static double rel_state(const double *x, const double *r, const kern_affine_seams *sm) {
   return kt_rel(x, r, (size_t)(sm->Dk * sm->Dv));
+}
+
+/* kern_affine_prefix_seams into fresh out and sm, failing the test on error. */
+static void seams_ok(const gdn_inputs *in, const kern_config *c, gdn_outputs *out, kern_affine_seams *sm) {
+  gdn_outputs_init(out);
+  kern_affine_seams_init(sm);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_msg(kern_affine_prefix_seams(in, c, out, sm, &e) == GDN_OK, "%s", e.msg);
 }
 
 static void seams(gdn_dtype dt, double bound) {
@@ -26,12 +36,10 @@ static void seams(gdn_dtype dt, double bound) {
   const int64_t C = 16, D = 4, N = gdn_shape_chunks(&s, C); /* 44 chunks: 11 each */
   kern_config c = kt_cfg(dt, C, D);
   gdn_outputs out;
-  gdn_outputs_init(&out);
   kern_affine_seams sm;
-  kern_affine_seams_init(&sm);
+  seams_ok(&in, &c, &out, &sm);
   gdn_error e;
   gdn_error_init(&e);
-  ck_assert_int_eq(kern_affine_prefix_seams(&in, &c, &out, &sm, &e), GDN_OK);
   ck_assert_int_eq(sm.devices, D);
   ck_assert_int_eq(sm.Dk, 16);
   double worst = 0;
@@ -119,12 +127,8 @@ START_TEST(no_h0_zero_start) {
   kt_make(&in, s, 73, 0, 1, 0.01f);
   kern_config c = kt_cfg(GDN_DTYPE_F32, 8, 3);
   gdn_outputs out;
-  gdn_outputs_init(&out);
   kern_affine_seams sm;
-  kern_affine_seams_init(&sm);
-  gdn_error e;
-  gdn_error_init(&e);
-  ck_assert_int_eq(kern_affine_prefix_seams(&in, &c, &out, &sm, &e), GDN_OK);
+  seams_ok(&in, &c, &out, &sm);
   for (int x = 0; x < 64; x++) ck_assert(sm.h_in[x] == 0.0);
   ck_assert(rel_state(kern_affine_seams_h_in(&sm, 0, 0, 1), kern_affine_seams_h_out(&sm, 0, 0, 0),
                       &sm) <= 48 * ldexp(1, -24));
@@ -134,15 +138,4 @@ START_TEST(no_h0_zero_start) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("seams");
-  TCase *tc = tcase_create("seams");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, seams_f32);
-  tcase_add_test(tc, seams_f64);
-  tcase_add_test(tc, no_h0_zero_start);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("seams", "seams", 60, seams_f32, seams_f64, no_h0_zero_start)

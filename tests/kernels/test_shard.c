@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 START_TEST(partition_properties) {
   /* counted, then asserted once: a Check assertion per shard would be slow */
@@ -81,14 +82,4 @@ START_TEST(more_devices_than_chunks_refused) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("shard");
-  TCase *tc = tcase_create("shard");
-  tcase_add_test(tc, partition_properties);
-  tcase_add_test(tc, example);
-  tcase_add_test(tc, more_devices_than_chunks_refused);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("shard", "shard", 0, partition_properties, example, more_devices_than_chunks_refused)

@@ -23,6 +23,7 @@
 
 #include "gdn_threads.h"
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 static kern_config tok_cfg(int64_t C, int64_t D) {
   kern_config c = kt_cfg(GDN_DTYPE_F32, C, D);
@@ -312,15 +313,8 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("shard_tokens");
-  TCase *tc = tcase_create("all");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, geometry);
-  tcase_add_test(tc, refused_when_d_does_not_divide_t);
+  TCase *tc = CKR_TCASE(su, "all", 120, geometry, refused_when_d_does_not_divide_t, accurate_with_padding_at_seams,
+      one_device_is_the_scan);
   tcase_add_loop_test(tc, equals_explicitly_padded_chunks, 0, (int)(sizeof cases / sizeof cases[0]));
-  tcase_add_test(tc, accurate_with_padding_at_seams);
-  tcase_add_test(tc, one_device_is_the_scan);
-  suite_add_tcase(su, tc);
-  int failed = 0;
-  kt_suite_run(su, &failed);
-  return failed ? 1 : 0;
+  return ckr_run(su);
 }

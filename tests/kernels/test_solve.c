@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 static const gdn_shape S = {1, 300, 1, 2, 32, 24};
 
@@ -101,15 +102,4 @@ START_TEST(names) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("solve");
-  TCase *tc = tcase_create("all");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, float64_orders_agree);
-  tcase_add_test(tc, float32_both_accurate);
-  tcase_add_test(tc, names);
-  suite_add_tcase(su, tc);
-  int failed = 0;
-  kt_suite_run(su, &failed);
-  return failed ? 1 : 0;
-}
+CKR_MAIN("solve", "all", 120, float64_orders_agree, float32_both_accurate, names)

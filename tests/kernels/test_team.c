@@ -24,6 +24,7 @@
 #include "kern_mm.h"
 #include "kern_team.h"
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 typedef struct mode {
   gdn_dtype dt;
@@ -201,18 +202,5 @@ START_TEST(split_by_blocks_is_the_split) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("team");
-  TCase *tc = tcase_create("team");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, single_head_scan);
-  tcase_add_test(tc, single_head_affine);
-  tcase_add_test(tc, narrow_values);
-  tcase_add_test(tc, leftover_heads);
-  tcase_add_test(tc, team_or_is_the_or_of_every_block);
-  tcase_add_test(tc, split_by_blocks_is_the_split);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("team", "team", 120, single_head_scan, single_head_affine, narrow_values, leftover_heads,
+    team_or_is_the_or_of_every_block, split_by_blocks_is_the_split)

@@ -10,6 +10,7 @@
 
 #include "gdn_threads.h"
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 typedef struct mode {
   gdn_dtype dt;
@@ -75,17 +76,5 @@ START_TEST(threads_f32_high_ftz) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("threads");
-  TCase *tc = tcase_create("threads");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, threads_f32);
-  tcase_add_test(tc, threads_f64);
-  tcase_add_test(tc, threads_bf16_default_ftz_assoc);
-  tcase_add_test(tc, threads_f32_highest_hillis);
-  tcase_add_test(tc, threads_f32_high_ftz);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("threads", "threads", 60, threads_f32, threads_f64, threads_bf16_default_ftz_assoc,
+    threads_f32_highest_hillis, threads_f32_high_ftz)

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 typedef struct tiny {
   int64_t Dk, Dv;
@@ -197,16 +198,4 @@ START_TEST(closed_form_matches_hand) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("tiny");
-  TCase *tc = tcase_create("tiny");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, scalar_state_exact);
-  tcase_add_test(tc, matrix_state_exact);
-  tcase_add_test(tc, decay_and_norm_close);
-  tcase_add_test(tc, closed_form_matches_hand);
-  suite_add_tcase(su, tc);
-  int nf = 0;
-  kt_suite_run(su, &nf);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("tiny", "tiny", 60, scalar_state_exact, matrix_state_exact, decay_and_norm_close, closed_form_matches_hand)

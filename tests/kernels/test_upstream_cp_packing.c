@@ -25,6 +25,7 @@
 
 #include "gdn_alloc.h"
 #include "kern_test_util.h"
+#include "../check_runner.h"
 
 static const gdn_shape S = {1, 64, 2, 2, 16, 16};
 
@@ -93,12 +94,4 @@ START_TEST(leak_is_the_segment_blind_fold) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("upstream_cp_packing");
-  TCase *tc = tcase_create("all");
-  tcase_add_test(tc, leak_is_the_segment_blind_fold);
-  suite_add_tcase(su, tc);
-  int failed = 0;
-  kt_suite_run(su, &failed);
-  return failed ? 1 : 0;
-}
+CKR_MAIN("upstream_cp_packing", "all", 0, leak_is_the_segment_blind_fold)

@@ -26,6 +26,7 @@
 #include "gdn_synth.h"
 #include "gdn_threads.h"
 #include "kern.h"
+#include "../check_runner.h"
 
 static int g_rank, g_size;
 
@@ -160,16 +161,8 @@ int main(int argc, char **argv) {
   g_rank = w.rank;
   g_size = w.size;
   Suite *su = suite_create("mpi_affine");
-  TCase *tc = tcase_create("ranks");
-  tcase_set_timeout(tc, 600);
-  tcase_add_test(tc, equals_simulated);
-  tcase_add_test(tc, negative_controls);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, g_rank == 0 ? CK_NORMAL : CK_SILENT);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
+  CKR_TCASE(su, "ranks", 600, equals_simulated, negative_controls);
+  int failed = ckr_run_with(su, CK_NOFORK, g_rank == 0 ? CK_NORMAL : CK_SILENT);
   /* a rank that failed an assertion stops mid-test (NOFORK longjmps out),
    * possibly between collectives: end every rank rather than hang */
   int any = 0;

@@ -24,6 +24,7 @@
 #include "gdn_synth.h"
 #include "gdn_threads.h"
 #include "parity_dist.h"
+#include "../check_runner.h"
 
 static int g_rank, g_size;
 static const gdn_shape SHAPE = {2, 37, 1, 3, 12, 20};
@@ -207,19 +208,9 @@ int main(int argc, char **argv) {
   g_size = parity_dist_size();
   parity_dist_set_collective(1);
   Suite *su = suite_create("mpi_oracle");
-  TCase *tc = tcase_create("ranks");
-  tcase_set_timeout(tc, 600);
-  tcase_add_test(tc, mpfr_dealt_equals_whole);
-  tcase_add_test(tc, dd_dealt_equals_whole);
-  tcase_add_test(tc, errors_agree);
-  tcase_add_test(tc, wrong_subset_caught);
-  tcase_add_test(tc, vjp_dealt_equals_whole);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, g_rank == 0 ? CK_NORMAL : CK_SILENT);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
+  CKR_TCASE(su, "ranks", 600, mpfr_dealt_equals_whole, dd_dealt_equals_whole, errors_agree, wrong_subset_caught,
+      vjp_dealt_equals_whole);
+  int failed = ckr_run_with(su, CK_NOFORK, g_rank == 0 ? CK_NORMAL : CK_SILENT);
   int any = 0; /* a rank that failed mid-test may be between collectives: end them all */
   MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   parity_dist_end();

@@ -12,6 +12,7 @@
 #include "gdn_synth.h"
 #include "oracle.h"
 
+#include "../check_runner.h"
 #include "../test_util_synth.h"
 
 static inline oracle_config otu_cfg(long prec, oracle_form form, int64_t chunk) {
@@ -67,12 +68,51 @@ static inline int otu_identical(const gdn_outputs *x, const gdn_outputs *r) {
          !memcmp(x->ht, r->ht, gdn_shape_numel_state(&r->shape) * sizeof(double));
 }
 
+/* The hand-worked case of test_oracle_exact's scalar_state, allocated and
+ * filled: Dk = Dv = 1, T = 2, g = 0, scale = 1/2, h0 = 0, no L2 norm;
+ * (k, v, beta, q) = (1, 2, 1/2, 1) then (1/2, 3, 1/4, 2): o = (1/2, 21/16),
+ * ht = 21/16 exactly. */
+static inline void otu_scalar_state(gdn_inputs *in) {
+  gdn_shape s = {1, 2, 1, 1, 1, 1};
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_inputs_init(in);
+  ck_assert_int_eq(gdn_inputs_alloc(in, &s, 0, &e), GDN_OK);
+  const float k[] = {1, 0.5f}, v[] = {2, 3}, beta[] = {0.5f, 0.25f}, q[] = {1, 2};
+  memcpy(in->k, k, sizeof k);
+  memcpy(in->v, v, sizeof v);
+  memcpy(in->beta, beta, sizeof beta);
+  memcpy(in->q, q, sizeof q);
+  in->has_scale = 1;
+  in->scale = 0.5;
+}
+
+/* An outputs object holding something, to see an error path clear it. */
+static inline void otu_filled(gdn_outputs *out) {
+  gdn_shape s = {1, 1, 1, 1, 1, 1};
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_outputs_init(out);
+  ck_assert_int_eq(gdn_outputs_alloc(out, &s, GDN_DTYPE_F32, &e), GDN_OK);
+}
+
+static inline void otu_assert_cleared(const gdn_outputs *out) {
+  ck_assert_ptr_null(out->o);
+  ck_assert_ptr_null(out->ht);
+  ck_assert_int_eq(out->shape.T, 0);
+}
+
+/* What allocation n failing must leave: GDN_ERR_NOMEM, a message that says
+ * out of memory in the oracle or its outputs, the outputs cleared. */
+static inline void otu_assert_nomem(int rc, long n, const gdn_error *e, const gdn_outputs *out) {
+  ck_assert_msg(rc == GDN_ERR_NOMEM, "allocation %ld failing: code %d (%s)", n, rc, e->msg);
+  ck_assert_msg(strstr(e->msg, "out of memory") && (strstr(e->msg, "oracle") || strstr(e->msg, "output")),
+                "allocation %ld failing: message '%s'", n, e->msg);
+  otu_assert_cleared(out);
+}
+
 static inline void otu_run_suite(Suite *su) {
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  if (nf) exit(1);
+  if (ckr_run(su)) exit(1);
 }
 
 #endif

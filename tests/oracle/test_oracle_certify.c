@@ -11,6 +11,7 @@
 
 #include "gdn_rng.h"
 #include "oracle_test_util.h"
+#include "../check_runner.h"
 
 static void cert_run(const gdn_inputs *in, long p, oracle_form form, int64_t C, long check,
                      gdn_outputs *out, oracle_certificate *cert) {
@@ -210,18 +211,7 @@ START_TEST(certificate_exact_values) {
   gdn_outputs_clear(&out);
   gdn_inputs_clear(&in);
 
-  gdn_shape s1 = {1, 2, 1, 1, 1, 1};
-  gdn_error e;
-  gdn_error_init(&e);
-  gdn_inputs_init(&in);
-  ck_assert_int_eq(gdn_inputs_alloc(&in, &s1, 0, &e), GDN_OK);
-  const float k[] = {1, 0.5f}, v[] = {2, 3}, beta[] = {0.5f, 0.25f}, q[] = {1, 2};
-  memcpy(in.k, k, sizeof k);
-  memcpy(in.v, v, sizeof v);
-  memcpy(in.beta, beta, sizeof beta);
-  memcpy(in.q, q, sizeof q);
-  in.has_scale = 1;
-  in.scale = 0.5;
+  otu_scalar_state(&in); /* ht = 21/16 */
   cert_run(&in, 128, ORACLE_FORM_CHUNKED, 2, 0, &out, &cert);
   ck_assert_int_eq(cert.certified_bits, 128);
   ck_assert(cert.floor_o == ldexp(21.0 / 16, -64) && cert.floor_ht == ldexp(21.0 / 16, -64));
@@ -349,17 +339,5 @@ START_TEST(planted_difference) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("oracle_certify");
-  TCase *tc = tcase_create("certify");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, certificate_equals_truth_below_53);
-  tcase_add_test(tc, certificate_moderate_case);
-  tcase_add_test(tc, certificate_cancellation_stress);
-  tcase_add_test(tc, certificate_exact_values);
-  tcase_add_test(tc, bits_agreed_rules);
-  tcase_add_test(tc, planted_difference);
-  suite_add_tcase(su, tc);
-  otu_run_suite(su);
-  return 0;
-}
+CKR_MAIN("oracle_certify", "certify", 60, certificate_equals_truth_below_53, certificate_moderate_case,
+    certificate_cancellation_stress, certificate_exact_values, bits_agreed_rules, planted_difference)

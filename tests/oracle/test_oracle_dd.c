@@ -22,6 +22,7 @@
 
 #include "gdn_threads.h"
 #include "oracle_test_util.h"
+#include "../check_runner.h"
 
 static void run_dd(const gdn_inputs *in, int64_t ns, gdn_outputs *out, oracle_dd_certificate *cert) {
   oracle_dd_config c;
@@ -154,11 +155,7 @@ END_TEST
 int main(void) {
   gdn_threads_set(2);
   Suite *su = suite_create("oracle_dd");
-  TCase *tc = tcase_create("dd");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = CKR_TCASE(su, "dd", 120, dd_vs_mpfr_variants);
   tcase_add_loop_test(tc, dd_vs_mpfr, 0, (int)(sizeof cases / sizeof cases[0]));
-  tcase_add_test(tc, dd_vs_mpfr_variants);
-  suite_add_tcase(su, tc);
-  otu_run_suite(su);
-  return 0;
+  return ckr_run(su);
 }

@@ -14,6 +14,7 @@
 #include "gdn_rng.h"
 #include "oracle_dd_arith.h"
 #include "oracle_internal.h"
+#include "../check_runner.h"
 
 enum { REF = 2400, N_RANDOM = 20000 };
 
@@ -255,18 +256,8 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("oracle_dd_arith");
-  TCase *tc = tcase_create("dd_arith");
+  TCase *tc = CKR_TCASE(su, "dd_arith", 60, error_free_edges, error_free_random, dd_ops_within_bounds,
+      dd_ops_exact_cases, rounding_from_mpfr);
   tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, error_free_edges);
-  tcase_add_test(tc, error_free_random);
-  tcase_add_test(tc, dd_ops_within_bounds);
-  tcase_add_test(tc, dd_ops_exact_cases);
-  tcase_add_test(tc, rounding_from_mpfr);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return ckr_run(su);
 }

@@ -12,6 +12,7 @@
 #include "gdn_rng.h"
 #include "gdn_threads.h"
 #include "oracle_test_util.h"
+#include "../check_runner.h"
 
 static int run_dd_cfg(const gdn_inputs *in, const oracle_dd_config *c, gdn_outputs *out,
                       oracle_dd_certificate *cert) {
@@ -350,17 +351,6 @@ START_TEST(threads_and_blocks_change_nothing) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("oracle_dd_cert");
-  TCase *tc = tcase_create("dd_cert");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, exact_case_certifies_everything);
-  tcase_add_test(tc, planted_error_known_bits);
-  tcase_add_test(tc, planted_error_sampled_or_not);
-  tcase_add_test(tc, certificate_equals_truth_at_40_bits);
-  tcase_add_test(tc, sample_is_pinned_and_spread);
-  tcase_add_test(tc, threads_and_blocks_change_nothing);
-  suite_add_tcase(su, tc);
-  otu_run_suite(su);
-  return 0;
-}
+CKR_MAIN("oracle_dd_cert", "dd_cert", 60, exact_case_certifies_everything, planted_error_known_bits,
+    planted_error_sampled_or_not, certificate_equals_truth_at_40_bits, sample_is_pinned_and_spread,
+    threads_and_blocks_change_nothing)

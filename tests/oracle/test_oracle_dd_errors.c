@@ -15,20 +15,7 @@
 #include "gdn_threads.h"
 #include "gmp_count_util.h"
 #include "oracle_test_util.h"
-
-static void filled(gdn_outputs *out) {
-  gdn_shape s = {1, 1, 1, 1, 1, 1};
-  gdn_error e;
-  gdn_error_init(&e);
-  gdn_outputs_init(out);
-  ck_assert_int_eq(gdn_outputs_alloc(out, &s, GDN_DTYPE_F32, &e), GDN_OK);
-}
-
-static void assert_cleared(const gdn_outputs *out) {
-  ck_assert_ptr_null(out->o);
-  ck_assert_ptr_null(out->ht);
-  ck_assert_int_eq(out->shape.T, 0);
-}
+#include "../check_runner.h"
 
 static int cert_zero(const oracle_dd_certificate *c) {
   return c->certified_bits == 0 && c->check_bits == 0 && c->precision_bits == 0 &&
@@ -42,14 +29,14 @@ static void expect_dd_error(const gdn_inputs *in, const oracle_dd_config *cfg, i
   gdn_error e;
   gdn_error_init(&e);
   gdn_outputs out;
-  filled(&out);
+  otu_filled(&out);
   oracle_dd_certificate cert;
   memset(&cert, 0x5a, sizeof cert);
   int rc = oracle_run_dd(in, cfg, &out, &cert, &e);
   ck_assert_msg(rc == code, "expected code %d for '%s', got %d (%s)", code, needle, rc, e.msg);
   ck_assert_int_eq(e.code, code);
   ck_assert_msg(strstr(e.msg, needle), "message '%s' does not name '%s'", e.msg, needle);
-  assert_cleared(&out);
+  otu_assert_cleared(&out);
   ck_assert(cert_zero(&cert));
 }
 
@@ -101,14 +88,14 @@ START_TEST(bad_config) {
   gdn_outputs_clear(&out);
   /* NULL arguments are caller bugs. */
   oracle_dd_config_init(&c);
-  filled(&out);
+  otu_filled(&out);
   ck_assert_int_eq(oracle_run_dd(&in, &c, &out, NULL, &e), GDN_ERR_INTERNAL);
-  assert_cleared(&out);
+  otu_assert_cleared(&out);
   ck_assert_int_eq(oracle_run_dd(&in, &c, NULL, &cert, &e), GDN_ERR_INTERNAL);
   ck_assert(cert_zero(&cert));
-  filled(&out);
+  otu_filled(&out);
   ck_assert_int_eq(oracle_run_dd(NULL, &c, &out, &cert, &e), GDN_ERR_INTERNAL);
-  assert_cleared(&out);
+  otu_assert_cleared(&out);
   gdn_inputs_clear(&in);
 }
 END_TEST
@@ -194,7 +181,7 @@ static void alloc_failures(int64_t ns, int threads) {
     ck_assert_msg(n < 1000, "still failing after 1000 allocations");
     gdn_error_init(&e);
     gdn_outputs out;
-    filled(&out);
+    otu_filled(&out);
     long live0 = gcu_live();
     gdn_alloc_fail_after(n);
     int rc = oracle_run_dd(&in, &cfg, &out, &cert, &e);
@@ -208,10 +195,7 @@ static void alloc_failures(int64_t ns, int threads) {
       break;
     }
     sites++;
-    ck_assert_msg(rc == GDN_ERR_NOMEM, "allocation %ld failing: code %d (%s)", n, rc, e.msg);
-    ck_assert_msg(strstr(e.msg, "out of memory") && (strstr(e.msg, "oracle") || strstr(e.msg, "output")),
-                  "allocation %ld failing: message '%s'", n, e.msg);
-    assert_cleared(&out);
+    otu_assert_nomem(rc, n, &e, &out);
     ck_assert(cert_zero(&cert));
   }
   /* outputs (2), items, item status, workers; per worker the dd buffer,
@@ -273,16 +257,7 @@ END_TEST
 int main(void) {
   gcu_install();
   Suite *su = suite_create("oracle_dd_errors");
-  TCase *tc = tcase_create("dd_errors");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, bad_config);
-  tcase_add_test(tc, bad_inputs_as_mpfr);
-  tcase_add_test(tc, binary64_range);
-  tcase_add_test(tc, alloc_failures_sampled);
-  tcase_add_test(tc, alloc_failures_sampled_2threads);
-  tcase_add_test(tc, alloc_failures_unsampled);
-  tcase_add_test(tc, memory_flat_in_T);
-  suite_add_tcase(su, tc);
-  otu_run_suite(su);
-  return 0;
+  CKR_TCASE(su, "dd_errors", 60, bad_config, bad_inputs_as_mpfr, binary64_range, alloc_failures_sampled,
+      alloc_failures_sampled_2threads, alloc_failures_unsampled, memory_flat_in_T);
+  return ckr_run(su);
 }

@@ -12,21 +12,7 @@
 #include "gdn_threads.h"
 #include "gmp_count_util.h"
 #include "oracle_test_util.h"
-
-/* An outputs object holding something, to see it cleared. */
-static void filled(gdn_outputs *out) {
-  gdn_shape s = {1, 1, 1, 1, 1, 1};
-  gdn_error e;
-  gdn_error_init(&e);
-  gdn_outputs_init(out);
-  ck_assert_int_eq(gdn_outputs_alloc(out, &s, GDN_DTYPE_F32, &e), GDN_OK);
-}
-
-static void assert_cleared(const gdn_outputs *out) {
-  ck_assert_ptr_null(out->o);
-  ck_assert_ptr_null(out->ht);
-  ck_assert_int_eq(out->shape.T, 0);
-}
+#include "../check_runner.h"
 
 /* Runs plain and certified; both must fail with `code` and a message
  * containing `needle`. */
@@ -36,14 +22,14 @@ static void expect_error(const gdn_inputs *in, const oracle_config *cfg, int cod
     gdn_error e;
     gdn_error_init(&e);
     gdn_outputs out;
-    filled(&out);
+    otu_filled(&out);
     oracle_certificate cert;
     memset(&cert, 0x5a, sizeof cert);
     int rc = cert_mode ? oracle_run_certified(in, cfg, &out, &cert, &e) : oracle_run(in, cfg, &out, &e);
     ck_assert_msg(rc == code, "expected code %d for '%s', got %d (%s)", code, needle, rc, e.msg);
     ck_assert_int_eq(e.code, code);
     ck_assert_msg(strstr(e.msg, needle), "message '%s' does not name '%s'", e.msg, needle);
-    assert_cleared(&out);
+    otu_assert_cleared(&out);
     if (cert_mode) ck_assert(cert.certified_bits == 0 && cert.check_bits == 0 && cert.floor_o == 0);
     gdn_outputs_clear(&out);
   }
@@ -123,15 +109,15 @@ START_TEST(bad_inputs) {
   gdn_error e;
   gdn_error_init(&e);
   gdn_outputs out;
-  filled(&out);
+  otu_filled(&out);
   ck_assert_int_eq(oracle_run(NULL, &c, &out, &e), GDN_ERR_INTERNAL);
-  assert_cleared(&out);
-  filled(&out);
+  otu_assert_cleared(&out);
+  otu_filled(&out);
   ck_assert_int_eq(oracle_run(&in, NULL, &out, &e), GDN_ERR_INTERNAL);
-  assert_cleared(&out);
-  filled(&out);
+  otu_assert_cleared(&out);
+  otu_filled(&out);
   ck_assert_int_eq(oracle_run_certified(&in, &c, &out, NULL, &e), GDN_ERR_INTERNAL);
-  assert_cleared(&out);
+  otu_assert_cleared(&out);
   ck_assert_int_eq(oracle_run(&in, &c, NULL, &e), GDN_ERR_INTERNAL);
   gdn_inputs_clear(&in);
 }
@@ -160,7 +146,7 @@ static void alloc_failures(oracle_form form, int64_t C, int certified, int threa
     gdn_error e;
     gdn_error_init(&e);
     gdn_outputs out;
-    filled(&out);
+    otu_filled(&out);
     long live0 = gcu_live();
     gdn_alloc_fail_after(n);
     int rc = certified ? oracle_run_certified(&in, &cfg, &out, &cert, &e)
@@ -176,10 +162,7 @@ static void alloc_failures(oracle_form form, int64_t C, int certified, int threa
       break;
     }
     sites++;
-    ck_assert_msg(rc == GDN_ERR_NOMEM, "allocation %ld failing: code %d (%s)", n, rc, e.msg);
-    ck_assert_msg(strstr(e.msg, "out of memory") && (strstr(e.msg, "oracle") || strstr(e.msg, "output")),
-                  "allocation %ld failing: message '%s'", n, e.msg);
-    assert_cleared(&out);
+    otu_assert_nomem(rc, n, &e, &out);
     if (certified) ck_assert_int_eq(cert.certified_bits, 0);
   }
   /* outputs (2), item status, workers, then per worker its workspace(s) and,
@@ -206,15 +189,7 @@ END_TEST
 int main(void) {
   gcu_install();
   Suite *su = suite_create("oracle_errors");
-  TCase *tc = tcase_create("errors");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, bad_config);
-  tcase_add_test(tc, bad_inputs);
-  tcase_add_test(tc, alloc_failures_token);
-  tcase_add_test(tc, alloc_failures_chunked);
-  tcase_add_test(tc, alloc_failures_certified);
-  tcase_add_test(tc, alloc_failures_certified_chunked_2threads);
-  suite_add_tcase(su, tc);
-  otu_run_suite(su);
-  return 0;
+  CKR_TCASE(su, "errors", 60, bad_config, bad_inputs, alloc_failures_token, alloc_failures_chunked,
+      alloc_failures_certified, alloc_failures_certified_chunked_2threads);
+  return ckr_run(su);
 }

@@ -11,6 +11,7 @@
 #include <mpfr.h>
 
 #include "oracle_test_util.h"
+#include "../check_runner.h"
 
 static const long precs[] = {24, 53, 128};
 static const struct { oracle_form form; int64_t chunk; } forms[] = {
@@ -34,16 +35,8 @@ static void alloc_inputs(gdn_inputs *in, gdn_shape s, int with_h0) {
  * U = (1, -1/8 + 3/4) = (1, 5/8), P = [[1/2, .], [1, 1/2]],
  * O_1 = 1 * 1 + 1/2 * 5/8 = 21/16, h' = 1 * 1 + 1/2 * 5/8 = 21/16: the same. */
 START_TEST(scalar_state) {
-  gdn_shape s = {1, 2, 1, 1, 1, 1};
   gdn_inputs in;
-  alloc_inputs(&in, s, 0);
-  const float k[] = {1, 0.5f}, v[] = {2, 3}, beta[] = {0.5f, 0.25f}, q[] = {1, 2};
-  memcpy(in.k, k, sizeof k);
-  memcpy(in.v, v, sizeof v);
-  memcpy(in.beta, beta, sizeof beta);
-  memcpy(in.q, q, sizeof q);
-  in.has_scale = 1;
-  in.scale = 0.5;
+  otu_scalar_state(&in);
   for (size_t pi = 0; pi < sizeof precs / sizeof precs[0]; pi++)
     for (size_t fi = 0; fi < sizeof forms / sizeof forms[0]; fi++) {
       oracle_config cfg = otu_cfg(precs[pi], forms[fi].form, forms[fi].chunk);
@@ -176,13 +169,4 @@ START_TEST(decay_closed_form) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("oracle_exact");
-  TCase *tc = tcase_create("exact");
-  tcase_add_test(tc, scalar_state);
-  tcase_add_test(tc, two_by_two_with_h0);
-  tcase_add_test(tc, decay_closed_form);
-  suite_add_tcase(su, tc);
-  otu_run_suite(su);
-  return 0;
-}
+CKR_MAIN("oracle_exact", "exact", 0, scalar_state, two_by_two_with_h0, decay_closed_form)

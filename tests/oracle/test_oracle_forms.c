@@ -27,6 +27,7 @@
 #include <check.h>
 
 #include "oracle_test_util.h"
+#include "../check_runner.h"
 
 static const int64_t chunks[] = {1, 4, 16, 64};
 
@@ -76,14 +77,4 @@ END_TEST
 START_TEST(token_vs_chunked_slow_decay) { check_forms(100, 0.02f, 13); }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("oracle_forms");
-  TCase *tc = tcase_create("forms");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, token_vs_chunked_T37);
-  tcase_add_test(tc, token_vs_chunked_T100);
-  tcase_add_test(tc, token_vs_chunked_slow_decay);
-  suite_add_tcase(su, tc);
-  otu_run_suite(su);
-  return 0;
-}
+CKR_MAIN("oracle_forms", "forms", 60, token_vs_chunked_T37, token_vs_chunked_T100, token_vs_chunked_slow_decay)

@@ -4,6 +4,7 @@
 
 #include "gdn_alloc.h"
 #include "oracle_test_util.h"
+#include "../check_runner.h"
 
 static const struct { oracle_form f; int64_t C; } forms[] = {{ORACLE_FORM_TOKEN, 0},
                                                              {ORACLE_FORM_CHUNKED, 8}};
@@ -201,15 +202,5 @@ START_TEST(l2norm_on_prenormalised) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("oracle_inputs");
-  TCase *tc = tcase_create("inputs");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, h0_honoured);
-  tcase_add_test(tc, grouped_heads_equal_repeat_interleave);
-  tcase_add_test(tc, scale_honoured);
-  tcase_add_test(tc, l2norm_on_prenormalised);
-  suite_add_tcase(su, tc);
-  otu_run_suite(su);
-  return 0;
-}
+CKR_MAIN("oracle_inputs", "inputs", 60, h0_honoured, grouped_heads_equal_repeat_interleave, scale_honoured,
+    l2norm_on_prenormalised)

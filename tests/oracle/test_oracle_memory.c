@@ -13,6 +13,7 @@
 #include "gdn_threads.h"
 #include "gmp_count_util.h"
 #include "oracle_test_util.h"
+#include "../check_runner.h"
 
 /* Peak live GMP bytes above the starting level during one run; checks the
  * level is back where it started afterwards. */
@@ -63,12 +64,6 @@ int main(void) {
    * the children inherit the functions). */
   gcu_install();
   Suite *su = suite_create("oracle_memory");
-  TCase *tc = tcase_create("memory");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, token_form_flat);
-  tcase_add_test(tc, chunked_form_flat);
-  tcase_add_test(tc, certified_flat);
-  suite_add_tcase(su, tc);
-  otu_run_suite(su);
-  return 0;
+  CKR_TCASE(su, "memory", 60, token_form_flat, chunked_form_flat, certified_flat);
+  return ckr_run(su);
 }

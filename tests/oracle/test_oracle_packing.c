@@ -14,6 +14,7 @@
 
 #include "gdn_alloc.h"
 #include "oracle_test_util.h"
+#include "../check_runner.h"
 
 static const gdn_shape S = {2, 160, 1, 2, 8, 6};
 
@@ -92,19 +93,9 @@ START_TEST(reset_is_each_document_alone) {
     if (sg[t0] == 0 || sg[t0] == sg[t0 - 1]) continue; /* t0: a boundary */
     int64_t t1 = t0;
     while (t1 < S.T && sg[t1] == sg[t0]) t1++;
-    gdn_shape ds = {1, t1 - t0, S.Hk, S.Hv, S.Dk, S.Dv};
-    gdn_inputs one;
-    gdn_inputs_init(&one);
-    gdn_error e;
-    gdn_error_init(&e);
-    ck_assert_int_eq(gdn_inputs_alloc(&one, &ds, 0, &e), GDN_OK);
-    one.l2norm_in_kernel = in.l2norm_in_kernel;
     const int64_t L = t1 - t0, off = b * S.T + t0;
-    memcpy(one.q, in.q + off * S.Hk * S.Dk, (size_t)(L * S.Hk * S.Dk) * sizeof(float));
-    memcpy(one.k, in.k + off * S.Hk * S.Dk, (size_t)(L * S.Hk * S.Dk) * sizeof(float));
-    memcpy(one.v, in.v + off * S.Hv * S.Dv, (size_t)(L * S.Hv * S.Dv) * sizeof(float));
-    memcpy(one.g, in.g + off * S.Hv, (size_t)(L * S.Hv) * sizeof(float));
-    memcpy(one.beta, in.beta + off * S.Hv, (size_t)(L * S.Hv) * sizeof(float));
+    gdn_inputs one;
+    tsu_slice_tokens(&one, &in, b, t0, L);
     gdn_outputs alone;
     otu_run(&one, &c, &alone);
     const size_t n = (size_t)(L * S.Hv * S.Dv);
@@ -156,18 +147,5 @@ START_TEST(chunked_form_refuses_documents) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("oracle_packing");
-  TCase *tc = tcase_create("all");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, padding_is_zeroed_k_v_g);
-  tcase_add_test(tc, reset_is_each_document_alone);
-  tcase_add_test(tc, dd_tier_agrees);
-  tcase_add_test(tc, chunked_form_refuses_documents);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
-}
+CKR_MAIN("oracle_packing", "all", 120, padding_is_zeroed_k_v_g, reset_is_each_document_alone, dd_tier_agrees,
+    chunked_form_refuses_documents)

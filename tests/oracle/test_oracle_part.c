@@ -13,6 +13,7 @@
 #include "gdn_threads.h"
 #include "oracle_part.h"
 #include "oracle_test_util.h"
+#include "../check_runner.h"
 
 /* Heads of the test shapes: B = 2 x Hv = 3. */
 enum { NH = 6, MAXP = 8 };
@@ -393,15 +394,7 @@ END_TEST
 int main(void) {
   gdn_threads_set(2);
   Suite *su = suite_create("oracle_part");
-  TCase *tc = tcase_create("part");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, mpfr_parts_equal_whole);
-  tcase_add_test(tc, dd_parts_equal_whole);
-  tcase_add_test(tc, tally_exact_and_wrong_split_caught);
-  tcase_add_test(tc, mismatched_tallies_refused);
-  tcase_add_test(tc, errors_name_their_head);
-  tcase_add_test(tc, vjp_parts_equal_whole);
-  suite_add_tcase(su, tc);
-  otu_run_suite(su);
-  return 0;
+  CKR_TCASE(su, "part", 120, mpfr_parts_equal_whole, dd_parts_equal_whole, tally_exact_and_wrong_split_caught,
+      mismatched_tallies_refused, errors_name_their_head, vjp_parts_equal_whole);
+  return ckr_run(su);
 }

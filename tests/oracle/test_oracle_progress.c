@@ -16,6 +16,7 @@
 
 #include "gdn_threads.h"
 #include "oracle_part.h"
+#include "../check_runner.h"
 
 typedef struct rec {
   int64_t calls, last, total, bad; /* bad: a call with done <= the previous */
@@ -159,17 +160,5 @@ START_TEST(part_meter_follows_selection) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("oracle_progress");
-  TCase *tc = tcase_create("core");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, dd_reports_and_changes_nothing);
-  tcase_add_test(tc, mpfr_reports_and_changes_nothing);
-  tcase_add_test(tc, part_meter_follows_selection);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+CKR_MAIN("oracle_progress", "core", 120, dd_reports_and_changes_nothing, mpfr_reports_and_changes_nothing,
+    part_meter_follows_selection)

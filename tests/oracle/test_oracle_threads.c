@@ -7,6 +7,7 @@
 
 #include "gdn_threads.h"
 #include "oracle_test_util.h"
+#include "../check_runner.h"
 
 static void run_with(const gdn_inputs *in, oracle_config cfg, int threads, gdn_outputs *out,
                      oracle_certificate *cert) {
@@ -71,13 +72,4 @@ START_TEST(column_block_changes_nothing) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("oracle_threads");
-  TCase *tc = tcase_create("threads");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, one_vs_two_threads);
-  tcase_add_test(tc, column_block_changes_nothing);
-  suite_add_tcase(su, tc);
-  otu_run_suite(su);
-  return 0;
-}
+CKR_MAIN("oracle_threads", "threads", 60, one_vs_two_threads, column_block_changes_nothing)

@@ -31,6 +31,7 @@
 #include "oracle.h"
 #include "oracle_test_util.h"
 #include "oracle_vjp.h"
+#include "../check_runner.h"
 
 enum { FD_PREC = 640 };
 
@@ -437,20 +438,9 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("oracle_vjp");
-  TCase *tc = tcase_create("vjp");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, fd_l2norm_gqa_h0_dht);
-  tcase_add_test(tc, fd_prenorm_scale_slow);
-  tcase_add_test(tc, fd_no_h0_slow);
-  tcase_add_test(tc, checkpoint_and_threads_change_nothing);
-  tcase_add_test(tc, certificate);
-  tcase_add_test(tc, errors);
-  tcase_add_test(tc, alloc_failures);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
+  CKR_TCASE(su, "vjp", 120, fd_l2norm_gqa_h0_dht, fd_prenorm_scale_slow, fd_no_h0_slow,
+      checkpoint_and_threads_change_nothing, certificate, errors, alloc_failures);
+  int nf = ckr_run(su);
   mpfr_free_cache();
-  return nf ? 1 : 0;
+  return nf;
 }

@@ -21,6 +21,7 @@
 #include "oracle.h"
 #include "oracle_test_util.h"
 #include "oracle_vjp.h"
+#include "../check_runner.h"
 
 static void run_dd(const gdn_inputs *in, const gdn_cotangents *ct, int64_t ns, int64_t K, gdn_grads *g,
                    oracle_vjp_dd_certificate *cert) {
@@ -208,17 +209,10 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("oracle_vjp_dd");
-  TCase *tc = tcase_create("vjp_dd");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = CKR_TCASE(su, "vjp_dd", 120, nothing_changes_the_values, planted_error_lowers_the_certificate,
+      errors_and_allocation_failures);
   tcase_add_loop_test(tc, agrees_with_mpfr, 0, (int)(sizeof cases / sizeof cases[0]));
-  tcase_add_test(tc, nothing_changes_the_values);
-  tcase_add_test(tc, planted_error_lowers_the_certificate);
-  tcase_add_test(tc, errors_and_allocation_failures);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
+  int nf = ckr_run(su);
   mpfr_free_cache();
-  return nf ? 1 : 0;
+  return nf;
 }

@@ -19,6 +19,7 @@
 #include "gmp_count_util.h"
 #include "oracle_test_util.h"
 #include "oracle_vjp.h"
+#include "../check_runner.h"
 
 static long peak_at(int64_t T, int64_t *n_sets) {
   gdn_shape s = {1, T, 1, 2, 4, 4};
@@ -74,14 +75,6 @@ END_TEST
 int main(void) {
   gcu_install();
   Suite *su = suite_create("oracle_vjp_memory");
-  TCase *tc = tcase_create("memory");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, grows_as_sqrt_T);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  CKR_TCASE(su, "memory", 120, grows_as_sqrt_T);
+  return ckr_run_with(su, CK_NOFORK, CK_NORMAL);
 }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "cli_run.h"
+#include "../check_runner.h"
 
 static const char *exe, *root;
 static char dir[256], pass_audit[512], fail_audit[512], fixture[512];
@@ -162,23 +163,10 @@ START_TEST(bad_audits_exit_2) {
 END_TEST
 
 int main(int argc, char **argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: test_audit_cli PATH-TO-gdn-parity SOURCE-ROOT\n");
-    return 2;
-  }
-  exe = argv[1];
-  root = argv[2];
+  ckr_args(argc, argv, "test_audit_cli PATH-TO-gdn-parity SOURCE-ROOT", 2, &exe, &root);
   Suite *su = suite_create("audit_cli");
-  TCase *tc = tcase_create("audit_cli");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = CKR_TCASE(su, "audit_cli", 120, check_fails_on_an_audit_fail, report_rebuilds_and_adds_the_audit,
+      bad_audits_exit_2);
   tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_add_test(tc, check_fails_on_an_audit_fail);
-  tcase_add_test(tc, report_rebuilds_and_adds_the_audit);
-  tcase_add_test(tc, bad_audits_exit_2);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return ckr_run(su);
 }

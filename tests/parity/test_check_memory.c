@@ -25,18 +25,16 @@
 #include "gdn_synth.h"
 #include "parity_cli.h"
 #include "report.h"
+#include "../check_runner.h"
+#include "synth_fixture.h"
+#include "cli_inproc.h"
 
 static void make(const char *path, int n_out) {
   gdn_error e;
   gdn_error_init(&e);
   fix_fixture fx;
-  fix_fixture_init(&fx);
-  gdn_shape s = {1, 1024, 2, 2, 16, 16};
-  gdn_synth_opts so = {5, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 0};
-  ck_assert_int_eq(gdn_synth_generate(&fx.inputs, &s, &so, &e), GDN_OK);
-  fx.chunk_size = 64;
+  sfx_make(&fx, (gdn_shape){1, 1024, 2, 2, 16, 16}, 5, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 64);
   fx.version = FIX_SCHEMA_VERSION;
-  ck_assert_int_eq(fix_set_string(&fx.source, "synthetic", &e), GDN_OK);
   ck_assert_msg(fix_synth_cotangents(&fx, 5, &e) == GDN_OK, "%s", e.msg);
   for (int i = 0; i < n_out; i++) {
     ck_assert_msg(fix_synth_kernel_output(&fx, 1, &e) == GDN_OK, "%s", e.msg);
@@ -52,15 +50,12 @@ static void make(const char *path, int n_out) {
 /* check at --max-bytes `limit` (--oracle none: refused after the load,
  * so a refusal for memory is told apart from one for the oracle). */
 static int run(const char *path, long long limit, const char *oracle, const char *js, char *err, size_t n) {
-  gdn_error e;
-  gdn_error_init(&e);
   char lim[32];
   snprintf(lim, sizeof lim, "%lld", limit);
   char *av[] = {"gdn-parity", "check", "--fixture", (char *)path, "--devices", "1,2", "--oracle", (char *)oracle,
                 "--threads", "1", "--max-bytes", lim, "--json", (char *)js, NULL};
-  FILE *devnull = fopen("/dev/null", "w");
-  int st = parity_cli_main(14, av, devnull, devnull, &e);
-  fclose(devnull);
+  gdn_error e;
+  int st = cli_inproc(av, &e);
   snprintf(err, n, "%s", e.msg);
   return st < 0 ? gdn_error_exit_status(e.code) : st;
 }
@@ -112,14 +107,7 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("check_memory");
-  TCase *tc = tcase_create("check_memory");
-  tcase_set_timeout(tc, 300);
+  TCase *tc = ckr_tcase_add(su, "check_memory", 300, NULL, 0);
   tcase_add_loop_test(tc, many_outputs_with_gradients_obey_max_bytes, 0, 2);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_set_fork_status(sr, CK_FORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return ckr_run_with(su, CK_FORK, CK_NORMAL);
 }

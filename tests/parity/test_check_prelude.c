@@ -20,17 +20,23 @@
 #include "gdn_synth.h"
 #include "parity_cli.h"
 #include "report.h"
+#include "../check_runner.h"
+#include "synth_fixture.h"
+#include "cli_inproc.h"
 
-static int run_check(const char *path, const char *js, char *err, size_t n) {
+/* av[0..ac) then NULL: gdn-parity's status, its message in err. */
+static int run_args(char **av, int ac, char *err, size_t n) {
+  ck_assert_ptr_null(av[ac]);
   gdn_error e;
-  gdn_error_init(&e);
-  char *av[] = {"gdn-parity", "check", "--fixture", (char *)path, "--devices", "1,2", "--oracle", "mpfr",
-                "--json", (char *)js, "--reproducible", NULL};
-  FILE *devnull = fopen("/dev/null", "w");
-  int st = parity_cli_main(11, av, devnull, devnull, &e);
-  fclose(devnull);
+  int st = cli_inproc(av, &e);
   snprintf(err, n, "%s", e.msg);
   return st;
+}
+
+static int run_check(const char *path, const char *js, char *err, size_t n) {
+  char *av[] = {"gdn-parity", "check", "--fixture", (char *)path, "--devices", "1,2", "--oracle", "mpfr",
+                "--json", (char *)js, "--reproducible", NULL};
+  return run_args(av, 11, err, n);
 }
 
 START_TEST(round_trip_and_tampered) {
@@ -39,13 +45,9 @@ START_TEST(round_trip_and_tampered) {
   close(mkstemps(js, 5));
   gdn_error e;
   gdn_error_init(&e);
+  const gdn_shape s = {1, 48, 1, 2, 16, 16};
   fix_fixture fx;
-  fix_fixture_init(&fx);
-  gdn_shape s = {1, 48, 1, 2, 16, 16};
-  gdn_synth_opts so = {4, GDN_SYNTH_PRELUDE_BF16 | GDN_SYNTH_H0, 0};
-  ck_assert_int_eq(gdn_synth_generate(&fx.inputs, &s, &so, &e), GDN_OK);
-  fx.chunk_size = 16;
-  ck_assert_int_eq(fix_set_string(&fx.source, "synthetic", &e), GDN_OK);
+  sfx_make(&fx, s, 4, GDN_SYNTH_PRELUDE_BF16 | GDN_SYNTH_H0, 16);
   ck_assert_msg(fix_write(&fx, path, &e) == GDN_OK, "%s", e.msg);
   char h[FIX_SHA256_HEX];
   ck_assert_int_eq(fix_inputs_sha256(&fx.inputs, h, &e), GDN_OK);
@@ -75,16 +77,6 @@ START_TEST(round_trip_and_tampered) {
 }
 END_TEST
 
-static int run_args(char **av, int ac, char *err, size_t n) {
-  gdn_error e;
-  gdn_error_init(&e);
-  FILE *devnull = fopen("/dev/null", "w");
-  int st = parity_cli_main(ac, av, devnull, devnull, &e);
-  fclose(devnull);
-  snprintf(err, n, "%s", e.msg);
-  return st;
-}
-
 START_TEST(synthetic_budget_counts_the_prelude) {
   const gdn_shape s = {1, 48, 1, 1, 16, 16};
   ck_assert_uint_eq(gdn_prelude_bytes(&s), 4 * (2 * 48 * 16 + 48 * 16 + 2 * 48 + 2));
@@ -98,17 +90,5 @@ START_TEST(synthetic_budget_counts_the_prelude) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("check_prelude");
-  TCase *tc = tcase_create("check_prelude");
-  tcase_set_timeout(tc, 300);
-  tcase_add_test(tc, round_trip_and_tampered);
-  tcase_add_test(tc, synthetic_budget_counts_the_prelude);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+CKR_MAIN_FORK(CK_NOFORK, "check_prelude", "check_prelude", 300, round_trip_and_tampered,
+    synthetic_budget_counts_the_prelude)

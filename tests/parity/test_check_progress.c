@@ -23,6 +23,7 @@
 #include "fix_regen.h"
 #include "gdn_synth.h"
 #include "parity_cli.h"
+#include "../check_runner.h"
 
 /* A fixture of T = 64 tokens (4 chunks of 16), no outputs; with `oracle`
  * its /oracle computed and stored by gdn-fixture regen's function.  Made
@@ -151,16 +152,4 @@ START_TEST(stored_oracle_no_step) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("check_progress");
-  TCase *tc = tcase_create("core");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, oracle_step_on_a_terminal);
-  tcase_add_test(tc, stored_oracle_no_step);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+CKR_MAIN("check_progress", "core", 120, oracle_step_on_a_terminal, stored_oracle_no_step)

@@ -21,6 +21,9 @@
 #include "parity_cli.h"
 #include "parity_oracle.h"
 #include "report.h"
+#include "../check_runner.h"
+#include "synth_fixture.h"
+#include "cli_inproc.h"
 
 static void add_output(fix_fixture *fx, const char *name, const char *shard) {
   gdn_error e;
@@ -83,13 +86,9 @@ END_TEST
 static void write_fixture(const char *path, const char *const decl[], int n) {
   gdn_error e;
   gdn_error_init(&e);
+  const gdn_shape s = {1, 96, 1, 2, 8, 8};
   fix_fixture fx;
-  fix_fixture_init(&fx);
-  gdn_shape s = {1, 96, 1, 2, 8, 8};
-  gdn_synth_opts so = {5, 0, 0};
-  ck_assert_int_eq(gdn_synth_generate(&fx.inputs, &s, &so, &e), GDN_OK);
-  fx.chunk_size = 16;
-  ck_assert_int_eq(fix_set_string(&fx.source, "synthetic", &e), GDN_OK);
+  sfx_make(&fx, s, 5, 0, 16);
   parity_reference ref;
   parity_reference_init(&ref);
   ck_assert_int_eq(parity_reference_compute(&ref, &fx.inputs, PARITY_ORACLE_MPFR, 128, &e), GDN_OK);
@@ -126,9 +125,7 @@ static int run_check(const char *path, const char *js, const char *shard, json_t
     av[ac++] = (char *)shard;
   }
   av[ac] = NULL;
-  FILE *devnull = fopen("/dev/null", "w");
-  int st = parity_cli_main(ac, av, devnull, devnull, &e);
-  fclose(devnull);
+  int st = cli_inproc(av, &e);
   snprintf(err, n, "%s", e.msg);
   *doc = NULL;
   if (st == 0 || st == 1) ck_assert_msg(report_json_read(js, doc, &e) == GDN_OK, "%s", e.msg);
@@ -201,17 +198,4 @@ START_TEST(check_follows_declared_shard) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("check_shard");
-  TCase *tc = tcase_create("check_shard");
-  tcase_set_timeout(tc, 300);
-  tcase_add_test(tc, plan_table);
-  tcase_add_test(tc, check_follows_declared_shard);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+CKR_MAIN_FORK(CK_NOFORK, "check_shard", "check_shard", 300, plan_table, check_follows_declared_shard)

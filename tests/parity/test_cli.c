@@ -8,6 +8,7 @@
 
 #include "cli_run.h"
 #include "parity_cli.h"
+#include "../check_runner.h"
 
 static const char *exe;
 
@@ -470,29 +471,6 @@ START_TEST(memory_bounded_by_inputs_and_outputs) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: test_cli PATH-TO-gdn-parity\n");
-    return 2;
-  }
-  exe = argv[1];
-  Suite *su = suite_create("cli");
-  TCase *tc = tcase_create("cli");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, bad_usage_exits_2_with_a_message);
-  tcase_add_test(tc, help_lists_every_option);
-  tcase_add_test(tc, run_writes_contract_json_deterministically);
-  tcase_add_test(tc, oracle_none);
-  tcase_add_test(tc, shard_chunks_mode);
-  tcase_add_test(tc, packed_documents);
-  tcase_add_test(tc, grad_run);
-  tcase_add_test(tc, oracle_tiers);
-  tcase_add_test(tc, memory_bounded_by_inputs_and_outputs);
-  tcase_add_test(tc, coded_outputs_change_no_result);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN_ARGS("test_cli PATH-TO-gdn-parity", 1, (&exe), "cli", "cli", 120, bad_usage_exits_2_with_a_message,
+    help_lists_every_option, run_writes_contract_json_deterministically, oracle_none, shard_chunks_mode,
+    packed_documents, grad_run, oracle_tiers, memory_bounded_by_inputs_and_outputs, coded_outputs_change_no_result)

@@ -38,6 +38,7 @@
 #include "parity_readme.h"
 #include "parity_subject.h"
 #include "report_coverage.h"
+#include "../check_runner.h"
 
 static const char *exe, *testdir;
 
@@ -805,38 +806,13 @@ START_TEST(correct_kernels_fail) {
 END_TEST
 
 int main(int argc, char **argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: %s GDN_PARITY_EXE TESTS_PARITY_DIR\n", argv[0]);
-    return 2;
-  }
-  exe = argv[1];
-  testdir = argv[2];
+  ckr_args(argc, argv, "test_coverage GDN_PARITY_EXE TESTS_PARITY_DIR", 2, &exe, &testdir);
   Suite *s = suite_create("coverage");
-  TCase *u = tcase_create("units");
-  tcase_add_test(u, cover_planted);
-  tcase_add_test(u, cover_greedy_not_minimal);
-  tcase_add_test(u, parse_mutants);
-  tcase_add_test(u, readme_table);
-  tcase_add_test(u, mutant_rows);
-  tcase_add_test(u, writers_validate);
-  suite_add_tcase(s, u);
-  TCase *c = tcase_create("cli");
-  tcase_set_timeout(c, 240); /* each test; the slowest (memory, ASan) about 60 s */
-  tcase_add_test(c, known_killers);
-  tcase_add_test(c, negative_control);
-  tcase_add_test(c, explained_survivor_skipped);
-  tcase_add_test(c, project_readme_excuses_only_its_table);
-  tcase_add_test(c, readme_claims_killable_refused);
-  tcase_add_test(c, grad_entry);
-  tcase_add_test(c, recommended_grid_and_readme_agree);
-  tcase_add_test(c, reproducible);
-  tcase_add_test(c, memory_within_max_bytes);
-  tcase_add_test(c, bad_mutant_name);
-  tcase_add_test(c, correct_kernels_fail);
-  suite_add_tcase(s, c);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  CKR_TCASE(s, "units", 0, cover_planted, cover_greedy_not_minimal, parse_mutants, readme_table, mutant_rows,
+      writers_validate);
+  CKR_TCASE(s, "cli", 240, known_killers, negative_control, explained_survivor_skipped,
+      project_readme_excuses_only_its_table, readme_claims_killable_refused, grad_entry, recommended_grid_and_readme_agree,
+      reproducible, memory_within_max_bytes, bad_mutant_name, correct_kernels_fail);
+  /* each test; the slowest (memory, ASan) about 60 s */
+  return ckr_run(s);
 }

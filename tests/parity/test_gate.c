@@ -18,6 +18,9 @@
 #include "parity_cli.h"
 #include "parity_sweep.h"
 #include "report.h"
+#include "../check_runner.h"
+#include "cli_inproc.h"
+#include "synth_fixture.h"
 
 static const char *data_dir;
 
@@ -81,6 +84,7 @@ END_TEST
 static char cli_stdout[1 << 16];
 
 static int run_cli(int argc, char **argv, json_t **doc, const char *json_path) {
+  ck_assert_ptr_null(argv[argc]);
   gdn_error e;
   gdn_error_init(&e);
   FILE *devnull = fopen("/dev/null", "w"), *out = tmpfile();
@@ -117,12 +121,9 @@ START_TEST(shipped_fixtures_replay_clean) {
     char *av[] = {"gdn-parity", "check", "--fixture", path, "--devices", "1", "--json", js,
                   "--reproducible", NULL};
     fix_fixture fx;
-    fix_fixture_init(&fx);
+    sfx_load(&fx, path);
     gdn_error e;
     gdn_error_init(&e);
-    fix_load_opts lo;
-    fix_load_opts_init(&lo);
-    ck_assert_msg(fix_load(&fx, path, &lo, &e) == GDN_OK, "%s", e.msg);
     /* 1 and up to two more device counts that divide T (--shard tokens) */
     const int64_t T = fx.inputs.shape.T;
     fix_fixture_clear(&fx);
@@ -156,12 +157,9 @@ START_TEST(planted_error_in_external_output_fails) {
   snprintf(src, sizeof src, "%s/small-b2-t100-hk2-hv4-d32-h0.h5", data_dir);
   for (int planted = 0; planted <= 2; planted++) {
     fix_fixture fx;
-    fix_fixture_init(&fx);
+    sfx_load(&fx, src);
     gdn_error e;
     gdn_error_init(&e);
-    fix_load_opts lo;
-    fix_load_opts_init(&lo);
-    ck_assert_msg(fix_load(&fx, src, &lo, &e) == GDN_OK, "%s", e.msg);
     ck_assert(fx.oracle.present && fx.oracle.fresh);
     fix_output *slot;
     ck_assert_int_eq(fix_fixture_add_output(&fx, "tpu_scan", &slot, &e), GDN_OK);
@@ -223,22 +221,5 @@ START_TEST(planted_error_in_external_output_fails) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: test_gate FIXTURE-DATA-DIR\n");
-    return 2;
-  }
-  data_dir = argv[1];
-  Suite *su = suite_create("gate");
-  TCase *tc = tcase_create("gate");
-  tcase_set_timeout(tc, 300);
-  tcase_add_test(tc, broken_composition_fails_the_gate);
-  tcase_add_test(tc, shipped_fixtures_replay_clean);
-  tcase_add_test(tc, planted_error_in_external_output_fails);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN_ARGS("test_gate FIXTURE-DATA-DIR", 1, (&data_dir), "gate", "gate", 300, broken_composition_fails_the_gate,
+    shipped_fixtures_replay_clean, planted_error_in_external_output_fails)

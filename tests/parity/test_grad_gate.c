@@ -16,6 +16,7 @@
 #include "gdn_synth.h"
 #include "kern_vjp.h"
 #include "parity_sweep.h"
+#include "../check_runner.h"
 
 #define PLANT 1e-4
 #define PER_TOKEN_FLOOR (32 * 0x1p-24) /* policy-builtin.json grad-per-token-vs-scan: 3 x max(scan, 32u) */
@@ -267,15 +268,8 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("grad_gate");
-  TCase *tc = tcase_create("grad_gate");
-  tcase_set_timeout(tc, 300);
+  TCase *tc = CKR_TCASE(su, "grad_gate", 300, no_grads_no_keys);
   tcase_add_loop_test(tc, planted_dk_fails_at_any_T, 0, 6);
-  tcase_add_test(tc, no_grads_no_keys);
   tcase_add_loop_test(tc, bf16_planted_dk_fails, 0, 4);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return ckr_run(su);
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "parity_grid.h"
+#include "../check_runner.h"
 
 static void base(parity_synth_spec *sp, parity_sweep_opts *o) {
   gdn_error e;
@@ -105,16 +106,4 @@ START_TEST(bad_grids) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("grid");
-  TCase *tc = tcase_create("grid");
-  tcase_add_test(tc, entries_inherit_and_override);
-  tcase_add_test(tc, bad_grids);
-  tcase_add_test(tc, repeats_need_every_key_equal);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("grid", "grid", 0, entries_inherit_and_override, bad_grids, repeats_need_every_key_equal)

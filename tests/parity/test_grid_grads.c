@@ -11,6 +11,7 @@
 #include "parity_grid.h"
 #include "parity_oracle.h"
 #include "parity_policy.h"
+#include "../check_runner.h"
 
 /* Forward rules only: covers o and ht of both kernels, no gradient. */
 static const char *forward_only =
@@ -108,17 +109,5 @@ START_TEST(auto_counts_the_vjp_cost) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("grid gradient dry run");
-  TCase *tc = tcase_create("dry");
-  tcase_add_test(tc, builtin_policy_covers_gradient_entries);
-  tcase_add_test(tc, gradient_rows_without_a_rule_are_refused);
-  tcase_add_test(tc, bfloat16_gradient_entry_needs_its_rules);
-  tcase_add_test(tc, auto_counts_the_vjp_cost);
-  suite_add_tcase(s, tc);
-  SRunner *r = srunner_create(s);
-  srunner_run_all(r, CK_NORMAL);
-  int nf = srunner_ntests_failed(r);
-  srunner_free(r);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("grid gradient dry run", "dry", 0, builtin_policy_covers_gradient_entries,
+    gradient_rows_without_a_rule_are_refused, bfloat16_gradient_entry_needs_its_rules, auto_counts_the_vjp_cost)

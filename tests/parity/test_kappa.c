@@ -27,6 +27,7 @@
 #include "report_html.h"
 #include "report_junit.h"
 #include "report_markdown.h"
+#include "../check_runner.h"
 
 static void inputs_1d(gdn_inputs *in, const float *g, int64_t T) {
   gdn_error e;
@@ -531,22 +532,5 @@ START_TEST(ordinary_gates_unchanged) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("kappa");
-  TCase *tc = tcase_create("kappa");
-  tcase_set_timeout(tc, 600);
-  tcase_add_test(tc, kappa_matches_definition);
-  tcase_add_test(tc, kappa_float32_rounding);
-  tcase_add_test(tc, policy_kappa_band);
-  tcase_add_test(tc, policy_kappa_refused);
-  tcase_add_test(tc, finding_case_passes_and_says_why);
-  tcase_add_test(tc, ordinary_gates_unchanged);
-  tcase_add_test(tc, no_oracle_follows_kappa);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN_FORK(CK_NOFORK, "kappa", "kappa", 600, kappa_matches_definition, kappa_float32_rounding, policy_kappa_band,
+    policy_kappa_refused, finding_case_passes_and_says_why, ordinary_gates_unchanged, no_oracle_follows_kappa)

@@ -30,6 +30,7 @@
 #include "gdn_synth.h"
 #include "kern.h"
 #include "parity_sweep.h"
+#include "../check_runner.h"
 
 enum { X_F64, X_REC, X_ELEM, X_CHUNK, X_HT, X_TOKEN, X_N };
 static const char *const names[X_N] = {"f64-scan", "recurrent", "elem", "chunk", "ht-head", "token"};
@@ -216,17 +217,4 @@ START_TEST(localized_long) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("localized");
-  TCase *tc = tcase_create("localized");
-  tcase_set_timeout(tc, 1200);
-  tcase_add_test(tc, localized_short);
-  tcase_add_test(tc, localized_long);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN_FORK(CK_NOFORK, "localized", "localized", 1200, localized_short, localized_long)

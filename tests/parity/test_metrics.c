@@ -5,6 +5,7 @@
 
 #include "gdn_threads.h"
 #include "parity_metrics.h"
+#include "../check_runner.h"
 
 /* Hand-computed case: r = (1, 2, 0, -4), x = (1, 2.5, 1e-9, -4). */
 START_TEST(hand_case) {
@@ -526,28 +527,7 @@ START_TEST(row_rel_by_hand) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("metrics");
-  TCase *tc = tcase_create("metrics");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, hand_case);
-  tcase_add_test(tc, nonfinite_and_zero_reference);
-  tcase_add_test(tc, first_nonfinite_is_the_lowest_index);
-  tcase_add_test(tc, median_exact_and_thread_independent);
-  tcase_add_test(tc, median_even_ties);
-  tcase_add_test(tc, median_ties_and_small_n);
-  tcase_add_test(tc, median_infinities);
-  tcase_add_test(tc, median_one_bucket);
-  tcase_add_test(tc, median_many_buckets);
-  tcase_add_test(tc, ulp_hist_edges);
-  tcase_add_test(tc, profile_and_allclose);
-  tcase_add_test(tc, blocks_by_hand);
-  tcase_add_test(tc, elem_rel_grouped_as_serial);
-  tcase_add_test(tc, row_rel_by_hand);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("metrics", "metrics", 60, hand_case, nonfinite_and_zero_reference, first_nonfinite_is_the_lowest_index,
+    median_exact_and_thread_independent, median_even_ties, median_ties_and_small_n, median_infinities,
+    median_one_bucket, median_many_buckets, ulp_hist_edges, profile_and_allclose, blocks_by_hand,
+    elem_rel_grouped_as_serial, row_rel_by_hand)

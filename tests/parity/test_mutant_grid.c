@@ -28,6 +28,7 @@
 #include <jansson.h>
 
 #include "cli_run.h"
+#include "../check_runner.h"
 
 static const char *exe, *grid, *readme;
 
@@ -108,14 +109,6 @@ int main(int argc, char **argv) {
   grid = argv[2];
   readme = argv[3];
   Suite *su = suite_create("mutant_grid");
-  TCase *tc = tcase_create("mutant_grid");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, known_killers);
-  tcase_add_test(tc, unknown_mutant);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  const int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  CKR_TCASE(su, "mutant_grid", 120, known_killers, unknown_mutant);
+  return ckr_run(su);
 }

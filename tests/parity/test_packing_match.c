@@ -18,6 +18,9 @@
 #include "parity_cli.h"
 #include "parity_packing.h"
 #include "report.h"
+#include "../check_runner.h"
+#include "synth_fixture.h"
+#include "cli_inproc.h"
 
 START_TEST(err_and_decide_by_hand) {
   const double ref[4] = {1, -2, 0.5, 0}, o[4] = {1.5, -2, 0.5, 0.25};
@@ -56,13 +59,10 @@ START_TEST(err_and_decide_by_hand) {
 END_TEST
 
 static int run_check(const char *path, const char *js, json_t **doc) {
-  gdn_error e;
-  gdn_error_init(&e);
   char *av[] = {"gdn-parity", "check", "--fixture", (char *)path, "--devices", "1,2", "--oracle", "mpfr",
                 "--json", (char *)js, "--reproducible", NULL};
-  FILE *devnull = fopen("/dev/null", "w");
-  int st = parity_cli_main(11, av, devnull, devnull, &e);
-  fclose(devnull);
+  gdn_error e;
+  int st = cli_inproc(av, &e);
   ck_assert_msg(st >= 0, "%s", e.msg);
   ck_assert_msg(report_json_read(js, doc, &e) == GDN_OK, "%s", e.msg);
   return st;
@@ -108,14 +108,9 @@ START_TEST(check_names_the_packing_an_output_matches) {
     gdn_error e;
     gdn_error_init(&e);
     fix_fixture fx;
-    fix_fixture_init(&fx);
-    gdn_shape s = {1, 96, 2, 2, 16, 16};
-    gdn_synth_opts so = {0, 0, 0};
-    ck_assert_int_eq(gdn_synth_generate(&fx.inputs, &s, &so, &e), GDN_OK);
-    ck_assert_int_eq(gdn_synth_segments(&fx.inputs, so.seed, docs, &e), GDN_OK);
+    sfx_make(&fx, (gdn_shape){1, 96, 2, 2, 16, 16}, 0, 0, 32);
+    ck_assert_int_eq(gdn_synth_segments(&fx.inputs, 0, docs, &e), GDN_OK);
     fx.inputs.packing = GDN_PACKING_LEAK;
-    fx.chunk_size = 32;
-    ck_assert_int_eq(fix_set_string(&fx.source, "synthetic", &e), GDN_OK);
     if (docs > 1) ck_assert_int_gt(parity_packing_boundaries(&fx.inputs), 0);
     /* as_leak declares its packing truly, as_reset falsely (the note) */
     add_output(&fx, "as_leak", GDN_PACKING_LEAK, docs > 1 ? "leak" : NULL);
@@ -161,17 +156,4 @@ START_TEST(check_names_the_packing_an_output_matches) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("packing");
-  TCase *tc = tcase_create("packing");
-  tcase_set_timeout(tc, 300);
-  tcase_add_test(tc, err_and_decide_by_hand);
-  tcase_add_test(tc, check_names_the_packing_an_output_matches);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+CKR_MAIN_FORK(CK_NOFORK, "packing", "packing", 300, err_and_decide_by_hand, check_names_the_packing_an_output_matches)

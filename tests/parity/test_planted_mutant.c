@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "cli_run.h"
+#include "../check_runner.h"
 
 static const char *exe;
 
@@ -158,23 +159,5 @@ START_TEST(report_rebuilds_the_marks) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s GDN_PARITY_EXE\n", argv[0]);
-    return 2;
-  }
-  exe = argv[1];
-  Suite *s = suite_create("planted_mutant");
-  TCase *c = tcase_create("views");
-  tcase_set_timeout(c, 120);
-  tcase_add_test(c, killed_mutant_marked_everywhere);
-  tcase_add_test(c, surviving_mutant_marked_everywhere);
-  tcase_add_test(c, no_mutant_no_mark);
-  tcase_add_test(c, report_rebuilds_the_marks);
-  suite_add_tcase(s, c);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN_ARGS("test_planted_mutant GDN_PARITY_EXE", 1, (&exe), "planted_mutant", "views", 120,
+    killed_mutant_marked_everywhere, surviving_mutant_marked_everywhere, no_mutant_no_mark, report_rebuilds_the_marks)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "parity_policy.h"
+#include "../check_runner.h"
 
 static parity_metrics mk(double rel) {
   parity_metrics m;
@@ -578,24 +579,6 @@ START_TEST(gradients_judged_by_their_stored_dtype) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("policy");
-  TCase *tc = tcase_create("policy");
-  tcase_add_test(tc, builtin_parses_and_every_rule_has_a_reason);
-  tcase_add_test(tc, bad_policies);
-  tcase_add_test(tc, evaluate_relative_rule);
-  tcase_add_test(tc, selectors);
-  tcase_add_test(tc, localized_rule_names_the_block);
-  tcase_add_test(tc, localized_rule_on_gradient_rows);
-  tcase_add_test(tc, gradient_rules);
-  tcase_add_test(tc, gradient_gates_floor);
-  tcase_add_test(tc, gradient_rules_bf16);
-  tcase_add_test(tc, no_gradient_rule_names_the_policy_file);
-  tcase_add_test(tc, gradients_judged_by_their_stored_dtype);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("policy", "policy", 0, builtin_parses_and_every_rule_has_a_reason, bad_policies, evaluate_relative_rule,
+    selectors, localized_rule_names_the_block, localized_rule_on_gradient_rows, gradient_rules, gradient_gates_floor, gradient_rules_bf16,
+    no_gradient_rule_names_the_policy_file, gradients_judged_by_their_stored_dtype)

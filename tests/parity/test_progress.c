@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "parity_progress.h"
+#include "../check_runner.h"
 
 START_TEST(format_text) {
   char b[128];
@@ -82,18 +83,25 @@ static ssize_t read_pty(int m, char *buf, size_t cap, size_t want) {
   return n;
 }
 
+/* A pseudo-terminal: its writing end, the master's descriptor in *m. */
+static FILE *open_pty(int *m) {
+  *m = posix_openpt(O_RDWR | O_NOCTTY);
+  ck_assert_int_ge(*m, 0);
+  ck_assert_int_eq(grantpt(*m), 0);
+  ck_assert_int_eq(unlockpt(*m), 0);
+  FILE *t = fopen(ptsname(*m), "w");
+  ck_assert_ptr_nonnull(t);
+  return t;
+}
+
 START_TEST(inside_a_step_terminal_only) {
   FILE *f = tmpfile(); /* a CI log: nothing */
   ck_assert_ptr_nonnull(f);
   one_step_inside(f, 1);
   ck_assert_int_eq(ftell(f), 0);
   fclose(f);
-  int m = posix_openpt(O_RDWR | O_NOCTTY);
-  ck_assert_int_ge(m, 0);
-  ck_assert_int_eq(grantpt(m), 0);
-  ck_assert_int_eq(unlockpt(m), 0);
-  FILE *t = fopen(ptsname(m), "w");
-  ck_assert_ptr_nonnull(t);
+  int m;
+  FILE *t = open_pty(&m);
   one_step_inside(t, 0); /* --quiet: nothing */
   one_step_inside(t, 1);
   fclose(t);
@@ -114,12 +122,8 @@ START_TEST(terminal_only) {
   ck_assert_int_eq(ftell(f), 0);
   fclose(f);
   /* A pseudo-terminal: the line, then its erasure; disabled (--quiet): nothing. */
-  int m = posix_openpt(O_RDWR | O_NOCTTY);
-  ck_assert_int_ge(m, 0);
-  ck_assert_int_eq(grantpt(m), 0);
-  ck_assert_int_eq(unlockpt(m), 0);
-  FILE *t = fopen(ptsname(m), "w");
-  ck_assert_ptr_nonnull(t);
+  int m;
+  FILE *t = open_pty(&m);
   one_step(t, 0);
   one_step(t, 1);
   fclose(t);
@@ -141,17 +145,4 @@ START_TEST(terminal_only) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("progress");
-  TCase *tc = tcase_create("core");
-  tcase_add_test(tc, format_text);
-  tcase_add_test(tc, terminal_only);
-  tcase_add_test(tc, format_part_text);
-  tcase_add_test(tc, inside_a_step_terminal_only);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+CKR_MAIN("progress", "core", 0, format_text, terminal_only, format_part_text, inside_a_step_terminal_only)

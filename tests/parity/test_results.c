@@ -17,6 +17,7 @@
 #include "parity_json.h"
 #include "parity_log.h"
 #include "parity_sweep.h"
+#include "../check_runner.h"
 
 static parity_rule rule = {.id = "core", .kind = PARITY_RULE_RELATIVE, .metric = PARITY_M_REL_FRO, .reason = "why"};
 
@@ -190,16 +191,4 @@ START_TEST(sweep_small_functions) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("results");
-  TCase *tc = tcase_create("results");
-  tcase_add_test(tc, json_case_writer);
-  tcase_add_test(tc, log_judged_first);
-  tcase_add_test(tc, sweep_small_functions);
-  suite_add_tcase(s, tc);
-  SRunner *r = srunner_create(s);
-  srunner_run_all(r, CK_NORMAL);
-  int nf = srunner_ntests_failed(r);
-  srunner_free(r);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("results", "results", 0, json_case_writer, log_judged_first, sweep_small_functions)

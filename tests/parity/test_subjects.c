@@ -17,6 +17,7 @@
 #include "gdn_threads.h"
 #include "parity_sweep.h"
 #include "report_doc.h"
+#include "../check_runner.h"
 
 /* Small enough for MPFR in well under a second; slow gates so state crosses
  * the device seams and the affine-prefix composition matters. */
@@ -400,21 +401,5 @@ START_TEST(sweep_allocation_failures) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("subjects");
-  TCase *tc = tcase_create("subjects");
-  tcase_set_timeout(tc, 300);
-  tcase_add_test(tc, every_row_conforms);
-  tcase_add_test(tc, toy_subject_through_the_sweep);
-  tcase_add_test(tc, no_check_limit);
-  tcase_add_test(tc, tensor_table);
-  tcase_add_test(tc, no_reference_document_validates);
-  tcase_add_test(tc, upstream_over_tensor_rows);
-  tcase_add_test(tc, sweep_allocation_failures);
-  suite_add_tcase(s, tc);
-  SRunner *r = srunner_create(s);
-  srunner_run_all(r, CK_NORMAL);
-  int nf = srunner_ntests_failed(r);
-  srunner_free(r);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("subjects", "subjects", 300, every_row_conforms, toy_subject_through_the_sweep, no_check_limit, tensor_table,
+    no_reference_document_validates, upstream_over_tensor_rows, sweep_allocation_failures)

@@ -19,6 +19,7 @@
 #include "kern.h"
 #include "kern_out.h"
 #include "parity_metrics.h"
+#include "../check_runner.h"
 
 static const gdn_shape shape = {2, 80, 2, 2, 16, 8}; /* T not a multiple of C = 16 */
 
@@ -267,18 +268,5 @@ START_TEST(buffers_reused_in_their_form) {
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("vals");
-  TCase *tc = tcase_create("core");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, kernels_hold_o_in_their_dtype);
-  tcase_add_test(tc, kernels_hold_o_as_codes);
-  tcase_add_test(tc, metrics_read_either_form);
-  tcase_add_test(tc, buffers_reused_in_their_form);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+CKR_MAIN("vals", "core", 120, kernels_hold_o_in_their_dtype, kernels_hold_o_as_codes, metrics_read_either_form,
+    buffers_reused_in_their_form)

@@ -33,6 +33,10 @@
 #include "parity_sweep.h"
 #include "parity_cli.h"
 #include "report.h"
+#include "../check_runner.h"
+#include "../check_text.h"
+#include "cli_inproc.h"
+#include "synth_fixture.h"
 
 static const char *data_dir;
 
@@ -52,12 +56,9 @@ static void make_fixture(char *path, const spec *sp) {
   char src[1024];
   snprintf(src, sizeof src, "%s/small-b2-t100-hk2-hv4-d32-h0.h5", data_dir);
   fix_fixture fx;
-  fix_fixture_init(&fx);
+  sfx_load(&fx, src);
   gdn_error e;
   gdn_error_init(&e);
-  fix_load_opts lo;
-  fix_load_opts_init(&lo);
-  ck_assert_msg(fix_load(&fx, src, &lo, &e) == GDN_OK, "%s", e.msg);
   fix_output *slot;
   ck_assert_int_eq(fix_fixture_add_output(&fx, "x", &slot, &e), GDN_OK);
   const gdn_shape *s = &fx.inputs.shape;
@@ -110,11 +111,9 @@ static int check(const char *path, const char *const *extra, json_t **doc, char 
   const char *av[32] = {"gdn-parity", "check", "--fixture", path, "--devices", "1,2", "--json", js, "--reproducible"};
   int ac = 9;
   for (int i = 0; extra && extra[i]; i++) av[ac++] = extra[i];
+  av[ac] = NULL;
   gdn_error e;
-  gdn_error_init(&e);
-  FILE *devnull = fopen("/dev/null", "w");
-  int st = parity_cli_main(ac, (char **)av, devnull, devnull, &e);
-  fclose(devnull);
+  int st = cli_inproc((char **)av, &e);
   if (msg) snprintf(msg, n, "%s", e.msg);
   if (st < 0) st = 2;
   if (doc) *doc = NULL;
@@ -359,9 +358,7 @@ START_TEST(block_map_in_report) {
   ck_assert(json_real_value(json_array_get(json_array_get(json_object_get(bm, "values"), 0), 0)) < 1e-6);
   json_decref(doc);
   char *t = slurp(html);
-  ck_assert_ptr_nonnull(strstr(t, "id=\"svg-blockmap\""));
-  ck_assert_ptr_nonnull(strstr(t, "class=\"seam\""));
-  ck_assert_ptr_nonnull(strstr(t, ", subject x:"));
+  CKT_HAS_ALL(t, "id=\"svg-blockmap\"", "class=\"seam\"", ", subject x:");
   free(t);
   unlink(path);
   char src[1024];
@@ -376,27 +373,6 @@ START_TEST(block_map_in_report) {
 }
 END_TEST
 
-int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: test_verdicts FIXTURE-DATA-DIR\n");
-    return 2;
-  }
-  data_dir = argv[1];
-  Suite *su = suite_create("verdicts");
-  TCase *tc = tcase_create("verdicts");
-  tcase_set_timeout(tc, 300);
-  tcase_add_test(tc, oracle_none_refuses_outputs);
-  tcase_add_test(tc, oracle_none_documents);
-  tcase_add_test(tc, command_line_numerics_do_not_apply);
-  tcase_add_test(tc, incomplete_declarations);
-  tcase_add_test(tc, broken_oracle_not_trusted);
-  tcase_add_test(tc, freshness_covers_attributes);
-  tcase_add_test(tc, range_finding);
-  tcase_add_test(tc, block_map_in_report);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN_ARGS("test_verdicts FIXTURE-DATA-DIR", 1, (&data_dir), "verdicts", "verdicts", 300,
+    oracle_none_refuses_outputs, oracle_none_documents, command_line_numerics_do_not_apply, incomplete_declarations,
+    broken_oracle_not_trusted, freshness_covers_attributes, range_finding, block_map_in_report)

@@ -12,6 +12,7 @@
 #include "parity_metrics.h"
 
 #include "../test_util_synth.h"
+#include "../check_runner.h"
 
 typedef struct { double o, ht; } relerr;
 
@@ -204,16 +205,8 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("vs_oracle");
-  TCase *tc = tcase_create("vs_oracle");
-  tcase_set_timeout(tc, 240);
+  TCase *tc = CKR_TCASE(su, "vs_oracle", 240, thread_count_does_not_change_results, packed_documents_match_oracle);
   tcase_add_loop_test(tc, float64_kernels_match_oracle, 0, 3);
   tcase_add_loop_test(tc, float32_kernels_within_bound, 0, 3);
-  tcase_add_test(tc, thread_count_does_not_change_results);
-  tcase_add_test(tc, packed_documents_match_oracle);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
+  return ckr_run(su);
 }

@@ -11,6 +11,7 @@
 #include "report_summary.h"
 #include "sample_doc.h"
 #include "test_util.h"
+#include "../check_runner.h"
 
 static json_t *case0(json_t *doc) { return json_array_get(json_object_get(doc, "cases"), 0); }
 
@@ -200,20 +201,4 @@ START_TEST(summary_rules) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("doc");
-  TCase *tc = tcase_create("doc");
-  tcase_add_test(tc, valid_documents);
-  tcase_add_test(tc, top_level);
-  tcase_add_test(tc, case_fields);
-  tcase_add_test(tc, tolerance);
-  tcase_add_test(tc, series);
-  tcase_add_test(tc, read_errors);
-  tcase_add_test(tc, summary_rules);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("doc", "doc", 0, valid_documents, top_level, case_fields, tolerance, series, read_errors, summary_rules)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "report_escape.h"
+#include "../check_runner.h"
 
 typedef void (*esc_fn)(report_buf *, const char *, size_t);
 
@@ -108,20 +109,4 @@ START_TEST(nul_terminated_helpers) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("escape");
-  TCase *tc = tcase_create("escape");
-  tcase_add_test(tc, html_text);
-  tcase_add_test(tc, html_attr);
-  tcase_add_test(tc, utf8);
-  tcase_add_test(tc, xml);
-  tcase_add_test(tc, markdown);
-  tcase_add_test(tc, url);
-  tcase_add_test(tc, nul_terminated_helpers);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("escape", "escape", 0, html_text, html_attr, utf8, xml, markdown, url, nul_terminated_helpers)

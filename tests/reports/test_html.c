@@ -12,6 +12,8 @@
 #include "sample_doc.h"
 #include "svg_check.h"
 #include "test_util.h"
+#include "../check_runner.h"
+#include "../check_text.h"
 
 static char *render(const json_t *doc, size_t *len) {
   report_buf b;
@@ -122,15 +124,10 @@ START_TEST(self_contained) {
   /* The only URL is the SVG namespace; no external resource of any kind. */
   ck_assert_uint_eq(count(h, "http"), count(h, "xmlns=\"http://www.w3.org/2000/svg\"") +
                                           count(h, "<meta http-equiv="));
-  ck_assert_ptr_null(strstr(h, "<link"));
-  ck_assert_ptr_null(strstr(h, " src="));
-  ck_assert_ptr_null(strstr(h, "url("));
-  ck_assert_ptr_null(strstr(h, "@import"));
+  CKT_HAS_NONE(h, "<link", " src=", "url(", "@import");
   ck_assert_ptr_nonnull(strstr(h, "Content-Security-Policy\" content=\"default-src 'none'"));
   /* Print CSS: no sticky header, colours kept. */
-  ck_assert_ptr_nonnull(strstr(h, "@media print{"));
-  ck_assert_ptr_nonnull(strstr(h, "#case-table thead{position:static}"));
-  ck_assert_ptr_nonnull(strstr(h, "print-color-adjust:exact"));
+  CKT_HAS_ALL(h, "@media print{", "#case-table thead{position:static}", "print-color-adjust:exact");
   gdn_free(h);
   json_decref(doc);
 }
@@ -155,19 +152,11 @@ START_TEST(hostile_strings) {
   json_object_set_new(json_object_get(c, "impls"), "<fixture out>",
                       json_pack("{sb}", "pass", 1));
   char *h = render(doc, NULL);
-  ck_assert_ptr_null(strstr(h, "<script>alert"));
-  ck_assert_ptr_null(strstr(h, "<img"));
-  ck_assert_ptr_null(strstr(h, "<svg onload"));
-  ck_assert_ptr_null(strstr(h, "<b>bold"));
-  ck_assert_ptr_null(strstr(h, "<u>check"));
-  ck_assert_ptr_null(strstr(h, "<i>"));
-  ck_assert_ptr_null(strstr(h, "<fixture"));
-  ck_assert_ptr_null(strstr(h, "\" onmouseover"));
-  ck_assert_ptr_null(strstr(h, "'<!--'"));
+  CKT_HAS_NONE(h, "<script>alert", "<img", "<svg onload", "<b>bold", "<u>check", "<i>", "<fixture", "\" onmouseover",
+              "'<!--'");
   ck_assert_uint_eq(count(h, "<script"), 2); /* ours only */
-  ck_assert_ptr_nonnull(strstr(h, "&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;&#39;"));
-  ck_assert_ptr_nonnull(strstr(h, "&lt;/td&gt;&lt;img src=x onerror=alert(2)&gt;"));
-  ck_assert_ptr_nonnull(strstr(h, "&quot; onmouseover=&quot;alert(3)"));
+  CKT_HAS_ALL(h, "&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;&#39;",
+              "&lt;/td&gt;&lt;img src=x onerror=alert(2)&gt;", "&quot; onmouseover=&quot;alert(3)");
   ck_assert_ptr_nonnull(strstr(h, "&lt;fixture out&gt;")); /* the fixture-outputs column */
   check_all_svg(h);
   gdn_free(h);
@@ -304,9 +293,7 @@ START_TEST(modes_and_padded_seams) {
   size_t len;
   char *h = render(doc, &len);
   ck_assert_ptr_nonnull(strstr(h, "Modes every case shares: shard tokens, solve substitution."));
-  ck_assert_ptr_null(strstr(h, "The prefix column adds"));
-  ck_assert_ptr_null(strstr(h, "class=\"seam padded\""));
-  ck_assert_ptr_null(strstr(h, "seam after padding"));
+  CKT_HAS_NONE(h, "The prefix column adds", "class=\"seam padded\"", "seam after padding");
   gdn_free(h);
   json_t *c0 = NULL, *seams = NULL;
   for (size_t i = 0; i < 3 && !c0; i++)
@@ -317,15 +304,11 @@ START_TEST(modes_and_padded_seams) {
   json_object_set_new(c0, "packing", json_string("reset"));
   json_object_set_new(json_array_get(seams, 0), "pad_before", json_integer(7));
   h = render(doc, &len);
-  ck_assert_ptr_nonnull(strstr(h, "Modes every case shares: solve substitution."));
-  ck_assert_ptr_nonnull(strstr(h, "The prefix column adds"));
-  ck_assert_ptr_nonnull(strstr(h, " \xC2\xB7 chunks \xC2\xB7 reset</td>"));
-  ck_assert_ptr_nonnull(strstr(h, " \xC2\xB7 tokens</td>"));
-  ck_assert_ptr_nonnull(strstr(h, "shard <code>tokens</code> (2 cases), <code>chunks</code> (1 case)"));
+  CKT_HAS_ALL(h, "Modes every case shares: solve substitution.", "The prefix column adds",
+              " \xC2\xB7 chunks \xC2\xB7 reset</td>", " \xC2\xB7 tokens</td>",
+              "shard <code>tokens</code> (2 cases), <code>chunks</code> (1 case)");
   ck_assert_uint_eq(count(h, "class=\"seam padded\""), 1);
-  ck_assert_ptr_nonnull(strstr(h, "seam after padding"));
-  ck_assert_ptr_nonnull(strstr(h, "ends in 7 padding tokens"));
-  ck_assert_ptr_nonnull(strstr(h, "<td class=\"num\">7</td></tr>"));
+  CKT_HAS_ALL(h, "seam after padding", "ends in 7 padding tokens", "<td class=\"num\">7</td></tr>");
   check_all_svg(h);
   ck_assert_ptr_null(strstr(h, "; packing: "));
   gdn_free(h);
@@ -419,25 +402,6 @@ START_TEST(write_atomic) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("html");
-  TCase *tc = tcase_create("html");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, realistic_structure);
-  tcase_add_test(tc, self_contained);
-  tcase_add_test(tc, hostile_strings);
-  tcase_add_test(tc, deterministic);
-  tcase_add_test(tc, no_cases);
-  tcase_add_test(tc, no_oracle);
-  tcase_add_test(tc, edge_profiles);
-  tcase_add_test(tc, one_length_one_device);
-  tcase_add_test(tc, many_cases_and_long_profiles);
-  tcase_add_test(tc, modes_and_padded_seams);
-  tcase_add_test(tc, write_atomic);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("html", "html", 120, realistic_structure, self_contained, hostile_strings, deterministic, no_cases,
+    no_oracle, edge_profiles, one_length_one_device, many_cases_and_long_profiles, modes_and_padded_seams,
+    write_atomic)

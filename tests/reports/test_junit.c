@@ -13,6 +13,7 @@
 #include "report_num.h"
 #include "sample_doc.h"
 #include "test_util.h"
+#include "../check_runner.h"
 
 static xmlSchemaPtr schema;
 
@@ -206,18 +207,9 @@ END_TEST
 
 int main(void) {
   Suite *su = suite_create("junit");
-  TCase *tc = tcase_create("junit");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, realistic);
-  tcase_add_test(tc, hostile_names_and_errors);
-  tcase_add_test(tc, passing_and_empty);
-  tcase_add_test(tc, write_atomic);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
+  CKR_TCASE(su, "junit", 60, realistic, hostile_names_and_errors, passing_and_empty, write_atomic);
+  int nf = ckr_run(su);
   if (schema) xmlSchemaFree(schema);
   xmlCleanupParser();
-  return nf ? 1 : 0;
+  return nf;
 }

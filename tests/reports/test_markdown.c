@@ -8,6 +8,8 @@
 #include "report_markdown.h"
 #include "sample_doc.h"
 #include "test_util.h"
+#include "../check_runner.h"
+#include "../check_text.h"
 
 static char *render(const json_t *doc, const char *rel, size_t *len) {
   report_buf b;
@@ -91,9 +93,8 @@ START_TEST(small_and_link) {
                                    "(out%20dir/report%20%281%29.html)"));
   ck_assert_ptr_null(strstr(md, "more cases (see the report)"));
   /* The deciding numbers and the upstream comparison are spelled out. */
-  ck_assert_ptr_nonnull(strstr(md, "rel\\_fro = **1.009e-6**, limit **6e-7**"));
-  ck_assert_ptr_nonnull(strstr(md, "**Upstream would have missed it:**"));
-  ck_assert_ptr_nonnull(strstr(md, "**upstream 4/4 pass / ours fail**"));
+  CKT_HAS_ALL(md, "rel\\_fro = **1.009e-6**, limit **6e-7**", "**Upstream would have missed it:**",
+              "**upstream 4/4 pass / ours fail**");
   /* Names with markup are neutralised. */
   ck_assert_ptr_nonnull(strstr(md, "qwen3.5 layer 7 &lt;&amp;\"quoted\"&gt;"));
   ck_assert_ptr_null(strstr(md, "<&"));
@@ -105,9 +106,7 @@ START_TEST(small_and_link) {
   /* A passing run says so, and names the case closest to its limit. */
   doc = sample_doc_many(5, 0, 0);
   md = render(doc, NULL, &len);
-  ck_assert_ptr_nonnull(strstr(md, "gdn-parity: **PASS**"));
-  ck_assert_ptr_nonnull(strstr(md, "**All 5 cases within tolerance.**"));
-  ck_assert_ptr_nonnull(strstr(md, "**Closest to its limit**"));
+  CKT_HAS_ALL(md, "gdn-parity: **PASS**", "**All 5 cases within tolerance.**", "**Closest to its limit**");
   ck_assert_ptr_null(strstr(md, "### Failing"));
   gdn_free(md);
   json_decref(doc);
@@ -146,9 +145,7 @@ START_TEST(external_outputs_first) {
   ck_assert(ext < worst);
   ck_assert_ptr_nonnull(strstr(ext, "case-000001"));
   ck_assert_ptr_nonnull(strstr(ext, "rel\\_fro = **3e-5**, limit **1e-6** (30\xC3\x97 the limit, **fail**)"));
-  ck_assert_ptr_nonnull(strstr(md, "| external outputs (o rel_fro, verdict) |"));
-  ck_assert_ptr_nonnull(strstr(md, "| tpu 3e-5 **fail** |"));
-  ck_assert_ptr_nonnull(strstr(md, "| tpu 1e-7 pass |"));
+  CKT_HAS_ALL(md, "| external outputs (o rel_fro, verdict) |", "| tpu 3e-5 **fail** |", "| tpu 1e-7 pass |");
   gdn_free(md);
   /* All passing: the one closest to its limit, by its own checks. */
   json_t *c1 = json_array_get(cases, 1);
@@ -184,9 +181,8 @@ START_TEST(modes_where_they_vary) {
   json_object_set_new(json_array_get(cases, 2), "solve", json_string("substitution"));
   json_object_set_new(json_array_get(cases, 2), "packing", json_string("leak"));
   md = render(doc, NULL, &len);
-  ck_assert_ptr_nonnull(strstr(md, "Modes every case shares: shard tokens; the prefix column adds"));
-  ck_assert_ptr_nonnull(strstr(md, " \xC2\xB7 substitution \xC2\xB7 leak |"));
-  ck_assert_ptr_nonnull(strstr(md, " \xC2\xB7 xla-expander |"));
+  CKT_HAS_ALL(md, "Modes every case shares: shard tokens; the prefix column adds",
+              " \xC2\xB7 substitution \xC2\xB7 leak |", " \xC2\xB7 xla-expander |");
   ck_assert_ptr_null(strstr(md, "\xC2\xB7 tokens"));
   gdn_free(md);
   json_decref(doc);
@@ -214,19 +210,5 @@ START_TEST(file_deterministic) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("markdown");
-  TCase *tc = tcase_create("markdown");
-  tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, twenty_thousand_cases);
-  tcase_add_test(tc, small_and_link);
-  tcase_add_test(tc, external_outputs_first);
-  tcase_add_test(tc, file_deterministic);
-  tcase_add_test(tc, modes_where_they_vary);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("markdown", "markdown", 120, twenty_thousand_cases, small_and_link, external_outputs_first,
+    file_deterministic, modes_where_they_vary)

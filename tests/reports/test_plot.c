@@ -8,6 +8,7 @@
 #include "report_axis.h"
 #include "report_svg.h"
 #include "svg_check.h"
+#include "../check_runner.h"
 
 /* Ticks equal to want[] up to 1e-9 relative (pow/log10 rounding). */
 static void ticks_are(const report_axis *a, const double *want, size_t n) {
@@ -246,21 +247,5 @@ START_TEST(isolated_point_visible) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("plot");
-  TCase *tc = tcase_create("plot");
-  tcase_add_test(tc, linear_ticks);
-  tcase_add_test(tc, linear_edge);
-  tcase_add_test(tc, log_ticks);
-  tcase_add_test(tc, log_zeros_negatives);
-  tcase_add_test(tc, explicit_ticks);
-  tcase_add_test(tc, labels);
-  tcase_add_test(tc, svg_edge_data);
-  tcase_add_test(tc, isolated_point_visible);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("plot", "plot", 0, linear_ticks, linear_edge, log_ticks, log_zeros_negatives, explicit_ticks, labels,
+    svg_edge_data, isolated_point_visible)
