@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gdn_alloc.h"
+#include "parity_xsum.h"
 
 /* Every read of a compared value: exact whether it is held as binary64 or
  * float32 (parity_vals.h), so the metrics do not depend on the form. */
@@ -75,10 +76,13 @@ static inline int ulp_bin(double u) {
   return b >= PARITY_ULP_BINS ? PARITY_ULP_BINS - 1 : b;
 }
 
-/* One block's sums and maxima (pass 1), and max_rel_floor's block maximum
- * with its first index (pass 2). */
+/* One block's maxima and counts (pass 1), and max_rel_floor's block
+ * maximum with its first index (pass 2).  The sums of squares go to the
+ * thread's exact accumulators (parity_xsum.h): their value does not depend
+ * on which thread adds what, nor on the order of the elements, so a run
+ * streamed by head group (parity_stream.h) can give the same bits. */
 typedef struct {
-  double max_abs, sum_d2, sum_r2, max_ulp, max_r;
+  double max_abs, max_ulp, max_r;
   int64_t arg, zero_ref, nonfinite, nf_at; /* nf_at: the block's first non-finite x (-1: none) */
   int64_t hist[PARITY_ULP_BINS];
   double rel_max;
@@ -88,7 +92,7 @@ typedef struct {
 /* Pass 1 over one block: its partial (sums in memory order, as one thread
  * from lo), and the top 16 bits of each ULP value counted in `top` (the
  * median's first radix round; integer counts, so any split sums the same). */
-HOT void pass1_block(VARGS, size_t lo, size_t hi, gdn_ulp_fmt f, partial *out, int64_t *top) {
+HOT void pass1_block(VARGS, size_t lo, size_t hi, gdn_ulp_fmt f, partial *out, int64_t *top, parity_xsum *sums) {
   partial q = *out; /* a local copy: the stores to top cannot alias it */
   q.arg = -1;
   q.nf_at = -1;
@@ -103,8 +107,8 @@ HOT void pass1_block(VARGS, size_t lo, size_t hi, gdn_ulp_fmt f, partial *out, i
       q.max_abs = d;
       q.arg = (int64_t)i;
     }
-    q.sum_d2 += d * d;
-    q.sum_r2 += ri * ri;
+    parity_xsum_add(&sums[0], d * d);
+    parity_xsum_add(&sums[1], ri * ri);
     double u = gdn_ulp_distance(f, xi, ri);
     if (u > q.max_ulp) q.max_ulp = u;
     q.hist[ulp_bin(u)]++;
@@ -113,12 +117,15 @@ HOT void pass1_block(VARGS, size_t lo, size_t hi, gdn_ulp_fmt f, partial *out, i
   *out = q;
 }
 
-static void pass1(parity_vals x, parity_vals r, size_t n, gdn_ulp_fmt f, partial *p, int64_t *top, int nt) {
+/* sums: two accumulators (d^2, r^2) per thread. */
+static void pass1(parity_vals x, parity_vals r, size_t n, gdn_ulp_fmt f, partial *p, int64_t *top, parity_xsum *sums,
+                  int nt) {
   size_t nb = (n + BLOCK - 1) / BLOCK;
 #pragma omp parallel for schedule(dynamic) num_threads(nt)
   for (size_t bi = 0; bi < nb; bi++) {
     size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
-    FORMS(pass1_block, x, r, lo, hi, f, &p[bi], top + (size_t)omp_get_thread_num() * RADIX);
+    const int th = omp_get_thread_num();
+    FORMS(pass1_block, x, r, lo, hi, f, &p[bi], top + (size_t)th * RADIX, sums + 2 * th);
   }
 }
 
@@ -386,14 +393,16 @@ static void rows_eval(parity_vals x, parity_vals r, int64_t q0, int64_t cnt, int
 }
 
 double parity_row_rel_v(parity_vals x, parity_vals r, int64_t n_rows, int64_t len, int64_t *worst) {
-  double ss = 0, w = 0, v[ROWS];
+  double w = 0, v[ROWS];
   int64_t arg = -1;
+  static __thread parity_xsum ss; /* 32 KiB: not on the stack; exact, so rows may come in any order */
+  parity_xsum_init(&ss);
   for (int64_t q = 0; q < n_rows; q += ROWS) {
     int64_t cnt = n_rows - q < ROWS ? n_rows - q : ROWS;
     rows_eval(NONE, r, q, cnt, len, 0, v);
-    for (int64_t j = 0; j < cnt; j++) ss += v[j] * v[j];
+    for (int64_t j = 0; j < cnt; j++) parity_xsum_add(&ss, v[j] * v[j]);
   }
-  const double fl = n_rows > 0 ? sqrt(ss / (double)n_rows) : 0; /* the RMS row norm */
+  const double fl = n_rows > 0 ? sqrt(parity_xsum_value(&ss) / (double)n_rows) : 0; /* the RMS row norm */
   for (int64_t q = 0; q < n_rows; q += ROWS) {
     int64_t cnt = n_rows - q < ROWS ? n_rows - q : ROWS;
     rows_eval(x, r, q, cnt, len, fl, v);
@@ -404,17 +413,20 @@ double parity_row_rel_v(parity_vals x, parity_vals r, int64_t n_rows, int64_t le
   return w;
 }
 
-/* Pass 1's partials combined in block order (the sums' order is fixed);
+/* Pass 1's partials combined in block order, the sums exactly;
  * returns the flat index of max_abs (-1: none), and in *nf_at the first
  * non-finite x's (-1: none). */
-static int64_t pass1_combine(const partial *p, size_t nb, parity_metrics *m, int64_t *nf_at) {
+static int64_t pass1_combine(const partial *p, size_t nb, parity_xsum *sums, int nt, parity_metrics *m,
+                             int64_t *nf_at) {
   *nf_at = -1;
-  double sd2 = 0, sr2 = 0;
+  for (int j = 1; j < nt; j++) {
+    parity_xsum_merge(&sums[0], &sums[2 * j]);
+    parity_xsum_merge(&sums[1], &sums[2 * j + 1]);
+  }
+  const double sd2 = parity_xsum_value(&sums[0]), sr2 = parity_xsum_value(&sums[1]);
   int64_t arg = -1;
   for (size_t bi = 0; bi < nb; bi++) {
     const partial *q = &p[bi];
-    sd2 += q->sum_d2;
-    sr2 += q->sum_r2;
     if (arg < 0 || q->max_abs > m->max_abs) m->max_abs = q->max_abs, arg = q->arg;
     if (q->max_ulp > m->max_ulp) m->max_ulp = q->max_ulp;
     if (q->max_r > m->ref_max_abs) m->ref_max_abs = q->max_r;
@@ -487,11 +499,12 @@ int parity_metrics_compute_v(parity_vals x, parity_vals r, const int64_t dims[4]
   partial *p = gdn_calloc(nb ? nb : 1, sizeof *p, "metric partial sums", e);
   int64_t *hist = p ? gdn_calloc((size_t)(nt + 1) * RADIX, sizeof *hist, "median histograms", e) : NULL;
   tstate *ts = hist ? gdn_calloc((size_t)nt, sizeof *ts, "median thread state", e) : NULL;
-  int rc = ts ? GDN_OK : e ? e->code : GDN_ERR_NOMEM;
+  parity_xsum *sums = ts ? gdn_calloc((size_t)(2 * nt), sizeof *sums, "metric exact sums", e) : NULL;
+  int rc = sums ? GDN_OK : e ? e->code : GDN_ERR_NOMEM;
   if (!rc) {
-    pass1(x, r, n, f, p, hist, nt);
+    pass1(x, r, n, f, p, hist, sums, nt);
     int64_t nf_at;
-    int64_t arg = pass1_combine(p, nb, m, &nf_at);
+    int64_t arg = pass1_combine(p, nb, sums, nt, m, &nf_at);
     if (nf_at >= 0) unflatten(nf_at, dims, m->nonfinite_at);
     /* Componentwise relative error with the floor (needs max |r| first). */
     m->rel_floor = gdn_dtype_unit_roundoff(t) * m->ref_max_abs;
@@ -503,6 +516,7 @@ int parity_metrics_compute_v(parity_vals x, parity_vals r, const int64_t dims[4]
       m->worst_ref = AT(r, arg);
     }
   }
+  gdn_free(sums);
   gdn_free(ts);
   gdn_free(hist);
   gdn_free(p);

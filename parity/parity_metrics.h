@@ -1,7 +1,10 @@
 /* parity_metrics: how far one tensor is from a reference.
  *
- * All sums are in binary64 over fixed blocks of 65536 elements combined in
- * block order, so the numbers are identical for any thread count.
+ * The whole-tensor sums of squares (rel_fro, ref_fro, row_rel's RMS row
+ * norm) are exact (parity_xsum.h), rounded once: the same bits for any
+ * thread count and any order of the elements (a run streamed by head group
+ * meets them in another order).  Sums within a block or a row are in
+ * binary64 in memory order, a block or row lying inside one head.
  *
  *   max_abs     max |x - r|
  *   rel_fro     ||x - r||_F / ||r||_F  (0 if x == r everywhere; +inf if r == 0
@@ -78,8 +81,9 @@ typedef struct parity_metrics {
 
 /* row_rel of x against r (n_rows rows of `len`), as defined above; the
  * flat row index of the maximum in *worst (-1 when every row is exact).
- * Sums of squares in binary64 left to right within a row; a max does not
- * depend on the order, so the value is the same for any thread count. */
+ * Sums of squares in binary64 left to right within a row, the RMS over the
+ * rows exact; a max does not depend on the order, so the value is the same
+ * for any thread count. */
 double parity_row_rel(const double *x, const double *r, int64_t n_rows, int64_t len, int64_t *worst);
 
 /* Lower edge of ULP-histogram bin i (0, 0.5, 1, 2, 4, ...). */

@@ -526,11 +526,50 @@ START_TEST(row_rel_by_hand) {
 }
 END_TEST
 
+/* The whole-tensor sums are exact: a tensor pair permuted (heads
+ * regrouped as a run streamed by head group meets them: here the head axis
+ * reversed, and a 3-block tensor of 2^17+ elements so the old per-block
+ * binary64 sums were combined across blocks) gives the same rel_fro,
+ * ref_fro and row_rel bits, and rel_fro is sqrt of the correctly rounded
+ * sums.  Negative control: binary64 running sums of the same terms in the
+ * two orders differ, so the test can see an inexact sum. */
+START_TEST(sums_exact_in_any_order) {
+  enum { T = 1100, H = 3, D = 64, N = T * H * D };
+  double *x = malloc(N * sizeof *x), *r = malloc(N * sizeof *r), *xp = malloc(N * sizeof *x),
+         *rp = malloc(N * sizeof *r);
+  for (int t = 0; t < T; t++)
+    for (int h = 0; h < H; h++)
+      for (int d = 0; d < D; d++) {
+        const int i = (t * H + h) * D + d, j = (t * H + (H - 1 - h)) * D + d;
+        r[i] = ldexp(1.0 + 1e-3 * ((i * 7919) % 1013), (h * 17 + d) % 40 - 20) * ((i & 1) ? -1 : 1);
+        x[i] = r[i] * (1 + ldexp(1.0, -20 - (i % 30)));
+        xp[j] = x[i], rp[j] = r[i];
+      }
+  const int64_t dims[4] = {1, T, H, D};
+  parity_metrics a, b;
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_metrics_compute(x, r, dims, GDN_DTYPE_F32, &a, &e), GDN_OK);
+  ck_assert_int_eq(parity_metrics_compute(xp, rp, dims, GDN_DTYPE_F32, &b, &e), GDN_OK);
+  ck_assert(!memcmp(&a.rel_fro, &b.rel_fro, sizeof a.rel_fro));
+  ck_assert(!memcmp(&a.ref_fro, &b.ref_fro, sizeof a.ref_fro));
+  ck_assert(a.row_rel == b.row_rel);
+  double sd = 0, sr = 0, sd_rev = 0, sr_rev = 0;
+  for (int i = 0; i < N; i++) sd += (x[i] - r[i]) * (x[i] - r[i]), sr += r[i] * r[i];
+  for (int i = 0; i < N; i++) sd_rev += (xp[i] - rp[i]) * (xp[i] - rp[i]), sr_rev += rp[i] * rp[i];
+  ck_assert_msg(sd != sd_rev || sr != sr_rev, "the orders give the same running sums: no control");
+  /* within a few units of the running sum (the exact one differs from it by rounding only) */
+  ck_assert(fabs(a.ref_fro - sqrt(sr)) <= 1e-12 * a.ref_fro);
+  free(x), free(r), free(xp), free(rp);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("metrics");
   TCase *tc = tcase_create("metrics");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, hand_case);
+  tcase_add_test(tc, sums_exact_in_any_order);
   tcase_add_test(tc, nonfinite_and_zero_reference);
   tcase_add_test(tc, first_nonfinite_is_the_lowest_index);
   tcase_add_test(tc, median_exact_and_thread_independent);
