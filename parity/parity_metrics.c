@@ -597,16 +597,27 @@ double parity_max_abs_rows_v(parity_vals x, parity_vals r, const int64_t dims[4]
   return m;
 }
 
+void parity_rel_acc_init(parity_rel_acc *acc) {
+  parity_xsum_init(&acc->dd);
+  parity_xsum_init(&acc->nn);
+}
+
 void parity_rel_acc_add(parity_rel_acc *acc, const double *a, const double *b, size_t len) {
   for (size_t i = 0; i < len; i++) {
     double df = a[i] - b[i];
-    acc->dd += df * df;
-    acc->nn += b[i] * b[i];
+    parity_xsum_add(&acc->dd, df * df);
+    parity_xsum_add(&acc->nn, b[i] * b[i]);
   }
 }
 
+void parity_rel_acc_merge(parity_rel_acc *acc, const parity_rel_acc *other) {
+  parity_xsum_merge(&acc->dd, &other->dd);
+  parity_xsum_merge(&acc->nn, &other->nn);
+}
+
 double parity_rel_acc_value(const parity_rel_acc *acc) {
-  return acc->nn > 0 ? sqrt(acc->dd / acc->nn) : (acc->dd > 0 ? INFINITY : 0);
+  const double dd = parity_xsum_value(&acc->dd), nn = parity_xsum_value(&acc->nn);
+  return nn > 0 ? sqrt(dd / nn) : (dd > 0 ? INFINITY : 0);
 }
 
 /* parity_metrics_blocks: the blocks' sums and elem_rel in parallel over

@@ -60,6 +60,7 @@
 #include "gdn_dtype.h"
 #include "gdn_error.h"
 #include "parity_vals.h"
+#include "parity_xsum.h"
 
 #define PARITY_ULP_BINS 20 /* edges 0, 0.5, 1, 2, ..., 2^17; the last bin is open */
 
@@ -123,13 +124,16 @@ double parity_max_abs_rows(const double *x, const double *r, const int64_t dims[
 
 /* ||a - b||_F / ||b||_F accumulated over vectors (the state entering each
  * head at a seam against the state the previous device ended with).  Both
- * sums in binary64, in the order the vectors are added, left to right
- * within each; the value is 0 when a == b == 0 and +inf when only b is all
- * zero. */
+ * sums exact (parity_xsum.h), so the value does not depend on the order
+ * the vectors are added in (heads streamed by group come in another order
+ * than (b, h)); 0 when a == b == 0 and +inf when only b is all zero.
+ * 64 KiB: parity_rel_acc_init before use (or zero it). */
 typedef struct parity_rel_acc {
-  double dd, nn;
+  parity_xsum dd, nn;
 } parity_rel_acc;
+void parity_rel_acc_init(parity_rel_acc *acc);
 void parity_rel_acc_add(parity_rel_acc *acc, const double *a, const double *b, size_t len);
+void parity_rel_acc_merge(parity_rel_acc *acc, const parity_rel_acc *other);
 double parity_rel_acc_value(const parity_rel_acc *acc);
 
 /* The largest |x - r| / (atol + rtol |r|) over all elements: <= 1 means
