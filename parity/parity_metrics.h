@@ -141,6 +141,43 @@ double parity_rel_acc_value(const parity_rel_acc *acc);
  * tolerances would pass.  +inf for a non-finite x. */
 double parity_allclose_ratio(const double *x, const double *r, size_t n, double rtol, double atol);
 
+/* A slab of a tensor: a head group's part (parity_stream.h), held on its
+ * own.  Slab element i is element full(i) = (i / len) stride + start +
+ * i mod len of the whole tensor (run j of `len` elements starts at whole
+ * index j stride + start).  For heads [h0, h1) of a (B, T, H, D) tensor:
+ * runs B T, len (h1 - h0) D, stride H D, start h0 D. */
+typedef struct parity_slab {
+  size_t runs, len, stride, start;
+} parity_slab;
+
+/* Pass 1 of parity_metrics_compute accumulated over slabs, merged exactly:
+ * after adding every slab of the whole tensor once (any order, any
+ * split, accumulators merged in any order), parity_metrics_acc_value
+ * gives the fields parity_metrics_compute gives the whole tensor, bit for
+ * bit: n, max_abs with worst, worst_x and worst_ref (ties: the least whole
+ * index), rel_fro and ref_fro (exact sums), max_ulp, ref_max_abs, zero_ref,
+ * nonfinite with nonfinite_at, ulp_hist, rel_floor; the rest of *m is
+ * zero.  `top` counts the ULP values' top 16 bits (the median's first radix
+ * round, integer counts).  Not covered yet: the fields that need a global
+ * value first (max_rel, the median, row_rel, the blocks' statistics:
+ * doc-stream notes).  One exception: a NaN reference value (|x - r| NaN)
+ * may take max_abs's place differently, as the whole pass's result there
+ * depends on its blocks of 65536. */
+typedef struct parity_metrics_acc {
+  parity_xsum d2, r2;
+  double max_abs, max_ulp, max_r, arg_x, arg_r;
+  int64_t arg, nf_at; /* whole flat indices; -1: none */
+  int64_t n, zero_ref, nonfinite;
+  int64_t hist[PARITY_ULP_BINS];
+  int64_t *top; /* 65536 counts */
+} parity_metrics_acc;
+int parity_metrics_acc_init(parity_metrics_acc *a, gdn_error *e);
+void parity_metrics_acc_clear(parity_metrics_acc *a);
+int parity_metrics_acc_add_v(parity_metrics_acc *a, parity_vals x, parity_vals r, const parity_slab *sl, gdn_dtype t,
+                             gdn_error *e);
+void parity_metrics_acc_merge(parity_metrics_acc *a, const parity_metrics_acc *b);
+void parity_metrics_acc_value(const parity_metrics_acc *a, const int64_t dims[4], gdn_dtype t, parity_metrics *m);
+
 /* The functions above, reading x and r as they are held (binary64 or
  * float32, parity_vals.h; r may be absent where the double form takes
  * NULL).  Every value is read exactly, so each result is bit for bit the

@@ -611,6 +611,105 @@ START_TEST(rel_acc_any_order) {
 }
 END_TEST
 
+/* Heads [h0, h1) of a (B, T, H, D) tensor copied out as a group holds
+ * them, and their slab map. */
+static parity_slab slab_copy(const double *w, double *g, int64_t BT, int64_t H, int64_t D, int64_t h0, int64_t h1) {
+  const parity_slab sl = {(size_t)BT, (size_t)((h1 - h0) * D), (size_t)(H * D), (size_t)(h0 * D)};
+  for (size_t j = 0; j < sl.runs; j++) memcpy(g + j * sl.len, w + j * sl.stride + sl.start, sl.len * sizeof *g);
+  return sl;
+}
+
+static int same_pass1(const parity_metrics *a, const parity_metrics *b) {
+  return a->n == b->n && !memcmp(&a->max_abs, &b->max_abs, 8) && !memcmp(a->worst, b->worst, sizeof a->worst) &&
+         !memcmp(&a->worst_x, &b->worst_x, 8) && !memcmp(&a->worst_ref, &b->worst_ref, 8) &&
+         !memcmp(&a->rel_fro, &b->rel_fro, 8) && !memcmp(&a->ref_fro, &b->ref_fro, 8) &&
+         !memcmp(&a->max_ulp, &b->max_ulp, 8) && !memcmp(&a->ref_max_abs, &b->ref_max_abs, 8) &&
+         a->zero_ref == b->zero_ref && a->nonfinite == b->nonfinite &&
+         !memcmp(a->nonfinite_at, b->nonfinite_at, sizeof a->nonfinite_at) &&
+         !memcmp(a->ulp_hist, b->ulp_hist, sizeof a->ulp_hist) && !memcmp(&a->rel_floor, &b->rel_floor, 8);
+}
+
+/* Pass 1's fields merged over head groups (a run streamed by head group)
+ * are the whole tensor's bit for bit: group sizes 1..4 of 6 heads (a short
+ * last group), added last group first, half of them into a second
+ * accumulator merged at the end; B = 2 and 2^17+ elements (several blocks
+ * of 65536); max_abs tied across two heads (the least whole index wins),
+ * zero references, with and without non-finite x (the first one in a later
+ * head but an earlier token).  Negative control: a slab mapped one head
+ * off names another worst element. */
+START_TEST(pass1_over_head_groups) {
+  enum { B = 2, T = 700, H = 6, D = 16, N = B * T * H * D };
+  double *x = malloc(N * sizeof *x), *r = malloc(N * sizeof *r), *gx = malloc(N * sizeof *x),
+         *gr = malloc(N * sizeof *r);
+  for (int i = 0; i < N; i++) {
+    r[i] = (i % 23 == 0) ? 0 : ldexp(1.0 + 1e-3 * ((i * 7919) % 1013), i % 30 - 15) * ((i & 1) ? -1 : 1);
+    x[i] = (float)(r[i] * (1 + ldexp(1.0, -22 + i % 9)));
+  }
+  const int64_t dims[4] = {B, T, H, D};
+  const int tie1 = ((1 * T + 300) * H + 4) * D + 3, tie2 = ((1 * T + 300) * H + 1) * D + 5; /* tie2 < tie1 */
+  r[tie1] = r[tie2] = 1.0, x[tie1] = x[tie2] = 1e6;
+  gdn_error e;
+  gdn_error_init(&e);
+  for (int nf = 0; nf < 2; nf++) {
+    if (nf) x[((0 * T + 600) * H + 5) * D + 1] = NAN, x[((1 * T + 10) * H + 0) * D + 2] = INFINITY;
+    parity_metrics want, got;
+    ck_assert_int_eq(parity_metrics_compute(x, r, dims, GDN_DTYPE_F32, &want, &e), GDN_OK);
+    const int64_t ch = want.worst[2]; /* the worst element's head: 1 by the tie, 5 (the NaN) with nf */
+    ck_assert_int_eq(ch, nf ? 5 : 1); /* the tie went to the lower index */
+    for (int64_t gs = 1; gs <= 4; gs++) {
+      parity_metrics_acc acc, half, bad;
+      ck_assert_int_eq(parity_metrics_acc_init(&acc, &e), GDN_OK);
+      ck_assert_int_eq(parity_metrics_acc_init(&half, &e), GDN_OK);
+      ck_assert_int_eq(parity_metrics_acc_init(&bad, &e), GDN_OK);
+      int k = 0;
+      for (int64_t h1 = H; h1 > 0; h1 -= gs, k++) {
+        const int64_t h0 = h1 - gs > 0 ? h1 - gs : 0;
+        parity_slab sl = slab_copy(x, gx, B * T, H, D, h0, h1);
+        slab_copy(r, gr, B * T, H, D, h0, h1);
+        ck_assert_int_eq(parity_metrics_acc_add_v(k % 2 ? &half : &acc, parity_vals_f64(gx), parity_vals_f64(gr), &sl,
+                                                  GDN_DTYPE_F32, &e), GDN_OK);
+        if (h0 <= ch && ch < h1) /* negative control: the worst element's group mapped one head off */
+          sl.start = h1 < H ? sl.start + D : sl.start - D;
+        ck_assert_int_eq(parity_metrics_acc_add_v(&bad, parity_vals_f64(gx), parity_vals_f64(gr), &sl,
+                                                  GDN_DTYPE_F32, &e), GDN_OK);
+      }
+      parity_metrics_acc_merge(&acc, &half);
+      parity_metrics_acc_value(&acc, dims, GDN_DTYPE_F32, &got);
+      ck_assert_msg(same_pass1(&got, &want), "nf %d groups of %lld: rel_fro %a vs %a, worst h %lld vs %lld", nf,
+                    (long long)gs, got.rel_fro, want.rel_fro, (long long)got.worst[2], (long long)want.worst[2]);
+      int64_t top = 0;
+      for (int j = 0; j < 65536; j++) top += acc.top[j];
+      ck_assert_int_eq(top, N);
+      parity_metrics_acc_value(&bad, dims, GDN_DTYPE_F32, &got);
+      ck_assert_msg(!same_pass1(&got, &want), "nf %d groups of %lld: a mis-mapped slab went unnoticed", nf,
+                    (long long)gs);
+      parity_metrics_acc_clear(&acc);
+      parity_metrics_acc_clear(&half);
+      parity_metrics_acc_clear(&bad);
+    }
+  }
+  /* x held as float32 (a kernel's o), groups of 2: the same */
+  float *xf = malloc(N * sizeof *xf), *gxf = malloc(N * sizeof *gxf);
+  for (int i = 0; i < N; i++) xf[i] = (float)x[i];
+  parity_metrics want, got;
+  ck_assert_int_eq(parity_metrics_compute_v(parity_vals_f32(xf), parity_vals_f64(r), dims, GDN_DTYPE_F32, &want, &e),
+                   GDN_OK);
+  parity_metrics_acc acc;
+  ck_assert_int_eq(parity_metrics_acc_init(&acc, &e), GDN_OK);
+  for (int64_t h0 = 0; h0 < H; h0 += 2) {
+    const parity_slab sl = slab_copy(r, gr, B * T, H, D, h0, h0 + 2);
+    for (size_t j = 0; j < sl.runs; j++) memcpy(gxf + j * sl.len, xf + j * sl.stride + sl.start, sl.len * sizeof *gxf);
+    ck_assert_int_eq(parity_metrics_acc_add_v(&acc, parity_vals_f32(gxf), parity_vals_f64(gr), &sl, GDN_DTYPE_F32, &e),
+                     GDN_OK);
+  }
+  parity_metrics_acc_value(&acc, dims, GDN_DTYPE_F32, &got);
+  ck_assert(same_pass1(&got, &want));
+  parity_metrics_acc_clear(&acc);
+  free(xf), free(gxf);
+  free(x), free(r), free(gx), free(gr);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("metrics");
   TCase *tc = tcase_create("metrics");
@@ -618,6 +717,7 @@ int main(void) {
   tcase_add_test(tc, hand_case);
   tcase_add_test(tc, sums_exact_in_any_order);
   tcase_add_test(tc, rel_acc_any_order);
+  tcase_add_test(tc, pass1_over_head_groups);
   tcase_add_test(tc, nonfinite_and_zero_reference);
   tcase_add_test(tc, first_nonfinite_is_the_lowest_index);
   tcase_add_test(tc, median_exact_and_thread_independent);
