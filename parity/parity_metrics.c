@@ -899,6 +899,84 @@ int parity_metrics_blocks_v(parity_vals x, parity_vals r, const int64_t dims[4],
   return o ? GDN_OK : e ? e->code : GDN_ERR_NOMEM;
 }
 
+/* Block length per axis clamped to [1, dims], and the block counts. */
+static int64_t blocks_layout(const int64_t dims[4], const int64_t block_len[4], int64_t bl[4], int64_t nbk[4]) {
+  int64_t nb = 1;
+  for (int a = 0; a < 4; a++) {
+    bl[a] = block_len[a] < 1 ? 1 : block_len[a] > dims[a] ? dims[a] : block_len[a];
+    if (bl[a] < 1) bl[a] = 1;
+    nbk[a] = (dims[a] + bl[a] - 1) / bl[a];
+    nb *= nbk[a];
+  }
+  return nb;
+}
+
+int parity_blocks_acc_init(parity_blocks_acc *a, const int64_t dims[4], const int64_t block_len[4], int head_axis,
+                           gdn_error *e) {
+  memset(a, 0, sizeof *a);
+  memcpy(a->dims, dims, sizeof a->dims);
+  a->nb = blocks_layout(dims, block_len, a->bl, a->nbk);
+  a->head_axis = head_axis;
+  if (head_axis < 0 || head_axis > 3 || a->bl[head_axis] != 1)
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "block sums by head group: blocks must lie inside one head");
+  a->d2 = gdn_calloc((size_t)(a->nb ? 2 * a->nb : 1), sizeof *a->d2, "block sums", e);
+  a->bad = a->d2 ? gdn_calloc((size_t)(a->nb ? a->nb : 1), 1, "block flags", e) : NULL;
+  if (!a->bad) {
+    gdn_free(a->d2);
+    a->d2 = NULL;
+    return e ? e->code : GDN_ERR_NOMEM;
+  }
+  return GDN_OK;
+}
+
+void parity_blocks_acc_clear(parity_blocks_acc *a) {
+  gdn_free(a->d2);
+  gdn_free(a->bad);
+  memset(a, 0, sizeof *a);
+}
+
+/* The group's block sums (its own blocks: the same rows in the same order
+ * as the whole pass sums them, every block being inside one head), then
+ * each copied to its place among the whole tensor's blocks. */
+int parity_blocks_acc_add_v(parity_blocks_acc *a, parity_vals x, parity_vals r, int64_t h0, int64_t h1, gdn_error *e) {
+  int64_t gd[4], bl[4], nbk[4];
+  memcpy(gd, a->dims, sizeof gd);
+  gd[a->head_axis] = h1 - h0;
+  const int64_t nb = blocks_layout(gd, a->bl, bl, nbk);
+  if (nb == 0) return GDN_OK;
+  double *d2 = gdn_calloc((size_t)nb * 2, sizeof *d2, "group block sums", e);
+  unsigned char *bad = d2 ? gdn_calloc((size_t)nb, 1, "group block flags", e) : NULL;
+  if (!bad) {
+    gdn_free(d2);
+    return e ? e->code : GDN_ERR_NOMEM;
+  }
+  blocks_sum(x, r, gd, bl, nbk, nb / nbk[3], d2, d2 + nb, bad);
+  for (int64_t k = 0; k < nb; k++) {
+    int64_t rem = k, w = 0, j[4];
+    for (int ax = 3; ax >= 0; ax--) j[ax] = rem % nbk[ax], rem /= nbk[ax];
+    j[a->head_axis] += h0;
+    for (int ax = 0; ax < 4; ax++) w = w * a->nbk[ax] + j[ax];
+    a->d2[w] = d2[k], a->d2[a->nb + w] = d2[nb + k], a->bad[w] = bad[k];
+  }
+  gdn_free(d2);
+  gdn_free(bad);
+  return GDN_OK;
+}
+
+void parity_blocks_acc_value(parity_blocks_acc *a, parity_metrics *m) {
+  m->block_rel = 0;
+  m->n_blocks = a->nb;
+  memcpy(m->block_len, a->bl, sizeof a->bl);
+  if (a->nb == 0 || m->n == 0) return;
+  int64_t worst = blocks_judge(a->dims, a->bl, a->nbk, a->nb, a->d2, a->d2 + a->nb, a->bad, m);
+  for (int ax = 3; ax >= 0; ax--) {
+    int64_t j = worst % a->nbk[ax];
+    worst /= a->nbk[ax];
+    m->block_lo[ax] = j * a->bl[ax];
+    m->block_hi[ax] = m->block_lo[ax] + a->bl[ax] < a->dims[ax] ? m->block_lo[ax] + a->bl[ax] : a->dims[ax];
+  }
+}
+
 int parity_block_map_o_v(parity_vals x, parity_vals r, const int64_t dims[4], int64_t block, double rel_floor,
                        int64_t per_bin, double *out, gdn_error *e) {
   const int64_t B = dims[0], T = dims[1], H = dims[2], D = dims[3];

@@ -178,6 +178,28 @@ int parity_metrics_acc_add_v(parity_metrics_acc *a, parity_vals x, parity_vals r
 void parity_metrics_acc_merge(parity_metrics_acc *a, const parity_metrics_acc *b);
 void parity_metrics_acc_value(const parity_metrics_acc *a, const int64_t dims[4], gdn_dtype t, parity_metrics *m);
 
+/* The localized statistic's block sums collected over head groups: each
+ * block lies inside one head (block_len 1 on the head axis: o and the
+ * token-axis gradients per (b, head, chunk), states per (b, head)), so a
+ * group's blocks are summed exactly as the whole pass sums them.  After
+ * every group is added (any order), parity_blocks_acc_value with m holding
+ * pass 1's fields (n, rel_floor, parity_metrics_acc_value) sets block_rel,
+ * block_lo/hi, block_len and n_blocks as parity_metrics_blocks does for the
+ * whole tensor, bit for bit; once (it turns the sums into the blocks' RMS).
+ * Not elem_rel: it needs each element again with the floor.  dims: the
+ * whole tensor's; add_v's x, r: the group's tensors, heads [h0, h1). */
+typedef struct parity_blocks_acc {
+  int64_t dims[4], bl[4], nbk[4], nb;
+  int head_axis;
+  double *d2; /* nb sums of (x - r)^2, then nb of r^2 */
+  unsigned char *bad;
+} parity_blocks_acc;
+int parity_blocks_acc_init(parity_blocks_acc *a, const int64_t dims[4], const int64_t block_len[4], int head_axis,
+                           gdn_error *e);
+int parity_blocks_acc_add_v(parity_blocks_acc *a, parity_vals x, parity_vals r, int64_t h0, int64_t h1, gdn_error *e);
+void parity_blocks_acc_value(parity_blocks_acc *a, parity_metrics *m);
+void parity_blocks_acc_clear(parity_blocks_acc *a);
+
 /* The functions above, reading x and r as they are held (binary64 or
  * float32, parity_vals.h; r may be absent where the double form takes
  * NULL).  Every value is read exactly, so each result is bit for bit the

@@ -710,6 +710,83 @@ START_TEST(pass1_over_head_groups) {
 }
 END_TEST
 
+/* A head group's copy of heads [h0, h1) along axis `ax` of a whole tensor. */
+static void heads_copy(const double *w, double *g, const int64_t dims[4], int ax, int64_t h0, int64_t h1) {
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < ax; i++) outer *= dims[i];
+  for (int i = ax + 1; i < 4; i++) inner *= dims[i];
+  const size_t len = (size_t)((h1 - h0) * inner);
+  for (int64_t j = 0; j < outer; j++)
+    memcpy(g + (size_t)j * len, w + (size_t)((j * dims[ax] + h0) * inner), len * sizeof *g);
+}
+
+/* The localized statistic over head groups: block sums collected group by
+ * group (any order) and judged with pass 1's floor give block_rel,
+ * block_lo/hi, block_len and n_blocks of the whole tensor bit for bit, for
+ * an o-shaped tensor (blocks of 64 tokens x D per head, a short last
+ * chunk) and a state-shaped one (a block per (b, head)), groups of 1..4 of
+ * 6 heads.  A planted error makes head 1's block the worst.  Negative
+ * control: head 1's group placed one head off names another block. */
+START_TEST(blocks_over_head_groups) {
+  enum { N = 2 * 700 * 6 * 16 };
+  static const struct { int64_t dims[4], bl[4]; int ax; } shape[] = {
+      {{2, 700, 6, 16}, {1, 64, 1, 16}, 2}, {{2, 6, 40, 28}, {1, 1, 40, 28}, 1}};
+  double *x = malloc(N * sizeof *x), *r = malloc(N * sizeof *r), *gx = malloc(N * sizeof *x),
+         *gr = malloc(N * sizeof *r);
+  gdn_error e;
+  gdn_error_init(&e);
+  for (int sh = 0; sh < 2; sh++) {
+    const int64_t *dims = shape[sh].dims;
+    const int ax = shape[sh].ax;
+    const int64_t n = dims[0] * dims[1] * dims[2] * dims[3], H = dims[ax];
+    for (int64_t i = 0; i < n; i++) {
+      r[i] = (i % 29 == 0) ? 0 : ldexp(1.0 + 1e-3 * ((i * 7919) % 1013), (int)(i % 20) - 10);
+      x[i] = (float)(r[i] * (1 + ldexp(1.0, -22 + (int)(i % 7))));
+    }
+    int64_t at[4] = {1, 3, 5, 7};
+    at[ax] = 1; /* in head 1 */
+    x[((at[0] * dims[1] + at[1]) * dims[2] + at[2]) * dims[3] + at[3]] += 1e3;
+    parity_metrics want, got;
+    ck_assert_int_eq(parity_metrics_compute(x, r, dims, GDN_DTYPE_F32, &want, &e), GDN_OK);
+    ck_assert_int_eq(parity_metrics_blocks(x, r, dims, shape[sh].bl, &want, &e), GDN_OK);
+    ck_assert_int_eq(want.block_lo[ax], 1);
+    for (int64_t gs = 1; gs <= 4; gs++)
+      for (int ctl = 0; ctl < 2; ctl++) {
+        parity_metrics_acc acc;
+        parity_blocks_acc blk;
+        ck_assert_int_eq(parity_metrics_acc_init(&acc, &e), GDN_OK);
+        ck_assert_int_eq(parity_blocks_acc_init(&blk, dims, shape[sh].bl, ax, &e), GDN_OK);
+        for (int64_t h1 = H; h1 > 0; h1 -= gs) {
+          const int64_t h0 = h1 - gs > 0 ? h1 - gs : 0;
+          heads_copy(x, gx, dims, ax, h0, h1);
+          heads_copy(r, gr, dims, ax, h0, h1);
+          int64_t outer = 1, inner = 1;
+          for (int i = 0; i < ax; i++) outer *= dims[i];
+          for (int i = ax + 1; i < 4; i++) inner *= dims[i];
+          const parity_slab sl = {(size_t)outer, (size_t)((h1 - h0) * inner), (size_t)(H * inner), (size_t)(h0 * inner)};
+          ck_assert_int_eq(parity_metrics_acc_add_v(&acc, parity_vals_f64(gx), parity_vals_f64(gr), &sl, GDN_DTYPE_F32,
+                                                    &e), GDN_OK);
+          const int64_t off = ctl && h0 <= 1 && 1 < h1 ? (h1 < H ? 1 : -1) : 0;
+          ck_assert_int_eq(parity_blocks_acc_add_v(&blk, parity_vals_f64(gx), parity_vals_f64(gr), h0 + off, h1 + off,
+                                                   &e), GDN_OK);
+        }
+        parity_metrics_acc_value(&acc, dims, GDN_DTYPE_F32, &got);
+        parity_blocks_acc_value(&blk, &got);
+        const int same = !memcmp(&got.block_rel, &want.block_rel, 8) &&
+                         !memcmp(got.block_lo, want.block_lo, sizeof got.block_lo) &&
+                         !memcmp(got.block_hi, want.block_hi, sizeof got.block_hi) &&
+                         !memcmp(got.block_len, want.block_len, sizeof got.block_len) && got.n_blocks == want.n_blocks;
+        ck_assert_msg(same == !ctl, "shape %d groups of %lld control %d: block_rel %a vs %a, lo %lld vs %lld", sh,
+                      (long long)gs, ctl, got.block_rel, want.block_rel, (long long)got.block_lo[ax],
+                      (long long)want.block_lo[ax]);
+        parity_metrics_acc_clear(&acc);
+        parity_blocks_acc_clear(&blk);
+      }
+  }
+  free(x), free(r), free(gx), free(gr);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("metrics");
   TCase *tc = tcase_create("metrics");
@@ -718,6 +795,7 @@ int main(void) {
   tcase_add_test(tc, sums_exact_in_any_order);
   tcase_add_test(tc, rel_acc_any_order);
   tcase_add_test(tc, pass1_over_head_groups);
+  tcase_add_test(tc, blocks_over_head_groups);
   tcase_add_test(tc, nonfinite_and_zero_reference);
   tcase_add_test(tc, first_nonfinite_is_the_lowest_index);
   tcase_add_test(tc, median_exact_and_thread_independent);
