@@ -32,12 +32,21 @@ int gdn_cotangents_alloc(gdn_cotangents *c, const gdn_shape *s, int with_dht, gd
 }
 
 void gdn_cotangents_synth(gdn_cotangents *c, uint64_t seed) {
-  size_t n = gdn_shape_numel_v(&c->shape);
+  gdn_cotangents_synth_heads(c, c->shape.Hv, 0, seed);
+}
+
+/* Each value drawn at its index in the whole tensor: row j of `len`
+ * elements of the slab is elements j * stride + start .. of the whole. */
+void gdn_cotangents_synth_heads(gdn_cotangents *c, int64_t Hv, int64_t v0, uint64_t seed) {
+  const gdn_shape *s = &c->shape;
   const uint64_t kdo = gdn_rng_key(seed, S_DO), kdht = gdn_rng_key(seed, S_DHT);
-  for (size_t i = 0; i < n; i++) c->d_o[i] = (float)gdn_rng_normal_k(kdo, i);
+  size_t len = (size_t)(s->Hv * s->Dv), stride = (size_t)(Hv * s->Dv), start = (size_t)(v0 * s->Dv);
+  size_t n = gdn_shape_numel_v(s);
+  for (size_t i = 0; i < n; i++) c->d_o[i] = (float)gdn_rng_normal_k(kdo, i / len * stride + start + i % len);
   if (!c->dht) return;
-  n = gdn_shape_numel_state(&c->shape);
-  for (size_t i = 0; i < n; i++) c->dht[i] = (float)gdn_rng_normal_k(kdht, i);
+  len = (size_t)(s->Hv * s->Dk * s->Dv), stride = (size_t)(Hv * s->Dk * s->Dv), start = (size_t)(v0 * s->Dk * s->Dv);
+  n = gdn_shape_numel_state(s);
+  for (size_t i = 0; i < n; i++) c->dht[i] = (float)gdn_rng_normal_k(kdht, i / len * stride + start + i % len);
 }
 
 int gdn_cotangents_check(const gdn_cotangents *c, const gdn_shape *s, const char *who,

@@ -40,6 +40,11 @@ void gdn_cotangents_clear(gdn_cotangents *c);
 /* Fills do (and dht if allocated) with N(0, 1) values rounded to float32,
  * each a function of (seed, tensor, flat index) only (gdn_rng.h). */
 void gdn_cotangents_synth(gdn_cotangents *c, uint64_t seed);
+/* The same for a head group (parity_stream.h): c allocated for the group's
+ * shape, its value heads being heads [v0, v0 + c->shape.Hv) of the whole
+ * shape's Hv; each value is the one gdn_cotangents_synth draws for the whole
+ * shape at the same position. */
+void gdn_cotangents_synth_heads(gdn_cotangents *c, int64_t Hv, int64_t v0, uint64_t seed);
 
 /* The cotangents fit inputs of shape s (same B, T, Hv, Dk, Dv; do present)
  * and are finite: GDN_ERR_INPUT otherwise, the message starting with `who`

@@ -24,75 +24,123 @@ static float round_to(double x, int bf16) {
  * started for a handful of elements costs more than it does). */
 #define FILL_THREADS(n) gdn_threads_for((int64_t)((n) / 4096 + 1))
 
-/* Elements [lo, hi) of a normal stream, hi - lo <= FILL_BATCH: the uniforms
- * of a batch first (a loop of integer mixing the compiler vectorises), then
- * log, sqrt and cos per element -- the same operations on the same values as
- * gdn_rng_normal_k, so the same bits. */
+/* Where the elements of a (head-range) slab sit in the whole tensor: run j
+ * of `len` elements starts at full index j * stride + start; the slab holds
+ * the runs back to back.  Every value is drawn at its full index, so a slab
+ * is bit for bit that part of the whole tensor (gdn_synth_generate_heads). */
+typedef struct slab {
+  size_t runs, len, stride, start;
+} slab;
+
+/* The slab of heads [h0, h1) of a (B, T, H, D) tensor (D = 1: a gate), or
+ * of a (B, H, Dk Dv) state; the whole tensor is one run. */
+static slab slab_heads(size_t outer, int64_t H, size_t D, int64_t h0, int64_t h1) {
+  if (h0 == 0 && h1 == H) return (slab){1, outer * (size_t)H * D, outer * (size_t)H * D, 0};
+  return (slab){outer, (size_t)(h1 - h0) * D, (size_t)H * D, (size_t)h0 * D};
+}
+
+static size_t slab_numel(slab sl) { return sl.runs * sl.len; }
+static size_t slab_full(slab sl, size_t i) { return i / sl.len * sl.stride + sl.start + i % sl.len; }
+
+/* Elements [lo, hi) of run j of a normal stream's slab, hi - lo <=
+ * FILL_BATCH: the uniforms of a batch first (a loop of integer mixing the
+ * compiler vectorises), then log, sqrt and cos per element -- the same
+ * operations on the same values as gdn_rng_normal_k, so the same bits. */
 #define FILL_BATCH 256
-static void fill_normal_batch(float *x, size_t lo, size_t hi, uint64_t key, double sd, int bf16) {
+static void fill_normal_batch(float *x, slab sl, size_t j, size_t lo, size_t hi, uint64_t key, double sd,
+                              int bf16) {
   double u[2 * FILL_BATCH];
-  const size_t m = hi - lo;
+  const size_t m = hi - lo, f = j * sl.stride + sl.start + lo;
+  float *dst = x + j * sl.len + lo;
 #pragma omp simd
-  for (size_t j = 0; j < 2 * m; j++) u[j] = gdn_rng_uniform_k(key, 2 * lo + j);
-  for (size_t j = 0; j < m; j++)
-    x[lo + j] = round_to(sd * (sqrt(-2.0 * log(u[2 * j])) * cos(6.283185307179586476925 * u[2 * j + 1])), bf16);
+  for (size_t i = 0; i < 2 * m; i++) u[i] = gdn_rng_uniform_k(key, 2 * f + i);
+  for (size_t i = 0; i < m; i++)
+    dst[i] = round_to(sd * (sqrt(-2.0 * log(u[2 * i])) * cos(6.283185307179586476925 * u[2 * i + 1])), bf16);
 }
 
-static void fill_normal(float *x, size_t n, uint64_t seed, uint64_t stream, double sd, int bf16) {
+static void fill_normal(float *x, slab sl, uint64_t seed, uint64_t stream, double sd, int bf16) {
   const uint64_t key = gdn_rng_key(seed, stream); /* once, not per element */
-  const size_t nb = (n + FILL_BATCH - 1) / FILL_BATCH;
-#pragma omp parallel for schedule(static) num_threads(FILL_THREADS(n))
-  for (size_t b = 0; b < nb; b++)
-    fill_normal_batch(x, b * FILL_BATCH, b * FILL_BATCH + FILL_BATCH < n ? b * FILL_BATCH + FILL_BATCH : n, key, sd,
-                      bf16);
+  const size_t per = (sl.len + FILL_BATCH - 1) / FILL_BATCH, nb = sl.runs * per;
+#pragma omp parallel for schedule(static) num_threads(FILL_THREADS(slab_numel(sl)))
+  for (size_t b = 0; b < nb; b++) {
+    const size_t j = b / per, lo = b % per * FILL_BATCH;
+    fill_normal_batch(x, sl, j, lo, lo + FILL_BATCH < sl.len ? lo + FILL_BATCH : sl.len, key, sd, bf16);
+  }
 }
 
-/* Rows of length d normalised in binary64 as x * rsqrt(sum x^2 + 1e-6). */
-static void fill_prenorm(float *x, size_t rows, int64_t d, uint64_t seed, uint64_t stream, int bf16) {
+/* Rows of length d normalised in binary64 as x * rsqrt(sum x^2 + 1e-6);
+ * a slab's runs hold whole rows. */
+static void fill_prenorm(float *x, slab sl, int64_t d, uint64_t seed, uint64_t stream, int bf16) {
   const uint64_t key = gdn_rng_key(seed, stream);
+  const size_t rows = slab_numel(sl) / (size_t)d;
 #pragma omp parallel for schedule(static) num_threads(FILL_THREADS(rows * (size_t)d))
   for (size_t r = 0; r < rows; r++) {
+    const size_t f = slab_full(sl, r * (size_t)d);
     double s = 0;
     for (int64_t i = 0; i < d; i++) {
-      double z = gdn_rng_normal_k(key, r * (size_t)d + (size_t)i);
+      double z = gdn_rng_normal_k(key, f + (size_t)i);
       s += z * z;
     }
     double inv = 1.0 / sqrt(s + 1e-6);
     for (int64_t i = 0; i < d; i++)
-      x[r * (size_t)d + (size_t)i] =
-          round_to(gdn_rng_normal_k(key, r * (size_t)d + (size_t)i) * inv, bf16);
+      x[r * (size_t)d + (size_t)i] = round_to(gdn_rng_normal_k(key, f + (size_t)i) * inv, bf16);
   }
+}
+
+/* Key heads [k0, k1) of the whole shape `full`, value heads [v0, v1) =
+ * [k0 r, k1 r) (r = Hv / Hk): the slab of each tensor. */
+typedef struct heads {
+  const gdn_shape *full;
+  int64_t k0, k1, v0, v1;
+} heads;
+
+static slab slab_qk(const heads *g) {
+  const gdn_shape *s = g->full;
+  return slab_heads((size_t)(s->B * s->T), s->Hk, (size_t)s->Dk, g->k0, g->k1);
+}
+static slab slab_v(const heads *g) {
+  const gdn_shape *s = g->full;
+  return slab_heads((size_t)(s->B * s->T), s->Hv, (size_t)s->Dv, g->v0, g->v1);
+}
+static slab slab_gate(const heads *g) {
+  const gdn_shape *s = g->full;
+  return slab_heads((size_t)(s->B * s->T), s->Hv, 1, g->v0, g->v1);
+}
+static slab slab_state(const heads *g) {
+  const gdn_shape *s = g->full;
+  return slab_heads((size_t)s->B, s->Hv, (size_t)(s->Dk * s->Dv), g->v0, g->v1);
 }
 
 static float bf(float x) { return gdn_bf16_round(x); }
 
+/* A_log[h] = log(A) of value head h (gdn_synth.h), in binary64. */
+static double head_log_a(uint64_t seed, int64_t h, unsigned flags) {
+  const double uA = gdn_rng_uniform(seed, S_ALOG, (uint64_t)h);
+  return log((flags & GDN_SYNTH_SLOW_GATES) ? exp(log(1e-4) + uA * (log(1e-1) - log(1e-4))) : 16.0 * uA);
+}
+
 /* The prelude's starting tensors, drawn as gdn_synth.h says, each rounded
- * once to bfloat16; gdn_prelude_apply then computes the kernel inputs. */
-static int prelude_draw(gdn_prelude *p, const gdn_shape *s, uint64_t seed, unsigned flags, gdn_error *e) {
+ * once to bfloat16 (fill_normal with sd 1 and bf16: bf((float)z) of the
+ * same z); gdn_prelude_apply then computes the kernel inputs.  Per head
+ * (A_log, dt_bias) the heads' own values. */
+static int prelude_draw(gdn_prelude *p, const gdn_shape *s, const heads *g, uint64_t seed, unsigned flags,
+                        gdn_error *e) {
   int rc = gdn_prelude_alloc(p, s, e);
   if (rc) return rc;
   static const uint64_t stream[5] = {S_Q, S_K, S_V, S_A, S_B};
-  for (int i = GDN_PRELUDE_Q; i <= GDN_PRELUDE_B; i++) {
-    float *x = p->t[i];
-    const size_t n = gdn_prelude_numel(s, i);
-    const uint64_t key = gdn_rng_key(seed, stream[i]);
-#pragma omp parallel for schedule(static) num_threads(FILL_THREADS(n))
-    for (size_t j = 0; j < n; j++) x[j] = bf((float)gdn_rng_normal_k(key, j));
-  }
-  for (int64_t h = 0; h < s->Hv; h++) {
-    const double uA = gdn_rng_uniform(seed, S_ALOG, (uint64_t)h);
-    const double A = (flags & GDN_SYNTH_SLOW_GATES) ? exp(log(1e-4) + uA * (log(1e-1) - log(1e-4)))
-                                                    : 16.0 * uA;
-    p->t[GDN_PRELUDE_A_LOG][h] = bf((float)log(A));
-    p->t[GDN_PRELUDE_DT_BIAS][h] = bf(1.0f);
+  const slab sl[5] = {slab_qk(g), slab_qk(g), slab_v(g), slab_gate(g), slab_gate(g)};
+  for (int i = GDN_PRELUDE_Q; i <= GDN_PRELUDE_B; i++) fill_normal(p->t[i], sl[i], seed, stream[i], 1.0, 1);
+  for (int64_t h = g->v0; h < g->v1; h++) {
+    p->t[GDN_PRELUDE_A_LOG][h - g->v0] = bf((float)head_log_a(seed, h, flags));
+    p->t[GDN_PRELUDE_DT_BIAS][h - g->v0] = bf(1.0f);
   }
   return GDN_OK;
 }
 
-static int prelude_bf16(gdn_inputs *in, const gdn_shape *s, uint64_t seed, unsigned flags, gdn_error *e) {
+static int prelude_bf16(gdn_inputs *in, const heads *g, uint64_t seed, unsigned flags, gdn_error *e) {
   gdn_prelude p;
   gdn_prelude_init(&p);
-  int rc = prelude_draw(&p, s, seed, flags, e);
+  int rc = prelude_draw(&p, &in->shape, g, seed, flags, e);
   if (!rc) {
     gdn_prelude_apply(&p, in);
     rc = gdn_prelude_attach(in, &p, e);
@@ -164,26 +212,17 @@ int gdn_synth_segments(gdn_inputs *in, uint64_t seed, int64_t documents, gdn_err
 
 static double softplus(double x) { return x > 30 ? x : log1p(exp(x)); }
 
-int gdn_synth_generate(gdn_inputs *in, const gdn_shape *s, const gdn_synth_opts *o, gdn_error *e) {
-  int rc = gdn_inputs_alloc(in, s, (o->flags & GDN_SYNTH_H0) != 0, e);
-  if (rc) return rc;
-  uint64_t seed = o->seed;
-  unsigned bm = o->bf16_mask;
-  size_t nqk = gdn_shape_numel_qk(s), nv = gdn_shape_numel_v(s), ng = gdn_shape_numel_gate(s);
-  if (o->flags & GDN_SYNTH_QK_PRENORM) {
-    fill_prenorm(in->q, nqk / (size_t)s->Dk, s->Dk, seed, S_Q, (bm & GDN_T_Q) != 0);
-    fill_prenorm(in->k, nqk / (size_t)s->Dk, s->Dk, seed, S_K, (bm & GDN_T_K) != 0);
-    in->l2norm_in_kernel = 0;
-  } else {
-    fill_normal(in->q, nqk, seed, S_Q, 1.0, (bm & GDN_T_Q) != 0);
-    fill_normal(in->k, nqk, seed, S_K, 1.0, (bm & GDN_T_K) != 0);
-    in->l2norm_in_kernel = 1;
-  }
-  fill_normal(in->v, nv, seed, S_V, 1.0, (bm & GDN_T_V) != 0);
-  int64_t Hv = s->Hv;
+/* g and beta of the slab's gates, each from its full index i (value head
+ * i mod Hv). */
+static void fill_gates(gdn_inputs *in, const heads *g, uint64_t seed, const gdn_synth_opts *o) {
+  const int64_t Hv = g->full->Hv;
+  const unsigned bm = o->bf16_mask;
+  const slab sl = slab_gate(g);
+  const size_t ng = slab_numel(sl);
   const uint64_t kalog = gdn_rng_key(seed, S_ALOG), ka = gdn_rng_key(seed, S_A), kb = gdn_rng_key(seed, S_B);
 #pragma omp parallel for schedule(static) num_threads(FILL_THREADS(ng))
-  for (size_t i = 0; i < ng; i++) {
+  for (size_t j = 0; j < ng; j++) {
+    const size_t i = slab_full(sl, j);
     int64_t h = (int64_t)(i % (size_t)Hv);
     double uA = gdn_rng_uniform_k(kalog, (uint64_t)h);
     double A = (o->flags & GDN_SYNTH_SLOW_GATES) ? exp(log(1e-4) + uA * (log(1e-1) - log(1e-4)))
@@ -191,14 +230,55 @@ int gdn_synth_generate(gdn_inputs *in, const gdn_shape *s, const gdn_synth_opts 
     double dt_bias = 1.0;
     double a = gdn_rng_normal_k(ka, i);
     double gi = -A * softplus(a + dt_bias); /* -exp(A_log) * softplus(a + dt_bias) */
-    in->g[i] = round_to(gi, (bm & GDN_T_G) != 0);
+    in->g[j] = round_to(gi, (bm & GDN_T_G) != 0);
     double b = gdn_rng_normal_k(kb, i);
-    in->beta[i] = round_to(1.0 / (1.0 + exp(-b)), (bm & GDN_T_BETA) != 0);
+    in->beta[j] = round_to(1.0 / (1.0 + exp(-b)), (bm & GDN_T_BETA) != 0);
   }
-  if (in->h0) fill_normal(in->h0, gdn_shape_numel_state(s), seed, S_H0, 0.1, 0);
+}
+
+static int generate(gdn_inputs *in, const heads *g, const gdn_synth_opts *o, gdn_error *e) {
+  const gdn_shape *f = g->full;
+  gdn_shape s = *f;
+  s.Hk = g->k1 - g->k0, s.Hv = g->v1 - g->v0;
+  int rc = gdn_inputs_alloc(in, &s, (o->flags & GDN_SYNTH_H0) != 0, e);
+  if (rc) return rc;
+  uint64_t seed = o->seed;
+  unsigned bm = o->bf16_mask;
+  if (o->flags & GDN_SYNTH_QK_PRENORM) {
+    fill_prenorm(in->q, slab_qk(g), f->Dk, seed, S_Q, (bm & GDN_T_Q) != 0);
+    fill_prenorm(in->k, slab_qk(g), f->Dk, seed, S_K, (bm & GDN_T_K) != 0);
+    in->l2norm_in_kernel = 0;
+  } else {
+    fill_normal(in->q, slab_qk(g), seed, S_Q, 1.0, (bm & GDN_T_Q) != 0);
+    fill_normal(in->k, slab_qk(g), seed, S_K, 1.0, (bm & GDN_T_K) != 0);
+    in->l2norm_in_kernel = 1;
+  }
+  fill_normal(in->v, slab_v(g), seed, S_V, 1.0, (bm & GDN_T_V) != 0);
+  fill_gates(in, g, seed, o);
+  if (in->h0) fill_normal(in->h0, slab_state(g), seed, S_H0, 0.1, 0);
   in->bf16_mask = bm;
   in->has_scale = 0;
   in->scale = 0;
-  if (o->flags & GDN_SYNTH_PRELUDE_BF16) return prelude_bf16(in, s, seed, o->flags, e);
+  if (o->flags & GDN_SYNTH_PRELUDE_BF16) return prelude_bf16(in, g, seed, o->flags, e);
   return GDN_OK;
+}
+
+int gdn_synth_generate(gdn_inputs *in, const gdn_shape *s, const gdn_synth_opts *o, gdn_error *e) {
+  int rc = gdn_shape_validate(s, e);
+  if (rc) return rc;
+  const heads g = {s, 0, s->Hk, 0, s->Hv};
+  return generate(in, &g, o, e);
+}
+
+int gdn_synth_generate_heads(gdn_inputs *in, const gdn_shape *s, int64_t k0, int64_t k1, const gdn_synth_opts *o,
+                             gdn_error *e) {
+  int rc = gdn_shape_validate(s, e);
+  if (rc) return rc;
+  if (k0 < 0 || k1 <= k0 || k1 > s->Hk)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "synthetic inputs: key heads [%" PRId64 ", %" PRId64 ") are not a non-empty range of the "
+                         "shape's %" PRId64 " key heads", k0, k1, s->Hk);
+  const int64_t r = s->Hv / s->Hk;
+  const heads g = {s, k0, k1, k0 * r, k1 * r};
+  return generate(in, &g, o, e);
 }

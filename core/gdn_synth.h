@@ -82,4 +82,15 @@ int gdn_synth_segments(gdn_inputs *in, uint64_t seed, int64_t documents, gdn_err
 /* `in` initialised; allocated and filled here. */
 int gdn_synth_generate(gdn_inputs *in, const gdn_shape *s, const gdn_synth_opts *o, gdn_error *e);
 
+/* The inputs of key heads [k0, k1) of shape s alone (a head group, for a
+ * run streamed by head group): shape (B, T, k1 - k0, (k1 - k0) r, Dk, Dv)
+ * with r = Hv / Hk (the value heads [k0 r, k1 r) that read those key heads),
+ * every value -- q, k, v, g, beta, h0 and the prelude -- bit for bit the one
+ * gdn_synth_generate(s) draws at the same position (each is drawn at its
+ * index in the whole tensor).  Segment ids are per token, not per head:
+ * gdn_synth_segments on the group's inputs gives the whole run's.
+ * GDN_ERR_INPUT for an empty or out-of-range head range. */
+int gdn_synth_generate_heads(gdn_inputs *in, const gdn_shape *s, int64_t k0, int64_t k1, const gdn_synth_opts *o,
+                             gdn_error *e);
+
 #endif

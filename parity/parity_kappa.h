@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "gdn_inputs.h"
+#include "parity_xsum.h"
 
 typedef struct parity_kappa {
   double o, ht; /* 0 for T = 0; NaN for C < 1 or NaN gates */
@@ -48,5 +49,20 @@ typedef struct parity_kappa {
 
 /* kappa of `in` with chunk size C. */
 parity_kappa parity_kappa_g(const gdn_inputs *in, int64_t C);
+
+/* The same accumulated over head groups (parity_stream.h): add each group's
+ * inputs (any order, any split; accumulators may be merged), then the value
+ * is parity_kappa_g's of the whole inputs bit for bit -- o's mean of
+ * squares is summed exactly (parity_xsum.h), ht is a maximum. */
+typedef struct parity_kappa_acc {
+  parity_xsum sq;
+  double ht;
+  int64_t n;
+  int bad; /* C < 1 */
+} parity_kappa_acc;
+void parity_kappa_acc_init(parity_kappa_acc *a);
+void parity_kappa_acc_add(parity_kappa_acc *a, const gdn_inputs *in, int64_t C);
+void parity_kappa_acc_merge(parity_kappa_acc *a, const parity_kappa_acc *b);
+parity_kappa parity_kappa_acc_value(const parity_kappa_acc *a);
 
 #endif

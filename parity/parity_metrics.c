@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gdn_alloc.h"
+#include "parity_xsum.h"
 
 /* Every read of a compared value: exact whether it is held as binary64 or
  * float32 (parity_vals.h), so the metrics do not depend on the form. */
@@ -75,10 +76,13 @@ static inline int ulp_bin(double u) {
   return b >= PARITY_ULP_BINS ? PARITY_ULP_BINS - 1 : b;
 }
 
-/* One block's sums and maxima (pass 1), and max_rel_floor's block maximum
- * with its first index (pass 2). */
+/* One block's maxima and counts (pass 1), and max_rel_floor's block
+ * maximum with its first index (pass 2).  The sums of squares go to the
+ * thread's exact accumulators (parity_xsum.h): their value does not depend
+ * on which thread adds what, nor on the order of the elements, so a run
+ * streamed by head group (parity_stream.h) can give the same bits. */
 typedef struct {
-  double max_abs, sum_d2, sum_r2, max_ulp, max_r;
+  double max_abs, max_ulp, max_r;
   int64_t arg, zero_ref, nonfinite, nf_at; /* nf_at: the block's first non-finite x (-1: none) */
   int64_t hist[PARITY_ULP_BINS];
   double rel_max;
@@ -88,7 +92,7 @@ typedef struct {
 /* Pass 1 over one block: its partial (sums in memory order, as one thread
  * from lo), and the top 16 bits of each ULP value counted in `top` (the
  * median's first radix round; integer counts, so any split sums the same). */
-HOT void pass1_block(VARGS, size_t lo, size_t hi, gdn_ulp_fmt f, partial *out, int64_t *top) {
+HOT void pass1_block(VARGS, size_t lo, size_t hi, gdn_ulp_fmt f, partial *out, int64_t *top, parity_xsum *sums) {
   partial q = *out; /* a local copy: the stores to top cannot alias it */
   q.arg = -1;
   q.nf_at = -1;
@@ -103,8 +107,8 @@ HOT void pass1_block(VARGS, size_t lo, size_t hi, gdn_ulp_fmt f, partial *out, i
       q.max_abs = d;
       q.arg = (int64_t)i;
     }
-    q.sum_d2 += d * d;
-    q.sum_r2 += ri * ri;
+    parity_xsum_add(&sums[0], d * d);
+    parity_xsum_add(&sums[1], ri * ri);
     double u = gdn_ulp_distance(f, xi, ri);
     if (u > q.max_ulp) q.max_ulp = u;
     q.hist[ulp_bin(u)]++;
@@ -113,12 +117,15 @@ HOT void pass1_block(VARGS, size_t lo, size_t hi, gdn_ulp_fmt f, partial *out, i
   *out = q;
 }
 
-static void pass1(parity_vals x, parity_vals r, size_t n, gdn_ulp_fmt f, partial *p, int64_t *top, int nt) {
+/* sums: two accumulators (d^2, r^2) per thread. */
+static void pass1(parity_vals x, parity_vals r, size_t n, gdn_ulp_fmt f, partial *p, int64_t *top, parity_xsum *sums,
+                  int nt) {
   size_t nb = (n + BLOCK - 1) / BLOCK;
 #pragma omp parallel for schedule(dynamic) num_threads(nt)
   for (size_t bi = 0; bi < nb; bi++) {
     size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
-    FORMS(pass1_block, x, r, lo, hi, f, &p[bi], top + (size_t)omp_get_thread_num() * RADIX);
+    const int th = omp_get_thread_num();
+    FORMS(pass1_block, x, r, lo, hi, f, &p[bi], top + (size_t)th * RADIX, sums + 2 * th);
   }
 }
 
@@ -386,14 +393,16 @@ static void rows_eval(parity_vals x, parity_vals r, int64_t q0, int64_t cnt, int
 }
 
 double parity_row_rel_v(parity_vals x, parity_vals r, int64_t n_rows, int64_t len, int64_t *worst) {
-  double ss = 0, w = 0, v[ROWS];
+  double w = 0, v[ROWS];
   int64_t arg = -1;
+  static __thread parity_xsum ss; /* 32 KiB: not on the stack; exact, so rows may come in any order */
+  parity_xsum_init(&ss);
   for (int64_t q = 0; q < n_rows; q += ROWS) {
     int64_t cnt = n_rows - q < ROWS ? n_rows - q : ROWS;
     rows_eval(NONE, r, q, cnt, len, 0, v);
-    for (int64_t j = 0; j < cnt; j++) ss += v[j] * v[j];
+    for (int64_t j = 0; j < cnt; j++) parity_xsum_add(&ss, v[j] * v[j]);
   }
-  const double fl = n_rows > 0 ? sqrt(ss / (double)n_rows) : 0; /* the RMS row norm */
+  const double fl = n_rows > 0 ? sqrt(parity_xsum_value(&ss) / (double)n_rows) : 0; /* the RMS row norm */
   for (int64_t q = 0; q < n_rows; q += ROWS) {
     int64_t cnt = n_rows - q < ROWS ? n_rows - q : ROWS;
     rows_eval(x, r, q, cnt, len, fl, v);
@@ -404,17 +413,29 @@ double parity_row_rel_v(parity_vals x, parity_vals r, int64_t n_rows, int64_t le
   return w;
 }
 
-/* Pass 1's partials combined in block order (the sums' order is fixed);
+/* rel_fro and ref_fro from the exact sums; a non-finite x makes max_abs,
+ * rel_fro and max_ulp +inf (parity_metrics.h). */
+static void finish_sums(parity_metrics *m, double sd2, double sr2) {
+  m->ref_fro = sqrt(sr2);
+  if (sd2 == 0) m->rel_fro = 0;
+  else m->rel_fro = sr2 > 0 ? sqrt(sd2) / sqrt(sr2) : INFINITY;
+  if (m->nonfinite) m->rel_fro = m->max_abs = m->max_ulp = INFINITY;
+}
+
+/* Pass 1's partials combined in block order, the sums exactly;
  * returns the flat index of max_abs (-1: none), and in *nf_at the first
  * non-finite x's (-1: none). */
-static int64_t pass1_combine(const partial *p, size_t nb, parity_metrics *m, int64_t *nf_at) {
+static int64_t pass1_combine(const partial *p, size_t nb, parity_xsum *sums, int nt, parity_metrics *m,
+                             int64_t *nf_at) {
   *nf_at = -1;
-  double sd2 = 0, sr2 = 0;
+  for (int j = 1; j < nt; j++) {
+    parity_xsum_merge(&sums[0], &sums[2 * j]);
+    parity_xsum_merge(&sums[1], &sums[2 * j + 1]);
+  }
+  const double sd2 = parity_xsum_value(&sums[0]), sr2 = parity_xsum_value(&sums[1]);
   int64_t arg = -1;
   for (size_t bi = 0; bi < nb; bi++) {
     const partial *q = &p[bi];
-    sd2 += q->sum_d2;
-    sr2 += q->sum_r2;
     if (arg < 0 || q->max_abs > m->max_abs) m->max_abs = q->max_abs, arg = q->arg;
     if (q->max_ulp > m->max_ulp) m->max_ulp = q->max_ulp;
     if (q->max_r > m->ref_max_abs) m->ref_max_abs = q->max_r;
@@ -423,10 +444,7 @@ static int64_t pass1_combine(const partial *p, size_t nb, parity_metrics *m, int
     m->nonfinite += q->nonfinite;
     for (int j = 0; j < PARITY_ULP_BINS; j++) m->ulp_hist[j] += q->hist[j];
   }
-  m->ref_fro = sqrt(sr2);
-  if (sd2 == 0) m->rel_fro = 0;
-  else m->rel_fro = sr2 > 0 ? sqrt(sd2) / sqrt(sr2) : INFINITY;
-  if (m->nonfinite) m->rel_fro = m->max_abs = m->max_ulp = INFINITY;
+  finish_sums(m, sd2, sr2);
   return arg;
 }
 
@@ -487,11 +505,12 @@ int parity_metrics_compute_v(parity_vals x, parity_vals r, const int64_t dims[4]
   partial *p = gdn_calloc(nb ? nb : 1, sizeof *p, "metric partial sums", e);
   int64_t *hist = p ? gdn_calloc((size_t)(nt + 1) * RADIX, sizeof *hist, "median histograms", e) : NULL;
   tstate *ts = hist ? gdn_calloc((size_t)nt, sizeof *ts, "median thread state", e) : NULL;
-  int rc = ts ? GDN_OK : e ? e->code : GDN_ERR_NOMEM;
+  parity_xsum *sums = ts ? gdn_calloc((size_t)(2 * nt), sizeof *sums, "metric exact sums", e) : NULL;
+  int rc = sums ? GDN_OK : e ? e->code : GDN_ERR_NOMEM;
   if (!rc) {
-    pass1(x, r, n, f, p, hist, nt);
+    pass1(x, r, n, f, p, hist, sums, nt);
     int64_t nf_at;
-    int64_t arg = pass1_combine(p, nb, m, &nf_at);
+    int64_t arg = pass1_combine(p, nb, sums, nt, m, &nf_at);
     if (nf_at >= 0) unflatten(nf_at, dims, m->nonfinite_at);
     /* Componentwise relative error with the floor (needs max |r| first). */
     m->rel_floor = gdn_dtype_unit_roundoff(t) * m->ref_max_abs;
@@ -503,10 +522,104 @@ int parity_metrics_compute_v(parity_vals x, parity_vals r, const int64_t dims[4]
       m->worst_ref = AT(r, arg);
     }
   }
+  gdn_free(sums);
   gdn_free(ts);
   gdn_free(hist);
   gdn_free(p);
   return rc;
+}
+
+/* parity_metrics_acc (parity_metrics.h): pass 1 over one slab.  Slab
+ * element i is whole element full(i); full is increasing in i, so a block's
+ * first maximum in slab order is its least whole index among the maxima. */
+static int64_t slab_full(const parity_slab *sl, size_t i) {
+  return (int64_t)(i / sl->len * sl->stride + sl->start + i % sl->len);
+}
+
+int parity_metrics_acc_init(parity_metrics_acc *a, gdn_error *e) {
+  memset(a, 0, sizeof *a);
+  a->arg = a->nf_at = -1;
+  a->top = gdn_calloc(RADIX, sizeof *a->top, "median histogram", e);
+  return a->top ? GDN_OK : e ? e->code : GDN_ERR_NOMEM;
+}
+
+void parity_metrics_acc_clear(parity_metrics_acc *a) {
+  gdn_free(a->top);
+  memset(a, 0, sizeof *a);
+}
+
+/* The least whole index wins a tie of equal maxima: the whole pass's first. */
+static void acc_take(parity_metrics_acc *a, double v, int64_t at, double x, double r) {
+  if (a->arg < 0 || v > a->max_abs || (v == a->max_abs && at < a->arg))
+    a->max_abs = v, a->arg = at, a->arg_x = x, a->arg_r = r;
+}
+
+void parity_metrics_acc_merge(parity_metrics_acc *a, const parity_metrics_acc *b) {
+  parity_xsum_merge(&a->d2, &b->d2);
+  parity_xsum_merge(&a->r2, &b->r2);
+  if (b->arg >= 0) acc_take(a, b->max_abs, b->arg, b->arg_x, b->arg_r);
+  if (b->max_ulp > a->max_ulp) a->max_ulp = b->max_ulp;
+  if (b->max_r > a->max_r) a->max_r = b->max_r;
+  if (b->nf_at >= 0 && (a->nf_at < 0 || b->nf_at < a->nf_at)) a->nf_at = b->nf_at;
+  a->n += b->n, a->zero_ref += b->zero_ref, a->nonfinite += b->nonfinite;
+  for (int j = 0; j < PARITY_ULP_BINS; j++) a->hist[j] += b->hist[j];
+  for (int j = 0; j < RADIX; j++) a->top[j] += b->top[j];
+}
+
+int parity_metrics_acc_add_v(parity_metrics_acc *a, parity_vals x, parity_vals r, const parity_slab *sl, gdn_dtype t,
+                             gdn_error *e) {
+  const size_t n = sl->runs * sl->len, nb = (n + BLOCK - 1) / BLOCK;
+  const gdn_ulp_fmt f = gdn_dtype_ulp_fmt(t);
+  partial *p = gdn_calloc(nb ? nb : 1, sizeof *p, "metric partials", e);
+  parity_xsum *sums = p ? gdn_calloc(2, sizeof *sums, "metric exact sums", e) : NULL;
+  if (!sums) {
+    gdn_free(p);
+    return e ? e->code : GDN_ERR_NOMEM;
+  }
+  /* one thread: the accumulator's histogram and sums are one set (a
+   * group's slab is one of several; the groups are the parallelism) */
+  for (size_t bi = 0; bi < nb; bi++) {
+    size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+    FORMS(pass1_block, x, r, lo, hi, f, &p[bi], a->top, sums);
+  }
+  parity_xsum_merge(&a->d2, &sums[0]);
+  parity_xsum_merge(&a->r2, &sums[1]);
+  for (size_t bi = 0; bi < nb; bi++) {
+    const partial *q = &p[bi];
+    if (q->arg >= 0) acc_take(a, q->max_abs, slab_full(sl, (size_t)q->arg), AT(x, q->arg), AT(r, q->arg));
+    if (q->max_ulp > a->max_ulp) a->max_ulp = q->max_ulp;
+    if (q->max_r > a->max_r) a->max_r = q->max_r;
+    a->zero_ref += q->zero_ref;
+    if (q->nonfinite) {
+      const int64_t at = slab_full(sl, (size_t)q->nf_at);
+      if (a->nf_at < 0 || at < a->nf_at) a->nf_at = at;
+    }
+    a->nonfinite += q->nonfinite;
+    for (int j = 0; j < PARITY_ULP_BINS; j++) a->hist[j] += q->hist[j];
+  }
+  a->n += (int64_t)n;
+  gdn_free(sums);
+  gdn_free(p);
+  return GDN_OK;
+}
+
+void parity_metrics_acc_value(const parity_metrics_acc *a, const int64_t dims[4], gdn_dtype t, parity_metrics *m) {
+  memset(m, 0, sizeof *m);
+  m->n = a->n;
+  m->max_abs = a->max_abs;
+  m->max_ulp = a->max_ulp;
+  m->ref_max_abs = a->max_r;
+  m->zero_ref = a->zero_ref;
+  m->nonfinite = a->nonfinite;
+  memcpy(m->ulp_hist, a->hist, sizeof m->ulp_hist);
+  if (a->nf_at >= 0) unflatten(a->nf_at, dims, m->nonfinite_at);
+  finish_sums(m, parity_xsum_value(&a->d2), parity_xsum_value(&a->r2));
+  m->rel_floor = gdn_dtype_unit_roundoff(t) * m->ref_max_abs;
+  if (a->arg >= 0) {
+    unflatten(a->arg, dims, m->worst);
+    m->worst_x = a->arg_x;
+    m->worst_ref = a->arg_r;
+  }
 }
 
 /* max |x - r| (no r: max |x|) over the rows of positions t0 .. t1 - 1 of
@@ -583,16 +696,27 @@ double parity_max_abs_rows_v(parity_vals x, parity_vals r, const int64_t dims[4]
   return m;
 }
 
+void parity_rel_acc_init(parity_rel_acc *acc) {
+  parity_xsum_init(&acc->dd);
+  parity_xsum_init(&acc->nn);
+}
+
 void parity_rel_acc_add(parity_rel_acc *acc, const double *a, const double *b, size_t len) {
   for (size_t i = 0; i < len; i++) {
     double df = a[i] - b[i];
-    acc->dd += df * df;
-    acc->nn += b[i] * b[i];
+    parity_xsum_add(&acc->dd, df * df);
+    parity_xsum_add(&acc->nn, b[i] * b[i]);
   }
 }
 
+void parity_rel_acc_merge(parity_rel_acc *acc, const parity_rel_acc *other) {
+  parity_xsum_merge(&acc->dd, &other->dd);
+  parity_xsum_merge(&acc->nn, &other->nn);
+}
+
 double parity_rel_acc_value(const parity_rel_acc *acc) {
-  return acc->nn > 0 ? sqrt(acc->dd / acc->nn) : (acc->dd > 0 ? INFINITY : 0);
+  const double dd = parity_xsum_value(&acc->dd), nn = parity_xsum_value(&acc->nn);
+  return nn > 0 ? sqrt(dd / nn) : (dd > 0 ? INFINITY : 0);
 }
 
 /* parity_metrics_blocks: the blocks' sums and elem_rel in parallel over
@@ -773,6 +897,84 @@ int parity_metrics_blocks_v(parity_vals x, parity_vals r, const int64_t dims[4],
   gdn_free(d2);
   gdn_free(bad);
   return o ? GDN_OK : e ? e->code : GDN_ERR_NOMEM;
+}
+
+/* Block length per axis clamped to [1, dims], and the block counts. */
+static int64_t blocks_layout(const int64_t dims[4], const int64_t block_len[4], int64_t bl[4], int64_t nbk[4]) {
+  int64_t nb = 1;
+  for (int a = 0; a < 4; a++) {
+    bl[a] = block_len[a] < 1 ? 1 : block_len[a] > dims[a] ? dims[a] : block_len[a];
+    if (bl[a] < 1) bl[a] = 1;
+    nbk[a] = (dims[a] + bl[a] - 1) / bl[a];
+    nb *= nbk[a];
+  }
+  return nb;
+}
+
+int parity_blocks_acc_init(parity_blocks_acc *a, const int64_t dims[4], const int64_t block_len[4], int head_axis,
+                           gdn_error *e) {
+  memset(a, 0, sizeof *a);
+  memcpy(a->dims, dims, sizeof a->dims);
+  a->nb = blocks_layout(dims, block_len, a->bl, a->nbk);
+  a->head_axis = head_axis;
+  if (head_axis < 0 || head_axis > 3 || a->bl[head_axis] != 1)
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "block sums by head group: blocks must lie inside one head");
+  a->d2 = gdn_calloc((size_t)(a->nb ? 2 * a->nb : 1), sizeof *a->d2, "block sums", e);
+  a->bad = a->d2 ? gdn_calloc((size_t)(a->nb ? a->nb : 1), 1, "block flags", e) : NULL;
+  if (!a->bad) {
+    gdn_free(a->d2);
+    a->d2 = NULL;
+    return e ? e->code : GDN_ERR_NOMEM;
+  }
+  return GDN_OK;
+}
+
+void parity_blocks_acc_clear(parity_blocks_acc *a) {
+  gdn_free(a->d2);
+  gdn_free(a->bad);
+  memset(a, 0, sizeof *a);
+}
+
+/* The group's block sums (its own blocks: the same rows in the same order
+ * as the whole pass sums them, every block being inside one head), then
+ * each copied to its place among the whole tensor's blocks. */
+int parity_blocks_acc_add_v(parity_blocks_acc *a, parity_vals x, parity_vals r, int64_t h0, int64_t h1, gdn_error *e) {
+  int64_t gd[4], bl[4], nbk[4];
+  memcpy(gd, a->dims, sizeof gd);
+  gd[a->head_axis] = h1 - h0;
+  const int64_t nb = blocks_layout(gd, a->bl, bl, nbk);
+  if (nb == 0) return GDN_OK;
+  double *d2 = gdn_calloc((size_t)nb * 2, sizeof *d2, "group block sums", e);
+  unsigned char *bad = d2 ? gdn_calloc((size_t)nb, 1, "group block flags", e) : NULL;
+  if (!bad) {
+    gdn_free(d2);
+    return e ? e->code : GDN_ERR_NOMEM;
+  }
+  blocks_sum(x, r, gd, bl, nbk, nb / nbk[3], d2, d2 + nb, bad);
+  for (int64_t k = 0; k < nb; k++) {
+    int64_t rem = k, w = 0, j[4];
+    for (int ax = 3; ax >= 0; ax--) j[ax] = rem % nbk[ax], rem /= nbk[ax];
+    j[a->head_axis] += h0;
+    for (int ax = 0; ax < 4; ax++) w = w * a->nbk[ax] + j[ax];
+    a->d2[w] = d2[k], a->d2[a->nb + w] = d2[nb + k], a->bad[w] = bad[k];
+  }
+  gdn_free(d2);
+  gdn_free(bad);
+  return GDN_OK;
+}
+
+void parity_blocks_acc_value(parity_blocks_acc *a, parity_metrics *m) {
+  m->block_rel = 0;
+  m->n_blocks = a->nb;
+  memcpy(m->block_len, a->bl, sizeof a->bl);
+  if (a->nb == 0 || m->n == 0) return;
+  int64_t worst = blocks_judge(a->dims, a->bl, a->nbk, a->nb, a->d2, a->d2 + a->nb, a->bad, m);
+  for (int ax = 3; ax >= 0; ax--) {
+    int64_t j = worst % a->nbk[ax];
+    worst /= a->nbk[ax];
+    m->block_lo[ax] = j * a->bl[ax];
+    m->block_hi[ax] = m->block_lo[ax] + a->bl[ax] < a->dims[ax] ? m->block_lo[ax] + a->bl[ax] : a->dims[ax];
+  }
 }
 
 int parity_block_map_o_v(parity_vals x, parity_vals r, const int64_t dims[4], int64_t block, double rel_floor,

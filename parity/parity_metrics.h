@@ -1,7 +1,10 @@
 /* parity_metrics: how far one tensor is from a reference.
  *
- * All sums are in binary64 over fixed blocks of 65536 elements combined in
- * block order, so the numbers are identical for any thread count.
+ * The whole-tensor sums of squares (rel_fro, ref_fro, row_rel's RMS row
+ * norm) are exact (parity_xsum.h), rounded once: the same bits for any
+ * thread count and any order of the elements (a run streamed by head group
+ * meets them in another order).  Sums within a block or a row are in
+ * binary64 in memory order, a block or row lying inside one head.
  *
  *   max_abs     max |x - r|
  *   rel_fro     ||x - r||_F / ||r||_F  (0 if x == r everywhere; +inf if r == 0
@@ -57,6 +60,7 @@
 #include "gdn_dtype.h"
 #include "gdn_error.h"
 #include "parity_vals.h"
+#include "parity_xsum.h"
 
 #define PARITY_ULP_BINS 20 /* edges 0, 0.5, 1, 2, ..., 2^17; the last bin is open */
 
@@ -78,8 +82,9 @@ typedef struct parity_metrics {
 
 /* row_rel of x against r (n_rows rows of `len`), as defined above; the
  * flat row index of the maximum in *worst (-1 when every row is exact).
- * Sums of squares in binary64 left to right within a row; a max does not
- * depend on the order, so the value is the same for any thread count. */
+ * Sums of squares in binary64 left to right within a row, the RMS over the
+ * rows exact; a max does not depend on the order, so the value is the same
+ * for any thread count. */
 double parity_row_rel(const double *x, const double *r, int64_t n_rows, int64_t len, int64_t *worst);
 
 /* Lower edge of ULP-histogram bin i (0, 0.5, 1, 2, 4, ...). */
@@ -119,19 +124,81 @@ double parity_max_abs_rows(const double *x, const double *r, const int64_t dims[
 
 /* ||a - b||_F / ||b||_F accumulated over vectors (the state entering each
  * head at a seam against the state the previous device ended with).  Both
- * sums in binary64, in the order the vectors are added, left to right
- * within each; the value is 0 when a == b == 0 and +inf when only b is all
- * zero. */
+ * sums exact (parity_xsum.h), so the value does not depend on the order
+ * the vectors are added in (heads streamed by group come in another order
+ * than (b, h)); 0 when a == b == 0 and +inf when only b is all zero.
+ * 64 KiB: parity_rel_acc_init before use (or zero it). */
 typedef struct parity_rel_acc {
-  double dd, nn;
+  parity_xsum dd, nn;
 } parity_rel_acc;
+void parity_rel_acc_init(parity_rel_acc *acc);
 void parity_rel_acc_add(parity_rel_acc *acc, const double *a, const double *b, size_t len);
+void parity_rel_acc_merge(parity_rel_acc *acc, const parity_rel_acc *other);
 double parity_rel_acc_value(const parity_rel_acc *acc);
 
 /* The largest |x - r| / (atol + rtol |r|) over all elements: <= 1 means
  * numpy.testing.assert_allclose / torch.testing.assert_close with these
  * tolerances would pass.  +inf for a non-finite x. */
 double parity_allclose_ratio(const double *x, const double *r, size_t n, double rtol, double atol);
+
+/* A slab of a tensor: a head group's part (parity_stream.h), held on its
+ * own.  Slab element i is element full(i) = (i / len) stride + start +
+ * i mod len of the whole tensor (run j of `len` elements starts at whole
+ * index j stride + start).  For heads [h0, h1) of a (B, T, H, D) tensor:
+ * runs B T, len (h1 - h0) D, stride H D, start h0 D. */
+typedef struct parity_slab {
+  size_t runs, len, stride, start;
+} parity_slab;
+
+/* Pass 1 of parity_metrics_compute accumulated over slabs, merged exactly:
+ * after adding every slab of the whole tensor once (any order, any
+ * split, accumulators merged in any order), parity_metrics_acc_value
+ * gives the fields parity_metrics_compute gives the whole tensor, bit for
+ * bit: n, max_abs with worst, worst_x and worst_ref (ties: the least whole
+ * index), rel_fro and ref_fro (exact sums), max_ulp, ref_max_abs, zero_ref,
+ * nonfinite with nonfinite_at, ulp_hist, rel_floor; the rest of *m is
+ * zero.  `top` counts the ULP values' top 16 bits (the median's first radix
+ * round, integer counts).  Not covered yet: the fields that need a global
+ * value first (max_rel, the median, row_rel, the blocks' statistics:
+ * doc-stream notes).  One exception: a NaN reference value (|x - r| NaN)
+ * may take max_abs's place differently, as the whole pass's result there
+ * depends on its blocks of 65536. */
+typedef struct parity_metrics_acc {
+  parity_xsum d2, r2;
+  double max_abs, max_ulp, max_r, arg_x, arg_r;
+  int64_t arg, nf_at; /* whole flat indices; -1: none */
+  int64_t n, zero_ref, nonfinite;
+  int64_t hist[PARITY_ULP_BINS];
+  int64_t *top; /* 65536 counts */
+} parity_metrics_acc;
+int parity_metrics_acc_init(parity_metrics_acc *a, gdn_error *e);
+void parity_metrics_acc_clear(parity_metrics_acc *a);
+int parity_metrics_acc_add_v(parity_metrics_acc *a, parity_vals x, parity_vals r, const parity_slab *sl, gdn_dtype t,
+                             gdn_error *e);
+void parity_metrics_acc_merge(parity_metrics_acc *a, const parity_metrics_acc *b);
+void parity_metrics_acc_value(const parity_metrics_acc *a, const int64_t dims[4], gdn_dtype t, parity_metrics *m);
+
+/* The localized statistic's block sums collected over head groups: each
+ * block lies inside one head (block_len 1 on the head axis: o and the
+ * token-axis gradients per (b, head, chunk), states per (b, head)), so a
+ * group's blocks are summed exactly as the whole pass sums them.  After
+ * every group is added (any order), parity_blocks_acc_value with m holding
+ * pass 1's fields (n, rel_floor, parity_metrics_acc_value) sets block_rel,
+ * block_lo/hi, block_len and n_blocks as parity_metrics_blocks does for the
+ * whole tensor, bit for bit; once (it turns the sums into the blocks' RMS).
+ * Not elem_rel: it needs each element again with the floor.  dims: the
+ * whole tensor's; add_v's x, r: the group's tensors, heads [h0, h1). */
+typedef struct parity_blocks_acc {
+  int64_t dims[4], bl[4], nbk[4], nb;
+  int head_axis;
+  double *d2; /* nb sums of (x - r)^2, then nb of r^2 */
+  unsigned char *bad;
+} parity_blocks_acc;
+int parity_blocks_acc_init(parity_blocks_acc *a, const int64_t dims[4], const int64_t block_len[4], int head_axis,
+                           gdn_error *e);
+int parity_blocks_acc_add_v(parity_blocks_acc *a, parity_vals x, parity_vals r, int64_t h0, int64_t h1, gdn_error *e);
+void parity_blocks_acc_value(parity_blocks_acc *a, parity_metrics *m);
+void parity_blocks_acc_clear(parity_blocks_acc *a);
 
 /* The functions above, reading x and r as they are held (binary64 or
  * float32, parity_vals.h; r may be absent where the double form takes

@@ -284,7 +284,7 @@ static void case_describe(const input_ctx *x, parity_case_result *r) {
 
 /* The first chunk after each seam: o errors there, and how far the
  * prefix-derived incoming state is from the state the previous device
- * actually ended with (over every head, in (b, h) order). */
+ * actually ended with (over every head; exact sums, so in any order). */
 static void case_seams(const input_ctx *x, parity_case_result *r) {
   const gdn_shape *s = &x->in->shape;
   const parity_subject_run *base = &x->subj[x->baseline];
@@ -307,7 +307,8 @@ static void case_seams(const input_ctx *x, parity_case_result *r) {
       sm->candidate = parity_max_abs_rows_v(parity_vals_o(cand->out), ro, od, sm->t, t1);
     }
     if (!(sm->has_state = cand->has_seams)) continue;
-    parity_rel_acc acc = {0, 0};
+    static __thread parity_rel_acc acc; /* 64 KiB: not on the stack */
+    parity_rel_acc_init(&acc);
     for (int64_t b = 0; b < s->B; b++)
       for (int64_t h = 0; h < s->Hv; h++)
         parity_rel_acc_add(&acc, kern_affine_seams_h_in(&cand->seams, b, h, sm->device),

@@ -7,6 +7,7 @@
 #include "gdn_alloc.h"
 #include "gdn_grads.h"
 #include "../check_runner.h"
+#include "gdn_rng.h"
 
 START_TEST(alloc_layout_clear) {
   gdn_shape s = {2, 5, 1, 3, 4, 6};
@@ -66,6 +67,43 @@ START_TEST(cotangents) {
 }
 END_TEST
 
+/* A head group's cotangents (a --grad run streamed by head group) are
+ * its slab of the whole run's: every group of 1..3 value heads of a
+ * 5-head, B = 2 shape, do and dht.  The whole tensors are still the values
+ * the three-argument generator gives at each flat index (streams 101 and
+ * 102: the cotangents every stored gradient fixture was made with).
+ * Negative control: a group drawn one head off differs. */
+START_TEST(cotangents_of_head_groups) {
+  const gdn_shape s = {2, 7, 5, 5, 3, 2};
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_cotangents w;
+  gdn_cotangents_init(&w);
+  ck_assert_int_eq(gdn_cotangents_alloc(&w, &s, 1, &e), GDN_OK);
+  gdn_cotangents_synth(&w, 9);
+  for (size_t i = 0; i < gdn_shape_numel_v(&s); i++) ck_assert(w.d_o[i] == (float)gdn_rng_normal(9, 101, i));
+  for (size_t i = 0; i < gdn_shape_numel_state(&s); i++) ck_assert(w.dht[i] == (float)gdn_rng_normal(9, 102, i));
+  for (int64_t gs = 1; gs <= 3; gs++)
+    for (int64_t v0 = 0; v0 + gs <= s.Hv; v0++) {
+      gdn_shape g = s;
+      g.Hk = g.Hv = gs;
+      gdn_cotangents c;
+      gdn_cotangents_init(&c);
+      ck_assert_int_eq(gdn_cotangents_alloc(&c, &g, 1, &e), GDN_OK);
+      gdn_cotangents_synth_heads(&c, s.Hv, v0, 9);
+      const size_t row = (size_t)(gs * s.Dv), st = (size_t)(gs * s.Dk * s.Dv);
+      for (size_t j = 0; j < (size_t)(s.B * s.T); j++)
+        ck_assert(!memcmp(c.d_o + j * row, w.d_o + (j * (size_t)s.Hv + (size_t)v0) * (size_t)s.Dv, row * 4));
+      for (size_t b = 0; b < (size_t)s.B; b++)
+        ck_assert(!memcmp(c.dht + b * st, w.dht + (b * (size_t)s.Hv + (size_t)v0) * (size_t)(s.Dk * s.Dv), st * 4));
+      if (v0 + gs < s.Hv) /* negative control */
+        ck_assert(memcmp(c.d_o, w.d_o + (size_t)(v0 + 1) * (size_t)s.Dv, row * 4) != 0);
+      gdn_cotangents_clear(&c);
+    }
+  gdn_cotangents_clear(&w);
+}
+END_TEST
+
 START_TEST(rel_fro_rules) {
   gdn_shape s = {1, 1, 1, 1, 2, 1};
   gdn_error e;
@@ -85,4 +123,4 @@ START_TEST(rel_fro_rules) {
 }
 END_TEST
 
-CKR_MAIN("grads", "grads", 0, alloc_layout_clear, cotangents, rel_fro_rules)
+CKR_MAIN("grads", "grads", 0, alloc_layout_clear, cotangents, cotangents_of_head_groups, rel_fro_rules)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "gdn_bf16.h"
+#include "gdn_prelude.h"
 #include "gdn_synth.h"
 #include "gdn_threads.h"
 #include "../check_runner.h"
@@ -123,5 +124,91 @@ START_TEST(prenorm_and_bf16) {
 }
 END_TEST
 
+/* Heads [h0, h1) of a whole (outer, H, D) tensor against a group's
+ * (outer, h1 - h0, D) one: the first differing element's group index, or -1. */
+static long slab_diff(const float *whole, const float *grp, size_t outer, int64_t H, size_t D, int64_t h0,
+                      int64_t h1) {
+  const size_t len = (size_t)(h1 - h0) * D;
+  for (size_t j = 0; j < outer; j++)
+    if (memcmp(whole + j * (size_t)H * D + (size_t)h0 * D, grp + j * len, len * sizeof(float)))
+      for (size_t i = 0; i < len; i++)
+        if (memcmp(whole + j * (size_t)H * D + (size_t)h0 * D + i, grp + j * len + i, sizeof(float)))
+          return (long)(j * len + i);
+  return -1;
+}
+
+/* Every tensor of a head group (q, k, v, g, beta, h0, the prelude's seven)
+ * against its slab of the whole generation, or the first that differs. */
+static const char *group_diff(const gdn_inputs *w, const gdn_inputs *g, int64_t k0, int64_t k1) {
+  const gdn_shape *s = &w->shape;
+  const int64_t r = s->Hv / s->Hk, v0 = k0 * r, v1 = k1 * r;
+  const size_t bt = (size_t)(s->B * s->T);
+  if (g->shape.Hk != k1 - k0 || g->shape.Hv != v1 - v0 || g->shape.T != s->T) return "shape";
+  if (slab_diff(w->q, g->q, bt, s->Hk, (size_t)s->Dk, k0, k1) >= 0) return "q";
+  if (slab_diff(w->k, g->k, bt, s->Hk, (size_t)s->Dk, k0, k1) >= 0) return "k";
+  if (slab_diff(w->v, g->v, bt, s->Hv, (size_t)s->Dv, v0, v1) >= 0) return "v";
+  if (slab_diff(w->g, g->g, bt, s->Hv, 1, v0, v1) >= 0) return "g";
+  if (slab_diff(w->beta, g->beta, bt, s->Hv, 1, v0, v1) >= 0) return "beta";
+  if (!w->h0 != !g->h0) return "h0 presence";
+  if (w->h0 && slab_diff(w->h0, g->h0, (size_t)s->B, s->Hv, (size_t)(s->Dk * s->Dv), v0, v1) >= 0) return "h0";
+  if (!w->prelude != !g->prelude) return "prelude presence";
+  if (w->l2norm_in_kernel != g->l2norm_in_kernel || w->bf16_mask != g->bf16_mask) return "flags";
+  if (!w->prelude) return NULL;
+  const float *const *pw = (const float *const *)w->prelude->t, *const *pg = (const float *const *)g->prelude->t;
+  if (slab_diff(pw[GDN_PRELUDE_Q], pg[GDN_PRELUDE_Q], bt, s->Hk, (size_t)s->Dk, k0, k1) >= 0) return "prelude q";
+  if (slab_diff(pw[GDN_PRELUDE_K], pg[GDN_PRELUDE_K], bt, s->Hk, (size_t)s->Dk, k0, k1) >= 0) return "prelude k";
+  if (slab_diff(pw[GDN_PRELUDE_V], pg[GDN_PRELUDE_V], bt, s->Hv, (size_t)s->Dv, v0, v1) >= 0) return "prelude v";
+  if (slab_diff(pw[GDN_PRELUDE_A], pg[GDN_PRELUDE_A], bt, s->Hv, 1, v0, v1) >= 0) return "prelude a";
+  if (slab_diff(pw[GDN_PRELUDE_B], pg[GDN_PRELUDE_B], bt, s->Hv, 1, v0, v1) >= 0) return "prelude b";
+  if (slab_diff(pw[GDN_PRELUDE_A_LOG], pg[GDN_PRELUDE_A_LOG], 1, s->Hv, 1, v0, v1) >= 0) return "prelude A_log";
+  if (slab_diff(pw[GDN_PRELUDE_DT_BIAS], pg[GDN_PRELUDE_DT_BIAS], 1, s->Hv, 1, v0, v1) >= 0) return "prelude dt_bias";
+  return NULL;
+}
+
+/* A run streamed by head group draws each group's inputs alone: every
+ * group, for group sizes 1 .. Hk (a short last group included), is bit for
+ * bit its slab of the whole generation, in every synthesis mode, GQA (two
+ * value heads per key head), B = 2, at 1 and 2 threads.  The whole
+ * generation itself is pinned (pinned_hashes_across_threads).  Negative
+ * control: a group compared with the neighbouring heads' slab differs, and
+ * an empty or out-of-range head range is refused. */
+START_TEST(head_groups_match_whole) {
+  const gdn_shape s = {2, 300, 4, 8, 16, 8};
+  static const struct { unsigned flags, bm; } mode[] = {
+      {GDN_SYNTH_H0, 0}, {GDN_SYNTH_SLOW_GATES, GDN_T_G | GDN_T_BETA},
+      {GDN_SYNTH_QK_PRENORM | GDN_SYNTH_H0, GDN_T_Q | GDN_T_K | GDN_T_V}, {GDN_SYNTH_PRELUDE_BF16, 0}};
+  gdn_error e;
+  gdn_error_init(&e);
+  for (size_t m = 0; m < sizeof mode / sizeof mode[0]; m++)
+    for (int th = 1; th <= 2; th++) {
+      gdn_threads_set(th);
+      gdn_inputs w;
+      gen(&w, &s, mode[m].flags, mode[m].bm, 11);
+      gdn_synth_opts o = {11, mode[m].flags, mode[m].bm};
+      for (int64_t gs = 1; gs <= s.Hk; gs++)
+        for (int64_t k0 = 0; k0 < s.Hk; k0 += gs) {
+          const int64_t k1 = k0 + gs < s.Hk ? k0 + gs : s.Hk;
+          gdn_inputs g;
+          gdn_inputs_init(&g);
+          ck_assert_int_eq(gdn_synth_generate_heads(&g, &s, k0, k1, &o, &e), GDN_OK);
+          const char *d = group_diff(&w, &g, k0, k1);
+          ck_assert_msg(!d, "mode %zu, %d threads, heads [%lld, %lld): %s differs", m, th, (long long)k0,
+                        (long long)k1, d);
+          if (k1 < s.Hk) /* negative control: the next heads' slab is other values */
+            ck_assert_msg(group_diff(&w, &g, k0 + 1, k1 + 1) != NULL, "mode %zu: shifted slab matched", m);
+          gdn_inputs_clear(&g);
+        }
+      gdn_inputs_clear(&w);
+    }
+  gdn_inputs g;
+  gdn_inputs_init(&g);
+  gdn_synth_opts o = {11, 0, 0};
+  ck_assert_int_eq(gdn_synth_generate_heads(&g, &s, 2, 2, &o, &e), GDN_ERR_INPUT);
+  ck_assert_ptr_nonnull(strstr(e.msg, "key heads [2, 2)"));
+  ck_assert_int_eq(gdn_synth_generate_heads(&g, &s, 3, 5, &o, &e), GDN_ERR_INPUT);
+  ck_assert_ptr_null(g.q);
+}
+END_TEST
+
 CKR_MAIN("synth", "synth", 0, deterministic_across_threads_and_seeds, pinned_hashes_across_threads, distributions,
-    prenorm_and_bf16)
+    prenorm_and_bf16, head_groups_match_whole)

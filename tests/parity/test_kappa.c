@@ -113,6 +113,48 @@ START_TEST(kappa_matches_definition) {
 }
 END_TEST
 
+/* kappa accumulated over head groups (a run streamed by head group): the
+ * groups' inputs drawn alone (gdn_synth_generate_heads), added in either
+ * order or merged from separate accumulators, give the whole inputs'
+ * kappa bit for bit (B = 2, GQA, group sizes 1..3, both gate kinds, and
+ * packed documents).  Negative control: leaving a group out changes it. */
+START_TEST(kappa_over_head_groups) {
+  const gdn_shape s = {2, 700, 3, 6, 8, 8};
+  gdn_error e;
+  gdn_error_init(&e);
+  static parity_kappa_acc acc, part, other;
+  for (unsigned fl = 0; fl < 2; fl++) {
+    gdn_synth_opts so = {5, fl ? GDN_SYNTH_SLOW_GATES : 0, 0};
+    gdn_inputs w;
+    gdn_inputs_init(&w);
+    ck_assert_int_eq(gdn_synth_generate(&w, &s, &so, &e), GDN_OK);
+    ck_assert_int_eq(gdn_synth_segments(&w, 5, fl ? 4 : 1, &e), GDN_OK);
+    const parity_kappa want = parity_kappa_g(&w, 64);
+    for (int64_t gs = 1; gs <= 3; gs++) {
+      parity_kappa_acc_init(&acc);
+      parity_kappa_acc_init(&other);
+      for (int64_t k1 = s.Hk; k1 > 0; k1 -= gs) { /* backwards: the last group first */
+        const int64_t k0 = k1 - gs > 0 ? k1 - gs : 0;
+        gdn_inputs g;
+        gdn_inputs_init(&g);
+        ck_assert_int_eq(gdn_synth_generate_heads(&g, &s, k0, k1, &so, &e), GDN_OK);
+        ck_assert_int_eq(gdn_synth_segments(&g, 5, fl ? 4 : 1, &e), GDN_OK);
+        parity_kappa_acc_init(&part);
+        parity_kappa_acc_add(&part, &g, 64);
+        parity_kappa_acc_merge(&acc, &part);
+        if (k0 > 0) parity_kappa_acc_add(&other, &g, 64); /* all but the first group */
+        gdn_inputs_clear(&g);
+      }
+      const parity_kappa got = parity_kappa_acc_value(&acc), less = parity_kappa_acc_value(&other);
+      ck_assert_msg(!memcmp(&got.o, &want.o, sizeof got.o) && !memcmp(&got.ht, &want.ht, sizeof got.ht),
+                    "gates %u, groups of %lld: %a %a vs %a %a", fl, (long long)gs, got.o, got.ht, want.o, want.ht);
+      ck_assert(less.o != want.o);
+    }
+    gdn_inputs_clear(&w);
+  }
+}
+END_TEST
+
 /* G is summed in float32: 1 + 2^-24 rounds to 1 (ties to even) twice, so
  * G = -1, -1, -1; the binary64 sum (the negative control) differs. */
 START_TEST(kappa_float32_rounding) {
@@ -532,5 +574,5 @@ START_TEST(ordinary_gates_unchanged) {
 }
 END_TEST
 
-CKR_MAIN_FORK(CK_NOFORK, "kappa", "kappa", 600, kappa_matches_definition, kappa_float32_rounding, policy_kappa_band,
+CKR_MAIN_FORK(CK_NOFORK, "kappa", "kappa", 600, kappa_matches_definition, kappa_over_head_groups, kappa_float32_rounding, policy_kappa_band,
     policy_kappa_refused, finding_case_passes_and_says_why, ordinary_gates_unchanged, no_oracle_follows_kappa)

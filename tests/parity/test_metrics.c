@@ -527,7 +527,269 @@ START_TEST(row_rel_by_hand) {
 }
 END_TEST
 
-CKR_MAIN("metrics", "metrics", 60, hand_case, nonfinite_and_zero_reference, first_nonfinite_is_the_lowest_index,
+/* The whole-tensor sums are exact: a tensor pair permuted (heads
+ * regrouped as a run streamed by head group meets them: here the head axis
+ * reversed, and a 3-block tensor of 2^17+ elements so the old per-block
+ * binary64 sums were combined across blocks) gives the same rel_fro,
+ * ref_fro and row_rel bits, and rel_fro is sqrt of the correctly rounded
+ * sums.  Negative control: binary64 running sums of the same terms in the
+ * two orders differ, so the test can see an inexact sum. */
+START_TEST(sums_exact_in_any_order) {
+  enum { T = 1100, H = 3, D = 64, N = T * H * D };
+  double *x = malloc(N * sizeof *x), *r = malloc(N * sizeof *r), *xp = malloc(N * sizeof *x),
+         *rp = malloc(N * sizeof *r);
+  for (int t = 0; t < T; t++)
+    for (int h = 0; h < H; h++)
+      for (int d = 0; d < D; d++) {
+        const int i = (t * H + h) * D + d, j = (t * H + (H - 1 - h)) * D + d;
+        r[i] = ldexp(1.0 + 1e-3 * ((i * 7919) % 1013), (h * 17 + d) % 40 - 20) * ((i & 1) ? -1 : 1);
+        x[i] = r[i] * (1 + ldexp(1.0, -20 - (i % 30)));
+        xp[j] = x[i], rp[j] = r[i];
+      }
+  const int64_t dims[4] = {1, T, H, D};
+  parity_metrics a, b;
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_metrics_compute(x, r, dims, GDN_DTYPE_F32, &a, &e), GDN_OK);
+  ck_assert_int_eq(parity_metrics_compute(xp, rp, dims, GDN_DTYPE_F32, &b, &e), GDN_OK);
+  ck_assert(!memcmp(&a.rel_fro, &b.rel_fro, sizeof a.rel_fro));
+  ck_assert(!memcmp(&a.ref_fro, &b.ref_fro, sizeof a.ref_fro));
+  ck_assert(a.row_rel == b.row_rel);
+  double sd = 0, sr = 0, sd_rev = 0, sr_rev = 0;
+  for (int i = 0; i < N; i++) sd += (x[i] - r[i]) * (x[i] - r[i]), sr += r[i] * r[i];
+  for (int i = 0; i < N; i++) sd_rev += (xp[i] - rp[i]) * (xp[i] - rp[i]), sr_rev += rp[i] * rp[i];
+  ck_assert_msg(sd != sd_rev || sr != sr_rev, "the orders give the same running sums: no control");
+  /* within a few units of the running sum (the exact one differs from it by rounding only) */
+  ck_assert(fabs(a.ref_fro - sqrt(sr)) <= 1e-12 * a.ref_fro);
+  free(x), free(r), free(xp), free(rp);
+}
+END_TEST
+
+/* The seams' state_rel accumulator is exact: vectors added in (b, h) order,
+ * reversed, or into two accumulators merged (a run streamed by head group)
+ * give the same bits; the hand cases keep their values.  Negative control:
+ * binary64 running sums of the same vectors in the two orders differ. */
+START_TEST(rel_acc_any_order) {
+  enum { V = 40, L = 257 };
+  static double a[V][L], b[V][L];
+  for (int v = 0; v < V; v++)
+    for (int i = 0; i < L; i++) {
+      b[v][i] = ldexp(1.0 + 1e-3 * ((v * 31 + i * 7) % 997), (v * 5 + i) % 50 - 25);
+      a[v][i] = b[v][i] * (1 + ldexp(1.0, -12 - (v + i) % 35));
+    }
+  static parity_rel_acc f, r, p, q;
+  parity_rel_acc_init(&f);
+  parity_rel_acc_init(&r);
+  parity_rel_acc_init(&p);
+  parity_rel_acc_init(&q);
+  double dd_f = 0, dd_r = 0;
+  for (int v = 0; v < V; v++) {
+    parity_rel_acc_add(&f, a[v], b[v], L);
+    parity_rel_acc_add(&r, a[V - 1 - v], b[V - 1 - v], L);
+    parity_rel_acc_add(v % 3 ? &p : &q, a[v], b[v], L);
+    for (int i = 0; i < L; i++) {
+      dd_f += (a[v][i] - b[v][i]) * (a[v][i] - b[v][i]);
+      dd_r += (a[V - 1 - v][i] - b[V - 1 - v][i]) * (a[V - 1 - v][i] - b[V - 1 - v][i]);
+    }
+  }
+  parity_rel_acc_merge(&q, &p);
+  const double vf = parity_rel_acc_value(&f), vr = parity_rel_acc_value(&r), vq = parity_rel_acc_value(&q);
+  ck_assert(!memcmp(&vf, &vr, sizeof vf) && !memcmp(&vf, &vq, sizeof vf));
+  ck_assert_msg(dd_f != dd_r, "the running sums agree: no control");
+  const double one[2] = {1, 1}, e1[2] = {1, 0}, zero[2] = {0, 0}, big[2] = {3, 4};
+  parity_rel_acc_init(&f);
+  parity_rel_acc_add(&f, one, e1, 2);
+  ck_assert(parity_rel_acc_value(&f) == 1.0);
+  parity_rel_acc_init(&f);
+  parity_rel_acc_add(&f, one, one, 2);
+  ck_assert(parity_rel_acc_value(&f) == 0.0);
+  parity_rel_acc_init(&f);
+  parity_rel_acc_add(&f, big, zero, 2);
+  ck_assert(isinf(parity_rel_acc_value(&f)));
+  parity_rel_acc_init(&f);
+  parity_rel_acc_add(&f, zero, zero, 2);
+  ck_assert(parity_rel_acc_value(&f) == 0.0);
+}
+END_TEST
+
+/* Heads [h0, h1) of a (B, T, H, D) tensor copied out as a group holds
+ * them, and their slab map. */
+static parity_slab slab_copy(const double *w, double *g, int64_t BT, int64_t H, int64_t D, int64_t h0, int64_t h1) {
+  const parity_slab sl = {(size_t)BT, (size_t)((h1 - h0) * D), (size_t)(H * D), (size_t)(h0 * D)};
+  for (size_t j = 0; j < sl.runs; j++) memcpy(g + j * sl.len, w + j * sl.stride + sl.start, sl.len * sizeof *g);
+  return sl;
+}
+
+static int same_pass1(const parity_metrics *a, const parity_metrics *b) {
+  return a->n == b->n && !memcmp(&a->max_abs, &b->max_abs, 8) && !memcmp(a->worst, b->worst, sizeof a->worst) &&
+         !memcmp(&a->worst_x, &b->worst_x, 8) && !memcmp(&a->worst_ref, &b->worst_ref, 8) &&
+         !memcmp(&a->rel_fro, &b->rel_fro, 8) && !memcmp(&a->ref_fro, &b->ref_fro, 8) &&
+         !memcmp(&a->max_ulp, &b->max_ulp, 8) && !memcmp(&a->ref_max_abs, &b->ref_max_abs, 8) &&
+         a->zero_ref == b->zero_ref && a->nonfinite == b->nonfinite &&
+         !memcmp(a->nonfinite_at, b->nonfinite_at, sizeof a->nonfinite_at) &&
+         !memcmp(a->ulp_hist, b->ulp_hist, sizeof a->ulp_hist) && !memcmp(&a->rel_floor, &b->rel_floor, 8);
+}
+
+/* Pass 1's fields merged over head groups (a run streamed by head group)
+ * are the whole tensor's bit for bit: group sizes 1..4 of 6 heads (a short
+ * last group), added last group first, half of them into a second
+ * accumulator merged at the end; B = 2 and 2^17+ elements (several blocks
+ * of 65536); max_abs tied across two heads (the least whole index wins),
+ * zero references, with and without non-finite x (the first one in a later
+ * head but an earlier token).  Negative control: a slab mapped one head
+ * off names another worst element. */
+START_TEST(pass1_over_head_groups) {
+  enum { B = 2, T = 700, H = 6, D = 16, N = B * T * H * D };
+  double *x = malloc(N * sizeof *x), *r = malloc(N * sizeof *r), *gx = malloc(N * sizeof *x),
+         *gr = malloc(N * sizeof *r);
+  for (int i = 0; i < N; i++) {
+    r[i] = (i % 23 == 0) ? 0 : ldexp(1.0 + 1e-3 * ((i * 7919) % 1013), i % 30 - 15) * ((i & 1) ? -1 : 1);
+    x[i] = (float)(r[i] * (1 + ldexp(1.0, -22 + i % 9)));
+  }
+  const int64_t dims[4] = {B, T, H, D};
+  const int tie1 = ((1 * T + 300) * H + 4) * D + 3, tie2 = ((1 * T + 300) * H + 1) * D + 5; /* tie2 < tie1 */
+  r[tie1] = r[tie2] = 1.0, x[tie1] = x[tie2] = 1e6;
+  gdn_error e;
+  gdn_error_init(&e);
+  for (int nf = 0; nf < 2; nf++) {
+    if (nf) x[((0 * T + 600) * H + 5) * D + 1] = NAN, x[((1 * T + 10) * H + 0) * D + 2] = INFINITY;
+    parity_metrics want, got;
+    ck_assert_int_eq(parity_metrics_compute(x, r, dims, GDN_DTYPE_F32, &want, &e), GDN_OK);
+    const int64_t ch = want.worst[2]; /* the worst element's head: 1 by the tie, 5 (the NaN) with nf */
+    ck_assert_int_eq(ch, nf ? 5 : 1); /* the tie went to the lower index */
+    for (int64_t gs = 1; gs <= 4; gs++) {
+      parity_metrics_acc acc, half, bad;
+      ck_assert_int_eq(parity_metrics_acc_init(&acc, &e), GDN_OK);
+      ck_assert_int_eq(parity_metrics_acc_init(&half, &e), GDN_OK);
+      ck_assert_int_eq(parity_metrics_acc_init(&bad, &e), GDN_OK);
+      int k = 0;
+      for (int64_t h1 = H; h1 > 0; h1 -= gs, k++) {
+        const int64_t h0 = h1 - gs > 0 ? h1 - gs : 0;
+        parity_slab sl = slab_copy(x, gx, B * T, H, D, h0, h1);
+        slab_copy(r, gr, B * T, H, D, h0, h1);
+        ck_assert_int_eq(parity_metrics_acc_add_v(k % 2 ? &half : &acc, parity_vals_f64(gx), parity_vals_f64(gr), &sl,
+                                                  GDN_DTYPE_F32, &e), GDN_OK);
+        if (h0 <= ch && ch < h1) /* negative control: the worst element's group mapped one head off */
+          sl.start = h1 < H ? sl.start + D : sl.start - D;
+        ck_assert_int_eq(parity_metrics_acc_add_v(&bad, parity_vals_f64(gx), parity_vals_f64(gr), &sl,
+                                                  GDN_DTYPE_F32, &e), GDN_OK);
+      }
+      parity_metrics_acc_merge(&acc, &half);
+      parity_metrics_acc_value(&acc, dims, GDN_DTYPE_F32, &got);
+      ck_assert_msg(same_pass1(&got, &want), "nf %d groups of %lld: rel_fro %a vs %a, worst h %lld vs %lld", nf,
+                    (long long)gs, got.rel_fro, want.rel_fro, (long long)got.worst[2], (long long)want.worst[2]);
+      int64_t top = 0;
+      for (int j = 0; j < 65536; j++) top += acc.top[j];
+      ck_assert_int_eq(top, N);
+      parity_metrics_acc_value(&bad, dims, GDN_DTYPE_F32, &got);
+      ck_assert_msg(!same_pass1(&got, &want), "nf %d groups of %lld: a mis-mapped slab went unnoticed", nf,
+                    (long long)gs);
+      parity_metrics_acc_clear(&acc);
+      parity_metrics_acc_clear(&half);
+      parity_metrics_acc_clear(&bad);
+    }
+  }
+  /* x held as float32 (a kernel's o), groups of 2: the same */
+  float *xf = malloc(N * sizeof *xf), *gxf = malloc(N * sizeof *gxf);
+  for (int i = 0; i < N; i++) xf[i] = (float)x[i];
+  parity_metrics want, got;
+  ck_assert_int_eq(parity_metrics_compute_v(parity_vals_f32(xf), parity_vals_f64(r), dims, GDN_DTYPE_F32, &want, &e),
+                   GDN_OK);
+  parity_metrics_acc acc;
+  ck_assert_int_eq(parity_metrics_acc_init(&acc, &e), GDN_OK);
+  for (int64_t h0 = 0; h0 < H; h0 += 2) {
+    const parity_slab sl = slab_copy(r, gr, B * T, H, D, h0, h0 + 2);
+    for (size_t j = 0; j < sl.runs; j++) memcpy(gxf + j * sl.len, xf + j * sl.stride + sl.start, sl.len * sizeof *gxf);
+    ck_assert_int_eq(parity_metrics_acc_add_v(&acc, parity_vals_f32(gxf), parity_vals_f64(gr), &sl, GDN_DTYPE_F32, &e),
+                     GDN_OK);
+  }
+  parity_metrics_acc_value(&acc, dims, GDN_DTYPE_F32, &got);
+  ck_assert(same_pass1(&got, &want));
+  parity_metrics_acc_clear(&acc);
+  free(xf), free(gxf);
+  free(x), free(r), free(gx), free(gr);
+}
+END_TEST
+
+/* A head group's copy of heads [h0, h1) along axis `ax` of a whole tensor. */
+static void heads_copy(const double *w, double *g, const int64_t dims[4], int ax, int64_t h0, int64_t h1) {
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < ax; i++) outer *= dims[i];
+  for (int i = ax + 1; i < 4; i++) inner *= dims[i];
+  const size_t len = (size_t)((h1 - h0) * inner);
+  for (int64_t j = 0; j < outer; j++)
+    memcpy(g + (size_t)j * len, w + (size_t)((j * dims[ax] + h0) * inner), len * sizeof *g);
+}
+
+/* The localized statistic over head groups: block sums collected group by
+ * group (any order) and judged with pass 1's floor give block_rel,
+ * block_lo/hi, block_len and n_blocks of the whole tensor bit for bit, for
+ * an o-shaped tensor (blocks of 64 tokens x D per head, a short last
+ * chunk) and a state-shaped one (a block per (b, head)), groups of 1..4 of
+ * 6 heads.  A planted error makes head 1's block the worst.  Negative
+ * control: head 1's group placed one head off names another block. */
+START_TEST(blocks_over_head_groups) {
+  enum { N = 2 * 700 * 6 * 16 };
+  static const struct { int64_t dims[4], bl[4]; int ax; } shape[] = {
+      {{2, 700, 6, 16}, {1, 64, 1, 16}, 2}, {{2, 6, 40, 28}, {1, 1, 40, 28}, 1}};
+  double *x = malloc(N * sizeof *x), *r = malloc(N * sizeof *r), *gx = malloc(N * sizeof *x),
+         *gr = malloc(N * sizeof *r);
+  gdn_error e;
+  gdn_error_init(&e);
+  for (int sh = 0; sh < 2; sh++) {
+    const int64_t *dims = shape[sh].dims;
+    const int ax = shape[sh].ax;
+    const int64_t n = dims[0] * dims[1] * dims[2] * dims[3], H = dims[ax];
+    for (int64_t i = 0; i < n; i++) {
+      r[i] = (i % 29 == 0) ? 0 : ldexp(1.0 + 1e-3 * ((i * 7919) % 1013), (int)(i % 20) - 10);
+      x[i] = (float)(r[i] * (1 + ldexp(1.0, -22 + (int)(i % 7))));
+    }
+    int64_t at[4] = {1, 3, 5, 7};
+    at[ax] = 1; /* in head 1 */
+    x[((at[0] * dims[1] + at[1]) * dims[2] + at[2]) * dims[3] + at[3]] += 1e3;
+    parity_metrics want, got;
+    ck_assert_int_eq(parity_metrics_compute(x, r, dims, GDN_DTYPE_F32, &want, &e), GDN_OK);
+    ck_assert_int_eq(parity_metrics_blocks(x, r, dims, shape[sh].bl, &want, &e), GDN_OK);
+    ck_assert_int_eq(want.block_lo[ax], 1);
+    for (int64_t gs = 1; gs <= 4; gs++)
+      for (int ctl = 0; ctl < 2; ctl++) {
+        parity_metrics_acc acc;
+        parity_blocks_acc blk;
+        ck_assert_int_eq(parity_metrics_acc_init(&acc, &e), GDN_OK);
+        ck_assert_int_eq(parity_blocks_acc_init(&blk, dims, shape[sh].bl, ax, &e), GDN_OK);
+        for (int64_t h1 = H; h1 > 0; h1 -= gs) {
+          const int64_t h0 = h1 - gs > 0 ? h1 - gs : 0;
+          heads_copy(x, gx, dims, ax, h0, h1);
+          heads_copy(r, gr, dims, ax, h0, h1);
+          int64_t outer = 1, inner = 1;
+          for (int i = 0; i < ax; i++) outer *= dims[i];
+          for (int i = ax + 1; i < 4; i++) inner *= dims[i];
+          const parity_slab sl = {(size_t)outer, (size_t)((h1 - h0) * inner), (size_t)(H * inner), (size_t)(h0 * inner)};
+          ck_assert_int_eq(parity_metrics_acc_add_v(&acc, parity_vals_f64(gx), parity_vals_f64(gr), &sl, GDN_DTYPE_F32,
+                                                    &e), GDN_OK);
+          const int64_t off = ctl && h0 <= 1 && 1 < h1 ? (h1 < H ? 1 : -1) : 0;
+          ck_assert_int_eq(parity_blocks_acc_add_v(&blk, parity_vals_f64(gx), parity_vals_f64(gr), h0 + off, h1 + off,
+                                                   &e), GDN_OK);
+        }
+        parity_metrics_acc_value(&acc, dims, GDN_DTYPE_F32, &got);
+        parity_blocks_acc_value(&blk, &got);
+        const int same = !memcmp(&got.block_rel, &want.block_rel, 8) &&
+                         !memcmp(got.block_lo, want.block_lo, sizeof got.block_lo) &&
+                         !memcmp(got.block_hi, want.block_hi, sizeof got.block_hi) &&
+                         !memcmp(got.block_len, want.block_len, sizeof got.block_len) && got.n_blocks == want.n_blocks;
+        ck_assert_msg(same == !ctl, "shape %d groups of %lld control %d: block_rel %a vs %a, lo %lld vs %lld", sh,
+                      (long long)gs, ctl, got.block_rel, want.block_rel, (long long)got.block_lo[ax],
+                      (long long)want.block_lo[ax]);
+        parity_metrics_acc_clear(&acc);
+        parity_blocks_acc_clear(&blk);
+      }
+  }
+  free(x), free(r), free(gx), free(gr);
+}
+END_TEST
+
+CKR_MAIN("metrics", "metrics", 60, hand_case, sums_exact_in_any_order, rel_acc_any_order, pass1_over_head_groups,
+    blocks_over_head_groups, nonfinite_and_zero_reference, first_nonfinite_is_the_lowest_index,
     median_exact_and_thread_independent, median_even_ties, median_ties_and_small_n, median_infinities,
     median_one_bucket, median_many_buckets, ulp_hist_edges, profile_and_allclose, blocks_by_hand,
     elem_rel_grouped_as_serial, row_rel_by_hand)

@@ -1,0 +1,65 @@
+/* parity_stream: a run split into head groups, planned against --max-bytes.
+ *
+ * Value heads are independent (value head j reads key head j / r, r = Hv /
+ * Hk), so a case can be produced one head group at a time: key heads
+ * [k0, k1) with their value heads [k0 r, k1 r).  The plan chooses how many
+ * key heads a group holds: the whole shape when it fits (no streaming),
+ * else as few groups as fit (those of the largest fitting size), the heads
+ * spread evenly over them.  A group's peak is counted as
+ * parity_budget counts a whole run (its dominant terms): the group's
+ * inputs, n_outputs output sets of the group, and the largest kernel
+ * scratch any configuration of the sweep needs on the group's shape; the
+ * groups run one after another, so one group's peak is the run's.
+ *
+ * The last group may be short (Hk not a multiple of the group size).  With
+ * several ranks (MPI) the groups are dealt round robin: group i on rank
+ * i mod n_ranks, so each rank's share differs by at most one group.
+ */
+#ifndef PARITY_STREAM_H
+#define PARITY_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gdn_error.h"
+#include "gdn_shape.h"
+#include "parity_sweep.h"
+
+typedef struct parity_stream_plan {
+  gdn_shape whole;    /* the run's shape */
+  int64_t group;      /* key heads per group (whole.Hk: not streamed) */
+  int64_t n_groups;   /* ceil(Hk / group) */
+  uint64_t peak;      /* the bytes one (full-size) group holds at once */
+  uint64_t whole_bytes; /* the same for the whole shape */
+  uint64_t max_bytes; /* the budget planned against (0: none) */
+  int forced;         /* 1: the group size was asked for, not chosen */
+} parity_stream_plan;
+
+/* The bytes a run on shape s holds at once (above). */
+int parity_stream_bytes(const gdn_shape *s, int with_h0, int n_outputs, const parity_sweep_opts *o,
+                        uint64_t *bytes, gdn_error *e);
+
+/* Plans the run of shape s.  force_group > 0 asks for that many key heads
+ * per group (the tests' way to stream a shape that fits whole; it must
+ * still fit); 0 lets the budget choose.  GDN_ERR_INPUT when even one key
+ * head's group is over max_bytes (the message names its peak) or
+ * force_group is above Hk. */
+int parity_stream_plan_make(const gdn_shape *s, int with_h0, int n_outputs, const parity_sweep_opts *o,
+                            uint64_t max_bytes, int64_t force_group, parity_stream_plan *p, gdn_error *e);
+
+/* Group i's key heads [*k0, *k1) and its shape (B, T, k1 - k0, (k1 - k0) r,
+ * Dk, Dv). */
+void parity_stream_group(const parity_stream_plan *p, int64_t i, int64_t *k0, int64_t *k1, gdn_shape *gs);
+
+/* The rank that runs group i of n_ranks (round robin), and how many groups
+ * rank `rank` runs. */
+int parity_stream_owner(int64_t i, int n_ranks);
+int64_t parity_stream_rank_groups(const parity_stream_plan *p, int rank, int n_ranks);
+
+/* The up-front estimate, e.g. "streamed by head group: 4 key heads (8
+ * value heads) per group, 4 groups; expected peak 8.05 GiB of the 12 GiB
+ * limit (the whole run at once: 32.1 GiB)", or the whole run's line when
+ * not streamed. */
+void parity_stream_describe(const parity_stream_plan *p, char *buf, size_t n);
+
+#endif

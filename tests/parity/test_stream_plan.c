@@ -1,0 +1,141 @@
+/* parity_stream: the head-group plan against --max-bytes. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "parity_stream.h"
+
+static parity_sweep_opts opts_devices(const int64_t *dev, size_t n) {
+  parity_sweep_opts o;
+  parity_sweep_opts_init(&o);
+  memcpy(o.devices, dev, n * sizeof *dev);
+  o.n_devices = n;
+  o.devices_default = 0;
+  return o;
+}
+
+/* The seed's layer at 262,144 tokens (Hk 16, Hv 32, D 128, devices 1 and
+ * 8, three output sets) needs 32.1 GiB whole; under 12 GiB the plan
+ * streams it with the largest group that fits: that group's peak is within
+ * the limit and one more key head is not (the choice is the largest). */
+START_TEST(layer_under_12_gib) {
+  static const int64_t dev[] = {1, 8};
+  parity_sweep_opts o = opts_devices(dev, 2);
+  gdn_shape s = {1, 262144, 16, 32, 128, 128};
+  const uint64_t lim = 12ull << 30;
+  parity_stream_plan p;
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_stream_plan_make(&s, 0, 3, &o, lim, 0, &p, &e), GDN_OK);
+  ck_assert_msg(p.whole_bytes > (32ull << 30) && p.whole_bytes < (33ull << 30), "whole %llu",
+                (unsigned long long)p.whole_bytes);
+  ck_assert_int_gt(p.group, 1);
+  ck_assert_int_lt(p.group, 16);
+  ck_assert_uint_le(p.peak, lim);
+  /* as few groups as fit: one group fewer would need a group over the limit */
+  const int64_t fewer = (16 + p.n_groups - 2) / (p.n_groups - 1);
+  gdn_shape more = s;
+  more.Hk = fewer, more.Hv = 2 * fewer;
+  uint64_t b;
+  ck_assert_int_eq(parity_stream_bytes(&more, 0, 3, &o, &b, &e), GDN_OK);
+  ck_assert_uint_gt(b, lim);
+  ck_assert_int_eq(p.n_groups, (16 + p.group - 1) / p.group);
+  ck_assert_int_eq(p.group * p.n_groups, 16); /* evened out: 16 = 4 x 4 */
+  char line[320];
+  parity_stream_describe(&p, line, sizeof line);
+  printf("%s\n", line); /* the estimate, for the log */
+  char want[64];
+  snprintf(want, sizeof want, "%lld key heads (%lld value heads) per group", (long long)p.group,
+           (long long)(2 * p.group));
+  ck_assert_msg(strstr(line, want) && strstr(line, "expected peak") && strstr(line, "32.1 GiB"), "%s", line);
+  /* every key head in exactly one group, in order, the groups' shapes GQA */
+  int64_t next = 0;
+  for (int64_t i = 0; i < p.n_groups; i++) {
+    int64_t k0, k1;
+    gdn_shape gs;
+    parity_stream_group(&p, i, &k0, &k1, &gs);
+    ck_assert_int_eq(k0, next);
+    ck_assert_int_eq(gs.Hk, k1 - k0);
+    ck_assert_int_eq(gs.Hv, 2 * (k1 - k0));
+    ck_assert_int_eq(gs.T, s.T);
+    next = k1;
+  }
+  ck_assert_int_eq(next, 16);
+}
+END_TEST
+
+/* A shape that fits is not streamed; a forced group size streams it
+ * (the tests' way), a short last group included; round robin over ranks. */
+START_TEST(fits_whole_and_forced) {
+  static const int64_t dev[] = {1, 2};
+  parity_sweep_opts o = opts_devices(dev, 2);
+  gdn_shape s = {1, 256, 4, 8, 16, 16};
+  parity_stream_plan p;
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_stream_plan_make(&s, 1, 3, &o, 1ull << 30, 0, &p, &e), GDN_OK);
+  ck_assert_int_eq(p.n_groups, 1);
+  ck_assert_int_eq(p.group, 4);
+  char line[320];
+  parity_stream_describe(&p, line, sizeof line);
+  ck_assert_msg(strstr(line, "not streamed"), "%s", line);
+  ck_assert_int_eq(parity_stream_plan_make(&s, 1, 3, &o, 1ull << 30, 3, &p, &e), GDN_OK);
+  ck_assert_int_eq(p.n_groups, 2);
+  int64_t k0, k1;
+  gdn_shape gs;
+  parity_stream_group(&p, 1, &k0, &k1, &gs);
+  ck_assert(k0 == 3 && k1 == 4 && gs.Hv == 2);
+  parity_stream_describe(&p, line, sizeof line);
+  ck_assert_msg(strstr(line, "as asked") && strstr(line, "(the last 1)"), "%s", line);
+  /* chosen, not forced: a limit between the whole run and 3 key heads'
+   * group gives 2 groups of 2, not 3 + 1 */
+  uint64_t whole, three;
+  gdn_shape s3 = s;
+  s3.Hk = 3, s3.Hv = 6;
+  ck_assert_int_eq(parity_stream_bytes(&s, 1, 3, &o, &whole, &e), GDN_OK);
+  ck_assert_int_eq(parity_stream_bytes(&s3, 1, 3, &o, &three, &e), GDN_OK);
+  ck_assert_int_eq(parity_stream_plan_make(&s, 1, 3, &o, (whole + three) / 2, 0, &p, &e), GDN_OK);
+  ck_assert_int_eq(p.group, 2);
+  ck_assert_int_eq(p.n_groups, 2);
+  ck_assert_int_eq(parity_stream_plan_make(&s, 1, 3, &o, 1ull << 30, 1, &p, &e), GDN_OK);
+  int64_t total = 0;
+  for (int r = 0; r < 3; r++) total += parity_stream_rank_groups(&p, r, 3);
+  ck_assert_int_eq(total, 4);
+  ck_assert_int_eq(parity_stream_rank_groups(&p, 0, 3), 2);
+  ck_assert_int_eq(parity_stream_owner(3, 3), 0);
+  ck_assert_int_eq(parity_stream_owner(2, 3), 2);
+  ck_assert_int_eq(parity_stream_owner(2, 1), 0);
+}
+END_TEST
+
+/* Negative controls: a group above Hk, and a limit below even one key
+ * head's group, are refused with the numbers. */
+START_TEST(refusals) {
+  static const int64_t dev[] = {1};
+  parity_sweep_opts o = opts_devices(dev, 1);
+  gdn_shape s = {1, 65536, 4, 8, 128, 128};
+  parity_stream_plan p;
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_stream_plan_make(&s, 0, 3, &o, 0, 5, &p, &e), GDN_ERR_INPUT);
+  ck_assert_msg(strstr(e.msg, "5 key heads") && strstr(e.msg, "has 4"), "%s", e.msg);
+  ck_assert_int_eq(parity_stream_plan_make(&s, 0, 3, &o, 64ull << 20, 0, &p, &e), GDN_ERR_INPUT);
+  ck_assert_msg(strstr(e.msg, "a group of 1 key head ") && strstr(e.msg, "--max-bytes 67108864"), "%s", e.msg);
+  ck_assert_int_eq(parity_stream_plan_make(&s, 0, 3, &o, 64ull << 20, 2, &p, &e), GDN_ERR_INPUT);
+  ck_assert_msg(strstr(e.msg, "a group of 2 key heads"), "%s", e.msg);
+}
+END_TEST
+
+int main(void) {
+  Suite *su = suite_create("stream_plan");
+  TCase *tc = tcase_create("stream_plan");
+  tcase_add_test(tc, layer_under_12_gib);
+  tcase_add_test(tc, fits_whole_and_forced);
+  tcase_add_test(tc, refusals);
+  suite_add_tcase(su, tc);
+  SRunner *sr = srunner_create(su);
+  srunner_run_all(sr, CK_NORMAL);
+  int nf = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return nf ? 1 : 0;
+}
