@@ -1,4 +1,5 @@
 #include "parity_budget.h"
+#include "parity_metrics.h"
 
 #include <inttypes.h>
 
@@ -27,7 +28,9 @@ static size_t largest_scratch(const gdn_shape *s, const parity_sweep_opts *o, in
         if (b > worst) worst = b, *at_chunk = cfg.chunk;
       }
   }
-  return worst;
+  /* the metrics run between kernels, so their scratch counts as one more candidate */
+  const size_t m = parity_metrics_scratch_bytes(gdn_shape_numel_v(s));
+  return m > worst ? m : worst;
 }
 
 int parity_budget_check(const gdn_shape *s, int with_h0, int n_outputs, const parity_sweep_opts *o,

@@ -6,7 +6,9 @@
  * will run (kern_scratch_bytes: it grows with the chunk size squared and
  * with the thread count, which kern_threads caps at the work available).
  * The kernels run one at a time, so the largest scratch, not the sum, is
- * what is live at once.  Not counted: the oracle's own working set (MPFR
+ * what is live at once; the metrics' scratch (parity_metrics_scratch_bytes:
+ * radix histograms, exact sums) runs between kernels and counts as one more
+ * candidate for the largest.  Not counted: the oracle's own working set (MPFR
  * limbs per thread, bounded by its column blocks) and the metrics'
  * per-block profiles (a few doubles per chunk).
  */

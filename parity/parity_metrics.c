@@ -495,6 +495,12 @@ static void metrics_pass2(parity_vals x, parity_vals r, const int64_t dims[4], g
   m->median_ulp = median_finish(x, r, n, f, &ms, ts, &s, hist, nt);
 }
 
+size_t parity_metrics_scratch_bytes(size_t n) {
+  const size_t nb = (n + BLOCK - 1) / BLOCK, nt = (size_t)gdn_threads_for((int64_t)nb);
+  return (nb ? nb : 1) * sizeof(partial) + (nt + 1) * RADIX * sizeof(int64_t) + nt * sizeof(tstate) +
+         2 * nt * sizeof(parity_xsum);
+}
+
 int parity_metrics_compute_v(parity_vals x, parity_vals r, const int64_t dims[4], gdn_dtype t, parity_metrics *m,
                              gdn_error *e) {
   memset(m, 0, sizeof *m);

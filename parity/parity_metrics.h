@@ -215,4 +215,10 @@ void parity_profile_o_v(parity_vals x, parity_vals r, const int64_t dims[4], int
 double parity_max_abs_rows_v(parity_vals x, parity_vals r, const int64_t dims[4], int64_t t0, int64_t t1);
 double parity_allclose_ratio_v(parity_vals x, parity_vals r, size_t n, double rtol, double atol);
 
+/* The heap parity_metrics_compute_v allocates for n elements on the current
+ * thread count (block partials, the median's radix histograms and thread
+ * states, the exact sums), freed before it returns: parity_budget counts it
+ * beside the kernels' scratch, which is never live at the same time. */
+size_t parity_metrics_scratch_bytes(size_t n);
+
 #endif
