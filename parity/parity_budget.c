@@ -28,9 +28,7 @@ static size_t largest_scratch(const gdn_shape *s, const parity_sweep_opts *o, in
         if (b > worst) worst = b, *at_chunk = cfg.chunk;
       }
   }
-  /* the metrics run between kernels, so their scratch counts as one more candidate */
-  const size_t m = parity_metrics_scratch_bytes(gdn_shape_numel_v(s));
-  return m > worst ? m : worst;
+  return worst;
 }
 
 int parity_budget_check(const gdn_shape *s, int with_h0, int n_outputs, const parity_sweep_opts *o,
@@ -41,10 +39,18 @@ int parity_budget_check(const gdn_shape *s, int with_h0, int n_outputs, const pa
   if ((rc = gdn_shape_bytes(s, with_h0, &in, &out, e))) return rc;
   int64_t chunk;
   size_t scratch = largest_scratch(s, o, &chunk);
+  /* the metrics run between kernels, never beside one: the larger counts */
+  const size_t metrics = parity_metrics_scratch_bytes(gdn_shape_numel_v(s));
   uint64_t data = in + (uint64_t)n_outputs * out; /* <= max_bytes: checked above */
-  if (scratch <= max_bytes - data) return GDN_OK;
+  if ((scratch > metrics ? scratch : metrics) <= max_bytes - data) return GDN_OK;
   char lab[160];
   gdn_shape_format(s, lab, sizeof lab);
+  if (metrics >= scratch)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "shape %s needs %.3g GiB of working memory for the metrics (radix histograms, exact sums) "
+                         "besides %.3g GiB of inputs and outputs, more than the limit of %.3g GiB (--max-bytes %" PRIu64
+                         ")",
+                         lab, metrics / 1073741824.0, data / 1073741824.0, max_bytes / 1073741824.0, max_bytes);
   return gdn_error_set(e, GDN_ERR_INPUT,
                        "shape %s with chunk size %" PRId64 " needs %.3g GiB of kernel scratch on %d thread%s "
                        "besides %.3g GiB of inputs and outputs, more than the limit of %.3g GiB "

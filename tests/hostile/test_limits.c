@@ -24,18 +24,21 @@ static void set_root_int(const char *file, const char *name, long long v) {
 }
 
 /* Row 7: chunk scratch grows with C^2; it is counted (was: 1.9 GB under
- * --max-bytes 1M), and a fixture's chunk_size is bounded like --chunk. */
+ * --max-bytes 1M), and a fixture's chunk_size is bounded like --chunk.  The
+ * limit is 2M: the metrics' own working memory (about 1.1 MB on one thread,
+ * parity_metrics_scratch_bytes) is counted too, so 1M refuses even chunk 16
+ * (metrics_scratch_counted). */
 START_TEST(chunk_scratch_counted) {
   hu_result r;
-  char *a1[] = {parity, "--shape", "1,64,1,8", "--chunk", "4096", "--max-bytes", "1M", "--oracle", "dd", NULL};
+  char *a1[] = {parity, "--shape", "1,64,1,8", "--chunk", "4096", "--max-bytes", "2M", "--oracle", "dd", NULL};
   hu_run(&r, a1, NULL);
-  hu_expect_refusal(&r, 2, "--chunk 4096 --max-bytes 1M", "kernel scratch", "chunk size 4096", hu_dir, NULL, NULL, 0);
+  hu_expect_refusal(&r, 2, "--chunk 4096 --max-bytes 2M", "kernel scratch", "chunk size 4096", hu_dir, NULL, NULL, 0);
   struct rusage ru;
   getrusage(RUSAGE_CHILDREN, &ru);
   /* refused before the scratch: the child stayed small (it asked 1.9 GB) */
   ck_assert_msg(ru.ru_maxrss < 200 * 1024, "peak RSS %ld KB", ru.ru_maxrss);
   /* negative control: a chunk that fits runs under the same limit */
-  char *c1[] = {parity, "--shape", "1,64,1,8", "--chunk", "16", "--max-bytes", "1M", "--oracle", "dd", "--quiet", NULL};
+  char *c1[] = {parity, "--shape", "1,64,1,8", "--chunk", "16", "--max-bytes", "2M", "--oracle", "dd", "--quiet", NULL};
   hu_run(&r, c1, NULL);
   ck_assert_msg(r.status == 0, "control: %s", r.err);
   /* a fixture declaring chunk_size 2^31: verify refuses it (was: passed,
@@ -62,6 +65,19 @@ START_TEST(chunk_scratch_counted) {
   ck_assert_msg(r.status == 0, "%s", r.err);
   hu_run(&r, chk, NULL);
   hu_expect_refusal(&r, 2, "check chunk_size 2^20", "kernel scratch", fx, hu_dir, NULL, NULL, 0);
+}
+END_TEST
+
+/* The metrics' working memory is counted and named as such (not blamed on
+ * the chunk size): 1M is below it for any shape; 2M (the control above)
+ * is not. */
+START_TEST(metrics_scratch_counted) {
+  hu_result r;
+  char *a1[] = {parity, "--shape", "1,64,1,8", "--chunk", "16", "--max-bytes", "1M", "--oracle", "dd", NULL};
+  hu_run(&r, a1, NULL);
+  hu_expect_refusal(&r, 2, "--max-bytes 1M", "working memory for the metrics", "--max-bytes 1048576", hu_dir, NULL,
+                    NULL, 0);
+  ck_assert_msg(!strstr(r.err, "smaller --chunk"), "blames the chunk: %s", r.err);
 }
 END_TEST
 
@@ -156,7 +172,7 @@ START_TEST(grid_entries_checked_first) {
                              "              {\"shape\": \"1,64,1,8\", \"chunk\": 4096, \"devices\": [1]}]}";
   hu_write(g, grid, sizeof grid - 1);
   hu_result r;
-  char *a1[] = {parity, "sweep", "--grid", (char *)g, "--max-bytes", "1M", "--oracle", "dd", "--json",
+  char *a1[] = {parity, "sweep", "--grid", (char *)g, "--max-bytes", "2M", "--oracle", "dd", "--json",
                 (char *)hu_path("r.json"), NULL};
   hu_run(&r, a1, NULL);
   hu_expect_refusal(&r, 2, "grid entry 1 over the limit", "entry 1", "kernel scratch", hu_dir, hu_path("r.json"), NULL, 0);
@@ -199,5 +215,5 @@ START_TEST(grid_entries_checked_first) {
 END_TEST
 
 HU_MAIN("test_limits GDN-PARITY GDN-FIXTURE", 2, (&parity, &fixture), "limits", "limits", NULL, NULL, 300,
-    chunk_scratch_counted, threads_capped_and_failure_reported, npz_members_share_the_budget,
+    chunk_scratch_counted, metrics_scratch_counted, threads_capped_and_failure_reported, npz_members_share_the_budget,
     grid_entries_checked_first)
