@@ -149,7 +149,7 @@ static int radix_pick(const int64_t *h, size_t *k) {
  * k-th (0-based) of the `count` values whose top 16 bits are `top`; `next`
  * is the next non-empty top-16 bucket (-1: none). */
 typedef struct {
-  size_t k, count;
+  size_t k, count, n;
   int top, next;
 } msel;
 
@@ -266,25 +266,62 @@ HOT void round_block(VARGS, size_t lo, size_t hi, gdn_ulp_fmt f, uint64_t mask_h
   }
 }
 
-static double select_rounds(parity_vals x, parity_vals r, size_t n, gdn_ulp_fmt f, int round, uint64_t prefix,
-                            size_t k, int64_t *hist, int nt, size_t *ties) {
-  size_t nb = (n + BLOCK - 1) / BLOCK;
-  for (; round < 4; round++) {
-    int shift = 48 - 16 * round;
-    uint64_t mask_hi = ~0ull << (shift + 16);
-    memset(hist, 0, (size_t)nt * RADIX * sizeof *hist);
-#pragma omp parallel for schedule(dynamic) num_threads(nt)
-    for (size_t bi = 0; bi < nb; bi++) {
-      size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
-      FORMS(round_block, x, r, lo, hi, f, mask_hi, prefix, shift, hist + (size_t)omp_get_thread_num() * RADIX);
-    }
-    hist_sum(hist, nt);
-    prefix |= (uint64_t)radix_pick(hist, &k) << shift;
-    *ties = (size_t)hist[(prefix >> shift) & 0xffff] - k - 1; /* last round: equal values after the k-th */
+/* Where the ULP values are read from after pass 2: the whole tensors, or
+ * (src set) the groups of parity_metrics_stream, one at a time. */
+typedef struct {
+  parity_vals x, r;
+  size_t n;
+  const parity_group_src *src;
+  size_t per_head; /* streamed: elements per head along src->head_axis */
+} usrc;
+
+/* Calls fn(x, r, n, arg) for the whole pair or for each group's. */
+static int usrc_each(const usrc *u, void (*fn)(parity_vals, parity_vals, size_t, void *), void *arg, gdn_error *e) {
+  if (!u->src) {
+    fn(u->x, u->r, u->n, arg);
+    return GDN_OK;
   }
-  double v;
-  memcpy(&v, &prefix, sizeof v);
-  return v;
+  for (int64_t g = 0; g < u->src->n_groups; g++) {
+    parity_vals x, r;
+    int64_t h0, h1;
+    int rc = u->src->get(u->src->ctx, g, &x, &r, &h0, &h1, e);
+    if (rc) return rc;
+    fn(x, r, (size_t)(h1 - h0) * u->per_head, arg);
+  }
+  return GDN_OK;
+}
+
+typedef struct {
+  gdn_ulp_fmt f;
+  uint64_t mask_hi, prefix;
+  int shift, nt;
+  int64_t *hist;
+} round_arg;
+
+static void round_count(parity_vals x, parity_vals r, size_t n, void *arg) {
+  const round_arg *a = arg;
+  size_t nb = (n + BLOCK - 1) / BLOCK;
+#pragma omp parallel for schedule(dynamic) num_threads(a->nt)
+  for (size_t bi = 0; bi < nb; bi++) {
+    size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
+    FORMS(round_block, x, r, lo, hi, a->f, a->mask_hi, a->prefix, a->shift, a->hist + (size_t)omp_get_thread_num() * RADIX);
+  }
+}
+
+static int select_rounds(const usrc *u, gdn_ulp_fmt f, int round, uint64_t prefix, size_t k, int64_t *hist, int nt,
+                         size_t *ties, double *v, gdn_error *e) {
+  for (; round < 4; round++) {
+    round_arg a = {f, 0, prefix, 48 - 16 * round, nt, hist};
+    a.mask_hi = ~0ull << (a.shift + 16);
+    memset(hist, 0, (size_t)nt * RADIX * sizeof *hist);
+    int rc = usrc_each(u, round_count, &a, e);
+    if (rc) return rc;
+    hist_sum(hist, nt);
+    prefix |= (uint64_t)radix_pick(hist, &k) << a.shift;
+    *ties = (size_t)hist[(prefix >> a.shift) & 0xffff] - k - 1; /* last round: equal values after the k-th */
+  }
+  memcpy(v, &prefix, sizeof *v);
+  return GDN_OK;
 }
 
 /* The smallest ULP value above v; a minimum is exact, so any order gives it. */
@@ -297,17 +334,31 @@ HOT void above_block(VARGS, size_t lo, size_t hi, gdn_ulp_fmt f, double v, doubl
   *best = b;
 }
 
-static double next_ulp_above(parity_vals x, parity_vals r, size_t n, gdn_ulp_fmt f, double v, int nt) {
+typedef struct {
+  gdn_ulp_fmt f;
+  double v, best;
+  int nt;
+} above_arg;
+
+static void above_count(parity_vals x, parity_vals r, size_t n, void *arg) {
+  above_arg *a = arg;
   size_t nb = (n + BLOCK - 1) / BLOCK;
-  double best = INFINITY;
-#pragma omp parallel for schedule(dynamic) num_threads(nt) reduction(min : best)
+  double best = a->best, v = a->v;
+#pragma omp parallel for schedule(dynamic) num_threads(a->nt) reduction(min : best)
   for (size_t bi = 0; bi < nb; bi++) {
     size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
     double b = INFINITY;
-    FORMS(above_block, x, r, lo, hi, f, v, &b);
+    FORMS(above_block, x, r, lo, hi, a->f, v, &b);
     if (b < best) best = b;
   }
-  return best;
+  a->best = best;
+}
+
+static int next_ulp_above(const usrc *u, gdn_ulp_fmt f, double v, int nt, double *out, gdn_error *e) {
+  above_arg a = {f, v, INFINITY, nt};
+  int rc = usrc_each(u, above_count, &a, e);
+  *out = a.best;
+  return rc;
 }
 
 /* The values of the bucket a thread-state set found (combined: minima and
@@ -327,11 +378,11 @@ static void tstate_combine(tstate *ts, int nt) {
  * over all values.  The upper one hi: lo again when a tie follows it, else
  * the least value above lo: among the candidates when lo is not the bucket's
  * greatest, else the next bucket's least (or, in the fallback, one pass). */
-static double median_finish(parity_vals x, parity_vals r, size_t n, gdn_ulp_fmt f, const msel *ms,
-                            const tstate *ts, const sink *s, int64_t *hist, int nt) {
-  size_t ties, k = ms->k;
+static int median_finish(const usrc *u, gdn_ulp_fmt f, const msel *ms, const tstate *ts, const sink *s,
+                         int64_t *hist, int nt, double *med, gdn_error *e) {
+  size_t ties, k = ms->k, n = ms->n;
   double lo, hi;
-  int fallback = 0;
+  int fallback = 0, rc = GDN_OK;
   if (ts[0].bmin == ts[0].bmax) {
     lo = ts[0].bmin;
     ties = ms->count - k - 1;
@@ -340,19 +391,20 @@ static double median_finish(parity_vals x, parity_vals r, size_t n, gdn_ulp_fmt 
   } else {
     hist_sum(hist, nt);
     uint64_t prefix = (uint64_t)ms->top << 48 | (uint64_t)radix_pick(hist, &k) << 32;
-    lo = select_rounds(x, r, n, f, 2, prefix, k, hist, nt, &ties);
+    if ((rc = select_rounds(u, f, 2, prefix, k, hist, nt, &ties, &lo, e))) return rc;
     fallback = 1;
   }
-  if (n % 2) return lo;
-  if (ties) hi = lo;
-  else if (fallback) hi = next_ulp_above(x, r, n, f, lo, nt);
+  if (n % 2) hi = lo;
+  else if (ties) hi = lo;
+  else if (fallback) rc = next_ulp_above(u, f, lo, nt, &hi, e);
   else if (s->cand && k + 1 < ms->count) {
     hi = INFINITY;
     for (size_t i = 0; i < ms->count; i++)
       if (s->cand[i] > lo && s->cand[i] < hi) hi = s->cand[i];
   } else
     hi = ts[0].nmin;
-  return 0.5 * (lo + hi);
+  *med = n % 2 ? lo : 0.5 * (lo + hi);
+  return rc;
 }
 
 /* row_rel (parity_metrics.h) in groups of ROWS rows: each group's row norms
@@ -457,6 +509,7 @@ static int64_t pass1_combine(const partial *p, size_t nb, parity_xsum *sums, int
  * common case: min = max, median_finish) or takes the radix rounds. */
 static void median_prepare(int64_t *hist, int nt, size_t n, msel *ms, tstate *ts, sink *s) {
   hist_sum(hist, nt);
+  ms->n = n;
   ms->k = (n - 1) / 2;
   ms->top = radix_pick(hist, &ms->k);
   ms->count = (size_t)hist[ms->top];
@@ -492,7 +545,8 @@ static void metrics_pass2(parity_vals x, parity_vals r, const int64_t dims[4], g
     if (p[bi].rel_max > m->max_rel) m->max_rel = p[bi].rel_max, at = p[bi].rel_at;
   unflatten((int64_t)at, dims, m->rel_at);
   tstate_combine(ts, nt);
-  m->median_ulp = median_finish(x, r, n, f, &ms, ts, &s, hist, nt);
+  const usrc u = {x, r, n, NULL, 0};
+  (void)median_finish(&u, f, &ms, ts, &s, hist, nt, &m->median_ulp, NULL); /* whole tensors: cannot fail */
 }
 
 size_t parity_metrics_scratch_bytes(size_t n) {
@@ -575,21 +629,24 @@ void parity_metrics_acc_merge(parity_metrics_acc *a, const parity_metrics_acc *b
 int parity_metrics_acc_add_v(parity_metrics_acc *a, parity_vals x, parity_vals r, const parity_slab *sl, gdn_dtype t,
                              gdn_error *e) {
   const size_t n = sl->runs * sl->len, nb = (n + BLOCK - 1) / BLOCK;
+  const int nt = gdn_threads_for((int64_t)nb);
   const gdn_ulp_fmt f = gdn_dtype_ulp_fmt(t);
   partial *p = gdn_calloc(nb ? nb : 1, sizeof *p, "metric partials", e);
-  parity_xsum *sums = p ? gdn_calloc(2, sizeof *sums, "metric exact sums", e) : NULL;
+  int64_t *hist = p ? gdn_calloc((size_t)nt * RADIX, sizeof *hist, "median histograms", e) : NULL;
+  parity_xsum *sums = hist ? gdn_calloc((size_t)(2 * nt), sizeof *sums, "metric exact sums", e) : NULL;
   if (!sums) {
+    gdn_free(hist);
     gdn_free(p);
     return e ? e->code : GDN_ERR_NOMEM;
   }
-  /* one thread: the accumulator's histogram and sums are one set (a
-   * group's slab is one of several; the groups are the parallelism) */
-  for (size_t bi = 0; bi < nb; bi++) {
-    size_t lo = bi * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
-    FORMS(pass1_block, x, r, lo, hi, f, &p[bi], a->top, sums);
+  /* per-thread histograms and exact sums: integer counts and exact sums,
+   * so the split does not show in the result */
+  pass1(x, r, n, f, p, hist, sums, nt);
+  for (int j = 0; j < nt; j++) {
+    parity_xsum_merge(&a->d2, &sums[2 * j]);
+    parity_xsum_merge(&a->r2, &sums[2 * j + 1]);
+    for (int i = 0; i < RADIX; i++) a->top[i] += hist[(size_t)j * RADIX + i];
   }
-  parity_xsum_merge(&a->d2, &sums[0]);
-  parity_xsum_merge(&a->r2, &sums[1]);
   for (size_t bi = 0; bi < nb; bi++) {
     const partial *q = &p[bi];
     if (q->arg >= 0) acc_take(a, q->max_abs, slab_full(sl, (size_t)q->arg), AT(x, q->arg), AT(r, q->arg));
@@ -605,6 +662,7 @@ int parity_metrics_acc_add_v(parity_metrics_acc *a, parity_vals x, parity_vals r
   }
   a->n += (int64_t)n;
   gdn_free(sums);
+  gdn_free(hist);
   gdn_free(p);
   return GDN_OK;
 }
@@ -820,17 +878,25 @@ HOT void group_elem(VARGS, const int64_t dims[4], const int64_t bl[4], const int
 /* elem_rel as one pass from 0 would find it (best starts at the first
  * differing element's q and grows on strictly greater ones): a NaN there
  * sticks, else the greatest non-NaN q at its first index. */
-static void elem_combine(const erel *o, int64_t ng, const int64_t dims[4], parity_metrics *m) {
+/* One pass from 0 over items each summarised by an erel (whole indices):
+ * a NaN at the first differing item sticks, else the greatest non-NaN
+ * value at its least index; (0, -1) when none differs. */
+static void erel_pick(const erel *o, int64_t n, double *best_out, int64_t *arg_out) {
   int64_t first = -1, arg = -1;
   double q0 = 0, best = 0;
-  for (int64_t g = 0; g < ng; g++)
+  for (int64_t g = 0; g < n; g++)
     if (o[g].i0 >= 0 && (first < 0 || o[g].i0 < first)) first = o[g].i0, q0 = o[g].q0;
   if (first >= 0 && isnan(q0)) best = q0, arg = first;
   else if (first >= 0)
-    for (int64_t g = 0; g < ng; g++)
+    for (int64_t g = 0; g < n; g++)
       if (o[g].best >= 0 && (arg < 0 || o[g].best > best || (o[g].best == best && o[g].arg < arg)))
         best = o[g].best, arg = o[g].arg;
-  m->elem_rel = best;
+  *best_out = best, *arg_out = arg;
+}
+
+static void elem_combine(const erel *o, int64_t ng, const int64_t dims[4], parity_metrics *m) {
+  int64_t arg;
+  erel_pick(o, ng, &m->elem_rel, &arg);
   if (arg >= 0) unflatten(arg, dims, m->elem_at);
 }
 
@@ -1015,6 +1081,217 @@ int parity_block_map_o_v(parity_vals x, parity_vals r, const int64_t dims[4], in
     }
   gdn_free(acc);
   return GDN_OK;
+}
+
+/* parity_metrics_stream (parity_metrics.h). */
+typedef struct {
+  const parity_group_src *src;
+  int64_t dims[4];
+  size_t inner, per_head; /* elements after the head axis; per head */
+  gdn_dtype t;
+  gdn_ulp_fmt f;
+  int nt;
+  parity_metrics_acc acc;
+  parity_blocks_acc blk;
+  parity_xsum *rows2;  /* pass A: sum of ||r_row||^2 (exact) */
+  double row_floor;
+  /* pass B */
+  int64_t *hist;       /* nt + 1 slots of RADIX */
+  tstate *ts;
+  msel ms;
+  sink sk;
+  double rel_best;
+  int64_t rel_at;
+  erel *elem;          /* one per whole row group of blocks */
+  int64_t n_elem;
+  erel rows;           /* row_rel's summary over whole row indices */
+} mstream;
+
+/* Group [h0, h1)'s slab map and its own dims. */
+static parity_slab slab_of(const mstream *S, int64_t h0, int64_t h1, int64_t gd[4]) {
+  const int ax = S->src->head_axis;
+  size_t outer = 1;
+  for (int i = 0; i < ax; i++) outer *= (size_t)S->dims[i];
+  memcpy(gd, S->dims, 4 * sizeof *gd);
+  gd[ax] = h1 - h0;
+  return (parity_slab){outer, (size_t)(h1 - h0) * S->inner, (size_t)S->dims[ax] * S->inner, (size_t)h0 * S->inner};
+}
+
+/* Rows of the group in chunks of ROWS: pass A adds ||r_row||^2 exactly;
+ * pass B summarises row_rel against the floor in whole row indices. */
+static void rows_group(mstream *S, parity_vals x, parity_vals r, const parity_slab *sl, int pass_b) {
+  const int64_t len = S->dims[3], n_rows = (int64_t)(sl->runs * sl->len) / len;
+  double v[ROWS];
+  for (int64_t q = 0; q < n_rows; q += ROWS) {
+    const int64_t cnt = n_rows - q < ROWS ? n_rows - q : ROWS;
+    rows_eval(pass_b ? x : NONE, r, q, cnt, len, pass_b ? S->row_floor : 0, v);
+    for (int64_t j = 0; j < cnt; j++) {
+      if (!pass_b) {
+        parity_xsum_add(S->rows2, v[j] * v[j]);
+        continue;
+      }
+      if (v[j] == -1) continue;
+      const int64_t w = slab_full(sl, (size_t)((q + j) * len)) / len;
+      erel *o = &S->rows;
+      if (o->i0 < 0 || w < o->i0) o->i0 = w, o->q0 = v[j];
+      if (!isnan(v[j]) && (o->arg < 0 || v[j] > o->best || (v[j] == o->best && w < o->arg))) o->best = v[j], o->arg = w;
+    }
+  }
+}
+
+static int pass_a_group(mstream *S, parity_vals x, parity_vals r, int64_t h0, int64_t h1, gdn_error *e) {
+  int64_t gd[4];
+  const parity_slab sl = slab_of(S, h0, h1, gd);
+  int rc = parity_metrics_acc_add_v(&S->acc, x, r, &sl, S->t, e);
+  if (!rc) rc = parity_blocks_acc_add_v(&S->blk, x, r, h0, h1, e);
+  if (!rc && S->dims[3] > 0) rows_group(S, x, r, &sl, 0);
+  return rc;
+}
+
+/* elem_rel over the group's blocks, its erels moved to whole indices. */
+static int elem_group(mstream *S, parity_vals x, parity_vals r, int64_t h0, const int64_t gd[4],
+                      const parity_slab *sl, double floor, gdn_error *e) {
+  const parity_blocks_acc *B = &S->blk;
+  int64_t bl[4], nbk[4];
+  const int64_t nb = blocks_layout(gd, B->bl, bl, nbk), ng = nb / nbk[3];
+  double *rms = gdn_calloc((size_t)(nb ? nb : 1), sizeof *rms, "group block RMS", e);
+  erel *o = rms ? gdn_calloc((size_t)(ng ? ng : 1), sizeof *o, "group element maxima", e) : NULL;
+  if (!o) {
+    gdn_free(rms);
+    return e ? e->code : GDN_ERR_NOMEM;
+  }
+  for (int64_t k = 0; k < nb; k++) { /* the group's block k among the whole's */
+    int64_t rem = k, w = 0, j[4];
+    for (int ax = 3; ax >= 0; ax--) j[ax] = rem % nbk[ax], rem /= nbk[ax];
+    j[B->head_axis] += h0;
+    for (int ax = 0; ax < 4; ax++) w = w * B->nbk[ax] + j[ax];
+    rms[k] = B->d2[B->nb + w];
+  }
+#pragma omp parallel for schedule(dynamic) num_threads(threads_for(ng, (int64_t)(sl->runs * sl->len)))
+  for (int64_t g = 0; g < ng; g++) FORMS(group_elem, x, r, gd, bl, nbk, g, rms, floor, &o[g]);
+  for (int64_t g = 0; g < ng; g++) {
+    if (o[g].i0 >= 0) o[g].i0 = slab_full(sl, (size_t)o[g].i0);
+    if (o[g].arg >= 0) o[g].arg = slab_full(sl, (size_t)o[g].arg);
+    S->elem[S->n_elem++] = o[g];
+  }
+  gdn_free(o);
+  gdn_free(rms);
+  return GDN_OK;
+}
+
+static int pass_b_group(mstream *S, parity_vals x, parity_vals r, int64_t h0, int64_t h1, double rel_floor,
+                        gdn_error *e) {
+  int64_t gd[4];
+  const parity_slab sl = slab_of(S, h0, h1, gd);
+  const size_t n = sl.runs * sl.len, nb = (n + BLOCK - 1) / BLOCK;
+  partial *p = gdn_calloc(nb ? nb : 1, sizeof *p, "metric partials", e);
+  if (!p) return e ? e->code : GDN_ERR_NOMEM;
+  pass2(x, r, n, S->f, rel_floor, p, &S->ms, S->ts, &S->sk, S->nt);
+  double m = 0;
+  size_t a = 0;
+  for (size_t bi = 0; bi < nb; bi++)
+    if (p[bi].rel_max > m) m = p[bi].rel_max, a = p[bi].rel_at;
+  gdn_free(p);
+  if (m > 0) {
+    const int64_t w = slab_full(&sl, a);
+    if (m > S->rel_best || (m == S->rel_best && w < S->rel_at)) S->rel_best = m, S->rel_at = w;
+  }
+  if (S->dims[3] > 0) rows_group(S, x, r, &sl, 1);
+  return S->blk.nb > 0 ? elem_group(S, x, r, h0, gd, &sl, rel_floor, e) : GDN_OK;
+}
+
+/* Reads every group through the source and hands it to pass A or B. */
+static int stream_pass(mstream *S, int pass_b, double rel_floor, gdn_error *e) {
+  for (int64_t g = 0; g < S->src->n_groups; g++) {
+    parity_vals x, r;
+    int64_t h0, h1;
+    int rc = S->src->get(S->src->ctx, g, &x, &r, &h0, &h1, e);
+    if (!rc && (h0 < 0 || h1 <= h0 || h1 > S->dims[S->src->head_axis]))
+      rc = gdn_error_set(e, GDN_ERR_INTERNAL, "head group %lld: heads [%lld, %lld) outside [0, %lld)", (long long)g,
+                         (long long)h0, (long long)h1, (long long)S->dims[S->src->head_axis]);
+    if (!rc) rc = pass_b ? pass_b_group(S, x, r, h0, h1, rel_floor, e) : pass_a_group(S, x, r, h0, h1, e);
+    if (rc) return rc;
+  }
+  return GDN_OK;
+}
+
+static void mstream_clear(mstream *S) {
+  parity_metrics_acc_clear(&S->acc);
+  parity_blocks_acc_clear(&S->blk);
+  gdn_free(S->rows2);
+  gdn_free(S->hist);
+  gdn_free(S->ts);
+  gdn_free(S->elem);
+}
+
+static int mstream_init(mstream *S, const parity_group_src *src, const int64_t dims[4], const int64_t block_len[4],
+                        gdn_dtype t, gdn_error *e) {
+  memset(S, 0, sizeof *S);
+  S->src = src;
+  memcpy(S->dims, dims, sizeof S->dims);
+  S->t = t;
+  S->f = gdn_dtype_ulp_fmt(t);
+  S->inner = 1;
+  for (int i = src->head_axis + 1; i < 4; i++) S->inner *= (size_t)dims[i];
+  S->per_head = S->inner;
+  for (int i = 0; i < src->head_axis; i++) S->per_head *= (size_t)dims[i];
+  const size_t n = (size_t)(dims[0] * dims[1] * dims[2] * dims[3]);
+  S->nt = gdn_threads_for((int64_t)((n + BLOCK - 1) / BLOCK));
+  S->rel_at = 0;
+  S->rows = (erel){0, -1, -1, -1};
+  if (src->head_axis < 0 || src->head_axis > 2)
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "metrics by head group: the head axis must be 0, 1 or 2");
+  int rc = parity_metrics_acc_init(&S->acc, e);
+  if (!rc) rc = parity_blocks_acc_init(&S->blk, dims, block_len, src->head_axis, e);
+  if (rc) return rc;
+  S->rows2 = gdn_calloc(1, sizeof *S->rows2, "row norm sum", e);
+  S->hist = S->rows2 ? gdn_calloc((size_t)(S->nt + 1) * RADIX, sizeof *S->hist, "median histograms", e) : NULL;
+  S->ts = S->hist ? gdn_calloc((size_t)S->nt, sizeof *S->ts, "median thread state", e) : NULL;
+  const int64_t ng = S->blk.nbk[3] ? S->blk.nb / S->blk.nbk[3] : 0;
+  S->elem = S->ts ? gdn_calloc((size_t)(ng ? ng : 1), sizeof *S->elem, "element maxima", e) : NULL;
+  return S->elem ? GDN_OK : e ? e->code : GDN_ERR_NOMEM;
+}
+
+/* After pass A: pass 1's fields, the blocks' statistic, the row floor and
+ * the median's first round, as the whole pass has them before its pass 2. */
+static void mstream_between(mstream *S, parity_metrics *m) {
+  parity_metrics_acc_value(&S->acc, S->dims, S->t, m);
+  const int64_t n_rows = S->dims[3] > 0 ? m->n / S->dims[3] : 0;
+  S->row_floor = n_rows > 0 ? sqrt(parity_xsum_value(S->rows2) / (double)n_rows) : 0;
+  parity_blocks_acc_value(&S->blk, m);
+  memcpy(S->hist, S->acc.top, RADIX * sizeof *S->hist);
+  if (m->n) median_prepare(S->hist, S->nt, (size_t)m->n, &S->ms, S->ts, &S->sk);
+}
+
+int parity_metrics_stream(const parity_group_src *src, const int64_t dims[4], const int64_t block_len[4], gdn_dtype t,
+                          parity_metrics *m, gdn_error *e) {
+  mstream S;
+  memset(m, 0, sizeof *m);
+  int rc = mstream_init(&S, src, dims, block_len, t, e);
+  if (!rc) rc = stream_pass(&S, 0, 0, e);
+  if (!rc) {
+    mstream_between(&S, m);
+    if (m->n) rc = stream_pass(&S, 1, m->rel_floor, e);
+  }
+  if (!rc && m->n) {
+    m->max_rel = S.rel_best;
+    unflatten(S.rel_at, dims, m->rel_at);
+    tstate_combine(S.ts, S.nt);
+    const usrc u = {NONE, NONE, (size_t)m->n, src, S.per_head};
+    rc = median_finish(&u, S.f, &S.ms, S.ts, &S.sk, S.hist, S.nt, &m->median_ulp, e);
+  }
+  if (!rc && dims[3] > 0) {
+    int64_t arg;
+    erel_pick(&S.rows, 1, &m->row_rel, &arg);
+    m->row_worst = arg;
+  }
+  if (!rc && S.blk.nb > 0 && m->n > 0) {
+    int64_t arg;
+    erel_pick(S.elem, S.n_elem, &m->elem_rel, &arg);
+    if (arg >= 0) unflatten(arg, dims, m->elem_at);
+  }
+  mstream_clear(&S);
+  return rc;
 }
 
 /* The same metrics of values held as binary64 (tests, fixtures' outputs). */

@@ -200,6 +200,31 @@ int parity_blocks_acc_add_v(parity_blocks_acc *a, parity_vals x, parity_vals r, 
 void parity_blocks_acc_value(parity_blocks_acc *a, parity_metrics *m);
 void parity_blocks_acc_clear(parity_blocks_acc *a);
 
+/* The metrics of a pair met one head group at a time: what
+ * parity_metrics_compute_v and then parity_metrics_blocks_v (block_len)
+ * give the whole tensors, every field bit for bit, from a source that
+ * hands over group g's slabs of x and r (heads [h0, h1) along head_axis,
+ * each group's tensors contiguous in its own shape) on request.  The
+ * groups are read twice: pass A (pass 1 merged exactly, the blocks' sums,
+ * the row norms of r), which fixes every floor (rel_floor = u max|r|, the
+ * blocks' RMS, the RMS row norm); pass B (max_rel, elem_rel, row_rel
+ * against those floors; ties go to the least whole index, as one pass from
+ * 0 finds them; the median's bucket); and, only when the median's bucket
+ * holds more than 65536 distinct values, up to three radix rounds more (a
+ * pass each) and one for the value after the lower middle.  So a run that
+ * holds one group's x and r at a time (its groups kept on disk, say)
+ * measures what the whole run measures.  head_axis < 3 (rows and blocks
+ * then lie inside one head); block_len[head_axis] must be 1.  `get` may
+ * reuse its buffers: a group's slabs are read before the next get. */
+typedef struct parity_group_src {
+  int (*get)(void *ctx, int64_t g, parity_vals *x, parity_vals *r, int64_t *h0, int64_t *h1, gdn_error *e);
+  void *ctx;
+  int64_t n_groups;
+  int head_axis;
+} parity_group_src;
+int parity_metrics_stream(const parity_group_src *src, const int64_t dims[4], const int64_t block_len[4],
+                          gdn_dtype ulp_dtype, parity_metrics *m, gdn_error *e);
+
 /* The functions above, reading x and r as they are held (binary64 or
  * float32, parity_vals.h; r may be absent where the double form takes
  * NULL).  Every value is read exactly, so each result is bit for bit the
