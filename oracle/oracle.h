@@ -333,6 +333,13 @@ typedef struct oracle_dd_config {
   int64_t column_block;    /* columns per work item; 0 = from Dv and the
                               thread count.  Speed only. */
   const oracle_progress *progress; /* NULL (default): none */
+  /* Placement (a run streamed by head group): these inputs' value heads are
+   * heads head0, head0 + 1, ... of a run of whole_hv value heads, so the
+   * sample columns of head j are those of the whole run's head head0 + j
+   * (oracle_dd_sample_start_in) and every group's tally merges into the
+   * whole run's certificate bit for bit (oracle_part.h).  0, 0 (default):
+   * the inputs are the whole run. */
+  int64_t head0, whole_hv;
 } oracle_dd_config;
 
 void oracle_dd_config_init(oracle_dd_config *cfg); /* 128 bits, 2 columns, block 0, no progress */
@@ -377,6 +384,10 @@ int oracle_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs
  * a hash of (b, j) modulo Dv - n + 1 (0 when n >= Dv).  The sample is
  * [start, start + min(n, Dv)). */
 int64_t oracle_dd_sample_start(const gdn_shape *s, int64_t n, int64_t b, int64_t j);
+/* The same for head j of inputs placed at head0 of a run of whole_hv value
+ * heads (0: s->Hv): the whole run's head head0 + j's start. */
+int64_t oracle_dd_sample_start_in(const gdn_shape *s, int64_t n, int64_t b, int64_t j, int64_t head0,
+                                  int64_t whole_hv);
 
 /* Testing hook (not thread-safe; set it between runs): every later dd run
  * adds rel * hi to state element (0, col) of (b, j) (hi its high word; the

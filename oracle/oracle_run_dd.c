@@ -38,6 +38,7 @@ void oracle_dd_config_init(oracle_dd_config *cfg) {
   cfg->sample_columns = 2;
   cfg->column_block = 0;
   cfg->progress = NULL;
+  cfg->head0 = cfg->whole_hv = 0;
 }
 
 int oracle_dd_config_validate(const oracle_dd_config *cfg, gdn_error *e) {
@@ -54,13 +55,24 @@ int oracle_dd_config_validate(const oracle_dd_config *cfg, gdn_error *e) {
     return gdn_error_set(e, GDN_ERR_INPUT,
                          "oracle dd config: column_block = %" PRId64 "; it must be >= 0 (0 = automatic)",
                          cfg->column_block);
+  if (cfg->head0 < 0 || cfg->whole_hv < 0 || (cfg->whole_hv == 0 && cfg->head0 != 0))
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "oracle dd config: placement head0 = %" PRId64 " of whole_hv = %" PRId64
+                         "; both >= 0, and head0 = 0 without a whole run",
+                         cfg->head0, cfg->whole_hv);
   return GDN_OK;
 }
 
-int64_t oracle_dd_sample_start(const gdn_shape *s, int64_t n, int64_t b, int64_t j) {
+int64_t oracle_dd_sample_start_in(const gdn_shape *s, int64_t n, int64_t b, int64_t j, int64_t head0,
+                                  int64_t whole_hv) {
   if (n >= s->Dv) return 0;
-  uint64_t h = gdn_rng_bits(DD_SAMPLE_SEED, (uint64_t)s->Dv, (uint64_t)(b * s->Hv + j));
+  const int64_t hv = whole_hv > 0 ? whole_hv : s->Hv;
+  uint64_t h = gdn_rng_bits(DD_SAMPLE_SEED, (uint64_t)s->Dv, (uint64_t)(b * hv + head0 + j));
   return (int64_t)(h % (uint64_t)(s->Dv - n + 1));
+}
+
+int64_t oracle_dd_sample_start(const gdn_shape *s, int64_t n, int64_t b, int64_t j) {
+  return oracle_dd_sample_start_in(s, n, b, j, 0, 0);
 }
 
 static struct {
@@ -287,10 +299,10 @@ static int items_make(const gdn_shape *s, const oracle_dd_config *cfg, const uns
     return e ? e->code : GDN_ERR_NOMEM;
   for (int64_t b = 0; b < s->B; b++)
     for (int64_t j = 0; ns > 0 && j < s->Hv; j++)
-      (*items)[(*n)++] = (dd_item){b, j, oracle_dd_sample_start(s, ns, b, j), ns, 1};
+      (*items)[(*n)++] = (dd_item){b, j, oracle_dd_sample_start_in(s, ns, b, j, cfg->head0, cfg->whole_hv), ns, 1};
   for (int64_t b = 0; b < s->B; b++)
     for (int64_t j = 0; j < s->Hv; j++) {
-      int64_t s0 = ns > 0 ? oracle_dd_sample_start(s, ns, b, j) : 0;
+      int64_t s0 = ns > 0 ? oracle_dd_sample_start_in(s, ns, b, j, cfg->head0, cfg->whole_hv) : 0;
       cut(*items, n, b, j, 0, s0, *nb);
       cut(*items, n, b, j, s0 + ns, s->Dv, *nb);
     }
@@ -396,6 +408,10 @@ int orc_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *o
   if (!cert) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle: dd certificate missing (NULL)");
   int rc;
   if ((rc = oracle_dd_config_validate(cfg, e)) || (rc = orc_check_inputs(in, e))) return rc;
+  if (cfg->whole_hv && cfg->head0 + in->shape.Hv > cfg->whole_hv)
+    return gdn_error_set(e, GDN_ERR_INPUT, "oracle dd: heads %" PRId64 "..%" PRId64 " placed in a run of %" PRId64
+                         " value heads (head0 + Hv > whole_hv)", cfg->head0, cfg->head0 + in->shape.Hv - 1,
+                         cfg->whole_hv);
   const gdn_shape *s = &in->shape;
   if ((rc = gdn_outputs_alloc(out, s, GDN_DTYPE_F64, e))) return rc;
 

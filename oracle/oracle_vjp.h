@@ -141,6 +141,7 @@ typedef struct oracle_vjp_dd_config {
   mpfr_prec_t sample_prec; /* [ORACLE_PREC_MIN, ORACLE_PREC_MAX], default 128 */
   int64_t sample_columns;  /* >= 0, default 2 (more than Dv: all); 0 = no sample */
   int64_t checkpoint;      /* as oracle_vjp_config's */
+  int64_t head0, whole_hv; /* placement, as oracle_dd_config's (0, 0: the whole run) */
 } oracle_vjp_dd_config;
 
 void oracle_vjp_dd_config_init(oracle_vjp_dd_config *cfg);

@@ -18,6 +18,7 @@ void oracle_vjp_dd_config_init(oracle_vjp_dd_config *cfg) {
   cfg->sample_prec = 128;
   cfg->sample_columns = 2;
   cfg->checkpoint = 0;
+  cfg->head0 = cfg->whole_hv = 0;
 }
 
 static int validate(const oracle_vjp_dd_config *cfg, gdn_error *e) {
@@ -32,6 +33,11 @@ static int validate(const oracle_vjp_dd_config *cfg, gdn_error *e) {
     return gdn_error_set(e, GDN_ERR_INPUT,
                          "oracle_vjp_dd config: checkpoint = %" PRId64 "; it must be >= 0 (0 = sqrt(T))",
                          cfg->checkpoint);
+  if (cfg->head0 < 0 || cfg->whole_hv < 0 || (cfg->whole_hv == 0 && cfg->head0 != 0))
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "oracle_vjp_dd config: placement head0 = %" PRId64 " of whole_hv = %" PRId64
+                         "; both >= 0, and head0 = 0 without a whole run",
+                         cfg->head0, cfg->whole_hv);
   return GDN_OK;
 }
 
@@ -48,6 +54,7 @@ typedef struct djob {
   gdn_grads *out;
   int64_t ns;
   int64_t *fail; /* per item: -1, or the token (T: dh0) of the first non-finite value */
+  int64_t head0, whole_hv; /* the sample's placement (oracle_vjp_dd_config) */
 } djob;
 
 static void dworker_init(dworker *w) {
@@ -123,7 +130,7 @@ static void run_item(const djob *jb, dworker *w, int64_t item) {
   const gdn_shape *s = &in->shape;
   const int64_t b = item / s->Hk, kh = item % s->Hk;
   orc_vdd *d = &w->dd;
-  d->s0 = jb->ns ? oracle_dd_sample_start(s, jb->ns, b, kh * d->G) : 0;
+  d->s0 = jb->ns ? oracle_dd_sample_start_in(s, jb->ns, b, kh * d->G, jb->head0, jb->whole_hv) : 0;
   int64_t bad;
   if (!orc_vdd_begin(d, in, jb->ct, b, kh, &bad)) {
     jb->fail[item] = bad;
@@ -199,12 +206,16 @@ int orc_vjp_dd_run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_
   if ((rc = validate(cfg, e)) || (rc = orc_check_inputs(in, e)) ||
       (rc = gdn_cotangents_check(ct, &in->shape, "oracle_vjp_dd", e)))
     return rc;
+  if (cfg->whole_hv && cfg->head0 + in->shape.Hv > cfg->whole_hv)
+    return gdn_error_set(e, GDN_ERR_INPUT, "oracle_vjp_dd: heads %" PRId64 "..%" PRId64 " placed in a run of %" PRId64
+                         " value heads (head0 + Hv > whole_hv)", cfg->head0, cfg->head0 + in->shape.Hv - 1,
+                         cfg->whole_hv);
   const gdn_shape *s = &in->shape;
   if ((rc = gdn_grads_alloc(out, s, GDN_DTYPE_F64, e))) return rc;
   const int64_t n_items = s->B * s->Hk, ns = cfg->sample_columns < s->Dv ? cfg->sample_columns : s->Dv;
   const int threads = gdn_threads_get();
   const int nt = n_items < threads ? (int)n_items : threads;
-  djob jb = {in, ct, out, ns, NULL};
+  djob jb = {in, ct, out, ns, NULL, cfg->head0, cfg->whole_hv};
   dworker *ws = NULL;
   int nw = 0;
   if (!(jb.fail = gdn_malloc((size_t)n_items * sizeof(int64_t), "oracle_vjp_dd item status", e))) goto fail;

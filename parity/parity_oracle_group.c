@@ -1,0 +1,185 @@
+#include "parity_oracle_group.h"
+
+#include <inttypes.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void parity_group_oracle_init(parity_group_oracle *go, const gdn_shape *whole, parity_oracle_tier requested,
+                              int bits, int grads) {
+  memset(go, 0, sizeof *go);
+  go->whole = *whole;
+  go->requested = requested;
+  go->bits = bits;
+  go->grads = grads;
+  go->tier = parity_oracle_resolve(requested, whole, bits);
+  go->grad_tier = grads ? parity_oracle_resolve_grads(requested, whole, bits) : PARITY_ORACLE_NONE;
+  oracle_tally_init(&go->fwd);
+  oracle_tally_init(&go->vjp);
+}
+
+void parity_group_oracle_clear(parity_group_oracle *go) {
+  oracle_tally_clear(&go->fwd);
+  oracle_tally_clear(&go->vjp);
+}
+
+/* The group's tally into the merged one (the first group's is taken). */
+static int tally_fold(oracle_tally *sum, oracle_tally *one, gdn_error *e) {
+  if (sum->tier == 0) {
+    *sum = *one;
+    oracle_tally_init(one);
+    return GDN_OK;
+  }
+  int rc = oracle_tally_merge(sum, one, e);
+  oracle_tally_clear(one);
+  return rc;
+}
+
+static int run_forward(parity_group_oracle *go, const gdn_inputs *in, int64_t v0, parity_reference *r,
+                       gdn_error *e) {
+  oracle_tally t;
+  oracle_tally_init(&t);
+  int rc;
+  if (go->tier == PARITY_ORACLE_DD) {
+    oracle_dd_config cfg;
+    oracle_dd_config_init(&cfg);
+    cfg.sample_prec = go->bits;
+    cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
+    cfg.head0 = v0, cfg.whole_hv = go->whole.Hv;
+    rc = oracle_run_dd_part(in, &cfg, NULL, &r->out, &t, e);
+  } else {
+    oracle_config cfg;
+    oracle_config_init(&cfg);
+    cfg.prec = go->bits;
+    rc = oracle_run_part(in, &cfg, NULL, &r->out, &t, e);
+  }
+  if (!rc) rc = tally_fold(&go->fwd, &t, e);
+  oracle_tally_clear(&t);
+  return rc;
+}
+
+static int run_vjp(parity_group_oracle *go, const gdn_inputs *in, int64_t v0, const gdn_cotangents *ct,
+                   parity_reference *r, gdn_error *e) {
+  oracle_tally t;
+  oracle_tally_init(&t);
+  int rc;
+  if (go->grad_tier == PARITY_ORACLE_DD) {
+    oracle_vjp_dd_config cfg;
+    oracle_vjp_dd_config_init(&cfg);
+    cfg.sample_prec = go->bits;
+    cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
+    cfg.head0 = v0, cfg.whole_hv = go->whole.Hv;
+    rc = oracle_vjp_dd_part(in, ct, &cfg, NULL, &r->grads, &t, e);
+  } else {
+    oracle_vjp_config cfg;
+    oracle_vjp_config_init(&cfg);
+    cfg.prec = go->bits;
+    rc = oracle_vjp_part(in, ct, &cfg, NULL, &r->grads, &t, e);
+  }
+  if (!rc) rc = tally_fold(&go->vjp, &t, e);
+  oracle_tally_clear(&t);
+  if (!rc) r->has_grads = 1;
+  return rc;
+}
+
+int parity_group_oracle_run(parity_group_oracle *go, const gdn_inputs *in, int64_t k0, const gdn_cotangents *ct,
+                            parity_reference *r, gdn_error *e) {
+  parity_reference_clear(r);
+  r->requested = go->requested;
+  r->tier = go->tier;
+  r->grad_tier = go->grad_tier;
+  if (go->tier == PARITY_ORACLE_NONE) return GDN_OK;
+  const int64_t v0 = k0 * (go->whole.Hv / go->whole.Hk); /* the group's first value head */
+  double t0 = now();
+  int rc = run_forward(go, in, v0, r, e);
+  go->seconds += now() - t0;
+  if (rc || !go->grads || go->grad_tier == PARITY_ORACLE_NONE) return rc;
+  if (!ct) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle by head group: gradients asked for without cotangents");
+  t0 = now();
+  rc = run_vjp(go, in, v0, ct, r, e);
+  go->grad_seconds += now() - t0;
+  return rc;
+}
+
+static int finish_forward(const parity_group_oracle *go, parity_reference *r, gdn_error *e) {
+  const gdn_shape *s = &go->whole;
+  int rc;
+  if (go->tier == PARITY_ORACLE_DD) {
+    oracle_dd_config cfg;
+    oracle_dd_config_init(&cfg);
+    cfg.sample_prec = go->bits;
+    cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
+    oracle_dd_certificate cert;
+    if ((rc = oracle_tally_dd_certificate(&go->fwd, s, &cfg, &cert, e))) return rc;
+    r->precision_bits = cert.precision_bits;
+    r->check_bits = cert.check_bits;
+    r->certified_bits = cert.certified_bits;
+    r->normwise_bits = cert.normwise_bits;
+    r->guaranteed_bits = cert.guaranteed_bits;
+    r->bound_violations = cert.bound_violations;
+    r->sampled_columns = cert.sampled_columns;
+    r->total_columns = cert.total_columns;
+    if (cert.bound_violations > 0) /* as parity_reference_compute: nothing is judged against it */
+      return gdn_error_set(e, GDN_ERR_INTERNAL,
+                           "dd oracle: %" PRId64 " sampled element%s exceeded the tier's error bound; "
+                           "the reference is not trustworthy (rerun with --oracle mpfr)",
+                           cert.bound_violations, cert.bound_violations == 1 ? "" : "s");
+  } else {
+    oracle_config cfg;
+    oracle_config_init(&cfg);
+    cfg.prec = go->bits;
+    oracle_certificate cert;
+    if ((rc = oracle_tally_certificate(&go->fwd, &cfg, &cert, e))) return rc;
+    r->precision_bits = cert.precision_bits;
+    r->check_bits = cert.check_bits;
+    r->certified_bits = cert.certified_bits;
+    r->total_columns = s->B * s->Hv * s->Dv;
+    r->sampled_columns = r->total_columns;
+  }
+  return GDN_OK;
+}
+
+static int finish_vjp(const parity_group_oracle *go, parity_reference *r, gdn_error *e) {
+  int rc;
+  if (go->grad_tier == PARITY_ORACLE_DD) {
+    oracle_vjp_dd_config cfg;
+    oracle_vjp_dd_config_init(&cfg);
+    cfg.sample_prec = go->bits;
+    cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
+    oracle_vjp_dd_certificate cert;
+    if ((rc = oracle_tally_vjp_dd_certificate(&go->vjp, &go->whole, &cfg, &cert, e))) return rc;
+    r->grad_certified_bits = cert.certified_bits;
+    r->grad_normwise_bits = cert.normwise_bits;
+  } else {
+    oracle_vjp_config cfg;
+    oracle_vjp_config_init(&cfg);
+    cfg.prec = go->bits;
+    oracle_vjp_certificate cert;
+    if ((rc = oracle_tally_vjp_certificate(&go->vjp, &cfg, &cert, e))) return rc;
+    r->grad_certified_bits = cert.certified_bits;
+  }
+  r->has_grads = 1;
+  return GDN_OK;
+}
+
+int parity_group_oracle_finish(parity_group_oracle *go, parity_reference *r, gdn_error *e) {
+  parity_reference_clear(r);
+  r->requested = go->requested;
+  r->tier = go->tier;
+  r->grad_tier = go->grad_tier;
+  if (go->tier == PARITY_ORACLE_NONE) return GDN_OK;
+  r->mpfr_cost = parity_oracle_mpfr_cost(&go->whole, go->bits);
+  r->form = "token";
+  r->seconds = go->seconds;
+  int rc = finish_forward(go, r, e);
+  if (!rc && go->grads && go->grad_tier != PARITY_ORACLE_NONE) {
+    rc = finish_vjp(go, r, e);
+    r->grad_seconds = go->grad_seconds;
+  }
+  return rc;
+}
