@@ -28,6 +28,8 @@
 #include "parity_output.h"
 #include "parity_policy.h"
 #include "parity_sweep.h"
+#include "parity_spill.h"
+#include "parity_sweep_stream.h"
 #include "report.h"
 #include "report_audit.h"
 #include "report_coverage.h"
@@ -114,6 +116,10 @@ static const gdn_cli_opt options[] = {
     {"output", "FILE.html", "report: the HTML file to write (also -o)", C_REPORT},
     {"reproducible", NULL, "omit timestamps and timings from the outputs (byte-identical reruns)", C_CASES},
     {"max-bytes", "SIZE", "refuse inputs larger than SIZE bytes (K/M/G suffixes; default 16G)", C_CASES},
+    {"group-heads", "N",
+     "run N key heads at a time, what later passes read kept in scratch files in TMPDIR (default: so when "
+     "the whole run is over --max-bytes, the most key heads it allows); the results are the whole run's",
+     C_RUN},
     {"threads", "N", "worker threads (default: all cores); results do not depend on it", 0},
     {"quiet", NULL, "print only the verdict", 0},
     {"verbose", NULL, "print every check of every case", 0},
@@ -154,9 +160,11 @@ void parity_cli_print_help(FILE *f) {
 
 /* Options that never change a result: left out of the recorded command, so
  * the results document is byte-identical whatever the thread count, the
- * output file names or the verbosity. */
+ * output file names, the verbosity or the head groups a run is streamed
+ * in. */
 static int is_incidental(const char *arg, int *takes_value) {
-  static const char *const with_value[] = {"--threads", "--json", "--junit", "--report", "--summary", NULL};
+  static const char *const with_value[] = {"--threads", "--json", "--junit", "--report", "--summary", "--group-heads",
+                                           NULL};
   static const char *const flags[] = {"--quiet", "--verbose", NULL};
   *takes_value = 0;
   for (int i = 0; with_value[i]; i++) {
@@ -245,6 +253,7 @@ typedef struct run_state {
   parity_oracle_tier tier;
   int oracle_bits;
   uint64_t max_bytes;
+  int64_t group_heads; /* --group-heads: 0 automatic */
   int grad; /* --grad */
   json_t *audit; /* --audit: its document (parity_audit.h), or NULL */
 } run_state;
@@ -308,6 +317,71 @@ static int fixture_grads_setup(const run_state *st, const fix_fixture *fx, parit
   return GDN_OK;
 }
 
+/* A synthetic input set's head group (parity_sweep_stream.h): every value
+ * the whole generation draws at the same place (gdn_synth_generate_heads,
+ * gdn_cotangents_synth_heads). */
+static int synth_group_load(void *ctx, int64_t k0, int64_t k1, gdn_inputs *in, gdn_cotangents *ct, gdn_error *e) {
+  const parity_synth_spec *sp = ctx;
+  int rc = gdn_synth_generate_heads(in, &sp->shape, k0, k1, &sp->synth, e);
+  in->packing = sp->packing;
+  if (rc || !ct) return rc;
+  if ((rc = gdn_cotangents_alloc(ct, &in->shape, 1, e))) return rc;
+  gdn_cotangents_synth_heads(ct, sp->shape.Hv, k0 * (sp->shape.Hv / sp->shape.Hk), sp->synth.seed);
+  return GDN_OK;
+}
+
+/* Why this synthetic run cannot be streamed by head group ("": it can). */
+static void synth_stream_refusal(const parity_synth_spec *sp, const parity_sweep_opts *o, char *why, size_t n) {
+  gdn_inputs probe;
+  gdn_inputs_init(&probe);
+  probe.seg = sp->documents > 1 ? (int32_t *)why : NULL; /* only tested for presence */
+  probe.prelude = (sp->synth.flags & GDN_SYNTH_PRELUDE_BF16) ? (gdn_prelude *)why : NULL;
+  parity_sweep_stream_refusal(&probe, o, why, n);
+}
+
+/* The plan for a synthetic run: *plan->n_groups 1 (and no --group-heads):
+ * run it whole; otherwise streamed.  A run over the budget that cannot be
+ * streamed keeps the whole run's refusal. */
+static int synth_stream_plan(const run_state *st, const parity_synth_spec *sp, const parity_sweep_opts *o,
+                             uint64_t limit, parity_stream_plan *plan, gdn_error *e) {
+  const int h0 = (sp->synth.flags & GDN_SYNTH_H0) != 0;
+  char why[160];
+  synth_stream_refusal(sp, o, why, sizeof why);
+  if (st->group_heads && why[0]) return gdn_error_set(e, GDN_ERR_INPUT, "--group-heads: %s", why);
+  memset(plan, 0, sizeof *plan);
+  plan->n_groups = 1;
+  if (!st->group_heads && (why[0] || !parity_budget_check(&sp->shape, h0, 3, o, limit, NULL))) return GDN_OK;
+  int rc = parity_stream_plan_make(&sp->shape, h0, 3, o, limit, st->group_heads, plan, e);
+  if (rc || !(st->grad || sp->grad)) return rc;
+  gdn_shape gs;
+  int64_t k0, k1;
+  parity_stream_group(plan, 0, &k0, &k1, &gs);
+  return grads_check_limit(st, &gs, e); /* --grad: the group's gradient sets too */
+}
+
+static int run_synthetic_streamed(run_state *st, const parity_synth_spec *sp, const parity_sweep_opts *o,
+                                  const parity_stream_plan *plan, gdn_error *e) {
+  if (o->verbosity >= 1 && o->log) {
+    char line[320];
+    parity_stream_describe(plan, line, sizeof line);
+    fprintf(o->log, "note: %s; scratch files in %s\n", line, parity_spill_dir());
+  }
+  const double need = parity_sweep_stream_scratch_bytes(plan, o, st->grad || sp->grad,
+                                                        (sp->synth.flags & GDN_SYNTH_H0) != 0);
+  const uint64_t avail = parity_spill_free_bytes();
+  if (avail && need > (double)avail)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "a run streamed by head group writes up to %.3g GiB of scratch files to %s (TMPDIR), "
+                         "which has %.3g GiB free; set TMPDIR to a folder with room",
+                         need / 1073741824.0, parity_spill_dir(), (double)avail / 1073741824.0);
+  char name[96];
+  snprintf(name, sizeof name, "synthetic seed %" PRIu64, sp->synth.seed);
+  const parity_stream_run sr = {plan, {synth_group_load, (void *)sp}, name, "synthetic", NULL,
+                                st->tier, st->oracle_bits, st->grad || sp->grad};
+  parity_progress_add(o->progress, parity_sweep_stream_steps(plan, o));
+  return parity_sweep_run_streamed(&st->doc, &sr, o, e);
+}
+
 /* One synthetic input set through the sweep. */
 static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parity_sweep_opts *o,
                          gdn_error *e) {
@@ -323,6 +397,9 @@ static int run_synthetic(run_state *st, const parity_synth_spec *sp, const parit
                            "of %llu (--max-bytes)", (unsigned long long)pb, (unsigned long long)limit);
     limit -= pb;
   }
+  parity_stream_plan plan;
+  if ((rc = synth_stream_plan(st, sp, o, limit, &plan, e))) return rc;
+  if (plan.n_groups > 1 || st->group_heads) return run_synthetic_streamed(st, sp, o, &plan, e);
   if ((rc = parity_budget_check(&sp->shape, (sp->synth.flags & GDN_SYNTH_H0) != 0, 3, o, limit, e)))
     return rc;
   if ((st->grad || sp->grad) && (rc = grads_check_limit(st, &sp->shape, e))) return rc;
@@ -904,6 +981,7 @@ static int parse_run_state(const gdn_cli_args *a, run_state *st, gdn_error *e) {
     st->oracle_bits = (int)b;
   }
   if ((v = PGET("max-bytes")) && gdn_cli_bytes(v, "--max-bytes", &st->max_bytes, e)) return -1;
+  if ((v = PGET("group-heads")) && gdn_cli_int64(v, "--group-heads", 1, INT64_MAX, &st->group_heads, e)) return -1;
   st->grad = PGET("grad") != NULL;
   return (v = PGET("policy")) ? parity_policy_load_file(&st->policy, v, e) : parity_policy_load_builtin(&st->policy, e);
 }

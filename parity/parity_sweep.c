@@ -13,7 +13,7 @@
 #include "parity_metrics.h"
 #include "parity_upstream.h"
 
-#define MAX_PROFILE_BLOCKS 256
+#include "parity_sweep_ctx.h"
 
 static double now(void) {
   struct timespec ts;
@@ -87,22 +87,6 @@ int parity_sweep_validate(const gdn_shape *s, const parity_sweep_opts *o, gdn_er
 }
 
 
-/* One input set: its subject table, what each stage measured, and the
- * per-chunk profiles of the reference and the baseline. */
-typedef struct input_ctx {
-  parity_doc *d;
-  const gdn_inputs *in;
-  const parity_reference *ref; /* NULL without a reference */
-  const parity_sweep_opts *o;
-  int64_t input_index;
-  parity_subject_run *subj;
-  parity_subject_result *meas; /* per subject: its last measurement */
-  size_t n_subj, baseline, candidate;
-  kern_config cfg;             /* the case's numerics; chunk, devices, prefix as they run */
-  int64_t n_chunks, block, n_blocks;
-  double *prof_ref, *prof_base; /* per chunk size */
-} input_ctx;
-
 static void ctx_free_chunk(input_ctx *x) {
   gdn_free(x->prof_ref);
   gdn_free(x->prof_base);
@@ -111,7 +95,7 @@ static void ctx_free_chunk(input_ctx *x) {
     if (x->subj[i].m->stage == PARITY_STAGE_CHUNK) parity_subject_release(&x->subj[i]);
 }
 
-static void ctx_clear(input_ctx *x) {
+void parity_sweep_ctx_clear(input_ctx *x) {
   ctx_free_chunk(x);
   for (size_t i = 0; i < x->n_subj; i++) parity_subject_run_clear(&x->subj[i]);
   gdn_free(x->subj);
@@ -119,9 +103,7 @@ static void ctx_clear(input_ctx *x) {
   memset(x, 0, sizeof *x);
 }
 
-/* The subject table: the built-in rows, one row per external output, then
- * the caller's extra rows. */
-static int ctx_subjects(input_ctx *x, const parity_external *ext, size_t n_ext, gdn_error *e) {
+int parity_sweep_ctx_subjects(input_ctx *x, const parity_external *ext, size_t n_ext, gdn_error *e) {
   const parity_sweep_opts *o = x->o;
   size_t n = parity_subject_n_rows - 1 + n_ext + o->n_extra;
   x->subj = gdn_calloc(n, sizeof *x->subj, "subjects", e);
@@ -239,8 +221,7 @@ static int run_stage(input_ctx *x, parity_subject_stage stage, int want_seams, d
   return GDN_OK;
 }
 
-/* Identity of the case and its shards. */
-static void case_describe(const input_ctx *x, parity_case_result *r) {
+void parity_sweep_case_describe(const input_ctx *x, parity_case_result *r) {
   const parity_sweep_opts *o = x->o;
   r->input = x->input_index;
   r->shape = x->in->shape;
@@ -432,8 +413,7 @@ static void case_kappa_finding(parity_case_result *r) {
            w->rule->kappa_g_u, w->rule->id);
 }
 
-/* The policy over the case's subject table; each subject's own verdict. */
-static int case_judge(const input_ctx *x, parity_case_result *r, gdn_error *e) {
+int parity_sweep_case_judge(const input_ctx *x, parity_case_result *r, gdn_error *e) {
   parity_subject *view = gdn_calloc(r->n_subjects, sizeof *view, "policy view", e);
   if (!view) return e ? e->code : GDN_ERR_NOMEM;
   for (size_t i = 0; i < r->n_subjects; i++) {
@@ -455,7 +435,7 @@ static int case_judge(const input_ctx *x, parity_case_result *r, gdn_error *e) {
     return e ? e->code : GDN_ERR_NOMEM;
   }
   for (size_t k = 0; k < r->n_seams; k++) seam_t[k] = r->seams[k].t;
-  parity_kappa kg = parity_kappa_g(x->in, r->chunk);
+  parity_kappa kg = x->kappa ? *x->kappa : parity_kappa_g(x->in, r->chunk);
   r->kappa_g[0] = kg.o, r->kappa_g[1] = kg.ht;
   parity_case_view cv = {x->o->dtype, x->o->matmul, r->has_ref, {NULL}, r->n_subjects, view, seam_t, r->n_seams,
                          {0}};
@@ -481,7 +461,7 @@ static int case_judge(const input_ctx *x, parity_case_result *r, gdn_error *e) {
 
 /* Seam states cost 2 B Hv D Dk Dv doubles: recorded while that stays
  * modest (256 MiB), otherwise the seams report o errors only. */
-static int want_seams(const gdn_shape *s, int64_t devices) {
+int parity_sweep_want_seams(const gdn_shape *s, int64_t devices) {
   double bytes = 16.0 * (double)(s->B * s->Hv) * (double)devices * (double)(s->Dk * s->Dv);
   return devices > 1 && bytes <= 256.0 * 1048576.0;
 }
@@ -496,15 +476,15 @@ static int run_case(input_ctx *x, int64_t devices, kern_prefix prefix, gdn_error
   snprintf(what, sizeof what, "C%" PRId64 " D%" PRId64 " %s", x->cfg.chunk, devices, kern_prefix_name(prefix));
   parity_progress_begin(x->o->progress, what);
   int rc = parity_case_result_alloc(&r, devices, x->n_subj, x->n_blocks, e);
-  if (!rc) rc = run_stage(x, PARITY_STAGE_CASE, want_seams(&x->in->shape, devices), &r.seconds, e);
+  if (!rc) rc = run_stage(x, PARITY_STAGE_CASE, parity_sweep_want_seams(&x->in->shape, devices), &r.seconds, e);
   parity_progress_end(x->o->progress);
   if (!rc) {
     x->d->t_kernels += r.seconds;
-    case_describe(x, &r);
+    parity_sweep_case_describe(x, &r);
     case_measure(x, &r);
     rc = case_block_map(x, &r, e);
     if (!rc) rc = case_grad_profile(x, &r, e);
-    if (!rc) rc = case_judge(x, &r, e);
+    if (!rc) rc = parity_sweep_case_judge(x, &r, e);
   }
   if (!rc) rc = parity_doc_add_case(x->d, &r, x->o->reproducible, e);
   if (!rc && x->o->verbosity >= 1 && x->o->log) parity_progress_clear(x->o->progress);
@@ -586,7 +566,7 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
   x.cfg.mutant = o->mutant;
   x.cfg.shard = o->shard;
   x.cfg.solve = o->solve;
-  if ((rc = ctx_subjects(&x, ext, n_ext, e))) goto done;
+  if ((rc = parity_sweep_ctx_subjects(&x, ext, n_ext, e))) goto done;
   parity_input_result ir = {info, in, x.ref, x.subj, x.n_subj};
   if ((rc = parity_doc_add_input(d, &ir, e))) goto done;
   if (o->verbosity >= 1 && o->log) parity_progress_clear(o->progress);
@@ -597,6 +577,6 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
   for (size_t ci = 0; ci < o->n_chunks; ci++)
     if ((rc = run_chunk(&x, o->chunks[ci], e))) goto done;
 done:
-  ctx_clear(&x);
+  parity_sweep_ctx_clear(&x);
   return rc;
 }

@@ -17,24 +17,31 @@ static void worst_of(const double fig[PARITY_T_N], unsigned rows, parity_upstrea
 /* Upstream's gradient RMS-ratio limit per row (fla's backward tests). */
 static double fla_grad_limit(int t) { return t == PARITY_T_DG || t == PARITY_T_DBETA ? 0.02 : 0.008; }
 
-void parity_upstream_evaluate(const parity_vals x[PARITY_T_N], const parity_vals r[PARITY_T_N],
-                              const size_t n[PARITY_T_N], const double rel_fro[PARITY_T_N],
-                              unsigned mask, parity_upstream out[PARITY_UPSTREAM_N]) {
-  static const struct { const char *name; double rtol, atol; unsigned rows; } ac[4] = {
-      {"MaxText assert_allclose(rtol=1e-6, atol=1e-6)", 1e-6, 1e-6, PARITY_TENSOR_FORWARD},
-      {"torch.testing float32 (rtol=1.3e-6, atol=1e-5)", 1.3e-6, 1e-5, PARITY_TENSOR_FORWARD},
-      {"torch.testing bfloat16 (rtol=1.6e-2, atol=1e-5)", 1.6e-2, 1e-5, PARITY_TENSOR_FORWARD},
-      {"MaxText gradients assert_allclose(rtol=1e-4, atol=1e-5)", 1e-4, 1e-5, PARITY_TENSOR_GRADS},
-  };
-  static const int slot[4] = {0, 1, 2, 4};
-  for (int i = 0; i < 4; i++) {
-    double fig[PARITY_T_N] = {0};
-    const unsigned rows = ac[i].rows & mask;
+static const struct {
+  const char *name;
+  double rtol, atol;
+  unsigned rows;
+} ac[PARITY_UPSTREAM_AC] = {
+    {"MaxText assert_allclose(rtol=1e-6, atol=1e-6)", 1e-6, 1e-6, PARITY_TENSOR_FORWARD},
+    {"torch.testing float32 (rtol=1.3e-6, atol=1e-5)", 1.3e-6, 1e-5, PARITY_TENSOR_FORWARD},
+    {"torch.testing bfloat16 (rtol=1.6e-2, atol=1e-5)", 1.6e-2, 1e-5, PARITY_TENSOR_FORWARD},
+    {"MaxText gradients assert_allclose(rtol=1e-4, atol=1e-5)", 1e-4, 1e-5, PARITY_TENSOR_GRADS},
+};
+
+void parity_upstream_figures(const parity_vals x[PARITY_T_N], const parity_vals r[PARITY_T_N],
+                             const size_t n[PARITY_T_N], unsigned mask, double fig[PARITY_UPSTREAM_AC][PARITY_T_N]) {
+  for (int i = 0; i < PARITY_UPSTREAM_AC; i++)
     for (int t = 0; t < PARITY_T_N; t++)
-      if (rows & (1u << t)) fig[t] = parity_allclose_ratio_v(x[t], r[t], n[t], ac[i].rtol, ac[i].atol);
+      fig[i][t] = (ac[i].rows & mask & (1u << t)) ? parity_allclose_ratio_v(x[t], r[t], n[t], ac[i].rtol, ac[i].atol) : 0;
+}
+
+void parity_upstream_judge(const double fig[PARITY_UPSTREAM_AC][PARITY_T_N], const double rel_fro[PARITY_T_N],
+                           unsigned mask, parity_upstream out[PARITY_UPSTREAM_N]) {
+  static const int slot[PARITY_UPSTREAM_AC] = {0, 1, 2, 4};
+  for (int i = 0; i < PARITY_UPSTREAM_AC; i++) {
     parity_upstream *u = &out[slot[i]];
     u->name = ac[i].name;
-    worst_of(fig, rows, u);
+    worst_of(fig[i], ac[i].rows & mask, u);
     u->pass = u->worst <= 1.0;
   }
   out[3].name = "flash-linear-attention RMS ratio < 0.005";
@@ -53,4 +60,12 @@ void parity_upstream_evaluate(const parity_vals x[PARITY_T_N], const parity_vals
     out[5].worst = rel_fro[w->id];
     out[5].pass = rel_fro[w->id] < fla_grad_limit(w->id);
   }
+}
+
+void parity_upstream_evaluate(const parity_vals x[PARITY_T_N], const parity_vals r[PARITY_T_N],
+                              const size_t n[PARITY_T_N], const double rel_fro[PARITY_T_N],
+                              unsigned mask, parity_upstream out[PARITY_UPSTREAM_N]) {
+  double fig[PARITY_UPSTREAM_AC][PARITY_T_N];
+  parity_upstream_figures(x, r, n, mask, fig);
+  parity_upstream_judge(fig, rel_fro, mask, out);
 }

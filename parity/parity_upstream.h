@@ -24,6 +24,7 @@
 #include "parity_tensor.h"
 
 #define PARITY_UPSTREAM_N 6
+#define PARITY_UPSTREAM_AC 4 /* the allclose entries: their figures are maxima over elements */
 
 typedef struct parity_upstream {
   const char *name;
@@ -32,6 +33,15 @@ typedef struct parity_upstream {
   double worst; /* allclose: the largest |x-r|/(atol+rtol|r|); FLA: the larger RMS ratio */
   const char *worst_tensor; /* a parity_tensors name ("o", "ht") */
 } parity_upstream;
+
+/* The evaluation in two steps, for a run streamed by head group: the
+ * allclose entries' figures (fig[i][t], each a maximum over the elements,
+ * so the maximum of the groups' figures is the whole tensors'), then the
+ * verdicts from them and the rel_fro of each row. */
+void parity_upstream_figures(const parity_vals x[PARITY_T_N], const parity_vals r[PARITY_T_N],
+                             const size_t n[PARITY_T_N], unsigned mask, double fig[PARITY_UPSTREAM_AC][PARITY_T_N]);
+void parity_upstream_judge(const double fig[PARITY_UPSTREAM_AC][PARITY_T_N], const double rel_fro[PARITY_T_N],
+                           unsigned mask, parity_upstream out[PARITY_UPSTREAM_N]);
 
 /* Per tensor row t in `mask` (PARITY_TENSOR_* bits; rows outside it are
  * not read): x[t], r[t] with n[t] elements (r = the scan) and the rel_fro

@@ -1,0 +1,42 @@
+/* parity_sweep_ctx: what the whole-tensor sweep (parity_sweep.c) and the
+ * run streamed by head group (parity_sweep_stream.c) share: the input's
+ * subject table and context, and the steps of a case that do not read the
+ * subjects' outputs (describe, judge).  Private to parity/. */
+#ifndef PARITY_SWEEP_CTX_H
+#define PARITY_SWEEP_CTX_H
+
+#include "parity_kappa.h"
+#include "parity_sweep.h"
+
+#define MAX_PROFILE_BLOCKS 256
+
+/* One input set: its subject table, what each stage measured, and the
+ * per-chunk profiles of the reference and the baseline. */
+typedef struct input_ctx {
+  parity_doc *d;
+  const gdn_inputs *in;
+  const parity_reference *ref; /* NULL without a reference */
+  const parity_sweep_opts *o;
+  int64_t input_index;
+  parity_subject_run *subj;
+  parity_subject_result *meas; /* per subject: its last measurement */
+  size_t n_subj, baseline, candidate;
+  kern_config cfg;             /* the case's numerics; chunk, devices, prefix as they run */
+  int64_t n_chunks, block, n_blocks;
+  double *prof_ref, *prof_base; /* per chunk size */
+  const parity_kappa *kappa;    /* the case's kappa_G given (a streamed run: its inputs are
+                                   not held); NULL: computed from in */
+} input_ctx;
+
+/* The subject table: the built-in rows, one row per external output, then
+ * the caller's extra rows. */
+int parity_sweep_ctx_subjects(input_ctx *x, const parity_external *ext, size_t n_ext, gdn_error *e);
+void parity_sweep_ctx_clear(input_ctx *x);
+/* Identity of the case and its shards. */
+void parity_sweep_case_describe(const input_ctx *x, parity_case_result *r);
+/* The policy over the case's subject table; each subject's own verdict. */
+int parity_sweep_case_judge(const input_ctx *x, parity_case_result *r, gdn_error *e);
+/* Whether the candidate records its seam states (bounded memory). */
+int parity_sweep_want_seams(const gdn_shape *s, int64_t devices);
+
+#endif

@@ -1,0 +1,759 @@
+#include "parity_sweep_stream.h"
+
+#include <inttypes.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "fix_sha256.h"
+#include "gdn_alloc.h"
+#include "parity_dist.h"
+#include "parity_kappa.h"
+#include "parity_log.h"
+#include "parity_metrics.h"
+#include "parity_oracle_group.h"
+#include "parity_spill.h"
+#include "parity_sweep_ctx.h"
+#include "parity_upstream.h"
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A tensor's head axis (parity_tensor.h: states (B, H, Dk, Dv), the rest
+ * (B, T, H, ...)), and whether its heads are key heads (dq, dk). */
+static int head_axis(int t) { return t == PARITY_T_HT || t == PARITY_T_DH0 ? 1 : 2; }
+static int on_keys(int t) { return t == PARITY_T_DQ || t == PARITY_T_DK; }
+
+/* One output set kept in scratch, a tensor per row. */
+typedef struct spill_set {
+  parity_spill_tensor t[PARITY_T_N];
+  unsigned present;
+  gdn_dtype out_dtype[PARITY_T_N]; /* the producer's (parity_subject_run.out_dtype) */
+  int has_seams;                   /* the producer recorded its seam states */
+} spill_set;
+
+enum { IN_Q, IN_K, IN_V, IN_G, IN_BETA, IN_H0, IN_N };
+
+typedef struct sctx {
+  input_ctx x;
+  const parity_stream_run *sr;
+  const parity_stream_plan *p;
+  gdn_shape whole;
+  int64_t r; /* value heads per key head */
+  gdn_inputs hdr;  /* the whole shape and the inputs' flags, no values: the document's and the log's view */
+  float h0_mark;   /* hdr.h0 points here when the inputs have h0 */
+  parity_reference ref; /* the certificate (no outputs: they are in scratch) */
+  gdn_inputs in;   /* the current group's */
+  gdn_cotangents ct;
+  int64_t *counts[PARITY_T_N]; /* per group element counts */
+  spill_set refs, base, *cases;
+  size_t n_cases, n_dev;
+  int64_t case_dev[PARITY_MAX_LIST * 3];
+  kern_prefix case_pre[PARITY_MAX_LIST * 3];
+  double case_secs[PARITY_MAX_LIST * 3];
+  parity_rel_acc *seams; /* n_cases x max_seams */
+  size_t max_seams;
+  parity_spill_file in_f[IN_N];
+  parity_kappa_acc *kacc; /* per chunk size */
+  double *bx, *br, *bb;   /* read-back buffers: the largest group slab as binary64 */
+} sctx;
+
+static void group_of(const sctx *c, int64_t g, int64_t *k0, int64_t *k1, gdn_shape *gs) {
+  parity_stream_group(c->p, g, k0, k1, gs);
+}
+
+/* Tensor t's heads in group g: [*h0, *h1) along its head axis. */
+static void group_heads(const sctx *c, int64_t g, int t, int64_t *h0, int64_t *h1) {
+  int64_t k0, k1;
+  gdn_shape gs;
+  group_of(c, g, &k0, &k1, &gs);
+  *h0 = on_keys(t) ? k0 : k0 * c->r;
+  *h1 = on_keys(t) ? k1 : k1 * c->r;
+}
+
+static void spill_set_init(spill_set *s) {
+  for (int t = 0; t < PARITY_T_N; t++) parity_spill_tensor_init(&s->t[t]);
+  s->present = 0;
+}
+
+static void spill_set_close(spill_set *s) {
+  for (int t = 0; t < PARITY_T_N; t++) parity_spill_tensor_close(&s->t[t]);
+  s->present = 0;
+}
+
+/* Group g of an output set (the rows in `present`) into scratch, each
+ * tensor's file opened with its first group. */
+static int spill_set_write(sctx *c, spill_set *s, const char *what, int64_t g, const gdn_outputs *out,
+                           const gdn_grads *gr, unsigned present, gdn_error *e) {
+  for (int t = 0; t < PARITY_T_N; t++) {
+    if (!(present & (1u << t))) continue;
+    const parity_tensor *pt = &parity_tensors[t];
+    int rc;
+    if (s->t[t].f.fd < 0) {
+      char name[64];
+      snprintf(name, sizeof name, "%s %s", what, pt->name);
+      if ((rc = parity_spill_tensor_open(&s->t[t], name, c->counts[t], c->p->n_groups, e))) return rc;
+    }
+    if ((rc = parity_spill_tensor_write(&s->t[t], g, parity_tensor_get(pt, out, gr), e))) return rc;
+  }
+  s->present = present;
+  return GDN_OK;
+}
+
+/* --- the group source for parity_metrics_stream -------------------------- */
+
+typedef struct gsrc {
+  sctx *c;
+  const parity_spill_tensor *x, *r;
+  int t;
+} gsrc;
+
+static int gsrc_get(void *vctx, int64_t g, parity_vals *x, parity_vals *r, int64_t *h0, int64_t *h1, gdn_error *e) {
+  gsrc *s = vctx;
+  group_heads(s->c, g, s->t, h0, h1);
+  int rc = parity_spill_tensor_read(s->x, g, s->c->bx, x, e);
+  return rc ? rc : parity_spill_tensor_read(s->r, g, s->c->br, r, e);
+}
+
+static int measure_pair(sctx *c, int t, const parity_spill_tensor *x, const parity_spill_tensor *r, gdn_dtype ulp,
+                        parity_metrics *m, gdn_error *e) {
+  const parity_tensor *pt = &parity_tensors[t];
+  int64_t dims[4], bl[4];
+  pt->dims(&c->whole, dims);
+  pt->blocks(&c->whole, c->x.cfg.chunk, bl);
+  gsrc s = {c, x, r, t};
+  const parity_group_src src = {gsrc_get, &s, c->p->n_groups, head_axis(t)};
+  return parity_metrics_stream(&src, dims, bl, ulp, m, e);
+}
+
+/* Subject i's metrics from its scratch set, as measure_subject (parity_sweep.c)
+ * finds them in memory. */
+static int measure_set(sctx *c, size_t i, const spill_set *s, gdn_error *e) {
+  input_ctx *x = &c->x;
+  const parity_subject_run *sr = &x->subj[i];
+  parity_subject_result *m = &x->meas[i];
+  memset(m, 0, sizeof *m);
+  m->name = sr->name;
+  m->kind = sr->m->kind;
+  m->role = sr->m->role;
+  m->own_numerics = sr->own_numerics;
+  m->dtype = sr->dtype;
+  m->matmul = sr->matmul;
+  memcpy(m->out_dtype, s->out_dtype, sizeof m->out_dtype);
+  for (int t = 0; t < PARITY_T_N; t++) {
+    if (!(s->present & (1u << t))) continue;
+    int rc;
+    if (x->ref && (c->refs.present & (1u << t))) {
+      if ((rc = measure_pair(c, t, &s->t[t], &c->refs.t[t], s->out_dtype[t], &m->vs_ref[t], e))) return rc;
+      m->has_vs_ref |= 1u << t;
+    }
+    if (!sr->m->vs_scan || !(c->base.present & (1u << t))) continue;
+    if ((rc = measure_pair(c, t, &s->t[t], &c->base.t[t], s->out_dtype[t], &m->vs_scan[t], e))) return rc;
+    m->has_vs_scan |= 1u << t;
+  }
+  return GDN_OK;
+}
+
+/* --- 1: the oracle, the inputs' scratch and kappa ----------------------- */
+
+static int load_group(sctx *c, int64_t g, gdn_error *e) {
+  int64_t k0, k1;
+  gdn_shape gs;
+  group_of(c, g, &k0, &k1, &gs);
+  gdn_inputs_clear(&c->in);
+  gdn_cotangents_clear(&c->ct);
+  return c->sr->src.load(c->sr->src.ctx, k0, k1, &c->in, c->sr->grads ? &c->ct : NULL, e);
+}
+
+/* The group's inputs at their places in the whole-layout files. */
+static int spill_inputs(sctx *c, int64_t g, gdn_error *e) {
+  const gdn_shape *s = &c->whole;
+  int64_t k0, k1;
+  gdn_shape gs;
+  group_of(c, g, &k0, &k1, &gs);
+  const int64_t v0 = k0 * c->r, hv = gs.Hv, BT = s->B * s->T;
+  static const char *const names[IN_N] = {"inputs q", "inputs k", "inputs v", "inputs g", "inputs beta", "inputs h0"};
+  int rc = GDN_OK;
+  for (int i = 0; i < IN_N && !rc; i++)
+    if (c->in_f[i].fd < 0 && (i != IN_H0 || c->in.h0)) rc = parity_spill_file_open(&c->in_f[i], names[i], e);
+  if (!rc) rc = parity_spill_write_heads(&c->in_f[IN_Q], c->in.q, BT, s->Hk, k0, k1 - k0, s->Dk, e);
+  if (!rc) rc = parity_spill_write_heads(&c->in_f[IN_K], c->in.k, BT, s->Hk, k0, k1 - k0, s->Dk, e);
+  if (!rc) rc = parity_spill_write_heads(&c->in_f[IN_V], c->in.v, BT, s->Hv, v0, hv, s->Dv, e);
+  if (!rc) rc = parity_spill_write_heads(&c->in_f[IN_G], c->in.g, BT, s->Hv, v0, hv, 1, e);
+  if (!rc) rc = parity_spill_write_heads(&c->in_f[IN_BETA], c->in.beta, BT, s->Hv, v0, hv, 1, e);
+  if (!rc && c->in.h0) rc = parity_spill_write_heads(&c->in_f[IN_H0], c->in.h0, s->B, s->Hv, v0, hv, s->Dk * s->Dv, e);
+  return rc;
+}
+
+/* The document's view of the inputs: the first group's flags, the whole
+ * shape, no values. */
+static void header_from(sctx *c) {
+  c->hdr = c->in;
+  c->hdr.shape = c->whole;
+  c->hdr.q = c->hdr.k = c->hdr.v = c->hdr.g = c->hdr.beta = NULL;
+  c->hdr.h0 = c->in.h0 ? &c->h0_mark : NULL;
+  c->hdr.seg = NULL;
+  c->hdr.prelude = NULL;
+}
+
+static int oracle_group(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *e) {
+  int64_t k0, k1;
+  gdn_shape gs;
+  group_of(c, g, &k0, &k1, &gs);
+  parity_reference gr;
+  parity_reference_init(&gr);
+  int rc = parity_group_oracle_run(go, &c->in, k0, c->sr->grads ? &c->ct : NULL, &gr, e);
+  if (!rc && gr.tier != PARITY_ORACLE_NONE) {
+    unsigned present = 0;
+    for (int t = 0; t < PARITY_T_N; t++)
+      if (parity_vals_has(parity_tensor_get(&parity_tensors[t], &gr.out, gr.has_grads ? &gr.grads : NULL)))
+        present |= 1u << t;
+    rc = spill_set_write(c, &c->refs, "reference", g, &gr.out, gr.has_grads ? &gr.grads : NULL, present, e);
+  }
+  parity_reference_clear(&gr);
+  return rc;
+}
+
+static int phase_oracle(sctx *c, gdn_error *e) {
+  const parity_sweep_opts *o = c->x.o;
+  parity_group_oracle go;
+  parity_group_oracle_init(&go, &c->whole, c->sr->tier, c->sr->oracle_bits, c->sr->grads);
+  int rc = GDN_OK;
+  for (int64_t g = 0; g < c->p->n_groups && !rc; g++) {
+    char what[64];
+    snprintf(what, sizeof what, "oracle, head group %" PRId64 " of %" PRId64, g + 1, c->p->n_groups);
+    parity_progress_begin(o->progress, what);
+    rc = load_group(c, g, e);
+    if (!rc && g == 0) header_from(c);
+    for (size_t ci = 0; !rc && ci < o->n_chunks; ci++) parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
+    if (!rc) rc = spill_inputs(c, g, e);
+    if (!rc) rc = oracle_group(c, &go, g, e);
+    parity_progress_end(o->progress);
+  }
+  if (!rc) rc = parity_group_oracle_finish(&go, &c->ref, e);
+  parity_group_oracle_clear(&go);
+  return rc;
+}
+
+/* The inputs' SHA-256 as fix_inputs_sha256 computes it over the whole
+ * tensors: read back from their whole-layout files in memory order. */
+static int hash_file(EVP_MD_CTX *ctx, parity_spill_file *f, size_t n, int bf16, float *buf, size_t cap,
+                     gdn_error *e) {
+  for (size_t at = 0; at < n; at += cap) {
+    const size_t k = n - at < cap ? n - at : cap;
+    int rc = parity_spill_pread(f, buf, k * sizeof *buf, (uint64_t)at * sizeof *buf, e);
+    if (rc) return rc;
+    if ((bf16 ? fix_sha256_feed_bf16(ctx, buf, k) : fix_sha256_feed_f32(ctx, buf, k)))
+      return gdn_error_set(e, GDN_ERR_INTERNAL, "SHA-256 of the inputs: OpenSSL EVP failed");
+  }
+  return GDN_OK;
+}
+
+static int hash_inputs(sctx *c, char sha[FIX_SHA256_HEX], gdn_error *e) {
+  const gdn_shape *s = &c->whole;
+  const unsigned m = c->hdr.bf16_mask;
+  const size_t n[IN_N] = {gdn_shape_numel_qk(s), gdn_shape_numel_qk(s), gdn_shape_numel_v(s),
+                          gdn_shape_numel_gate(s), gdn_shape_numel_gate(s), gdn_shape_numel_state(s)};
+  const int bf[IN_N] = {(m & GDN_T_Q) != 0, (m & GDN_T_K) != 0, (m & GDN_T_V) != 0, 0, (m & GDN_T_BETA) != 0, 0};
+  const size_t cap = (size_t)1 << 22;
+  float *buf = gdn_malloc(cap * sizeof *buf, "inputs hash buffer", e);
+  EVP_MD_CTX *ctx = buf ? EVP_MD_CTX_new() : NULL;
+  int rc = !buf ? (e ? e->code : GDN_ERR_NOMEM)
+           : !ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1
+               ? gdn_error_set(e, GDN_ERR_INTERNAL, "SHA-256 of the inputs: OpenSSL EVP failed")
+               : GDN_OK;
+  for (int i = 0; i < IN_N && !rc; i++)
+    if (c->in_f[i].fd >= 0) rc = hash_file(ctx, &c->in_f[i], n[i], bf[i], buf, cap, e);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  if (!rc && (EVP_DigestFinal_ex(ctx, md, &len) != 1 || len != 32))
+    rc = gdn_error_set(e, GDN_ERR_INTERNAL, "SHA-256 of the inputs: OpenSSL EVP failed");
+  if (!rc) fix_sha256_hex(md, sha);
+  EVP_MD_CTX_free(ctx);
+  gdn_free(buf);
+  for (int i = 0; i < IN_N; i++) parity_spill_file_close(&c->in_f[i]); /* hashed: no longer needed */
+  return rc;
+}
+
+/* --- 2: a chunk size's subjects, group by group -------------------------- */
+
+static void chunk_cases(sctx *c, int64_t chunk) {
+  const parity_sweep_opts *o = c->x.o;
+  int64_t dev[PARITY_MAX_LIST];
+  const size_t nd = parity_sweep_devices_for(o, &c->whole, chunk, dev);
+  c->n_cases = 0;
+  c->n_dev = nd;
+  c->max_seams = 0;
+  for (size_t di = 0; di < nd; di++)
+    for (size_t pi = 0; pi < o->n_prefixes; pi++) {
+      c->case_dev[c->n_cases] = dev[di];
+      c->case_pre[c->n_cases] = o->prefixes[pi];
+      c->case_secs[c->n_cases++] = 0;
+      if ((size_t)dev[di] - 1 > c->max_seams) c->max_seams = (size_t)dev[di] - 1;
+    }
+}
+
+/* The candidate's seam states of this group into case k's sums (exact:
+ * any order of heads gives the whole run's). */
+static void seams_add(sctx *c, size_t k, parity_subject_run *cand) {
+  const gdn_shape *s = &c->in.shape;
+  for (int64_t d = 1; d < c->case_dev[k]; d++) {
+    parity_rel_acc *acc = &c->seams[k * c->max_seams + (size_t)d - 1];
+    for (int64_t b = 0; b < s->B; b++)
+      for (int64_t h = 0; h < s->Hv; h++)
+        parity_rel_acc_add(acc, kern_affine_seams_h_in(&cand->seams, b, h, d),
+                           kern_affine_seams_h_out(&cand->seams, b, h, d - 1), (size_t)(s->Dk * s->Dv));
+  }
+}
+
+static int produce_group(sctx *c, int64_t g, gdn_error *e) {
+  input_ctx *x = &c->x;
+  parity_subject_run *bs = &x->subj[x->baseline], *cs = &x->subj[x->candidate];
+  kern_config fresh;
+  kern_config_init(&fresh);
+  x->cfg.devices = fresh.devices; /* the chunk stage (the scan) runs on one device */
+  x->cfg.prefix = fresh.prefix;
+  parity_produce_ctx cx = {&c->in, &x->cfg, 0, c->sr->grads ? &c->ct : NULL, NULL};
+  double t0 = now();
+  int rc = parity_subject_produce(bs, &cx, e);
+  x->d->t_kernels += now() - t0;
+  if (!rc) rc = spill_set_write(c, &c->base, "scan", g, bs->out, bs->grads, bs->present, e);
+  if (!rc) memcpy(c->base.out_dtype, bs->out_dtype, sizeof bs->out_dtype);
+  for (size_t k = 0; k < c->n_cases && !rc; k++) {
+    x->cfg.devices = c->case_dev[k];
+    x->cfg.prefix = c->case_pre[k];
+    cx.want_seams = parity_sweep_want_seams(&c->whole, c->case_dev[k]);
+    t0 = now();
+    rc = parity_subject_produce(cs, &cx, e);
+    c->case_secs[k] += now() - t0;
+    char what[48];
+    snprintf(what, sizeof what, "case %zu", k);
+    if (!rc) rc = spill_set_write(c, &c->cases[k], what, g, cs->out, cs->grads, cs->present, e);
+    if (!rc) memcpy(c->cases[k].out_dtype, cs->out_dtype, sizeof cs->out_dtype), c->cases[k].has_seams = cs->has_seams;
+    if (!rc && cs->has_seams) seams_add(c, k, cs);
+    parity_subject_park(cs);
+  }
+  parity_subject_park(bs);
+  return rc;
+}
+
+static int phase_produce(sctx *c, int64_t chunk, gdn_error *e) {
+  const parity_sweep_opts *o = c->x.o;
+  int rc = GDN_OK;
+  for (int64_t g = 0; g < c->p->n_groups && !rc; g++) {
+    char what[80];
+    snprintf(what, sizeof what, "C%" PRId64 ", head group %" PRId64 " of %" PRId64, chunk, g + 1, c->p->n_groups);
+    parity_progress_begin(o->progress, what);
+    rc = load_group(c, g, e);
+    if (!rc) rc = produce_group(c, g, e);
+    parity_progress_end(o->progress);
+  }
+  gdn_inputs_clear(&c->in);
+  gdn_cotangents_clear(&c->ct);
+  parity_subject_release(&c->x.subj[c->x.baseline]); /* the measurements read scratch */
+  parity_subject_release(&c->x.subj[c->x.candidate]);
+  return rc;
+}
+
+/* --- 3: measure, judge, record ------------------------------------------ */
+
+static void max_into(double *acc, const double *v, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    if (v[i] > acc[i]) acc[i] = v[i];
+}
+
+/* The o profiles of the reference and the scan (run_chunk's), over groups. */
+static int chunk_profiles(sctx *c, gdn_error *e) {
+  input_ctx *x = &c->x;
+  double *tmp = gdn_calloc((size_t)x->n_blocks, sizeof *tmp, "profile", e);
+  int rc = tmp ? GDN_OK : (e ? e->code : GDN_ERR_NOMEM);
+  for (int64_t g = 0; g < c->p->n_groups && !rc && x->ref; g++) {
+    parity_vals ro, bo;
+    int64_t k0, k1, od[4];
+    gdn_shape gs;
+    group_of(c, g, &k0, &k1, &gs);
+    parity_tensors[PARITY_T_O].dims(&gs, od);
+    if ((rc = parity_spill_tensor_read(&c->refs.t[PARITY_T_O], g, c->br, &ro, e)) ||
+        (rc = parity_spill_tensor_read(&c->base.t[PARITY_T_O], g, c->bb, &bo, e)))
+      break;
+    parity_profile_o_v(ro, parity_vals_f64(NULL), od, x->block, tmp);
+    max_into(x->prof_ref, tmp, x->n_blocks);
+    parity_profile_o_v(bo, ro, od, x->block, tmp);
+    max_into(x->prof_base, tmp, x->n_blocks);
+  }
+  gdn_free(tmp);
+  return rc;
+}
+
+/* What a case measures beyond the metrics, over one group: the seams' o
+ * errors, the profiles, the upstream figures, the gradients' profiles and
+ * the block map's rows. */
+typedef struct case_acc {
+  parity_case_result *r;
+  double fig[PARITY_UPSTREAM_AC][PARITY_T_N];
+  unsigned fig_mask;
+  int map; /* the block map is the candidate's */
+  double *tmp;
+} case_acc;
+
+static int case_group_o(sctx *c, size_t k, int64_t g, case_acc *a, gdn_error *e) {
+  input_ctx *x = &c->x;
+  parity_case_result *r = a->r;
+  int64_t k0, k1, od[4];
+  gdn_shape gs;
+  group_of(c, g, &k0, &k1, &gs);
+  parity_tensors[PARITY_T_O].dims(&gs, od);
+  parity_vals xo, bo, ro = parity_vals_f64(NULL);
+  int rc = parity_spill_tensor_read(&c->cases[k].t[PARITY_T_O], g, c->bx, &xo, e);
+  if (!rc) rc = parity_spill_tensor_read(&c->base.t[PARITY_T_O], g, c->bb, &bo, e);
+  if (!rc && x->ref) rc = parity_spill_tensor_read(&c->refs.t[PARITY_T_O], g, c->br, &ro, e);
+  if (rc) return rc;
+  for (size_t s = 0; s < r->n_seams; s++) {
+    parity_seam_result *sm = &r->seams[s];
+    const int64_t t1 = sm->t + r->chunk < r->pieces[3 * sm->device + 1] ? sm->t + r->chunk : r->pieces[3 * sm->device + 1];
+    double v = parity_max_abs_rows_v(xo, bo, od, sm->t, t1);
+    if (v > sm->cand_vs_base) sm->cand_vs_base = v;
+    if (!x->ref) continue;
+    if ((v = parity_max_abs_rows_v(bo, ro, od, sm->t, t1)) > sm->baseline) sm->baseline = v;
+    if ((v = parity_max_abs_rows_v(xo, ro, od, sm->t, t1)) > sm->candidate) sm->candidate = v;
+  }
+  parity_profile_o_v(xo, bo, od, x->block, a->tmp);
+  max_into(r->profile.cand_vs_base, a->tmp, r->profile.n);
+  if (x->ref) {
+    parity_profile_o_v(xo, ro, od, x->block, a->tmp);
+    max_into(r->profile.candidate, a->tmp, r->profile.n);
+  }
+  if (!a->map) return GDN_OK;
+  const int64_t bins = r->block_map.bins, per = r->block_map.tokens_per_bin / x->cfg.chunk;
+  double *rows = gdn_calloc((size_t)(od[2] * bins), sizeof *rows, "block map rows", e);
+  if (!rows) return e ? e->code : GDN_ERR_NOMEM;
+  rc = parity_block_map_o_v(xo, ro, od, x->cfg.chunk, x->meas[x->candidate].vs_ref[PARITY_T_O].rel_floor, per, rows, e);
+  if (!rc) memcpy(r->block_map.values + k0 * c->r * bins, rows, (size_t)(od[2] * bins) * sizeof *rows);
+  gdn_free(rows);
+  return rc;
+}
+
+/* Tensor t of group g: the upstream figures (candidate against the scan)
+ * and, for a gradient with a token axis, its profiles. */
+static int case_group_tensor(sctx *c, size_t k, int64_t g, int t, case_acc *a, gdn_error *e) {
+  input_ctx *x = &c->x;
+  parity_case_result *r = a->r;
+  const parity_tensor *pt = &parity_tensors[t];
+  const int want_fig = (a->fig_mask >> t) & 1, want_prof = (r->grad_profile.mask >> t) & 1;
+  if (!want_fig && !want_prof) return GDN_OK;
+  int64_t k0, k1, d[4];
+  gdn_shape gs;
+  group_of(c, g, &k0, &k1, &gs);
+  pt->dims(&gs, d);
+  parity_vals xv, bv, rv;
+  int rc = parity_spill_tensor_read(&c->cases[k].t[t], g, c->bx, &xv, e);
+  if (!rc) rc = parity_spill_tensor_read(&c->base.t[t], g, c->bb, &bv, e);
+  if (rc) return rc;
+  if (want_fig) {
+    parity_vals xs[PARITY_T_N] = {{0}}, bs[PARITY_T_N] = {{0}};
+    size_t ns[PARITY_T_N] = {0};
+    xs[t] = xv, bs[t] = bv, ns[t] = (size_t)(d[0] * d[1] * d[2] * d[3]);
+    double fig[PARITY_UPSTREAM_AC][PARITY_T_N];
+    parity_upstream_figures(xs, bs, ns, 1u << t, fig);
+    for (int i = 0; i < PARITY_UPSTREAM_AC; i++)
+      if (fig[i][t] > a->fig[i][t]) a->fig[i][t] = fig[i][t];
+  }
+  if (!want_prof) return GDN_OK;
+  if ((rc = parity_spill_tensor_read(&c->refs.t[t], g, c->br, &rv, e))) return rc;
+  const int64_t n = r->grad_profile.n;
+  parity_profile_o_v(rv, parity_vals_f64(NULL), d, x->block, a->tmp);
+  max_into(r->grad_profile.ref_max_abs[t], a->tmp, n);
+  parity_profile_o_v(bv, rv, d, x->block, a->tmp);
+  max_into(r->grad_profile.baseline[t], a->tmp, n);
+  parity_profile_o_v(xv, rv, d, x->block, a->tmp);
+  max_into(r->grad_profile.candidate[t], a->tmp, n);
+  return GDN_OK;
+}
+
+/* The block map's size and subject, as case_block_map (parity_sweep.c)
+ * chooses them: the candidate, its o measured against the reference. */
+static int case_map_alloc(sctx *c, parity_case_result *r, gdn_error *e) {
+  input_ctx *x = &c->x;
+  if (!x->ref || !(x->meas[x->candidate].has_vs_ref & (1u << PARITY_T_O))) return 0;
+  int64_t od[4];
+  parity_tensors[PARITY_T_O].dims(&c->whole, od);
+  const int64_t C = x->cfg.chunk, nblk = (od[1] + C - 1) / C, per = (nblk + 255) / 256;
+  r->block_map.heads = od[2];
+  r->block_map.bins = (nblk + per - 1) / per;
+  r->block_map.tokens_per_bin = per * C;
+  r->block_map.values = gdn_calloc((size_t)(od[2] * r->block_map.bins), sizeof(double), "block map", e);
+  if (!r->block_map.values) return -1;
+  r->block_map.subject = x->meas[x->candidate].name;
+  return 1;
+}
+
+static int case_grad_mask(const sctx *c, size_t k) {
+  if (!c->x.ref || !c->ref.has_grads || !(c->base.present & PARITY_TENSOR_GRADS) ||
+      !(c->cases[k].present & PARITY_TENSOR_GRADS))
+    return 0;
+  unsigned mask = 0;
+  for (int t = 0; t < PARITY_T_N; t++)
+    if (parity_tensors[t].grad && !strcmp(parity_tensors[t].index_names[1], "t")) mask |= 1u << t;
+  return (int)mask;
+}
+
+/* Everything case_measure, case_seams, case_block_map and
+ * case_grad_profile (parity_sweep.c) find, from scratch a group at a time. */
+static int case_measure_groups(sctx *c, size_t k, parity_case_result *r, gdn_error *e) {
+  input_ctx *x = &c->x;
+  const parity_subject_result *cm = &x->meas[x->candidate];
+  case_acc a = {r, {{0}}, cm->has_vs_scan, 0, NULL};
+  for (size_t s = 0; s < r->n_seams; s++) {
+    parity_seam_result *sm = &r->seams[s];
+    sm->device = (int64_t)s + 1;
+    sm->chunk = r->shards[2 * sm->device];
+    sm->t = r->pieces[3 * sm->device];
+    sm->pad_before = r->pieces[3 * (sm->device - 1) + 2];
+    if ((sm->has_state = c->cases[k].has_seams))
+      sm->state_rel = parity_rel_acc_value(&c->seams[k * c->max_seams + s]);
+  }
+  r->profile.block = x->block;
+  memcpy(r->profile.ref_max_abs, x->prof_ref, (size_t)r->profile.n * sizeof(double));
+  memcpy(r->profile.baseline, x->prof_base, (size_t)r->profile.n * sizeof(double));
+  int rc = 0;
+  const int gm = case_grad_mask(c, k);
+  if (gm && (rc = parity_case_result_alloc_grads(r, (unsigned)gm, e))) return rc;
+  if ((a.map = case_map_alloc(c, r, e)) < 0) return e ? e->code : GDN_ERR_NOMEM;
+  if (!(a.tmp = gdn_calloc((size_t)x->n_blocks, sizeof *a.tmp, "profile", e))) return e ? e->code : GDN_ERR_NOMEM;
+  for (int64_t g = 0; g < c->p->n_groups && !rc; g++) {
+    rc = case_group_o(c, k, g, &a, e);
+    for (int t = 0; t < PARITY_T_N && !rc; t++) rc = case_group_tensor(c, k, g, t, &a, e);
+  }
+  gdn_free(a.tmp);
+  if (rc) return rc;
+  double rf[PARITY_T_N];
+  for (int t = 0; t < PARITY_T_N; t++) rf[t] = cm->vs_scan[t].rel_fro;
+  parity_upstream_judge(a.fig, rf, cm->has_vs_scan, r->upstream);
+  return GDN_OK;
+}
+
+static int run_case_k(sctx *c, size_t k, gdn_error *e) {
+  input_ctx *x = &c->x;
+  x->cfg.devices = c->case_dev[k];
+  x->cfg.prefix = c->case_pre[k];
+  parity_case_result r;
+  parity_case_result_init(&r);
+  int rc = parity_case_result_alloc(&r, x->cfg.devices, x->n_subj, x->n_blocks, e);
+  if (!rc) rc = measure_set(c, x->candidate, &c->cases[k], e);
+  if (!rc) {
+    r.seconds = c->case_secs[k];
+    x->d->t_kernels += r.seconds;
+    parity_sweep_case_describe(x, &r);
+    memcpy(r.subjects, x->meas, x->n_subj * sizeof *r.subjects);
+    rc = case_measure_groups(c, k, &r, e);
+  }
+  if (!rc) rc = parity_sweep_case_judge(x, &r, e);
+  if (!rc) rc = parity_doc_add_case(x->d, &r, x->o->reproducible, e);
+  if (!rc && x->o->verbosity >= 1 && x->o->log) parity_progress_clear(x->o->progress);
+  if (!rc && x->o->verbosity >= 1 && x->o->log) parity_log_case(x->o->log, &r, x->o->verbosity);
+  parity_case_result_clear(&r);
+  return rc;
+}
+
+static void chunk_clear(sctx *c) {
+  input_ctx *x = &c->x;
+  gdn_free(x->prof_ref);
+  gdn_free(x->prof_base);
+  x->prof_ref = x->prof_base = NULL;
+  spill_set_close(&c->base);
+  for (size_t k = 0; k < c->n_cases && c->cases; k++) spill_set_close(&c->cases[k]);
+  gdn_free(c->cases);
+  gdn_free(c->seams);
+  c->cases = NULL;
+  c->seams = NULL;
+}
+
+static int run_chunk_streamed(sctx *c, size_t ci, gdn_error *e) {
+  input_ctx *x = &c->x;
+  const parity_sweep_opts *o = x->o;
+  const int64_t chunk = o->chunks[ci];
+  x->cfg.chunk = chunk;
+  x->n_chunks = gdn_shape_chunks(&c->whole, chunk);
+  x->block = (x->n_chunks + MAX_PROFILE_BLOCKS - 1) / MAX_PROFILE_BLOCKS * chunk;
+  x->n_blocks = (c->whole.T + x->block - 1) / x->block;
+  chunk_cases(c, chunk);
+  spill_set_init(&c->base);
+  c->cases = gdn_calloc(c->n_cases ? c->n_cases : 1, sizeof *c->cases, "case scratch", e);
+  c->seams = c->cases ? gdn_calloc(c->n_cases * (c->max_seams ? c->max_seams : 1), sizeof *c->seams, "seam sums", e)
+                      : NULL;
+  x->prof_ref = c->seams ? gdn_calloc((size_t)x->n_blocks, sizeof(double), "profile", e) : NULL;
+  x->prof_base = x->prof_ref ? gdn_calloc((size_t)x->n_blocks, sizeof(double), "profile", e) : NULL;
+  if (!x->prof_base) return e ? e->code : GDN_ERR_NOMEM;
+  for (size_t k = 0; k < c->n_cases; k++) spill_set_init(&c->cases[k]);
+  for (size_t i = 0; i < c->n_cases * c->max_seams; i++) parity_rel_acc_init(&c->seams[i]);
+  int rc = phase_produce(c, chunk, e);
+  char what[64];
+  snprintf(what, sizeof what, "C%" PRId64 ": measuring", chunk);
+  parity_progress_begin(o->progress, what);
+  if (!rc) rc = measure_set(c, x->baseline, &c->base, e);
+  if (!rc) rc = chunk_profiles(c, e);
+  parity_progress_end(o->progress);
+  if (rc) return rc;
+  const parity_kappa kap = parity_kappa_acc_value(&c->kacc[ci]);
+  x->kappa = &kap;
+  if (o->verbosity >= 1 && o->log) parity_progress_clear(o->progress);
+  if (o->verbosity >= 1 && o->log)
+    parity_log_chunk(o->log, chunk, x->n_chunks, o->shard == KERN_SHARD_TOKENS ? c->whole.T : 0,
+                     c->n_dev < o->n_devices, x->ref != NULL);
+  for (size_t k = 0; k < c->n_cases && !rc; k++) {
+    snprintf(what, sizeof what, "C%" PRId64 " D%" PRId64 " %s", chunk, c->case_dev[k], kern_prefix_name(c->case_pre[k]));
+    parity_progress_begin(o->progress, what);
+    rc = run_case_k(c, k, e);
+    parity_progress_end(o->progress);
+  }
+  x->kappa = NULL;
+  return rc;
+}
+
+/* --- the run ------------------------------------------------------------- */
+
+void parity_sweep_stream_refusal(const gdn_inputs *g, const parity_sweep_opts *o, char *why, size_t n) {
+  why[0] = '\0';
+  if (g && g->seg) snprintf(why, n, "packed documents (segment ids) are not streamed by head group yet");
+  else if (g && g->prelude) snprintf(why, n, "the bfloat16 layer prelude is not streamed by head group yet");
+  else if (o->n_extra) snprintf(why, n, "extra subject rows (coverage's mutants) are not streamed by head group");
+  else if (parity_dist_size() > 1) snprintf(why, n, "a run dealt over MPI ranks is not streamed by head group yet");
+}
+
+/* A set's bytes as binary64 (its float32 tensors take half: an upper
+ * bound), the tensors `mask` holds. */
+static double set_bytes(const gdn_shape *s, unsigned mask) {
+  double b = 0;
+  for (int t = 0; t < PARITY_T_N; t++)
+    if (mask & (1u << t)) b += 8.0 * (double)parity_tensor_numel(&parity_tensors[t], s);
+  return b;
+}
+
+double parity_sweep_stream_scratch_bytes(const parity_stream_plan *p, const parity_sweep_opts *o, int grads,
+                                         int with_h0) {
+  const gdn_shape *s = &p->whole;
+  double in = 4.0 * (double)(2 * gdn_shape_numel_qk(s) + gdn_shape_numel_v(s) + 2 * gdn_shape_numel_gate(s) +
+                             (with_h0 ? gdn_shape_numel_state(s) : 0));
+  const double set = set_bytes(s, PARITY_TENSOR_FORWARD | (grads ? PARITY_TENSOR_GRADS : 0));
+  size_t most = 0; /* the most cases of one chunk size: their sets are kept together */
+  for (size_t ci = 0; ci < o->n_chunks; ci++) {
+    int64_t dev[PARITY_MAX_LIST];
+    const size_t n = parity_sweep_devices_for(o, s, o->chunks[ci], dev) * o->n_prefixes;
+    if (n > most) most = n;
+  }
+  return in + set * (double)(2 + most); /* the reference, the scan, the cases */
+}
+
+int64_t parity_sweep_stream_steps(const parity_stream_plan *p, const parity_sweep_opts *o) {
+  return p->n_groups * (1 + (int64_t)o->n_chunks) + parity_sweep_steps(o, &p->whole);
+}
+
+static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const parity_sweep_opts *o, gdn_error *e) {
+  memset(c, 0, sizeof *c);
+  c->sr = sr;
+  c->p = sr->plan;
+  c->whole = sr->plan->whole;
+  c->r = c->whole.Hv / c->whole.Hk;
+  gdn_inputs_init(&c->in);
+  gdn_cotangents_init(&c->ct);
+  parity_reference_init(&c->ref);
+  spill_set_init(&c->refs);
+  spill_set_init(&c->base);
+  for (int i = 0; i < IN_N; i++) parity_spill_file_init(&c->in_f[i]);
+  input_ctx *x = &c->x;
+  x->d = d;
+  x->o = o;
+  kern_config_init(&x->cfg);
+  x->cfg.dtype = o->dtype;
+  x->cfg.matmul = o->matmul;
+  x->cfg.ftz = parity_sweep_ftz(o);
+  x->cfg.mutant = o->mutant;
+  x->cfg.shard = o->shard;
+  x->cfg.solve = o->solve;
+  int rc = parity_sweep_ctx_subjects(x, NULL, 0, e);
+  if (rc) return rc;
+  if (x->n_subj != 2)
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "a streamed run needs the scan and the candidate only (%zu subjects)",
+                         x->n_subj);
+  size_t most = 0;
+  for (int t = 0; t < PARITY_T_N; t++) {
+    if (!(c->counts[t] = gdn_calloc((size_t)c->p->n_groups, sizeof(int64_t), "group sizes", e)))
+      return e ? e->code : GDN_ERR_NOMEM;
+    for (int64_t g = 0; g < c->p->n_groups; g++) {
+      int64_t k0, k1;
+      gdn_shape gs;
+      group_of(c, g, &k0, &k1, &gs);
+      c->counts[t][g] = parity_tensor_numel(&parity_tensors[t], &gs);
+      if ((size_t)c->counts[t][g] > most) most = (size_t)c->counts[t][g];
+    }
+  }
+  c->bx = gdn_malloc(most * sizeof(double), "scratch read buffer", e);
+  c->br = c->bx ? gdn_malloc(most * sizeof(double), "scratch read buffer", e) : NULL;
+  c->bb = c->br ? gdn_malloc(most * sizeof(double), "scratch read buffer", e) : NULL;
+  c->kacc = c->bb ? gdn_calloc(o->n_chunks ? o->n_chunks : 1, sizeof *c->kacc, "kappa sums", e) : NULL;
+  if (!c->kacc) return e ? e->code : GDN_ERR_NOMEM;
+  for (size_t ci = 0; ci < o->n_chunks; ci++) parity_kappa_acc_init(&c->kacc[ci]);
+  return GDN_OK;
+}
+
+static void ctx_free(sctx *c) {
+  chunk_clear(c);
+  spill_set_close(&c->refs);
+  for (int i = 0; i < IN_N; i++) parity_spill_file_close(&c->in_f[i]);
+  for (int t = 0; t < PARITY_T_N; t++) gdn_free(c->counts[t]);
+  gdn_free(c->bx);
+  gdn_free(c->br);
+  gdn_free(c->bb);
+  gdn_free(c->kacc);
+  gdn_inputs_clear(&c->in);
+  gdn_cotangents_clear(&c->ct);
+  parity_reference_clear(&c->ref);
+  parity_sweep_ctx_clear(&c->x);
+}
+
+/* After the oracle: the input's entry in the document (and the log). */
+static int add_input(sctx *c, gdn_error *e) {
+  input_ctx *x = &c->x;
+  const parity_sweep_opts *o = x->o;
+  char sha[FIX_SHA256_HEX];
+  int rc = hash_inputs(c, sha, e);
+  if (rc) return rc;
+  x->in = &c->hdr;
+  x->ref = c->ref.tier != PARITY_ORACLE_NONE ? &c->ref : NULL;
+  x->input_index = parity_doc_next_input(x->d);
+  parity_input_info info = {c->sr->name, c->sr->source, c->sr->path, sha};
+  parity_input_result ir = {&info, &c->hdr, x->ref, x->subj, x->n_subj};
+  if ((rc = parity_doc_add_input(x->d, &ir, e))) return rc;
+  if (o->verbosity >= 1 && o->log) parity_progress_clear(o->progress);
+  if (o->verbosity >= 1 && o->log) parity_log_input(o->log, &ir, o->dtype, o->matmul, x->cfg.ftz, o->ftz < 0);
+  if (o->verbosity >= 1 && o->log) parity_log_mutant(o->log, o->mutant);
+  return GDN_OK;
+}
+
+int parity_sweep_run_streamed(parity_doc *d, const parity_stream_run *sr, const parity_sweep_opts *o, gdn_error *e) {
+  int rc = parity_sweep_validate(&sr->plan->whole, o, e);
+  if (rc) return rc;
+  if (o->ct)
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "a streamed run draws its cotangents by group (parity_stream_run.grads)");
+  sctx *c = gdn_calloc(1, sizeof *c, "streamed run", e);
+  if (!c) return e ? e->code : GDN_ERR_NOMEM;
+  rc = ctx_init(c, d, sr, o, e);
+  if (!rc) rc = phase_oracle(c, e);
+  if (!rc) {
+    char why[160];
+    parity_sweep_stream_refusal(&c->hdr, o, why, sizeof why);
+    if (why[0]) rc = gdn_error_set(e, GDN_ERR_INPUT, "%s", why);
+  }
+  if (!rc) rc = add_input(c, e);
+  for (size_t ci = 0; ci < o->n_chunks && !rc; ci++) {
+    rc = run_chunk_streamed(c, ci, e);
+    chunk_clear(c);
+  }
+  ctx_free(c);
+  gdn_free(c);
+  return rc;
+}

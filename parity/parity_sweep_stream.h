@@ -1,0 +1,68 @@
+/* parity_sweep_stream: one input set run by head group (parity_stream.h),
+ * its results the whole run's.
+ *
+ * Value heads are independent, so a case can be produced a head group at a
+ * time, holding one group's inputs and outputs; what must be met again
+ * after every group has run is kept in scratch files (parity_spill.h).
+ * The run, for one input set:
+ *   1. the oracle, group by group (parity_oracle_group.h): each group's
+ *      reference to scratch, its certificate's tally merged; the inputs to
+ *      scratch in their whole layout (their SHA-256, as fix_inputs_sha256
+ *      hashes them); kappa_G merged per chunk size (parity_kappa_acc);
+ *   2. per chunk size, group by group: the scan and every case's
+ *      candidate produced and written to scratch; the seams' state sums
+ *      merged (parity_rel_acc);
+ *   3. per chunk size, the measurements from scratch, a group at a time:
+ *      every metric (parity_metrics_stream: bit for bit the whole tensors'),
+ *      the seams' o errors, the profiles, the upstream figures, the
+ *      gradients' profiles and the block map (maxima over the groups, or
+ *      rows of heads); then judged and recorded as parity_sweep_run does.
+ * So the results document equals the unstreamed run's byte for byte
+ * (--reproducible: no timings) on any shape both can run
+ * (test_sweep_stream).  Memory: one group's inputs, cotangents, reference
+ * or scan and candidate outputs, and the read-back buffers; scratch on disk:
+ * the reference, the inputs, and per chunk size the scan and each case's
+ * outputs.
+ *
+ * Not streamed (the caller runs these whole or refuses): packed documents,
+ * the bfloat16 layer prelude, external outputs and extra subject rows, runs
+ * dealt over MPI ranks.
+ */
+#ifndef PARITY_SWEEP_STREAM_H
+#define PARITY_SWEEP_STREAM_H
+
+#include "gdn_grads.h"
+#include "parity_stream.h"
+#include "parity_sweep.h"
+
+/* Key heads [k0, k1) of the run's inputs into in (the group's shape), and
+ * with ct non-NULL their cotangents (allocated here). */
+typedef struct parity_group_inputs {
+  int (*load)(void *ctx, int64_t k0, int64_t k1, gdn_inputs *in, gdn_cotangents *ct, gdn_error *e);
+  void *ctx;
+} parity_group_inputs;
+
+typedef struct parity_stream_run {
+  const parity_stream_plan *plan;
+  parity_group_inputs src;
+  const char *name, *source, *path; /* the input's identity (parity_input_info); its sha256 is computed */
+  parity_oracle_tier tier;
+  int oracle_bits;
+  int grads; /* judge the backward too (cotangents from src) */
+} parity_stream_run;
+
+/* Why a run cannot be streamed ("" when it can): the message names it. */
+void parity_sweep_stream_refusal(const gdn_inputs *first_group, const parity_sweep_opts *o, char *why, size_t n);
+
+/* The most scratch bytes the run writes (the inputs as float32, and as
+ * binary64 the reference, the scan and one chunk size's cases), checked
+ * against the scratch folder's free space before anything runs. */
+double parity_sweep_stream_scratch_bytes(const parity_stream_plan *p, const parity_sweep_opts *o, int grads,
+                                         int with_h0);
+
+/* The progress steps parity_sweep_run_streamed takes. */
+int64_t parity_sweep_stream_steps(const parity_stream_plan *p, const parity_sweep_opts *o);
+
+int parity_sweep_run_streamed(parity_doc *d, const parity_stream_run *sr, const parity_sweep_opts *o, gdn_error *e);
+
+#endif

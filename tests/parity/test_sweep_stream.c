@@ -1,0 +1,216 @@
+/* A run streamed by head group (--group-heads; parity_sweep_stream.h): its
+ * results document (--reproducible) is the whole run's byte for byte --
+ * the default grid, GQA with gradients (both oracle tiers), several chunk
+ * sizes, chunk sharding and both prefixes, bfloat16, no oracle, a planted
+ * mutant -- and the run chosen automatically by --max-bytes gives the same
+ * document but for the command it records.  Negative control: the streamed
+ * run with a planted mutant is not the correct run's document (the
+ * comparison can fail).  Failure paths: what cannot be streamed is refused
+ * naming it, a group over the limit names its peak, an unwritable scratch
+ * folder is named, and no scratch file is ever left behind. */
+#include <check.h>
+#include <dirent.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../check_runner.h"
+#include "cli_run.h"
+
+static const char *exe;
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
+  if (s) s[n] = '\0';
+  fclose(f);
+  return s;
+}
+
+/* exe, args..., extra..., --json out, --reproducible, --quiet */
+static int run_to(const char *const *args, const char *const *extra, const char *json, cli_result *r) {
+  char *av[48];
+  int n = 0;
+  av[n++] = (char *)exe;
+  for (int i = 0; args[i]; i++) av[n++] = (char *)args[i];
+  for (int i = 0; extra && extra[i]; i++) av[n++] = (char *)extra[i];
+  av[n++] = "--json";
+  av[n++] = (char *)json;
+  av[n++] = "--reproducible";
+  av[n++] = "--quiet";
+  av[n] = NULL;
+  cli_run(r, av);
+  return r->status;
+}
+
+static char scratch[64];
+
+/* A fresh, empty scratch folder as TMPDIR; the run must leave it empty. */
+static void scratch_begin(void) {
+  snprintf(scratch, sizeof scratch, "/tmp/gdn-stream-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(scratch));
+  setenv("TMPDIR", scratch, 1);
+}
+
+static int scratch_entries(void) {
+  DIR *d = opendir(scratch);
+  int n = 0;
+  for (struct dirent *de; d && (de = readdir(d));)
+    if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) n++;
+  if (d) closedir(d);
+  return n;
+}
+
+static void scratch_end(void) {
+  ck_assert_msg(scratch_entries() == 0, "scratch files left in %s", scratch);
+  rmdir(scratch);
+  unsetenv("TMPDIR");
+}
+
+/* The whole run and the run streamed by `group` key heads: both exit 0 or
+ * 1 alike, their documents equal byte for byte. */
+static void same_both_ways(const char *const *args, const char *group) {
+  char a[] = "/tmp/gdn-stream-a-XXXXXX", b[] = "/tmp/gdn-stream-b-XXXXXX";
+  close(mkstemp(a));
+  close(mkstemp(b));
+  cli_result r;
+  scratch_begin();
+  const int ra = run_to(args, NULL, a, &r);
+  ck_assert_msg(ra == 0 || ra == 1, "whole run: status %d: %s", ra, r.err);
+  const char *const g[] = {"--group-heads", group, NULL};
+  const int rb = run_to(args, g, b, &r);
+  ck_assert_msg(rb == ra, "streamed run: status %d (whole %d): %s", rb, ra, r.err);
+  scratch_end();
+  char *da = read_file(a), *db = read_file(b);
+  ck_assert(da && db && strlen(da) > 1000);
+  ck_assert_msg(!strcmp(da, db), "%s and %s differ (%s ...)", a, b, args[1]);
+  free(da), free(db);
+  unlink(a), unlink(b);
+}
+
+START_TEST(default_grid) {
+  const char *const args[] = {"--shape", "1,256,4,16", "--key-heads", "2", NULL};
+  same_both_ways(args, "1");
+}
+END_TEST
+
+START_TEST(gqa_with_gradients) {
+  const char *const mp[] = {"--shape", "2,192,6,8", "--key-heads", "3", "--h0", "--grad", NULL};
+  same_both_ways(mp, "1");
+  const char *const dd[] = {"--shape", "1,256,6,16", "--key-heads", "3", "--h0", "--grad", "--chunk", "32",
+                            "--oracle", "dd", NULL};
+  same_both_ways(dd, "2");
+}
+END_TEST
+
+START_TEST(other_configurations) {
+  const char *const chunks[] = {"--shape", "1,256,6,16", "--key-heads", "3", "--h0", "--chunk", "16,32",
+                                "--devices", "1,2,4", NULL};
+  same_both_ways(chunks, "1");
+  const char *const shard[] = {"--shape", "2,192,4,8", "--key-heads", "4", "--h0", "--shard", "chunks", "--prefix",
+                               "sequential,hillis-steele", NULL};
+  same_both_ways(shard, "3");
+  const char *const bf16[] = {"--shape", "1,256,4,16", "--h0", "--dtype", "bfloat16", NULL};
+  same_both_ways(bf16, "1");
+  const char *const none[] = {"--shape", "1,128,4,16", "--oracle", "none", NULL};
+  same_both_ways(none, "2");
+  const char *const mutant[] = {"--shape", "1,256,4,16", "--h0", "--mutant", "carry-zero", NULL};
+  same_both_ways(mutant, "1");
+}
+END_TEST
+
+/* The streamed run with a mutant against the correct whole run: the
+ * documents differ (and the verdicts), so the comparison above can fail. */
+START_TEST(negative_control) {
+  const char *const good[] = {"--shape", "1,256,4,16", "--h0", NULL};
+  const char *const bad[] = {"--shape", "1,256,4,16", "--h0", "--mutant", "carry-zero", "--group-heads", "1", NULL};
+  char a[] = "/tmp/gdn-stream-a-XXXXXX", b[] = "/tmp/gdn-stream-b-XXXXXX";
+  close(mkstemp(a));
+  close(mkstemp(b));
+  cli_result r;
+  ck_assert_int_eq(run_to(good, NULL, a, &r), 0);
+  ck_assert_int_eq(run_to(bad, NULL, b, &r), 1);
+  char *da = read_file(a), *db = read_file(b);
+  ck_assert(da && db && strcmp(da, db));
+  free(da), free(db);
+  unlink(a), unlink(b);
+}
+END_TEST
+
+/* --max-bytes below the whole run streams it by itself: the document is the
+ * whole run's but for the recorded command (which keeps --max-bytes). */
+START_TEST(chosen_by_the_budget) {
+  const char *const args[] = {"--shape", "1,512,8,16", "--key-heads", "4", "--h0", NULL};
+  const char *const lim[] = {"--max-bytes", "3M", NULL};
+  char a[] = "/tmp/gdn-stream-a-XXXXXX", b[] = "/tmp/gdn-stream-b-XXXXXX";
+  close(mkstemp(a));
+  close(mkstemp(b));
+  cli_result r;
+  scratch_begin();
+  ck_assert_int_eq(run_to(args, NULL, a, &r), 0);
+  ck_assert_msg(run_to(args, lim, b, &r) == 0, "%s", r.err);
+  scratch_end();
+  char *argv[] = {(char *)exe, "--shape", "1,512,8,16", "--key-heads", "4", "--h0", "--max-bytes", "3M", NULL};
+  cli_run(&r, argv); /* the estimate names the group size and its peak */
+  ck_assert_msg(strstr(r.out, "streamed by head group: ") && strstr(r.out, "per group") &&
+                    strstr(r.out, "expected peak"), "%s", r.out);
+  json_error_t je;
+  json_t *ja = json_load_file(a, 0, &je), *jb = json_load_file(b, 0, &je);
+  ck_assert(ja && jb);
+  ck_assert(!json_equal(ja, jb)); /* the command differs ... */
+  json_object_del(ja, "command");
+  json_object_del(jb, "command");
+  ck_assert(json_equal(ja, jb)); /* ... and nothing else */
+  json_decref(ja), json_decref(jb);
+  unlink(a), unlink(b);
+}
+END_TEST
+
+START_TEST(refusals) {
+  static const struct { const char *args[12]; const char *needle; } t[] = {
+      {{"--shape", "1,128,4,16", "--group-heads", "1", "--documents", "2"}, "packed documents"},
+      {{"--shape", "1,128,4,16", "--group-heads", "1", "--prelude", "bfloat16"}, "prelude"},
+      {{"--shape", "1,128,4,16", "--key-heads", "2", "--group-heads", "3"}, "3 key heads"},
+      {{"--shape", "1,128,4,16", "--group-heads", "0"}, "--group-heads"},
+      {{"--shape", "1,128,4,16", "--key-heads", "2", "--max-bytes", "100K"}, "still"},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    char *av[16];
+    int n = 0;
+    av[n++] = (char *)exe;
+    for (int j = 0; t[i].args[j]; j++) av[n++] = (char *)t[i].args[j];
+    av[n] = NULL;
+    cli_result r;
+    cli_run(&r, av);
+    ck_assert_msg(r.status == 2, "case %zu: status %d: %s", i, r.status, r.err);
+    ck_assert_msg(strstr(r.err, t[i].needle) != NULL, "case %zu: %s", i, r.err);
+  }
+  /* an unwritable scratch folder: named, exit 3, nothing written */
+  scratch_begin();
+  chmod(scratch, 0500);
+  char *av[] = {(char *)exe, "--shape", "1,128,4,16", "--group-heads", "2", "--quiet", NULL};
+  cli_result r;
+  cli_run(&r, av);
+  chmod(scratch, 0700);
+  if (geteuid() != 0) { /* root writes anyway */
+    ck_assert_msg(r.status == 3, "status %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, scratch) && strstr(r.err, "TMPDIR"), "%s", r.err);
+  }
+  scratch_end();
+  setenv("TMPDIR", "/nonexistent/gdn-parity-scratch", 1);
+  cli_run(&r, av);
+  unsetenv("TMPDIR");
+  ck_assert_msg(r.status == 3 && strstr(r.err, "/nonexistent/gdn-parity-scratch"), "status %d: %s", r.status, r.err);
+}
+END_TEST
+
+CKR_MAIN_ARGS("test_sweep_stream PATH-TO-gdn-parity", 1, (&exe), "sweep_stream", "sweep_stream", 600, default_grid,
+              gqa_with_gradients, other_configurations, negative_control, chosen_by_the_budget, refusals)
