@@ -55,6 +55,18 @@ int parity_dist_test_entry(void) {
 }
 
 /* A part is its JSON text; an error is "!CODE message". */
+int parity_dist_test_fault(const char *stage) { return g_active && gdn_mpi_test_fault(g_world.rank, stage); }
+
+int parity_dist_bcast(void *buf, size_t n, int root, gdn_error *e) {
+  if (!g_active || g_world.size == 1) return GDN_OK;
+  const size_t piece = (size_t)1 << 30; /* MPI counts are int */
+  for (size_t at = 0; at < n; at += piece) {
+    int rc = gdn_mpi_bcast_bytes((char *)buf + at, n - at < piece ? n - at : piece, root, e);
+    if (rc) return rc;
+  }
+  return GDN_OK;
+}
+
 int parity_dist_send_part(const parity_doc *part, int entry, const gdn_error *failed, gdn_error *e) {
   char *text = NULL;
   int rc;
@@ -101,6 +113,15 @@ int parity_dist_have_mpi(void) { return 0; }
 int parity_dist_test_entry(void) { return 0; }
 int parity_dist_diverged(void) { return 0; }
 const parity_subject_methods *const parity_subject_mpi = NULL;
+int parity_dist_test_fault(const char *stage) {
+  (void)stage;
+  return 0;
+}
+int parity_dist_bcast(void *buf, size_t n, int root, gdn_error *e) {
+  (void)buf, (void)n, (void)root, (void)e;
+  return GDN_OK;
+}
+
 int parity_dist_send_part(const parity_doc *part, int entry, const gdn_error *failed, gdn_error *e) {
   (void)part, (void)entry, (void)failed;
   return gdn_error_set(e, GDN_ERR_INTERNAL, "built without MPI");

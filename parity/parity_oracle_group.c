@@ -4,6 +4,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "parity_dist.h"
+
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -51,12 +53,12 @@ static int run_forward(parity_group_oracle *go, const gdn_inputs *in, int64_t v0
     cfg.sample_prec = go->bits;
     cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
     cfg.head0 = v0, cfg.whole_hv = go->whole.Hv;
-    rc = oracle_run_dd_part(in, &cfg, NULL, &r->out, &t, e);
+    rc = parity_dist_oracle_tally(in, &cfg, 1, &r->out, &t, e); /* dealt over the ranks under mpirun */
   } else {
     oracle_config cfg;
     oracle_config_init(&cfg);
     cfg.prec = go->bits;
-    rc = oracle_run_part(in, &cfg, NULL, &r->out, &t, e);
+    rc = parity_dist_oracle_tally(in, &cfg, 0, &r->out, &t, e);
   }
   if (!rc) rc = tally_fold(&go->fwd, &t, e);
   oracle_tally_clear(&t);
@@ -74,12 +76,12 @@ static int run_vjp(parity_group_oracle *go, const gdn_inputs *in, int64_t v0, co
     cfg.sample_prec = go->bits;
     cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
     cfg.head0 = v0, cfg.whole_hv = go->whole.Hv;
-    rc = oracle_vjp_dd_part(in, ct, &cfg, NULL, &r->grads, &t, e);
+    rc = parity_dist_oracle_vjp_tally(in, ct, &cfg, 1, &r->grads, &t, e);
   } else {
     oracle_vjp_config cfg;
     oracle_vjp_config_init(&cfg);
     cfg.prec = go->bits;
-    rc = oracle_vjp_part(in, ct, &cfg, NULL, &r->grads, &t, e);
+    rc = parity_dist_oracle_vjp_tally(in, ct, &cfg, 0, &r->grads, &t, e);
   }
   if (!rc) rc = tally_fold(&go->vjp, &t, e);
   oracle_tally_clear(&t);

@@ -104,6 +104,19 @@ static int spill_set_write(sctx *c, spill_set *s, const char *what, int64_t g, c
   return GDN_OK;
 }
 
+/* Tensor t of group g of a set into scratch (its file opened with its
+ * first group). */
+static int spill_set_write_one(sctx *c, spill_set *s, const char *what, int64_t g, int t, parity_vals v,
+                               gdn_error *e) {
+  int rc;
+  if (s->t[t].f.fd < 0) {
+    char name[64];
+    snprintf(name, sizeof name, "%s %s", what, parity_tensors[t].name);
+    if ((rc = parity_spill_tensor_open(&s->t[t], name, c->counts[t], c->p->n_groups, e))) return rc;
+  }
+  return parity_spill_tensor_write(&s->t[t], g, v, e);
+}
+
 /* --- the group source for parity_metrics_stream -------------------------- */
 
 typedef struct gsrc {
@@ -207,7 +220,7 @@ static int oracle_group(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
   parity_reference gr;
   parity_reference_init(&gr);
   int rc = parity_group_oracle_run(go, &c->in, k0, c->sr->grads ? &c->ct : NULL, &gr, e);
-  if (!rc && gr.tier != PARITY_ORACLE_NONE) {
+  if (!rc && gr.tier != PARITY_ORACLE_NONE && parity_dist_rank() == 0) { /* rank 0 measures */
     unsigned present = 0;
     for (int t = 0; t < PARITY_T_N; t++)
       if (parity_vals_has(parity_tensor_get(&parity_tensors[t], &gr.out, gr.has_grads ? &gr.grads : NULL)))
@@ -230,7 +243,7 @@ static int phase_oracle(sctx *c, gdn_error *e) {
     rc = load_group(c, g, e);
     if (!rc && g == 0) header_from(c);
     for (size_t ci = 0; !rc && ci < o->n_chunks; ci++) parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
-    if (!rc) rc = spill_inputs(c, g, e);
+    if (!rc && parity_dist_rank() == 0) rc = spill_inputs(c, g, e);
     if (!rc) rc = oracle_group(c, &go, g, e);
     parity_progress_end(o->progress);
   }
@@ -297,47 +310,107 @@ static void chunk_cases(sctx *c, int64_t chunk) {
     }
 }
 
-/* The candidate's seam states of this group into case k's sums (exact:
- * any order of heads gives the whole run's). */
-static void seams_add(sctx *c, size_t k, parity_subject_run *cand) {
-  const gdn_shape *s = &c->in.shape;
-  for (int64_t d = 1; d < c->case_dev[k]; d++) {
-    parity_rel_acc *acc = &c->seams[k * c->max_seams + (size_t)d - 1];
-    for (int64_t b = 0; b < s->B; b++)
-      for (int64_t h = 0; h < s->Hv; h++)
-        parity_rel_acc_add(acc, kern_affine_seams_h_in(&cand->seams, b, h, d),
-                           kern_affine_seams_h_out(&cand->seams, b, h, d - 1), (size_t)(s->Dk * s->Dv));
+/* What the owner of a group tells every rank about one produced set before
+ * its values (parity_dist_bcast): whether it was produced (else its error,
+ * which every rank then returns), the tensors, their forms and dtypes, and
+ * whether the seam states follow. */
+typedef struct set_head {
+  int rc;
+  gdn_error err;
+  unsigned present;
+  int form[PARITY_T_N]; /* 1 float32, 2 binary64 */
+  gdn_dtype out_dtype[PARITY_T_N];
+  int has_seams;
+} set_head;
+
+/* Set `set` of group g from its owner (s: the produced subject there, NULL
+ * elsewhere) to every rank; rank 0 keeps it in scratch.  Case k >= 0: the
+ * group's seam sums too (one exact accumulator per seam, 64 KiB each,
+ * merged into the case's on rank 0: any order of heads gives the whole
+ * run's).  One process: the owner is this rank, nothing is sent. */
+static int share_set(sctx *c, spill_set *set, const char *what, int64_t g, int owner, parity_subject_run *s,
+                     int produced_rc, const gdn_error *perr, int64_t k, gdn_error *e) {
+  const int me = parity_dist_rank();
+  set_head hd;
+  memset(&hd, 0, sizeof hd);
+  if (me == owner) {
+    hd.rc = produced_rc;
+    if (produced_rc) hd.err = *perr;
+    else {
+      hd.present = s->present;
+      for (int t = 0; t < PARITY_T_N; t++) {
+        const parity_vals v = parity_tensor_get(&parity_tensors[t], s->out, s->grads);
+        hd.form[t] = v.f ? 1 : 2;
+      }
+      memcpy(hd.out_dtype, s->out_dtype, sizeof hd.out_dtype);
+      hd.has_seams = s->has_seams;
+    }
   }
+  int rc = parity_dist_bcast(&hd, sizeof hd, owner, e);
+  if (rc) return rc;
+  if (hd.rc) {
+    *e = hd.err;
+    return hd.rc;
+  }
+  for (int t = 0; t < PARITY_T_N && !rc; t++) {
+    if (!(hd.present & (1u << t))) continue;
+    const size_t bytes = (size_t)c->counts[t][g] * (hd.form[t] == 1 ? sizeof(float) : sizeof(double));
+    parity_vals v = me == owner ? parity_tensor_get(&parity_tensors[t], s->out, s->grads)
+                                : hd.form[t] == 1 ? parity_vals_f32((float *)c->bx) : parity_vals_f64(c->bx);
+    rc = parity_dist_bcast(hd.form[t] == 1 ? (void *)v.f : (void *)v.d, bytes, owner, e);
+    if (!rc && me == 0) rc = spill_set_write_one(c, set, what, g, t, v, e);
+  }
+  if (me == 0) memcpy(set->out_dtype, hd.out_dtype, sizeof hd.out_dtype), set->has_seams = hd.has_seams,
+                 set->present = hd.present;
+  if (k < 0 || !hd.has_seams) return rc;
+  static __thread parity_rel_acc acc; /* 64 KiB: not on the stack */
+  for (int64_t d = 1; d < c->case_dev[k] && !rc; d++) {
+    if (me == owner) {
+      const gdn_shape *gs = &c->in.shape;
+      parity_rel_acc_init(&acc);
+      for (int64_t b = 0; b < gs->B; b++)
+        for (int64_t h = 0; h < gs->Hv; h++)
+          parity_rel_acc_add(&acc, kern_affine_seams_h_in(&s->seams, b, h, d),
+                             kern_affine_seams_h_out(&s->seams, b, h, d - 1), (size_t)(gs->Dk * gs->Dv));
+    }
+    rc = parity_dist_bcast(&acc, sizeof acc, owner, e);
+    if (!rc && me == 0) parity_rel_acc_merge(&c->seams[(size_t)k * c->max_seams + (size_t)d - 1], &acc);
+  }
+  return rc;
 }
 
+/* Group g: its owner (rank g mod N) produces the scan and every case's
+ * candidate; each set goes to rank 0's scratch (share_set). */
 static int produce_group(sctx *c, int64_t g, gdn_error *e) {
   input_ctx *x = &c->x;
   parity_subject_run *bs = &x->subj[x->baseline], *cs = &x->subj[x->candidate];
+  const int owner = (int)(g % parity_dist_size()), mine = owner == parity_dist_rank();
   kern_config fresh;
   kern_config_init(&fresh);
   x->cfg.devices = fresh.devices; /* the chunk stage (the scan) runs on one device */
   x->cfg.prefix = fresh.prefix;
   parity_produce_ctx cx = {&c->in, &x->cfg, 0, c->sr->grads ? &c->ct : NULL, NULL};
+  gdn_error mine_e;
+  gdn_error_init(&mine_e);
+  int prc = GDN_OK;
   double t0 = now();
-  int rc = parity_subject_produce(bs, &cx, e);
+  if (mine) prc = load_group(c, parity_dist_test_fault("stream-deal") ? (g + 1) % c->p->n_groups : g, &mine_e);
+  if (mine && !prc) prc = parity_subject_produce(bs, &cx, &mine_e);
   x->d->t_kernels += now() - t0;
-  if (!rc) rc = spill_set_write(c, &c->base, "scan", g, bs->out, bs->grads, bs->present, e);
-  if (!rc) memcpy(c->base.out_dtype, bs->out_dtype, sizeof bs->out_dtype);
+  int rc = share_set(c, &c->base, "scan", g, owner, bs, prc, &mine_e, -1, e);
   for (size_t k = 0; k < c->n_cases && !rc; k++) {
     x->cfg.devices = c->case_dev[k];
     x->cfg.prefix = c->case_pre[k];
     cx.want_seams = parity_sweep_want_seams(&c->whole, c->case_dev[k]);
     t0 = now();
-    rc = parity_subject_produce(cs, &cx, e);
+    if (mine) prc = parity_subject_produce(cs, &cx, &mine_e);
     c->case_secs[k] += now() - t0;
     char what[48];
     snprintf(what, sizeof what, "case %zu", k);
-    if (!rc) rc = spill_set_write(c, &c->cases[k], what, g, cs->out, cs->grads, cs->present, e);
-    if (!rc) memcpy(c->cases[k].out_dtype, cs->out_dtype, sizeof cs->out_dtype), c->cases[k].has_seams = cs->has_seams;
-    if (!rc && cs->has_seams) seams_add(c, k, cs);
-    parity_subject_park(cs);
+    rc = share_set(c, &c->cases[k], what, g, owner, cs, prc, &mine_e, (int64_t)k, e);
+    if (mine) parity_subject_park(cs);
   }
-  parity_subject_park(bs);
+  if (mine) parity_subject_park(bs);
   return rc;
 }
 
@@ -348,8 +421,7 @@ static int phase_produce(sctx *c, int64_t chunk, gdn_error *e) {
     char what[80];
     snprintf(what, sizeof what, "C%" PRId64 ", head group %" PRId64 " of %" PRId64, chunk, g + 1, c->p->n_groups);
     parity_progress_begin(o->progress, what);
-    rc = load_group(c, g, e);
-    if (!rc) rc = produce_group(c, g, e);
+    rc = produce_group(c, g, e);
     parity_progress_end(o->progress);
   }
   gdn_inputs_clear(&c->in);
@@ -591,6 +663,7 @@ static int run_chunk_streamed(sctx *c, size_t ci, gdn_error *e) {
   for (size_t k = 0; k < c->n_cases; k++) spill_set_init(&c->cases[k]);
   for (size_t i = 0; i < c->n_cases * c->max_seams; i++) parity_rel_acc_init(&c->seams[i]);
   int rc = phase_produce(c, chunk, e);
+  if (rc || parity_dist_rank() != 0) return rc; /* rank 0 measures and records */
   char what[64];
   snprintf(what, sizeof what, "C%" PRId64 ": measuring", chunk);
   parity_progress_begin(o->progress, what);
@@ -621,7 +694,6 @@ void parity_sweep_stream_refusal(const gdn_inputs *g, const parity_sweep_opts *o
   if (g && g->seg) snprintf(why, n, "packed documents (segment ids) are not streamed by head group yet");
   else if (g && g->prelude) snprintf(why, n, "the bfloat16 layer prelude is not streamed by head group yet");
   else if (o->n_extra) snprintf(why, n, "extra subject rows (coverage's mutants) are not streamed by head group");
-  else if (parity_dist_size() > 1) snprintf(why, n, "a run dealt over MPI ranks is not streamed by head group yet");
 }
 
 /* A set's bytes as binary64 (its float32 tensors take half: an upper
@@ -748,7 +820,7 @@ int parity_sweep_run_streamed(parity_doc *d, const parity_stream_run *sr, const 
     parity_sweep_stream_refusal(&c->hdr, o, why, sizeof why);
     if (why[0]) rc = gdn_error_set(e, GDN_ERR_INPUT, "%s", why);
   }
-  if (!rc) rc = add_input(c, e);
+  if (!rc && parity_dist_rank() == 0) rc = add_input(c, e);
   for (size_t ci = 0; ci < o->n_chunks && !rc; ci++) {
     rc = run_chunk_streamed(c, ci, e);
     chunk_clear(c);

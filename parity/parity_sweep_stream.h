@@ -24,9 +24,14 @@
  * the reference, the inputs, and per chunk size the scan and each case's
  * outputs.
  *
+ * Under mpirun (every rank running the case): each group's oracle is dealt
+ * over the ranks by heads (parity_dist_oracle_tally), group g's scan and
+ * candidates are produced by rank g mod N and broadcast (parity_dist_bcast)
+ * to rank 0, which alone keeps scratch, measures and records: its document
+ * is the one-process run's.
+ *
  * Not streamed (the caller runs these whole or refuses): packed documents,
- * the bfloat16 layer prelude, external outputs and extra subject rows, runs
- * dealt over MPI ranks.
+ * the bfloat16 layer prelude, external outputs and extra subject rows.
  */
 #ifndef PARITY_SWEEP_STREAM_H
 #define PARITY_SWEEP_STREAM_H
