@@ -3,8 +3,10 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fix.h"
+#include "fix_group.h"
 #include "fix_isolate.h"
 #include "fix_oracle_check.h"
 #include "gdn_atomic.h"
@@ -119,7 +121,7 @@ static const gdn_cli_opt options[] = {
     {"group-heads", "N",
      "run N key heads at a time, what later passes read kept in scratch files in TMPDIR (default: so when "
      "the whole run is over --max-bytes, the most key heads it allows); the results are the whole run's",
-     C_RUN},
+     C_RUN | C_CHECK},
     {"threads", "N", "worker threads (default: all cores); results do not depend on it", 0},
     {"quiet", NULL, "print only the verdict", 0},
     {"verbose", NULL, "print every check of every case", 0},
@@ -359,6 +361,18 @@ static int synth_stream_plan(const run_state *st, const parity_synth_spec *sp, c
   return grads_check_limit(st, &gs, e); /* --grad: the group's gradient sets too */
 }
 
+/* The scratch folder has room for what a streamed run writes. */
+static int scratch_room(const parity_stream_plan *plan, const parity_sweep_opts *o, int grads, int h0, gdn_error *e) {
+  const double need = parity_sweep_stream_scratch_bytes(plan, o, grads, h0);
+  const uint64_t avail = parity_spill_free_bytes();
+  if (avail && need > (double)avail)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "a run streamed by head group writes up to %.3g GiB of scratch files to %s (TMPDIR), "
+                         "which has %.3g GiB free; set TMPDIR to a folder with room",
+                         need / 1073741824.0, parity_spill_dir(), (double)avail / 1073741824.0);
+  return GDN_OK;
+}
+
 static int run_synthetic_streamed(run_state *st, const parity_synth_spec *sp, const parity_sweep_opts *o,
                                   const parity_stream_plan *plan, gdn_error *e) {
   if (o->verbosity >= 1 && o->log) {
@@ -366,17 +380,11 @@ static int run_synthetic_streamed(run_state *st, const parity_synth_spec *sp, co
     parity_stream_describe(plan, line, sizeof line);
     fprintf(o->log, "note: %s; scratch files in %s\n", line, parity_spill_dir());
   }
-  const double need = parity_sweep_stream_scratch_bytes(plan, o, st->grad || sp->grad,
-                                                        (sp->synth.flags & GDN_SYNTH_H0) != 0);
-  const uint64_t avail = parity_spill_free_bytes();
-  if (avail && need > (double)avail)
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "a run streamed by head group writes up to %.3g GiB of scratch files to %s (TMPDIR), "
-                         "which has %.3g GiB free; set TMPDIR to a folder with room",
-                         need / 1073741824.0, parity_spill_dir(), (double)avail / 1073741824.0);
+  int rc = scratch_room(plan, o, st->grad || sp->grad, (sp->synth.flags & GDN_SYNTH_H0) != 0, e);
+  if (rc) return rc;
   char name[96];
   snprintf(name, sizeof name, "synthetic seed %" PRIu64, sp->synth.seed);
-  const parity_stream_run sr = {plan, {synth_group_load, (void *)sp}, name, "synthetic", NULL,
+  const parity_stream_run sr = {plan, {synth_group_load, (void *)sp}, name, "synthetic", NULL, NULL, NULL,
                                 st->tier, st->oracle_bits, st->grad || sp->grad};
   parity_progress_add(o->progress, parity_sweep_stream_steps(plan, o));
   return parity_sweep_run_streamed(&st->doc, &sr, o, e);
@@ -682,8 +690,116 @@ static uint64_t fixture_scratch(const gdn_shape *s, int64_t chunk_size, const vo
   return b == SIZE_MAX ? UINT64_MAX / 2 : (uint64_t)b;
 }
 
+/* A fixture's head group (parity_sweep_stream.h): fix_group_read's slab,
+ * its cotangents the file's /cotangents, or (--grad without them) seed 0's
+ * as the whole run draws them. */
+typedef struct fixture_src {
+  fix_group *g;
+  int64_t Hv, Hk;
+} fixture_src;
+
+static int fixture_group_load(void *ctx, int64_t k0, int64_t k1, gdn_inputs *in, gdn_cotangents *ct, gdn_error *e) {
+  fixture_src *s = ctx;
+  fix_fixture slab;
+  fix_fixture_init(&slab);
+  int rc = fix_group_read(s->g, k0, k1, &slab, e);
+  if (!rc) {
+    *in = slab.inputs; /* moved */
+    gdn_inputs_init(&slab.inputs);
+    if (ct && slab.has_cotangents) {
+      *ct = slab.cot;
+      gdn_cotangents_init(&slab.cot);
+    } else if (ct && !(rc = gdn_cotangents_alloc(ct, &in->shape, 1, e)))
+      gdn_cotangents_synth_heads(ct, s->Hv, k0 * (s->Hv / s->Hk), 0);
+  }
+  fix_fixture_clear(&slab);
+  return rc;
+}
+
+/* Why this fixture cannot be streamed ("": it can). */
+static void fixture_stream_refusal(const fix_group *g, const parity_sweep_opts *o, const parity_shard_plan *plan,
+                                   char *why, size_t n) {
+  const fix_fixture *m = fix_group_meta(g);
+  why[0] = '\0';
+  if (m->n_outputs) snprintf(why, n, "its /outputs (%zu) are not streamed by head group yet", m->n_outputs);
+  else if (m->oracle.present) snprintf(why, n, "a stored /oracle is not streamed by head group yet");
+  else if (plan->n > 1) snprintf(why, n, "two shard runs are not streamed by head group yet");
+  else {
+    gdn_inputs probe;
+    gdn_inputs_init(&probe);
+    probe.seg = m->inputs.seg;
+    probe.prelude = fix_group_has_prelude(g) ? (gdn_prelude *)why : NULL; /* only tested for presence */
+    parity_sweep_stream_refusal(&probe, o, why, n);
+  }
+}
+
+/* check of a fixture by head group: asked for (--group-heads), or when the
+ * whole run is over --max-bytes.  *done 0: run it whole instead. */
+static int run_fixture_streamed(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
+                                int shard_given, FILE *out, int *done, gdn_error *e) {
+  *done = 0;
+  struct stat sb;
+  if (!st->group_heads && (stat(path, &sb) || (uint64_t)sb.st_size < st->max_bytes / 8)) return GDN_OK;
+  fix_load_opts lo;
+  fix_load_opts_init(&lo);
+  lo.max_bytes = 0; /* a group's slab is counted by the plan below */
+  lo.allow_stale_oracle = 1;
+  fixture_src src = {NULL, 0, 0};
+  parity_shard_plan plan;
+  parity_shard_plan_init(&plan);
+  int rc = fix_group_open(&src.g, path, &lo, e);
+  if (rc) {
+    parity_shard_plan_clear(&plan);
+    gdn_error_prefix(e, "%s: ", path);
+    return rc;
+  }
+  const fix_fixture *m = fix_group_meta(src.g);
+  const gdn_shape *s = &m->inputs.shape;
+  src.Hv = s->Hv, src.Hk = s->Hk;
+  parity_sweep_opts o = *base;
+  char why[160] = "";
+  rc = parity_shard_plan_make(m, shard_given, base->shard, path, &plan, e);
+  if (!rc) {
+    o.shard = plan.mode[0];
+    o.shard_from = plan.from[0];
+    if (!chunk_given) o.chunks[0] = m->chunk_size, o.n_chunks = 1;
+    fixture_stream_refusal(src.g, &o, &plan, why, sizeof why);
+    if (st->group_heads && why[0]) rc = gdn_error_set(e, GDN_ERR_INPUT, "--group-heads: %s", why);
+  }
+  const int h0 = fix_group_has_h0(src.g), grads = m->has_cotangents || st->grad;
+  parity_stream_plan sp;
+  if (!rc && !why[0]) rc = parity_sweep_validate(s, &o, e);
+  if (!rc && !why[0] && (st->group_heads || parity_budget_check(s, h0, 3, &o, st->max_bytes, NULL))) {
+    if (!(rc = parity_stream_plan_make(s, h0, 3, &o, st->max_bytes, st->group_heads, &sp, e)) &&
+        !(rc = scratch_room(&sp, &o, grads, h0, e))) {
+      *done = 1;
+      for (size_t i = 0; i < m->n_warnings; i++)
+        if (o.verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(m->warnings[i]));
+      if (o.verbosity >= 1) {
+        char line[320];
+        parity_stream_describe(&sp, line, sizeof line);
+        fprintf(out, "%s: shard %s (%s)\nnote: %s; scratch files in %s\n", gdn_text_show(path),
+                kern_shard_name(o.shard), o.shard_from, line, parity_spill_dir());
+      }
+      const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+      const parity_stream_run sr = {&sp, {fixture_group_load, &src}, base_name, "fixture", path,
+                                    m->inputs_sha256, m->has_cotangents ? m->grad_problem_sha256 : NULL,
+                                    st->tier, st->oracle_bits, grads};
+      parity_progress_add(o.progress, parity_sweep_stream_steps(&sp, &o));
+      rc = parity_sweep_run_streamed(&st->doc, &sr, &o, e);
+    }
+  }
+  if (rc) gdn_error_prefix(e, "%s: ", path);
+  parity_shard_plan_clear(&plan);
+  fix_group_close(src.g);
+  return rc;
+}
+
 static int run_fixture(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
                        int shard_given, FILE *out, gdn_error *e) {
+  int streamed;
+  int src = run_fixture_streamed(st, path, base, chunk_given, shard_given, out, &streamed, e);
+  if (src || streamed) return src;
   fix_fixture fx;
   fix_fixture_init(&fx);
   fix_load_opts lo;

@@ -243,7 +243,7 @@ static int phase_oracle(sctx *c, gdn_error *e) {
     rc = load_group(c, g, e);
     if (!rc && g == 0) header_from(c);
     for (size_t ci = 0; !rc && ci < o->n_chunks; ci++) parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
-    if (!rc && parity_dist_rank() == 0) rc = spill_inputs(c, g, e);
+    if (!rc && parity_dist_rank() == 0 && !c->sr->sha256) rc = spill_inputs(c, g, e);
     if (!rc) rc = oracle_group(c, &go, g, e);
     parity_progress_end(o->progress);
   }
@@ -792,8 +792,10 @@ static int add_input(sctx *c, gdn_error *e) {
   input_ctx *x = &c->x;
   const parity_sweep_opts *o = x->o;
   char sha[FIX_SHA256_HEX];
-  int rc = hash_inputs(c, sha, e);
+  int rc = c->sr->sha256 ? GDN_OK : hash_inputs(c, sha, e);
   if (rc) return rc;
+  if (c->sr->sha256) snprintf(sha, sizeof sha, "%s", c->sr->sha256);
+  if (c->sr->grad_sha256 && c->ref.has_grads) snprintf(c->ref.grad_sha256, sizeof c->ref.grad_sha256, "%s", c->sr->grad_sha256);
   x->in = &c->hdr;
   x->ref = c->ref.tier != PARITY_ORACLE_NONE ? &c->ref : NULL;
   x->input_index = parity_doc_next_input(x->d);

@@ -50,7 +50,10 @@ typedef struct parity_group_inputs {
 typedef struct parity_stream_run {
   const parity_stream_plan *plan;
   parity_group_inputs src;
-  const char *name, *source, *path; /* the input's identity (parity_input_info); its sha256 is computed */
+  const char *name, *source, *path; /* the input's identity (parity_input_info) */
+  const char *sha256;       /* the inputs' SHA-256 as known (a fixture's, checked on open); NULL:
+                               computed from the inputs, kept in scratch in their whole layout */
+  const char *grad_sha256;  /* a fixture's grad_problem_sha256 with its /cotangents, else NULL */
   parity_oracle_tier tier;
   int oracle_bits;
   int grads; /* judge the backward too (cotangents from src) */

@@ -7,7 +7,10 @@
  * run with a planted mutant is not the correct run's document (the
  * comparison can fail).  Failure paths: what cannot be streamed is refused
  * naming it, a group over the limit names its peak, an unwritable scratch
- * folder is named, and no scratch file is ever left behind. */
+ * folder is named, and no scratch file is ever left behind.  check of a
+ * fixture by head group (fix_group_read): the whole check's document, with
+ * the file's /cotangents or --grad's; a fixture with /outputs or a stored
+ * /oracle is refused by name. */
 #include <check.h>
 #include <dirent.h>
 #include <jansson.h>
@@ -20,7 +23,7 @@
 #include "../check_runner.h"
 #include "cli_run.h"
 
-static const char *exe;
+static const char *exe, *fixture_exe;
 
 static char *read_file(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -212,5 +215,59 @@ START_TEST(refusals) {
 }
 END_TEST
 
-CKR_MAIN_ARGS("test_sweep_stream PATH-TO-gdn-parity", 1, (&exe), "sweep_stream", "sweep_stream", 600, default_grid,
-              gqa_with_gradients, other_configurations, negative_control, chosen_by_the_budget, refusals)
+/* gdn-fixture synth ARGS --out a fresh file in `dir`. */
+static void synth(const char *dir, const char *name, const char *const *args, char *path, size_t n) {
+  snprintf(path, n, "%s/%s", dir, name);
+  char *av[24];
+  int k = 0;
+  av[k++] = (char *)fixture_exe;
+  av[k++] = "synth";
+  for (int i = 0; args[i]; i++) av[k++] = (char *)args[i];
+  av[k++] = "--out";
+  av[k++] = path;
+  av[k] = NULL;
+  cli_result r;
+  cli_run(&r, av);
+  ck_assert_msg(r.status == 0, "synth %s: %s", name, r.err);
+}
+
+/* check --fixture F [extra] whole and by head group: the same document. */
+static void check_both_ways(const char *fixture, const char *extra) {
+  const char *const args[] = {"check", "--fixture", fixture, extra, NULL};
+  same_both_ways(extra ? args : (const char *const[]){"check", "--fixture", fixture, NULL}, "1");
+}
+
+START_TEST(check_of_a_fixture) {
+  char dir[] = "/tmp/gdn-stream-fx-XXXXXX", f1[128], f2[128], f3[128], f4[128];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  synth(dir, "gqa.h5", (const char *const[]){"--shape", "2,192,6,8", "--key-heads", "3", "--h0", NULL}, f1,
+        sizeof f1);
+  synth(dir, "cot.h5", (const char *const[]){"--shape", "1,256,4,16", "--grad", NULL}, f2, sizeof f2);
+  check_both_ways(f1, NULL);
+  check_both_ways(f1, "--grad"); /* our kernels' gradients, cotangents from seed 0 */
+  check_both_ways(f2, NULL);     /* the file's /cotangents */
+  synth(dir, "outputs.h5", (const char *const[]){"--shape", "1,128,2,16", "--kernel-outputs", "1,2", NULL}, f3,
+        sizeof f3);
+  synth(dir, "oracle.h5", (const char *const[]){"--shape", "1,64,2,8", NULL}, f4, sizeof f4);
+  cli_result r;
+  char *regen[] = {(char *)fixture_exe, "regen", f4, "--oracle-bits", "64", NULL};
+  cli_run(&r, regen);
+  ck_assert_msg(r.status == 0, "regen: %s", r.err);
+  const struct { const char *f, *needle; } bad[] = {{f3, "/outputs (2)"}, {f4, "stored /oracle"}};
+  for (int i = 0; i < 2; i++) {
+    char *av[] = {(char *)exe, "check", "--fixture", (char *)bad[i].f, "--group-heads", "1", "--quiet", NULL};
+    cli_run(&r, av);
+    ck_assert_msg(r.status == 2 && strstr(r.err, bad[i].needle) && strstr(r.err, bad[i].f), "%d: %s", r.status, r.err);
+    char *whole[] = {(char *)exe, "check", "--fixture", (char *)bad[i].f, "--quiet", NULL};
+    cli_run(&r, whole); /* whole, as before */
+    ck_assert_msg(r.status == 0, "%s whole: %d %s", bad[i].f, r.status, r.err);
+  }
+  const char *const rm[] = {f1, f2, f3, f4};
+  for (int i = 0; i < 4; i++) unlink(rm[i]);
+  rmdir(dir);
+}
+END_TEST
+
+CKR_MAIN_ARGS("test_sweep_stream PATH-TO-gdn-parity PATH-TO-gdn-fixture", 2, (&exe, &fixture_exe), "sweep_stream",
+              "sweep_stream", 600, default_grid, gqa_with_gradients, other_configurations, negative_control,
+              chosen_by_the_budget, refusals, check_of_a_fixture)
