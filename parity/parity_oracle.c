@@ -77,6 +77,32 @@ static double now(void) {
   return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
+int parity_reference_take_dd(parity_reference *r, const oracle_dd_certificate *cert, gdn_error *e) {
+  r->precision_bits = cert->precision_bits;
+  r->check_bits = cert->check_bits;
+  r->certified_bits = cert->certified_bits;
+  r->normwise_bits = cert->normwise_bits;
+  r->guaranteed_bits = cert->guaranteed_bits;
+  r->bound_violations = cert->bound_violations;
+  r->sampled_columns = cert->sampled_columns;
+  r->total_columns = cert->total_columns;
+  if (cert->bound_violations <= 0) return GDN_OK;
+  /* The sampled MPFR columns fell outside the dd tier's own proven error
+   * bound: the reference cannot be trusted, so nothing is judged against it. */
+  return gdn_error_set(e, GDN_ERR_INTERNAL,
+                       "dd oracle: %" PRId64 " sampled element%s exceeded the tier's error bound; "
+                       "the reference is not trustworthy (rerun with --oracle mpfr)",
+                       cert->bound_violations, cert->bound_violations == 1 ? "" : "s");
+}
+
+void parity_reference_take_mpfr(parity_reference *r, const oracle_certificate *cert, const gdn_shape *s) {
+  r->precision_bits = cert->precision_bits;
+  r->check_bits = cert->check_bits;
+  r->certified_bits = cert->certified_bits;
+  r->total_columns = s->B * s->Hv * s->Dv;
+  r->sampled_columns = r->total_columns; /* the MPFR tier certifies every column */
+}
+
 int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_oracle_tier tier,
                              int bits, gdn_error *e) {
   return parity_reference_compute_progress(r, in, tier, bits, NULL, e);
@@ -102,23 +128,9 @@ int parity_reference_compute_progress(parity_reference *r, const gdn_inputs *in,
     cfg.progress = progress;
     oracle_dd_certificate cert;
     if ((rc = parity_dist_oracle_dd(in, &cfg, &r->out, &cert, e))) return rc; /* dealt under mpirun */
-    r->precision_bits = cert.precision_bits;
-    r->check_bits = cert.check_bits;
-    r->certified_bits = cert.certified_bits;
-    r->normwise_bits = cert.normwise_bits;
-    r->guaranteed_bits = cert.guaranteed_bits;
-    r->bound_violations = cert.bound_violations;
-    r->sampled_columns = cert.sampled_columns;
-    r->total_columns = cert.total_columns;
-    if (cert.bound_violations > 0) {
-      /* The sampled MPFR columns fell outside the dd tier's own proven
-       * error bound: the reference cannot be trusted, so nothing is judged
-       * against it. */
-      gdn_outputs_clear(&r->out);
-      return gdn_error_set(e, GDN_ERR_INTERNAL,
-                           "dd oracle: %" PRId64 " sampled element%s exceeded the tier's error bound; "
-                           "the reference is not trustworthy (rerun with --oracle mpfr)",
-                           cert.bound_violations, cert.bound_violations == 1 ? "" : "s");
+    if ((rc = parity_reference_take_dd(r, &cert, e))) {
+      gdn_outputs_clear(&r->out); /* nothing is judged against it */
+      return rc;
     }
   } else {
     oracle_config cfg;
@@ -127,11 +139,7 @@ int parity_reference_compute_progress(parity_reference *r, const gdn_inputs *in,
     cfg.progress = progress;
     oracle_certificate cert;
     if ((rc = parity_dist_oracle_mpfr(in, &cfg, &r->out, &cert, e))) return rc; /* dealt under mpirun */
-    r->precision_bits = cert.precision_bits;
-    r->check_bits = cert.check_bits;
-    r->certified_bits = cert.certified_bits;
-    r->total_columns = s->B * s->Hv * s->Dv;
-    r->sampled_columns = r->total_columns;
+    parity_reference_take_mpfr(r, &cert, s);
   }
   r->form = "token";
   r->seconds = now() - t0;

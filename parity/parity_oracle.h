@@ -127,6 +127,12 @@ int parity_reference_compute(parity_reference *r, const gdn_inputs *in, parity_o
                              int bits, gdn_error *e);
 /* The same, reporting its progress to `progress` (NULL: none; oracle.h's
  * oracle_progress, e.g. parity_progress_oracle for the terminal line). */
+/* A certificate's fields into r, as parity_reference_compute sets them
+ * (the streamed run's reference, parity_oracle_group.h, shares them); dd:
+ * GDN_ERR_INTERNAL when sampled elements exceeded the tier's bound. */
+int parity_reference_take_dd(parity_reference *r, const oracle_dd_certificate *cert, gdn_error *e);
+void parity_reference_take_mpfr(parity_reference *r, const oracle_certificate *cert, const gdn_shape *s);
+
 int parity_reference_compute_progress(parity_reference *r, const gdn_inputs *in, parity_oracle_tier tier,
                                       int bits, const oracle_progress *progress, gdn_error *e);
 

@@ -118,31 +118,14 @@ static int finish_forward(const parity_group_oracle *go, parity_reference *r, gd
     cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
     oracle_dd_certificate cert;
     if ((rc = oracle_tally_dd_certificate(&go->fwd, s, &cfg, &cert, e))) return rc;
-    r->precision_bits = cert.precision_bits;
-    r->check_bits = cert.check_bits;
-    r->certified_bits = cert.certified_bits;
-    r->normwise_bits = cert.normwise_bits;
-    r->guaranteed_bits = cert.guaranteed_bits;
-    r->bound_violations = cert.bound_violations;
-    r->sampled_columns = cert.sampled_columns;
-    r->total_columns = cert.total_columns;
-    if (cert.bound_violations > 0) /* as parity_reference_compute: nothing is judged against it */
-      return gdn_error_set(e, GDN_ERR_INTERNAL,
-                           "dd oracle: %" PRId64 " sampled element%s exceeded the tier's error bound; "
-                           "the reference is not trustworthy (rerun with --oracle mpfr)",
-                           cert.bound_violations, cert.bound_violations == 1 ? "" : "s");
-  } else {
-    oracle_config cfg;
-    oracle_config_init(&cfg);
-    cfg.prec = go->bits;
-    oracle_certificate cert;
-    if ((rc = oracle_tally_certificate(&go->fwd, &cfg, &cert, e))) return rc;
-    r->precision_bits = cert.precision_bits;
-    r->check_bits = cert.check_bits;
-    r->certified_bits = cert.certified_bits;
-    r->total_columns = s->B * s->Hv * s->Dv;
-    r->sampled_columns = r->total_columns;
+    return parity_reference_take_dd(r, &cert, e);
   }
+  oracle_config cfg;
+  oracle_config_init(&cfg);
+  cfg.prec = go->bits;
+  oracle_certificate cert;
+  if ((rc = oracle_tally_certificate(&go->fwd, &cfg, &cert, e))) return rc;
+  parity_reference_take_mpfr(r, &cert, s);
   return GDN_OK;
 }
 

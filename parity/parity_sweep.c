@@ -103,6 +103,18 @@ void parity_sweep_ctx_clear(input_ctx *x) {
   memset(x, 0, sizeof *x);
 }
 
+void parity_sweep_meas_init(parity_subject_result *m, const parity_subject_run *s) {
+  memset(m, 0, sizeof *m);
+  m->name = s->name;
+  m->kind = s->m->kind;
+  m->role = s->m->role;
+  m->own_numerics = s->own_numerics;
+  m->dtype = s->dtype;
+  m->matmul = s->matmul;
+  m->attrs = s->ext ? s->ext->attrs : NULL;
+  memcpy(m->out_dtype, s->out_dtype, sizeof m->out_dtype);
+}
+
 int parity_sweep_ctx_subjects(input_ctx *x, const parity_external *ext, size_t n_ext, gdn_error *e) {
   const parity_sweep_opts *o = x->o;
   size_t n = parity_subject_n_rows - 1 + n_ext + o->n_extra;
@@ -137,15 +149,7 @@ int parity_sweep_ctx_subjects(input_ctx *x, const parity_external *ext, size_t n
 static int measure_subject(input_ctx *x, size_t i, gdn_error *e) {
   const parity_subject_run *s = &x->subj[i];
   parity_subject_result *m = &x->meas[i];
-  memset(m, 0, sizeof *m);
-  m->name = s->name;
-  m->kind = s->m->kind;
-  m->role = s->m->role;
-  m->own_numerics = s->own_numerics;
-  m->dtype = s->dtype;
-  m->matmul = s->matmul;
-  m->attrs = s->ext ? s->ext->attrs : NULL;
-  memcpy(m->out_dtype, s->out_dtype, sizeof m->out_dtype);
+  parity_sweep_meas_init(m, s);
   const parity_subject_run *bs = &x->subj[x->baseline];
   const gdn_grads *ref_grads = x->ref && x->ref->has_grads ? &x->ref->grads : NULL;
   for (int t = 0; t < PARITY_T_N; t++) {

@@ -32,6 +32,8 @@ typedef struct input_ctx {
  * the caller's extra rows. */
 int parity_sweep_ctx_subjects(input_ctx *x, const parity_external *ext, size_t n_ext, gdn_error *e);
 void parity_sweep_ctx_clear(input_ctx *x);
+/* A subject's result before its metrics: its identity and dtypes. */
+void parity_sweep_meas_init(parity_subject_result *m, const parity_subject_run *s);
 /* Identity of the case and its shards. */
 void parity_sweep_case_describe(const input_ctx *x, parity_case_result *r);
 /* The policy over the case's subject table; each subject's own verdict. */

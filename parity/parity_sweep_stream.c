@@ -149,14 +149,8 @@ static int measure_set(sctx *c, size_t i, const spill_set *s, gdn_error *e) {
   input_ctx *x = &c->x;
   const parity_subject_run *sr = &x->subj[i];
   parity_subject_result *m = &x->meas[i];
-  memset(m, 0, sizeof *m);
-  m->name = sr->name;
-  m->kind = sr->m->kind;
-  m->role = sr->m->role;
-  m->own_numerics = sr->own_numerics;
-  m->dtype = sr->dtype;
-  m->matmul = sr->matmul;
-  memcpy(m->out_dtype, s->out_dtype, sizeof m->out_dtype);
+  parity_sweep_meas_init(m, sr);
+  memcpy(m->out_dtype, s->out_dtype, sizeof m->out_dtype); /* the producer's: its run was released */
   for (int t = 0; t < PARITY_T_N; t++) {
     if (!(s->present & (1u << t))) continue;
     int rc;
