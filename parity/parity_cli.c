@@ -341,6 +341,21 @@ static void synth_stream_refusal(const parity_synth_spec *sp, const parity_sweep
   parity_sweep_stream_refusal(&probe, o, why, n);
 }
 
+/* The whole run's refusal over --max-bytes (parity_budget_check's words:
+ * what is too large), and what one key head alone would need streamed. */
+static int stream_refusal_note(const gdn_shape *s, int h0, const parity_sweep_opts *o, uint64_t limit, gdn_error *e) {
+  int rc = parity_budget_check(s, h0, 3, o, limit, e);
+  gdn_shape one = *s;
+  one.Hv = s->Hv / s->Hk, one.Hk = 1;
+  uint64_t b;
+  if (rc && e && !parity_stream_bytes(&one, h0, 3, o, &b, NULL)) {
+    size_t n = strlen(e->msg);
+    snprintf(e->msg + n, sizeof e->msg - n, "; streamed by head group, one key head alone would need %.3g GiB",
+             (double)b / 1073741824.0);
+  }
+  return rc;
+}
+
 /* The plan for a synthetic run: *plan->n_groups 1 (and no --group-heads):
  * run it whole; otherwise streamed.  A run over the budget that cannot be
  * streamed keeps the whole run's refusal. */
@@ -353,7 +368,11 @@ static int synth_stream_plan(const run_state *st, const parity_synth_spec *sp, c
   memset(plan, 0, sizeof *plan);
   plan->n_groups = 1;
   if (!st->group_heads && (why[0] || !parity_budget_check(&sp->shape, h0, 3, o, limit, NULL))) return GDN_OK;
-  int rc = parity_stream_plan_make(&sp->shape, h0, 3, o, limit, st->group_heads, plan, e);
+  gdn_error quiet;
+  gdn_error_init(&quiet);
+  int rc = parity_stream_plan_make(&sp->shape, h0, 3, o, limit, st->group_heads, plan, st->group_heads ? e : &quiet);
+  if (rc && !st->group_heads) /* not even one key head fits: the whole run's refusal says why */
+    return stream_refusal_note(&sp->shape, h0, o, limit, e);
   if (rc || !(st->grad || sp->grad)) return rc;
   gdn_shape gs;
   int64_t k0, k1;
@@ -769,7 +788,11 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
   const int h0 = fix_group_has_h0(src.g), grads = m->has_cotangents || st->grad;
   parity_stream_plan sp;
   if (!rc && !why[0]) rc = parity_sweep_validate(s, &o, e);
-  if (!rc && !why[0] && (st->group_heads || parity_budget_check(s, h0, 3, &o, st->max_bytes, NULL))) {
+  gdn_error quiet;
+  gdn_error_init(&quiet);
+  if (!rc && !why[0] && (st->group_heads || parity_budget_check(s, h0, 3, &o, st->max_bytes, NULL)) &&
+      /* not even one key head fits: the whole check's refusal says why */
+      (st->group_heads || !parity_stream_plan_make(s, h0, 3, &o, st->max_bytes, 0, &sp, &quiet))) {
     if (!(rc = parity_stream_plan_make(s, h0, 3, &o, st->max_bytes, st->group_heads, &sp, e)) &&
         !(rc = scratch_room(&sp, &o, grads, h0, e))) {
       *done = 1;

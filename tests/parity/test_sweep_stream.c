@@ -183,7 +183,7 @@ START_TEST(refusals) {
       {{"--shape", "1,128,4,16", "--group-heads", "1", "--prelude", "bfloat16"}, "prelude"},
       {{"--shape", "1,128,4,16", "--key-heads", "2", "--group-heads", "3"}, "3 key heads"},
       {{"--shape", "1,128,4,16", "--group-heads", "0"}, "--group-heads"},
-      {{"--shape", "1,128,4,16", "--key-heads", "2", "--max-bytes", "100K"}, "still"},
+      {{"--shape", "1,128,4,16", "--key-heads", "2", "--max-bytes", "100K"}, "one key head alone would need"},
   };
   for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
     char *av[16];
