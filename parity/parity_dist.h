@@ -67,18 +67,10 @@ int parity_dist_oracle_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const
                            gdn_grads *out, oracle_vjp_certificate *cert, gdn_error *e);
 int parity_dist_oracle_vjp_dd(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_dd_config *cfg,
                               gdn_grads *out, oracle_vjp_dd_certificate *cert, gdn_error *e);
-/* The same, returning the tally merged over the ranks instead of the
- * certificate (cfg: oracle_config, or with dd oracle_dd_config; for the
- * VJP oracle_vjp_config / oracle_vjp_dd_config): a run streamed by head
- * group merges the groups' tallies (parity_oracle_group.h).  Not dealing:
- * oracle_run(_dd)_part / oracle_vjp(_dd)_part on every head. */
-int parity_dist_oracle_tally(const gdn_inputs *in, const void *cfg, int dd, gdn_outputs *out, oracle_tally *t,
-                             gdn_error *e);
-int parity_dist_oracle_vjp_tally(const gdn_inputs *in, const gdn_cotangents *ct, const void *cfg, int dd,
-                                 gdn_grads *out, oracle_tally *t, gdn_error *e);
 /* Testing (GDN_TEST_MPI_DIE=R:stage): whether it names this rank and
- * `stage`; 0 without MPI.  "stream-deal": a streamed run's rank R produces
- * the next group's outputs in place of its own (the tests must catch it). */
+ * `stage`; 0 without MPI.  A streamed run's rank R > 0 computes the next
+ * group's oracle ("stream-oracle") or kernels ("stream-deal") in place of
+ * its own group's (the tests must catch both). */
 int parity_dist_test_fault(const char *stage);
 /* n bytes from rank `root` into buf on every rank (in pieces under 2^31
  * bytes); one process: nothing.  Collective. */

@@ -180,28 +180,7 @@ int parity_dist_oracle_vjp_dd(const gdn_inputs *in, const gdn_cotangents *ct, co
   return rc;
 }
 
-int parity_dist_oracle_tally(const gdn_inputs *in, const void *cfg, int dd, gdn_outputs *out, oracle_tally *t,
-                             gdn_error *e) {
-  if (dealing() && in) return dealt(in, cfg, dd, out, t, e);
-  return dd ? oracle_run_dd_part(in, cfg, NULL, out, t, e) : oracle_run_part(in, cfg, NULL, out, t, e);
-}
-
-int parity_dist_oracle_vjp_tally(const gdn_inputs *in, const gdn_cotangents *ct, const void *cfg, int dd,
-                                 gdn_grads *out, oracle_tally *t, gdn_error *e) {
-  if (dealing() && in) return dealt_vjp(in, ct, cfg, dd, out, t, e);
-  return dd ? oracle_vjp_dd_part(in, ct, cfg, NULL, out, t, e) : oracle_vjp_part(in, ct, cfg, NULL, out, t, e);
-}
-
 #else /* one process */
-
-int parity_dist_oracle_tally(const gdn_inputs *in, const void *cfg, int dd, gdn_outputs *out, oracle_tally *t,
-                             gdn_error *e) {
-  return dd ? oracle_run_dd_part(in, cfg, NULL, out, t, e) : oracle_run_part(in, cfg, NULL, out, t, e);
-}
-int parity_dist_oracle_vjp_tally(const gdn_inputs *in, const gdn_cotangents *ct, const void *cfg, int dd,
-                                 gdn_grads *out, oracle_tally *t, gdn_error *e) {
-  return dd ? oracle_vjp_dd_part(in, ct, cfg, NULL, out, t, e) : oracle_vjp_part(in, ct, cfg, NULL, out, t, e);
-}
 
 void parity_dist_set_collective(int on) { (void)on; }
 int parity_dist_oracle_mpfr(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,

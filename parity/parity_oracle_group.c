@@ -4,8 +4,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "parity_dist.h"
-
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -42,33 +40,26 @@ static int tally_fold(oracle_tally *sum, oracle_tally *one, gdn_error *e) {
   return rc;
 }
 
-static int run_forward(parity_group_oracle *go, const gdn_inputs *in, int64_t v0, parity_reference *r,
-                       gdn_error *e) {
-  oracle_tally t;
-  oracle_tally_init(&t);
-  int rc;
+/* The group's forward into r->out, its tally into *t (empty on entry):
+ * every head of the group here (a streamed run deals whole groups). */
+static int run_forward(const parity_group_oracle *go, const gdn_inputs *in, int64_t v0, parity_reference *r,
+                       oracle_tally *t, gdn_error *e) {
   if (go->tier == PARITY_ORACLE_DD) {
     oracle_dd_config cfg;
     oracle_dd_config_init(&cfg);
     cfg.sample_prec = go->bits;
     cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
     cfg.head0 = v0, cfg.whole_hv = go->whole.Hv;
-    rc = parity_dist_oracle_tally(in, &cfg, 1, &r->out, &t, e); /* dealt over the ranks under mpirun */
-  } else {
-    oracle_config cfg;
-    oracle_config_init(&cfg);
-    cfg.prec = go->bits;
-    rc = parity_dist_oracle_tally(in, &cfg, 0, &r->out, &t, e);
+    return oracle_run_dd_part(in, &cfg, NULL, &r->out, t, e);
   }
-  if (!rc) rc = tally_fold(&go->fwd, &t, e);
-  oracle_tally_clear(&t);
-  return rc;
+  oracle_config cfg;
+  oracle_config_init(&cfg);
+  cfg.prec = go->bits;
+  return oracle_run_part(in, &cfg, NULL, &r->out, t, e);
 }
 
-static int run_vjp(parity_group_oracle *go, const gdn_inputs *in, int64_t v0, const gdn_cotangents *ct,
-                   parity_reference *r, gdn_error *e) {
-  oracle_tally t;
-  oracle_tally_init(&t);
+static int run_vjp(const parity_group_oracle *go, const gdn_inputs *in, int64_t v0, const gdn_cotangents *ct,
+                   parity_reference *r, oracle_tally *t, gdn_error *e) {
   int rc;
   if (go->grad_tier == PARITY_ORACLE_DD) {
     oracle_vjp_dd_config cfg;
@@ -76,21 +67,20 @@ static int run_vjp(parity_group_oracle *go, const gdn_inputs *in, int64_t v0, co
     cfg.sample_prec = go->bits;
     cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
     cfg.head0 = v0, cfg.whole_hv = go->whole.Hv;
-    rc = parity_dist_oracle_vjp_tally(in, ct, &cfg, 1, &r->grads, &t, e);
+    rc = oracle_vjp_dd_part(in, ct, &cfg, NULL, &r->grads, t, e);
   } else {
     oracle_vjp_config cfg;
     oracle_vjp_config_init(&cfg);
     cfg.prec = go->bits;
-    rc = parity_dist_oracle_vjp_tally(in, ct, &cfg, 0, &r->grads, &t, e);
+    rc = oracle_vjp_part(in, ct, &cfg, NULL, &r->grads, t, e);
   }
-  if (!rc) rc = tally_fold(&go->vjp, &t, e);
-  oracle_tally_clear(&t);
   if (!rc) r->has_grads = 1;
   return rc;
 }
 
-int parity_group_oracle_run(parity_group_oracle *go, const gdn_inputs *in, int64_t k0, const gdn_cotangents *ct,
-                            parity_reference *r, gdn_error *e) {
+int parity_group_oracle_compute(const parity_group_oracle *go, const gdn_inputs *in, int64_t k0,
+                                const gdn_cotangents *ct, parity_reference *r, parity_group_tally *gt,
+                                gdn_error *e) {
   parity_reference_clear(r);
   r->requested = go->requested;
   r->tier = go->tier;
@@ -98,13 +88,42 @@ int parity_group_oracle_run(parity_group_oracle *go, const gdn_inputs *in, int64
   if (go->tier == PARITY_ORACLE_NONE) return GDN_OK;
   const int64_t v0 = k0 * (go->whole.Hv / go->whole.Hk); /* the group's first value head */
   double t0 = now();
-  int rc = run_forward(go, in, v0, r, e);
-  go->seconds += now() - t0;
+  int rc = run_forward(go, in, v0, r, &gt->fwd, e);
+  gt->seconds[0] = now() - t0;
   if (rc || !go->grads || go->grad_tier == PARITY_ORACLE_NONE) return rc;
   if (!ct) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle by head group: gradients asked for without cotangents");
   t0 = now();
-  rc = run_vjp(go, in, v0, ct, r, e);
-  go->grad_seconds += now() - t0;
+  rc = run_vjp(go, in, v0, ct, r, &gt->vjp, e);
+  gt->seconds[1] = now() - t0;
+  return rc;
+}
+
+void parity_group_tally_init(parity_group_tally *gt) {
+  oracle_tally_init(&gt->fwd);
+  oracle_tally_init(&gt->vjp);
+  gt->seconds[0] = gt->seconds[1] = 0;
+}
+
+void parity_group_tally_clear(parity_group_tally *gt) {
+  oracle_tally_clear(&gt->fwd);
+  oracle_tally_clear(&gt->vjp);
+}
+
+int parity_group_oracle_fold(parity_group_oracle *go, parity_group_tally *gt, gdn_error *e) {
+  int rc = gt->fwd.tier ? tally_fold(&go->fwd, &gt->fwd, e) : GDN_OK;
+  if (!rc && gt->vjp.tier) rc = tally_fold(&go->vjp, &gt->vjp, e);
+  go->seconds += gt->seconds[0];
+  go->grad_seconds += gt->seconds[1];
+  return rc;
+}
+
+int parity_group_oracle_run(parity_group_oracle *go, const gdn_inputs *in, int64_t k0, const gdn_cotangents *ct,
+                            parity_reference *r, gdn_error *e) {
+  parity_group_tally gt;
+  parity_group_tally_init(&gt);
+  int rc = parity_group_oracle_compute(go, in, k0, ct, r, &gt, e);
+  if (!rc) rc = parity_group_oracle_fold(go, &gt, e);
+  parity_group_tally_clear(&gt);
   return rc;
 }
 

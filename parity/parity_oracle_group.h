@@ -41,6 +41,20 @@ void parity_group_oracle_init(parity_group_oracle *go, const gdn_shape *whole, p
 void parity_group_oracle_clear(parity_group_oracle *go);
 int parity_group_oracle_run(parity_group_oracle *go, const gdn_inputs *in, int64_t k0, const gdn_cotangents *ct,
                             parity_reference *r, gdn_error *e);
+/* parity_group_oracle_run in two steps, for a group computed on another
+ * rank than the one that merges (parity_sweep_stream.c): compute gives the
+ * group's reference and its tallies (and seconds); fold merges them
+ * (exactly, in any order of groups) and empties them. */
+typedef struct parity_group_tally {
+  oracle_tally fwd, vjp; /* tier 0: none */
+  double seconds[2];     /* forward, VJP */
+} parity_group_tally;
+void parity_group_tally_init(parity_group_tally *gt);
+void parity_group_tally_clear(parity_group_tally *gt);
+int parity_group_oracle_compute(const parity_group_oracle *go, const gdn_inputs *in, int64_t k0,
+                                const gdn_cotangents *ct, parity_reference *r, parity_group_tally *gt,
+                                gdn_error *e);
+int parity_group_oracle_fold(parity_group_oracle *go, parity_group_tally *gt, gdn_error *e);
 int parity_group_oracle_finish(parity_group_oracle *go, parity_reference *r, gdn_error *e);
 
 #endif

@@ -85,25 +85,6 @@ static void spill_set_close(spill_set *s) {
   s->present = 0;
 }
 
-/* Group g of an output set (the rows in `present`) into scratch, each
- * tensor's file opened with its first group. */
-static int spill_set_write(sctx *c, spill_set *s, const char *what, int64_t g, const gdn_outputs *out,
-                           const gdn_grads *gr, unsigned present, gdn_error *e) {
-  for (int t = 0; t < PARITY_T_N; t++) {
-    if (!(present & (1u << t))) continue;
-    const parity_tensor *pt = &parity_tensors[t];
-    int rc;
-    if (s->t[t].f.fd < 0) {
-      char name[64];
-      snprintf(name, sizeof name, "%s %s", what, pt->name);
-      if ((rc = parity_spill_tensor_open(&s->t[t], name, c->counts[t], c->p->n_groups, e))) return rc;
-    }
-    if ((rc = parity_spill_tensor_write(&s->t[t], g, parity_tensor_get(pt, out, gr), e))) return rc;
-  }
-  s->present = present;
-  return GDN_OK;
-}
-
 /* Tensor t of group g of a set into scratch (its file opened with its
  * first group). */
 static int spill_set_write_one(sctx *c, spill_set *s, const char *what, int64_t g, int t, parity_vals v,
@@ -207,26 +188,68 @@ static void header_from(sctx *c) {
   c->hdr.prelude = NULL;
 }
 
+/* What the owner of a group's oracle tells every rank before the values:
+ * its status, the reference's tensors and the tallies' sizes. */
+typedef struct ref_head {
+  int rc;
+  gdn_error err;
+  unsigned present;
+  int tier[2], cap[2];
+  double seconds[2];
+} ref_head;
+
+/* A tally of the owner's (tier 0: none) to every rank, into *t there. */
+static int share_tally(oracle_tally *t, int tier, int cap, int owner, gdn_error *e) {
+  int rc = GDN_OK;
+  if (!tier) return rc;
+  if (parity_dist_rank() != owner) rc = oracle_tally_alloc(t, tier, cap, 0, e);
+  return rc ? rc : parity_dist_bcast(t->v, t->n * sizeof *t->v, owner, e);
+}
+
+/* Group g's reference: computed by its owner (rank g mod N, with all its
+ * threads), its tensors to rank 0's scratch and its tallies folded there
+ * (exact in any order).  One process: computed and kept here. */
 static int oracle_group(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *e) {
+  const int owner = (int)(g % parity_dist_size()), me = parity_dist_rank();
   int64_t k0, k1;
   gdn_shape gs;
   group_of(c, g, &k0, &k1, &gs);
   parity_reference gr;
   parity_reference_init(&gr);
-  int rc = parity_group_oracle_run(go, &c->in, k0, c->sr->grads ? &c->ct : NULL, &gr, e);
-  if (!rc && gr.tier != PARITY_ORACLE_NONE && parity_dist_rank() == 0) { /* rank 0 measures */
-    unsigned present = 0;
-    for (int t = 0; t < PARITY_T_N; t++)
+  parity_group_tally gt;
+  parity_group_tally_init(&gt);
+  ref_head hd;
+  memset(&hd, 0, sizeof hd);
+  if (me == owner) {
+    hd.rc = parity_group_oracle_compute(go, &c->in, k0, c->sr->grads ? &c->ct : NULL, &gr, &gt, &hd.err);
+    for (int t = 0; !hd.rc && gr.tier != PARITY_ORACLE_NONE && t < PARITY_T_N; t++)
       if (parity_vals_has(parity_tensor_get(&parity_tensors[t], &gr.out, gr.has_grads ? &gr.grads : NULL)))
-        present |= 1u << t;
-    rc = spill_set_write(c, &c->refs, "reference", g, &gr.out, gr.has_grads ? &gr.grads : NULL, present, e);
+        hd.present |= 1u << t;
+    hd.tier[0] = gt.fwd.tier, hd.cap[0] = gt.fwd.cap, hd.tier[1] = gt.vjp.tier, hd.cap[1] = gt.vjp.cap;
+    memcpy(hd.seconds, gt.seconds, sizeof hd.seconds);
   }
+  int rc = parity_dist_bcast(&hd, sizeof hd, owner, e);
+  if (!rc && hd.rc) *e = hd.err, rc = hd.rc;
+  for (int t = 0; t < PARITY_T_N && !rc; t++) {
+    if (!(hd.present & (1u << t))) continue;
+    parity_vals v = me == owner ? parity_tensor_get(&parity_tensors[t], &gr.out, gr.has_grads ? &gr.grads : NULL)
+                                : parity_vals_f64(c->bx); /* the oracle's values are binary64 */
+    rc = parity_dist_bcast((void *)v.d, (size_t)c->counts[t][g] * sizeof(double), owner, e);
+    if (!rc && me == 0) rc = spill_set_write_one(c, &c->refs, "reference", g, t, v, e);
+  }
+  if (me == 0) c->refs.present = hd.present;
+  if (!rc) rc = share_tally(&gt.fwd, hd.tier[0], hd.cap[0], owner, e);
+  if (!rc) rc = share_tally(&gt.vjp, hd.tier[1], hd.cap[1], owner, e);
+  memcpy(gt.seconds, hd.seconds, sizeof gt.seconds);
+  if (!rc) rc = parity_group_oracle_fold(go, &gt, e);
+  parity_group_tally_clear(&gt);
   parity_reference_clear(&gr);
   return rc;
 }
 
 static int phase_oracle(sctx *c, gdn_error *e) {
   const parity_sweep_opts *o = c->x.o;
+  const int me = parity_dist_rank();
   parity_group_oracle go;
   parity_group_oracle_init(&go, &c->whole, c->sr->tier, c->sr->oracle_bits, c->sr->grads);
   int rc = GDN_OK;
@@ -234,10 +257,21 @@ static int phase_oracle(sctx *c, gdn_error *e) {
     char what[64];
     snprintf(what, sizeof what, "oracle, head group %" PRId64 " of %" PRId64, g + 1, c->p->n_groups);
     parity_progress_begin(o->progress, what);
-    rc = load_group(c, g, e);
-    if (!rc && g == 0) header_from(c);
-    for (size_t ci = 0; !rc && ci < o->n_chunks; ci++) parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
-    if (!rc && parity_dist_rank() == 0 && !c->sr->sha256) rc = spill_inputs(c, g, e);
+    /* the owner computes; rank 0 keeps the inputs' hash and kappa */
+    const int needs = me == 0 || me == (int)(g % parity_dist_size());
+    gdn_error le;
+    gdn_error_init(&le);
+    const int wrong = me != 0 && parity_dist_test_fault("stream-oracle"); /* testing: the next group's oracle */
+    int lrc = needs ? load_group(c, wrong ? (g + 1) % c->p->n_groups : g, &le) : GDN_OK;
+    if (!lrc && me == 0 && g == 0) header_from(c);
+    for (size_t ci = 0; !lrc && me == 0 && ci < o->n_chunks; ci++)
+      parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
+    if (!lrc && me == 0 && !c->sr->sha256) lrc = spill_inputs(c, g, &le);
+    if (lrc && parity_dist_size() == 1) rc = lrc, *e = le;
+    else if (lrc) { /* a rank that could not load or keep its inputs: every rank must stop */
+      fprintf(stderr, "gdn-parity: rank %d: error: %s\n", me, le.msg);
+      parity_dist_abort(gdn_error_exit_status(lrc));
+    }
     if (!rc) rc = oracle_group(c, &go, g, e);
     parity_progress_end(o->progress);
   }

@@ -24,11 +24,11 @@
  * the reference, the inputs, and per chunk size the scan and each case's
  * outputs.
  *
- * Under mpirun (every rank running the case): each group's oracle is dealt
- * over the ranks by heads (parity_dist_oracle_tally), group g's scan and
- * candidates are produced by rank g mod N and broadcast (parity_dist_bcast)
+ * Under mpirun (every rank running the case) the groups are dealt: group
+ * g's oracle and its kernels run on rank g mod N with all its threads, and
+ * their outputs and the oracle's tallies are broadcast (parity_dist_bcast)
  * to rank 0, which alone keeps scratch, measures and records: its document
- * is the one-process run's.
+ * is the one-process run's.  (16 groups keep up to 16 ranks busy.)
  *
  * Not streamed (the caller runs these whole or refuses): packed documents,
  * the bfloat16 layer prelude, external outputs and extra subject rows.

@@ -144,9 +144,9 @@ PYEOF
   echo "oracle ok"
   ;;
 stream)
-  # a run streamed by head group under mpirun: each group's oracle dealt by
-  # heads, group g produced on rank g mod N and sent to rank 0, which alone
-  # measures: the one-process whole run's document, byte for byte
+  # a run streamed by head group under mpirun: group g's oracle and kernels
+  # on rank g mod N, sent to rank 0, which alone measures: the one-process
+  # whole run's document, byte for byte
   for a in "--shape 2,192,6,8 --key-heads 3 --h0 --grad --chunk 32 --devices 1,4" \
            "--shape 1,256,4,16 --h0 --oracle dd --devices 1,2,4,8"; do
     read -r -a args <<<"$a --threads 1 --reproducible --quiet"
@@ -154,11 +154,9 @@ stream)
     "${MR[@]}" -np "$NP" "$G" "${args[@]}" --group-heads 1 --json n.json || fail "$a streamed on $NP ranks: exit $?"
     cmp one.json n.json || fail "$a streamed on $NP ranks: the results document differs"
     echo "$a: streamed on $NP ranks byte-identical to the one-process whole run"
-    # negative controls: a rank producing the next group's outputs, a rank
-    # computing another rank's oracle heads (where a group has several heads)
-    faults=stream-deal
-    [[ $a == *--key-heads* ]] && faults="stream-deal oracle-deal"
-    for fault in $faults; do
+    # negative controls: a rank computing the next group's oracle, a rank
+    # producing the next group's kernel outputs
+    for fault in stream-oracle stream-deal; do
       GDN_TEST_MPI_DIE=1:$fault "${MR[@]}" -np "$NP" "$G" "${args[@]}" --group-heads 1 --json bad.json >/dev/null
       [[ -s bad.json ]] || fail "$fault: no document"
       cmp -s one.json bad.json && fail "$a: $fault went unnoticed"
