@@ -57,6 +57,13 @@ typedef struct sctx {
   double case_secs[PARITY_MAX_LIST * 3];
   parity_rel_acc *seams; /* n_cases x max_seams */
   size_t max_seams;
+  /* Per group, what its owner computed, kept until the exchange (below):
+   * the oracle's status and tallies, each produced set's head, the
+   * group's seam sums. */
+  struct ref_head *rh;           /* n_groups */
+  parity_group_tally *gt;        /* n_groups */
+  struct set_head *sh;           /* n_groups x (1 + n_cases) */
+  parity_rel_acc *gseams;        /* n_groups x n_cases x max_seams (owned groups) */
   parity_spill_file in_f[IN_N];
   parity_kappa_acc *kacc; /* per chunk size */
   double *bx, *br, *bb;   /* read-back buffers: the largest group slab as binary64 */
@@ -188,8 +195,15 @@ static void header_from(sctx *c) {
   c->hdr.prelude = NULL;
 }
 
-/* What the owner of a group's oracle tells every rank before the values:
- * its status, the reference's tensors and the tallies' sizes. */
+/* A streamed run under mpirun deals whole groups: rank g mod N computes
+ * group g (its oracle, its kernels) with all its threads into its own
+ * scratch, every rank its groups at once; then the exchange: for each group
+ * in order its owner broadcasts what it computed (parity_dist_bcast) and
+ * rank 0 keeps it in its scratch, folds the tallies and merges the seam
+ * sums.  Errors travel in the heads, so every rank stops alike.  One
+ * process: the owner is rank 0, nothing moves. */
+
+/* A group's oracle as its owner found it. */
 typedef struct ref_head {
   int rc;
   gdn_error err;
@@ -197,6 +211,20 @@ typedef struct ref_head {
   int tier[2], cap[2];
   double seconds[2];
 } ref_head;
+
+static int owner_of(int64_t g) { return (int)(g % parity_dist_size()); }
+
+/* Tensor t of group g from its owner's scratch set to rank 0's. */
+static int share_tensor(sctx *c, spill_set *set, const char *what, int64_t g, int t, int form, gdn_error *e) {
+  const int owner = owner_of(g), me = parity_dist_rank();
+  if (owner == 0) return GDN_OK; /* rank 0 computed it into its own scratch */
+  const size_t bytes = (size_t)c->counts[t][g] * (form == 1 ? sizeof(float) : sizeof(double));
+  parity_vals v = form == 1 ? parity_vals_f32((float *)c->bx) : parity_vals_f64(c->bx);
+  int rc = me == owner ? parity_spill_tensor_read(&set->t[t], g, c->bx, &v, e) : GDN_OK;
+  if (!rc) rc = parity_dist_bcast(c->bx, bytes, owner, e);
+  if (!rc && me == 0) rc = spill_set_write_one(c, set, what, g, t, v, e);
+  return rc;
+}
 
 /* A tally of the owner's (tier 0: none) to every rank, into *t there. */
 static int share_tally(oracle_tally *t, int tier, int cap, int owner, gdn_error *e) {
@@ -206,50 +234,68 @@ static int share_tally(oracle_tally *t, int tier, int cap, int owner, gdn_error 
   return rc ? rc : parity_dist_bcast(t->v, t->n * sizeof *t->v, owner, e);
 }
 
-/* Group g's reference: computed by its owner (rank g mod N, with all its
- * threads), its tensors to rank 0's scratch and its tallies folded there
- * (exact in any order).  One process: computed and kept here. */
-static int oracle_group(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *e) {
-  const int owner = (int)(g % parity_dist_size()), me = parity_dist_rank();
+/* The owner's side: group g's oracle into its scratch, its head and tally kept. */
+static void oracle_compute(sctx *c, parity_group_oracle *go, int64_t g) {
+  ref_head *hd = &c->rh[g];
   int64_t k0, k1;
   gdn_shape gs;
   group_of(c, g, &k0, &k1, &gs);
   parity_reference gr;
   parity_reference_init(&gr);
-  parity_group_tally gt;
-  parity_group_tally_init(&gt);
-  ref_head hd;
-  memset(&hd, 0, sizeof hd);
-  if (me == owner) {
-    hd.rc = parity_group_oracle_compute(go, &c->in, k0, c->sr->grads ? &c->ct : NULL, &gr, &gt, &hd.err);
-    for (int t = 0; !hd.rc && gr.tier != PARITY_ORACLE_NONE && t < PARITY_T_N; t++)
-      if (parity_vals_has(parity_tensor_get(&parity_tensors[t], &gr.out, gr.has_grads ? &gr.grads : NULL)))
-        hd.present |= 1u << t;
-    hd.tier[0] = gt.fwd.tier, hd.cap[0] = gt.fwd.cap, hd.tier[1] = gt.vjp.tier, hd.cap[1] = gt.vjp.cap;
-    memcpy(hd.seconds, gt.seconds, sizeof hd.seconds);
+  hd->rc = parity_group_oracle_compute(go, &c->in, k0, c->sr->grads ? &c->ct : NULL, &gr, &c->gt[g], &hd->err);
+  for (int t = 0; !hd->rc && gr.tier != PARITY_ORACLE_NONE && t < PARITY_T_N; t++) {
+    const parity_vals v = parity_tensor_get(&parity_tensors[t], &gr.out, gr.has_grads ? &gr.grads : NULL);
+    if (!parity_vals_has(v)) continue;
+    hd->present |= 1u << t;
+    hd->rc = spill_set_write_one(c, &c->refs, "reference", g, t, v, &hd->err);
   }
+  hd->tier[0] = c->gt[g].fwd.tier, hd->cap[0] = c->gt[g].fwd.cap;
+  hd->tier[1] = c->gt[g].vjp.tier, hd->cap[1] = c->gt[g].vjp.cap;
+  memcpy(hd->seconds, c->gt[g].seconds, sizeof hd->seconds);
+  parity_reference_clear(&gr);
+}
+
+/* The exchange of group g's oracle; rank 0 folds its tallies. */
+static int oracle_share(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *e) {
+  const int owner = owner_of(g);
+  ref_head hd = c->rh[g];
   int rc = parity_dist_bcast(&hd, sizeof hd, owner, e);
   if (!rc && hd.rc) *e = hd.err, rc = hd.rc;
-  for (int t = 0; t < PARITY_T_N && !rc; t++) {
-    if (!(hd.present & (1u << t))) continue;
-    parity_vals v = me == owner ? parity_tensor_get(&parity_tensors[t], &gr.out, gr.has_grads ? &gr.grads : NULL)
-                                : parity_vals_f64(c->bx); /* the oracle's values are binary64 */
-    rc = parity_dist_bcast((void *)v.d, (size_t)c->counts[t][g] * sizeof(double), owner, e);
-    if (!rc && me == 0) rc = spill_set_write_one(c, &c->refs, "reference", g, t, v, e);
-  }
-  if (me == 0) c->refs.present = hd.present;
-  if (!rc) rc = share_tally(&gt.fwd, hd.tier[0], hd.cap[0], owner, e);
-  if (!rc) rc = share_tally(&gt.vjp, hd.tier[1], hd.cap[1], owner, e);
-  memcpy(gt.seconds, hd.seconds, sizeof gt.seconds);
-  if (!rc) rc = parity_group_oracle_fold(go, &gt, e);
-  parity_group_tally_clear(&gt);
-  parity_reference_clear(&gr);
+  for (int t = 0; t < PARITY_T_N && !rc; t++)
+    if (hd.present & (1u << t)) rc = share_tensor(c, &c->refs, "reference", g, t, 2, e);
+  c->refs.present = hd.present;
+  parity_group_tally *gt = &c->gt[g];
+  if (!rc) rc = share_tally(&gt->fwd, hd.tier[0], hd.cap[0], owner, e);
+  if (!rc) rc = share_tally(&gt->vjp, hd.tier[1], hd.cap[1], owner, e);
+  memcpy(gt->seconds, hd.seconds, sizeof gt->seconds);
+  if (!rc) rc = parity_group_oracle_fold(go, gt, e);
   return rc;
+}
+
+/* Rank 0 loads every group (the inputs' hash and kappa are its); the owner
+ * computes.  A rank that cannot load a group ends every rank. */
+static int oracle_visit(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *e) {
+  const parity_sweep_opts *o = c->x.o;
+  const int me = parity_dist_rank(), owner = owner_of(g);
+  if (me != 0 && me != owner) return GDN_OK;
+  const int wrong = me != 0 && parity_dist_test_fault("stream-oracle"); /* testing: the next group's oracle */
+  gdn_error le;
+  gdn_error_init(&le);
+  int rc = load_group(c, wrong ? (g + 1) % c->p->n_groups : g, &le);
+  if (!rc && me == 0 && g == 0) header_from(c);
+  for (size_t ci = 0; !rc && me == 0 && ci < o->n_chunks; ci++) parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
+  if (!rc && me == 0 && !c->sr->sha256) rc = spill_inputs(c, g, &le);
+  if (rc && parity_dist_size() == 1) return *e = le, rc;
+  if (rc) {
+    fprintf(stderr, "gdn-parity: rank %d: error: %s\n", me, le.msg);
+    parity_dist_abort(gdn_error_exit_status(rc));
+  }
+  if (me == owner) oracle_compute(c, go, g);
+  return GDN_OK;
 }
 
 static int phase_oracle(sctx *c, gdn_error *e) {
   const parity_sweep_opts *o = c->x.o;
-  const int me = parity_dist_rank();
   parity_group_oracle go;
   parity_group_oracle_init(&go, &c->whole, c->sr->tier, c->sr->oracle_bits, c->sr->grads);
   int rc = GDN_OK;
@@ -257,24 +303,10 @@ static int phase_oracle(sctx *c, gdn_error *e) {
     char what[64];
     snprintf(what, sizeof what, "oracle, head group %" PRId64 " of %" PRId64, g + 1, c->p->n_groups);
     parity_progress_begin(o->progress, what);
-    /* the owner computes; rank 0 keeps the inputs' hash and kappa */
-    const int needs = me == 0 || me == (int)(g % parity_dist_size());
-    gdn_error le;
-    gdn_error_init(&le);
-    const int wrong = me != 0 && parity_dist_test_fault("stream-oracle"); /* testing: the next group's oracle */
-    int lrc = needs ? load_group(c, wrong ? (g + 1) % c->p->n_groups : g, &le) : GDN_OK;
-    if (!lrc && me == 0 && g == 0) header_from(c);
-    for (size_t ci = 0; !lrc && me == 0 && ci < o->n_chunks; ci++)
-      parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
-    if (!lrc && me == 0 && !c->sr->sha256) lrc = spill_inputs(c, g, &le);
-    if (lrc && parity_dist_size() == 1) rc = lrc, *e = le;
-    else if (lrc) { /* a rank that could not load or keep its inputs: every rank must stop */
-      fprintf(stderr, "gdn-parity: rank %d: error: %s\n", me, le.msg);
-      parity_dist_abort(gdn_error_exit_status(lrc));
-    }
-    if (!rc) rc = oracle_group(c, &go, g, e);
+    rc = oracle_visit(c, &go, g, e);
     parity_progress_end(o->progress);
   }
+  for (int64_t g = 0; g < c->p->n_groups && !rc; g++) rc = oracle_share(c, &go, g, e);
   if (!rc) rc = parity_group_oracle_finish(&go, &c->ref, e);
   parity_group_oracle_clear(&go);
   return rc;
@@ -338,10 +370,8 @@ static void chunk_cases(sctx *c, int64_t chunk) {
     }
 }
 
-/* What the owner of a group tells every rank about one produced set before
- * its values (parity_dist_bcast): whether it was produced (else its error,
- * which every rank then returns), the tensors, their forms and dtypes, and
- * whether the seam states follow. */
+/* A produced set as its owner found it: whether it was produced (else its
+ * error), the tensors, their forms and dtypes, whether seam sums follow. */
 typedef struct set_head {
   int rc;
   gdn_error err;
@@ -351,111 +381,116 @@ typedef struct set_head {
   int has_seams;
 } set_head;
 
-/* Set `set` of group g from its owner (s: the produced subject there, NULL
- * elsewhere) to every rank; rank 0 keeps it in scratch.  Case k >= 0: the
- * group's seam sums too (one exact accumulator per seam, 64 KiB each,
- * merged into the case's on rank 0: any order of heads gives the whole
- * run's).  One process: the owner is this rank, nothing is sent. */
-static int share_set(sctx *c, spill_set *set, const char *what, int64_t g, int owner, parity_subject_run *s,
-                     int produced_rc, const gdn_error *perr, int64_t k, gdn_error *e) {
-  const int me = parity_dist_rank();
-  set_head hd;
-  memset(&hd, 0, sizeof hd);
-  if (me == owner) {
-    hd.rc = produced_rc;
-    if (produced_rc) hd.err = *perr;
-    else {
-      hd.present = s->present;
-      for (int t = 0; t < PARITY_T_N; t++) {
-        const parity_vals v = parity_tensor_get(&parity_tensors[t], s->out, s->grads);
-        hd.form[t] = v.f ? 1 : 2;
-      }
-      memcpy(hd.out_dtype, s->out_dtype, sizeof hd.out_dtype);
-      hd.has_seams = s->has_seams;
-    }
+/* The owner's side: subject s's outputs of group g into its scratch set,
+ * its head kept; case k >= 0: the group's seam sums too (one exact
+ * accumulator per seam). */
+static void set_keep(sctx *c, spill_set *set, const char *what, int64_t g, int64_t k, parity_subject_run *s,
+                     set_head *hd) {
+  hd->present = s->present;
+  memcpy(hd->out_dtype, s->out_dtype, sizeof hd->out_dtype);
+  hd->has_seams = s->has_seams;
+  for (int t = 0; t < PARITY_T_N && !hd->rc; t++) {
+    if (!(s->present & (1u << t))) continue;
+    const parity_vals v = parity_tensor_get(&parity_tensors[t], s->out, s->grads);
+    hd->form[t] = v.f ? 1 : 2;
+    hd->rc = spill_set_write_one(c, set, what, g, t, v, &hd->err);
   }
+  if (k < 0 || !s->has_seams) return;
+  const gdn_shape *gs = &c->in.shape;
+  for (int64_t d = 1; d < c->case_dev[k]; d++) {
+    parity_rel_acc *acc = &c->gseams[((size_t)g * c->n_cases + (size_t)k) * c->max_seams + (size_t)d - 1];
+    parity_rel_acc_init(acc);
+    for (int64_t b = 0; b < gs->B; b++)
+      for (int64_t h = 0; h < gs->Hv; h++)
+        parity_rel_acc_add(acc, kern_affine_seams_h_in(&s->seams, b, h, d),
+                           kern_affine_seams_h_out(&s->seams, b, h, d - 1), (size_t)(gs->Dk * gs->Dv));
+  }
+}
+
+/* The exchange of one set of group g (k: its case, -1 the scan); rank 0
+ * keeps it and merges the seam sums. */
+static int set_share(sctx *c, spill_set *set, const char *what, int64_t g, int64_t k, gdn_error *e) {
+  const int owner = owner_of(g), me = parity_dist_rank();
+  set_head hd = c->sh[g * (int64_t)(1 + c->n_cases) + 1 + k];
   int rc = parity_dist_bcast(&hd, sizeof hd, owner, e);
-  if (rc) return rc;
-  if (hd.rc) {
-    *e = hd.err;
-    return hd.rc;
-  }
-  for (int t = 0; t < PARITY_T_N && !rc; t++) {
-    if (!(hd.present & (1u << t))) continue;
-    const size_t bytes = (size_t)c->counts[t][g] * (hd.form[t] == 1 ? sizeof(float) : sizeof(double));
-    parity_vals v = me == owner ? parity_tensor_get(&parity_tensors[t], s->out, s->grads)
-                                : hd.form[t] == 1 ? parity_vals_f32((float *)c->bx) : parity_vals_f64(c->bx);
-    rc = parity_dist_bcast(hd.form[t] == 1 ? (void *)v.f : (void *)v.d, bytes, owner, e);
-    if (!rc && me == 0) rc = spill_set_write_one(c, set, what, g, t, v, e);
-  }
-  if (me == 0) memcpy(set->out_dtype, hd.out_dtype, sizeof hd.out_dtype), set->has_seams = hd.has_seams,
-                 set->present = hd.present;
-  if (k < 0 || !hd.has_seams) return rc;
-  static __thread parity_rel_acc acc; /* 64 KiB: not on the stack */
-  for (int64_t d = 1; d < c->case_dev[k] && !rc; d++) {
-    if (me == owner) {
-      const gdn_shape *gs = &c->in.shape;
-      parity_rel_acc_init(&acc);
-      for (int64_t b = 0; b < gs->B; b++)
-        for (int64_t h = 0; h < gs->Hv; h++)
-          parity_rel_acc_add(&acc, kern_affine_seams_h_in(&s->seams, b, h, d),
-                             kern_affine_seams_h_out(&s->seams, b, h, d - 1), (size_t)(gs->Dk * gs->Dv));
-    }
-    rc = parity_dist_bcast(&acc, sizeof acc, owner, e);
-    if (!rc && me == 0) parity_rel_acc_merge(&c->seams[(size_t)k * c->max_seams + (size_t)d - 1], &acc);
+  if (!rc && hd.rc) *e = hd.err, rc = hd.rc;
+  for (int t = 0; t < PARITY_T_N && !rc; t++)
+    if (hd.present & (1u << t)) rc = share_tensor(c, set, what, g, t, hd.form[t], e);
+  set->present = hd.present;
+  memcpy(set->out_dtype, hd.out_dtype, sizeof hd.out_dtype);
+  set->has_seams = hd.has_seams;
+  for (int64_t d = 1; !rc && k >= 0 && hd.has_seams && d < c->case_dev[k]; d++) {
+    parity_rel_acc *acc = &c->gseams[((size_t)g * c->n_cases + (size_t)k) * c->max_seams + (size_t)d - 1];
+    if (owner != 0) rc = parity_dist_bcast(acc, sizeof *acc, owner, e);
+    if (!rc && me == 0) parity_rel_acc_merge(&c->seams[(size_t)k * c->max_seams + (size_t)d - 1], acc);
   }
   return rc;
 }
 
-/* Group g: its owner (rank g mod N) produces the scan and every case's
- * candidate; each set goes to rank 0's scratch (share_set). */
-static int produce_group(sctx *c, int64_t g, gdn_error *e) {
+/* The owner's side: group g's scan and every case's candidate into its
+ * scratch (a failure is kept in the set's head and ends the group). */
+static void produce_group(sctx *c, int64_t g) {
   input_ctx *x = &c->x;
   parity_subject_run *bs = &x->subj[x->baseline], *cs = &x->subj[x->candidate];
-  const int owner = (int)(g % parity_dist_size()), mine = owner == parity_dist_rank();
+  set_head *hd = &c->sh[g * (int64_t)(1 + c->n_cases)];
+  const int wrong = parity_dist_rank() != 0 && parity_dist_test_fault("stream-deal"); /* testing */
   kern_config fresh;
   kern_config_init(&fresh);
   x->cfg.devices = fresh.devices; /* the chunk stage (the scan) runs on one device */
   x->cfg.prefix = fresh.prefix;
   parity_produce_ctx cx = {&c->in, &x->cfg, 0, c->sr->grads ? &c->ct : NULL, NULL};
-  gdn_error mine_e;
-  gdn_error_init(&mine_e);
-  int prc = GDN_OK;
   double t0 = now();
-  if (mine) prc = load_group(c, parity_dist_test_fault("stream-deal") ? (g + 1) % c->p->n_groups : g, &mine_e);
-  if (mine && !prc) prc = parity_subject_produce(bs, &cx, &mine_e);
+  if ((hd->rc = load_group(c, wrong ? (g + 1) % c->p->n_groups : g, &hd->err)) ||
+      (hd->rc = parity_subject_produce(bs, &cx, &hd->err)))
+    return;
   x->d->t_kernels += now() - t0;
-  int rc = share_set(c, &c->base, "scan", g, owner, bs, prc, &mine_e, -1, e);
-  for (size_t k = 0; k < c->n_cases && !rc; k++) {
+  set_keep(c, &c->base, "scan", g, -1, bs, hd);
+  for (size_t k = 0; k < c->n_cases && !hd->rc; k++) {
+    set_head *hk = &hd[1 + k];
     x->cfg.devices = c->case_dev[k];
     x->cfg.prefix = c->case_pre[k];
     cx.want_seams = parity_sweep_want_seams(&c->whole, c->case_dev[k]);
     t0 = now();
-    if (mine) prc = parity_subject_produce(cs, &cx, &mine_e);
+    hk->rc = parity_subject_produce(cs, &cx, &hk->err);
     c->case_secs[k] += now() - t0;
     char what[48];
     snprintf(what, sizeof what, "case %zu", k);
-    rc = share_set(c, &c->cases[k], what, g, owner, cs, prc, &mine_e, (int64_t)k, e);
-    if (mine) parity_subject_park(cs);
+    if (!hk->rc) set_keep(c, &c->cases[k], what, g, (int64_t)k, cs, hk);
+    if (hk->rc) *hd = *hk; /* the group's error, seen at its first set */
+    parity_subject_park(cs);
   }
-  if (mine) parity_subject_park(bs);
-  return rc;
+  parity_subject_park(bs);
 }
 
 static int phase_produce(sctx *c, int64_t chunk, gdn_error *e) {
   const parity_sweep_opts *o = c->x.o;
-  int rc = GDN_OK;
-  for (int64_t g = 0; g < c->p->n_groups && !rc; g++) {
+  const size_t per = 1 + c->n_cases;
+  c->sh = gdn_calloc((size_t)c->p->n_groups * per, sizeof *c->sh, "produced sets", e);
+  c->gseams = c->sh ? gdn_calloc((size_t)c->p->n_groups * c->n_cases * (c->max_seams ? c->max_seams : 1),
+                                 sizeof *c->gseams, "group seam sums", e)
+                    : NULL;
+  if (!c->gseams) return e ? e->code : GDN_ERR_NOMEM;
+  for (int64_t g = parity_dist_rank(); g < c->p->n_groups; g += parity_dist_size()) {
     char what[80];
     snprintf(what, sizeof what, "C%" PRId64 ", head group %" PRId64 " of %" PRId64, chunk, g + 1, c->p->n_groups);
     parity_progress_begin(o->progress, what);
-    rc = produce_group(c, g, e);
+    produce_group(c, g);
     parity_progress_end(o->progress);
+    if (c->sh[(size_t)g * per].rc) break; /* its error is told in the exchange */
   }
   gdn_inputs_clear(&c->in);
   gdn_cotangents_clear(&c->ct);
   parity_subject_release(&c->x.subj[c->x.baseline]); /* the measurements read scratch */
   parity_subject_release(&c->x.subj[c->x.candidate]);
+  int rc = GDN_OK;
+  for (int64_t g = 0; g < c->p->n_groups && !rc; g++) {
+    rc = set_share(c, &c->base, "scan", g, -1, e);
+    for (size_t k = 0; k < c->n_cases && !rc; k++) {
+      char what[48];
+      snprintf(what, sizeof what, "case %zu", k);
+      rc = set_share(c, &c->cases[k], what, g, (int64_t)k, e);
+    }
+  }
   return rc;
 }
 
@@ -668,8 +703,12 @@ static void chunk_clear(sctx *c) {
   for (size_t k = 0; k < c->n_cases && c->cases; k++) spill_set_close(&c->cases[k]);
   gdn_free(c->cases);
   gdn_free(c->seams);
+  gdn_free(c->sh);
+  gdn_free(c->gseams);
   c->cases = NULL;
   c->seams = NULL;
+  c->sh = NULL;
+  c->gseams = NULL;
 }
 
 static int run_chunk_streamed(sctx *c, size_t ci, gdn_error *e) {
@@ -795,7 +834,10 @@ static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const p
   c->br = c->bx ? gdn_malloc(most * sizeof(double), "scratch read buffer", e) : NULL;
   c->bb = c->br ? gdn_malloc(most * sizeof(double), "scratch read buffer", e) : NULL;
   c->kacc = c->bb ? gdn_calloc(o->n_chunks ? o->n_chunks : 1, sizeof *c->kacc, "kappa sums", e) : NULL;
-  if (!c->kacc) return e ? e->code : GDN_ERR_NOMEM;
+  c->rh = c->kacc ? gdn_calloc((size_t)c->p->n_groups, sizeof *c->rh, "group oracle heads", e) : NULL;
+  c->gt = c->rh ? gdn_calloc((size_t)c->p->n_groups, sizeof *c->gt, "group tallies", e) : NULL;
+  if (!c->gt) return e ? e->code : GDN_ERR_NOMEM;
+  for (int64_t g = 0; g < c->p->n_groups; g++) parity_group_tally_init(&c->gt[g]);
   for (size_t ci = 0; ci < o->n_chunks; ci++) parity_kappa_acc_init(&c->kacc[ci]);
   return GDN_OK;
 }
@@ -809,6 +851,9 @@ static void ctx_free(sctx *c) {
   gdn_free(c->br);
   gdn_free(c->bb);
   gdn_free(c->kacc);
+  for (int64_t g = 0; c->gt && g < c->p->n_groups; g++) parity_group_tally_clear(&c->gt[g]);
+  gdn_free(c->gt);
+  gdn_free(c->rh);
   gdn_inputs_clear(&c->in);
   gdn_cotangents_clear(&c->ct);
   parity_reference_clear(&c->ref);
