@@ -1200,21 +1200,6 @@ static int pass_b_group(mstream *S, parity_vals x, parity_vals r, int64_t h0, in
   return S->blk.nb > 0 ? elem_group(S, x, r, h0, gd, &sl, rel_floor, e) : GDN_OK;
 }
 
-/* Reads every group through the source and hands it to pass A or B. */
-static int stream_pass(mstream *S, int pass_b, double rel_floor, gdn_error *e) {
-  for (int64_t g = 0; g < S->src->n_groups; g++) {
-    parity_vals x, r;
-    int64_t h0, h1;
-    int rc = S->src->get(S->src->ctx, g, &x, &r, &h0, &h1, e);
-    if (!rc && (h0 < 0 || h1 <= h0 || h1 > S->dims[S->src->head_axis]))
-      rc = gdn_error_set(e, GDN_ERR_INTERNAL, "head group %lld: heads [%lld, %lld) outside [0, %lld)", (long long)g,
-                         (long long)h0, (long long)h1, (long long)S->dims[S->src->head_axis]);
-    if (!rc) rc = pass_b ? pass_b_group(S, x, r, h0, h1, rel_floor, e) : pass_a_group(S, x, r, h0, h1, e);
-    if (rc) return rc;
-  }
-  return GDN_OK;
-}
-
 static void mstream_clear(mstream *S) {
   parity_metrics_acc_clear(&S->acc);
   parity_blocks_acc_clear(&S->blk);
@@ -1263,34 +1248,101 @@ static void mstream_between(mstream *S, parity_metrics *m) {
   if (m->n) median_prepare(S->hist, S->nt, (size_t)m->n, &S->ms, S->ts, &S->sk);
 }
 
-int parity_metrics_stream(const parity_group_src *src, const int64_t dims[4], const int64_t block_len[4], gdn_dtype t,
-                          parity_metrics *m, gdn_error *e) {
+/* The incremental form (parity_metrics.h). */
+struct parity_mstream {
   mstream S;
-  memset(m, 0, sizeof *m);
-  int rc = mstream_init(&S, src, dims, block_len, t, e);
-  if (!rc) rc = stream_pass(&S, 0, 0, e);
-  if (!rc) {
-    mstream_between(&S, m);
-    if (m->n) rc = stream_pass(&S, 1, m->rel_floor, e);
+  parity_metrics m;
+};
+
+int parity_mstream_new(parity_mstream **out, const parity_group_src *src, const int64_t dims[4],
+                       const int64_t block_len[4], gdn_dtype t, gdn_error *e) {
+  parity_mstream *M = gdn_calloc(1, sizeof *M, "metrics by head group", e);
+  *out = M;
+  if (!M) return e ? e->code : GDN_ERR_NOMEM;
+  return mstream_init(&M->S, src, dims, block_len, t, e);
+}
+
+void parity_mstream_free(parity_mstream *M) {
+  if (!M) return;
+  mstream_clear(&M->S);
+  gdn_free(M);
+}
+
+static int check_heads(const mstream *S, int64_t h0, int64_t h1, gdn_error *e) {
+  if (h0 >= 0 && h1 > h0 && h1 <= S->dims[S->src->head_axis]) return GDN_OK;
+  return gdn_error_set(e, GDN_ERR_INTERNAL, "head group: heads [%lld, %lld) outside [0, %lld)", (long long)h0,
+                       (long long)h1, (long long)S->dims[S->src->head_axis]);
+}
+
+int parity_mstream_add_a(parity_mstream *M, parity_vals x, parity_vals r, int64_t h0, int64_t h1, gdn_error *e) {
+  int rc = check_heads(&M->S, h0, h1, e);
+  return rc ? rc : pass_a_group(&M->S, x, r, h0, h1, e);
+}
+
+void parity_mstream_between(parity_mstream *M) {
+  memset(&M->m, 0, sizeof M->m);
+  mstream_between(&M->S, &M->m);
+}
+
+int parity_mstream_add_b(parity_mstream *M, parity_vals x, parity_vals r, int64_t h0, int64_t h1, gdn_error *e) {
+  if (!M->m.n) return GDN_OK;
+  int rc = check_heads(&M->S, h0, h1, e);
+  return rc ? rc : pass_b_group(&M->S, x, r, h0, h1, M->m.rel_floor, e);
+}
+
+int parity_mstream_finish(parity_mstream *M, parity_metrics *m, gdn_error *e) {
+  mstream *S = &M->S;
+  *m = M->m;
+  int rc = GDN_OK;
+  if (m->n) {
+    m->max_rel = S->rel_best;
+    unflatten(S->rel_at, S->dims, m->rel_at);
+    tstate_combine(S->ts, S->nt);
+    const usrc u = {NONE, NONE, (size_t)m->n, S->src, S->per_head};
+    rc = median_finish(&u, S->f, &S->ms, S->ts, &S->sk, S->hist, S->nt, &m->median_ulp, e);
   }
-  if (!rc && m->n) {
-    m->max_rel = S.rel_best;
-    unflatten(S.rel_at, dims, m->rel_at);
-    tstate_combine(S.ts, S.nt);
-    const usrc u = {NONE, NONE, (size_t)m->n, src, S.per_head};
-    rc = median_finish(&u, S.f, &S.ms, S.ts, &S.sk, S.hist, S.nt, &m->median_ulp, e);
-  }
-  if (!rc && dims[3] > 0) {
+  if (!rc && S->dims[3] > 0) {
     int64_t arg;
-    erel_pick(&S.rows, 1, &m->row_rel, &arg);
+    erel_pick(&S->rows, 1, &m->row_rel, &arg);
     m->row_worst = arg;
   }
-  if (!rc && S.blk.nb > 0 && m->n > 0) {
+  if (!rc && S->blk.nb > 0 && m->n > 0) {
     int64_t arg;
-    erel_pick(S.elem, S.n_elem, &m->elem_rel, &arg);
-    if (arg >= 0) unflatten(arg, dims, m->elem_at);
+    erel_pick(S->elem, S->n_elem, &m->elem_rel, &arg);
+    if (arg >= 0) unflatten(arg, S->dims, m->elem_at);
   }
-  mstream_clear(&S);
+  return rc;
+}
+
+/* Reads every group through the source and hands it to pass A or B. */
+static int stream_pass_m(parity_mstream *M, int pass_b, gdn_error *e) {
+  const parity_group_src *src = M->S.src;
+  for (int64_t g = 0; g < src->n_groups; g++) {
+    parity_vals x, r;
+    int64_t h0, h1;
+    int rc = src->get(src->ctx, g, &x, &r, &h0, &h1, e);
+    if (!rc && check_heads(&M->S, h0, h1, NULL))
+      rc = gdn_error_set(e, GDN_ERR_INTERNAL, "head group %lld: heads [%lld, %lld) outside [0, %lld)", (long long)g,
+                         (long long)h0, (long long)h1, (long long)M->S.dims[src->head_axis]);
+    if (!rc) rc = pass_b ? parity_mstream_add_b(M, x, r, h0, h1, e) : parity_mstream_add_a(M, x, r, h0, h1, e);
+    if (rc) return rc;
+  }
+  return GDN_OK;
+}
+
+int parity_metrics_stream(const parity_group_src *src, const int64_t dims[4], const int64_t block_len[4], gdn_dtype t,
+                          parity_metrics *m, gdn_error *e) {
+  parity_mstream *M;
+  memset(m, 0, sizeof *m);
+  int rc = parity_mstream_new(&M, src, dims, block_len, t, e);
+  if (!rc) rc = stream_pass_m(M, 0, e);
+  if (!rc) {
+    parity_mstream_between(M);
+    rc = stream_pass_m(M, 1, e);
+  }
+  if (!rc) rc = parity_mstream_finish(M, m, e);
+  if (rc) memset(m, 0, sizeof *m);
+  parity_mstream_free(M);
   return rc;
 }
 

@@ -224,6 +224,20 @@ typedef struct parity_group_src {
 } parity_group_src;
 int parity_metrics_stream(const parity_group_src *src, const int64_t dims[4], const int64_t block_len[4],
                           gdn_dtype ulp_dtype, parity_metrics *m, gdn_error *e);
+/* The same, driven by the caller, for several pairs met in one visit of
+ * each group (a run reads each group's reference and outputs once a pass):
+ * new (src: the source the median's extra rounds read, when its bucket
+ * holds over 65536 values; src->get is not called otherwise), add_a for
+ * every group, between, add_b for every group, finish.  Groups in any
+ * order; each call's x and r the group's slabs (heads [h0, h1)). */
+typedef struct parity_mstream parity_mstream;
+int parity_mstream_new(parity_mstream **M, const parity_group_src *src, const int64_t dims[4],
+                       const int64_t block_len[4], gdn_dtype ulp_dtype, gdn_error *e);
+int parity_mstream_add_a(parity_mstream *M, parity_vals x, parity_vals r, int64_t h0, int64_t h1, gdn_error *e);
+void parity_mstream_between(parity_mstream *M);
+int parity_mstream_add_b(parity_mstream *M, parity_vals x, parity_vals r, int64_t h0, int64_t h1, gdn_error *e);
+int parity_mstream_finish(parity_mstream *M, parity_metrics *m, gdn_error *e);
+void parity_mstream_free(parity_mstream *M); /* NULL is fine */
 
 /* The functions above, reading x and r as they are held (binary64 or
  * float32, parity_vals.h; r may be absent where the double form takes

@@ -56,6 +56,7 @@ typedef struct sctx {
   kern_prefix case_pre[PARITY_MAX_LIST * 3];
   double case_secs[PARITY_MAX_LIST * 3];
   parity_rel_acc *seams; /* n_cases x max_seams */
+  parity_subject_result meas_base, *meas_case; /* the chunk size's metrics: the scan's, each case's candidate's */
   size_t max_seams;
   /* Per group, what its owner computed, kept until the exchange (below):
    * the oracle's status and tallies, each produced set's head, the
@@ -120,37 +121,101 @@ static int gsrc_get(void *vctx, int64_t g, parity_vals *x, parity_vals *r, int64
   return rc ? rc : parity_spill_tensor_read(s->r, g, s->c->br, r, e);
 }
 
-static int measure_pair(sctx *c, int t, const parity_spill_tensor *x, const parity_spill_tensor *r, gdn_dtype ulp,
-                        parity_metrics *m, gdn_error *e) {
-  const parity_tensor *pt = &parity_tensors[t];
-  int64_t dims[4], bl[4];
-  pt->dims(&c->whole, dims);
-  pt->blocks(&c->whole, c->x.cfg.chunk, bl);
-  gsrc s = {c, x, r, t};
-  const parity_group_src src = {gsrc_get, &s, c->p->n_groups, head_axis(t)};
-  return parity_metrics_stream(&src, dims, bl, ulp, m, e);
+/* The metrics of one chunk size, every pair at once: each pass over the
+ * groups reads each group's reference, scan and candidates once per tensor
+ * and feeds every pair that needs them (parity_mstream), so the scratch is
+ * read twice in all, not twice per pair. */
+typedef struct mpair {
+  parity_mstream *M;
+  gsrc src;              /* what the median's extra rounds read */
+  parity_group_src gs;
+  parity_metrics *out;
+  unsigned *has, bit;
+} mpair;
+
+/* Subject result m (its identity from run i, its dtypes from set s). */
+static void meas_begin(sctx *c, size_t i, const spill_set *s, parity_subject_result *m) {
+  parity_sweep_meas_init(m, &c->x.subj[i]);
+  memcpy(m->out_dtype, s->out_dtype, sizeof m->out_dtype); /* the producer's: its run was released */
 }
 
-/* Subject i's metrics from its scratch set, as measure_subject (parity_sweep.c)
- * finds them in memory. */
-static int measure_set(sctx *c, size_t i, const spill_set *s, gdn_error *e) {
+static int pair_add(sctx *c, mpair *p, size_t *n, int t, const parity_spill_tensor *x, const parity_spill_tensor *r,
+                    gdn_dtype ulp, parity_metrics *out, unsigned *has, gdn_error *e) {
+  mpair *q = &p[(*n)++];
+  int64_t dims[4], bl[4];
+  parity_tensors[t].dims(&c->whole, dims);
+  parity_tensors[t].blocks(&c->whole, c->x.cfg.chunk, bl);
+  q->src = (gsrc){c, x, r, t};
+  q->gs = (parity_group_src){gsrc_get, &q->src, c->p->n_groups, head_axis(t)};
+  q->out = out, q->has = has, q->bit = 1u << t;
+  return parity_mstream_new(&q->M, &q->gs, dims, bl, ulp, e);
+}
+
+/* The pairs of tensor t: scan against the reference, each candidate
+ * against the reference and the scan (as measure_subject, parity_sweep.c). */
+static int chunk_pairs(sctx *c, int t, mpair *p, size_t *n, gdn_error *e) {
   input_ctx *x = &c->x;
-  const parity_subject_run *sr = &x->subj[i];
-  parity_subject_result *m = &x->meas[i];
-  parity_sweep_meas_init(m, sr);
-  memcpy(m->out_dtype, s->out_dtype, sizeof m->out_dtype); /* the producer's: its run was released */
-  for (int t = 0; t < PARITY_T_N; t++) {
-    if (!(s->present & (1u << t))) continue;
-    int rc;
-    if (x->ref && (c->refs.present & (1u << t))) {
-      if ((rc = measure_pair(c, t, &s->t[t], &c->refs.t[t], s->out_dtype[t], &m->vs_ref[t], e))) return rc;
-      m->has_vs_ref |= 1u << t;
-    }
-    if (!sr->m->vs_scan || !(c->base.present & (1u << t))) continue;
-    if ((rc = measure_pair(c, t, &s->t[t], &c->base.t[t], s->out_dtype[t], &m->vs_scan[t], e))) return rc;
-    m->has_vs_scan |= 1u << t;
+  const unsigned bit = 1u << t;
+  int rc = GDN_OK;
+  if (x->ref && (c->base.present & c->refs.present & bit))
+    rc = pair_add(c, p, n, t, &c->base.t[t], &c->refs.t[t], c->base.out_dtype[t], &c->meas_base.vs_ref[t],
+                  &c->meas_base.has_vs_ref, e);
+  for (size_t k = 0; k < c->n_cases && !rc; k++) {
+    const spill_set *s = &c->cases[k];
+    parity_subject_result *m = &c->meas_case[k];
+    if (!(s->present & bit)) continue;
+    if (x->ref && (c->refs.present & bit))
+      rc = pair_add(c, p, n, t, &s->t[t], &c->refs.t[t], s->out_dtype[t], &m->vs_ref[t], &m->has_vs_ref, e);
+    if (!rc && x->subj[x->candidate].m->vs_scan && (c->base.present & bit))
+      rc = pair_add(c, p, n, t, &s->t[t], &c->base.t[t], s->out_dtype[t], &m->vs_scan[t], &m->has_vs_scan, e);
   }
-  return GDN_OK;
+  return rc;
+}
+
+/* One visit of group g for tensor t's pairs (p[0..n), made by chunk_pairs in
+ * its order): pass A or B. */
+static int chunk_visit(sctx *c, int t, int64_t g, mpair *p, size_t n, int pass_b, gdn_error *e) {
+  input_ctx *x = &c->x;
+  const unsigned bit = 1u << t;
+  int64_t h0, h1;
+  group_heads(c, g, t, &h0, &h1);
+  parity_vals rv = parity_vals_f64(NULL), bv = parity_vals_f64(NULL), xv;
+  int rc = x->ref && (c->refs.present & bit) ? parity_spill_tensor_read(&c->refs.t[t], g, c->br, &rv, e) : GDN_OK;
+  if (!rc && (c->base.present & bit)) rc = parity_spill_tensor_read(&c->base.t[t], g, c->bb, &bv, e);
+  size_t i = 0;
+#define FEED(xx, rr) (pass_b ? parity_mstream_add_b(p[i].M, (xx), (rr), h0, h1, e) : parity_mstream_add_a(p[i].M, (xx), (rr), h0, h1, e))
+  if (!rc && x->ref && (c->base.present & c->refs.present & bit)) rc = FEED(bv, rv), i++;
+  for (size_t k = 0; k < c->n_cases && !rc && i < n; k++) {
+    if (!(c->cases[k].present & bit)) continue;
+    if ((rc = parity_spill_tensor_read(&c->cases[k].t[t], g, c->bx, &xv, e))) break;
+    if (x->ref && (c->refs.present & bit) && !(rc = FEED(xv, rv))) i++;
+    if (!rc && x->subj[x->candidate].m->vs_scan && (c->base.present & bit) && !(rc = FEED(xv, bv))) i++;
+  }
+#undef FEED
+  return rc;
+}
+
+static int chunk_metrics_tensor(sctx *c, int t, gdn_error *e) {
+  mpair p[2 * PARITY_MAX_LIST * 3 + 1];
+  size_t n = 0;
+  int rc = chunk_pairs(c, t, p, &n, e);
+  for (int pass = 0; pass < 2 && !rc; pass++) {
+    for (int64_t g = 0; g < c->p->n_groups && !rc; g++) rc = chunk_visit(c, t, g, p, n, pass, e);
+    for (size_t i = 0; !pass && i < n; i++) parity_mstream_between(p[i].M);
+  }
+  for (size_t i = 0; i < n && !rc; i++)
+    if (!(rc = parity_mstream_finish(p[i].M, p[i].out, e))) *p[i].has |= p[i].bit;
+  for (size_t i = 0; i < n; i++) parity_mstream_free(p[i].M);
+  return rc;
+}
+
+static int chunk_metrics(sctx *c, gdn_error *e) {
+  input_ctx *x = &c->x;
+  meas_begin(c, x->baseline, &c->base, &c->meas_base);
+  for (size_t k = 0; k < c->n_cases; k++) meas_begin(c, x->candidate, &c->cases[k], &c->meas_case[k]);
+  int rc = GDN_OK;
+  for (int t = 0; t < PARITY_T_N && !rc; t++) rc = chunk_metrics_tensor(c, t, e);
+  return rc;
 }
 
 /* --- 1: the oracle, the inputs' scratch and kappa ----------------------- */
@@ -678,7 +743,7 @@ static int run_case_k(sctx *c, size_t k, gdn_error *e) {
   parity_case_result r;
   parity_case_result_init(&r);
   int rc = parity_case_result_alloc(&r, x->cfg.devices, x->n_subj, x->n_blocks, e);
-  if (!rc) rc = measure_set(c, x->candidate, &c->cases[k], e);
+  x->meas[x->candidate] = c->meas_case[k];
   if (!rc) {
     r.seconds = c->case_secs[k];
     x->d->t_kernels += r.seconds;
@@ -705,6 +770,8 @@ static void chunk_clear(sctx *c) {
   gdn_free(c->seams);
   gdn_free(c->sh);
   gdn_free(c->gseams);
+  gdn_free(c->meas_case);
+  c->meas_case = NULL;
   c->cases = NULL;
   c->seams = NULL;
   c->sh = NULL;
@@ -734,7 +801,10 @@ static int run_chunk_streamed(sctx *c, size_t ci, gdn_error *e) {
   char what[64];
   snprintf(what, sizeof what, "C%" PRId64 ": measuring", chunk);
   parity_progress_begin(o->progress, what);
-  if (!rc) rc = measure_set(c, x->baseline, &c->base, e);
+  c->meas_case = gdn_calloc(c->n_cases ? c->n_cases : 1, sizeof *c->meas_case, "case metrics", e);
+  if (!c->meas_case) rc = e ? e->code : GDN_ERR_NOMEM;
+  if (!rc) rc = chunk_metrics(c, e);
+  if (!rc) x->meas[x->baseline] = c->meas_base;
   if (!rc) rc = chunk_profiles(c, e);
   parity_progress_end(o->progress);
   if (rc) return rc;
