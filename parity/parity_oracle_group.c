@@ -40,21 +40,49 @@ static int tally_fold(oracle_tally *sum, oracle_tally *one, gdn_error *e) {
   return rc;
 }
 
+/* The tiers' configurations as the whole run's reference has them
+ * (parity_oracle.c), the dd samples placed at value head v0 of the run. */
+static oracle_dd_config dd_config(const parity_group_oracle *go, int64_t v0) {
+  oracle_dd_config cfg;
+  oracle_dd_config_init(&cfg);
+  cfg.sample_prec = go->bits;
+  cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
+  cfg.head0 = v0, cfg.whole_hv = go->whole.Hv;
+  return cfg;
+}
+
+static oracle_vjp_dd_config vjp_dd_config(const parity_group_oracle *go, int64_t v0) {
+  oracle_vjp_dd_config cfg;
+  oracle_vjp_dd_config_init(&cfg);
+  cfg.sample_prec = go->bits;
+  cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
+  cfg.head0 = v0, cfg.whole_hv = go->whole.Hv;
+  return cfg;
+}
+
+static oracle_config mpfr_config(const parity_group_oracle *go) {
+  oracle_config cfg;
+  oracle_config_init(&cfg);
+  cfg.prec = go->bits;
+  return cfg;
+}
+
+static oracle_vjp_config vjp_config(const parity_group_oracle *go) {
+  oracle_vjp_config cfg;
+  oracle_vjp_config_init(&cfg);
+  cfg.prec = go->bits;
+  return cfg;
+}
+
 /* The group's forward into r->out, its tally into *t (empty on entry):
  * every head of the group here (a streamed run deals whole groups). */
 static int run_forward(const parity_group_oracle *go, const gdn_inputs *in, int64_t v0, parity_reference *r,
                        oracle_tally *t, gdn_error *e) {
   if (go->tier == PARITY_ORACLE_DD) {
-    oracle_dd_config cfg;
-    oracle_dd_config_init(&cfg);
-    cfg.sample_prec = go->bits;
-    cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
-    cfg.head0 = v0, cfg.whole_hv = go->whole.Hv;
+    const oracle_dd_config cfg = dd_config(go, v0);
     return oracle_run_dd_part(in, &cfg, NULL, &r->out, t, e);
   }
-  oracle_config cfg;
-  oracle_config_init(&cfg);
-  cfg.prec = go->bits;
+  const oracle_config cfg = mpfr_config(go);
   return oracle_run_part(in, &cfg, NULL, &r->out, t, e);
 }
 
@@ -62,16 +90,10 @@ static int run_vjp(const parity_group_oracle *go, const gdn_inputs *in, int64_t 
                    parity_reference *r, oracle_tally *t, gdn_error *e) {
   int rc;
   if (go->grad_tier == PARITY_ORACLE_DD) {
-    oracle_vjp_dd_config cfg;
-    oracle_vjp_dd_config_init(&cfg);
-    cfg.sample_prec = go->bits;
-    cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
-    cfg.head0 = v0, cfg.whole_hv = go->whole.Hv;
+    const oracle_vjp_dd_config cfg = vjp_dd_config(go, v0);
     rc = oracle_vjp_dd_part(in, ct, &cfg, NULL, &r->grads, t, e);
   } else {
-    oracle_vjp_config cfg;
-    oracle_vjp_config_init(&cfg);
-    cfg.prec = go->bits;
+    const oracle_vjp_config cfg = vjp_config(go);
     rc = oracle_vjp_part(in, ct, &cfg, NULL, &r->grads, t, e);
   }
   if (!rc) r->has_grads = 1;
@@ -131,17 +153,12 @@ static int finish_forward(const parity_group_oracle *go, parity_reference *r, gd
   const gdn_shape *s = &go->whole;
   int rc;
   if (go->tier == PARITY_ORACLE_DD) {
-    oracle_dd_config cfg;
-    oracle_dd_config_init(&cfg);
-    cfg.sample_prec = go->bits;
-    cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
+    const oracle_dd_config cfg = dd_config(go, 0);
     oracle_dd_certificate cert;
     if ((rc = oracle_tally_dd_certificate(&go->fwd, s, &cfg, &cert, e))) return rc;
     return parity_reference_take_dd(r, &cert, e);
   }
-  oracle_config cfg;
-  oracle_config_init(&cfg);
-  cfg.prec = go->bits;
+  const oracle_config cfg = mpfr_config(go);
   oracle_certificate cert;
   if ((rc = oracle_tally_certificate(&go->fwd, &cfg, &cert, e))) return rc;
   parity_reference_take_mpfr(r, &cert, s);
@@ -151,18 +168,13 @@ static int finish_forward(const parity_group_oracle *go, parity_reference *r, gd
 static int finish_vjp(const parity_group_oracle *go, parity_reference *r, gdn_error *e) {
   int rc;
   if (go->grad_tier == PARITY_ORACLE_DD) {
-    oracle_vjp_dd_config cfg;
-    oracle_vjp_dd_config_init(&cfg);
-    cfg.sample_prec = go->bits;
-    cfg.sample_columns = PARITY_ORACLE_DD_SAMPLE;
+    const oracle_vjp_dd_config cfg = vjp_dd_config(go, 0);
     oracle_vjp_dd_certificate cert;
     if ((rc = oracle_tally_vjp_dd_certificate(&go->vjp, &go->whole, &cfg, &cert, e))) return rc;
     r->grad_certified_bits = cert.certified_bits;
     r->grad_normwise_bits = cert.normwise_bits;
   } else {
-    oracle_vjp_config cfg;
-    oracle_vjp_config_init(&cfg);
-    cfg.prec = go->bits;
+    const oracle_vjp_config cfg = vjp_config(go);
     oracle_vjp_certificate cert;
     if ((rc = oracle_tally_vjp_certificate(&go->vjp, &cfg, &cert, e))) return rc;
     r->grad_certified_bits = cert.certified_bits;
