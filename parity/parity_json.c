@@ -399,3 +399,12 @@ int parity_json_check_keys(const json_t *obj, const char *const *allowed, const 
   }
   return GDN_OK;
 }
+
+int parity_json_loads(const char *text, const char *what, const char *source, json_t **root, gdn_error *e) {
+  json_error_t je;
+  *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+  if (!*root)
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s %s: line %d, column %d: %s", what, source, je.line, je.column,
+                         je.text);
+  return GDN_OK;
+}
