@@ -54,6 +54,9 @@ const json_t *report_audit_of(const json_t *doc);
 int report_audit_pass(const json_t *audit);
 /* Checks in total and failing. */
 void report_audit_counts(const json_t *audit, size_t *n, size_t *n_fail);
+/* Where every renderer starts: doc's audit with its counts, or NULL
+ * (render nothing) when doc has none. */
+const json_t *report_audit_counted(const json_t *doc, size_t *n, size_t *n_fail);
 /* "collective-grows-with-T cp backward D=4" (the check and where). */
 void report_audit_check_where(const json_t *check, char *out, size_t n);
 /* A check FAILs unless its verdict is "PASS" (absent counts as failed). */

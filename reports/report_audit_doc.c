@@ -319,6 +319,12 @@ void report_audit_counts(const json_t *audit, size_t *n, size_t *n_fail) {
   for (size_t i = 0; i < *n; i++) *n_fail += report_audit_check_failed(json_array_get(checks, i));
 }
 
+const json_t *report_audit_counted(const json_t *doc, size_t *n, size_t *n_fail) {
+  const json_t *a = report_audit_of(doc);
+  if (a) report_audit_counts(a, n, n_fail);
+  return a;
+}
+
 void report_audit_check_where(const json_t *k, char *out, size_t n) {
   const char *c = report_doc_str(k, "check"), *f = report_doc_str(k, "function"), *p = report_doc_str(k, "pass");
   int len = snprintf(out, n, "%s", c ? c : "?");

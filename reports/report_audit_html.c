@@ -82,10 +82,9 @@ static void headline_first(report_buf *b, const char *where, const char *reason)
 }
 
 void report_audit_html_headline(report_buf *b, const json_t *doc) {
-  const json_t *a = report_audit_of(doc);
-  if (!a) return;
   size_t n, nf;
-  report_audit_counts(a, &n, &nf);
+  const json_t *a = report_audit_counted(doc, &n, &nf);
+  if (!a) return;
   report_buf_printf(b, "<p id=\"audit-headline\"><b class=\"%s\">Audit %s</b>: %zu of %zu checks failed",
                     nf ? "tag-fail" : "tag-pass", nf ? "FAIL" : "PASS", nf, n);
   report_audit_each_failure(b, a, 1, headline_first);
@@ -212,10 +211,9 @@ static void memory_table(report_buf *b, const json_t *a) {
 }
 
 void report_audit_html_section(report_buf *b, const json_t *doc) {
-  const json_t *a = report_audit_of(doc);
-  if (!a) return;
   size_t n, nf;
-  report_audit_counts(a, &n, &nf);
+  const json_t *a = report_audit_counted(doc, &n, &nf);
+  if (!a) return;
   const json_t *s = json_object_get(a, "subject");
   report_buf_puts(b, "<section id=\"audit\">\n<h2>Audit: what the context-parallel function moves, keeps and "
                      "computes per device</h2>\n");

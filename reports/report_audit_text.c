@@ -51,10 +51,9 @@ static void md_failure_row(report_buf *b, const char *where, const char *reason)
 }
 
 void report_audit_markdown(report_buf *b, const json_t *doc) {
-  const json_t *a = report_audit_of(doc);
-  if (!a) return;
   size_t n, nf;
-  report_audit_counts(a, &n, &nf);
+  const json_t *a = report_audit_counted(doc, &n, &nf);
+  if (!a) return;
   const int pass = report_audit_pass(a);
   report_buf_printf(b, "### %s Audit: **%s** (%zu of %zu checks failed)\n\n", pass ? "\xE2\x9C\x85" : "\xE2\x9D\x8C",
                     pass ? "PASS" : "FAIL", nf, n);
@@ -82,10 +81,9 @@ static void junit_classname(report_buf *b, const char *check) {
 }
 
 void report_audit_junit(report_buf *b, const json_t *doc) {
-  const json_t *a = report_audit_of(doc);
-  if (!a) return;
   size_t n, nf;
-  report_audit_counts(a, &n, &nf);
+  const json_t *a = report_audit_counted(doc, &n, &nf);
+  if (!a) return;
   report_buf_printf(b, "  <testsuite name=\"gdn-parity.audit\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" "
                        "skipped=\"0\" time=\"0.000\">\n", n, nf);
   const json_t *checks = json_object_get(a, "checks");
@@ -137,10 +135,9 @@ static void verdict_first(report_buf *b, const char *where, const char *reason) 
 }
 
 void report_audit_text_verdict(report_buf *b, const json_t *doc) {
-  const json_t *a = report_audit_of(doc);
-  if (!a) return;
   size_t n, nf;
-  report_audit_counts(a, &n, &nf);
+  const json_t *a = report_audit_counted(doc, &n, &nf);
+  if (!a) return;
   if (!nf) {
     report_buf_printf(b, "; audit PASS (%zu check%s)", n, n == 1 ? "" : "s");
     return;
