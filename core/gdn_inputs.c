@@ -121,6 +121,18 @@ int gdn_inputs_check_values(const gdn_inputs *in, int64_t *n_positive_g, gdn_err
   return GDN_OK;
 }
 
+int gdn_inputs_copy_settings(gdn_inputs *dst, const gdn_inputs *src, gdn_error *e) {
+  dst->l2norm_in_kernel = src->l2norm_in_kernel;
+  dst->has_scale = src->has_scale;
+  dst->scale = src->scale;
+  dst->bf16_mask = src->bf16_mask;
+  dst->packing = src->packing;
+  if (!src->seg) return GDN_OK;
+  int rc = gdn_inputs_alloc_seg(dst, e);
+  if (!rc) memcpy(dst->seg, src->seg, (size_t)(src->shape.B * src->shape.T) * sizeof(int32_t));
+  return rc;
+}
+
 int gdn_inputs_copy(gdn_inputs *dst, const gdn_inputs *src, gdn_error *e) {
   int rc = gdn_inputs_alloc(dst, &src->shape, src->h0 != NULL, e);
   if (rc) return rc;
@@ -131,17 +143,9 @@ int gdn_inputs_copy(gdn_inputs *dst, const gdn_inputs *src, gdn_error *e) {
   memcpy(dst->g, src->g, gdn_shape_numel_gate(s) * sizeof(float));
   memcpy(dst->beta, src->beta, gdn_shape_numel_gate(s) * sizeof(float));
   if (src->h0) memcpy(dst->h0, src->h0, gdn_shape_numel_state(s) * sizeof(float));
-  dst->l2norm_in_kernel = src->l2norm_in_kernel;
-  dst->has_scale = src->has_scale;
-  dst->scale = src->scale;
-  dst->bf16_mask = src->bf16_mask;
-  dst->packing = src->packing;
-  if (src->seg) {
-    if ((rc = gdn_inputs_alloc_seg(dst, e))) {
-      gdn_inputs_clear(dst);
-      return rc;
-    }
-    memcpy(dst->seg, src->seg, (size_t)(s->B * s->T) * sizeof(int32_t));
+  if ((rc = gdn_inputs_copy_settings(dst, src, e))) {
+    gdn_inputs_clear(dst);
+    return rc;
   }
   if (src->prelude) {
     gdn_prelude p;

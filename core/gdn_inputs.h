@@ -124,4 +124,10 @@ int gdn_inputs_check_values(const gdn_inputs *in, int64_t *n_positive_g, gdn_err
 /* Deep copy, the prelude included (dst initialised, allocated here). */
 int gdn_inputs_copy(gdn_inputs *dst, const gdn_inputs *src, gdn_error *e);
 
+/* What travels with the tensors whenever inputs are copied or cut to other
+ * columns (the same B and T): the normalisation and scale settings, the
+ * bfloat16 mask, the packing, and the segment ids (dst->seg allocated here
+ * when src has them; on failure dst is left for the caller to clear). */
+int gdn_inputs_copy_settings(gdn_inputs *dst, const gdn_inputs *src, gdn_error *e);
+
 #endif

@@ -69,14 +69,7 @@ static int seams_alloc(kern_affine_seams *sm, const gdn_shape *s, int64_t D, gdn
   return GDN_OK;
 }
 
-/* With AVX, kern_chunk_tmpl.h transposes K with vector shuffles and writes o
- * with streaming stores (data movement only: the values are the same) */
-#if defined(__AVX__)
-#include <immintrin.h>
-#define KERN_AVX 1
-#else
-#define KERN_AVX 0
-#endif
+#include "kern_avx.h"
 
 #define KERN_REAL 32
 #include "kern_affine_tmpl.h"
@@ -106,8 +99,7 @@ static int affine_entry(const gdn_inputs *in, const kern_config *cfg,
   int rc = kern_num_setup(&num, in, cfg, "kern_affine_prefix", 1, e);
   if (!rc && (rc = kern_prefix_supported(cfg->prefix, e)))
     gdn_error_prefix(e, "kern_affine_prefix: ");
-  if (!rc && (rc = kern_out_alloc(out, &in->shape, kern_output_dtype(cfg, in->bf16_mask), e)))
-    gdn_error_prefix(e, "kern_affine_prefix: ");
+  if (!rc) rc = kern_out_alloc_for(out, in, cfg, "kern_affine_prefix", e);
   if (!rc && seams && (rc = seams_alloc(seams, &in->shape, cfg->devices, e)))
     gdn_error_prefix(e, "kern_affine_prefix: ");
   if (!rc)

@@ -17,16 +17,23 @@ void kern_config_init(kern_config *cfg) {
 static const char *const matmul_names[] = {"ieee", "default", "high", "highest"};
 static const char *const prefix_names[] = {"sequential", "associative-scan", "hillis-steele"};
 
+/* The enum value a name stands for: its index in names[0..n), -1 if none. */
+static int name_index(const char *s, const char *const *names, int n) {
+  for (int i = 0; s && i < n; i++)
+    if (!strcmp(s, names[i])) return i;
+  return -1;
+}
+
 const char *kern_matmul_name(kern_matmul m) {
   return (unsigned)m < 4 ? matmul_names[m] : "?";
 }
 
 int kern_matmul_parse(const char *s, kern_matmul *out, gdn_error *e) {
-  for (int i = 0; i < 4; i++)
-    if (s && !strcmp(s, matmul_names[i])) {
-      *out = (kern_matmul)i;
-      return GDN_OK;
-    }
+  const int i = name_index(s, matmul_names, 4);
+  if (i >= 0) {
+    *out = (kern_matmul)i;
+    return GDN_OK;
+  }
   return gdn_error_set(e, GDN_ERR_INPUT,
                        "--matmul-precision '%s': unknown mode; expected default, high, highest or ieee",
                        s ? s : "");
@@ -37,11 +44,11 @@ const char *kern_prefix_name(kern_prefix p) {
 }
 
 int kern_prefix_parse(const char *s, kern_prefix *out, gdn_error *e) {
-  for (int i = 0; i < 3; i++)
-    if (s && !strcmp(s, prefix_names[i])) {
-      *out = (kern_prefix)i;
-      return GDN_OK;
-    }
+  const int i = name_index(s, prefix_names, 3);
+  if (i >= 0) {
+    *out = (kern_prefix)i;
+    return GDN_OK;
+  }
   return gdn_error_set(e, GDN_ERR_INPUT,
                        "--prefix '%s': unknown schedule; expected sequential, associative-scan or "
                        "hillis-steele",

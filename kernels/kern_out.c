@@ -84,3 +84,10 @@ int kern_out_alloc(gdn_outputs *out, const gdn_shape *s, gdn_dtype dtype, gdn_er
 }
 
 int kern_out_finish(gdn_outputs *out, gdn_error *e) { return gdn_ocode_finish(&out->oc, e); }
+
+int kern_out_alloc_for(gdn_outputs *out, const gdn_inputs *in, const kern_config *cfg, const char *who,
+                       gdn_error *e) {
+  int rc = kern_out_alloc(out, &in->shape, kern_output_dtype(cfg, in->bf16_mask), e);
+  if (rc) gdn_error_prefix(e, "%s: ", who);
+  return rc;
+}

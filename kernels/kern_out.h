@@ -21,10 +21,17 @@
 
 #include "gdn_dtype.h"
 #include "gdn_error.h"
+#include "gdn_inputs.h"
 #include "gdn_outputs.h"
 #include "gdn_shape.h"
+#include "kern_config.h"
 
 int kern_out_alloc(gdn_outputs *out, const gdn_shape *s, gdn_dtype dtype, gdn_error *e);
+/* The forward kernels' allocation: kern_out_alloc at in's shape in the
+ * config's output dtype (kern_output_dtype), an error prefixed "WHO: " so the
+ * message names the kernel that was called. */
+int kern_out_alloc_for(gdn_outputs *out, const gdn_inputs *in, const kern_config *cfg, const char *who,
+                       gdn_error *e);
 /* After the kernel wrote every element: a coded o's exceptions in index
  * order (gdn_ocode_finish); nothing to do for the other forms. */
 int kern_out_finish(gdn_outputs *out, gdn_error *e);

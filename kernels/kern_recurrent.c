@@ -23,8 +23,7 @@ int kern_recurrent(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *ou
   gdn_outputs_clear(out);
   kern_num num;
   int rc = kern_num_setup(&num, in, cfg, "kern_recurrent", 0, e);
-  if (!rc && (rc = kern_out_alloc(out, &in->shape, kern_output_dtype(cfg, in->bf16_mask), e)))
-    gdn_error_prefix(e, "kern_recurrent: ");
+  if (!rc) rc = kern_out_alloc_for(out, in, cfg, "kern_recurrent", e);
   if (!rc)
     rc = num.dtype == GDN_DTYPE_F64 ? recurrent_run_f64(in, &num, out, e)
                                     : recurrent_run_f32(in, &num, out, e);

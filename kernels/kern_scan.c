@@ -10,14 +10,7 @@
 #include "kern_num.h"
 #include "kern_out.h"
 
-/* With AVX, kern_chunk_tmpl.h transposes K with vector shuffles and writes o
- * with streaming stores (data movement only: the values are the same) */
-#if defined(__AVX__)
-#include <immintrin.h>
-#define KERN_AVX 1
-#else
-#define KERN_AVX 0
-#endif
+#include "kern_avx.h"
 
 #define KERN_REAL 32
 #include "kern_scan_tmpl.h"
@@ -43,8 +36,7 @@ int kern_scan(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *out, gd
   gdn_outputs_clear(out);
   kern_num num;
   int rc = kern_num_setup(&num, in, cfg, "kern_scan", 1, e);
-  if (!rc && (rc = kern_out_alloc(out, &in->shape, kern_output_dtype(cfg, in->bf16_mask), e)))
-    gdn_error_prefix(e, "kern_scan: ");
+  if (!rc) rc = kern_out_alloc_for(out, in, cfg, "kern_scan", e);
   if (!rc)
     rc = num.dtype == GDN_DTYPE_F64 ? scan_run_f64(in, cfg, &num, out, e)
                                     : scan_run_f32(in, cfg, &num, out, e);

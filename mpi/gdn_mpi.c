@@ -284,20 +284,21 @@ static int int_count(size_t n, const char *what, gdn_error *e) {
   return gdn_error_set(e, GDN_ERR_INPUT, "%s: %zu elements exceed MPI's int count", what, n);
 }
 
-int gdn_mpi_allgather_f64(const double *mine, size_t n, double *all, gdn_error *e) {
-  int rc = int_count(n, "MPI_Allgather(doubles)", e);
+/* n elements of type t from every rank, in rank order; what names the call
+ * in messages. */
+static int allgather(const void *mine, size_t n, MPI_Datatype t, void *all, const char *what, gdn_error *e) {
+  int rc = int_count(n, what, e);
   if (rc) return rc;
-  MPI_TRY(MPI_Allgather(mine, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE, MPI_COMM_WORLD),
-          "MPI_Allgather(doubles)");
+  MPI_TRY(MPI_Allgather(mine, (int)n, t, all, (int)n, t, MPI_COMM_WORLD), what);
   return GDN_OK;
 }
 
+int gdn_mpi_allgather_f64(const double *mine, size_t n, double *all, gdn_error *e) {
+  return allgather(mine, n, MPI_DOUBLE, all, "MPI_Allgather(doubles)", e);
+}
+
 int gdn_mpi_allgather_i64(const int64_t *mine, size_t n, int64_t *all, gdn_error *e) {
-  int rc = int_count(n, "MPI_Allgather(int64)", e);
-  if (rc) return rc;
-  MPI_TRY(MPI_Allgather(mine, (int)n, MPI_INT64_T, all, (int)n, MPI_INT64_T, MPI_COMM_WORLD),
-          "MPI_Allgather(int64)");
-  return GDN_OK;
+  return allgather(mine, n, MPI_INT64_T, all, "MPI_Allgather(int64)", e);
 }
 
 int gdn_mpi_bcast_bytes(void *buf, size_t n, int root, gdn_error *e) {

@@ -1,6 +1,7 @@
 #include <inttypes.h>
 
 #include "oracle.h"
+#include "oracle_internal.h"
 
 void oracle_config_init(oracle_config *cfg) {
   cfg->prec = 128;
@@ -26,15 +27,33 @@ int oracle_config_validate(const oracle_config *cfg, int certified, gdn_error *e
     return gdn_error_set(e, GDN_ERR_INPUT,
                          "oracle config: chunk = %" PRId64 "; the chunked form needs C >= 1",
                          cfg->chunk);
-  if (cfg->column_block < 0)
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "oracle config: column_block = %" PRId64 "; it must be >= 0 (0 = automatic)",
-                         cfg->column_block);
-  if (certified && cfg->check_prec != 0 &&
-      (cfg->check_prec <= cfg->prec || cfg->check_prec > ORACLE_CHECK_PREC_MAX))
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "oracle config: check_prec = %ld bits; it must exceed prec = %ld and be "
-                         "at most %d (0 means prec + 64)",
-                         (long)cfg->check_prec, (long)cfg->prec, ORACLE_CHECK_PREC_MAX);
-  return GDN_OK;
+  int rc = orc_config_nonneg("oracle", "column_block", cfg->column_block, " (0 = automatic)", e);
+  return rc ? rc : orc_config_check_prec("oracle", (long)cfg->prec, (long)cfg->check_prec, certified, e);
+}
+
+int orc_config_nonneg(const char *who, const char *field, int64_t v, const char *note, gdn_error *e) {
+  if (v >= 0) return GDN_OK;
+  return gdn_error_set(e, GDN_ERR_INPUT, "%s config: %s = %" PRId64 "; it must be >= 0%s", who, field, v, note);
+}
+
+int orc_config_placement(const char *who, int64_t head0, int64_t whole_hv, gdn_error *e) {
+  if (head0 >= 0 && whole_hv >= 0 && (whole_hv > 0 || head0 == 0)) return GDN_OK;
+  return gdn_error_set(e, GDN_ERR_INPUT,
+                       "%s config: placement head0 = %" PRId64 " of whole_hv = %" PRId64
+                       "; both >= 0, and head0 = 0 without a whole run",
+                       who, head0, whole_hv);
+}
+
+int orc_config_bits(const char *who, const char *field, long bits, gdn_error *e) {
+  if (bits >= ORACLE_PREC_MIN && bits <= ORACLE_PREC_MAX) return GDN_OK;
+  return gdn_error_set(e, GDN_ERR_INPUT, "%s config: %s = %ld bits; it must be in [%d, %d]", who, field, bits,
+                       ORACLE_PREC_MIN, ORACLE_PREC_MAX);
+}
+
+int orc_config_check_prec(const char *who, long prec, long check_prec, int certified, gdn_error *e) {
+  if (!certified || check_prec == 0 || (check_prec > prec && check_prec <= ORACLE_CHECK_PREC_MAX)) return GDN_OK;
+  return gdn_error_set(e, GDN_ERR_INPUT,
+                       "%s config: check_prec = %ld bits; it must exceed prec = %ld and be at most %d (0 means "
+                       "prec + 64)",
+                       who, check_prec, prec, ORACLE_CHECK_PREC_MAX);
 }

@@ -208,4 +208,17 @@ void orc_meter_done(orc_meter *m);
 /* Tokens an item runs between two orc_meter_add calls. */
 #define ORC_METER_TOKENS 1024
 
+/* The config checks the four oracle tiers share (oracle_config.c), one
+ * message each: who is the tier's name ("oracle", "oracle dd", "oracle_vjp",
+ * "oracle_vjp_dd"), field the config's member, note what 0 means or "". */
+/* "WHO config: FIELD = V; it must be >= 0NOTE" for a negative v. */
+int orc_config_nonneg(const char *who, const char *field, int64_t v, const char *note, gdn_error *e);
+/* "WHO config: FIELD = B bits; it must be in [MIN, MAX]" outside them. */
+int orc_config_bits(const char *who, const char *field, long bits, gdn_error *e);
+/* The dd tiers' sample placement (oracle_dd_config.head0, whole_hv). */
+int orc_config_placement(const char *who, int64_t head0, int64_t whole_hv, gdn_error *e);
+/* The self-check's precision with certified set: 0 (prec + 64), or above
+ * prec and at most ORACLE_CHECK_PREC_MAX. */
+int orc_config_check_prec(const char *who, long prec, long check_prec, int certified, gdn_error *e);
+
 #endif

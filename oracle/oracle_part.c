@@ -115,6 +115,14 @@ gdn_shape orc_block_shape(const gdn_shape *s, const unsigned char *heads) {
   return b;
 }
 
+/* A failed run's tally holds partial sums nobody may merge: cleared, but
+ * the failing item stays named (failed_head) for the caller's message. */
+static void tally_drop(oracle_tally *t) {
+  int64_t f = t->failed_head;
+  oracle_tally_clear(t);
+  t->failed_head = f;
+}
+
 static int run_part(const gdn_inputs *in, const void *cfg, int dd, const unsigned char *heads,
                     gdn_outputs *out, oracle_tally *tally, gdn_error *e) {
   if (!tally) {
@@ -139,11 +147,7 @@ static int run_part(const gdn_inputs *in, const void *cfg, int dd, const unsigne
     oracle_certificate c;
     rc = orc_run_mpfr(in, cfg, out, &c, heads, tally, e);
   }
-  if (rc) {
-    int64_t f = tally->failed_head;
-    oracle_tally_clear(tally);
-    tally->failed_head = f;
-  }
+  if (rc) tally_drop(tally);
   return rc;
 }
 
@@ -220,11 +224,7 @@ int oracle_vjp_part(const gdn_inputs *in, const gdn_cotangents *ct, const oracle
     return rc;
   }
   oracle_vjp_certificate c;
-  if ((rc = orc_vjp_run(in, ct, cfg, out, &c, items, tally, e))) {
-    int64_t f = tally->failed_head;
-    oracle_tally_clear(tally);
-    tally->failed_head = f;
-  }
+  if ((rc = orc_vjp_run(in, ct, cfg, out, &c, items, tally, e))) tally_drop(tally);
   return rc;
 }
 
@@ -259,11 +259,7 @@ int oracle_vjp_dd_part(const gdn_inputs *in, const gdn_cotangents *ct, const ora
     return rc;
   }
   oracle_vjp_dd_certificate c;
-  if ((rc = orc_vjp_dd_run(in, ct, cfg, out, &c, items, tally, e))) {
-    int64_t f = tally->failed_head;
-    oracle_tally_clear(tally);
-    tally->failed_head = f;
-  }
+  if ((rc = orc_vjp_dd_run(in, ct, cfg, out, &c, items, tally, e))) tally_drop(tally);
   return rc;
 }
 

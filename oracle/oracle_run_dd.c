@@ -43,24 +43,11 @@ void oracle_dd_config_init(oracle_dd_config *cfg) {
 
 int oracle_dd_config_validate(const oracle_dd_config *cfg, gdn_error *e) {
   if (!cfg) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle dd config: missing (NULL)");
-  if (cfg->sample_prec < ORACLE_PREC_MIN || cfg->sample_prec > ORACLE_PREC_MAX)
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "oracle dd config: sample_prec = %ld bits; it must be in [%d, %d]",
-                         (long)cfg->sample_prec, ORACLE_PREC_MIN, ORACLE_PREC_MAX);
-  if (cfg->sample_columns < 0)
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "oracle dd config: sample_columns = %" PRId64 "; it must be >= 0",
-                         cfg->sample_columns);
-  if (cfg->column_block < 0)
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "oracle dd config: column_block = %" PRId64 "; it must be >= 0 (0 = automatic)",
-                         cfg->column_block);
-  if (cfg->head0 < 0 || cfg->whole_hv < 0 || (cfg->whole_hv == 0 && cfg->head0 != 0))
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "oracle dd config: placement head0 = %" PRId64 " of whole_hv = %" PRId64
-                         "; both >= 0, and head0 = 0 without a whole run",
-                         cfg->head0, cfg->whole_hv);
-  return GDN_OK;
+  int rc = orc_config_bits("oracle dd", "sample_prec", (long)cfg->sample_prec, e);
+  if (!rc) rc = orc_config_nonneg("oracle dd", "sample_columns", cfg->sample_columns, "", e);
+  if (!rc) rc = orc_config_nonneg("oracle dd", "column_block", cfg->column_block, " (0 = automatic)", e);
+  if (!rc) rc = orc_config_placement("oracle dd", cfg->head0, cfg->whole_hv, e);
+  return rc;
 }
 
 int64_t oracle_dd_sample_start_in(const gdn_shape *s, int64_t n, int64_t b, int64_t j, int64_t head0,

@@ -24,20 +24,10 @@ void oracle_vjp_config_init(oracle_vjp_config *cfg) {
 
 int oracle_vjp_config_validate(const oracle_vjp_config *cfg, int certified, gdn_error *e) {
   if (!cfg) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle_vjp config: missing (NULL)");
-  if (cfg->prec < ORACLE_PREC_MIN || cfg->prec > ORACLE_PREC_MAX)
-    return gdn_error_set(e, GDN_ERR_INPUT, "oracle_vjp config: prec = %ld bits; it must be in [%d, %d]",
-                         (long)cfg->prec, ORACLE_PREC_MIN, ORACLE_PREC_MAX);
-  if (cfg->checkpoint < 0)
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "oracle_vjp config: checkpoint = %" PRId64 "; it must be >= 0 (0 = sqrt(T))",
-                         cfg->checkpoint);
-  if (certified && cfg->check_prec != 0 &&
-      (cfg->check_prec <= cfg->prec || cfg->check_prec > ORACLE_CHECK_PREC_MAX))
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "oracle_vjp config: check_prec = %ld bits; it must exceed prec = %ld and be "
-                         "at most %d (0 means prec + 64)",
-                         (long)cfg->check_prec, (long)cfg->prec, ORACLE_CHECK_PREC_MAX);
-  return GDN_OK;
+  int rc = orc_config_bits("oracle_vjp", "prec", (long)cfg->prec, e);
+  if (!rc) rc = orc_config_nonneg("oracle_vjp", "checkpoint", cfg->checkpoint, " (0 = sqrt(T))", e);
+  if (!rc) rc = orc_config_check_prec("oracle_vjp", (long)cfg->prec, (long)cfg->check_prec, certified, e);
+  return rc;
 }
 
 /* K = ceil(sqrt(T)) unless configured (oracle_vjp.h: memory ~ (T/K + K)). */

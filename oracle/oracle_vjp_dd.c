@@ -23,22 +23,11 @@ void oracle_vjp_dd_config_init(oracle_vjp_dd_config *cfg) {
 
 static int validate(const oracle_vjp_dd_config *cfg, gdn_error *e) {
   if (!cfg) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle_vjp_dd config: missing (NULL)");
-  if (cfg->sample_prec < ORACLE_PREC_MIN || cfg->sample_prec > ORACLE_PREC_MAX)
-    return gdn_error_set(e, GDN_ERR_INPUT, "oracle_vjp_dd config: sample_prec = %ld bits; it must be in [%d, %d]",
-                         (long)cfg->sample_prec, ORACLE_PREC_MIN, ORACLE_PREC_MAX);
-  if (cfg->sample_columns < 0)
-    return gdn_error_set(e, GDN_ERR_INPUT, "oracle_vjp_dd config: sample_columns = %" PRId64 "; it must be >= 0",
-                         cfg->sample_columns);
-  if (cfg->checkpoint < 0)
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "oracle_vjp_dd config: checkpoint = %" PRId64 "; it must be >= 0 (0 = sqrt(T))",
-                         cfg->checkpoint);
-  if (cfg->head0 < 0 || cfg->whole_hv < 0 || (cfg->whole_hv == 0 && cfg->head0 != 0))
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "oracle_vjp_dd config: placement head0 = %" PRId64 " of whole_hv = %" PRId64
-                         "; both >= 0, and head0 = 0 without a whole run",
-                         cfg->head0, cfg->whole_hv);
-  return GDN_OK;
+  int rc = orc_config_bits("oracle_vjp_dd", "sample_prec", (long)cfg->sample_prec, e);
+  if (!rc) rc = orc_config_nonneg("oracle_vjp_dd", "sample_columns", cfg->sample_columns, "", e);
+  if (!rc) rc = orc_config_nonneg("oracle_vjp_dd", "checkpoint", cfg->checkpoint, " (0 = sqrt(T))", e);
+  if (!rc) rc = orc_config_placement("oracle_vjp_dd", cfg->head0, cfg->whole_hv, e);
+  return rc;
 }
 
 typedef struct dworker {

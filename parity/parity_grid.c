@@ -23,28 +23,36 @@ static int apply_heads(parity_synth_spec *sp, int64_t hk, int64_t dv, const char
   return GDN_OK;
 }
 
-static int parse_qk_norm(const char *s, unsigned *flags, const char *where, gdn_error *e) {
-  if (!strcmp(s, "in-kernel")) *flags &= ~GDN_SYNTH_QK_PRENORM;
-  else if (!strcmp(s, "pre")) *flags |= GDN_SYNTH_QK_PRENORM;
+/* The synthetic inputs' two-valued switches: the word for the flag clear,
+ * the word for it set.  One parser, so the options and the grid's keys
+ * accept and refuse alike. */
+typedef struct {
+  const char *off, *on;
+  unsigned flag;
+} synth_switch;
+
+static const synth_switch QK_NORM = {"in-kernel", "pre", GDN_SYNTH_QK_PRENORM};
+static const synth_switch GATES = {"init", "slow", GDN_SYNTH_SLOW_GATES};
+static const synth_switch PRELUDE = {"none", "bfloat16", GDN_SYNTH_PRELUDE_BF16};
+
+static int parse_switch(const synth_switch *sw, const char *s, unsigned *flags, const char *where, gdn_error *e) {
+  if (!strcmp(s, sw->off)) *flags &= ~sw->flag;
+  else if (!strcmp(s, sw->on)) *flags |= sw->flag;
   else
-    return gdn_error_set(e, GDN_ERR_INPUT, "%s '%s': expected in-kernel or pre", where, s);
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s '%s': expected %s or %s", where, s, sw->off, sw->on);
   return GDN_OK;
+}
+
+static int parse_qk_norm(const char *s, unsigned *flags, const char *where, gdn_error *e) {
+  return parse_switch(&QK_NORM, s, flags, where, e);
 }
 
 static int parse_gates(const char *s, unsigned *flags, const char *where, gdn_error *e) {
-  if (!strcmp(s, "init")) *flags &= ~GDN_SYNTH_SLOW_GATES;
-  else if (!strcmp(s, "slow")) *flags |= GDN_SYNTH_SLOW_GATES;
-  else
-    return gdn_error_set(e, GDN_ERR_INPUT, "%s '%s': expected init or slow", where, s);
-  return GDN_OK;
+  return parse_switch(&GATES, s, flags, where, e);
 }
 
 int parity_parse_prelude(const char *s, unsigned *flags, const char *where, gdn_error *e) {
-  if (!strcmp(s, "none")) *flags &= ~GDN_SYNTH_PRELUDE_BF16;
-  else if (!strcmp(s, "bfloat16")) *flags |= GDN_SYNTH_PRELUDE_BF16;
-  else
-    return gdn_error_set(e, GDN_ERR_INPUT, "%s '%s': expected none or bfloat16", where, s);
-  return GDN_OK;
+  return parse_switch(&PRELUDE, s, flags, where, e);
 }
 
 static int parse_input_dtype(const char *s, unsigned *mask, const char *where, gdn_error *e) {
@@ -327,12 +335,9 @@ int parity_grid_parse(parity_grid *g, const char *text, const char *source,
                       const parity_synth_spec *base, const parity_sweep_opts *base_opts,
                       gdn_error *e) {
   parity_grid_clear(g);
-  json_error_t je;
-  json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
-  if (!root)
-    return gdn_error_set(e, GDN_ERR_INPUT, "grid %s: line %d, column %d: %s", source, je.line,
-                         je.column, je.text);
-  int rc = GDN_OK;
+  json_t *root;
+  int rc = parity_json_loads(text, "grid", source, &root, e);
+  if (rc) return rc;
   json_t *entries = json_object_get(root, "entries");
   if (!json_is_object(root) || !json_is_array(entries) || json_array_size(entries) == 0) {
     rc = gdn_error_set(e, GDN_ERR_INPUT, "grid %s: expected an object with \"entries\", a non-empty list",

@@ -76,25 +76,22 @@ json_t *parity_json_metrics(const parity_metrics *m, int o_like) {
   return parity_json_tensor_metrics(m, &parity_tensors[o_like ? PARITY_T_O : PARITY_T_HT]);
 }
 
-static json_t *real_array(const double *x, size_t n) {
+/* [elem(x, 0), ..., elem(x, n - 1)], or NULL (and nothing leaked) when
+ * jansson runs out of memory. */
+static json_t *array_of(const void *x, size_t n, json_t *(*elem)(const void *x, size_t i)) {
   json_t *a = json_array();
   for (size_t i = 0; a && i < n; i++)
-    if (json_array_append_new(a, parity_json_real(x[i]))) {
+    if (json_array_append_new(a, elem(x, i))) {
       json_decref(a);
       return NULL;
     }
   return a;
 }
 
-static json_t *int_array(const int64_t *x, size_t n) {
-  json_t *a = json_array();
-  for (size_t i = 0; a && i < n; i++)
-    if (json_array_append_new(a, json_integer(x[i]))) {
-      json_decref(a);
-      return NULL;
-    }
-  return a;
-}
+static json_t *real_at(const void *x, size_t i) { return parity_json_real(((const double *)x)[i]); }
+static json_t *int_at(const void *x, size_t i) { return json_integer(((const int64_t *)x)[i]); }
+static json_t *real_array(const double *x, size_t n) { return array_of(x, n, real_at); }
+static json_t *int_array(const int64_t *x, size_t n) { return array_of(x, n, int_at); }
 
 /* {"o": METRICS, "ht": METRICS, ...} over the tensor rows in `mask`. */
 static json_t *tensors_json(const parity_metrics *m, unsigned mask) {
@@ -397,5 +394,14 @@ int parity_json_check_keys(const json_t *obj, const char *const *allowed, const 
     for (int i = 0; allowed[i] && !ok; i++) ok = !strcmp(k, allowed[i]);
     if (!ok) return gdn_error_set(e, GDN_ERR_INPUT, "%s: unknown %skey \"%s\"", where, kind, k);
   }
+  return GDN_OK;
+}
+
+int parity_json_loads(const char *text, const char *what, const char *source, json_t **root, gdn_error *e) {
+  json_error_t je;
+  *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+  if (!*root)
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s %s: line %d, column %d: %s", what, source, je.line, je.column,
+                         je.text);
   return GDN_OK;
 }

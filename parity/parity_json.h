@@ -38,4 +38,9 @@ int parity_json_set(json_t *obj, const char *key, json_t *v);
 int parity_json_check_keys(const json_t *obj, const char *const *allowed, const char *where,
                            const char *kind, gdn_error *e);
 
+/* The strict readers' parse of a whole document (policy, grid): duplicate
+ * keys refused, a syntax error as GDN_ERR_INPUT "WHAT SOURCE: line L, column
+ * C: jansson's text".  *root: a new reference, NULL on error. */
+int parity_json_loads(const char *text, const char *what, const char *source, json_t **root, gdn_error *e);
+
 #endif

@@ -161,16 +161,7 @@ static int slice_columns(const gdn_inputs *in, const int64_t *cols, int64_t n, g
     for (int64_t c = 0; c < n; c++) out->v[r * n + c] = in->v[r * S->Dv + cols[c]];
   for (int64_t r = 0; in->h0 && r < S->B * S->Hv * S->Dk; r++)
     for (int64_t c = 0; c < n; c++) out->h0[r * n + c] = in->h0[r * S->Dv + cols[c]];
-  out->l2norm_in_kernel = in->l2norm_in_kernel;
-  out->has_scale = in->has_scale;
-  out->scale = in->scale;
-  out->bf16_mask = in->bf16_mask;
-  out->packing = in->packing;
-  if (in->seg) {
-    if ((rc = gdn_inputs_alloc_seg(out, e))) return rc;
-    memcpy(out->seg, in->seg, (size_t)(S->B * S->T) * sizeof *in->seg);
-  }
-  return GDN_OK;
+  return gdn_inputs_copy_settings(out, in, e);
 }
 
 /* ||a_sub - r|| / ||r|| where a is the full tensor, rows of `stride` values

@@ -262,12 +262,9 @@ static int parse_rule(json_t *r, size_t ri, const char *src, parity_rule *out, g
 
 int parity_policy_parse(parity_policy *p, const char *text, const char *source, gdn_error *e) {
   parity_policy_clear(p);
-  json_error_t je;
-  json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
-  if (!root)
-    return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: line %d, column %d: %s", source, je.line,
-                         je.column, je.text);
-  int rc = GDN_OK;
+  json_t *root;
+  int rc = parity_json_loads(text, "policy", source, &root, e);
+  if (rc) return rc;
   json_t *rules = json_object_get(root, "rules");
   const char *name = json_string_value(json_object_get(root, "name"));
   static const char *const top[] = {"name", "description", "rules", "version", NULL};

@@ -54,8 +54,18 @@ const json_t *report_audit_of(const json_t *doc);
 int report_audit_pass(const json_t *audit);
 /* Checks in total and failing. */
 void report_audit_counts(const json_t *audit, size_t *n, size_t *n_fail);
+/* Where every renderer starts: doc's audit with its counts, or NULL
+ * (render nothing) when doc has none. */
+const json_t *report_audit_counted(const json_t *doc, size_t *n, size_t *n_fail);
 /* "collective-grows-with-T cp backward D=4" (the check and where). */
 void report_audit_check_where(const json_t *check, char *out, size_t n);
+/* A check FAILs unless its verdict is "PASS" (absent counts as failed). */
+int report_audit_check_failed(const json_t *check);
+/* Every output names failing checks the same way (where, then reason):
+ * calls emit for the first max failing checks in order (max 0: all) and
+ * returns how many it called it for. */
+typedef void report_audit_failure_fn(report_buf *b, const char *where, const char *reason);
+size_t report_audit_each_failure(report_buf *b, const json_t *audit, size_t max, report_audit_failure_fn *emit);
 
 /* HTML: the headline line under the verdict (id audit-headline) and the
  * section (id audit).  Both no-ops without an audit. */

@@ -307,7 +307,7 @@ int report_audit_pass(const json_t *audit) {
   return v && !strcmp(v, "PASS");
 }
 
-static int check_failed(const json_t *k) {
+int report_audit_check_failed(const json_t *k) {
   const char *v = report_doc_str(k, "verdict");
   return !v || strcmp(v, "PASS");
 }
@@ -316,7 +316,13 @@ void report_audit_counts(const json_t *audit, size_t *n, size_t *n_fail) {
   const json_t *checks = json_object_get(audit, "checks");
   *n = json_array_size(checks);
   *n_fail = 0;
-  for (size_t i = 0; i < *n; i++) *n_fail += check_failed(json_array_get(checks, i));
+  for (size_t i = 0; i < *n; i++) *n_fail += report_audit_check_failed(json_array_get(checks, i));
+}
+
+const json_t *report_audit_counted(const json_t *doc, size_t *n, size_t *n_fail) {
+  const json_t *a = report_audit_of(doc);
+  if (a) report_audit_counts(a, n, n_fail);
+  return a;
 }
 
 void report_audit_check_where(const json_t *k, char *out, size_t n) {
@@ -326,4 +332,18 @@ void report_audit_check_where(const json_t *k, char *out, size_t n) {
   if (len >= 0 && (size_t)len < n && p) len += snprintf(out + len, n - (size_t)len, " %s", p);
   if (len >= 0 && (size_t)len < n && json_is_integer(json_object_get(k, "devices")))
     snprintf(out + len, n - (size_t)len, " D=%lld", (long long)json_integer_value(json_object_get(k, "devices")));
+}
+
+size_t report_audit_each_failure(report_buf *b, const json_t *audit, size_t max, report_audit_failure_fn *emit) {
+  const json_t *checks = json_object_get(audit, "checks");
+  size_t shown = 0;
+  for (size_t i = 0; i < json_array_size(checks) && (!max || shown < max); i++) {
+    const json_t *k = json_array_get(checks, i);
+    if (!report_audit_check_failed(k)) continue;
+    char where[200];
+    report_audit_check_where(k, where, sizeof where);
+    emit(b, where, report_doc_str(k, "reason"));
+    shown++;
+  }
+  return shown;
 }

@@ -13,11 +13,6 @@
 
 static void esc(report_buf *b, const char *s) { report_escape_html_text_z(b, s ? s : "\xE2\x80\x94"); }
 
-static int failed(const json_t *k) {
-  const char *v = report_doc_str(k, "verdict");
-  return !v || strcmp(v, "PASS");
-}
-
 /* A number as the audit has it: integers exactly (byte counts, and reals
  * with an integral value: Python writes flops as 1234.0), other reals to 4
  * significant digits, null or absent as a dash. */
@@ -79,25 +74,20 @@ static void op_text(report_buf *b, const json_t *op) {
   report_buf_puts(b, "</code>");
 }
 
+static void headline_first(report_buf *b, const char *where, const char *reason) {
+  report_buf_puts(b, "; first <b>");
+  esc(b, where);
+  report_buf_puts(b, "</b>: ");
+  esc(b, reason);
+}
+
 void report_audit_html_headline(report_buf *b, const json_t *doc) {
-  const json_t *a = report_audit_of(doc);
-  if (!a) return;
   size_t n, nf;
-  report_audit_counts(a, &n, &nf);
+  const json_t *a = report_audit_counted(doc, &n, &nf);
+  if (!a) return;
   report_buf_printf(b, "<p id=\"audit-headline\"><b class=\"%s\">Audit %s</b>: %zu of %zu checks failed",
                     nf ? "tag-fail" : "tag-pass", nf ? "FAIL" : "PASS", nf, n);
-  const json_t *checks = json_object_get(a, "checks");
-  for (size_t i = 0; i < n; i++) {
-    const json_t *k = json_array_get(checks, i);
-    if (!failed(k)) continue;
-    char where[200];
-    report_audit_check_where(k, where, sizeof where);
-    report_buf_puts(b, "; first <b>");
-    esc(b, where);
-    report_buf_puts(b, "</b>: ");
-    esc(b, report_doc_str(k, "reason"));
-    break;
-  }
+  report_audit_each_failure(b, a, 1, headline_first);
   report_buf_puts(b, " (<a href=\"#audit\">the audit</a>).</p>\n");
 }
 
@@ -110,7 +100,7 @@ static void checks_table(report_buf *b, const json_t *a) {
   for (int part = 0; part < 2; part++)
     for (size_t i = 0; i < json_array_size(checks); i++) {
       const json_t *k = json_array_get(checks, i);
-      if (failed(k) != (part == 0)) continue;
+      if (report_audit_check_failed(k) != (part == 0)) continue;
       report_buf_printf(b, "<tr class=\"%s\">", part ? "pass" : "fail");
       td_text(b, report_doc_str(k, "check"), NULL);
       report_buf_printf(b, "<td class=\"%s\">%s</td>", part ? "tag-pass" : "tag-fail", part ? "PASS" : "FAIL");
@@ -221,10 +211,9 @@ static void memory_table(report_buf *b, const json_t *a) {
 }
 
 void report_audit_html_section(report_buf *b, const json_t *doc) {
-  const json_t *a = report_audit_of(doc);
-  if (!a) return;
   size_t n, nf;
-  report_audit_counts(a, &n, &nf);
+  const json_t *a = report_audit_counted(doc, &n, &nf);
+  if (!a) return;
   const json_t *s = json_object_get(a, "subject");
   report_buf_puts(b, "<section id=\"audit\">\n<h2>Audit: what the context-parallel function moves, keeps and "
                      "computes per device</h2>\n");

@@ -25,10 +25,6 @@ static void md_cell(report_buf *b, const char *s) {
   report_buf_puts(b, "\xE2\x80\xA6");
 }
 
-static int failed(const json_t *k) {
-  const char *v = report_doc_str(k, "verdict");
-  return !v || strcmp(v, "PASS");
-}
 
 static void md_subject(report_buf *b, const json_t *a) {
   const json_t *s = json_object_get(a, "subject");
@@ -46,34 +42,27 @@ static void md_subject(report_buf *b, const json_t *a) {
   report_buf_puts(b, "\n\n");
 }
 
+static void md_failure_row(report_buf *b, const char *where, const char *reason) {
+  report_buf_puts(b, "| ");
+  md_cell(b, where);
+  report_buf_puts(b, " | ");
+  md_cell(b, reason);
+  report_buf_puts(b, " |\n");
+}
+
 void report_audit_markdown(report_buf *b, const json_t *doc) {
-  const json_t *a = report_audit_of(doc);
-  if (!a) return;
   size_t n, nf;
-  report_audit_counts(a, &n, &nf);
+  const json_t *a = report_audit_counted(doc, &n, &nf);
+  if (!a) return;
   const int pass = report_audit_pass(a);
   report_buf_printf(b, "### %s Audit: **%s** (%zu of %zu checks failed)\n\n", pass ? "\xE2\x9C\x85" : "\xE2\x9D\x8C",
                     pass ? "PASS" : "FAIL", nf, n);
   md_subject(b, a);
   if (!nf) return;
   report_buf_puts(b, "| failing check | op and reason |\n|---|---|\n");
-  const json_t *checks = json_object_get(a, "checks");
-  size_t shown = 0;
-  for (size_t i = 0; i < json_array_size(checks); i++) {
-    const json_t *k = json_array_get(checks, i);
-    if (!failed(k)) continue;
-    if (shown++ == MD_MAX_FAILS) {
-      report_buf_printf(b, "\n... and %zu more failing checks (see the report).\n", nf - MD_MAX_FAILS);
-      break;
-    }
-    char where[200];
-    report_audit_check_where(k, where, sizeof where);
-    report_buf_puts(b, "| ");
-    md_cell(b, where);
-    report_buf_puts(b, " | ");
-    md_cell(b, report_doc_str(k, "reason"));
-    report_buf_puts(b, " |\n");
-  }
+  report_audit_each_failure(b, a, MD_MAX_FAILS, md_failure_row);
+  if (nf > MD_MAX_FAILS)
+    report_buf_printf(b, "\n... and %zu more failing checks (see the report).\n", nf - MD_MAX_FAILS);
   report_buf_puts(b, "\n");
 }
 
@@ -92,10 +81,9 @@ static void junit_classname(report_buf *b, const char *check) {
 }
 
 void report_audit_junit(report_buf *b, const json_t *doc) {
-  const json_t *a = report_audit_of(doc);
-  if (!a) return;
   size_t n, nf;
-  report_audit_counts(a, &n, &nf);
+  const json_t *a = report_audit_counted(doc, &n, &nf);
+  if (!a) return;
   report_buf_printf(b, "  <testsuite name=\"gdn-parity.audit\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" "
                        "skipped=\"0\" time=\"0.000\">\n", n, nf);
   const json_t *checks = json_object_get(a, "checks");
@@ -108,7 +96,7 @@ void report_audit_junit(report_buf *b, const json_t *doc) {
     report_buf_puts(b, "\"");
     junit_classname(b, report_doc_str(k, "check"));
     report_buf_puts(b, " time=\"0.000\"");
-    if (!failed(k)) {
+    if (!report_audit_check_failed(k)) {
       report_buf_puts(b, "/>\n");
       continue;
     }
@@ -131,38 +119,30 @@ static void plain(report_buf *b, const char *s) {
     report_buf_putc(b, *c < 0x20 || *c == 0x7f ? '?' : (char)*c);
 }
 
-void report_audit_text_lines(report_buf *b, const json_t *a) {
-  const json_t *checks = json_object_get(a, "checks");
-  for (size_t i = 0; i < json_array_size(checks); i++) {
-    const json_t *k = json_array_get(checks, i);
-    if (!failed(k)) continue;
-    char where[200];
-    report_audit_check_where(k, where, sizeof where);
-    report_buf_puts(b, "audit: FAIL ");
-    plain(b, where);
-    report_buf_puts(b, ": ");
-    plain(b, report_doc_str(k, "reason"));
-    report_buf_putc(b, '\n');
-  }
+static void text_failure_line(report_buf *b, const char *where, const char *reason) {
+  report_buf_puts(b, "audit: FAIL ");
+  plain(b, where);
+  report_buf_puts(b, ": ");
+  plain(b, reason);
+  report_buf_putc(b, '\n');
+}
+
+void report_audit_text_lines(report_buf *b, const json_t *a) { report_audit_each_failure(b, a, 0, text_failure_line); }
+
+static void verdict_first(report_buf *b, const char *where, const char *reason) {
+  (void)reason; /* the verdict line stays one line: the reason is in the lines above */
+  plain(b, where);
 }
 
 void report_audit_text_verdict(report_buf *b, const json_t *doc) {
-  const json_t *a = report_audit_of(doc);
-  if (!a) return;
   size_t n, nf;
-  report_audit_counts(a, &n, &nf);
+  const json_t *a = report_audit_counted(doc, &n, &nf);
+  if (!a) return;
   if (!nf) {
     report_buf_printf(b, "; audit PASS (%zu check%s)", n, n == 1 ? "" : "s");
     return;
   }
-  const json_t *checks = json_object_get(a, "checks");
-  for (size_t i = 0; i < n; i++)
-    if (failed(json_array_get(checks, i))) {
-      char where[200];
-      report_audit_check_where(json_array_get(checks, i), where, sizeof where);
-      report_buf_printf(b, "; audit FAIL (%zu of %zu checks, first ", nf, n);
-      plain(b, where);
-      report_buf_puts(b, ")");
-      return;
-    }
+  report_buf_printf(b, "; audit FAIL (%zu of %zu checks, first ", nf, n);
+  report_audit_each_failure(b, a, 1, verdict_first);
+  report_buf_puts(b, ")");
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gdn_alloc.h"
+#include "gdn_atomic.h"
 
 void report_buf_init(report_buf *b) {
   b->data = NULL;
@@ -81,4 +82,11 @@ int report_buf_status(const report_buf *b, const char *what, gdn_error *e) {
   if (!b->err.code) return GDN_OK;
   gdn_error_set(e, b->err.code, "%s: %s", what, b->err.msg);
   return b->err.code;
+}
+
+int report_buf_write_file(report_buf *b, int rc, const char *path, gdn_error *e) {
+  if (!rc) rc = gdn_atomic_write_all(path, b->data, b->len, e);
+  if (rc && rc != GDN_ERR_IO) gdn_error_prefix(e, "writing %s: ", path);
+  report_buf_clear(b);
+  return rc;
 }

@@ -36,4 +36,10 @@ void report_buf_vprintf(report_buf *b, const char *fmt, va_list ap);
 /* GDN_OK, or the sticky failure copied into e with `what` as context. */
 int report_buf_status(const report_buf *b, const char *what, gdn_error *e);
 
+/* The end of every report_*_write: when rendering succeeded (rc GDN_OK),
+ * writes b atomically to path; an error that does not already name the file
+ * (everything but the I/O layer's own) gets "writing PATH: " in front.
+ * Frees b either way; returns the error code. */
+int report_buf_write_file(report_buf *b, int rc, const char *path, gdn_error *e);
+
 #endif

@@ -2,7 +2,6 @@
 #include <string.h>
 
 #include "gdn_alloc.h"
-#include "gdn_atomic.h"
 #include "report_doc.h"
 #include "report_json.h"
 
@@ -207,9 +206,5 @@ int report_json_render(const json_t *doc, report_buf *b, gdn_error *e) {
 int report_json_write(const json_t *doc, const char *path, gdn_error *e) {
   report_buf b;
   report_buf_init(&b);
-  int rc = report_json_render(doc, &b, e);
-  if (!rc) rc = gdn_atomic_write_all(path, b.data, b.len, e);
-  if (rc && rc != GDN_ERR_IO) gdn_error_prefix(e, "writing %s: ", path);
-  report_buf_clear(&b);
-  return rc;
+  return report_buf_write_file(&b, report_json_render(doc, &b, e), path, e);
 }

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gdn_atomic.h"
 #include "report_audit.h"
 #include "report_doc.h"
 #include "report_findings.h"
@@ -238,9 +237,5 @@ int report_junit_render(const json_t *doc, report_buf *b, gdn_error *e) {
 int report_junit_write(const json_t *doc, const char *path, gdn_error *e) {
   report_buf b;
   report_buf_init(&b);
-  int rc = report_junit_render(doc, &b, e);
-  if (!rc) rc = gdn_atomic_write_all(path, b.data, b.len, e);
-  if (rc && rc != GDN_ERR_IO) gdn_error_prefix(e, "writing %s: ", path);
-  report_buf_clear(&b);
-  return rc;
+  return report_buf_write_file(&b, report_junit_render(doc, &b, e), path, e);
 }

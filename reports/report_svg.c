@@ -30,6 +30,16 @@ static void attr_num(report_buf *b, const char *name, double v) {
   report_buf_putc(b, '"');
 }
 
+/* A grid line or a tick: <line x1 x2 y1 y2/> (attributes in this order). */
+static void line_el(report_buf *b, double x1, double x2, double y1, double y2) {
+  report_buf_puts(b, "<line");
+  attr_num(b, "x1", x1);
+  attr_num(b, "x2", x2);
+  attr_num(b, "y1", y1);
+  attr_num(b, "y2", y2);
+  report_buf_puts(b, "/>");
+}
+
 void report_svg_text(report_buf *b, double x, double y, const char *anchor, const char *cls,
                      const char *text) {
   report_buf_puts(b, "<text");
@@ -88,21 +98,11 @@ void report_plot_begin(report_plot *p, report_buf *b, const char *id, const char
   report_buf_puts(b, "<g class=\"grid\">");
   for (size_t i = 0; i < x->n_ticks; i++) {
     double px = report_plot_px(p, x->ticks[i]);
-    report_buf_puts(b, "<line");
-    attr_num(b, "x1", px);
-    attr_num(b, "x2", px);
-    attr_num(b, "y1", p->y0);
-    attr_num(b, "y2", p->y1);
-    report_buf_puts(b, "/>");
+    line_el(b, px, px, p->y0, p->y1);
   }
   for (size_t i = 0; i < y->n_ticks; i++) {
     double py = report_plot_py(p, y->ticks[i]);
-    report_buf_puts(b, "<line");
-    attr_num(b, "x1", p->x0);
-    attr_num(b, "x2", p->x1);
-    attr_num(b, "y1", py);
-    attr_num(b, "y2", py);
-    report_buf_puts(b, "/>");
+    line_el(b, p->x0, p->x1, py, py);
   }
   report_buf_puts(b, "</g>\n<rect class=\"frame\"");
   attr_num(b, "x", p->x0);
@@ -112,23 +112,13 @@ void report_plot_begin(report_plot *p, report_buf *b, const char *id, const char
   report_buf_puts(b, "/>\n<g class=\"ticks\">");
   for (size_t i = 0; i < x->n_ticks; i++) {
     double px = report_plot_px(p, x->ticks[i]);
-    report_buf_puts(b, "<line");
-    attr_num(b, "x1", px);
-    attr_num(b, "x2", px);
-    attr_num(b, "y1", p->y1);
-    attr_num(b, "y2", p->y1 + 5);
-    report_buf_puts(b, "/>");
+    line_el(b, px, px, p->y1, p->y1 + 5);
     report_axis_format(x, x->ticks[i], t);
     report_svg_text(b, px, p->y1 + 18, "middle", NULL, t);
   }
   for (size_t i = 0; i < y->n_ticks; i++) {
     double py = report_plot_py(p, y->ticks[i]);
-    report_buf_puts(b, "<line");
-    attr_num(b, "x1", p->x0 - 5);
-    attr_num(b, "x2", p->x0);
-    attr_num(b, "y1", py);
-    attr_num(b, "y2", py);
-    report_buf_puts(b, "/>");
+    line_el(b, p->x0 - 5, p->x0, py, py);
     report_axis_format(y, y->ticks[i], t);
     report_svg_text(b, p->x0 - 8, py + 4, "end", NULL, t);
   }

@@ -219,37 +219,41 @@ def functions(args):
     return adapter, impl, cp_fn
 
 
-def main(args) -> int:
-    """`gdn-parity-jax audit`."""
-    from .cli import set_host_devices
+def _reported(body, usage_prefix: str) -> int:
+    """body()'s exit status; a usage error or a failed run as one line on
+    stderr (usage errors after usage_prefix) and its exit status."""
     try:
-        st = resolve(args)
-        set_host_devices(max(8, max(st.devices)))
-        adapter, impl, cp_fn = functions(args)
-        return audit(args, st, adapter, impl, cp_fn)
+        return body()
     except UsageError as exc:
-        print(f"gdn-parity-jax: {exc}", file=sys.stderr)
+        print(f"gdn-parity-jax: {usage_prefix}{exc}", file=sys.stderr)
         return EXIT_USAGE
     except _exit_type() as exc:
         print(f"gdn-parity-jax: audit: {exc}", file=sys.stderr)
         return exc.code
+
+
+def main(args) -> int:
+    """`gdn-parity-jax audit`."""
+    from .cli import set_host_devices
+
+    def body():
+        st = resolve(args)
+        set_host_devices(max(8, max(st.devices)))
+        adapter, impl, cp_fn = functions(args)
+        return audit(args, st, adapter, impl, cp_fn)
+    return _reported(body, "")
 
 
 def from_run(args) -> int:
     """`run --audit`: the audit of run's functions beside the parity run
     (its document as audit.json in --out)."""
-    try:
+    def body():
         st = resolve(args)
         adapter, impl, cp_fn = functions(args)
         if not args.quiet:
             print("gdn-parity-jax: audit (compiled programs, nothing executed)", flush=True)
         return audit(args, st, adapter, impl, cp_fn, os.path.join(args.out, "audit.json"))
-    except UsageError as exc:
-        print(f"gdn-parity-jax: audit: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except _exit_type() as exc:
-        print(f"gdn-parity-jax: audit: {exc}", file=sys.stderr)
-        return exc.code
+    return _reported(body, "audit: ")
 
 
 def _exit_type():

@@ -126,20 +126,7 @@ def _prefix_hs_two_rounds(pair, cp_axis, compose_fn=impls.compose):
     from 5 on the stride-4 round is missing, so devices r >= 5 (and the last
     pair, hence ht) lack the pairs more than 3 devices back."""
     D = lax.axis_size(cp_axis)
-    r = lax.axis_index(cp_axis)
-    inc = pair
-    for s in (1, 2):
-        if s >= D:
-            break
-        recv = jax.tree.map(lambda x, s=s: lax.ppermute(x, cp_axis, [(i, i + s) for i in range(D - s)]), inc)
-        new = compose_fn(recv, inc)
-        inc = jax.tree.map(lambda n, o, s=s: jnp.where(r >= s, n, o), new, inc)
-    if D > 1:
-        exc = jax.tree.map(lambda x: lax.ppermute(x, cp_axis, [(i, i + 1) for i in range(D - 1)]), inc)
-    else:
-        exc = inc
-    last = jax.tree.map(lambda x: lax.psum(jnp.where(r == D - 1, x, jnp.zeros_like(x)), cp_axis), inc)
-    return exc, last
+    return impls.hillis_steele_rounds(pair, cp_axis, [s for s in (1, 2) if s < D], compose_fn)
 
 
 def _prefix_pairs_bf16(pair, cp_axis, compose_fn=impls.compose):
@@ -154,24 +141,8 @@ def _prefix_hs_reversed(pair, cp_axis, compose_fn=impls.compose):
     """impls.prefix_hillis_steele with its rounds in reverse order (the
     longest stride first): `for s in reversed(strides)`.  With D = 2 there is
     one round, so the bug needs D >= 3 to show."""
-    D = lax.axis_size(cp_axis)
-    r = lax.axis_index(cp_axis)
-    strides = []
-    s = 1
-    while s < D:
-        strides.append(s)
-        s *= 2
-    inc = pair
-    for s in reversed(strides):
-        recv = jax.tree.map(lambda x, s=s: lax.ppermute(x, cp_axis, [(i, i + s) for i in range(D - s)]), inc)
-        new = compose_fn(recv, inc)
-        inc = jax.tree.map(lambda n, o, s=s: jnp.where(r >= s, n, o), new, inc)
-    if D > 1:
-        exc = jax.tree.map(lambda x: lax.ppermute(x, cp_axis, [(i, i + 1) for i in range(D - 1)]), inc)
-    else:
-        exc = inc
-    last = jax.tree.map(lambda x: lax.psum(jnp.where(r == D - 1, x, jnp.zeros_like(x)), cp_axis), inc)
-    return exc, last
+    strides = impls.doubling_strides(lax.axis_size(cp_axis))
+    return impls.hillis_steele_rounds(pair, cp_axis, strides[::-1], compose_fn)
 
 
 def _compose_later_first(earlier, later):
@@ -208,14 +179,22 @@ def _cp_mutant(terms, h0, cp_axis, *, prefix_fn=impls.prefix_associative, prefix
     return o, ht
 
 
+def _terms_and_h0(query, key, value, g, beta, chunk_size, initial_state, use_qk_norm_in_gdn, compute_dtype):
+    """What a mutant's chunked body starts from, as impls._run's: the chunk
+    terms, T, and the initial state (zeros without one)."""
+    terms, T = impls.chunk_terms(query, key, value, g, beta, chunk_size, use_qk_norm_in_gdn,
+                                 compute_dtype)
+    h0 = impls._zeros_state(query, value) if initial_state is None else initial_state.astype(impls.F32)
+    return terms, T, h0
+
+
 def _run_mutant(query, key, value, g, beta, chunk_size, initial_state, use_qk_norm_in_gdn,
                 compute_dtype, cp_axis, **hooks):
     if cp_axis is None:
         return impls.chunk_gated_delta_rule(query, key, value, g, beta, chunk_size, initial_state,
                                             use_qk_norm_in_gdn, compute_dtype, None)
-    terms, T = impls.chunk_terms(query, key, value, g, beta, chunk_size, use_qk_norm_in_gdn,
+    terms, T, h0 = _terms_and_h0(query, key, value, g, beta, chunk_size, initial_state, use_qk_norm_in_gdn,
                                  compute_dtype)
-    h0 = impls._zeros_state(query, value) if initial_state is None else initial_state.astype(impls.F32)
     o, h = _cp_mutant(terms, h0, cp_axis, **hooks)
     o = impls.unchunk(o, T, value.dtype)
     return o, (h if initial_state is not None else None)
@@ -411,9 +390,8 @@ def seam_decay_chunk(query, key, value, g, beta, chunk_size=64, initial_state=No
     if cp_axis is None:
         return impls.chunk_gated_delta_rule(query, key, value, g, beta, chunk_size, initial_state,
                                             use_qk_norm_in_gdn, compute_dtype, None)
-    terms, T = impls.chunk_terms(query, key, value, g, beta, chunk_size, use_qk_norm_in_gdn,
+    terms, T, h0 = _terms_and_h0(query, key, value, g, beta, chunk_size, initial_state, use_qk_norm_in_gdn,
                                  compute_dtype)
-    h0 = impls._zeros_state(query, value) if initial_state is None else initial_state.astype(impls.F32)
     first = jax.tree.map(lambda x: x[0], terms)
     bad = _undecayed(first, _first_chunk_w_undecayed(query, key, beta, g, chunk_size,
                                                      use_qk_norm_in_gdn, compute_dtype))
@@ -558,9 +536,8 @@ def no_checkpoint(query, key, value, g, beta, chunk_size=64, initial_state=None,
     function's; the backward keeps more bytes per token (the audit reports
     the ratio to the stock function's; --max-residual-bytes-per-token
     judges it)."""
-    terms, T = impls.chunk_terms(query, key, value, g, beta, chunk_size, use_qk_norm_in_gdn,
+    terms, T, h0 = _terms_and_h0(query, key, value, g, beta, chunk_size, initial_state, use_qk_norm_in_gdn,
                                  compute_dtype)
-    h0 = impls._zeros_state(query, value) if initial_state is None else initial_state.astype(impls.F32)
     if cp_axis is None:
         h, o = impls.scan_chunks(terms, h0)
     else:

@@ -186,25 +186,41 @@ def prefix_associative(pair, cp_axis, compose_fn=compose):
     return (A_cum[prev], B_cum[prev]), (A_cum[-1], B_cum[-1])
 
 
-def prefix_hillis_steele(pair, cp_axis, compose_fn=compose):
-    """Hillis-Steele over ceil(log2 D) ppermute rounds: in round s, device r >= s
-    composes (received from r - s, own).  The exclusive prefix is one more
-    shift; the last device's inclusive pair reaches all by a masked psum."""
+def hillis_steele_rounds(pair, cp_axis, strides, compose_fn=compose):
+    """Hillis-Steele rounds at the given strides (each < D): in round s, device
+    r >= s composes (received from r - s, own).  The exclusive prefix is one
+    more shift; the last device's inclusive pair reaches all by a masked
+    psum.  Returns (exclusive pair, last pair).  The stock prefix runs the
+    strides 1, 2, 4, ... < D; broken.py's planted bugs run other lists."""
     D = lax.axis_size(cp_axis)
     r = lax.axis_index(cp_axis)
     inc = pair
-    s = 1
-    while s < D:
-        recv = jax.tree.map(lambda x: lax.ppermute(x, cp_axis, [(i, i + s) for i in range(D - s)]), inc)
+    for s in strides:
+        recv = jax.tree.map(lambda x, s=s: lax.ppermute(x, cp_axis, [(i, i + s) for i in range(D - s)]), inc)
         new = compose_fn(recv, inc)
-        inc = jax.tree.map(lambda n, o: jnp.where(r >= s, n, o), new, inc)
-        s *= 2
+        inc = jax.tree.map(lambda n, o, s=s: jnp.where(r >= s, n, o), new, inc)
     if D > 1:
         exc = jax.tree.map(lambda x: lax.ppermute(x, cp_axis, [(i, i + 1) for i in range(D - 1)]), inc)
     else:
         exc = inc
     last = jax.tree.map(lambda x: lax.psum(jnp.where(r == D - 1, x, jnp.zeros_like(x)), cp_axis), inc)
     return exc, last
+
+
+def doubling_strides(D):
+    """1, 2, 4, ... below D: ceil(log2 D) rounds."""
+    strides = []
+    s = 1
+    while s < D:
+        strides.append(s)
+        s *= 2
+    return strides
+
+
+def prefix_hillis_steele(pair, cp_axis, compose_fn=compose):
+    """Hillis-Steele over ceil(log2 D) ppermute rounds (hillis_steele_rounds
+    at the doubling strides)."""
+    return hillis_steele_rounds(pair, cp_axis, doubling_strides(lax.axis_size(cp_axis)), compose_fn)
 
 
 def context_parallel(terms, h0, cp_axis, prefix_fn, compose_fn=compose):

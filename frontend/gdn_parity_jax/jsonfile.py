@@ -49,3 +49,17 @@ def load(path) -> object:
         raise JSONFileError(f"{show(path)}: {exc}") from None
     except RecursionError:
         raise JSONFileError(f"{show(path)}: nested too deeply to read") from None
+
+
+def load_object(path, prefix: str, error, shown) -> dict:
+    """load(path), which must give a JSON object, for a reader that reports
+    in its own words: a failure raises error(f"{prefix} {why}"), the file
+    named as `shown` when it is not an object (the grid and --signature
+    readers share this, so they refuse alike)."""
+    try:
+        doc = load(path)
+    except JSONFileError as exc:
+        raise error(f"{prefix} {exc}") from None
+    if not isinstance(doc, dict):
+        raise error(f"{prefix} {shown}: expected a JSON object")
+    return doc

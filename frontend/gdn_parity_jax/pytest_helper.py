@@ -171,14 +171,9 @@ def _entry_runs(entry: dict, where: str, overrides: dict):
 def grid_runs(grid, overrides=None):
     """For each entry of the grid: (label, list of argument lists or None,
     why skipped or None)."""
-    from .jsonfile import JSONFileError, load
+    from .jsonfile import load_object
     path = grid_path(grid)
-    try:
-        doc = load(path)
-    except JSONFileError as exc:
-        raise ValueError(f"assert_gdn_parity: grid {exc}") from None
-    if not isinstance(doc, dict):
-        raise ValueError(f"assert_gdn_parity: grid {path}: expected a JSON object")
+    doc = load_object(path, "assert_gdn_parity: grid", ValueError, path)
     out = []
     entries = doc.get("entries", [])
     if not isinstance(entries, list):

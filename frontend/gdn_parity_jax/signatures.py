@@ -342,13 +342,8 @@ def get_adapter(name: str):
 
 
 def json_adapter(path: str):
-    from .jsonfile import JSONFileError, load
-    try:
-        spec = load(path)
-    except JSONFileError as exc:
-        raise SignatureError(f"--signature {exc}") from None
-    if not isinstance(spec, dict):
-        raise SignatureError(f"--signature {show(path)}: expected a JSON object")
+    from .jsonfile import load_object
+    spec = load_object(path, "--signature", SignatureError, show(path))
     return MappingAdapter(path, spec, f"--signature {show(path)}")
 
 
