@@ -124,6 +124,16 @@ START_TEST(tininess_after_rounding) {
 }
 END_TEST
 
+/* Kernel k on in with c as given (a) and with flush-to-zero on (b); c keeps
+ * ftz = 1 afterwards. */
+static void run_without_and_with_ftz(kt_kernel k, const gdn_inputs *in, kern_config *c, gdn_outputs *a, gdn_outputs *b) {
+  gdn_outputs_init(a);
+  gdn_outputs_init(b);
+  kt_run_ok(k, in, c, a);
+  c->ftz = 1;
+  kt_run_ok(k, in, c, b);
+}
+
 /* float64 compute ignores ftz: identical outputs, subnormal kept. */
 START_TEST(float64_ignores_ftz) {
   gdn_inputs in;
@@ -131,11 +141,7 @@ START_TEST(float64_ignores_ftz) {
   for (int k = 0; k < 3; k++) {
     kern_config c = kt_cfg(GDN_DTYPE_F64, 1, 1);
     gdn_outputs a, b;
-    gdn_outputs_init(&a);
-    gdn_outputs_init(&b);
-    kt_run_ok((kt_kernel)k, &in, &c, &a);
-    c.ftz = 1;
-    kt_run_ok((kt_kernel)k, &in, &c, &b);
+    run_without_and_with_ftz((kt_kernel)k, &in, &c, &a, &b);
     ck_assert(kt_same_outputs(&a, &b));
     ck_assert(a.o[0] == 0x1p-133);
     gdn_outputs_clear(&a);
@@ -158,11 +164,7 @@ START_TEST(only_subnormals_change) {
         kern_config c = kt_cfg(dt ? GDN_DTYPE_BF16 : GDN_DTYPE_F32, 64, k == K_AFFINE ? 3 : 1);
         c.matmul = dt ? KERN_MATMUL_DEFAULT : KERN_MATMUL_IEEE;
         gdn_outputs a, b;
-        gdn_outputs_init(&a);
-        gdn_outputs_init(&b);
-        kt_run_ok((kt_kernel)k, &in, &c, &a);
-        c.ftz = 1;
-        kt_run_ok((kt_kernel)k, &in, &c, &b);
+        run_without_and_with_ftz((kt_kernel)k, &in, &c, &a, &b);
         if (!fast) {
           ck_assert_msg(kt_same_outputs(&a, &b), "%s %s: ftz changed a subnormal-free run",
                         kt_kernel_names[k], gdn_dtype_name(c.dtype));
