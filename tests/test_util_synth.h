@@ -29,6 +29,19 @@ static inline void tsu_cots(gdn_cotangents *ct, const gdn_shape *s, int with_dht
   gdn_cotangents_synth(ct, seed);
 }
 
+/* The VJP tests' set-up: inputs of shape s (tsu_synth) and cotangents for
+ * them (tsu_cots); tsu_problem_clear frees both. */
+static inline void tsu_problem(gdn_inputs *in, gdn_cotangents *ct, gdn_shape s, unsigned flags, uint64_t seed,
+                               int with_dht, uint64_t cot_seed) {
+  tsu_synth(in, s, flags, seed);
+  tsu_cots(ct, &s, with_dht, cot_seed);
+}
+
+static inline void tsu_problem_clear(gdn_inputs *in, gdn_cotangents *ct) {
+  gdn_cotangents_clear(ct);
+  gdn_inputs_clear(in);
+}
+
 /* Tokens [t0, t0 + L) of batch row b of `in` as inputs of their own (no
  * h0, the same L2-norm flag): one document of a packed sequence, alone. */
 static inline void tsu_slice_tokens(gdn_inputs *one, const gdn_inputs *in, int64_t b, int64_t t0, int64_t L) {

@@ -19,9 +19,8 @@
 START_TEST(threads_change_nothing) {
   gdn_shape s = {2, 72, 2, 4, 8, 6};
   gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 5);
   gdn_cotangents ct;
-  tsu_cots(&ct, &s, 1, 6);
+  tsu_problem(&in, &ct, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 5, 1, 6);
   const kern_shard T_ = KERN_SHARD_TOKENS, C_ = KERN_SHARD_CHUNKS;
   const struct { gdn_dtype dt; int ftz; int64_t D; int affine; kern_matmul mm; kern_shard sh; } cfgs[] = {
       {GDN_DTYPE_F32, 0, 1, 0, KERN_MATMUL_IEEE, T_}, {GDN_DTYPE_F32, 0, 3, 1, KERN_MATMUL_IEEE, C_},
@@ -50,8 +49,7 @@ START_TEST(threads_change_nothing) {
     gdn_grads_clear(&ref);
   }
   gdn_threads_set(2);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 
@@ -62,9 +60,8 @@ END_TEST
 START_TEST(schedules_differ) {
   gdn_shape s = {1, 128, 1, 1, 8, 8};
   gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 8);
   gdn_cotangents ct;
-  tsu_cots(&ct, &s, 1, 9);
+  tsu_problem(&in, &ct, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 8, 1, 9);
   gdn_grads g[3];
   for (int p = 0; p < 3; p++) {
     kern_config c = vtu_cfg(GDN_DTYPE_F32, 16, 8);
@@ -73,8 +70,7 @@ START_TEST(schedules_differ) {
   }
   ck_assert(!vtu_same(&g[0], &g[1]) && !vtu_same(&g[0], &g[2]) && !vtu_same(&g[1], &g[2]));
   for (int p = 0; p < 3; p++) gdn_grads_clear(&g[p]);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 
@@ -84,9 +80,8 @@ END_TEST
 static void one_device(gdn_dtype dt) {
   gdn_shape s = {1, 64, 1, 2, 8, 8};
   gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 8);
   gdn_cotangents ct;
-  tsu_cots(&ct, &s, 1, 9);
+  tsu_problem(&in, &ct, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 8, 1, 9);
   kern_config c1 = vtu_cfg(dt, 16, 1), c2 = vtu_cfg(dt, 16, 2);
   gdn_grads a, b, d2;
   vtu_kern(&in, &ct, &c1, 0, &a);
@@ -99,8 +94,7 @@ static void one_device(gdn_dtype dt) {
   gdn_grads_clear(&a);
   gdn_grads_clear(&b);
   gdn_grads_clear(&d2);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 START_TEST(one_device_is_the_scan) { one_device(GDN_DTYPE_F32); }
 END_TEST
@@ -126,9 +120,8 @@ static size_t not_bf16(const gdn_grads *g, gdn_grad_id id) {
 START_TEST(bf16_cotangents_are_bf16) {
   gdn_shape s = {1, 40, 2, 2, 8, 8};
   gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_QK_PRENORM, 4);
   gdn_cotangents ct;
-  tsu_cots(&ct, &s, 1, 5);
+  tsu_problem(&in, &ct, s, GDN_SYNTH_H0 | GDN_SYNTH_QK_PRENORM, 4, 1, 5);
   for (int64_t D = 1; D <= 2; D++) {
     kern_config c = vtu_cfg(GDN_DTYPE_BF16, 8, D);
     gdn_grads g;
@@ -143,8 +136,7 @@ START_TEST(bf16_cotangents_are_bf16) {
   vtu_kern(&in, &ct, &c, 0, &g);
   ck_assert(not_bf16(&g, GDN_GRAD_DV) > 0);
   gdn_grads_clear(&g);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 
@@ -165,9 +157,8 @@ static void expect(const gdn_inputs *in, const gdn_cotangents *ct, const kern_co
 START_TEST(refusals) {
   gdn_shape s = {1, 32, 1, 1, 4, 4};
   gdn_inputs in;
-  tsu_synth(&in, s, 0, 1);
   gdn_cotangents ct;
-  tsu_cots(&ct, &s, 0, 1);
+  tsu_problem(&in, &ct, s, 0, 1, 0, 1);
   kern_config c = vtu_cfg(GDN_DTYPE_F32, 8, 2);
   c.mutant = KERN_MUTANT_COMPOSE_ORDER;
   expect(&in, &ct, &c, 1, GDN_ERR_INPUT, "has no backward");
@@ -189,8 +180,7 @@ START_TEST(refusals) {
   gdn_error e;
   gdn_error_init(&e);
   ck_assert_int_eq(kern_scan_vjp(&in, &ct, &c, NULL, &e), GDN_ERR_INTERNAL);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 
@@ -205,9 +195,8 @@ END_TEST
 START_TEST(grad_seam_stopped) {
   gdn_shape s = {1, 64, 1, 2, 8, 8};
   gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 12);
   gdn_cotangents ct;
-  tsu_cots(&ct, &s, 1, 13);
+  tsu_problem(&in, &ct, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 12, 1, 13);
   kern_config c = vtu_cfg(GDN_DTYPE_F32, 8, 4), cm = c;
   cm.mutant = KERN_MUTANT_GRAD_SEAM_STOPPED;
   gdn_outputs fa, fb;
@@ -247,8 +236,7 @@ START_TEST(grad_seam_stopped) {
   gdn_grads_clear(&bad);
   gdn_outputs_clear(&fa);
   gdn_outputs_clear(&fb);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 
@@ -257,9 +245,8 @@ END_TEST
 START_TEST(alloc_failures) {
   gdn_shape s = {1, 40, 1, 2, 4, 4};
   gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 2);
   gdn_cotangents ct;
-  tsu_cots(&ct, &s, 1, 2);
+  tsu_problem(&in, &ct, s, GDN_SYNTH_H0, 2, 1, 2);
   for (int mode = 0; mode < 3; mode++) { /* scan; affine, chunks on 3; tokens on 4 */
     const int affine = mode > 0;
     kern_config c = vtu_cfg(GDN_DTYPE_F32, 8, mode == 0 ? 1 : mode == 1 ? 3 : 4);
@@ -291,8 +278,7 @@ START_TEST(alloc_failures) {
     ck_assert_int_eq(sites, affine ? 10 : 7);
     gdn_grads_clear(&ref);
   }
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 
@@ -328,14 +314,12 @@ START_TEST(shards_follow_the_forward) {
   }
   gdn_shape s = {1, 30, 1, 1, 4, 4};
   gdn_inputs in;
-  tsu_synth(&in, s, 0, 1);
   gdn_cotangents ct;
-  tsu_cots(&ct, &s, 0, 1);
+  tsu_problem(&in, &ct, s, 0, 1, 0, 1);
   kern_config c = vtu_cfg(GDN_DTYPE_F32, 8, 4);
   c.shard = KERN_SHARD_TOKENS;
   expect(&in, &ct, &c, 1, GDN_ERR_INPUT, "kern_affine_prefix_vjp: ");
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 

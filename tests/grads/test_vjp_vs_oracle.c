@@ -146,8 +146,7 @@ static void check_case(const vcase *c, gdn_dtype dt, double bound64) {
     }
   }
   gdn_grads_clear(&ref);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 
 START_TEST(float64_matches_oracle) { check_case(&cases[_i], GDN_DTYPE_F64, F64_BOUND); }
@@ -162,9 +161,8 @@ END_TEST
 START_TEST(planted_dk_error_fails) {
   const vcase *c = &cases[0];
   gdn_inputs in;
-  tsu_synth(&in, c->s, c->flags, 7);
   gdn_cotangents ct;
-  tsu_cots(&ct, &c->s, c->dht, 3);
+  tsu_problem(&in, &ct, c->s, c->flags, 7, c->dht, 3);
   gdn_grads ref, g;
   oracle(&in, &ct, &ref);
   const int64_t Ds[] = {1, 2, 4, 8}, t = c->s.T / 2, Dk = c->s.Dk;
@@ -185,8 +183,7 @@ START_TEST(planted_dk_error_fails) {
     gdn_grads_clear(&g);
   }
   gdn_grads_clear(&ref);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 
@@ -202,9 +199,8 @@ END_TEST
 START_TEST(matmul_modes) {
   const vcase *c = &cases[0];
   gdn_inputs in;
-  tsu_synth(&in, c->s, c->flags, 7);
   gdn_cotangents ct;
-  tsu_cots(&ct, &c->s, c->dht, 3);
+  tsu_problem(&in, &ct, c->s, c->flags, 7, c->dht, 3);
   gdn_grads ref, g;
   oracle(&in, &ct, &ref);
   const struct { kern_matmul m; double unit; } modes[] = {
@@ -227,8 +223,7 @@ START_TEST(matmul_modes) {
         gdn_grads_clear(&g);
       }
   gdn_grads_clear(&ref);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 
@@ -276,8 +271,7 @@ START_TEST(bfloat16_within_band) {
     gdn_grads_clear(&g);
   }
   gdn_grads_clear(&ref);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 

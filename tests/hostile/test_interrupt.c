@@ -48,6 +48,17 @@ static void interrupted(char *const av[], const char *what, int sig, const char 
   }
 }
 
+/* A fixture with h0 written by `gdn-fixture synth` to fx (asserted); returns
+ * its bytes (n of them). */
+static unsigned char *synth_written(const char *fx, const char *shape, const char *chunk, size_t *n) {
+  hu_result r;
+  char *mk[] = {fixture, "synth", "--shape", (char *)shape, "--h0", "--chunk-size", (char *)chunk, "--out", (char *)fx,
+                NULL};
+  hu_run(&r, mk, NULL);
+  ck_assert_msg(r.status == 0, "%s", r.err);
+  return hu_read(fx, n);
+}
+
 START_TEST(signals_at_each_moment_of_a_write) {
   const char *dest = hu_path("out.file");
   static const char old[] = "the previous contents\n";
@@ -63,11 +74,8 @@ START_TEST(signals_at_each_moment_of_a_write) {
   /* the fixture writers, over an existing fixture */
   const char *fx = hu_path("f.h5");
   hu_result r;
-  char *mk[] = {fixture, "synth", "--shape", "1,40,2,16", "--h0", "--chunk-size", "16", "--out", (char *)fx, NULL};
-  hu_run(&r, mk, NULL);
-  ck_assert_msg(r.status == 0, "%s", r.err);
   size_t n;
-  unsigned char *orig = hu_read(fx, &n);
+  unsigned char *orig = synth_written(fx, "1,40,2,16", "16", &n);
   for (int s = 0; s < 4; s++)
     for (int m = 0; m < 3; m++) {
       char *regen[] = {fixture, "regen", (char *)fx, "--oracle-bits", "64", NULL};
@@ -94,11 +102,8 @@ START_TEST(timed_kills) {
   /* A fixture without an oracle whose regen takes a noticeable time. */
   const char *fx = hu_path("slow.h5"), *done = hu_path("done.h5");
   hu_result r;
-  char *mk[] = {fixture, "synth", "--shape", "1,192,2,32", "--h0", "--chunk-size", "32", "--out", (char *)fx, NULL};
-  hu_run(&r, mk, NULL);
-  ck_assert_msg(r.status == 0, "%s", r.err);
   size_t n;
-  unsigned char *orig = hu_read(fx, &n);
+  unsigned char *orig = synth_written(fx, "1,192,2,32", "32", &n);
   hu_copy(fx, done);
   char *regen_done[] = {fixture, "regen", (char *)done, "--threads", "1", NULL};
   hu_run(&r, regen_done, NULL);

@@ -73,14 +73,19 @@ static void expect(const gdn_inputs *in, int ftz, double o_want, double h_want) 
       }
 }
 
+/* o and h equal to v without flush-to-zero and 0 with it; frees in. */
+static void expect_flushed(gdn_inputs *in, double v) {
+  expect(in, 0, v, v);
+  expect(in, 1, 0.0, 0.0);
+  gdn_inputs_clear(in);
+}
+
 START_TEST(subnormal_input) {
   gdn_inputs in;
   for (int sg = 0; sg < 2; sg++) {
     float v = sg ? -0x1p-130f : 0x1p-130f;
     one_token(&in, 1.0f, v, 0.0f);
-    expect(&in, 0, v, v);
-    expect(&in, 1, 0.0, 0.0);
-    gdn_inputs_clear(&in);
+    expect_flushed(&in, v);
   }
   kern_num num = {GDN_DTYPE_F32, KERN_MATMUL_IEEE, 1, 0, KERN_SOLVE_SUBSTITUTION};
   ck_assert(kern_num_in_f32(&num, -0x1p-140f) == 0 && signbit(kern_num_in_f32(&num, -0x1p-140f)));
@@ -89,18 +94,14 @@ START_TEST(subnormal_input) {
   ck_assert(kern_num_in_f32(&num, -0x1p-140f) == -0x1p-140f);
   one_token(&in, 0.0f, 1.0f, 0x1p-130f); /* h0 subnormal, k = 0: o = q h0 */
   in.beta[0] = 0.0f;
-  expect(&in, 0, 0x1p-130, 0x1p-130);
-  expect(&in, 1, 0.0, 0.0);
-  gdn_inputs_clear(&in);
+  expect_flushed(&in, 0x1p-130);
 }
 END_TEST
 
 START_TEST(subnormal_result) {
   gdn_inputs in;
   one_token(&in, 0x1p-63f, 0x1p-70f, 0.0f);
-  expect(&in, 0, 0x1p-133, 0x1p-133);
-  expect(&in, 1, 0.0, 0.0);
-  gdn_inputs_clear(&in);
+  expect_flushed(&in, 0x1p-133);
 }
 END_TEST
 
@@ -123,6 +124,16 @@ START_TEST(tininess_after_rounding) {
 }
 END_TEST
 
+/* Kernel k on in with c as given (a) and with flush-to-zero on (b); c keeps
+ * ftz = 1 afterwards. */
+static void run_without_and_with_ftz(kt_kernel k, const gdn_inputs *in, kern_config *c, gdn_outputs *a, gdn_outputs *b) {
+  gdn_outputs_init(a);
+  gdn_outputs_init(b);
+  kt_run_ok(k, in, c, a);
+  c->ftz = 1;
+  kt_run_ok(k, in, c, b);
+}
+
 /* float64 compute ignores ftz: identical outputs, subnormal kept. */
 START_TEST(float64_ignores_ftz) {
   gdn_inputs in;
@@ -130,11 +141,7 @@ START_TEST(float64_ignores_ftz) {
   for (int k = 0; k < 3; k++) {
     kern_config c = kt_cfg(GDN_DTYPE_F64, 1, 1);
     gdn_outputs a, b;
-    gdn_outputs_init(&a);
-    gdn_outputs_init(&b);
-    kt_run_ok((kt_kernel)k, &in, &c, &a);
-    c.ftz = 1;
-    kt_run_ok((kt_kernel)k, &in, &c, &b);
+    run_without_and_with_ftz((kt_kernel)k, &in, &c, &a, &b);
     ck_assert(kt_same_outputs(&a, &b));
     ck_assert(a.o[0] == 0x1p-133);
     gdn_outputs_clear(&a);
@@ -157,11 +164,7 @@ START_TEST(only_subnormals_change) {
         kern_config c = kt_cfg(dt ? GDN_DTYPE_BF16 : GDN_DTYPE_F32, 64, k == K_AFFINE ? 3 : 1);
         c.matmul = dt ? KERN_MATMUL_DEFAULT : KERN_MATMUL_IEEE;
         gdn_outputs a, b;
-        gdn_outputs_init(&a);
-        gdn_outputs_init(&b);
-        kt_run_ok((kt_kernel)k, &in, &c, &a);
-        c.ftz = 1;
-        kt_run_ok((kt_kernel)k, &in, &c, &b);
+        run_without_and_with_ftz((kt_kernel)k, &in, &c, &a, &b);
         if (!fast) {
           ck_assert_msg(kt_same_outputs(&a, &b), "%s %s: ftz changed a subnormal-free run",
                         kt_kernel_names[k], gdn_dtype_name(c.dtype));

@@ -237,8 +237,7 @@ static void fd_case(gdn_shape s, unsigned flags, int with_dht, int has_scale) {
   }
   gdn_grads_clear(&g);
   gdn_grads_clear(&fd);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 
 /* In-kernel L2 norm, grouped heads (Hv = 2 Hk), h0 and dht, B = 2. */
@@ -268,9 +267,8 @@ static int same(const gdn_grads *a, const gdn_grads *b) {
 START_TEST(checkpoint_and_threads_change_nothing) {
   gdn_shape s = {2, 23, 2, 4, 5, 4};
   gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 3);
   gdn_cotangents ct;
-  tsu_cots(&ct, &s, 1, 9);
+  tsu_problem(&in, &ct, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 3, 1, 9);
   gdn_grads ref, g;
   oracle_vjp_certificate c0, c1;
   gdn_threads_set(1);
@@ -286,8 +284,7 @@ START_TEST(checkpoint_and_threads_change_nothing) {
     }
   gdn_threads_set(2);
   gdn_grads_clear(&ref);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 
@@ -300,9 +297,8 @@ END_TEST
 START_TEST(certificate) {
   gdn_shape s = {1, 40, 1, 1, 8, 4};
   gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 4);
   gdn_cotangents ct;
-  tsu_cots(&ct, &s, 1, 2);
+  tsu_problem(&in, &ct, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 4, 1, 2);
   gdn_grads g128, g53;
   oracle_vjp_certificate c128, c53, c24;
   run_vjp(&in, &ct, 128, 0, &g128, &c128);
@@ -323,8 +319,7 @@ START_TEST(certificate) {
   ck_assert_msg(c24.certified_bits <= 24 && c24.certified_bits > 0, "p = 24: %d bits", c24.certified_bits);
   gdn_grads_clear(&g53);
   gdn_grads_clear(&g128);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 
@@ -350,9 +345,8 @@ static void expect_error(const gdn_inputs *in, const gdn_cotangents *ct, const o
 START_TEST(errors) {
   gdn_shape s = {1, 4, 1, 1, 3, 2};
   gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 1);
   gdn_cotangents ct;
-  tsu_cots(&ct, &s, 1, 1);
+  tsu_problem(&in, &ct, s, GDN_SYNTH_H0, 1, 1, 1);
   oracle_vjp_config cfg;
   oracle_vjp_config_init(&cfg);
   cfg.prec = 10;
@@ -387,8 +381,7 @@ START_TEST(errors) {
   gdn_error e;
   gdn_error_init(&e);
   ck_assert_int_eq(oracle_vjp_certified(&in, &ct, &cfg, NULL, NULL, &e), GDN_ERR_INTERNAL);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 
@@ -398,9 +391,8 @@ START_TEST(alloc_failures) {
   gdn_threads_set(2);
   gdn_shape s = {1, 9, 2, 2, 3, 2};
   gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 2);
   gdn_cotangents ct;
-  tsu_cots(&ct, &s, 1, 3);
+  tsu_problem(&in, &ct, s, GDN_SYNTH_H0, 2, 1, 3);
   gdn_grads ref;
   oracle_vjp_certificate cref, cert;
   run_vjp(&in, &ct, 64, 0, &ref, &cref);
@@ -431,8 +423,7 @@ START_TEST(alloc_failures) {
    * workspaces, scratch and 6 accumulators. */
   ck_assert_msg(sites == 8 + 2 * 9, "%ld allocation sites", sites);
   gdn_grads_clear(&ref);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 

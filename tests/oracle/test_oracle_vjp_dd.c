@@ -82,9 +82,8 @@ static const ddcase cases[] = {
 START_TEST(agrees_with_mpfr) {
   const ddcase *c = &cases[_i];
   gdn_inputs in;
-  tsu_synth(&in, c->s, c->flags, 21);
   gdn_cotangents ct;
-  tsu_cots(&ct, &c->s, c->dht, 4);
+  tsu_problem(&in, &ct, c->s, c->flags, 21, c->dht, 4);
   gdn_grads ref, g;
   oracle_vjp_dd_certificate cert;
   run_mpfr(&in, &ct, &ref);
@@ -100,8 +99,7 @@ START_TEST(agrees_with_mpfr) {
   ck_assert_int_eq(cert.sampled_columns, c->s.B * c->s.Hv * 2);
   gdn_grads_clear(&g);
   gdn_grads_clear(&ref);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 
@@ -109,9 +107,8 @@ END_TEST
 START_TEST(nothing_changes_the_values) {
   const ddcase *c = &cases[1];
   gdn_inputs in;
-  tsu_synth(&in, c->s, c->flags, 3);
   gdn_cotangents ct;
-  tsu_cots(&ct, &c->s, 1, 5);
+  tsu_problem(&in, &ct, c->s, c->flags, 3, 1, 5);
   gdn_grads ref, g;
   oracle_vjp_dd_certificate cert;
   gdn_threads_set(1);
@@ -126,8 +123,7 @@ START_TEST(nothing_changes_the_values) {
   }
   gdn_threads_set(2);
   gdn_grads_clear(&ref);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 
@@ -137,9 +133,8 @@ END_TEST
 START_TEST(planted_error_lowers_the_certificate) {
   const ddcase *c = &cases[0];
   gdn_inputs in;
-  tsu_synth(&in, c->s, c->flags, 21);
   gdn_cotangents ct;
-  tsu_cots(&ct, &c->s, c->dht, 4);
+  tsu_problem(&in, &ct, c->s, c->flags, 21, c->dht, 4);
   gdn_grads g;
   oracle_vjp_dd_certificate cert;
   int64_t s0 = oracle_dd_sample_start(&c->s, 2, 0, 0);
@@ -152,8 +147,7 @@ START_TEST(planted_error_lowers_the_certificate) {
   oracle_vjp_dd_test_plant(0, 0, 0, -1, 0, 0);
   ck_assert_msg(cert.certified_bits >= 90, "unsampled plant: %d bits", cert.certified_bits);
   gdn_grads_clear(&g);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 
@@ -162,9 +156,8 @@ END_TEST
 START_TEST(errors_and_allocation_failures) {
   gdn_shape s = {1, 12, 1, 2, 4, 3};
   gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 1);
   gdn_cotangents ct;
-  tsu_cots(&ct, &s, 1, 1);
+  tsu_problem(&in, &ct, s, GDN_SYNTH_H0, 1, 1, 1);
   gdn_error e;
   gdn_error_init(&e);
   gdn_grads g;
@@ -202,8 +195,7 @@ START_TEST(errors_and_allocation_failures) {
   }
   ck_assert_msg(sites >= 10, "%ld sites", sites);
   gdn_grads_clear(&ref);
-  gdn_cotangents_clear(&ct);
-  gdn_inputs_clear(&in);
+  tsu_problem_clear(&in, &ct);
 }
 END_TEST
 

@@ -13,6 +13,7 @@
 
 #include "cli_run.h"
 #include "../check_runner.h"
+#include "../check_text.h"
 
 static const char *exe, *root;
 static char dir[256], pass_audit[512], fail_audit[512], fixture[512];
@@ -63,15 +64,15 @@ START_TEST(check_fails_on_an_audit_fail) {
   const char *a[] = {"check", "--fixture", fixture, "--audit", fail_audit, "--json", path("r.json"), "--quiet", NULL};
   run(a);
   ck_assert_msg(r.status == 1, "status %d: %s", r.status, r.err);
-  ck_assert_ptr_nonnull(strstr(r.out, "audit: FAIL collective-grows-with-T cp backward D=4: all-gather "
-                                      "f32[1,1024,2,16] 32768 -> 131072 bytes from T=256 to 1024 "
-                                      "(jit(f)/shard_map/all_gather, layer.py:31 (gathered_layer))\n"));
-  ck_assert_ptr_nonnull(strstr(r.out, "FAIL: 4 cases, 0 failed; audit FAIL (1 of 6 checks, first "
-                                      "collective-grows-with-T cp backward D=4)\n"));
+  CKT_HAS_ALL(r.out,
+      "audit: FAIL collective-grows-with-T cp backward D=4: all-gather "
+      "f32[1,1024,2,16] 32768 -> 131072 bytes from T=256 to 1024 "
+      "(jit(f)/shard_map/all_gather, layer.py:31 (gathered_layer))\n",
+      "FAIL: 4 cases, 0 failed; audit FAIL (1 of 6 checks, first "
+      "collective-grows-with-T cp backward D=4)\n");
   char *j = slurp(path("r.json"));
   ck_assert_ptr_nonnull(j);
-  ck_assert_ptr_nonnull(strstr(j, "\"pass\": false,\n  \"exit_status\": 1,"));
-  ck_assert_ptr_nonnull(strstr(j, "\"audit\": {\n    \"schema\": \"gdn-parity-audit\","));
+  CKT_HAS_ALL(j, "\"pass\": false,\n  \"exit_status\": 1,", "\"audit\": {\n    \"schema\": \"gdn-parity-audit\",");
   /* the negative control: the same check with the passing audit */
   const char *b[] = {"check", "--fixture", fixture, "--audit", pass_audit, "--quiet", NULL};
   run(b);

@@ -19,6 +19,14 @@ static const char *exe;
   } while (0)
 
 /* Bad usage: exit 2 and a message on stderr containing the needle. */
+/* text parsed as JSON (asserted). */
+static json_t *parsed(const char *text) {
+  json_error_t je;
+  json_t *d = json_loads(text, 0, &je);
+  ck_assert_msg(d != NULL, "%s", je.text);
+  return d;
+}
+
 START_TEST(bad_usage_exits_2_with_a_message) {
   static const struct { const char *args[8]; const char *needle; } t[] = {
       {{"--shape", "1,2,3"}, "3 fields"},
@@ -138,9 +146,7 @@ START_TEST(run_writes_contract_json_deterministically) {
   ck_assert_ptr_nonnull(a);
   ck_assert_ptr_nonnull(b);
   ck_assert_msg(strcmp(a, b) == 0, "JSON differs between --threads 1 and 2");
-  json_error_t je;
-  json_t *d = json_loads(a, 0, &je);
-  ck_assert_ptr_nonnull(d);
+  json_t *d = parsed(a);
   ck_assert_str_eq(json_string_value(json_object_get(d, "tool")), "gdn-parity");
   ck_assert(json_is_true(json_object_get(d, "pass")));
   ck_assert_ptr_null(json_object_get(d, "created"));
@@ -189,16 +195,13 @@ END_TEST
  * named in the case and its id; no padding before a seam. */
 START_TEST(shard_chunks_mode) {
   char js[] = "/tmp/gdn-cli-shard-XXXXXX.json";
-  int fd = mkstemps(js, 5);
-  close(fd);
+  close(mkstemps(js, 5));
   cli_result r;
   RUN(&r, "--shape", "1,128,1,8", "--chunk", "16", "--devices", "3", "--shard", "chunks",
       "--json", js, "--reproducible");
   ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
   char *a = read_file(js);
-  json_error_t je;
-  json_t *d = json_loads(a, 0, &je);
-  ck_assert_ptr_nonnull(d);
+  json_t *d = parsed(a);
   json_t *c = json_array_get(json_object_get(d, "cases"), 0);
   ck_assert_str_eq(json_string_value(json_object_get(c, "shard")), "chunks");
   ck_assert_str_eq(json_string_value(json_object_get(c, "id")),
@@ -219,10 +222,8 @@ END_TEST
  * is padded).  Without --grad the same run has none of these keys. */
 START_TEST(grad_run) {
   char js[] = "/tmp/gdn-cli-grad-XXXXXX.json", html[] = "/tmp/gdn-cli-grad-XXXXXX.html";
-  int fd = mkstemps(js, 5);
-  close(fd);
-  fd = mkstemps(html, 5);
-  close(fd);
+  close(mkstemps(js, 5));
+  close(mkstemps(html, 5));
   for (int grad = 1; grad >= 0; grad--) {
     cli_result r;
     if (grad)
@@ -240,9 +241,7 @@ START_TEST(grad_run) {
     ck_assert_msg(r.status == 0, "grad %d: status %d: %s%s", grad, r.status, r.out, r.err);
     ck_assert(!strstr(r.out, "grads rel_fro") == !grad);
     char *a = read_file(js);
-    json_error_t je;
-    json_t *d = json_loads(a, 0, &je);
-    ck_assert_ptr_nonnull(d);
+    json_t *d = parsed(a);
     ck_assert(!strstr(a, "\"dbeta\"") == !grad);
     ck_assert(!strstr(a, "row_rel") == !grad);
     ck_assert(!strstr(a, "oracle_grad_certified_bits") == !grad);
@@ -290,17 +289,14 @@ END_TEST
  * case and the table; a reset on the seam T/2 makes D = 2's o exact. */
 START_TEST(packed_documents) {
   char js[] = "/tmp/gdn-cli-pack-XXXXXX.json";
-  int fd = mkstemps(js, 5);
-  close(fd);
+  close(mkstemps(js, 5));
   cli_result r;
   RUN(&r, "--shape", "1,256,1,8", "--chunk", "16", "--devices", "1,2", "--documents", "4",
       "--packing", "reset", "--gates", "slow", "--json", js, "--reproducible");
   ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
   ck_assert_ptr_nonnull(strstr(r.out, "packing reset"));
   char *a = read_file(js);
-  json_error_t je;
-  json_t *d = json_loads(a, 0, &je);
-  ck_assert_ptr_nonnull(d);
+  json_t *d = parsed(a);
   json_t *in0 = json_array_get(json_object_get(d, "inputs"), 0);
   ck_assert_str_eq(json_string_value(json_object_get(in0, "packing")), "reset");
   ck_assert_int_ge(json_integer_value(json_object_get(in0, "documents")), 2);

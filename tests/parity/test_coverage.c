@@ -316,6 +316,16 @@ static void coverage_readme(cli_result *r, const char *grid_file, const char *mu
   cli_run(r, argv);
 }
 
+/* r's exit status must be `want` (with its output in the message);
+ * returns the JSON the run wrote to o->json. */
+static json_t *coverage_doc(const cli_result *r, int want, const cli_outs *o) {
+  ck_assert_msg(r->status == want, "exit %d\n%s%s", r->status, r->out, r->err);
+  json_error_t je;
+  json_t *doc = json_load_file(o->json, 0, &je);
+  ck_assert_msg(doc, "%s", je.text);
+  return doc;
+}
+
 static char *slurp(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
   ck_assert_msg(f != NULL, "%s missing", path);
@@ -352,10 +362,7 @@ START_TEST(known_killers) {
   cli_outs_make(&o, "/tmp/gdn-cov");
   cli_result r;
   coverage(&r, "coverage-small.json", "gqa-tile,carry-zero,scale-none", "2", &o);
-  ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
-  json_error_t je;
-  json_t *doc = json_load_file(o.json, 0, &je);
-  ck_assert_msg(doc, "%s", je.text);
+  json_t *doc = coverage_doc(&r, 0, &o);
   ck_assert_str_eq(json_string_value(json_object_get(doc, "schema")), "gdn-parity-coverage");
   ck_assert_int_eq(json_integer_value(json_object_get(doc, "version")), 1);
   ck_assert(json_is_true(json_object_get(doc, "correct_pass")));
@@ -389,10 +396,7 @@ START_TEST(negative_control) {
   cli_outs_make(&o, "/tmp/gdn-cov");
   cli_result r;
   coverage(&r, "coverage-nogqa.json", "gqa-tile,carry-zero", "2", &o);
-  ck_assert_msg(r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
-  json_error_t je;
-  json_t *doc = json_load_file(o.json, 0, &je);
-  ck_assert_msg(doc, "%s", je.text);
+  json_t *doc = coverage_doc(&r, 1, &o);
   ck_assert_uint_eq(killers(doc, "gqa-tile"), 0);
   ck_assert_uint_eq(killers(doc, "carry-zero"), 0x1);
   const json_t *surv = json_object_get(doc, "survivors");
@@ -436,10 +440,7 @@ START_TEST(explained_survivor_skipped) {
                       "|---|---|\n| `final-from-replay` | round-off only |\n");
   cli_result r;
   coverage_readme(&r, "coverage-nogqa.json", "carry-zero,final-from-replay", readme, &o);
-  ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
-  json_error_t je;
-  json_t *doc = json_load_file(o.json, 0, &je);
-  ck_assert_msg(doc, "%s", je.text);
+  json_t *doc = coverage_doc(&r, 0, &o);
   ck_assert_int_eq(json_integer_value(json_object_get(doc, "unexplained_survivors")), 0);
   ck_assert(json_is_true(json_object_get(doc, "pass")));
   const json_t *s0 = json_array_get(json_object_get(doc, "survivors"), 0);
@@ -476,10 +477,7 @@ START_TEST(project_readme_excuses_only_its_table) {
   cli_outs_make(&o, "/tmp/gdn-cov");
   cli_result r;
   coverage_readme(&r, "coverage-small.json", "reset-missing,reset-late,final-from-replay", readme, &o);
-  ck_assert_msg(r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
-  json_error_t je;
-  json_t *doc = json_load_file(o.json, 0, &je);
-  ck_assert_msg(doc, "%s", je.text);
+  json_t *doc = coverage_doc(&r, 1, &o);
   const json_t *surv = json_object_get(doc, "survivors");
   ck_assert_uint_eq(json_array_size(surv), 3);
   for (size_t i = 0; i < 3; i++) {
@@ -527,10 +525,7 @@ START_TEST(grad_entry) {
   cli_outs_make(&o, "/tmp/gdn-cov-grad");
   cli_result r;
   coverage(&r, "coverage-grad.json", "carry-zero,grad-seam-stopped", "1", &o);
-  ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
-  json_error_t je;
-  json_t *doc = json_load_file(o.json, 0, &je);
-  ck_assert_msg(doc, "%s", je.text);
+  json_t *doc = coverage_doc(&r, 0, &o);
   ck_assert_uint_eq(killers(doc, "grad-seam-stopped"), 0x1); /* entry 1 (forward only): survives */
   ck_assert_uint_eq(killers(doc, "carry-zero"), 0x3);
   const json_t *cases = json_object_get(doc, "cases");
@@ -572,10 +567,7 @@ START_TEST(recommended_grid_and_readme_agree) {
   cli_outs_make(&o, "/tmp/gdn-cov");
   cli_result r;
   coverage_readme(&r, "../../grids/upstream-pr.json", "all", readme, &o);
-  ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
-  json_error_t je;
-  json_t *doc = json_load_file(o.json, 0, &je);
-  ck_assert_msg(doc, "%s", je.text);
+  json_t *doc = coverage_doc(&r, 0, &o);
   size_t listed = 0;
   for (int m = 1; m < KERN_MUTANT_COUNT; m++) {
     const kern_mutant_row *row = kern_mutant_row_of((kern_mutant)m);

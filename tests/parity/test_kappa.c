@@ -28,6 +28,7 @@
 #include "report_junit.h"
 #include "report_markdown.h"
 #include "../check_runner.h"
+#include "doc_checks.h"
 
 static void inputs_1d(gdn_inputs *in, const float *g, int64_t T) {
   gdn_error e;
@@ -337,18 +338,6 @@ static void run(world *w, parity_policy *pol, kern_matmul mm, parity_doc *d) {
                                 no_oracle ? 0 : 2, &o, &e) == GDN_OK,
                 "%s", e.msg);
   ck_assert_int_eq(parity_doc_finish(d, 1, &e), GDN_OK);
-}
-
-static json_t *find_check(json_t *c, const char *rule, const char *subj, const char *tensor) {
-  json_t *checks = json_object_get(json_object_get(c, "tolerance"), "checks"), *k;
-  size_t i;
-  json_array_foreach(checks, i, k) {
-    if (!strcmp(json_string_value(json_object_get(k, "rule")), rule) &&
-        !strcmp(json_string_value(json_object_get(k, "subject")), subj) &&
-        !strcmp(json_string_value(json_object_get(k, "tensor")), tensor))
-      return k;
-  }
-  return NULL;
 }
 
 static double num(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }

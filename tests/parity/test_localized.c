@@ -31,6 +31,7 @@
 #include "kern.h"
 #include "parity_sweep.h"
 #include "../check_runner.h"
+#include "doc_checks.h"
 
 enum { X_F64, X_REC, X_ELEM, X_CHUNK, X_HT, X_TOKEN, X_N };
 static const char *const names[X_N] = {"f64-scan", "recurrent", "elem", "chunk", "ht-head", "token"};
@@ -99,19 +100,6 @@ static void world_clear(world *w) {
   for (int k = 0; k < X_N; k++) gdn_outputs_clear(&w->out[k]);
   parity_reference_clear(&w->ref);
   gdn_inputs_clear(&w->in);
-}
-
-/* The check of `rule` for subject `subj` in the case (NULL if none). */
-static json_t *find_check(json_t *c, const char *rule, const char *subj, const char *tensor) {
-  json_t *checks = json_object_get(json_object_get(c, "tolerance"), "checks"), *k;
-  size_t i;
-  json_array_foreach(checks, i, k) {
-    if (!strcmp(json_string_value(json_object_get(k, "rule")), rule) &&
-        !strcmp(json_string_value(json_object_get(k, "subject")), subj) &&
-        !strcmp(json_string_value(json_object_get(k, "tensor")), tensor))
-      return k;
-  }
-  return NULL;
 }
 
 static void run(world *w, parity_doc *d) {

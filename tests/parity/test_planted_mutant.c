@@ -86,35 +86,33 @@ static void expect_marked(const cli_result *r, const cli_outs *v, const char *m,
   free(x);
 }
 
-START_TEST(killed_mutant_marked_everywhere) {
+/* run() into fresh outputs v, asserting its exit status. */
+static void run_expect(cli_result *r, const char *m, cli_outs *v, int status) {
+  cli_outs_make(v, "/tmp/gdn-pm");
+  run(r, m, v);
+  ck_assert_msg(r->status == status, "exit %d\n%s%s", r->status, r->out, r->err);
+}
+
+/* Mutant m run (exit `status`) and marked `fate` in every view. */
+static void expect_run_marked(const char *m, int status, const char *fate) {
   cli_outs v;
-  cli_outs_make(&v, "/tmp/gdn-pm");
   cli_result r;
-  run(&r, "scale-none", &v);
-  ck_assert_msg(r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
-  expect_marked(&r, &v, "scale-none", "killed");
+  run_expect(&r, m, &v, status);
+  expect_marked(&r, &v, m, fate);
   cli_outs_unlink(&v);
 }
+
+START_TEST(killed_mutant_marked_everywhere) { expect_run_marked("scale-none", 1, "killed"); }
 END_TEST
 
-START_TEST(surviving_mutant_marked_everywhere) {
-  cli_outs v;
-  cli_outs_make(&v, "/tmp/gdn-pm");
-  cli_result r;
-  run(&r, "final-from-replay", &v);
-  ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
-  expect_marked(&r, &v, "final-from-replay", "survived");
-  cli_outs_unlink(&v);
-}
+START_TEST(surviving_mutant_marked_everywhere) { expect_run_marked("final-from-replay", 0, "survived"); }
 END_TEST
 
 /* The control: without --mutant no view mentions a planted mutant. */
 START_TEST(no_mutant_no_mark) {
   cli_outs v;
-  cli_outs_make(&v, "/tmp/gdn-pm");
   cli_result r;
-  run(&r, NULL, &v);
-  ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
+  run_expect(&r, NULL, &v, 0);
   ck_assert_msg(!strstr(r.out, "planted") && !strstr(r.out, "PLANTED"), "%s", r.out);
   ck_assert_msg(strstr(r.out, "\nPASS: 1 case, 0 failed\n"), "%s", r.out);
   const char *files[4] = {v.json, v.html, v.junit, v.md};
@@ -132,10 +130,8 @@ END_TEST
  * written before the root key (the cases' "mutant" is enough). */
 START_TEST(report_rebuilds_the_marks) {
   cli_outs v;
-  cli_outs_make(&v, "/tmp/gdn-pm");
   cli_result r;
-  run(&r, "scale-none", &v);
-  ck_assert_int_eq(r.status, 1);
+  run_expect(&r, "scale-none", &v, 1);
   json_error_t je;
   json_t *doc = json_load_file(v.json, 0, &je);
   ck_assert_ptr_nonnull(doc);

@@ -94,12 +94,17 @@ static FILE *open_pty(int *m) {
   return t;
 }
 
-START_TEST(inside_a_step_terminal_only) {
-  FILE *f = tmpfile(); /* a CI log: nothing */
+/* `step`, enabled, writes nothing to a file (a CI log). */
+static void nothing_in_a_file(void (*step)(FILE *, int)) {
+  FILE *f = tmpfile();
   ck_assert_ptr_nonnull(f);
-  one_step_inside(f, 1);
+  step(f, 1);
   ck_assert_int_eq(ftell(f), 0);
   fclose(f);
+}
+
+START_TEST(inside_a_step_terminal_only) {
+  nothing_in_a_file(one_step_inside); /* a CI log */
   int m;
   FILE *t = open_pty(&m);
   one_step_inside(t, 0); /* --quiet: nothing */
@@ -116,11 +121,7 @@ END_TEST
 
 START_TEST(terminal_only) {
   /* A file (a CI log): nothing written. */
-  FILE *f = tmpfile();
-  ck_assert_ptr_nonnull(f);
-  one_step(f, 1);
-  ck_assert_int_eq(ftell(f), 0);
-  fclose(f);
+  nothing_in_a_file(one_step);
   /* A pseudo-terminal: the line, then its erasure; disabled (--quiet): nothing. */
   int m;
   FILE *t = open_pty(&m);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../check_runner.h"
 #include "parity_stream.h"
 
 static parity_sweep_opts opts_devices(const int64_t *dev, size_t n) {
@@ -126,16 +127,4 @@ START_TEST(refusals) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("stream_plan");
-  TCase *tc = tcase_create("stream_plan");
-  tcase_add_test(tc, layer_under_12_gib);
-  tcase_add_test(tc, fits_whole_and_forced);
-  tcase_add_test(tc, refusals);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("stream_plan", "stream_plan", 0, layer_under_12_gib, fits_whole_and_forced, refusals)

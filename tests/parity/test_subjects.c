@@ -161,13 +161,21 @@ static void toy_opts(parity_sweep_opts *o, const fixture *f, const parity_subjec
   o->n_extra = 1;
 }
 
+/* toy_opts and a fresh document d under the fixture's policy. */
+static void toy_doc_init(parity_doc *d, parity_sweep_opts *o, const fixture *f,
+                         const parity_subject_methods *const *rows) {
+  gdn_error e;
+  gdn_error_init(&e);
+  toy_opts(o, f, rows);
+  ck_assert_int_eq(parity_doc_init(d, "test", &f->pol, &e), GDN_OK);
+}
+
 static json_t *sweep_with_toy(fixture *f, parity_doc *d, const parity_subject_methods *row, int *pass) {
   gdn_error e;
   gdn_error_init(&e);
   parity_sweep_opts o;
   const parity_subject_methods *rows[1] = {row};
-  toy_opts(&o, f, rows);
-  ck_assert_int_eq(parity_doc_init(d, "test", &f->pol, &e), GDN_OK);
+  toy_doc_init(d, &o, f, rows);
   parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
   ck_assert_msg(parity_sweep_run(d, &f->in, &info, &f->ref, NULL, 0, &o, &e) == GDN_OK, "%s", e.msg);
   ck_assert_int_eq(parity_doc_finish(d, 1, &e), GDN_OK);
@@ -292,9 +300,8 @@ START_TEST(no_reference_document_validates) {
   gdn_error_init(&e);
   parity_sweep_opts o;
   static const parity_subject_methods *const rows[] = {&toy};
-  toy_opts(&o, &f, rows);
   parity_doc d;
-  ck_assert_int_eq(parity_doc_init(&d, "test", &f.pol, &e), GDN_OK);
+  toy_doc_init(&d, &o, &f, rows);
   parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
   ck_assert_msg(parity_sweep_run(&d, &f.in, &info, NULL, NULL, 0, &o, &e) == GDN_OK, "%s", e.msg);
   ck_assert_int_eq(parity_doc_finish(&d, 1, &e), GDN_OK);
@@ -385,9 +392,8 @@ START_TEST(sweep_allocation_failures) {
     gdn_error_init(&e);
     parity_sweep_opts o;
     static const parity_subject_methods *const rows[] = {&toy};
-    toy_opts(&o, &f, rows);
     parity_doc d;
-    ck_assert_int_eq(parity_doc_init(&d, "test", &f.pol, &e), GDN_OK);
+    toy_doc_init(&d, &o, &f, rows);
     parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
     gdn_alloc_fail_after(k);
     int rc = parity_sweep_run(&d, &f.in, &info, &f.ref, NULL, 0, &o, &e);

@@ -5,6 +5,7 @@
 #include <mpfr.h>
 #include <stdlib.h>
 
+#include "../check_runner.h"
 #include "gdn_rng.h"
 #include "parity_xsum.h"
 
@@ -110,16 +111,4 @@ START_TEST(running_sum_depends_on_order) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("xsum");
-  TCase *tc = tcase_create("xsum");
-  tcase_add_test(tc, exact_any_order_any_split);
-  tcase_add_test(tc, rounding_and_specials);
-  tcase_add_test(tc, running_sum_depends_on_order);
-  suite_add_tcase(su, tc);
-  SRunner *sr = srunner_create(su);
-  srunner_run_all(sr, CK_NORMAL);
-  int nf = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return nf ? 1 : 0;
-}
+CKR_MAIN("xsum", "xsum", 0, exact_any_order_any_split, rounding_and_specials, running_sum_depends_on_order)

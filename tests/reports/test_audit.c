@@ -194,11 +194,12 @@ END_TEST
 START_TEST(html_fail_section) {
   json_t *f = load("audit-fail.json"), *doc = doc_with(f);
   char *h = render(doc, report_html_render);
-  ck_assert_ptr_nonnull(strstr(h, "<html lang=\"en\" data-verdict=\"fail\">"));
-  ck_assert_ptr_nonnull(strstr(h, "<p id=\"audit-headline\"><b class=\"tag-fail\">Audit FAIL</b>: 1 of 6 checks failed"
-                                  "; first <b>collective-grows-with-T cp backward D=4</b>: all-gather f32[1,1024,2,16] "
-                                  "32768 -&gt; 131072 bytes"));
-  ck_assert_ptr_nonnull(strstr(h, "<section id=\"audit\">"));
+  CKT_HAS_ALL(h,
+      "<html lang=\"en\" data-verdict=\"fail\">",
+      "<p id=\"audit-headline\"><b class=\"tag-fail\">Audit FAIL</b>: 1 of 6 checks failed"
+      "; first <b>collective-grows-with-T cp backward D=4</b>: all-gather f32[1,1024,2,16] "
+      "32768 -&gt; 131072 bytes",
+      "<section id=\"audit\">");
   /* checks: the FAIL first, naming the op */
   const char *checks = strstr(h, "<table id=\"audit-checks\"");
   ck_assert_ptr_nonnull(checks);
@@ -212,11 +213,12 @@ START_TEST(html_fail_section) {
                                   "<td class=\"num\">4096</td><td class=\"num\">3</td><td class=\"num\">12288</td>"
                                   "<td class=\"num\">57344</td><td class=\"num\">4.667</td>"));
   /* memory at scale: cp at D=4, 1200 B per local token, resident bytes and the longest T on v5e */
-  ck_assert_ptr_nonnull(strstr(h, "<td>cp</td><td class=\"num\">4</td><td class=\"num\">300</td>"
-                                  "<td class=\"num\">1200</td><td class=\"num\">1</td><td class=\"num\">1</td>"
-                                  "<td class=\"num\">128977848<br><small>0.120 GiB</small></td>"));
-  ck_assert_ptr_nonnull(strstr(h, "<td class=\"num\">34918424</td>"));
-  ck_assert_ptr_nonnull(strstr(h, "longest T on v5e (17179869184 B)"));
+  CKT_HAS_ALL(h,
+      "<td>cp</td><td class=\"num\">4</td><td class=\"num\">300</td>"
+      "<td class=\"num\">1200</td><td class=\"num\">1</td><td class=\"num\">1</td>"
+      "<td class=\"num\">128977848<br><small>0.120 GiB</small></td>",
+      "<td class=\"num\">34918424</td>",
+      "longest T on v5e (17179869184 B)");
   /* plots: the growing all-gather is a series of the backward plot, listed first */
   const char *svg = strstr(h, "id=\"svg-audit-collectives-backward\"");
   ck_assert_ptr_nonnull(svg);
@@ -229,14 +231,14 @@ START_TEST(html_fail_section) {
   ck_assert_ptr_nonnull(fw);
   const char *fw_ag = strstr(fw, "all-gather");
   ck_assert(!fw_ag || fw_ag > strstr(fw, "</svg>"));
-  ck_assert_ptr_nonnull(strstr(h, "id=\"svg-audit-memory\""));
-  ck_assert_ptr_nonnull(strstr(h, "cp per local token"));
+  CKT_HAS_ALL(h, "id=\"svg-audit-memory\"", "cp per local token");
   /* the program group of the failing check is open, its all-gather rows marked */
-  ck_assert_ptr_nonnull(strstr(h, "cp backward, D = 4, heads audited <span class=\"tag-fail\">FAIL</span>"));
-  ck_assert_ptr_nonnull(strstr(h, "<tr class=\"fail\"><td class=\"num\">1024</td><td>all-gather</td>"
-                                  "<td><code>all-gather.15</code></td><td><code>f32[1,1024,2,16]</code></td>"
-                                  "<td class=\"num\">131072</td>"));
-  ck_assert_ptr_nonnull(strstr(h, "<p id=\"audit-note\" class=\"missed-note\">XLA-on-CPU buffer assignment"));
+  CKT_HAS_ALL(h,
+      "cp backward, D = 4, heads audited <span class=\"tag-fail\">FAIL</span>",
+      "<tr class=\"fail\"><td class=\"num\">1024</td><td>all-gather</td>"
+      "<td><code>all-gather.15</code></td><td><code>f32[1,1024,2,16]</code></td>"
+      "<td class=\"num\">131072</td>",
+      "<p id=\"audit-note\" class=\"missed-note\">XLA-on-CPU buffer assignment");
   free(h);
   json_decref(doc);
   json_decref(f);
@@ -246,8 +248,7 @@ END_TEST
 START_TEST(html_pass_section) {
   json_t *p = load("audit-pass.json"), *doc = doc_with(p);
   char *h = render(doc, report_html_render);
-  ck_assert_ptr_nonnull(strstr(h, "data-verdict=\"pass\""));
-  ck_assert_ptr_nonnull(strstr(h, "<b class=\"tag-pass\">Audit PASS</b>: 0 of 6 checks failed"));
+  CKT_HAS_ALL(h, "data-verdict=\"pass\"", "<b class=\"tag-pass\">Audit PASS</b>: 0 of 6 checks failed");
   CKT_HAS_NONE(h, "Audit FAIL", "all-gather", "<tr class=\"fail\">");
   free(h);
   json_decref(doc);
@@ -318,12 +319,14 @@ START_TEST(hostile_strings_escaped) {
   char *h = render(doc, report_html_render);
   ck_assert_ptr_null(strstr(h, "<script>alert"));
   ck_assert_ptr_null(strstr(h, "<img src=x"));
-  ck_assert_ptr_nonnull(strstr(h, "<code class=\"op-name\">&lt;script&gt;alert(1)&lt;/script&gt;|x</code>"));
-  ck_assert_ptr_nonnull(strstr(h, "&quot;&gt;&lt;img src=x onerror=alert(2)&gt;:31 (f)"));
+  CKT_HAS_ALL(h,
+      "<code class=\"op-name\">&lt;script&gt;alert(1)&lt;/script&gt;|x</code>",
+      "&quot;&gt;&lt;img src=x onerror=alert(2)&gt;:31 (f)");
   char *md = render(doc, markdown);
   ck_assert_ptr_null(strstr(md, "<script>"));
-  ck_assert_ptr_nonnull(strstr(md, "&lt;script&gt;alert(1)&lt;/script&gt;"));
-  ck_assert_ptr_nonnull(strstr(md, "\\| pipe")); /* the pipe cannot end the cell */
+  CKT_HAS_ALL(md,
+      "&lt;script&gt;alert(1)&lt;/script&gt;",
+      "\\| pipe"); /* the pipe cannot end the cell */
   char *x = render(doc, report_junit_render);
   ck_assert_ptr_null(strstr(x, "<script>"));
   ck_assert_ptr_nonnull(strstr(x, "message=\"all-gather grows (&lt;script&gt;alert(1)&lt;/script&gt;, &quot;&gt;"));
@@ -337,22 +340,24 @@ START_TEST(markdown_and_junit) {
   json_t *f = load("audit-fail.json"), *p = load("audit-pass.json");
   json_t *df = doc_with(f), *dp = doc_with(p);
   char *md = render(df, markdown);
-  ck_assert_ptr_nonnull(strstr(md, "### \xE2\x9D\x8C Audit: **FAIL** (1 of 6 checks failed)\n"));
-  ck_assert_ptr_nonnull(strstr(md, "| collective-grows-with-T cp backward D=4 | all-gather f32\\[1,1024,2,16\\] "
-                                   "32768 -&gt; 131072 bytes from T=256 to 1024"));
-  ck_assert_ptr_nonnull(strstr(md, "## \xE2\x9D\x8C gdn-parity: **FAIL**"));
+  CKT_HAS_ALL(md,
+      "### \xE2\x9D\x8C Audit: **FAIL** (1 of 6 checks failed)\n",
+      "| collective-grows-with-T cp backward D=4 | all-gather f32\\[1,1024,2,16\\] "
+      "32768 -&gt; 131072 bytes from T=256 to 1024",
+      "## \xE2\x9D\x8C gdn-parity: **FAIL**");
   char *mp = render(dp, markdown);
   ck_assert_ptr_nonnull(strstr(mp, "### \xE2\x9C\x85 Audit: **PASS** (0 of 6 checks failed)\n"));
   ck_assert_ptr_null(strstr(mp, "| failing check |"));
   char *x = render(df, report_junit_render);
-  ck_assert_ptr_nonnull(strstr(x, "<testsuites name=\"gdn-parity\" tests=\"9\" failures=\"1\" errors=\"0\""));
-  ck_assert_ptr_nonnull(strstr(x, "<testsuite name=\"gdn-parity.audit\" tests=\"6\" failures=\"1\""));
-  ck_assert_ptr_nonnull(strstr(x, "<testcase name=\"collective-grows-with-T cp backward D=4\" "
-                                  "classname=\"gdn-parity.audit.collective-grows-with-T\" time=\"0.000\">\n"
-                                  "      <failure type=\"collective-grows-with-T\" message=\"all-gather "
-                                  "f32[1,1024,2,16] 32768 -&gt; 131072 bytes"));
-  ck_assert_ptr_nonnull(strstr(x, "<testcase name=\"flops-fall-with-D cp forward\" "
-                                  "classname=\"gdn-parity.audit.flops-fall-with-D\" time=\"0.000\"/>"));
+  CKT_HAS_ALL(x,
+      "<testsuites name=\"gdn-parity\" tests=\"9\" failures=\"1\" errors=\"0\"",
+      "<testsuite name=\"gdn-parity.audit\" tests=\"6\" failures=\"1\"",
+      "<testcase name=\"collective-grows-with-T cp backward D=4\" "
+      "classname=\"gdn-parity.audit.collective-grows-with-T\" time=\"0.000\">\n"
+      "      <failure type=\"collective-grows-with-T\" message=\"all-gather "
+      "f32[1,1024,2,16] 32768 -&gt; 131072 bytes",
+      "<testcase name=\"flops-fall-with-D cp forward\" "
+      "classname=\"gdn-parity.audit.flops-fall-with-D\" time=\"0.000\"/>");
   char *xp = render(dp, report_junit_render);
   ck_assert_ptr_nonnull(strstr(xp, "<testsuites name=\"gdn-parity\" tests=\"9\" failures=\"0\""));
   ck_assert_ptr_null(strstr(xp, "<failure"));
@@ -365,8 +370,9 @@ END_TEST
 START_TEST(headline_when_only_the_audit_fails) {
   json_t *f = load("audit-fail.json"), *doc = doc_with(f);
   char *h = render(doc, report_html_render);
-  ck_assert_ptr_nonnull(strstr(h, "<title>FAIL \xE2\x80\x94 gdn-parity: 3 cases within tolerance; audit FAIL</title>"));
-  ck_assert_ptr_nonnull(strstr(h, "<p class=\"count\">All 3 cases within tolerance. Exit status 1.</p>"));
+  CKT_HAS_ALL(h,
+      "<title>FAIL \xE2\x80\x94 gdn-parity: 3 cases within tolerance; audit FAIL</title>",
+      "<p class=\"count\">All 3 cases within tolerance. Exit status 1.</p>");
   char *md = render(doc, markdown);
   ck_assert_ptr_nonnull(strstr(md, "**All 3 cases within tolerance.** Exit status 1."));
   free(h), free(md);
@@ -404,10 +410,11 @@ START_TEST(real_audit_renders) {
   ck_assert_uint_eq(n, 5);
   ck_assert_uint_eq(nf, 5);
   char *h = render(doc, report_html_render), *md = render(doc, markdown), *x = render(doc, report_junit_render);
-  ck_assert_ptr_nonnull(strstr(h, "<code>all-gather f32[1,512,2]</code> <code class=\"op-name\">"
-                                  "jit(f)/shard_map/all_gather</code> at <code class=\"op-source\">"
-                                  "gdn_parity_jax/broken.py:414 (sequence_gathered.&lt;locals&gt;.&lt;genexpr&gt;)</code>"));
-  ck_assert_ptr_nonnull(strstr(h, "D=2 G2 all-gather"));
+  CKT_HAS_ALL(h,
+      "<code>all-gather f32[1,512,2]</code> <code class=\"op-name\">"
+      "jit(f)/shard_map/all_gather</code> at <code class=\"op-source\">"
+      "gdn_parity_jax/broken.py:414 (sequence_gathered.&lt;locals&gt;.&lt;genexpr&gt;)</code>",
+      "D=2 G2 all-gather");
   ck_assert_ptr_nonnull(strstr(md, "Audit: **FAIL** (5 of 5 checks failed)"));
   ck_assert_ptr_nonnull(strstr(x, "<testsuite name=\"gdn-parity.audit\" tests=\"5\" failures=\"5\""));
   free(h), free(md), free(x);
