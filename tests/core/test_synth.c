@@ -210,5 +210,5 @@ START_TEST(head_groups_match_whole) {
 }
 END_TEST
 
-CKR_MAIN("synth", "synth", 0, deterministic_across_threads_and_seeds, pinned_hashes_across_threads, distributions,
+CKR_MAIN("synth", "synth", 60, deterministic_across_threads_and_seeds, pinned_hashes_across_threads, distributions,
     prenorm_and_bf16, head_groups_match_whole)
