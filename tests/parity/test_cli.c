@@ -9,6 +9,7 @@
 #include "cli_run.h"
 #include "parity_cli.h"
 #include "../check_runner.h"
+#include "../reports/test_util.h"
 
 static const char *exe;
 
@@ -113,19 +114,6 @@ START_TEST(help_lists_every_option) {
 }
 END_TEST
 
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  if (fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-  b[n] = '\0';
-  fclose(f);
-  return b;
-}
-
 /* A real run: exit 0, the contract's JSON fields, and byte-identical JSON for
  * --threads 1 and 2 with --reproducible. */
 START_TEST(run_writes_contract_json_deterministically) {
@@ -142,7 +130,7 @@ START_TEST(run_writes_contract_json_deterministically) {
   RUN(&r, "--shape", "1,200,2,16", "--key-heads", "1", "--chunk", "16", "--devices", "1,5,8",
       "--h0", "--json", j2, "--reproducible", "--threads", "2");
   ck_assert_int_eq(r.status, 0);
-  char *a = read_file(j1), *b = read_file(j2);
+  char *a = test_read_file(j1, NULL), *b = test_read_file(j2, NULL);
   ck_assert_ptr_nonnull(a);
   ck_assert_ptr_nonnull(b);
   ck_assert_msg(strcmp(a, b) == 0, "JSON differs between --threads 1 and 2");
@@ -200,7 +188,7 @@ START_TEST(shard_chunks_mode) {
   RUN(&r, "--shape", "1,128,1,8", "--chunk", "16", "--devices", "3", "--shard", "chunks",
       "--json", js, "--reproducible");
   ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
-  char *a = read_file(js);
+  char *a = test_read_file(js, NULL);
   json_t *d = parsed(a);
   json_t *c = json_array_get(json_object_get(d, "cases"), 0);
   ck_assert_str_eq(json_string_value(json_object_get(c, "shard")), "chunks");
@@ -232,7 +220,7 @@ START_TEST(grad_run) {
     else
       RUN(&r, "--shape", "1,96,2,8", "--chunk", "16", "--devices", "1,2,4", "--h0", "--json", js,
           "--report", html, "--reproducible");
-    char *h = read_file(html);
+    char *h = test_read_file(html, NULL);
     /* the report: the gradient table and each token-axis gradient's profile */
     ck_assert(!strstr(h, "id=\"grad-table\"") == !grad);
     ck_assert(!strstr(h, "svg-profile-0-dk") == !grad);
@@ -240,7 +228,7 @@ START_TEST(grad_run) {
     free(h);
     ck_assert_msg(r.status == 0, "grad %d: status %d: %s%s", grad, r.status, r.out, r.err);
     ck_assert(!strstr(r.out, "grads rel_fro") == !grad);
-    char *a = read_file(js);
+    char *a = test_read_file(js, NULL);
     json_t *d = parsed(a);
     ck_assert(!strstr(a, "\"dbeta\"") == !grad);
     ck_assert(!strstr(a, "row_rel") == !grad);
@@ -275,7 +263,7 @@ START_TEST(grad_run) {
     RUN(&r, "--shape", "2,96,2,8", "--chunk", "16", "--devices", "1,4", "--grad", "--json", js, "--reproducible",
         "--threads", th == 1 ? "1" : "2");
     ck_assert_int_eq(r.status, 0);
-    docs[th - 1] = read_file(js);
+    docs[th - 1] = test_read_file(js, NULL);
   }
   ck_assert_str_eq(docs[0], docs[1]);
   free(docs[0]);
@@ -295,7 +283,7 @@ START_TEST(packed_documents) {
       "--packing", "reset", "--gates", "slow", "--json", js, "--reproducible");
   ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
   ck_assert_ptr_nonnull(strstr(r.out, "packing reset"));
-  char *a = read_file(js);
+  char *a = test_read_file(js, NULL);
   json_t *d = parsed(a);
   json_t *in0 = json_array_get(json_object_get(d, "inputs"), 0);
   ck_assert_str_eq(json_string_value(json_object_get(in0, "packing")), "reset");
@@ -308,7 +296,7 @@ START_TEST(packed_documents) {
   /* without --documents no packing is claimed */
   RUN(&r, "--shape", "1,64,1,8", "--chunk", "16", "--devices", "1", "--json", js, "--reproducible");
   ck_assert_int_eq(r.status, 0);
-  a = read_file(js);
+  a = test_read_file(js, NULL);
   ck_assert_ptr_null(strstr(a, "\"packing\""));
   free(a);
   unlink(js);
@@ -337,7 +325,7 @@ START_TEST(oracle_tiers) {
       "--json", j2, "--reproducible");
   ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
   ck_assert_ptr_nonnull(strstr(r.out, "dd oracle (double-double, 106 bits)"));
-  char *a = read_file(j1), *b = read_file(j2);
+  char *a = test_read_file(j1, NULL), *b = test_read_file(j2, NULL);
   json_t *da = json_loads(a, 0, NULL), *db = json_loads(b, 0, NULL);
   json_t *oa = json_object_get(da, "oracle"), *ob = json_object_get(db, "oracle");
   ck_assert_str_eq(json_string_value(json_object_get(oa, "tier")), "mpfr");
@@ -385,7 +373,7 @@ static long long run_codes(const char *code_min, const char *tier_c, const char 
         "--gates", "slow", "--h0", "--threads", "2", "--json", json);
   unsetenv("GDN_PARITY_CODE_MIN");
   ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
-  char *a = read_file(json);
+  char *a = test_read_file(json, NULL);
   json_t *d = json_loads(a, 0, NULL);
   long long peak = json_integer_value(json_object_get(json_object_get(d, "memory"), "peak_heap_bytes"));
   json_decref(d);
@@ -401,7 +389,7 @@ START_TEST(coded_outputs_change_no_result) {
   for (int k = 0; k < 2; k++) {
     run_codes(NULL, tiers[k], j1, 1);
     run_codes("0", tiers[k], j2, 1);
-    char *a = read_file(j1), *b = read_file(j2);
+    char *a = test_read_file(j1, NULL), *b = test_read_file(j2, NULL);
     ck_assert_msg(!strcmp(a, b), "%s: the coded run's results differ", tiers[k]);
     free(a);
     free(b);
@@ -438,7 +426,7 @@ static long long run_peak_heap(const char *T, long long *io) {
   RUN(&r, "--shape", shape, "--chunk", "16", "--devices", "1,4,16", "--oracle", "dd",
       "--threads", "1", "--gates", "slow", "--json", j);
   ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
-  char *a = read_file(j);
+  char *a = test_read_file(j, NULL);
   json_t *d = json_loads(a, 0, NULL);
   ck_assert_ptr_nonnull(d);
   json_t *m = json_object_get(d, "memory");

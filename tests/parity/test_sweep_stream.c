@@ -22,21 +22,9 @@
 
 #include "../check_runner.h"
 #include "cli_run.h"
+#include "../reports/test_util.h"
 
 static const char *exe, *fixture_exe;
-
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
-  if (s) s[n] = '\0';
-  fclose(f);
-  return s;
-}
 
 /* exe, args..., extra..., --json out, --reproducible, --quiet */
 static int run_to(const char *const *args, const char *const *extra, const char *json, cli_result *r) {
@@ -63,17 +51,8 @@ static void scratch_begin(void) {
   setenv("TMPDIR", scratch, 1);
 }
 
-static int scratch_entries(void) {
-  DIR *d = opendir(scratch);
-  int n = 0;
-  for (struct dirent *de; d && (de = readdir(d));)
-    if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) n++;
-  if (d) closedir(d);
-  return n;
-}
-
 static void scratch_end(void) {
-  ck_assert_msg(scratch_entries() == 0, "scratch files left in %s", scratch);
+  ck_assert_msg(test_count_entries(scratch) == 0, "scratch files left in %s", scratch);
   rmdir(scratch);
   unsetenv("TMPDIR");
 }
@@ -92,7 +71,7 @@ static void same_both_ways(const char *const *args, const char *group) {
   const int rb = run_to(args, g, b, &r);
   ck_assert_msg(rb == ra, "streamed run: status %d (whole %d): %s", rb, ra, r.err);
   scratch_end();
-  char *da = read_file(a), *db = read_file(b);
+  char *da = test_read_file(a, NULL), *db = test_read_file(b, NULL);
   ck_assert(da && db && strlen(da) > 1000);
   ck_assert_msg(!strcmp(da, db), "%s and %s differ (%s ...)", a, b, args[1]);
   free(da), free(db);
@@ -141,7 +120,7 @@ START_TEST(negative_control) {
   cli_result r;
   ck_assert_int_eq(run_to(good, NULL, a, &r), 0);
   ck_assert_int_eq(run_to(bad, NULL, b, &r), 1);
-  char *da = read_file(a), *db = read_file(b);
+  char *da = test_read_file(a, NULL), *db = test_read_file(b, NULL);
   ck_assert(da && db && strcmp(da, db));
   free(da), free(db);
   unlink(a), unlink(b);
