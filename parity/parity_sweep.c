@@ -103,6 +103,45 @@ void parity_sweep_ctx_clear(input_ctx *x) {
   memset(x, 0, sizeof *x);
 }
 
+void parity_sweep_ctx_init(input_ctx *x, parity_doc *d, const parity_sweep_opts *o) {
+  memset(x, 0, sizeof *x);
+  x->d = d;
+  x->o = o;
+  kern_config_init(&x->cfg);
+  x->cfg.dtype = o->dtype;
+  x->cfg.matmul = o->matmul;
+  x->cfg.ftz = parity_sweep_ftz(o);
+  x->cfg.mutant = o->mutant;
+  x->cfg.shard = o->shard;
+  x->cfg.solve = o->solve;
+}
+
+void parity_sweep_scan_config(input_ctx *x) {
+  kern_config fresh;
+  kern_config_init(&fresh);
+  x->cfg.devices = fresh.devices; /* the chunk stage (the scan) runs on one device */
+  x->cfg.prefix = fresh.prefix;
+}
+
+int parity_sweep_chunk_begin(input_ctx *x, const gdn_shape *s, int64_t chunk, gdn_error *e) {
+  x->cfg.chunk = chunk;
+  parity_sweep_scan_config(x);
+  x->n_chunks = gdn_shape_chunks(s, chunk);
+  x->block = (x->n_chunks + MAX_PROFILE_BLOCKS - 1) / MAX_PROFILE_BLOCKS * chunk;
+  x->n_blocks = (s->T + x->block - 1) / x->block;
+  if (!(x->prof_ref = gdn_calloc((size_t)x->n_blocks, sizeof(double), "profile", e)) ||
+      !(x->prof_base = gdn_calloc((size_t)x->n_blocks, sizeof(double), "profile", e)))
+    return e ? e->code : GDN_ERR_NOMEM;
+  return GDN_OK;
+}
+
+void parity_sweep_seam_sums(parity_rel_acc *acc, kern_affine_seams *seams, const gdn_shape *s, int64_t device) {
+  for (int64_t b = 0; b < s->B; b++)
+    for (int64_t h = 0; h < s->Hv; h++)
+      parity_rel_acc_add(acc, kern_affine_seams_h_in(seams, b, h, device),
+                         kern_affine_seams_h_out(seams, b, h, device - 1), (size_t)(s->Dk * s->Dv));
+}
+
 void parity_sweep_meas_init(parity_subject_result *m, const parity_subject_run *s) {
   memset(m, 0, sizeof *m);
   m->name = s->name;
@@ -294,10 +333,7 @@ static void case_seams(const input_ctx *x, parity_case_result *r) {
     if (!(sm->has_state = cand->has_seams)) continue;
     static __thread parity_rel_acc acc; /* 64 KiB: not on the stack */
     parity_rel_acc_init(&acc);
-    for (int64_t b = 0; b < s->B; b++)
-      for (int64_t h = 0; h < s->Hv; h++)
-        parity_rel_acc_add(&acc, kern_affine_seams_h_in(&cand->seams, b, h, sm->device),
-                           kern_affine_seams_h_out(&cand->seams, b, h, sm->device - 1), (size_t)(s->Dk * s->Dv));
+    parity_sweep_seam_sums(&acc, &cand->seams, s, sm->device);
     sm->state_rel = parity_rel_acc_value(&acc);
   }
 }
@@ -504,22 +540,13 @@ static int run_case(input_ctx *x, int64_t devices, kern_prefix prefix, gdn_error
 static int run_chunk(input_ctx *x, int64_t chunk, gdn_error *e) {
   const parity_sweep_opts *o = x->o;
   const gdn_shape *s = &x->in->shape;
-  kern_config fresh;
-  kern_config_init(&fresh);
-  x->cfg.chunk = chunk;
-  x->cfg.devices = fresh.devices; /* the chunk stage (the scan) runs on one device */
-  x->cfg.prefix = fresh.prefix;
-  x->n_chunks = gdn_shape_chunks(s, chunk);
-  x->block = (x->n_chunks + MAX_PROFILE_BLOCKS - 1) / MAX_PROFILE_BLOCKS * chunk;
-  x->n_blocks = (s->T + x->block - 1) / x->block;
-  if (!(x->prof_ref = gdn_calloc((size_t)x->n_blocks, sizeof(double), "profile", e)) ||
-      !(x->prof_base = gdn_calloc((size_t)x->n_blocks, sizeof(double), "profile", e)))
-    return e ? e->code : GDN_ERR_NOMEM;
+  int rc = parity_sweep_chunk_begin(x, s, chunk, e);
+  if (rc) return rc;
   double secs = 0;
   char what[64];
   snprintf(what, sizeof what, "C%" PRId64 " scan", chunk);
   parity_progress_begin(o->progress, what);
-  int rc = run_stage(x, PARITY_STAGE_CHUNK, 0, &secs, e);
+  rc = run_stage(x, PARITY_STAGE_CHUNK, 0, &secs, e);
   parity_progress_end(o->progress);
   if (rc) return rc;
   x->d->t_kernels += secs;
@@ -557,19 +584,10 @@ int parity_sweep_run(parity_doc *d, const gdn_inputs *in, const parity_input_inf
   int rc = parity_sweep_validate(&in->shape, o, e);
   if (rc) return rc;
   input_ctx x;
-  memset(&x, 0, sizeof x);
-  x.d = d;
+  parity_sweep_ctx_init(&x, d, o);
   x.in = in;
   x.ref = ref && ref->tier != PARITY_ORACLE_NONE ? ref : NULL;
-  x.o = o;
   x.input_index = parity_doc_next_input(d);
-  kern_config_init(&x.cfg);
-  x.cfg.dtype = o->dtype;
-  x.cfg.matmul = o->matmul;
-  x.cfg.ftz = parity_sweep_ftz(o);
-  x.cfg.mutant = o->mutant;
-  x.cfg.shard = o->shard;
-  x.cfg.solve = o->solve;
   if ((rc = parity_sweep_ctx_subjects(&x, ext, n_ext, e))) goto done;
   parity_input_result ir = {info, in, x.ref, x.subj, x.n_subj};
   if ((rc = parity_doc_add_input(d, &ir, e))) goto done;

@@ -28,6 +28,19 @@ typedef struct input_ctx {
                                    not held); NULL: computed from in */
 } input_ctx;
 
+/* x for an input of doc d under options o: the case's numerics from o
+ * (the rest zero: in, ref, the subject table are the caller's). */
+void parity_sweep_ctx_init(input_ctx *x, parity_doc *d, const parity_sweep_opts *o);
+/* The chunk stage's configuration (the scan: one device, the default
+ * prefix), kept chunk size and numerics. */
+void parity_sweep_scan_config(input_ctx *x);
+/* A chunk size begins: its configuration, the profile's blocks over s, the
+ * reference's and the baseline's profiles allocated (zero). */
+int parity_sweep_chunk_begin(input_ctx *x, const gdn_shape *s, int64_t chunk, gdn_error *e);
+/* The seam between device - 1 and device, every (b, head) of s: the
+ * incoming state against the one the previous device ended with. */
+void parity_sweep_seam_sums(parity_rel_acc *acc, kern_affine_seams *seams, const gdn_shape *s, int64_t device);
+
 /* The subject table: the built-in rows, one row per external output, then
  * the caller's extra rows. */
 int parity_sweep_ctx_subjects(input_ctx *x, const parity_external *ext, size_t n_ext, gdn_error *e);

@@ -172,26 +172,36 @@ static int chunk_pairs(sctx *c, int t, mpair *p, size_t *n, gdn_error *e) {
   return rc;
 }
 
-/* One visit of group g for tensor t's pairs (p[0..n), made by chunk_pairs in
- * its order): pass A or B. */
+/* A group visit's reads: the reference, the scan and the last candidate
+ * read, each in its own buffer, so each is read once however many pairs
+ * use it (a candidate's pairs follow one another). */
+typedef struct vcache {
+  const parity_spill_tensor *held[3];
+  parity_vals v[3];
+} vcache;
+
+static int cached_read(sctx *c, vcache *vc, int t, const parity_spill_tensor *s, int64_t g, parity_vals *v,
+                       gdn_error *e) {
+  const int k = s == &c->refs.t[t] ? 0 : s == &c->base.t[t] ? 1 : 2;
+  double *const buf[3] = {c->br, c->bb, c->bx};
+  int rc = GDN_OK;
+  if (vc->held[k] != s && !(rc = parity_spill_tensor_read(s, g, buf[k], &vc->v[k], e))) vc->held[k] = s;
+  *v = vc->v[k];
+  return rc;
+}
+
+/* One visit of group g for tensor t's pairs: pass A or B. */
 static int chunk_visit(sctx *c, int t, int64_t g, mpair *p, size_t n, int pass_b, gdn_error *e) {
-  input_ctx *x = &c->x;
-  const unsigned bit = 1u << t;
   int64_t h0, h1;
   group_heads(c, g, t, &h0, &h1);
-  parity_vals rv = parity_vals_f64(NULL), bv = parity_vals_f64(NULL), xv;
-  int rc = x->ref && (c->refs.present & bit) ? parity_spill_tensor_read(&c->refs.t[t], g, c->br, &rv, e) : GDN_OK;
-  if (!rc && (c->base.present & bit)) rc = parity_spill_tensor_read(&c->base.t[t], g, c->bb, &bv, e);
-  size_t i = 0;
-#define FEED(xx, rr) (pass_b ? parity_mstream_add_b(p[i].M, (xx), (rr), h0, h1, e) : parity_mstream_add_a(p[i].M, (xx), (rr), h0, h1, e))
-  if (!rc && x->ref && (c->base.present & c->refs.present & bit)) rc = FEED(bv, rv), i++;
-  for (size_t k = 0; k < c->n_cases && !rc && i < n; k++) {
-    if (!(c->cases[k].present & bit)) continue;
-    if ((rc = parity_spill_tensor_read(&c->cases[k].t[t], g, c->bx, &xv, e))) break;
-    if (x->ref && (c->refs.present & bit) && !(rc = FEED(xv, rv))) i++;
-    if (!rc && x->subj[x->candidate].m->vs_scan && (c->base.present & bit) && !(rc = FEED(xv, bv))) i++;
+  vcache vc = {{NULL}, {{0}}};
+  int rc = GDN_OK;
+  for (size_t i = 0; i < n && !rc; i++) {
+    parity_vals xv, rv;
+    if ((rc = cached_read(c, &vc, t, p[i].src.x, g, &xv, e)) || (rc = cached_read(c, &vc, t, p[i].src.r, g, &rv, e)))
+      break;
+    rc = pass_b ? parity_mstream_add_b(p[i].M, xv, rv, h0, h1, e) : parity_mstream_add_a(p[i].M, xv, rv, h0, h1, e);
   }
-#undef FEED
   return rc;
 }
 
@@ -461,14 +471,10 @@ static void set_keep(sctx *c, spill_set *set, const char *what, int64_t g, int64
     hd->rc = spill_set_write_one(c, set, what, g, t, v, &hd->err);
   }
   if (k < 0 || !s->has_seams) return;
-  const gdn_shape *gs = &c->in.shape;
   for (int64_t d = 1; d < c->case_dev[k]; d++) {
     parity_rel_acc *acc = &c->gseams[((size_t)g * c->n_cases + (size_t)k) * c->max_seams + (size_t)d - 1];
     parity_rel_acc_init(acc);
-    for (int64_t b = 0; b < gs->B; b++)
-      for (int64_t h = 0; h < gs->Hv; h++)
-        parity_rel_acc_add(acc, kern_affine_seams_h_in(&s->seams, b, h, d),
-                           kern_affine_seams_h_out(&s->seams, b, h, d - 1), (size_t)(gs->Dk * gs->Dv));
+    parity_sweep_seam_sums(acc, &s->seams, &c->in.shape, d);
   }
 }
 
@@ -499,10 +505,7 @@ static void produce_group(sctx *c, int64_t g) {
   parity_subject_run *bs = &x->subj[x->baseline], *cs = &x->subj[x->candidate];
   set_head *hd = &c->sh[g * (int64_t)(1 + c->n_cases)];
   const int wrong = parity_dist_rank() != 0 && parity_dist_test_fault("stream-deal"); /* testing */
-  kern_config fresh;
-  kern_config_init(&fresh);
-  x->cfg.devices = fresh.devices; /* the chunk stage (the scan) runs on one device */
-  x->cfg.prefix = fresh.prefix;
+  parity_sweep_scan_config(x);
   parity_produce_ctx cx = {&c->in, &x->cfg, 0, c->sr->grads ? &c->ct : NULL, NULL};
   double t0 = now();
   if ((hd->rc = load_group(c, wrong ? (g + 1) % c->p->n_groups : g, &hd->err)) ||
@@ -782,21 +785,17 @@ static int run_chunk_streamed(sctx *c, size_t ci, gdn_error *e) {
   input_ctx *x = &c->x;
   const parity_sweep_opts *o = x->o;
   const int64_t chunk = o->chunks[ci];
-  x->cfg.chunk = chunk;
-  x->n_chunks = gdn_shape_chunks(&c->whole, chunk);
-  x->block = (x->n_chunks + MAX_PROFILE_BLOCKS - 1) / MAX_PROFILE_BLOCKS * chunk;
-  x->n_blocks = (c->whole.T + x->block - 1) / x->block;
+  int rc = parity_sweep_chunk_begin(x, &c->whole, chunk, e);
+  if (rc) return rc;
   chunk_cases(c, chunk);
   spill_set_init(&c->base);
   c->cases = gdn_calloc(c->n_cases ? c->n_cases : 1, sizeof *c->cases, "case scratch", e);
   c->seams = c->cases ? gdn_calloc(c->n_cases * (c->max_seams ? c->max_seams : 1), sizeof *c->seams, "seam sums", e)
                       : NULL;
-  x->prof_ref = c->seams ? gdn_calloc((size_t)x->n_blocks, sizeof(double), "profile", e) : NULL;
-  x->prof_base = x->prof_ref ? gdn_calloc((size_t)x->n_blocks, sizeof(double), "profile", e) : NULL;
-  if (!x->prof_base) return e ? e->code : GDN_ERR_NOMEM;
+  if (!c->seams) return e ? e->code : GDN_ERR_NOMEM;
   for (size_t k = 0; k < c->n_cases; k++) spill_set_init(&c->cases[k]);
   for (size_t i = 0; i < c->n_cases * c->max_seams; i++) parity_rel_acc_init(&c->seams[i]);
-  int rc = phase_produce(c, chunk, e);
+  rc = phase_produce(c, chunk, e);
   if (rc || parity_dist_rank() != 0) return rc; /* rank 0 measures and records */
   char what[64];
   snprintf(what, sizeof what, "C%" PRId64 ": measuring", chunk);
@@ -874,15 +873,7 @@ static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const p
   spill_set_init(&c->base);
   for (int i = 0; i < IN_N; i++) parity_spill_file_init(&c->in_f[i]);
   input_ctx *x = &c->x;
-  x->d = d;
-  x->o = o;
-  kern_config_init(&x->cfg);
-  x->cfg.dtype = o->dtype;
-  x->cfg.matmul = o->matmul;
-  x->cfg.ftz = parity_sweep_ftz(o);
-  x->cfg.mutant = o->mutant;
-  x->cfg.shard = o->shard;
-  x->cfg.solve = o->solve;
+  parity_sweep_ctx_init(x, d, o);
   int rc = parity_sweep_ctx_subjects(x, NULL, 0, e);
   if (rc) return rc;
   if (x->n_subj != 2)
