@@ -17,17 +17,12 @@
 #include "parity_sweep.h"
 #include "report_doc.h"
 #include "report_summary.h"
+#include "gdn_clock.h"
 
 #define COVERAGE_SCHEMA "gdn-parity-coverage"
 #define COVERAGE_VERSION 1
 #define COVER_METHOD "greedy set cover, not proven minimal"
 #define COVER_TIES "ties go to the lower case index (the cover depends on the kill matrix only, never on timings)"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- mutant selection ---- */
 
@@ -277,13 +272,13 @@ static int entry_run(const parity_coverage_opts *o, size_t i, const parity_subje
   parity_progress_add(o->progress, 2 * parity_sweep_steps(&so, &en->spec.shape));
   gdn_cotangents ct;
   gdn_cotangents_init(&ct);
-  double t0 = now();
+  double t0 = gdn_clock_seconds();
   int rc = entry_inputs(o, &en->spec, &in, &ref, e);
   if (!rc) rc = entry_grads(o, &en->spec, &in, &ref, &ct, e);
   if (en->spec.grad) so.ct = sm.ct = &ct;
   if (!rc && !(rc = parity_doc_init(&plain, NULL, o->policy, e))) have_plain = 1;
   if (!rc) rc = parity_sweep_run(&plain, &in, &info, &ref, NULL, 0, &so, e);
-  double seconds = now() - t0;
+  double seconds = gdn_clock_seconds() - t0;
   if (!rc && !(rc = parity_doc_init(&mut, NULL, o->policy, e))) have_mut = 1;
   if (!rc) rc = parity_sweep_run(&mut, &in, &info, &ref, NULL, 0, &sm, e);
   if (!rc) {

@@ -8,12 +8,7 @@
 #include "gdn_config.h"
 #include "gdn_threads.h"
 #include "parity_json.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
+#include "gdn_clock.h"
 
 static int nomem(gdn_error *e) {
   return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory building the results document");
@@ -23,7 +18,7 @@ int parity_doc_init(parity_doc *d, const char *command, const parity_policy *pol
   memset(d, 0, sizeof *d);
   d->min_certified = -1;
   d->min_guaranteed = -1;
-  d->t_start = now();
+  d->t_start = gdn_clock_seconds();
   d->root = json_object();
   d->inputs = json_array();
   d->cases = json_array();
@@ -93,7 +88,7 @@ static json_t *oracle_json(const parity_doc *d) {
 static int run_figures(json_t *root, const parity_doc *d) {
   int bad = parity_json_set(root, "timing",
                             json_pack("{s{sfsfsf}si}", "seconds", "oracle", d->t_oracle, "kernels", d->t_kernels,
-                                      "total", now() - d->t_start, "threads", gdn_threads_get()));
+                                      "total", gdn_clock_seconds() - d->t_start, "threads", gdn_threads_get()));
   /* What the run held at its peak: the toolkit's heap through gdn_alloc's
    * accounting (-1 off glibc) and the process's peak resident set.  Not in
    * reproducible output: per-thread scratch makes both depend on the

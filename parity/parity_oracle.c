@@ -10,6 +10,7 @@
 #include "oracle.h"
 #include "parity_dist.h"
 #include "oracle_vjp.h"
+#include "gdn_clock.h"
 
 const char *parity_oracle_tier_name(parity_oracle_tier t) {
   switch (t) {
@@ -71,12 +72,6 @@ void parity_reference_borrow(parity_reference *r, const gdn_outputs *out) {
   r->borrowed = 1;
 }
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 int parity_reference_take_dd(parity_reference *r, const oracle_dd_certificate *cert, gdn_error *e) {
   r->precision_bits = cert->precision_bits;
   r->check_bits = cert->check_bits;
@@ -118,7 +113,7 @@ int parity_reference_compute_progress(parity_reference *r, const gdn_inputs *in,
   const gdn_shape *s = &in->shape;
   r->mpfr_cost = parity_oracle_mpfr_cost(s, bits);
   r->tier = parity_oracle_resolve(tier, s, bits);
-  double t0 = now();
+  double t0 = gdn_clock_seconds();
   int rc;
   if (r->tier == PARITY_ORACLE_DD) {
     oracle_dd_config cfg;
@@ -142,7 +137,7 @@ int parity_reference_compute_progress(parity_reference *r, const gdn_inputs *in,
     parity_reference_take_mpfr(r, &cert, s);
   }
   r->form = "token";
-  r->seconds = now() - t0;
+  r->seconds = gdn_clock_seconds() - t0;
   return GDN_OK;
 }
 
@@ -214,7 +209,7 @@ int parity_reference_compute_grads(parity_reference *r, const gdn_inputs *in, co
   r->has_grads = 0;
   r->grad_tier = parity_oracle_resolve_grads(requested, &in->shape, bits);
   if (r->grad_tier == PARITY_ORACLE_NONE) return GDN_OK;
-  double t0 = now();
+  double t0 = gdn_clock_seconds();
   int rc;
   if (r->grad_tier == PARITY_ORACLE_DD) {
     oracle_vjp_dd_config cfg;
@@ -234,6 +229,6 @@ int parity_reference_compute_grads(parity_reference *r, const gdn_inputs *in, co
     r->grad_certified_bits = cert.certified_bits;
   }
   r->has_grads = 1;
-  r->grad_seconds = now() - t0;
+  r->grad_seconds = gdn_clock_seconds() - t0;
   return GDN_OK;
 }

@@ -1,14 +1,9 @@
 #include "parity_oracle_group.h"
+#include "gdn_clock.h"
 
 #include <inttypes.h>
 #include <string.h>
 #include <time.h>
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void parity_group_oracle_init(parity_group_oracle *go, const gdn_shape *whole, parity_oracle_tier requested,
                               int bits, int grads) {
@@ -109,14 +104,14 @@ int parity_group_oracle_compute(const parity_group_oracle *go, const gdn_inputs 
   r->grad_tier = go->grad_tier;
   if (go->tier == PARITY_ORACLE_NONE) return GDN_OK;
   const int64_t v0 = k0 * (go->whole.Hv / go->whole.Hk); /* the group's first value head */
-  double t0 = now();
+  double t0 = gdn_clock_seconds();
   int rc = run_forward(go, in, v0, r, &gt->fwd, e);
-  gt->seconds[0] = now() - t0;
+  gt->seconds[0] = gdn_clock_seconds() - t0;
   if (rc || !go->grads || go->grad_tier == PARITY_ORACLE_NONE) return rc;
   if (!ct) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle by head group: gradients asked for without cotangents");
-  t0 = now();
+  t0 = gdn_clock_seconds();
   rc = run_vjp(go, in, v0, ct, r, &gt->vjp, e);
-  gt->seconds[1] = now() - t0;
+  gt->seconds[1] = gdn_clock_seconds() - t0;
   return rc;
 }
 

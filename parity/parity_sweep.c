@@ -14,12 +14,7 @@
 #include "parity_upstream.h"
 
 #include "parity_sweep_ctx.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
+#include "gdn_clock.h"
 
 void parity_sweep_opts_init(parity_sweep_opts *o) {
   memset(o, 0, sizeof *o);
@@ -244,19 +239,19 @@ static int is_extra(const input_ctx *x, size_t i) { return i >= x->n_subj - x->o
  * one extra output set at a time (what parity_budget counts for coverage). */
 static int run_stage(input_ctx *x, parity_subject_stage stage, int want_seams, double *seconds, gdn_error *e) {
   parity_produce_ctx cx = {x->in, &x->cfg, want_seams, x->o->ct, code_base(x)};
-  double t0 = now();
+  double t0 = gdn_clock_seconds();
   int rc;
   for (size_t i = 0; i < x->n_subj; i++)
     if (x->subj[i].m->stage == stage && !is_extra(x, i) && (rc = parity_subject_produce(&x->subj[i], &cx, e)))
       return rc;
-  *seconds = now() - t0;
+  *seconds = gdn_clock_seconds() - t0;
   for (size_t i = 0; i < x->n_subj; i++)
     if (x->subj[i].m->stage == stage && !is_extra(x, i) && (rc = measure_subject(x, i, e))) return rc;
   for (size_t i = 0; i < x->n_subj; i++) {
     if (x->subj[i].m->stage != stage || !is_extra(x, i)) continue;
-    double t1 = now();
+    double t1 = gdn_clock_seconds();
     rc = parity_subject_produce(&x->subj[i], &cx, e);
-    *seconds += now() - t1;
+    *seconds += gdn_clock_seconds() - t1;
     if (!rc) rc = measure_subject(x, i, e);
     parity_subject_release(&x->subj[i]);
     if (rc) return rc;

@@ -16,12 +16,7 @@
 #include "parity_spill.h"
 #include "parity_sweep_ctx.h"
 #include "parity_upstream.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "gdn_clock.h"
 
 /* A tensor's head axis (parity_tensor.h: states (B, H, Dk, Dv), the rest
  * (B, T, H, ...)), and whether its heads are key heads (dq, dk). */
@@ -507,20 +502,20 @@ static void produce_group(sctx *c, int64_t g) {
   const int wrong = parity_dist_rank() != 0 && parity_dist_test_fault("stream-deal"); /* testing */
   parity_sweep_scan_config(x);
   parity_produce_ctx cx = {&c->in, &x->cfg, 0, c->sr->grads ? &c->ct : NULL, NULL};
-  double t0 = now();
+  double t0 = gdn_clock_seconds();
   if ((hd->rc = load_group(c, wrong ? (g + 1) % c->p->n_groups : g, &hd->err)) ||
       (hd->rc = parity_subject_produce(bs, &cx, &hd->err)))
     return;
-  x->d->t_kernels += now() - t0;
+  x->d->t_kernels += gdn_clock_seconds() - t0;
   set_keep(c, &c->base, "scan", g, -1, bs, hd);
   for (size_t k = 0; k < c->n_cases && !hd->rc; k++) {
     set_head *hk = &hd[1 + k];
     x->cfg.devices = c->case_dev[k];
     x->cfg.prefix = c->case_pre[k];
     cx.want_seams = parity_sweep_want_seams(&c->whole, c->case_dev[k]);
-    t0 = now();
+    t0 = gdn_clock_seconds();
     hk->rc = parity_subject_produce(cs, &cx, &hk->err);
-    c->case_secs[k] += now() - t0;
+    c->case_secs[k] += gdn_clock_seconds() - t0;
     char what[48];
     snprintf(what, sizeof what, "case %zu", k);
     if (!hk->rc) set_keep(c, &c->cases[k], what, g, (int64_t)k, cs, hk);
