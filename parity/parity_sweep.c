@@ -130,6 +130,16 @@ int parity_sweep_chunk_begin(input_ctx *x, const gdn_shape *s, int64_t chunk, gd
   return GDN_OK;
 }
 
+int64_t parity_sweep_seam_place(const parity_case_result *r, parity_seam_result *sm, int64_t device) {
+  sm->device = device;
+  sm->chunk = r->shards[2 * device];
+  /* The first chunk after the seam: its real tokens; the previous device's
+   * padding sits right before the seam. */
+  sm->t = r->pieces[3 * device];
+  sm->pad_before = r->pieces[3 * (device - 1) + 2];
+  return sm->t + r->chunk < r->pieces[3 * device + 1] ? sm->t + r->chunk : r->pieces[3 * device + 1];
+}
+
 void parity_sweep_seam_sums(parity_rel_acc *acc, kern_affine_seams *seams, const gdn_shape *s, int64_t device) {
   for (int64_t b = 0; b < s->B; b++)
     for (int64_t h = 0; h < s->Hv; h++)
@@ -312,13 +322,7 @@ static void case_seams(const input_ctx *x, parity_case_result *r) {
   parity_tensors[PARITY_T_O].dims(s, od);
   for (size_t k = 0; k < r->n_seams; k++) {
     parity_seam_result *sm = &r->seams[k];
-    sm->device = (int64_t)k + 1;
-    sm->chunk = r->shards[2 * sm->device];
-    /* The first chunk after the seam: its real tokens; the previous device's
-     * padding sits right before the seam. */
-    sm->t = r->pieces[3 * sm->device];
-    sm->pad_before = r->pieces[3 * (sm->device - 1) + 2];
-    int64_t t1 = sm->t + r->chunk < r->pieces[3 * sm->device + 1] ? sm->t + r->chunk : r->pieces[3 * sm->device + 1];
+    const int64_t t1 = parity_sweep_seam_place(r, sm, (int64_t)k + 1);
     sm->cand_vs_base = parity_max_abs_rows_v(parity_vals_o(cand->out), parity_vals_o(base->out), od, sm->t, t1);
     if (x->ref) {
       const parity_vals ro = parity_vals_o(&x->ref->out);

@@ -37,6 +37,10 @@ void parity_sweep_scan_config(input_ctx *x);
 /* A chunk size begins: its configuration, the profile's blocks over s, the
  * reference's and the baseline's profiles allocated (zero). */
 int parity_sweep_chunk_begin(input_ctx *x, const gdn_shape *s, int64_t chunk, gdn_error *e);
+/* The seam before `device` placed in sm from r's pieces (device, its first
+ * chunk, its first real token, the padding before it); returns the end of
+ * the chunk after the seam (its real tokens only). */
+int64_t parity_sweep_seam_place(const parity_case_result *r, parity_seam_result *sm, int64_t device);
 /* The seam between device - 1 and device, every (b, head) of s: the
  * incoming state against the one the previous device ended with. */
 void parity_sweep_seam_sums(parity_rel_acc *acc, kern_affine_seams *seams, const gdn_shape *s, int64_t device);

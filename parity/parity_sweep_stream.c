@@ -612,7 +612,7 @@ static int case_group_o(sctx *c, size_t k, int64_t g, case_acc *a, gdn_error *e)
   if (rc) return rc;
   for (size_t s = 0; s < r->n_seams; s++) {
     parity_seam_result *sm = &r->seams[s];
-    const int64_t t1 = sm->t + r->chunk < r->pieces[3 * sm->device + 1] ? sm->t + r->chunk : r->pieces[3 * sm->device + 1];
+    const int64_t t1 = parity_sweep_seam_place(r, sm, sm->device);
     double v = parity_max_abs_rows_v(xo, bo, od, sm->t, t1);
     if (v > sm->cand_vs_base) sm->cand_vs_base = v;
     if (!x->ref) continue;
@@ -707,10 +707,7 @@ static int case_measure_groups(sctx *c, size_t k, parity_case_result *r, gdn_err
   case_acc a = {r, {{0}}, cm->has_vs_scan, 0, NULL};
   for (size_t s = 0; s < r->n_seams; s++) {
     parity_seam_result *sm = &r->seams[s];
-    sm->device = (int64_t)s + 1;
-    sm->chunk = r->shards[2 * sm->device];
-    sm->t = r->pieces[3 * sm->device];
-    sm->pad_before = r->pieces[3 * (sm->device - 1) + 2];
+    parity_sweep_seam_place(r, sm, (int64_t)s + 1);
     if ((sm->has_state = c->cases[k].has_seams))
       sm->state_rel = parity_rel_acc_value(&c->seams[k * c->max_seams + s]);
   }
