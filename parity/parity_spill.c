@@ -48,30 +48,27 @@ void parity_spill_file_close(parity_spill_file *f) {
   f->fd = -1;
 }
 
-int parity_spill_pwrite(parity_spill_file *f, const void *buf, size_t bytes, uint64_t off, gdn_error *e) {
-  const char *p = buf;
+/* All of [off, off + bytes) written or read: pwrite and pread may move
+ * less than asked, or be interrupted before moving anything. */
+static int spill_move(parity_spill_file *f, char *p, size_t bytes, uint64_t off, int writing, gdn_error *e) {
   while (bytes) {
-    ssize_t w = pwrite(f->fd, p, bytes, (off_t)off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0)
-      return gdn_error_set(e, GDN_ERR_IO, "scratch file for %s in %s: write failed: %s", f->what, parity_spill_dir(),
-                           w < 0 ? strerror(errno) : "no space written");
-    p += w, bytes -= (size_t)w, off += (uint64_t)w;
+    ssize_t k = writing ? pwrite(f->fd, p, bytes, (off_t)off) : pread(f->fd, p, bytes, (off_t)off);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0)
+      return gdn_error_set(e, GDN_ERR_IO, "scratch file for %s in %s: %s failed: %s", f->what, parity_spill_dir(),
+                           writing ? "write" : "read",
+                           k < 0 ? strerror(errno) : writing ? "no space written" : "short file");
+    p += k, bytes -= (size_t)k, off += (uint64_t)k;
   }
   return GDN_OK;
 }
 
+int parity_spill_pwrite(parity_spill_file *f, const void *buf, size_t bytes, uint64_t off, gdn_error *e) {
+  return spill_move(f, (char *)buf, bytes, off, 1, e); /* only read from when writing */
+}
+
 int parity_spill_pread(parity_spill_file *f, void *buf, size_t bytes, uint64_t off, gdn_error *e) {
-  char *p = buf;
-  while (bytes) {
-    ssize_t r = pread(f->fd, p, bytes, (off_t)off);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0)
-      return gdn_error_set(e, GDN_ERR_IO, "scratch file for %s in %s: read failed: %s", f->what, parity_spill_dir(),
-                           r < 0 ? strerror(errno) : "short file");
-    p += r, bytes -= (size_t)r, off += (uint64_t)r;
-  }
-  return GDN_OK;
+  return spill_move(f, buf, bytes, off, 0, e);
 }
 
 void parity_spill_tensor_init(parity_spill_tensor *t) {
