@@ -766,10 +766,9 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
   fixture_src src = {NULL, 0, 0};
   parity_shard_plan plan;
   parity_shard_plan_init(&plan);
-  int rc = fix_group_open(&src.g, path, &lo, e);
-  if (rc) {
+  int rc = fix_group_open_isolated(&src.g, path, &lo, e); /* HDF5 is not memory-safe: probed first */
+  if (rc) { /* its messages name the file */
     parity_shard_plan_clear(&plan);
-    gdn_error_prefix(e, "%s: ", path);
     return rc;
   }
   const fix_fixture *m = fix_group_meta(src.g);

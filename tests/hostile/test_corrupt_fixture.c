@@ -272,7 +272,45 @@ START_TEST(known_hdf5_crashers_are_refused) {
     /* with this HDF5: contained; a fixed HDF5 may refuse it another way */
     fprintf(stderr, "%s: %s\n", names[i], e.msg);
     fix_fixture_clear(&fx);
+    /* the group reader of a streamed check, probed the same way */
+    fix_group *g = (fix_group *)&fx; /* not NULL: the refusal must clear it */
+    gdn_error_init(&e);
+    rc = fix_group_open_isolated(&g, p, &lo, &e);
+    ck_assert_msg(rc == GDN_ERR_INPUT, "%s: group open rc %d (%s)", names[i], rc, e.msg);
+    ck_assert_msg(strstr(e.msg, p), "%s: %s", names[i], e.msg);
+    ck_assert_ptr_null(g);
   }
+}
+END_TEST
+
+/* The group reader probed first opens what the plain one opens: the same
+ * metadata and hash on a valid file, the same refusal of a missing one. */
+START_TEST(isolated_group_open_equals_plain) {
+  size_t n;
+  unsigned char *img = make_image(0, &n);
+  const char *p = tu_path("iso_group.h5");
+  tu_write_all(p, img, n);
+  free(img);
+  fix_group *a = NULL, *b = NULL;
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(fix_group_open(&a, p, NULL, &e), GDN_OK);
+  ck_assert_int_eq(fix_group_open_isolated(&b, p, NULL, &e), GDN_OK);
+  ck_assert_str_eq(fix_group_meta(a)->inputs_sha256, fix_group_meta(b)->inputs_sha256);
+  ck_assert_mem_eq(&fix_group_meta(a)->inputs.shape, &fix_group_meta(b)->inputs.shape, sizeof(gdn_shape));
+  fix_fixture sa, sb;
+  fix_fixture_init(&sa);
+  fix_fixture_init(&sb);
+  ck_assert_int_eq(fix_group_read(a, 0, 1, &sa, &e), GDN_OK);
+  ck_assert_int_eq(fix_group_read(b, 0, 1, &sb, &e), GDN_OK);
+  ck_assert_ptr_null(fixture_diff(&sa, &sb));
+  fix_fixture_clear(&sa);
+  fix_fixture_clear(&sb);
+  fix_group_close(a);
+  fix_group_close(b);
+  ck_assert_int_eq(fix_group_open_isolated(&b, "/nonexistent/x.h5", NULL, &e), GDN_ERR_INPUT);
+  ck_assert_msg(strstr(e.msg, "/nonexistent/x.h5: cannot open"), "%s", e.msg);
+  ck_assert_ptr_null(b);
 }
 END_TEST
 
@@ -332,5 +370,5 @@ END_TEST
 
 CKR_MAIN_ARGS("test_corrupt_fixture FUZZ-CORPUS-FIXTURE-DIR", 1, (&corpus), "corrupt_fixture", "corrupt", 900,
     every_truncation_is_refused, bit_flips_fail_or_change_nothing, probe_contains_crashes_and_hangs,
-    isolated_load_equals_plain_load, known_hdf5_crashers_are_refused, non_utf8_string_is_refused,
+    isolated_load_equals_plain_load, isolated_group_open_equals_plain, known_hdf5_crashers_are_refused, non_utf8_string_is_refused,
     image_is_read_not_a_file_of_its_name)

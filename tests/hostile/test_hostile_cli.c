@@ -394,6 +394,14 @@ START_TEST(hdf5_crasher_through_every_command) {
   size_t n;
   unsigned char *b = hu_read(f, &n);
   check_refused(f, 2, "check on an HDF5 crasher", "refused, nothing from it was used", NULL);
+  /* the head-group reader of a streamed check is probed too (it crashed,
+   * signal 11, before it was) */
+  reset_dest();
+  char *sv[] = {parity, "check", "--fixture", (char *)f, "--group-heads", "1", "--json", dest, NULL};
+  hu_result sr;
+  hu_run(&sr, sv, NULL);
+  hu_expect_refusal(&sr, 2, "streamed check on an HDF5 crasher", f, "refused, nothing from it was used", hu_dir, dest,
+                    (const unsigned char *)old_dest, sizeof old_dest - 1);
   static const char *const cmds[] = {"verify", "info", "regen"};
   for (int i = 0; i < 3; i++) {
     char *av[] = {fixture, (char *)cmds[i], (char *)f, NULL};
