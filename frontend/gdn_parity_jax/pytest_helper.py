@@ -6,9 +6,8 @@
     def test_gdn_context_parallel_parity():
         assert_gdn_parity(jax_chunk_gated_delta_rule)
 
-What runs by default is the recommended grid, grids/upstream-pr.json (issue
-22: the smallest set of cases that kills every killable mutant of the
-catalogue): each of its cases the JAX front end can express is one run, with
+What runs by default is the recommended grid, grids/upstream-pr.json (the
+smallest set of cases that kills every killable mutant of the catalogue): each of its cases the JAX front end can express is one run, with
 the case's shape, heads, h0, gates, seed, chunk sizes, devices and dtypes
 (GRID_KEYS says how each grid key is taken); a case it cannot express (packed
 documents: the maxtext signature takes no segment ids) is skipped and
