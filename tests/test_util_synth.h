@@ -20,6 +20,16 @@ static inline void tsu_synth(gdn_inputs *in, gdn_shape s, unsigned flags, uint64
   ck_assert_msg(gdn_synth_generate(in, &s, &o, &e) == GDN_OK, "synth: %s", e.msg);
 }
 
+/* tsu_synth as an initialiser, so a test's inputs are declared and drawn in
+ * one statement: gdn_inputs in = tsu_inputs((gdn_shape){1, 5, 1, 2, 4, 4},
+ * GDN_SYNTH_H0, 1).  gdn_inputs holds only pointers it owns, so returning it
+ * by value moves the ownership to the caller (gdn_inputs_clear frees it). */
+static inline gdn_inputs tsu_inputs(gdn_shape s, unsigned flags, uint64_t seed) {
+  gdn_inputs in;
+  tsu_synth(&in, s, flags, seed);
+  return in;
+}
+
 /* N(0, 1) float32 cotangents do (and dht when with_dht) for shape s. */
 static inline void tsu_cots(gdn_cotangents *ct, const gdn_shape *s, int with_dht, uint64_t seed) {
   gdn_error e;

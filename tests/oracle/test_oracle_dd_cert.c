@@ -184,8 +184,7 @@ END_TEST
  * though the outputs there moved) -- the full sample sees it. */
 START_TEST(planted_error_sampled_or_not) {
   gdn_shape s = {1, 200, 1, 2, 32, 32};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 11);
+  gdn_inputs in = tsu_inputs(s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 11);
   gdn_outputs ref, x;
   oracle_dd_certificate c0, c;
   run_dd(&in, 2, &ref, &c0);
@@ -226,8 +225,7 @@ END_TEST
  * power of two). */
 START_TEST(certificate_equals_truth_at_40_bits) {
   gdn_shape s = {2, 120, 1, 2, 16, 24};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 12);
+  gdn_inputs in = tsu_inputs(s, GDN_SYNTH_H0, 12);
   oracle_dd_config dc;
   oracle_dd_config_init(&dc);
   dc.sample_prec = 40;
@@ -303,9 +301,7 @@ START_TEST(sample_is_pinned_and_spread) {
   ck_assert_int_eq(oracle_dd_sample_start(&p, 500, 0, 3), 0);
 
   /* n >= Dv: everything sampled; n = 0: nothing, 0 bits. */
-  gdn_shape t = {1, 30, 1, 1, 8, 6};
-  gdn_inputs in;
-  tsu_synth(&in, t, GDN_SYNTH_H0, 13);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 30, 1, 1, 8, 6}, GDN_SYNTH_H0, 13);
   gdn_outputs a, z;
   oracle_dd_certificate ca, cz;
   run_dd(&in, 99, &a, &ca);
@@ -322,9 +318,7 @@ END_TEST
 
 /* Threads and blocks: outputs and certificate bit for bit the same. */
 START_TEST(threads_and_blocks_change_nothing) {
-  gdn_shape s = {2, 50, 1, 3, 12, 20};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 14);
+  gdn_inputs in = tsu_inputs((gdn_shape){2, 50, 1, 3, 12, 20}, GDN_SYNTH_H0, 14);
   oracle_dd_config c;
   oracle_dd_config_init(&c);
   c.sample_columns = 3;

@@ -59,9 +59,7 @@ static void expect_same_refusal(const gdn_inputs *in, const char *needle) {
 }
 
 START_TEST(bad_config) {
-  gdn_shape s = {1, 5, 1, 1, 4, 4};
-  gdn_inputs in;
-  tsu_synth(&in, s, 0, 1);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 5, 1, 1, 4, 4}, 0, 1);
   oracle_dd_config c;
   oracle_dd_config_init(&c);
   c.sample_prec = 23;
@@ -101,9 +99,7 @@ START_TEST(bad_config) {
 END_TEST
 
 START_TEST(bad_inputs_as_mpfr) {
-  gdn_shape s = {1, 5, 1, 2, 4, 4};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 1);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 5, 1, 2, 4, 4}, GDN_SYNTH_H0, 1);
   in.v[7] = NAN;
   expect_same_refusal(&in, "input v");
   in.v[7] = 0;
@@ -135,9 +131,7 @@ END_TEST
  * gate of +4 held for 200 tokens grows the state by e^800.  Both are
  * refused by the dd tier naming where, and computed by the MPFR tier. */
 START_TEST(binary64_range) {
-  gdn_shape s = {1, 6, 1, 2, 4, 4};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 3);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 6, 1, 2, 4, 4}, GDN_SYNTH_H0, 3);
   oracle_dd_config dc;
   oracle_dd_config_init(&dc);
   in.g[3 * 2 + 1] = 800.0f;
@@ -163,9 +157,7 @@ END_TEST
 /* Every allocation of a run failing in turn. */
 static void alloc_failures(int64_t ns, int threads) {
   gdn_threads_set(threads);
-  gdn_shape s = {1, 9, 1, 2, 4, 12};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 2);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 9, 1, 2, 4, 12}, GDN_SYNTH_H0, 2);
   oracle_dd_config cfg;
   oracle_dd_config_init(&cfg);
   cfg.sample_columns = ns;
@@ -240,9 +232,7 @@ START_TEST(memory_flat_in_T) {
   long peaks[3], allocs[3];
   const int64_t Ts[3] = {64, 64, 1024}; /* a warm-up run first (MPFR's one-time allocation) */
   for (int i = 0; i < 3; i++) {
-    gdn_shape s = {1, Ts[i], 1, 2, 16, 16};
-    gdn_inputs in;
-    tsu_synth(&in, s, GDN_SYNTH_H0, 41);
+    gdn_inputs in = tsu_inputs((gdn_shape){1, Ts[i], 1, 2, 16, 16}, GDN_SYNTH_H0, 41);
     usage_of(&in, &peaks[i], &allocs[i]);
     gdn_inputs_clear(&in);
   }

@@ -36,9 +36,7 @@ static void expect_error(const gdn_inputs *in, const oracle_config *cfg, int cod
 }
 
 START_TEST(bad_config) {
-  gdn_shape s = {1, 5, 1, 1, 4, 4};
-  gdn_inputs in;
-  tsu_synth(&in, s, 0, 1);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 5, 1, 1, 4, 4}, 0, 1);
   oracle_config c;
   c = otu_cfg(23, ORACLE_FORM_TOKEN, 64);
   expect_error(&in, &c, GDN_ERR_INPUT, "prec = 23", 0);
@@ -75,9 +73,7 @@ START_TEST(bad_config) {
 END_TEST
 
 START_TEST(bad_inputs) {
-  gdn_shape s = {1, 5, 1, 2, 4, 4};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 1);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 5, 1, 2, 4, 4}, GDN_SYNTH_H0, 1);
   oracle_config c = otu_cfg(64, ORACLE_FORM_TOKEN, 4);
   in.v[7] = NAN;
   expect_error(&in, &c, GDN_ERR_INPUT, "input v", 0);
@@ -129,9 +125,7 @@ END_TEST
  * they were; the run that finally succeeds equals an undisturbed one. */
 static void alloc_failures(oracle_form form, int64_t C, int certified, int threads) {
   gdn_threads_set(threads);
-  gdn_shape s = {1, 9, 1, 2, 4, 12};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 2);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 9, 1, 2, 4, 12}, GDN_SYNTH_H0, 2);
   oracle_config cfg = otu_cfg(64, form, C);
   cfg.column_block = 4; /* several token-form items */
   gdn_outputs ref;

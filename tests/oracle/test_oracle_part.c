@@ -104,8 +104,7 @@ static split nth_split(int i) {
 static const gdn_shape SHAPE = {2, 21, 1, 3, 12, 20};
 
 START_TEST(mpfr_parts_equal_whole) {
-  gdn_inputs in;
-  tsu_synth(&in, SHAPE, GDN_SYNTH_H0, 41);
+  gdn_inputs in = tsu_inputs(SHAPE, GDN_SYNTH_H0, 41);
   const struct { oracle_form f; int64_t C; } forms[] = {{ORACLE_FORM_TOKEN, 0}, {ORACLE_FORM_CHUNKED, 8}};
   gdn_error e;
   gdn_error_init(&e);
@@ -135,8 +134,7 @@ START_TEST(mpfr_parts_equal_whole) {
 END_TEST
 
 START_TEST(dd_parts_equal_whole) {
-  gdn_inputs in;
-  tsu_synth(&in, SHAPE, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 42);
+  gdn_inputs in = tsu_inputs(SHAPE, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 42);
   gdn_error e;
   gdn_error_init(&e);
   /* the sample with its bound checked; below 120 bits (unchecked, -1); none */
@@ -178,8 +176,7 @@ END_TEST
  * twice, 1, 3, 5 never) gives outputs and a tally that differ from the
  * whole run's, so the comparisons used above can fail. */
 START_TEST(tally_exact_and_wrong_split_caught) {
-  gdn_inputs in;
-  tsu_synth(&in, SHAPE, GDN_SYNTH_H0, 43);
+  gdn_inputs in = tsu_inputs(SHAPE, GDN_SYNTH_H0, 43);
   oracle_config cfg = otu_cfg(72, ORACLE_FORM_TOKEN, 0);
   split one = round_robin(1), wrong = round_robin(2);
   memcpy(wrong.mask[1], wrong.mask[0], NH);
@@ -232,8 +229,7 @@ END_TEST
  * a part holding only head 5 fails with failed_head 5; a part holding
  * neither succeeds. */
 START_TEST(errors_name_their_head) {
-  gdn_inputs in;
-  tsu_synth(&in, SHAPE, 0, 44);
+  gdn_inputs in = tsu_inputs(SHAPE, 0, 44);
   in.g[(1 * SHAPE.T + 5) * SHAPE.Hv + 1] = 800.0f;
   in.g[(1 * SHAPE.T + 2) * SHAPE.Hv + 2] = 800.0f;
   oracle_dd_config cfg;
@@ -328,8 +324,7 @@ static void vjp_split(const gdn_inputs *in, const gdn_cotangents *ct, const void
 }
 
 START_TEST(vjp_parts_equal_whole) {
-  gdn_inputs in;
-  tsu_synth(&in, VSHAPE, GDN_SYNTH_H0, 45);
+  gdn_inputs in = tsu_inputs(VSHAPE, GDN_SYNTH_H0, 45);
   gdn_error e;
   gdn_error_init(&e);
   gdn_cotangents ct;

@@ -209,8 +209,7 @@ static void fd_all(const gdn_inputs *in, const gdn_cotangents *ct, const gdn_gra
 }
 
 static void fd_case(gdn_shape s, unsigned flags, int with_dht, int has_scale) {
-  gdn_inputs in;
-  tsu_synth(&in, s, flags, 11);
+  gdn_inputs in = tsu_inputs(s, flags, 11);
   if (has_scale) in.has_scale = 1, in.scale = 0.3;
   gdn_cotangents ct;
   tsu_cots(&ct, &s, with_dht, 5);
