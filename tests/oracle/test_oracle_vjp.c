@@ -211,8 +211,7 @@ static void fd_all(const gdn_inputs *in, const gdn_cotangents *ct, const gdn_gra
 static void fd_case(gdn_shape s, unsigned flags, int with_dht, int has_scale) {
   gdn_inputs in = tsu_inputs(s, flags, 11);
   if (has_scale) in.has_scale = 1, in.scale = 0.3;
-  gdn_cotangents ct;
-  tsu_cots(&ct, &s, with_dht, 5);
+  gdn_cotangents ct = tsu_cotangents(&s, with_dht, 5);
   gdn_grads g, fd;
   oracle_vjp_certificate cert;
   run_vjp(&in, &ct, 128, 0, &g, &cert);
@@ -264,10 +263,8 @@ static int same(const gdn_grads *a, const gdn_grads *b) {
 /* The checkpoint interval and the thread count never change a bit; the
  * certificate is the same too. */
 START_TEST(checkpoint_and_threads_change_nothing) {
-  gdn_shape s = {2, 23, 2, 4, 5, 4};
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 3, 1, 9);
+  gdn_inputs in = tsu_inputs((gdn_shape){2, 23, 2, 4, 5, 4}, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 3);
+  gdn_cotangents ct = tsu_cotangents(&in.shape, 1, 9);
   gdn_grads ref, g;
   oracle_vjp_certificate c0, c1;
   gdn_threads_set(1);
@@ -295,9 +292,8 @@ END_TEST
  * final rounding (one bit). */
 START_TEST(certificate) {
   gdn_shape s = {1, 40, 1, 1, 8, 4};
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 4, 1, 2);
+  gdn_inputs in = tsu_inputs(s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 4);
+  gdn_cotangents ct = tsu_cotangents(&s, 1, 2);
   gdn_grads g128, g53;
   oracle_vjp_certificate c128, c53, c24;
   run_vjp(&in, &ct, 128, 0, &g128, &c128);
@@ -342,10 +338,8 @@ static void expect_error(const gdn_inputs *in, const gdn_cotangents *ct, const o
 
 /* Bad configs and cotangents are refused by name, nothing left allocated. */
 START_TEST(errors) {
-  gdn_shape s = {1, 4, 1, 1, 3, 2};
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, s, GDN_SYNTH_H0, 1, 1, 1);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 4, 1, 1, 3, 2}, GDN_SYNTH_H0, 1);
+  gdn_cotangents ct = tsu_cotangents(&in.shape, 1, 1);
   oracle_vjp_config cfg;
   oracle_vjp_config_init(&cfg);
   cfg.prec = 10;
@@ -388,10 +382,8 @@ END_TEST
  * gradients cleared; the run that succeeds equals an undisturbed one. */
 START_TEST(alloc_failures) {
   gdn_threads_set(2);
-  gdn_shape s = {1, 9, 2, 2, 3, 2};
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, s, GDN_SYNTH_H0, 2, 1, 3);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 9, 2, 2, 3, 2}, GDN_SYNTH_H0, 2);
+  gdn_cotangents ct = tsu_cotangents(&in.shape, 1, 3);
   gdn_grads ref;
   oracle_vjp_certificate cref, cert;
   run_vjp(&in, &ct, 64, 0, &ref, &cref);
