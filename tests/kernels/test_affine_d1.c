@@ -20,8 +20,7 @@
 
 static void d1_bitwise(gdn_dtype dt, int h0, int l2norm) {
   gdn_shape s = {2, 300, 2, 4, 16, 8};
-  gdn_inputs in;
-  kt_make(&in, s, 31, h0, l2norm, 0.002f);
+  gdn_inputs in = kt_inputs(s, 31, h0, l2norm, 0.002f);
   static const int64_t Cs[] = {1, 4, 16, 64};
   for (int ci = 0; ci < 4; ci++) {
     kern_config c = kt_cfg(dt, Cs[ci], 1);
@@ -56,8 +55,7 @@ END_TEST
 
 static void dn_roundoff(gdn_dtype dt, double bound) {
   gdn_shape s = {1, 1000, 1, 2, 32, 32};
-  gdn_inputs in;
-  kt_make(&in, s, 37, 1, 1, 0.002f);
+  gdn_inputs in = kt_inputs(s, 37, 1, 1, 0.002f);
   kern_config c = kt_cfg(dt, 16, 1);
   gdn_outputs scan, aff;
   gdn_outputs_init(&scan);

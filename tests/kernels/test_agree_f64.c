@@ -30,8 +30,7 @@
 
 static void agree(int l2norm, float decay) {
   gdn_shape s = {2, 517, 2, 4, 16, 12};
-  gdn_inputs in;
-  kt_make(&in, s, 11 + (uint64_t)l2norm, 1, l2norm, decay);
+  gdn_inputs in = kt_inputs(s, 11 + (uint64_t)l2norm, 1, l2norm, decay);
   kern_config cfg = kt_cfg(GDN_DTYPE_F64, 64, 1);
   gdn_outputs rec, scan, aff;
   gdn_outputs_init(&rec);
@@ -84,8 +83,7 @@ END_TEST
  * directions (Dk = 40, Dv = 24), T shorter than one C = 64 chunk. */
 START_TEST(short_sequence_no_h0) {
   gdn_shape s = {1, 45, 1, 2, 40, 24};
-  gdn_inputs in;
-  kt_make(&in, s, 5, 0, 1, 0.01f);
+  gdn_inputs in = kt_inputs(s, 5, 0, 1, 0.01f);
   kern_config cfg = kt_cfg(GDN_DTYPE_F64, 64, 1);
   gdn_outputs rec, x;
   gdn_outputs_init(&rec);

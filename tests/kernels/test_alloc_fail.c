@@ -18,9 +18,7 @@
 
 static void every_site_mode(kt_kernel k, gdn_dtype dt, int64_t D, int with_seams, kern_matmul mm,
                             int ftz, kern_prefix prefix) {
-  gdn_shape s = {2, 70, 1, 2, 8, 8};
-  gdn_inputs in;
-  kt_make(&in, s, 81, 1, 1, 0.01f);
+  gdn_inputs in = kt_inputs((gdn_shape){2, 70, 1, 2, 8, 8}, 81, 1, 1, 0.01f);
   kern_config c = kt_cfg(dt, 16, D);
   c.matmul = mm;
   c.ftz = ftz;

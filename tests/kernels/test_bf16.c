@@ -254,9 +254,7 @@ END_TEST
 
 /* ---- 3. bfloat16 vs float32 on synthetic inputs ---- */
 START_TEST(bf16_vs_f32_band) {
-  gdn_shape s = {2, 300, 1, 2, 32, 32};
-  gdn_inputs in;
-  kt_make(&in, s, 71, 1, 1, 0.01f);
+  gdn_inputs in = kt_inputs((gdn_shape){2, 300, 1, 2, 32, 32}, 71, 1, 1, 0.01f);
   gdn_outputs f, b, b2;
   gdn_outputs_init(&f);
   gdn_outputs_init(&b);

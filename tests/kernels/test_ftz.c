@@ -157,8 +157,7 @@ END_TEST
 START_TEST(only_subnormals_change) {
   gdn_shape s = {1, 300, 1, 2, 16, 16};
   for (int fast = 0; fast < 2; fast++) {
-    gdn_inputs in;
-    kt_make(&in, s, 33, 1, 1, fast ? 4.0f : 0.002f);
+    gdn_inputs in = kt_inputs(s, 33, 1, 1, fast ? 4.0f : 0.002f);
     for (int dt = 0; dt < 2; dt++)
       for (int k = 0; k < 3; k++) {
         kern_config c = kt_cfg(dt ? GDN_DTYPE_BF16 : GDN_DTYPE_F32, 64, k == K_AFFINE ? 3 : 1);

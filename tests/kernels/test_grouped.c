@@ -71,9 +71,7 @@ END_TEST
 /* And the grouping is real: value heads 0 and 1 share key head 0 but have
  * their own v, g, beta, so their outputs differ. */
 START_TEST(heads_of_a_group_differ) {
-  gdn_shape s = {1, 20, 1, 2, 8, 8};
-  gdn_inputs in;
-  kt_make(&in, s, 43, 0, 1, 1.0f);
+  gdn_inputs in = kt_inputs((gdn_shape){1, 20, 1, 2, 8, 8}, 43, 0, 1, 1.0f);
   kern_config c = kt_cfg(GDN_DTYPE_F64, 4, 1);
   gdn_outputs a;
   gdn_outputs_init(&a);

@@ -211,8 +211,7 @@ START_TEST(bf16_mutants) {
 END_TEST
 
 START_TEST(needs_are_honest) {
-  gdn_inputs in;
-  kt_make(&in, (gdn_shape){1, 128, 2, 2, 16, 16}, 23, 0, 1, 0.002f);
+  gdn_inputs in = kt_inputs((gdn_shape){1, 128, 2, 2, 16, 16}, 23, 0, 1, 0.002f);
   gdn_outputs good, bad;
   gdn_outputs_init(&good);
   gdn_outputs_init(&bad);
