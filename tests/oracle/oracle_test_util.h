@@ -111,6 +111,25 @@ static inline void otu_assert_nomem(int rc, long n, const gdn_error *e, const gd
   otu_assert_cleared(out);
 }
 
+/* Gates of 800 (exp overflows binary64) at (b 1, value head 1, t 5) and
+ * (b 1, value head 2, t 2) of a B = 2, Hv >= 3 input; the whole dd run must
+ * refuse them naming the first in (b, j) order, with `out` cleared.  `e`
+ * keeps that message, for a run by parts or by ranks to be compared with. */
+static inline void otu_plant_dd_overflow(gdn_inputs *in, gdn_error *e) {
+  const gdn_shape *S = &in->shape;
+  in->g[(1 * S->T + 5) * S->Hv + 1] = 800.0f;
+  in->g[(1 * S->T + 2) * S->Hv + 2] = 800.0f;
+  oracle_dd_config cfg;
+  oracle_dd_config_init(&cfg);
+  gdn_outputs out;
+  otu_filled(&out);
+  oracle_dd_certificate c;
+  gdn_error_init(e);
+  ck_assert_int_eq(oracle_run_dd(in, &cfg, &out, &c, e), GDN_ERR_INPUT);
+  ck_assert_ptr_nonnull(strstr(e->msg, "b=1, value head 1, token t=5"));
+  otu_assert_cleared(&out);
+}
+
 static inline void otu_run_suite(Suite *su) {
   if (ckr_run(su)) exit(1);
 }
