@@ -70,13 +70,11 @@ static void agree(int l2norm, float decay) {
   gdn_inputs_clear(&in);
 }
 
-START_TEST(l2norm_in_kernel_long_memory) { agree(1, 0.002f); }
-END_TEST
-START_TEST(prenormalised_long_memory) { agree(0, 0.002f); }
-END_TEST
-START_TEST(l2norm_in_kernel_drawn_gates) { agree(1, 1.0f); }
-END_TEST
-START_TEST(prenormalised_drawn_gates) { agree(0, 1.0f); }
+/* The in-kernel L2 norm on and off, with a long memory and with the gates
+ * as drawn. */
+static const struct { int l2norm; float decay; } agree_cases[] = {{1, 0.002f}, {0, 0.002f}, {1, 1.0f}, {0, 1.0f}};
+
+START_TEST(three_forms_agree) { agree(agree_cases[_i].l2norm, agree_cases[_i].decay); }
 END_TEST
 
 /* No h0 and Dk > Dv, head dim larger than one micro-tile in both
@@ -104,5 +102,9 @@ START_TEST(short_sequence_no_h0) {
 }
 END_TEST
 
-CKR_MAIN("agree_f64", "agree_f64", 120, l2norm_in_kernel_long_memory, prenormalised_long_memory,
-    l2norm_in_kernel_drawn_gates, prenormalised_drawn_gates, short_sequence_no_h0)
+int main(void) {
+  Suite *su = suite_create("agree_f64");
+  TCase *tc = CKR_TCASE(su, "agree_f64", 120, short_sequence_no_h0);
+  tcase_add_loop_test(tc, three_forms_agree, 0, (int)(sizeof agree_cases / sizeof agree_cases[0]));
+  return ckr_run(su);
+}

@@ -201,11 +201,10 @@ static void alloc_failures(int64_t ns, int threads) {
   gdn_threads_set(2);
 }
 
-START_TEST(alloc_failures_sampled) { alloc_failures(2, 1); }
-END_TEST
-START_TEST(alloc_failures_sampled_2threads) { alloc_failures(2, 2); }
-END_TEST
-START_TEST(alloc_failures_unsampled) { alloc_failures(0, 1); }
+/* Sampled on one and two threads, unsampled. */
+static const struct { int64_t ns; int threads; } alloc_cases[] = {{2, 1}, {2, 2}, {0, 1}};
+
+START_TEST(alloc_failures_each) { alloc_failures(alloc_cases[_i].ns, alloc_cases[_i].threads); }
 END_TEST
 
 /* Peak live GMP bytes and gdn_alloc allocations of one run. */
@@ -247,7 +246,7 @@ END_TEST
 int main(void) {
   gcu_install();
   Suite *su = suite_create("oracle_dd_errors");
-  CKR_TCASE(su, "dd_errors", 60, bad_config, bad_inputs_as_mpfr, binary64_range, alloc_failures_sampled,
-      alloc_failures_sampled_2threads, alloc_failures_unsampled, memory_flat_in_T);
+  TCase *tc = CKR_TCASE(su, "dd_errors", 60, bad_config, bad_inputs_as_mpfr, binary64_range, memory_flat_in_T);
+  tcase_add_loop_test(tc, alloc_failures_each, 0, (int)(sizeof alloc_cases / sizeof alloc_cases[0]));
   return ckr_run(su);
 }
