@@ -46,6 +46,15 @@ static inline gdn_inputs kt_inputs(gdn_shape s, uint64_t seed, int h0, int l2nor
   return in;
 }
 
+/* An empty outputs object as an initialiser, so a test declares its
+ * outputs in one statement: gdn_outputs scan = kt_outputs(), aff =
+ * kt_outputs(). */
+static inline gdn_outputs kt_outputs(void) {
+  gdn_outputs out;
+  gdn_outputs_init(&out);
+  return out;
+}
+
 static inline int kt_run_seams(kt_kernel k, const gdn_inputs *in, const kern_config *cfg,
                         gdn_outputs *out, kern_affine_seams *sm, gdn_error *e) {
   switch (k) {

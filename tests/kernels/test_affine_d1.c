@@ -24,9 +24,7 @@ static void d1_bitwise(gdn_dtype dt, int h0, int l2norm) {
   static const int64_t Cs[] = {1, 4, 16, 64};
   for (int ci = 0; ci < 4; ci++) {
     kern_config c = kt_cfg(dt, Cs[ci], 1);
-    gdn_outputs scan, aff;
-    gdn_outputs_init(&scan);
-    gdn_outputs_init(&aff);
+    gdn_outputs scan = kt_outputs(), aff = kt_outputs();
     kt_run_ok(K_SCAN, &in, &c, &scan);
     kt_run_ok(K_AFFINE, &in, &c, &aff);
     ck_assert_msg(kt_same(aff.o, scan.o, gdn_shape_numel_v(&s)),
@@ -57,9 +55,7 @@ static void dn_roundoff(gdn_dtype dt, double bound) {
   gdn_shape s = {1, 1000, 1, 2, 32, 32};
   gdn_inputs in = kt_inputs(s, 37, 1, 1, 0.002f);
   kern_config c = kt_cfg(dt, 16, 1);
-  gdn_outputs scan, aff;
-  gdn_outputs_init(&scan);
-  gdn_outputs_init(&aff);
+  gdn_outputs scan = kt_outputs(), aff = kt_outputs();
   kt_run_ok(K_SCAN, &in, &c, &scan);
   static const int64_t Ds[] = {2, 3, 4, 7, 16, 63};
   double worst = 0;

@@ -32,10 +32,7 @@ static void agree(int l2norm, float decay) {
   gdn_shape s = {2, 517, 2, 4, 16, 12};
   gdn_inputs in = kt_inputs(s, 11 + (uint64_t)l2norm, 1, l2norm, decay);
   kern_config cfg = kt_cfg(GDN_DTYPE_F64, 64, 1);
-  gdn_outputs rec, scan, aff;
-  gdn_outputs_init(&rec);
-  gdn_outputs_init(&scan);
-  gdn_outputs_init(&aff);
+  gdn_outputs rec = kt_outputs(), scan = kt_outputs(), aff = kt_outputs();
   kt_run_ok(K_RECURRENT, &in, &cfg, &rec);
   double worst = 0;
   static const int64_t Cs[] = {1, 4, 16, 64}, Ds[] = {1, 2, 3, 4, 8};
@@ -83,9 +80,7 @@ START_TEST(short_sequence_no_h0) {
   gdn_shape s = {1, 45, 1, 2, 40, 24};
   gdn_inputs in = kt_inputs(s, 5, 0, 1, 0.01f);
   kern_config cfg = kt_cfg(GDN_DTYPE_F64, 64, 1);
-  gdn_outputs rec, x;
-  gdn_outputs_init(&rec);
-  gdn_outputs_init(&x);
+  gdn_outputs rec = kt_outputs(), x = kt_outputs();
   kt_run_ok(K_RECURRENT, &in, &cfg, &rec);
   static const int64_t Cs[] = {1, 4, 16, 64};
   for (int ci = 0; ci < 4; ci++) {

@@ -25,9 +25,7 @@ static void every_site_mode(kt_kernel k, gdn_dtype dt, int64_t D, int with_seams
   c.prefix = prefix;
   gdn_error e;
   gdn_error_init(&e);
-  gdn_outputs ref, out;
-  gdn_outputs_init(&ref);
-  gdn_outputs_init(&out);
+  gdn_outputs ref = kt_outputs(), out = kt_outputs();
   kern_affine_seams sm;
   kern_affine_seams_init(&sm);
   kern_affine_seams *psm = with_seams ? &sm : NULL;

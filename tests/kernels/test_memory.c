@@ -46,8 +46,7 @@ static measured run(kt_kernel k, int64_t T, int64_t H, int64_t D, kern_matmul mm
   gdn_threads_set(threads);
   kern_config c = kt_cfg(GDN_DTYPE_F32, 64, D);
   c.matmul = mm;
-  gdn_outputs out;
-  gdn_outputs_init(&out);
+  gdn_outputs out = kt_outputs();
   kern_affine_seams sm;
   kern_affine_seams_init(&sm);
   gdn_error e;

@@ -316,9 +316,7 @@ static double worst64;
 static void kernel_every_d(gdn_shape s, int64_t C, int h0, int l2norm, int64_t Dlo,
                            int64_t Dhi) {
   gdn_inputs in = kt_inputs(s, 41 + (uint64_t)C, h0, l2norm, 0.05f);
-  gdn_outputs scan, aff;
-  gdn_outputs_init(&scan);
-  gdn_outputs_init(&aff);
+  gdn_outputs scan = kt_outputs(), aff = kt_outputs();
   kern_config c = kt_cfg(GDN_DTYPE_F64, C, 1);
   kt_run_ok(K_SCAN, &in, &c, &scan);
   ck_assert(gdn_shape_chunks(&s, C) >= Dhi);

@@ -22,8 +22,7 @@
 #define ROUNDING_PER_BLOCK 4096 /* an mmap-ed block is page-rounded */
 
 static long long working(kt_kernel k, const gdn_inputs *in, const kern_config *c, long *allocs) {
-  gdn_outputs out;
-  gdn_outputs_init(&out);
+  gdn_outputs out = kt_outputs();
   gdn_error e;
   gdn_error_init(&e);
   const long n0 = gdn_alloc_count();

@@ -84,8 +84,7 @@ static void seams(gdn_dtype dt, double bound) {
     }
   memcpy(cut.h0, in.h0, gdn_shape_numel_state(&s) * sizeof(float));
   cut.l2norm_in_kernel = in.l2norm_in_kernel;
-  gdn_outputs sout;
-  gdn_outputs_init(&sout);
+  gdn_outputs sout = kt_outputs();
   kern_config c1 = kt_cfg(dt, C, 1);
   kt_run_ok(K_SCAN, &cut, &c1, &sout);
   for (int64_t b = 0; b < s.B; b++)

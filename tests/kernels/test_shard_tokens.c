@@ -107,8 +107,7 @@ START_TEST(refused_when_d_does_not_divide_t) {
 
   /* the kernel refuses before allocating, and leaves out cleared */
   gdn_inputs in = kt_inputs((gdn_shape){1, 100, 1, 1, 8, 8}, 3, 0, 1, 1.0f);
-  gdn_outputs out;
-  gdn_outputs_init(&out);
+  gdn_outputs out = kt_outputs();
   c = tok_cfg(16, 3);
   gdn_error_init(&e);
   ck_assert_int_eq(kern_affine_prefix(&in, &c, &out, &e), GDN_ERR_INPUT);
@@ -297,8 +296,7 @@ END_TEST
 START_TEST(one_device_is_the_scan) {
   gdn_inputs in = kt_inputs((gdn_shape){1, 77, 1, 1, 16, 16}, 5, 1, 1, 0.01f);
   kern_config c = tok_cfg(16, 1);
-  gdn_outputs a, s;
-  gdn_outputs_init(&a), gdn_outputs_init(&s);
+  gdn_outputs a = kt_outputs(), s = kt_outputs();
   kt_run_ok(K_AFFINE, &in, &c, &a);
   kt_run_ok(K_SCAN, &in, &c, &s);
   ck_assert(kt_same_outputs(&a, &s));

@@ -33,8 +33,7 @@ START_TEST(float64_orders_agree) {
   gdn_inputs in = kt_inputs(S, 3, 1, 1, 0.01f);
   for (int k = 1; k < 3; k++) {
     kern_config c = kt_cfg(GDN_DTYPE_F64, 64, k == 2 ? 3 : 1);
-    gdn_outputs a, b;
-    gdn_outputs_init(&a), gdn_outputs_init(&b);
+    gdn_outputs a = kt_outputs(), b = kt_outputs();
     kt_run_ok((kt_kernel)k, &in, &c, &a);
     c.solve = KERN_SOLVE_XLA_EXPANDER;
     kt_run_ok((kt_kernel)k, &in, &c, &b);
@@ -90,8 +89,7 @@ START_TEST(names) {
   ck_assert_int_eq(c.solve, KERN_SOLVE_SUBSTITUTION);
   c.solve = (kern_solve)9;
   gdn_inputs in = kt_inputs((gdn_shape){1, 16, 1, 1, 8, 8}, 1, 0, 1, 1.0f);
-  gdn_outputs out;
-  gdn_outputs_init(&out);
+  gdn_outputs out = kt_outputs();
   ck_assert_int_eq(kern_scan(&in, &c, &out, &e), GDN_ERR_INPUT);
   ck_assert_ptr_nonnull(strstr(e.msg, "solve 9"));
   ck_assert_ptr_null(out.o);
