@@ -111,6 +111,28 @@ static inline void otu_assert_nomem(int rc, long n, const gdn_error *e, const gd
   otu_assert_cleared(out);
 }
 
+/* Runs plain and certified (certified only, with certified_only); both
+ * must fail with `code` and a message containing `needle`, leaving `out`
+ * cleared though it held results, and the certificate zeroed. */
+static inline void otu_expect_error(const gdn_inputs *in, const oracle_config *cfg, int code,
+                                    const char *needle, int certified_only) {
+  for (int cert_mode = certified_only; cert_mode < 2; cert_mode++) {
+    gdn_error e;
+    gdn_error_init(&e);
+    gdn_outputs out;
+    otu_filled(&out);
+    oracle_certificate cert;
+    memset(&cert, 0x5a, sizeof cert);
+    int rc = cert_mode ? oracle_run_certified(in, cfg, &out, &cert, &e) : oracle_run(in, cfg, &out, &e);
+    ck_assert_msg(rc == code, "expected code %d for '%s', got %d (%s)", code, needle, rc, e.msg);
+    ck_assert_int_eq(e.code, code);
+    ck_assert_msg(strstr(e.msg, needle), "message '%s' does not name '%s'", e.msg, needle);
+    otu_assert_cleared(&out);
+    if (cert_mode) ck_assert(cert.certified_bits == 0 && cert.check_bits == 0 && cert.floor_o == 0);
+    gdn_outputs_clear(&out);
+  }
+}
+
 /* Gates of 800 (exp overflows binary64) at (b 1, value head 1, t 5) and
  * (b 1, value head 2, t 2) of a B = 2, Hv >= 3 input; the whole dd run must
  * refuse them naming the first in (b, j) order, with `out` cleared.  `e`

@@ -14,50 +14,29 @@
 #include "oracle_test_util.h"
 #include "../check_runner.h"
 
-/* Runs plain and certified; both must fail with `code` and a message
- * containing `needle`. */
-static void expect_error(const gdn_inputs *in, const oracle_config *cfg, int code,
-                         const char *needle, int certified_only) {
-  for (int cert_mode = certified_only; cert_mode < 2; cert_mode++) {
-    gdn_error e;
-    gdn_error_init(&e);
-    gdn_outputs out;
-    otu_filled(&out);
-    oracle_certificate cert;
-    memset(&cert, 0x5a, sizeof cert);
-    int rc = cert_mode ? oracle_run_certified(in, cfg, &out, &cert, &e) : oracle_run(in, cfg, &out, &e);
-    ck_assert_msg(rc == code, "expected code %d for '%s', got %d (%s)", code, needle, rc, e.msg);
-    ck_assert_int_eq(e.code, code);
-    ck_assert_msg(strstr(e.msg, needle), "message '%s' does not name '%s'", e.msg, needle);
-    otu_assert_cleared(&out);
-    if (cert_mode) ck_assert(cert.certified_bits == 0 && cert.check_bits == 0 && cert.floor_o == 0);
-    gdn_outputs_clear(&out);
-  }
-}
-
 START_TEST(bad_config) {
   gdn_inputs in = tsu_inputs((gdn_shape){1, 5, 1, 1, 4, 4}, 0, 1);
   oracle_config c;
   c = otu_cfg(23, ORACLE_FORM_TOKEN, 64);
-  expect_error(&in, &c, GDN_ERR_INPUT, "prec = 23", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "prec = 23", 0);
   c = otu_cfg(ORACLE_PREC_MAX + 1, ORACLE_FORM_TOKEN, 64);
-  expect_error(&in, &c, GDN_ERR_INPUT, "prec = 4097", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "prec = 4097", 0);
   c = otu_cfg(128, (oracle_form)2, 64);
-  expect_error(&in, &c, GDN_ERR_INPUT, "form = 2", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "form = 2", 0);
   c = otu_cfg(128, ORACLE_FORM_CHUNKED, 0);
-  expect_error(&in, &c, GDN_ERR_INPUT, "chunk = 0", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "chunk = 0", 0);
   c = otu_cfg(128, ORACLE_FORM_CHUNKED, -3);
-  expect_error(&in, &c, GDN_ERR_INPUT, "chunk = -3", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "chunk = -3", 0);
   c = otu_cfg(128, ORACLE_FORM_TOKEN, 64);
   c.column_block = -1;
-  expect_error(&in, &c, GDN_ERR_INPUT, "column_block = -1", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "column_block = -1", 0);
   c = otu_cfg(128, ORACLE_FORM_TOKEN, 64);
   c.check_prec = 128;
-  expect_error(&in, &c, GDN_ERR_INPUT, "check_prec = 128", 1);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "check_prec = 128", 1);
   c.check_prec = 100;
-  expect_error(&in, &c, GDN_ERR_INPUT, "check_prec = 100", 1);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "check_prec = 100", 1);
   c.check_prec = ORACLE_CHECK_PREC_MAX + 1;
-  expect_error(&in, &c, GDN_ERR_INPUT, "check_prec", 1);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "check_prec", 1);
   /* check_prec is oracle_run_certified's alone; chunk only the chunked
    * form's: oracle_run accepts them. */
   c.chunk = 0;
@@ -76,30 +55,30 @@ START_TEST(bad_inputs) {
   gdn_inputs in = tsu_inputs((gdn_shape){1, 5, 1, 2, 4, 4}, GDN_SYNTH_H0, 1);
   oracle_config c = otu_cfg(64, ORACLE_FORM_TOKEN, 4);
   in.v[7] = NAN;
-  expect_error(&in, &c, GDN_ERR_INPUT, "input v", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "input v", 0);
   in.v[7] = 0;
   in.h0[3] = INFINITY;
-  expect_error(&in, &c, GDN_ERR_INPUT, "input h0", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "input h0", 0);
   in.h0[3] = 0;
   in.beta[2] = 2.5f;
-  expect_error(&in, &c, GDN_ERR_INPUT, "beta", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "beta", 0);
   in.beta[2] = 0.5f;
   in.has_scale = 1;
   in.scale = NAN;
-  expect_error(&in, &c, GDN_ERR_INPUT, "scale", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "scale", 0);
   in.has_scale = 0;
   float *k = in.k;
   in.k = NULL;
-  expect_error(&in, &c, GDN_ERR_INPUT, "input k is missing", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "input k is missing", 0);
   in.k = k;
   in.shape.Hk = 3; /* Hv = 2 is not a multiple of 3 */
-  expect_error(&in, &c, GDN_ERR_INPUT, "Hk = 3", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "Hk = 3", 0);
   in.shape.Hk = 1;
   /* A gate beyond MPFR's exponent range: exp(3e38) overflows to +inf. */
   in.g[2 * 3 + 1] = 3e38f;
-  expect_error(&in, &c, GDN_ERR_INPUT, "value head 1, token t=3", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "value head 1, token t=3", 0);
   c.form = ORACLE_FORM_CHUNKED;
-  expect_error(&in, &c, GDN_ERR_INPUT, "exponent range", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "exponent range", 0);
   in.g[2 * 3 + 1] = -1;
   /* NULL arguments are caller bugs. */
   gdn_error e;
