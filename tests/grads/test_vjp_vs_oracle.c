@@ -276,12 +276,5 @@ START_TEST(bfloat16_within_band) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("vjp_vs_oracle");
-  TCase *tc = CKR_TCASE(su, "vs_oracle", 300, planted_dk_error_fails, matmul_modes);
-  const int n = (int)(sizeof cases / sizeof cases[0]);
-  tcase_add_loop_test(tc, float64_matches_oracle, 0, n);
-  tcase_add_loop_test(tc, float32_within_band, 0, n);
-  tcase_add_loop_test(tc, bfloat16_within_band, 0, n);
-  return ckr_run(su);
-}
+CKR_MAIN_TABLE("vjp_vs_oracle", "vs_oracle", 300, cases, (float64_matches_oracle, float32_within_band, bfloat16_within_band),
+    planted_dk_error_fails, matmul_modes)

@@ -40,15 +40,11 @@ static void d1_bitwise(gdn_dtype dt, int h0, int l2norm) {
   gdn_inputs_clear(&in);
 }
 
-START_TEST(d1_bitwise_f32) {
-  d1_bitwise(GDN_DTYPE_F32, 1, 1);
-  d1_bitwise(GDN_DTYPE_F32, 0, 0);
-}
-END_TEST
-START_TEST(d1_bitwise_f64) {
-  d1_bitwise(GDN_DTYPE_F64, 1, 0);
-  d1_bitwise(GDN_DTYPE_F64, 0, 1);
-}
+/* Both dtypes, each with h0 and the in-kernel L2 norm on and off. */
+static const struct { gdn_dtype dt; int h0, l2norm; } d1_cases[] = {
+    {GDN_DTYPE_F32, 1, 1}, {GDN_DTYPE_F32, 0, 0}, {GDN_DTYPE_F64, 1, 0}, {GDN_DTYPE_F64, 0, 1}};
+
+START_TEST(d1_bitwise_each) { d1_bitwise(d1_cases[_i].dt, d1_cases[_i].h0, d1_cases[_i].l2norm); }
 END_TEST
 
 static void dn_roundoff(gdn_dtype dt, double bound) {
@@ -83,4 +79,4 @@ END_TEST
 START_TEST(dn_roundoff_f64) { dn_roundoff(GDN_DTYPE_F64, 1e-13); }
 END_TEST
 
-CKR_MAIN("affine_d1", "affine_d1", 120, d1_bitwise_f32, d1_bitwise_f64, dn_roundoff_f32, dn_roundoff_f64)
+CKR_MAIN_TABLE("affine_d1", "affine_d1", 120, d1_cases, (d1_bitwise_each), dn_roundoff_f32, dn_roundoff_f64)

@@ -97,9 +97,4 @@ START_TEST(short_sequence_no_h0) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("agree_f64");
-  TCase *tc = CKR_TCASE(su, "agree_f64", 120, short_sequence_no_h0);
-  tcase_add_loop_test(tc, three_forms_agree, 0, (int)(sizeof agree_cases / sizeof agree_cases[0]));
-  return ckr_run(su);
-}
+CKR_MAIN_TABLE("agree_f64", "agree_f64", 120, agree_cases, (three_forms_agree), short_sequence_no_h0)

@@ -197,9 +197,5 @@ START_TEST(split_by_blocks_is_the_split) {
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("team");
-  TCase *tc = CKR_TCASE(su, "team", 120, team_or_is_the_or_of_every_block, split_by_blocks_is_the_split);
-  tcase_add_loop_test(tc, same_for_every_team, 0, (int)(sizeof team_cases / sizeof team_cases[0]));
-  return ckr_run(su);
-}
+CKR_MAIN_TABLE("team", "team", 120, team_cases, (same_for_every_team), team_or_is_the_or_of_every_block,
+    split_by_blocks_is_the_split)
