@@ -162,34 +162,10 @@ static void alloc_failures(int64_t ns, int threads) {
   oracle_dd_config_init(&cfg);
   cfg.sample_columns = ns;
   cfg.column_block = 4; /* several items per head */
-  gdn_error e;
-  gdn_error_init(&e);
   gdn_outputs ref;
-  gdn_outputs_init(&ref);
-  oracle_dd_certificate cref, cert;
-  ck_assert_int_eq(oracle_run_dd(&in, &cfg, &ref, &cref, &e), GDN_OK);
-  long sites = 0;
-  for (long n = 1;; n++) {
-    ck_assert_msg(n < 1000, "still failing after 1000 allocations");
-    gdn_error_init(&e);
-    gdn_outputs out;
-    otu_filled(&out);
-    long live0 = gcu_live();
-    gdn_alloc_fail_after(n);
-    int rc = oracle_run_dd(&in, &cfg, &out, &cert, &e);
-    gdn_alloc_fail_after(0);
-    ck_assert_msg(gcu_live() == live0, "allocation %ld failing leaks %ld GMP bytes", n,
-                  gcu_live() - live0);
-    if (rc == GDN_OK) {
-      ck_assert(otu_identical(&out, &ref));
-      ck_assert_int_eq(cert.certified_bits, cref.certified_bits);
-      gdn_outputs_clear(&out);
-      break;
-    }
-    sites++;
-    otu_assert_nomem(rc, n, &e, &out);
-    ck_assert(cert_zero(&cert));
-  }
+  oracle_dd_certificate cref;
+  otu_run_dd(&in, &cfg, &ref, &cref);
+  const long sites = otu_alloc_sweep(OTU_DD, &in, &cfg, &ref, cref.certified_bits, gcu_live);
   /* outputs (2), items, item status, workers; per worker the dd buffer,
    * its MPFR numbers and the two bound accumulators, and with a sample its
    * MPFR workspace, scratch and two certificate accumulators. */

@@ -108,36 +108,13 @@ static void alloc_failures(oracle_form form, int64_t C, int certified, int threa
   oracle_config cfg = otu_cfg(64, form, C);
   cfg.column_block = 4; /* several token-form items */
   gdn_outputs ref;
-  oracle_certificate cref, cert;
+  oracle_certificate cref = {0};
   if (certified)
     otu_run_cert(&in, &cfg, &ref, &cref);
   else
     otu_run(&in, &cfg, &ref);
-  long sites = 0;
-  for (long n = 1;; n++) {
-    ck_assert_msg(n < 1000, "still failing after 1000 allocations");
-    gdn_error e;
-    gdn_error_init(&e);
-    gdn_outputs out;
-    otu_filled(&out);
-    long live0 = gcu_live();
-    gdn_alloc_fail_after(n);
-    int rc = certified ? oracle_run_certified(&in, &cfg, &out, &cert, &e)
-                       : oracle_run(&in, &cfg, &out, &e);
-    gdn_alloc_fail_after(0);
-    ck_assert_msg(gcu_live() == live0,
-                  "allocation %ld failing leaks %ld GMP bytes", n,
-                  gcu_live() - live0);
-    if (rc == GDN_OK) {
-      ck_assert(otu_identical(&out, &ref));
-      if (certified) ck_assert_int_eq(cert.certified_bits, cref.certified_bits);
-      gdn_outputs_clear(&out);
-      break;
-    }
-    sites++;
-    otu_assert_nomem(rc, n, &e, &out);
-    if (certified) ck_assert_int_eq(cert.certified_bits, 0);
-  }
+  const long sites = otu_alloc_sweep(certified ? OTU_MPFR_CERTIFIED : OTU_MPFR, &in, &cfg, &ref, cref.certified_bits,
+                                     gcu_live);
   /* outputs (2), item status, workers, then per worker its workspace(s) and,
    * certified, scratch and two accumulators. */
   long expect = 4 + threads * (certified ? 5 : 1);
