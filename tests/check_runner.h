@@ -41,6 +41,11 @@ static inline void ckr_add_tests(TCase *tc, const TTest *const *tests, size_t n)
   for (size_t i = 0; i < n; i++) tcase_add_test(tc, tests[i]);
 }
 
+/* Adds each test as a loop test over rows [0, n) of a table (Check's _i). */
+static inline void ckr_add_loops(TCase *tc, int n, const TTest *const *tests, size_t k) {
+  for (size_t i = 0; i < k; i++) tcase_add_loop_test(tc, tests[i], 0, n);
+}
+
 static inline TCase *ckr_tcase_add(Suite *su, const char *name, double timeout_s, const TTest *const *tests,
                                    size_t n) {
   TCase *tc = tcase_create(name);
@@ -104,6 +109,18 @@ static inline void ckr_args(int argc, char **argv, const char *usage, int n, ...
     Suite *ckr_su = suite_create(suite);                             \
     CKR_TCASE(ckr_su, (tcase), (timeout_s), __VA_ARGS__);            \
     return ckr_run(ckr_su);                                          \
+  }
+
+/* CKR_MAIN for tests that differ only in data: each of `loops`, in
+ * parentheses, runs once per row of `table` (an array; the test reads
+ * table[_i]), after the plain tests:
+ * CKR_MAIN_TABLE("team", "team", 120, team_cases, (same_for_every_team), team_or_is_the_or_of_every_block) */
+#define CKR_MAIN_TABLE(suite, tcase, timeout_s, table, loops, ...)                                  \
+  int main(void) {                                                                                \
+    Suite *ckr_su = suite_create(suite);                                                          \
+    TCase *ckr_tc = CKR_TCASE(ckr_su, (tcase), (timeout_s), __VA_ARGS__);                         \
+    ckr_add_loops(ckr_tc, (int)(sizeof(table) / sizeof((table)[0])), CKR_LIST(CKR_UNPAREN loops)); \
+    return ckr_run(ckr_su);                                                                       \
   }
 
 #endif

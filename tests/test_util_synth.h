@@ -20,21 +20,28 @@ static inline void tsu_synth(gdn_inputs *in, gdn_shape s, unsigned flags, uint64
   ck_assert_msg(gdn_synth_generate(in, &s, &o, &e) == GDN_OK, "synth: %s", e.msg);
 }
 
-/* N(0, 1) float32 cotangents do (and dht when with_dht) for shape s. */
-static inline void tsu_cots(gdn_cotangents *ct, const gdn_shape *s, int with_dht, uint64_t seed) {
-  gdn_error e;
-  gdn_error_init(&e);
-  gdn_cotangents_init(ct);
-  ck_assert(gdn_cotangents_alloc(ct, s, with_dht, &e) == GDN_OK);
-  gdn_cotangents_synth(ct, seed);
+/* tsu_synth as an initialiser, so a test's inputs are declared and drawn in
+ * one statement: gdn_inputs in = tsu_inputs((gdn_shape){1, 5, 1, 2, 4, 4},
+ * GDN_SYNTH_H0, 1).  gdn_inputs holds only pointers it owns, so returning it
+ * by value moves the ownership to the caller (gdn_inputs_clear frees it). */
+static inline gdn_inputs tsu_inputs(gdn_shape s, unsigned flags, uint64_t seed) {
+  gdn_inputs in;
+  tsu_synth(&in, s, flags, seed);
+  return in;
 }
 
-/* The VJP tests' set-up: inputs of shape s (tsu_synth) and cotangents for
- * them (tsu_cots); tsu_problem_clear frees both. */
-static inline void tsu_problem(gdn_inputs *in, gdn_cotangents *ct, gdn_shape s, unsigned flags, uint64_t seed,
-                               int with_dht, uint64_t cot_seed) {
-  tsu_synth(in, s, flags, seed);
-  tsu_cots(ct, &s, with_dht, cot_seed);
+/* N(0, 1) float32 cotangents do (and dht when with_dht) for shape s, as an
+ * initialiser like tsu_inputs: gdn_cotangents ct = tsu_cotangents(&in.shape,
+ * 1, 3).  The VJP tests' set-up is the two: inputs, then cotangents for
+ * them; tsu_problem_clear frees both. */
+static inline gdn_cotangents tsu_cotangents(const gdn_shape *s, int with_dht, uint64_t seed) {
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_cotangents ct;
+  gdn_cotangents_init(&ct);
+  ck_assert(gdn_cotangents_alloc(&ct, s, with_dht, &e) == GDN_OK);
+  gdn_cotangents_synth(&ct, seed);
+  return ct;
 }
 
 static inline void tsu_problem_clear(gdn_inputs *in, gdn_cotangents *ct) {

@@ -10,12 +10,9 @@ START_TEST(parse_good) {
   gdn_error e;
   gdn_error_init(&e);
   ck_assert_int_eq(gdn_shape_parse(&s, "1,4096,4,128", NULL, &e), GDN_OK);
-  ck_assert_int_eq(s.B, 1);
-  ck_assert_int_eq(s.T, 4096);
-  ck_assert_int_eq(s.Hk, 4);
-  ck_assert_int_eq(s.Hv, 4);
-  ck_assert_int_eq(s.Dk, 128);
-  ck_assert_int_eq(s.Dv, 128);
+  const gdn_shape want = {1, 4096, 4, 4, 128, 128}; /* H is both Hk and Hv, D both Dk and Dv */
+  ck_assert_msg(!memcmp(&s, &want, sizeof s), "parsed B %lld T %lld Hk %lld Hv %lld Dk %lld Dv %lld",
+                (long long)s.B, (long long)s.T, (long long)s.Hk, (long long)s.Hv, (long long)s.Dk, (long long)s.Dv);
   ck_assert_int_eq(gdn_shape_validate(&s, &e), GDN_OK);
 }
 END_TEST

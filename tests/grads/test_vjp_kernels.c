@@ -17,10 +17,8 @@
  * float64, bfloat16 (scan and affine, with and without ftz, default and
  * highest); B Hk = 4 items, so threads really share the work. */
 START_TEST(threads_change_nothing) {
-  gdn_shape s = {2, 72, 2, 4, 8, 6};
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 5, 1, 6);
+  gdn_inputs in = tsu_inputs((gdn_shape){2, 72, 2, 4, 8, 6}, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 5);
+  gdn_cotangents ct = tsu_cotangents(&in.shape, 1, 6);
   const kern_shard T_ = KERN_SHARD_TOKENS, C_ = KERN_SHARD_CHUNKS;
   const struct { gdn_dtype dt; int ftz; int64_t D; int affine; kern_matmul mm; kern_shard sh; } cfgs[] = {
       {GDN_DTYPE_F32, 0, 1, 0, KERN_MATMUL_IEEE, T_}, {GDN_DTYPE_F32, 0, 3, 1, KERN_MATMUL_IEEE, C_},
@@ -58,10 +56,8 @@ END_TEST
  * gradients differ in the last bits (each is held to the oracle in
  * test_vjp_vs_oracle). */
 START_TEST(schedules_differ) {
-  gdn_shape s = {1, 128, 1, 1, 8, 8};
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 8, 1, 9);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 128, 1, 1, 8, 8}, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 8);
+  gdn_cotangents ct = tsu_cotangents(&in.shape, 1, 9);
   gdn_grads g[3];
   for (int p = 0; p < 3; p++) {
     kern_config c = vtu_cfg(GDN_DTYPE_F32, 16, 8);
@@ -79,9 +75,8 @@ END_TEST
  * gradients differ (the fold's backward really runs) -- the control. */
 static void one_device(gdn_dtype dt) {
   gdn_shape s = {1, 64, 1, 2, 8, 8};
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 8, 1, 9);
+  gdn_inputs in = tsu_inputs(s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 8);
+  gdn_cotangents ct = tsu_cotangents(&s, 1, 9);
   kern_config c1 = vtu_cfg(dt, 16, 1), c2 = vtu_cfg(dt, 16, 2);
   gdn_grads a, b, d2;
   vtu_kern(&in, &ct, &c1, 0, &a);
@@ -118,10 +113,8 @@ static size_t not_bf16(const gdn_grads *g, gdn_grad_id id) {
  * and the state are float32) -- the control that the check can fail, as
  * float32 compute's dv, whose elements are not bfloat16 values. */
 START_TEST(bf16_cotangents_are_bf16) {
-  gdn_shape s = {1, 40, 2, 2, 8, 8};
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, s, GDN_SYNTH_H0 | GDN_SYNTH_QK_PRENORM, 4, 1, 5);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 40, 2, 2, 8, 8}, GDN_SYNTH_H0 | GDN_SYNTH_QK_PRENORM, 4);
+  gdn_cotangents ct = tsu_cotangents(&in.shape, 1, 5);
   for (int64_t D = 1; D <= 2; D++) {
     kern_config c = vtu_cfg(GDN_DTYPE_BF16, 8, D);
     gdn_grads g;
@@ -155,10 +148,8 @@ static void expect(const gdn_inputs *in, const gdn_cotangents *ct, const kern_co
 /* Each mode the backward does not implement is refused by name, as are bad
  * cotangents and configs; nothing is left allocated. */
 START_TEST(refusals) {
-  gdn_shape s = {1, 32, 1, 1, 4, 4};
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, s, 0, 1, 0, 1);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 32, 1, 1, 4, 4}, 0, 1);
+  gdn_cotangents ct = tsu_cotangents(&in.shape, 0, 1);
   kern_config c = vtu_cfg(GDN_DTYPE_F32, 8, 2);
   c.mutant = KERN_MUTANT_COMPOSE_ORDER;
   expect(&in, &ct, &c, 1, GDN_ERR_INPUT, "has no backward");
@@ -194,9 +185,8 @@ END_TEST
  * one bit for bit (the control), and the scan's backward ignores it. */
 START_TEST(grad_seam_stopped) {
   gdn_shape s = {1, 64, 1, 2, 8, 8};
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 12, 1, 13);
+  gdn_inputs in = tsu_inputs(s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 12);
+  gdn_cotangents ct = tsu_cotangents(&s, 1, 13);
   kern_config c = vtu_cfg(GDN_DTYPE_F32, 8, 4), cm = c;
   cm.mutant = KERN_MUTANT_GRAD_SEAM_STOPPED;
   gdn_outputs fa, fb;
@@ -243,10 +233,8 @@ END_TEST
 /* Every allocation failing in turn: GDN_ERR_NOMEM naming the kernel, the
  * gradients cleared; the run that succeeds equals an undisturbed one. */
 START_TEST(alloc_failures) {
-  gdn_shape s = {1, 40, 1, 2, 4, 4};
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, s, GDN_SYNTH_H0, 2, 1, 2);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 40, 1, 2, 4, 4}, GDN_SYNTH_H0, 2);
+  gdn_cotangents ct = tsu_cotangents(&in.shape, 1, 2);
   for (int mode = 0; mode < 3; mode++) { /* scan; affine, chunks on 3; tokens on 4 */
     const int affine = mode > 0;
     kern_config c = vtu_cfg(GDN_DTYPE_F32, 8, mode == 0 ? 1 : mode == 1 ? 3 : 4);
@@ -295,10 +283,8 @@ START_TEST(shards_follow_the_forward) {
       {64, 8, 4, 1}, {96, 16, 2, 1}, {60, 8, 3, 0}, {72, 16, 4, 0}, {40, 4, 8, 0}};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     gdn_shape s = {1, cases[k].T, 1, 2, 8, 8};
-    gdn_inputs in;
-    tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 11);
-    gdn_cotangents ct;
-    tsu_cots(&ct, &s, 1, 12);
+    gdn_inputs in = tsu_inputs(s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 11);
+    gdn_cotangents ct = tsu_cotangents(&s, 1, 12);
     kern_config ct_ = vtu_cfg(GDN_DTYPE_F32, cases[k].C, cases[k].D), cc = ct_;
     ct_.shard = KERN_SHARD_TOKENS;
     cc.shard = KERN_SHARD_CHUNKS;
@@ -312,10 +298,8 @@ START_TEST(shards_follow_the_forward) {
     gdn_cotangents_clear(&ct);
     gdn_inputs_clear(&in);
   }
-  gdn_shape s = {1, 30, 1, 1, 4, 4};
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, s, 0, 1, 0, 1);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 30, 1, 1, 4, 4}, 0, 1);
+  gdn_cotangents ct = tsu_cotangents(&in.shape, 0, 1);
   kern_config c = vtu_cfg(GDN_DTYPE_F32, 8, 4);
   c.shard = KERN_SHARD_TOKENS;
   expect(&in, &ct, &c, 1, GDN_ERR_INPUT, "kern_affine_prefix_vjp: ");

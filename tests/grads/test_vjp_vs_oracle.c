@@ -87,14 +87,30 @@ static const vcase cases[] = {
     {{1, 96, 2, 2, 8, 4}, 0, 1, 12, 0},
 };
 
-static void check_case(const vcase *c, gdn_dtype dt, double bound64) {
+/* A case's problem: inputs (seed 7, the case's scale), cotangents (seed
+ * 3) and the oracle's gradients for them, the reference every test here
+ * measures the kernels against. */
+typedef struct vproblem {
   gdn_inputs in;
-  tsu_synth(&in, c->s, c->flags, 7);
-  if (c->scale != 0) in.has_scale = 1, in.scale = c->scale;
   gdn_cotangents ct;
-  tsu_cots(&ct, &c->s, c->dht, 3);
-  gdn_grads ref, g;
-  oracle(&in, &ct, &ref);
+  gdn_grads ref;
+} vproblem;
+
+static vproblem vproblem_make(const vcase *c) {
+  vproblem p = {.in = tsu_inputs(c->s, c->flags, 7), .ct = tsu_cotangents(&c->s, c->dht, 3)};
+  if (c->scale != 0) p.in.has_scale = 1, p.in.scale = c->scale;
+  oracle(&p.in, &p.ct, &p.ref);
+  return p;
+}
+
+static void vproblem_clear(vproblem *p) {
+  gdn_grads_clear(&p->ref);
+  tsu_problem_clear(&p->in, &p->ct);
+}
+
+static void check_case(const vcase *c, gdn_dtype dt, double bound64) {
+  vproblem p = vproblem_make(c);
+  gdn_grads g;
   const int64_t Ds[] = {1, 2, 4, 8};
   /* Both shard modes on every device count each allows: chunks (array_split,
    * padding at the end) and tokens (D | T; with C not dividing T/D -- T = 200
@@ -109,7 +125,7 @@ static void check_case(const vcase *c, gdn_dtype dt, double bound64) {
     cfg.shard = shard;
     for (int affine = 0; affine < 2; affine++) {
       if (Ds[k] > 1 && !affine) continue;
-      vtu_kern(&in, &ct, &cfg, affine, &g);
+      vtu_kern(&p.in, &p.ct, &cfg, affine, &g);
       double bound[GDN_GRADS_N];
       for (int id = 0; id < GDN_GRADS_N; id++) bound[id] = bound64;
       if (dt == GDN_DTYPE_F32) {
@@ -117,9 +133,9 @@ static void check_case(const vcase *c, gdn_dtype dt, double bound64) {
         kern_config c64 = vtu_cfg(GDN_DTYPE_F64, c->C, Ds[k]);
         c64.prefix = cfg.prefix;
         c64.shard = cfg.shard;
-        vtu_kern(&in, &ct, &c64, affine, &g64);
+        vtu_kern(&p.in, &p.ct, &c64, affine, &g64);
         for (int id = 0; id < GDN_GRADS_N; id++) {
-          double r64 = 4 * 0x1p29 * gdn_grads_rel_fro(&g64, &ref, (gdn_grad_id)id);
+          double r64 = 4 * 0x1p29 * gdn_grads_rel_fro(&g64, &p.ref, (gdn_grad_id)id);
           bound[id] = r64 > F32_BOUND ? r64 : F32_BOUND;
         }
         gdn_grads_clear(&g64);
@@ -127,7 +143,7 @@ static void check_case(const vcase *c, gdn_dtype dt, double bound64) {
       int which = 0;
       double w = 0;
       for (int id = 0; id < GDN_GRADS_N; id++) {
-        double v = gdn_grads_rel_fro(&g, &ref, (gdn_grad_id)id);
+        double v = gdn_grads_rel_fro(&g, &p.ref, (gdn_grad_id)id);
         if (v / bound[id] > w / bound[which]) w = v, which = id;
       }
       fprintf(stderr, "T=%lld %s D=%lld %s %s %s: rel_fro %.2e (%s, bound %.2e)\n", (long long)c->s.T,
@@ -138,15 +154,14 @@ static void check_case(const vcase *c, gdn_dtype dt, double bound64) {
                     (long long)Ds[k], gdn_grads_name((gdn_grad_id)which), w, bound[which]);
       if (dt == GDN_DTYPE_F32) {
         int64_t t;
-        double l = local_dk(&g, &ref, &t);
+        double l = local_dk(&g, &p.ref, &t);
         ck_assert_msg(l <= LOCAL_BOUND, "D=%lld: local dk error %.3e at row %lld", (long long)Ds[k], l,
                       (long long)t);
       }
       gdn_grads_clear(&g);
     }
   }
-  gdn_grads_clear(&ref);
-  tsu_problem_clear(&in, &ct);
+  vproblem_clear(&p);
 }
 
 START_TEST(float64_matches_oracle) { check_case(&cases[_i], GDN_DTYPE_F64, F64_BOUND); }
@@ -160,21 +175,18 @@ END_TEST
  * every device count, while the correct gradients pass it (above). */
 START_TEST(planted_dk_error_fails) {
   const vcase *c = &cases[0];
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, c->s, c->flags, 7, c->dht, 3);
-  gdn_grads ref, g;
-  oracle(&in, &ct, &ref);
+  vproblem p = vproblem_make(c);
+  gdn_grads g;
   const int64_t Ds[] = {1, 2, 4, 8}, t = c->s.T / 2, Dk = c->s.Dk;
   for (int k = 0; k < 4; k++) {
     kern_config cfg = vtu_cfg(GDN_DTYPE_F32, c->C, Ds[k]);
-    vtu_kern(&in, &ct, &cfg, 1, &g);
+    vtu_kern(&p.in, &p.ct, &cfg, 1, &g);
     int64_t wt;
-    double own = local_dk(&g, &ref, &wt);
+    double own = local_dk(&g, &p.ref, &wt);
     double *row = g.dk + (t * c->s.Hk + 1) * Dk; /* b = 0, key head 1 */
     for (int64_t d = 0; d < Dk; d++) row[d] = (float)(row[d] * (1 + 1e-4));
-    double planted = local_dk(&g, &ref, &wt);
-    double nw = gdn_grads_rel_fro(&g, &ref, GDN_GRAD_DK);
+    double planted = local_dk(&g, &p.ref, &wt);
+    double nw = gdn_grads_rel_fro(&g, &p.ref, GDN_GRAD_DK);
     fprintf(stderr, "D=%lld: own local %.2e, planted local %.2e at row %lld, planted rel_fro %.2e\n",
             (long long)Ds[k], own, planted, (long long)wt, nw);
     ck_assert_msg(planted > LOCAL_BOUND && planted > 10 * own, "D=%lld: planted %.3e vs own %.3e",
@@ -182,8 +194,7 @@ START_TEST(planted_dk_error_fails) {
     ck_assert_int_eq(wt, t * c->s.Hk + 1);
     gdn_grads_clear(&g);
   }
-  gdn_grads_clear(&ref);
-  tsu_problem_clear(&in, &ct);
+  vproblem_clear(&p);
 }
 END_TEST
 
@@ -198,11 +209,8 @@ END_TEST
  * smaller than high's unit). */
 START_TEST(matmul_modes) {
   const vcase *c = &cases[0];
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, c->s, c->flags, 7, c->dht, 3);
-  gdn_grads ref, g;
-  oracle(&in, &ct, &ref);
+  vproblem p = vproblem_make(c);
+  gdn_grads g;
   const struct { kern_matmul m; double unit; } modes[] = {
       {KERN_MATMUL_HIGHEST, 0x1p-24}, {KERN_MATMUL_HIGH, 0x1p-16}, {KERN_MATMUL_DEFAULT, 0x1p-9}};
   for (int k = 0; k < 3; k++)
@@ -211,9 +219,9 @@ START_TEST(matmul_modes) {
         kern_config cfg = vtu_cfg(GDN_DTYPE_F32, c->C, D);
         cfg.matmul = modes[k].m;
         cfg.ftz = ftz;
-        vtu_kern(&in, &ct, &cfg, D > 1, &g);
+        vtu_kern(&p.in, &p.ct, &cfg, D > 1, &g);
         int which = 0;
-        double w = vtu_worst(&g, &ref, &which);
+        double w = vtu_worst(&g, &p.ref, &which);
         fprintf(stderr, "mode %s ftz %d D=%lld: worst rel_fro %.2e (%s) = %.2f units\n",
                 kern_matmul_name(cfg.matmul), ftz, (long long)D, w, gdn_grads_name((gdn_grad_id)which),
                 w / modes[k].unit);
@@ -222,8 +230,7 @@ START_TEST(matmul_modes) {
           ck_assert_msg(w >= modes[k].unit / 64, "mode %s not applied? %.3e", kern_matmul_name(cfg.matmul), w);
         gdn_grads_clear(&g);
       }
-  gdn_grads_clear(&ref);
-  tsu_problem_clear(&in, &ct);
+  vproblem_clear(&p);
 }
 END_TEST
 
@@ -242,22 +249,17 @@ END_TEST
 #define BF16_BOUND 0x1p-4
 START_TEST(bfloat16_within_band) {
   const vcase *c = &cases[_i];
-  gdn_inputs in;
-  tsu_synth(&in, c->s, c->flags, 7);
-  if (c->scale != 0) in.has_scale = 1, in.scale = c->scale;
-  gdn_cotangents ct;
-  tsu_cots(&ct, &c->s, c->dht, 3);
-  gdn_grads ref, g;
-  oracle(&in, &ct, &ref);
+  vproblem p = vproblem_make(c);
+  gdn_grads g;
   const int64_t Ds[] = {1, 2, 4, 8};
   double scan[GDN_GRADS_N];
   for (int k = 0; k < 4; k++) {
     kern_config cfg = vtu_cfg(GDN_DTYPE_BF16, c->C, Ds[k]);
     cfg.shard = KERN_SHARD_CHUNKS;
-    vtu_kern(&in, &ct, &cfg, Ds[k] > 1, &g);
+    vtu_kern(&p.in, &p.ct, &cfg, Ds[k] > 1, &g);
     double worst = 0;
     for (int id = 0; id < GDN_GRADS_N; id++) {
-      const double v = gdn_grads_rel_fro(&g, &ref, (gdn_grad_id)id);
+      const double v = gdn_grads_rel_fro(&g, &p.ref, (gdn_grad_id)id);
       const char *nm = gdn_grads_name((gdn_grad_id)id);
       fprintf(stderr, "bf16 T=%lld D=%lld %s: rel_fro %.3e (%.2f u)\n", (long long)c->s.T, (long long)Ds[k],
               nm, v, v / 0x1p-8);
@@ -270,17 +272,9 @@ START_TEST(bfloat16_within_band) {
     ck_assert_msg(worst >= 0x1p-12, "bf16 D=%lld: worst %.3e, roundings not applied?", (long long)Ds[k], worst);
     gdn_grads_clear(&g);
   }
-  gdn_grads_clear(&ref);
-  tsu_problem_clear(&in, &ct);
+  vproblem_clear(&p);
 }
 END_TEST
 
-int main(void) {
-  Suite *su = suite_create("vjp_vs_oracle");
-  TCase *tc = CKR_TCASE(su, "vs_oracle", 300, planted_dk_error_fails, matmul_modes);
-  const int n = (int)(sizeof cases / sizeof cases[0]);
-  tcase_add_loop_test(tc, float64_matches_oracle, 0, n);
-  tcase_add_loop_test(tc, float32_within_band, 0, n);
-  tcase_add_loop_test(tc, bfloat16_within_band, 0, n);
-  return ckr_run(su);
-}
+CKR_MAIN_TABLE("vjp_vs_oracle", "vs_oracle", 300, cases, (float64_matches_oracle, float32_within_band, bfloat16_within_band),
+    planted_dk_error_fails, matmul_modes)

@@ -11,15 +11,13 @@
 #include "gdn_synth.h"
 #include "kern_vjp.h"
 
+#include "../test_util_kern_cfg.h"
 #include "../test_util_synth.h"
 
+/* kern_config_init's shard mode (tokens, upstream's), which the tests
+ * that compare modes change. */
 static inline kern_config vtu_cfg(gdn_dtype dt, int64_t C, int64_t D) {
-  kern_config c;
-  kern_config_init(&c);
-  c.dtype = dt;
-  c.chunk = C;
-  c.devices = D;
-  return c;
+  return tkc_cfg(dt, C, D, KERN_SHARD_TOKENS);
 }
 
 /* The kernel (affine when D > 1 or `affine`), failing the test on error. */

@@ -14,6 +14,7 @@
 #include "gdn_synth.h"
 #include "kern.h"
 #include "../check_runner.h"
+#include "../test_util_kern_cfg.h"
 
 typedef enum { K_RECURRENT, K_SCAN, K_AFFINE } kt_kernel;
 
@@ -34,6 +35,24 @@ static inline void kt_make(gdn_inputs *in, gdn_shape s, uint64_t seed, int h0, i
   ck_assert_msg(rc == GDN_OK, "gdn_synth_generate: %s", e.msg);
   if (decay != 1.0f)
     for (size_t i = 0; i < gdn_shape_numel_gate(&s); i++) in->g[i] *= decay;
+}
+
+/* kt_make as an initialiser: gdn_inputs in = kt_inputs(s, 37, 1, 1, 0.002f)
+ * declares and draws a test's inputs in one statement (the caller owns
+ * them: gdn_inputs_clear). */
+static inline gdn_inputs kt_inputs(gdn_shape s, uint64_t seed, int h0, int l2norm, float decay) {
+  gdn_inputs in;
+  kt_make(&in, s, seed, h0, l2norm, decay);
+  return in;
+}
+
+/* An empty outputs object as an initialiser, so a test declares its
+ * outputs in one statement: gdn_outputs scan = kt_outputs(), aff =
+ * kt_outputs(). */
+static inline gdn_outputs kt_outputs(void) {
+  gdn_outputs out;
+  gdn_outputs_init(&out);
+  return out;
 }
 
 static inline int kt_run_seams(kt_kernel k, const gdn_inputs *in, const kern_config *cfg,
@@ -59,14 +78,9 @@ static inline void kt_run_ok(kt_kernel k, const gdn_inputs *in, const kern_confi
   ck_assert_msg(rc == GDN_OK, "%s: %s", kt_kernel_names[k], e.msg);
 }
 
+/* The tests written for array_split; token sharding sets its own. */
 static inline kern_config kt_cfg(gdn_dtype dt, int64_t chunk, int64_t devices) {
-  kern_config c;
-  kern_config_init(&c);
-  c.dtype = dt;
-  c.chunk = chunk;
-  c.devices = devices;
-  c.shard = KERN_SHARD_CHUNKS; /* the tests written for array_split; token sharding sets its own */
-  return c;
+  return tkc_cfg(dt, chunk, devices, KERN_SHARD_CHUNKS);
 }
 
 /* ||x - r||_F / ||r||_F */

@@ -20,14 +20,11 @@
 
 static void d1_bitwise(gdn_dtype dt, int h0, int l2norm) {
   gdn_shape s = {2, 300, 2, 4, 16, 8};
-  gdn_inputs in;
-  kt_make(&in, s, 31, h0, l2norm, 0.002f);
+  gdn_inputs in = kt_inputs(s, 31, h0, l2norm, 0.002f);
   static const int64_t Cs[] = {1, 4, 16, 64};
   for (int ci = 0; ci < 4; ci++) {
     kern_config c = kt_cfg(dt, Cs[ci], 1);
-    gdn_outputs scan, aff;
-    gdn_outputs_init(&scan);
-    gdn_outputs_init(&aff);
+    gdn_outputs scan = kt_outputs(), aff = kt_outputs();
     kt_run_ok(K_SCAN, &in, &c, &scan);
     kt_run_ok(K_AFFINE, &in, &c, &aff);
     ck_assert_msg(kt_same(aff.o, scan.o, gdn_shape_numel_v(&s)),
@@ -43,25 +40,18 @@ static void d1_bitwise(gdn_dtype dt, int h0, int l2norm) {
   gdn_inputs_clear(&in);
 }
 
-START_TEST(d1_bitwise_f32) {
-  d1_bitwise(GDN_DTYPE_F32, 1, 1);
-  d1_bitwise(GDN_DTYPE_F32, 0, 0);
-}
-END_TEST
-START_TEST(d1_bitwise_f64) {
-  d1_bitwise(GDN_DTYPE_F64, 1, 0);
-  d1_bitwise(GDN_DTYPE_F64, 0, 1);
-}
+/* Both dtypes, each with h0 and the in-kernel L2 norm on and off. */
+static const struct { gdn_dtype dt; int h0, l2norm; } d1_cases[] = {
+    {GDN_DTYPE_F32, 1, 1}, {GDN_DTYPE_F32, 0, 0}, {GDN_DTYPE_F64, 1, 0}, {GDN_DTYPE_F64, 0, 1}};
+
+START_TEST(d1_bitwise_each) { d1_bitwise(d1_cases[_i].dt, d1_cases[_i].h0, d1_cases[_i].l2norm); }
 END_TEST
 
 static void dn_roundoff(gdn_dtype dt, double bound) {
   gdn_shape s = {1, 1000, 1, 2, 32, 32};
-  gdn_inputs in;
-  kt_make(&in, s, 37, 1, 1, 0.002f);
+  gdn_inputs in = kt_inputs(s, 37, 1, 1, 0.002f);
   kern_config c = kt_cfg(dt, 16, 1);
-  gdn_outputs scan, aff;
-  gdn_outputs_init(&scan);
-  gdn_outputs_init(&aff);
+  gdn_outputs scan = kt_outputs(), aff = kt_outputs();
   kt_run_ok(K_SCAN, &in, &c, &scan);
   static const int64_t Ds[] = {2, 3, 4, 7, 16, 63};
   double worst = 0;
@@ -89,4 +79,4 @@ END_TEST
 START_TEST(dn_roundoff_f64) { dn_roundoff(GDN_DTYPE_F64, 1e-13); }
 END_TEST
 
-CKR_MAIN("affine_d1", "affine_d1", 120, d1_bitwise_f32, d1_bitwise_f64, dn_roundoff_f32, dn_roundoff_f64)
+CKR_MAIN_TABLE("affine_d1", "affine_d1", 120, d1_cases, (d1_bitwise_each), dn_roundoff_f32, dn_roundoff_f64)

@@ -30,13 +30,9 @@
 
 static void agree(int l2norm, float decay) {
   gdn_shape s = {2, 517, 2, 4, 16, 12};
-  gdn_inputs in;
-  kt_make(&in, s, 11 + (uint64_t)l2norm, 1, l2norm, decay);
+  gdn_inputs in = kt_inputs(s, 11 + (uint64_t)l2norm, 1, l2norm, decay);
   kern_config cfg = kt_cfg(GDN_DTYPE_F64, 64, 1);
-  gdn_outputs rec, scan, aff;
-  gdn_outputs_init(&rec);
-  gdn_outputs_init(&scan);
-  gdn_outputs_init(&aff);
+  gdn_outputs rec = kt_outputs(), scan = kt_outputs(), aff = kt_outputs();
   kt_run_ok(K_RECURRENT, &in, &cfg, &rec);
   double worst = 0;
   static const int64_t Cs[] = {1, 4, 16, 64}, Ds[] = {1, 2, 3, 4, 8};
@@ -71,25 +67,20 @@ static void agree(int l2norm, float decay) {
   gdn_inputs_clear(&in);
 }
 
-START_TEST(l2norm_in_kernel_long_memory) { agree(1, 0.002f); }
-END_TEST
-START_TEST(prenormalised_long_memory) { agree(0, 0.002f); }
-END_TEST
-START_TEST(l2norm_in_kernel_drawn_gates) { agree(1, 1.0f); }
-END_TEST
-START_TEST(prenormalised_drawn_gates) { agree(0, 1.0f); }
+/* The in-kernel L2 norm on and off, with a long memory and with the gates
+ * as drawn. */
+static const struct { int l2norm; float decay; } agree_cases[] = {{1, 0.002f}, {0, 0.002f}, {1, 1.0f}, {0, 1.0f}};
+
+START_TEST(three_forms_agree) { agree(agree_cases[_i].l2norm, agree_cases[_i].decay); }
 END_TEST
 
 /* No h0 and Dk > Dv, head dim larger than one micro-tile in both
  * directions (Dk = 40, Dv = 24), T shorter than one C = 64 chunk. */
 START_TEST(short_sequence_no_h0) {
   gdn_shape s = {1, 45, 1, 2, 40, 24};
-  gdn_inputs in;
-  kt_make(&in, s, 5, 0, 1, 0.01f);
+  gdn_inputs in = kt_inputs(s, 5, 0, 1, 0.01f);
   kern_config cfg = kt_cfg(GDN_DTYPE_F64, 64, 1);
-  gdn_outputs rec, x;
-  gdn_outputs_init(&rec);
-  gdn_outputs_init(&x);
+  gdn_outputs rec = kt_outputs(), x = kt_outputs();
   kt_run_ok(K_RECURRENT, &in, &cfg, &rec);
   static const int64_t Cs[] = {1, 4, 16, 64};
   for (int ci = 0; ci < 4; ci++) {
@@ -106,5 +97,4 @@ START_TEST(short_sequence_no_h0) {
 }
 END_TEST
 
-CKR_MAIN("agree_f64", "agree_f64", 120, l2norm_in_kernel_long_memory, prenormalised_long_memory,
-    l2norm_in_kernel_drawn_gates, prenormalised_drawn_gates, short_sequence_no_h0)
+CKR_MAIN_TABLE("agree_f64", "agree_f64", 120, agree_cases, (three_forms_agree), short_sequence_no_h0)

@@ -18,18 +18,14 @@
 
 static void every_site_mode(kt_kernel k, gdn_dtype dt, int64_t D, int with_seams, kern_matmul mm,
                             int ftz, kern_prefix prefix) {
-  gdn_shape s = {2, 70, 1, 2, 8, 8};
-  gdn_inputs in;
-  kt_make(&in, s, 81, 1, 1, 0.01f);
+  gdn_inputs in = kt_inputs((gdn_shape){2, 70, 1, 2, 8, 8}, 81, 1, 1, 0.01f);
   kern_config c = kt_cfg(dt, 16, D);
   c.matmul = mm;
   c.ftz = ftz;
   c.prefix = prefix;
   gdn_error e;
   gdn_error_init(&e);
-  gdn_outputs ref, out;
-  gdn_outputs_init(&ref);
-  gdn_outputs_init(&out);
+  gdn_outputs ref = kt_outputs(), out = kt_outputs();
   kern_affine_seams sm;
   kern_affine_seams_init(&sm);
   kern_affine_seams *psm = with_seams ? &sm : NULL;

@@ -60,8 +60,7 @@ START_TEST(scale_dk128) {
     in.l2norm_in_kernel = l2;
     for (int k = 0; k < 3; k++) {
       kern_config c = kt_cfg(GDN_DTYPE_BF16, 64, 1);
-      gdn_outputs out;
-      gdn_outputs_init(&out);
+      gdn_outputs out = kt_outputs();
       kt_run_ok((kt_kernel)k, &in, &c, &out);
       ck_assert_msg(out.o[0] == 0.08837890625, "%s l2=%d: o = %.17g", kt_kernel_names[k], l2,
                     out.o[0]);
@@ -189,8 +188,7 @@ START_TEST(chunked_rounding_points) {
     ref_chunked(KERN_RP_BF16_ALL, Cs[ci], o, &h);
     for (int k = K_SCAN; k <= K_AFFINE; k++) {
       kern_config c = kt_cfg(GDN_DTYPE_BF16, Cs[ci], 1);
-      gdn_outputs out;
-      gdn_outputs_init(&out);
+      gdn_outputs out = kt_outputs();
       kt_run_ok((kt_kernel)k, &in, &c, &out);
       ck_assert_msg(out.o[0] == o[0] && out.o[1] == o[1] && out.ht[0] == h,
                     "%s C=%d: o = (%.17g, %.17g) ht = %.17g; reference (%.17g, %.17g) %.17g",
@@ -218,8 +216,7 @@ START_TEST(chunked_rounding_points) {
   kern_config c = kt_cfg(GDN_DTYPE_BF16, 1, 2);
   for (int p = 0; p < 3; p++) {
     c.prefix = (kern_prefix)p;
-    gdn_outputs out;
-    gdn_outputs_init(&out);
+    gdn_outputs out = kt_outputs();
     kt_run_ok(K_AFFINE, &in, &c, &out);
     ck_assert(fabs(out.o[0] - o[0]) <= 1e-6 && fabs(out.o[1] - o[1]) <= 1e-6 &&
               fabs(out.ht[0] - h) <= 1e-6);
@@ -236,8 +233,7 @@ START_TEST(recurrent_rounding_points) {
   ref_recurrent(KERN_RP_BF16_ALL, o, &h);
   ref_recurrent(0, of, &hf);
   kern_config c = kt_cfg(GDN_DTYPE_BF16, 64, 1);
-  gdn_outputs out;
-  gdn_outputs_init(&out);
+  gdn_outputs out = kt_outputs();
   kt_run_ok(K_RECURRENT, &in, &c, &out);
   /* the recurrence's products have more bits (beta (v - k h)): within
    * float32 round-off of the exact value, and away from the unrounded one */
@@ -254,13 +250,8 @@ END_TEST
 
 /* ---- 3. bfloat16 vs float32 on synthetic inputs ---- */
 START_TEST(bf16_vs_f32_band) {
-  gdn_shape s = {2, 300, 1, 2, 32, 32};
-  gdn_inputs in;
-  kt_make(&in, s, 71, 1, 1, 0.01f);
-  gdn_outputs f, b, b2;
-  gdn_outputs_init(&f);
-  gdn_outputs_init(&b);
-  gdn_outputs_init(&b2);
+  gdn_inputs in = kt_inputs((gdn_shape){2, 300, 1, 2, 32, 32}, 71, 1, 1, 0.01f);
+  gdn_outputs f = kt_outputs(), b = kt_outputs(), b2 = kt_outputs();
   for (int k = 0; k < 3; k++) {
     kern_config c = kt_cfg(GDN_DTYPE_F32, 64, k == K_AFFINE ? 3 : 1);
     kt_run_ok((kt_kernel)k, &in, &c, &f);

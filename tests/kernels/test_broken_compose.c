@@ -26,12 +26,8 @@
 
 static void broken_mode(gdn_dtype dt, kern_prefix prefix, kern_matmul mm) {
   gdn_shape s = {1, 640, 1, 2, 16, 16};
-  gdn_inputs in;
-  kt_make(&in, s, 61, 1, 1, 0.002f);
-  gdn_outputs scan, good, bad;
-  gdn_outputs_init(&scan);
-  gdn_outputs_init(&good);
-  gdn_outputs_init(&bad);
+  gdn_inputs in = kt_inputs(s, 61, 1, 1, 0.002f);
+  gdn_outputs scan = kt_outputs(), good = kt_outputs(), bad = kt_outputs();
   kern_config c = kt_cfg(dt, 16, 1);
   c.matmul = mm;
   kt_run_ok(K_SCAN, &in, &c, &scan);

@@ -26,11 +26,8 @@ static double worst_kappa;
 
 static void compare(gdn_shape s, int l2norm, float decay, const int64_t *Cs, int nC,
                     const int64_t *Ds, int nD, int with_recurrent) {
-  gdn_inputs in;
-  kt_make(&in, s, 21 + (uint64_t)l2norm, 1, l2norm, decay);
-  gdn_outputs ref, x;
-  gdn_outputs_init(&ref);
-  gdn_outputs_init(&x);
+  gdn_inputs in = kt_inputs(s, 21 + (uint64_t)l2norm, 1, l2norm, decay);
+  gdn_outputs ref = kt_outputs(), x = kt_outputs();
   kern_config c64 = kt_cfg(GDN_DTYPE_F64, 64, 1);
   kt_run_ok(K_SCAN, &in, &c64, &ref);
   if (with_recurrent) {

@@ -61,8 +61,7 @@ static void expect(const gdn_inputs *in, int ftz, double o_want, double h_want) 
         kern_config c = kt_cfg(dt ? GDN_DTYPE_BF16 : GDN_DTYPE_F32, 1, 1);
         c.matmul = (kern_matmul)mm;
         c.ftz = ftz;
-        gdn_outputs out;
-        gdn_outputs_init(&out);
+        gdn_outputs out = kt_outputs();
         kt_run_ok((kt_kernel)k, in, &c, &out);
         int ok = out.o[0] == o_want && out.ht[0] == h_want &&
                  (o_want != 0 || signbit(out.o[0]) == signbit(o_want));
@@ -113,8 +112,7 @@ START_TEST(tininess_after_rounding) {
     for (int k = 0; k < 3; k++) {
       kern_config c = kt_cfg(GDN_DTYPE_F32, 1, 1);
       c.ftz = ftz;
-      gdn_outputs out;
-      gdn_outputs_init(&out);
+      gdn_outputs out = kt_outputs();
       kt_run_ok((kt_kernel)k, &in, &c, &out);
       double want = ftz ? 0.0 : (double)FLT_MIN;
       ck_assert_msg(out.o[0] == want, "%s ftz=%d: o %a", kt_kernel_names[k], ftz, out.o[0]);
@@ -157,8 +155,7 @@ END_TEST
 START_TEST(only_subnormals_change) {
   gdn_shape s = {1, 300, 1, 2, 16, 16};
   for (int fast = 0; fast < 2; fast++) {
-    gdn_inputs in;
-    kt_make(&in, s, 33, 1, 1, fast ? 4.0f : 0.002f);
+    gdn_inputs in = kt_inputs(s, 33, 1, 1, fast ? 4.0f : 0.002f);
     for (int dt = 0; dt < 2; dt++)
       for (int k = 0; k < 3; k++) {
         kern_config c = kt_cfg(dt ? GDN_DTYPE_BF16 : GDN_DTYPE_F32, 64, k == K_AFFINE ? 3 : 1);
@@ -193,8 +190,7 @@ START_TEST(mxcsr_restored) {
   unsigned before = _mm_getcsr();
   kern_config c = kt_cfg(GDN_DTYPE_F32, 1, 1);
   c.ftz = 1;
-  gdn_outputs out;
-  gdn_outputs_init(&out);
+  gdn_outputs out = kt_outputs();
   for (int k = 0; k < 3; k++) {
     kt_run_ok((kt_kernel)k, &in, &c, &out);
     ck_assert_uint_eq(_mm_getcsr(), before);

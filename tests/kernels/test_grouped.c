@@ -41,9 +41,7 @@ static void grouped(gdn_dtype dt, int l2norm) {
   gdn_inputs in, rep;
   kt_make(&in, s, 41, 1, l2norm, 0.01f);
   interleave(&in, &rep);
-  gdn_outputs a, b;
-  gdn_outputs_init(&a);
-  gdn_outputs_init(&b);
+  gdn_outputs a = kt_outputs(), b = kt_outputs();
   for (int k = 0; k < 3; k++) {
     kern_config c = kt_cfg(dt, 16, k == K_AFFINE ? 3 : 1);
     kt_run_ok((kt_kernel)k, &in, &c, &a);
@@ -71,12 +69,9 @@ END_TEST
 /* And the grouping is real: value heads 0 and 1 share key head 0 but have
  * their own v, g, beta, so their outputs differ. */
 START_TEST(heads_of_a_group_differ) {
-  gdn_shape s = {1, 20, 1, 2, 8, 8};
-  gdn_inputs in;
-  kt_make(&in, s, 43, 0, 1, 1.0f);
+  gdn_inputs in = kt_inputs((gdn_shape){1, 20, 1, 2, 8, 8}, 43, 0, 1, 1.0f);
   kern_config c = kt_cfg(GDN_DTYPE_F64, 4, 1);
-  gdn_outputs a;
-  gdn_outputs_init(&a);
+  gdn_outputs a = kt_outputs();
   kt_run_ok(K_SCAN, &in, &c, &a);
   ck_assert(!kt_same(gdn_outputs_ht(&a, 0, 0), gdn_outputs_ht(&a, 0, 1), 64));
   gdn_outputs_clear(&a);

@@ -42,14 +42,11 @@ typedef struct measured {
 
 static measured run(kt_kernel k, int64_t T, int64_t H, int64_t D, kern_matmul mm, int threads,
                     int with_seams) {
-  gdn_shape s = {1, T, H, H, 16, 16};
-  gdn_inputs in;
-  kt_make(&in, s, 11, 1, 1, 0.01f);
+  gdn_inputs in = kt_inputs((gdn_shape){1, T, H, H, 16, 16}, 11, 1, 1, 0.01f);
   gdn_threads_set(threads);
   kern_config c = kt_cfg(GDN_DTYPE_F32, 64, D);
   c.matmul = mm;
-  gdn_outputs out;
-  gdn_outputs_init(&out);
+  gdn_outputs out = kt_outputs();
   kern_affine_seams sm;
   kern_affine_seams_init(&sm);
   gdn_error e;

@@ -132,29 +132,30 @@ typedef struct mats {
   kern_split_f32 sa, sb;
 } mats;
 
+/* The six buffers as one table, allocated and freed in one loop: A, B, C,
+ * the gemm workspace and the two operands' splits (room for the widest
+ * mode's parts). */
+enum { MATS_BUFS = 6 };
+
 static void mats_init(mats *t, int64_t m, int64_t n, int64_t k) {
   gdn_error e;
   gdn_error_init(&e);
   t->m = m;
   t->n = n;
   t->k = k;
-  t->a = malloc((size_t)(m * k) * sizeof(float));
-  t->b = malloc((size_t)(k * n) * sizeof(float));
-  t->c = malloc((size_t)(m * n) * sizeof(float));
-  t->ws = gdn_malloc(kern_gemm_ws_elems_f32() * sizeof(float), "ws", &e);
-  t->pa = gdn_malloc(kern_split_elems_f32(KERN_MATMUL_HIGHEST, (size_t)(m * k)) * sizeof(float),
-                     "pa", &e);
-  t->pb = gdn_malloc(kern_split_elems_f32(KERN_MATMUL_HIGHEST, (size_t)(k * n)) * sizeof(float),
-                     "pb", &e);
-  ck_assert(t->a && t->b && t->c && t->ws && t->pa && t->pb);
+  float **bufs[MATS_BUFS] = {&t->a, &t->b, &t->c, &t->ws, &t->pa, &t->pb};
+  const char *names[MATS_BUFS] = {"a", "b", "c", "ws", "pa", "pb"};
+  const size_t elems[MATS_BUFS] = {(size_t)(m * k), (size_t)(k * n), (size_t)(m * n), kern_gemm_ws_elems_f32(),
+                                   kern_split_elems_f32(KERN_MATMUL_HIGHEST, (size_t)(m * k)),
+                                   kern_split_elems_f32(KERN_MATMUL_HIGHEST, (size_t)(k * n))};
+  for (int i = 0; i < MATS_BUFS; i++) {
+    *bufs[i] = gdn_malloc(elems[i] * sizeof(float), names[i], &e);
+    ck_assert_msg(*bufs[i] != NULL, "%s", e.msg);
+  }
 }
 static void mats_clear(mats *t) {
-  free(t->a);
-  free(t->b);
-  free(t->c);
-  gdn_free(t->ws);
-  gdn_free(t->pa);
-  gdn_free(t->pb);
+  float *bufs[MATS_BUFS] = {t->a, t->b, t->c, t->ws, t->pa, t->pb};
+  for (int i = 0; i < MATS_BUFS; i++) gdn_free(bufs[i]);
 }
 /* A row-major m x k; B used transposed: stored n x k (b_rs = 1, b_cs = k),
  * as K^T is in the kernels. */

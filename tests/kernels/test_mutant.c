@@ -48,9 +48,7 @@ static void make_full(gdn_inputs *in) {
 START_TEST(every_mutant_shows) {
   gdn_inputs in;
   make_full(&in);
-  gdn_outputs good, bad;
-  gdn_outputs_init(&good);
-  gdn_outputs_init(&bad);
+  gdn_outputs good = kt_outputs(), bad = kt_outputs();
   kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 4);
   c.prefix = KERN_PREFIX_HILLIS_STEELE;
   kt_run_ok(K_AFFINE, &in, &c, &good);
@@ -89,9 +87,7 @@ END_TEST
 START_TEST(new_families_show_where_they_must) {
   gdn_inputs in; /* make_full's shape, h0 and gates, one document */
   kt_make(&in, (gdn_shape){1, 240, 2, 4, 16, 16}, 22, 1, 1, 0.002f);
-  gdn_outputs good, bad;
-  gdn_outputs_init(&good);
-  gdn_outputs_init(&bad);
+  gdn_outputs good = kt_outputs(), bad = kt_outputs();
   kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 4);
   c.prefix = KERN_PREFIX_HILLIS_STEELE;
   const int64_t Ds[] = {2, 3, 4, 5, 8};
@@ -166,10 +162,7 @@ END_TEST
 START_TEST(bf16_mutants) {
   gdn_inputs in;
   make_full(&in);
-  gdn_outputs good, bad, scan;
-  gdn_outputs_init(&good);
-  gdn_outputs_init(&bad);
-  gdn_outputs_init(&scan);
+  gdn_outputs good = kt_outputs(), bad = kt_outputs(), scan = kt_outputs();
   kern_config c = kt_cfg(GDN_DTYPE_BF16, 16, 4);
   c.prefix = KERN_PREFIX_HILLIS_STEELE;
   kt_run_ok(K_AFFINE, &in, &c, &good);
@@ -210,23 +203,32 @@ START_TEST(bf16_mutants) {
 }
 END_TEST
 
-START_TEST(needs_are_honest) {
-  gdn_inputs in;
-  kt_make(&in, (gdn_shape){1, 128, 2, 2, 16, 16}, 23, 0, 1, 0.002f);
-  gdn_outputs good, bad;
-  gdn_outputs_init(&good);
-  gdn_outputs_init(&bad);
+/* Kernel k on `in` (float32, C = 16, one device), correct and with each
+ * mutant in turn: same[m] says whether mutant m's outputs are the correct
+ * ones bit for bit. */
+static void same_as_correct(kt_kernel k, const gdn_inputs *in, int same[KERN_MUTANT_COUNT]) {
+  gdn_outputs good = kt_outputs(), bad = kt_outputs();
   kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 1);
-  kt_run_ok(K_AFFINE, &in, &c, &good);
+  kt_run_ok(k, in, &c, &good);
   for (int m = 1; m < KERN_MUTANT_COUNT; m++) {
     c.mutant = (kern_mutant)m;
-    kt_run_ok(K_AFFINE, &in, &c, &bad);
-    const int same = kt_same_outputs(&bad, &good);
-    ck_assert_msg(same == (kern_mutant_row_of(c.mutant)->needs != 0), "%s: same %d",
-                  kern_mutant_name(c.mutant), same);
+    kt_run_ok(k, in, &c, &bad);
+    same[m] = kt_same_outputs(&bad, &good);
   }
   gdn_outputs_clear(&good);
   gdn_outputs_clear(&bad);
+}
+
+/* On inputs without h0, on one device: a mutant that needs something
+ * (kern_mutant.h's `needs`) leaves the affine-prefix bit-identical, one that
+ * needs nothing moves it. */
+START_TEST(needs_are_honest) {
+  gdn_inputs in = kt_inputs((gdn_shape){1, 128, 2, 2, 16, 16}, 23, 0, 1, 0.002f);
+  int same[KERN_MUTANT_COUNT];
+  same_as_correct(K_AFFINE, &in, same);
+  for (int m = 1; m < KERN_MUTANT_COUNT; m++)
+    ck_assert_msg(same[m] == (kern_mutant_row_of((kern_mutant)m)->needs != 0), "%s: same %d",
+                  kern_mutant_name((kern_mutant)m), same[m]);
   gdn_inputs_clear(&in);
 }
 END_TEST
@@ -234,18 +236,10 @@ END_TEST
 START_TEST(scan_ignores_mutants) {
   gdn_inputs in;
   make_full(&in);
-  gdn_outputs good, bad;
-  gdn_outputs_init(&good);
-  gdn_outputs_init(&bad);
-  kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 1);
-  kt_run_ok(K_SCAN, &in, &c, &good);
-  for (int m = 1; m < KERN_MUTANT_COUNT; m++) {
-    c.mutant = (kern_mutant)m;
-    kt_run_ok(K_SCAN, &in, &c, &bad);
-    ck_assert_msg(kt_same_outputs(&bad, &good), "%s changed the scan", kern_mutant_name(c.mutant));
-  }
-  gdn_outputs_clear(&good);
-  gdn_outputs_clear(&bad);
+  int same[KERN_MUTANT_COUNT];
+  same_as_correct(K_SCAN, &in, same);
+  for (int m = 1; m < KERN_MUTANT_COUNT; m++)
+    ck_assert_msg(same[m], "%s changed the scan", kern_mutant_name((kern_mutant)m));
   gdn_inputs_clear(&in);
 }
 END_TEST

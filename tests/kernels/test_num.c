@@ -19,8 +19,7 @@ static void teardown(void) { gdn_inputs_clear(&in); }
 
 /* Runs kernel k with cfg, expecting GDN_ERR_INPUT with all of `needles`. */
 static void refused(kt_kernel k, const kern_config *cfg, const char *n1, const char *n2) {
-  gdn_outputs out;
-  gdn_outputs_init(&out);
+  gdn_outputs out = kt_outputs();
   kern_config ok = kt_cfg(GDN_DTYPE_F32, 16, 1);
   kt_run_ok(k, &in, &ok, &out);
   gdn_error e;
@@ -47,8 +46,7 @@ START_TEST(every_mode_runs) {
             c.matmul = (kern_matmul)m;
             c.ftz = f;
             c.prefix = (kern_prefix)p;
-            gdn_outputs out;
-            gdn_outputs_init(&out);
+            gdn_outputs out = kt_outputs();
             kt_run_ok((kt_kernel)k, &in, &c, &out);
             for (size_t i = 0; i < gdn_shape_numel_v(&in.shape); i++) ck_assert(isfinite(out.o[i]));
             gdn_outputs_clear(&out);
@@ -77,9 +75,7 @@ START_TEST(float64_ignores_matmul) {
   kern_config a = kt_cfg(GDN_DTYPE_F64, 16, 2), b = a;
   b.matmul = KERN_MATMUL_HIGHEST;
   b.ftz = 1;
-  gdn_outputs x, y;
-  gdn_outputs_init(&x);
-  gdn_outputs_init(&y);
+  gdn_outputs x = kt_outputs(), y = kt_outputs();
   kt_run_ok(K_AFFINE, &in, &a, &x);
   kt_run_ok(K_AFFINE, &in, &b, &y);
   ck_assert(kt_same_outputs(&x, &y));
@@ -132,8 +128,7 @@ START_TEST(bad_config_and_shape) {
   refused(K_AFFINE, &c, "--devices 4", "3 chunks");
   refused(K_SCAN, &c, "--devices 4", "3 chunks"); /* the same config is checked for every run */
   /* the recurrence has no chunks or devices */
-  gdn_outputs out;
-  gdn_outputs_init(&out);
+  gdn_outputs out = kt_outputs();
   c = kt_cfg(GDN_DTYPE_F32, 0, 99);
   kt_run_ok(K_RECURRENT, &in, &c, &out);
   gdn_outputs_clear(&out);
@@ -159,8 +154,7 @@ END_TEST
 START_TEST(absurd_chunk_refused) {
   kern_config c = kt_cfg(GDN_DTYPE_F32, (int64_t)1 << 40, 1);
   for (int k = K_SCAN; k <= K_AFFINE; k++) {
-    gdn_outputs out;
-    gdn_outputs_init(&out);
+    gdn_outputs out = kt_outputs();
     gdn_error e;
     gdn_error_init(&e);
     ck_assert_int_eq(kt_run((kt_kernel)k, &in, &c, &out, &e), GDN_ERR_NOMEM);
@@ -183,9 +177,7 @@ START_TEST(output_dtype_bfloat16_input) {
   b.bf16_mask = GDN_T_Q;
   for (int k = 0; k < 3; k++) {
     kern_config c = kt_cfg(GDN_DTYPE_F32, 16, k == K_AFFINE ? 2 : 1);
-    gdn_outputs x, y;
-    gdn_outputs_init(&x);
-    gdn_outputs_init(&y);
+    gdn_outputs x = kt_outputs(), y = kt_outputs();
     kt_run_ok((kt_kernel)k, &in, &c, &x);
     kt_run_ok((kt_kernel)k, &b, &c, &y);
     ck_assert_int_eq(x.dtype, GDN_DTYPE_F32);

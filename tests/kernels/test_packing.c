@@ -60,8 +60,7 @@ START_TEST(leak_without_padding_is_unchanged) {
   gdn_free(plain.seg), plain.seg = NULL;
   for (int k = 0; k < 3; k++) {
     kern_config c = cfg(GDN_DTYPE_F32, 16, 4, KERN_SHARD_TOKENS, KERN_PREFIX_HILLIS_STEELE);
-    gdn_outputs a, b;
-    gdn_outputs_init(&a), gdn_outputs_init(&b);
+    gdn_outputs a = kt_outputs(), b = kt_outputs();
     kt_run_ok((kt_kernel)k, &in, &c, &a);
     kt_run_ok((kt_kernel)k, &plain, &c, &b);
     ck_assert_msg(kt_same_outputs(&a, &b), "%s", kt_kernel_names[k]);
@@ -70,8 +69,7 @@ START_TEST(leak_without_padding_is_unchanged) {
   /* negative control: reset on the same ids is not the same */
   in.packing = GDN_PACKING_RESET;
   kern_config c = cfg(GDN_DTYPE_F32, 16, 1, KERN_SHARD_TOKENS, KERN_PREFIX_SEQUENTIAL);
-  gdn_outputs a, b;
-  gdn_outputs_init(&a), gdn_outputs_init(&b);
+  gdn_outputs a = kt_outputs(), b = kt_outputs();
   kt_run_ok(K_SCAN, &in, &c, &a);
   kt_run_ok(K_SCAN, &plain, &c, &b);
   ck_assert(kt_rel_o(&a, &b) > 1e-2);
@@ -106,8 +104,7 @@ START_TEST(padding_is_zeroed_k_v_g) {
       for (int64_t t = 110; t < 128; t++) z.seg[t] = 99;
     for (int k = 0; k < 3; k++) {
       kern_config c = cfg(GDN_DTYPE_F32, 16, 4, KERN_SHARD_TOKENS, KERN_PREFIX_SEQUENTIAL);
-      gdn_outputs a, b;
-      gdn_outputs_init(&a), gdn_outputs_init(&b);
+      gdn_outputs a = kt_outputs(), b = kt_outputs();
       kt_run_ok((kt_kernel)k, &in, &c, &a);
       kt_run_ok((kt_kernel)k, &z, &c, &b);
       ck_assert_msg(kt_same_outputs(&a, &b), "%s packing %d", kt_kernel_names[k], packing);
@@ -136,16 +133,14 @@ START_TEST(reset_is_each_document_alone) {
   gdn_inputs in;
   make(&in, 3, GDN_PACKING_RESET, 0);
   kern_config c = cfg(GDN_DTYPE_F64, 16, 1, KERN_SHARD_TOKENS, KERN_PREFIX_SEQUENTIAL);
-  gdn_outputs packed;
-  gdn_outputs_init(&packed);
+  gdn_outputs packed = kt_outputs();
   kt_run_ok(K_RECURRENT, &in, &c, &packed);
   static const int64_t starts[5] = {0, 70, 128, 200, 256};
   for (int d = 1; d < 4; d++) {
     const int64_t t0 = starts[d], L = starts[d + 1] - t0;
     gdn_inputs one;
     tsu_slice_tokens(&one, &in, 0, t0, L);
-    gdn_outputs alone, leak;
-    gdn_outputs_init(&alone), gdn_outputs_init(&leak);
+    gdn_outputs alone = kt_outputs(), leak = kt_outputs();
     kt_run_ok(K_RECURRENT, &one, &c, &alone);
     /* float64, the same operations from an exact zero state: ~1e-16 */
     const double r = rel_rows(&packed, t0, t0 + L, &alone, 0);
@@ -204,8 +199,7 @@ START_TEST(chunked_kernels_match_the_recurrence) {
                   _i, packing, ha, hs);
     if (packing == GDN_PACKING_RESET) {
       for (int64_t t = 64; t < 70; t++) in.seg[t] = 2; /* reset at the seam 64, not at 70 */
-      gdn_outputs w;
-      gdn_outputs_init(&w);
+      gdn_outputs w = kt_outputs();
       kt_run_ok(K_AFFINE, &in, &c, &w);
       ck_assert_msg(kt_rel_o(&w, &ref) > 1e-3, "case %d: wrong reset %.3g", _i, kt_rel_o(&w, &ref));
       gdn_outputs_clear(&w);
@@ -227,8 +221,7 @@ START_TEST(reset_on_a_seam_makes_the_seam_exact) {
     gdn_inputs in;
     make(&in, 5, packing, 0);
     kern_config c = cfg(GDN_DTYPE_F32, 16, 2, KERN_SHARD_TOKENS, KERN_PREFIX_SEQUENTIAL);
-    gdn_outputs s, a;
-    gdn_outputs_init(&s), gdn_outputs_init(&a);
+    gdn_outputs s = kt_outputs(), a = kt_outputs();
     kt_run_ok(K_SCAN, &in, &c, &s);
     kt_run_ok(K_AFFINE, &in, &c, &a);
     const size_t row = (size_t)(S.Hv * S.Dv);

@@ -315,11 +315,8 @@ static double worst64;
 
 static void kernel_every_d(gdn_shape s, int64_t C, int h0, int l2norm, int64_t Dlo,
                            int64_t Dhi) {
-  gdn_inputs in;
-  kt_make(&in, s, 41 + (uint64_t)C, h0, l2norm, 0.05f);
-  gdn_outputs scan, aff;
-  gdn_outputs_init(&scan);
-  gdn_outputs_init(&aff);
+  gdn_inputs in = kt_inputs(s, 41 + (uint64_t)C, h0, l2norm, 0.05f);
+  gdn_outputs scan = kt_outputs(), aff = kt_outputs();
   kern_config c = kt_cfg(GDN_DTYPE_F64, C, 1);
   kt_run_ok(K_SCAN, &in, &c, &scan);
   ck_assert(gdn_shape_chunks(&s, C) >= Dhi);
@@ -366,9 +363,7 @@ END_TEST
 /* ---- 4. float32: round-off only, but visible ---- */
 #define U32 5.9604644775390625e-08
 START_TEST(schedules_f32) {
-  gdn_shape s = {1, 1024, 1, 2, 16, 16};
-  gdn_inputs in;
-  kt_make(&in, s, 17, 1, 1, 0.002f);
+  gdn_inputs in = kt_inputs((gdn_shape){1, 1024, 1, 2, 16, 16}, 17, 1, 1, 0.002f);
   gdn_outputs ref, x[3];
   gdn_outputs_init(&ref);
   for (int i = 0; i < 3; i++) gdn_outputs_init(&x[i]);

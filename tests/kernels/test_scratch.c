@@ -22,8 +22,7 @@
 #define ROUNDING_PER_BLOCK 4096 /* an mmap-ed block is page-rounded */
 
 static long long working(kt_kernel k, const gdn_inputs *in, const kern_config *c, long *allocs) {
-  gdn_outputs out;
-  gdn_outputs_init(&out);
+  gdn_outputs out = kt_outputs();
   gdn_error e;
   gdn_error_init(&e);
   const long n0 = gdn_alloc_count();
@@ -37,8 +36,7 @@ static long long working(kt_kernel k, const gdn_inputs *in, const kern_config *c
 
 static void agree(int64_t H, int64_t T, int64_t C, int64_t D, kern_matmul mm, int threads) {
   gdn_shape s = {1, T, H, H, 16, 16};
-  gdn_inputs in;
-  kt_make(&in, s, 3, 0, 1, 0.01f);
+  gdn_inputs in = kt_inputs(s, 3, 0, 1, 0.01f);
   gdn_threads_set(threads);
   kern_config c = kt_cfg(GDN_DTYPE_F32, C, D);
   c.matmul = mm;

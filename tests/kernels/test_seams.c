@@ -31,8 +31,7 @@ static void seams_ok(const gdn_inputs *in, const kern_config *c, gdn_outputs *ou
 
 static void seams(gdn_dtype dt, double bound) {
   gdn_shape s = {2, 700, 1, 2, 16, 8};
-  gdn_inputs in;
-  kt_make(&in, s, 71, 1, 1, 0.002f);
+  gdn_inputs in = kt_inputs(s, 71, 1, 1, 0.002f);
   const int64_t C = 16, D = 4, N = gdn_shape_chunks(&s, C); /* 44 chunks: 11 each */
   kern_config c = kt_cfg(dt, C, D);
   gdn_outputs out;
@@ -85,8 +84,7 @@ static void seams(gdn_dtype dt, double bound) {
     }
   memcpy(cut.h0, in.h0, gdn_shape_numel_state(&s) * sizeof(float));
   cut.l2norm_in_kernel = in.l2norm_in_kernel;
-  gdn_outputs sout;
-  gdn_outputs_init(&sout);
+  gdn_outputs sout = kt_outputs();
   kern_config c1 = kt_cfg(dt, C, 1);
   kt_run_ok(K_SCAN, &cut, &c1, &sout);
   for (int64_t b = 0; b < s.B; b++)
@@ -122,9 +120,7 @@ END_TEST
 
 /* Without h0, h_in[0] is zero. */
 START_TEST(no_h0_zero_start) {
-  gdn_shape s = {1, 100, 1, 1, 8, 8};
-  gdn_inputs in;
-  kt_make(&in, s, 73, 0, 1, 0.01f);
+  gdn_inputs in = kt_inputs((gdn_shape){1, 100, 1, 1, 8, 8}, 73, 0, 1, 0.01f);
   kern_config c = kt_cfg(GDN_DTYPE_F32, 8, 3);
   gdn_outputs out;
   kern_affine_seams sm;

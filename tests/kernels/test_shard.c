@@ -63,10 +63,8 @@ START_TEST(more_devices_than_chunks_refused) {
   c.devices = 5;
   ck_assert_int_eq(kern_config_validate(&c, &s, &e), GDN_OK);
 
-  gdn_inputs in;
-  kt_make(&in, s, 3, 0, 1, 1.0f);
-  gdn_outputs out;
-  gdn_outputs_init(&out);
+  gdn_inputs in = kt_inputs(s, 3, 0, 1, 1.0f);
+  gdn_outputs out = kt_outputs();
   c.devices = 9;
   gdn_error_init(&e);
   ck_assert_int_eq(kern_affine_prefix(&in, &c, &out, &e), GDN_ERR_INPUT);

@@ -25,6 +25,17 @@
 #include "kern_test_util.h"
 #include "../check_runner.h"
 
+/* Device r's piece of T tokens under c, every field against `want` (all
+ * of them printed on a failure). */
+static void expect_piece(const kern_config *c, int64_t T, int64_t r, kern_piece want) {
+  kern_piece p;
+  kern_affine_piece(c, T, r, &p);
+  ck_assert_msg(!memcmp(&p, &want, sizeof p),
+                "T %lld device %lld: t0 %lld t1 %lld base %lld first %lld count %lld index %lld pad %lld", (long long)T,
+                (long long)r, (long long)p.t0, (long long)p.t1, (long long)p.base, (long long)p.first,
+                (long long)p.count, (long long)p.index, (long long)p.pad);
+}
+
 static kern_config tok_cfg(int64_t C, int64_t D) {
   kern_config c = kt_cfg(GDN_DTYPE_F32, C, D);
   c.shard = KERN_SHARD_TOKENS;
@@ -53,25 +64,13 @@ START_TEST(geometry) {
     }
   ck_assert_int_eq(bad, 0);
   /* CHUNKS: array_split's shards, clipped at T */
-  kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 3);
-  kern_piece p;
-  kern_affine_piece(&c, 100, 2, &p); /* 7 chunks: 3, 2, 2 */
-  ck_assert_int_eq(p.first, 5);
-  ck_assert_int_eq(p.count, 2);
-  ck_assert_int_eq(p.t0, 80);
-  ck_assert_int_eq(p.t1, 100);
-  ck_assert_int_eq(p.pad, 12);
-  ck_assert_int_eq(p.base, 0);
-  kern_affine_piece(&c, 100, 1, &p);
-  ck_assert_int_eq(p.pad, 0);
+  kern_config c = kt_cfg(GDN_DTYPE_F32, 16, 3); /* 7 chunks: 3, 2, 2 */
+  expect_piece(&c, 100, 2, (kern_piece){.t0 = 80, .t1 = 100, .base = 0, .first = 5, .count = 2, .index = 5, .pad = 12});
+  expect_piece(&c, 100, 1, (kern_piece){.t0 = 48, .t1 = 80, .base = 0, .first = 3, .count = 2, .index = 3, .pad = 0});
   /* an example of token sharding (docs/numerics.md): T = 300 over 4 devices at C = 64 is 75
    * tokens each, 2 chunks each, 53 rows of padding at every device's end */
   c = tok_cfg(64, 4);
-  kern_affine_piece(&c, 300, 1, &p);
-  ck_assert_int_eq(p.t0, 75);
-  ck_assert_int_eq(p.count, 2);
-  ck_assert_int_eq(p.pad, 53);
-  ck_assert_int_eq(p.index, 2);
+  expect_piece(&c, 300, 1, (kern_piece){.t0 = 75, .t1 = 150, .base = 75, .first = 0, .count = 2, .index = 2, .pad = 53});
 }
 END_TEST
 
@@ -107,10 +106,8 @@ START_TEST(refused_when_d_does_not_divide_t) {
   ck_assert_ptr_nonnull(strstr(e.msg, "shard"));
 
   /* the kernel refuses before allocating, and leaves out cleared */
-  gdn_inputs in;
-  kt_make(&in, (gdn_shape){1, 100, 1, 1, 8, 8}, 3, 0, 1, 1.0f);
-  gdn_outputs out;
-  gdn_outputs_init(&out);
+  gdn_inputs in = kt_inputs((gdn_shape){1, 100, 1, 1, 8, 8}, 3, 0, 1, 1.0f);
+  gdn_outputs out = kt_outputs();
   c = tok_cfg(16, 3);
   gdn_error_init(&e);
   ck_assert_int_eq(kern_affine_prefix(&in, &c, &out, &e), GDN_ERR_INPUT);
@@ -256,8 +253,7 @@ END_TEST
  * measured ~1e-7). */
 START_TEST(accurate_with_padding_at_seams) {
   gdn_shape s = {1, 300, 1, 2, 32, 32};
-  gdn_inputs in;
-  kt_make(&in, s, 77, 1, 1, 0.002f);
+  gdn_inputs in = kt_inputs(s, 77, 1, 1, 0.002f);
   kern_config c = tok_cfg(16, 6); /* 50 tokens: 4 chunks, 14 padding rows per device */
   kern_config c64 = c;
   c64.dtype = GDN_DTYPE_F64;
@@ -298,11 +294,9 @@ END_TEST
 
 /* D = 1: the one piece is [0, T) on the scan's grid in both modes. */
 START_TEST(one_device_is_the_scan) {
-  gdn_inputs in;
-  kt_make(&in, (gdn_shape){1, 77, 1, 1, 16, 16}, 5, 1, 1, 0.01f);
+  gdn_inputs in = kt_inputs((gdn_shape){1, 77, 1, 1, 16, 16}, 5, 1, 1, 0.01f);
   kern_config c = tok_cfg(16, 1);
-  gdn_outputs a, s;
-  gdn_outputs_init(&a), gdn_outputs_init(&s);
+  gdn_outputs a = kt_outputs(), s = kt_outputs();
   kt_run_ok(K_AFFINE, &in, &c, &a);
   kt_run_ok(K_SCAN, &in, &c, &s);
   ck_assert(kt_same_outputs(&a, &s));

@@ -30,12 +30,10 @@ static int same_values(const double *a, const double *b, size_t n) {
 }
 
 START_TEST(float64_orders_agree) {
-  gdn_inputs in;
-  kt_make(&in, S, 3, 1, 1, 0.01f);
+  gdn_inputs in = kt_inputs(S, 3, 1, 1, 0.01f);
   for (int k = 1; k < 3; k++) {
     kern_config c = kt_cfg(GDN_DTYPE_F64, 64, k == 2 ? 3 : 1);
-    gdn_outputs a, b;
-    gdn_outputs_init(&a), gdn_outputs_init(&b);
+    gdn_outputs a = kt_outputs(), b = kt_outputs();
     kt_run_ok((kt_kernel)k, &in, &c, &a);
     c.solve = KERN_SOLVE_XLA_EXPANDER;
     kt_run_ok((kt_kernel)k, &in, &c, &b);
@@ -51,8 +49,7 @@ END_TEST
 START_TEST(float32_both_accurate) {
   static const kern_matmul mms[2] = {KERN_MATMUL_IEEE, KERN_MATMUL_HIGHEST};
   for (int mi = 0; mi < 2; mi++) {
-    gdn_inputs in;
-    kt_make(&in, S, 4, 1, 1, 0.002f);
+    gdn_inputs in = kt_inputs(S, 4, 1, 1, 0.002f);
     kern_config c = kt_cfg(GDN_DTYPE_F32, 64, 3), c64 = kt_cfg(GDN_DTYPE_F64, 64, 1);
     c.matmul = mms[mi];
     gdn_outputs ref, s1, s2, a2;
@@ -91,10 +88,8 @@ START_TEST(names) {
   kern_config_init(&c);
   ck_assert_int_eq(c.solve, KERN_SOLVE_SUBSTITUTION);
   c.solve = (kern_solve)9;
-  gdn_inputs in;
-  kt_make(&in, (gdn_shape){1, 16, 1, 1, 8, 8}, 1, 0, 1, 1.0f);
-  gdn_outputs out;
-  gdn_outputs_init(&out);
+  gdn_inputs in = kt_inputs((gdn_shape){1, 16, 1, 1, 8, 8}, 1, 0, 1, 1.0f);
+  gdn_outputs out = kt_outputs();
   ck_assert_int_eq(kern_scan(&in, &c, &out, &e), GDN_ERR_INPUT);
   ck_assert_ptr_nonnull(strstr(e.msg, "solve 9"));
   ck_assert_ptr_null(out.o);

@@ -92,39 +92,34 @@ static void same_for_teams(gdn_shape s, int h0, int zero_cols, kt_kernel k, int6
   gdn_inputs_clear(&in);
 }
 
-/* One head, Dv = 40 (blocks 32 + 8 on 2 threads, 16 + 16 + 8 on 3, three
- * of four threads with columns on 4), from h0 = 0 and with zero v columns. */
-START_TEST(single_head_scan) {
-  gdn_shape s = {1, 150, 1, 1, 24, 40};
-  same_for_teams(s, 0, 1, K_SCAN, 1);
-  same_for_teams(s, 1, 0, K_SCAN, 1);
-}
-END_TEST
+/* The teams' cases, one row a run of same_for_teams: */
+static const struct team_case {
+  gdn_shape s;
+  int h0, zero_cols;
+  kt_kernel k;
+  int64_t D;
+} team_cases[] = {
+    /* One head, Dv = 40 (blocks 32 + 8 on 2 threads, 16 + 16 + 8 on 3, three
+     * of four threads with columns on 4), from h0 = 0 and with zero v columns. */
+    {{1, 150, 1, 1, 24, 40}, 0, 1, K_SCAN, 1},
+    {{1, 150, 1, 1, 24, 40}, 1, 0, K_SCAN, 1},
+    {{1, 150, 1, 1, 24, 40}, 0, 1, K_AFFINE, 1}, /* the whole replay by the team */
+    {{1, 150, 1, 1, 24, 40}, 1, 1, K_AFFINE, 3}, /* shards left over after whole rounds */
+    {{1, 150, 1, 1, 24, 40}, 0, 0, K_AFFINE, 4},
+    /* Dv = 12: one column block; the other threads only prep and exchange. */
+    {{1, 90, 1, 1, 16, 12}, 1, 1, K_SCAN, 1},
+    {{1, 90, 1, 1, 16, 12}, 0, 0, K_AFFINE, 1},
+    /* Heads left over after whole rounds: 3 heads (grouped, 1 key head) and
+     * 5 heads; D = 128-style panels (Dv = 64 = 4 panels). */
+    {{1, 70, 1, 3, 16, 64}, 1, 0, K_SCAN, 1},
+    {{1, 70, 1, 3, 16, 64}, 0, 1, K_AFFINE, 2},
+    {{5, 40, 1, 1, 16, 20}, 1, 1, K_SCAN, 1},
+    {{5, 40, 1, 1, 16, 20}, 1, 0, K_AFFINE, 1},
+};
 
-START_TEST(single_head_affine) {
-  gdn_shape s = {1, 150, 1, 1, 24, 40};
-  same_for_teams(s, 0, 1, K_AFFINE, 1); /* the whole replay by the team */
-  same_for_teams(s, 1, 1, K_AFFINE, 3); /* shards left over after whole rounds */
-  same_for_teams(s, 0, 0, K_AFFINE, 4);
-}
-END_TEST
-
-/* Dv = 12: one column block; the other threads only prep and exchange. */
-START_TEST(narrow_values) {
-  gdn_shape s = {1, 90, 1, 1, 16, 12};
-  same_for_teams(s, 1, 1, K_SCAN, 1);
-  same_for_teams(s, 0, 0, K_AFFINE, 1);
-}
-END_TEST
-
-/* Heads left over after whole rounds: 3 heads (grouped, 1 key head) and
- * 5 heads; D = 128-style panels (Dv = 64 = 4 panels). */
-START_TEST(leftover_heads) {
-  gdn_shape s3 = {1, 70, 1, 3, 16, 64}, s5 = {5, 40, 1, 1, 16, 20};
-  same_for_teams(s3, 1, 0, K_SCAN, 1);
-  same_for_teams(s3, 0, 1, K_AFFINE, 2);
-  same_for_teams(s5, 1, 1, K_SCAN, 1);
-  same_for_teams(s5, 1, 0, K_AFFINE, 1);
+START_TEST(same_for_every_team) {
+  const struct team_case *c = &team_cases[_i];
+  same_for_teams(c->s, c->h0, c->zero_cols, c->k, c->D);
 }
 END_TEST
 
@@ -202,5 +197,5 @@ START_TEST(split_by_blocks_is_the_split) {
 }
 END_TEST
 
-CKR_MAIN("team", "team", 120, single_head_scan, single_head_affine, narrow_values, leftover_heads,
-    team_or_is_the_or_of_every_block, split_by_blocks_is_the_split)
+CKR_MAIN_TABLE("team", "team", 120, team_cases, (same_for_every_team), team_or_is_the_or_of_every_block,
+    split_by_blocks_is_the_split)

@@ -20,9 +20,7 @@ typedef struct mode {
 } mode;
 
 static void run_threads(mode md, int nthreads, gdn_outputs out[3], kern_affine_seams *sm) {
-  gdn_shape s = {3, 301, 1, 2, 16, 24};
-  gdn_inputs in;
-  kt_make(&in, s, 51, 1, 1, 0.005f);
+  gdn_inputs in = kt_inputs((gdn_shape){3, 301, 1, 2, 16, 24}, 51, 1, 1, 0.005f);
   gdn_threads_set(nthreads);
   ck_assert_int_eq(gdn_threads_get(), nthreads);
   for (int k = 0; k < 3; k++) {

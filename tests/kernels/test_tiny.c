@@ -101,8 +101,7 @@ static void check_all(const tiny *c, const double o_want[2][2], const double h_w
           if (kk == K_RECURRENT && ci > 0) continue;
           if (D > gdn_shape_chunks(&in.shape, chunks[ci])) continue;
           kern_config cfg = kt_cfg(dtype, chunks[ci], D);
-          gdn_outputs out;
-          gdn_outputs_init(&out);
+          gdn_outputs out = kt_outputs();
           kt_run_ok((kt_kernel)kk, &in, &cfg, &out);
           for (int t = 0; t < 2; t++)
             for (int64_t j = 0; j < c->Dv; j++) {

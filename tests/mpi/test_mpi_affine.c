@@ -27,6 +27,7 @@
 #include "gdn_threads.h"
 #include "kern.h"
 #include "../check_runner.h"
+#include "../test_util_kern_cfg.h"
 
 static int g_rank, g_size;
 
@@ -77,15 +78,10 @@ static int same(const gdn_inputs *in, const kern_config *mpi_cfg, const kern_con
 }
 
 static kern_config cfg_of(gdn_dtype dt, kern_matmul mm, kern_prefix p, kern_shard sh, int ftz) {
-  kern_config c;
-  kern_config_init(&c);
-  c.dtype = dt;
+  kern_config c = tkc_cfg(dt, 16, g_size, sh);
   c.matmul = mm;
   c.prefix = p;
-  c.shard = sh;
   c.ftz = ftz;
-  c.chunk = 16;
-  c.devices = g_size;
   return c;
 }
 

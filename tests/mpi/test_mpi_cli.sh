@@ -46,6 +46,19 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 fail() { echo "FAIL: $*" >&2; exit 1; }
 MR=("$W" --oversubscribe)
+# `gdn-parity ARGS` on NP ranks writes the one-process document byte for
+# byte; rank 1 computing rank 0's share of the oracle (oracle-deal) does
+# not.  dealt_same WHAT SHARE ARGS...: WHAT names the run in a failure,
+# SHARE what a rank is dealt (heads, items).
+dealt_same() {
+  local what=$1 share=$2
+  shift 2
+  "$G" "$@" --json one.json || fail "$what one process: exit $?"
+  "${MR[@]}" -np "$NP" "$G" "$@" --json n.json || fail "$what on $NP ranks: exit $?"
+  cmp one.json n.json || fail "$what on $NP ranks: the results document differs"
+  GDN_TEST_MPI_DIE=1:oracle-deal "${MR[@]}" -np "$NP" "$G" "$@" --json bad.json >/dev/null
+  cmp -s one.json bad.json && fail "$what: a rank computing the wrong $share went unnoticed"
+}
 
 case $PART in
 backend)
@@ -122,11 +135,7 @@ PYEOF
   # --grad: the VJP dealt by items (b, key head), 2 x 2 items, both tiers
   for tier in mpfr dd; do
     a=(--shape 2,40,4,16 --key-heads 2 --chunk 16 --oracle $tier --grad --threads 1 --reproducible --quiet)
-    "$G" "${a[@]}" --json one.json || fail "--grad $tier one process: exit $?"
-    "${MR[@]}" -np "$NP" "$G" "${a[@]}" --json n.json || fail "--grad $tier on $NP ranks: exit $?"
-    cmp one.json n.json || fail "--grad $tier on $NP ranks: the results document differs"
-    GDN_TEST_MPI_DIE=1:oracle-deal "${MR[@]}" -np "$NP" "$G" "${a[@]}" --json bad.json >/dev/null
-    cmp -s one.json bad.json && fail "--grad $tier: a rank computing the wrong items went unnoticed"
+    dealt_same "--grad $tier" items "${a[@]}"
     echo "--grad ($tier VJP): $NP ranks byte-identical to one process"
   done
   # check: a fixture without a stored /oracle (packed documents, reset: the
@@ -135,11 +144,7 @@ PYEOF
   "$FX" synth --shape 2,40,3,16 --key-heads 1 --documents 2 --packing reset --h0 --out p.h5 >/dev/null ||
     fail "gdn-fixture synth: exit $?"
   c=(check --fixture p.h5 --oracle mpfr --threads 1 --reproducible --quiet)
-  "$G" "${c[@]}" --json one.json || fail "check one process: exit $?"
-  "${MR[@]}" -np "$NP" "$G" "${c[@]}" --json n.json || fail "check on $NP ranks: exit $?"
-  cmp one.json n.json || fail "check on $NP ranks: the results document differs"
-  GDN_TEST_MPI_DIE=1:oracle-deal "${MR[@]}" -np "$NP" "$G" "${c[@]}" --json bad.json >/dev/null
-  cmp -s one.json bad.json && fail "check: a rank computing the wrong heads went unnoticed"
+  dealt_same check heads "${c[@]}"
   echo "check (fixture, packed): $NP ranks byte-identical to one process"
   echo "oracle ok"
   ;;

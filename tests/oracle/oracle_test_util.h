@@ -13,6 +13,7 @@
 #include "oracle.h"
 
 #include "../check_runner.h"
+#include "../test_util_alloc.h"
 #include "../test_util_synth.h"
 
 static inline oracle_config otu_cfg(long prec, oracle_form form, int64_t chunk) {
@@ -24,23 +25,47 @@ static inline oracle_config otu_cfg(long prec, oracle_form form, int64_t chunk) 
   return c;
 }
 
-/* Runs the oracle and fails the test on any error. */
-static inline void otu_run(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out) {
+/* The oracle's forward runs by tier, for the tests that treat the tiers
+ * alike: cfg is an oracle_config or, for OTU_DD, an oracle_dd_config; cert
+ * an oracle_certificate, an oracle_dd_certificate, or unused (OTU_MPFR). */
+typedef enum { OTU_MPFR, OTU_MPFR_CERTIFIED, OTU_DD } otu_tier;
+
+static const char *const otu_tier_calls[] = {"oracle_run", "oracle_run_certified", "oracle_run_dd"};
+
+static inline int otu_run_tier(otu_tier tier, const gdn_inputs *in, const void *cfg, gdn_outputs *out, void *cert,
+                               gdn_error *e) {
+  switch (tier) {
+  case OTU_MPFR: return oracle_run(in, cfg, out, e);
+  case OTU_MPFR_CERTIFIED: return oracle_run_certified(in, cfg, out, cert, e);
+  default: return oracle_run_dd(in, cfg, out, cert, e);
+  }
+}
+
+/* otu_run_tier into `out` (initialised here), failing the test on any
+ * error. */
+static inline void otu_run_tier_ok(otu_tier tier, const gdn_inputs *in, const void *cfg, gdn_outputs *out,
+                                   void *cert) {
   gdn_error e;
   gdn_error_init(&e);
   gdn_outputs_init(out);
-  int rc = oracle_run(in, cfg, out, &e);
-  ck_assert_msg(rc == GDN_OK, "oracle_run: %s", e.msg);
+  int rc = otu_run_tier(tier, in, cfg, out, cert, &e);
+  ck_assert_msg(rc == GDN_OK, "%s: %s", otu_tier_calls[tier], e.msg);
+}
+
+/* Runs the oracle and fails the test on any error. */
+static inline void otu_run(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out) {
+  otu_run_tier_ok(OTU_MPFR, in, cfg, out, NULL);
   ck_assert_int_eq(out->dtype, GDN_DTYPE_F64);
 }
 
 static inline void otu_run_cert(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,
                                 oracle_certificate *cert) {
-  gdn_error e;
-  gdn_error_init(&e);
-  gdn_outputs_init(out);
-  int rc = oracle_run_certified(in, cfg, out, cert, &e);
-  ck_assert_msg(rc == GDN_OK, "oracle_run_certified: %s", e.msg);
+  otu_run_tier_ok(OTU_MPFR_CERTIFIED, in, cfg, out, cert);
+}
+
+static inline void otu_run_dd(const gdn_inputs *in, const oracle_dd_config *cfg, gdn_outputs *out,
+                              oracle_dd_certificate *cert) {
+  otu_run_tier_ok(OTU_DD, in, cfg, out, cert);
 }
 
 /* Normwise agreement of one tensor: floor(log2(max|r| / max|x - r|)), 999
@@ -109,6 +134,104 @@ static inline void otu_assert_nomem(int rc, long n, const gdn_error *e, const gd
   ck_assert_msg(strstr(e->msg, "out of memory") && (strstr(e->msg, "oracle") || strstr(e->msg, "output")),
                 "allocation %ld failing: message '%s'", n, e->msg);
   otu_assert_cleared(out);
+}
+
+/* Runs plain and certified (certified only, with certified_only); both
+ * must fail with `code` and a message containing `needle`, leaving `out`
+ * cleared though it held results, and the certificate zeroed. */
+static inline void otu_expect_error(const gdn_inputs *in, const oracle_config *cfg, int code,
+                                    const char *needle, int certified_only) {
+  for (int cert_mode = certified_only; cert_mode < 2; cert_mode++) {
+    gdn_error e;
+    gdn_error_init(&e);
+    gdn_outputs out;
+    otu_filled(&out);
+    oracle_certificate cert;
+    memset(&cert, 0x5a, sizeof cert);
+    int rc = cert_mode ? oracle_run_certified(in, cfg, &out, &cert, &e) : oracle_run(in, cfg, &out, &e);
+    ck_assert_msg(rc == code, "expected code %d for '%s', got %d (%s)", code, needle, rc, e.msg);
+    ck_assert_int_eq(e.code, code);
+    ck_assert_msg(strstr(e.msg, needle), "message '%s' does not name '%s'", e.msg, needle);
+    otu_assert_cleared(&out);
+    if (cert_mode) ck_assert(cert.certified_bits == 0 && cert.check_bits == 0 && cert.floor_o == 0);
+    gdn_outputs_clear(&out);
+  }
+}
+
+/* One forward allocation-failure sweep (otu_alloc_sweep): the run, the
+ * undisturbed outputs and certified bits, the attempt's outputs. */
+typedef struct otu_sweep {
+  otu_tier tier;
+  const gdn_inputs *in;
+  const void *cfg;
+  const gdn_outputs *ref;
+  int ref_bits;
+  gdn_outputs out;
+  union {
+    oracle_certificate mp;
+    oracle_dd_certificate dd;
+  } cert;
+} otu_sweep;
+
+/* Outputs holding something and a certificate of garbage: a failure must
+ * clear the one and zero the other. */
+static inline void otu_sweep_prepare(void *p) {
+  otu_sweep *w = p;
+  otu_filled(&w->out);
+  memset(&w->cert, 0x5a, sizeof w->cert);
+}
+
+static inline int otu_sweep_run(void *p, gdn_error *e) {
+  otu_sweep *w = p;
+  return otu_run_tier(w->tier, w->in, w->cfg, &w->out, &w->cert, e);
+}
+
+static inline void otu_sweep_failed(void *p, long n, int rc, const gdn_error *e) {
+  otu_sweep *w = p;
+  otu_assert_nomem(rc, n, e, &w->out);
+  if (w->tier == OTU_MPFR) return;
+  static const unsigned char zero[sizeof w->cert];
+  const size_t size = w->tier == OTU_DD ? sizeof w->cert.dd : sizeof w->cert.mp;
+  ck_assert_msg(!memcmp(&w->cert, zero, size), "allocation %ld failing: the certificate is not zeroed", n);
+}
+
+static inline void otu_sweep_succeeded(void *p) {
+  otu_sweep *w = p;
+  ck_assert(otu_identical(&w->out, w->ref));
+  if (w->tier != OTU_MPFR)
+    ck_assert_int_eq(w->tier == OTU_DD ? w->cert.dd.certified_bits : w->cert.mp.certified_bits, w->ref_bits);
+  gdn_outputs_clear(&w->out);
+}
+
+/* Every allocation of a forward run failing in turn (tua_sweep): each
+ * failure GDN_ERR_NOMEM naming what (otu_assert_nomem), the outputs
+ * cleared, the certificate zeroed byte for byte; the run that succeeds
+ * equals `ref`, certified to ref_bits; `live` (gmp_count_util.h's
+ * gcu_live, or NULL) back where it was after each.  Returns the sites. */
+static inline long otu_alloc_sweep(otu_tier tier, const gdn_inputs *in, const void *cfg, const gdn_outputs *ref,
+                                   int ref_bits, long (*live)(void)) {
+  otu_sweep w = {.tier = tier, .in = in, .cfg = cfg, .ref = ref, .ref_bits = ref_bits};
+  const tua_ops ops = {otu_sweep_prepare, otu_sweep_run, otu_sweep_failed, otu_sweep_succeeded, live, 1000};
+  return tua_sweep(&ops, &w);
+}
+
+/* Gates of 800 (exp overflows binary64) at (b 1, value head 1, t 5) and
+ * (b 1, value head 2, t 2) of a B = 2, Hv >= 3 input; the whole dd run must
+ * refuse them naming the first in (b, j) order, with `out` cleared.  `e`
+ * keeps that message, for a run by parts or by ranks to be compared with. */
+static inline void otu_plant_dd_overflow(gdn_inputs *in, gdn_error *e) {
+  const gdn_shape *S = &in->shape;
+  in->g[(1 * S->T + 5) * S->Hv + 1] = 800.0f;
+  in->g[(1 * S->T + 2) * S->Hv + 2] = 800.0f;
+  oracle_dd_config cfg;
+  oracle_dd_config_init(&cfg);
+  gdn_outputs out;
+  otu_filled(&out);
+  oracle_dd_certificate c;
+  gdn_error_init(e);
+  ck_assert_int_eq(oracle_run_dd(in, &cfg, &out, &c, e), GDN_ERR_INPUT);
+  ck_assert_ptr_nonnull(strstr(e->msg, "b=1, value head 1, token t=5"));
+  otu_assert_cleared(&out);
 }
 
 static inline void otu_run_suite(Suite *su) {

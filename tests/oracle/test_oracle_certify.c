@@ -37,8 +37,7 @@ static double max_abs(const double *x, size_t n) {
  * 10-15 bits below p there). */
 START_TEST(certificate_equals_truth_below_53) {
   gdn_shape s = {1, 100, 2, 4, 16, 8};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 7);
+  gdn_inputs in = tsu_inputs(s, GDN_SYNTH_H0, 7);
   oracle_config cref = otu_cfg(256, ORACLE_FORM_TOKEN, 0);
   gdn_outputs ref;
   otu_run(&in, &cref, &ref);
@@ -199,8 +198,7 @@ END_TEST
  * test_oracle_exact every value is exact and nonzero. */
 START_TEST(certificate_exact_values) {
   gdn_shape s = {1, 9, 1, 2, 4, 4};
-  gdn_inputs in;
-  tsu_synth(&in, s, 0, 3);
+  gdn_inputs in = tsu_inputs(s, 0, 3);
   memset(in.v, 0, gdn_shape_numel_v(&s) * sizeof(float));
   gdn_outputs out;
   oracle_certificate cert;

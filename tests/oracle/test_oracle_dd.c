@@ -54,8 +54,7 @@ typedef struct dd_case {
 } dd_case;
 
 static void check_case(const dd_case *k) {
-  gdn_inputs in;
-  tsu_synth(&in, k->s, k->flags, k->seed);
+  gdn_inputs in = tsu_inputs(k->s, k->flags, k->seed);
   gdn_outputs full, samp, mp;
   oracle_dd_certificate cf, cs;
   run_dd(&in, k->s.Dv, &full, &cf);
@@ -128,8 +127,7 @@ END_TEST
  * significands) and beta up to 2 (the (0, 2) variant): the same bounds. */
 START_TEST(dd_vs_mpfr_variants) {
   dd_case k = {{1, 400, 1, 2, 32, 16}, GDN_SYNTH_H0, 6, "scale 0.3, beta in [0, 2)"};
-  gdn_inputs in;
-  tsu_synth(&in, k.s, k.flags, k.seed);
+  gdn_inputs in = tsu_inputs(k.s, k.flags, k.seed);
   in.has_scale = 1;
   in.scale = 0.3;
   for (size_t i = 0; i < gdn_shape_numel_gate(&k.s); i++) in.beta[i] *= 2.0f;

@@ -14,21 +14,11 @@
 #include "oracle_test_util.h"
 #include "../check_runner.h"
 
-static int run_dd_cfg(const gdn_inputs *in, const oracle_dd_config *c, gdn_outputs *out,
-                      oracle_dd_certificate *cert) {
-  gdn_error e;
-  gdn_error_init(&e);
-  gdn_outputs_init(out);
-  int rc = oracle_run_dd(in, c, out, cert, &e);
-  ck_assert_msg(rc == GDN_OK, "oracle_run_dd: %s", e.msg);
-  return rc;
-}
-
 static void run_dd(const gdn_inputs *in, int64_t ns, gdn_outputs *out, oracle_dd_certificate *cert) {
   oracle_dd_config c;
   oracle_dd_config_init(&c);
   c.sample_columns = ns;
-  run_dd_cfg(in, &c, out, cert);
+  otu_run_dd(in, &c, out, cert);
 }
 
 static int same_cert(const oracle_dd_certificate *a, const oracle_dd_certificate *b) {
@@ -184,8 +174,7 @@ END_TEST
  * though the outputs there moved) -- the full sample sees it. */
 START_TEST(planted_error_sampled_or_not) {
   gdn_shape s = {1, 200, 1, 2, 32, 32};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 11);
+  gdn_inputs in = tsu_inputs(s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 11);
   gdn_outputs ref, x;
   oracle_dd_certificate c0, c;
   run_dd(&in, 2, &ref, &c0);
@@ -226,15 +215,14 @@ END_TEST
  * power of two). */
 START_TEST(certificate_equals_truth_at_40_bits) {
   gdn_shape s = {2, 120, 1, 2, 16, 24};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 12);
+  gdn_inputs in = tsu_inputs(s, GDN_SYNTH_H0, 12);
   oracle_dd_config dc;
   oracle_dd_config_init(&dc);
   dc.sample_prec = 40;
   dc.sample_columns = 3;
   gdn_outputs dd, mp;
   oracle_dd_certificate cert;
-  run_dd_cfg(&in, &dc, &dd, &cert);
+  otu_run_dd(&in, &dc, &dd, &cert);
   ck_assert_int_eq(cert.check_bits, 40);
   ck_assert_int_eq(cert.bound_violations, -1); /* 40-bit MPFR cannot check a 2^-80 bound */
   oracle_config mc = otu_cfg(40, ORACLE_FORM_TOKEN, 0);
@@ -303,9 +291,7 @@ START_TEST(sample_is_pinned_and_spread) {
   ck_assert_int_eq(oracle_dd_sample_start(&p, 500, 0, 3), 0);
 
   /* n >= Dv: everything sampled; n = 0: nothing, 0 bits. */
-  gdn_shape t = {1, 30, 1, 1, 8, 6};
-  gdn_inputs in;
-  tsu_synth(&in, t, GDN_SYNTH_H0, 13);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 30, 1, 1, 8, 6}, GDN_SYNTH_H0, 13);
   gdn_outputs a, z;
   oracle_dd_certificate ca, cz;
   run_dd(&in, 99, &a, &ca);
@@ -322,16 +308,14 @@ END_TEST
 
 /* Threads and blocks: outputs and certificate bit for bit the same. */
 START_TEST(threads_and_blocks_change_nothing) {
-  gdn_shape s = {2, 50, 1, 3, 12, 20};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 14);
+  gdn_inputs in = tsu_inputs((gdn_shape){2, 50, 1, 3, 12, 20}, GDN_SYNTH_H0, 14);
   oracle_dd_config c;
   oracle_dd_config_init(&c);
   c.sample_columns = 3;
   gdn_outputs ref;
   oracle_dd_certificate cref;
   gdn_threads_set(1);
-  run_dd_cfg(&in, &c, &ref, &cref);
+  otu_run_dd(&in, &c, &ref, &cref);
   const int64_t blocks[] = {0, 1, 3, 7, 20, 1000};
   for (int th = 1; th <= 2; th++)
     for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
@@ -339,7 +323,7 @@ START_TEST(threads_and_blocks_change_nothing) {
       c.column_block = blocks[bi];
       gdn_outputs out;
       oracle_dd_certificate cert;
-      run_dd_cfg(&in, &c, &out, &cert);
+      otu_run_dd(&in, &c, &out, &cert);
       ck_assert_msg(otu_identical(&out, &ref) && same_cert(&cert, &cref),
                     "threads %d, column_block %lld: outputs or certificate differ", th,
                     (long long)blocks[bi]);

@@ -59,9 +59,7 @@ static void expect_same_refusal(const gdn_inputs *in, const char *needle) {
 }
 
 START_TEST(bad_config) {
-  gdn_shape s = {1, 5, 1, 1, 4, 4};
-  gdn_inputs in;
-  tsu_synth(&in, s, 0, 1);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 5, 1, 1, 4, 4}, 0, 1);
   oracle_dd_config c;
   oracle_dd_config_init(&c);
   c.sample_prec = 23;
@@ -101,9 +99,7 @@ START_TEST(bad_config) {
 END_TEST
 
 START_TEST(bad_inputs_as_mpfr) {
-  gdn_shape s = {1, 5, 1, 2, 4, 4};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 1);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 5, 1, 2, 4, 4}, GDN_SYNTH_H0, 1);
   in.v[7] = NAN;
   expect_same_refusal(&in, "input v");
   in.v[7] = 0;
@@ -135,9 +131,7 @@ END_TEST
  * gate of +4 held for 200 tokens grows the state by e^800.  Both are
  * refused by the dd tier naming where, and computed by the MPFR tier. */
 START_TEST(binary64_range) {
-  gdn_shape s = {1, 6, 1, 2, 4, 4};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 3);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 6, 1, 2, 4, 4}, GDN_SYNTH_H0, 3);
   oracle_dd_config dc;
   oracle_dd_config_init(&dc);
   in.g[3 * 2 + 1] = 800.0f;
@@ -163,41 +157,15 @@ END_TEST
 /* Every allocation of a run failing in turn. */
 static void alloc_failures(int64_t ns, int threads) {
   gdn_threads_set(threads);
-  gdn_shape s = {1, 9, 1, 2, 4, 12};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 2);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 9, 1, 2, 4, 12}, GDN_SYNTH_H0, 2);
   oracle_dd_config cfg;
   oracle_dd_config_init(&cfg);
   cfg.sample_columns = ns;
   cfg.column_block = 4; /* several items per head */
-  gdn_error e;
-  gdn_error_init(&e);
   gdn_outputs ref;
-  gdn_outputs_init(&ref);
-  oracle_dd_certificate cref, cert;
-  ck_assert_int_eq(oracle_run_dd(&in, &cfg, &ref, &cref, &e), GDN_OK);
-  long sites = 0;
-  for (long n = 1;; n++) {
-    ck_assert_msg(n < 1000, "still failing after 1000 allocations");
-    gdn_error_init(&e);
-    gdn_outputs out;
-    otu_filled(&out);
-    long live0 = gcu_live();
-    gdn_alloc_fail_after(n);
-    int rc = oracle_run_dd(&in, &cfg, &out, &cert, &e);
-    gdn_alloc_fail_after(0);
-    ck_assert_msg(gcu_live() == live0, "allocation %ld failing leaks %ld GMP bytes", n,
-                  gcu_live() - live0);
-    if (rc == GDN_OK) {
-      ck_assert(otu_identical(&out, &ref));
-      ck_assert_int_eq(cert.certified_bits, cref.certified_bits);
-      gdn_outputs_clear(&out);
-      break;
-    }
-    sites++;
-    otu_assert_nomem(rc, n, &e, &out);
-    ck_assert(cert_zero(&cert));
-  }
+  oracle_dd_certificate cref;
+  otu_run_dd(&in, &cfg, &ref, &cref);
+  const long sites = otu_alloc_sweep(OTU_DD, &in, &cfg, &ref, cref.certified_bits, gcu_live);
   /* outputs (2), items, item status, workers; per worker the dd buffer,
    * its MPFR numbers and the two bound accumulators, and with a sample its
    * MPFR workspace, scratch and two certificate accumulators. */
@@ -209,11 +177,10 @@ static void alloc_failures(int64_t ns, int threads) {
   gdn_threads_set(2);
 }
 
-START_TEST(alloc_failures_sampled) { alloc_failures(2, 1); }
-END_TEST
-START_TEST(alloc_failures_sampled_2threads) { alloc_failures(2, 2); }
-END_TEST
-START_TEST(alloc_failures_unsampled) { alloc_failures(0, 1); }
+/* Sampled on one and two threads, unsampled. */
+static const struct { int64_t ns; int threads; } alloc_cases[] = {{2, 1}, {2, 2}, {0, 1}};
+
+START_TEST(alloc_failures_each) { alloc_failures(alloc_cases[_i].ns, alloc_cases[_i].threads); }
 END_TEST
 
 /* Peak live GMP bytes and gdn_alloc allocations of one run. */
@@ -240,9 +207,7 @@ START_TEST(memory_flat_in_T) {
   long peaks[3], allocs[3];
   const int64_t Ts[3] = {64, 64, 1024}; /* a warm-up run first (MPFR's one-time allocation) */
   for (int i = 0; i < 3; i++) {
-    gdn_shape s = {1, Ts[i], 1, 2, 16, 16};
-    gdn_inputs in;
-    tsu_synth(&in, s, GDN_SYNTH_H0, 41);
+    gdn_inputs in = tsu_inputs((gdn_shape){1, Ts[i], 1, 2, 16, 16}, GDN_SYNTH_H0, 41);
     usage_of(&in, &peaks[i], &allocs[i]);
     gdn_inputs_clear(&in);
   }
@@ -257,7 +222,7 @@ END_TEST
 int main(void) {
   gcu_install();
   Suite *su = suite_create("oracle_dd_errors");
-  CKR_TCASE(su, "dd_errors", 60, bad_config, bad_inputs_as_mpfr, binary64_range, alloc_failures_sampled,
-      alloc_failures_sampled_2threads, alloc_failures_unsampled, memory_flat_in_T);
+  TCase *tc = CKR_TCASE(su, "dd_errors", 60, bad_config, bad_inputs_as_mpfr, binary64_range, memory_flat_in_T);
+  tcase_add_loop_test(tc, alloc_failures_each, 0, (int)(sizeof alloc_cases / sizeof alloc_cases[0]));
   return ckr_run(su);
 }

@@ -14,52 +14,29 @@
 #include "oracle_test_util.h"
 #include "../check_runner.h"
 
-/* Runs plain and certified; both must fail with `code` and a message
- * containing `needle`. */
-static void expect_error(const gdn_inputs *in, const oracle_config *cfg, int code,
-                         const char *needle, int certified_only) {
-  for (int cert_mode = certified_only; cert_mode < 2; cert_mode++) {
-    gdn_error e;
-    gdn_error_init(&e);
-    gdn_outputs out;
-    otu_filled(&out);
-    oracle_certificate cert;
-    memset(&cert, 0x5a, sizeof cert);
-    int rc = cert_mode ? oracle_run_certified(in, cfg, &out, &cert, &e) : oracle_run(in, cfg, &out, &e);
-    ck_assert_msg(rc == code, "expected code %d for '%s', got %d (%s)", code, needle, rc, e.msg);
-    ck_assert_int_eq(e.code, code);
-    ck_assert_msg(strstr(e.msg, needle), "message '%s' does not name '%s'", e.msg, needle);
-    otu_assert_cleared(&out);
-    if (cert_mode) ck_assert(cert.certified_bits == 0 && cert.check_bits == 0 && cert.floor_o == 0);
-    gdn_outputs_clear(&out);
-  }
-}
-
 START_TEST(bad_config) {
-  gdn_shape s = {1, 5, 1, 1, 4, 4};
-  gdn_inputs in;
-  tsu_synth(&in, s, 0, 1);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 5, 1, 1, 4, 4}, 0, 1);
   oracle_config c;
   c = otu_cfg(23, ORACLE_FORM_TOKEN, 64);
-  expect_error(&in, &c, GDN_ERR_INPUT, "prec = 23", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "prec = 23", 0);
   c = otu_cfg(ORACLE_PREC_MAX + 1, ORACLE_FORM_TOKEN, 64);
-  expect_error(&in, &c, GDN_ERR_INPUT, "prec = 4097", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "prec = 4097", 0);
   c = otu_cfg(128, (oracle_form)2, 64);
-  expect_error(&in, &c, GDN_ERR_INPUT, "form = 2", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "form = 2", 0);
   c = otu_cfg(128, ORACLE_FORM_CHUNKED, 0);
-  expect_error(&in, &c, GDN_ERR_INPUT, "chunk = 0", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "chunk = 0", 0);
   c = otu_cfg(128, ORACLE_FORM_CHUNKED, -3);
-  expect_error(&in, &c, GDN_ERR_INPUT, "chunk = -3", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "chunk = -3", 0);
   c = otu_cfg(128, ORACLE_FORM_TOKEN, 64);
   c.column_block = -1;
-  expect_error(&in, &c, GDN_ERR_INPUT, "column_block = -1", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "column_block = -1", 0);
   c = otu_cfg(128, ORACLE_FORM_TOKEN, 64);
   c.check_prec = 128;
-  expect_error(&in, &c, GDN_ERR_INPUT, "check_prec = 128", 1);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "check_prec = 128", 1);
   c.check_prec = 100;
-  expect_error(&in, &c, GDN_ERR_INPUT, "check_prec = 100", 1);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "check_prec = 100", 1);
   c.check_prec = ORACLE_CHECK_PREC_MAX + 1;
-  expect_error(&in, &c, GDN_ERR_INPUT, "check_prec", 1);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "check_prec", 1);
   /* check_prec is oracle_run_certified's alone; chunk only the chunked
    * form's: oracle_run accepts them. */
   c.chunk = 0;
@@ -75,35 +52,33 @@ START_TEST(bad_config) {
 END_TEST
 
 START_TEST(bad_inputs) {
-  gdn_shape s = {1, 5, 1, 2, 4, 4};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 1);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 5, 1, 2, 4, 4}, GDN_SYNTH_H0, 1);
   oracle_config c = otu_cfg(64, ORACLE_FORM_TOKEN, 4);
   in.v[7] = NAN;
-  expect_error(&in, &c, GDN_ERR_INPUT, "input v", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "input v", 0);
   in.v[7] = 0;
   in.h0[3] = INFINITY;
-  expect_error(&in, &c, GDN_ERR_INPUT, "input h0", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "input h0", 0);
   in.h0[3] = 0;
   in.beta[2] = 2.5f;
-  expect_error(&in, &c, GDN_ERR_INPUT, "beta", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "beta", 0);
   in.beta[2] = 0.5f;
   in.has_scale = 1;
   in.scale = NAN;
-  expect_error(&in, &c, GDN_ERR_INPUT, "scale", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "scale", 0);
   in.has_scale = 0;
   float *k = in.k;
   in.k = NULL;
-  expect_error(&in, &c, GDN_ERR_INPUT, "input k is missing", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "input k is missing", 0);
   in.k = k;
   in.shape.Hk = 3; /* Hv = 2 is not a multiple of 3 */
-  expect_error(&in, &c, GDN_ERR_INPUT, "Hk = 3", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "Hk = 3", 0);
   in.shape.Hk = 1;
   /* A gate beyond MPFR's exponent range: exp(3e38) overflows to +inf. */
   in.g[2 * 3 + 1] = 3e38f;
-  expect_error(&in, &c, GDN_ERR_INPUT, "value head 1, token t=3", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "value head 1, token t=3", 0);
   c.form = ORACLE_FORM_CHUNKED;
-  expect_error(&in, &c, GDN_ERR_INPUT, "exponent range", 0);
+  otu_expect_error(&in, &c, GDN_ERR_INPUT, "exponent range", 0);
   in.g[2 * 3 + 1] = -1;
   /* NULL arguments are caller bugs. */
   gdn_error e;
@@ -129,42 +104,17 @@ END_TEST
  * they were; the run that finally succeeds equals an undisturbed one. */
 static void alloc_failures(oracle_form form, int64_t C, int certified, int threads) {
   gdn_threads_set(threads);
-  gdn_shape s = {1, 9, 1, 2, 4, 12};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 2);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 9, 1, 2, 4, 12}, GDN_SYNTH_H0, 2);
   oracle_config cfg = otu_cfg(64, form, C);
   cfg.column_block = 4; /* several token-form items */
   gdn_outputs ref;
-  oracle_certificate cref, cert;
+  oracle_certificate cref = {0};
   if (certified)
     otu_run_cert(&in, &cfg, &ref, &cref);
   else
     otu_run(&in, &cfg, &ref);
-  long sites = 0;
-  for (long n = 1;; n++) {
-    ck_assert_msg(n < 1000, "still failing after 1000 allocations");
-    gdn_error e;
-    gdn_error_init(&e);
-    gdn_outputs out;
-    otu_filled(&out);
-    long live0 = gcu_live();
-    gdn_alloc_fail_after(n);
-    int rc = certified ? oracle_run_certified(&in, &cfg, &out, &cert, &e)
-                       : oracle_run(&in, &cfg, &out, &e);
-    gdn_alloc_fail_after(0);
-    ck_assert_msg(gcu_live() == live0,
-                  "allocation %ld failing leaks %ld GMP bytes", n,
-                  gcu_live() - live0);
-    if (rc == GDN_OK) {
-      ck_assert(otu_identical(&out, &ref));
-      if (certified) ck_assert_int_eq(cert.certified_bits, cref.certified_bits);
-      gdn_outputs_clear(&out);
-      break;
-    }
-    sites++;
-    otu_assert_nomem(rc, n, &e, &out);
-    if (certified) ck_assert_int_eq(cert.certified_bits, 0);
-  }
+  const long sites = otu_alloc_sweep(certified ? OTU_MPFR_CERTIFIED : OTU_MPFR, &in, &cfg, &ref, cref.certified_bits,
+                                     gcu_live);
   /* outputs (2), item status, workers, then per worker its workspace(s) and,
    * certified, scratch and two accumulators. */
   long expect = 4 + threads * (certified ? 5 : 1);

@@ -36,8 +36,7 @@ static const int64_t chunks[] = {1, 4, 16, 64};
  * large ranges of exp(G_i - G_j) within a chunk. */
 static void check_forms(int64_t T, float gscale, uint64_t seed) {
   gdn_shape s = {1, T, 2, 4, 16, 8}; /* grouped heads: Hv / Hk = 2 */
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, seed); /* raw q, k: l2norm_in_kernel = 1 */
+  gdn_inputs in = tsu_inputs(s, GDN_SYNTH_H0, seed); /* raw q, k: l2norm_in_kernel = 1 */
   ck_assert_int_eq(in.l2norm_in_kernel, 1);
   for (size_t i = 0; i < gdn_shape_numel_gate(&s); i++) in.g[i] *= gscale;
   const long precs[] = {40, 48, 128};

@@ -135,8 +135,7 @@ END_TEST
  * the outputs agree to >= 51 bits but not all 53. */
 START_TEST(scale_honoured) {
   gdn_shape s = {1, 17, 1, 2, 16, 4};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 4);
+  gdn_inputs in = tsu_inputs(s, GDN_SYNTH_H0, 4);
   for (int fi = 0; fi < 2; fi++) {
     oracle_config cfg = otu_cfg(128, forms[fi].f, forms[fi].C);
     gdn_outputs def, quarter, half;
@@ -181,9 +180,7 @@ END_TEST
  * their scale: >= 15 bits normwise.  They must move (the norm is applied):
  * < 40 bits. */
 START_TEST(l2norm_on_prenormalised) {
-  gdn_shape s = {1, 50, 2, 2, 32, 8};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0 | GDN_SYNTH_QK_PRENORM, 6);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 50, 2, 2, 32, 8}, GDN_SYNTH_H0 | GDN_SYNTH_QK_PRENORM, 6);
   ck_assert_int_eq(in.l2norm_in_kernel, 0);
   for (int fi = 0; fi < 2; fi++) {
     oracle_config cfg = otu_cfg(128, forms[fi].f, forms[fi].C);

@@ -39,9 +39,7 @@ static void check_flat(oracle_form form, int64_t C, int certified) {
   long peaks[3];
   const int64_t Ts[3] = {64, 64, 1024};
   for (int i = 0; i < 3; i++) {
-    gdn_shape s = {1, Ts[i], 1, 2, 16, 16};
-    gdn_inputs in;
-    tsu_synth(&in, s, GDN_SYNTH_H0, 41);
+    gdn_inputs in = tsu_inputs((gdn_shape){1, Ts[i], 1, 2, 16, 16}, GDN_SYNTH_H0, 41);
     oracle_config cfg = otu_cfg(128, form, C);
     peaks[i] = peak_of(&in, &cfg, certified);
     gdn_inputs_clear(&in);

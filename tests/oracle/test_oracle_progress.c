@@ -38,8 +38,7 @@ static int rec_fails(const rec *r, int64_t want_total) {
 static const gdn_shape shape = {1, 2500, 1, 2, 8, 6}; /* 3 reporting periods per item */
 
 START_TEST(dd_reports_and_changes_nothing) {
-  gdn_inputs in;
-  tsu_synth(&in, shape, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, 3);
+  gdn_inputs in = tsu_inputs(shape, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, 3);
   for (int nt = 1; nt <= 2; nt++) {
     gdn_threads_set(nt);
     gdn_error e;
@@ -120,8 +119,7 @@ START_TEST(part_meter_follows_selection) {
   const gdn_shape ps = {2, 1100, 1, 2, 8, 6};
   const unsigned char heads[4] = {1, 0, 1, 1};
   const int64_t n_sel = 3, all = ps.B * ps.Hv;
-  gdn_inputs in;
-  tsu_synth(&in, ps, GDN_SYNTH_SLOW_GATES, 9);
+  gdn_inputs in = tsu_inputs(ps, GDN_SYNTH_SLOW_GATES, 9);
   for (int nt = 1; nt <= 2; nt++) {
     gdn_threads_set(nt);
     gdn_error e;

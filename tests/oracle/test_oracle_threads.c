@@ -21,9 +21,7 @@ static void run_with(const gdn_inputs *in, oracle_config cfg, int threads, gdn_o
 START_TEST(one_vs_two_threads) {
   /* 2 x 3 value heads, Dv = 20: 6 chunked items; token items of up to 8
    * columns, the last block partial. */
-  gdn_shape s = {2, 33, 1, 3, 12, 20};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 31);
+  gdn_inputs in = tsu_inputs((gdn_shape){2, 33, 1, 3, 12, 20}, GDN_SYNTH_H0, 31);
   const struct { oracle_form f; int64_t C; } forms[] = {{ORACLE_FORM_TOKEN, 0},
                                                         {ORACLE_FORM_CHUNKED, 8}};
   for (int fi = 0; fi < 2; fi++) {
@@ -52,9 +50,7 @@ END_TEST
 /* The column block only groups columns into work items: 1, 3 (not dividing
  * Dv = 20), 20 and the automatic choice give identical outputs. */
 START_TEST(column_block_changes_nothing) {
-  gdn_shape s = {1, 25, 2, 2, 10, 20};
-  gdn_inputs in;
-  tsu_synth(&in, s, GDN_SYNTH_H0, 32);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 25, 2, 2, 10, 20}, GDN_SYNTH_H0, 32);
   oracle_config cfg = otu_cfg(72, ORACLE_FORM_TOKEN, 0);
   gdn_outputs ref;
   run_with(&in, cfg, 2, &ref, NULL);

@@ -209,11 +209,9 @@ static void fd_all(const gdn_inputs *in, const gdn_cotangents *ct, const gdn_gra
 }
 
 static void fd_case(gdn_shape s, unsigned flags, int with_dht, int has_scale) {
-  gdn_inputs in;
-  tsu_synth(&in, s, flags, 11);
+  gdn_inputs in = tsu_inputs(s, flags, 11);
   if (has_scale) in.has_scale = 1, in.scale = 0.3;
-  gdn_cotangents ct;
-  tsu_cots(&ct, &s, with_dht, 5);
+  gdn_cotangents ct = tsu_cotangents(&s, with_dht, 5);
   gdn_grads g, fd;
   oracle_vjp_certificate cert;
   run_vjp(&in, &ct, 128, 0, &g, &cert);
@@ -265,10 +263,8 @@ static int same(const gdn_grads *a, const gdn_grads *b) {
 /* The checkpoint interval and the thread count never change a bit; the
  * certificate is the same too. */
 START_TEST(checkpoint_and_threads_change_nothing) {
-  gdn_shape s = {2, 23, 2, 4, 5, 4};
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 3, 1, 9);
+  gdn_inputs in = tsu_inputs((gdn_shape){2, 23, 2, 4, 5, 4}, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 3);
+  gdn_cotangents ct = tsu_cotangents(&in.shape, 1, 9);
   gdn_grads ref, g;
   oracle_vjp_certificate c0, c1;
   gdn_threads_set(1);
@@ -296,9 +292,8 @@ END_TEST
  * final rounding (one bit). */
 START_TEST(certificate) {
   gdn_shape s = {1, 40, 1, 1, 8, 4};
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 4, 1, 2);
+  gdn_inputs in = tsu_inputs(s, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 4);
+  gdn_cotangents ct = tsu_cotangents(&s, 1, 2);
   gdn_grads g128, g53;
   oracle_vjp_certificate c128, c53, c24;
   run_vjp(&in, &ct, 128, 0, &g128, &c128);
@@ -343,10 +338,8 @@ static void expect_error(const gdn_inputs *in, const gdn_cotangents *ct, const o
 
 /* Bad configs and cotangents are refused by name, nothing left allocated. */
 START_TEST(errors) {
-  gdn_shape s = {1, 4, 1, 1, 3, 2};
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, s, GDN_SYNTH_H0, 1, 1, 1);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 4, 1, 1, 3, 2}, GDN_SYNTH_H0, 1);
+  gdn_cotangents ct = tsu_cotangents(&in.shape, 1, 1);
   oracle_vjp_config cfg;
   oracle_vjp_config_init(&cfg);
   cfg.prec = 10;
@@ -385,40 +378,51 @@ START_TEST(errors) {
 }
 END_TEST
 
+/* One allocation-failure sweep of the certified VJP (tua_sweep): the run,
+ * its undisturbed gradients and certificate, the attempt's. */
+typedef struct vjp_sweep {
+  const gdn_inputs *in;
+  const gdn_cotangents *ct;
+  oracle_vjp_config cfg;
+  const gdn_grads *ref;
+  int ref_bits;
+  gdn_grads g;
+  oracle_vjp_certificate cert;
+} vjp_sweep;
+
+static void vjp_sweep_prepare(void *p) { gdn_grads_init(&((vjp_sweep *)p)->g); }
+
+static int vjp_sweep_run(void *p, gdn_error *e) {
+  vjp_sweep *w = p;
+  return oracle_vjp_certified(w->in, w->ct, &w->cfg, &w->g, &w->cert, e);
+}
+
+static void vjp_sweep_failed(void *p, long n, int rc, const gdn_error *e) {
+  ck_assert_msg(rc == GDN_ERR_NOMEM && strstr(e->msg, "out of memory"), "allocation %ld: %d %s", n, rc, e->msg);
+  assert_cleared(&((vjp_sweep *)p)->g);
+}
+
+static void vjp_sweep_succeeded(void *p) {
+  vjp_sweep *w = p;
+  ck_assert(same(&w->g, w->ref));
+  ck_assert_int_eq(w->cert.certified_bits, w->ref_bits);
+  gdn_grads_clear(&w->g);
+}
+
 /* Every allocation failing in turn: GDN_ERR_NOMEM naming what, the
  * gradients cleared; the run that succeeds equals an undisturbed one. */
 START_TEST(alloc_failures) {
   gdn_threads_set(2);
-  gdn_shape s = {1, 9, 2, 2, 3, 2};
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, s, GDN_SYNTH_H0, 2, 1, 3);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 9, 2, 2, 3, 2}, GDN_SYNTH_H0, 2);
+  gdn_cotangents ct = tsu_cotangents(&in.shape, 1, 3);
   gdn_grads ref;
-  oracle_vjp_certificate cref, cert;
+  oracle_vjp_certificate cref;
   run_vjp(&in, &ct, 64, 0, &ref, &cref);
-  oracle_vjp_config cfg;
-  oracle_vjp_config_init(&cfg);
-  cfg.prec = 64;
-  long sites = 0;
-  for (long n = 1;; n++) {
-    ck_assert_msg(n < 1000, "still failing after 1000 allocations");
-    gdn_error e;
-    gdn_error_init(&e);
-    gdn_grads g;
-    gdn_grads_init(&g);
-    gdn_alloc_fail_after(n);
-    int rc = oracle_vjp_certified(&in, &ct, &cfg, &g, &cert, &e);
-    gdn_alloc_fail_after(0);
-    if (rc == GDN_OK) {
-      ck_assert(same(&g, &ref));
-      ck_assert_int_eq(cert.certified_bits, cref.certified_bits);
-      gdn_grads_clear(&g);
-      break;
-    }
-    sites++;
-    ck_assert_msg(rc == GDN_ERR_NOMEM && strstr(e.msg, "out of memory"), "allocation %ld: %d %s", n, rc, e.msg);
-    assert_cleared(&g);
-  }
+  vjp_sweep w = {.in = &in, .ct = &ct, .ref = &ref, .ref_bits = cref.certified_bits};
+  oracle_vjp_config_init(&w.cfg);
+  w.cfg.prec = 64;
+  const tua_ops ops = {vjp_sweep_prepare, vjp_sweep_run, vjp_sweep_failed, vjp_sweep_succeeded, NULL, 1000};
+  const long sites = tua_sweep(&ops, &w);
   /* 6 gradients, item status, workers, then per worker (2 threads) two
    * workspaces, scratch and 6 accumulators. */
   ck_assert_msg(sites == 8 + 2 * 9, "%ld allocation sites", sites);

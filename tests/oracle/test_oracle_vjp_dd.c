@@ -81,9 +81,8 @@ static const ddcase cases[] = {
 
 START_TEST(agrees_with_mpfr) {
   const ddcase *c = &cases[_i];
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, c->s, c->flags, 21, c->dht, 4);
+  gdn_inputs in = tsu_inputs(c->s, c->flags, 21);
+  gdn_cotangents ct = tsu_cotangents(&c->s, c->dht, 4);
   gdn_grads ref, g;
   oracle_vjp_dd_certificate cert;
   run_mpfr(&in, &ct, &ref);
@@ -106,9 +105,8 @@ END_TEST
 /* Threads, checkpoint interval and sample size never change the gradients. */
 START_TEST(nothing_changes_the_values) {
   const ddcase *c = &cases[1];
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, c->s, c->flags, 3, 1, 5);
+  gdn_inputs in = tsu_inputs(c->s, c->flags, 3);
+  gdn_cotangents ct = tsu_cotangents(&c->s, 1, 5);
   gdn_grads ref, g;
   oracle_vjp_dd_certificate cert;
   gdn_threads_set(1);
@@ -132,9 +130,8 @@ END_TEST
  * error in an unsampled column is not seen (what a sample cannot do). */
 START_TEST(planted_error_lowers_the_certificate) {
   const ddcase *c = &cases[0];
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, c->s, c->flags, 21, c->dht, 4);
+  gdn_inputs in = tsu_inputs(c->s, c->flags, 21);
+  gdn_cotangents ct = tsu_cotangents(&c->s, c->dht, 4);
   gdn_grads g;
   oracle_vjp_dd_certificate cert;
   int64_t s0 = oracle_dd_sample_start(&c->s, 2, 0, 0);
@@ -154,10 +151,8 @@ END_TEST
 /* Refusals by name; exp(g) beyond binary64 fails naming the token; every
  * allocation failing in turn leaves the gradients cleared. */
 START_TEST(errors_and_allocation_failures) {
-  gdn_shape s = {1, 12, 1, 2, 4, 3};
-  gdn_inputs in;
-  gdn_cotangents ct;
-  tsu_problem(&in, &ct, s, GDN_SYNTH_H0, 1, 1, 1);
+  gdn_inputs in = tsu_inputs((gdn_shape){1, 12, 1, 2, 4, 3}, GDN_SYNTH_H0, 1);
+  gdn_cotangents ct = tsu_cotangents(&in.shape, 1, 1);
   gdn_error e;
   gdn_error_init(&e);
   gdn_grads g;

@@ -11,6 +11,7 @@
 #include "oracle.h"
 #include "parity_metrics.h"
 
+#include "../test_util_kern_cfg.h"
 #include "../test_util_synth.h"
 #include "../check_runner.h"
 
@@ -42,13 +43,8 @@ typedef enum { K_SCAN, K_RECURRENT, K_AFFINE } kind;
 static void run(kind k, const gdn_inputs *in, gdn_dtype dt, int64_t C, int64_t D, gdn_outputs *out) {
   gdn_error e;
   gdn_error_init(&e);
-  kern_config c;
-  kern_config_init(&c);
-  c.dtype = dt;
-  c.chunk = C;
-  c.devices = D;
   /* token sharding (upstream's) wherever D divides T, array_split otherwise */
-  c.shard = in->shape.T % D ? KERN_SHARD_CHUNKS : KERN_SHARD_TOKENS;
+  kern_config c = tkc_cfg(dt, C, D, in->shape.T % D ? KERN_SHARD_CHUNKS : KERN_SHARD_TOKENS);
   gdn_outputs_init(out);
   int rc = k == K_SCAN ? kern_scan(in, &c, out, &e)
            : k == K_RECURRENT ? kern_recurrent(in, &c, out, &e)
