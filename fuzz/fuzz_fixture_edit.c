@@ -7,12 +7,14 @@
  * stays well-formed HDF5, so HDF5 itself does not crash (fuzz_fixture
  * covers raw bytes, behind the probe) and every finding is ours.
  * Invariants as fuzz_fixture, plus: a loaded fixture passes
- * fix_fixture_check, the writer's own validation. */
+ * fix_fixture_check, the writer's own validation, and the head-group reader
+ * (fix_group.h) opens it too, each key head's slab that part of the load. */
 #include <hdf5.h>
 #include <math.h>
 #include <unistd.h>
 
 #include "fix.h"
+#include "fix_group.h"
 #include "fuzz_util.h"
 #include "gdn_alloc.h"
 
@@ -285,6 +287,66 @@ static void make_base(void) {
   atexit(remove_work);
 }
 
+/* Heads [h0, h0 + hs) of a whole array (outer x per heads x inner
+ * elements of es bytes) against a slab of those heads: written here again,
+ * apart from fixtures/fix_slab.c, so the comparison is independent. */
+static int heads_equal(const void *full, const void *slab, size_t es, int64_t outer, int64_t per, int64_t h0,
+                       int64_t hs, int64_t inner) {
+  if (!full || !slab) return full == slab;
+  for (int64_t o = 0; o < outer; o++)
+    if (memcmp((const char *)full + (size_t)((o * per + h0) * inner) * es,
+               (const char *)slab + (size_t)(o * hs * inner) * es, (size_t)(hs * inner) * es))
+      return 0;
+  return 1;
+}
+
+/* Key head k's slab against the whole load: inputs, outputs, oracle. */
+static void check_slab(const fix_fixture *fx, const fix_fixture *sl, int64_t k) {
+  const gdn_shape *s = &fx->inputs.shape;
+  const gdn_inputs *a = &fx->inputs, *b = &sl->inputs;
+  const int64_t r = s->Hv / s->Hk, BT = s->B * s->T, st = s->Dk * s->Dv;
+  FUZZ_CHECK(heads_equal(a->q, b->q, 4, BT, s->Hk, k, 1, s->Dk) && heads_equal(a->k, b->k, 4, BT, s->Hk, k, 1, s->Dk),
+             "key head %lld: q or k", (long long)k);
+  FUZZ_CHECK(heads_equal(a->v, b->v, 4, BT, s->Hv, k * r, r, s->Dv), "key head %lld: v", (long long)k);
+  FUZZ_CHECK(heads_equal(a->g, b->g, 4, BT, s->Hv, k * r, r, 1) && heads_equal(a->beta, b->beta, 4, BT, s->Hv, k * r, r, 1),
+             "key head %lld: g or beta", (long long)k);
+  FUZZ_CHECK(heads_equal(a->h0, b->h0, 4, s->B, s->Hv, k * r, r, st), "key head %lld: h0", (long long)k);
+  FUZZ_CHECK(!a->seg == !b->seg && (!a->seg || !memcmp(a->seg, b->seg, (size_t)BT * sizeof *a->seg)), "segments");
+  FUZZ_CHECK(sl->n_outputs == fx->n_outputs, "outputs: %zu against %zu", sl->n_outputs, fx->n_outputs);
+  for (size_t i = 0; i < fx->n_outputs; i++) {
+    const gdn_outputs *x = &fx->outputs[i].out, *y = &sl->outputs[i].out;
+    FUZZ_CHECK(heads_equal(x->o, y->o, 8, BT, s->Hv, k * r, r, s->Dv) &&
+                   heads_equal(x->ht, y->ht, 8, s->B, s->Hv, k * r, r, st),
+               "key head %lld: output %zu", (long long)k, i);
+  }
+  FUZZ_CHECK(sl->oracle.present == fx->oracle.present, "oracle present");
+  if (fx->oracle.present)
+    FUZZ_CHECK(heads_equal(fx->oracle.out.o, sl->oracle.out.o, 8, BT, s->Hv, k * r, r, s->Dv) &&
+                   heads_equal(fx->oracle.out.ht, sl->oracle.out.ht, 8, s->B, s->Hv, k * r, r, st),
+               "key head %lld: oracle", (long long)k);
+}
+
+/* What fix_load accepted, the head-group reader of a streamed check
+ * (fix_group.h) opens with the same options and reads a key head at a
+ * time, each slab its heads of the whole load bit for bit. */
+static void check_groups(const fix_fixture *fx, const fix_load_opts *lo) {
+  fix_group *g = NULL;
+  gdn_error e;
+  gdn_error_init(&e);
+  int rc = fix_group_open(&g, work_path, lo, &e);
+  FUZZ_CHECK(rc == GDN_OK, "fix_load accepted what fix_group_open refused: %s", e.msg);
+  FUZZ_CHECK(!strcmp(fix_group_meta(g)->inputs_sha256, fx->inputs_sha256), "the group reader's inputs_sha256");
+  for (int64_t k = 0; k < fx->inputs.shape.Hk; k++) {
+    fix_fixture sl;
+    fix_fixture_init(&sl);
+    rc = fix_group_read(g, k, k + 1, &sl, &e);
+    FUZZ_CHECK(rc == GDN_OK, "fix_load accepted what fix_group_read refused (key head %lld): %s", (long long)k, e.msg);
+    check_slab(fx, &sl, k);
+    fix_fixture_clear(&sl);
+  }
+  fix_group_close(g);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
   if (!base_img) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -339,6 +401,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
       FUZZ_CHECK(!strict || !fx.oracle.present || fx.oracle.fresh, "strict load accepted a stale oracle");
       char h[FIX_SHA256_HEX];
       FUZZ_CHECK(fix_inputs_sha256(&fx.inputs, h, &e2) == GDN_OK && !strcmp(h, fx.inputs_sha256), "hash");
+      check_groups(&fx, &lo);
     } else {
       FUZZ_CHECK(rc != GDN_ERR_INTERNAL, "internal error on a well-formed HDF5 file: %s", e.msg);
       FUZZ_CHECK(strstr(e.msg, work_path) != NULL, "message does not name the file: %s", e.msg);
