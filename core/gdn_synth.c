@@ -213,11 +213,9 @@ int gdn_synth_segments(gdn_inputs *in, uint64_t seed, int64_t documents, gdn_err
 static double softplus(double x) { return x > 30 ? x : log1p(exp(x)); }
 
 /* g and beta of the slab's gates, each from its full index i (value head
- * i mod Hv). */
-static void fill_gates(gdn_inputs *in, const heads *g, uint64_t seed, const gdn_synth_opts *o) {
-  const int64_t Hv = g->full->Hv;
+ * i mod Hv); either destination may be NULL (a range of one of them). */
+static void fill_gates(float *gd, float *betad, slab sl, int64_t Hv, uint64_t seed, const gdn_synth_opts *o) {
   const unsigned bm = o->bf16_mask;
-  const slab sl = slab_gate(g);
   const size_t ng = slab_numel(sl);
   const uint64_t kalog = gdn_rng_key(seed, S_ALOG), ka = gdn_rng_key(seed, S_A), kb = gdn_rng_key(seed, S_B);
 #pragma omp parallel for schedule(static) num_threads(FILL_THREADS(ng))
@@ -230,9 +228,9 @@ static void fill_gates(gdn_inputs *in, const heads *g, uint64_t seed, const gdn_
     double dt_bias = 1.0;
     double a = gdn_rng_normal_k(ka, i);
     double gi = -A * softplus(a + dt_bias); /* -exp(A_log) * softplus(a + dt_bias) */
-    in->g[j] = round_to(gi, (bm & GDN_T_G) != 0);
+    if (gd) gd[j] = round_to(gi, (bm & GDN_T_G) != 0);
     double b = gdn_rng_normal_k(kb, i);
-    in->beta[j] = round_to(1.0 / (1.0 + exp(-b)), (bm & GDN_T_BETA) != 0);
+    if (betad) betad[j] = round_to(1.0 / (1.0 + exp(-b)), (bm & GDN_T_BETA) != 0);
   }
 }
 
@@ -254,7 +252,7 @@ static int generate(gdn_inputs *in, const heads *g, const gdn_synth_opts *o, gdn
     in->l2norm_in_kernel = 1;
   }
   fill_normal(in->v, slab_v(g), seed, S_V, 1.0, (bm & GDN_T_V) != 0);
-  fill_gates(in, g, seed, o);
+  fill_gates(in->g, in->beta, slab_gate(g), f->Hv, seed, o);
   if (in->h0) fill_normal(in->h0, slab_state(g), seed, S_H0, 0.1, 0);
   in->bf16_mask = bm;
   in->has_scale = 0;
@@ -281,4 +279,54 @@ int gdn_synth_generate_heads(gdn_inputs *in, const gdn_shape *s, int64_t k0, int
   const int64_t r = s->Hv / s->Hk;
   const heads g = {s, k0, k1, k0 * r, k1 * r};
   return generate(in, &g, o, e);
+}
+
+/* A range is a slab of one run: element j at full index start + j. */
+static void fill_tensor(float *x, int t, slab sl, const gdn_shape *s, const gdn_synth_opts *o) {
+  const unsigned bm = o->bf16_mask;
+  const uint64_t seed = o->seed;
+  const int pre = (o->flags & GDN_SYNTH_QK_PRENORM) != 0;
+  switch (t) {
+  case GDN_SYNTH_TQ:
+  case GDN_SYNTH_TK: {
+    const uint64_t stream = t == GDN_SYNTH_TQ ? S_Q : S_K;
+    const int bf = (bm & (t == GDN_SYNTH_TQ ? GDN_T_Q : GDN_T_K)) != 0;
+    if (pre) fill_prenorm(x, sl, s->Dk, seed, stream, bf);
+    else fill_normal(x, sl, seed, stream, 1.0, bf);
+    break;
+  }
+  case GDN_SYNTH_TV: fill_normal(x, sl, seed, S_V, 1.0, (bm & GDN_T_V) != 0); break;
+  case GDN_SYNTH_TG: fill_gates(x, NULL, sl, s->Hv, seed, o); break;
+  case GDN_SYNTH_TBETA: fill_gates(NULL, x, sl, s->Hv, seed, o); break;
+  default: fill_normal(x, sl, seed, S_H0, 0.1, 0); break;
+  }
+}
+
+size_t gdn_synth_numel(const gdn_shape *s, int t) {
+  static const int kind[GDN_SYNTH_TN] = {0, 0, 1, 2, 2, 3};
+  if (t < 0 || t >= GDN_SYNTH_TN) return 0;
+  switch (kind[t]) {
+  case 0: return gdn_shape_numel_qk(s);
+  case 1: return gdn_shape_numel_v(s);
+  case 2: return gdn_shape_numel_gate(s);
+  default: return gdn_shape_numel_state(s);
+  }
+}
+
+int gdn_synth_range(const gdn_shape *s, const gdn_synth_opts *o, int t, size_t start, size_t n, float *x,
+                    gdn_error *e) {
+  static const char *const names[GDN_SYNTH_TN] = {"q", "k", "v", "g", "beta", "h0"};
+  int rc = gdn_shape_validate(s, e);
+  if (rc) return rc;
+  if (t < 0 || t >= GDN_SYNTH_TN || (o->flags & GDN_SYNTH_PRELUDE_BF16) || (t == GDN_SYNTH_TH0 && !(o->flags & GDN_SYNTH_H0)))
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "synthetic inputs: no range of tensor %d%s", t,
+                         (o->flags & GDN_SYNTH_PRELUDE_BF16) ? " (the bfloat16 prelude computes its inputs whole)" : "");
+  const size_t total = gdn_synth_numel(s, t);
+  const int rows = (o->flags & GDN_SYNTH_QK_PRENORM) && t <= GDN_SYNTH_TK;
+  if (start > total || n > total - start || (rows && (start % (size_t)s->Dk || n % (size_t)s->Dk)))
+    return gdn_error_set(e, GDN_ERR_INTERNAL,
+                         "synthetic inputs: elements [%zu, %zu) are not a range of %s's %zu%s", start, start + n,
+                         names[t], total, rows ? " in whole rows" : "");
+  if (n) fill_tensor(x, t, (slab){1, n, n, start}, s, o);
+  return GDN_OK;
 }

@@ -93,4 +93,21 @@ int gdn_synth_generate(gdn_inputs *in, const gdn_shape *s, const gdn_synth_opts 
 int gdn_synth_generate_heads(gdn_inputs *in, const gdn_shape *s, int64_t k0, int64_t k1, const gdn_synth_opts *o,
                              gdn_error *e);
 
+/* The generation's tensors, in the order fix_inputs_sha256 hashes them. */
+enum { GDN_SYNTH_TQ, GDN_SYNTH_TK, GDN_SYNTH_TV, GDN_SYNTH_TG, GDN_SYNTH_TBETA, GDN_SYNTH_TH0, GDN_SYNTH_TN };
+
+/* Tensor t's element count at shape s (0 for a t out of range). */
+size_t gdn_synth_numel(const gdn_shape *s, int t);
+
+/* Elements [start, start + n) of tensor t of gdn_synth_generate(s, o), in
+ * its memory order, into x: bit for bit that range of the whole tensor, so a
+ * whole run's inputs can be hashed (or written) a range at a time without
+ * holding them.  With GDN_SYNTH_QK_PRENORM the ranges of q and k are whole
+ * rows (start and n multiples of Dk: a row is normalised as one).
+ * GDN_ERR_INTERNAL for a range outside the tensor, h0 without
+ * GDN_SYNTH_H0, or the bfloat16 prelude (its inputs are computed whole from
+ * other draws). */
+int gdn_synth_range(const gdn_shape *s, const gdn_synth_opts *o, int t, size_t start, size_t n, float *x,
+                    gdn_error *e);
+
 #endif

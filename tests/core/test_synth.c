@@ -210,5 +210,57 @@ START_TEST(head_groups_match_whole) {
 }
 END_TEST
 
+/* gdn_synth_range: any split of every tensor into ranges (whole rows for
+ * pre-normalised q and k) gives the whole generation's values bit for bit,
+ * in every mode the streamed harness hashes, at 1 and 2 threads.  Negative
+ * control: a range drawn one element further on differs.  Refused: a range
+ * past the end, a pre-normalised range that is not whole rows, h0 without
+ * an initial state, the bfloat16 prelude. */
+START_TEST(ranges_match_whole) {
+  const gdn_shape s = {2, 37, 3, 6, 8, 4};
+  static const struct { unsigned flags, bm; } mode[] = {
+      {GDN_SYNTH_H0, 0}, {GDN_SYNTH_SLOW_GATES, GDN_T_G | GDN_T_BETA},
+      {GDN_SYNTH_QK_PRENORM | GDN_SYNTH_H0, GDN_T_Q | GDN_T_K | GDN_T_V}};
+  gdn_error e;
+  gdn_error_init(&e);
+  float buf[4096];
+  for (size_t m = 0; m < sizeof mode / sizeof mode[0]; m++)
+    for (int th = 1; th <= 2; th++) {
+      gdn_threads_set(th);
+      gdn_inputs w;
+      gen(&w, &s, mode[m].flags, mode[m].bm, 5);
+      const gdn_synth_opts o = {5, mode[m].flags, mode[m].bm};
+      const float *whole[GDN_SYNTH_TN] = {w.q, w.k, w.v, w.g, w.beta, w.h0};
+      for (int t = 0; t < GDN_SYNTH_TN; t++) {
+        if (!whole[t]) continue; /* no h0 drawn */
+        const size_t total = gdn_synth_numel(&s, t), step = (size_t)s.Dk * (size_t)(3 + t); /* whole rows */
+        ck_assert_uint_le(total, sizeof buf / sizeof buf[0]);
+        for (size_t at = 0; at < total; at += step) {
+          const size_t n = total - at < step ? total - at : step;
+          ck_assert_msg(gdn_synth_range(&s, &o, t, at, n, buf + at, &e) == GDN_OK, "%s", e.msg);
+        }
+        ck_assert_msg(!memcmp(buf, whole[t], total * sizeof *buf), "mode %zu, tensor %d: ranges differ", m, t);
+        if (!(mode[m].flags & GDN_SYNTH_QK_PRENORM) || t > GDN_SYNTH_TK) { /* control: one element on */
+          ck_assert_int_eq(gdn_synth_range(&s, &o, t, 1, total - 1, buf, &e), GDN_OK);
+          ck_assert_msg(memcmp(buf, whole[t], (total - 1) * sizeof *buf), "mode %zu, tensor %d: shifted matched", m, t);
+        }
+      }
+      gdn_inputs_clear(&w);
+    }
+  const gdn_synth_opts plain = {5, 0, 0}, pre = {5, GDN_SYNTH_QK_PRENORM, 0}, prel = {5, GDN_SYNTH_PRELUDE_BF16, 0};
+  const size_t nq = gdn_synth_numel(&s, GDN_SYNTH_TQ);
+  ck_assert_int_eq(gdn_synth_range(&s, &plain, GDN_SYNTH_TQ, nq - 2, 3, buf, &e), GDN_ERR_INTERNAL);
+  ck_assert_ptr_nonnull(strstr(e.msg, "are not a range of q's"));
+  ck_assert_int_eq(gdn_synth_range(&s, &plain, GDN_SYNTH_TQ, nq - 2, 2, buf, &e), GDN_OK); /* control */
+  ck_assert_int_eq(gdn_synth_range(&s, &pre, GDN_SYNTH_TK, 3, 8, buf, &e), GDN_ERR_INTERNAL);
+  ck_assert_ptr_nonnull(strstr(e.msg, "in whole rows"));
+  ck_assert_int_eq(gdn_synth_range(&s, &plain, GDN_SYNTH_TH0, 0, 1, buf, &e), GDN_ERR_INTERNAL);
+  ck_assert_int_eq(gdn_synth_range(&s, &prel, GDN_SYNTH_TV, 0, 1, buf, &e), GDN_ERR_INTERNAL);
+  ck_assert_ptr_nonnull(strstr(e.msg, "prelude"));
+  ck_assert_int_eq(gdn_synth_range(&s, &plain, GDN_SYNTH_TN, 0, 1, buf, &e), GDN_ERR_INTERNAL);
+  ck_assert_uint_eq(gdn_synth_numel(&s, GDN_SYNTH_TN), 0);
+}
+END_TEST
+
 CKR_MAIN("synth", "synth", 60, deterministic_across_threads_and_seeds, pinned_hashes_across_threads, distributions,
-    prenorm_and_bf16, head_groups_match_whole)
+    prenorm_and_bf16, head_groups_match_whole, ranges_match_whole)
