@@ -11,7 +11,7 @@
 #include "../check_runner.h"
 #include "../reports/test_util.h"
 
-static const char *exe;
+static char *exe;
 
 #define RUN(res, ...)                                       \
   do {                                                      \

@@ -40,7 +40,7 @@
 #include "report_coverage.h"
 #include "../check_runner.h"
 
-static const char *exe, *testdir;
+static char *exe, *testdir;
 
 /* ---- units ---- */
 

@@ -22,7 +22,7 @@
 #include "cli_inproc.h"
 #include "synth_fixture.h"
 
-static const char *data_dir;
+static char *data_dir;
 
 static int sweep_once(int broken, int64_t devices, parity_doc *d) {
   gdn_error e;

@@ -38,7 +38,7 @@
 #include "cli_inproc.h"
 #include "synth_fixture.h"
 
-static const char *data_dir;
+static char *data_dir;
 
 typedef struct {
   int planted;            /* 1e-3 relative on every element of head 1's o */
