@@ -65,6 +65,17 @@ static void replace(const char *p, const char *name, int rank, const hsize_t *di
   H5Fclose(f);
 }
 
+/* The inputs of p replaced (replace) by datasets of the given dims: q and k
+ * by qk, v, g and beta by gb, h0; a NULL leaves those as they are. */
+static void replace_inputs(const char *p, const hsize_t *qk, const hsize_t *v, const hsize_t *gb, const hsize_t *h0) {
+  static const struct { const char *name; int rank, which; } rows[] = {
+      {"inputs/q", 4, 0}, {"inputs/k", 4, 0}, {"inputs/v", 4, 1}, {"inputs/g", 3, 2}, {"inputs/beta", 3, 2},
+      {"inputs/h0", 4, 3}};
+  const hsize_t *dims[4] = {qk, v, gb, h0};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    if (dims[rows[i].which]) replace(p, rows[i].name, rows[i].rank, dims[rows[i].which]);
+}
+
 /* NaN, +Inf and -Inf in each input: the message names the dataset, the
  * value and the first bad index; beta outside [0, 2] likewise. */
 START_TEST(non_finite_in_each_input) {
@@ -103,18 +114,11 @@ START_TEST(shapes_refused_by_metadata) {
   check_refused(p, 2, "k with T = 21", "/inputs/k: shape (1, 21, 2, 16) disagrees", "axis 1 (T, from q) is 21, not 20");
   p = hu_scratch_copy(base, "hv3.h5");
   hsize_t v3[4] = {1, 20, 3, 16}, g3[3] = {1, 20, 3}, h3[4] = {1, 3, 16, 16};
-  replace(p, "inputs/v", 4, v3);
-  replace(p, "inputs/g", 3, g3);
-  replace(p, "inputs/beta", 3, g3);
-  replace(p, "inputs/h0", 4, h3);
+  replace_inputs(p, NULL, v3, g3, h3);
   check_refused(p, 2, "Hv = 3, Hk = 2", "/inputs/v: Hv = 3 value heads is not a multiple of the Hk = 2 key heads", NULL);
   p = hu_scratch_copy(base, "t0.h5");
   hsize_t q0[4] = {1, 0, 2, 16}, v0[4] = {1, 0, 2, 16}, g0[3] = {1, 0, 2};
-  replace(p, "inputs/q", 4, q0);
-  replace(p, "inputs/k", 4, q0);
-  replace(p, "inputs/v", 4, v0);
-  replace(p, "inputs/g", 3, g0);
-  replace(p, "inputs/beta", 3, g0);
+  replace_inputs(p, q0, v0, g0, NULL);
   check_refused(p, 2, "T = 0", "T (sequence length) is 0; it must be at least 1", NULL);
   /* 2^31 * 2^31 * 2 * 2^31 elements: more than 2^64 */
   p = hu_scratch_copy(base, "overflow.h5");
@@ -123,24 +127,14 @@ START_TEST(shapes_refused_by_metadata) {
   hid_t s = H5Screate_simple(4, big, NULL);
   if (s >= 0) { /* HDF5 itself may refuse such a dataspace; then there is nothing to test */
     H5Sclose(s);
-    replace(p, "inputs/q", 4, big);
-    replace(p, "inputs/k", 4, big);
-    replace(p, "inputs/v", 4, big);
-    replace(p, "inputs/g", 3, bg);
-    replace(p, "inputs/beta", 3, bg);
-    replace(p, "inputs/h0", 4, bh);
+    replace_inputs(p, big, big, bg, bh);
     check_refused(p, 2, "element count over 2^64", "overflows 64 bits", NULL);
   }
   /* 1 x 2^30 tokens of a Qwen layer: 64 TiB declared, refused by the default limit */
   p = hu_scratch_copy(base, "huge.h5");
   hsize_t hq[4] = {1, (hsize_t)1 << 30, 16, 128}, hv[4] = {1, (hsize_t)1 << 30, 32, 128}, hg[3] = {1, (hsize_t)1 << 30, 32},
           hh[4] = {1, 32, 128, 128};
-  replace(p, "inputs/q", 4, hq);
-  replace(p, "inputs/k", 4, hq);
-  replace(p, "inputs/v", 4, hv);
-  replace(p, "inputs/g", 3, hg);
-  replace(p, "inputs/beta", 3, hg);
-  replace(p, "inputs/h0", 4, hh);
+  replace_inputs(p, hq, hv, hg, hh);
   hid_t f = h5e_open_rw(p); /* the oracle would disagree first */
   ck_assert_int_ge(H5Ldelete(f, "oracle", H5P_DEFAULT), 0);
   H5Fclose(f);
