@@ -42,17 +42,7 @@ static json_t *doc_with(json_t *audit) {
   return doc;
 }
 
-typedef int (*render_fn)(const json_t *, report_buf *, gdn_error *);
-
-static char *render(const json_t *doc, render_fn fn) {
-  report_buf b;
-  report_buf_init(&b);
-  gdn_error e;
-  gdn_error_init(&e);
-  int rc = fn(doc, &b, &e);
-  ck_assert_msg(rc == GDN_OK, "%s", e.msg);
-  return b.data; /* the caller frees */
-}
+static char *render(const json_t *doc, test_render_fn fn) { return test_render(fn, doc, NULL); /* the caller frees */ }
 
 static int markdown(const json_t *doc, report_buf *b, gdn_error *e) { return report_markdown_render(doc, NULL, b, e); }
 

@@ -15,16 +15,7 @@
 #include "../check_runner.h"
 #include "../check_text.h"
 
-static char *render(const json_t *doc, size_t *len) {
-  report_buf b;
-  report_buf_init(&b);
-  gdn_error e;
-  gdn_error_init(&e);
-  int rc = report_html_render(doc, &b, &e);
-  ck_assert_msg(rc == GDN_OK, "%s", e.msg);
-  if (len) *len = b.len;
-  return b.data;
-}
+static char *render(const json_t *doc, size_t *len) { return test_render(report_html_render, doc, len); }
 
 static size_t count(const char *s, const char *needle) {
   size_t n = 0, k = strlen(needle);
@@ -369,26 +360,12 @@ START_TEST(many_cases_and_long_profiles) {
 END_TEST
 
 START_TEST(write_atomic) {
-  const char *dir = test_tmpdir();
-  char path[600];
-  snprintf(path, sizeof path, "%s/report.html", dir);
+  const char *dir = test_tmpdir(), *path = test_path_in(dir, "report.html");
   json_t *doc = sample_doc_realistic();
+  /* A failing allocation anywhere: NOMEM, no file, no temporary. */
+  ck_assert_int_ge(test_write_alloc_failures(report_html_write, doc, dir, path, NULL), 5);
   gdn_error e;
   gdn_error_init(&e);
-  /* A failing allocation anywhere: NOMEM, no file, no temporary. */
-  int sites = 0;
-  for (long k = 1;; k++) {
-    gdn_alloc_fail_after(k);
-    int rc = report_html_write(doc, path, &e);
-    gdn_alloc_fail_after(0);
-    if (rc == GDN_OK) break;
-    sites++;
-    ck_assert_int_eq(rc, GDN_ERR_NOMEM);
-    ck_assert_ptr_nonnull(strstr(e.msg, path));
-    ck_assert_int_eq(test_count_entries(dir), 0);
-  }
-  ck_assert_int_ge(sites, 5);
-  ck_assert_int_eq(test_count_entries(dir), 1);
   /* A document the writer refuses leaves the previous report in place. */
   json_object_set_new(doc, "pass", json_true());
   ck_assert_int_eq(report_html_write(doc, path, &e), GDN_ERR_INPUT);

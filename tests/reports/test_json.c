@@ -12,19 +12,10 @@
 #include "../check_runner.h"
 #include "../check_text.h"
 
-static char *render(const json_t *doc) {
-  report_buf b;
-  report_buf_init(&b);
-  gdn_error e;
-  gdn_error_init(&e);
-  ck_assert_int_eq(report_json_render(doc, &b, &e), GDN_OK);
-  return b.data; /* gdn_malloc'd: release with gdn_free */
-}
+static char *render(const json_t *doc) { return test_render(report_json_render, doc, NULL); }
 
 START_TEST(round_trip) {
-  const char *dir = test_tmpdir();
-  char path[600];
-  snprintf(path, sizeof path, "%s/results.json", dir);
+  const char *path = test_path_in(test_tmpdir(), "results.json");
   json_t *doc = sample_doc_realistic();
   gdn_error e;
   gdn_error_init(&e);
@@ -170,9 +161,7 @@ START_TEST(deterministic) {
 END_TEST
 
 START_TEST(atomic_failures) {
-  const char *dir = test_tmpdir();
-  char path[600];
-  snprintf(path, sizeof path, "%s/results.json", dir);
+  const char *dir = test_tmpdir(), *path = test_path_in(dir, "results.json");
   test_write_text(path, "previous run\n");
   gdn_error e;
   gdn_error_init(&e);
@@ -193,24 +182,10 @@ START_TEST(atomic_failures) {
   ck_assert_ptr_nonnull(strstr(e.msg, missing));
   /* Every allocation of ours that can fail: NOMEM, nothing written, no
    * temporary left. */
-  int sites = 0;
-  for (long k = 1;; k++) {
-    gdn_alloc_fail_after(k);
-    int rc = report_json_write(doc, path, &e);
-    gdn_alloc_fail_after(0);
-    if (rc == GDN_OK) break;
-    sites++;
-    ck_assert_int_eq(rc, GDN_ERR_NOMEM);
-    now = test_read_file(path, NULL);
-    ck_assert_str_eq(now, "previous run\n");
-    free(now);
-    ck_assert_int_eq(test_count_entries(dir), 1);
-  }
-  ck_assert_int_ge(sites, 1);
+  ck_assert_int_ge(test_write_alloc_failures(report_json_write, doc, dir, path, "previous run\n"), 1);
   now = test_read_file(path, NULL);
   ck_assert(now[0] == '{');
   free(now);
-  ck_assert_int_eq(test_count_entries(dir), 1);
   json_decref(doc);
   json_decref(bad);
 }

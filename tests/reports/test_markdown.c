@@ -188,9 +188,7 @@ START_TEST(modes_where_they_vary) {
 END_TEST
 
 START_TEST(file_deterministic) {
-  const char *dir = test_tmpdir();
-  char path[600];
-  snprintf(path, sizeof path, "%s/summary.md", dir);
+  const char *dir = test_tmpdir(), *path = test_path_in(dir, "summary.md");
   json_t *doc = sample_doc_many(2000, 20, 0);
   gdn_error e;
   gdn_error_init(&e);
