@@ -7,6 +7,7 @@
 #include "gdn_alloc.h"
 #include "report_json.h"
 #include "report_num.h"
+#include "page_doc.h"
 #include "sample_doc.h"
 #include "test_util.h"
 #include "../check_runner.h"
@@ -16,7 +17,6 @@ static char *render(const json_t *doc) { return test_render(report_json_render, 
 
 START_TEST(round_trip) {
   const char *path = test_path_in(test_tmpdir(), "results.json");
-  json_t *doc = sample_doc_realistic();
   gdn_error e;
   gdn_error_init(&e);
   ck_assert_int_eq(report_json_write(doc, path, &e), GDN_OK);
@@ -30,12 +30,11 @@ START_TEST(round_trip) {
   ck_assert(json_equal(doc, via));
   json_decref(via);
   json_decref(back);
-  json_decref(doc);
 }
 END_TEST
 
 START_TEST(digits) {
-  json_t *doc = sample_doc_many(1, 0, 0);
+  page_doc_use(sample_doc_many(1, 0, 0));
   json_t *m = json_object_get(json_object_get(json_object_get(json_array_get(
                                   json_object_get(doc, "cases"), 0), "impls"), "scan"), "o");
   json_object_set_new(m, "max_abs", json_real(0.1));
@@ -54,12 +53,11 @@ START_TEST(digits) {
   ck_assert(s[strlen(s) - 1] == '\n' && s[strlen(s) - 2] == '}');
   json_decref(back);
   gdn_free(s);
-  json_decref(doc);
 }
 END_TEST
 
 START_TEST(non_finite) {
-  json_t *doc = sample_doc_many(1, 0, 0);
+  page_doc_use(sample_doc_many(1, 0, 0));
   json_t *c = json_array_get(json_object_get(doc, "cases"), 0);
   json_t *o = json_object_get(json_object_get(json_object_get(c, "impls"), "affine-prefix"), "o");
   json_object_set_new(o, "rel_fro", report_num_to_json(NAN));
@@ -81,7 +79,6 @@ START_TEST(non_finite) {
   json_decref(other);
   json_decref(back);
   gdn_free(s);
-  json_decref(doc);
 }
 END_TEST
 
@@ -119,7 +116,6 @@ static void in_order(const char *s, const char *const *phrases) {
 }
 
 START_TEST(key_order) {
-  json_t *doc = sample_doc_realistic();
   json_object_set_new(doc, "zz_extra", json_string("by someone else"));
   json_object_set_new(doc, "aa_extra", json_integer(1));
   json_t *rev = reversed(doc);
@@ -145,7 +141,6 @@ START_TEST(key_order) {
   gdn_free(a);
   gdn_free(b);
   json_decref(rev);
-  json_decref(doc);
 }
 END_TEST
 
@@ -177,7 +172,6 @@ START_TEST(atomic_failures) {
    * path. */
   char missing[700];
   snprintf(missing, sizeof missing, "%s/no/such/dir/results.json", dir);
-  json_t *doc = sample_doc_realistic();
   ck_assert_int_eq(report_json_write(doc, missing, &e), GDN_ERR_INPUT);
   ck_assert_ptr_nonnull(strstr(e.msg, missing));
   /* Every allocation of ours that can fail: NOMEM, nothing written, no
@@ -186,9 +180,8 @@ START_TEST(atomic_failures) {
   now = test_read_file(path, NULL);
   ck_assert(now[0] == '{');
   free(now);
-  json_decref(doc);
   json_decref(bad);
 }
 END_TEST
 
-CKR_MAIN("json", "json", 60, round_trip, digits, non_finite, key_order, deterministic, atomic_failures)
+PAGE_DOC_MAIN("json", "json", 60, round_trip, digits, non_finite, key_order, deterministic, atomic_failures)
