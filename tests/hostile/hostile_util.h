@@ -22,6 +22,7 @@
 
 #include "../check_runner.h"
 #include "../run_capture.h"
+#include "../scratch_dir.h"
 
 #define HU_UNUSED __attribute__((unused))
 
@@ -86,40 +87,6 @@ HU_UNUSED static void hu_run(hu_result *res, char *const argv[], char *const env
   hu_run_ex(res, argv, env, 0, 0, 600);
 }
 
-/* A fresh scratch folder (removed by hu_rmdir). */
-HU_UNUSED static char *hu_mkdtemp(void) {
-  char *d = strdup("/tmp/gdn-hostile-XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(d));
-  return d;
-}
-
-/* Calls fn(path, name, ctx) for every entry of dir but "." and "..", the
- * path dir/name: one walk for removing, counting and listing below. */
-typedef void (*hu_entry_fn)(const char *path, const char *name, void *ctx);
-HU_UNUSED static void hu_each_entry(const char *dir, hu_entry_fn fn, void *ctx) {
-  DIR *d = opendir(dir);
-  struct dirent *de;
-  char p[4200];
-  while (d && (de = readdir(d)))
-    if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-      snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-      fn(p, de->d_name, ctx);
-    }
-  if (d) closedir(d);
-}
-
-HU_UNUSED static void hu_rmdir(const char *dir);
-HU_UNUSED static void hu_remove_entry(const char *path, const char *name, void *ctx) {
-  (void)name, (void)ctx;
-  struct stat st;
-  if (!lstat(path, &st) && S_ISDIR(st.st_mode)) hu_rmdir(path);
-  else unlink(path);
-}
-HU_UNUSED static void hu_rmdir(const char *dir) {
-  hu_each_entry(dir, hu_remove_entry, NULL);
-  rmdir(dir);
-}
-
 /* gdn_atomic's temporaries: names containing ".tmp.". */
 typedef struct hu_temp_list {
   int n;
@@ -145,11 +112,11 @@ HU_UNUSED static void hu_unlink_temp(const char *path, const char *name, void *c
 HU_UNUSED static int hu_temps(const char *dir, char *names, size_t cap) {
   hu_temp_list l = {0, cap ? names : NULL, cap};
   if (l.names) l.names[0] = '\0';
-  hu_each_entry(dir, hu_list_temp, &l);
+  scratch_each_entry(dir, hu_list_temp, &l);
   return l.n;
 }
 
-HU_UNUSED static void hu_remove_temps(const char *dir) { hu_each_entry(dir, hu_unlink_temp, NULL); }
+HU_UNUSED static void hu_remove_temps(const char *dir) { scratch_each_entry(dir, hu_unlink_temp, NULL); }
 
 /* Whole file, or NULL (n = 0) if absent. */
 HU_UNUSED static unsigned char *hu_read(const char *path, size_t *n) {
@@ -214,22 +181,15 @@ HU_UNUSED static void hu_expect_refusal(const hu_result *r, int status, const ch
  * fixture's setup, hu_scratch_remove in its teardown (whatever is left in
  * it goes too). */
 static char *hu_dir;
-HU_UNUSED static void hu_scratch_make(void) { hu_dir = hu_mkdtemp(); }
+HU_UNUSED static void hu_scratch_make(void) { hu_dir = scratch_mkdtemp("/tmp/gdn-hostile"); }
 HU_UNUSED static void hu_scratch_remove(void) {
-  hu_rmdir(hu_dir);
+  scratch_rmdir(hu_dir);
   free(hu_dir);
   hu_dir = NULL;
 }
 
-/* hu_dir/name, in one of 16 rotating buffers: a result stays valid for the
- * next 15 calls, enough for one command line. */
-HU_UNUSED static const char *hu_path(const char *name) {
-  static char buf[16][700];
-  static int k;
-  char *b = buf[k++ % 16];
-  snprintf(b, sizeof buf[0], "%s/%s", hu_dir, name);
-  return b;
-}
+/* hu_dir/name (scratch_join: valid for the next 15 calls). */
+HU_UNUSED static const char *hu_path(const char *name) { return scratch_join(hu_dir, name); }
 
 /* A copy of the file `from` in the scratch folder as `name`; its path
  * (hu_path's buffer). */

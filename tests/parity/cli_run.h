@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../run_capture.h"
+#include "../scratch_dir.h"
 
 typedef struct cli_result {
   int status; /* exit status, or 128 + signal */
@@ -31,6 +32,19 @@ static void cli_run(cli_result *res, char *const argv[]) {
   res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   run_capture_collect(&c, res->out, sizeof res->out, res->err, sizeof res->err);
 }
+
+/* The running test's scratch folder, for the files its runs write: made
+ * and removed (with what is left in it) by the checked fixture
+ * cli_scratch_make / cli_scratch_remove; cli_path names a file in it. */
+static char *cli_dir;
+__attribute__((unused)) static void cli_scratch_make(void) { cli_dir = scratch_mkdtemp("/tmp/gdn-cli"); }
+__attribute__((unused)) static void cli_scratch_remove(void) {
+  scratch_rmdir(cli_dir);
+  free(cli_dir);
+  cli_dir = NULL;
+}
+/* cli_dir/name (scratch_join: valid for the next 15 calls). */
+__attribute__((unused)) static char *cli_path(const char *name) { return scratch_join(cli_dir, name); }
 
 /* A run's four report files (--json, --report, --junit, --summary), each a
  * fresh temporary file named from prefix ("/tmp/gdn-cov"); abort()s if one
