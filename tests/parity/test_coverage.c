@@ -470,7 +470,8 @@ START_TEST(project_readme_excuses_only_its_table) {
   char readme[512];
   snprintf(readme, sizeof readme, "%s/../../README.md", testdir);
   cli_outs o;
-  json_t *doc = coverage_json(&o, "coverage-small.json", "reset-missing,reset-late,final-from-replay", "--readme", readme, 1);
+  json_t *doc =
+      coverage_json(&o, "coverage-small.json", "reset-missing,reset-late,final-from-replay", "--readme", readme, 1);
   const json_t *surv = json_object_get(doc, "survivors");
   ck_assert_uint_eq(json_array_size(surv), 3);
   for (size_t i = 0; i < 3; i++) {

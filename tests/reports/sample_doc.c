@@ -249,8 +249,10 @@ static json_t *doc_skeleton(void) {
                                              "built in", "sha256",
                                              "5f0c1de2a8b94e0f7c3a1d9e6b2f4a8c0e7d5b3a1f9c8e6d4b2a0f1e3c5d7b9a"));
   json_t *inputs = json_array();
-  json_array_append_new(inputs, synthetic_input("0b1e5c3f7a9d2e4b6c8a0f1d3e5b7c9a2d4f6e8b0a1c3e5d7f9b2a4c6e8d0f1a", 1024));
-  json_array_append_new(inputs, synthetic_input("7d3f1b9e5a2c4e6f8b0d2a4c6e8f0b1d3a5c7e9f1b3d5a7c9e1f3b5d7a9c1e3f", 4096));
+  json_array_append_new(inputs,
+                        synthetic_input("0b1e5c3f7a9d2e4b6c8a0f1d3e5b7c9a2d4f6e8b0a1c3e5d7f9b2a4c6e8d0f1a", 1024));
+  json_array_append_new(inputs,
+                        synthetic_input("7d3f1b9e5a2c4e6f8b0d2a4c6e8f0b1d3a5c7e9f1b3d5a7c9e1f3b5d7a9c1e3f", 4096));
   /* A fixture whose name and path need escaping everywhere. */
   json_array_append_new(inputs, json_pack("{ss ss ss ss so sb sb s[ss] sI}", "name",
                                           "qwen3.5 layer 7 <&\"quoted\">", "source", "fixture",
