@@ -67,9 +67,10 @@ static inline int ckr_run_with(Suite *su, enum fork_status fork, enum print_outp
 
 static inline int ckr_run(Suite *su) { return ckr_run_with(su, CK_FORK_GETENV, CK_NORMAL); }
 
-/* argv[1..n] into the n `const char **` slots that follow, or "usage: "
- * `usage` on stderr and exit 2 when fewer were given (meson passes the
- * programs and folders a test drives). */
+/* argv[1..n] into the n `char **` slots that follow (a test's `static char
+ * *` paths, which argv arrays of programs it runs take as they are), or
+ * "usage: " `usage` on stderr and exit 2 when fewer were given (meson passes
+ * the programs and folders a test drives). */
 static inline void ckr_args(int argc, char **argv, const char *usage, int n, ...) {
   if (argc < n + 1) {
     fprintf(stderr, "usage: %s\n", usage);
@@ -77,7 +78,7 @@ static inline void ckr_args(int argc, char **argv, const char *usage, int n, ...
   }
   va_list ap;
   va_start(ap, n);
-  for (int i = 0; i < n; i++) *va_arg(ap, const char **) = argv[i + 1];
+  for (int i = 0; i < n; i++) *va_arg(ap, char **) = argv[i + 1];
   va_end(ap);
 }
 
@@ -100,7 +101,7 @@ static inline void ckr_args(int argc, char **argv, const char *usage, int n, ...
   }
 
 /* CKR_MAIN for an executable meson hands paths: `slots`, in parentheses,
- * are the `const char **` that ckr_args fills from argv[1..n]:
+ * are the `char **` that ckr_args fills from argv[1..n]:
  * CKR_MAIN_ARGS("test_gate FIXTURE-DATA-DIR", 1, (&data_dir), "gate", "gate", 300, tests...) */
 #define CKR_UNPAREN(...) __VA_ARGS__
 #define CKR_MAIN_ARGS(usage, n, slots, suite, tcase, timeout_s, ...) \

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "../check_runner.h"
+#include "../run_capture.h"
+#include "../scratch_dir.h"
 
 #define HU_UNUSED __attribute__((unused))
 
@@ -30,23 +32,14 @@ typedef struct hu_result {
   char out[1 << 16], err[1 << 16];
 } hu_result;
 
-static void hu_slurp(int fd, char *buf, size_t cap) {
-  size_t n = 0;
-  ssize_t r;
-  lseek(fd, 0, SEEK_SET);
-  while (n < cap - 1 && (r = read(fd, buf + n, cap - 1 - n)) > 0) n += (size_t)r;
-  buf[n] = '\0';
-}
-
 /* Runs argv (argv[0] a path) with the extra "NAME=value" strings of env
  * (NULL-terminated, may be NULL) added to ours.  kill_after_ms > 0: send
  * kill_sig then (a timed interruption).  limit_s: SIGKILL and timed_out
  * after that long. */
 HU_UNUSED static void hu_run_ex(hu_result *res, char *const argv[], char *const env[], int kill_after_ms,
                                 int kill_sig, double limit_s) {
-  char ot[] = "/tmp/gdn-hostile-out-XXXXXX", et[] = "/tmp/gdn-hostile-err-XXXXXX";
-  int of = mkstemp(ot), ef = mkstemp(et);
-  ck_assert(of >= 0 && ef >= 0);
+  run_capture c;
+  run_capture_open(&c, "/tmp/gdn-hostile");
   fflush(NULL);
   /* A signal sent between fork and exec must meet default actions, not the
    * test framework's handlers (Check would report it as its own death). */
@@ -58,8 +51,7 @@ HU_UNUSED static void hu_run_ex(hu_result *res, char *const argv[], char *const 
   if (pid == 0) {
     for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
     sigprocmask(SIG_SETMASK, &old, NULL);
-    dup2(of, 1);
-    dup2(ef, 2);
+    run_capture_redirect(&c);
     for (int i = 0; env && env[i]; i++) putenv(env[i]);
     execv(argv[0], argv);
     _exit(127);
@@ -88,69 +80,43 @@ HU_UNUSED static void hu_run_ex(hu_result *res, char *const argv[], char *const 
     nanosleep(&nap, NULL);
   }
   res->status = res->timed_out ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  hu_slurp(of, res->out, sizeof res->out);
-  hu_slurp(ef, res->err, sizeof res->err);
-  close(of);
-  close(ef);
-  unlink(ot);
-  unlink(et);
+  run_capture_collect(&c, res->out, sizeof res->out, res->err, sizeof res->err);
 }
 
 HU_UNUSED static void hu_run(hu_result *res, char *const argv[], char *const env[]) {
   hu_run_ex(res, argv, env, 0, 0, 600);
 }
 
-/* A fresh scratch folder (removed by hu_rmdir). */
-HU_UNUSED static char *hu_mkdtemp(void) {
-  char *d = strdup("/tmp/gdn-hostile-XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(d));
-  return d;
+/* gdn_atomic's temporaries: names containing ".tmp.". */
+typedef struct hu_temp_list {
+  int n;
+  char *names;
+  size_t cap;
+} hu_temp_list;
+HU_UNUSED static void hu_list_temp(const char *path, const char *name, void *ctx) {
+  (void)path;
+  hu_temp_list *l = ctx;
+  if (!strstr(name, ".tmp.")) return;
+  l->n++;
+  if (l->names) {
+    strncat(l->names, name, l->cap - strlen(l->names) - 1);
+    strncat(l->names, " ", l->cap - strlen(l->names) - 1);
+  }
 }
-
-HU_UNUSED static void hu_rmdir(const char *dir) {
-  DIR *d = opendir(dir);
-  struct dirent *de;
-  char p[4200];
-  while (d && (de = readdir(d)))
-    if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-      snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-      struct stat st;
-      if (!lstat(p, &st) && S_ISDIR(st.st_mode)) hu_rmdir(p);
-      else unlink(p);
-    }
-  if (d) closedir(d);
-  rmdir(dir);
+HU_UNUSED static void hu_unlink_temp(const char *path, const char *name, void *ctx) {
+  (void)ctx;
+  if (strstr(name, ".tmp.")) unlink(path);
 }
 
 /* Names in dir containing ".tmp." (gdn_atomic's temporaries), joined. */
 HU_UNUSED static int hu_temps(const char *dir, char *names, size_t cap) {
-  DIR *d = opendir(dir);
-  int n = 0;
-  struct dirent *de;
-  if (names && cap) names[0] = '\0';
-  while (d && (de = readdir(d)))
-    if (strstr(de->d_name, ".tmp.")) {
-      n++;
-      if (names) {
-        strncat(names, de->d_name, cap - strlen(names) - 1);
-        strncat(names, " ", cap - strlen(names) - 1);
-      }
-    }
-  if (d) closedir(d);
-  return n;
+  hu_temp_list l = {0, cap ? names : NULL, cap};
+  if (l.names) l.names[0] = '\0';
+  scratch_each_entry(dir, hu_list_temp, &l);
+  return l.n;
 }
 
-HU_UNUSED static void hu_remove_temps(const char *dir) {
-  DIR *d = opendir(dir);
-  struct dirent *de;
-  char p[4200];
-  while (d && (de = readdir(d)))
-    if (strstr(de->d_name, ".tmp.")) {
-      snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-      unlink(p);
-    }
-  if (d) closedir(d);
-}
+HU_UNUSED static void hu_remove_temps(const char *dir) { scratch_each_entry(dir, hu_unlink_temp, NULL); }
 
 /* Whole file, or NULL (n = 0) if absent. */
 HU_UNUSED static unsigned char *hu_read(const char *path, size_t *n) {
@@ -215,34 +181,22 @@ HU_UNUSED static void hu_expect_refusal(const hu_result *r, int status, const ch
  * fixture's setup, hu_scratch_remove in its teardown (whatever is left in
  * it goes too). */
 static char *hu_dir;
-HU_UNUSED static void hu_scratch_make(void) { hu_dir = hu_mkdtemp(); }
+HU_UNUSED static void hu_scratch_make(void) { hu_dir = scratch_mkdtemp("/tmp/gdn-hostile"); }
 HU_UNUSED static void hu_scratch_remove(void) {
-  hu_rmdir(hu_dir);
+  scratch_rmdir(hu_dir);
   free(hu_dir);
   hu_dir = NULL;
 }
 
-/* hu_dir/name, in one of 16 rotating buffers: a result stays valid for the
- * next 15 calls, enough for one command line. */
-HU_UNUSED static const char *hu_path(const char *name) {
-  static char buf[16][700];
-  static int k;
-  char *b = buf[k++ % 16];
-  snprintf(b, sizeof buf[0], "%s/%s", hu_dir, name);
-  return b;
-}
+/* hu_dir/name (scratch_join: valid for the next 15 calls). */
+HU_UNUSED static const char *hu_path(const char *name) { return scratch_join(hu_dir, name); }
 
-/* argv[1..n] into the n `char **` slots that follow, or `usage` on stderr
- * and exit 2 when fewer were given. */
-HU_UNUSED static void hu_args(int argc, char **argv, const char *usage, int n, ...) {
-  if (argc < n + 1) {
-    fprintf(stderr, "usage: %s\n", usage);
-    exit(2);
-  }
-  va_list ap;
-  va_start(ap, n);
-  for (int i = 0; i < n; i++) *va_arg(ap, char **) = argv[i + 1];
-  va_end(ap);
+/* A copy of the file `from` in the scratch folder as `name`; its path
+ * (hu_path's buffer). */
+HU_UNUSED static const char *hu_scratch_copy(const char *from, const char *name) {
+  const char *p = hu_path(name);
+  hu_copy(from, p);
+  return p;
 }
 
 /* One test case `name` with the scratch fixture (or `setup`/`teardown` when
@@ -285,12 +239,12 @@ HU_UNUSED static unsigned char *hu_npy_zeros(const int64_t *shape, int rank, siz
   return b;
 }
 
-/* The whole main() of a hostile test: hu_args fills `slots` (in
+/* The whole main() of a hostile test: ckr_args fills `slots` (in
  * parentheses), hu_case makes the case, the tests are added in order and
  * hu_suite_run runs it. */
 #define HU_MAIN(usage, n, slots, suite, tcase, setup, teardown, timeout_s, ...) \
   int main(int argc, char **argv) {                                             \
-    hu_args(argc, argv, (usage), (n), CKR_UNPAREN slots);                       \
+    ckr_args(argc, argv, (usage), (n), CKR_UNPAREN slots);                      \
     TCase *hu_tc = hu_case((tcase), (setup), (teardown), (timeout_s));          \
     CKR_ADD(hu_tc, __VA_ARGS__);                                                \
     return hu_suite_run((suite), hu_tc);                                        \

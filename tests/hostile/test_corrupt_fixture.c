@@ -248,7 +248,7 @@ START_TEST(isolated_load_equals_plain_load) {
 }
 END_TEST
 
-static const char *corpus; /* fuzz/corpus/fixture */
+static char *corpus; /* fuzz/corpus/fixture */
 
 /* Regression inputs: two single-bit flips of a small fixture that make HDF5
  * 1.10.8 crash (SIGSEGV) and loop forever in-process (found by the bit-flip

@@ -16,13 +16,20 @@ static const char old_dest[] = "{\"previous\": \"results\"}\n";
 
 static void reset_dest(void) { hu_write(dest, old_dest, sizeof old_dest - 1); }
 
+/* av (with env) run over a freshly reset dest and refused with `status`:
+ * the refusal contract, dest keeping its old bytes.  *r for more checks. */
+static void refused_keeping_dest(hu_result *r, char *const av[], char *const env[], int status, const char *what,
+                                 const char *n1, const char *n2) {
+  reset_dest();
+  hu_run(r, av, env);
+  hu_expect_refusal(r, status, what, n1, n2, hu_dir, dest, (const unsigned char *)old_dest, sizeof old_dest - 1);
+}
+
 /* gdn-parity check on f with --json DEST, expected to be refused. */
 static void check_refused(const char *f, int status, const char *what, const char *n1, const char *n2) {
-  reset_dest();
   char *av[] = {parity, "check", "--fixture", (char *)f, "--json", dest, "--reproducible", NULL};
   hu_result r;
-  hu_run(&r, av, NULL);
-  hu_expect_refusal(&r, status, what, n1, n2, hu_dir, dest, (const unsigned char *)old_dest, sizeof old_dest - 1);
+  refused_keeping_dest(&r, av, NULL, status, what, n1, n2);
   ck_assert_msg(strstr(r.err, f), "%s: message does not name the file: %s", what, r.err);
 }
 
@@ -58,10 +65,15 @@ static void replace(const char *p, const char *name, int rank, const hsize_t *di
   H5Fclose(f);
 }
 
-static const char *copy_of_base(const char *name) {
-  const char *p = hu_path(name);
-  hu_copy(base, p);
-  return p;
+/* The inputs of p replaced (replace) by datasets of the given dims: q and k
+ * by qk, v, g and beta by gb, h0; a NULL leaves those as they are. */
+static void replace_inputs(const char *p, const hsize_t *qk, const hsize_t *v, const hsize_t *gb, const hsize_t *h0) {
+  static const struct { const char *name; int rank, which; } rows[] = {
+      {"inputs/q", 4, 0}, {"inputs/k", 4, 0}, {"inputs/v", 4, 1}, {"inputs/g", 3, 2}, {"inputs/beta", 3, 2},
+      {"inputs/h0", 4, 3}};
+  const hsize_t *dims[4] = {qk, v, gb, h0};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    if (dims[rows[i].which]) replace(p, rows[i].name, rows[i].rank, dims[rows[i].which]);
 }
 
 /* NaN, +Inf and -Inf in each input: the message names the dataset, the
@@ -72,7 +84,7 @@ START_TEST(non_finite_in_each_input) {
   const char *shown[] = {"nan", "inf", "-inf"};
   for (int i = 0; i < 6; i++)
     for (int j = 0; j < 3; j++) {
-      const char *p = copy_of_base("nonfinite.h5");
+      const char *p = hu_scratch_copy(base, "nonfinite.h5");
       char ds[32], what[64], needle[64];
       snprintf(ds, sizeof ds, "inputs/%s", names[i]);
       h5e_poke(p, ds, 7, vals[j]);
@@ -85,7 +97,7 @@ START_TEST(non_finite_in_each_input) {
       hu_run(&r, av, NULL);
       hu_expect_refusal(&r, 2, what, needle, p, hu_dir, NULL, NULL, 0);
     }
-  const char *p = copy_of_base("beta.h5");
+  const char *p = hu_scratch_copy(base, "beta.h5");
   h5e_poke(p, "inputs/beta", 3, 2.5f);
   check_refused(p, 2, "beta 2.5", "input beta: value 2.5 at index (b=0, t=1, h=1) is outside [0, 2]", NULL);
 }
@@ -96,61 +108,41 @@ END_TEST
  * metadata, before anything is allocated (the declared sizes here are
  * exabytes in a file of a few kilobytes). */
 START_TEST(shapes_refused_by_metadata) {
-  const char *p = copy_of_base("k_t21.h5");
+  const char *p = hu_scratch_copy(base, "k_t21.h5");
   hsize_t k21[4] = {1, 21, 2, 16};
   replace(p, "inputs/k", 4, k21);
   check_refused(p, 2, "k with T = 21", "/inputs/k: shape (1, 21, 2, 16) disagrees", "axis 1 (T, from q) is 21, not 20");
-  p = copy_of_base("hv3.h5");
+  p = hu_scratch_copy(base, "hv3.h5");
   hsize_t v3[4] = {1, 20, 3, 16}, g3[3] = {1, 20, 3}, h3[4] = {1, 3, 16, 16};
-  replace(p, "inputs/v", 4, v3);
-  replace(p, "inputs/g", 3, g3);
-  replace(p, "inputs/beta", 3, g3);
-  replace(p, "inputs/h0", 4, h3);
+  replace_inputs(p, NULL, v3, g3, h3);
   check_refused(p, 2, "Hv = 3, Hk = 2", "/inputs/v: Hv = 3 value heads is not a multiple of the Hk = 2 key heads", NULL);
-  p = copy_of_base("t0.h5");
+  p = hu_scratch_copy(base, "t0.h5");
   hsize_t q0[4] = {1, 0, 2, 16}, v0[4] = {1, 0, 2, 16}, g0[3] = {1, 0, 2};
-  replace(p, "inputs/q", 4, q0);
-  replace(p, "inputs/k", 4, q0);
-  replace(p, "inputs/v", 4, v0);
-  replace(p, "inputs/g", 3, g0);
-  replace(p, "inputs/beta", 3, g0);
+  replace_inputs(p, q0, v0, g0, NULL);
   check_refused(p, 2, "T = 0", "T (sequence length) is 0; it must be at least 1", NULL);
   /* 2^31 * 2^31 * 2 * 2^31 elements: more than 2^64 */
-  p = copy_of_base("overflow.h5");
+  p = hu_scratch_copy(base, "overflow.h5");
   hsize_t big[4] = {(hsize_t)1 << 31, (hsize_t)1 << 31, 2, (hsize_t)1 << 31}, bg[3] = {(hsize_t)1 << 31, (hsize_t)1 << 31, 2},
           bh[4] = {(hsize_t)1 << 31, 2, (hsize_t)1 << 31, (hsize_t)1 << 31};
   hid_t s = H5Screate_simple(4, big, NULL);
   if (s >= 0) { /* HDF5 itself may refuse such a dataspace; then there is nothing to test */
     H5Sclose(s);
-    replace(p, "inputs/q", 4, big);
-    replace(p, "inputs/k", 4, big);
-    replace(p, "inputs/v", 4, big);
-    replace(p, "inputs/g", 3, bg);
-    replace(p, "inputs/beta", 3, bg);
-    replace(p, "inputs/h0", 4, bh);
+    replace_inputs(p, big, big, bg, bh);
     check_refused(p, 2, "element count over 2^64", "overflows 64 bits", NULL);
   }
   /* 1 x 2^30 tokens of a Qwen layer: 64 TiB declared, refused by the default limit */
-  p = copy_of_base("huge.h5");
+  p = hu_scratch_copy(base, "huge.h5");
   hsize_t hq[4] = {1, (hsize_t)1 << 30, 16, 128}, hv[4] = {1, (hsize_t)1 << 30, 32, 128}, hg[3] = {1, (hsize_t)1 << 30, 32},
           hh[4] = {1, 32, 128, 128};
-  replace(p, "inputs/q", 4, hq);
-  replace(p, "inputs/k", 4, hq);
-  replace(p, "inputs/v", 4, hv);
-  replace(p, "inputs/g", 3, hg);
-  replace(p, "inputs/beta", 3, hg);
-  replace(p, "inputs/h0", 4, hh);
+  replace_inputs(p, hq, hv, hg, hh);
   hid_t f = h5e_open_rw(p); /* the oracle would disagree first */
   ck_assert_int_ge(H5Ldelete(f, "oracle", H5P_DEFAULT), 0);
   H5Fclose(f);
   check_refused(p, 2, "64 TiB declared", "more than the limit", "--max-bytes");
   /* and the real base with a limit below its size */
-  reset_dest();
   char *av[] = {parity, "check", "--fixture", base, "--max-bytes", "1K", "--json", dest, NULL};
   hu_result r;
-  hu_run(&r, av, NULL);
-  hu_expect_refusal(&r, 2, "--max-bytes 1K", "more than the limit of", base, hu_dir, dest, (const unsigned char *)old_dest,
-                    sizeof old_dest - 1);
+  refused_keeping_dest(&r, av, NULL, 2, "--max-bytes 1K", "more than the limit of", base);
 }
 END_TEST
 
@@ -175,20 +167,14 @@ START_TEST(shapes_refused_on_the_command_line) {
     av[k++] = "--json";
     av[k++] = dest;
     av[k] = NULL;
-    reset_dest();
     hu_result r;
-    hu_run(&r, av, NULL);
-    hu_expect_refusal(&r, 2, t[i].args[1], "gdn-parity: error: ", t[i].n1, hu_dir, dest, (const unsigned char *)old_dest,
-                      sizeof old_dest - 1);
+    refused_keeping_dest(&r, av, NULL, 2, t[i].args[1], "gdn-parity: error: ", t[i].n1);
   }
   /* D larger than the chunk count of a fixture (T = 20, C = 16: 2 chunks) */
-  reset_dest();
   char *av[] = {parity, "check", "--fixture", base, "--devices", "3", "--shard", "chunks",
                 "--json", dest, NULL};
   hu_result r;
-  hu_run(&r, av, NULL);
-  hu_expect_refusal(&r, 2, "check --devices 3", base, "more than the 2 chunks", hu_dir, dest,
-                    (const unsigned char *)old_dest, sizeof old_dest - 1);
+  refused_keeping_dest(&r, av, NULL, 2, "check --devices 3", base, "more than the 2 chunks");
   /* gdn-fixture synth: same shape rules, no file written */
   const char *out = hu_path("synth.h5");
   static const char *const shapes[][4] = {{"1,0,1,4", NULL}, {"1,8,3,4", "--key-heads", "2", NULL},
@@ -273,15 +259,12 @@ START_TEST(full_disk) {
   static const char *const events[] = {"write", "fsync", "rename"};
   for (int o = 0; o < 4; o++)
     for (int ev = 0; ev < 3; ev++) {
-      reset_dest();
       char *env[] = {preload, asan, shim_env("GDN_SHIM_FAIL", events[ev]), NULL};
       char *av[] = {parity, "--shape", "1,64,1,8", "--chunk", "16", (char *)opts[o], dest, "--quiet", NULL};
-      hu_result r;
-      hu_run(&r, av, env);
       char what[100];
       snprintf(what, sizeof what, "%s, ENOSPC at %s", opts[o], events[ev]);
-      hu_expect_refusal(&r, 3, what, dest, "No space left on device", hu_dir, dest, (const unsigned char *)old_dest,
-                        sizeof old_dest - 1);
+      hu_result r;
+      refused_keeping_dest(&r, av, env, 3, what, dest, "No space left on device");
       ck_assert_msg(strstr(r.err, "nothing was written"), "%s: %s", what, r.err);
     }
   /* the fixture writers: synth over an existing file, regen in place */
@@ -301,11 +284,8 @@ START_TEST(full_disk) {
   char *sh = "/bin/sh";
   char script[] = "trap '' XFSZ; ulimit -f 4; exec \"$@\"";
   char *a3[] = {sh, "-c", script, "sh", parity, "--shape", "1,64,1,8", "--chunk", "16", "--report", dest, "--quiet", NULL};
-  reset_dest();
   hu_result r;
-  hu_run(&r, a3, NULL);
-  hu_expect_refusal(&r, 3, "--report under ulimit -f 4", dest, "File too large", hu_dir, dest,
-                    (const unsigned char *)old_dest, sizeof old_dest - 1);
+  refused_keeping_dest(&r, a3, NULL, 3, "--report under ulimit -f 4", dest, "File too large");
   char *a4[] = {sh, "-c", script, "sh", fixture, "regen", base, "--force", "--oracle-bits", "64", NULL};
   hu_run(&r, a4, NULL);
   hu_expect_refusal(&r, 3, "regen under ulimit -f 4", base, "File too large", hu_dir, base, bb, bn);
@@ -324,11 +304,8 @@ START_TEST(out_of_memory_is_exit_3) {
   char script[] = "ulimit -v 1000000; exec \"$@\"";
   char *a[] = {"/bin/sh", "-c", script, "sh", parity, "--shape", "1,2000000,4,32", "--max-bytes", "0", "--oracle", "none",
                "--json", dest, NULL};
-  reset_dest();
   hu_result r;
-  hu_run(&r, a, NULL);
-  hu_expect_refusal(&r, 3, "ulimit -v 1 GB", "out of memory", NULL, hu_dir, dest, (const unsigned char *)old_dest,
-                    sizeof old_dest - 1);
+  refused_keeping_dest(&r, a, NULL, 3, "ulimit -v 1 GB", "out of memory", NULL);
 }
 END_TEST
 

@@ -58,12 +58,6 @@ static void set_root_string(const char *file, const char *name, const char *v) {
   H5Fclose(f);
 }
 
-static const char *copy_of_base(const char *name) {
-  const char *p = hu_path(name);
-  hu_copy(base, p);
-  return p;
-}
-
 static int count_char(const char *s, char c) {
   int n = 0;
   for (; *s; s++) n += *s == c;
@@ -86,7 +80,7 @@ START_TEST(fixture_strings_escaped) {
   char *c1[] = {parity, "check", base, "--oracle", "dd", NULL};
   hu_run(&r, c1, NULL);
   ck_assert_msg(r.status == 0 && strstr(r.out, "PASS: "), "control: %d %s %s", r.status, r.out, r.err);
-  const char *evil = copy_of_base("evil.h5");
+  const char *evil = hu_scratch_copy(base, "evil.h5");
   hid_t f = h5e_open_rw(evil);
   ck_assert_int_ge(H5Lmove(f, "outputs/ok", f, "outputs/a\nPASS: 1 case, 0 failed\n", H5P_DEFAULT, H5P_DEFAULT), 0);
   H5Fclose(f);
@@ -95,7 +89,7 @@ START_TEST(fixture_strings_escaped) {
   hu_expect_refusal(&r, 2, "output name with a newline", "control character 0x0a", "a\\nPASS: 1 case", hu_dir, NULL, NULL, 0);
   ck_assert_msg(!strstr(r.out, "PASS") && count_char(r.err, '\n') == 1, "forged line: out %s err %s", r.out, r.err);
   /* an attribute with an ANSI escape and a newline: info shows it escaped */
-  const char *ansi = copy_of_base("ansi.h5");
+  const char *ansi = hu_scratch_copy(base, "ansi.h5");
   set_root_string(ansi, "notes", "line1\nfake: line\x1b[2J\x1b[31mred");
   char *a2[] = {fixture, "info", (char *)ansi, NULL};
   hu_run(&r, a2, NULL);
@@ -134,13 +128,13 @@ START_TEST(foreign_storage_refused) {
   hu_run(&r, c1, NULL);
   ck_assert_msg(r.status == 0, "control: %s", r.err);
   /* external link to the same data in the intact fixture */
-  const char *el = copy_of_base("elink.h5");
+  const char *el = hu_scratch_copy(base, "elink.h5");
   hid_t f = h5e_open_rw(el);
   ck_assert_int_ge(H5Ldelete(f, "inputs/q", H5P_DEFAULT), 0);
   ck_assert_int_ge(H5Lcreate_external(base, "inputs/q", f, "inputs/q", H5P_DEFAULT, H5P_DEFAULT), 0);
   H5Fclose(f);
   /* external raw storage: /etc/passwd read as q */
-  const char *ex = copy_of_base("extern.h5");
+  const char *ex = hu_scratch_copy(base, "extern.h5");
   f = h5e_open_rw(ex);
   ck_assert_int_ge(H5Ldelete(f, "inputs/q", H5P_DEFAULT), 0);
   hsize_t dims[4] = {1, 32, 1, 8};
@@ -151,7 +145,7 @@ START_TEST(foreign_storage_refused) {
   H5Dclose(d);
   H5Pclose(dcpl);
   /* a virtual dataset whose source file is missing */
-  const char *vd = copy_of_base("vds.h5");
+  const char *vd = hu_scratch_copy(base, "vds.h5");
   hid_t g = h5e_open_rw(vd);
   ck_assert_int_ge(H5Ldelete(g, "inputs/k", H5P_DEFAULT), 0);
   dcpl = H5Pcreate(H5P_DATASET_CREATE);

@@ -9,49 +9,42 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../run_capture.h"
+#include "../scratch_dir.h"
+
 typedef struct cli_result {
   int status; /* exit status, or 128 + signal */
   char out[1 << 16], err[1 << 16];
 } cli_result;
 
-static void cli_slurp(int fd, char *buf, size_t cap) {
-  size_t n = 0;
-  ssize_t r;
-  while ((r = read(fd, buf + n, cap - 1 - n)) > 0) {
-    n += (size_t)r;
-    if (n == cap - 1) {
-      char sink[4096];
-      while (read(fd, sink, sizeof sink) > 0) {
-      }
-      break;
-    }
-  }
-  buf[n] = '\0';
-}
-
 /* argv[0] is the program; NULL-terminated. */
 static void cli_run(cli_result *res, char *const argv[]) {
-  char ot[] = "/tmp/gdn-cli-out-XXXXXX", et[] = "/tmp/gdn-cli-err-XXXXXX";
-  int of = mkstemp(ot), ef = mkstemp(et);
+  run_capture c;
+  run_capture_open(&c, "/tmp/gdn-cli");
   pid_t pid = fork();
   if (pid == 0) {
-    dup2(of, 1);
-    dup2(ef, 2);
+    run_capture_redirect(&c);
     execv(argv[0], argv);
     _exit(127);
   }
   int st = 0;
   waitpid(pid, &st, 0);
   res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  lseek(of, 0, SEEK_SET);
-  lseek(ef, 0, SEEK_SET);
-  cli_slurp(of, res->out, sizeof res->out);
-  cli_slurp(ef, res->err, sizeof res->err);
-  close(of);
-  close(ef);
-  unlink(ot);
-  unlink(et);
+  run_capture_collect(&c, res->out, sizeof res->out, res->err, sizeof res->err);
 }
+
+/* The running test's scratch folder, for the files its runs write: made
+ * and removed (with what is left in it) by the checked fixture
+ * cli_scratch_make / cli_scratch_remove; cli_path names a file in it. */
+static char *cli_dir;
+__attribute__((unused)) static void cli_scratch_make(void) { cli_dir = scratch_mkdtemp("/tmp/gdn-cli"); }
+__attribute__((unused)) static void cli_scratch_remove(void) {
+  scratch_rmdir(cli_dir);
+  free(cli_dir);
+  cli_dir = NULL;
+}
+/* cli_dir/name (scratch_join: valid for the next 15 calls). */
+__attribute__((unused)) static char *cli_path(const char *name) { return scratch_join(cli_dir, name); }
 
 /* A run's four report files (--json, --report, --junit, --summary), each a
  * fresh temporary file named from prefix ("/tmp/gdn-cov"); abort()s if one

@@ -33,4 +33,20 @@ static inline void sfx_load(fix_fixture *fx, const char *path) {
   ck_assert_msg(fix_load(fx, path, &lo, &e) == GDN_OK, "%s", e.msg);
 }
 
+/* An output slot's attributes as these tests plant them: implementation
+ * `impl`, prefix `prefix` (NULL: none, and the attribute counted missing, as
+ * in a file without it), float32 at matmul precision "highest" on platform
+ * "test", over `devices` devices. */
+static inline void sfx_output_attrs(fix_output *o, const char *impl, const char *prefix, int64_t devices) {
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(fix_set_string(&o->implementation, impl, &e), GDN_OK);
+  if (prefix) ck_assert_int_eq(fix_set_string(&o->prefix, prefix, &e), GDN_OK);
+  ck_assert_int_eq(fix_set_string(&o->compute_dtype, "float32", &e), GDN_OK);
+  ck_assert_int_eq(fix_set_string(&o->matmul_precision, "highest", &e), GDN_OK);
+  ck_assert_int_eq(fix_set_string(&o->platform, "test", &e), GDN_OK);
+  o->devices = devices;
+  o->missing = prefix ? 0 : FIX_ATTR_PREFIX;
+}
+
 #endif

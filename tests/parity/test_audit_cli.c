@@ -15,7 +15,7 @@
 #include "../check_runner.h"
 #include "../check_text.h"
 
-static const char *exe, *root;
+static char *exe, *root;
 static char dir[256], pass_audit[512], fail_audit[512], fixture[512];
 static cli_result r;
 

@@ -100,13 +100,7 @@ static void write_fixture(const char *path, const char *const decl[], int n) {
     ck_assert_int_eq(gdn_outputs_alloc(&o->out, &s, GDN_DTYPE_F32, &e), GDN_OK);
     for (size_t i = 0; i < gdn_shape_numel_v(&s); i++) o->out.o[i] = (float)ref.out.o[i];
     o->has_ht = 0;
-    ck_assert_int_eq(fix_set_string(&o->implementation, "affine-prefix", &e), GDN_OK);
-    ck_assert_int_eq(fix_set_string(&o->prefix, "sequential", &e), GDN_OK);
-    ck_assert_int_eq(fix_set_string(&o->compute_dtype, "float32", &e), GDN_OK);
-    ck_assert_int_eq(fix_set_string(&o->matmul_precision, "highest", &e), GDN_OK);
-    ck_assert_int_eq(fix_set_string(&o->platform, "test", &e), GDN_OK);
-    o->devices = 4;
-    o->missing = 0;
+    sfx_output_attrs(o, "affine-prefix", "sequential", 4);
     if (decl[k]) ck_assert_int_eq(fix_set_string(&o->shard, decl[k], &e), GDN_OK);
   }
   ck_assert_msg(fix_write(&fx, path, &e) == GDN_OK, "%s", e.msg);

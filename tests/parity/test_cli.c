@@ -11,7 +11,7 @@
 #include "../check_runner.h"
 #include "../reports/test_util.h"
 
-static const char *exe;
+static char *exe;
 
 #define RUN(res, ...)                                       \
   do {                                                      \
@@ -117,11 +117,7 @@ END_TEST
 /* A real run: exit 0, the contract's JSON fields, and byte-identical JSON for
  * --threads 1 and 2 with --reproducible. */
 START_TEST(run_writes_contract_json_deterministically) {
-  char dir[] = "/tmp/gdn-cli-XXXXXX";
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-  char j1[256], j2[256];
-  snprintf(j1, sizeof j1, "%s/a.json", dir);
-  snprintf(j2, sizeof j2, "%s/b.json", dir);
+  char *j1 = cli_path("a.json"), *j2 = cli_path("b.json");
   cli_result r;
   RUN(&r, "--shape", "1,200,2,16", "--key-heads", "1", "--chunk", "16", "--devices", "1,5,8",
       "--h0", "--json", j1, "--reproducible", "--threads", "1");
@@ -173,17 +169,13 @@ START_TEST(run_writes_contract_json_deterministically) {
   json_decref(d);
   free(a);
   free(b);
-  unlink(j1);
-  unlink(j2);
-  rmdir(dir);
 }
 END_TEST
 
 /* --shard chunks: array_split's shards (8 chunks over 3 devices: 3, 3, 2),
  * named in the case and its id; no padding before a seam. */
 START_TEST(shard_chunks_mode) {
-  char js[] = "/tmp/gdn-cli-shard-XXXXXX.json";
-  close(mkstemps(js, 5));
+  char *js = cli_path("shard.json");
   cli_result r;
   RUN(&r, "--shape", "1,128,1,8", "--chunk", "16", "--devices", "3", "--shard", "chunks",
       "--json", js, "--reproducible");
@@ -199,7 +191,6 @@ START_TEST(shard_chunks_mode) {
   ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(seams, 1), "pad_before")), 0);
   json_decref(d);
   free(a);
-  unlink(js);
 }
 END_TEST
 
@@ -209,9 +200,7 @@ END_TEST
  * float32 gradients, 1, 2, 4 devices, T/D not a multiple of C so every seam
  * is padded).  Without --grad the same run has none of these keys. */
 START_TEST(grad_run) {
-  char js[] = "/tmp/gdn-cli-grad-XXXXXX.json", html[] = "/tmp/gdn-cli-grad-XXXXXX.html";
-  close(mkstemps(js, 5));
-  close(mkstemps(html, 5));
+  char *js = cli_path("grad.json"), *html = cli_path("grad.html");
   for (int grad = 1; grad >= 0; grad--) {
     cli_result r;
     if (grad)
@@ -268,16 +257,13 @@ START_TEST(grad_run) {
   ck_assert_str_eq(docs[0], docs[1]);
   free(docs[0]);
   free(docs[1]);
-  unlink(js);
-  unlink(html);
 }
 END_TEST
 
 /* --documents / --packing: the semantics named in the inputs entry, every
  * case and the table; a reset on the seam T/2 makes D = 2's o exact. */
 START_TEST(packed_documents) {
-  char js[] = "/tmp/gdn-cli-pack-XXXXXX.json";
-  close(mkstemps(js, 5));
+  char *js = cli_path("pack.json");
   cli_result r;
   RUN(&r, "--shape", "1,256,1,8", "--chunk", "16", "--devices", "1,2", "--documents", "4",
       "--packing", "reset", "--gates", "slow", "--json", js, "--reproducible");
@@ -299,7 +285,6 @@ START_TEST(packed_documents) {
   a = test_read_file(js, NULL);
   ck_assert_ptr_null(strstr(a, "\"packing\""));
   free(a);
-  unlink(js);
 }
 END_TEST
 
@@ -315,9 +300,7 @@ END_TEST
 /* Oracle tiers: auto picks MPFR for a small case; dd reports a sampled
  * certificate and a proven bound, and judges the same as MPFR would. */
 START_TEST(oracle_tiers) {
-  char j1[] = "/tmp/gdn-tier-XXXXXX.json", j2[] = "/tmp/gdn-tier-XXXXXX.json";
-  close(mkstemps(j1, 5));
-  close(mkstemps(j2, 5));
+  char *j1 = cli_path("mpfr.json"), *j2 = cli_path("dd.json");
   cli_result r;
   RUN(&r, "--shape", "1,256,2,16", "--gates", "slow", "--chunk", "32", "--devices", "1,4", "--json", j1, "--reproducible");
   ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
@@ -348,8 +331,6 @@ START_TEST(oracle_tiers) {
   json_decref(db);
   free(a);
   free(b);
-  unlink(j1);
-  unlink(j2);
 }
 END_TEST
 
@@ -382,9 +363,7 @@ static long long run_codes(const char *code_min, const char *tier_c, const char 
 }
 
 START_TEST(coded_outputs_change_no_result) {
-  char j1[] = "/tmp/gdn-code-XXXXXX.json", j2[] = "/tmp/gdn-code-XXXXXX.json";
-  close(mkstemps(j1, 5));
-  close(mkstemps(j2, 5));
+  char *j1 = cli_path("whole.json"), *j2 = cli_path("coded.json");
   static const char *const tiers[] = {"dd", "mpfr"};
   for (int k = 0; k < 2; k++) {
     run_codes(NULL, tiers[k], j1, 1);
@@ -401,8 +380,6 @@ START_TEST(coded_outputs_change_no_result) {
     ck_assert_msg(llabs(f1 - f2) < n / 8, "control: %lld vs %lld", f1, f2);
     ck_assert_msg(f1 - c > 5 * n, "the codes saved only %lld bytes for %lld elements", f1 - c, n);
   }
-  unlink(j1);
-  unlink(j2);
 }
 END_TEST
 
@@ -418,8 +395,7 @@ END_TEST
  * token (14336) would show, and so would the kernels' o held in binary64
  * again (3.5 MiB more at T = 16384 than at 2048). */
 static long long run_peak_heap(const char *T, long long *io) {
-  char j[] = "/tmp/gdn-mem-XXXXXX.json";
-  close(mkstemps(j, 5));
+  char *j = cli_path("mem.json");
   char shape[64];
   snprintf(shape, sizeof shape, "1,%s,1,32", T);
   cli_result r;
@@ -437,7 +413,6 @@ static long long run_peak_heap(const char *T, long long *io) {
   *io = t * (2 * Dk + Dv) * 4 + 2 * t * 4 + t * Dv * (8 + 2 * 4) + 3 * Dk * Dv * 8;
   json_decref(d);
   free(a);
-  unlink(j);
   return peak;
 }
 
@@ -455,6 +430,12 @@ START_TEST(memory_bounded_by_inputs_and_outputs) {
 }
 END_TEST
 
-CKR_MAIN_ARGS("test_cli PATH-TO-gdn-parity", 1, (&exe), "cli", "cli", 120, bad_usage_exits_2_with_a_message,
-    help_lists_every_option, run_writes_contract_json_deterministically, oracle_none, shard_chunks_mode,
-    packed_documents, grad_run, oracle_tiers, memory_bounded_by_inputs_and_outputs, coded_outputs_change_no_result)
+int main(int argc, char **argv) {
+  ckr_args(argc, argv, "test_cli PATH-TO-gdn-parity", 1, &exe);
+  Suite *su = suite_create("cli");
+  TCase *tc = CKR_TCASE(su, "cli", 120, bad_usage_exits_2_with_a_message, help_lists_every_option,
+                        run_writes_contract_json_deterministically, oracle_none, shard_chunks_mode, packed_documents,
+                        grad_run, oracle_tiers, memory_bounded_by_inputs_and_outputs, coded_outputs_change_no_result);
+  tcase_add_checked_fixture(tc, cli_scratch_make, cli_scratch_remove); /* the files the runs write */
+  return ckr_run(su);
+}

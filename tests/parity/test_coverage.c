@@ -40,7 +40,7 @@
 #include "report_coverage.h"
 #include "../check_runner.h"
 
-static const char *exe, *testdir;
+static char *exe, *testdir;
 
 /* ---- units ---- */
 
@@ -296,21 +296,14 @@ END_TEST
 
 /* ---- through the CLI ---- */
 
-static void coverage(cli_result *r, const char *grid_file, const char *mutants, const char *threads, const cli_outs *o) {
+/* gdn-parity coverage of tests/parity/grid_file against `mutants`, with
+ * one more option `opt` `val` ("--threads" N, or "--readme" PATH for the
+ * mutants it explains as unkillable), every output into o. */
+static void coverage(cli_result *r, const char *grid_file, const char *mutants, const char *opt, const char *val,
+                     const cli_outs *o) {
   char grid[512];
   snprintf(grid, sizeof grid, "%s/%s", testdir, grid_file);
-  char *argv[] = {(char *)exe, "coverage", "--grid", grid, "--mutants", (char *)mutants, "--threads", (char *)threads,
-                  "--reproducible", "--quiet", "--json", (char *)o->json, "--report", (char *)o->html,
-                  "--junit", (char *)o->junit, "--summary", (char *)o->md, NULL};
-  cli_run(r, argv);
-}
-
-/* The same, reading `readme` for the mutants it explains as unkillable. */
-static void coverage_readme(cli_result *r, const char *grid_file, const char *mutants, const char *readme,
-                            const cli_outs *o) {
-  char grid[512];
-  snprintf(grid, sizeof grid, "%s/%s", testdir, grid_file);
-  char *argv[] = {(char *)exe, "coverage", "--grid", grid, "--mutants", (char *)mutants, "--readme", (char *)readme,
+  char *argv[] = {(char *)exe, "coverage", "--grid", grid, "--mutants", (char *)mutants, (char *)opt, (char *)val,
                   "--reproducible", "--quiet", "--json", (char *)o->json, "--report", (char *)o->html,
                   "--junit", (char *)o->junit, "--summary", (char *)o->md, NULL};
   cli_run(r, argv);
@@ -324,6 +317,16 @@ static json_t *coverage_doc(const cli_result *r, int want, const cli_outs *o) {
   json_t *doc = json_load_file(o->json, 0, &je);
   ck_assert_msg(doc, "%s", je.text);
   return doc;
+}
+
+/* The usual test: fresh output files o, one coverage run (as coverage),
+ * its exit status `want`, its JSON. */
+static json_t *coverage_json(cli_outs *o, const char *grid_file, const char *mutants, const char *opt, const char *val,
+                             int want) {
+  cli_outs_make(o, "/tmp/gdn-cov");
+  cli_result r;
+  coverage(&r, grid_file, mutants, opt, val, o);
+  return coverage_doc(&r, want, o);
 }
 
 static char *slurp(const char *path, size_t *n) {
@@ -359,10 +362,7 @@ static unsigned killers(const json_t *doc, const char *mutant) {
 
 START_TEST(known_killers) {
   cli_outs o;
-  cli_outs_make(&o, "/tmp/gdn-cov");
-  cli_result r;
-  coverage(&r, "coverage-small.json", "gqa-tile,carry-zero,scale-none", "2", &o);
-  json_t *doc = coverage_doc(&r, 0, &o);
+  json_t *doc = coverage_json(&o, "coverage-small.json", "gqa-tile,carry-zero,scale-none", "--threads", "2", 0);
   ck_assert_str_eq(json_string_value(json_object_get(doc, "schema")), "gdn-parity-coverage");
   ck_assert_int_eq(json_integer_value(json_object_get(doc, "version")), 1);
   ck_assert(json_is_true(json_object_get(doc, "correct_pass")));
@@ -393,10 +393,7 @@ END_TEST
 
 START_TEST(negative_control) {
   cli_outs o;
-  cli_outs_make(&o, "/tmp/gdn-cov");
-  cli_result r;
-  coverage(&r, "coverage-nogqa.json", "gqa-tile,carry-zero", "2", &o);
-  json_t *doc = coverage_doc(&r, 1, &o);
+  json_t *doc = coverage_json(&o, "coverage-nogqa.json", "gqa-tile,carry-zero", "--threads", "2", 1);
   ck_assert_uint_eq(killers(doc, "gqa-tile"), 0);
   ck_assert_uint_eq(killers(doc, "carry-zero"), 0x1);
   const json_t *surv = json_object_get(doc, "survivors");
@@ -412,7 +409,8 @@ START_TEST(negative_control) {
   ck_assert_ptr_nonnull(strstr(xml, "name=\"carry-zero\"/>")); /* killed: no failure */
   free(xml);
   /* The same grid with only a mutant it kills: exit 0. */
-  coverage(&r, "coverage-nogqa.json", "carry-zero", "2", &o);
+  cli_result r;
+  coverage(&r, "coverage-nogqa.json", "carry-zero", "--threads", "2", &o);
   ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
   cli_outs_unlink(&o);
 }
@@ -433,14 +431,11 @@ static void readme_make(char *path, const char *text) {
  * control: the same README saying so in prose only ("cannot be killed",
  * what the old rule took as an explanation) explains nothing: exit 1. */
 START_TEST(explained_survivor_skipped) {
-  cli_outs o;
-  cli_outs_make(&o, "/tmp/gdn-cov");
   char readme[64];
   readme_make(readme, "# r\n\n## What a test must cover first\n\n| mutant | why it cannot be killed |\n"
                       "|---|---|\n| `final-from-replay` | round-off only |\n");
-  cli_result r;
-  coverage_readme(&r, "coverage-nogqa.json", "carry-zero,final-from-replay", readme, &o);
-  json_t *doc = coverage_doc(&r, 0, &o);
+  cli_outs o;
+  json_t *doc = coverage_json(&o, "coverage-nogqa.json", "carry-zero,final-from-replay", "--readme", readme, 0);
   ck_assert_int_eq(json_integer_value(json_object_get(doc, "unexplained_survivors")), 0);
   ck_assert(json_is_true(json_object_get(doc, "pass")));
   const json_t *s0 = json_array_get(json_object_get(doc, "survivors"), 0);
@@ -456,7 +451,8 @@ START_TEST(explained_survivor_skipped) {
   free(xml);
   unlink(readme);
   readme_make(readme, "# r\n\n## What a test must cover first\n\nfinal-from-replay cannot be killed.\n");
-  coverage_readme(&r, "coverage-nogqa.json", "carry-zero,final-from-replay", readme, &o);
+  cli_result r;
+  coverage(&r, "coverage-nogqa.json", "carry-zero,final-from-replay", "--readme", readme, &o);
   ck_assert_msg(r.status == 1, "prose explained a survivor: exit %d\n%s%s", r.status, r.out, r.err);
   unlink(readme);
   cli_outs_unlink(&o);
@@ -474,10 +470,8 @@ START_TEST(project_readme_excuses_only_its_table) {
   char readme[512];
   snprintf(readme, sizeof readme, "%s/../../README.md", testdir);
   cli_outs o;
-  cli_outs_make(&o, "/tmp/gdn-cov");
-  cli_result r;
-  coverage_readme(&r, "coverage-small.json", "reset-missing,reset-late,final-from-replay", readme, &o);
-  json_t *doc = coverage_doc(&r, 1, &o);
+  json_t *doc =
+      coverage_json(&o, "coverage-small.json", "reset-missing,reset-late,final-from-replay", "--readme", readme, 1);
   const json_t *surv = json_object_get(doc, "survivors");
   ck_assert_uint_eq(json_array_size(surv), 3);
   for (size_t i = 0; i < 3; i++) {
@@ -487,7 +481,8 @@ START_TEST(project_readme_excuses_only_its_table) {
   }
   ck_assert_int_eq(json_integer_value(json_object_get(doc, "unexplained_survivors")), 2);
   json_decref(doc);
-  coverage_readme(&r, "coverage-small.json", "final-from-replay", readme, &o);
+  cli_result r;
+  coverage(&r, "coverage-small.json", "final-from-replay", "--readme", readme, &o);
   ck_assert_msg(r.status == 0, "control: exit %d\n%s%s", r.status, r.out, r.err);
   cli_outs_unlink(&o);
 }
@@ -505,7 +500,7 @@ START_TEST(readme_claims_killable_refused) {
   readme_make(readme, "# r\n\n## What a test must cover first\n\n| mutant | why it cannot be killed |\n"
                       "|---|---|\n| `final-from-replay` | round-off |\n| `reset-missing` | claimed |\n");
   cli_result r;
-  coverage_readme(&r, "coverage-small.json", "reset-missing", readme, &o);
+  coverage(&r, "coverage-small.json", "reset-missing", "--readme", readme, &o);
   ck_assert_msg(r.status == 2, "exit %d\n%s%s", r.status, r.out, r.err);
   ck_assert_msg(strstr(r.err, readme) && strstr(r.err, "line 8") && strstr(r.err, "reset-missing"), "%s", r.err);
   struct stat st;
@@ -522,10 +517,7 @@ END_TEST
  * ht; the correct kernels pass both. */
 START_TEST(grad_entry) {
   cli_outs o;
-  cli_outs_make(&o, "/tmp/gdn-cov-grad");
-  cli_result r;
-  coverage(&r, "coverage-grad.json", "carry-zero,grad-seam-stopped", "1", &o);
-  json_t *doc = coverage_doc(&r, 0, &o);
+  json_t *doc = coverage_json(&o, "coverage-grad.json", "carry-zero,grad-seam-stopped", "--threads", "1", 0);
   ck_assert_uint_eq(killers(doc, "grad-seam-stopped"), 0x1); /* entry 1 (forward only): survives */
   ck_assert_uint_eq(killers(doc, "carry-zero"), 0x3);
   const json_t *cases = json_object_get(doc, "cases");
@@ -564,10 +556,7 @@ START_TEST(recommended_grid_and_readme_agree) {
   free(text);
   ck_assert_int_gt(u.table_line, 0);
   cli_outs o;
-  cli_outs_make(&o, "/tmp/gdn-cov");
-  cli_result r;
-  coverage_readme(&r, "../../grids/upstream-pr.json", "all", readme, &o);
-  json_t *doc = coverage_doc(&r, 0, &o);
+  json_t *doc = coverage_json(&o, "../../grids/upstream-pr.json", "all", "--readme", readme, 0);
   size_t listed = 0;
   for (int m = 1; m < KERN_MUTANT_COUNT; m++) {
     const kern_mutant_row *row = kern_mutant_row_of((kern_mutant)m);
@@ -690,9 +679,9 @@ START_TEST(reproducible) {
   cli_outs_make(&a, "/tmp/gdn-cov");
   cli_outs_make(&b, "/tmp/gdn-cov");
   cli_result r;
-  coverage(&r, "coverage-small.json", "all", "1", &a);
+  coverage(&r, "coverage-small.json", "all", "--threads", "1", &a);
   ck_assert_msg(r.status == 0 || r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
-  coverage(&r, "coverage-small.json", "all", "2", &b);
+  coverage(&r, "coverage-small.json", "all", "--threads", "2", &b);
   ck_assert_msg(r.status == 0 || r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
   const char *pa[4] = {a.json, a.html, a.junit, a.md}, *pb[4] = {b.json, b.html, b.junit, b.md};
   for (int i = 0; i < 4; i++) {
@@ -712,7 +701,7 @@ START_TEST(bad_mutant_name) {
   cli_outs_make(&o, "/tmp/gdn-cov");
   cli_outs_unlink(&o); /* they must stay absent */
   cli_result r;
-  coverage(&r, "coverage-small.json", "carry-zero,carry-zeroo", "1", &o);
+  coverage(&r, "coverage-small.json", "carry-zero,carry-zeroo", "--threads", "1", &o);
   ck_assert_int_eq(r.status, 2);
   ck_assert_msg(strstr(r.err, "'carry-zeroo'") && strstr(r.err, "compose-order") && strstr(r.err, "reset-late"),
                 "%s", r.err);

@@ -21,8 +21,9 @@
 #include "../check_runner.h"
 #include "cli_inproc.h"
 #include "synth_fixture.h"
+#include "sweep_setup.h"
 
-static const char *data_dir;
+static char *data_dir;
 
 static int sweep_once(int broken, int64_t devices, parity_doc *d) {
   gdn_error e;
@@ -39,20 +40,12 @@ static int sweep_once(int broken, int64_t devices, parity_doc *d) {
   parity_reference_init(&ref);
   ck_assert_int_eq(parity_reference_compute(&ref, &in, PARITY_ORACLE_MPFR, 128, &e), GDN_OK);
   parity_sweep_opts o;
-  parity_sweep_opts_init(&o);
-  o.policy = &pol;
-  o.verbosity = 0;
+  sws_opts(&o, &pol, devices);
   o.chunks[0] = 32;
-  o.devices[0] = devices;
-  o.n_devices = 1;
-  o.devices_default = 0;
   o.mutant = broken ? KERN_MUTANT_COMPOSE_ORDER : KERN_MUTANT_NONE;
   /* D = 3 does not divide T = 512: array_split; D = 8: token sharding */
   o.shard = s.T % devices ? KERN_SHARD_CHUNKS : KERN_SHARD_TOKENS;
-  ck_assert_int_eq(parity_doc_init(d, "test", &pol, &e), GDN_OK);
-  parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
-  ck_assert_msg(parity_sweep_run(d, &in, &info, &ref, NULL, 0, &o, &e) == GDN_OK, "%s", e.msg);
-  ck_assert_int_eq(parity_doc_finish(d, 1, &e), GDN_OK);
+  sws_run(d, &in, &ref, NULL, 0, &o);
   int pass = parity_doc_pass(d);
   parity_reference_clear(&ref);
   gdn_inputs_clear(&in);
@@ -174,12 +167,7 @@ START_TEST(planted_error_in_external_output_fails) {
       for (size_t i = 0; i < no; i++) mx = fmax(mx, fabs(fx.oracle.out.o[i]));
       slot->out.o[no / 3] = (float)(slot->out.o[no / 3] + 3e-2 * mx);
     }
-    ck_assert_int_eq(fix_set_string(&slot->implementation, "scan", &e), GDN_OK);
-    ck_assert_int_eq(fix_set_string(&slot->compute_dtype, "float32", &e), GDN_OK);
-    ck_assert_int_eq(fix_set_string(&slot->matmul_precision, "highest", &e), GDN_OK);
-    ck_assert_int_eq(fix_set_string(&slot->platform, "test", &e), GDN_OK);
-    slot->devices = 1;
-    slot->missing = FIX_ATTR_PREFIX;
+    sfx_output_attrs(slot, "scan", NULL, 1);
     char path[] = "/tmp/gdn-planted-XXXXXX.h5", js[] = "/tmp/gdn-planted-XXXXXX.json";
     close(mkstemps(path, 3));
     close(mkstemps(js, 5));

@@ -29,6 +29,7 @@
 #include "report_markdown.h"
 #include "../check_runner.h"
 #include "doc_checks.h"
+#include "sweep_setup.h"
 
 static void inputs_1d(gdn_inputs *in, const float *g, int64_t T) {
   gdn_error e;
@@ -309,35 +310,15 @@ static int64_t run_devices = 2;
 static kern_mutant run_mutant = KERN_MUTANT_NONE;
 
 static void run(world *w, parity_policy *pol, kern_matmul mm, parity_doc *d) {
-  gdn_error e;
-  gdn_error_init(&e);
   parity_external ext[2];
-  memset(ext, 0, sizeof ext);
-  for (int k = 0; k < 2; k++) {
-    ext[k].name = ext_names[k];
-    ext[k].out = &w->out[k];
-    ext[k].has_ht = 1;
-    ext[k].own_numerics = 1;
-    ext[k].dtype = GDN_DTYPE_F32;
-    ext[k].matmul = KERN_MATMUL_IEEE;
-  }
+  sws_externals(ext, 2, ext_names, w->out);
   parity_sweep_opts o;
-  parity_sweep_opts_init(&o);
-  o.policy = pol;
-  o.verbosity = 0;
+  sws_opts(&o, pol, run_devices);
   o.matmul = mm;
-  o.devices[0] = run_devices;
-  o.n_devices = 1;
-  o.devices_default = 0;
   o.reproducible = 1;
   o.mutant = run_mutant;
   if (run_log) o.log = run_log, o.verbosity = 1;
-  ck_assert_int_eq(parity_doc_init(d, "test", pol, &e), GDN_OK);
-  parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
-  ck_assert_msg(parity_sweep_run(d, &w->in, &info, no_oracle ? NULL : &w->ref, no_oracle ? NULL : ext,
-                                no_oracle ? 0 : 2, &o, &e) == GDN_OK,
-                "%s", e.msg);
-  ck_assert_int_eq(parity_doc_finish(d, 1, &e), GDN_OK);
+  sws_run(d, &w->in, no_oracle ? NULL : &w->ref, no_oracle ? NULL : ext, no_oracle ? 0 : 2, &o);
 }
 
 static double num(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
@@ -454,6 +435,23 @@ START_TEST(finding_case_passes_and_says_why) {
 }
 END_TEST
 
+/* The built-in policy into pol, and into old the same without any rule's
+ * "kappa_g_u" (the constant bands: the control); the number of rules that
+ * had it. */
+static size_t policies_with_and_without_kappa(parity_policy *pol, parity_policy *old) {
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_policy_load_builtin(pol, &e), GDN_OK);
+  json_t *pj = json_loads(parity_policy_builtin_text(), 0, NULL), *r;
+  size_t i, widened = 0;
+  json_array_foreach(json_object_get(pj, "rules"), i, r) widened += json_object_del(r, "kappa_g_u") == 0;
+  char *txt = json_dumps(pj, 0);
+  ck_assert_int_eq(parity_policy_parse(old, txt, "without kappa_g_u", &e), GDN_OK);
+  free(txt);
+  json_decref(pj);
+  return widened;
+}
+
 /* --oracle none: the kernels are compared with each other.  With 32
  * devices each holds 32 tokens padded to its own chunk of 64, so
  * affine-prefix's chunks are not the scan's and their float32 G round
@@ -467,14 +465,7 @@ START_TEST(no_oracle_follows_kappa) {
   gdn_error e;
   gdn_error_init(&e);
   static parity_policy pol, old;
-  ck_assert_int_eq(parity_policy_load_builtin(&pol, &e), GDN_OK);
-  json_t *pj = json_loads(parity_policy_builtin_text(), 0, NULL), *r;
-  size_t i;
-  json_array_foreach(json_object_get(pj, "rules"), i, r) json_object_del(r, "kappa_g_u");
-  char *txt = json_dumps(pj, 0);
-  ck_assert_int_eq(parity_policy_parse(&old, txt, "without kappa_g_u", &e), GDN_OK);
-  free(txt);
-  json_decref(pj);
+  policies_with_and_without_kappa(&pol, &old);
   no_oracle = 1, run_devices = 32;
   const double u = 0x1p-24;
   for (int k = 0; k < 3; k++) {
@@ -521,18 +512,9 @@ END_TEST
 static void ordinary(unsigned gates) {
   world w;
   world_build(&w, 0, gates);
-  gdn_error e;
-  gdn_error_init(&e);
   static parity_policy pol, old;
-  ck_assert_int_eq(parity_policy_load_builtin(&pol, &e), GDN_OK);
-  json_t *pj = json_loads(parity_policy_builtin_text(), 0, NULL), *r;
-  size_t i, widened = 0;
-  json_array_foreach(json_object_get(pj, "rules"), i, r) widened += json_object_del(r, "kappa_g_u") == 0;
-  ck_assert_uint_eq(widened, 4); /* band-float32, band-float32-high and their no-oracle twins */
-  char *txt = json_dumps(pj, 0);
-  ck_assert_int_eq(parity_policy_parse(&old, txt, "without kappa_g_u", &e), GDN_OK);
-  free(txt);
-  json_decref(pj);
+  /* band-float32, band-float32-high and their no-oracle twins */
+  ck_assert_uint_eq(policies_with_and_without_kappa(&pol, &old), 4);
   parity_doc a, b;
   run(&w, &pol, KERN_MATMUL_IEEE, &a);
   run(&w, &old, KERN_MATMUL_IEEE, &b);
@@ -544,7 +526,7 @@ static void ordinary(unsigned gates) {
   json_t *ka = json_object_get(json_object_get(ca, "tolerance"), "checks");
   json_t *kb = json_object_get(json_object_get(cb, "tolerance"), "checks");
   ck_assert_uint_eq(json_array_size(ka), json_array_size(kb));
-  for (i = 0; i < json_array_size(ka); i++) {
+  for (size_t i = 0; i < json_array_size(ka); i++) {
     json_t *x = json_array_get(ka, i), *y = json_array_get(kb, i);
     ck_assert_str_eq(json_string_value(json_object_get(x, "name")), json_string_value(json_object_get(y, "name")));
     ck_assert(num(x, "limit") == num(y, "limit"));

@@ -32,6 +32,7 @@
 #include "parity_sweep.h"
 #include "../check_runner.h"
 #include "doc_checks.h"
+#include "sweep_setup.h"
 
 enum { X_F64, X_REC, X_ELEM, X_CHUNK, X_HT, X_TOKEN, X_N };
 static const char *const names[X_N] = {"f64-scan", "recurrent", "elem", "chunk", "ht-head", "token"};
@@ -110,27 +111,11 @@ static void run(world *w, parity_doc *d) {
   static parity_policy pol;
   ck_assert_int_eq(parity_policy_load_builtin(&pol, &e), GDN_OK);
   parity_external ext[X_N];
-  memset(ext, 0, sizeof ext);
-  for (int k = 0; k < X_N; k++) {
-    ext[k].name = names[k];
-    ext[k].out = &w->out[k];
-    ext[k].has_ht = 1;
-    ext[k].own_numerics = 1;
-    ext[k].dtype = GDN_DTYPE_F32;
-    ext[k].matmul = KERN_MATMUL_IEEE;
-  }
+  sws_externals(ext, X_N, names, w->out);
   parity_sweep_opts o;
-  parity_sweep_opts_init(&o);
-  o.policy = &pol;
-  o.verbosity = 0;
+  sws_opts(&o, &pol, 2);
   o.matmul = KERN_MATMUL_IEEE;
-  o.devices[0] = 2;
-  o.n_devices = 1;
-  o.devices_default = 0;
-  ck_assert_int_eq(parity_doc_init(d, "test", &pol, &e), GDN_OK);
-  parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
-  ck_assert_msg(parity_sweep_run(d, &w->in, &info, &w->ref, ext, X_N, &o, &e) == GDN_OK, "%s", e.msg);
-  ck_assert_int_eq(parity_doc_finish(d, 1, &e), GDN_OK);
+  sws_run(d, &w->in, &w->ref, ext, X_N, &o);
 }
 
 static void verify(int64_t T, int64_t H, int64_t D, unsigned flags) {

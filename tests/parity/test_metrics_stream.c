@@ -36,20 +36,15 @@ typedef struct {
   int fail_at; /* >= 0: get fails for that group */
 } src_ctx;
 
-static void heads_copy_d(const double *w, double *g, const int64_t dims[4], int ax, int64_t h0, int64_t h1) {
+/* Heads [h0, h1) along axis ax of w (dims) into g, contiguous: elements of
+ * `size` bytes (one copy for the binary64 and float32 tensors). */
+static void heads_copy(const void *w, void *g, size_t size, const int64_t dims[4], int ax, int64_t h0, int64_t h1) {
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < ax; i++) outer *= dims[i];
   for (int i = ax + 1; i < 4; i++) inner *= dims[i];
-  const size_t len = (size_t)((h1 - h0) * inner);
-  for (int64_t j = 0; j < outer; j++) memcpy(g + j * len, w + (j * dims[ax] + h0) * inner, len * sizeof *g);
-}
-
-static void heads_copy_f(const float *w, float *g, const int64_t dims[4], int ax, int64_t h0, int64_t h1) {
-  int64_t outer = 1, inner = 1;
-  for (int i = 0; i < ax; i++) outer *= dims[i];
-  for (int i = ax + 1; i < 4; i++) inner *= dims[i];
-  const size_t len = (size_t)((h1 - h0) * inner);
-  for (int64_t j = 0; j < outer; j++) memcpy(g + j * len, w + (j * dims[ax] + h0) * inner, len * sizeof *g);
+  const size_t len = (size_t)((h1 - h0) * inner) * size;
+  for (int64_t j = 0; j < outer; j++)
+    memcpy((char *)g + j * len, (const char *)w + (size_t)((j * dims[ax] + h0) * inner) * size, len);
 }
 
 static int src_get(void *vctx, int64_t g, parity_vals *x, parity_vals *r, int64_t *h0, int64_t *h1, gdn_error *e) {
@@ -57,13 +52,13 @@ static int src_get(void *vctx, int64_t g, parity_vals *x, parity_vals *r, int64_
   if (g == c->fail_at) return gdn_error_set(e, GDN_ERR_IO, "group %lld: the spill file is gone", (long long)g);
   const int64_t k = c->order ? c->order[g] : g;
   *h0 = c->cut[k], *h1 = c->cut[k + 1];
-  heads_copy_d(c->r, c->gr, c->dims, c->ax, *h0, *h1);
+  heads_copy(c->r, c->gr, sizeof *c->r, c->dims, c->ax, *h0, *h1);
   *r = parity_vals_f64(c->gr);
   if (c->xf) {
-    heads_copy_f(c->xf, c->gxf, c->dims, c->ax, *h0, *h1);
+    heads_copy(c->xf, c->gxf, sizeof *c->xf, c->dims, c->ax, *h0, *h1);
     *x = parity_vals_f32(c->gxf);
   } else {
-    heads_copy_d(c->x, c->gx, c->dims, c->ax, *h0, *h1);
+    heads_copy(c->x, c->gx, sizeof *c->x, c->dims, c->ax, *h0, *h1);
     *x = parity_vals_f64(c->gx);
   }
   if (k == c->shift_group) *h0 += c->shift, *h1 += c->shift;
@@ -106,6 +101,26 @@ static void src_init(src_ctx *c, const double *x, const float *xf, const double 
 }
 
 static void src_clear(src_ctx *c) { free(c->gx), free(c->gr), free(c->gxf); }
+
+/* A tensor x and its reference r of dims, zeroed, and the source over them
+ * by head groups (axis 2): the set-up of the tests that fill x and r by
+ * hand.  pair_clear frees all three. */
+typedef struct {
+  double *x, *r;
+  size_t n;
+  src_ctx c;
+} pair;
+static pair pair_make(const int64_t dims[4]) {
+  pair p;
+  p.n = numel(dims);
+  p.x = calloc(p.n, sizeof *p.x), p.r = calloc(p.n, sizeof *p.r);
+  src_init(&p.c, p.x, NULL, p.r, dims, 2);
+  return p;
+}
+static void pair_clear(pair *p) {
+  src_clear(&p->c);
+  free(p->x), free(p->r);
+}
 
 static int same(const parity_metrics *a, const parity_metrics *b) { return !memcmp(a, b, sizeof *a); }
 
@@ -195,9 +210,9 @@ START_TEST(median_three_ways) {
   for (int way = 0; way < 3; way++)
     for (int odd = 0; odd < 2; odd++) {
       const int64_t dims[4] = {1, 150000 + odd, 4, 1}, bl[4] = {1, 64, 1, 1};
-      const size_t n = numel(dims);
-      double *x = malloc(n * sizeof *x), *r = malloc(n * sizeof *r);
-      for (size_t i = 0; i < n; i++) {
+      pair p = pair_make(dims);
+      double *x = p.x, *r = p.r;
+      for (size_t i = 0; i < p.n; i++) {
         /* x = 1 and r = 1 + 2^-23 (1 + j 2^-24): ULP distance 1 + j 2^-24 */
         const uint64_t j = way == 0 ? 0 : way == 1 ? (i * 2654435761u) % 3000 : (i * 2654435761u) % (1u << 20);
         r[i] = 1.0 + ldexp(1.0 + ldexp((double)j, -24), -23);
@@ -205,18 +220,15 @@ START_TEST(median_three_ways) {
       }
       parity_metrics want, got;
       whole(x, NULL, r, dims, bl, &want);
-      src_ctx c;
-      src_init(&c, x, NULL, r, dims, 2);
       gdn_error e;
       gdn_error_init(&e);
       for (int64_t gs = 1; gs <= 4; gs++) {
-        ck_assert_int_eq(streamed(&c, gs, gs % 2, bl, &got, &e), GDN_OK);
+        ck_assert_int_eq(streamed(&p.c, gs, gs % 2, bl, &got, &e), GDN_OK);
         ck_assert_msg(same(&got, &want), "way %d odd %d groups of %lld: %s differs (median %.17g vs %.17g)", way, odd,
                       (long long)gs, first_diff(&got, &want), got.median_ulp, want.median_ulp);
       }
       ck_assert(way == 0 ? want.median_ulp == 1.0 : want.median_ulp > 1.0 && want.median_ulp < 1.0625);
-      src_clear(&c);
-      free(x), free(r);
+      pair_clear(&p);
     }
 }
 END_TEST
@@ -228,8 +240,9 @@ END_TEST
  * that hands max_rel's group as heads one off: other positions. */
 START_TEST(negative_controls) {
   const int64_t dims[4] = {2, 700, 6, 16}, bl[4] = {1, 64, 1, 16};
-  const size_t n = numel(dims);
-  double *x = malloc(n * sizeof *x), *r = malloc(n * sizeof *r);
+  pair p = pair_make(dims);
+  double *x = p.x, *r = p.r;
+  const size_t n = p.n;
   fill(x, r, dims, 2, 0);
   for (size_t i = 0; i < n; i++) /* no planted tie: it would decide max_rel everywhere */
     if (x[i] == 1e6) x[i] = r[i];
@@ -241,27 +254,24 @@ START_TEST(negative_controls) {
   for (int64_t h = 0; h < 6; h++) {
     int64_t gd[4] = {2, 700, 1, 16};
     double *gx = malloc(n / 6 * sizeof *gx), *gr = malloc(n / 6 * sizeof *gr);
-    heads_copy_d(x, gx, dims, 2, h, h + 1);
-    heads_copy_d(r, gr, dims, 2, h, h + 1);
+    heads_copy(x, gx, sizeof *x, dims, 2, h, h + 1);
+    heads_copy(r, gr, sizeof *r, dims, 2, h, h + 1);
     whole(gx, NULL, gr, gd, bl, &g0);
     if (g0.max_rel > naive) naive = g0.max_rel;
     free(gx), free(gr);
   }
   ck_assert_msg(naive > 1e3 * want.max_rel, "per-group floors gave %g, the whole's %g: the control shows nothing",
                 naive, want.max_rel);
-  src_ctx c;
-  src_init(&c, x, NULL, r, dims, 2);
   gdn_error e;
   gdn_error_init(&e);
-  ck_assert_int_eq(streamed(&c, 1, 0, bl, &got, &e), GDN_OK);
+  ck_assert_int_eq(streamed(&p.c, 1, 0, bl, &got, &e), GDN_OK);
   ck_assert(same(&got, &want));
   ck_assert(got.max_rel != naive);
-  c.shift_group = want.rel_at[2] / 2; /* the group holding max_rel's element, one head off */
-  c.shift = c.shift_group == 2 ? -1 : 1;
-  ck_assert_int_eq(streamed(&c, 2, 0, bl, &got, &e), GDN_OK);
+  p.c.shift_group = want.rel_at[2] / 2; /* the group holding max_rel's element, one head off */
+  p.c.shift = p.c.shift_group == 2 ? -1 : 1;
+  ck_assert_int_eq(streamed(&p.c, 2, 0, bl, &got, &e), GDN_OK);
   ck_assert_msg(!same(&got, &want), "a group mapped one head off went unnoticed");
-  src_clear(&c);
-  free(x), free(r);
+  pair_clear(&p);
 }
 END_TEST
 
@@ -269,26 +279,23 @@ END_TEST
  * kept; heads outside the tensor are an internal error naming the group. */
 START_TEST(source_errors) {
   const int64_t dims[4] = {1, 100, 4, 8}, bl[4] = {1, 64, 1, 8};
-  const size_t n = numel(dims);
-  double *x = calloc(n, sizeof *x), *r = calloc(n, sizeof *r);
-  for (size_t i = 0; i < n; i++) r[i] = 1.0 + (double)i, x[i] = r[i] + 1e-3;
-  src_ctx c;
-  src_init(&c, x, NULL, r, dims, 2);
+  pair p = pair_make(dims);
+  src_ctx *c = &p.c;
+  for (size_t i = 0; i < p.n; i++) p.r[i] = 1.0 + (double)i, p.x[i] = p.r[i] + 1e-3;
   parity_metrics m;
   gdn_error e;
   for (int at = 0; at < 2; at++) {
     gdn_error_init(&e);
-    c.fail_at = at;
-    ck_assert_int_eq(streamed(&c, 2, 0, bl, &m, &e), GDN_ERR_IO);
+    c->fail_at = at;
+    ck_assert_int_eq(streamed(c, 2, 0, bl, &m, &e), GDN_ERR_IO);
     ck_assert_msg(strstr(e.msg, "spill file is gone") != NULL, "%s", e.msg);
   }
-  c.fail_at = -1;
-  c.shift_group = 1, c.shift = 1; /* heads [3, 5) of 4 */
+  c->fail_at = -1;
+  c->shift_group = 1, c->shift = 1; /* heads [3, 5) of 4 */
   gdn_error_init(&e);
-  ck_assert_int_eq(streamed(&c, 2, 0, bl, &m, &e), GDN_ERR_INTERNAL);
+  ck_assert_int_eq(streamed(c, 2, 0, bl, &m, &e), GDN_ERR_INTERNAL);
   ck_assert_msg(strstr(e.msg, "head group 1") != NULL, "%s", e.msg);
-  src_clear(&c);
-  free(x), free(r);
+  pair_clear(&p);
 }
 END_TEST
 

@@ -85,12 +85,7 @@ static void add_output(fix_fixture *fx, const char *name, int packing, const cha
   size_t n = gdn_shape_numel_v(&fx->inputs.shape);
   for (size_t i = 0; i < n; i++) o->out.o[i] = (float)ref.out.o[i];
   o->has_ht = 0; /* MaxText without h0: o alone */
-  ck_assert_int_eq(fix_set_string(&o->implementation, "scan", &e), GDN_OK);
-  ck_assert_int_eq(fix_set_string(&o->compute_dtype, "float32", &e), GDN_OK);
-  ck_assert_int_eq(fix_set_string(&o->matmul_precision, "highest", &e), GDN_OK);
-  ck_assert_int_eq(fix_set_string(&o->platform, "test", &e), GDN_OK);
-  o->devices = 1;
-  o->missing = FIX_ATTR_PREFIX;
+  sfx_output_attrs(o, "scan", NULL, 1);
   if (declared) ck_assert_int_eq(fix_set_string(&o->packing, declared, &e), GDN_OK);
   parity_reference_clear(&ref);
   gdn_inputs_clear(&in);

@@ -19,7 +19,7 @@
 #include "cli_run.h"
 #include "../check_runner.h"
 
-static const char *exe;
+static char *exe;
 
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");

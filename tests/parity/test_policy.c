@@ -46,10 +46,29 @@ static void grad_case_init(grad_case *g, gdn_dtype dtype, double fw, const char 
   parity_checks_init(&g->c);
 }
 
-static void grad_case_clear(grad_case *g) {
+/* A grad_case made (grad_case_init) on the heap, and freed with what it holds. */
+static grad_case *grad_case_new(gdn_dtype dtype, double fw, const char *other, unsigned kind) {
+  grad_case *g = malloc(sizeof *g);
+  ck_assert_ptr_nonnull(g);
+  grad_case_init(g, dtype, fw, other, kind);
+  return g;
+}
+
+static void grad_case_free(grad_case *g) {
   parity_checks_clear(&g->c);
   parity_policy_clear(&g->p);
+  free(g);
 }
+
+/* Tensor t's gradient metrics: rel_fro scan for the scan, other for the
+ * other subject, and row_rel for both. */
+static void grad_case_set(grad_case *g, int t, double scan, double other, double row_rel) {
+  g->sg[t] = mk(scan), g->ag[t] = mk(other);
+  g->sg[t].row_rel = g->ag[t].row_rel = row_rel;
+}
+
+/* dg and dbeta: the gradients of the gates (their own rule's floor). */
+static int gate_tensor(int t) { return t == PARITY_T_DG || t == PARITY_T_DBETA; }
 
 /* Judges the view, asserts that every check passes and returns how many
  * judge a gradient. */
@@ -87,6 +106,15 @@ static void grad_case_planted_fail(grad_case *g, const grad_planted *bad, size_t
     ck_assert_str_eq(g->c.v[g->c.deciding].rule->id, bad[k].rule);
     *m = keep;
   }
+}
+
+/* p initialised and parsed from text (`name` in its messages), which must
+ * parse. */
+static void policy_from(parity_policy *p, const char *text, const char *name) {
+  gdn_error e;
+  gdn_error_init(&e);
+  parity_policy_init(p);
+  ck_assert_msg(parity_policy_parse(p, text, name, &e) == GDN_OK, "%s", e.msg);
 }
 
 START_TEST(builtin_parses_and_every_rule_has_a_reason) {
@@ -163,10 +191,9 @@ static const char *two_rules =
  * the deciding check is the first failing one, else the tightest. */
 START_TEST(evaluate_relative_rule) {
   parity_policy p;
-  parity_policy_init(&p);
+  policy_from(&p, two_rules, "t");
   gdn_error e;
   gdn_error_init(&e);
-  ck_assert_int_eq(parity_policy_parse(&p, two_rules, "t", &e), GDN_OK);
   parity_metrics so = mk(1e-6), sh = mk(1e-6), ao = mk(1.5e-6), ah = mk(1e-6);
   parity_subject subj[2] = {{.name = "scan", .kind = PARITY_SUBJ_SCAN, .vs_oracle = {&so, &sh}, .vs_scan = {NULL, NULL}},
                             {.name = "affine-prefix", .kind = PARITY_SUBJ_AFFINE, .vs_oracle = {&ao, &ah}, .vs_scan = {NULL, NULL}}};
@@ -212,10 +239,9 @@ START_TEST(selectors) {
       "{\"id\":\"bf\",\"kind\":\"absolute\",\"dtype\":\"bfloat16\",\"matmul\":[\"default\",\"high\"],\"metric\":\"max_rel\",\"limit\":0.1,\"reason\":\"bf16\"},"
       "{\"id\":\"f32\",\"kind\":\"absolute\",\"dtype\":[\"float32\"],\"metric\":\"max_rel\",\"limit\":0.001,\"reason\":\"f32\"}]}";
   parity_policy p;
-  parity_policy_init(&p);
+  policy_from(&p, text, "s");
   gdn_error e;
   gdn_error_init(&e);
-  ck_assert_int_eq(parity_policy_parse(&p, text, "s", &e), GDN_OK);
   parity_metrics m = mk(0);
   m.max_rel = 0.01;
   parity_subject subj[1] = {{.name = "scan", .kind = PARITY_SUBJ_SCAN, .vs_oracle = {&m, &m}, .vs_scan = {NULL, NULL}}};
@@ -262,10 +288,9 @@ START_TEST(localized_rule_on_gradient_rows) {
                      "{\"id\":\"band\",\"kind\":\"absolute\",\"subject\":\"scan\",\"metric\":\"rel_fro\",\"limit\":1,"
                      "\"tensors\":[\"o\",\"ht\",\"dk\",\"dg\",\"dh0\"],\"reason\":\"b\"}]}";
   parity_policy p;
-  parity_policy_init(&p);
+  policy_from(&p, text, "l");
   gdn_error e;
   gdn_error_init(&e);
-  ck_assert_int_eq(parity_policy_parse(&p, text, "l", &e), GDN_OK);
   /* The rows' blocks for B=1, T=256, Hv=4, Hk=2, Dk=32, Dv=16, chunk 64. */
   gdn_shape sh;
   memset(&sh, 0, sizeof sh);
@@ -340,10 +365,9 @@ START_TEST(localized_rule_names_the_block) {
                      "\"factor\":2,\"floor_u\":32,\"reason\":\"localized\"},"
                      "{\"id\":\"band\",\"kind\":\"absolute\",\"subject\":\"scan\",\"metric\":\"rel_fro\",\"limit\":1,\"reason\":\"b\"}]}";
   parity_policy p;
-  parity_policy_init(&p);
+  policy_from(&p, text, "l");
   gdn_error e;
   gdn_error_init(&e);
-  ck_assert_int_eq(parity_policy_parse(&p, text, "l", &e), GDN_OK);
   parity_metrics so = mk(1e-7), sh = mk(1e-7), ao = mk(1e-7), ah = mk(1e-7);
   so.n_blocks = sh.n_blocks = ao.n_blocks = ah.n_blocks = 4;
   so.block_rel = sh.block_rel = 1e-6;
@@ -381,17 +405,15 @@ END_TEST
  * (the 64u band), dg 7e-5 (the 1024u band), dk row_rel 1e-4 (per-token).
  * Without gradient metrics no gradient check appears. */
 START_TEST(gradient_rules) {
-  grad_case g;
   /* o and ht also meet the built-in localized rules at a
    * measured size; without the block statistic those checks fail. */
-  grad_case_init(&g, GDN_DTYPE_F32, 2e-7, "affine-prefix", PARITY_SUBJ_AFFINE);
+  grad_case *g = grad_case_new(GDN_DTYPE_F32, 2e-7, "affine-prefix", PARITY_SUBJ_AFFINE);
   for (int t = 0; t < PARITY_T_N; t++) {
     const double v = t == PARITY_T_DG ? 1.15e-5 : t <= PARITY_T_HT ? 2e-7 : 4e-7;
-    g.sg[t] = mk(v), g.ag[t] = mk(v);
-    g.sg[t].row_rel = g.ag[t].row_rel = 4.2e-6;
+    grad_case_set(g, t, v, v, 4.2e-6);
   }
   /* relative 6 + per-token vs scan 3 (affine) + bands 4 + 2 + per-token 3, each for both */
-  ck_assert_uint_eq(grad_case_all_pass(&g), 6 + 3 + 2 * (4 + 2 + 3));
+  ck_assert_uint_eq(grad_case_all_pass(g), 6 + 3 + 2 * (4 + 2 + 3));
   static const grad_planted bad[] = {
       {PARITY_T_DK, 1, 4.5e-6, 0, "grad-affine-no-worse-than-scan"}, /* > 4 x 16u */
       {PARITY_T_DG, 1, 4.7e-5, 0, "grad-affine-no-worse-than-scan-gates"}, /* > 4 x 1.15e-5 */
@@ -399,11 +421,11 @@ START_TEST(gradient_rules) {
       {PARITY_T_DG, 0, 7e-5, 0, "grad-band-float32-gates"},
       {PARITY_T_DK, 1, 0, 1e-4, "grad-per-token-vs-scan"},
       {PARITY_T_DK, 0, 0, 2e-4, "grad-per-token-float32"}};
-  grad_case_planted_fail(&g, bad, sizeof bad / sizeof bad[0], 0);
-  for (int t = PARITY_T_DQ; t < PARITY_T_N; t++) g.subj[0].vs_oracle[t] = g.subj[1].vs_oracle[t] = NULL;
-  ck_assert_int_eq(parity_policy_judge(&g.p, &g.v, &g.c, &g.e), GDN_OK);
-  for (size_t i = 0; i < g.c.n; i++) ck_assert_uint_eq(g.c.v[i].tensor & PARITY_TENSOR_GRADS, 0);
-  grad_case_clear(&g);
+  grad_case_planted_fail(g, bad, sizeof bad / sizeof bad[0], 0);
+  for (int t = PARITY_T_DQ; t < PARITY_T_N; t++) g->subj[0].vs_oracle[t] = g->subj[1].vs_oracle[t] = NULL;
+  ck_assert_int_eq(parity_policy_judge(&g->p, &g->v, &g->c, &g->e), GDN_OK);
+  for (size_t i = 0; i < g->c.n; i++) ck_assert_uint_eq(g->c.v[i].tensor & PARITY_TENSOR_GRADS, 0);
+  grad_case_free(g);
 }
 END_TEST
 
@@ -416,27 +438,23 @@ END_TEST
  * grad-affine-no-worse-than-scan-gates; dq at 5.78e-6 against a scan within
  * 16u still fails the general rule (the floor is only the gates'). */
 START_TEST(gradient_gates_floor) {
-  grad_case g;
-  grad_case_init(&g, GDN_DTYPE_F32, 2e-7, "jax_scan", PARITY_SUBJ_EXTERNAL);
-  for (int t = 0; t < PARITY_T_N; t++) {
-    const int gates = t == PARITY_T_DG || t == PARITY_T_DBETA;
-    g.sg[t] = mk(gates ? 6.1e-7 : 4e-7), g.ag[t] = mk(gates ? 5.78e-6 : 4e-7);
-    g.sg[t].row_rel = g.ag[t].row_rel = 4.2e-6;
-  }
-  grad_case_all_pass(&g);
+  grad_case *g = grad_case_new(GDN_DTYPE_F32, 2e-7, "jax_scan", PARITY_SUBJ_EXTERNAL);
+  for (int t = 0; t < PARITY_T_N; t++)
+    grad_case_set(g, t, gate_tensor(t) ? 6.1e-7 : 4e-7, gate_tensor(t) ? 5.78e-6 : 4e-7, 4.2e-6);
+  grad_case_all_pass(g);
   int seen = 0;
-  for (size_t i = 0; i < g.c.n; i++)
-    if (!strcmp(g.c.v[i].rule->id, "grad-affine-no-worse-than-scan-gates") && !strcmp(g.c.v[i].subject, "jax_scan")) {
+  for (size_t i = 0; i < g->c.n; i++)
+    if (!strcmp(g->c.v[i].rule->id, "grad-affine-no-worse-than-scan-gates") && !strcmp(g->c.v[i].subject, "jax_scan")) {
       seen++;
-      ck_assert_double_eq_tol(g.c.v[i].limit, 4 * 64 * 0x1p-24, 1e-12);
+      ck_assert_double_eq_tol(g->c.v[i].limit, 4 * 64 * 0x1p-24, 1e-12);
     }
   ck_assert_int_eq(seen, 2); /* dg and dbeta */
   static const grad_planted bad[] = {
       {PARITY_T_DG, 1, 1.8e-5, 0, "grad-affine-no-worse-than-scan-gates"},
       {PARITY_T_DBETA, 1, 1.8e-5, 0, "grad-affine-no-worse-than-scan-gates"},
       {PARITY_T_DQ, 1, 5.78e-6, 0, "grad-affine-no-worse-than-scan"}};
-  grad_case_planted_fail(&g, bad, sizeof bad / sizeof bad[0], 0);
-  grad_case_clear(&g);
+  grad_case_planted_fail(g, bad, sizeof bad / sizeof bad[0], 0);
+  grad_case_free(g);
 }
 END_TEST
 
@@ -449,20 +467,17 @@ END_TEST
  * dbeta 2e-2 (> 4 x max(4.7e-3, u)), scan dg 4e-2 (> 8u = 3.1e-2), affine
  * dk row_rel 3e-2 (> 2 x max(1.1e-2, 2u)). */
 START_TEST(gradient_rules_bf16) {
-  grad_case g;
-  grad_case_init(&g, GDN_DTYPE_BF16, 4e-3, "affine-prefix", PARITY_SUBJ_AFFINE);
-  for (int t = 0; t < PARITY_T_N; t++) {
-    g.sg[t] = mk(t == PARITY_T_DBETA ? 4.7e-3 : 5e-3), g.ag[t] = mk(t == PARITY_T_DBETA ? 1.2e-2 : 5e-3);
-    g.sg[t].row_rel = g.ag[t].row_rel = 1.1e-2;
-  }
+  grad_case *g = grad_case_new(GDN_DTYPE_BF16, 4e-3, "affine-prefix", PARITY_SUBJ_AFFINE);
+  for (int t = 0; t < PARITY_T_N; t++)
+    grad_case_set(g, t, t == PARITY_T_DBETA ? 4.7e-3 : 5e-3, t == PARITY_T_DBETA ? 1.2e-2 : 5e-3, 1.1e-2);
   /* relative 6 + 6 (float32's and bfloat16's) + per-token vs scan 3 + 3 (affine) + band 6 for both */
-  ck_assert_uint_eq(grad_case_all_pass(&g), 6 + 6 + 3 + 3 + 2 * 6);
+  ck_assert_uint_eq(grad_case_all_pass(g), 6 + 6 + 3 + 3 + 2 * 6);
   static const grad_planted bad[] = {
       {PARITY_T_DBETA, 1, 2e-2, 0, "grad-affine-no-worse-than-scan-bfloat16"},
       {PARITY_T_DG, 0, 4e-2, 0, "grad-band-bfloat16"},
       {PARITY_T_DK, 1, 0, 3e-2, "grad-per-token-vs-scan-bfloat16"}};
-  grad_case_planted_fail(&g, bad, sizeof bad / sizeof bad[0], 1);
-  grad_case_clear(&g);
+  grad_case_planted_fail(g, bad, sizeof bad / sizeof bad[0], 1);
+  grad_case_free(g);
 }
 END_TEST
 
@@ -475,10 +490,9 @@ START_TEST(no_gradient_rule_names_the_policy_file) {
       "{\"name\":\"team policy\",\"rules\":[{\"id\":\"band\",\"kind\":\"absolute\",\"metric\":\"rel_fro\","
       "\"limit_u\":64,\"reason\":\"r\"}]}";
   parity_policy p;
-  parity_policy_init(&p);
+  policy_from(&p, fwd, "/srv/ci/policies/fwd-only.json");
   gdn_error e;
   gdn_error_init(&e);
-  ck_assert_int_eq(parity_policy_parse(&p, fwd, "/srv/ci/policies/fwd-only.json", &e), GDN_OK);
   parity_metrics m = mk(1e-7);
   parity_subject subj[1];
   memset(subj, 0, sizeof subj);

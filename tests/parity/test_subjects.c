@@ -18,6 +18,8 @@
 #include "parity_sweep.h"
 #include "report_doc.h"
 #include "../check_runner.h"
+#include "../test_util_synth.h"
+#include "sweep_setup.h"
 
 /* Small enough for MPFR in well under a second; slow gates so state crosses
  * the device seams and the affine-prefix composition matters. */
@@ -32,11 +34,9 @@ typedef struct fixture {
 static void fixture_setup(fixture *f) {
   gdn_error e;
   gdn_error_init(&e);
-  gdn_inputs_init(&f->in);
+  tsu_synth(&f->in, shape, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, 5);
   parity_reference_init(&f->ref);
   parity_policy_init(&f->pol);
-  gdn_synth_opts so = {5, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, 0};
-  ck_assert_int_eq(gdn_synth_generate(&f->in, &shape, &so, &e), GDN_OK);
   ck_assert_int_eq(parity_reference_compute(&f->ref, &f->in, PARITY_ORACLE_MPFR, 128, &e), GDN_OK);
   ck_assert_int_eq(parity_policy_load_builtin(&f->pol, &e), GDN_OK);
 }
@@ -150,13 +150,8 @@ END_TEST
 
 /* One sweep with the toy added; returns the document's first case. */
 static void toy_opts(parity_sweep_opts *o, const fixture *f, const parity_subject_methods *const *rows) {
-  parity_sweep_opts_init(o);
-  o->policy = &f->pol;
-  o->verbosity = 0;
+  sws_opts(o, &f->pol, 3);
   o->chunks[0] = 32;
-  o->devices[0] = 3;
-  o->n_devices = 1;
-  o->devices_default = 0;
   o->extra = rows;
   o->n_extra = 1;
 }
@@ -171,14 +166,10 @@ static void toy_doc_init(parity_doc *d, parity_sweep_opts *o, const fixture *f,
 }
 
 static json_t *sweep_with_toy(fixture *f, parity_doc *d, const parity_subject_methods *row, int *pass) {
-  gdn_error e;
-  gdn_error_init(&e);
   parity_sweep_opts o;
   const parity_subject_methods *rows[1] = {row};
-  toy_doc_init(d, &o, f, rows);
-  parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
-  ck_assert_msg(parity_sweep_run(d, &f->in, &info, &f->ref, NULL, 0, &o, &e) == GDN_OK, "%s", e.msg);
-  ck_assert_int_eq(parity_doc_finish(d, 1, &e), GDN_OK);
+  toy_opts(&o, f, rows);
+  sws_run(d, &f->in, &f->ref, NULL, 0, &o);
   *pass = parity_doc_pass(d);
   return json_array_get(json_object_get(d->root, "cases"), 0);
 }
@@ -296,16 +287,14 @@ END_TEST
 START_TEST(no_reference_document_validates) {
   fixture f;
   fixture_setup(&f);
-  gdn_error e;
-  gdn_error_init(&e);
   parity_sweep_opts o;
   static const parity_subject_methods *const rows[] = {&toy};
+  toy_opts(&o, &f, rows);
   parity_doc d;
-  toy_doc_init(&d, &o, &f, rows);
-  parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
-  ck_assert_msg(parity_sweep_run(&d, &f.in, &info, NULL, NULL, 0, &o, &e) == GDN_OK, "%s", e.msg);
-  ck_assert_int_eq(parity_doc_finish(&d, 1, &e), GDN_OK);
+  sws_run(&d, &f.in, NULL, NULL, 0, &o); /* no reference */
   ck_assert(parity_doc_pass(&d));
+  gdn_error e;
+  gdn_error_init(&e);
   json_t *c = json_array_get(json_object_get(d.root, "cases"), 0);
   ck_assert_ptr_null(json_object_get(c, "ulp_histogram"));
   ck_assert_msg(report_doc_validate(d.root, "doc", &e) == GDN_OK, "%s", e.msg);

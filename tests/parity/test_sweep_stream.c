@@ -24,7 +24,7 @@
 #include "cli_run.h"
 #include "../reports/test_util.h"
 
-static const char *exe, *fixture_exe;
+static char *exe, *fixture_exe;
 
 /* exe, args..., extra..., --json out, --reproducible, --quiet */
 static int run_to(const char *const *args, const char *const *extra, const char *json, cli_result *r) {

@@ -39,40 +39,55 @@ static size_t o_mismatches(const gdn_outputs *f, const gdn_outputs *d) {
   return bad;
 }
 
-static void check_kernel(kern_fn fn, gdn_dtype dtype, unsigned bf16_mask, gdn_dtype want_out) {
-  gdn_error e;
-  gdn_error_init(&e);
+/* Both checks' problem: slow-gate inputs with h0 of `shape` from seed,
+ * the inputs of bf16_mask held in bfloat16; chunks of 16 over 5 devices at
+ * compute dtype `dtype`; three output slots, initialised (vals_clear frees
+ * them with the inputs). */
+typedef struct {
   gdn_inputs in;
-  gdn_inputs_init(&in);
-  gdn_synth_opts so = {11, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, bf16_mask};
-  ck_assert_int_eq(gdn_synth_generate(&in, &shape, &so, &e), GDN_OK);
   kern_config cfg;
-  kern_config_init(&cfg);
-  cfg.dtype = dtype;
-  cfg.chunk = 16;
-  cfg.devices = 5;
-  gdn_outputs d, f;
-  gdn_outputs_init(&d);
-  gdn_outputs_init(&f);
-  f.f32_ok = 1;
-  ck_assert_msg(fn(&in, &cfg, &d, &e) == GDN_OK, "%s", e.msg);
-  ck_assert_msg(fn(&in, &cfg, &f, &e) == GDN_OK, "%s", e.msg);
-  ck_assert_int_eq(f.dtype, want_out);
-  ck_assert_int_eq(d.dtype, want_out);
-  ck_assert_mem_eq(f.ht, d.ht, (size_t)gdn_shape_numel_state(&shape) * sizeof(double));
+  gdn_outputs out[3];
+  gdn_error e;
+} vals;
+
+static void vals_init(vals *v, uint64_t seed, unsigned bf16_mask, gdn_dtype dtype) {
+  gdn_error_init(&v->e);
+  gdn_inputs_init(&v->in);
+  gdn_synth_opts so = {seed, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, bf16_mask};
+  ck_assert_int_eq(gdn_synth_generate(&v->in, &shape, &so, &v->e), GDN_OK);
+  kern_config_init(&v->cfg);
+  v->cfg.chunk = 16;
+  v->cfg.devices = 5;
+  v->cfg.dtype = dtype;
+  for (int k = 0; k < 3; k++) gdn_outputs_init(&v->out[k]);
+}
+
+static void vals_clear(vals *v) {
+  for (int k = 0; k < 3; k++) gdn_outputs_clear(&v->out[k]);
+  gdn_inputs_clear(&v->in);
+}
+
+static void check_kernel(kern_fn fn, gdn_dtype dtype, unsigned bf16_mask, gdn_dtype want_out) {
+  vals v;
+  vals_init(&v, 11, bf16_mask, dtype);
+  gdn_outputs *d = &v.out[0], *f = &v.out[1];
+  f->f32_ok = 1;
+  ck_assert_msg(fn(&v.in, &v.cfg, d, &v.e) == GDN_OK, "%s", v.e.msg);
+  ck_assert_msg(fn(&v.in, &v.cfg, f, &v.e) == GDN_OK, "%s", v.e.msg);
+  ck_assert_int_eq(f->dtype, want_out);
+  ck_assert_int_eq(d->dtype, want_out);
+  ck_assert_mem_eq(f->ht, d->ht, (size_t)gdn_shape_numel_state(&shape) * sizeof(double));
   if (want_out == GDN_DTYPE_F64) { /* binary64 values stay binary64 */
-    ck_assert(f.o32 == NULL && f.o != NULL);
-    ck_assert_mem_eq(f.o, d.o, (size_t)gdn_shape_numel_v(&shape) * sizeof(double));
+    ck_assert(f->o32 == NULL && f->o != NULL);
+    ck_assert_mem_eq(f->o, d->o, (size_t)gdn_shape_numel_v(&shape) * sizeof(double));
   } else {
-    ck_assert(f.o32 != NULL && f.o == NULL && d.o32 == NULL);
-    ck_assert_uint_eq(o_mismatches(&f, &d), 0);
+    ck_assert(f->o32 != NULL && f->o == NULL && d->o32 == NULL);
+    ck_assert_uint_eq(o_mismatches(f, d), 0);
     /* Negative control: one value one float32 ULP off is seen. */
-    f.o32[37] = nextafterf(f.o32[37], INFINITY);
-    ck_assert_uint_eq(o_mismatches(&f, &d), 1);
+    f->o32[37] = nextafterf(f->o32[37], INFINITY);
+    ck_assert_uint_eq(o_mismatches(f, d), 1);
   }
-  gdn_outputs_clear(&d);
-  gdn_outputs_clear(&f);
-  gdn_inputs_clear(&in);
+  vals_clear(&v);
 }
 
 /* With a code base (a binary64 reference of the same shape), a float32 o
@@ -80,52 +95,37 @@ static void check_kernel(kern_fn fn, gdn_dtype dtype, unsigned bf16_mask, gdn_dt
  * 2 threads and with ftz (the kernels write under FTZ/DAZ then); a
  * bfloat16-rounded or binary64 o is not coded. */
 static void check_coded(kern_fn fn, gdn_dtype dtype, unsigned bf16_mask, int ftz, int threads) {
-  gdn_error e;
-  gdn_error_init(&e);
-  gdn_inputs in;
-  gdn_inputs_init(&in);
-  gdn_synth_opts so = {13, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, bf16_mask};
-  ck_assert_int_eq(gdn_synth_generate(&in, &shape, &so, &e), GDN_OK);
-  kern_config cfg;
-  kern_config_init(&cfg);
-  cfg.chunk = 16;
-  cfg.devices = 5;
-  cfg.dtype = GDN_DTYPE_F64;
-  gdn_outputs ref, f, c;
-  gdn_outputs_init(&ref);
-  gdn_outputs_init(&f);
-  gdn_outputs_init(&c);
-  ck_assert_msg(kern_recurrent(&in, &cfg, &ref, &e) == GDN_OK, "%s", e.msg); /* the base */
-  cfg.dtype = dtype;
-  cfg.ftz = ftz;
+  vals v;
+  vals_init(&v, 13, bf16_mask, GDN_DTYPE_F64);
+  gdn_outputs *ref = &v.out[0], *f = &v.out[1], *c = &v.out[2];
+  ck_assert_msg(kern_recurrent(&v.in, &v.cfg, ref, &v.e) == GDN_OK, "%s", v.e.msg); /* the base */
+  v.cfg.dtype = dtype;
+  v.cfg.ftz = ftz;
   gdn_threads_set(threads);
-  f.f32_ok = c.f32_ok = 1;
-  c.code_base = ref.o;
-  ck_assert_msg(fn(&in, &cfg, &f, &e) == GDN_OK, "%s", e.msg);
-  ck_assert_msg(fn(&in, &cfg, &c, &e) == GDN_OK, "%s", e.msg);
+  f->f32_ok = c->f32_ok = 1;
+  c->code_base = ref->o;
+  ck_assert_msg(fn(&v.in, &v.cfg, f, &v.e) == GDN_OK, "%s", v.e.msg);
+  ck_assert_msg(fn(&v.in, &v.cfg, c, &v.e) == GDN_OK, "%s", v.e.msg);
   const size_t n = (size_t)gdn_shape_numel_v(&shape);
-  ck_assert_mem_eq(c.ht, f.ht, (size_t)gdn_shape_numel_state(&shape) * sizeof(double));
-  if (c.dtype != GDN_DTYPE_F32) { /* bfloat16-rounded or binary64 values: not coded */
-    ck_assert(c.oc.c == NULL && (c.o32 != NULL || c.o != NULL));
+  ck_assert_mem_eq(c->ht, f->ht, (size_t)gdn_shape_numel_state(&shape) * sizeof(double));
+  if (c->dtype != GDN_DTYPE_F32) { /* bfloat16-rounded or binary64 values: not coded */
+    ck_assert(c->oc.c == NULL && (c->o32 != NULL || c->o != NULL));
   } else {
-    ck_assert(c.oc.c != NULL && c.o32 == NULL && c.o == NULL);
+    ck_assert(c->oc.c != NULL && c->o32 == NULL && c->o == NULL);
     size_t bad = 0;
-    for (size_t i = 0; i < n; i++) bad += gdn_f32_bits(gdn_ocode_value(&c.oc, i)) != gdn_f32_bits(f.o32[i]);
+    for (size_t i = 0; i < n; i++) bad += gdn_f32_bits(gdn_ocode_value(&c->oc, i)) != gdn_f32_bits(f->o32[i]);
     ck_assert_uint_eq(bad, 0);
     if (dtype == GDN_DTYPE_F32) /* float32 compute: near the reference (bfloat16 compute is not, and
                                    the harness does not ask codes for it: parity_subject.c) */
-      ck_assert_msg(c.oc.n_far < n / 4, "%zu exceptions of %zu (dtype %d, ftz %d, %d threads)", c.oc.n_far, n, (int)dtype, ftz, threads); /* near the reference: few */
+      ck_assert_msg(c->oc.n_far < n / 4, "%zu exceptions of %zu (dtype %d, ftz %d, %d threads)", c->oc.n_far, n, (int)dtype, ftz, threads); /* near the reference: few */
     /* Negative control: one code changed is one value changed. */
     size_t i = 0;
-    while (c.oc.c[i] == GDN_OCODE_EXC || c.oc.c[i] == GDN_OCODE_SIDE) i++;
-    c.oc.c[i] ^= 1;
-    ck_assert(gdn_f32_bits(gdn_ocode_value(&c.oc, i)) != gdn_f32_bits(f.o32[i]));
+    while (c->oc.c[i] == GDN_OCODE_EXC || c->oc.c[i] == GDN_OCODE_SIDE) i++;
+    c->oc.c[i] ^= 1;
+    ck_assert(gdn_f32_bits(gdn_ocode_value(&c->oc, i)) != gdn_f32_bits(f->o32[i]));
   }
   gdn_threads_set(0);
-  gdn_outputs_clear(&ref);
-  gdn_outputs_clear(&f);
-  gdn_outputs_clear(&c);
-  gdn_inputs_clear(&in);
+  vals_clear(&v);
 }
 
 START_TEST(kernels_hold_o_as_codes) {

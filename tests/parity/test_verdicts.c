@@ -37,8 +37,9 @@
 #include "../check_text.h"
 #include "cli_inproc.h"
 #include "synth_fixture.h"
+#include "sweep_setup.h"
 
-static const char *data_dir;
+static char *data_dir;
 
 typedef struct {
   int planted;            /* 1e-3 relative on every element of head 1's o */
@@ -293,17 +294,9 @@ static json_t *range_case(double vscale, int ftz, parity_doc *d) {
   parity_reference_init(&ref);
   ck_assert_int_eq(parity_reference_compute(&ref, &in, PARITY_ORACLE_DD, 128, &e), GDN_OK);
   parity_sweep_opts o;
-  parity_sweep_opts_init(&o);
-  o.policy = &pol;
-  o.verbosity = 0;
+  sws_opts(&o, &pol, 2);
   o.ftz = ftz;
-  o.devices[0] = 2;
-  o.n_devices = 1;
-  o.devices_default = 0;
-  ck_assert_int_eq(parity_doc_init(d, "test", &pol, &e), GDN_OK);
-  parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
-  ck_assert_msg(parity_sweep_run(d, &in, &info, &ref, NULL, 0, &o, &e) == GDN_OK, "%s", e.msg);
-  ck_assert_int_eq(parity_doc_finish(d, 1, &e), GDN_OK);
+  sws_run(d, &in, &ref, NULL, 0, &o);
   parity_reference_clear(&ref);
   gdn_inputs_clear(&in);
   return json_array_get(json_object_get(d->root, "cases"), 0);

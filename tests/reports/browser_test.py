@@ -201,6 +201,18 @@ def check_scripts_on(chromium, url, n_cases, verdict, audit_verdict):
     return verdict, n_cases
 
 
+def dom_of_copy(chromium, work, name, html, extra=()):
+    """The browser's DOM of `html` written to work/name (a copy of the page,
+    changed), parsed; and that file's path."""
+    path = os.path.join(work, name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(html)
+    dom_text, _ = run_chromium(chromium, list(extra) + ["--dump-dom"], "file://" + path)
+    dom = Dom()
+    dom.feed(dom_text)
+    return dom, path
+
+
 def check_scripts_off(chromium, report, work, n_cases, verdict, audit_verdict):
     """2. Scripts off: everything readable.  Chromium's --dump-dom and
     --screenshot need scripts themselves, so "scripts off" is the page with
@@ -210,12 +222,7 @@ def check_scripts_off(chromium, report, work, n_cases, verdict, audit_verdict):
         source = f.read()
     stripped, n_scripts = re.subn(r"<script>.*?</script>", "", source, flags=re.S)
     check(n_scripts == 2, "expected the page's 2 scripts, found %d" % n_scripts)
-    noscript = os.path.join(work, "noscript.html")
-    with open(noscript, "w", encoding="utf-8") as f:
-        f.write(stripped)
-    dom_text, _ = run_chromium(chromium, ["--dump-dom"], "file://" + noscript)
-    dom0 = Dom()
-    dom0.feed(dom_text)
+    dom0, noscript = dom_of_copy(chromium, work, "noscript.html", stripped)
     check("data-script" not in dom0.html_attrs, "a script ran in the script-free copy")
     check_content(dom0, n_cases, verdict, "scripts off", audit_verdict)
     check(dom0.sort_buttons == 0, "scripts off: sort buttons without the script")
@@ -247,13 +254,7 @@ hr.cells[id].querySelector('button').click();out.ids=grab(id);
 out.aria=hr.cells[id].getAttribute('aria-sort');
 document.documentElement.setAttribute('data-sort-test',JSON.stringify(out));})();
 </script></body>"""
-    probed = source.replace("</body>", probe, 1)
-    probe_path = os.path.join(work, "sorted.html")
-    with open(probe_path, "w", encoding="utf-8") as f:
-        f.write(probed)
-    dom_text, _ = run_chromium(chromium, ["--dump-dom"], "file://" + probe_path)
-    domp = Dom()
-    domp.feed(dom_text)
+    domp, _ = dom_of_copy(chromium, work, "sorted.html", source.replace("</body>", probe, 1))
     check("data-script-errors" not in domp.html_attrs,
           "sorting raised: %r" % domp.html_attrs.get("data-script-errors"))
     raw = domp.html_attrs.get("data-sort-test")
@@ -303,12 +304,8 @@ def table_overflow(chromium, source, work, name):
 document.documentElement.setAttribute('data-fit',JSON.stringify({right:t.getBoundingClientRect().right,
  width:document.documentElement.clientWidth}));})();
 </script></body>"""
-    path = os.path.join(work, name)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(source.replace("</body>", probe, 1))
-    dom_text, _ = run_chromium(chromium, ["--window-size=1400,1000", "--dump-dom"], "file://" + path)
-    dom = Dom()
-    dom.feed(dom_text)
+    dom, _ = dom_of_copy(chromium, work, name, source.replace("</body>", probe, 1),
+                         ["--window-size=1400,1000"])
     raw = dom.html_attrs.get("data-fit")
     if raw is None:
         return None

@@ -222,6 +222,14 @@ static json_t *make_case(const case_spec *cs) {
   return c;
 }
 
+/* An inputs entry of the synthetic seed 0 at B = 1, Hk = Hv = 4, D = 64 and
+ * sequence length T (the realistic document's two lengths). */
+static json_t *synthetic_input(const char *sha256, long long T) {
+  return json_pack("{ss ss ss so sb sb s[] sI}", "name", "synthetic seed 0", "source", "synthetic", "sha256", sha256,
+                   "shape", shape(1, T, 4, 64), "l2norm_in_kernel", 1, "h0", 0, "bf16_inputs",
+                   "oracle_certified_bits", (json_int_t)118);
+}
+
 static json_t *doc_skeleton(void) {
   json_t *d = json_object();
   json_object_set_new(d, "tool", json_string("gdn-parity"));
@@ -241,18 +249,10 @@ static json_t *doc_skeleton(void) {
                                              "built in", "sha256",
                                              "5f0c1de2a8b94e0f7c3a1d9e6b2f4a8c0e7d5b3a1f9c8e6d4b2a0f1e3c5d7b9a"));
   json_t *inputs = json_array();
-  json_array_append_new(inputs, json_pack("{ss ss ss so sb sb s[] sI}", "name", "synthetic seed 0",
-                                          "source", "synthetic", "sha256",
-                                          "0b1e5c3f7a9d2e4b6c8a0f1d3e5b7c9a2d4f6e8b0a1c3e5d7f9b2a4c6e8d0f1a",
-                                          "shape", shape(1, 1024, 4, 64), "l2norm_in_kernel", 1,
-                                          "h0", 0, "bf16_inputs", "oracle_certified_bits",
-                                          (json_int_t)118));
-  json_array_append_new(inputs, json_pack("{ss ss ss so sb sb s[] sI}", "name", "synthetic seed 0",
-                                          "source", "synthetic", "sha256",
-                                          "7d3f1b9e5a2c4e6f8b0d2a4c6e8f0b1d3a5c7e9f1b3d5a7c9e1f3b5d7a9c1e3f",
-                                          "shape", shape(1, 4096, 4, 64), "l2norm_in_kernel", 1,
-                                          "h0", 0, "bf16_inputs", "oracle_certified_bits",
-                                          (json_int_t)118));
+  json_array_append_new(inputs,
+                        synthetic_input("0b1e5c3f7a9d2e4b6c8a0f1d3e5b7c9a2d4f6e8b0a1c3e5d7f9b2a4c6e8d0f1a", 1024));
+  json_array_append_new(inputs,
+                        synthetic_input("7d3f1b9e5a2c4e6f8b0d2a4c6e8f0b1d3a5c7e9f1b3d5a7c9e1f3b5d7a9c1e3f", 4096));
   /* A fixture whose name and path need escaping everywhere. */
   json_array_append_new(inputs, json_pack("{ss ss ss ss so sb sb s[ss] sI}", "name",
                                           "qwen3.5 layer 7 <&\"quoted\">", "source", "fixture",

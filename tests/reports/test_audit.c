@@ -13,6 +13,7 @@
 #include "report.h"
 #include "report_audit.h"
 #include "report_doc.h"
+#include "page_doc.h"
 #include "sample_doc.h"
 #include "test_util.h"
 #include "../check_runner.h"
@@ -33,26 +34,28 @@ static json_t *load(const char *name) {
   return a;
 }
 
-/* The realistic sample results document, every case passing, with audit. */
-static json_t *doc_with(json_t *audit) {
+/* The realistic sample results document, every case passing, with audit.
+ * The caller's reference to audit passes to the document (as jansson's
+ * *_new calls take theirs): the audit lives as long as the document, and
+ * one json_decref of the document releases both. */
+static json_t *doc_with_new(json_t *audit) {
   json_t *doc = sample_doc_many(3, 0, 0);
   gdn_error e;
   gdn_error_init(&e);
   ck_assert_int_eq(report_audit_embed(doc, audit, &e), GDN_OK);
+  json_decref(audit);
   return doc;
 }
 
-typedef int (*render_fn)(const json_t *, report_buf *, gdn_error *);
-
-static char *render(const json_t *doc, render_fn fn) {
-  report_buf b;
-  report_buf_init(&b);
-  gdn_error e;
-  gdn_error_init(&e);
-  int rc = fn(doc, &b, &e);
-  ck_assert_msg(rc == GDN_OK, "%s", e.msg);
-  return b.data; /* the caller frees */
+/* The audit sample `name` read and embedded in this test's document (doc,
+ * page_doc.h); the audit, borrowed: it lives as long as doc. */
+static json_t *audited(const char *name) {
+  json_t *a = load(name);
+  page_doc_use(doc_with_new(a));
+  return a;
 }
+
+static char *render(const json_t *doc, test_render_fn fn) { return test_render(fn, doc, NULL); /* the caller frees */ }
 
 static int markdown(const json_t *doc, report_buf *b, gdn_error *e) { return report_markdown_render(doc, NULL, b, e); }
 
@@ -145,7 +148,7 @@ END_TEST
 
 START_TEST(embed_ands_the_verdict) {
   json_t *p = load("audit-pass.json"), *f = load("audit-fail.json");
-  json_t *dp = doc_with(p), *df = doc_with(f);
+  json_t *dp = doc_with_new(p), *df = doc_with_new(f);
   ck_assert(json_is_true(json_object_get(dp, "pass")));
   ck_assert_int_eq(json_integer_value(json_object_get(dp, "exit_status")), 0);
   ck_assert(json_is_false(json_object_get(df, "pass")));
@@ -164,13 +167,11 @@ START_TEST(embed_ands_the_verdict) {
   ck_assert_msg(strstr(e.msg, "r.json: audit.checks"), "%s", e.msg);
   json_decref(dp);
   json_decref(df);
-  json_decref(p);
-  json_decref(f);
 }
 END_TEST
 
 START_TEST(json_keeps_the_audit) {
-  json_t *f = load("audit-fail.json"), *doc = doc_with(f);
+  json_t *f = audited("audit-fail.json");
   char *text = render(doc, report_json_render);
   json_error_t je;
   json_t *back = json_loads(text, JSON_PRESERVE_ORDER, &je);
@@ -186,13 +187,11 @@ START_TEST(json_keeps_the_audit) {
   ck_assert_str_eq(h1, h2);
   free(h1), free(h2), free(text);
   json_decref(back);
-  json_decref(doc);
-  json_decref(f);
 }
 END_TEST
 
 START_TEST(html_fail_section) {
-  json_t *f = load("audit-fail.json"), *doc = doc_with(f);
+  audited("audit-fail.json");
   char *h = render(doc, report_html_render);
   CKT_HAS_ALL(h,
       "<html lang=\"en\" data-verdict=\"fail\">",
@@ -240,25 +239,21 @@ START_TEST(html_fail_section) {
       "<td class=\"num\">131072</td>",
       "<p id=\"audit-note\" class=\"missed-note\">XLA-on-CPU buffer assignment");
   free(h);
-  json_decref(doc);
-  json_decref(f);
 }
 END_TEST
 
 START_TEST(html_pass_section) {
-  json_t *p = load("audit-pass.json"), *doc = doc_with(p);
+  audited("audit-pass.json");
   char *h = render(doc, report_html_render);
   CKT_HAS_ALL(h, "data-verdict=\"pass\"", "<b class=\"tag-pass\">Audit PASS</b>: 0 of 6 checks failed");
   CKT_HAS_NONE(h, "Audit FAIL", "all-gather", "<tr class=\"fail\">");
   free(h);
-  json_decref(doc);
   /* and without an audit there is no section at all */
   json_t *plain = sample_doc_many(3, 0, 0);
   h = render(plain, report_html_render);
   ck_assert_ptr_null(strstr(h, "id=\"audit"));
   free(h);
   json_decref(plain);
-  json_decref(p);
 }
 END_TEST
 
@@ -271,16 +266,14 @@ START_TEST(memory_at_scale_null_forward_only) {
   gdn_error e;
   gdn_error_init(&e);
   ck_assert_msg(report_audit_validate(p, "A.json", "", &e) == GDN_OK, "%s", e.msg);
-  json_t *doc = doc_with(p);
+  page_doc_use(doc_with_new(p));
   char *h = render(doc, report_html_render);
   ck_assert_ptr_nonnull(strstr(h, "Not measured: no backward program was compiled"));
   free(h);
-  json_decref(doc);
   json_t *c = json_deep_copy(p);
   json_object_set_new(c, "memory_at_scale", json_integer(3));
   refused(c, "memory_at_scale: expected an object or null");
   json_decref(c);
-  json_decref(p);
 }
 END_TEST
 
@@ -315,7 +308,7 @@ static json_t *hostile(void) {
 }
 
 START_TEST(hostile_strings_escaped) {
-  json_t *a = hostile(), *doc = doc_with(a);
+  page_doc_use(doc_with_new(hostile()));
   char *h = render(doc, report_html_render);
   ck_assert_ptr_null(strstr(h, "<script>alert"));
   ck_assert_ptr_null(strstr(h, "<img src=x"));
@@ -331,14 +324,12 @@ START_TEST(hostile_strings_escaped) {
   ck_assert_ptr_null(strstr(x, "<script>"));
   ck_assert_ptr_nonnull(strstr(x, "message=\"all-gather grows (&lt;script&gt;alert(1)&lt;/script&gt;, &quot;&gt;"));
   free(h), free(md), free(x);
-  json_decref(doc);
-  json_decref(a);
 }
 END_TEST
 
 START_TEST(markdown_and_junit) {
   json_t *f = load("audit-fail.json"), *p = load("audit-pass.json");
-  json_t *df = doc_with(f), *dp = doc_with(p);
+  json_t *df = doc_with_new(f), *dp = doc_with_new(p);
   char *md = render(df, markdown);
   CKT_HAS_ALL(md,
       "### \xE2\x9D\x8C Audit: **FAIL** (1 of 6 checks failed)\n",
@@ -362,13 +353,13 @@ START_TEST(markdown_and_junit) {
   ck_assert_ptr_nonnull(strstr(xp, "<testsuites name=\"gdn-parity\" tests=\"9\" failures=\"0\""));
   ck_assert_ptr_null(strstr(xp, "<failure"));
   free(md), free(mp), free(x), free(xp);
-  json_decref(df), json_decref(dp), json_decref(f), json_decref(p);
+  json_decref(df), json_decref(dp);
 }
 END_TEST
 
 /* The verdict box and title say what failed: the cases passed, the audit did not. */
 START_TEST(headline_when_only_the_audit_fails) {
-  json_t *f = load("audit-fail.json"), *doc = doc_with(f);
+  audited("audit-fail.json");
   char *h = render(doc, report_html_render);
   CKT_HAS_ALL(h,
       "<title>FAIL \xE2\x80\x94 gdn-parity: 3 cases within tolerance; audit FAIL</title>",
@@ -376,8 +367,6 @@ START_TEST(headline_when_only_the_audit_fails) {
   char *md = render(doc, markdown);
   ck_assert_ptr_nonnull(strstr(md, "**All 3 cases within tolerance.** Exit status 1."));
   free(h), free(md);
-  json_decref(doc);
-  json_decref(f);
 }
 END_TEST
 
@@ -388,15 +377,13 @@ START_TEST(markdown_bounds_a_huge_reason) {
   memset(big, 'x', sizeof big - 1);
   memcpy(big + 99990, "THE-END", 7);
   json_object_set_new(json_array_get(json_object_get(f, "checks"), 3), "reason", json_string(big));
-  json_t *doc = doc_with(f);
+  page_doc_use(doc_with_new(f));
   char *md = render(doc, markdown), *h = render(doc, report_html_render);
   ck_assert_uint_lt(strlen(md), 20000);
   ck_assert_ptr_null(strstr(md, "THE-END"));
   ck_assert_ptr_nonnull(strstr(md, "xxx\xE2\x80\xA6 |"));
   ck_assert_ptr_nonnull(strstr(h, "THE-END"));
   free(md), free(h);
-  json_decref(doc);
-  json_decref(f);
 }
 END_TEST
 
@@ -404,7 +391,7 @@ END_TEST
  * T = 128..512, on the h-audit branch): read, and every failing check in
  * every view. */
 START_TEST(real_audit_renders) {
-  json_t *a = load("audit-real-sequence-gathered.json"), *doc = doc_with(a);
+  json_t *a = audited("audit-real-sequence-gathered.json");
   size_t n, nf;
   report_audit_counts(a, &n, &nf);
   ck_assert_uint_eq(n, 5);
@@ -418,13 +405,11 @@ START_TEST(real_audit_renders) {
   ck_assert_ptr_nonnull(strstr(md, "Audit: **FAIL** (5 of 5 checks failed)"));
   ck_assert_ptr_nonnull(strstr(x, "<testsuite name=\"gdn-parity.audit\" tests=\"5\" failures=\"5\""));
   free(h), free(md), free(x);
-  json_decref(doc);
-  json_decref(a);
 }
 END_TEST
 
 START_TEST(console_lines) {
-  json_t *f = load("audit-fail.json"), *doc = doc_with(f);
+  json_t *f = audited("audit-fail.json");
   report_buf b;
   report_buf_init(&b);
   report_audit_text_lines(&b, f);
@@ -434,17 +419,15 @@ START_TEST(console_lines) {
                            "(gathered_layer))\n; audit FAIL (1 of 6 checks, first collective-grows-with-T cp "
                            "backward D=4)");
   report_buf_clear(&b);
-  json_decref(doc);
-  json_decref(f);
 }
 END_TEST
 
 int main(int argc, char **argv) {
   if (argc > 1) g_data = argv[1];
   Suite *s = suite_create("report_audit");
-  CKR_TCASE(s, "audit", 120, samples_validate, validation_names_the_field, read_refuses_non_regular_and_bad_json,
-      memory_at_scale_null_forward_only, embed_ands_the_verdict, json_keeps_the_audit, html_fail_section,
-      html_pass_section, hostile_strings_escaped, markdown_and_junit, console_lines,
-      headline_when_only_the_audit_fails, markdown_bounds_a_huge_reason, real_audit_renders);
+  page_doc_fixture(CKR_TCASE(s, "audit", 120, samples_validate, validation_names_the_field,
+      read_refuses_non_regular_and_bad_json, memory_at_scale_null_forward_only, embed_ands_the_verdict,
+      json_keeps_the_audit, html_fail_section, html_pass_section, hostile_strings_escaped, markdown_and_junit,
+      console_lines, headline_when_only_the_audit_fails, markdown_bounds_a_huge_reason, real_audit_renders));
   return ckr_run(s);
 }

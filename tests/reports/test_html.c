@@ -9,22 +9,14 @@
 #include "gdn_alloc.h"
 #include "report_html.h"
 #include "report_num.h"
+#include "page_doc.h"
 #include "sample_doc.h"
 #include "svg_check.h"
 #include "test_util.h"
 #include "../check_runner.h"
 #include "../check_text.h"
 
-static char *render(const json_t *doc, size_t *len) {
-  report_buf b;
-  report_buf_init(&b);
-  gdn_error e;
-  gdn_error_init(&e);
-  int rc = report_html_render(doc, &b, &e);
-  ck_assert_msg(rc == GDN_OK, "%s", e.msg);
-  if (len) *len = b.len;
-  return b.data;
-}
+static char *render(const json_t *doc, size_t *len) { return test_render(report_html_render, doc, len); }
 
 static size_t count(const char *s, const char *needle) {
   size_t n = 0, k = strlen(needle);
@@ -72,7 +64,6 @@ static const char *const PLOTS[] = {"plot-profile", "plot-devices", "plot-length
                                     "plot-ulp"};
 
 START_TEST(realistic_structure) {
-  json_t *doc = sample_doc_realistic();
   size_t len;
   char *h = render(doc, &len);
   ck_assert(!strncmp(h, "<!DOCTYPE html>\n<html lang=\"en\" data-verdict=\"fail\">", 52));
@@ -113,12 +104,10 @@ START_TEST(realistic_structure) {
   ck_assert(strstr(h, "window.onerror") < strstr(h, "<style>"));
   ck_assert_ptr_nonnull(strstr(h, "setAttribute('data-script','ran')"));
   gdn_free(h);
-  json_decref(doc);
 }
 END_TEST
 
 START_TEST(self_contained) {
-  json_t *doc = sample_doc_realistic();
   char *h = render(doc, NULL);
   /* The only URL is the SVG namespace; no external resource of any kind. */
   ck_assert_uint_eq(count(h, "http"), count(h, "xmlns=\"http://www.w3.org/2000/svg\"") +
@@ -128,12 +117,10 @@ START_TEST(self_contained) {
   /* Print CSS: no sticky header, colours kept. */
   CKT_HAS_ALL(h, "@media print{", "#case-table thead{position:static}", "print-color-adjust:exact");
   gdn_free(h);
-  json_decref(doc);
 }
 END_TEST
 
 START_TEST(hostile_strings) {
-  json_t *doc = sample_doc_realistic();
   json_t *cases = json_object_get(doc, "cases");
   json_t *c = json_array_get(cases, 29);
   json_object_set_new(c, "id", json_string("<script>alert(1)</script>&\"'"));
@@ -159,7 +146,6 @@ START_TEST(hostile_strings) {
   ck_assert_ptr_nonnull(strstr(h, "&lt;fixture out&gt;")); /* the fixture-outputs column */
   check_all_svg(h);
   gdn_free(h);
-  json_decref(doc);
 }
 END_TEST
 
@@ -177,8 +163,7 @@ START_TEST(deterministic) {
 END_TEST
 
 START_TEST(no_cases) {
-  json_t *doc = json_pack("{ss ss sb s[]}", "tool", "gdn-parity", "version", "0.1.0", "pass", 1,
-                          "cases");
+  page_doc_use(json_pack("{ss ss sb s[]}", "tool", "gdn-parity", "version", "0.1.0", "pass", 1, "cases"));
   char *h = render(doc, NULL);
   CKT_HAS_ALL(h, "No cases were run.", "PASS</div>");
   /* Every figure is there, with a note instead of an empty axis. */
@@ -188,12 +173,10 @@ START_TEST(no_cases) {
   }
   ck_assert_ptr_nonnull(strstr(h, "id=\"case-table\""));
   gdn_free(h);
-  json_decref(doc);
 }
 END_TEST
 
 START_TEST(no_oracle) {
-  json_t *doc = sample_doc_realistic();
   json_object_del(doc, "oracle");
   json_t *cases = json_object_get(doc, "cases");
   for (size_t i = 0; i < json_array_size(cases); i++) {
@@ -213,7 +196,6 @@ START_TEST(no_oracle) {
   ck_assert_ptr_nonnull(strstr(h, "<td class=\"num na\" data-v=\"\">\xE2\x80\x94</td>"));
   check_all_svg(h);
   gdn_free(h);
-  json_decref(doc);
 }
 END_TEST
 
@@ -227,7 +209,6 @@ static void set_profile(json_t *doc, size_t i, const char *series, const double 
 }
 
 START_TEST(edge_profiles) {
-  json_t *doc = sample_doc_realistic();
   /* Case 29 is the worst (its profile is the open plot): zeros, NaN, +inf,
    * and 33 decades in the same plot. */
   double zeros[] = {0}, mixed[] = {0, NAN, 1e-30, INFINITY, 1e3, -INFINITY, 5e-7};
@@ -254,13 +235,11 @@ START_TEST(edge_profiles) {
       "<td class=\"num nonfinite\" data-v=\"nan\">nan</td>",
       "<td class=\"num nonfinite\" data-v=\"inf\">inf</td>");
   gdn_free(h);
-  json_decref(doc);
 }
 END_TEST
 
 START_TEST(one_length_one_device) {
-  json_t *doc = sample_doc_many(6, 1, 1);
-  json_t *cases = json_object_get(doc, "cases");
+  json_t *cases = page_doc_use(sample_doc_many(6, 1, 1));
   for (size_t i = 0; i < json_array_size(cases); i++) {
     json_t *c = json_array_get(cases, i);
     json_object_set_new(json_object_get(c, "shape"), "T", json_integer(4096));
@@ -273,7 +252,6 @@ START_TEST(one_length_one_device) {
   ck_assert(section_has(h, "plot-heatmap", "</figure>", "<svg")); /* one cell still informs */
   check_all_svg(h);
   gdn_free(h);
-  json_decref(doc);
 }
 END_TEST
 
@@ -282,8 +260,7 @@ END_TEST
  * "seam padded", a legend entry, the caption's count, the table's column),
  * and a document without padded seams has none (control). */
 START_TEST(modes_and_padded_seams) {
-  json_t *doc = sample_doc_many(3, 0, 1);
-  json_t *cases = json_object_get(doc, "cases");
+  json_t *cases = page_doc_use(sample_doc_many(3, 0, 1));
   for (size_t i = 0; i < 3; i++) {
     json_t *c = json_array_get(cases, i);
     json_object_set_new(c, "shard", json_string("tokens"));
@@ -320,13 +297,12 @@ START_TEST(modes_and_padded_seams) {
   h = render(doc, &len);
   ck_assert_ptr_nonnull(strstr(h, "tpu_cp (o rel_fro 0.009; packing: reset)"));
   gdn_free(h);
-  json_decref(doc);
 }
 END_TEST
 
 START_TEST(many_cases_and_long_profiles) {
   /* 600 cases with profiles: the page stays a few MB at most. */
-  json_t *doc = sample_doc_many(600, 40, 1);
+  page_doc_use(sample_doc_many(600, 40, 1));
   size_t len;
   char *h = render(doc, &len);
   ck_assert_uint_lt(len, 4u << 20);
@@ -334,9 +310,8 @@ START_TEST(many_cases_and_long_profiles) {
   /* Profiles beyond the cap are not plotted, and the page says so. */
   check_all_svg(h);
   gdn_free(h);
-  json_decref(doc);
   /* One case with a 200,000-block profile: thinned to the point cap. */
-  doc = sample_doc_many(1, 1, 1);
+  page_doc_use(sample_doc_many(1, 1, 1));
   json_t *pr = json_object_get(json_array_get(json_object_get(doc, "cases"), 0), "profile");
   const size_t NB = 200000;
   json_t *t0 = json_array(), *sc = json_array();
@@ -364,31 +339,15 @@ START_TEST(many_cases_and_long_profiles) {
   ck_assert_uint_eq(pts, 500); /* REPORT_PLOTS_MAX_POINTS */
   check_all_svg(h);
   gdn_free(h);
-  json_decref(doc);
 }
 END_TEST
 
 START_TEST(write_atomic) {
-  const char *dir = test_tmpdir();
-  char path[600];
-  snprintf(path, sizeof path, "%s/report.html", dir);
-  json_t *doc = sample_doc_realistic();
+  const char *dir = test_tmpdir(), *path = test_path_in(dir, "report.html");
+  /* A failing allocation anywhere: NOMEM, no file, no temporary. */
+  ck_assert_int_ge(test_write_alloc_failures(report_html_write, doc, dir, path, NULL), 5);
   gdn_error e;
   gdn_error_init(&e);
-  /* A failing allocation anywhere: NOMEM, no file, no temporary. */
-  int sites = 0;
-  for (long k = 1;; k++) {
-    gdn_alloc_fail_after(k);
-    int rc = report_html_write(doc, path, &e);
-    gdn_alloc_fail_after(0);
-    if (rc == GDN_OK) break;
-    sites++;
-    ck_assert_int_eq(rc, GDN_ERR_NOMEM);
-    ck_assert_ptr_nonnull(strstr(e.msg, path));
-    ck_assert_int_eq(test_count_entries(dir), 0);
-  }
-  ck_assert_int_ge(sites, 5);
-  ck_assert_int_eq(test_count_entries(dir), 1);
   /* A document the writer refuses leaves the previous report in place. */
   json_object_set_new(doc, "pass", json_true());
   ck_assert_int_eq(report_html_write(doc, path, &e), GDN_ERR_INPUT);
@@ -397,10 +356,9 @@ START_TEST(write_atomic) {
   char *old = test_read_file(path, &n);
   ck_assert(n > 1000 && strstr(old, "data-verdict=\"fail\""));
   free(old);
-  json_decref(doc);
 }
 END_TEST
 
-CKR_MAIN("html", "html", 120, realistic_structure, self_contained, hostile_strings, deterministic, no_cases,
+PAGE_DOC_MAIN("html", "html", 120, realistic_structure, self_contained, hostile_strings, deterministic, no_cases,
     no_oracle, edge_profiles, one_length_one_device, many_cases_and_long_profiles, modes_and_padded_seams,
     write_atomic)

@@ -7,25 +7,16 @@
 #include "gdn_alloc.h"
 #include "report_json.h"
 #include "report_num.h"
+#include "page_doc.h"
 #include "sample_doc.h"
 #include "test_util.h"
 #include "../check_runner.h"
 #include "../check_text.h"
 
-static char *render(const json_t *doc) {
-  report_buf b;
-  report_buf_init(&b);
-  gdn_error e;
-  gdn_error_init(&e);
-  ck_assert_int_eq(report_json_render(doc, &b, &e), GDN_OK);
-  return b.data; /* gdn_malloc'd: release with gdn_free */
-}
+static char *render(const json_t *doc) { return test_render(report_json_render, doc, NULL); }
 
 START_TEST(round_trip) {
-  const char *dir = test_tmpdir();
-  char path[600];
-  snprintf(path, sizeof path, "%s/results.json", dir);
-  json_t *doc = sample_doc_realistic();
+  const char *path = test_path_in(test_tmpdir(), "results.json");
   gdn_error e;
   gdn_error_init(&e);
   ck_assert_int_eq(report_json_write(doc, path, &e), GDN_OK);
@@ -39,12 +30,11 @@ START_TEST(round_trip) {
   ck_assert(json_equal(doc, via));
   json_decref(via);
   json_decref(back);
-  json_decref(doc);
 }
 END_TEST
 
 START_TEST(digits) {
-  json_t *doc = sample_doc_many(1, 0, 0);
+  page_doc_use(sample_doc_many(1, 0, 0));
   json_t *m = json_object_get(json_object_get(json_object_get(json_array_get(
                                   json_object_get(doc, "cases"), 0), "impls"), "scan"), "o");
   json_object_set_new(m, "max_abs", json_real(0.1));
@@ -63,12 +53,11 @@ START_TEST(digits) {
   ck_assert(s[strlen(s) - 1] == '\n' && s[strlen(s) - 2] == '}');
   json_decref(back);
   gdn_free(s);
-  json_decref(doc);
 }
 END_TEST
 
 START_TEST(non_finite) {
-  json_t *doc = sample_doc_many(1, 0, 0);
+  page_doc_use(sample_doc_many(1, 0, 0));
   json_t *c = json_array_get(json_object_get(doc, "cases"), 0);
   json_t *o = json_object_get(json_object_get(json_object_get(c, "impls"), "affine-prefix"), "o");
   json_object_set_new(o, "rel_fro", report_num_to_json(NAN));
@@ -90,7 +79,6 @@ START_TEST(non_finite) {
   json_decref(other);
   json_decref(back);
   gdn_free(s);
-  json_decref(doc);
 }
 END_TEST
 
@@ -128,7 +116,6 @@ static void in_order(const char *s, const char *const *phrases) {
 }
 
 START_TEST(key_order) {
-  json_t *doc = sample_doc_realistic();
   json_object_set_new(doc, "zz_extra", json_string("by someone else"));
   json_object_set_new(doc, "aa_extra", json_integer(1));
   json_t *rev = reversed(doc);
@@ -154,7 +141,6 @@ START_TEST(key_order) {
   gdn_free(a);
   gdn_free(b);
   json_decref(rev);
-  json_decref(doc);
 }
 END_TEST
 
@@ -170,9 +156,7 @@ START_TEST(deterministic) {
 END_TEST
 
 START_TEST(atomic_failures) {
-  const char *dir = test_tmpdir();
-  char path[600];
-  snprintf(path, sizeof path, "%s/results.json", dir);
+  const char *dir = test_tmpdir(), *path = test_path_in(dir, "results.json");
   test_write_text(path, "previous run\n");
   gdn_error e;
   gdn_error_init(&e);
@@ -188,32 +172,16 @@ START_TEST(atomic_failures) {
    * path. */
   char missing[700];
   snprintf(missing, sizeof missing, "%s/no/such/dir/results.json", dir);
-  json_t *doc = sample_doc_realistic();
   ck_assert_int_eq(report_json_write(doc, missing, &e), GDN_ERR_INPUT);
   ck_assert_ptr_nonnull(strstr(e.msg, missing));
   /* Every allocation of ours that can fail: NOMEM, nothing written, no
    * temporary left. */
-  int sites = 0;
-  for (long k = 1;; k++) {
-    gdn_alloc_fail_after(k);
-    int rc = report_json_write(doc, path, &e);
-    gdn_alloc_fail_after(0);
-    if (rc == GDN_OK) break;
-    sites++;
-    ck_assert_int_eq(rc, GDN_ERR_NOMEM);
-    now = test_read_file(path, NULL);
-    ck_assert_str_eq(now, "previous run\n");
-    free(now);
-    ck_assert_int_eq(test_count_entries(dir), 1);
-  }
-  ck_assert_int_ge(sites, 1);
+  ck_assert_int_ge(test_write_alloc_failures(report_json_write, doc, dir, path, "previous run\n"), 1);
   now = test_read_file(path, NULL);
   ck_assert(now[0] == '{');
   free(now);
-  ck_assert_int_eq(test_count_entries(dir), 1);
-  json_decref(doc);
   json_decref(bad);
 }
 END_TEST
 
-CKR_MAIN("json", "json", 60, round_trip, digits, non_finite, key_order, deterministic, atomic_failures)
+PAGE_DOC_MAIN("json", "json", 60, round_trip, digits, non_finite, key_order, deterministic, atomic_failures)

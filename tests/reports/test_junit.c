@@ -11,6 +11,7 @@
 #include "gdn_alloc.h"
 #include "report_junit.h"
 #include "report_num.h"
+#include "page_doc.h"
 #include "sample_doc.h"
 #include "test_util.h"
 #include "../check_runner.h"
@@ -29,19 +30,16 @@ static void load_schema(void) {
 
 /* Renders, parses (no network, no entities) and validates. */
 static xmlDocPtr render_valid(const json_t *doc) {
-  report_buf b;
-  report_buf_init(&b);
-  gdn_error e;
-  gdn_error_init(&e);
-  ck_assert_int_eq(report_junit_render(doc, &b, &e), GDN_OK);
-  xmlDocPtr x = xmlReadMemory(b.data, (int)b.len, "junit.xml", "UTF-8", XML_PARSE_NONET);
+  size_t len;
+  char *text = test_render(report_junit_render, doc, &len);
+  xmlDocPtr x = xmlReadMemory(text, (int)len, "junit.xml", "UTF-8", XML_PARSE_NONET);
   ck_assert_msg(x != NULL, "not well-formed XML");
   if (!schema) load_schema();
   xmlSchemaValidCtxtPtr vc = xmlSchemaNewValidCtxt(schema);
   int v = xmlSchemaValidateDoc(vc, x);
   xmlSchemaFreeValidCtxt(vc);
   ck_assert_msg(v == 0, "junit.xml does not validate against junit.xsd");
-  report_buf_clear(&b);
+  gdn_free(text);
   return x;
 }
 
@@ -64,7 +62,6 @@ static long attr_long(xmlNodePtr n, const char *name) {
 }
 
 START_TEST(realistic) {
-  json_t *doc = sample_doc_realistic();
   xmlDocPtr x = render_valid(doc);
   xmlNodePtr root = xmlDocGetRootElement(x);
   ck_assert_str_eq((const char *)root->name, "testsuites");
@@ -118,13 +115,11 @@ START_TEST(realistic) {
   ck_assert_str_eq(st, "45.000");
   xmlFree(st);
   xmlFreeDoc(x);
-  json_decref(doc);
 }
 END_TEST
 
 START_TEST(hostile_names_and_errors) {
-  json_t *doc = sample_doc_many(4, 2, 0);
-  json_t *cases = json_object_get(doc, "cases");
+  json_t *cases = page_doc_use(sample_doc_many(4, 2, 0));
   const char *id = "a<b>&\"c\" 'd' \xC3\xA9\xE2\x88\x9A |]]> --";
   json_object_set_new(json_array_get(cases, 0), "id", json_string(id));
   json_object_set_new(json_array_get(cases, 1), "id", json_string("ctl\x01" "char"));
@@ -159,56 +154,42 @@ START_TEST(hostile_names_and_errors) {
   ck_assert_str_eq(t, "0.000");
   xmlFree(t);
   xmlFreeDoc(x);
-  json_decref(doc);
 }
 END_TEST
 
 START_TEST(passing_and_empty) {
-  json_t *doc = sample_doc_many(3, 0, 0);
+  page_doc_use(sample_doc_many(3, 0, 0));
   xmlDocPtr x = render_valid(doc);
   xmlNodePtr suite = child(xmlDocGetRootElement(x), "testsuite");
   ck_assert_int_eq(attr_long(suite, "failures"), 0);
   xmlFreeDoc(x);
-  json_decref(doc);
-  doc = json_pack("{ss ss sb s[]}", "tool", "gdn-parity", "version", "0.1.0", "pass", 1, "cases");
+  page_doc_use(json_pack("{ss ss sb s[]}", "tool", "gdn-parity", "version", "0.1.0", "pass", 1, "cases"));
   x = render_valid(doc);
   suite = child(xmlDocGetRootElement(x), "testsuite");
   ck_assert_int_eq(attr_long(suite, "tests"), 0);
   xmlFreeDoc(x);
-  json_decref(doc);
 }
 END_TEST
 
 START_TEST(write_atomic) {
-  const char *dir = test_tmpdir();
-  char path[600];
-  snprintf(path, sizeof path, "%s/junit.xml", dir);
-  json_t *doc = sample_doc_realistic();
-  gdn_error e;
-  gdn_error_init(&e);
-  for (long k = 1;; k++) {
-    gdn_alloc_fail_after(k);
-    int rc = report_junit_write(doc, path, &e);
-    gdn_alloc_fail_after(0);
-    if (rc == GDN_OK) break;
-    ck_assert_int_eq(rc, GDN_ERR_NOMEM);
-    ck_assert_int_eq(test_count_entries(dir), 0); /* nothing half-written */
-  }
-  ck_assert_int_eq(test_count_entries(dir), 1);
+  const char *dir = test_tmpdir(), *path = test_path_in(dir, "junit.xml");
+  /* nothing half-written */
+  ck_assert_int_ge(test_write_alloc_failures(report_junit_write, doc, dir, path, NULL), 1);
   /* Same document, same bytes. */
   char *a = test_read_file(path, NULL);
+  gdn_error e;
+  gdn_error_init(&e);
   ck_assert_int_eq(report_junit_write(doc, path, &e), GDN_OK);
   char *b = test_read_file(path, NULL);
   ck_assert_str_eq(a, b);
   free(a);
   free(b);
-  json_decref(doc);
 }
 END_TEST
 
 int main(void) {
   Suite *su = suite_create("junit");
-  CKR_TCASE(su, "junit", 60, realistic, hostile_names_and_errors, passing_and_empty, write_atomic);
+  page_doc_fixture(CKR_TCASE(su, "junit", 60, realistic, hostile_names_and_errors, passing_and_empty, write_atomic));
   int nf = ckr_run(su);
   if (schema) xmlSchemaFree(schema);
   xmlCleanupParser();

@@ -6,6 +6,7 @@
 
 #include "gdn_alloc.h"
 #include "report_markdown.h"
+#include "page_doc.h"
 #include "sample_doc.h"
 #include "test_util.h"
 #include "../check_runner.h"
@@ -33,10 +34,9 @@ static int pipes(const char *line, const char *end) {
 
 START_TEST(twenty_thousand_cases) {
   const size_t N = 20000, NF = 300;
-  json_t *doc = sample_doc_many(N, 0, 0);
   /* The failing cases at the end of the document: they must still come
    * first in the summary. */
-  json_t *cases = json_object_get(doc, "cases");
+  json_t *cases = page_doc_use(sample_doc_many(N, 0, 0));
   for (size_t i = N - NF; i < N; i++) {
     json_t *k = json_array_get(json_object_get(json_object_get(json_array_get(cases, i),
                                                                "tolerance"), "checks"), 1);
@@ -80,12 +80,10 @@ START_TEST(twenty_thousand_cases) {
   ck_assert_ptr_nonnull(strstr(md, "| case-019999\\|pass |"));
   ck_assert_ptr_null(strstr(md, "case-019999|"));
   gdn_free(md);
-  json_decref(doc);
 }
 END_TEST
 
 START_TEST(small_and_link) {
-  json_t *doc = sample_doc_realistic();
   size_t len;
   char *md = render(doc, "out dir/report (1).html", &len);
   ck_assert_ptr_nonnull(strstr(md, "Full report: [out dir/report (1).html]"
@@ -101,14 +99,12 @@ START_TEST(small_and_link) {
   md = render(doc, NULL, &len);
   ck_assert_ptr_null(strstr(md, "Full report"));
   gdn_free(md);
-  json_decref(doc);
   /* A passing run says so, and names the case closest to its limit. */
-  doc = sample_doc_many(5, 0, 0);
+  page_doc_use(sample_doc_many(5, 0, 0));
   md = render(doc, NULL, &len);
   CKT_HAS_ALL(md, "gdn-parity: **PASS**", "**All 5 cases within tolerance.**", "**Closest to its limit**");
   ck_assert_ptr_null(strstr(md, "### Failing"));
   gdn_free(md);
-  json_decref(doc);
 }
 END_TEST
 
@@ -125,7 +121,7 @@ static void add_external(json_t *c, const char *name, double rel, double limit) 
 }
 
 START_TEST(external_outputs_first) {
-  json_t *doc = sample_doc_many(3, 0, 0);
+  page_doc_use(sample_doc_many(3, 0, 0));
   size_t len;
   char *md = render(doc, NULL, &len);
   ck_assert_ptr_null(strstr(md, "External output"));
@@ -158,15 +154,13 @@ START_TEST(external_outputs_first) {
   ck_assert_ptr_nonnull(strstr(md, "**External output tpu: pass** in all 3 cases. Closest to its limit: case "
                                    "case-000002"));
   gdn_free(md);
-  json_decref(doc);
 }
 END_TEST
 
 /* Shard, solve, packing: one line when every case shares them; in the
  * prefix cell of the cases where they vary (control: not there when shared). */
 START_TEST(modes_where_they_vary) {
-  json_t *doc = sample_doc_many(3, 0, 0);
-  json_t *cases = json_object_get(doc, "cases");
+  json_t *cases = page_doc_use(sample_doc_many(3, 0, 0));
   for (size_t i = 0; i < 3; i++) {
     json_object_set_new(json_array_get(cases, i), "shard", json_string("tokens"));
     json_object_set_new(json_array_get(cases, i), "solve", json_string("xla-expander"));
@@ -183,15 +177,12 @@ START_TEST(modes_where_they_vary) {
               " \xC2\xB7 substitution \xC2\xB7 leak |", " \xC2\xB7 xla-expander |");
   ck_assert_ptr_null(strstr(md, "\xC2\xB7 tokens"));
   gdn_free(md);
-  json_decref(doc);
 }
 END_TEST
 
 START_TEST(file_deterministic) {
-  const char *dir = test_tmpdir();
-  char path[600];
-  snprintf(path, sizeof path, "%s/summary.md", dir);
-  json_t *doc = sample_doc_many(2000, 20, 0);
+  const char *dir = test_tmpdir(), *path = test_path_in(dir, "summary.md");
+  page_doc_use(sample_doc_many(2000, 20, 0));
   gdn_error e;
   gdn_error_init(&e);
   ck_assert_int_eq(report_markdown_write(doc, path, "report.html", &e), GDN_OK);
@@ -204,9 +195,8 @@ START_TEST(file_deterministic) {
   ck_assert_int_eq(test_count_entries(dir), 1);
   free(a);
   free(b);
-  json_decref(doc);
 }
 END_TEST
 
-CKR_MAIN("markdown", "markdown", 120, twenty_thousand_cases, small_and_link, external_outputs_first,
+PAGE_DOC_MAIN("markdown", "markdown", 120, twenty_thousand_cases, small_and_link, external_outputs_first,
     file_deterministic, modes_where_they_vary)
