@@ -381,8 +381,8 @@ static int synth_stream_plan(const run_state *st, const parity_synth_spec *sp, c
 }
 
 /* The scratch folder has room for what a streamed run writes. */
-static int scratch_room(const parity_stream_plan *plan, const parity_sweep_opts *o, int grads, int h0, gdn_error *e) {
-  const double need = parity_sweep_stream_scratch_bytes(plan, o, grads, h0);
+static int scratch_room(const parity_stream_plan *plan, const parity_sweep_opts *o, int grads, gdn_error *e) {
+  const double need = parity_sweep_stream_scratch_bytes(plan, o, grads);
   const uint64_t avail = parity_spill_free_bytes();
   if (avail && need > (double)avail)
     return gdn_error_set(e, GDN_ERR_INPUT,
@@ -399,11 +399,13 @@ static int run_synthetic_streamed(run_state *st, const parity_synth_spec *sp, co
     parity_stream_describe(plan, line, sizeof line);
     fprintf(o->log, "note: %s; scratch files in %s\n", line, parity_spill_dir());
   }
-  int rc = scratch_room(plan, o, st->grad || sp->grad, (sp->synth.flags & GDN_SYNTH_H0) != 0, e);
+  int rc = scratch_room(plan, o, st->grad || sp->grad, e);
   if (rc) return rc;
-  char name[96];
+  char name[96], sha[FIX_SHA256_HEX] = "";
   snprintf(name, sizeof name, "synthetic seed %" PRIu64, sp->synth.seed);
-  const parity_stream_run sr = {plan, {synth_group_load, (void *)sp}, name, "synthetic", NULL, NULL, NULL,
+  /* the document's inputs_sha256, drawn and hashed a range at a time (rank 0 records) */
+  if (parity_dist_rank() == 0 && (rc = fix_synth_inputs_sha256(&sp->shape, &sp->synth, sha, e))) return rc;
+  const parity_stream_run sr = {plan, {synth_group_load, (void *)sp}, name, "synthetic", NULL, sha, NULL,
                                 st->tier, st->oracle_bits, st->grad || sp->grad};
   parity_progress_add(o->progress, parity_sweep_stream_steps(plan, o));
   return parity_sweep_run_streamed(&st->doc, &sr, o, e);
@@ -793,7 +795,7 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
       /* not even one key head fits: the whole check's refusal says why */
       (st->group_heads || !parity_stream_plan_make(s, h0, 3, &o, st->max_bytes, 0, &sp, &quiet))) {
     if (!(rc = parity_stream_plan_make(s, h0, 3, &o, st->max_bytes, st->group_heads, &sp, e)) &&
-        !(rc = scratch_room(&sp, &o, grads, h0, e))) {
+        !(rc = scratch_room(&sp, &o, grads, e))) {
       *done = 1;
       for (size_t i = 0; i < m->n_warnings; i++)
         if (o.verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(m->warnings[i]));

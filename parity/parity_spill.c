@@ -112,14 +112,3 @@ int parity_spill_tensor_read(const parity_spill_tensor *t, int64_t g, void *buf,
   *v = t->form == 1 ? parity_vals_f32(buf) : parity_vals_f64(buf);
   return rc;
 }
-
-int parity_spill_write_heads(parity_spill_file *f, const float *slab, int64_t outer, int64_t H, int64_t h0,
-                             int64_t hg, int64_t inner, gdn_error *e) {
-  const size_t run = (size_t)(hg * inner);
-  for (int64_t j = 0; j < outer; j++) {
-    int rc = parity_spill_pwrite(f, slab + (size_t)j * run, run * sizeof *slab,
-                                 (uint64_t)((j * H + h0) * inner) * sizeof *slab, e);
-    if (rc) return rc;
-  }
-  return GDN_OK;
-}

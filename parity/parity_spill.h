@@ -2,8 +2,7 @@
  *
  * A streamed run (parity_sweep_stream.h) holds one head group in memory;
  * what a later pass must read again -- the reference, each subject's
- * outputs, the inputs for their hash -- is written here and read back a
- * group at a time.  Each file is created in the scratch folder (TMPDIR, else
+ * outputs -- is written here and read back a group at a time.  Each file is created in the scratch folder (TMPDIR, else
  * /tmp) under a unique name and unlinked at once: it lives as long as its
  * descriptor, so nothing is left behind on any exit, signal or crash, and
  * no name in the folder is ever reused or touched.
@@ -12,8 +11,7 @@
  * element offset off[g] = the element counts of the groups before it, held
  * as the values came (float32 or binary64: parity_vals.h; every read is
  * exact, so the metrics of the read-back values are those of the values
- * written).  A whole-layout tensor: float32 values at their places in the
- * whole tensor (the inputs, hashed in memory order afterwards).
+ * written).
  */
 #ifndef PARITY_SPILL_H
 #define PARITY_SPILL_H
@@ -58,11 +56,5 @@ int parity_spill_tensor_write(parity_spill_tensor *t, int64_t g, parity_vals v, 
 /* Group g's values into buf (room for its count as binary64), *v pointing
  * into it in the form written. */
 int parity_spill_tensor_read(const parity_spill_tensor *t, int64_t g, void *buf, parity_vals *v, gdn_error *e);
-
-/* The float32 slab of heads [h0, h0 + hg) of a whole tensor with `outer`
- * entries before its head axis of H heads and `inner` values after it,
- * written at its places in a whole-layout file. */
-int parity_spill_write_heads(parity_spill_file *f, const float *slab, int64_t outer, int64_t H, int64_t h0,
-                             int64_t hg, int64_t inner, gdn_error *e);
 
 #endif

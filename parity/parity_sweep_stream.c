@@ -1,12 +1,10 @@
 #include "parity_sweep_stream.h"
 
 #include <inttypes.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "fix_sha256.h"
 #include "gdn_alloc.h"
 #include "parity_dist.h"
 #include "parity_kappa.h"
@@ -30,8 +28,6 @@ typedef struct spill_set {
   gdn_dtype out_dtype[PARITY_T_N]; /* the producer's (parity_subject_run.out_dtype) */
   int has_seams;                   /* the producer recorded its seam states */
 } spill_set;
-
-enum { IN_Q, IN_K, IN_V, IN_G, IN_BETA, IN_H0, IN_N };
 
 typedef struct sctx {
   input_ctx x;
@@ -60,7 +56,6 @@ typedef struct sctx {
   parity_group_tally *gt;        /* n_groups */
   struct set_head *sh;           /* n_groups x (1 + n_cases) */
   parity_rel_acc *gseams;        /* n_groups x n_cases x max_seams (owned groups) */
-  parity_spill_file in_f[IN_N];
   parity_kappa_acc *kacc; /* per chunk size */
   double *bx, *br, *bb;   /* read-back buffers: the largest group slab as binary64 */
 } sctx;
@@ -234,26 +229,6 @@ static int load_group(sctx *c, int64_t g, gdn_error *e) {
   return c->sr->src.load(c->sr->src.ctx, k0, k1, &c->in, c->sr->grads ? &c->ct : NULL, e);
 }
 
-/* The group's inputs at their places in the whole-layout files. */
-static int spill_inputs(sctx *c, int64_t g, gdn_error *e) {
-  const gdn_shape *s = &c->whole;
-  int64_t k0, k1;
-  gdn_shape gs;
-  group_of(c, g, &k0, &k1, &gs);
-  const int64_t v0 = k0 * c->r, hv = gs.Hv, BT = s->B * s->T;
-  static const char *const names[IN_N] = {"inputs q", "inputs k", "inputs v", "inputs g", "inputs beta", "inputs h0"};
-  int rc = GDN_OK;
-  for (int i = 0; i < IN_N && !rc; i++)
-    if (c->in_f[i].fd < 0 && (i != IN_H0 || c->in.h0)) rc = parity_spill_file_open(&c->in_f[i], names[i], e);
-  if (!rc) rc = parity_spill_write_heads(&c->in_f[IN_Q], c->in.q, BT, s->Hk, k0, k1 - k0, s->Dk, e);
-  if (!rc) rc = parity_spill_write_heads(&c->in_f[IN_K], c->in.k, BT, s->Hk, k0, k1 - k0, s->Dk, e);
-  if (!rc) rc = parity_spill_write_heads(&c->in_f[IN_V], c->in.v, BT, s->Hv, v0, hv, s->Dv, e);
-  if (!rc) rc = parity_spill_write_heads(&c->in_f[IN_G], c->in.g, BT, s->Hv, v0, hv, 1, e);
-  if (!rc) rc = parity_spill_write_heads(&c->in_f[IN_BETA], c->in.beta, BT, s->Hv, v0, hv, 1, e);
-  if (!rc && c->in.h0) rc = parity_spill_write_heads(&c->in_f[IN_H0], c->in.h0, s->B, s->Hv, v0, hv, s->Dk * s->Dv, e);
-  return rc;
-}
-
 /* The document's view of the inputs: the first group's flags, the whole
  * shape, no values. */
 static void header_from(sctx *c) {
@@ -354,7 +329,6 @@ static int oracle_visit(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
   int rc = load_group(c, wrong ? (g + 1) % c->p->n_groups : g, &le);
   if (!rc && me == 0 && g == 0) header_from(c);
   for (size_t ci = 0; !rc && me == 0 && ci < o->n_chunks; ci++) parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
-  if (!rc && me == 0 && !c->sr->sha256) rc = spill_inputs(c, g, &le);
   if (rc && parity_dist_size() == 1) return *e = le, rc;
   if (rc) {
     fprintf(stderr, "gdn-parity: rank %d: error: %s\n", me, le.msg);
@@ -379,46 +353,6 @@ static int phase_oracle(sctx *c, gdn_error *e) {
   for (int64_t g = 0; g < c->p->n_groups && !rc; g++) rc = oracle_share(c, &go, g, e);
   if (!rc) rc = parity_group_oracle_finish(&go, &c->ref, e);
   parity_group_oracle_clear(&go);
-  return rc;
-}
-
-/* The inputs' SHA-256 as fix_inputs_sha256 computes it over the whole
- * tensors: read back from their whole-layout files in memory order. */
-static int hash_file(EVP_MD_CTX *ctx, parity_spill_file *f, size_t n, int bf16, float *buf, size_t cap,
-                     gdn_error *e) {
-  for (size_t at = 0; at < n; at += cap) {
-    const size_t k = n - at < cap ? n - at : cap;
-    int rc = parity_spill_pread(f, buf, k * sizeof *buf, (uint64_t)at * sizeof *buf, e);
-    if (rc) return rc;
-    if ((bf16 ? fix_sha256_feed_bf16(ctx, buf, k) : fix_sha256_feed_f32(ctx, buf, k)))
-      return gdn_error_set(e, GDN_ERR_INTERNAL, "SHA-256 of the inputs: OpenSSL EVP failed");
-  }
-  return GDN_OK;
-}
-
-static int hash_inputs(sctx *c, char sha[FIX_SHA256_HEX], gdn_error *e) {
-  const gdn_shape *s = &c->whole;
-  const unsigned m = c->hdr.bf16_mask;
-  const size_t n[IN_N] = {gdn_shape_numel_qk(s), gdn_shape_numel_qk(s), gdn_shape_numel_v(s),
-                          gdn_shape_numel_gate(s), gdn_shape_numel_gate(s), gdn_shape_numel_state(s)};
-  const int bf[IN_N] = {(m & GDN_T_Q) != 0, (m & GDN_T_K) != 0, (m & GDN_T_V) != 0, 0, (m & GDN_T_BETA) != 0, 0};
-  const size_t cap = (size_t)1 << 22;
-  float *buf = gdn_malloc(cap * sizeof *buf, "inputs hash buffer", e);
-  EVP_MD_CTX *ctx = buf ? EVP_MD_CTX_new() : NULL;
-  int rc = !buf ? (e ? e->code : GDN_ERR_NOMEM)
-           : !ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1
-               ? gdn_error_set(e, GDN_ERR_INTERNAL, "SHA-256 of the inputs: OpenSSL EVP failed")
-               : GDN_OK;
-  for (int i = 0; i < IN_N && !rc; i++)
-    if (c->in_f[i].fd >= 0) rc = hash_file(ctx, &c->in_f[i], n[i], bf[i], buf, cap, e);
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  if (!rc && (EVP_DigestFinal_ex(ctx, md, &len) != 1 || len != 32))
-    rc = gdn_error_set(e, GDN_ERR_INTERNAL, "SHA-256 of the inputs: OpenSSL EVP failed");
-  if (!rc) fix_sha256_hex(md, sha);
-  EVP_MD_CTX_free(ctx);
-  gdn_free(buf);
-  for (int i = 0; i < IN_N; i++) parity_spill_file_close(&c->in_f[i]); /* hashed: no longer needed */
   return rc;
 }
 
@@ -833,11 +767,8 @@ static double set_bytes(const gdn_shape *s, unsigned mask) {
   return b;
 }
 
-double parity_sweep_stream_scratch_bytes(const parity_stream_plan *p, const parity_sweep_opts *o, int grads,
-                                         int with_h0) {
+double parity_sweep_stream_scratch_bytes(const parity_stream_plan *p, const parity_sweep_opts *o, int grads) {
   const gdn_shape *s = &p->whole;
-  double in = 4.0 * (double)(2 * gdn_shape_numel_qk(s) + gdn_shape_numel_v(s) + 2 * gdn_shape_numel_gate(s) +
-                             (with_h0 ? gdn_shape_numel_state(s) : 0));
   const double set = set_bytes(s, PARITY_TENSOR_FORWARD | (grads ? PARITY_TENSOR_GRADS : 0));
   size_t most = 0; /* the most cases of one chunk size: their sets are kept together */
   for (size_t ci = 0; ci < o->n_chunks; ci++) {
@@ -845,7 +776,7 @@ double parity_sweep_stream_scratch_bytes(const parity_stream_plan *p, const pari
     const size_t n = parity_sweep_devices_for(o, s, o->chunks[ci], dev) * o->n_prefixes;
     if (n > most) most = n;
   }
-  return in + set * (double)(2 + most); /* the reference, the scan, the cases */
+  return set * (double)(2 + most); /* the reference, the scan, the cases */
 }
 
 int64_t parity_sweep_stream_steps(const parity_stream_plan *p, const parity_sweep_opts *o) {
@@ -863,7 +794,6 @@ static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const p
   parity_reference_init(&c->ref);
   spill_set_init(&c->refs);
   spill_set_init(&c->base);
-  for (int i = 0; i < IN_N; i++) parity_spill_file_init(&c->in_f[i]);
   input_ctx *x = &c->x;
   parity_sweep_ctx_init(x, d, o);
   int rc = parity_sweep_ctx_subjects(x, NULL, 0, e);
@@ -898,7 +828,6 @@ static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const p
 static void ctx_free(sctx *c) {
   chunk_clear(c);
   spill_set_close(&c->refs);
-  for (int i = 0; i < IN_N; i++) parity_spill_file_close(&c->in_f[i]);
   for (int t = 0; t < PARITY_T_N; t++) gdn_free(c->counts[t]);
   gdn_free(c->bx);
   gdn_free(c->br);
@@ -917,15 +846,12 @@ static void ctx_free(sctx *c) {
 static int add_input(sctx *c, gdn_error *e) {
   input_ctx *x = &c->x;
   const parity_sweep_opts *o = x->o;
-  char sha[FIX_SHA256_HEX];
-  int rc = c->sr->sha256 ? GDN_OK : hash_inputs(c, sha, e);
-  if (rc) return rc;
-  if (c->sr->sha256) snprintf(sha, sizeof sha, "%s", c->sr->sha256);
+  int rc;
   if (c->sr->grad_sha256 && c->ref.has_grads) snprintf(c->ref.grad_sha256, sizeof c->ref.grad_sha256, "%s", c->sr->grad_sha256);
   x->in = &c->hdr;
   x->ref = c->ref.tier != PARITY_ORACLE_NONE ? &c->ref : NULL;
   x->input_index = parity_doc_next_input(x->d);
-  parity_input_info info = {c->sr->name, c->sr->source, c->sr->path, sha};
+  parity_input_info info = {c->sr->name, c->sr->source, c->sr->path, c->sr->sha256};
   parity_input_result ir = {&info, &c->hdr, x->ref, x->subj, x->n_subj};
   if ((rc = parity_doc_add_input(x->d, &ir, e))) return rc;
   if (o->verbosity >= 1 && o->log) parity_progress_clear(o->progress);

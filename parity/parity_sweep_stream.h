@@ -6,9 +6,9 @@
  * after every group has run is kept in scratch files (parity_spill.h).
  * The run, for one input set:
  *   1. the oracle, group by group (parity_oracle_group.h): each group's
- *      reference to scratch, its certificate's tally merged; the inputs to
- *      scratch in their whole layout (their SHA-256, as fix_inputs_sha256
- *      hashes them); kappa_G merged per chunk size (parity_kappa_acc);
+ *      reference to scratch, its certificate's tally merged; kappa_G
+ *      merged per chunk size (parity_kappa_acc); the inputs' SHA-256 is
+ *      the caller's (parity_stream_run.sha256);
  *   2. per chunk size, group by group: the scan and every case's
  *      candidate produced and written to scratch; the seams' state sums
  *      merged (parity_rel_acc);
@@ -21,8 +21,7 @@
  * (--reproducible: no timings) on any shape both can run
  * (test_sweep_stream).  Memory: one group's inputs, cotangents, reference
  * or scan and candidate outputs, and the read-back buffers; scratch on disk:
- * the reference, the inputs, and per chunk size the scan and each case's
- * outputs.
+ * the reference, and per chunk size the scan and each case's outputs.
  *
  * Under mpirun (every rank running the case) the groups are dealt: group
  * g's oracle and its kernels run on rank g mod N with all its threads, and
@@ -51,8 +50,9 @@ typedef struct parity_stream_run {
   const parity_stream_plan *plan;
   parity_group_inputs src;
   const char *name, *source, *path; /* the input's identity (parity_input_info) */
-  const char *sha256;       /* the inputs' SHA-256 as known (a fixture's, checked on open); NULL:
-                               computed from the inputs, kept in scratch in their whole layout */
+  const char *sha256;       /* the inputs' SHA-256 as fix_inputs_sha256 gives it over the whole tensors:
+                               a fixture's (checked on open), or synthetic inputs' drawn a range at a
+                               time (fix_synth_inputs_sha256); what rank 0 records */
   const char *grad_sha256;  /* a fixture's grad_problem_sha256 with its /cotangents, else NULL */
   parity_oracle_tier tier;
   int oracle_bits;
@@ -62,11 +62,10 @@ typedef struct parity_stream_run {
 /* Why a run cannot be streamed ("" when it can): the message names it. */
 void parity_sweep_stream_refusal(const gdn_inputs *first_group, const parity_sweep_opts *o, char *why, size_t n);
 
-/* The most scratch bytes the run writes (the inputs as float32, and as
- * binary64 the reference, the scan and one chunk size's cases), checked
- * against the scratch folder's free space before anything runs. */
-double parity_sweep_stream_scratch_bytes(const parity_stream_plan *p, const parity_sweep_opts *o, int grads,
-                                         int with_h0);
+/* The most scratch bytes the run writes (as binary64 the reference, the
+ * scan and one chunk size's cases), checked against the scratch folder's
+ * free space before anything runs. */
+double parity_sweep_stream_scratch_bytes(const parity_stream_plan *p, const parity_sweep_opts *o, int grads);
 
 /* The progress steps parity_sweep_run_streamed takes. */
 int64_t parity_sweep_stream_steps(const parity_stream_plan *p, const parity_sweep_opts *o);

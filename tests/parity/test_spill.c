@@ -115,30 +115,6 @@ START_TEST(tensor_refusals) {
 }
 END_TEST
 
-/* A whole-layout file: head slabs land at their places in the whole tensor
- * (outer 3, H 4, inner 2), whatever order the groups come in. */
-START_TEST(heads_at_their_places) {
-  enum { OUTER = 3, H = 4, IN = 2, N = OUTER * H * IN };
-  float whole[N], back[N];
-  for (int i = 0; i < N; i++) whole[i] = (float)i + 0.5f;
-  parity_spill_file f;
-  gdn_error e;
-  gdn_error_init(&e);
-  ck_assert_int_eq(parity_spill_file_open(&f, "test heads", &e), GDN_OK);
-  const int64_t groups[3][2] = {{1, 3}, {3, 4}, {0, 1}}; /* [h0, h1) */
-  for (int gi = 0; gi < 3; gi++) {
-    const int64_t h0 = groups[gi][0], hg = groups[gi][1] - h0;
-    float slab[N];
-    for (int64_t j = 0; j < OUTER; j++)
-      memcpy(slab + j * hg * IN, whole + (j * H + h0) * IN, (size_t)(hg * IN) * sizeof *slab);
-    ck_assert_int_eq(parity_spill_write_heads(&f, slab, OUTER, H, h0, hg, IN, &e), GDN_OK);
-  }
-  ck_assert_int_eq(parity_spill_pread(&f, back, sizeof back, 0, &e), GDN_OK);
-  ck_assert_mem_eq(back, whole, sizeof whole);
-  parity_spill_file_close(&f);
-}
-END_TEST
-
 /* Failures say which scratch file, where, and why: a read past the end, a
  * write to a full device, a scratch folder that does not exist. */
 START_TEST(io_errors_named) {
@@ -170,5 +146,4 @@ START_TEST(io_errors_named) {
 }
 END_TEST
 
-CKR_MAIN("spill", "spill", 0, anonymous_and_exact, tensor_groups_any_order, tensor_refusals, heads_at_their_places,
-         io_errors_named)
+CKR_MAIN("spill", "spill", 0, anonymous_and_exact, tensor_groups_any_order, tensor_refusals, io_errors_named)
