@@ -404,7 +404,7 @@ static int run_synthetic_streamed(run_state *st, const parity_synth_spec *sp, co
   char name[96], sha[FIX_SHA256_HEX] = "";
   snprintf(name, sizeof name, "synthetic seed %" PRIu64, sp->synth.seed);
   /* the document's inputs_sha256, drawn and hashed a range at a time (rank 0 records) */
-  if (parity_dist_rank() == 0 && (rc = fix_synth_inputs_sha256(&sp->shape, &sp->synth, sha, e))) return rc;
+  if (parity_dist_rank() == 0 && (rc = fix_synth_inputs_sha256(&sp->shape, &sp->synth, NULL, 0, sha, e))) return rc;
   const parity_stream_run sr = {plan, {synth_group_load, (void *)sp}, name, "synthetic", NULL, sha, NULL,
                                 st->tier, st->oracle_bits, st->grad || sp->grad};
   parity_progress_add(o->progress, parity_sweep_stream_steps(plan, o));

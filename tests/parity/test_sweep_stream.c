@@ -22,6 +22,7 @@
 
 #include "../check_runner.h"
 #include "cli_run.h"
+#include "fix.h"
 #include "../reports/test_util.h"
 
 static char *exe, *fixture_exe;
@@ -210,6 +211,61 @@ static void synth(const char *dir, const char *name, const char *const *args, ch
   ck_assert_msg(r.status == 0, "synth %s: %s", name, r.err);
 }
 
+/* The hash `gdn-fixture synth` printed ("inputs_sha256 HEX"). */
+static void printed_hash(const char *out, char hex[FIX_SHA256_HEX]) {
+  const char *h = strstr(out, "inputs_sha256 ");
+  ck_assert_msg(h && strlen(h) >= 14 + 64, "no hash printed: %s", out);
+  memcpy(hex, h + 14, 64);
+  hex[64] = '\0';
+}
+
+/* gdn-fixture synth by head group (--group-heads, never holding the whole
+ * generation) writes the file the whole synth writes: the same inputs
+ * (inputs_sha256 of the loaded files, which covers every value, the
+ * segment ids and the packing), the same settings, and prints the same
+ * hash -- GQA with h0, packed documents in bfloat16 storage, pre-normalised
+ * q and k with slow gates, seed 5.  Negative control: seed 9's file
+ * hashes otherwise. */
+START_TEST(synth_by_head_group) {
+  static const char *const sets[3][12] = {
+      {"--shape", "2,96,6,8", "--key-heads", "3", "--h0", NULL},
+      {"--shape", "1,128,4,16", "--documents", "3", "--packing", "reset", "--bf16", "q,k,v,beta", NULL},
+      {"--shape", "1,64,2,16", "--prenorm", "--slow-gates", NULL}};
+  char dir[] = "/tmp/gdn-stream-synth-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  for (int i = 0; i < 3; i++) {
+    char paths[3][128], printed[3][FIX_SHA256_HEX];
+    fix_fixture fx[3];
+    for (int w = 0; w < 3; w++) { /* whole, by one key head, another seed by one key head */
+      const char *av[24] = {fixture_exe, "synth"};
+      int k = 2;
+      for (int j = 0; sets[i][j]; j++) av[k++] = sets[i][j];
+      if (w) av[k++] = "--group-heads", av[k++] = "1";
+      av[k++] = "--seed", av[k++] = w == 2 ? "9" : "5";
+      snprintf(paths[w], sizeof paths[w], "%s/%d-%d.h5", dir, i, w);
+      av[k++] = "--out", av[k++] = paths[w], av[k] = NULL;
+      cli_result r;
+      cli_run(&r, (char *const *)av);
+      ck_assert_msg(r.status == 0, "set %d, way %d: %s", i, w, r.err);
+      printed_hash(r.out, printed[w]);
+      gdn_error e;
+      gdn_error_init(&e);
+      fix_fixture_init(&fx[w]);
+      ck_assert_msg(fix_load(&fx[w], paths[w], NULL, &e) == GDN_OK, "%s", e.msg);
+      ck_assert_str_eq(fx[w].inputs_sha256, printed[w]);
+    }
+    ck_assert_str_eq(fx[1].inputs_sha256, fx[0].inputs_sha256);
+    ck_assert_str_ne(fx[2].inputs_sha256, fx[0].inputs_sha256);
+    const gdn_inputs *a = &fx[0].inputs, *b = &fx[1].inputs;
+    ck_assert(a->l2norm_in_kernel == b->l2norm_in_kernel && a->bf16_mask == b->bf16_mask &&
+              a->packing == b->packing && a->has_scale == b->has_scale && !memcmp(&a->shape, &b->shape, sizeof a->shape));
+    ck_assert_int_eq(fx[1].chunk_size, fx[0].chunk_size);
+    for (int w = 0; w < 3; w++) fix_fixture_clear(&fx[w]), unlink(paths[w]);
+  }
+  rmdir(dir);
+}
+END_TEST
+
 /* check --fixture F [extra] whole and by head group: the same document. */
 static void check_both_ways(const char *fixture, const char *extra) {
   const char *const args[] = {"check", "--fixture", fixture, extra, NULL};
@@ -249,4 +305,4 @@ END_TEST
 
 CKR_MAIN_ARGS("test_sweep_stream PATH-TO-gdn-parity PATH-TO-gdn-fixture", 2, (&exe, &fixture_exe), "sweep_stream",
               "sweep_stream", 600, default_grid, gqa_with_gradients, other_configurations, negative_control,
-              chosen_by_the_budget, refusals, check_of_a_fixture)
+              chosen_by_the_budget, refusals, check_of_a_fixture, synth_by_head_group)
