@@ -462,6 +462,13 @@ int report_doc_num(const json_t *obj, const char *key, double *out) {
   return report_num_get(json_object_get(obj, key), out);
 }
 
+const char *report_doc_num_text(const json_t *obj, const char *key, int digits, char *out) {
+  double v;
+  if (!report_doc_num(obj, key, &v)) return NULL;
+  report_num_format(out, v, digits);
+  return out;
+}
+
 const json_t *report_doc_metrics(const json_t *c, const char *impl, const char *tensor) {
   const json_t *t = !strcmp(impl, "affine_vs_scan")
                         ? json_object_get(c, "affine_vs_scan")
