@@ -151,16 +151,29 @@ static void floor_clear(floor_arrays *f) {
   mpfr_free_cache();
 }
 
-/* One run of oracle_run (or _certified): wall seconds, *cpu CPU seconds. */
-static double time_oracle(const gdn_inputs *in, const oracle_config *cfg, int threads, int certified,
-                          oracle_certificate *cert, double *cpu) {
+/* Which oracle one timed run calls: the dd tier when dd is set, else the
+ * MPFR tier (oracle_run_certified when certified). */
+typedef struct {
+  const oracle_config *mp;
+  int certified;
+  oracle_certificate *cert;
+  const oracle_dd_config *dd;
+  oracle_dd_certificate *dd_cert; /* NULL: a scratch one */
+} timed_call;
+
+/* One timed run of either tier: wall seconds, *cpu CPU seconds; a failure
+ * ends the benchmark with its exit status (the figures would mean nothing). */
+static double time_call(const gdn_inputs *in, const timed_call *tc, int threads, double *cpu) {
   gdn_threads_set(threads);
   gdn_error e;
   gdn_error_init(&e);
   gdn_outputs out;
   gdn_outputs_init(&out);
+  oracle_dd_certificate c;
   double c0 = cpu_s(), t0 = now_s();
-  int rc = certified ? oracle_run_certified(in, cfg, &out, cert, &e) : oracle_run(in, cfg, &out, &e);
+  int rc = tc->dd          ? oracle_run_dd(in, tc->dd, &out, tc->dd_cert ? tc->dd_cert : &c, &e)
+           : tc->certified ? oracle_run_certified(in, tc->mp, &out, tc->cert, &e)
+                           : oracle_run(in, tc->mp, &out, &e);
   double dt = now_s() - t0;
   if (cpu) *cpu = cpu_s() - c0;
   gdn_outputs_clear(&out);
@@ -169,6 +182,13 @@ static double time_oracle(const gdn_inputs *in, const oracle_config *cfg, int th
     exit(gdn_error_exit_status(rc));
   }
   return dt;
+}
+
+/* One run of oracle_run (or _certified): wall seconds, *cpu CPU seconds. */
+static double time_oracle(const gdn_inputs *in, const oracle_config *cfg, int threads, int certified,
+                          oracle_certificate *cert, double *cpu) {
+  const timed_call tc = {cfg, certified, cert, NULL, NULL};
+  return time_call(in, &tc, threads, cpu);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -229,13 +249,15 @@ static double dd_floor_measure(dd_floor *f, double *cpu_ns) {
 static void dd_floor_init(dd_floor *f, int64_t Dk, int64_t nb) {
   f->Dk = Dk, f->nb = nb;
   size_t n = (size_t)(Dk * nb);
-  f->xh = malloc(n * sizeof(double));
-  f->xl = malloc(n * sizeof(double));
-  f->yh = malloc((size_t)Dk * sizeof(double));
-  f->yl = malloc((size_t)Dk * sizeof(double));
-  f->ah = calloc((size_t)nb, sizeof(double));
-  f->al = calloc((size_t)nb, sizeof(double));
-  if (!f->xh || !f->xl || !f->yh || !f->yl || !f->ah || !f->al) die_nomem();
+  /* One zeroed block carved in order, as the dd tier's own workspace is
+   * (orc_ddw_alloc), so one free releases it. */
+  f->xh = calloc(2 * n + 2 * (size_t)Dk + 2 * (size_t)nb, sizeof(double));
+  if (!f->xh) die_nomem();
+  f->xl = f->xh + n;
+  f->yh = f->xl + n;
+  f->yl = f->yh + Dk;
+  f->ah = f->yl + Dk;
+  f->al = f->ah + nb;
   for (size_t i = 0; i < n; i++) {
     orc_dd x = orc_dd_two_prod(gdn_rng_normal(3, 1, i), 1.0 / 3.0);
     f->xh[i] = x.hi, f->xl[i] = x.lo;
@@ -252,34 +274,13 @@ static void dd_floor_init(dd_floor *f, int64_t Dk, int64_t nb) {
   }
 }
 
-static void dd_floor_clear(dd_floor *f) {
-  free(f->xh);
-  free(f->xl);
-  free(f->yh);
-  free(f->yl);
-  free(f->ah);
-  free(f->al);
-}
+static void dd_floor_clear(dd_floor *f) { free(f->xh); }
 
 /* One dd run: wall seconds; *cpu CPU seconds; *cert its certificate. */
 static double time_dd(const gdn_inputs *in, const oracle_dd_config *cfg, int threads,
                       oracle_dd_certificate *cert, double *cpu) {
-  gdn_threads_set(threads);
-  gdn_error e;
-  gdn_error_init(&e);
-  gdn_outputs out;
-  gdn_outputs_init(&out);
-  oracle_dd_certificate c;
-  double c0 = cpu_s(), t0 = now_s();
-  int rc = oracle_run_dd(in, cfg, &out, cert ? cert : &c, &e);
-  double dt = now_s() - t0;
-  if (cpu) *cpu = cpu_s() - c0;
-  gdn_outputs_clear(&out);
-  if (rc) {
-    fprintf(stderr, "bench_oracle: %s\n", e.msg);
-    exit(gdn_error_exit_status(rc));
-  }
-  return dt;
+  const timed_call tc = {NULL, 0, NULL, cfg, cert};
+  return time_call(in, &tc, threads, cpu);
 }
 
 static void synth_or_die(gdn_inputs *in, const gdn_shape *s, unsigned flags) {

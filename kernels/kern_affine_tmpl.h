@@ -37,6 +37,7 @@
  * pair and the splits of a composition), so O(threads x (D (Dk^2 + Dk Dv) +
  * chunk temporaries)), independent of B, Hv and T. */
 #include "kern_chunk_tmpl.h"
+#include "kern_team_tmpl.h"
 
 typedef struct KR(affine_job) {
   const gdn_inputs *in;
@@ -44,9 +45,8 @@ typedef struct KR(affine_job) {
   const kern_num *num;
   gdn_outputs *out;
   kern_affine_seams *sm;
-  kreal *mem, *pairs;
-  KR(kprep) *preps; /* 2 per thread */
-  uint64_t *slots;  /* the team's flag words (kern_team.h) */
+  KR(kteam) team;
+  kreal *pairs;
   size_t per, ce, pe, na, nb, npair;
   int64_t h_begin, nh;
   /* ranks as devices (kern_affine_prefix_rank), else NULL */
@@ -177,7 +177,7 @@ static void KR(affine_local_bind)(KR(affine_local) *l, const KR(affine_job) *j, 
   const kern_num *num = j->num;
   const int64_t C = cfg->chunk, Dk = s->Dk, Dv = s->Dv;
   const kern_matmul mm = num->matmul;
-  kreal *base = j->mem + (size_t)tid * j->per;
+  kreal *base = j->team.mem + (size_t)tid * j->per;
   l->j = j;
   KR(kchunk_bind)(&l->c, base, j->in, num, C, j->out->dtype == GDN_DTYPE_BF16);
   l->c.mutant = cfg->mutant;
@@ -192,7 +192,7 @@ static void KR(affine_local_bind)(KR(affine_local) *l, const KR(affine_job) *j, 
    * numerics without the U, W rounding point; the replay keeps num */
   l->fold_num = *num;
   if (cfg->mutant == KERN_MUTANT_BF16_CAST_MISSING) l->fold_num.round_mask &= ~(unsigned)KERN_RP_UW;
-  l->mine = &j->preps[2 * tid];
+  l->mine = &j->team.preps[2 * tid];
   KR(kprep_bind)(&l->mine[0], base + j->ce, C, Dk, Dv, mm);
   KR(kprep_bind)(&l->mine[1], base + j->ce + j->pe, C, Dk, Dv, mm);
   l->off_h = j->ce + 2 * j->pe; /* h, h0, An, Bn, then the prefix work */
@@ -336,13 +336,13 @@ static void KR(affine_replay_all)(KR(affine_local) *l, int tid, int nt) {
     KR(kchunk_scan)(&l->c, l->mine, pc.first, pc.count, l->h, j->out);
     KR(affine_replay_h_out)(l, r, l->h);
   }
-  kern_team_sync ts = {tid, nt, j->slots, 0};
-  kreal *th = j->mem + l->off_h;
+  kern_team_sync ts = {tid, nt, j->team.slots, 0};
+  kreal *th = j->team.mem + l->off_h;
   for (int64_t it = solo; it < items; it++) {
     kern_piece pc = KR(affine_replay_item)(l, it, &hb, &r);
     if (tid == 0) KR(affine_replay_h_in)(l, hb, r, th);
 #pragma omp barrier
-    KR(kchunk_scan_team)(&l->c, j->preps, &ts, pc.first, pc.count, th, l->Bn, j->out); /* Bn: free here */
+    KR(kchunk_scan_team)(&l->c, j->team.preps, &ts, pc.first, pc.count, th, l->Bn, j->out); /* Bn: free here */
     if (tid == 0) KR(affine_replay_h_out)(l, r, th);
 #pragma omp barrier
   }
@@ -376,9 +376,7 @@ static size_t KR(affine_per)(const gdn_shape *s, const kern_config *cfg, kern_ma
 static size_t KR(affine_scratch)(const gdn_shape *s, const kern_config *cfg, kern_matmul mm, int nt) {
   const int64_t heads = s->B * s->Hv, P = heads < nt ? heads : nt, D = cfg->devices;
   const size_t npair = kern_size_add(kern_size_mul((size_t)s->Dk, (size_t)s->Dk), (size_t)(s->Dk * s->Dv));
-  size_t b = kern_size_mul((size_t)nt, kern_size_mul(KR(affine_per)(s, cfg, mm), sizeof(kreal)));
-  b = kern_size_add(b, kern_size_mul(2 * (size_t)nt, sizeof(KR(kprep))));
-  b = kern_size_add(b, kern_size_mul(kern_size_mul((size_t)nt, KERN_TEAM_RING(nt)), sizeof(uint64_t)));
+  size_t b = KR(kchunk_team_bytes)(nt, KR(affine_per)(s, cfg, mm));
   if (D >= 2) b = kern_size_add(b, kern_size_mul(kern_size_mul((size_t)P * (size_t)D, npair), sizeof(kreal)));
   return b;
 }
@@ -397,27 +395,14 @@ static int KR(affine_run)(const gdn_inputs *in, const kern_config *cfg, const ke
   const size_t ce = KR(kchunk_elems)(C, Dk, Dv, num->matmul);
   const size_t pe = KR(kprep_elems)(C, Dk, Dv, num->matmul);
   const size_t per = KR(affine_per)(s, cfg, num->matmul);
-  kreal *mem = gdn_calloc((size_t)nt, kern_size_mul(per, sizeof(kreal)),
-                          "kern_affine_prefix per-thread scratch", e);
-  KR(kprep) *preps =
-      mem ? gdn_calloc(2 * (size_t)nt, sizeof *preps, "kern_affine_prefix chunk slots", e) : NULL;
-  uint64_t *slots = preps ? gdn_calloc(kern_size_mul((size_t)nt, KERN_TEAM_RING(nt)),
-                                       sizeof *slots, "kern_affine_prefix team flags", e)
-                          : NULL;
-  if (!slots) {
-    gdn_free(preps);
-    gdn_free(mem);
-    gdn_error_prefix(e, "kern_affine_prefix: ");
-    return GDN_ERR_NOMEM;
-  }
+  KR(kteam) team;
+  if (KR(kchunk_team_alloc)(nt, per, "kern_affine_prefix", &team, e)) return GDN_ERR_NOMEM;
   kreal *pairs = NULL;
   if (D >= 2) {
     pairs = gdn_calloc(kern_size_mul((size_t)P * (size_t)D, npair), sizeof(kreal),
                        "kern_affine_prefix gathered (A, B) pairs", e);
     if (!pairs) {
-      gdn_free(slots);
-      gdn_free(preps);
-      gdn_free(mem);
+      KR(kchunk_team_free)(&team);
       gdn_error_prefix(e, "kern_affine_prefix: ");
       return GDN_ERR_NOMEM;
     }
@@ -425,7 +410,7 @@ static int KR(affine_run)(const gdn_inputs *in, const kern_config *cfg, const ke
   kern_affine_exchange x = {sizeof(kreal) == 4 ? GDN_DTYPE_F32 : GDN_DTYPE_F64, NULL, 0, D, Dk, Dv, na, nb,
                             num->matmul, cfg->mutant == KERN_MUTANT_COMPOSE_ORDER, 0};
   int xrc = GDN_OK;
-  KR(affine_job) job = {in, cfg, num, out, sm, mem, pairs, preps, slots,
+  KR(affine_job) job = {in, cfg, num, out, sm, team, pairs,
                         per, ce, pe, na, nb, npair, 0, 0, comm, &x, &xrc, e};
   for (int64_t h_begin = 0; h_begin < heads; h_begin += P) {
     job.h_begin = h_begin;
@@ -439,8 +424,6 @@ static int KR(affine_run)(const gdn_inputs *in, const kern_config *cfg, const ke
     if (xrc) break;
   }
   gdn_free(pairs);
-  gdn_free(slots);
-  gdn_free(preps);
-  gdn_free(mem);
+  KR(kchunk_team_free)(&team);
   return xrc;
 }

@@ -515,7 +515,8 @@ KTMPL void KR(kchunk_solve)(int64_t C, const kreal *restrict S, kreal *restrict 
   }
 }
 
-/* View of split s from element `off` on (a row of a matrix split whole). */
+/* View of split s from element `off` on: a row of a matrix split whole, or
+ * a column block of a row split (the same pointer shift either way). */
 KTMPL inline KSPLIT KR(kchunk_split_view)(const KSPLIT *s, int64_t off) {
   KSPLIT v = *s;
   if (v.x) v.x += off;
@@ -547,34 +548,46 @@ KTMPL void KR(kchunk_solve_xla)(KR(kchunk) *c) {
   }
 }
 
+/* Row i of dst (C rows of D) = row i of src times t[i]: the chunk's
+ * per-token scalings by beta, exp(G) and exp(G_last - G), one rounding an
+ * element; dst may be src (in place). */
+KTMPL inline void KR(kchunk_scale_rows)(kreal *dst, const kreal *src, const kreal *t, int64_t C, int64_t D) {
+  for (int64_t i = 0; i < C; i++)
+    KSIMD for (int64_t d = 0; d < D; d++) dst[i * D + d] = src[i * D + d] * t[i];
+}
+
+/* The decay mask on a C x C product M: below the diagonal times the decay
+ * dec[i][j], zeros from column i + keep_diag on (S drops its diagonal,
+ * attn keeps it). */
+KTMPL inline void KR(kchunk_mask_decay)(kreal *M, const kreal *dec, int64_t C, int64_t keep_diag) {
+  for (int64_t i = 0; i < C; i++) {
+    kreal *r = M + i * C;
+    KSIMD for (int64_t j = 0; j < i; j++) r[j] = r[j] * dec[i * C + j];
+    for (int64_t j = i + keep_diag; j < C; j++) r[j] = 0;
+  }
+}
+
 /* The WY factors U, W of the loaded chunk into P (and U's split when
  * split_u: the affine map's B_n reads it). */
 KTMPL void KR(kchunk_wy)(KR(kchunk) *c, KR(kprep) *P, int split_u) {
   const int64_t C = c->C, Dk = c->Dk, Dv = c->Dv;
-  for (int64_t i = 0; i < C; i++)
-    KSIMD for (int64_t d = 0; d < Dk; d++) c->kb[i * Dk + d] = c->k[i * Dk + d] * c->beta[i];
+  KR(kchunk_scale_rows)(c->kb, c->k, c->beta, C, Dk);
   KROUND(c->num, KERN_RP_BETA_MUL, c->kb, C * Dk);
   KR(kchunk_split)(c, &c->skT, c->kT, C * Dk);
   KR(kchunk_split)(c, &c->sck, c->kb, C * Dk);
   KR(kchunk_mm)(c, C, C, Dk, &c->sck, Dk, 1, &c->skT, C, 1, c->S, C); /* kb K^T */
   KROUND(c->num, KERN_RP_KKT, c->S, C * C);
-  for (int64_t i = 0; i < C; i++) {
-    kreal *s = c->S + i * C;
-    KSIMD for (int64_t j = 0; j < i; j++) s[j] = s[j] * c->dec[i * C + j];
-    for (int64_t j = i; j < C; j++) s[j] = 0;
-  }
+  KR(kchunk_mask_decay)(c->S, c->dec, C, 0);
   if (c->num->solve == KERN_SOLVE_XLA_EXPANDER)
     KR(kchunk_solve_xla)(c);
   else
     KR(kchunk_solve)(C, c->S, c->A);
-  for (int64_t i = 0; i < C; i++)
-    KSIMD for (int64_t d = 0; d < Dv; d++) c->vb[i * Dv + d] = c->v[i * Dv + d] * c->beta[i];
+  KR(kchunk_scale_rows)(c->vb, c->v, c->beta, C, Dv);
   KROUND(c->num, KERN_RP_BETA_MUL, c->vb, C * Dv);
   KR(kchunk_split)(c, &c->scc, c->A, C * C);
   KR(kchunk_split)(c, &c->scv, c->vb, C * Dv);
   KR(kchunk_mm)(c, C, Dv, C, &c->scc, C, 1, &c->scv, Dv, 1, P->U, Dv);
-  for (int64_t i = 0; i < C; i++) /* kb becomes k_beta_g = k_beta * exp(G) */
-    KSIMD for (int64_t d = 0; d < Dk; d++) c->kb[i * Dk + d] = c->kb[i * Dk + d] * c->eG[i];
+  KR(kchunk_scale_rows)(c->kb, c->kb, c->eG, C, Dk); /* kb becomes k_beta_g = k_beta * exp(G) */
   KR(kchunk_split)(c, &c->sck, c->kb, C * Dk);
   KR(kchunk_mm)(c, C, Dk, C, &c->scc, C, 1, &c->sck, Dk, 1, P->W, Dk);
   KROUND(c->num, KERN_RP_UW, P->U, C * Dv);
@@ -587,24 +600,18 @@ KTMPL void KR(kchunk_wy)(KR(kchunk) *c, KR(kprep) *P, int split_u) {
 /* Kt = diag(exp(G_last - G)) K (needed by the body and by the affine map). */
 KTMPL void KR(kchunk_kt)(KR(kchunk) *c, KR(kprep) *P) {
   const int64_t C = c->C, Dk = c->Dk;
-  for (int64_t i = 0; i < C; i++)
-    KSIMD for (int64_t d = 0; d < Dk; d++) P->Kt[i * Dk + d] = c->k[i * Dk + d] * c->eGl[i];
+  KR(kchunk_scale_rows)(P->Kt, c->k, c->eGl, C, Dk);
   KR(kchunk_split)(c, &P->sKt, P->Kt, C * Dk);
 }
 
 /* The h-independent parts of the scan body: qg, the masked attn, Kt. */
 KTMPL void KR(kchunk_prep)(KR(kchunk) *c, KR(kprep) *P) {
   const int64_t C = c->C, Dk = c->Dk;
-  for (int64_t i = 0; i < C; i++)
-    KSIMD for (int64_t d = 0; d < Dk; d++) P->qg[i * Dk + d] = c->q[i * Dk + d] * c->eG[i];
+  KR(kchunk_scale_rows)(P->qg, c->q, c->eG, C, Dk);
   KR(kchunk_split)(c, &c->sck, c->q, C * Dk);
   KR(kchunk_mm)(c, C, C, Dk, &c->sck, Dk, 1, &c->skT, C, 1, P->attn, C); /* Q K^T */
   KROUND(c->num, KERN_RP_QKT, P->attn, C * C);
-  for (int64_t i = 0; i < C; i++) {
-    kreal *a = P->attn + i * C;
-    KSIMD for (int64_t j = 0; j < i; j++) a[j] = a[j] * c->dec[i * C + j];
-    for (int64_t j = i + 1; j < C; j++) a[j] = 0;
-  }
+  KR(kchunk_mask_decay)(P->attn, c->dec, C, 1);
   KR(kchunk_kt)(c, P);
   KR(kchunk_split)(c, &P->sqg, P->qg, C * Dk);
   KR(kchunk_split)(c, &P->sattn, P->attn, C * C);
@@ -630,14 +637,6 @@ KTMPL void KR(kchunk_split_cols)(KR(kchunk) *c, KSPLIT *s, const kreal *x, int64
   s->nz = nz;
 }
 
-/* View of split s shifted by `off` elements (a column block). */
-KTMPL inline KSPLIT KR(kchunk_split_at)(const KSPLIT *s, int64_t off) {
-  KSPLIT v = *s;
-  if (v.x) v.x += off;
-  for (int i = 0; i < 3; i++)
-    if (v.part[i]) v.part[i] += off;
-  return v;
-}
 
 /* One step of the scan over chunks on the columns [c0, c1) of the state:
  * h holds those columns (Dk rows of c1 - c0, leading dimension ldh; the
@@ -660,7 +659,7 @@ KTMPL void KR(kchunk_body)(KR(kchunk) *c, const KR(kprep) *P, kreal *restrict h,
     KSIMD for (int64_t x = c0; x < c1; x++) vn[x] = u[x] - vn[x];
   }
   KR(kchunk_split_cols)(c, &c->svn, c->vnew, C, Dv, c0, c1, ts);
-  const KSPLIT svn = KR(kchunk_split_at)(&c->svn, c0);
+  const KSPLIT svn = KR(kchunk_split_view)(&c->svn, c0);
   const kern_matmul mm = c->num->matmul;
   /* o = o_inter + attn v_new: the product, then the add (kern_mm_plus) */
   KR(kern_mm_plus)(mm, C, w, C, &P->sattn, C, 1, &svn, Dv, 1, c->oin + c0, Dv, c->oat + c0, Dv,

@@ -103,8 +103,10 @@ static __attribute__((noinline)) void KR(recurrent_thread)(const gdn_inputs *in,
   }
 }
 
-static int KR(recurrent_run)(const gdn_inputs *in, const kern_num *num, gdn_outputs *out,
-                             gdn_error *e) {
+/* cfg: the frame's (kern_forward.h); the recurrence has no chunks. */
+static int KR(recurrent_run)(const gdn_inputs *in, const kern_config *cfg, const kern_num *num,
+                             gdn_outputs *out, gdn_error *e) {
+  (void)cfg;
   const gdn_shape *s = &in->shape;
   const int64_t items = s->B * s->Hv;
   const int nt = gdn_threads_for(items);

@@ -5,6 +5,7 @@
 #include "gdn_alloc.h"
 #include "gdn_threads.h"
 #include "kern.h"
+#include "kern_forward.h"
 #include "kern_gemm.h"
 #include "kern_mm.h"
 #include "kern_num.h"
@@ -33,14 +34,5 @@ size_t kern_scan_scratch(const gdn_shape *s, const kern_config *cfg) {
 }
 
 int kern_scan(const gdn_inputs *in, const kern_config *cfg, gdn_outputs *out, gdn_error *e) {
-  gdn_outputs_clear(out);
-  kern_num num;
-  int rc = kern_num_setup(&num, in, cfg, "kern_scan", 1, e);
-  if (!rc) rc = kern_out_alloc_for(out, in, cfg, "kern_scan", e);
-  if (!rc)
-    rc = num.dtype == GDN_DTYPE_F64 ? scan_run_f64(in, cfg, &num, out, e)
-                                    : scan_run_f32(in, cfg, &num, out, e);
-  if (!rc) rc = kern_out_finish(out, e);
-  if (rc) gdn_outputs_clear(out);
-  return rc;
+  return kern_forward(in, cfg, out, "kern_scan", 1, scan_run_f32, scan_run_f64, e);
 }

@@ -15,15 +15,14 @@
  * words.  Each thread runs in scan_thread, not
  * inlined, inside its flush-to-zero environment (kern_num.h). */
 #include "kern_chunk_tmpl.h"
+#include "kern_team_tmpl.h"
 
 typedef struct KR(scan_job) {
   const gdn_inputs *in;
   const kern_config *cfg;
   const kern_num *num;
   gdn_outputs *out;
-  kreal *mem;
-  KR(kprep) *preps; /* 2 per thread */
-  uint64_t *slots;  /* the team's flag words (kern_team.h) */
+  KR(kteam) team;
   size_t per, ce, pe;
   int nt;
 } KR(scan_job);
@@ -36,10 +35,10 @@ static __attribute__((noinline)) void KR(scan_thread)(const KR(scan_job) *j) {
   const int64_t C = j->cfg->chunk, N = gdn_shape_chunks(s, C), items = s->B * s->Hv;
   /* the team OpenMP gave (at most the nt the scratch was allocated for) */
   const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-  kreal *base = j->mem + (size_t)tid * j->per;
+  kreal *base = j->team.mem + (size_t)tid * j->per;
   KR(kchunk) c;
   KR(kchunk_bind)(&c, base, in, num, C, out->dtype == GDN_DTYPE_BF16);
-  KR(kprep) *mine = &j->preps[2 * tid];
+  KR(kprep) *mine = &j->team.preps[2 * tid];
   KR(kprep_bind)(&mine[0], base + j->ce, C, s->Dk, s->Dv, num->matmul);
   KR(kprep_bind)(&mine[1], base + j->ce + j->pe, C, s->Dk, s->Dv, num->matmul);
   kreal *h = base + j->ce + 2 * j->pe; /* the state of a head scanned alone */
@@ -53,13 +52,13 @@ static __attribute__((noinline)) void KR(scan_thread)(const KR(scan_job) *j) {
     KR(kchunk_store_state)(&c, h, gdn_outputs_ht(out, c.b, c.hv));
   }
   /* (the loop's barrier: every thread's slots are bound before the team uses them) */
-  kern_team_sync ts = {tid, nt, j->slots, 0};
-  kreal *th = j->mem + j->ce + 2 * j->pe; /* the team's state: thread 0's h */
+  kern_team_sync ts = {tid, nt, j->team.slots, 0};
+  kreal *th = j->team.mem + j->ce + 2 * j->pe; /* the team's state: thread 0's h */
   for (int64_t it = solo; it < items; it++) {
     KR(kchunk_head)(&c, it / s->Hv, it % s->Hv);
     if (tid == 0) KR(kchunk_h0)(&c, th);
 #pragma omp barrier
-    KR(kchunk_scan_team)(&c, j->preps, &ts, 0, N, th, hb, out);
+    KR(kchunk_scan_team)(&c, j->team.preps, &ts, 0, N, th, hb, out);
     if (tid == 0) KR(kchunk_store_state)(&c, th, gdn_outputs_ht(out, c.b, c.hv));
 #pragma omp barrier
   }
@@ -75,9 +74,7 @@ static size_t KR(scan_per)(const gdn_shape *s, int64_t C, kern_matmul mm) {
 
 /* Every byte scan_run allocates besides the outputs, for nt threads. */
 static size_t KR(scan_scratch)(const gdn_shape *s, int64_t C, kern_matmul mm, int nt) {
-  size_t b = kern_size_mul((size_t)nt, kern_size_mul(KR(scan_per)(s, C, mm), sizeof(kreal)));
-  b = kern_size_add(b, kern_size_mul(2 * (size_t)nt, sizeof(KR(kprep))));
-  return kern_size_add(b, kern_size_mul(kern_size_mul((size_t)nt, KERN_TEAM_RING(nt)), sizeof(uint64_t)));
+  return KR(kchunk_team_bytes)(nt, KR(scan_per)(s, C, mm));
 }
 
 static int KR(scan_run)(const gdn_inputs *in, const kern_config *cfg, const kern_num *num,
@@ -88,28 +85,15 @@ static int KR(scan_run)(const gdn_inputs *in, const kern_config *cfg, const kern
   const size_t ce = KR(kchunk_elems)(C, s->Dk, s->Dv, num->matmul);
   const size_t pe = KR(kprep_elems)(C, s->Dk, s->Dv, num->matmul);
   const size_t per = KR(scan_per)(s, C, num->matmul);
-  kreal *mem = gdn_calloc((size_t)nt, kern_size_mul(per, sizeof(kreal)),
-                          "kern_scan per-thread scratch", e);
-  KR(kprep) *preps = mem ? gdn_calloc(2 * (size_t)nt, sizeof *preps, "kern_scan chunk slots", e)
-                         : NULL;
-  uint64_t *slots = preps ? gdn_calloc(kern_size_mul((size_t)nt, KERN_TEAM_RING(nt)),
-                                       sizeof *slots, "kern_scan team flags", e)
-                          : NULL;
-  if (!slots) {
-    gdn_free(preps);
-    gdn_free(mem);
-    gdn_error_prefix(e, "kern_scan: ");
-    return GDN_ERR_NOMEM;
-  }
-  KR(scan_job) job = {in, cfg, num, out, mem, preps, slots, per, ce, pe, nt};
+  KR(kteam) team;
+  if (KR(kchunk_team_alloc)(nt, per, "kern_scan", &team, e)) return GDN_ERR_NOMEM;
+  KR(scan_job) job = {in, cfg, num, out, team, per, ce, pe, nt};
 #pragma omp parallel num_threads(nt)
   {
     const unsigned env = kern_fpenv_enter(num);
     KR(scan_thread)(&job);
     kern_fpenv_leave(num, env);
   }
-  gdn_free(slots);
-  gdn_free(preps);
-  gdn_free(mem);
+  KR(kchunk_team_free)(&team);
   return GDN_OK;
 }

@@ -19,6 +19,7 @@
 
 #include "gdn_alloc.h"
 #include "oracle_dd_arith.h"
+#include "oracle_dd_rows.h"
 #include "oracle_internal.h"
 
 enum { DD_PREP = 5, DD_SCALARS = 2 };
@@ -41,20 +42,15 @@ int orc_ddw_alloc(orc_ddw *w, int64_t Dk, int64_t ncmax, gdn_error *e) {
   size_t n = (size_t)(2 * Dk * ncmax + 4 * Dk + 13 * ncmax);
   w->buf = gdn_calloc(n, sizeof(double), "oracle dd workspace", e);
   if (!w->buf) return e ? e->code : GDN_ERR_NOMEM;
+  /* the buffer carved in this order: the state, the key and query rows,
+   * then the column vectors (values and the bound's sums) */
   double *p = w->buf;
-  w->hh = p, p += Dk * ncmax;
-  w->hl = p, p += Dk * ncmax;
-  w->Kh = p, p += Dk;
-  w->Kl = p, p += Dk;
-  w->Qh = p, p += Dk;
-  w->Ql = p, p += Dk;
-  w->xh = p, p += ncmax;
-  w->xl = p, p += ncmax;
-  w->oh = p, p += ncmax;
-  w->ol = p, p += ncmax;
-  w->v = p, p += ncmax;
-  double **bounds[] = {&w->E, &w->s2, &w->sa, &w->sS, &w->n2, &w->qa, &w->sO, &w->bo};
-  for (size_t k = 0; k < sizeof bounds / sizeof bounds[0]; k++) *bounds[k] = p, p += ncmax;
+  double **state[] = {&w->hh, &w->hl}, **rows[] = {&w->Kh, &w->Kl, &w->Qh, &w->Ql};
+  double **cols[] = {&w->xh, &w->xl, &w->oh, &w->ol, &w->v,  &w->E,  &w->s2,
+                     &w->sa, &w->sS, &w->n2, &w->qa, &w->sO, &w->bo};
+  for (size_t k = 0; k < sizeof state / sizeof state[0]; k++) *state[k] = p, p += Dk * ncmax;
+  for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) *rows[k] = p, p += Dk;
+  for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++) *cols[k] = p, p += ncmax;
   int rc = orc_vars_alloc(&w->mp, DD_SCALARS + DD_PREP, ORACLE_DD_PREP_PREC,
                           "oracle dd preparation", e);
   if (rc) {
@@ -216,6 +212,33 @@ static int ddw_token_load(orc_ddw *w, const gdn_inputs *in, int64_t t) {
   return 0;
 }
 
+/* One row's term of x = h^T k with the bound's three sums riding along
+ * (binary64, hi words): n2 += h^2, ab += |h| |k|, and from the second row
+ * on sx += |x| (pass 1: kv with s2, sa, sS; pass 2: o with n2, qa, sO). */
+static inline void ddw_row_dot_bound(const double *restrict rh, const double *restrict rl, orc_dd k, int first,
+                                     double *restrict xh, double *restrict xl, double *restrict n2,
+                                     double *restrict ab, double *restrict sx, int64_t nc) {
+  const double ak = fabs(k.hi);
+  if (first) {
+#pragma omp simd
+    for (int64_t c = 0; c < nc; c++) {
+      orc_dd p = orc_dd_mul((orc_dd){rh[c], rl[c]}, k);
+      xh[c] = p.hi, xl[c] = p.lo;
+      n2[c] = rh[c] * rh[c];
+      ab[c] = fabs(rh[c]) * ak;
+    }
+  } else {
+#pragma omp simd
+    for (int64_t c = 0; c < nc; c++) {
+      orc_dd x = orc_dd_add((orc_dd){xh[c], xl[c]}, orc_dd_mul((orc_dd){rh[c], rl[c]}, k));
+      xh[c] = x.hi, xl[c] = x.lo;
+      n2[c] = fma(rh[c], rh[c], n2[c]);
+      ab[c] = fma(fabs(rh[c]), ak, ab[c]);
+      sx[c] += fabs(x.hi);
+    }
+  }
+}
+
 /* Pass 1 and delta: h *= a, kv = h^T K, delta = beta (v - kv); the bound's
  * sums s2, sa, sS ride along. */
 static void ddw_pass_kv(orc_ddw *w) {
@@ -226,39 +249,13 @@ static void ddw_pass_kv(orc_ddw *w) {
   const double *restrict v = w->v;
   const orc_dd a = {w->ah, w->al};
   const double beta = w->beta;
-  /* Pass 1: h *= a and kv = h^T K, one row at a time.  Each dd operation
-   * is a chain some 10 operations deep; a loop body holding two of them
-   * (the decay and the product-sum) keeps too few columns in flight, so
-   * they are separate loops over the row (the row is in L1 for the
-   * second).  The split changes no operation and no order per column.
-   * The bound's sums ride along (binary64, hi words). */
+  /* Pass 1: h *= a and kv = h^T K, one row at a time, as two loops over
+   * the row (oracle_dd_rows.h says why); the split changes no operation
+   * and no order per column. */
   for (int64_t i = 0; i < Dk; i++) {
-    const orc_dd Ki = {w->Kh[i], w->Kl[i]};
-    const double aK = fabs(Ki.hi);
     double *restrict rh = hh + i * nc, *restrict rl = hl + i * nc;
-#pragma omp simd
-    for (int64_t c = 0; c < nc; c++) {
-      orc_dd h = orc_dd_mul((orc_dd){rh[c], rl[c]}, a);
-      rh[c] = h.hi, rl[c] = h.lo;
-    }
-    if (i == 0) {
-#pragma omp simd
-      for (int64_t c = 0; c < nc; c++) {
-        orc_dd p = orc_dd_mul((orc_dd){rh[c], rl[c]}, Ki);
-        xh[c] = p.hi, xl[c] = p.lo;
-        s2[c] = rh[c] * rh[c];
-        sa[c] = fabs(rh[c]) * aK;
-      }
-    } else {
-#pragma omp simd
-      for (int64_t c = 0; c < nc; c++) {
-        orc_dd x = orc_dd_add((orc_dd){xh[c], xl[c]}, orc_dd_mul((orc_dd){rh[c], rl[c]}, Ki));
-        xh[c] = x.hi, xl[c] = x.lo;
-        s2[c] = fma(rh[c], rh[c], s2[c]);
-        sa[c] = fma(fabs(rh[c]), aK, sa[c]);
-        sS[c] += fabs(x.hi);
-      }
-    }
+    orc_dd_rows_scale(rh, rl, a, nc);
+    ddw_row_dot_bound(rh, rl, (orc_dd){w->Kh[i], w->Kl[i]}, i == 0, xh, xl, s2, sa, sS, nc);
   }
   /* delta = beta (v - kv).  The bound's kv error goes to sS (now the whole
    * bound on |kv computed - K^T h' computed|, before the factor beta). */
@@ -281,32 +278,14 @@ static void ddw_pass_o(orc_ddw *w) {
   /* Pass 2: h += K delta^T, then o = h^T Q with the updated row (two
    * loops, as above). */
   for (int64_t i = 0; i < Dk; i++) {
-    const orc_dd Ki = {w->Kh[i], w->Kl[i]}, Qi = {w->Qh[i], w->Ql[i]};
-    const double aQ = fabs(Qi.hi);
+    const orc_dd Ki = {w->Kh[i], w->Kl[i]};
     double *restrict rh = hh + i * nc, *restrict rl = hl + i * nc;
 #pragma omp simd
     for (int64_t c = 0; c < nc; c++) {
       orc_dd h = orc_dd_add((orc_dd){rh[c], rl[c]}, orc_dd_mul(Ki, (orc_dd){xh[c], xl[c]}));
       rh[c] = h.hi, rl[c] = h.lo;
     }
-    if (i == 0) {
-#pragma omp simd
-      for (int64_t c = 0; c < nc; c++) {
-        orc_dd o = orc_dd_mul((orc_dd){rh[c], rl[c]}, Qi);
-        oh[c] = o.hi, ol[c] = o.lo;
-        n2[c] = rh[c] * rh[c];
-        qa[c] = fabs(rh[c]) * aQ;
-      }
-    } else {
-#pragma omp simd
-      for (int64_t c = 0; c < nc; c++) {
-        orc_dd o = orc_dd_add((orc_dd){oh[c], ol[c]}, orc_dd_mul((orc_dd){rh[c], rl[c]}, Qi));
-        oh[c] = o.hi, ol[c] = o.lo;
-        n2[c] = fma(rh[c], rh[c], n2[c]);
-        qa[c] = fma(fabs(rh[c]), aQ, qa[c]);
-        sO[c] += fabs(o.hi);
-      }
-    }
+    ddw_row_dot_bound(rh, rl, (orc_dd){w->Qh[i], w->Ql[i]}, i == 0, oh, ol, n2, qa, sO, nc);
   }
 }
 

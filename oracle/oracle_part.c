@@ -214,15 +214,18 @@ int oracle_tally_dd_certificate(const oracle_tally *t, const gdn_shape *s, const
   return rc;
 }
 
+/* A VJP part that cannot start leaves no gradients behind either. */
+static int vjp_part_refused(gdn_grads *out, int rc) {
+  if (out) gdn_grads_clear(out);
+  return rc;
+}
+
 int oracle_vjp_part(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp_config *cfg,
                     const unsigned char *items, gdn_grads *out, oracle_tally *tally, gdn_error *e) {
   int rc = !tally || !cfg ? gdn_error_set(e, GDN_ERR_INTERNAL, "oracle_vjp: tally or config missing (NULL)")
                           : oracle_vjp_config_validate(cfg, 1, e);
   if (!rc) rc = oracle_tally_alloc(tally, ORACLE_TALLY_VJP, (int)cfg->prec, -1, e);
-  if (rc) {
-    if (out) gdn_grads_clear(out);
-    return rc;
-  }
+  if (rc) return vjp_part_refused(out, rc);
   oracle_vjp_certificate c;
   if ((rc = orc_vjp_run(in, ct, cfg, out, &c, items, tally, e))) tally_drop(tally);
   return rc;
@@ -254,10 +257,7 @@ int oracle_vjp_dd_part(const gdn_inputs *in, const gdn_cotangents *ct, const ora
                        const unsigned char *items, gdn_grads *out, oracle_tally *tally, gdn_error *e) {
   int rc = !tally ? gdn_error_set(e, GDN_ERR_INTERNAL, "oracle_vjp_dd: tally missing (NULL)")
                   : oracle_tally_alloc(tally, ORACLE_TALLY_VJP_DD, ORACLE_DD_BITS, -1, e);
-  if (rc) {
-    if (out) gdn_grads_clear(out);
-    return rc;
-  }
+  if (rc) return vjp_part_refused(out, rc);
   oracle_vjp_dd_certificate c;
   if ((rc = orc_vjp_dd_run(in, ct, cfg, out, &c, items, tally, e))) tally_drop(tally);
   return rc;

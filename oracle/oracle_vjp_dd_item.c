@@ -11,6 +11,7 @@
 
 #include "gdn_alloc.h"
 #include "oracle_dd_arith.h"
+#include "oracle_dd_rows.h"
 #include "oracle_vjp_internal.h"
 
 
@@ -113,25 +114,8 @@ static void decay_dot(orc_vdd *w, const gdn_inputs *in, int64_t t, double *X, in
   for (int64_t c = 0; c < Dv; c++) vv[c] = (double)v[c];
   for (int64_t i = 0; i < w->Dk; i++) {
     double *restrict rh = X + (size_t)((jj * w->Dk + i) * Dv), *restrict rl = rh + w->st;
-    const orc_dd Ki = w->Kp[i];
-#pragma omp simd
-    for (int64_t c = 0; c < Dv; c++) {
-      orc_dd h = orc_dd_mul((orc_dd){rh[c], rl[c]}, a);
-      rh[c] = h.hi, rl[c] = h.lo;
-    }
-    if (i == 0) {
-#pragma omp simd
-      for (int64_t c = 0; c < Dv; c++) {
-        orc_dd p = orc_dd_mul((orc_dd){rh[c], rl[c]}, Ki);
-        kh[c] = p.hi, kl[c] = p.lo;
-      }
-    } else {
-#pragma omp simd
-      for (int64_t c = 0; c < Dv; c++) {
-        orc_dd x = orc_dd_add((orc_dd){kh[c], kl[c]}, orc_dd_mul((orc_dd){rh[c], rl[c]}, Ki));
-        kh[c] = x.hi, kl[c] = x.lo;
-      }
-    }
+    orc_dd_rows_scale(rh, rl, a, Dv);
+    orc_dd_rows_dot(rh, rl, w->Kp[i], i == 0, kh, kl, Dv);
   }
 #pragma omp simd
   for (int64_t c = 0; c < Dv; c++) {

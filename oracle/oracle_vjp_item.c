@@ -34,10 +34,8 @@ int orc_vjp_alloc(orc_vjp *w, mpfr_prec_t p, const gdn_shape *s, int64_t K, int6
   mpfr_t **dk[] = {&w->Kp, &w->Qp, &w->hp, &w->dK, &w->dQ, &w->dk, &w->dq};
   for (size_t i = 0; i < sizeof dk / sizeof dk[0]; i++) *dk[i] = x, x += Dk;
   w->dv = x, x += G * nc;
-  w->dg = x, x += G;
-  w->dbeta = x, x += G;
-  w->a = x, x += G;
-  w->beta = x, x += G;
+  mpfr_t **per_head[] = {&w->dg, &w->dbeta, &w->a, &w->beta};
+  for (size_t i = 0; i < sizeof per_head / sizeof per_head[0]; i++) *per_head[i] = x, x += G;
   w->kv = x, x += nc;
   mpfr_ptr *sc[VJP_SCALARS] = {&w->delta, &w->vm, &w->dd, &w->t1, &w->t2,
                                &w->kr, &w->kss, &w->qr, &w->qss};

@@ -63,22 +63,14 @@ void report_audit_html_shape(report_buf *b, const json_t *op) {
 
 /* The op a failing check names, as "all-gather f32[..] at op_name (source)". */
 static void op_text(report_buf *b, const json_t *op) {
-  report_buf_puts(b, "<code>");
-  esc(b, report_doc_str(op, "kind"));
-  report_buf_putc(b, ' ');
+  report_escape_fill(b, esc, "<code>%s ", report_doc_str(op, "kind"));
   report_audit_html_shape(b, op);
-  report_buf_puts(b, "</code> <code class=\"op-name\">");
-  esc(b, report_doc_str(op, "op_name"));
-  report_buf_puts(b, "</code> at <code class=\"op-source\">");
-  esc(b, report_doc_str(op, "source"));
-  report_buf_puts(b, "</code>");
+  report_escape_fill(b, esc, "</code> <code class=\"op-name\">%s</code> at <code class=\"op-source\">%s</code>",
+                     report_doc_str(op, "op_name"), report_doc_str(op, "source"));
 }
 
 static void headline_first(report_buf *b, const char *where, const char *reason) {
-  report_buf_puts(b, "; first <b>");
-  esc(b, where);
-  report_buf_puts(b, "</b>: ");
-  esc(b, reason);
+  report_escape_fill(b, esc, "; first <b>%s</b>: %s", where, reason);
 }
 
 void report_audit_html_headline(report_buf *b, const json_t *doc) {
@@ -156,9 +148,7 @@ static void memory_header(report_buf *b, const json_t *tokens, const json_t *acc
   const char *name;
   const json_t *v;
   json_object_foreach((json_t *)acc, name, v) {
-    report_buf_puts(b, "<th>longest T on ");
-    esc(b, name);
-    report_buf_puts(b, " (");
+    report_escape_fill(b, esc, "<th>longest T on %s (", name);
     report_audit_html_num(b, v);
     report_buf_puts(b, " B)</th>");
   }
@@ -219,24 +209,14 @@ void report_audit_html_section(report_buf *b, const json_t *doc) {
                      "computes per device</h2>\n");
   report_buf_printf(b, "<p id=\"audit-verdict\"><b class=\"%s\">Audit %s</b>: %zu of %zu checks failed. Stock ",
                     nf ? "tag-fail" : "tag-pass", nf ? "FAIL" : "PASS", nf, n);
-  report_buf_puts(b, "<code>");
-  esc(b, report_doc_str(s, "impl"));
-  report_buf_puts(b, "</code>, context-parallel <code>");
-  esc(b, report_doc_str(s, "cp"));
-  report_buf_puts(b, "</code> (layout ");
-  esc(b, report_doc_str(s, "layout"));
-  report_buf_puts(b, ", prefix ");
-  esc(b, report_doc_str(s, "cp_prefix"));
-  report_buf_puts(b, "), compiled on ");
-  esc(b, report_doc_str(a, "platform"));
-  report_buf_puts(b, " by ");
-  esc(b, report_doc_str(a, "producer"));
-  report_buf_puts(b, ", JAX ");
-  esc(b, report_doc_str(a, "jax_version"));
-  report_buf_puts(b, ".</p>\n<p id=\"audit-note\" class=\"missed-note\">");
-  esc(b, report_doc_str(a, "note") ? report_doc_str(a, "note")
-                                   : "XLA-on-CPU buffer assignment is not a TPU's: the growth law carries over.");
-  report_buf_puts(b, "</p>\n");
+  const char *note = report_doc_str(a, "note");
+  report_escape_fill(b, esc,
+                     "<code>%s</code>, context-parallel <code>%s</code> (layout %s, prefix %s), compiled on %s by %s, "
+                     "JAX %s.</p>\n<p id=\"audit-note\" class=\"missed-note\">%s</p>\n",
+                     report_doc_str(s, "impl"), report_doc_str(s, "cp"), report_doc_str(s, "layout"),
+                     report_doc_str(s, "cp_prefix"), report_doc_str(a, "platform"), report_doc_str(a, "producer"),
+                     report_doc_str(a, "jax_version"),
+                     note ? note : "XLA-on-CPU buffer assignment is not a TPU's: the growth law carries over.");
   checks_table(b, a);
   affine_table(b, a);
   memory_table(b, a);

@@ -76,21 +76,16 @@ static void memory_rows(report_buf *b, const json_t *progs, const json_t *first)
 static void collective_row(report_buf *b, const json_t *p, const json_t *c, const json_t *check) {
   report_buf_printf(b, "<tr%s>", check && is_failing_op(c, check) ? " class=\"fail\"" : "");
   td_num(b, p, "T");
-  report_buf_puts(b, "<td>");
-  esc(b, report_doc_str(c, "kind"));
-  report_buf_puts(b, "</td><td><code>");
-  esc(b, report_doc_str(c, "name"));
-  report_buf_puts(b, "</code></td><td><code>");
+  report_escape_fill(b, esc, "<td>%s</td><td><code>%s</code></td><td><code>", report_doc_str(c, "kind"),
+                     report_doc_str(c, "name"));
   report_audit_html_shape(b, c);
   report_buf_puts(b, "</code></td>");
   td_num(b, c, "bytes");
   td_num(b, c, "executions");
   td_num(b, c, "bytes_total");
-  report_buf_puts(b, "<td><code class=\"op-name\">");
-  esc(b, report_doc_str(c, "op_name"));
-  report_buf_puts(b, "</code></td><td><code class=\"op-source\">");
-  esc(b, report_doc_str(c, "source"));
-  report_buf_puts(b, "</code></td></tr>\n");
+  report_escape_fill(b, esc,
+                     "<td><code class=\"op-name\">%s</code></td><td><code class=\"op-source\">%s</code></td></tr>\n",
+                     report_doc_str(c, "op_name"), report_doc_str(c, "source"));
 }
 
 static void collective_rows(report_buf *b, const json_t *progs, const json_t *first, const json_t *check) {

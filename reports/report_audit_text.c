@@ -28,26 +28,15 @@ static void md_cell(report_buf *b, const char *s) {
 
 static void md_subject(report_buf *b, const json_t *a) {
   const json_t *s = json_object_get(a, "subject");
-  report_buf_puts(b, "Audited: ");
-  md_cell(b, report_doc_str(s, "cp") ? report_doc_str(s, "cp") : report_doc_str(s, "impl"));
-  if (report_doc_str(s, "layout")) {
-    report_buf_puts(b, " (");
-    md_cell(b, report_doc_str(s, "layout"));
-    report_buf_puts(b, ")");
-  }
-  report_buf_puts(b, " on ");
-  md_cell(b, report_doc_str(a, "platform") ? report_doc_str(a, "platform") : "?");
-  report_buf_puts(b, ". ");
-  md_cell(b, report_doc_str(a, "note"));
-  report_buf_puts(b, "\n\n");
+  const char *cp = report_doc_str(s, "cp"), *layout = report_doc_str(s, "layout");
+  const char *platform = report_doc_str(a, "platform");
+  report_escape_fill(b, md_cell, "Audited: %s", cp ? cp : report_doc_str(s, "impl"));
+  if (layout) report_escape_fill(b, md_cell, " (%s)", layout);
+  report_escape_fill(b, md_cell, " on %s. %s\n\n", platform ? platform : "?", report_doc_str(a, "note"));
 }
 
 static void md_failure_row(report_buf *b, const char *where, const char *reason) {
-  report_buf_puts(b, "| ");
-  md_cell(b, where);
-  report_buf_puts(b, " | ");
-  md_cell(b, reason);
-  report_buf_puts(b, " |\n");
+  report_escape_fill(b, md_cell, "| %s | %s |\n", where, reason);
 }
 
 void report_audit_markdown(report_buf *b, const json_t *doc) {
@@ -91,20 +80,15 @@ void report_audit_junit(report_buf *b, const json_t *doc) {
     const json_t *k = json_array_get(checks, i);
     char where[200];
     report_audit_check_where(k, where, sizeof where);
-    report_buf_puts(b, "    <testcase name=\"");
-    report_escape_xml_attr_z(b, where);
-    report_buf_puts(b, "\"");
+    report_escape_fill(b, report_escape_xml_attr_z, "    <testcase name=\"%s\"", where);
     junit_classname(b, report_doc_str(k, "check"));
     report_buf_puts(b, " time=\"0.000\"");
     if (!report_audit_check_failed(k)) {
       report_buf_puts(b, "/>\n");
       continue;
     }
-    report_buf_puts(b, ">\n      <failure type=\"");
-    report_escape_xml_attr_z(b, report_doc_str(k, "check"));
-    report_buf_puts(b, "\" message=\"");
-    report_escape_xml_attr_z(b, report_doc_str(k, "reason"));
-    report_buf_puts(b, "\">");
+    report_escape_fill(b, report_escape_xml_attr_z, ">\n      <failure type=\"%s\" message=\"%s\">",
+                       report_doc_str(k, "check"), report_doc_str(k, "reason"));
     report_escape_xml_text_z(b, report_doc_str(k, "reason"));
     report_buf_puts(b, "</failure>\n    </testcase>\n");
   }
@@ -120,11 +104,7 @@ static void plain(report_buf *b, const char *s) {
 }
 
 static void text_failure_line(report_buf *b, const char *where, const char *reason) {
-  report_buf_puts(b, "audit: FAIL ");
-  plain(b, where);
-  report_buf_puts(b, ": ");
-  plain(b, reason);
-  report_buf_putc(b, '\n');
+  report_escape_fill(b, plain, "audit: FAIL %s: %s\n", where, reason);
 }
 
 void report_audit_text_lines(report_buf *b, const json_t *a) { report_audit_each_failure(b, a, 0, text_failure_line); }

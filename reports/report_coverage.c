@@ -97,11 +97,8 @@ static void html_matrix(report_buf *b, const json_t *doc) {
   report_buf_puts(b, "</tr></thead>\n<tbody>\n");
   for (size_t m = 0; m < json_array_size(muts); m++) {
     const json_t *mu = json_array_get(muts, m);
-    report_buf_puts(b, "<tr><th title=\"");
-    report_escape_html_attr_z(b, report_doc_str(mu, "doc"));
-    report_buf_puts(b, "\">");
-    report_escape_html_text_z(b, report_doc_str(mu, "name"));
-    report_buf_puts(b, "</th>");
+    report_escape_fill(b, report_escape_html_attr_z, "<tr><th title=\"%s\">", report_doc_str(mu, "doc"));
+    report_escape_fill(b, report_escape_html_text_z, "%s</th>", report_doc_str(mu, "name"));
     for (size_t c = 0; c < json_array_size(cases); c++) {
       const json_t *k = kill_at(doc, c, m);
       if (!killed(k)) {
@@ -110,13 +107,9 @@ static void html_matrix(report_buf *b, const json_t *doc) {
       }
       char brief[200];
       kill_brief(brief, sizeof brief, k);
-      report_buf_puts(b, "<td class=\"kill\" title=\"");
-      report_escape_html_attr_z(b, report_doc_str(k, "check"));
-      report_buf_puts(b, " in ");
-      report_escape_html_attr_z(b, report_doc_str(k, "case"));
-      report_buf_puts(b, "\">killed<br><small>");
-      report_escape_html_text_z(b, brief);
-      report_buf_puts(b, "</small></td>");
+      report_escape_fill(b, report_escape_html_attr_z, "<td class=\"kill\" title=\"%s in %s\">",
+                         report_doc_str(k, "check"), report_doc_str(k, "case"));
+      report_escape_fill(b, report_escape_html_text_z, "killed<br><small>%s</small></td>", brief);
     }
     report_buf_puts(b, "</tr>\n");
   }
@@ -153,11 +146,9 @@ static void html_summary(report_buf *b, const json_t *doc) {
     report_buf_printf(b, ": the README explains why it cannot be killed: %s</li>\n", explains(s));
   }
   if (!json_array_size(surv)) report_buf_puts(b, "<li>none</li>\n");
-  report_buf_puts(b, "</ul>\n<h2>Smallest set of cases</h2>\n<p id=\"cover\">");
-  report_escape_html_text_z(b, report_doc_str(json_object_get(doc, "cover"), "method"));
-  report_buf_puts(b, "; ");
-  report_escape_html_text_z(b, report_doc_str(json_object_get(doc, "cover"), "tie_break"));
-  report_buf_puts(b, ": ");
+  const json_t *cover = json_object_get(doc, "cover");
+  report_escape_fill(b, report_escape_html_text_z, "</ul>\n<h2>Smallest set of cases</h2>\n<p id=\"cover\">%s; %s: ",
+                     report_doc_str(cover, "method"), report_doc_str(cover, "tie_break"));
   cover_text(b, doc);
   report_buf_puts(b, "</p>\n");
 }
@@ -170,16 +161,12 @@ static void html_mutants(report_buf *b, const json_t *doc) {
                      "<th>what upstream code would look like to contain it</th></tr></thead><tbody>\n");
   for (size_t m = 0; m < json_array_size(muts); m++) {
     const json_t *mu = json_array_get(muts, m), *needs = json_object_get(mu, "needs");
-    report_buf_puts(b, "<tr><td>");
-    report_escape_html_text_z(b, report_doc_str(mu, "name"));
-    report_buf_puts(b, "</td><td>");
+    report_escape_fill(b, report_escape_html_text_z, "<tr><td>%s</td><td>", report_doc_str(mu, "name"));
     for (size_t i = 0; i < json_array_size(needs); i++) {
       if (i) report_buf_puts(b, ", ");
       report_escape_html_text_z(b, json_string_value(json_array_get(needs, i)));
     }
-    report_buf_puts(b, "</td><td>");
-    report_escape_html_text_z(b, report_doc_str(mu, "doc"));
-    report_buf_puts(b, "</td></tr>\n");
+    report_escape_fill(b, report_escape_html_text_z, "</td><td>%s</td></tr>\n", report_doc_str(mu, "doc"));
   }
   report_buf_puts(b, "</tbody></table>\n");
 }
@@ -198,15 +185,10 @@ int report_coverage_html_render(const json_t *doc, report_buf *b, gdn_error *e) 
                     json_array_size(json_object_get(doc, "mutants")), json_array_size(json_object_get(doc, "survivors")));
   if (!json_is_true(json_object_get(doc, "correct_pass")))
     report_buf_puts(b, "; the correct kernels fail a case, so the kill matrix means nothing");
-  report_buf_puts(b, ".</p>\n<p>grid <code>");
-  report_escape_html_text_z(b, report_doc_str(doc, "grid"));
-  report_buf_puts(b, "</code>, oracle ");
-  report_escape_html_text_z(b, report_doc_str(doc, "oracle_tier"));
-  if (report_doc_str(doc, "command")) {
-    report_buf_puts(b, "; command <code>");
-    report_escape_html_text_z(b, report_doc_str(doc, "command"));
-    report_buf_puts(b, "</code>");
-  }
+  report_escape_fill(b, report_escape_html_text_z, ".</p>\n<p>grid <code>%s</code>, oracle %s",
+                     report_doc_str(doc, "grid"), report_doc_str(doc, "oracle_tier"));
+  if (report_doc_str(doc, "command"))
+    report_escape_fill(b, report_escape_html_text_z, "; command <code>%s</code>", report_doc_str(doc, "command"));
   report_buf_puts(b, "</p>\n");
   html_matrix(b, doc);
   html_summary(b, doc);

@@ -207,12 +207,19 @@ static int v_tolerance(vctx *v, const json_t *c, const char *cp, int *any_fail) 
   return GDN_OK;
 }
 
+/* field() for an optional member with members of its own: its path into
+ * p as well. */
+static int v_member(vctx *v, const json_t *obj, const char *cp, const char *key, json_type type,
+                    const char *type_desc, const json_t **out, char p[PATH_MAX_]) {
+  join(p, cp, key);
+  return field(v, obj, cp, key, 0, type, type_desc, out);
+}
+
 static int v_profile(vctx *v, const json_t *c, const char *cp) {
   const json_t *pr;
-  int rc = field(v, c, cp, "profile", 0, JSON_OBJECT, "an object", &pr);
+  char p[PATH_MAX_];
+  int rc = v_member(v, c, cp, "profile", JSON_OBJECT, "an object", &pr, p);
   if (rc || !pr) return rc;
-  char p[PATH_MAX_], q[PATH_MAX_];
-  join(p, cp, "profile");
   if ((rc = v_int(v, pr, p, "block", 1, 1, (long long)1 << 50))) return rc;
   size_t n0, n;
   if ((rc = v_num_array(v, pr, p, "t0", 1, &n0))) return rc;
@@ -220,6 +227,7 @@ static int v_profile(vctx *v, const json_t *c, const char *cp) {
   for (size_t i = 0; i < 4; i++) {
     if ((rc = v_num_array(v, pr, p, series[i], 0, &n))) return rc;
     if (json_object_get(pr, series[i]) && n != n0) {
+      char q[PATH_MAX_];
       join(q, p, series[i]);
       return bad(v, q, "has %zu entries but t0 has %zu", n, n0);
     }
@@ -227,32 +235,39 @@ static int v_profile(vctx *v, const json_t *c, const char *cp) {
   return GDN_OK;
 }
 
-static int v_seams(vctx *v, const json_t *c, const char *cp) {
-  const json_t *s;
-  int rc = field(v, c, cp, "seams", 0, JSON_ARRAY, "an array", &s);
-  if (rc || !s) return rc;
+/* An optional array of objects at obj[key] (the case's seams and upstream
+ * verdicts), each object checked by `each` with its path "cp.key[i]". */
+static int v_objects(vctx *v, const json_t *obj, const char *cp, const char *key,
+                     int (*each)(vctx *v, const json_t *m, const char *q)) {
+  const json_t *a;
   char p[PATH_MAX_], q[PATH_MAX_];
-  join(p, cp, "seams");
-  for (size_t i = 0; i < json_array_size(s); i++) {
-    const json_t *m = json_array_get(s, i);
+  int rc = v_member(v, obj, cp, key, JSON_ARRAY, "an array", &a, p);
+  if (rc || !a) return rc;
+  for (size_t i = 0; i < json_array_size(a); i++) {
+    const json_t *m = json_array_get(a, i);
     index_path(q, p, i);
     if (!json_is_object(m)) return bad(v, q, "expected an object, got %s", type_name(m));
-    if ((rc = v_int(v, m, q, "device", 0, 0, (long long)1 << 40)) ||
-        (rc = v_int(v, m, q, "chunk", 0, 0, (long long)1 << 50)) || (rc = v_num(v, m, q, "t", 1)) ||
-        (rc = v_num(v, m, q, "scan", 0)) || (rc = v_num(v, m, q, "affine-prefix", 0)) ||
-        (rc = v_num(v, m, q, "affine_vs_scan", 0)) || (rc = v_num(v, m, q, "state_rel", 0)) ||
-        (rc = v_int(v, m, q, "pad_before", 0, 0, (long long)1 << 50)))
-      return rc;
+    if ((rc = each(v, m, q))) return rc;
   }
+  return GDN_OK;
+}
+
+static int v_seam(vctx *v, const json_t *m, const char *q) {
+  int rc;
+  if ((rc = v_int(v, m, q, "device", 0, 0, (long long)1 << 40)) ||
+      (rc = v_int(v, m, q, "chunk", 0, 0, (long long)1 << 50)) || (rc = v_num(v, m, q, "t", 1)) ||
+      (rc = v_num(v, m, q, "scan", 0)) || (rc = v_num(v, m, q, "affine-prefix", 0)) ||
+      (rc = v_num(v, m, q, "affine_vs_scan", 0)) || (rc = v_num(v, m, q, "state_rel", 0)) ||
+      (rc = v_int(v, m, q, "pad_before", 0, 0, (long long)1 << 50)))
+    return rc;
   return GDN_OK;
 }
 
 static int v_histogram(vctx *v, const json_t *c, const char *cp) {
   const json_t *h;
-  int rc = field(v, c, cp, "ulp_histogram", 0, JSON_OBJECT, "an object", &h);
-  if (rc || !h) return rc;
   char p[PATH_MAX_], q[PATH_MAX_];
-  join(p, cp, "ulp_histogram");
+  int rc = v_member(v, c, cp, "ulp_histogram", JSON_OBJECT, "an object", &h, p);
+  if (rc || !h) return rc;
   size_t ne, n;
   if ((rc = v_num_array(v, h, p, "edges", 1, &ne))) return rc;
   double prev = 0;
@@ -288,20 +303,12 @@ static int v_histogram(vctx *v, const json_t *c, const char *cp) {
   return GDN_OK;
 }
 
-static int v_upstream(vctx *v, const json_t *c, const char *cp) {
-  const json_t *u;
-  int rc = field(v, c, cp, "upstream", 0, JSON_ARRAY, "an array", &u);
-  if (rc || !u) return rc;
-  char p[PATH_MAX_], q[PATH_MAX_];
-  join(p, cp, "upstream");
-  for (size_t i = 0; i < json_array_size(u); i++) {
-    const json_t *m = json_array_get(u, i);
-    index_path(q, p, i);
-    if (!json_is_object(m)) return bad(v, q, "expected an object, got %s", type_name(m));
-    if ((rc = v_string(v, m, q, "name", 1)) || (rc = v_bool(v, m, q, "pass", 1)) ||
-        (rc = v_string(v, m, q, "detail", 0)))
-      return rc;
-  }
+/* One upstream verdict: the check's name, its pass, what it said. */
+static int v_upstream_verdict(vctx *v, const json_t *m, const char *q) {
+  int rc;
+  if ((rc = v_string(v, m, q, "name", 1)) || (rc = v_bool(v, m, q, "pass", 1)) ||
+      (rc = v_string(v, m, q, "detail", 0)))
+    return rc;
   return GDN_OK;
 }
 
@@ -352,8 +359,8 @@ static int v_case(vctx *v, const json_t *c, const char *p, size_t n_inputs, int 
   char q[PATH_MAX_];
   join(q, p, "affine_vs_scan");
   if (avs && (rc = v_tensors(v, avs, q))) return rc;
-  if ((rc = v_tolerance(v, c, p, &check_fail)) || (rc = v_upstream(v, c, p)) ||
-      (rc = v_profile(v, c, p)) || (rc = v_seams(v, c, p)) || (rc = v_histogram(v, c, p)))
+  if ((rc = v_tolerance(v, c, p, &check_fail)) || (rc = v_objects(v, c, p, "upstream", v_upstream_verdict)) ||
+      (rc = v_profile(v, c, p)) || (rc = v_objects(v, c, p, "seams", v_seam)) || (rc = v_histogram(v, c, p)))
     return rc;
   *pass = json_is_true(json_object_get(c, "pass"));
   /* A report must never print PASS beside a failing check or output. */
@@ -460,6 +467,13 @@ int report_doc_bool(const json_t *obj, const char *key, int dflt) {
 
 int report_doc_num(const json_t *obj, const char *key, double *out) {
   return report_num_get(json_object_get(obj, key), out);
+}
+
+const char *report_doc_num_text(const json_t *obj, const char *key, int digits, char *out) {
+  double v;
+  if (!report_doc_num(obj, key, &v)) return NULL;
+  report_num_format(out, v, digits);
+  return out;
 }
 
 const json_t *report_doc_metrics(const json_t *c, const char *impl, const char *tensor) {

@@ -35,6 +35,10 @@ long long report_doc_int(const json_t *obj, const char *key, long long dflt);
 int report_doc_bool(const json_t *obj, const char *key, int dflt);
 /* Number or non-finite string at obj[key]: 1 and *out, else 0. */
 int report_doc_num(const json_t *obj, const char *key, double *out);
+/* That number as report_num_format writes it to `digits` significant
+ * digits, in out (REPORT_NUM_CHARS bytes); NULL when obj has none, so an
+ * optional figure is one test: if (report_doc_num_text(...)) printf(...). */
+const char *report_doc_num_text(const json_t *obj, const char *key, int digits, char *out);
 
 /* The planted mutant of a run (gdn-parity --mutant NAME, testing only):
  * the document's "planted_mutant", or (a document written before it) the

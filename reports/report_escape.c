@@ -1,5 +1,6 @@
 #include "report_escape.h"
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -146,4 +147,18 @@ void report_escape_xml_attr_z(report_buf *b, const char *s) {
 }
 void report_escape_markdown_cell_z(report_buf *b, const char *s) {
   if (s) report_escape_markdown_cell(b, s, strlen(s));
+}
+
+void report_escape_fill(report_buf *b, report_escape_fn esc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  const char *p = fmt;
+  for (const char *q; (q = strchr(p, '%'));) {
+    report_buf_append(b, p, (size_t)(q - p));
+    if (q[1] == 's') esc(b, va_arg(ap, const char *));
+    else report_buf_putc(b, '%');
+    p = q + (q[1] == 's' || q[1] == '%' ? 2 : 1);
+  }
+  report_buf_puts(b, p);
+  va_end(ap);
 }

@@ -42,4 +42,16 @@ void report_escape_xml_text_z(report_buf *b, const char *s);
 void report_escape_xml_attr_z(report_buf *b, const char *s);
 void report_escape_markdown_cell_z(report_buf *b, const char *s);
 
+/* One of the above (or a writer's own: a dash for NULL, a cut cell) as a
+ * value: appends the escaped form of NUL-terminated s, or its stand-in for
+ * NULL. */
+typedef void (*report_escape_fn)(report_buf *b, const char *s);
+
+/* Appends fmt with each "%s" replaced by the next string argument as esc
+ * writes it (NULL arguments go to esc as they are), "%%" by "%"; no other
+ * directive (a lone '%' is kept).  So a line of markup with document
+ * strings in it reads as the output it writes, not as an alternation of
+ * literal appends and escaped ones. */
+void report_escape_fill(report_buf *b, report_escape_fn esc, const char *fmt, ...);
+
 #endif

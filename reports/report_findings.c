@@ -37,3 +37,13 @@ const char *report_finding_label(const char *text) {
   if (range) return "a finding about the format's range";
   return "a finding";
 }
+
+void report_findings_list(report_buf *b, const report_summary *s, const report_findings_style *st) {
+  report_finding f[REPORT_FINDINGS_SHOWN];
+  size_t n = report_findings_collect(s, f, REPORT_FINDINGS_SHOWN);
+  if (!n) return;
+  report_buf_puts(b, st->open);
+  for (size_t i = 0; i < n && i < REPORT_FINDINGS_SHOWN; i++) st->item(b, &f[i]);
+  if (n > REPORT_FINDINGS_SHOWN) report_buf_printf(b, st->more, n - REPORT_FINDINGS_SHOWN);
+  report_buf_puts(b, st->close);
+}

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 
+#include "report_buf.h"
 #include "report_summary.h"
 
 typedef struct report_finding {
@@ -28,5 +29,22 @@ size_t report_findings_collect(const report_summary *s, report_finding *out, siz
  * range", "findings about the format's range and the stock algorithm", or
  * "a finding" for a text of neither kind. */
 const char *report_finding_label(const char *text);
+
+/* The reports show at most this many findings, then "... and N more". */
+#define REPORT_FINDINGS_SHOWN 8
+
+/* How one writer lists the findings: the list's opening, one item, the
+ * line for the findings not shown (a printf format of their count, %zu),
+ * and the closing. */
+typedef struct report_findings_style {
+  const char *open;
+  void (*item)(report_buf *b, const report_finding *f);
+  const char *more;
+  const char *close;
+} report_findings_style;
+
+/* Each distinct finding of s once, at most REPORT_FINDINGS_SHOWN, in the
+ * writer's style; nothing at all when no case has a finding. */
+void report_findings_list(report_buf *b, const report_summary *s, const report_findings_style *st);
 
 #endif

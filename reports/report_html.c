@@ -291,24 +291,19 @@ static void deciding_sentence(report_buf *b, const report_summary *s) {
   report_buf_puts(b, ".</p>\n");
 }
 
+static void finding_item(report_buf *b, const report_finding *f) {
+  report_escape_fill(b, esc, "<li><b>%s</b> (", report_finding_label(f->text));
+  report_buf_printf(b, "%zu case%s, first <code>", f->cases, f->cases == 1 ? "" : "s");
+  report_escape_fill(b, esc, "%s</code>): %s</li>\n", f->first_id ? f->first_id : "?", f->text);
+}
+
 /* What the numbers mean beyond pass/fail: each distinct cases[].finding
- * once (report_findings.h), at most 8, under the verdict. */
+ * once (report_findings.h), under the verdict. */
 static void findings_section(report_buf *b, const report_summary *s) {
-  report_finding f[8];
-  size_t n = report_findings_collect(s, f, 8);
-  if (!n) return;
-  report_buf_puts(b, "<section id=\"findings\">\n<h2>Findings</h2>\n<ul>\n");
-  for (size_t i = 0; i < n && i < 8; i++) {
-    report_buf_puts(b, "<li><b>");
-    esc(b, report_finding_label(f[i].text));
-    report_buf_printf(b, "</b> (%zu case%s, first <code>", f[i].cases, f[i].cases == 1 ? "" : "s");
-    esc(b, f[i].first_id ? f[i].first_id : "?");
-    report_buf_puts(b, "</code>): ");
-    esc(b, f[i].text);
-    report_buf_puts(b, "</li>\n");
-  }
-  if (n > 8) report_buf_printf(b, "<li>... and %zu more distinct findings (cases[].finding).</li>\n", n - 8);
-  report_buf_puts(b, "</ul>\n</section>\n");
+  static const report_findings_style html = {
+      "<section id=\"findings\">\n<h2>Findings</h2>\n<ul>\n", finding_item,
+      "<li>... and %zu more distinct findings (cases[].finding).</li>\n", "</ul>\n</section>\n"};
+  report_findings_list(b, s, &html);
 }
 
 static void verdict(report_buf *b, const report_summary *s) {
@@ -404,23 +399,14 @@ static void oracle_row(report_buf *b, const json_t *doc) {
                              "scan only; no errors against an exact reference");
   else {
     const char *tier = report_doc_str(o, "tier"), *form = report_doc_str(o, "form");
-    report_buf_puts(b, "tier <code>");
-    esc(b, tier ? tier : "?");
-    report_buf_puts(b, "</code>");
-    if (form) {
-      report_buf_puts(b, ", form <code>");
-      esc(b, form);
-      report_buf_puts(b, "</code>");
-    }
+    report_escape_fill(b, esc, "tier <code>%s</code>", tier ? tier : "?");
+    if (form) report_escape_fill(b, esc, ", form <code>%s</code>", form);
     long long pb = report_doc_int(o, "precision_bits", -1), cb = report_doc_int(o, "check_bits", -1);
     if (pb > 0) report_buf_printf(b, ", working precision %lld bits", pb);
     if (cb > 0) report_buf_printf(b, ", self-check at %lld bits", cb);
-    double cert;
-    if (report_doc_num(o, "certified_bits", &cert)) {
-      char t[REPORT_NUM_CHARS];
-      report_num_format(t, cert, 4);
+    char t[REPORT_NUM_CHARS];
+    if (report_doc_num_text(o, "certified_bits", 4, t))
       report_buf_printf(b, ", <b>certified bits %s</b> (min over the inputs)", t);
-    }
     /* A sampled certificate (the dd tier) says how much of the state it
      * covers and what the proven bound gives everywhere else. */
     long long sc = report_doc_int(o, "sampled_columns", -1), tc = report_doc_int(o, "total_columns", -1);
@@ -962,11 +948,9 @@ static void stored_grad_table(report_buf *b, const report_summary *s) {
 }
 
 int report_html_render(const json_t *doc, report_buf *b, gdn_error *e) {
-  int rc = report_doc_validate(doc, "results document", e);
-  if (rc) return rc;
   report_summary s;
-  report_summary_init(&s);
-  if ((rc = report_summary_build(doc, &s, e))) return rc;
+  int rc = report_summary_load(doc, &s, e);
+  if (rc) return rc;
   report_buf_printf(b, "<!DOCTYPE html>\n<html lang=\"en\" data-verdict=\"%s\">\n<head>\n"
                        "<meta charset=\"utf-8\">\n", s.pass ? "pass" : "fail");
   /* Self-contained by construction: the page may not fetch anything. */

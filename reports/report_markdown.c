@@ -201,25 +201,22 @@ static void verdict_lines(report_buf *b, const json_t *doc, const report_summary
   }
 }
 
+/* A line of the list: the label capitalised (ours, not the document's:
+ * no escaping), then the first case and the text as cells. */
+static void finding_line(report_buf *b, const report_finding *f) {
+  char lab[96];
+  snprintf(lab, sizeof lab, "%s", report_finding_label(f->text));
+  if (lab[0] >= 'a' && lab[0] <= 'z') lab[0] = (char)(lab[0] - 'a' + 'A');
+  report_buf_printf(b, "- **%s** (%zu case%s, first ", lab, f->cases, f->cases == 1 ? "" : "s");
+  report_escape_fill(b, report_escape_markdown_cell_z, "%s): %s\n", f->first_id ? f->first_id : "?", f->text);
+}
+
 /* What the numbers mean beyond pass/fail: each distinct cases[].finding
- * once (report_findings.h), at most 8. */
+ * once (report_findings.h). */
 static void findings_lines(report_buf *b, const report_summary *s) {
-  report_finding f[8];
-  size_t n = report_findings_collect(s, f, 8);
-  if (!n) return;
-  report_buf_puts(b, "### Findings\n\n");
-  for (size_t i = 0; i < n && i < 8; i++) {
-    char lab[96];
-    snprintf(lab, sizeof lab, "%s", report_finding_label(f[i].text));
-    if (lab[0] >= 'a' && lab[0] <= 'z') lab[0] = (char)(lab[0] - 'a' + 'A');
-    report_buf_printf(b, "- **%s** (%zu case%s, first ", lab, f[i].cases, f[i].cases == 1 ? "" : "s");
-    report_escape_markdown_cell_z(b, f[i].first_id ? f[i].first_id : "?");
-    report_buf_puts(b, "): ");
-    report_escape_markdown_cell_z(b, f[i].text);
-    report_buf_puts(b, "\n");
-  }
-  if (n > 8) report_buf_printf(b, "- ... and %zu more distinct findings (cases[].finding).\n", n - 8);
-  report_buf_puts(b, "\n");
+  static const report_findings_style md = {"### Findings\n\n", finding_line,
+                                           "- ... and %zu more distinct findings (cases[].finding).\n", "\n"};
+  report_findings_list(b, s, &md);
 }
 
 /* "gdn-parity VERSION (GIT) . oracle ... . policy ..." */
@@ -239,12 +236,8 @@ static void provenance_line(report_buf *b, const json_t *doc) {
     report_escape_markdown_cell_z(b, report_doc_str(o, "tier") ? report_doc_str(o, "tier") : "?");
     long long pb = report_doc_int(o, "precision_bits", -1);
     if (pb > 0) report_buf_printf(b, " %lld bits", pb);
-    double cb;
-    if (report_doc_num(o, "certified_bits", &cb)) {
-      char t[REPORT_NUM_CHARS];
-      report_num_format(t, cb, 4);
-      report_buf_printf(b, ", certified %s bits", t);
-    }
+    char t[REPORT_NUM_CHARS];
+    if (report_doc_num_text(o, "certified_bits", 4, t)) report_buf_printf(b, ", certified %s bits", t);
   } else report_buf_puts(b, " \xC2\xB7 no oracle");
   const char *pol = report_doc_str(json_object_get(doc, "policy"), "name");
   if (pol) {
@@ -295,11 +288,9 @@ static int tables(report_buf *b, const report_summary *s, gdn_error *e) {
 
 int report_markdown_render(const json_t *doc, const char *html_relpath, report_buf *b,
                            gdn_error *e) {
-  int rc = report_doc_validate(doc, "results document", e);
-  if (rc) return rc;
   report_summary s;
-  report_summary_init(&s);
-  if ((rc = report_summary_build(doc, &s, e))) return rc;
+  int rc = report_summary_load(doc, &s, e);
+  if (rc) return rc;
   verdict_lines(b, doc, &s);
   report_audit_markdown(b, doc);
   findings_lines(b, &s);

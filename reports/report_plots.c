@@ -486,11 +486,19 @@ static int have_oracle_errors(const report_summary *s) {
   return 0;
 }
 
+/* The start of the two line plots: the figure opened; whether errors
+ * against the oracle exist (*oracle) and whether the series split by
+ * input and chunk size (*split). */
+static void line_plot_begin(const report_summary *s, report_buf *b, const char *id, const char *title, int *oracle,
+                            int *split) {
+  figure_begin(b, id, title);
+  *oracle = have_oracle_errors(s);
+  *split = count_combos(json_object_get(s->doc, "cases")) > 1;
+}
+
 static void plot_devices(const report_summary *s, report_buf *b) {
-  figure_begin(b, "plot-devices", "Error against device count, per prefix schedule");
-  const json_t *cases = json_object_get(s->doc, "cases");
-  int oracle = have_oracle_errors(s);
-  int split = count_combos(cases) > 1;
+  int oracle, split;
+  line_plot_begin(s, b, "plot-devices", "Error against device count, per prefix schedule", &oracle, &split);
   vset ds = {0};
   for (size_t i = 0; i < s->n; i++) vset_add(&ds, (double)report_doc_int(s->cases[i].c, "devices", 0));
   if (ds.n < 2) {
@@ -554,10 +562,8 @@ static void plot_devices(const report_summary *s, report_buf *b) {
 }
 
 static void plot_length(const report_summary *s, report_buf *b) {
-  figure_begin(b, "plot-length", "Error against sequence length T");
-  const json_t *cases = json_object_get(s->doc, "cases");
-  int oracle = have_oracle_errors(s);
-  int split = count_combos(cases) > 1;
+  int oracle, split;
+  line_plot_begin(s, b, "plot-length", "Error against sequence length T", &oracle, &split);
   vset ts = {0};
   for (size_t i = 0; i < s->n; i++)
     vset_add(&ts, (double)report_doc_int(json_object_get(s->cases[i].c, "shape"), "T", 0));

@@ -194,3 +194,10 @@ int report_summary_build(const json_t *doc, report_summary *s, gdn_error *e) {
   }
   return GDN_OK;
 }
+
+int report_summary_load(const json_t *doc, report_summary *s, gdn_error *e) {
+  int rc = report_doc_validate(doc, "results document", e);
+  if (rc) return rc;
+  report_summary_init(s);
+  return report_summary_build(doc, s, e);
+}

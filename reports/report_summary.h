@@ -77,6 +77,10 @@ void report_summary_init(report_summary *s);
 void report_summary_clear(report_summary *s);
 /* doc must be validated (report_doc_validate). */
 int report_summary_build(const json_t *doc, report_summary *s, gdn_error *e);
+/* The start of every results renderer: validates doc as a results
+ * document, then initialises and builds s (report_summary_clear after
+ * success; nothing to clear after a failure). */
+int report_summary_load(const json_t *doc, report_summary *s, gdn_error *e);
 
 /* The deciding check of subject `name` in case c: its first failing
  * check, else its largest margin (earliest on ties); NULL without checks. */

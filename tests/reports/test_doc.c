@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "report_doc.h"
+#include "report_findings.h"
 #include "report_json.h"
 #include "report_num.h"
 #include "report_summary.h"
@@ -201,4 +202,41 @@ START_TEST(summary_rules) {
 }
 END_TEST
 
-CKR_MAIN("doc", "doc", 0, valid_documents, top_level, case_fields, tolerance, series, read_errors, summary_rules)
+/* report_findings_list: each distinct finding once in the writer's style,
+ * at most REPORT_FINDINGS_SHOWN, then the count of the rest; nothing at
+ * all without findings (the negative control). */
+static void item_line(report_buf *b, const report_finding *f) {
+  report_buf_printf(b, "<%s x%zu first %s>", f->text, f->cases, f->first_id ? f->first_id : "?");
+}
+
+START_TEST(findings_list) {
+  static const report_findings_style st = {"[", item_line, "(+%zu)", "]"};
+  json_t *d = sample_doc_many(12, 0, 0);
+  gdn_error e;
+  gdn_error_init(&e);
+  report_summary s;
+  ck_assert_int_eq(report_summary_load(d, &s, &e), GDN_OK);
+  report_buf b;
+  report_buf_init(&b);
+  report_findings_list(&b, &s, &st);
+  ck_assert_uint_eq(b.len, 0);
+  report_summary_clear(&s);
+  for (size_t i = 0; i < 12; i++) { /* 10 distinct texts; "f0" on cases 0, 10, 11 */
+    char t[8];
+    snprintf(t, sizeof t, "f%zu", i < 10 ? i : 0);
+    json_object_set_new(json_array_get(json_object_get(d, "cases"), i), "finding", json_string(t));
+  }
+  ck_assert_int_eq(report_summary_load(d, &s, &e), GDN_OK);
+  report_findings_list(&b, &s, &st);
+  ck_assert_ptr_nonnull(b.data);
+  ck_assert_msg(b.data[0] == '[' && strstr(b.data, "<f0 x3 first ") && strstr(b.data, "<f7 x1 first ") &&
+                    !strstr(b.data, "<f8 ") && strstr(b.data, "(+2)]"),
+                "%s", b.data);
+  report_buf_clear(&b);
+  report_summary_clear(&s);
+  json_decref(d);
+}
+END_TEST
+
+CKR_MAIN("doc", "doc", 0, valid_documents, top_level, case_fields, tolerance, series, read_errors, summary_rules,
+         findings_list)

@@ -109,4 +109,30 @@ START_TEST(nul_terminated_helpers) {
 }
 END_TEST
 
-CKR_MAIN("escape", "escape", 0, html_text, html_attr, utf8, xml, markdown, url, nul_terminated_helpers)
+/* report_escape_fill: literal text kept, each %s escaped by the function
+ * given (NULL passed on to it), %% a percent, a lone % kept. */
+static void dash_for_null(report_buf *b, const char *s) { report_escape_html_text_z(b, s ? s : "-"); }
+
+START_TEST(fill) {
+  report_buf b;
+  report_buf_init(&b);
+  report_escape_fill(&b, report_escape_html_text_z, "<code>%s</code> at %s, 100%% % done", "a<b", "x&y");
+  ck_assert_str_eq(b.data, "<code>a&lt;b</code> at x&amp;y, 100% % done");
+  report_buf_clear(&b);
+  report_escape_fill(&b, dash_for_null, "[%s|%s]%", (const char *)NULL, "\"q\"");
+  ck_assert_str_eq(b.data, "[-|&quot;q&quot;]%");
+  report_buf_clear(&b);
+  /* negative control: the escaping is the function's, so an unescaping
+   * one gives markup the first check would reject */
+  report_escape_fill(&b, report_buf_puts, "<code>%s</code>", "a<b");
+  ck_assert_str_eq(b.data, "<code>a<b</code>");
+  ck_assert_str_ne(b.data, "<code>a&lt;b</code>");
+  report_buf_clear(&b);
+  report_escape_fill(&b, report_escape_markdown_cell_z, "| %s |", "a|b");
+  ck_assert_str_eq(b.data, "| a\\|b |");
+  ck_assert_int_eq(b.err.code, GDN_OK);
+  report_buf_clear(&b);
+}
+END_TEST
+
+CKR_MAIN("escape", "escape", 0, html_text, html_attr, utf8, xml, markdown, url, nul_terminated_helpers, fill)
