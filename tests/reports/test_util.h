@@ -13,10 +13,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../scratch_dir.h"
 #include "gdn_alloc.h"
 #include "report_buf.h"
 
-/* A fresh folder under $TMPDIR (or /tmp); the path lives in a static. */
+/* The folders test_tmpdir made in this process, removed with what is in
+ * them when it exits (a forked test at its end, the runner at the end). */
+typedef struct test_tmpdirs_made {
+  char dir[16][512];
+  int n;
+} test_tmpdirs_made;
+static inline test_tmpdirs_made *test_tmpdirs(void) {
+  static test_tmpdirs_made t;
+  return &t;
+}
+static inline void test_tmpdirs_remove(void) {
+  test_tmpdirs_made *t = test_tmpdirs();
+  for (int i = 0; i < t->n; i++) scratch_rmdir(t->dir[i]);
+  t->n = 0;
+}
+
+/* A fresh folder under $TMPDIR (or /tmp), removed at exit; the path lives
+ * in a static. */
 static inline const char *test_tmpdir(void) {
   static char dir[512];
   const char *base = getenv("TMPDIR");
@@ -25,6 +43,9 @@ static inline const char *test_tmpdir(void) {
     perror("mkdtemp");
     exit(1);
   }
+  test_tmpdirs_made *t = test_tmpdirs();
+  if (!t->n) atexit(test_tmpdirs_remove);
+  if (t->n < 16) snprintf(t->dir[t->n++], sizeof t->dir[0], "%s", dir);
   return dir;
 }
 
