@@ -24,6 +24,18 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
 
+@pytest.fixture(autouse=True)
+def _scratch_in_tmp_path(tmp_path, monkeypatch):
+    """What a test leaves in the temporary folder goes to its own tmp_path
+    (pytest keeps the last three runs' and removes the rest): a failing
+    assert_gdn_parity keeps its fixture and reports for inspection, which
+    the tests' negative controls do on purpose, and they are not to pile up
+    in /tmp. Subprocesses get it through TMPDIR."""
+    import tempfile
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+
 @pytest.fixture(scope="session")
 def tools():
     """The C tools (GDN_PARITY_BIN_DIR from scripts/test.sh, else the repo's build)."""
