@@ -83,7 +83,9 @@ int parity_spill_tensor_open(parity_spill_tensor *t, const char *what, const int
   if (!t->off) return e ? e->code : GDN_ERR_NOMEM;
   t->n_groups = n_groups;
   for (int64_t g = 0; g < n_groups; g++) t->off[g + 1] = t->off[g] + (uint64_t)counts[g];
-  return parity_spill_file_open(&t->f, what, e);
+  int rc = parity_spill_file_open(&t->f, what, e);
+  if (rc) parity_spill_tensor_close(t); /* left as initialised: a later open starts afresh */
+  return rc;
 }
 
 void parity_spill_tensor_close(parity_spill_tensor *t) {

@@ -46,7 +46,8 @@ typedef struct parity_spill_tensor {
 } parity_spill_tensor;
 
 void parity_spill_tensor_init(parity_spill_tensor *t);
-/* counts[g]: group g's element count. */
+/* counts[g]: group g's element count.  On failure t is left as
+ * parity_spill_tensor_init leaves it (nothing held). */
 int parity_spill_tensor_open(parity_spill_tensor *t, const char *what, const int64_t *counts, int64_t n_groups,
                              gdn_error *e);
 void parity_spill_tensor_close(parity_spill_tensor *t);
