@@ -148,7 +148,8 @@ for py in "${pythons[@]}"; do
       { rc=$?; cat run.out >&2; die "gdn-parity-jax run exited $rc"; }
     grep -q "PASS jax_cp_d4" run.out || { cat run.out >&2; die "gdn-parity-jax run: no PASS jax_cp_d4 line"; }
     say "Python $ver: pytest (assert_gdn_parity)"
-    python -m pytest -q -p no:cacheprovider test_parity_from_wheel.py
+    # TMPDIR: the broken run's kept fixture and reports go with $work
+    TMPDIR="$work" python -m pytest -q -p no:cacheprovider test_parity_from_wheel.py
   )
 done
 say "the wheel installs and runs on Python ${WHEEL_PYTHONS:-3.11 3.12}"
