@@ -234,6 +234,13 @@ static void fill_gates(float *gd, float *betad, slab sl, int64_t Hv, uint64_t se
   }
 }
 
+void gdn_synth_settings(gdn_inputs *in, const gdn_synth_opts *o) {
+  in->l2norm_in_kernel = (o->flags & GDN_SYNTH_QK_PRENORM) ? 0 : 1; /* pre-normalised q, k: not again */
+  in->bf16_mask = o->bf16_mask;
+  in->has_scale = 0;
+  in->scale = 0;
+}
+
 static int generate(gdn_inputs *in, const heads *g, const gdn_synth_opts *o, gdn_error *e) {
   const gdn_shape *f = g->full;
   gdn_shape s = *f;
@@ -245,18 +252,14 @@ static int generate(gdn_inputs *in, const heads *g, const gdn_synth_opts *o, gdn
   if (o->flags & GDN_SYNTH_QK_PRENORM) {
     fill_prenorm(in->q, slab_qk(g), f->Dk, seed, S_Q, (bm & GDN_T_Q) != 0);
     fill_prenorm(in->k, slab_qk(g), f->Dk, seed, S_K, (bm & GDN_T_K) != 0);
-    in->l2norm_in_kernel = 0;
   } else {
     fill_normal(in->q, slab_qk(g), seed, S_Q, 1.0, (bm & GDN_T_Q) != 0);
     fill_normal(in->k, slab_qk(g), seed, S_K, 1.0, (bm & GDN_T_K) != 0);
-    in->l2norm_in_kernel = 1;
   }
   fill_normal(in->v, slab_v(g), seed, S_V, 1.0, (bm & GDN_T_V) != 0);
   fill_gates(in->g, in->beta, slab_gate(g), f->Hv, seed, o);
   if (in->h0) fill_normal(in->h0, slab_state(g), seed, S_H0, 0.1, 0);
-  in->bf16_mask = bm;
-  in->has_scale = 0;
-  in->scale = 0;
+  gdn_synth_settings(in, o);
   if (o->flags & GDN_SYNTH_PRELUDE_BF16) return prelude_bf16(in, g, seed, o->flags, e);
   return GDN_OK;
 }

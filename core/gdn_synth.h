@@ -93,6 +93,12 @@ int gdn_synth_generate(gdn_inputs *in, const gdn_shape *s, const gdn_synth_opts 
 int gdn_synth_generate_heads(gdn_inputs *in, const gdn_shape *s, int64_t k0, int64_t k1, const gdn_synth_opts *o,
                              gdn_error *e);
 
+/* The settings the generation gives its inputs, without their values (a
+ * fixture written a head group at a time): l2norm_in_kernel (0 with
+ * GDN_SYNTH_QK_PRENORM), bf16_mask, no explicit scale.  Not the bfloat16
+ * prelude's, which gdn_prelude_apply sets. */
+void gdn_synth_settings(gdn_inputs *in, const gdn_synth_opts *o);
+
 /* The generation's tensors, in the order fix_inputs_sha256 hashes them. */
 enum { GDN_SYNTH_TQ, GDN_SYNTH_TK, GDN_SYNTH_TV, GDN_SYNTH_TG, GDN_SYNTH_TBETA, GDN_SYNTH_TH0, GDN_SYNTH_TN };
 
