@@ -3,7 +3,6 @@
 
 #include <inttypes.h>
 #include <string.h>
-#include <time.h>
 
 void parity_group_oracle_init(parity_group_oracle *go, const gdn_shape *whole, parity_oracle_tier requested,
                               int bits, int grads) {

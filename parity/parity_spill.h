@@ -2,8 +2,9 @@
  *
  * A streamed run (parity_sweep_stream.h) holds one head group in memory;
  * what a later pass must read again -- the reference, each subject's
- * outputs -- is written here and read back a group at a time.  Each file is created in the scratch folder (TMPDIR, else
- * /tmp) under a unique name and unlinked at once: it lives as long as its
+ * outputs -- is written here and read back a group at a time.  Each file
+ * is created in the scratch folder (TMPDIR, else /tmp) under a unique name
+ * and unlinked at once: it lives as long as its
  * descriptor, so nothing is left behind on any exit, signal or crash, and
  * no name in the folder is ever reused or touched.
  *

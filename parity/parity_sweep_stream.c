@@ -3,7 +3,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "gdn_alloc.h"
 #include "parity_dist.h"
