@@ -150,11 +150,24 @@ int gdn_inputs_copy(gdn_inputs *dst, const gdn_inputs *src, gdn_error *e) {
   if (src->prelude) {
     gdn_prelude p;
     gdn_prelude_init(&p);
-    if ((rc = gdn_prelude_copy(&p, src->prelude, e)) || (rc = gdn_prelude_attach(dst, &p, e))) {
+    if ((rc = gdn_prelude_copy(&p, src->prelude, e)) || (rc = gdn_inputs_attach_prelude(dst, &p, e))) {
       gdn_prelude_clear(&p);
       gdn_inputs_clear(dst);
       return rc;
     }
   }
+  return GDN_OK;
+}
+
+int gdn_inputs_attach_prelude(gdn_inputs *in, gdn_prelude *p, gdn_error *e) {
+  gdn_prelude *h = gdn_malloc(sizeof *h, "prelude", e);
+  if (!h) return e ? e->code : GDN_ERR_NOMEM;
+  *h = *p;
+  gdn_prelude_init(p);
+  if (in->prelude) {
+    gdn_prelude_clear(in->prelude);
+    gdn_free(in->prelude);
+  }
+  in->prelude = h;
   return GDN_OK;
 }

@@ -121,6 +121,10 @@ static inline int64_t gdn_inputs_key_head(const gdn_inputs *in, int64_t hv) {
  * (count returned in *n_positive_g if non-NULL): the schema calls it a warning. */
 int gdn_inputs_check_values(const gdn_inputs *in, int64_t *n_positive_g, gdn_error *e);
 
+/* Moves *p into in->prelude (allocated here; *p left initialised); a
+ * prelude already there is freed. */
+int gdn_inputs_attach_prelude(gdn_inputs *in, struct gdn_prelude *p, gdn_error *e);
+
 /* Deep copy, the prelude included (dst initialised, allocated here). */
 int gdn_inputs_copy(gdn_inputs *dst, const gdn_inputs *src, gdn_error *e);
 

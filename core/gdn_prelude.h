@@ -36,7 +36,6 @@
 #include <stdint.h>
 
 #include "gdn_error.h"
-#include "gdn_inputs.h"
 #include "gdn_shape.h"
 
 /* The seven tensors, in storage and hash order. */
@@ -77,22 +76,8 @@ uint64_t gdn_prelude_bytes(const gdn_shape *s);
  * tensor (`where` then "/<name>") and the first bad index. */
 int gdn_prelude_check_values(const gdn_prelude *p, const char *where, gdn_error *e);
 
-/* Writes the kernel inputs q, k, v, g, beta of `in` (allocated for
- * p->shape) from p as above; sets l2norm_in_kernel = 0 and marks all five
- * tensors bfloat16.  Leaves h0, seg, packing, scale and in->prelude alone. */
-void gdn_prelude_apply(const gdn_prelude *p, gdn_inputs *in);
-
-/* Recomputes the kernel inputs from in->prelude and compares them with
- * in's bit for bit (float32 bits; the bfloat16 tensors are exact float32).
- * GDN_ERR_INPUT naming `where`, the first differing tensor and its first
- * index (b, t, head, d), both values, when they differ or when
- * l2norm_in_kernel is 1 (the prelude has normalised q and k already).
- * GDN_OK when in->prelude is NULL.  Memory: one copy of q, k, v, g, beta.
- * Runs on the calling thread only (no OpenMP): the fixture loader calls it
- * in a forked probe process (fixtures/fix_isolate.h). */
-int gdn_prelude_verify(const gdn_inputs *in, const char *where, gdn_error *e);
-
-/* Moves *p into in->prelude (allocated here; *p left initialised). */
-int gdn_prelude_attach(gdn_inputs *in, gdn_prelude *p, gdn_error *e);
+/* "(i0, i1, ...)" for flat index i of a row-major tensor of rank r with
+ * dims (truncated to n bytes): the index in error messages. */
+void gdn_prelude_format_index(char *buf, size_t n, const int64_t *dims, int r, size_t i);
 
 #endif

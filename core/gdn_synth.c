@@ -10,7 +10,7 @@
 
 #include "gdn_alloc.h"
 #include "gdn_bf16.h"
-#include "gdn_prelude.h"
+#include "gdn_prelude_apply.h"
 #include "gdn_rng.h"
 
 enum { S_Q = 1, S_K, S_V, S_B, S_A, S_ALOG, S_H0, S_SEG };
@@ -143,7 +143,7 @@ static int prelude_bf16(gdn_inputs *in, const heads *g, uint64_t seed, unsigned 
   int rc = prelude_draw(&p, &in->shape, g, seed, flags, e);
   if (!rc) {
     gdn_prelude_apply(&p, in);
-    rc = gdn_prelude_attach(in, &p, e);
+    rc = gdn_inputs_attach_prelude(in, &p, e);
   }
   gdn_prelude_clear(&p);
   if (rc) gdn_inputs_clear(in);

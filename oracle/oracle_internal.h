@@ -163,10 +163,13 @@ int orc_ddw_step(orc_ddw *w, const gdn_inputs *in, int64_t t);
  * tmp has x's precision (x - hi is exact there). */
 void orc_dd_of_mpfr(mpfr_srcptr x, mpfr_ptr tmp, double *hi, double *lo);
 
-/* oracle_part.c: accumulator a of a tally (oracle_part.h's layout) from an
- * orc_acc of the same cap, and back (acc allocated here). */
+/* oracle_tally.c: accumulator a of a tally (oracle_part.h's layout) from an
+ * orc_acc of the same cap, and back (acc allocated here); GDN_OK when t is
+ * allocated with this tier and cap, GDN_ERR_INTERNAL naming `what` and
+ * both kinds otherwise. */
 void orc_tally_put(oracle_tally *t, int a, const orc_acc *acc);
 int orc_tally_get(const oracle_tally *t, int a, orc_acc *acc, gdn_error *e);
+int orc_tally_same_kind(const oracle_tally *a, int tier, int cap, const char *what, gdn_error *e);
 /* The drivers with a selection of heads and a tally (oracle_part.h);
  * heads == NULL and tally == NULL is the whole run.  The tally is
  * allocated by the caller at the right tier and cap. */
@@ -181,7 +184,7 @@ int orc_vjp_dd_run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_
 /* The shape the column block is chosen for: B Hv heads, or with a
  * selection (heads != NULL) one batch of the selected heads (at least 1),
  * so a part of few heads still spreads over the threads.  Speed only: the
- * block never changes a result. */
+ * block never changes a result.  (oracle_prep.c) */
 gdn_shape orc_block_shape(const gdn_shape *s, const unsigned char *heads);
 int orc_run_mpfr(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,
                  oracle_certificate *cert, const unsigned char *heads, oracle_tally *tally,

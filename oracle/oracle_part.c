@@ -13,108 +13,6 @@
 #include "gdn_alloc.h"
 #include "oracle_internal.h"
 
-static int n_acc(int tier) {
-  return tier >= ORACLE_TALLY_VJP ? GDN_GRADS_N : tier == ORACLE_TALLY_DD ? 4 : 2;
-}
-
-static const char *tier_name(int tier) {
-  return tier == ORACLE_TALLY_MPFR ? "mpfr"
-         : tier == ORACLE_TALLY_DD ? "dd"
-         : tier == ORACLE_TALLY_VJP ? "vjp"
-         : tier == ORACLE_TALLY_VJP_DD ? "vjp dd"
-                                       : "empty";
-}
-
-size_t oracle_tally_size(int tier, int cap) {
-  if (tier < ORACLE_TALLY_MPFR || tier > ORACLE_TALLY_VJP_DD || cap < 1 || cap > ORACLE_PREC_MAX)
-    return 0;
-  return 1 + 2 * (size_t)n_acc(tier) * ((size_t)cap + 1);
-}
-
-void oracle_tally_init(oracle_tally *t) {
-  memset(t, 0, sizeof *t);
-  t->failed_head = -1;
-}
-
-void oracle_tally_clear(oracle_tally *t) {
-  gdn_free(t->v);
-  oracle_tally_init(t);
-}
-
-/* Every magnitude zero (m = 0, e = 0: orc_acc's empty value). */
-int oracle_tally_alloc(oracle_tally *t, int tier, int cap, int64_t violations, gdn_error *e) {
-  oracle_tally_clear(t);
-  size_t n = oracle_tally_size(tier, cap);
-  if (!n)
-    return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle tally: tier %d with %d buckets is not a tally", tier,
-                         cap);
-  if (!(t->v = gdn_calloc(n, sizeof(double), "oracle tally", e))) return e ? e->code : GDN_ERR_NOMEM;
-  t->tier = tier, t->cap = cap, t->n = n;
-  t->v[0] = (double)violations;
-  return GDN_OK;
-}
-
-static double *mag_at(const oracle_tally *t, int a, int i) {
-  return t->v + 1 + 2 * ((size_t)a * ((size_t)t->cap + 1) + (size_t)i);
-}
-
-void orc_tally_put(oracle_tally *t, int a, const orc_acc *acc) {
-  double *p = mag_at(t, a, 0);
-  p[0] = acc->rmax.m, p[1] = (double)acc->rmax.e;
-  for (int k = 0; k < t->cap && k < acc->cap; k++) {
-    p = mag_at(t, a, 1 + k);
-    p[0] = acc->dmax[k].m, p[1] = (double)acc->dmax[k].e;
-  }
-}
-
-int orc_tally_get(const oracle_tally *t, int a, orc_acc *acc, gdn_error *e) {
-  int rc = orc_acc_alloc(acc, t->cap, "oracle tally accumulator", e);
-  if (rc) return rc;
-  const double *p = mag_at(t, a, 0);
-  acc->rmax = (orc_mag){p[0], (long)p[1]};
-  for (int k = 0; k < t->cap; k++) {
-    p = mag_at(t, a, 1 + k);
-    acc->dmax[k] = (orc_mag){p[0], (long)p[1]};
-  }
-  return GDN_OK;
-}
-
-static int same_kind(const oracle_tally *a, int tier, int cap, const char *what, gdn_error *e) {
-  if (a->tier == tier && a->cap == cap && a->v) return GDN_OK;
-  return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle tally: %s: a %s tally of %d buckets where %s of %d is expected",
-                       what, tier_name(a->tier), a->cap, tier_name(tier), cap);
-}
-
-/* Accumulator by accumulator through orc_acc_merge (the max of
- * magnitudes the workers' merge takes). */
-int oracle_tally_merge(oracle_tally *dst, const oracle_tally *src, gdn_error *e) {
-  int rc = same_kind(src, dst->tier, dst->cap, "merge", e);
-  if (rc) return rc;
-  orc_acc x, y;
-  orc_acc_init(&x);
-  orc_acc_init(&y);
-  for (int a = 0; a < n_acc(dst->tier) && !rc; a++) {
-    if (!(rc = orc_tally_get(dst, a, &x, e)) && !(rc = orc_tally_get(src, a, &y, e))) {
-      orc_acc_merge(&x, &y);
-      orc_tally_put(dst, a, &x);
-    }
-  }
-  orc_acc_clear(&x);
-  orc_acc_clear(&y);
-  if (!rc) dst->v[0] = dst->v[0] < 0 || src->v[0] < 0 ? -1.0 : dst->v[0] + src->v[0];
-  return rc;
-}
-
-gdn_shape orc_block_shape(const gdn_shape *s, const unsigned char *heads) {
-  gdn_shape b = *s;
-  if (!heads) return b;
-  int64_t n = 0;
-  for (int64_t h = 0; h < s->B * s->Hv; h++) n += heads[h] != 0;
-  b.B = 1;
-  b.Hv = n > 0 ? n : 1;
-  return b;
-}
-
 /* A failed run's tally holds partial sums nobody may merge: cleared, but
  * the failing item stays named (failed_head) for the caller's message. */
 static void tally_drop(oracle_tally *t) {
@@ -167,7 +65,7 @@ static int min2(int a, int b) { return a < b ? a : b; }
 int oracle_tally_certificate(const oracle_tally *t, const oracle_config *cfg, oracle_certificate *cert,
                              gdn_error *e) {
   memset(cert, 0, sizeof *cert);
-  int rc = same_kind(t, ORACLE_TALLY_MPFR, (int)cfg->prec, "certificate", e);
+  int rc = orc_tally_same_kind(t, ORACLE_TALLY_MPFR, (int)cfg->prec, "certificate", e);
   orc_acc a[2];
   orc_acc_init(&a[0]);
   orc_acc_init(&a[1]);
@@ -187,7 +85,7 @@ int oracle_tally_certificate(const oracle_tally *t, const oracle_config *cfg, or
 int oracle_tally_dd_certificate(const oracle_tally *t, const gdn_shape *s, const oracle_dd_config *cfg,
                                 oracle_dd_certificate *cert, gdn_error *e) {
   memset(cert, 0, sizeof *cert);
-  int rc = same_kind(t, ORACLE_TALLY_DD, ORACLE_DD_BITS, "dd certificate", e);
+  int rc = orc_tally_same_kind(t, ORACLE_TALLY_DD, ORACLE_DD_BITS, "dd certificate", e);
   const int64_t ns = cfg->sample_columns < s->Dv ? cfg->sample_columns : s->Dv;
   orc_acc a[4];
   for (int i = 0; i < 4; i++) orc_acc_init(&a[i]);
@@ -235,7 +133,7 @@ int oracle_vjp_part(const gdn_inputs *in, const gdn_cotangents *ct, const oracle
 int oracle_tally_vjp_certificate(const oracle_tally *t, const oracle_vjp_config *cfg,
                                  oracle_vjp_certificate *cert, gdn_error *e) {
   memset(cert, 0, sizeof *cert);
-  int rc = same_kind(t, ORACLE_TALLY_VJP, (int)cfg->prec, "vjp certificate", e);
+  int rc = orc_tally_same_kind(t, ORACLE_TALLY_VJP, (int)cfg->prec, "vjp certificate", e);
   orc_acc a;
   orc_acc_init(&a);
   if (!rc) {
@@ -267,7 +165,7 @@ int oracle_vjp_dd_part(const gdn_inputs *in, const gdn_cotangents *ct, const ora
 int oracle_tally_vjp_dd_certificate(const oracle_tally *t, const gdn_shape *s, const oracle_vjp_dd_config *cfg,
                                     oracle_vjp_dd_certificate *cert, gdn_error *e) {
   memset(cert, 0, sizeof *cert);
-  int rc = same_kind(t, ORACLE_TALLY_VJP_DD, ORACLE_DD_BITS, "vjp dd certificate", e);
+  int rc = orc_tally_same_kind(t, ORACLE_TALLY_VJP_DD, ORACLE_DD_BITS, "vjp dd certificate", e);
   if (rc) return rc;
   const int64_t ns = cfg->sample_columns < s->Dv ? cfg->sample_columns : s->Dv;
   cert->precision_bits = ORACLE_DD_BITS;

@@ -41,3 +41,13 @@ void orc_prep_row(const orc_prep *c, const float *x, mpfr_t *X, int is_q) {
     for (int64_t i = 0; i < Dk; i++) mpfr_mul(X[i], X[i], c->scale, MPFR_RNDN);
   }
 }
+
+gdn_shape orc_block_shape(const gdn_shape *s, const unsigned char *heads) {
+  gdn_shape b = *s;
+  if (!heads) return b;
+  int64_t n = 0;
+  for (int64_t h = 0; h < s->B * s->Hv; h++) n += heads[h] != 0;
+  b.B = 1;
+  b.Hv = n > 0 ? n : 1;
+  return b;
+}
