@@ -12,26 +12,6 @@
 #include "oracle_vjp.h"
 #include "gdn_clock.h"
 
-const char *parity_oracle_tier_name(parity_oracle_tier t) {
-  switch (t) {
-  case PARITY_ORACLE_MPFR: return "mpfr";
-  case PARITY_ORACLE_DD: return "dd";
-  case PARITY_ORACLE_AUTO: return "auto";
-  default: return "none";
-  }
-}
-
-int parity_oracle_tier_parse(const char *s, parity_oracle_tier *t, gdn_error *e) {
-  if (!strcmp(s, "mpfr")) *t = PARITY_ORACLE_MPFR;
-  else if (!strcmp(s, "dd")) *t = PARITY_ORACLE_DD;
-  else if (!strcmp(s, "auto")) *t = PARITY_ORACLE_AUTO;
-  else if (!strcmp(s, "none")) *t = PARITY_ORACLE_NONE;
-  else
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "--oracle '%s': unknown tier; expected mpfr, dd, auto or none", s);
-  return GDN_OK;
-}
-
 double parity_oracle_mpfr_cost(const gdn_shape *s, int bits) {
   double macs = 3.0 * (double)s->B * (double)s->Hv * (double)s->T * (double)s->Dk * (double)s->Dv;
   int limbs = (bits + 63) / 64 + (bits + 64 + 63) / 64;

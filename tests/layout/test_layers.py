@@ -50,8 +50,6 @@ KNOWN_CIRCLES = [
     ("frontend/gdn_parity_jax/audit.py", "frontend/gdn_parity_jax/cli.py", "frontend/gdn_parity_jax/paths.py",
      "frontend/gdn_parity_jax/run.py"),
     ("frontend/gdn_parity_jax/guard.py", "frontend/gdn_parity_jax/text.py"),
-    ("parity/parity_dist.c", "parity/parity_dist_oracle.c", "parity/parity_doc.c", "parity/parity_json.c",
-     "parity/parity_oracle.c", "parity/parity_policy.c"),
     ("reports/report_audit_doc.c", "reports/report_doc.c"),
     ("reports/report_audit_html.c", "reports/report_audit_programs.c"),
 ]
@@ -271,7 +269,8 @@ def main(argv):
         print("\n".join(msgs))
         print(f"test_layers: {len(msgs)} broken rule(s) over {len(graph)} files and {arrows} arrows")
         return 1
-    print(f"test_layers: {len(graph)} files, {arrows} arrows, no circle, no arrow up a folder")
+    standing = f"the {len(KNOWN_CIRCLES)} listed circle(s) still standing" if KNOWN_CIRCLES else "no circle"
+    print(f"test_layers: {len(graph)} files, {arrows} arrows, no new circle ({standing}), no arrow up a folder")
     return 0
 
 
