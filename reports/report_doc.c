@@ -451,20 +451,6 @@ int report_doc_validate(const json_t *doc, const char *source, gdn_error *e) {
   return GDN_OK;
 }
 
-const char *report_doc_str(const json_t *obj, const char *key) {
-  return json_string_value(json_object_get(obj, key));
-}
-
-long long report_doc_int(const json_t *obj, const char *key, long long dflt) {
-  const json_t *j = json_object_get(obj, key);
-  return json_is_integer(j) ? json_integer_value(j) : dflt;
-}
-
-int report_doc_bool(const json_t *obj, const char *key, int dflt) {
-  const json_t *j = json_object_get(obj, key);
-  return json_is_boolean(j) ? json_is_true(j) : dflt;
-}
-
 int report_doc_num(const json_t *obj, const char *key, double *out) {
   return report_num_get(json_object_get(obj, key), out);
 }
