@@ -147,3 +147,13 @@ def test_no_non_finite_number_in_the_document():
     from gdn_parity_jax import audit_judge
     doc = audit_judge.finite({"a": math.inf, "b": [1.0, -math.inf, math.nan], "c": {"d": 2}})
     assert doc == {"a": None, "b": [1.0, None, None], "c": {"d": 2}}
+
+
+def test_recommended_grid_resolves_for_run_audit():
+    """run --audit on the recommended grid's first case (T 200 on 1, 4, 8
+    devices, chunk 16) takes lengths the audit's own rule accepts."""
+    ns = cli.build_parser().parse_args(["run", "--impl", "gdn_parity_jax.impls:chunk_gated_delta_rule",
+                                        "--shape", "1,200,4,32", "--key-heads", "2", "--chunk", "16",
+                                        "--devices", "1,4,8", "--h0", "--audit", "--out", "o"])
+    st = audit.resolve(ns)
+    assert st.lengths == [256, 512, 1024] and st.devices == [1, 4, 8]
