@@ -197,28 +197,33 @@ class Walker:
         self.m = module
         self.memo = {}
 
-    def comp(self, name, stack=()):
-        """The Work of one execution of computation `name` (memoised)."""
-        if name in self.memo:
-            return self.memo[name]
+    def comp(self, name, stack=(), around=None):
+        """The Work of one execution of computation `name` (memoised);
+        around: the source line of the instruction that runs it, given to
+        instructions XLA left without metadata (rewritten dots)."""
+        key = (name, around)
+        if key in self.memo:
+            return self.memo[key]
         w = Work()
         if name in stack or name not in self.m.comps:
             return w
         stack = stack + (name,)
         table = self.m.table[name]
         for ins in self.m.comps[name]:
-            self._instr(w, ins, name, table, stack)
-        self.memo[name] = w
+            self._instr(w, ins, name, table, (stack, around))
+        self.memo[key] = w
         return w
 
-    def _instr(self, w, ins, comp, table, stack):
+    def _instr(self, w, ins, comp, table, ctx):
+        stack, around = ctx
+        own = self.m.source(ins)
         f, t, is_dot = instr_flops(ins, table)
         if f or t:
             w.flops += f
             w.transcendentals += t
             if is_dot:
                 w.dot_flops += f
-            src = self.m.source(ins) or "(no source)"
+            src = own or (f"{around} (no metadata: the loop or call around it)" if around else "(no source)")
             w.by_source[src] = w.by_source.get(src, 0) + f
         if ins.op in hlo.COLLECTIVES:
             w.collectives.append((ins, comp, 1, (), None))
@@ -228,17 +233,18 @@ class Walker:
             key = tgt.group(1) if tgt else "?"
             w.custom_calls[key] = w.custom_calls.get(key, 0) + 1
         callees = _callees(ins)
+        sub = (stack, own or around)
         if ins.op == "while":
-            self._while(w, ins, dict(callees), stack)
+            self._while(w, ins, dict(callees), sub)
         elif ins.op == "conditional":
-            self._conditional(w, ins, [c for k, c in callees if k != "to_apply"], stack)
+            self._conditional(w, ins, [c for k, c in callees if k != "to_apply"], sub)
         else:
             for _, c in callees:
-                w.add(self.comp(c, stack))
+                w.add(self.comp(c, *sub))
 
-    def _while(self, w, ins, callees, stack):
-        body = self.comp(callees.get("body"), stack) if "body" in callees else Work()
-        cond = self.comp(callees.get("condition"), stack) if "condition" in callees else Work()
+    def _while(self, w, ins, callees, sub):
+        body = self.comp(callees.get("body"), *sub) if "body" in callees else Work()
+        cond = self.comp(callees.get("condition"), *sub) if "condition" in callees else Work()
         n = _trip(ins)
         if n is not None:
             w.add(body, n)
@@ -261,8 +267,8 @@ class Walker:
         w.collective_bytes += per.collective_bytes
         w.unknown_loops += per.unknown_loops
 
-    def _conditional(self, w, ins, branches, stack):
-        works = [self.comp(b, stack) for b in branches]
+    def _conditional(self, w, ins, branches, sub):
+        works = [self.comp(b, *sub) for b in branches]
         if not works:
             return
         big = max(works, key=lambda x: (x.flops + x.transcendentals, x.collective_bytes))

@@ -143,3 +143,41 @@ def test_gather_in_loop_of_unknown_length_is_named():
     (loop,) = [lp for lp in r["work"]["unknown_loops"] if lp["collectives_per_trip"]]
     assert ag["loops_unknown"] == [loop["name"]]
     assert loop["collective_bytes_per_trip"] >= 64 * 8 * 4
+
+
+@pytest.mark.parametrize("body", [_gather_in_cond_in_scan, _gather_in_dynamic_while, _gather_in_nested_scan])
+def test_hidden_gathers_fail_the_collective_check(body):
+    """The audit's own check on these programs at T = 64 and 256: FAIL, never
+    PASS (the loop of unknown length FAILs naming the loop)."""
+    from gdn_parity_jax import audit_judge
+    progs = []
+    for T in (64, 256):
+        r = _compile_sharded(body, T)
+        progs.append({"function": "cp", "pass": "forward", "devices": 2, "T": T, "heads": "audited", **r})
+    (c,) = audit_judge.check_collectives({"series": audit_judge._series(progs)})
+    assert c["verdict"] == "FAIL" and c["op"]["kind"] == "all-gather"
+    if body is _gather_in_dynamic_while:
+        assert "trip count XLA cannot name" in c["reason"] and c["op"]["loops_unknown"][0] in c["reason"]
+    else:
+        assert c["figures"]["bytes_hi"] == 4 * c["figures"]["bytes_lo"]
+
+
+def _work_in_dynamic_while(x):
+    def cond(s):
+        return s[0] < jnp.abs(x[0, 0]).astype(jnp.int32) + 1
+
+    def body(s):
+        return s[0] + 1, s[1] @ (s[1].T @ s[1])
+    return lax.while_loop(cond, body, (0, x))[1]
+
+
+def test_work_in_loop_of_unknown_length_is_never_counted_once():
+    from gdn_parity_jax import audit_judge
+    r = _compile_sharded(_work_in_dynamic_while, 64)
+    (loop,) = r["work"]["unknown_loops"]
+    assert loop["flops_per_trip"] >= 2 * 2 * 32 * 8 * 8 and loop["collectives_per_trip"] == 0
+    assert r["work"]["dot_flops"] == 0  # not in the counted work: named instead
+    prog = {"function": "cp", "pass": "forward", "devices": 2, "T": 64, "heads": "audited", **r}
+    state = {"series": audit_judge._series([prog]), "devices": [1, 2, 4], "fits": [], "unjudged": []}
+    (c,) = audit_judge.check_flops(state)
+    assert c["verdict"] == "FAIL" and loop["name"] in c["reason"] and "cannot name" in c["reason"]
