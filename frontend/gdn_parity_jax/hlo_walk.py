@@ -189,6 +189,8 @@ def _callees(ins):
             out += [(key, c) for c in re.findall(r"%?([\w.\-]+)", inner)]
     if ins.op != "call":  # a reduce's or all-reduce's to_apply is its own element rule
         out = [(k, c) for k, c in out if k != "to_apply"]
+    if ins.op in ("async-update", "async-done"):  # the async-start runs it, once
+        return []
     return out
 
 

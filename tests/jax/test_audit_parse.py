@@ -94,3 +94,45 @@ def test_longest_t():
     assert fit.longest_t(100, 3, 1100, 4) == 332  # 333 rounded down to a multiple of 4
     assert fit.longest_t(2000, 1, 1100, 1) is None  # the intercept alone does not fit
     assert fit.longest_t(100, 0, 1100, 1) == "unbounded"
+
+
+ASYNC = """HloModule m, num_partitions=2
+
+%wrapped (p: f32[4]) -> f32[8] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %ag = f32[8]{0} all-gather(%p), replica_groups={{0,1}}, dimensions={0}
+}
+
+%b0 (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  ROOT %m = f32[8]{0} multiply(%x, %x)
+}
+
+%b1 (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  %m = f32[8]{0} multiply(%x, %x)
+  %n = f32[8]{0} add(%m, %x)
+  ROOT %ag2 = f32[8]{0} all-reduce(%n), replica_groups={{0,1}}, to_apply=%add
+}
+
+ENTRY %main (a: f32[4], i: s32[]) -> f32[8] {
+  %a = f32[4]{0} parameter(0)
+  %i = s32[] parameter(1)
+  %s = ((f32[4]), f32[8]) async-start(%a), calls=%wrapped
+  %d = f32[8]{0} async-done(%s), calls=%wrapped
+  ROOT %c = f32[8]{0} conditional(%i, %d, %d), branch_computations={%b0, %b1}
+}
+"""
+
+
+def test_async_wrapper_once_and_the_largest_branch():
+    """An async-start runs its computation once (the -done does not again);
+    a conditional counts its largest branch's work and collective bytes,
+    and lists every branch's collectives."""
+    from gdn_parity_jax import hlo_walk
+    r = hlo_walk.walk(ASYNC)
+    assert sorted((c["name"], c["executions"]) for c in r["collectives"]) == [("ag", 1), ("ag2", 1)]
+    assert r["work"]["flops"] == 16  # branch 1: 8 multiplies + 8 adds
+    assert r["collective_bytes"] == 32 + 32
+    (ag2,) = [c for c in r["collectives"] if c["name"] == "ag2"]
+    assert ag2["conditional"] == "c"

@@ -181,3 +181,14 @@ def test_work_in_loop_of_unknown_length_is_never_counted_once():
     state = {"series": audit_judge._series([prog]), "devices": [1, 2, 4], "fits": [], "unjudged": []}
     (c,) = audit_judge.check_flops(state)
     assert c["verdict"] == "FAIL" and loop["name"] in c["reason"] and "cannot name" in c["reason"]
+
+
+def test_convolution_in_scan():
+    """A 3x3 convolution of 8 to 16 features per trip, 5 trips:
+    2 x (16 x 30 x 30 outputs) x (8 x 3 x 3) per trip."""
+    def f(x, ks):
+        def body(c, k):
+            return c, lax.conv(x * c, k, (1, 1), "VALID")
+        return lax.scan(body, jnp.float32(1), ks)[1]
+    w = _walk(f, _a(1, 8, 32, 32), _a(5, 16, 8, 3, 3))["work"]
+    assert w["dot_flops"] == 5 * 2 * 16 * 30 * 30 * 8 * 9
