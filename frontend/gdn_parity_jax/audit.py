@@ -76,7 +76,8 @@ def add_function_options(a):
 
 def add_limit_options(a):
     """Options shared with `run --audit`."""
-    a.add_argument("--lengths", help="sequence lengths T1,T2,... (two or more; default T,2T,4T)")
+    a.add_argument("--lengths", help="sequence lengths T1,T2,... (two or more; default T,2T,4T, T rounded up to "
+                   "a multiple of every D x chunk with two chunks per shard)")
     a.add_argument("--passes", default="forward,backward",
                    help="forward, backward or forward,backward (default): the programs compiled")
     a.add_argument("--layout", default="shard_map", choices=("shard_map", "global"),
