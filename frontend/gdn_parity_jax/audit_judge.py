@@ -2,7 +2,9 @@
 and the text lines (docs/audit-json.md says what each field means).
 
 Checks are rows of :data:`CHECKS` (name -> function of the document state);
-each returns check records, PASS or FAIL, the FAIL reason naming the op.
+each returns check records, PASS or FAIL, the FAIL reason naming the op;
+what a check cannot judge (a trend with one D >= 2, a device count whose
+programs are unlike the others) goes to state["unjudged"], never a PASS.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ FIGURES = ("temp_bytes", "argument_bytes", "output_bytes", "flops", "bytes_acces
 WORK_NOTE = ("work is counted from the compiled module's text, each instruction times the trip counts "
              "of the loops around it; XLA:CPU's cost_analysis() (programs[].cost) counts a while body "
              "once whatever its trip count, so a recurrence written as a scan is invisible to it")
-# flops-fall-with-D: the slope ratio b(D)/b(Dmin) allowed, over the ideal Dmin/D.
+# flops-fall-with-D and residuals-fall-with-D: the slope ratio b(D)/b(D') allowed
+# (D' the smallest D >= 2 with a fit), over the ideal D'/D.
 FLOPS_SLACK = 1.5
 
 
