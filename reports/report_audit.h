@@ -76,6 +76,10 @@ void report_audit_plots(report_buf *b, const json_t *audit);
 /* Per program group (function, pass, D, heads): its memory and cost per T
  * and its collectives (report_audit_programs.c). */
 void report_audit_programs(report_buf *b, const json_t *audit);
+/* Work per token from the programs' HLO (loops' trip counts), the overhead
+ * over the stock function, where the work is, what was not judged
+ * (report_audit_work.c). */
+void report_audit_work(report_buf *b, const json_t *audit);
 /* Cells shared by the HTML tables: a number (integers exact, reals to 4
  * digits, null as a dash) and "f32[1,1024,2,16]" (escaped). */
 void report_audit_html_num(report_buf *b, const json_t *j);

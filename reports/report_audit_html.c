@@ -1,5 +1,5 @@
 /* The audit in the HTML report: a line in the verdict header and a section
- * of tables (checks, affine minimum, memory at scale, every program's
+ * of tables (checks, affine minimum, work per token, memory at scale, every program's
  * collectives and memory), plots from report_audit_plots.c.  Tables only:
  * readable with scripts off. */
 #include <math.h>
@@ -219,6 +219,7 @@ void report_audit_html_section(report_buf *b, const json_t *doc) {
                      note ? note : "XLA-on-CPU buffer assignment is not a TPU's: the growth law carries over.");
   checks_table(b, a);
   affine_table(b, a);
+  report_audit_work(b, a);
   memory_table(b, a);
   report_audit_plots(b, a);
   report_audit_programs(b, a);

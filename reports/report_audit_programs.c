@@ -57,7 +57,8 @@ static void memory_rows(report_buf *b, const json_t *progs, const json_t *first)
   static const char *const cost[] = {"flops", "bytes_accessed", "transcendentals"};
   report_buf_puts(b, "<table class=\"grid-table audit-memory-figures\"><thead><tr><th>T</th><th>argument bytes</th>"
                      "<th>output bytes</th><th>temp bytes</th><th>alias bytes</th><th>generated code bytes</th>"
-                     "<th>flops</th><th>bytes accessed</th><th>transcendentals</th><th>collective bytes</th>"
+                     "<th>work flops</th><th>cost_analysis flops (a loop body once)</th><th>bytes accessed</th>"
+                     "<th>transcendentals</th><th>collective bytes</th>"
                      "<th>compile s</th></tr></thead><tbody>\n");
   for (size_t i = 0; i < json_array_size(progs); i++) {
     const json_t *p = json_array_get(progs, i);
@@ -65,6 +66,7 @@ static void memory_rows(report_buf *b, const json_t *progs, const json_t *first)
     report_buf_puts(b, "<tr>");
     td_num(b, p, "T");
     for (size_t k = 0; k < 5; k++) td_num(b, json_object_get(p, "memory"), mem[k]);
+    td_num(b, json_object_get(p, "work"), "flops");
     for (size_t k = 0; k < 3; k++) td_num(b, json_object_get(p, "cost"), cost[k]);
     td_num(b, p, "collective_bytes");
     td_num(b, p, "compile_seconds");
@@ -125,8 +127,9 @@ static void group(report_buf *b, const json_t *a, const json_t *first, size_t in
 void report_audit_programs(report_buf *b, const json_t *a) {
   const json_t *progs = json_object_get(a, "programs");
   report_buf_puts(b, "<h3>Compiled programs</h3>\n<p>Per device, as <code>compiled.memory_analysis()</code> and "
-                     "<code>cost_analysis()</code> report them; collectives from the compiled module, bytes per "
-                     "execution times the known trip counts of the loops around them.</p>\n");
+                     "<code>cost_analysis()</code> report them (XLA:CPU counts a loop body once); work and collectives "
+                     "from the compiled module, per execution times the known trip counts of the loops around "
+                     "them.</p>\n");
   size_t shown = 0, dropped = 0;
   for (size_t i = 0; i < json_array_size(progs); i++) {
     const json_t *p = json_array_get(progs, i);

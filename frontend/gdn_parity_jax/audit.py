@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import sys
 import time
@@ -75,7 +76,8 @@ def add_function_options(a):
 
 def add_limit_options(a):
     """Options shared with `run --audit`."""
-    a.add_argument("--lengths", help="sequence lengths T1,T2,... (two or more; default T,2T,4T)")
+    a.add_argument("--lengths", help="sequence lengths T1,T2,... (two or more; default T,2T,4T, T rounded up to "
+                   "a multiple of every D x chunk with two chunks per shard)")
     a.add_argument("--passes", default="forward,backward",
                    help="forward, backward or forward,backward (default): the programs compiled")
     a.add_argument("--layout", default="shard_map", choices=("shard_map", "global"),
@@ -87,6 +89,9 @@ def add_limit_options(a):
                    f"(the table limited to it; one of {', '.join(CHIPS)})")
     a.add_argument("--max-residual-bytes-per-token", type=float,
                    help="FAIL when the backward temp bytes per local token exceed this")
+    a.add_argument("--max-work-overhead", type=float,
+                   help="FAIL when the cp function's work per local token exceeds this many times "
+                   "the stock function's (at any D >= 2)")
     a.add_argument("--must-fit", help="T@CHIP: FAIL when T tokens do not fit per device on CHIP "
                    "(a chip name, hbm, or a byte count) at the largest D")
 
@@ -167,10 +172,13 @@ def resolve(args, lengths_default=None):
         raise UsageError("the audit needs --shape B,T,H,D (it compiles at shapes, not a fixture's data)")
     shape = parse_shape(args.shape)
     B, T, H, D = shape
-    lengths = (_int_list(args.lengths, "--lengths") if args.lengths
-               else (lengths_default or [T, 2 * T, 4 * T]))
-    lengths = sorted(dict.fromkeys(lengths))
     devices = sorted(dict.fromkeys(_int_list(args.devices, "--devices")))
+    if args.chunk is not None and args.chunk < 1:
+        raise UsageError("--chunk must be >= 1")
+    _limits(args)
+    lengths = (_int_list(args.lengths, "--lengths") if args.lengths
+               else (lengths_default or default_lengths(T, devices, args.chunk or 64)))
+    lengths = sorted(dict.fromkeys(lengths))
     if len(lengths) < 2:
         raise UsageError(f"--lengths {args.lengths!r}: the growth laws need two or more lengths")
     passes = tuple(dict.fromkeys(p for p in args.passes.split(",") if p))
@@ -183,8 +191,6 @@ def resolve(args, lengths_default=None):
         raise UsageError(f"--devices {args.devices!r}: the flops check needs two or more device counts")
     if args.key_heads and H % args.key_heads:
         raise UsageError(f"--key-heads {args.key_heads}: H = {H} is not a multiple of it")
-    if args.chunk is not None and args.chunk < 1:
-        raise UsageError("--chunk must be >= 1")
     C = args.chunk or 64
     for t in lengths:
         for d in devices:
@@ -196,6 +202,26 @@ def resolve(args, lengths_default=None):
                 raise UsageError(f"--lengths: T/D = {t}/{d} is not a multiple of the chunk {C} "
                                  "(each shard's padding would hide the growth laws)")
     return Setup(args, shape, lengths, devices, passes)
+
+
+def _limits(args):
+    """The numeric limits: finite and positive, else a usage error."""
+    for opt in ("max_residual_bytes_per_token", "max_work_overhead"):
+        v = getattr(args, opt, None)
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise UsageError(f"--{opt.replace('_', '-')} {v!r}: expected a finite number > 0")
+
+
+def default_lengths(T, devices, chunk):
+    """T, 2T, 4T with T rounded up to a multiple of lcm(devices) x chunk, and
+    to at least two chunks per shard at the largest D (the grid's lengths,
+    e.g. 200 on 4 and 8 devices with chunk 16, become 256, 512, 1024)."""
+    base = chunk
+    for d in devices:
+        base = base * (d * chunk) // math.gcd(base, d * chunk)
+    t = max(T, 2 * max(devices) * chunk)
+    t = -(-t // base) * base
+    return [t, 2 * t, 4 * t]
 
 
 def functions(args):
@@ -305,7 +331,7 @@ def write_json(path, doc):
     stage = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.partial")
     try:
         with open(stage, "w") as fh:
-            json.dump(doc, fh, indent=1)
+            json.dump(doc, fh, indent=1, allow_nan=False)
             fh.write("\n")
         os.replace(stage, path)
     finally:
@@ -341,7 +367,7 @@ def _call(st, adapter, fn, cp):
 
 def compile_program(st, adapter, fn, which, ps, D, T, hd, label):
     """One program's record (docs/audit-json.md, programs[])."""
-    from . import hlo
+    from . import hlo_walk
     from .run import _Exit
     t0 = time.perf_counter()
     try:
@@ -353,10 +379,10 @@ def compile_program(st, adapter, fn, which, ps, D, T, hd, label):
         traceback.print_exc()
         raise _Exit(EXIT_INTERNAL, f"{which} {ps} D={D} T={T}: {type(exc).__name__}: {exc}") from None
     secs = time.perf_counter() - t0
-    colls = hlo.collectives(compiled.as_text())
+    walked = hlo_walk.walk(compiled.as_text())
     return {"function": which, "pass": ps, "devices": D, "T": T, "heads": label,
-            "memory": memory(compiled), "cost": cost(compiled), "collectives": colls,
-            "collective_bytes": sum(c["bytes_total"] for c in colls),
+            "memory": memory(compiled), "work": walked["work"], "cost": cost(compiled),
+            "collectives": walked["collectives"], "collective_bytes": walked["collective_bytes"],
             "compile_seconds": round(secs, 3)}
 
 

@@ -3,8 +3,9 @@
 Pure text parsing (no jax import): each collective instruction with its
 kind, element type, per-device result shape and bytes, replica groups or
 source-target pairs, JAX's metadata ``op_name`` and the source line of its
-stack trace, and how many times it runs (the known trip counts of the
-``while`` loops around it).  The compiled SPMD module is the per-device
+stack trace, and how many times it runs (gdn_parity_jax.hlo_walk walks
+every computation it can run in: loops, conditional branches, calls,
+fusions, async wrappers).  The compiled SPMD module is the per-device
 program, so every shape here is what one device holds.
 
 The text format read (XLA's HloModule::ToString, as JAX 0.10 prints it):
@@ -161,52 +162,10 @@ def _computations(lines):
     return comps, entry
 
 
-def _trip_counts(comps):
-    """{computation: (caller computation, trip count)} for every computation
-    called by an instruction: a while body/condition gets its loop's known
-    trip count (1 when unknown), anything else (fusion, call, to_apply) 1."""
-    callers = {}
-    for name, body in comps.items():
-        for ln in body:
-            trip = 1
-            m = re.search(r'"known_trip_count":\{"n":"(\d+)"\}', ln)
-            if m:
-                trip = int(m.group(1))
-            for key, callee in re.findall(r"\b(body|condition|calls|to_apply|branch_computations)=%?([\w.\-]+)", ln):
-                callers.setdefault(callee, (name, trip if key in ("body", "condition") else 1))
-    return callers
-
-
-def _executions(comp, callers, entry):
-    n, seen = 1, set()
-    while comp != entry and comp in callers and comp not in seen:
-        seen.add(comp)
-        comp, trip = callers[comp]
-        n *= trip
-    return n
-
-
-def collectives(text: str):
-    """Every collective of the compiled module text, as dicts (see
-    docs/audit-json.md, programs[].collectives[])."""
-    lines = text.splitlines()
-    frames = Frames(_tables(lines))
-    comps, entry = _computations(lines)
-    callers = _trip_counts(comps)
-    out = []
-    for comp, body in comps.items():
-        for ln in body:
-            m = _INSTR.match(ln)
-            if not m or m.group(3) not in COLLECTIVES:
-                continue
-            out.append(_record(m, ln, comp, entry, callers, frames))
-    out.sort(key=lambda c: (c["computation"] != "ENTRY", c["computation"], c["name"]))
-    return out
-
-
-def _record(m, ln, comp, entry, callers, frames):
-    name, typ, op = m.group(1), m.group(2), m.group(3)
-    shapes = _shapes(typ)
+def record(ins, comp, entry, execs, frames, loops_unknown=(), branch=None):
+    """One collective instruction's record; execs: how many times it runs
+    (the product of the known trip counts around it)."""
+    op, shapes, ln = ins.op, ins.shapes, ins.line
     if op.endswith("-start") and len(shapes) > 1:
         shapes = shapes[-1:]  # (operand, result) tuples of async starts: the result
     meta = _braced(ln, "metadata") or ""
@@ -219,9 +178,8 @@ def _record(m, ln, comp, entry, callers, frames):
         stack = [f"{src_file.group(1)}:{src_line.group(1) if src_line else '?'}"]
     groups = _groups(_braced(ln, "replica_groups")) or _iota_groups(ln)
     pairs = _groups(_braced(ln, "source_target_pairs"))
-    execs = _executions(comp, callers, entry)
     nb = _nbytes(shapes)
-    rec = {"kind": COLLECTIVES[op], "name": name, "dtype": shapes[0][0] if shapes else None}
+    rec = {"kind": COLLECTIVES[op], "name": ins.name, "dtype": shapes[0][0] if shapes else None}
     if len(shapes) == 1:
         rec["shape"] = shapes[0][1]
     else:
@@ -232,6 +190,10 @@ def _record(m, ln, comp, entry, callers, frames):
                 "source": _short(stack[0]) if stack else None,
                 "stack": [_short(s) for s in stack],
                 "computation": "ENTRY" if comp == entry else comp})
+    if loops_unknown:
+        rec["loops_unknown"] = list(dict.fromkeys(loops_unknown))
+    if branch:
+        rec["conditional"] = branch
     return rec
 
 

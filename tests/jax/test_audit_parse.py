@@ -3,7 +3,7 @@ the a + b T fit (fit.py), on texts and numbers whose answers are known."""
 
 import pytest
 
-from gdn_parity_jax import fit, hlo
+from gdn_parity_jax import fit, hlo, hlo_walk
 
 # A compiled module in XLA's text form (the shapes of JAX 0.10's output):
 # an all-gather at the entry, a collective-permute inside a while body run
@@ -48,7 +48,7 @@ ENTRY %main.9 (a: f32[1,64,2,16]) -> f32[4,1,64,2,16] {
 
 
 def test_collectives_read_from_module_text():
-    cs = {c["name"]: c for c in hlo.collectives(TEXT)}
+    cs = {c["name"]: c for c in hlo_walk.collectives(TEXT)}
     assert sorted(cs) == ["all-gather.15", "all-reduce.2", "collective-permute.3"]
     ag = cs["all-gather.15"]
     assert (ag["kind"], ag["dtype"], ag["shape"]) == ("all-gather", "f32", [4, 1, 64, 2, 16])
@@ -74,7 +74,7 @@ def test_no_collective_in_a_module_without_any():
     # negative control: the same text with the collectives' opcodes renamed
     text = TEXT.replace("all-gather(", "copy(").replace("collective-permute(", "copy(") \
         .replace("all-reduce(", "add(")
-    assert hlo.collectives(text) == []
+    assert hlo_walk.collectives(text) == []
 
 
 def test_linear_fit_exact_constant_and_noisy():
@@ -94,3 +94,45 @@ def test_longest_t():
     assert fit.longest_t(100, 3, 1100, 4) == 332  # 333 rounded down to a multiple of 4
     assert fit.longest_t(2000, 1, 1100, 1) is None  # the intercept alone does not fit
     assert fit.longest_t(100, 0, 1100, 1) == "unbounded"
+
+
+ASYNC = """HloModule m, num_partitions=2
+
+%wrapped (p: f32[4]) -> f32[8] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %ag = f32[8]{0} all-gather(%p), replica_groups={{0,1}}, dimensions={0}
+}
+
+%b0 (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  ROOT %m = f32[8]{0} multiply(%x, %x)
+}
+
+%b1 (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  %m = f32[8]{0} multiply(%x, %x)
+  %n = f32[8]{0} add(%m, %x)
+  ROOT %ag2 = f32[8]{0} all-reduce(%n), replica_groups={{0,1}}, to_apply=%add
+}
+
+ENTRY %main (a: f32[4], i: s32[]) -> f32[8] {
+  %a = f32[4]{0} parameter(0)
+  %i = s32[] parameter(1)
+  %s = ((f32[4]), f32[8]) async-start(%a), calls=%wrapped
+  %d = f32[8]{0} async-done(%s), calls=%wrapped
+  ROOT %c = f32[8]{0} conditional(%i, %d, %d), branch_computations={%b0, %b1}
+}
+"""
+
+
+def test_async_wrapper_once_and_the_largest_branch():
+    """An async-start runs its computation once (the -done does not again);
+    a conditional counts its largest branch's work and collective bytes,
+    and lists every branch's collectives."""
+    from gdn_parity_jax import hlo_walk
+    r = hlo_walk.walk(ASYNC)
+    assert sorted((c["name"], c["executions"]) for c in r["collectives"]) == [("ag", 1), ("ag2", 1)]
+    assert r["work"]["flops"] == 16  # branch 1: 8 multiplies + 8 adds
+    assert r["collective_bytes"] == 32 + 32
+    (ag2,) = [c for c in r["collectives"] if c["name"] == "ag2"]
+    assert ag2["conditional"] == "c"

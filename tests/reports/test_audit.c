@@ -408,6 +408,33 @@ START_TEST(real_audit_renders) {
 }
 END_TEST
 
+/* Work per token counted from the programs' HLO: the table (cp backward
+ * D=4: 3250 flops per token, 13000 per local token, 1.444 x the stock's),
+ * where the work is per source line with its share, the note on what
+ * XLA:CPU's cost analysis misses, what was not judged; an older document
+ * without work figures renders no work table. */
+START_TEST(html_work_section) {
+  audited("audit-pass.json");
+  char *h = render(doc, report_html_render);
+  CKT_HAS_ALL(h, "<table id=\"audit-work\"",
+      "<td>cp</td><td>backward</td><td class=\"num\">4</td><td class=\"num\">3250</td>"
+      "<td class=\"num\">13000</td><td class=\"num\">1.444</td>",
+      "Where the work is: cp backward, D = 4, T = 1024 (3328000 flops per device; "
+      "<code>cost_analysis()</code> said 1280100).",
+      "<tr><td><code class=\"op-source\">gdn_cp.py:41 (chunk_fold)</code></td><td class=\"num\">2304000</td>"
+      "<td class=\"num\">69.2%</td></tr>",
+      "<p id=\"audit-work-note\" class=\"missed-note\">work is counted from the compiled module",
+      "<ul id=\"audit-unjudged\">\n<li><b>flops-fall-with-D cp forward D=8</b>: D=8: fewer than two lengths",
+      "<th>work flops</th><th>cost_analysis flops (a loop body once)</th>");
+  CKT_HAS_NONE(h, "audit-unknown-loops");
+  free(h);
+  audited("audit-real-sequence-gathered.json");
+  h = render(doc, report_html_render);
+  CKT_HAS_NONE(h, "<table id=\"audit-work\"", "audit-unjudged");
+  free(h);
+}
+END_TEST
+
 START_TEST(console_lines) {
   json_t *f = audited("audit-fail.json");
   report_buf b;
@@ -428,6 +455,7 @@ int main(int argc, char **argv) {
   page_doc_fixture(CKR_TCASE(s, "audit", 120, samples_validate, validation_names_the_field,
       read_refuses_non_regular_and_bad_json, memory_at_scale_null_forward_only, embed_ands_the_verdict,
       json_keeps_the_audit, html_fail_section, html_pass_section, hostile_strings_escaped, markdown_and_junit,
-      console_lines, headline_when_only_the_audit_fails, markdown_bounds_a_huge_reason, real_audit_renders));
+      console_lines, headline_when_only_the_audit_fails, markdown_bounds_a_huge_reason, real_audit_renders,
+      html_work_section));
   return ckr_run(s);
 }
