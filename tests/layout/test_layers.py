@@ -50,7 +50,6 @@ KNOWN_CIRCLES = [
     ("frontend/gdn_parity_jax/audit.py", "frontend/gdn_parity_jax/cli.py", "frontend/gdn_parity_jax/paths.py",
      "frontend/gdn_parity_jax/run.py"),
     ("frontend/gdn_parity_jax/guard.py", "frontend/gdn_parity_jax/text.py"),
-    ("reports/report_audit_html.c", "reports/report_audit_programs.c"),
 ]
 
 PY_PACKAGE = "frontend/gdn_parity_jax"
