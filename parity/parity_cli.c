@@ -382,6 +382,8 @@ static int synth_stream_plan(const run_state *st, const parity_synth_spec *sp, c
 
 /* The scratch folder has room for what a streamed run writes. */
 static int scratch_room(const parity_stream_plan *plan, const parity_sweep_opts *o, int grads, gdn_error *e) {
+  int rc = parity_spill_check(e); /* before any work: a bad TMPDIR is not noticed after an oracle */
+  if (rc) return rc;
   const double need = parity_sweep_stream_scratch_bytes(plan, o, grads);
   const uint64_t avail = parity_spill_free_bytes();
   if (avail && need > (double)avail)
