@@ -305,6 +305,25 @@ START_TEST(check_of_a_fixture) {
 }
 END_TEST
 
+/* --grad: the group size counts the gradient sets, so a larger budget never
+ * refuses what a smaller one ran.  At 1,512,8,16 (4 key heads, h0) 4000K ran
+ * streamed and 5000K was refused (the forward fit whole, its gradients did
+ * not), 6000K ran: now 5000K runs; the control: under one key head's peak
+ * with its gradient sets (2500K) the refusal says so. */
+START_TEST(grad_budget_monotone) {
+  const char *const args[] = {"--shape", "1,512,8,16", "--key-heads", "4", "--h0", "--grad", NULL};
+  const char *const mid[] = {"--max-bytes", "5000K", NULL}, *const low[] = {"--max-bytes", "2500K", NULL};
+  char a[] = "/tmp/gdn-stream-g-XXXXXX";
+  close(mkstemp(a));
+  cli_result r;
+  scratch_begin();
+  ck_assert_msg(run_to(args, mid, a, &r) == 0, "%s", r.err);
+  ck_assert_msg(run_to(args, low, a, &r) == 2 && strstr(r.err, "with its gradient sets (--grad)"), "%s", r.err);
+  scratch_end();
+  unlink(a);
+}
+END_TEST
+
 /* CPU seconds of the children waited for since the last call. */
 static double child_cpu_since(double *mark) {
   struct rusage u;
@@ -348,4 +367,4 @@ END_TEST
 CKR_MAIN_ARGS("test_sweep_stream PATH-TO-gdn-parity PATH-TO-gdn-fixture", 2, (&exe, &fixture_exe), "sweep_stream",
               "sweep_stream", 600, default_grid, gqa_with_gradients, other_configurations, negative_control,
               chosen_by_the_budget, refusals, check_of_a_fixture, synth_by_head_group,
-              scratch_checked_before_any_work)
+              scratch_checked_before_any_work, grad_budget_monotone)
