@@ -21,6 +21,7 @@
 #include "parity_audit.h"
 #include "parity_budget.h"
 #include "parity_coverage.h"
+#include "parity_datafile.h"
 #include "parity_check_shard.h"
 #include "parity_dist.h"
 #include "parity_external.h"
@@ -1044,12 +1045,18 @@ static int cmd_coverage(cmd_ctx *x, gdn_error *e) {
   if (rc) return rc;
   if (parity_dist_size() > 1)
     return gdn_error_set(e, GDN_ERR_INPUT, "coverage runs in one process: drop mpirun");
-  const char *grid = CGET("grid") ? CGET("grid") : "grids/upstream-pr.json";
+  /* the default grid: the checkout's, else the installed distribution's (parity_datafile.h) */
+  char found[4096];
+  const int have_default = CGET("grid") || parity_datafile_find("grids/upstream-pr.json", found, sizeof found);
+  if (!have_default)
+    return gdn_error_set(e, GDN_ERR_INPUT, "the default grid grids/upstream-pr.json: not found (looked in %s); "
+                         "give --grid", found);
+  const char *grid = CGET("grid") ? CGET("grid") : found;
   parity_grid g;
   parity_grid_init(&g);
   char *readme = NULL;
   rc = parity_grid_load(&g, grid, &x->base, &x->so, e);
-  if (rc && !CGET("grid")) gdn_error_prefix(e, "the default grid (run from the repository root, or give --grid): ");
+  if (rc && !CGET("grid")) gdn_error_prefix(e, "the default grid: ");
   if (!rc) rc = grid_validate(x, &g, grid, 4, e);
   parity_readme_unkillable unk;
   const char *readme_name = CGET("readme") ? CGET("readme") : "README.md";
