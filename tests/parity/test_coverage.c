@@ -197,7 +197,7 @@ START_TEST(readme_markdown_blocks) {
       {SEC "```\n" HDR "| `final-from-replay` | round-off only |\n```\n", 0, 0},
       {SEC "    | mutant | why it cannot be killed |\n    |---|---|\n    | `final-from-replay` | x |\n", 0, 0},
       {SEC "```\n## not a heading\n```\n\n" HDR "| `final-from-replay` | round-off only |\n", 9, 11},
-      {"\xef\xbb\xbf" SEC HDR "| `final-from-replay` | round-off only |\n", 5, 7},
+      {"\xef\xbb\xbf## What a test must cover first\n\n" HDR "| `final-from-replay` | round-off only |\n", 3, 5},
       {SEC HDR "| `final-from-replay` | reason \\|\n", 5, 7},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
