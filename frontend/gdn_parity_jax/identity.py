@@ -153,6 +153,14 @@ class _Digest:
     def opaque(self, v):
         t = type(v)
         self.put("object", t.__module__, t.__qualname__)
+        if hasattr(v, "__array__") and hasattr(v, "shape") and hasattr(v, "dtype"):
+            try:  # an array (numpy, jax): its values, hashed in place, never pickled whole
+                import numpy as np
+                a = np.ascontiguousarray(np.asarray(v))
+                self.put("array", a.shape, a.dtype.str, hashlib.sha256(memoryview(a).cast("B")).hexdigest())
+                return
+            except Exception:  # noqa: BLE001  an array-like that will not convert: pickled below
+                pass
         try:
             b = pickle.dumps(v, protocol=4)
         except Exception:  # noqa: BLE001  not picklable: its type is all we know
