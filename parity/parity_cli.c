@@ -21,6 +21,7 @@
 #include "parity_audit.h"
 #include "parity_budget.h"
 #include "parity_coverage.h"
+#include "parity_datafile.h"
 #include "parity_check_shard.h"
 #include "parity_dist.h"
 #include "parity_external.h"
@@ -343,15 +344,27 @@ static void synth_stream_refusal(const parity_synth_spec *sp, const parity_sweep
 
 /* The whole run's refusal over --max-bytes (parity_budget_check's words:
  * what is too large), and what one key head alone would need streamed. */
-static int stream_refusal_note(const gdn_shape *s, int h0, const parity_sweep_opts *o, uint64_t limit, gdn_error *e) {
-  int rc = parity_budget_check(s, h0, 3, o, limit, e);
+static int stream_refusal_note(const gdn_shape *s, int flags, const parity_sweep_opts *o, uint64_t limit,
+                               gdn_error *e) {
+  int rc = parity_budget_check(s, flags & PARITY_STREAM_H0, 3, o, limit, e);
   gdn_shape one = *s;
   one.Hv = s->Hv / s->Hk, one.Hk = 1;
   uint64_t b;
-  if (rc && e && !parity_stream_bytes(&one, h0, 3, o, &b, NULL)) {
+  if (parity_stream_bytes(&one, flags, 3, o, &b, NULL)) b = UINT64_MAX;
+  const double gib = (double)b / 1073741824.0;
+  if (!rc) { /* the forward fits whole, its gradients do not, nor one key head's */
+    char lab[160];
+    gdn_shape_format(s, lab, sizeof lab);
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "--grad: shape %s does not fit the limit of %.3g GiB (--max-bytes %" PRIu64
+                         ") with its gradient sets, and streamed by head group one key head alone would need "
+                         "%.3g GiB with them",
+                         lab, (double)limit / 1073741824.0, limit, gib);
+  }
+  if (e) {
     size_t n = strlen(e->msg);
-    snprintf(e->msg + n, sizeof e->msg - n, "; streamed by head group, one key head alone would need %.3g GiB",
-             (double)b / 1073741824.0);
+    snprintf(e->msg + n, sizeof e->msg - n, "; streamed by head group, one key head alone would need %.3g GiB%s", gib,
+             flags & PARITY_STREAM_GRADS ? " with its gradient sets (--grad)" : "");
   }
   return rc;
 }
@@ -361,18 +374,23 @@ static int stream_refusal_note(const gdn_shape *s, int h0, const parity_sweep_op
  * streamed keeps the whole run's refusal. */
 static int synth_stream_plan(const run_state *st, const parity_synth_spec *sp, const parity_sweep_opts *o,
                              uint64_t limit, parity_stream_plan *plan, gdn_error *e) {
-  const int h0 = (sp->synth.flags & GDN_SYNTH_H0) != 0;
+  const int h0 = (sp->synth.flags & GDN_SYNTH_H0) != 0, grads = st->grad || sp->grad;
+  const int flags = (h0 ? PARITY_STREAM_H0 : 0) | (grads ? PARITY_STREAM_GRADS : 0);
   char why[160];
   synth_stream_refusal(sp, o, why, sizeof why);
   if (st->group_heads && why[0]) return gdn_error_set(e, GDN_ERR_INPUT, "--group-heads: %s", why);
   memset(plan, 0, sizeof *plan);
   plan->n_groups = 1;
-  if (!st->group_heads && (why[0] || !parity_budget_check(&sp->shape, h0, 3, o, limit, NULL))) return GDN_OK;
+  /* whole when the forward and, with --grad, the gradients fit whole */
+  if (!st->group_heads && (why[0] || (!parity_budget_check(&sp->shape, h0, 3, o, limit, NULL) &&
+                                      !(grads && grads_check_limit(st, &sp->shape, NULL)))))
+    return GDN_OK;
   gdn_error quiet;
   gdn_error_init(&quiet);
-  int rc = parity_stream_plan_make(&sp->shape, h0, 3, o, limit, st->group_heads, plan, st->group_heads ? e : &quiet);
+  int rc =
+      parity_stream_plan_make(&sp->shape, flags, 3, o, limit, st->group_heads, plan, st->group_heads ? e : &quiet);
   if (rc && !st->group_heads) /* not even one key head fits: the whole run's refusal says why */
-    return stream_refusal_note(&sp->shape, h0, o, limit, e);
+    return stream_refusal_note(&sp->shape, flags, o, limit, e);
   if (rc || !(st->grad || sp->grad)) return rc;
   gdn_shape gs;
   int64_t k0, k1;
@@ -382,6 +400,8 @@ static int synth_stream_plan(const run_state *st, const parity_synth_spec *sp, c
 
 /* The scratch folder has room for what a streamed run writes. */
 static int scratch_room(const parity_stream_plan *plan, const parity_sweep_opts *o, int grads, gdn_error *e) {
+  int rc = parity_spill_check(e); /* before any work: a bad TMPDIR is not noticed after an oracle */
+  if (rc) return rc;
   const double need = parity_sweep_stream_scratch_bytes(plan, o, grads);
   const uint64_t avail = parity_spill_free_bytes();
   if (avail && need > (double)avail)
@@ -791,10 +811,13 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
   if (!rc && !why[0]) rc = parity_sweep_validate(s, &o, e);
   gdn_error quiet;
   gdn_error_init(&quiet);
-  if (!rc && !why[0] && (st->group_heads || parity_budget_check(s, h0, 3, &o, st->max_bytes, NULL)) &&
+  const int flags = (h0 ? PARITY_STREAM_H0 : 0) | (grads ? PARITY_STREAM_GRADS : 0);
+  if (!rc && !why[0] &&
+      (st->group_heads || parity_budget_check(s, h0, 3, &o, st->max_bytes, NULL) ||
+       (grads && grads_check_limit(st, s, NULL))) && /* streamed when the forward or the gradients do not fit whole */
       /* not even one key head fits: the whole check's refusal says why */
-      (st->group_heads || !parity_stream_plan_make(s, h0, 3, &o, st->max_bytes, 0, &sp, &quiet))) {
-    if (!(rc = parity_stream_plan_make(s, h0, 3, &o, st->max_bytes, st->group_heads, &sp, e)) &&
+      (st->group_heads || !parity_stream_plan_make(s, flags, 3, &o, st->max_bytes, 0, &sp, &quiet))) {
+    if (!(rc = parity_stream_plan_make(s, flags, 3, &o, st->max_bytes, st->group_heads, &sp, e)) &&
         !(rc = scratch_room(&sp, &o, grads, e))) {
       *done = 1;
       for (size_t i = 0; i < m->n_warnings; i++)
@@ -1022,12 +1045,18 @@ static int cmd_coverage(cmd_ctx *x, gdn_error *e) {
   if (rc) return rc;
   if (parity_dist_size() > 1)
     return gdn_error_set(e, GDN_ERR_INPUT, "coverage runs in one process: drop mpirun");
-  const char *grid = CGET("grid") ? CGET("grid") : "grids/upstream-pr.json";
+  /* the default grid: the checkout's, else the installed distribution's (parity_datafile.h) */
+  char found[4096];
+  const int have_default = CGET("grid") || parity_datafile_find("grids/upstream-pr.json", found, sizeof found);
+  if (!have_default)
+    return gdn_error_set(e, GDN_ERR_INPUT, "the default grid grids/upstream-pr.json: not found (looked in %s); "
+                         "give --grid", found);
+  const char *grid = CGET("grid") ? CGET("grid") : found;
   parity_grid g;
   parity_grid_init(&g);
   char *readme = NULL;
   rc = parity_grid_load(&g, grid, &x->base, &x->so, e);
-  if (rc && !CGET("grid")) gdn_error_prefix(e, "the default grid (run from the repository root, or give --grid): ");
+  if (rc && !CGET("grid")) gdn_error_prefix(e, "the default grid: ");
   if (!rc) rc = grid_validate(x, &g, grid, 4, e);
   parity_readme_unkillable unk;
   const char *readme_name = CGET("readme") ? CGET("readme") : "README.md";

@@ -4,6 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cmark-gfm-core-extensions.h>
+#include <cmark-gfm-extension_api.h>
+#include <cmark-gfm.h>
+
 #include "gdn_text.h"
 
 #define MAX_CELLS 8
@@ -47,35 +51,86 @@ static int row_cells(span line, span *cell) {
   return n;
 }
 
-static int is_delimiter(span c) {
-  size_t i = 0, dashes = 0;
-  if (i < c.n && c.p[i] == ':') i++;
-  while (i < c.n && c.p[i] == '-') i++, dashes++;
-  if (i < c.n && c.p[i] == ':') i++;
-  return dashes > 0 && i == c.n;
-}
-
 static int is_header(span line) {
   span c[MAX_CELLS];
   return row_cells(line, c) == 2 && span_is(c[0], "mutant") && span_is(c[1], "why it cannot be killed");
 }
 
-/* One row of the table, at line `ln`. */
-static int parse_row(span line, int ln, const char *name, parity_readme_unkillable *u, gdn_error *e) {
-  span c[MAX_CELLS];
+/* The source line `ln` (1-based) of text. */
+static span source_line(const char *text, int ln) {
+  const char *p = text, *q = text;
+  for (int i = 1; i <= ln && *p; i++) {
+    span l = line_at(p, &q);
+    if (i == ln) return l;
+    p = q;
+  }
+  return (span){p, 0};
+}
+
+/* The plain text of a node's inline children (text, code, escapes
+ * resolved), cut at n. */
+static void node_text(cmark_node *node, char *out, size_t n) {
+  size_t used = 0;
+  out[0] = '\0';
+  cmark_iter *it = cmark_iter_new(node);
+  for (cmark_event_type ev; (ev = cmark_iter_next(it)) != CMARK_EVENT_DONE;) {
+    cmark_node *c = cmark_iter_get_node(it);
+    const char *lit = ev == CMARK_EVENT_ENTER ? cmark_node_get_literal(c) : NULL;
+    if (lit && used < n) used += (size_t)snprintf(out + used, n - used, "%s", lit);
+  }
+  cmark_iter_free(it);
+}
+
+static int type_is(cmark_node *n, const char *t) { return !strcmp(cmark_node_get_type_string(n), t); }
+
+/* A table whose header row is "mutant | why it cannot be killed". */
+static int unkillable_table(cmark_node *table) {
+  cmark_node *hdr = cmark_node_first_child(table);
+  if (!hdr || cmark_gfm_extensions_get_table_columns(table) != 2) return 0;
+  char a[64], b[64];
+  cmark_node *c0 = cmark_node_first_child(hdr), *c1 = c0 ? cmark_node_next(c0) : NULL;
+  if (!c1) return 0;
+  node_text(c0, a, sizeof a);
+  node_text(c1, b, sizeof b);
+  return !strcmp(a, "mutant") && !strcmp(b, "why it cannot be killed");
+}
+
+/* A table row's cell count as GFM splits its source line: on each '|' not
+ * escaped by a backslash, the row's optional leading and trailing pipe
+ * dropped (a trailing "\|" is an escaped pipe, part of the last cell). */
+static int gfm_cells(span line) {
+  span t = trim(line);
+  if (t.n && t.p[0] == '|') t.p++, t.n--;
+  if (t.n && t.p[t.n - 1] == '|' && !(t.n >= 2 && t.p[t.n - 2] == '\\')) t.n--;
+  int n = 1;
+  for (size_t i = 0; i < t.n; i++) {
+    if (t.p[i] == '\\') i++;
+    else if (t.p[i] == '|') n++;
+  }
+  return n;
+}
+
+/* One body row of the table: its cells from the parse tree, their count
+ * from its source line (GFM pads or drops cells to the header's count). */
+static int parse_row(cmark_node *row, const char *text, const char *name, parity_readme_unkillable *u, gdn_error *e) {
+  const int ln = cmark_node_get_start_line(row);
+  span line = source_line(text, ln);
   char shown[160];
   snprintf(shown, sizeof shown, "%.*s", (int)(line.n < 150 ? line.n : 150), line.p);
-  int n = row_cells(line, c);
+  int n = gfm_cells(line);
   if (n != 2)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s line %d: '%s': a row of the table \"%s\" needs exactly 2 cells "
                          "(`mutant-name` | why it cannot be killed), not %d", name, ln, gdn_text_show(shown),
-                         PARITY_README_HEADER, n > MAX_CELLS ? MAX_CELLS + 1 : n);
-  if (c[0].n < 3 || c[0].n > 97 || c[0].p[0] != '`' || c[0].p[c[0].n - 1] != '`' ||
-      memchr(c[0].p + 1, '`', c[0].n - 2))
+                         PARITY_README_HEADER, n);
+  cmark_node *c0 = cmark_node_first_child(row), *c1 = c0 ? cmark_node_next(c0) : NULL;
+  cmark_node *code = c0 ? cmark_node_first_child(c0) : NULL;
+  const char *lit = code && cmark_node_get_type(code) == CMARK_NODE_CODE && !cmark_node_next(code)
+                        ? cmark_node_get_literal(code) : NULL;
+  if (!lit || !*lit || strlen(lit) > 94)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s line %d: '%s': the first cell must be one mutant name in "
                          "backticks, such as `final-from-replay`", name, ln, gdn_text_show(shown));
   char m[96];
-  snprintf(m, sizeof m, "%.*s", (int)c[0].n - 2, c[0].p + 1);
+  snprintf(m, sizeof m, "%s", lit);
   kern_mutant id = KERN_MUTANT_NONE;
   gdn_error sub;
   gdn_error_init(&sub);
@@ -85,7 +140,9 @@ static int parse_row(span line, int ln, const char *name, parity_readme_unkillab
   if (u->line[id])
     return gdn_error_set(e, GDN_ERR_INPUT, "%s line %d: mutant '%s' is listed twice (first at line %d); one row "
                          "per mutant", name, ln, m, u->line[id]);
-  if (!c[1].n)
+  char why[8];
+  node_text(c1, why, sizeof why);
+  if (!trim((span){why, strlen(why)}).n)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s line %d: mutant '%s' has no reason why it cannot be killed", name,
                          ln, m);
   if (kern_mutant_row_of(id)->killed_by_recommended)
@@ -96,53 +153,60 @@ static int parse_row(span line, int ln, const char *name, parity_readme_unkillab
   return GDN_OK;
 }
 
-/* The table starting at the header line `ln` (p: the line after it);
- * returns the first line after the table in *next and its number in *ln. */
-static int parse_table(const char **p, int *ln, const char *name, parity_readme_unkillable *u, gdn_error *e) {
-  const char *q;
-  span line = line_at(*p, &q);
-  span c[MAX_CELLS];
-  int n = row_cells(line, c);
-  if (n != 2 || !is_delimiter(c[0]) || !is_delimiter(c[1]))
+/* A block of the section: the table (its rows), a second one (refused), or
+ * a paragraph that starts with the header row but has no delimiter row (so
+ * Markdown reads no table: refused, naming the line the delimiter belongs). */
+static int section_block(cmark_node *b, const char *text, const char *name, parity_readme_unkillable *u,
+                         gdn_error *e) {
+  const int ln = cmark_node_get_start_line(b);
+  if (type_is(b, "paragraph") && is_header(source_line(text, ln)))
     return gdn_error_set(e, GDN_ERR_INPUT, "%s line %d: the table \"%s\" (line %d) needs its delimiter row "
-                         "|---|---| next", name, *ln + 1, PARITY_README_HEADER, *ln);
-  *p = q, ++*ln;
-  for (;;) {
-    if (!**p) return GDN_OK;
-    line = line_at(*p, &q);
-    span t = trim(line);
-    if (!t.n || t.p[0] != '|') return GDN_OK; /* the first line that is no row ends the table */
-    ++*ln;
-    int rc = parse_row(line, *ln, name, u, e);
+                         "|---|---| next", name, ln + 1, PARITY_README_HEADER, ln);
+  if (!type_is(b, "table") || !unkillable_table(b)) return GDN_OK;
+  if (u->table_line)
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s line %d: a second table \"%s\" (the first is at line %d); "
+                         "keep one", name, ln, PARITY_README_HEADER, u->table_line);
+  u->table_line = ln;
+  for (cmark_node *r = cmark_node_next(cmark_node_first_child(b)); r; r = cmark_node_next(r)) {
+    int rc = parse_row(r, text, name, u, e);
     if (rc) return rc;
-    *p = q;
   }
+  return GDN_OK;
+}
+
+/* The Markdown of text, as GitHub reads it (CommonMark with GFM tables). */
+static cmark_node *parse_gfm(const char *text) {
+  cmark_gfm_core_extensions_ensure_registered();
+  cmark_parser *p = cmark_parser_new(CMARK_OPT_DEFAULT);
+  cmark_syntax_extension *table = cmark_find_syntax_extension("table");
+  if (!p || !table || !cmark_parser_attach_syntax_extension(p, table)) {
+    if (p) cmark_parser_free(p);
+    return NULL;
+  }
+  cmark_parser_feed(p, text, strlen(text));
+  cmark_node *doc = cmark_parser_finish(p);
+  cmark_parser_free(p);
+  return doc;
 }
 
 int parity_readme_parse(const char *text, const char *name, parity_readme_unkillable *u, gdn_error *e) {
   memset(u, 0, sizeof *u);
   if (!text) return GDN_OK;
   if (!name) name = "the README";
-  int ln = 0, in_section = 0;
-  for (const char *p = text; *p;) {
-    const char *q;
-    span line = line_at(p, &q);
-    ln++;
-    if (line.n >= 3 && !memcmp(line.p, "## ", 3)) {
-      size_t sl = strlen(PARITY_README_SECTION);
+  cmark_node *doc = parse_gfm(text);
+  if (!doc) return gdn_error_set(e, GDN_ERR_NOMEM, "%s: the Markdown parser could not start (out of memory?)", name);
+  const char *title = PARITY_README_SECTION + 3; /* the heading's text, after "## " */
+  int in_section = 0, rc = GDN_OK;
+  for (cmark_node *b = cmark_node_first_child(doc); b && !rc; b = cmark_node_next(b)) {
+    if (cmark_node_get_type(b) == CMARK_NODE_HEADING && cmark_node_get_heading_level(b) <= 2) {
       if (in_section) break; /* the next section */
-      in_section = line.n >= sl && !memcmp(line.p, PARITY_README_SECTION, sl);
-    } else if (in_section && is_header(line)) {
-      if (u->table_line)
-        return gdn_error_set(e, GDN_ERR_INPUT, "%s line %d: a second table \"%s\" (the first is at line %d); "
-                             "keep one", name, ln, PARITY_README_HEADER, u->table_line);
-      u->table_line = ln;
-      p = q;
-      int rc = parse_table(&p, &ln, name, u, e);
-      if (rc) return rc;
-      continue;
+      char h[256];
+      node_text(b, h, sizeof h);
+      in_section = cmark_node_get_heading_level(b) == 2 && !strncmp(h, title, strlen(title));
+    } else if (in_section) {
+      rc = section_block(b, text, name, u, e);
     }
-    p = q;
   }
-  return GDN_OK;
+  cmark_node_free(doc);
+  return rc;
 }

@@ -1,9 +1,13 @@
 /* parity_readme: which mutants the README explains as unkillable
  * (`gdn-parity coverage --readme`).
  *
- * An explanation is tied to exactly one mutant, explicitly: a table in the
- * README's section "## What a test must cover first" (to the next "## ")
- * whose header row is
+ * The README is read as GitHub renders it: CommonMark with GFM tables
+ * (cmark-gfm), so a code fence, an indented code block or an HTML comment
+ * holds no heading and no table, a UTF-8 byte order mark is not text, and
+ * "\|" is a pipe inside a cell.  An explanation is tied to exactly one
+ * mutant, explicitly: a GFM table in the README's section "## What a test
+ * must cover first" (a level-2 heading with that text, to the next heading
+ * of level 1 or 2) whose header row is
  *
  *     | mutant | why it cannot be killed |
  *
@@ -14,13 +18,17 @@
  * Only that table is read: prose elsewhere ("X cannot be killed") explains
  * nothing, so a paragraph that names a killable mutant beside the phrase
  * no longer excuses it.  Refused (GDN_ERR_INPUT, naming the README and the
- * line): a row without exactly two cells, a first cell that is not one
+ * line): a row without exactly two cells (counted on its source line as GFM
+ * splits it: GFM itself pads or drops cells to the header's count), a first
+ * cell that is not one
  * mutant name in backticks, a name not in the catalogue (kern_mutant.c) or
  * "none", a mutant listed twice, an empty reason, a second such table, and
  * a mutant the catalogue marks as killed by the recommended grid
  * (kern_mutant_row.killed_by_recommended: some grid of the project kills
- * it, so it is not unkillable).  A README without the section or the
- * table explains nothing (not an error).
+ * it, so it is not unkillable), and a paragraph of the section that starts
+ * with the header row but has no delimiter row (Markdown reads no table
+ * there).  A README without the section or the table explains nothing (not
+ * an error).
  */
 #ifndef PARITY_README_H
 #define PARITY_README_H

@@ -22,6 +22,16 @@ uint64_t parity_spill_free_bytes(void) {
   return (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
 }
 
+int parity_spill_check(gdn_error *e) {
+  parity_spill_file f;
+  int rc = parity_spill_file_open(&f, "a check of the scratch folder", e);
+  if (rc) return rc;
+  const char byte = 0; /* a folder that takes a name but no data (a full disk) is refused too */
+  rc = parity_spill_pwrite(&f, &byte, 1, 0, e);
+  parity_spill_file_close(&f);
+  return rc;
+}
+
 void parity_spill_file_init(parity_spill_file *f) {
   f->fd = -1;
   f->what[0] = '\0';

@@ -33,6 +33,12 @@ const char *parity_spill_dir(void);
 /* Free bytes in that folder (0 when unknown). */
 uint64_t parity_spill_free_bytes(void);
 
+/* The scratch folder takes a file and a byte of data (one made, written and
+ * gone with its descriptor), checked before any work: a missing or
+ * unwritable TMPDIR is refused at once (GDN_ERR_IO naming the folder), not
+ * after the first head group's oracle. */
+int parity_spill_check(gdn_error *e);
+
 void parity_spill_file_init(parity_spill_file *f);
 int parity_spill_file_open(parity_spill_file *f, const char *what, gdn_error *e);
 void parity_spill_file_close(parity_spill_file *f);

@@ -10,10 +10,12 @@
 int parity_stream_bytes(const gdn_shape *s, int with_h0, int n_outputs, const parity_sweep_opts *o,
                         uint64_t *bytes, gdn_error *e) {
   uint64_t in, out;
-  int rc = gdn_shape_bytes(s, with_h0, &in, &out, e);
+  int rc = gdn_shape_bytes(s, (with_h0 & PARITY_STREAM_H0) || (with_h0 & PARITY_STREAM_GRADS), &in, &out, e);
   if (rc) return rc;
   /* saturating: a shape this large is refused by the caller's comparison */
   long double t = (long double)in + (long double)n_outputs * out + (long double)parity_budget_scratch(s, o);
+  if (with_h0 & PARITY_STREAM_GRADS) /* 3 gradient sets of 2 x the inputs (with h0), the cotangents */
+    t += 6.0L * (long double)in + 0.5L * (long double)out;
   *bytes = t >= (long double)UINT64_MAX ? UINT64_MAX : (uint64_t)t;
   return GDN_OK;
 }

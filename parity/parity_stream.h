@@ -35,7 +35,16 @@ typedef struct parity_stream_plan {
   int forced;         /* 1: the group size was asked for, not chosen */
 } parity_stream_plan;
 
-/* The bytes a run on shape s holds at once (above). */
+/* flags of parity_stream_bytes and parity_stream_plan_make (1 and 0 in the
+ * with_h0 position keep their meaning): the inputs have an initial state;
+ * the run judges gradients (--grad: besides the forward's inputs, output
+ * sets and scratch, three gradient sets of the inputs with h0 -- binary64,
+ * twice the input bytes each -- and the cotangents, half an output set: the
+ * bytes --grad's own check counts, so a group the plan chooses is never
+ * refused by it, and a larger budget never refuses what a smaller one ran). */
+enum { PARITY_STREAM_H0 = 1, PARITY_STREAM_GRADS = 2 };
+
+/* The bytes a run on shape s holds at once (above); with_h0: the flags. */
 int parity_stream_bytes(const gdn_shape *s, int with_h0, int n_outputs, const parity_sweep_opts *o,
                         uint64_t *bytes, gdn_error *e);
 

@@ -20,7 +20,7 @@ done
 pkgs=(
   gcc make pkg-config meson ninja-build git
   libmpfr-dev libgmp-dev check libjansson-dev libssl-dev
-  libhdf5-dev libzip-dev
+  libhdf5-dev libzip-dev libcmark-gfm-dev libcmark-gfm-extensions-dev
   python3 python3-numpy python3-h5py
   libxml2-utils libxml2-dev chromium
   clang libclang-rt-14-dev libomp-dev valgrind

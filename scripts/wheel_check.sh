@@ -7,7 +7,9 @@
 #      beside them) load is inside the wheel, or is glibc's (or zlib, which
 #      the manylinux policy counts as the system's: auditwheel never vendors it);
 #   2. the front end finds its own distribution's tools;
-#   3. gdn-parity --shape 1,256,2,32 --devices 1,4      (exit 0);
+#   3. gdn-parity --shape 1,256,2,32 --devices 1,4      (exit 0), and
+#      gdn-parity coverage --mutants carry-zero, its default grid the copy
+#      the wheel ships in gdn_parity_jax/grids (exit 0);
 #   4. gdn-parity-jax run on gdn_parity_jax.impls       (exit 0, PASS lines);
 #   5. pytest on a test file written there that calls assert_gdn_parity:
 #      the package's implementation passes, a broken one fails.
@@ -142,6 +144,11 @@ for py in "${pythons[@]}"; do
     say "Python $ver: gdn-parity --shape 1,256,2,32 --devices 1,4"
     gdn-parity --shape 1,256,2,32 --devices 1,4 --quiet > gdn-parity.out ||
       { rc=$?; cat gdn-parity.out >&2; die "gdn-parity exited $rc"; }
+    # the default files the tools read resolve from the installed distribution:
+    # coverage's grid is the copy in gdn_parity_jax/grids (no checkout here)
+    say "Python $ver: gdn-parity coverage --mutants carry-zero (the wheel's default grid)"
+    gdn-parity coverage --mutants carry-zero --quiet > coverage.out 2>&1 ||
+      { rc=$?; cat coverage.out >&2; die "gdn-parity coverage exited $rc"; }
     say "Python $ver: gdn-parity-jax run --impl gdn_parity_jax.impls:chunk_gated_delta_rule"
     gdn-parity-jax run --impl gdn_parity_jax.impls:chunk_gated_delta_rule --shape 1,64,2,16 \
       --chunk 16 --devices 1,4 --out run-out > run.out ||

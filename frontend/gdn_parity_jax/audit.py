@@ -28,10 +28,9 @@ import functools
 import json
 import math
 import os
-import sys
 import time
 
-from .cli import EXIT_INTERNAL, EXIT_USAGE, VERSION, UsageError, _int_list, load_function, parse_shape
+from .cli import VERSION, UsageError, _int_list, load_function, parse_shape
 
 SCHEMA, SCHEMA_VERSION = "gdn-parity-audit", 1
 NOTE = ("XLA-on-CPU buffer assignment is not a TPU's: absolute bytes differ per platform; "
@@ -226,6 +225,8 @@ def default_lengths(T, devices, chunk):
 
 def functions(args):
     """(adapter, stock function, cp function) as `run` resolves them."""
+    from . import guard
+    from .outcome import user_call
     from .signatures import SignatureError, get_adapter
     try:
         adapter = get_adapter(args.signature)
@@ -233,29 +234,24 @@ def functions(args):
             raise UsageError(f"--signature {args.signature}: the audit compiles JAX functions only")
         impl = load_function(args.impl, "--impl")
         cp_fn = load_function(args.cp, "--cp") if args.cp else None
-        if cp_fn is None and adapter.takes_cp(impl):
+        if cp_fn is None and user_call(f"--impl {args.impl}", lambda: adapter.takes_cp(impl)):
             cp_fn = impl
-        adapter.check(impl, cp=False)
+        guard.call(f"--impl {args.impl}", lambda: adapter.check(impl, cp=False), (SignatureError,))
         if cp_fn is None:
             raise UsageError(f"--impl {args.impl}: takes no cp_axis and no --cp was given: "
                              "there is no context-parallel function to audit")
-        adapter.check(cp_fn, cp=True)
+        guard.call(f"--cp {args.cp or args.impl}", lambda: adapter.check(cp_fn, cp=True),
+                   (SignatureError,))
     except SignatureError as exc:
         raise UsageError(str(exc)) from None
     return adapter, impl, cp_fn
 
 
 def _reported(body, usage_prefix: str) -> int:
-    """body()'s exit status; a usage error or a failed run as one line on
-    stderr (usage errors after usage_prefix) and its exit status."""
-    try:
-        return body()
-    except UsageError as exc:
-        print(f"gdn-parity-jax: {usage_prefix}{exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except _exit_type() as exc:
-        print(f"gdn-parity-jax: audit: {exc}", file=sys.stderr)
-        return exc.code
+    """body()'s exit status, a failure as one escaped line on stderr
+    (outcome.exit_status: the path `run` ends by too)."""
+    from .outcome import exit_status
+    return exit_status(body, usage_prefix)
 
 
 def main(args) -> int:
@@ -280,11 +276,6 @@ def from_run(args) -> int:
             print("gdn-parity-jax: audit (compiled programs, nothing executed)", flush=True)
         return audit(args, st, adapter, impl, cp_fn, os.path.join(args.out, "audit.json"))
     return _reported(body, "audit: ")
-
-
-def _exit_type():
-    from .run import _Exit
-    return _Exit
 
 
 def audit(args, st, adapter, impl, cp_fn, json_path=None) -> int:
@@ -368,16 +359,12 @@ def _call(st, adapter, fn, cp):
 def compile_program(st, adapter, fn, which, ps, D, T, hd, label):
     """One program's record (docs/audit-json.md, programs[])."""
     from . import hlo_walk
-    from .run import _Exit
+    from .outcome import user_call
     t0 = time.perf_counter()
-    try:
-        compiled = _lower(st, adapter, fn, which, ps, D, T, hd).compile()
-    except (UsageError, _Exit):
-        raise
-    except Exception as exc:  # noqa: BLE001  the function under test failed to trace/compile
-        import traceback
-        traceback.print_exc()
-        raise _Exit(EXIT_INTERNAL, f"{which} {ps} D={D} T={T}: {type(exc).__name__}: {exc}") from None
+    who = st.args.impl if which == "stock" else (st.args.cp or st.args.impl)
+    what = f"{'--cp' if which == 'cp' and st.args.cp else '--impl'} {who} ({which} {ps} D={D} T={T})"
+    # tracing runs the function: whatever it raises (SystemExit(0) too) is its error, exit 3
+    compiled = user_call(what, lambda: _lower(st, adapter, fn, which, ps, D, T, hd).compile())
     secs = time.perf_counter() - t0
     walked = hlo_walk.walk(compiled.as_text())
     return {"function": which, "pass": ps, "devices": D, "T": T, "heads": label,

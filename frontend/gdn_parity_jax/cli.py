@@ -147,7 +147,8 @@ def load_function(spec: str, opt: str):
         if not callable(obj):
             raise UsageError(f"{opt} {spec!r}: {name!r} is not callable")
         return obj
-    return guard.call(f"{opt} {spec}", resolve, passthrough=(UsageError,))
+    from .ship import verify_loaded  # the object the test passed, not a later import's (ship.py)
+    return verify_loaded(guard.call(f"{opt} {spec}", resolve, passthrough=(UsageError,)), opt, spec)
 
 
 def set_host_devices(n: int):

@@ -43,7 +43,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import ship
+from . import results_doc, ship
 from .text import show
 
 DEFAULT_SHAPES = ((1, 128, 2, 16),)
@@ -258,7 +258,8 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
                 args, note = _grad_for_dtype(args, explicit=grad is not None)
                 if note:
                     lines.append(f"{label}: NOTE ({note})")
-                lines += _run_one(label, calls, fixed + args, extra, out_dir, timeout)
+                lines += _run_one(label, calls, fixed + args, extra, out_dir, timeout,
+                                  _wanted(fn, cp_fn, signature))
     return lines
 
 
@@ -326,38 +327,89 @@ class _Callables:
         return bool(self.unnamed) and ship.devices_here() >= ship.devices_needed(args)
 
     def env(self):
+        """The run's environment; the callables' folder made (and filled) on
+        the first call: unnamed ones serialized, named ones' fingerprints and
+        by-value copies (ship.dump_named) for the run to verify its import.
+        A refusal (ship.ShipError) leaves no folder."""
         env = dict(os.environ)
         env.pop("XLA_FLAGS", None)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        if self.unnamed:
-            if self.folder is None:
-                self.folder = tempfile.mkdtemp(prefix="gdn-parity-shipped-")
-                for slot, f in self.unnamed.items():
-                    ship.dump(f, slot, self.folder, {"impl": "fn", "cp": "cp_fn"}[slot])
-            env[ship.SHIP_ENV] = self.folder
+        if self.folder is None:
+            folder = tempfile.mkdtemp(prefix="gdn-parity-shipped-")
+            try:
+                for slot, f in self.fns.items():
+                    if self.names[slot] is None:
+                        ship.dump(f, slot, folder, {"impl": "fn", "cp": "cp_fn"}[slot])
+                    elif not isinstance(f, str):
+                        ship.dump_named(f, slot, folder)
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            self.folder = folder
+        env[ship.SHIP_ENV] = self.folder
         return env
 
+    def judged(self):
+        """What the last run judged for each slot (SLOT.judged, written by
+        the run's process), as lines."""
+        out = []
+        for slot, f in self.fns.items():
+            path = os.path.join(self.folder, f"{slot}.judged") if self.folder else None
+            if path and os.path.isfile(path):
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    out.append(f"JUDGED {'--impl' if slot == 'impl' else '--cp'} {show(fh.read())}")
+                os.unlink(path)
+        return out
 
-def _run_one(label, calls, args, extra, out_dir, timeout):
+
+def _run_one(label, calls, args, extra, out_dir, timeout, want=None):
+    in_process = calls.in_process([*args, *map(str, extra)])
+    env = None if in_process else calls.env()  # a refused callable: before any folder is made
     out = out_dir or tempfile.mkdtemp(prefix="gdn-parity-")
     os.makedirs(out, exist_ok=True)
     argv = [*args, "--out", out, *map(str, extra)]
-    if calls.in_process(argv):
+    results = results_doc.results_path(argv)
+    before = results_doc.stamp(results)
+    if in_process:
         rc, stdout = ship.run_in_process(argv, calls.unnamed)
         stderr = stdout
     else:
         cmd = [sys.executable, "-m", "gdn_parity_jax", "run", *argv]
-        r = subprocess.run(cmd, capture_output=True, text=True, env=calls.env(), timeout=timeout,
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout,
                            errors="surrogateescape")
         rc, stdout, stderr = r.returncode, r.stdout, r.stderr
+    judged = [f"{label}: {j}" for j in calls.judged()]
     # verdict lines only from a run that got to gdn-parity check's verdict
     verdicts = verdict_block(stdout) if rc in (0, 1) else []
+    if rc == 0:  # an exit status proves nothing: the results document must say PASS
+        try:
+            results_doc.check(results, before, out, *(want or _wanted(None, None, "maxtext"))(argv))
+        except results_doc.RunNotJudged as exc:
+            raise AssertionError("\n".join([f"gdn parity, {label}: no verdict", show(exc), *judged,
+                                            f"(fixture and reports kept in {out})"])) from None
     if rc != 0:
         what = {1: "out of tolerance", 2: "bad usage or input", 3: "internal error"}.get(
             rc, f"exit {rc}")
         detail = "\n".join(verdicts) or _shown_lines(stderr.strip()[-4000:] or stdout.strip()[-4000:])
-        raise AssertionError(f"gdn parity, {label}: {what}\n{detail}\n"
-                             f"(fixture and reports kept in {out})")
+        raise AssertionError(f"gdn parity, {label}: {what}\n{detail}\n" + "".join(j + "\n" for j in judged)
+                             + f"(fixture and reports kept in {out})")
     if out_dir is None:
         shutil.rmtree(out, ignore_errors=True)
-    return [f"{label}: {v}" for v in verdicts]
+    return [f"{label}: {v}" for v in verdicts] + judged
+
+
+def _wanted(fn, cp_fn, signature):
+    """A function argv -> (expected outputs, cp known, cp names) for
+    results_doc.check: the stock output of the signature's framework, and the
+    cp outputs when a context-parallel function runs (cp_fn given, or fn
+    takes cp_axis; unknown for a function given by name)."""
+    framework, runs_cp = "jax", True if cp_fn is not None else None
+    try:
+        from .signatures import get_adapter
+        adapter = get_adapter(signature)
+        framework = adapter.framework
+        if runs_cp is None and fn is not None and not isinstance(fn, str):
+            runs_cp = bool(adapter.takes_cp(fn))
+    except Exception:  # noqa: BLE001  a bad signature or a function inspect cannot read: the run says
+        pass
+    return lambda argv: results_doc.expected_outputs(argv, framework, runs_cp)

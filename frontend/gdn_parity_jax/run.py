@@ -15,7 +15,7 @@ from . import guard, paths
 from .cli import (EXIT_INTERNAL, EXIT_USAGE, PASS_THROUGH, VERSION, UsageError, _int_list,
                   load_function, parse_shape, set_host_devices)
 from .text import show
-from .tools import ToolError, find_tools
+from .tools import find_tools
 
 PRODUCER = f"gdn-parity-jax {VERSION}"
 
@@ -91,17 +91,8 @@ def as_arrays(fx):
 
 
 def run(args) -> int:
-    try:
-        return _run(args)
-    except _Exit as exc:
-        print(f"gdn-parity-jax: {show(exc)}", file=sys.stderr)
-        return exc.code
-    except ToolError as exc:
-        print(f"gdn-parity-jax: {show(exc)}", file=sys.stderr)
-        return EXIT_USAGE
-    except guard.FunctionError as exc:
-        print(f"gdn-parity-jax: {show(exc)}", file=sys.stderr)
-        return EXIT_INTERNAL
+    from .outcome import exit_status  # one path with the audit's
+    return exit_status(lambda: _run(args))
 
 
 def _plans(args):
@@ -250,11 +241,8 @@ def _guard(what, thunk):
     error (guard.FunctionError, exit 3) but a result of the wrong shape or
     dtype or a call the signature cannot make (exit 2, the message naming
     the output and what was given and expected)."""
-    from .signatures import SignatureError
-    try:
-        return guard.call(what, thunk, passthrough=(UsageError, _Exit, SignatureError))
-    except SignatureError as exc:
-        raise UsageError(f"{show(what)}: {exc}") from None
+    from .outcome import user_call  # one path with the audit's
+    return user_call(what, thunk)
 
 
 def write_results(path, fx, chunk, outputs, cotangents=None):

@@ -54,8 +54,17 @@ def slot_spec(slot: str) -> str:
 
 
 def describe(fn) -> str:
+    """What fn is, in one escaped line (its repr is user code: text.message)."""
+    from .text import message, show
     name = getattr(fn, "__qualname__", None) or getattr(getattr(fn, "func", None), "__qualname__", None)
-    return f"{type(fn).__name__} {name}" if name else repr(fn)[:120]
+    return show(f"{type(fn).__name__} {name}" if isinstance(name, str) else message(repr_of(fn))[:120])
+
+
+def repr_of(fn) -> str:
+    try:
+        return repr(fn)
+    except Exception:  # noqa: BLE001  a user __repr__
+        return f"<{type(fn).__name__}>"
 
 
 def __getattr__(name):
@@ -151,13 +160,97 @@ def dump(fn, slot: str, folder: str, what: str) -> None:
         data = cp.dumps(fn)
     except Exception as exc:  # noqa: BLE001  pickling raises many types
         where = culprit(fn, cp.dumps)
+        from .text import exception, show
         raise ShipError(
             f"assert_gdn_parity: {what} {describe(fn)} cannot be shipped to the run's process: "
-            f"{where or 'the callable itself'} cannot be serialized ({type(exc).__name__}: {exc}). "
+            f"{show(where or 'the callable itself')} cannot be serialized ({exception(exc)}). "
             "Define the function at module level, close over plain values only, or import jax "
             "with enough host devices in this process so that it runs here") from None
     with open(os.path.join(folder, f"{slot}.pkl"), "wb") as f:
         f.write(data)
+
+
+def dump_named(fn, slot: str, folder: str) -> None:
+    """For a function that imports by name: its fingerprint as SLOT.expect
+    and, where cloudpickle can serialize it by value (its module registered
+    so), the function as SLOT.pkl (else SLOT.why says why not)."""
+    from .identity import fingerprint
+    with open(os.path.join(folder, f"{slot}.expect"), "w", encoding="utf-8") as f:
+        f.write(fingerprint(fn))
+    why = None
+    try:
+        import cloudpickle
+        mod = sys.modules.get(fn.__module__)
+        registered = mod is not None and fn.__module__ in cloudpickle.list_registry_pickle_by_value()
+        if mod is not None and not registered:
+            cloudpickle.register_pickle_by_value(mod)
+        try:
+            data = cloudpickle.dumps(fn)
+        finally:
+            if mod is not None and not registered:
+                cloudpickle.unregister_pickle_by_value(mod)
+    except Exception as exc:  # noqa: BLE001  no cloudpickle, or what it cannot serialize
+        from .text import exception
+        why = exception(exc)
+    else:
+        with open(os.path.join(folder, f"{slot}.pkl"), "wb") as f:
+            f.write(data)
+    if why is not None:
+        with open(os.path.join(folder, f"{slot}.why"), "w", encoding="utf-8") as f:
+            f.write(why)
+
+
+def _read_text(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def verify_loaded(obj, opt: str, spec: str):
+    """In the run's process: obj, the function `spec` imports as here, when
+    it is the function the test passed (fingerprints equal); else the one
+    shipped by value; else UsageError.  Records what was judged
+    (SLOT.judged)."""
+    slot = {"--impl": "impl", "--cp": "cp"}.get(opt)
+    folder = os.environ.get(SHIP_ENV)
+    expect = _read_text(os.path.join(folder, f"{slot}.expect")) if slot and folder else None
+    if expect is None or spec == slot_spec(slot):
+        return obj
+    from .cli import UsageError
+    from .identity import fingerprint
+    from .text import show
+    if fingerprint(obj) == expect:
+        _judged(folder, slot, f"{spec} by name (the same code, closure and globals as the object passed)")
+        return obj
+    why = ("imports here as a function that is not the object the test passed (its code, "
+           "closure or the globals it reads differ: the module was monkeypatched, or a flag "
+           "it reads was set, after it was imported)")
+    path = os.path.join(folder, f"{slot}.pkl")
+    if not os.path.isfile(path):
+        cant = _read_text(os.path.join(folder, f"{slot}.why")) or "not shipped"
+        raise UsageError(f"{opt} {show(spec)} {why}, and the object passed cannot be shipped "
+                         f"by value ({show(cant)}): refused rather than judge another function")
+    try:
+        with open(path, "rb") as f:
+            shipped = pickle.load(f)
+    except Exception as exc:  # noqa: BLE001  anything unpickling raises
+        from .text import exception
+        raise UsageError(f"{opt} {show(spec)} {why}, and the object passed, shipped in {show(path)}, "
+                         f"cannot be loaded here ({exception(exc)})") from None
+    print(f"gdn-parity-jax: {opt} {show(spec)} {why}: judging the object passed, shipped by value",
+          flush=True)
+    _judged(folder, slot, f"{spec} shipped by value (the name {why})")
+    return shipped
+
+
+def _judged(folder, slot, what):
+    try:
+        with open(os.path.join(folder, f"{slot}.judged"), "w", encoding="utf-8") as f:
+            f.write(what)
+    except OSError:
+        pass
 
 
 # --- running in this process ------------------------------------------------
@@ -210,6 +303,30 @@ def _captured():
             text.close()
 
 
+class ProcessExit(BaseException):
+    """os._exit called by user code during an in-process run (guard.call
+    makes it the function's internal error, exit 3)."""
+
+
+@contextlib.contextmanager
+def _no_process_exit():
+    """Within: os._exit (and posix._exit) raise ProcessExit instead of
+    ending this process -- the test's own, which would otherwise end with
+    the status the function chose (0: a test session that "passed") before
+    any verdict."""
+    import posix
+    real = os._exit
+
+    def refused(status=0, *_):
+        raise ProcessExit(f"os._exit({status!r}) called by the function under test: refused in "
+                          "the test's process (no verdict)")
+    os._exit = posix._exit = refused
+    try:
+        yield
+    finally:
+        os._exit = posix._exit = real
+
+
 def run_in_process(argv, callables: dict):
     """`gdn-parity-jax run ARGV` in this process with callables (slot ->
     function) behind slot_spec(slot): (exit status, captured output)."""
@@ -217,7 +334,7 @@ def run_in_process(argv, callables: dict):
     flags = os.environ.get("XLA_FLAGS")
     _IN_PROCESS.update(callables)
     try:
-        with _captured() as read:
+        with _captured() as read, _no_process_exit():
             try:
                 rc = cli.main(["run", *argv])
             except SystemExit as exc:  # argparse

@@ -179,6 +179,36 @@ START_TEST(readme_table) {
 }
 END_TEST
 
+/* The README is read as GitHub reads its Markdown (CommonMark, GFM tables):
+ * a table inside an HTML comment, a code fence or an indented code block is
+ * no table; a "## " line inside a fence is no heading (the section goes on,
+ * the real table after it counts); a UTF-8 byte order mark is no text; a row
+ * ending "reason \|" (an escaped pipe) has two cells.  The control: the same
+ * table as a plain block of the section counts, at its line. */
+START_TEST(readme_markdown_blocks) {
+  parity_readme_unkillable u;
+  gdn_error e;
+  static const struct {
+    const char *text;
+    int table_line, row_line;
+  } cases[] = {
+      {SEC HDR "| `final-from-replay` | round-off only |\n", 5, 7}, /* the control */
+      {SEC "<!--\n" HDR "| `final-from-replay` | round-off only |\n-->\n", 0, 0},
+      {SEC "```\n" HDR "| `final-from-replay` | round-off only |\n```\n", 0, 0},
+      {SEC "    | mutant | why it cannot be killed |\n    |---|---|\n    | `final-from-replay` | x |\n", 0, 0},
+      {SEC "```\n## not a heading\n```\n\n" HDR "| `final-from-replay` | round-off only |\n", 9, 11},
+      {"\xef\xbb\xbf## What a test must cover first\n\n" HDR "| `final-from-replay` | round-off only |\n", 3, 5},
+      {SEC HDR "| `final-from-replay` | reason \\|\n", 5, 7},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ck_assert_msg(readme_parse(cases[i].text, &u, &e) == GDN_OK, "#%zu: %s", i, e.msg);
+    ck_assert_msg(u.table_line == cases[i].table_line, "#%zu: table at line %d", i, u.table_line);
+    ck_assert_msg(u.line[KERN_MUTANT_FINAL_FROM_REPLAY] == cases[i].row_line, "#%zu: row at line %d", i,
+                  u.line[KERN_MUTANT_FINAL_FROM_REPLAY]);
+  }
+}
+END_TEST
+
 /* The mutant subject rows: one per catalogue row, named by it, judged by
  * the affine-prefix rules; producing row m is bit-identical to the
  * affine-prefix kernel with cfg.mutant = m, and (the control) differs from
@@ -789,8 +819,8 @@ END_TEST
 int main(int argc, char **argv) {
   ckr_args(argc, argv, "test_coverage GDN_PARITY_EXE TESTS_PARITY_DIR", 2, &exe, &testdir);
   Suite *s = suite_create("coverage");
-  CKR_TCASE(s, "units", 0, cover_planted, cover_greedy_not_minimal, parse_mutants, readme_table, mutant_rows,
-      writers_validate);
+  CKR_TCASE(s, "units", 0, cover_planted, cover_greedy_not_minimal, parse_mutants, readme_table, readme_markdown_blocks,
+      mutant_rows, writers_validate);
   CKR_TCASE(s, "cli", 240, known_killers, negative_control, explained_survivor_skipped,
       project_readme_excuses_only_its_table, readme_claims_killable_refused, grad_entry, recommended_grid_and_readme_agree,
       reproducible, memory_within_max_bytes, bad_mutant_name, correct_kernels_fail);

@@ -127,4 +127,52 @@ START_TEST(refusals) {
 }
 END_TEST
 
-CKR_MAIN("stream_plan", "stream_plan", 0, layer_under_12_gib, fits_whole_and_forced, refusals)
+/* --grad (PARITY_STREAM_GRADS): a group's bytes count its three gradient
+ * sets (2 x the inputs with h0 each) and the cotangents (half an output
+ * set) beside the forward's, at least the bytes --grad's own check asks of
+ * that group (7 x inputs + 3.5 x outputs), so the group chosen is never
+ * refused by it; and over budgets from one key head's peak to past the whole
+ * run's, a budget the plan accepts is never followed by a larger one it
+ * refuses, the group never shrinks and its peak stays within each budget.
+ * (The forward-only plan chose groups whose gradients did not fit: at T =
+ * 8192 120M and 200M were refused while --group-heads 1 ran at 90M.) */
+START_TEST(gradients_counted_and_monotone) {
+  static const int64_t dev[] = {1, 2, 4, 8};
+  parity_sweep_opts o = opts_devices(dev, 4);
+  const gdn_shape s = {1, 8192, 16, 32, 64, 64};
+  gdn_error e;
+  gdn_error_init(&e);
+  uint64_t fwd, grad, in, out;
+  ck_assert_int_eq(parity_stream_bytes(&s, PARITY_STREAM_H0, 3, &o, &fwd, &e), GDN_OK);
+  ck_assert_int_eq(parity_stream_bytes(&s, PARITY_STREAM_GRADS, 3, &o, &grad, &e), GDN_OK);
+  ck_assert_int_eq(gdn_shape_bytes(&s, 1, &in, &out, &e), GDN_OK);
+  ck_assert_uint_eq(grad, fwd + 6 * in + out / 2); /* the inputs with h0: h0 has a gradient */
+  ck_assert(grad >= 7 * in + 3.5 * out);
+  int accepted = 0;
+  int64_t last_group = 0;
+  for (uint64_t lim = 8ull << 20; lim <= grad + (8ull << 20); lim += 2ull << 20) {
+    parity_stream_plan p;
+    gdn_error q;
+    gdn_error_init(&q);
+    const int rc = parity_stream_plan_make(&s, PARITY_STREAM_H0 | PARITY_STREAM_GRADS, 3, &o, lim, 0, &p, &q);
+    ck_assert_msg(rc == GDN_OK || !accepted, "%llu bytes refused after a smaller budget was accepted: %s",
+                  (unsigned long long)lim, q.msg);
+    if (rc) continue;
+    accepted = 1;
+    ck_assert_uint_le(p.peak, lim);
+    ck_assert_int_ge(p.group, last_group);
+    last_group = p.group;
+    gdn_shape gs;
+    int64_t k0, k1;
+    parity_stream_group(&p, 0, &k0, &k1, &gs);
+    uint64_t gin, gout;
+    ck_assert_int_eq(gdn_shape_bytes(&gs, 1, &gin, &gout, &e), GDN_OK);
+    ck_assert(7.0 * gin + 3.5 * gout <= (double)lim); /* --grad's own check of the group passes */
+  }
+  ck_assert(accepted);
+  ck_assert_int_eq(last_group, 16); /* past the whole run's bytes: not streamed */
+}
+END_TEST
+
+CKR_MAIN("stream_plan", "stream_plan", 0, layer_under_12_gib, fits_whole_and_forced, refusals,
+         gradients_counted_and_monotone)

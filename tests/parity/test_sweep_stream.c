@@ -17,10 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "../check_runner.h"
+
 #include "cli_run.h"
 #include "fix.h"
 #include "../reports/test_util.h"
@@ -303,6 +305,66 @@ START_TEST(check_of_a_fixture) {
 }
 END_TEST
 
+/* --grad: the group size counts the gradient sets, so a larger budget never
+ * refuses what a smaller one ran.  At 1,512,8,16 (4 key heads, h0) 4000K ran
+ * streamed and 5000K was refused (the forward fit whole, its gradients did
+ * not), 6000K ran: now 5000K runs; the control: under one key head's peak
+ * with its gradient sets (2500K) the refusal says so. */
+START_TEST(grad_budget_monotone) {
+  const char *const args[] = {"--shape", "1,512,8,16", "--key-heads", "4", "--h0", "--grad", NULL};
+  const char *const mid[] = {"--max-bytes", "5000K", NULL}, *const low[] = {"--max-bytes", "2500K", NULL};
+  char a[] = "/tmp/gdn-stream-g-XXXXXX";
+  close(mkstemp(a));
+  cli_result r;
+  scratch_begin();
+  ck_assert_msg(run_to(args, mid, a, &r) == 0, "%s", r.err);
+  ck_assert_msg(run_to(args, low, a, &r) == 2 && strstr(r.err, "with its gradient sets (--grad)"), "%s", r.err);
+  scratch_end();
+  unlink(a);
+}
+END_TEST
+
+/* CPU seconds of the children waited for since the last call. */
+static double child_cpu_since(double *mark) {
+  struct rusage u;
+  getrusage(RUSAGE_CHILDREN, &u);
+  const double now = (double)u.ru_utime.tv_sec + 1e-6 * (double)u.ru_utime.tv_usec + (double)u.ru_stime.tv_sec +
+                     1e-6 * (double)u.ru_stime.tv_usec;
+  const double d = now - *mark;
+  *mark = now;
+  return d;
+}
+
+/* A missing or unusable TMPDIR is refused before any work (the first head
+ * group's oracle used to run first): the refusal costs under a tenth of the
+ * CPU time of the same run with a good scratch folder (measured: ~0.01 s
+ * against ~1.5 s, the oracle of one of 4 head groups alone being over a
+ * quarter of it), and names the folder. */
+START_TEST(scratch_checked_before_any_work) {
+  char *av[] = {(char *)exe, "--shape", "1,512,4,32", "--group-heads", "1", "--oracle", "mpfr", "--quiet", NULL};
+  cli_result r;
+  double mark = 0;
+  child_cpu_since(&mark);
+  scratch_begin(); /* the control: a good folder, the whole run */
+  cli_run(&r, av);
+  const double whole = child_cpu_since(&mark);
+  ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+  scratch_end();
+  const char *const bad[] = {"/nonexistent/gdn-parity-scratch", "/dev/null"};
+  for (int i = 0; i < 2; i++) {
+    setenv("TMPDIR", bad[i], 1);
+    cli_run(&r, av);
+    unsetenv("TMPDIR");
+    const double refused = child_cpu_since(&mark);
+    ck_assert_msg(r.status == 3 && strstr(r.err, bad[i]) && strstr(r.err, "TMPDIR"), "status %d: %s", r.status,
+                  r.err);
+    ck_assert_msg(refused < 0.1 * whole, "%s: refused after %.3f s of CPU, the whole run took %.3f s", bad[i],
+                  refused, whole);
+  }
+}
+END_TEST
+
 CKR_MAIN_ARGS("test_sweep_stream PATH-TO-gdn-parity PATH-TO-gdn-fixture", 2, (&exe, &fixture_exe), "sweep_stream",
               "sweep_stream", 600, default_grid, gqa_with_gradients, other_configurations, negative_control,
-              chosen_by_the_budget, refusals, check_of_a_fixture, synth_by_head_group)
+              chosen_by_the_budget, refusals, check_of_a_fixture, synth_by_head_group,
+              scratch_checked_before_any_work, grad_budget_monotone)
