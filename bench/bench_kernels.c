@@ -12,8 +12,8 @@
  *
  * Gates: `slow` (GDN_SYNTH_SLOW_GATES, the long-memory heads; no value
  * underflows) or `init` (as a model initialises them: the in-chunk decays
- * of the fast heads are float32 subnormals, which x86 computes through
- * microcoded assists -- several times slower, results unchanged).
+ * of the fast heads are float32 subnormals, which some x86 cores compute
+ * through microcoded assists; AMD Zen 4 does not: section 6).
  *
  * Sections (each also in the JSON document):
  *  1. peak    OpenBLAS cblas_sgemm of 512 x 512 x 512 (row-major, float32), 1
@@ -39,6 +39,9 @@
  *             subnormals cost: even with slow gates the fold's A, the
  *             product of a whole shard's decays (16384 tokens at D = 4),
  *             falls below 2^-126 in the fast-decaying heads.
+ *  4. torch   with --torch FILE (written by bench/peer_torch.py for the same
+ *             shape and thread count): the PyTorch peer's seconds next to
+ *             kern_scan's at that shape and thread count, and the ratio.
  *  5. gemm    (printed second, after the peak; --gemm-reps 0 leaves it out,
  *             --gemm-only runs nothing else) each matrix product of one
  *             chunk on its own shape and layout (C = 64, Dk = Dv = 128:
@@ -49,8 +52,9 @@
  *             and kern_mm highest (the six bfloat16 passes of
  *             --matmul-precision highest, on operands split beforehand, as
  *             the kernels split each operand once), interleaved: for each of
- *             --gemm-reps rounds every shape's three batches of about 1 ms
- *             run one after the other, and each keeps its best batch.  The
+ *             --gemm-reps (default 30) rounds every shape's three batches of
+ *             about 1 ms run one after the other, and each keeps its best
+ *             batch, in the thread's CPU time.  The
  *             ratios: ieee = sgemm's time / kern_gemm's; highest = six
  *             sgemm calls' time / the six passes' (100 % = each pass as fast
  *             as sgemm); and both over one chunk's products weighted by how
@@ -62,9 +66,6 @@
  *             on, the eight interleaved call after call, best of N in CPU
  *             time: what the subnormal decays cost where the bits must stay
  *             IEEE's.
- *  4. torch   with --torch FILE (written by bench/peer_torch.py for the same
- *             shape and thread count): the PyTorch peer's seconds next to
- *             kern_scan's at that shape and thread count, and the ratio.
  *
  * FLOP count (per head, per chunk of C tokens; Dk, Dv head dims), counted
  * from the algorithm as the kernels execute it (kernels/kern_chunk_tmpl.h):
@@ -266,6 +267,12 @@ static double gemm_time(const gemm_shape *g, gemm_bufs *w, int which, int calls)
  * passes interleaved (rep after rep, best of `reps` batches of about 1 ms
  * each), so a machine whose load drifts affects the three alike. */
 static int gemm_section(int reps, json_t *root) {
+#ifndef BENCH_OPENBLAS
+  (void)reps;
+  (void)root;
+  printf("gemm: OpenBLAS not built in: no sgemm peer, section left out\n");
+  return 0;
+#endif
   gemm_bufs w;
   memset(&w, 0, sizeof w);
   const size_t big = 128 * 128;
