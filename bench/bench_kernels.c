@@ -4,14 +4,16 @@
  *   bench_kernels [--T N] [--reps N] [--heads H[,H...]] [--devices D[,D...]]
  *                 [--threads N] [--modes-heads H] [--torch FILE] [--json FILE]
  *                 [--label TEXT] [--no-modes] [--gates slow|init]
+ *                 [--gemm-reps N] [--gemm-only] [--subnormal-reps N]
+ *                 [--subnormal-T N]
  *
  * Defaults: T = 65536, REPS = 3, heads 4,1 (B = 1, Hk = Hv, Dk = Dv = 128,
  * C = 64), devices 1,4,16, threads = all cores, gates slow.
  *
  * Gates: `slow` (GDN_SYNTH_SLOW_GATES, the long-memory heads; no value
  * underflows) or `init` (as a model initialises them: the in-chunk decays
- * of the fast heads are float32 subnormals, which x86 computes through
- * microcoded assists -- several times slower, results unchanged).
+ * of the fast heads are float32 subnormals, which some x86 cores compute
+ * through microcoded assists; AMD Zen 4 does not: section 6).
  *
  * Sections (each also in the JSON document):
  *  1. peak    OpenBLAS cblas_sgemm of 512 x 512 x 512 (row-major, float32), 1
@@ -40,6 +42,30 @@
  *  4. torch   with --torch FILE (written by bench/peer_torch.py for the same
  *             shape and thread count): the PyTorch peer's seconds next to
  *             kern_scan's at that shape and thread count, and the ratio.
+ *  5. gemm    (printed second, after the peak; --gemm-reps 0 leaves it out,
+ *             --gemm-only runs nothing else) each matrix product of one
+ *             chunk on its own shape and layout (C = 64, Dk = Dv = 128:
+ *             64x64x128 S and attn, 64x128x64 U and W, 64x128x128 o_inter
+ *             and W h, 64x128x64 o += attn v_new, 128x128x64 h += Kt^T v_new
+ *             with A transposed), 1 thread: OpenBLAS cblas_sgemm with the
+ *             same transposes and beta, kern_gemm (one float32 pass, IEEE)
+ *             and kern_mm highest (the six bfloat16 passes of
+ *             --matmul-precision highest, on operands split beforehand, as
+ *             the kernels split each operand once), interleaved: for each of
+ *             --gemm-reps (default 30) rounds every shape's three batches of
+ *             about 1 ms run one after the other, and each keeps its best
+ *             batch, in the thread's CPU time.  The
+ *             ratios: ieee = sgemm's time / kern_gemm's; highest = six
+ *             sgemm calls' time / the six passes' (100 % = each pass as fast
+ *             as sgemm); and both over one chunk's products weighted by how
+ *             many of each the scan computes.
+ *  6. subnormals  (with --subnormal-reps N, after section 5; --gemm-only
+ *             keeps it) kern_scan and kern_affine_prefix at D = 8, H = 1,
+ *             T = --subnormal-T (default 8192), 1 thread, gates as a model
+ *             initialises them, in ieee and highest, each with ftz off and
+ *             on, the eight interleaved call after call, best of N in CPU
+ *             time: what the subnormal decays cost where the bits must stay
+ *             IEEE's.
  *
  * FLOP count (per head, per chunk of C tokens; Dk, Dv head dims), counted
  * from the algorithm as the kernels execute it (kernels/kern_chunk_tmpl.h):
@@ -77,7 +103,10 @@
 
 #include "gdn_synth.h"
 #include "gdn_threads.h"
+#include "gdn_alloc.h"
 #include "kern.h"
+#include "kern_gemm.h"
+#include "kern_mm.h"
 
 #ifdef BENCH_OPENBLAS
 #include <cblas.h>
@@ -86,6 +115,16 @@
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The calling thread's CPU time: sections 5 and 6 run on one thread and time
+ * by it, so the time other processes hold the core is not counted (on a
+ * shared machine the wall clock of a call longer than a time slice measures
+ * the load). */
+static double cpu_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
@@ -172,6 +211,151 @@ static void peak_update(peak *pk, int which, int threads) {
   if (g > pk->gflops[which]) pk->gflops[which] = g;
 }
 
+/* ---- the GEMM beside sgemm on the kernels' own shapes -------------------- */
+
+/* The products of one chunk (C = 64, Dk = Dv = 128; kern_chunk_tmpl.h) with
+ * their layouts: A transposed where the kernel reads Kt^T, C += A B where it
+ * adds the product (kern_mm_plus; sgemm with beta = 1), and how many of
+ * each one chunk of the scan computes (the fold's are the 128 x 128 x 64
+ * shape too). */
+typedef struct gemm_shape {
+  const char *what;
+  int m, n, k, a_trans, plus, per_chunk;
+} gemm_shape;
+
+static const gemm_shape gemm_shapes[] = {
+    {"S = kb K^T, attn = q K^T", 64, 64, 128, 0, 0, 2},
+    {"U = A vb, W = A kbg", 64, 128, 64, 0, 0, 2},
+    {"o_inter = qg h, W h", 64, 128, 128, 0, 0, 2},
+    {"o += attn v_new", 64, 128, 64, 0, 1, 1},
+    {"h += Kt^T v_new", 128, 128, 64, 1, 1, 1},
+};
+#define GEMM_NSHAPES (int)(sizeof gemm_shapes / sizeof gemm_shapes[0])
+
+typedef struct gemm_bufs {
+  float *a, *b, *c, *t, *ws, *mem_a, *mem_b;
+  kern_split_f32 sa, sb;
+} gemm_bufs;
+
+/* Seconds of `calls` calls of one product: 0 OpenBLAS sgemm, 1 kern_gemm
+ * (one float32 pass, IEEE), 2 kern_mm highest (the six bfloat16 passes, on
+ * operands split beforehand as the kernels split them: once per operand). */
+static double gemm_time(const gemm_shape *g, gemm_bufs *w, int which, int calls) {
+  const int m = g->m, n = g->n, k = g->k;
+  const int64_t a_rs = g->a_trans ? 1 : k, a_cs = g->a_trans ? m : 1;
+  double t0 = cpu_now();
+  for (int r = 0; r < calls; r++) {
+    if (which == 0) {
+#ifdef BENCH_OPENBLAS
+      cblas_sgemm(CblasRowMajor, g->a_trans ? CblasTrans : CblasNoTrans, CblasNoTrans, m, n, k,
+                  1.0f, w->a, g->a_trans ? m : k, w->b, n, g->plus ? 1.0f : 0.0f, w->c, n);
+#endif
+    } else if (which == 1) {
+      kern_gemm_f32(g->plus ? KERN_GEMM_PLUS : KERN_GEMM_SET, m, n, k, w->a, a_rs, a_cs, w->b, n,
+                    1, w->c, n, w->ws);
+    } else if (g->plus) {
+      kern_mm_plus_f32(KERN_MATMUL_HIGHEST, m, n, k, &w->sa, a_rs, a_cs, &w->sb, n, 1, w->c, n,
+                       w->t, n, w->ws);
+    } else {
+      kern_mm_f32(KERN_MATMUL_HIGHEST, m, n, k, &w->sa, a_rs, a_cs, &w->sb, n, 1, w->c, n, w->ws);
+    }
+  }
+  return cpu_now() - t0;
+}
+
+/* Section 5: every chunk product at 1 thread, sgemm, kern_gemm and the six
+ * passes interleaved (rep after rep, best of `reps` batches of about 1 ms
+ * each), so a machine whose load drifts affects the three alike. */
+static int gemm_section(int reps, json_t *root) {
+#ifndef BENCH_OPENBLAS
+  (void)reps;
+  (void)root;
+  printf("gemm: OpenBLAS not built in: no sgemm peer, section left out\n");
+  return 0;
+#endif
+  gemm_bufs w;
+  memset(&w, 0, sizeof w);
+  const size_t big = 128 * 128;
+  gdn_error e;
+  gdn_error_init(&e);
+  w.a = gdn_malloc(big * sizeof(float), "gemm A", &e);
+  w.b = gdn_malloc(big * sizeof(float), "gemm B", &e);
+  w.c = gdn_malloc(big * sizeof(float), "gemm C", &e);
+  w.t = gdn_malloc(big * sizeof(float), "gemm tmp", &e);
+  w.ws = gdn_malloc(kern_gemm_ws_elems_f32() * sizeof(float), "gemm workspace", &e);
+  w.mem_a = gdn_malloc(kern_split_elems_f32(KERN_MATMUL_HIGHEST, big) * sizeof(float), "split", &e);
+  w.mem_b = gdn_malloc(kern_split_elems_f32(KERN_MATMUL_HIGHEST, big) * sizeof(float), "split", &e);
+  if (!w.a || !w.b || !w.c || !w.t || !w.ws || !w.mem_a || !w.mem_b) {
+    fprintf(stderr, "bench_kernels: %s\n", e.msg);
+    return 3;
+  }
+  uint32_t x = 12345u; /* values in (-1, 1) with full float32 significands */
+  for (size_t i = 0; i < big; i++) {
+    x = x * 1664525u + 1013904223u;
+    w.a[i] = (float)((double)(x >> 8) / 8388608.0 - 1.0);
+    x = x * 1664525u + 1013904223u;
+    w.b[i] = (float)((double)(x >> 8) / 8388608.0 - 1.0);
+    w.c[i] = 0;
+  }
+  kern_split_bind_f32(&w.sa, KERN_MATMUL_HIGHEST, w.mem_a, big);
+  kern_split_bind_f32(&w.sb, KERN_MATMUL_HIGHEST, w.mem_b, big);
+  kern_split_fill_f32(&w.sa, KERN_MATMUL_HIGHEST, w.a, big);
+  kern_split_fill_f32(&w.sb, KERN_MATMUL_HIGHEST, w.b, big);
+#ifdef BENCH_OPENBLAS
+  openblas_set_num_threads(1);
+#endif
+  gdn_threads_set(1);
+  double best[GEMM_NSHAPES][3];
+  int calls[GEMM_NSHAPES][3];
+  for (int s = 0; s < GEMM_NSHAPES; s++)
+    for (int q = 0; q < 3; q++) {
+      const gemm_shape *g = &gemm_shapes[s];
+      double t1 = gemm_time(g, &w, q, 3) / 3; /* warm-up and size of a batch */
+      calls[s][q] = t1 > 0 ? (int)(1e-3 / t1) + 1 : 100;
+      best[s][q] = 1e30;
+    }
+  for (int r = 0; r < reps; r++)
+    for (int s = 0; s < GEMM_NSHAPES; s++)
+      for (int q = 0; q < 3; q++) {
+        double t = gemm_time(&gemm_shapes[s], &w, q, calls[s][q]) / calls[s][q];
+        if (t < best[s][q]) best[s][q] = t;
+      }
+  json_t *jg = json_array();
+  double mix[3] = {0, 0, 0};
+  printf("gemm: 1 thread, CPU time, best of %d interleaved batches; highest = 6 bfloat16 passes, "
+         "%% of 6 sgemm calls\n", reps);
+  for (int s = 0; s < GEMM_NSHAPES; s++) {
+    const gemm_shape *g = &gemm_shapes[s];
+    const double f = 2.0 * g->m * g->n * g->k;
+    for (int q = 0; q < 3; q++) mix[q] += g->per_chunk * best[s][q];
+    printf("  %3dx%3dx%3d%s%s %-26s sgemm %6.1f GFLOP/s | ieee %6.1f = %5.1f %% | highest "
+           "%6.1f us = %5.1f %%\n",
+           g->m, g->n, g->k, g->a_trans ? " A^T" : "    ", g->plus ? " +=" : "   ", g->what,
+           f / best[s][0] * 1e-9, f / best[s][1] * 1e-9, 100 * best[s][0] / best[s][1],
+           best[s][2] * 1e6, 100 * 6 * best[s][0] / best[s][2]);
+    json_array_append_new(
+        jg, json_pack("{sssisisisbsbsfsfsfsfsf}", "what", g->what, "m", g->m, "n", g->n, "k",
+                      g->k, "a_trans", g->a_trans, "plus", g->plus, "sgemm_seconds", best[s][0],
+                      "ieee_seconds", best[s][1], "highest_seconds", best[s][2],
+                      "ieee_pct_of_sgemm", 100 * best[s][0] / best[s][1],
+                      "highest_pct_of_6_sgemm", 100 * 6 * best[s][0] / best[s][2]));
+  }
+  printf("  one chunk's products (scan, weighted by count): ieee %5.1f %% of sgemm, highest "
+         "%5.1f %% of 6 sgemm\n", 100 * mix[0] / mix[1], 100 * 6 * mix[0] / mix[2]);
+  fflush(stdout);
+  json_t *jo = json_pack("{sosfsf}", "shapes", jg, "chunk_ieee_pct_of_sgemm", 100 * mix[0] / mix[1],
+                         "chunk_highest_pct_of_6_sgemm", 100 * 6 * mix[0] / mix[2]);
+  json_object_set_new(root, "gemm", jo);
+  gdn_free(w.a);
+  gdn_free(w.b);
+  gdn_free(w.c);
+  gdn_free(w.t);
+  gdn_free(w.ws);
+  gdn_free(w.mem_a);
+  gdn_free(w.mem_b);
+  return 0;
+}
+
 /* ---- kernel figures ------------------------------------------------------- */
 
 typedef struct figure {
@@ -211,6 +395,70 @@ static int time_kernel(const gdn_inputs *in, const char *kernel, int64_t D, kern
     }
     if (r == 0 || dt < *best) *best = dt;
   }
+  return 0;
+}
+
+/* Section 6: what subnormals cost.  kern_scan (D = 1) and
+ * kern_affine_prefix (D = 8: the fold multiplies a shard's decays together)
+ * at H = 1, 1 thread, gates as a model initialises them (subnormal in-chunk
+ * decays), in ieee and highest, each with ftz off (IEEE subnormals, the bits
+ * the kernels must keep) and on; the eight interleaved call after call, best
+ * of `reps` each, in CPU time. */
+static int subnormal_section(int64_t T, int reps, json_t *root) {
+  gdn_shape s = {1, T, 1, 1, 128, 128};
+  gdn_inputs in;
+  gdn_inputs_init(&in);
+  gdn_synth_opts o = {1, 0, 0};
+  gdn_error e;
+  gdn_error_init(&e);
+  if (gdn_synth_generate(&in, &s, &o, &e)) {
+    fprintf(stderr, "bench_kernels: %s\n", e.msg);
+    return 3;
+  }
+  static const kern_matmul mm[2] = {KERN_MATMUL_IEEE, KERN_MATMUL_HIGHEST};
+  static const char *kname[2] = {"scan", "affine-prefix D=8"};
+  double best[2][2][2];
+  for (int i = 0; i < 8; i++) (&best[0][0][0])[i] = 1e30;
+  gdn_threads_set(1);
+  kern_config cfg;
+  kern_config_init(&cfg);
+  cfg.chunk = 64;
+  for (int r = 0; r < reps; r++)
+    for (int k = 0; k < 2; k++)
+      for (int m = 0; m < 2; m++)
+        for (int f = 0; f < 2; f++) {
+          cfg.matmul = mm[m];
+          cfg.ftz = f;
+          cfg.devices = k ? 8 : 1;
+          gdn_outputs out;
+          gdn_outputs_init(&out);
+          double t0 = cpu_now();
+          int rc = k ? kern_affine_prefix(&in, &cfg, &out, &e) : kern_scan(&in, &cfg, &out, &e);
+          double t = cpu_now() - t0;
+          gdn_outputs_clear(&out);
+          if (rc) {
+            fprintf(stderr, "bench_kernels: %s\n", e.msg);
+            return 3;
+          }
+          if (t < best[k][m][f]) best[k][m][f] = t;
+        }
+  gdn_inputs_clear(&in);
+  json_t *j = json_array();
+  printf("subnormals: H=1 T=%" PRId64 " 1 thread, gates init, CPU s, best of %d interleaved\n", T,
+         reps);
+  for (int k = 0; k < 2; k++)
+    for (int m = 0; m < 2; m++) {
+      const double *b = best[k][m];
+      printf("  %-18s %-8s ftz off %7.4f s, ftz on %7.4f s: off / on x%.2f\n", kname[k],
+             kern_matmul_name(mm[m]), b[0], b[1], b[0] / b[1]);
+      json_array_append_new(j, json_pack("{sssssIsfsfsf}", "kernel", k ? "affine-prefix" : "scan",
+                                         "matmul", kern_matmul_name(mm[m]), "devices",
+                                         (json_int_t)(k ? 8 : 1), "ftz_off_seconds", b[0],
+                                         "ftz_on_seconds", b[1], "off_over_on", b[0] / b[1]));
+    }
+  fflush(stdout);
+  json_object_set_new(root, "subnormals",
+                      json_pack("{sIso}", "T", (json_int_t)T, "figures", j));
   return 0;
 }
 
@@ -263,7 +511,8 @@ static void machine_json(json_t *root) {
 
 int main(int argc, char **argv) {
   int64_t T = 65536;
-  int reps = 3, threads = gdn_threads_get(), no_modes = 0;
+  int reps = 3, threads = gdn_threads_get(), no_modes = 0, gemm_reps = 30, gemm_only = 0, sub_reps = 0;
+  int64_t sub_T = 8192;
   int64_t heads[8] = {4, 1}, devices[8] = {1, 4, 16}, modes_heads = 0;
   int nheads = 2, ndev = 3;
   const char *json_path = NULL, *torch_path = NULL, *label = "";
@@ -281,6 +530,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--json") && v) json_path = v, i++;
     else if (!strcmp(a, "--label") && v) label = v, i++;
     else if (!strcmp(a, "--no-modes")) no_modes = 1;
+    else if (!strcmp(a, "--gemm-reps") && v) ok = (gemm_reps = atoi(v)) >= 0, i++;
+    else if (!strcmp(a, "--gemm-only")) gemm_only = 1;
+    else if (!strcmp(a, "--subnormal-reps") && v) ok = (sub_reps = atoi(v)) >= 0, i++;
+    else if (!strcmp(a, "--subnormal-T") && v) ok = (sub_T = strtoll(v, NULL, 10)) > 0, i++;
     else if (!strcmp(a, "--gates") && v) {
       ok = !strcmp(v, "slow") || !strcmp(v, "init");
       gates = strcmp(v, "init") ? GDN_SYNTH_SLOW_GATES : 0;
@@ -291,7 +544,7 @@ int main(int argc, char **argv) {
       fprintf(stderr,
               "usage: bench_kernels [--T N] [--reps N] [--heads H,...] [--devices D,...] "
               "[--threads N] [--modes-heads H] [--torch FILE] [--json FILE] [--label TEXT] "
-              "[--no-modes] [--gates slow|init]\n");
+              "[--no-modes] [--gates slow|init] [--gemm-reps N] [--gemm-only] [--subnormal-reps N] [--subnormal-T N]\n");
       return 2;
     }
   }
@@ -314,6 +567,9 @@ int main(int argc, char **argv) {
   printf("peak: OpenBLAS not built in: no percentages\n");
 #endif
   fflush(stdout);
+  if (gemm_reps > 0 && gemm_section(gemm_reps, root)) return 3;
+  if (sub_reps > 0 && subnormal_section(sub_T, sub_reps, root)) return 3;
+  if (gemm_only) nheads = 0, torch_path = NULL;
 
   double scan_seconds_at[8][2] = {{0}}; /* [head index][1 thread, N threads] */
   int th_list[2] = {1, threads}, nth = threads > 1 ? 2 : 1;

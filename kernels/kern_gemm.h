@@ -36,15 +36,21 @@
  * NC = 128 columns x KC = 128 inner x MC rows.  B's KC x NC block is packed
  * into zero-padded NR-column panels and A's MC x KC block into zero-padded
  * MR-row panels (always: the kernels' operands are rows of strided tensors,
- * whose power-of-two strides alias in L1 when read in place).  A
+ * whose power-of-two strides alias in L1 when read in place).  A row-major A
+ * (and a transposed B) is packed across its contiguous index in 8 x 8
+ * blocks transposed with AVX shuffles where the panel width is a multiple
+ * of 8 (AVX-512's MR = 8; element by element for AVX2's MR = 6, where the
+ * scalar transpose costs about a seventh of a 64 x 64 x 128 product's time,
+ * bench_kernels section 5).  A
  * register-blocked micro-kernel keeps an MR x NR tile of C in registers,
  * broadcasts a_ip and loads a vector of row p of B: AVX-512F MR = 8,
  * NR = 32 floats / 16 doubles; AVX2 + FMA MR = 6, NR = 16 / 8; portable C
  * otherwise (kern_gemm.c picks by the compiler's target).  Padded rows and
  * columns are computed and never stored.  Flush-to-zero (kern_num.h) is the
  * caller's MXCSR; nothing here depends on it.  Subnormal operands are
- * correct but slow on x86 (microcoded assists, measured ~40x for a product
- * with a third of A subnormal); see docs/speed.md.
+ * correct but slow on an x86 core that takes microcoded assists for them
+ * (~40x measured for a product with a third of A subnormal); AMD Zen 4
+ * computes a vector fma on subnormals at full speed (docs/speed.md).
  *
  * Workspace: `ws` has kern_gemm_ws_elems_fXX() elements of the compute type
  * (64-byte aligned, e.g. from gdn_malloc), private to the calling thread:

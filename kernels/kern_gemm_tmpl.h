@@ -187,17 +187,31 @@ static void KR(gemm_tile_any)(int64_t kc, const kreal *restrict ap, const kreal 
  * X(pc + p, w0 + q pw + j).  B's block is X = B (panels of NR columns); A's
  * is X = A^T (panels of MR rows).  Pure data movement, read along whichever
  * index is contiguous. */
-static void KR(gemm_pack)(const kreal *x, int64_t p_rs, int64_t j_rs, int64_t pc, int64_t kc,
-                          int64_t w0, int64_t wn, int64_t pw, kreal *restrict pack) {
+static inline __attribute__((always_inline)) void KR(gemm_pack)(
+    const kreal *x, int64_t p_rs, int64_t j_rs, int64_t pc, int64_t kc, int64_t w0, int64_t wn,
+    int64_t pw, kreal *restrict pack) {
   for (int64_t jp = 0; jp < wn; jp += pw) {
     kreal *restrict dst = pack + (jp / pw) * kc * pw;
     const int64_t w = wn - jp < pw ? wn - jp : pw;
     const kreal *x0 = x + pc * p_rs + (w0 + jp) * j_rs;
-    if (j_rs == 1) {
+    if (j_rs == 1 && w == pw) { /* whole panel rows: pw is a constant once inlined */
+      for (int64_t p = 0; p < kc; p++)
+        for (int64_t j = 0; j < pw; j++) dst[p * pw + j] = x0[p * p_rs + j];
+    } else if (j_rs == 1) {
       for (int64_t p = 0; p < kc; p++)
         for (int64_t j = 0; j < w; j++) dst[p * pw + j] = x0[p * p_rs + j];
     } else if (p_rs == 1) {
-      for (int64_t j = 0; j < w; j++)
+      int64_t j0 = 0;
+#if KERN_GEMM_ISA && KERN_REAL == 32
+      /* eight rows of X^T at a time, in 8 x 8 transposed blocks */
+      for (; j0 + 8 <= w; j0 += 8) {
+        int64_t p = 0;
+        for (; p + 8 <= kc; p += 8) gemm_tr8_f32(x0 + j0 * j_rs + p, j_rs, dst + p * pw + j0, pw);
+        for (; p < kc; p++)
+          for (int64_t j = j0; j < j0 + 8; j++) dst[p * pw + j] = x0[j * j_rs + p];
+      }
+#endif
+      for (int64_t j = j0; j < w; j++)
         for (int64_t p = 0; p < kc; p++) dst[p * pw + j] = x0[j * j_rs + p];
     } else {
       for (int64_t p = 0; p < kc; p++)

@@ -7,7 +7,9 @@
 #     CPU, all cores) at B=1 T=65536 H=4 D=128, after checking it against the
 #     token recurrence.
 #  2. bench_kernels --torch: the float32 kernels against OpenBLAS sgemm 512^3
-#     (the practical peak) and the torch peer's time (the ratio).
+#     (the practical peak) and the torch peer's time (the ratio); the GEMM
+#     beside sgemm on the chunk's own shapes and the subnormals' cost at the
+#     model's initial gates (both in CPU time, interleaved).
 #  3. bench_oracle: the MPFR oracle against the bare MPFR mul+add floor, the
 #     double-double tier against its floor and against MPFR, the long-context
 #     projection, and the mpmath peer (bench/peer_mpmath.py).
@@ -64,7 +66,7 @@ echo "== 1/5 PyTorch peer"
 "$py" bench/peer_torch.py --selftest --threads "$threads" "${kT[@]}" --json "$out/torch.json"
 echo "== 2/5 float32 kernels (bench_kernels)"
 "$build/bench/bench_kernels" "${kT[@]}" --threads "$threads" --torch "$out/torch.json" \
-  --json "$out/kernels.json"
+  --subnormal-reps 5 --json "$out/kernels.json"
 echo "== 3/5 oracle (bench_oracle, with the mpmath peer)"
 "$build/bench/bench_oracle" "${oargs[@]}" --python "$py" --json "$out/oracle.json"
 echo "== 4/5 the whole process at the kernels' shape (T=$wT), against the PyTorch peer's"
