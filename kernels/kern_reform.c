@@ -63,11 +63,13 @@ int kern_reform_parse(const char *s, kern_reform *out, gdn_error *e) {
 /* One thread's scratch for one chunk. */
 typedef struct rchunk {
   int64_t C, Dk, Dv;
+  int64_t t_base, t_end; /* the piece: chunk n holds tokens t_base + n C + i, pads from t_end on */
   kern_reform r;
   float *q, *k, *v, *g, *beta, *G, *eG, *eGl, *tmp; /* C x Dk, C x Dk, C x Dv, then C each (tmp: 2C) */
   float *dec, *S, *A;                               /* C x C */
   float *kb, *vb, *U, *W, *qg, *Kt, *attn;          /* attn C x C; the others C x Dk or C x Dv */
   float *vnew, *oin, *hn;                           /* C x Dv, C x Dv, Dk x Dv */
+  float *fold;                                      /* the fold's scratch (rchunk_floats), D > 1 */
   float eGlast;
 } rchunk;
 
@@ -157,9 +159,9 @@ static void rchunk_gates(rchunk *c) {
 static void rchunk_load(rchunk *c, const gdn_inputs *in, int64_t b, int64_t hv, int64_t n, float scale) {
   const int64_t C = c->C, Dk = c->Dk, Dv = c->Dv, hk = gdn_inputs_key_head(in, hv);
   for (int64_t i = 0; i < C; i++) {
-    const int64_t t = n * C + i;
+    const int64_t t = c->t_base + n * C + i;
     float *q = c->q + i * Dk, *k = c->k + i * Dk, *v = c->v + i * Dv;
-    if (t >= in->shape.T) {
+    if (t >= c->t_end) {
       memset(q, 0, (size_t)Dk * sizeof *q);
       memset(k, 0, (size_t)Dk * sizeof *k);
       memset(v, 0, (size_t)Dv * sizeof *v);
@@ -304,9 +306,13 @@ static void rchunk_body(rchunk *c, float *h) {
   for (int64_t x = 0; x < Dk * Dv; x++) h[x] = h[x] * c->eGlast + c->hn[x];
 }
 
-/* Floats one thread needs: the state h, then rchunk_bind's buffers. */
-static size_t rchunk_floats(int64_t C, int64_t Dk, int64_t Dv) {
-  return (size_t)(Dk * Dv + C * (6 * Dk + 5 * Dv) + Dk * Dv + 4 * C * C + 9 * C);
+/* Floats one thread needs: the state h, rchunk_bind's buffers, then the
+ * fold's (D > 1): A_n, B_n, two temporaries, the carry, and each device's
+ * composed map (M_r, Bc_r). */
+static size_t rchunk_floats(int64_t C, int64_t Dk, int64_t Dv, int64_t D) {
+  const int64_t kk = Dk * Dk, kv = Dk * Dv;
+  const int64_t fold = D > 1 ? 2 * kk + 3 * kv + D * (kk + kv) : 0;
+  return (size_t)(kv + C * (6 * Dk + 5 * Dv) + kv + 4 * C * C + 9 * C + fold);
 }
 
 static void rchunk_bind(rchunk *c, float *p, int64_t C, int64_t Dk, int64_t Dv, kern_reform r) {
@@ -320,36 +326,109 @@ static void rchunk_bind(rchunk *c, float *p, int64_t C, int64_t Dk, int64_t Dv, 
   for (size_t i = 0; i < 4; i++) *cc[i] = p, p += C * C;
   float **c1[] = {&c->g, &c->beta, &c->G, &c->eG, &c->eGl, &c->tmp};
   for (size_t i = 0; i < 6; i++) *c1[i] = p, p += i == 5 ? 4 * C : C; /* tmp: Blelloch's power of two < 2C */
+  c->fold = p;
 }
 
-/* One head (b, hv) through every chunk; state float32 in h (Dk x Dv). */
-static void rchunk_head(rchunk *c, const gdn_inputs *in, int64_t b, int64_t hv, float *h, gdn_outputs *out) {
-  const int64_t C = c->C, Dk = c->Dk, Dv = c->Dv, T = in->shape.T;
-  const float scale = in->has_scale ? (float)in->scale : 1.0f / sqrtf((float)Dk);
-  const float *h0 = gdn_inputs_h0(in, b, hv);
-  for (int64_t x = 0; x < Dk * Dv; x++) h[x] = h0 ? h0[x] : 0.0f;
-  for (int64_t n = 0; n * C < T; n++) {
-    rchunk_load(c, in, b, hv, n, scale);
-    rchunk_gates(c);
-    rchunk_kkt(c);
-    if (c->r != KERN_REFORM_SOLVE_RHS) rchunk_inverse(c);
-    rchunk_wy(c);
-    rchunk_prep(c);
+/* Everything of chunk n of the piece that does not depend on the state. */
+static void rchunk_prepare(rchunk *c, const gdn_inputs *in, int64_t b, int64_t hv, int64_t n, float scale) {
+  rchunk_load(c, in, b, hv, n, scale);
+  rchunk_gates(c);
+  rchunk_kkt(c);
+  if (c->r != KERN_REFORM_SOLVE_RHS) rchunk_inverse(c);
+  rchunk_wy(c);
+  rchunk_prep(c);
+}
+
+static float rscale(const gdn_inputs *in) {
+  return in->has_scale ? (float)in->scale : 1.0f / sqrtf((float)in->shape.Dk);
+}
+
+/* The piece's chunks from the state h (updated), o of its tokens stored. */
+static void rchunk_run(rchunk *c, const gdn_inputs *in, int64_t b, int64_t hv, float *h, gdn_outputs *out) {
+  const int64_t C = c->C, Dv = c->Dv;
+  for (int64_t n = 0; c->t_base + n * C < c->t_end; n++) {
+    rchunk_prepare(c, in, b, hv, n, rscale(in));
     rchunk_body(c, h);
-    for (int64_t i = 0; i < C && n * C + i < T; i++) {
-      double *o = gdn_outputs_o(out, b, n * C + i, hv);
+    for (int64_t i = 0; i < C && c->t_base + n * C + i < c->t_end; i++) {
+      double *o = gdn_outputs_o(out, b, c->t_base + n * C + i, hv);
       for (int64_t d = 0; d < Dv; d++) o[d] = c->oin[i * Dv + d];
     }
   }
-  double *ht = gdn_outputs_ht(out, b, hv);
-  for (int64_t x = 0; x < Dk * Dv; x++) ht[x] = h[x];
 }
 
-static int reform_chunked(const gdn_inputs *in, int64_t C, kern_reform r, gdn_outputs *out, gdn_error *e) {
+/* Y (Dk x D) = An X (+ Bn when given): An Dk x Dk, X Dk x D, rdot's order. */
+static void rchunk_apply(const rchunk *c, const float *An, const float *X, const float *Bn, float *Y, int64_t D) {
+  const int64_t Dk = c->Dk;
+  for (int64_t r = 0; r < Dk; r++)
+    for (int64_t d = 0; d < D; d++) {
+      const float y = rdot(c, Dk, An + r * Dk, 1, X + d, D);
+      Y[r * D + d] = Bn ? y + Bn[r * D + d] : y;
+    }
+}
+
+/* The piece's affine map h -> M h + Bc: each chunk's A_n = eGlast I -
+ * Kt^T W and B_n = Kt^T U (products, then the subtraction from the
+ * diagonal), composed as M = A_n M, Bc = A_n Bc + B_n, chunk after chunk. */
+static void rchunk_fold(rchunk *c, const gdn_inputs *in, int64_t b, int64_t hv, float *M, float *Bc) {
+  const int64_t C = c->C, Dk = c->Dk, Dv = c->Dv, kk = Dk * Dk, kv = Dk * Dv;
+  float *An = c->fold, *Bn = An + kk, *tM = Bn + kv, *tB = tM + kk;
+  for (int64_t x = 0; x < kk; x++) M[x] = x % (Dk + 1) == 0 ? 1.0f : 0.0f;
+  memset(Bc, 0, (size_t)kv * sizeof *Bc);
+  for (int64_t n = 0; c->t_base + n * C < c->t_end; n++) {
+    rchunk_prepare(c, in, b, hv, n, rscale(in));
+    for (int64_t r = 0; r < Dk; r++) {
+      for (int64_t s = 0; s < Dk; s++)
+        An[r * Dk + s] = (r == s ? c->eGlast : 0.0f) - rdot(c, C, c->Kt + r, Dk, c->W + s, Dk);
+      for (int64_t d = 0; d < Dv; d++) Bn[r * Dv + d] = rdot(c, C, c->Kt + r, Dk, c->U + d, Dv);
+    }
+    rchunk_apply(c, An, M, NULL, tM, Dk);
+    rchunk_apply(c, An, Bc, Bn, tB, Dv);
+    memcpy(M, tM, (size_t)kk * sizeof *M);
+    memcpy(Bc, tB, (size_t)kv * sizeof *Bc);
+  }
+}
+
+/* One head (b, hv) on D devices (token sharding: device r holds tokens
+ * [r T/D, (r+1) T/D), chunked from its own start): D = 1 is the scan; else
+ * each device's map folded, the carries by the sequential prefix carry_0 =
+ * h0, carry_{r+1} = M_r carry_r + Bc_r, each device's piece replayed from
+ * its carry, ht the composition M_{D-1} carry_{D-1} + Bc_{D-1}.  The state
+ * is float32 in h (Dk x Dv). */
+static void rchunk_head(rchunk *c, const gdn_inputs *in, int64_t b, int64_t hv, int64_t D, float *h,
+                        gdn_outputs *out) {
+  const int64_t Dk = c->Dk, Dv = c->Dv, T = in->shape.T, kk = Dk * Dk, kv = Dk * Dv;
+  const float *h0 = gdn_inputs_h0(in, b, hv);
+  float *carry = c->fold + 2 * kk + 2 * kv, *maps = carry + kv, *ht32 = h;
+  for (int64_t x = 0; x < kv; x++) h[x] = h0 ? h0[x] : 0.0f;
+  if (D > 1) {
+    for (int64_t r = 0; r < D; r++) {
+      c->t_base = r * (T / D), c->t_end = (r + 1) * (T / D);
+      rchunk_fold(c, in, b, hv, maps + r * (kk + kv), maps + r * (kk + kv) + kk);
+    }
+    memcpy(carry, h, (size_t)kv * sizeof *carry);
+    for (int64_t r = 0; r < D; r++) {
+      c->t_base = r * (T / D), c->t_end = (r + 1) * (T / D);
+      memcpy(h, carry, (size_t)kv * sizeof *h);
+      rchunk_run(c, in, b, hv, h, out);
+      const float *M = maps + r * (kk + kv);
+      rchunk_apply(c, M, carry, M + kk, c->fold, Dv); /* A_n's room is free now */
+      memcpy(carry, c->fold, (size_t)kv * sizeof *carry);
+    }
+    ht32 = carry;
+  } else {
+    c->t_base = 0, c->t_end = T;
+    rchunk_run(c, in, b, hv, h, out);
+  }
+  double *ht = gdn_outputs_ht(out, b, hv);
+  for (int64_t x = 0; x < kv; x++) ht[x] = ht32[x];
+}
+
+static int reform_chunked(const gdn_inputs *in, int64_t C, int64_t D, kern_reform r, gdn_outputs *out,
+                          gdn_error *e) {
   const gdn_shape *s = &in->shape;
   const int64_t heads = s->B * s->Hv;
   const int nt = gdn_threads_for(heads);
-  const size_t per = rchunk_floats(C, s->Dk, s->Dv);
+  const size_t per = rchunk_floats(C, s->Dk, s->Dv, D);
   float *mem = gdn_calloc((size_t)nt, per * sizeof(float), "reformulation scratch", e);
   if (!mem) return e->code;
 #pragma omp parallel for num_threads(nt) schedule(static)
@@ -357,7 +436,7 @@ static int reform_chunked(const gdn_inputs *in, int64_t C, kern_reform r, gdn_ou
     float *p = mem + (size_t)omp_get_thread_num() * per;
     rchunk c;
     rchunk_bind(&c, p + s->Dk * s->Dv, C, s->Dk, s->Dv, r);
-    rchunk_head(&c, in, bh / s->Hv, bh % s->Hv, p, out);
+    rchunk_head(&c, in, bh / s->Hv, bh % s->Hv, D, p, out);
   }
   gdn_free(mem);
   return GDN_OK;
@@ -372,12 +451,16 @@ static void round_outputs(gdn_outputs *out) {
   out->dtype = GDN_DTYPE_F32;
 }
 
-int kern_reform_forward(const gdn_inputs *in, int64_t C, kern_reform r, gdn_outputs *out, gdn_error *e) {
+int kern_reform_forward(const gdn_inputs *in, int64_t C, int64_t D, kern_reform r, gdn_outputs *out,
+                        gdn_error *e) {
   if ((unsigned)r >= KERN_REFORM_COUNT) return gdn_error_set(e, GDN_ERR_INPUT, "reformulation %d out of range", (int)r);
   if (in->seg)
     return gdn_error_set(e, GDN_ERR_INPUT, "reformulation %s: packed documents (segment ids) are not supported",
                          kern_reform_name(r));
   if (C < 1) return gdn_error_set(e, GDN_ERR_INPUT, "reformulation %s: chunk %lld < 1", kern_reform_name(r), (long long)C);
+  if (D < 1 || in->shape.T % D)
+    return gdn_error_set(e, GDN_ERR_INPUT, "reformulation %s: %lld devices do not divide T = %lld (token sharding)",
+                         kern_reform_name(r), (long long)D, (long long)in->shape.T);
   kern_config cfg;
   kern_config_init(&cfg);
   cfg.matmul = KERN_MATMUL_IEEE;
@@ -389,11 +472,12 @@ int kern_reform_forward(const gdn_inputs *in, int64_t C, kern_reform r, gdn_outp
     rc = kern_recurrent(in, &cfg, out, e);
   } else if (r == KERN_REFORM_FLOAT64) {
     cfg.dtype = GDN_DTYPE_F64;
-    rc = kern_scan(in, &cfg, out, e);
+    cfg.devices = D;
+    rc = D > 1 ? kern_affine_prefix(in, &cfg, out, e) : kern_scan(in, &cfg, out, e);
     if (!rc) round_outputs(out);
   } else {
     rc = gdn_outputs_alloc(out, &in->shape, GDN_DTYPE_F32, e);
-    if (!rc) rc = reform_chunked(in, C, r, out, e);
+    if (!rc) rc = reform_chunked(in, C, D, r, out, e);
   }
   if (rc) gdn_outputs_clear(out);
   return rc;

@@ -50,7 +50,7 @@
  * stock forward, not the row's); float64 has kern_scan_vjp in binary64
  * rounded to float32 (kern_reform_vjp).
  *
- * Packed documents (segment ids) are refused by the chunked rows.  Heads run
+ * Packed documents (segment ids) are refused.  Heads run
  * in parallel (OpenMP over batch x value heads, each head on one thread), so
  * the output does not depend on the thread count.  Memory: per thread
  * O(C^2 + C (Dk + Dv) + Dk Dv) floats. */
@@ -90,11 +90,20 @@ const char *kern_reform_name(kern_reform r);
 /* By name; the message lists the names. */
 int kern_reform_parse(const char *s, kern_reform *out, gdn_error *e);
 
-/* The row's forward at chunk size C (ignored by token-loop): o (float32
- * values, held as binary64) and ht into out (allocated here, as
- * gdn_outputs_alloc; cleared on failure).  GDN_ERR_INPUT for C < 1 or
- * packed documents. */
-int kern_reform_forward(const gdn_inputs *in, int64_t C, kern_reform r, gdn_outputs *out, gdn_error *e);
+/* The row's forward at chunk size C (ignored by token-loop) on D devices:
+ * o (float32 values, held as binary64) and ht into out (allocated here, as
+ * gdn_outputs_alloc; cleared on failure).  D > 1 is the context-parallel
+ * form with token sharding, as kern_affine_prefix splits the sequence:
+ * device r holds tokens [r T/D, (r+1) T/D), chunked from its own start and
+ * zero padded; each device's affine map h -> M_r h + Bc_r folded from its
+ * chunks' maps (A_n = exp(G_last) I - Kt^T W, B_n = Kt^T U; M = A_n M,
+ * Bc = A_n Bc + B_n), the carries by the sequential prefix from h0, each
+ * piece replayed from its carry with the row's chunk order, ht the
+ * composition; float64 is kern_affine_prefix in binary64; token-loop has no
+ * devices (D ignored).  GDN_ERR_INPUT for C < 1, a D that does not divide T,
+ * or packed documents. */
+int kern_reform_forward(const gdn_inputs *in, int64_t C, int64_t D, kern_reform r, gdn_outputs *out,
+                        gdn_error *e);
 
 /* The row's gradients for cotangents ct (rows with has_vjp only; the others
  * GDN_ERR_INPUT), float32 values. */

@@ -39,7 +39,7 @@ static kern_reform reform_of(const parity_subject_methods *m) {
 static int produce_reform(parity_subject_run *s, const parity_produce_ctx *cx, gdn_error *e) {
   const kern_reform r = reform_of(s->m);
   if (r == KERN_REFORM_COUNT) return gdn_error_set(e, GDN_ERR_INTERNAL, "subject %s: not a reformulation", s->name);
-  int rc = kern_reform_forward(cx->in, cx->cfg->chunk, r, &s->owned, e);
+  int rc = kern_reform_forward(cx->in, cx->cfg->chunk, cx->cfg->devices, r, &s->owned, e);
   if (rc) return rc;
   s->out = &s->owned;
   s->present = PARITY_TENSOR_FORWARD;
@@ -54,11 +54,11 @@ static int produce_reform(parity_subject_run *s, const parity_produce_ctx *cx, g
 }
 
 /* Judged as an external output is (another implementation with the case's
- * numerics), once per chunk size. */
+ * numerics), once per case: on the case's device count. */
 static void reform_rows_build(void) {
   for (int r = 0; r < KERN_REFORM_COUNT; r++)
     reform_rows[r] = (parity_subject_methods){kern_reform_name((kern_reform)r), PARITY_SUBJ_EXTERNAL,
-                                              PARITY_STAGE_CHUNK, PARITY_ROLE_JUDGED, 0, produce_reform};
+                                              PARITY_STAGE_CASE, PARITY_ROLE_JUDGED, 0, produce_reform};
 }
 
 static const parity_subject_methods *reform_row(kern_reform r) {
@@ -224,8 +224,8 @@ static int stats_check(tr_stats *st, const json_t *k, const char *run, int64_t d
   return GDN_OK;
 }
 
-/* Every counted check of one run's document (see the header: chunk-stage
- * subjects from the first case, affine-prefix from every case). */
+/* Every counted check of one run's document (see the header: the scan
+ * from the first case, the others from every case). */
 static int stats_run(tr_stats *st, const parity_doc *d, const char *run, int regime) {
   for (size_t c = 0; c < json_array_size(d->cases); c++) {
     const json_t *jc = json_array_get(d->cases, c);
@@ -236,7 +236,7 @@ static int stats_run(tr_stats *st, const parity_doc *d, const char *run, int reg
       const json_t *k = json_array_get(checks, i);
       const char *name = report_doc_str(k, "subject");
       tr_subject *sj = stats_subject(st, name);
-      if (!sj || (c > 0 && strcmp(name, "affine-prefix"))) continue;
+      if (!sj || (c > 0 && !strcmp(name, "scan"))) continue;
       int rc = stats_check(st, k, run, devices, sj);
       if (rc) return rc;
       double v = NAN, l = NAN;

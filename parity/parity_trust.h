@@ -21,8 +21,9 @@
  * cotangents and the reference's VJP (--grad), then one parity_sweep at the
  * chunk size over the device counts (float32, IEEE matmuls, sequential
  * prefix), quiet.  Every check of the run's cases is counted once: a
- * chunk-stage subject's (scan, the reformulations) from the first case, the
- * affine-prefix's from every case (one per device count).
+ * chunk-stage subject's (the scan) from the first case, the case-stage
+ * subjects' (affine-prefix, the reformulations: one per device count, D > 1
+ * through their context-parallel form, kern_reform.h) from every case.
  *
  * Statistics per (rule, tensor): the checks counted, the FAILs, and the
  * distribution of value / limit (report_summary_margin): min, median, p90,
