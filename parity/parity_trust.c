@@ -61,7 +61,7 @@ static void reform_rows_build(void) {
                                               PARITY_STAGE_CASE, PARITY_ROLE_JUDGED, 0, produce_reform};
 }
 
-static const parity_subject_methods *reform_row(kern_reform r) {
+const parity_subject_methods *parity_trust_subject(kern_reform r) {
   pthread_once(&reform_rows_once, reform_rows_build);
   return &reform_rows[r];
 }
@@ -430,7 +430,7 @@ static json_t *trust_doc(const parity_trust_opts *o, tr_stats *st, size_t runs, 
 int parity_trust_run(const parity_trust_opts *o, json_t **doc, gdn_error *e) {
   *doc = NULL;
   const parity_subject_methods *rows[KERN_REFORM_COUNT];
-  for (size_t i = 0; i < o->n_reforms; i++) rows[i] = reform_row(o->reforms[i]);
+  for (size_t i = 0; i < o->n_reforms; i++) rows[i] = parity_trust_subject(o->reforms[i]);
   for (size_t i = 0; i < o->n_shapes; i++) {
     parity_sweep_opts so = run_sweep_opts(o, rows, NULL);
     if (parity_sweep_validate(&o->shapes[i], &so, e)) return gdn_error_prefix(e, "trust: "), e->code;

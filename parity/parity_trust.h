@@ -47,6 +47,7 @@
 #include "kern_reform.h"
 #include "parity_oracle.h"
 #include "parity_policy.h"
+#include "parity_subject.h"
 
 #define PARITY_TRUST_SPIKE_STREAM 0x5317e5ull
 #define PARITY_TRUST_MAX_SHAPES 8
@@ -84,6 +85,10 @@ typedef struct parity_trust_opts {
   const char *command; /* recorded, or NULL */
   FILE *progress;      /* one line per run, or NULL */
 } parity_trust_opts;
+
+/* The subject row of reformulation r (kind external, stage case, judged:
+ * see above); built on first use, thread-safe. */
+const parity_subject_methods *parity_trust_subject(kern_reform r);
 
 /* "all" (every row but plain, the stock order itself) or NAME,NAME,...;
  * unknown and repeated names refused (GDN_ERR_INPUT, the message lists the
