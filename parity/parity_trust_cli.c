@@ -18,7 +18,8 @@ static const gdn_cli_opt options[] = {
      "gate regimes: slow, init (the model's initial gates), spike-10, spike-40, spike-80 (slow gates, g = -10, "
      "-40, -80 on 5 % of tokens) (default all five)", 0},
     {"reforms", "all|NAME[,NAME...]",
-     "the reformulations judged (kernels/kern_reform.h: solve-dot, cumsum-hillis-steele, ...; default all)", 0},
+     "the reformulations judged (kernels/kern_reform.h: solve-dot, cumsum-hillis-steele, ...; default all: every row "
+     "but plain, the stock order itself)", 0},
     {"h0", "MODE", "with, without or both (default both)", 0},
     {"seeds", "N", "seeds 0 .. N-1 per shape, h0 mode and regime (default 4; --campaign: 50)", 0},
     {"grad", NULL, "also judge gradients (scan, affine-prefix, and the reformulations that have a backward)", 0},
