@@ -18,13 +18,14 @@ meson test -C build-test --print-errorlogs --num-processes "$jobs"
 # The policy against correct code (gdn-parity trust, docs/trust-json.md): the
 # reformulations of kernels/kern_reform.h, the scan and affine-prefix on 1 and 8
 # devices, 3 seeds x 5 gate regimes x with and without h0 at B 1, T 256, H 2,
-# D 32 (about 20 s on 2 cores).  It must run and write a valid document; set
+# D 32, forward and gradients (76 s on 2 cores shared with other work).  It
+# must run and write a valid document; set
 # trust_expect=--expect-pass (exit 1 on any false FAIL) once the policy passes
 # every reformulation.
 trust_expect=""
 trust_dir=$(mktemp -d)
-build-test/parity/gdn-parity trust --seeds 3 --devices 1,8 --reproducible --quiet --json "$trust_dir/trust.json" \
-  $trust_expect
+build-test/parity/gdn-parity trust --seeds 3 --devices 1,8 --grad --reproducible --quiet \
+  --json "$trust_dir/trust.json" $trust_expect
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["schema"] == "gdn-parity-trust" and \
 d["version"] == 1 and d["checks"] > 0 and d["false_fails"] == len(d["fails"]), "bad trust document"' \
   "$trust_dir/trust.json"
