@@ -445,7 +445,9 @@ int parity_trust_run(const parity_trust_opts *o, json_t **doc, gdn_error *e) {
       for (size_t ri = 0; !rc && ri < o->n_regimes; ri++)
         for (int64_t seed = 0; !rc && seed < o->seeds; seed++, runs++)
           rc = run_one(o, &st, rows, &o->shapes[si], o->h0[hi], o->regimes[ri], seed, e);
-  if (!rc && !st.checks) rc = gdn_error_set(e, GDN_ERR_INTERNAL, "trust: the policy judged no check");
+  if (!rc && !st.checks)
+    rc = gdn_error_set(e, GDN_ERR_INPUT, "trust: policy '%s' judged no check (no rule for float32 IEEE outputs)",
+                       o->policy->name);
   if (!rc && !(*doc = trust_doc(o, &st, runs, gdn_clock_seconds() - t0)))
     rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (trust document)");
   stats_clear(&st);
