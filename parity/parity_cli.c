@@ -31,6 +31,7 @@
 #include "parity_output.h"
 #include "parity_policy.h"
 #include "parity_sweep.h"
+#include "parity_trust.h"
 #include "parity_spill.h"
 #include "parity_sweep_stream.h"
 #include "report.h"
@@ -146,6 +147,7 @@ void parity_cli_print_help(FILE *f) {
           "                                                rebuild reports from a saved results document\n"
           "  gdn-parity coverage [--grid GRID.json] [--mutants all|NAME,...] [options]\n"
           "                                                which grid case kills which catalogued mutant\n"
+          "  gdn-parity trust [options]                    false FAILs of correct reformulations (trust --help)\n"
           "  gdn-parity --print-policy                     the built-in tolerance policy\n\n"
           "options:\n",
           GDN_VERSION);
@@ -1109,7 +1111,7 @@ static const cmd_row *find_command(int argc, char **argv, int *first, gdn_error 
   for (size_t i = 1; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(argv[1], commands[i].name)) return &commands[i];
   gdn_error_set(e, GDN_ERR_INPUT,
-                "unknown command '%s'; expected sweep, check, report or coverage, or options such as --shape (see --help)",
+                "unknown command '%s'; expected sweep, check, report, coverage or trust, or options such as --shape (see --help)",
                 argv[1]);
   return NULL;
 }
@@ -1234,6 +1236,7 @@ static int finish_coverage(cmd_ctx *x, const parity_output_opts *oo, gdn_error *
 }
 
 int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
+  if (argc > 1 && !strcmp(argv[1], "trust")) return parity_trust_main(argc, argv, out, err, e); /* its own options */
   int first;
   const cmd_row *cmd = find_command(argc, argv, &first, e);
   if (!cmd) return -1;

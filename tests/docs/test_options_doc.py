@@ -1,5 +1,5 @@
-"""docs/options.md against the --help of gdn-parity and of each gdn-fixture
-subcommand, both ways (docs_check.check_options); gdn-parity-jax's sections
+"""docs/options.md against the --help of gdn-parity, of gdn-parity trust and
+of each gdn-fixture subcommand, both ways (docs_check.check_options); gdn-parity-jax's sections
 are checked by tests/jax/test_options_doc.py.  Negative controls: the page
 with one option removed, with one invented, and with one option's commands
 changed must each fail."""
@@ -11,7 +11,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import docs_check  # noqa: E402
 
 root, gdn_parity, gdn_fixture = sys.argv[1:4]
-helps = {"gdn-parity": docs_check.run_help([gdn_parity])}
+helps = {"gdn-parity": docs_check.run_help([gdn_parity]),
+         "gdn-parity trust": docs_check.run_help([gdn_parity, "trust"])}  # trust has its own table
 top = docs_check.run_help([gdn_fixture])
 subs = re.findall(r"^  (\w+)  ", top.split("commands:", 1)[1], re.M)
 assert subs, "gdn-fixture --help lists no commands"

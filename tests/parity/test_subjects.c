@@ -16,6 +16,7 @@
 #include "gdn_synth.h"
 #include "gdn_threads.h"
 #include "parity_sweep.h"
+#include "parity_trust.h"
 #include "report_doc.h"
 #include "../check_runner.h"
 #include "../test_util_synth.h"
@@ -139,6 +140,11 @@ START_TEST(every_row_conforms) {
   for (size_t i = 0; i < parity_subject_n_rows; i++) {
     const parity_subject_methods *m = parity_subject_rows[i];
     double w = conform(m, &f, m == &parity_subject_external ? &ext : NULL);
+    ck_assert_msg(w <= band, "%s: rel_fro %g above the band %g", m->name, w, band);
+  }
+  for (int r = 0; r < KERN_REFORM_COUNT; r++) { /* gdn-parity trust's rows (parity_trust.h) */
+    const parity_subject_methods *m = parity_trust_subject((kern_reform)r);
+    double w = conform(m, &f, NULL);
     ck_assert_msg(w <= band, "%s: rel_fro %g above the band %g", m->name, w, band);
   }
   ck_assert(conform(&toy, &f, NULL) <= band);

@@ -1,0 +1,204 @@
+/* gdn-parity trust (parity_trust.h): the statistics it prints are the checks'
+ * own, it finds FAILs when there are some (a policy too strict for any
+ * float32 result: the negative control), --expect-pass turns them into exit
+ * 1, the document is byte-identical for 1 and 2 threads with
+ * --reproducible, and bad options are refused naming the option. */
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli_inproc.h"
+#include "gdn_synth.h"
+#include "parity_trust.h"
+#include "../check_runner.h"
+#include "../scratch_dir.h"
+
+/* A one-rule policy: every subject's o and ht rel_fro within limit_u u. */
+static char *write_policy(const char *dir, double limit_u) {
+  char *p = scratch_join(dir, limit_u < 1 ? "strict.json" : "loose.json");
+  FILE *f = fopen(p, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f,
+          "{\"name\": \"one band\", \"version\": 1, \"description\": \"test\", \"rules\": [{\"id\": \"band\", "
+          "\"kind\": \"absolute\", \"dtype\": \"float32\", \"metric\": \"rel_fro\", \"limit_u\": %g, "
+          "\"reason\": \"test\"}]}\n",
+          limit_u);
+  fclose(f);
+  return p;
+}
+
+static json_t *read_json(const char *path) {
+  json_error_t je;
+  json_t *j = json_load_file(path, 0, &je);
+  ck_assert_msg(j != NULL, "%s: %s", path, je.text);
+  return j;
+}
+
+static json_int_t jint(const json_t *o, const char *k) { return json_integer_value(json_object_get(o, k)); }
+static double jreal(const json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
+
+/* Small budget: B 1, T 128, H 2, D 16, C 16, the initial gates with h0,
+ * two seeds, devices 1 and 2, three reformulations. */
+#define SMALL "--shape", "1,128,2,16", "--chunk", "16", "--regimes", "init", "--h0", "with", "--seeds", "2", \
+              "--devices", "1,2", "--reforms", "cumsum-hillis-steele,token-loop,float64", "--reproducible"
+
+START_TEST(statistics_are_the_checks) {
+  char *dir = scratch_mkdtemp("/tmp/test_trust");
+  char *js = scratch_join(dir, "t.json");
+  char *av[] = {"gdn-parity", "trust", SMALL, "--json", js, NULL};
+  gdn_error e;
+  ck_assert_msg(cli_inproc(av, &e) == 0, "%s", e.msg);
+  json_t *d = read_json(js);
+  ck_assert_str_eq(json_string_value(json_object_get(d, "schema")), "gdn-parity-trust");
+  ck_assert_int_eq(jint(d, "version"), 1);
+  ck_assert_ptr_null(json_object_get(d, "seconds")); /* --reproducible */
+  ck_assert_int_eq(jint(json_object_get(d, "budget"), "runs"), 2);
+  /* Subjects: the scan once per run, affine-prefix and the three rows once
+   * per device count: 2 runs x 1 + 2 runs x 4 x 2. */
+  const json_t *subj = json_object_get(d, "subjects");
+  ck_assert_int_eq(json_array_size(subj), 5);
+  json_int_t runs = 0;
+  for (size_t i = 0; i < json_array_size(subj); i++) runs += jint(json_array_get(subj, i), "runs");
+  ck_assert_int_eq(runs, 2 * 1 + 2 * 4 * 2);
+  /* Rules: the counts add up, each distribution is ordered, the worst is
+   * the max, every FAIL is listed with value / limit above 1. */
+  const json_t *rules = json_object_get(d, "rules");
+  json_int_t checks = 0, fails = 0;
+  for (size_t i = 0; i < json_array_size(rules); i++) {
+    const json_t *r = json_array_get(rules, i), *q = json_object_get(r, "ratio");
+    checks += jint(r, "checks");
+    fails += jint(r, "fails");
+    ck_assert(jreal(q, "min") <= jreal(q, "median") && jreal(q, "median") <= jreal(q, "p90") &&
+              jreal(q, "p90") <= jreal(q, "max"));
+    ck_assert_double_eq(jreal(q, "max"), jreal(json_object_get(r, "worst"), "ratio"));
+  }
+  ck_assert_int_eq(checks, jint(d, "checks"));
+  ck_assert_int_eq(fails, jint(d, "false_fails"));
+  ck_assert_int_eq(fails, (json_int_t)json_array_size(json_object_get(d, "fails")));
+  for (size_t i = 0; i < json_array_size(json_object_get(d, "fails")); i++)
+    ck_assert(jreal(json_array_get(json_object_get(d, "fails"), i), "ratio") > 1);
+  ck_assert(json_is_boolean(json_object_get(d, "pass")));
+  ck_assert_int_eq(json_is_true(json_object_get(d, "pass")), fails == 0);
+  /* float64 rounded once is far inside every limit: its worst value/limit
+   * is below 0.5 (measured 0.03 to 0.3 on these inputs). */
+  for (size_t i = 0; i < json_array_size(subj); i++)
+    if (!strcmp(json_string_value(json_object_get(json_array_get(subj, i), "name")), "float64"))
+      ck_assert(jreal(json_array_get(subj, i), "worst_ratio") < 0.5);
+  json_decref(d);
+  scratch_rmdir(dir);
+  free(dir);
+}
+END_TEST
+
+/* The negative control: a policy no float32 result can pass (0.25u) makes
+ * every subject FAIL, and --expect-pass exit 1; a loose one (1e6 u) passes
+ * with exit 0 under --expect-pass. */
+START_TEST(expect_pass_fails_on_a_false_fail) {
+  char *dir = scratch_mkdtemp("/tmp/test_trust");
+  char *strict = write_policy(dir, 0.25), *loose = write_policy(dir, 1e6), *js = scratch_join(dir, "s.json");
+  gdn_error e;
+  char *a1[] = {"gdn-parity", "trust", SMALL, "--policy", strict, "--json", js, "--expect-pass", NULL};
+  ck_assert_int_eq(cli_inproc(a1, &e), 1);
+  json_t *d = read_json(js);
+  const json_t *subj = json_object_get(d, "subjects");
+  for (size_t i = 0; i < json_array_size(subj); i++)
+    ck_assert_int_eq(jint(json_array_get(subj, i), "failed_runs"), jint(json_array_get(subj, i), "runs"));
+  ck_assert(!json_is_true(json_object_get(d, "pass")));
+  json_decref(d);
+  char *a2[] = {"gdn-parity", "trust", SMALL, "--policy", strict, NULL};
+  ck_assert_int_eq(cli_inproc(a2, &e), 0); /* without --expect-pass: a report */
+  char *a3[] = {"gdn-parity", "trust", SMALL, "--policy", loose, "--expect-pass", NULL};
+  ck_assert_int_eq(cli_inproc(a3, &e), 0);
+  scratch_rmdir(dir);
+  free(dir);
+}
+END_TEST
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  ck_assert_ptr_nonnull(f);
+  static char buf[4][1 << 20];
+  static int k;
+  char *b = buf[k++ & 3];
+  size_t n = fread(b, 1, sizeof buf[0] - 1, f);
+  b[n] = '\0';
+  fclose(f);
+  return b;
+}
+
+START_TEST(threads_give_the_same_bytes) {
+  char *dir = scratch_mkdtemp("/tmp/test_trust");
+  char *j1 = scratch_join(dir, "1.json"), *j2 = scratch_join(dir, "2.json"), *j3 = scratch_join(dir, "3.json");
+  gdn_error e;
+  char *a1[] = {"gdn-parity", "trust", SMALL, "--threads", "1", "--json", j1, NULL};
+  char *a2[] = {"gdn-parity", "trust", SMALL, "--threads", "2", "--json", j2, NULL};
+  char *a3[] = {"gdn-parity", "trust", "--shape", "1,64,1,8", "--chunk", "16", "--seeds", "1", "--regimes", "slow",
+                "--reforms", "solve-dot", "--json", j3, NULL};
+  ck_assert_msg(cli_inproc(a1, &e) == 0, "%s", e.msg);
+  ck_assert_msg(cli_inproc(a2, &e) == 0, "%s", e.msg);
+  ck_assert_msg(cli_inproc(a3, &e) == 0, "%s", e.msg);
+  ck_assert_str_eq(slurp(j1), slurp(j2));
+  ck_assert_ptr_nonnull(strstr(slurp(j3), "\"seconds\"")); /* only --reproducible drops the timing */
+  ck_assert_ptr_null(strstr(slurp(j1), "--threads"));      /* nor is the thread count recorded */
+  scratch_rmdir(dir);
+  free(dir);
+}
+END_TEST
+
+/* The spikes: g = -40 on about 5 % of the tokens, on every head of those. */
+START_TEST(spikes_hit_five_percent) {
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_inputs in;
+  gdn_inputs_init(&in);
+  gdn_shape s = {2, 2048, 1, 3, 8, 8};
+  gdn_synth_opts so = {7, GDN_SYNTH_SLOW_GATES, 0};
+  ck_assert_int_eq(gdn_synth_generate(&in, &s, &so, &e), GDN_OK);
+  parity_trust_spike(&in, PARITY_TRUST_SPIKE_40, 7);
+  int64_t hit = 0;
+  for (int64_t bt = 0; bt < 2 * 2048; bt++) {
+    const int on = in.g[bt * 3] == -40.0f;
+    ck_assert_int_eq(in.g[bt * 3 + 1] == -40.0f, on);
+    ck_assert_int_eq(in.g[bt * 3 + 2] == -40.0f, on);
+    hit += on;
+  }
+  /* binomial(4096, 0.05): mean 205, sd 14; 4 sd either side */
+  ck_assert_msg(hit >= 149 && hit <= 261, "%lld spiked tokens", (long long)hit);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
+typedef struct bad_case {
+  const char *args[6];
+  const char *msg;
+} bad_case;
+
+static const bad_case bad[] = {
+    {{"--regimes", "fast"}, "--regimes"},
+    {{"--reforms", "solve-dot,solve-dot"}, "listed twice"},
+    {{"--reforms", "cumsum-xla"}, "unknown reformulation 'cumsum-xla'"},
+    {{"--shape", "1,100,2,16", "--devices", "8"}, "100"},
+    {{"--oracle", "none"}, "--oracle none"},
+    {{"--h0", "sometimes"}, "--h0 'sometimes'"},
+    {{"--shape", "1,64,2,16/"}, "ends with '/'"},
+    {{"--key-heads", "3"}, "--key-heads"},
+    {{"stray"}, "unexpected argument 'stray'"},
+};
+
+START_TEST(bad_options_refused) {
+  const bad_case *b = &bad[_i];
+  char *av[12] = {"gdn-parity", "trust"};
+  int n = 2;
+  for (int i = 0; i < 6 && b->args[i]; i++) av[n++] = (char *)b->args[i];
+  av[n] = NULL;
+  gdn_error e;
+  ck_assert_int_eq(cli_inproc(av, &e), -1);
+  ck_assert_int_eq(e.code, GDN_ERR_INPUT);
+  ck_assert_msg(strstr(e.msg, b->msg) != NULL, "message '%s' lacks '%s'", e.msg, b->msg);
+}
+END_TEST
+
+CKR_MAIN_TABLE("parity", "trust", 300, bad, (bad_options_refused), statistics_are_the_checks,
+               expect_pass_fails_on_a_false_fail, threads_give_the_same_bytes, spikes_hit_five_percent)
