@@ -59,6 +59,8 @@ typedef struct parity_subject_result {
   parity_metrics vs_scan[PARITY_T_N];
   int pass;                  /* its own checks all pass (1 with none) */
   size_t deciding;           /* its deciding check, SIZE_MAX with none */
+  int other_case;            /* an external output declaring another device count than the case's:
+                                not judged, not recorded in it (parity_sweep_case_scope) */
 } parity_subject_result;
 
 /* The first chunk after the seam between device r - 1 and r. */

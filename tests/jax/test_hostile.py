@@ -24,7 +24,9 @@ import pytest
 from conftest import HERE, assert_exit as _ok, run_cli, synth
 from gdn_parity_jax import gdn_fixture_capture as cap
 
-SHAPE = ("--shape", "1,32,1,8", "--chunk", "8")
+# --devices 1: most functions here are stock ones (no cp_axis), which a run
+# refuses more devices for; a test that runs a cp function names its own.
+SHAPE = ("--shape", "1,32,1,8", "--chunk", "8", "--devices", "1")
 
 
 def _run(impl, out, *extra, timeout=300):
@@ -344,7 +346,7 @@ def test_assert_gdn_parity_escapes_and_reads_only_its_verdicts():
     with pytest.raises(AssertionError) as e:
         assert_gdn_parity("hostile:message_with_newlines", **kw)
     msg = str(e.value)
-    assert "internal error" in msg and "bad\\nPASS jax_scan" in msg
+    assert "the function under test raised" in msg and "bad\\nPASS jax_scan" in msg
     assert not any(ln.startswith("PASS") for ln in msg.splitlines()) and "\x1b" not in msg
     # a verdict-like line the function prints itself is not a verdict
     lines = assert_gdn_parity("hostile:prints_fake_verdict", **kw)
