@@ -1,3 +1,4 @@
+#include "parity_case_subject.h"
 #include "parity_sweep.h"
 
 #include <inttypes.h>
@@ -533,6 +534,7 @@ static int run_case(input_ctx *x, int64_t devices, kern_prefix prefix, gdn_error
     parity_sweep_case_describe(x, &r);
     case_measure(x, &r);
     rc = case_block_map(x, &r, e);
+    if (!rc) rc = parity_case_subject_measure(x, &r, e);
     if (!rc) rc = case_grad_profile(x, &r, e);
     if (!rc) rc = parity_sweep_case_judge(x, &r, e);
   }
