@@ -570,7 +570,7 @@ static void upstream_section(report_buf *b, const report_summary *s) {
                      "numbers (MaxText's unit test, torch.testing defaults, "
                      "flash-linear-attention's RMS ratio), applied as upstream's own test applies "
                      "them: in a case that judges a fixture output, to that output against the "
-                     "stock output of the same run (the case's <i>judged</i> columns); elsewhere "
+                     "stock output of the same run (the case's <em>judged</em> columns); elsewhere "
                      "to affine-prefix against the scan. <b>Would have missed</b>: the upstream "
                      "check passes a case that this gate fails.</p>\n"
                      "<table class=\"grid-table\" id=\"upstream-table\"><thead><tr><th>key</th>"
