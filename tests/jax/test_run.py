@@ -114,7 +114,7 @@ def test_usage_errors(tmp_path):
     r = run_cli("run", "--impl", f"{IMPLS}:chunk_gated_delta_rule", "--shape", "1,60,2,16",
                 "--chunk", "8", "--devices", "8", "--out", tmp_path)
     _ok(r, 2)
-    assert "T = 60 is not a multiple of 8" in r.stderr
+    assert "T = 60 is not a multiple of 8" in r.stderr and "take T = 56 or 64" in r.stderr
     r = run_cli("run", "--impl", f"{IMPLS}:no_such_function", "--shape", "1,64,2,16",
                 "--out", tmp_path)
     _ok(r, 2)

@@ -159,6 +159,13 @@ START_TEST(judged_once_at_its_devices) {
   ck_assert_int_eq(cases_with_x(doc, &where), 1);
   ck_assert_int_eq(where, 4);
   ck_assert_int_eq(failed_cases(doc), 1);
+  /* the heat map of a case of another device count is not x's (its seams
+   * would be that case's): the D = 2 case maps affine-prefix */
+  json_t *c2 = json_array_get(json_object_get(doc, "cases"), 1);
+  ck_assert_int_eq(json_integer_value(json_object_get(c2, "devices")), 2);
+  ck_assert_str_eq(json_string_value(json_object_get(json_object_get(c2, "block_map"), "subject")), "affine-prefix");
+  json_t *c4 = json_array_get(json_object_get(doc, "cases"), 2);
+  ck_assert_str_eq(json_string_value(json_object_get(json_object_get(c4, "block_map"), "subject")), "x");
   ck_assert_msg(strstr(log, "FAIL: 3 cases, 1 failed; worst: x o rel_fro "), "%s", log);
   ck_assert_msg(strstr(log, "(device 3, token "), "%s", log);
   const char *w = strstr(log, "; worst: x o");
