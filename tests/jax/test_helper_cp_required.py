@@ -40,6 +40,9 @@ def test_cp_false_judges_the_stock_function_alone_and_says_so():
                                "context-parallel was tested)")
     assert any("PASS jax_scan (1 device)" in ln for ln in lines)
     assert not any("jax_cp_d" in ln for ln in lines)
+    # the stock output's line shows its check, not the affine rule's id
+    scan = next(ln for ln in lines if "PASS jax_scan" in ln)
+    assert "[o rel_fro <= 2 x max(scan, 8u)]" in scan and "core-affine" not in scan, scan
     with pytest.raises(ValueError, match="cp=False judges the stock function alone"):
         assert_gdn_parity(STOCK, cp=False, devices=(1, 4), **TINY)
     with pytest.raises(ValueError, match="drop cp_fn or cp=False"):
@@ -51,6 +54,8 @@ def test_control_a_cp_function_passes_with_the_same_devices():
     # context-parallel to run (cp_fn) pass, with a jax_cp_d4 line
     lines = assert_gdn_parity(STOCK, cp_fn=impls.chunk_gated_delta_rule, devices=(1, 4), **TINY)
     assert any("PASS jax_cp_d4 (4 devices)" in ln for ln in lines)
+    # control of the tag: the context-parallel output keeps the rule's id
+    assert any("PASS jax_cp_d4" in ln and "[core-affine-no-worse-than-scan]" in ln for ln in lines)
 
 
 def test_run_refuses_devices_it_will_not_run(tmp_path):

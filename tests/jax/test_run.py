@@ -36,7 +36,8 @@ def test_correct_function_passes_on_1_2_4_8_devices(tools, tmp_path):
     for n in ("q", "k", "v", "g", "beta", "h0"):
         np.testing.assert_array_equal(fx["inputs"][n], ref["inputs"][n])
     doc = json.loads((out / "results.json").read_text())
-    assert doc["pass"] is True and all(c["impls"]["jax_cp_d8"]["pass"] for c in doc["cases"])
+    held = [c for c in doc["cases"] if "jax_cp_d8" in c["impls"]]  # judged once, at 8 devices
+    assert doc["pass"] is True and [c["devices"] for c in held] == [8] and held[0]["impls"]["jax_cp_d8"]["pass"]
 
 
 def test_hillis_steele_passes(tmp_path):
