@@ -609,7 +609,8 @@ static int has_other_impls(const report_summary *s) {
   return 0;
 }
 
-/* Optional columns: fixture outputs when any case has them; dtype when the
+/* Optional columns: fixture outputs when any case has them (under the case
+ * id, case_outputs_span); dtype when the
  * cases differ in it (otherwise the environment states it once). */
 typedef struct columns {
   int other, dtype;
@@ -639,6 +640,35 @@ static int dtypes_differ(const report_summary *s) {
   report_buf_clear(&a);
   report_buf_clear(&x);
   return differ;
+}
+
+/* Other implementations judged in the case (fixture outputs, mutants): their
+ * verdict and o rel_fro, under the case id (a column of their own made the
+ * table wider than a page). */
+static void case_outputs_span(report_buf *b, const json_t *c) {
+  const char *k;
+  const json_t *im;
+  int any = 0;
+  json_object_foreach(json_object_get(c, "impls"), k, im) {
+    if (!strcmp(k, "scan") || !strcmp(k, "affine-prefix")) continue;
+    int p = report_doc_bool(im, "pass", 1);
+    double rf;
+    char t[REPORT_NUM_CHARS] = "\xE2\x80\x94";
+    if (report_doc_metric(c, k, "o", "rel_fro", &rf)) fmt3(t, rf);
+    report_buf_printf(b, "%s<span class=\"%s\">%s</span> ", any ? "<br>" : "<span class=\"input outputs\">output ",
+                      p ? "tag-pass" : "tag-fail", p ? "\xE2\x9C\x93" : "\xE2\x9C\x97");
+    esc(b, k);
+    report_buf_printf(b, " (o rel_fro %s", t);
+    /* parity_packing.h: with packed documents, the semantics o matches */
+    const char *pm = report_doc_str(json_object_get(im, "attrs"), "packing_matched");
+    if (pm) {
+      report_buf_puts(b, "; packing: ");
+      esc(b, pm);
+    }
+    report_buf_puts(b, ")");
+    any = 1;
+  }
+  if (any) report_buf_puts(b, "</span>");
 }
 
 /* The row's identity: rank, verdict, id (and input name), T, C, D, prefix
@@ -676,6 +706,7 @@ static void case_cells_id(report_buf *b, const report_summary *s, size_t rank, c
     }
     report_buf_puts(b, "</span>");
   }
+  if (cols->other) case_outputs_span(b, c);
   report_buf_printf(b, "</td><td class=\"num\">%lld</td><td class=\"num\">%lld</td>"
                        "<td class=\"num\">%lld</td><td>",
                     report_doc_int(sh, "T", 0), report_doc_int(c, "chunk", 0),
@@ -796,42 +827,12 @@ static void case_cell_upstream(report_buf *b, const report_summary *s, const rep
   }
 }
 
-/* Other implementations (external outputs, mutants): verdict and o rel_fro. */
-static void case_cell_other(report_buf *b, const json_t *c) {
-  report_buf_puts(b, "<td>");
-  const char *k;
-  const json_t *im;
-  int any = 0;
-  json_object_foreach(json_object_get(c, "impls"), k, im) {
-    if (!strcmp(k, "scan") || !strcmp(k, "affine-prefix")) continue;
-    int p = report_doc_bool(im, "pass", 1);
-    double rf;
-    char t[REPORT_NUM_CHARS] = "\xE2\x80\x94";
-    if (report_doc_metric(c, k, "o", "rel_fro", &rf)) fmt3(t, rf);
-    report_buf_printf(b, "%s<span class=\"%s\">%s</span> ", any ? "<br>" : "",
-                      p ? "tag-pass" : "tag-fail", p ? "\xE2\x9C\x93" : "\xE2\x9C\x97");
-    esc(b, k);
-    report_buf_printf(b, " (o rel_fro %s", t);
-    /* parity_packing.h: with packed documents, the semantics o matches */
-    const char *pm = report_doc_str(json_object_get(im, "attrs"), "packing_matched");
-    if (pm) {
-      report_buf_puts(b, "; packing: ");
-      esc(b, pm);
-    }
-    report_buf_puts(b, ")");
-    any = 1;
-  }
-  if (!any) report_buf_puts(b, "\xE2\x80\x94");
-  report_buf_puts(b, "</td>");
-}
-
 static void case_row(report_buf *b, const report_summary *s, size_t rank, const columns *cols) {
   const report_case_view *v = &s->cases[s->order[rank]];
   case_cells_id(b, s, rank, cols);
   case_cells_metrics(b, v->c);
   case_cells_deciding(b, v);
   case_cell_upstream(b, s, v);
-  if (cols->other) case_cell_other(b, v->c);
   report_buf_puts(b, "</tr>\n");
 }
 
@@ -894,7 +895,6 @@ static void case_table(report_buf *b, const report_summary *s) {
                      "<th colspan=\"4\">judged vs oracle</th>"
                      "<th colspan=\"4\">judged vs scan</th>"
                      "<th colspan=\"4\">deciding check</th><th>upstream</th>");
-  if (cols.other) report_buf_puts(b, "<th>fixture outputs</th>");
   report_buf_puts(b, "</tr>\n<tr><th data-sort=\"num\">#</th><th data-sort=\"num\">verdict</th>"
                      "<th data-sort=\"text\">case id, input</th>"
                      "<th data-sort=\"num\">T</th><th data-sort=\"num\">C</th>"
@@ -906,7 +906,6 @@ static void case_table(report_buf *b, const report_summary *s) {
   report_buf_puts(b, "<th data-sort=\"text\">check</th><th data-sort=\"num\">value</th>"
                      "<th data-sort=\"num\">limit</th><th data-sort=\"num\">value / limit</th>"
                      "<th data-sort=\"num\">upstream vs ours</th>");
-  if (cols.other) report_buf_puts(b, "<th>name, verdict</th>");
   report_buf_puts(b, "</tr>\n</thead>\n<tbody>\n");
   for (size_t r = 0; r < s->n; r++) case_row(b, s, r, &cols);
   report_buf_puts(b, "</tbody></table></div>\n");
