@@ -281,6 +281,9 @@ START_TEST(reports_speak_of_the_failing_output) {
   ck_assert_ptr_nonnull(strstr(h, "<dt id=\"limit-core-affine-no-worse-than-scan\">"));
   ck_assert_uint_eq(count(h, "<span class=\"reason\">limit: The core rule"), 0);
   ck_assert_ptr_nonnull(strstr(h, "x vs oracle")); /* the profile's series */
+  /* the summary states the rule's reason once; later mentions name the rule */
+  ck_assert_uint_eq(count(m, "Limit: The core rule"), 1);
+  ck_assert_uint_ge(count(m, "Limit: as above (rule core-affine-no-worse-than-scan)"), 1);
   free(h);
   free(m);
   unlink(path);
