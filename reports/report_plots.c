@@ -935,6 +935,27 @@ static void plot_block_map(const report_summary *s, report_buf *b) {
 
 static int same_edges(const json_t *a, const json_t *b) { return json_equal((json_t *)a, (json_t *)b); }
 
+/* The histogram's bin labels under the axis, thinned so that none overlaps
+ * the next: every `every`-th bin, `every` from the longest label at 7 px a
+ * character (the axis font) and a 10 px gap against the bin width bw. */
+static void ulp_bin_labels(report_buf *b, const report_plot *p, const double *ev, size_t nb, double bw) {
+  size_t longest = 0;
+  for (size_t j = 0; j < nb; j++) {
+    char lo[40];
+    report_num_format(lo, ev[j], 4);
+    size_t len = strlen(lo) + (j + 1 == nb); /* the last label's >= */
+    if (len > longest) longest = len;
+  }
+  size_t every = (size_t)ceil(((double)longest * 7.0 + 10.0) / (bw > 0 ? bw : 1));
+  if (every < 1) every = 1;
+  for (size_t j = 0; j < nb; j += every) {
+    char lo[40], lab[48];
+    report_num_format(lo, ev[j], 4);
+    snprintf(lab, sizeof lab, "%s%s", j + 1 == nb ? "\xE2\x89\xA5" : "", lo);
+    report_svg_text(b, p->x0 + bw * ((double)j + 0.5), p->y1 + 18, "middle", NULL, lab);
+  }
+}
+
 static int plot_ulp(const report_summary *s, report_buf *b, gdn_error *e) {
   figure_begin(b, "plot-ulp", "Histogram of ULP errors of o");
   const json_t *edges = NULL;
@@ -1034,24 +1055,7 @@ static int plot_ulp(const report_summary *s, report_buf *b, gdn_error *e) {
     report_buf_puts(b, "</g>\n");
     drawn++;
   }
-  /* Bin labels, thinned so that none overlaps the next: every `every`-th
-   * bin, `every` from the longest label at 7 px a character (the axis font)
-   * and a 10 px gap against the bin width. */
-  size_t longest = 0;
-  for (size_t j = 0; j < nb; j++) {
-    char lo[40];
-    report_num_format(lo, ev[j], 4);
-    size_t len = strlen(lo) + (j + 1 == nb); /* the last label's >= */
-    if (len > longest) longest = len;
-  }
-  size_t every = (size_t)ceil(((double)longest * 7.0 + 10.0) / (bw > 0 ? bw : 1));
-  if (every < 1) every = 1;
-  for (size_t j = 0; j < nb; j += every) {
-    char lo[40], lab[48];
-    report_num_format(lo, ev[j], 4);
-    snprintf(lab, sizeof lab, "%s%s", j + 1 == nb ? "\xE2\x89\xA5" : "", lo);
-    report_svg_text(b, p.x0 + bw * ((double)j + 0.5), p.y1 + 18, "middle", NULL, lab);
-  }
+  ulp_bin_labels(b, &p, ev, nb, bw);
   static const char *const legend[] = {"scan vs oracle", "affine-prefix vs oracle",
                                        "judged output vs oracle"};
   for (int k = 0; k < 3; k++)
