@@ -1,7 +1,7 @@
 /* gdn_prelude: the layer's bfloat16 prelude, the tensors it starts from and
  * the kernel inputs it computes from them (what upstream really runs).
  *
- * In the real layer (../shared/specs/algorithm.md, last section) q, k, v
+ * In the real layer q, k, v
  * arrive in bfloat16 and are L2-normalised in bfloat16; beta = sigmoid(b)
  * and g = -exp(A_log) * softplus(a + dt_bias) are computed in bfloat16 from
  * the layer's activations a, b (B, T, Hv) and parameters A_log, dt_bias

@@ -1,4 +1,4 @@
-/* gdn-parity: the command (../shared/specs/cli-contract.md).
+/* gdn-parity: the command (docs/options.md, docs/errors.md).
  *
  *   gdn-parity --shape B,T,H,D [options]          synthetic case(s): the main job
  *   gdn-parity sweep --grid GRID.json [options]   a grid of cases

@@ -32,6 +32,7 @@
 #include "parity_policy.h"
 #include "parity_sweep.h"
 #include "parity_trust.h"
+#include "parity_worst.h"
 #include "parity_spill.h"
 #include "parity_sweep_stream.h"
 #include "report.h"
@@ -776,6 +777,22 @@ static void fixture_stream_refusal(const fix_group *g, const parity_sweep_opts *
   }
 }
 
+/* Each device count an output of the fixture declares joins the run's
+ * (sorted in, once): the output is judged in the case of its own count
+ * only (parity_sweep_case_scope), so that case must exist. */
+static void fixture_declared_devices(const fix_fixture *fx, parity_sweep_opts *o) {
+  for (size_t i = 0; i < fx->n_outputs; i++) {
+    const fix_output *fo = &fx->outputs[i];
+    if ((fo->missing & FIX_ATTR_DEVICES) || fo->devices < 1) continue;
+    size_t k = 0;
+    while (k < o->n_devices && o->devices[k] < fo->devices) k++;
+    if ((k < o->n_devices && o->devices[k] == fo->devices) || o->n_devices >= PARITY_MAX_LIST) continue;
+    memmove(&o->devices[k + 1], &o->devices[k], (o->n_devices - k) * sizeof o->devices[0]);
+    o->devices[k] = fo->devices;
+    o->n_devices++;
+  }
+}
+
 /* check of a fixture by head group: asked for (--group-heads), or when the
  * whole run is over --max-bytes.  *done 0: run it whole instead. */
 static int run_fixture_streamed(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
@@ -805,6 +822,7 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
     o.shard = plan.mode[0];
     o.shard_from = plan.from[0];
     if (!chunk_given) o.chunks[0] = m->chunk_size, o.n_chunks = 1;
+    fixture_declared_devices(m, &o);
     fixture_stream_refusal(src.g, &o, &plan, why, sizeof why);
     if (st->group_heads && why[0]) rc = gdn_error_set(e, GDN_ERR_INPUT, "--group-heads: %s", why);
   }
@@ -886,6 +904,7 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
     o.chunks[0] = fx.chunk_size;
     o.n_chunks = 1;
   }
+  fixture_declared_devices(&fx, &o);
   /* the fixture's data is loaded (counted by the loader); what the run adds:
    * reference + scan + one affine result + the kernels' scratch */
   if ((rc = parity_sweep_validate(&fx.inputs.shape, &o, e)) ||
@@ -1212,6 +1231,8 @@ static int finish(run_state *st, const parity_output_opts *oo, FILE *out, gdn_er
   fprintf(out, "%s: %zu case%s, %zu failed%s", pass ? "PASS" : "FAIL", st->doc.n_cases,
           st->doc.n_cases == 1 ? "" : "s", st->doc.n_failed,
           st->doc.have_oracle ? "" : " (no oracle: affine-prefix judged against scan only)");
+  char worst[512];
+  if (parity_worst_failure(st->doc.root, worst, sizeof worst)) fprintf(out, "; worst: %s", worst);
   parity_audit_print_suffix(out, st->doc.root);
   char unjudged[256];
   if (parity_doc_ht_unjudged(st->doc.root, unjudged, sizeof unjudged))

@@ -86,6 +86,7 @@ int parity_externals_from_fixture(const fix_fixture *fx, parity_external **out, 
     ext[i].out = &fo->out;
     ext[i].has_ht = fo->has_ht;
     ext[i].packing_matched = -1;
+    ext[i].devices = fo->missing & FIX_ATTR_DEVICES ? 0 : fo->devices;
     const char *note = NULL;
     int rc = output_numerics(fo, &ext[i].dtype, &ext[i].matmul, &note, e);
     if (rc) {

@@ -111,6 +111,7 @@ static json_t *impls_json(const parity_case_result *r) {
   int bad = !impls;
   for (size_t i = 0; impls && r->has_ref && i < r->n_subjects; i++) {
     const parity_subject_result *s = &r->subjects[i];
+    if (s->other_case) continue; /* judged in the case of its own device count */
     json_t *j = tensors_json(s->vs_ref, s->has_vs_ref);
     if (j && s->role == PARITY_ROLE_JUDGED) {
       bad |= parity_json_set(j, "pass", json_boolean(s->pass));
@@ -186,6 +187,8 @@ static json_t *profile_json(const parity_case_result *r) {
     bad |= parity_json_set(prof, "ref_max_abs", real_array(p->ref_max_abs, (size_t)p->n));
     bad |= parity_json_set(prof, role_name(r, r->baseline), real_array(p->baseline, (size_t)p->n));
     bad |= parity_json_set(prof, role_name(r, r->candidate), real_array(p->candidate, (size_t)p->n));
+    if (r->subject_profile)
+      bad |= parity_json_set(prof, role_name(r, r->subject), real_array(r->subject_profile, (size_t)p->n));
   }
   bad |= parity_json_set(prof, "affine_vs_scan", real_array(p->cand_vs_base, (size_t)p->n));
   if (bad) json_decref(prof);
@@ -243,8 +246,8 @@ static json_t *histogram_json(const parity_case_result *r) {
   double edges[PARITY_ULP_BINS];
   for (int i = 0; i < PARITY_ULP_BINS; i++) edges[i] = parity_ulp_bin_edge(i);
   int bad = parity_json_set(h, "edges", real_array(edges, PARITY_ULP_BINS));
-  size_t who[2] = {r->baseline, r->candidate};
-  for (int k = 0; k < 2; k++)
+  size_t who[3] = {r->baseline, r->candidate, r->subject};
+  for (int k = 0; k < (r->subject != SIZE_MAX ? 3 : 2); k++)
     bad |= parity_json_set(h, role_name(r, who[k]),
                            int_array(r->subjects[who[k]].vs_ref[PARITY_T_O].ulp_hist, PARITY_ULP_BINS));
   if (bad) json_decref(h);
@@ -290,6 +293,11 @@ json_t *parity_json_case(const parity_case_result *r, int reproducible) {
   bad |= parity_json_set(c, "affine_vs_scan", tensors_json(cand->vs_scan, cand->has_vs_scan));
   bad |= parity_json_set(c, "tolerance", tolerance_json(&r->checks));
   bad |= parity_json_set(c, "upstream", upstream_json(r->upstream));
+  if (r->subject != SIZE_MAX) { /* parity_case_subject.h: what the case's claims are about */
+    bad |= parity_json_set(c, "subject", json_string(role_name(r, r->subject)));
+    bad |= parity_json_set(c, "upstream_against", json_string(role_name(r, r->subject_against)));
+    bad |= parity_json_set(c, "subject_vs_against", tensors_json(r->subject_vs, r->subject_vs_mask));
+  }
   bad |= parity_json_set(c, "profile", profile_json(r));
   if (r->grad_profile.mask) bad |= parity_json_set(c, "grad_profile", grad_profile_json(r));
   bad |= parity_json_set(c, "seams", seams_json(r));

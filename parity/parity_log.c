@@ -84,11 +84,11 @@ void parity_log_chunk(FILE *f, int64_t chunk, int64_t n_chunks, int64_t tokens_T
     fprintf(f, "  note: chunk size %" PRId64 " gives %" PRId64 " chunk%s; default device counts above that are skipped\n",
             chunk, n_chunks, n_chunks == 1 ? "" : "s");
   if (has_ref)
-    fprintf(f, "  %-28s | %-29s | %-29s | %-20s | %-8s | %s\n", "case (C, devices, prefix)",
-            "o rel_fro: scan  affine  a-s", "ht rel_fro: scan  affine  a-s", "o median ulp: scan aff", "factor",
+    fprintf(f, "  %-28s | %-29s | %-29s | %-20s | %-9s | %s\n", "case (C, devices, prefix)",
+            "o rel_fro: scan  affine  a-s", "ht rel_fro: scan  affine  a-s", "o med ulp: scan  aff", "factor",
             "verdict");
   else
-    fprintf(f, "  %-28s | %-21s | %-21s | %-8s | %s\n", "case (C, devices, prefix)", "affine vs scan: o",
+    fprintf(f, "  %-28s | %-21s | %-21s | %-9s | %s\n", "case (C, devices, prefix)", "affine vs scan: o",
             "affine vs scan: ht", "factor", "verdict");
 }
 
@@ -105,20 +105,38 @@ static void log_deciding(FILE *f, const parity_check *k) {
           k->where[0] ? "; " : "", k->where);
 }
 
-/* A judged subject's own row: its errors against the reference in the
- * kernels' columns, its factor and verdict, then its deciding check. */
+/* A median ulp as its 9-wide column holds it: 2 decimals, 3 digits from 1e5 on. */
+static void fmt_ulp(char *b, size_t n, double x) {
+  if (isfinite(x) && x < 1e5) snprintf(b, n, "%.2f", x);
+  else snprintf(b, n, "%.3g", x);
+}
+
+/* A factor as the column holds it: 2 decimals, 3 digits from 1000 on. */
+static void fmt_factor(char *b, size_t n, double x) {
+  if (isfinite(x) && x < 1000) snprintf(b, n, "%.2fx", x);
+  else if (isfinite(x)) snprintf(b, n, "%.3gx", x);
+  else snprintf(b, n, "%s", isnan(x) ? "nan" : "inf");
+}
+
+/* A judged subject's own row, under the header's columns: its name in the
+ * case column, its errors against the reference in the affine slots (the
+ * scan's are the kernels' row below), against the scan in a-s, its median
+ * ulp, factor and verdict, then its deciding check. */
 static void log_judged(FILE *f, const char *lab, const parity_case_result *r, const parity_subject_result *s) {
-  char mid[160], a[PARITY_T_N][16], u[16], fac[32] = "-";
+  char name[160], a[PARITY_T_N][16], vs[PARITY_T_N][16], u[16] = "-", fac[32] = "-";
   for (int t = 0; t < PARITY_T_N; t++) {
     if (s->has_vs_ref & (1u << t)) fmt_e(a[t], 16, s->vs_ref[t].rel_fro);
     else snprintf(a[t], 16, "-");
+    if (s->has_vs_scan & (1u << t)) fmt_e(vs[t], 16, s->vs_scan[t].rel_fro);
+    else snprintf(vs[t], 16, "-");
   }
-  snprintf(u, sizeof u, "%.2f", s->vs_ref[PARITY_T_O].median_ulp);
-  snprintf(mid, sizeof mid, " %s: o rel_fro %s, ht rel_fro %s, o median ulp %s", s->name, a[PARITY_T_O],
-           a[PARITY_T_HT], u);
+  if (s->has_vs_ref & (1u << PARITY_T_O)) fmt_ulp(u, sizeof u, s->vs_ref[PARITY_T_O].median_ulp);
+  snprintf(name, sizeof name, "%s %s", lab, s->name);
   const parity_check *k = s->deciding < r->checks.n ? &r->checks.v[s->deciding] : NULL;
-  if (k) snprintf(fac, sizeof fac, "%.2fx", k->factor_reached);
-  fprintf(f, "  %-28s |%-86s| %-8s | %s\n", lab, mid, fac, !k ? "unjudged" : s->pass ? "PASS" : "FAIL");
+  if (k) fmt_factor(fac, sizeof fac, k->factor_reached);
+  fprintf(f, "  %-28s | %8s %8s %8s    | %8s %8s %8s    | %9s %9s  | %-9s | %s\n", name, "-", a[PARITY_T_O],
+          vs[PARITY_T_O], "-", a[PARITY_T_HT], vs[PARITY_T_HT], "-", u, fac,
+          !k ? "unjudged" : s->pass ? "PASS" : "FAIL");
   if (k) log_deciding(f, k);
 }
 
@@ -132,15 +150,15 @@ static void log_kernels(FILE *f, const char *lab, const char *fac, const parity_
     fmt_e(a[3], 16, sc->vs_ref[PARITY_T_HT].rel_fro);
     fmt_e(a[4], 16, af->vs_ref[PARITY_T_HT].rel_fro);
     fmt_e(a[5], 16, af->vs_scan[PARITY_T_HT].rel_fro);
-    snprintf(u1, sizeof u1, "%.2f", sc->vs_ref[PARITY_T_O].median_ulp);
-    snprintf(u2, sizeof u2, "%.2f", af->vs_ref[PARITY_T_O].median_ulp);
-    fprintf(f, "  %-28s | %8s %8s %8s    | %8s %8s %8s    | %9s %9s  | %-8s | %s\n", lab, a[0], a[1], a[2], a[3],
+    fmt_ulp(u1, sizeof u1, sc->vs_ref[PARITY_T_O].median_ulp);
+    fmt_ulp(u2, sizeof u2, af->vs_ref[PARITY_T_O].median_ulp);
+    fprintf(f, "  %-28s | %8s %8s %8s    | %8s %8s %8s    | %9s %9s  | %-9s | %s\n", lab, a[0], a[1], a[2], a[3],
             a[4], a[5], u1, u2, fac, r->pass ? "PASS" : "FAIL");
   } else {
     char a[2][16];
     fmt_e(a[0], 16, af->vs_scan[PARITY_T_O].rel_fro);
     fmt_e(a[1], 16, af->vs_scan[PARITY_T_HT].rel_fro);
-    fprintf(f, "  %-28s | rel_fro %-13s | rel_fro %-13s | %-8s | %s\n", lab, a[0], a[1], fac,
+    fprintf(f, "  %-28s | rel_fro %-13s | rel_fro %-13s | %-9s | %s\n", lab, a[0], a[1], fac,
             r->pass ? "PASS" : "FAIL");
   }
 }
@@ -187,7 +205,7 @@ void parity_log_case(FILE *f, const parity_case_result *r, int verbosity) {
     if (r->subjects[i].role == PARITY_ROLE_JUDGED && r->subjects[i].has_vs_ref)
       log_judged(f, lab, r, &r->subjects[i]);
   const parity_check *k = &r->checks.v[r->checks.deciding];
-  snprintf(fac, sizeof fac, "%.2fx", k->factor_reached);
+  fmt_factor(fac, sizeof fac, k->factor_reached);
   log_kernels(f, lab, fac, r);
   log_grads(f, r);
   log_deciding(f, k);

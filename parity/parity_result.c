@@ -8,6 +8,7 @@ void parity_case_result_init(parity_case_result *r) {
   memset(r, 0, sizeof *r);
   parity_checks_init(&r->checks);
   r->baseline = r->candidate = SIZE_MAX;
+  r->subject = r->subject_against = SIZE_MAX;
   r->packing = -1;
 }
 
@@ -27,6 +28,7 @@ void parity_case_result_clear(parity_case_result *r) {
   }
   parity_checks_clear(&r->checks);
   gdn_free(r->block_map.values);
+  gdn_free(r->subject_profile);
   parity_case_result_init(r);
 }
 

@@ -59,6 +59,8 @@ typedef struct parity_subject_result {
   parity_metrics vs_scan[PARITY_T_N];
   int pass;                  /* its own checks all pass (1 with none) */
   size_t deciding;           /* its deciding check, SIZE_MAX with none */
+  int other_case;            /* an external output declaring another device count than the case's:
+                                not judged, not recorded in it (parity_sweep_case_scope) */
 } parity_subject_result;
 
 /* The first chunk after the seam between device r - 1 and r. */
@@ -123,6 +125,14 @@ typedef struct parity_case_result {
                                 range finding (outputs too small for the compute dtype's range) and
                                 stock-algorithm finding (a band widened by kappa_G), "; " between */
   double kappa_g[2];         /* parity_kappa_g of the case's inputs at its chunk size: o, ht (parity_kappa.h) */
+  /* The case's own subject (parity_case_subject.h): a judged output of this
+   * case's device count that is not a stock scan, which the upstream checks,
+   * the profile along the sequence (subject_profile, profile.n blocks) and
+   * the ULP histogram are about; SIZE_MAX: none (our candidate is). */
+  size_t subject, subject_against;
+  double *subject_profile;
+  parity_metrics subject_vs[PARITY_T_N]; /* the subject against subject_against (upstream's comparison) */
+  unsigned subject_vs_mask;
 } parity_case_result;
 
 void parity_case_result_init(parity_case_result *r);

@@ -61,6 +61,10 @@ typedef struct parity_external {
    * PARITY_TENSOR_* bits of those stored (dh0 may be absent without h0). */
   const gdn_grads *grads;
   unsigned grads_present;
+  /* The device count the output declares (0: none declared): it is judged
+   * in the case of that many devices only, once per chunk size and prefix,
+   * since its seams are that case's (parity_sweep_case_scope). */
+  int64_t devices;
 } parity_external;
 
 /* What a produce function is given.  cfg: the case's numerics and chunk

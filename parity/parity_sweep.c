@@ -1,3 +1,4 @@
+#include "parity_case_subject.h"
 #include "parity_sweep.h"
 
 #include <inttypes.h>
@@ -341,10 +342,10 @@ static void case_seams(const input_ctx *x, parity_case_result *r) {
  * block_rel against the reference: at most 256 position bins per head. */
 static int case_block_map(const input_ctx *x, parity_case_result *r, gdn_error *e) {
   size_t w = SIZE_MAX;
-  for (size_t i = 0; i < x->n_subj; i++) {
-    const parity_subject_result *m = &x->meas[i];
+  for (size_t i = 0; i < x->n_subj; i++) { /* r's: an output of another device count is not the case's */
+    const parity_subject_result *m = &r->subjects[i];
     if (m->kind == PARITY_SUBJ_SCAN || !x->subj[i].out || !(m->has_vs_ref & (1u << PARITY_T_O))) continue;
-    if (w == SIZE_MAX || m->vs_ref[PARITY_T_O].block_rel > x->meas[w].vs_ref[PARITY_T_O].block_rel) w = i;
+    if (w == SIZE_MAX || m->vs_ref[PARITY_T_O].block_rel > r->subjects[w].vs_ref[PARITY_T_O].block_rel) w = i;
   }
   if (w == SIZE_MAX || !x->ref) return GDN_OK;
   int64_t od[4];
@@ -365,6 +366,7 @@ static int case_block_map(const input_ctx *x, parity_case_result *r, gdn_error *
 static void case_measure(const input_ctx *x, parity_case_result *r) {
   const gdn_shape *s = &x->in->shape;
   memcpy(r->subjects, x->meas, x->n_subj * sizeof *r->subjects);
+  parity_sweep_case_scope(x, r);
   case_seams(x, r);
   const gdn_outputs *base = x->subj[x->baseline].out, *cand = x->subj[x->candidate].out;
   const parity_subject_result *cm = &x->meas[x->candidate];
@@ -452,13 +454,23 @@ static void case_kappa_finding(parity_case_result *r) {
            w->rule->kappa_g_u, w->rule->id);
 }
 
+void parity_sweep_case_scope(const input_ctx *x, parity_case_result *r) {
+  for (size_t i = 0; i < r->n_subjects && i < x->n_subj; i++) {
+    const parity_external *xe = x->subj[i].ext;
+    if (!xe || !xe->devices || xe->devices == r->devices) continue;
+    r->subjects[i].other_case = 1;
+    r->subjects[i].has_vs_ref = r->subjects[i].has_vs_scan = 0;
+  }
+}
+
 int parity_sweep_case_judge(const input_ctx *x, parity_case_result *r, gdn_error *e) {
+  parity_sweep_case_scope(x, r); /* idempotent: the streamed path's cases come here directly */
   parity_subject *view = gdn_calloc(r->n_subjects, sizeof *view, "policy view", e);
   if (!view) return e ? e->code : GDN_ERR_NOMEM;
   for (size_t i = 0; i < r->n_subjects; i++) {
     const parity_subject_result *s = &r->subjects[i];
     view[i].name = s->name;
-    view[i].kind = s->kind;
+    view[i].kind = s->other_case ? 0u : s->kind; /* no rule applies to a subject of no kind */
     view[i].own_numerics = s->own_numerics;
     view[i].dtype = s->dtype;
     view[i].matmul = s->matmul;
@@ -522,6 +534,7 @@ static int run_case(input_ctx *x, int64_t devices, kern_prefix prefix, gdn_error
     parity_sweep_case_describe(x, &r);
     case_measure(x, &r);
     rc = case_block_map(x, &r, e);
+    if (!rc) rc = parity_case_subject_measure(x, &r, e);
     if (!rc) rc = case_grad_profile(x, &r, e);
     if (!rc) rc = parity_sweep_case_judge(x, &r, e);
   }

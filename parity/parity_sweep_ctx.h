@@ -53,6 +53,11 @@ void parity_sweep_ctx_clear(input_ctx *x);
 void parity_sweep_meas_init(parity_subject_result *m, const parity_subject_run *s);
 /* Identity of the case and its shards. */
 void parity_sweep_case_describe(const input_ctx *x, parity_case_result *r);
+/* An external output that declares its device count belongs to the case of
+ * that count: in every other case of r it is marked other_case and its
+ * metrics dropped, so it is judged once (not in every case) and no case
+ * draws its seams over an output of another device count. */
+void parity_sweep_case_scope(const input_ctx *x, parity_case_result *r);
 /* The policy over the case's subject table; each subject's own verdict. */
 int parity_sweep_case_judge(const input_ctx *x, parity_case_result *r, gdn_error *e);
 /* Whether the candidate records its seam states (bounded memory). */

@@ -463,9 +463,9 @@ const char *report_doc_num_text(const json_t *obj, const char *key, int digits, 
 }
 
 const json_t *report_doc_metrics(const json_t *c, const char *impl, const char *tensor) {
-  const json_t *t = !strcmp(impl, "affine_vs_scan")
-                        ? json_object_get(c, "affine_vs_scan")
-                        : json_object_get(json_object_get(c, "impls"), impl);
+  const json_t *t = !strcmp(impl, "affine_vs_scan")       ? json_object_get(c, "affine_vs_scan")
+                    : !strcmp(impl, "subject_vs_against") ? json_object_get(c, "subject_vs_against")
+                                                          : json_object_get(json_object_get(c, "impls"), impl);
   const json_t *m = json_object_get(t, tensor);
   return json_is_object(m) ? m : NULL;
 }

@@ -568,7 +568,10 @@ static void upstream_section(report_buf *b, const report_summary *s) {
   }
   report_buf_puts(b, "<p>What the tolerances used upstream today would have said about the same "
                      "numbers (MaxText's unit test, torch.testing defaults, "
-                     "flash-linear-attention's RMS ratio). <b>Would have missed</b>: the upstream "
+                     "flash-linear-attention's RMS ratio), applied as upstream's own test applies "
+                     "them: in a case that judges a fixture output, to that output against the "
+                     "stock output of the same run (the case's <em>judged</em> columns); elsewhere "
+                     "to affine-prefix against the scan. <b>Would have missed</b>: the upstream "
                      "check passes a case that this gate fails.</p>\n"
                      "<table class=\"grid-table\" id=\"upstream-table\"><thead><tr><th>key</th>"
                      "<th>upstream check</th><th>cases judged</th><th>upstream passes</th>"
@@ -606,7 +609,8 @@ static int has_other_impls(const report_summary *s) {
   return 0;
 }
 
-/* Optional columns: fixture outputs when any case has them; dtype when the
+/* Optional columns: fixture outputs when any case has them (under the case
+ * id, case_outputs_span); dtype when the
  * cases differ in it (otherwise the environment states it once). */
 typedef struct columns {
   int other, dtype;
@@ -638,6 +642,35 @@ static int dtypes_differ(const report_summary *s) {
   return differ;
 }
 
+/* Other implementations judged in the case (fixture outputs, mutants): their
+ * verdict and o rel_fro, under the case id (a column of their own made the
+ * table wider than a page). */
+static void case_outputs_span(report_buf *b, const json_t *c) {
+  const char *k;
+  const json_t *im;
+  int any = 0;
+  json_object_foreach(json_object_get(c, "impls"), k, im) {
+    if (!strcmp(k, "scan") || !strcmp(k, "affine-prefix")) continue;
+    int p = report_doc_bool(im, "pass", 1);
+    double rf;
+    char t[REPORT_NUM_CHARS] = "\xE2\x80\x94";
+    if (report_doc_metric(c, k, "o", "rel_fro", &rf)) fmt3(t, rf);
+    report_buf_printf(b, "%s<span class=\"%s\">%s</span> ", any ? "<br>" : "<span class=\"input outputs\">output ",
+                      p ? "tag-pass" : "tag-fail", p ? "\xE2\x9C\x93" : "\xE2\x9C\x97");
+    esc(b, k);
+    report_buf_printf(b, " (o rel_fro %s", t);
+    /* parity_packing.h: with packed documents, the semantics o matches */
+    const char *pm = report_doc_str(json_object_get(im, "attrs"), "packing_matched");
+    if (pm) {
+      report_buf_puts(b, "; packing: ");
+      esc(b, pm);
+    }
+    report_buf_puts(b, ")");
+    any = 1;
+  }
+  if (any) report_buf_puts(b, "</span>");
+}
+
 /* The row's identity: rank, verdict, id (and input name), T, C, D, prefix
  * and modes, dtype. */
 static void case_cells_id(report_buf *b, const report_summary *s, size_t rank, const columns *cols) {
@@ -661,6 +694,19 @@ static void case_cells_id(report_buf *b, const report_summary *s, size_t rank, c
     esc(b, report_doc_str(in, "name"));
     report_buf_puts(b, "</span>");
   }
+  const char *subject = report_doc_str(c, "subject");
+  if (subject) { /* the judged columns are this output's */
+    report_buf_puts(b, "<span class=\"input subject\">judged: <b>");
+    esc(b, subject);
+    report_buf_puts(b, "</b>");
+    if (report_doc_str(c, "upstream_against")) {
+      report_buf_puts(b, " (vs ");
+      esc(b, report_doc_str(c, "upstream_against"));
+      report_buf_puts(b, ")");
+    }
+    report_buf_puts(b, "</span>");
+  }
+  if (cols->other) case_outputs_span(b, c);
   report_buf_printf(b, "</td><td class=\"num\">%lld</td><td class=\"num\">%lld</td>"
                        "<td class=\"num\">%lld</td><td>",
                     report_doc_int(sh, "T", 0), report_doc_int(c, "chunk", 0),
@@ -675,9 +721,14 @@ static void case_cells_id(report_buf *b, const report_summary *s, size_t rank, c
   }
 }
 
-/* Each implementation's rel_fro and median ULP on o and ht. */
+/* Each implementation's rel_fro and median ULP on o and ht: the scan's, then
+ * the judged one's -- the fixture output the case is about (cases[].subject)
+ * against the oracle and against the stock output upstream compares it with,
+ * or without one affine-prefix against the oracle and against the scan. */
 static void case_cells_metrics(report_buf *b, const json_t *c) {
-  static const char *const impls[] = {"scan", "affine-prefix", "affine_vs_scan"};
+  const char *subject = report_doc_str(c, "subject");
+  const char *const impls[] = {"scan", subject ? subject : "affine-prefix",
+                               subject ? "subject_vs_against" : "affine_vs_scan"};
   for (size_t k = 0; k < 3; k++) {
     td_metric(b, c, impls[k], "o", "rel_fro");
     /* The median, not the max: the max ULP error is dominated by elements
@@ -707,7 +758,14 @@ static void case_cells_deciding(report_buf *b, const report_case_view *v) {
     report_buf_puts(b, " <code>");
     esc(b, report_doc_str(v->deciding, "metric"));
     report_buf_puts(b, "</code>");
-    if (reason && !pass) {
+    const char *rule = report_doc_str(v->deciding, "rule");
+    if (reason && !pass && rule) { /* the rule's reason once, under the table */
+      report_buf_puts(b, "<span class=\"reason\">limit: rule <a href=\"#limit-");
+      report_escape_html_attr_z(b, rule);
+      report_buf_puts(b, "\">");
+      esc(b, rule);
+      report_buf_puts(b, "</a> (below the table)</span>");
+    } else if (reason && !pass) {
       report_buf_puts(b, "<span class=\"reason\">limit: ");
       esc(b, reason);
       report_buf_puts(b, "</span>");
@@ -769,43 +827,38 @@ static void case_cell_upstream(report_buf *b, const report_summary *s, const rep
   }
 }
 
-/* Other implementations (external outputs, mutants): verdict and o rel_fro. */
-static void case_cell_other(report_buf *b, const json_t *c) {
-  report_buf_puts(b, "<td>");
-  const char *k;
-  const json_t *im;
-  int any = 0;
-  json_object_foreach(json_object_get(c, "impls"), k, im) {
-    if (!strcmp(k, "scan") || !strcmp(k, "affine-prefix")) continue;
-    int p = report_doc_bool(im, "pass", 1);
-    double rf;
-    char t[REPORT_NUM_CHARS] = "\xE2\x80\x94";
-    if (report_doc_metric(c, k, "o", "rel_fro", &rf)) fmt3(t, rf);
-    report_buf_printf(b, "%s<span class=\"%s\">%s</span> ", any ? "<br>" : "",
-                      p ? "tag-pass" : "tag-fail", p ? "\xE2\x9C\x93" : "\xE2\x9C\x97");
-    esc(b, k);
-    report_buf_printf(b, " (o rel_fro %s", t);
-    /* parity_packing.h: with packed documents, the semantics o matches */
-    const char *pm = report_doc_str(json_object_get(im, "attrs"), "packing_matched");
-    if (pm) {
-      report_buf_puts(b, "; packing: ");
-      esc(b, pm);
-    }
-    report_buf_puts(b, ")");
-    any = 1;
-  }
-  if (!any) report_buf_puts(b, "\xE2\x80\x94");
-  report_buf_puts(b, "</td>");
-}
-
 static void case_row(report_buf *b, const report_summary *s, size_t rank, const columns *cols) {
   const report_case_view *v = &s->cases[s->order[rank]];
   case_cells_id(b, s, rank, cols);
   case_cells_metrics(b, v->c);
   case_cells_deciding(b, v);
   case_cell_upstream(b, s, v);
-  if (cols->other) case_cell_other(b, v->c);
   report_buf_puts(b, "</tr>\n");
+}
+
+/* The reasons of the rules that decided a failing case, each once (the
+ * rows link here instead of repeating the paragraph). */
+static void limits_list(report_buf *b, const report_summary *s) {
+  distinct seen = {0};
+  for (size_t i = 0; i < s->n; i++) {
+    const report_case_view *v = &s->cases[i];
+    const char *rule = v->deciding ? report_doc_str(v->deciding, "rule") : NULL;
+    const char *reason = v->deciding ? report_doc_str(v->deciding, "reason") : NULL;
+    if (!rule || !reason || json_is_true(json_object_get(v->deciding, "pass"))) continue;
+    size_t k = 0;
+    while (k < seen.n && strcmp(seen.name[k], rule)) k++;
+    if (k < seen.n || seen.n == MAX_DISTINCT) continue;
+    if (!seen.n) report_buf_puts(b, "<dl id=\"limits\" class=\"limits\">\n");
+    seen.name[seen.n++] = rule;
+    report_buf_puts(b, "<dt id=\"limit-");
+    report_escape_html_attr_z(b, rule);
+    report_buf_puts(b, "\">rule ");
+    esc(b, rule);
+    report_buf_puts(b, "</dt><dd>");
+    esc(b, reason);
+    report_buf_puts(b, "</dd>\n");
+  }
+  if (seen.n) report_buf_puts(b, "</dl>\n");
 }
 
 static void case_table(report_buf *b, const report_summary *s) {
@@ -820,7 +873,11 @@ static void case_table(report_buf *b, const report_summary *s) {
                        "in run order. Errors: rel_fro = ||x &minus; ref||<sub>F</sub> / "
                        "||ref||<sub>F</sub>; median ULP: the median over elements of |x &minus; ref| / "
                        "ulp(ref) in units of the output dtype (the max, dominated by references "
-                       "near zero, is in the JSON). T: sequence length, C: chunk, D: devices.",
+                       "near zero, is in the JSON). Judged: the fixture output a case is about "
+                       "(named under its id) against the oracle and against the stock output "
+                       "upstream's own test compares it with; in a case without one, affine-prefix "
+                       "against the oracle and against the scan. T: sequence length, C: chunk, "
+                       "D: devices.",
                     s->n, s->n == 1 ? "" : "s");
   if (!cols.dtype) {
     report_buf_puts(b, " Every case: ");
@@ -835,10 +892,9 @@ static void case_table(report_buf *b, const report_summary *s) {
   report_buf_printf(b, "<div class=\"table-wrap\"><table id=\"case-table\" class=\"grid-table\">"
                        "<thead>\n<tr><th colspan=\"%d\">case</th>", cols.dtype ? 8 : 7);
   report_buf_puts(b, "<th colspan=\"4\">scan vs oracle</th>"
-                     "<th colspan=\"4\">affine-prefix vs oracle</th>"
-                     "<th colspan=\"4\">affine-prefix vs scan</th>"
+                     "<th colspan=\"4\">judged vs oracle</th>"
+                     "<th colspan=\"4\">judged vs scan</th>"
                      "<th colspan=\"4\">deciding check</th><th>upstream</th>");
-  if (cols.other) report_buf_puts(b, "<th>fixture outputs</th>");
   report_buf_puts(b, "</tr>\n<tr><th data-sort=\"num\">#</th><th data-sort=\"num\">verdict</th>"
                      "<th data-sort=\"text\">case id, input</th>"
                      "<th data-sort=\"num\">T</th><th data-sort=\"num\">C</th>"
@@ -850,10 +906,11 @@ static void case_table(report_buf *b, const report_summary *s) {
   report_buf_puts(b, "<th data-sort=\"text\">check</th><th data-sort=\"num\">value</th>"
                      "<th data-sort=\"num\">limit</th><th data-sort=\"num\">value / limit</th>"
                      "<th data-sort=\"num\">upstream vs ours</th>");
-  if (cols.other) report_buf_puts(b, "<th>name, verdict</th>");
   report_buf_puts(b, "</tr>\n</thead>\n<tbody>\n");
   for (size_t r = 0; r < s->n; r++) case_row(b, s, r, &cols);
-  report_buf_puts(b, "</tbody></table></div>\n</section>\n");
+  report_buf_puts(b, "</tbody></table></div>\n");
+  limits_list(b, s);
+  report_buf_puts(b, "</section>\n");
 }
 
 /* --grad: the gradient tensors of every case (present only when some case

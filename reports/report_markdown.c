@@ -36,15 +36,15 @@ static void metric_cell(report_buf *b, const json_t *c, const char *impl) {
 
 static const char HEADER[] =
     "| # | verdict | case | input | T | C | D | prefix | dtype | deciding check | value | limit "
-    "| value/limit | scan o rel_fro | affine o rel_fro | affine vs scan o rel_fro | upstream |\n"
+    "| value/limit | scan o rel_fro | judged o rel_fro | judged vs scan o rel_fro | upstream |\n"
     "|---:|---|---|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|\n";
 
 /* With external outputs the table gains one column: each output's o
  * rel_fro and verdict in that case. */
 static const char EXT_HEADER[] =
     "| # | verdict | case | input | T | C | D | prefix | dtype | deciding check | value | limit "
-    "| value/limit | external outputs (o rel_fro, verdict) | scan o rel_fro | affine o rel_fro "
-    "| affine vs scan o rel_fro | upstream |\n"
+    "| value/limit | external outputs (o rel_fro, verdict) | scan o rel_fro | judged o rel_fro "
+    "| judged vs scan o rel_fro | upstream |\n"
     "|---:|---|---|---|---:|---:|---:|---|---|---|---:|---:|---:|---|---:|---:|---:|---|\n";
 
 static void externals_cell(report_buf *b, const report_summary *s, const json_t *c) {
@@ -98,9 +98,13 @@ static void row(report_buf *b, const report_summary *s, size_t rank) {
     report_buf_puts(b, " \xE2\x80\x94 | \xE2\x80\x94 | \xE2\x80\x94 |");
   }
   if (s->n_externals) externals_cell(b, s, c);
+  /* judged: the fixture output the case is about (cases[].subject) against
+   * the oracle and against the stock output upstream compares it with; else
+   * affine-prefix against the oracle and against the scan */
+  const char *subject = report_doc_str(c, "subject");
   metric_cell(b, c, "scan");
-  metric_cell(b, c, "affine-prefix");
-  metric_cell(b, c, "affine_vs_scan");
+  metric_cell(b, c, subject ? subject : "affine-prefix");
+  metric_cell(b, c, subject ? "subject_vs_against" : "affine_vs_scan");
   if (!v->upstream_n) report_buf_puts(b, " \xE2\x80\x94 |\n");
   else {
     int missed = !v->pass && v->upstream_pass > 0;
@@ -129,11 +133,24 @@ static void check_sentence(report_buf *b, const json_t *k, double value, double 
   report_buf_puts(b, ", ");
   report_escape_markdown_cell_z(b, report_doc_str(k, "metric"));
   report_buf_printf(b, " = **%s**, limit **%s** (%s\xC3\x97 the limit, %s)", v, l, m, pass ? "pass" : "**fail**");
-  const char *reason = report_doc_str(k, "reason");
-  if (reason) {
+  /* a rule's reason once in the summary: a later mention names the rule */
+  const char *reason = report_doc_str(k, "reason"), *rule = report_doc_str(k, "rule");
+  report_buf said; /* " (rule RULE)", escaped as the summary writes it */
+  report_buf_init(&said);
+  if (rule) {
+    report_buf_puts(&said, " (rule ");
+    report_escape_markdown_cell_z(&said, rule);
+    report_buf_puts(&said, ")");
+  }
+  if (reason && said.len && b->data && strstr(b->data, said.data)) {
+    report_buf_puts(b, ". Limit: as above");
+    report_buf_puts(b, said.data);
+  } else if (reason) {
     report_buf_puts(b, ". Limit: ");
     report_escape_markdown_cell_z(b, reason);
+    if (said.len) report_buf_puts(b, said.data);
   }
+  report_buf_clear(&said);
 }
 
 /* The outputs the user came to judge come first: each external output's

@@ -209,8 +209,11 @@ static void seam_table(report_buf *b, const json_t *seams) {
 /* The profile's series thinned to at most REPORT_PLOTS_MAX_POINTS points: x
  * (the centre of each run of `thin` blocks) and, per series present in pr,
  * the maximum over the run; the axes get every value drawn. */
-enum { PROFILE_NS = 3 };
-static const char *const profile_keys[PROFILE_NS] = {"scan", "affine-prefix", "affine_vs_scan"};
+/* The fourth series is the case's own subject (cases[].subject: the fixture
+ * output the case judges, parity_case_subject.h), drawn first in the legend
+ * since the case is about it; its key is its name. */
+enum { PROFILE_NS = 4 };
+static const char *const profile_keys[PROFILE_NS - 1] = {"scan", "affine-prefix", "affine_vs_scan"};
 static const char *const profile_names[PROFILE_NS] = {"scan vs oracle", "affine-prefix vs oracle",
                                                       "affine-prefix vs scan"};
 
@@ -225,8 +228,8 @@ static void profile_data_clear(profile_data *d) {
   memset(d, 0, sizeof *d);
 }
 
-static int profile_data_make(const json_t *pr, const double *t0, size_t n, long long block, double T,
-                             profile_data *d, report_axis *ay, gdn_error *e) {
+static int profile_data_make(const json_t *pr, const char *subject, const double *t0, size_t n, long long block,
+                             double T, profile_data *d, report_axis *ay, gdn_error *e) {
   memset(d, 0, sizeof *d);
   d->n = n;
   d->thin = (n + REPORT_PLOTS_MAX_POINTS - 1) / REPORT_PLOTS_MAX_POINTS;
@@ -242,7 +245,9 @@ static int profile_data_make(const json_t *pr, const double *t0, size_t n, long 
     d->x[j] = (t0[a] + end) / 2;
   }
   for (size_t s = 0; s < PROFILE_NS; s++) {
-    const json_t *a = json_object_get(pr, profile_keys[s]);
+    const json_t *a = s < PROFILE_NS - 1 ? json_object_get(pr, profile_keys[s])
+                      : subject        ? json_object_get(pr, subject)
+                                       : NULL;
     if (!a) continue;
     double *v = read_nums(a, n, e);
     d->ys[s] = gdn_calloc(m, sizeof *d->ys[s], "plot data", e);
@@ -374,7 +379,8 @@ static int profile_plot(const json_t *doc, const json_t *c, const json_t *pr, co
   report_axis_init(&ax, 0);
   report_axis_init(&ay, 1);
   profile_data d;
-  int rc = profile_data_make(pr, t0, n, block, T, &d, &ay, e);
+  const char *subject = report_doc_str(c, "subject");
+  int rc = profile_data_make(pr, subject, t0, n, block, T, &d, &ay, e);
   if (rc) goto done;
   ax.tight = 1; /* the sequence is 0..T, nothing beyond */
   report_axis_add1(&ax, 0);
@@ -395,8 +401,11 @@ static int profile_plot(const json_t *doc, const json_t *c, const json_t *pr, co
   report_plot p;
   report_plot_begin(&p, b, id, label, PLOT_W, PLOT_H, &ax, &ay, "position t (tokens)", ylab);
   size_t ns = json_array_size(seams), n_padded = profile_seam_lines(&p, seams);
-  static const int styles[PROFILE_NS] = {0, 1, 2};
-  for (size_t s = 0; s < PROFILE_NS; s++)
+  static const int styles[PROFILE_NS] = {0, 1, 2, 3};
+  char sname[160];
+  snprintf(sname, sizeof sname, "%.100s vs oracle", subject ? subject : "");
+  if (d.ys[PROFILE_NS - 1]) report_plot_series(&p, d.x, d.ys[PROFILE_NS - 1], d.m, styles[3], d.m <= 40, sname);
+  for (size_t s = 0; s + 1 < PROFILE_NS; s++)
     if (d.ys[s]) report_plot_series(&p, d.x, d.ys[s], d.m, styles[s], d.m <= 40, profile_names[s]);
   if (ns > n_padded) report_plot_legend(&p, 0, REPORT_LEGEND_SEAM, "shard seam r");
   if (n_padded) report_plot_legend(&p, 0, REPORT_LEGEND_SEAM_PADDED, "seam after padding");
@@ -520,6 +529,12 @@ static void plot_devices(const report_summary *s, report_buf *b) {
     series_name(name, prefix ? prefix : "?", c, split);
     if (report_doc_metric(c, oracle ? "affine-prefix" : "affine_vs_scan", "o", "rel_fro", &v))
       series_add(series_get(&ss, name), &ds, d, v);
+    /* the fixture's output a case judges (cases[].subject), on its own line */
+    const char *subject = report_doc_str(c, "subject");
+    if (oracle && subject && report_doc_metric(c, subject, "o", "rel_fro", &v)) {
+      series_name(name, "fixture outputs judged", c, split);
+      series_add(series_get(&ss, name), &ds, d, v);
+    }
     if (oracle && report_doc_metric(c, "scan", "o", "rel_fro", &v)) {
       series_name(name, "scan (any D), max", c, split);
       series *r = series_get(&ref, name);
@@ -724,7 +739,9 @@ static int plot_heatmap(const report_summary *s, report_buf *b, gdn_error *e) {
   for (size_t i = 0; i < s->n; i++) {
     const json_t *c = s->cases[i].c;
     double a, sc;
-    if (!report_doc_metric(c, "affine-prefix", "o", "rel_fro", &a) ||
+    /* the case's own subject where it has one (a fixture's output), else ours */
+    const char *subject = report_doc_str(c, "subject");
+    if (!report_doc_metric(c, subject ? subject : "affine-prefix", "o", "rel_fro", &a) ||
         !report_doc_metric(c, "scan", "o", "rel_fro", &sc))
       continue;
     int di = vset_find(&ds, (double)report_doc_int(c, "devices", 0));
@@ -774,7 +791,9 @@ static int plot_heatmap(const report_summary *s, report_buf *b, gdn_error *e) {
   heatmap_colour_bar(b, left + gw + 30, top, gh < 120 ? 120 : gh);
   report_buf_puts(b, "</svg>\n");
   caption_begin(b);
-  report_buf_puts(b, "Each cell: rel_fro of o of affine-prefix against the oracle divided by that of "
+  report_buf_puts(b, "Each cell: rel_fro of o of the context-parallel output a case judges (the "
+                     "fixture's output of that device count where the case has one, cases[].subject; "
+                     "else affine-prefix) against the oracle divided by that of "
                      "the scan, max over the cases in the cell (prefix, chunk, input, dtype). Red: "
                      "the context-parallel form is less accurate than the stock scan; blue: more; "
                      "\xE2\x88\x9E: the scan is exact and affine-prefix is not; \xE2\x80\x94: no "
@@ -916,6 +935,27 @@ static void plot_block_map(const report_summary *s, report_buf *b) {
 
 static int same_edges(const json_t *a, const json_t *b) { return json_equal((json_t *)a, (json_t *)b); }
 
+/* The histogram's bin labels under the axis, thinned so that none overlaps
+ * the next: every `every`-th bin, `every` from the longest label at 7 px a
+ * character (the axis font) and a 10 px gap against the bin width bw. */
+static void ulp_bin_labels(report_buf *b, const report_plot *p, const double *ev, size_t nb, double bw) {
+  size_t longest = 0;
+  for (size_t j = 0; j < nb; j++) {
+    char lo[40];
+    report_num_format(lo, ev[j], 4);
+    size_t len = strlen(lo) + (j + 1 == nb); /* the last label's >= */
+    if (len > longest) longest = len;
+  }
+  size_t every = (size_t)ceil(((double)longest * 7.0 + 10.0) / (bw > 0 ? bw : 1));
+  if (every < 1) every = 1;
+  for (size_t j = 0; j < nb; j += every) {
+    char lo[40], lab[48];
+    report_num_format(lo, ev[j], 4);
+    snprintf(lab, sizeof lab, "%s%s", j + 1 == nb ? "\xE2\x89\xA5" : "", lo);
+    report_svg_text(b, p->x0 + bw * ((double)j + 0.5), p->y1 + 18, "middle", NULL, lab);
+  }
+}
+
 static int plot_ulp(const report_summary *s, report_buf *b, gdn_error *e) {
   figure_begin(b, "plot-ulp", "Histogram of ULP errors of o");
   const json_t *edges = NULL;
@@ -931,14 +971,16 @@ static int plot_ulp(const report_summary *s, report_buf *b, gdn_error *e) {
   }
   size_t nb = json_array_size(edges);
   double *ev = read_nums(edges, nb, e);
-  double *cnt = gdn_calloc(2 * nb, sizeof *cnt, "the histogram", e);
+  double *cnt = gdn_calloc(3 * nb, sizeof *cnt, "the histogram", e);
   if (!ev || !cnt) {
     gdn_free(ev);
     gdn_free(cnt);
     return GDN_ERR_NOMEM;
   }
-  static const char *const keys[] = {"scan", "affine-prefix"};
-  int has_series[2] = {0, 0};
+  /* the third series: the fixture outputs the cases judge (cases[].subject,
+   * each case's own under its name), summed like the others */
+  static const char *const keys[] = {"scan", "affine-prefix", "outputs judged"};
+  int has_series[3] = {0, 0, 0};
   for (size_t i = 0; i < s->n; i++) {
     const json_t *h = json_object_get(s->cases[i].c, "ulp_histogram");
     if (!h) continue;
@@ -947,8 +989,9 @@ static int plot_ulp(const report_summary *s, report_buf *b, gdn_error *e) {
       continue;
     }
     used++;
-    for (int k = 0; k < 2; k++) {
-      const json_t *a = json_object_get(h, keys[k]);
+    const char *subject = report_doc_str(s->cases[i].c, "subject");
+    for (int k = 0; k < 3; k++) {
+      const json_t *a = json_object_get(h, k < 2 ? keys[k] : subject ? subject : "");
       if (!a) continue;
       has_series[k] = 1;
       for (size_t j = 0; j < nb; j++) {
@@ -966,10 +1009,10 @@ static int plot_ulp(const report_summary *s, report_buf *b, gdn_error *e) {
   ax.explicit_ticks = 1; /* bins are labelled below, not ticked */
   /* Bars start at half the smallest count, so a bin of 1 is visible. */
   double minpos = INFINITY;
-  for (size_t j = 0; j < 2 * nb; j++)
+  for (size_t j = 0; j < 3 * nb; j++)
     if (cnt[j] > 0 && cnt[j] < minpos) minpos = cnt[j];
   if (isfinite(minpos)) report_axis_add1(&ay, minpos / 2);
-  for (size_t j = 0; j < 2 * nb; j++)
+  for (size_t j = 0; j < 3 * nb; j++)
     if (cnt[j] > 0) report_axis_add1(&ay, cnt[j]);
   report_axis_finish(&ax);
   ax.lo = 0, ax.hi = (double)nb;
@@ -979,19 +1022,22 @@ static int plot_ulp(const report_summary *s, report_buf *b, gdn_error *e) {
                     "|error of o| in ULP of the output dtype (bin lower edge)",
                     "elements (log scale)");
   double bw = (p.x1 - p.x0) / (double)nb;
-  for (int k = 0; k < 2; k++) {
+  const int n_series = has_series[0] + has_series[1] + has_series[2];
+  const double slot = 0.76 / (n_series ? n_series : 1); /* the bars of a bin share 76 % of it */
+  int drawn = 0;
+  for (int k = 0; k < 3; k++) {
     if (!has_series[k]) continue;
     report_buf_printf(b, "<g class=\"bars\" fill=\"%s\">", report_svg_color(k));
     for (size_t j = 0; j < nb; j++) {
       double c = cnt[k * nb + j];
       if (!(c > 0)) continue;
-      double x = p.x0 + bw * (double)j + bw * (0.12 + 0.38 * k), y = report_plot_py(&p, c);
+      double x = p.x0 + bw * (double)j + bw * (0.12 + slot * drawn), y = report_plot_py(&p, c);
       report_buf_puts(b, "<rect x=\"");
       report_svg_num(b, x);
       report_buf_puts(b, "\" y=\"");
       report_svg_num(b, y);
       report_buf_puts(b, "\" width=\"");
-      report_svg_num(b, bw * 0.36);
+      report_svg_num(b, bw * slot * 0.95);
       report_buf_puts(b, "\" height=\"");
       report_svg_num(b, p.y1 - y);
       char v[REPORT_NUM_CHARS], lo[40];
@@ -1007,20 +1053,13 @@ static int plot_ulp(const report_summary *s, report_buf *b, gdn_error *e) {
       report_buf_puts(b, "</title></rect>");
     }
     report_buf_puts(b, "</g>\n");
+    drawn++;
   }
-  /* Bin labels; thinned so they do not collide. */
-  size_t every = nb > 24 ? (nb + 23) / 24 : 1;
-  for (size_t j = 0; j < nb; j += every) {
-    char lo[40], lab[48];
-    report_num_format(lo, ev[j], 4);
-    snprintf(lab, sizeof lab, "%s%s", j + 1 == nb ? "\xE2\x89\xA5" : "", lo);
-    report_svg_text(b, p.x0 + bw * ((double)j + 0.5), p.y1 + 18, "middle", NULL, lab);
-  }
-  for (int k = 0; k < 2; k++)
-    if (has_series[k]) {
-      report_plot_legend(&p, k, REPORT_LEGEND_SWATCH,
-                         k == 0 ? "scan vs oracle" : "affine-prefix vs oracle");
-    }
+  ulp_bin_labels(b, &p, ev, nb, bw);
+  static const char *const legend[] = {"scan vs oracle", "affine-prefix vs oracle",
+                                       "judged output vs oracle"};
+  for (int k = 0; k < 3; k++)
+    if (has_series[k]) report_plot_legend(&p, k, REPORT_LEGEND_SWATCH, legend[k]);
   report_plot_end(&p);
   caption_begin(b);
   report_buf_printf(b, "Element counts of |error of o| / ulp(reference), summed over %zu case%s; "

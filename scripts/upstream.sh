@@ -109,10 +109,11 @@ JSON
 run maxtext-bf16in-f32norm --impl $MT --signature "$work/f32norm.json" --cp-prefix hillis-steele \
   --from-fixture fixtures/data/small-b1-t130-hk1-hv2-d64-bf16-h0.h5 --devices 1,2
 HF=transformers.models.qwen3_next.modeling_qwen3_next
+# stock functions without context parallelism: judged alone, on one device
 run hf-chunk --impl $HF:torch_chunk_gated_delta_rule --signature hf --shape 1,256,4,32 \
-  --key-heads 2 --chunk 16 --h0 --gates slow
+  --key-heads 2 --chunk 16 --h0 --gates slow --devices 1
 run hf-recurrent --impl $HF:torch_recurrent_gated_delta_rule --signature hf --shape 1,256,4,32 \
-  --key-heads 2 --chunk 16 --h0 --gates slow
+  --key-heads 2 --chunk 16 --h0 --gates slow --devices 1
 
 # The audit of MaxText's real gdn_cp path (compiled programs, forward and backward,
 # nothing executed) and of a copy with jax.checkpoint removed from compose_local's scan body

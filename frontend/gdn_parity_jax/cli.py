@@ -85,9 +85,10 @@ def build_parser():
     r.add_argument("--fsdp", type=int, default=1, help="fsdp axis size F: a 2-D mesh (fsdp, context)")
     r.add_argument("--cp-axis", default="context",
                    help="mesh axis name(s) given to the cp function: context, or fsdp,context (a tuple)")
-    r.add_argument("--cp-prefix", default="associative-scan",
+    r.add_argument("--cp-prefix", default=None,
                    choices=("sequential", "associative-scan", "hillis-steele"),
-                   help="the prefix schedule the cp function uses (declared in the fixture)")
+                   help="the prefix schedule the cp function uses, declared in the fixture "
+                   "(default: none declared; the audit then assumes associative-scan)")
     r.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
                    help="compute dtype passed to the function (compute_dtype) and declared")
     r.add_argument("--input-dtype", default="float32", choices=("float32", "bfloat16"),

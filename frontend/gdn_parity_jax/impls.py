@@ -1,5 +1,5 @@
 """Our own JAX implementations of the chunked Gated DeltaNet, written from the
-algorithm (shared/specs/algorithm.md), not copied from upstream.
+algorithm (docs/function-contract.md), not copied from upstream.
 
 They are CI's subjects (does the front end judge a correct implementation
 correct, on real JAX collectives?) and the base of the negative controls in

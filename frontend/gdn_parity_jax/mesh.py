@@ -55,8 +55,11 @@ class MeshPlan:
 def plan_error(plan: MeshPlan, B: int, T: int, available: int) -> str | None:
     """Why this mesh cannot run these shapes, or None."""
     if T % plan.devices:
+        lo, hi = (T // plan.devices) * plan.devices, (T // plan.devices + 1) * plan.devices
+        near = f"T = {lo} or {hi}" if lo else f"T = {hi}"
         return (f"--devices {plan.devices}: T = {T} is not a multiple of {plan.devices} "
-                "(token sharding gives each device T/D tokens, as upstream's shard_map does)")
+                "(token sharding gives each device T/D tokens, as upstream's shard_map does); "
+                f"take {near}")
     if isinstance(plan.cp_axis, tuple) and plan.devices % plan.fsdp:
         return f"--devices {plan.devices}: not a multiple of --fsdp {plan.fsdp} (tuple cp axis)"
     if plan.n_devices > available:

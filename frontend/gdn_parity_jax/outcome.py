@@ -50,4 +50,7 @@ def exit_status(body, prefix: str = "") -> int:
     except guard.FunctionError as exc:
         code, msg = EXIT_INTERNAL, exc
     print(f"gdn-parity-jax: {prefix}{show(msg)}", file=sys.stderr, flush=True)
+    if isinstance(msg, guard.FunctionError):
+        print("gdn-parity-jax: the function under test failed (exit 3: its error, not the tool's)",
+              file=sys.stderr, flush=True)
     return code

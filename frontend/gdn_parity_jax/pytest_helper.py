@@ -209,8 +209,9 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
                       chunk: int | None = None, h0: bool | None = None, dtype: str | None = None,
                       gates: str | None = None, seed: int | None = None, signature: str = "maxtext",
                       cp_prefix: str | None = None, fsdp: int = 1, cp_axis: str | None = None,
-                      grad: bool | None = None, audit: bool = False, audit_options=(), extra=(),
-                      out_dir: str | None = None, timeout: float = 1800) -> list[str]:
+                      grad: bool | None = None, cp: bool | None = None, audit: bool = False,
+                      audit_options=(), extra=(), out_dir: str | None = None,
+                      timeout: float = 1800) -> list[str]:
     """Runs the gate on every case of `grid` (default: grids/upstream-pr.json)
     or, given `shapes`, on those shapes; raises AssertionError with the
     verdict lines if any output is out of tolerance or a run fails.  Returns
@@ -232,13 +233,34 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
     refused.  audit: also audit the compiled programs (run --audit: what the
     function moves, keeps and computes per device; audit_options, e.g.
     ("--lengths", "256,512,1024"), are passed to it); an audit FAIL fails the
-    assertion with its lines naming the op."""
+    assertion with its lines naming the op.
+
+    cp: None (the default) or True: something context-parallel must run --
+    cp_fn, or fn taking cp_axis -- wherever a case asks for more than one
+    device, else AssertionError saying nothing context-parallel was tested
+    (a stock function alone never passes for a context-parallel gate).
+    False: the stock function alone, judged on one device (devices=(1,) in
+    every case; cp_fn and devices above 1 refused), its lines saying so.
+    extra: further `gdn-parity-jax run` options (e.g. ("--policy", "p.json"));
+    the folder kept on failure (or out_dir) holds the fixture, results.json
+    and report.html (the HTML report) unless extra names another --report."""
+    if cp is False and cp_fn is not None:
+        raise ValueError("assert_gdn_parity: cp=False judges the stock function alone; "
+                         "drop cp_fn or cp=False")
+    if cp is False:
+        if devices is not None and any(int(d) > 1 for d in _as_list(devices)):
+            raise ValueError(f"assert_gdn_parity: cp=False judges the stock function alone on one "
+                             f"device; devices={tuple(devices)!r} asks for more (drop one of them)")
+        devices = (1,)
     given = dict(devices=devices, chunk=chunk, h0=h0, dtype=dtype, gates=gates, seed=seed, grad=grad)
     if shapes is not None:
         o = {k: (v if v is not None else SHAPE_DEFAULTS[k]) for k, v in given.items()}
         cases = [(_shape(s), _entry_runs({"shape": _shape(s)}, "shapes", o)[0], None) for s in shapes]
     else:
         cases = grid_runs(grid, given)
+    _check_lengths(cases, shapes is not None)
+    if cp is not False and cp_fn is None:
+        _require_cp(fn, signature, cases)
     with _Callables(fn, cp_fn) as calls:
         fixed = ["--impl", calls.spec("impl"), "--signature", signature, "--fsdp", str(fsdp)]
         if cp_fn is not None:
@@ -250,6 +272,9 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
         if audit:
             fixed += ["--audit", *map(str, audit_options)]
         lines = []
+        if cp is False:
+            lines.append("NOTE (cp=False: the stock function alone, on 1 device; nothing "
+                         "context-parallel was tested)")
         for label, runs, why in cases:
             if runs is None:
                 lines.append(f"{label}: SKIP ({why})")
@@ -263,7 +288,85 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
     return lines
 
 
+def _arg(args, opt):
+    return args[args.index(opt) + 1] if opt in args else None
+
+
+def _asked_devices(cases) -> list[int]:
+    """Every device count above 1 some run of `cases` asks for, sorted."""
+    out = set()
+    for _, runs, _ in cases:
+        for args in runs or ():
+            out |= {int(d) for d in (_arg(args, "--devices") or "1,2,4,8").split(",") if int(d) > 1}
+    return sorted(out)
+
+
+def _takes_cp(fn, signature):
+    """Whether fn receives a mesh axis name under `signature` (True, False),
+    or None when that cannot be told here (the run then decides: it refuses
+    device counts it would not run)."""
+    from .signatures import get_adapter
+    try:
+        f = fn
+        if isinstance(fn, str):
+            from .cli import load_function
+            f = load_function(fn, "fn")
+        return bool(get_adapter(signature).takes_cp(f))
+    except Exception:  # noqa: BLE001  an unloadable function is the run's to report
+        return None
+
+
+def _require_cp(fn, signature, cases):
+    """AssertionError when the cases ask for devices above 1 and nothing
+    context-parallel would run on them: fn takes no cp_axis and there is no
+    cp_fn.  Without this the stock function alone passes a context-parallel
+    gate (only it runs, on one device)."""
+    many = _asked_devices(cases)
+    if not many or _takes_cp(fn, signature) is not False:
+        return
+    name = fn if isinstance(fn, str) else show(getattr(fn, "__qualname__", None) or repr(fn))
+    raise AssertionError(
+        f"gdn parity: nothing context-parallel was tested: {name} takes no cp_axis (or "
+        f"axis_name) parameter and no cp_fn was given, so the device counts asked for "
+        f"({', '.join(map(str, many))}) would not run.  Pass cp_fn= (the per-shard function, "
+        "called inside shard_map with cp_axis= the mesh axis name), or cp=False to judge the "
+        "stock function alone on one device")
+
+
+def _lcm(a, b):
+    import math
+    return a * b // math.gcd(a, b)
+
+
+def _check_lengths(cases, ad_hoc: bool):
+    """ValueError, in this call's terms, for a run whose T is not a multiple
+    of one of its device counts (shard_map gives each device T/D tokens),
+    with the nearest valid lengths."""
+    for label, runs, _ in cases:
+        for args in runs or ():
+            shape, devs = _arg(args, "--shape"), _arg(args, "--devices")
+            if not shape or not devs:
+                continue
+            T = int(shape.split(",")[1])
+            ds = sorted({int(d) for d in devs.split(",")})
+            bad = [d for d in ds if T % d]
+            if not bad:
+                continue
+            m = 1
+            for d in ds:
+                m = _lcm(m, d)
+            lo, hi = (T // m) * m, (T // m + 1) * m
+            near = f"T = {lo} or {hi}" if lo else f"T = {hi}"
+            where = (f"shapes: {label} has T = {T}" if ad_hoc else f"{label}: T = {T}")
+            raise ValueError(f"assert_gdn_parity: {where}, not a multiple of devices "
+                             f"{', '.join(map(str, bad))} (each device gets T/D tokens); "
+                             f"take {near} (multiples of {m}), or devices= without "
+                             f"{', '.join(map(str, bad))}")
+
+
 VERDICT_HEAD = "gdn-parity-jax: the captured outputs"
+# What run.py prints before the message of a function under test that raised.
+FUNCTION_FAILED = "the function under test failed"
 
 
 def verdict_block(stdout: str) -> list[str]:
@@ -278,7 +381,8 @@ def verdict_block(stdout: str) -> list[str]:
     for ln in lines[heads[-1] + 1:]:
         if not ln.startswith("  "):
             break
-        if ln.strip().startswith(("PASS ", "FAIL ", "MISSING ", "audit: PASS ", "audit: FAIL ")):
+        if ln.strip().startswith(("PASS ", "FAIL ", "MISSING ", "note: ", "audit: PASS ",
+                                  "audit: FAIL ")):
             out.append(ln.strip())
     return out
 
@@ -367,7 +471,10 @@ def _run_one(label, calls, args, extra, out_dir, timeout, want=None):
     env = None if in_process else calls.env()  # a refused callable: before any folder is made
     out = out_dir or tempfile.mkdtemp(prefix="gdn-parity-")
     os.makedirs(out, exist_ok=True)
-    argv = [*args, "--out", out, *map(str, extra)]
+    extra = list(map(str, extra))
+    if "--report" not in extra:  # the kept folder holds the HTML report too
+        extra += ["--report", os.path.join(out, "report.html")]
+    argv = [*args, "--out", out, *extra]
     results = results_doc.results_path(argv)
     before = results_doc.stamp(results)
     if in_process:
@@ -390,6 +497,8 @@ def _run_one(label, calls, args, extra, out_dir, timeout, want=None):
     if rc != 0:
         what = {1: "out of tolerance", 2: "bad usage or input", 3: "internal error"}.get(
             rc, f"exit {rc}")
+        if rc == 3 and FUNCTION_FAILED in stderr:
+            what = "the function under test raised an exception (its error, not the tool's)"
         detail = "\n".join(verdicts) or _shown_lines(stderr.strip()[-4000:] or stdout.strip()[-4000:])
         raise AssertionError(f"gdn parity, {label}: {what}\n{detail}\n" + "".join(j + "\n" for j in judged)
                              + f"(fixture and reports kept in {out})")

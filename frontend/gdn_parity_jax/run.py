@@ -111,6 +111,8 @@ def _plans(args):
 def _run(args) -> int:
     # XLA must learn how many host devices to make before jax is imported.
     devices = _int_list(args.devices, "--devices")
+    # Recorded only when declared; the audit's minimum counts assume a schedule.
+    args.declared_prefix, args.cp_prefix = args.cp_prefix, args.cp_prefix or "associative-scan"
     need = max(d * (args.fsdp if args.cp_axis == "context" else 1) for d in devices)
     set_host_devices(max(8, need))
     from .signatures import SignatureError, get_adapter
@@ -129,10 +131,29 @@ def _run(args) -> int:
                        (SignatureError,))
     except SignatureError as exc:
         raise UsageError(str(exc)) from None
+    if cp_fn is None:
+        _refuse_unrun_devices(args, devices)
     plans = _plans(args) if cp_fn is not None else []
 
     with tempfile.TemporaryDirectory(prefix="gdn-parity-jax-") as work:
         return _run_on_inputs(args, tools, adapter, impl, cp_fn, plans, devices, work)
+
+
+def _refuse_unrun_devices(args, devices):
+    """Without a context-parallel function only the stock one runs, on one
+    device: a device count above 1 asked for (--devices, default 1,2,4,8)
+    would be dropped and the run pass with nothing context-parallel tested;
+    refused instead (exit 2)."""
+    many = [d for d in dict.fromkeys(devices) if d > 1]
+    if not many:
+        return
+    asked = "the default --devices 1,2,4,8" if args.devices == "1,2,4,8" else f"--devices {args.devices}"
+    raise UsageError(
+        f"{asked}: --impl {args.impl} takes no cp_axis (or axis_name) parameter and no --cp "
+        f"was given, so nothing would run on {', '.join(map(str, many))} devices: nothing "
+        "context-parallel would be tested.  Give --cp MODULE:FUNCTION (the per-shard function, "
+        "which receives the mesh axis name as cp_axis), or --devices 1 to judge the stock "
+        "function alone")
 
 
 def _run_on_inputs(args, tools, adapter, impl, cp_fn, plans, devices, work) -> int:
@@ -182,7 +203,7 @@ def _run_on_inputs(args, tools, adapter, impl, cp_fn, plans, devices, work) -> i
         o, ht = _guard(f"{who} (output {name}, each device's call)",
                        lambda: placed(call_cp, x, p, B))
         outputs[name] = dict(o=o, ht=ht, implementation="affine-prefix",
-                             devices=p.devices, prefix=args.cp_prefix, **common)
+                             devices=p.devices, prefix=getattr(args, "declared_prefix", None), **common)
         if ct is not None:
             _say(args, f"{args.cp or args.impl}: jax.vjp through shard_map on {p.devices} devices")
             outputs[name]["grads"] = _guard(f"{who} (gradients of {name})",

@@ -115,6 +115,28 @@ def cp_param(fn) -> str | None:
     return next((n for n in CP_PARAM_NAMES if n in ps), None)
 
 
+# The names by which a parameter says which of the first five inputs it
+# takes (the maxtext signature passes them positionally, in MAXTEXT_PARAMS'
+# order).  A name not listed says nothing and is taken on trust.
+INPUT_NAMES = (("query", "q"), ("key", "k"), ("value", "v", "values"),
+               ("g", "gate", "gates", "log_decay", "decay"), ("beta", "betas"))
+
+
+def _check_order(fn, names):
+    """SignatureError when one of fn's first five positional parameters is
+    named for another input than the one its position receives (beta before
+    g: it would get g, silently)."""
+    for i, n in enumerate(names[:5]):
+        j = next((j for j, known in enumerate(INPUT_NAMES) if n.lower() in known), i)
+        if j != i:
+            raise SignatureError(
+                f"{_fn_name(fn)}: its parameter {n!r} is positional parameter {i + 1}, which "
+                f"receives {MAXTEXT_PARAMS[i]}: the maxtext signature passes (query, key, value, "
+                f"g, beta) in this order, so {n!r} would get {MAXTEXT_PARAMS[i]} (its parameters: "
+                f"{', '.join(names[:5])}).  Reorder the parameters, or describe the function: "
+                "--signature fla for (q, k, v, beta, g, ...), or a JSON mapping")
+
+
 class MaxTextAdapter:
     name = "maxtext"
     framework = "jax"
@@ -133,6 +155,7 @@ class MaxTextAdapter:
             if len(pos) < 5:
                 raise SignatureError(f"{_fn_name(fn)}: takes {len(pos)} positional parameters; the "
                                      "maxtext signature needs (query, key, value, g, beta, ...)")
+            _check_order(fn, [p.name for p in pos])
         if cp and cp_param(fn) is None:
             raise SignatureError(f"{_fn_name(fn)}: no cp_axis (or axis_name) parameter: a "
                                  "context-parallel function must receive the mesh axis name")

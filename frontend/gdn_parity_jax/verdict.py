@@ -12,7 +12,8 @@ Non-finite results: the C document writes a non-finite number as a string
 null, a missing key) is read as such here and never breaks a line.  An
 output the front end found non-finite values in (captured.py: their count
 and the first one, lowest flat index) is a FAIL whatever the document says,
-its line naming the tensor, the count and where the first one is.  Notes on
+its line naming the tensor, the count and where the first one is.  Each
+line ends saying which gradients were judged, or that none were.  Notes on
 how an output was stored (float64 rounded to float32) follow its line.  An
 output judged on o alone (it returned no final state: called without h0)
 says so in its line (:data:`HT_NOT_JUDGED`).  A document that cannot be
@@ -35,6 +36,11 @@ _WORDS = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf,
 # (MaxText's does not), so its ht was never compared with anything.
 HT_NOT_JUDGED = ("; ht NOT JUDGED: no final state returned (a function called without an initial "
                  "state returns none, as MaxText's does; run with h0 to judge it)")
+
+
+# The gradient tensors a check may judge (parity/parity_tensor.c's rows):
+# a line says which of them were judged, or that none were.
+GRAD_TENSORS = ("dq", "dk", "dv", "dg", "dbeta", "dh0")
 
 
 class ResultsError(ValueError):
@@ -100,6 +106,18 @@ def _read(results_path: str) -> dict:
     return doc
 
 
+def _tag(name, imp, ch) -> str:
+    """What a line is judged by: the rule's id, but for a stock (scan) output
+    the check as it reads without the subject ("o rel_fro <= 2 x max(scan,
+    8u)"): the rules that hold every output are named after the affine
+    prefix, which the stock function is not."""
+    if _dict(imp.get("attrs")).get("implementation") == "scan":
+        text = ch.get("name")
+        if isinstance(text, str) and text.startswith(f"{name} "):
+            return show(text[len(name) + 1:])
+    return show(ch.get("rule"))
+
+
 def _nonfinite_line(name, devices, T, hits) -> str:
     parts = []
     for t, h in hits.items():
@@ -116,7 +134,7 @@ def verdict_lines(results_path: str, names, found=None) -> tuple[list[str], bool
     found = found or {}
     lines, ok = [], True
     for name in names:
-        worst, meta, passed, no_ht = None, None, True, False
+        worst, meta, passed, no_ht, grads = None, None, True, False, set()
         for case in doc["cases"]:
             imp = _dict(_dict(case).get("impls")).get(name)
             if not isinstance(imp, dict):
@@ -127,6 +145,8 @@ def verdict_lines(results_path: str, names, found=None) -> tuple[list[str], bool
             for ch in _dict(case.get("tolerance")).get("checks") or []:
                 if not isinstance(ch, dict) or ch.get("subject") != name:
                     continue
+                if ch.get("tensor") in GRAD_TENSORS:
+                    grads.add(ch["tensor"])
                 r = _ratio(ch)
                 if r > -math.inf and (worst is None or r > worst[0]):
                     worst = (r, ch)
@@ -151,7 +171,10 @@ def verdict_lines(results_path: str, names, found=None) -> tuple[list[str], bool
             lines.append(f"{'PASS' if passed else 'FAIL'} {show(name)} ({devices} "
                          f"device{'s' * (devices > 1)}): {show(t)} {show(ch.get('metric'))} "
                          f"{_fmt(ch.get('value'))} vs limit {_fmt(ch.get('limit'))} "
-                         f"[{show(ch.get('rule'))}]; worst element {_where(w, devices, T)}")
+                         f"[{_tag(name, imp, ch)}]; worst element {_where(w, devices, T)}")
+        if not hits and lines[-1].startswith(("PASS ", "FAIL ")):
+            lines[-1] += (f"; gradients judged ({' '.join(t for t in GRAD_TENSORS if t in grads)})"
+                          if grads else "; gradients not judged")
         if no_ht and not hits:
             lines[-1] += HT_NOT_JUDGED
         ok &= passed

@@ -145,10 +145,32 @@ def check_links(root, files, texts=None):
                     continue  # http:, https:, mailto:
                 file_part, _, frag = target.partition("#")
                 dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
-                if not os.path.exists(dest):
+                if os.path.commonpath([os.path.abspath(dest), os.path.abspath(root)]) != os.path.abspath(root):
+                    errs.append(f"{rel}:{ln}: link {target}: outside the repository")
+                elif not os.path.exists(dest):
                     errs.append(f"{rel}:{ln}: link {target}: no file {os.path.relpath(dest, root)}")
                 elif frag and dest.endswith(".md") and frag not in anchors(dest):
                     errs.append(f"{rel}:{ln}: link {target}: no heading #{frag} in {os.path.relpath(dest, root)}")
+    return errs
+
+
+# Text that sends a reader outside the repository: the specs the project was
+# built from are not part of it, and the docs must stand alone.
+OUTSIDE = re.compile(r"shared/specs|\.\./shared/")
+
+
+def check_outside(root, files, texts=None):
+    """Every line of `files` that names a path outside the repository (a
+    link or not: `shared/specs/x.md` in backticks sends a reader nowhere)."""
+    errs = []
+    for rel in files:
+        text = (texts or {}).get(rel)
+        if text is None:
+            text = open(os.path.join(root, rel), encoding="utf-8").read()
+        for ln, line in enumerate(text.split("\n"), 1):
+            m = OUTSIDE.search(line)
+            if m:
+                errs.append(f"{rel}:{ln}: names {m.group(0)}..., which is not in the repository")
     return errs
 
 

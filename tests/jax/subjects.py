@@ -18,3 +18,15 @@ def heads_first_beta_before_g(q, k, v, beta, g, *, state=None, chunk=64, normali
     o, ht = impls.chunk_gated_delta_rule(sw(q), sw(k), sw(v), sw(g), sw(beta), chunk, state,
                                          normalize, jnp.float32, cp_axis=axis)
     return sw(o), ht
+
+
+def stock_only(query, key, value, g, beta, chunk_size=64, initial_state=None,
+               use_qk_norm_in_gdn=False, compute_dtype=None):
+    """A correct stock function with no cp_axis: what a user writes first
+    (MaxText's jax_chunk_gated_delta_rule before context parallelism)."""
+    import jax.numpy as jnp
+
+    from gdn_parity_jax import impls
+    return impls.chunk_gated_delta_rule(query, key, value, g, beta, chunk_size, initial_state,
+                                        use_qk_norm_in_gdn, compute_dtype or jnp.float32)
+

@@ -157,7 +157,9 @@ def _errors(res, key_of):
     """(o, ht) rel_fro against the oracle at D = 2 and 4, of the output
     key_of(D) names in `gdn-parity check`'s results."""
     v = []
-    for c in sorted(res["cases"], key=lambda c: c["devices"]):
+    # the cases of MESHES only: check adds the device counts the outputs
+    # declare (jax_scan's 1), each output judged in its own case
+    for c in sorted((c for c in res["cases"] if c["devices"] in MESHES), key=lambda c: c["devices"]):
         imp = c["impls"][key_of(c["devices"])]
         v += [imp["o"]["rel_fro"], imp["ht"]["rel_fro"]]
     return v

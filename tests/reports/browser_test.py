@@ -329,6 +329,42 @@ def check_table_fits(chromium, report, work):
           "negative control: a case table forced to 60em was not measured as overflowing (%r)" % over)
 
 
+def subject_problems(dom_text):
+    """What the DOM of a --subject report fails of check_subject (a list)."""
+    out = []
+    row = dom_text[dom_text.find('<tr id="case-'):]
+    row = row[:row.find("</tr>")]
+    if "judged: <b>tpu_cp_d8</b>" not in row:
+        out.append("the failing row (first) does not name the output it judges")
+    if ">0.364<" not in row:
+        out.append("the failing row's judged columns do not hold the output's 0.364")
+    if "tpu_cp_d8 vs oracle" not in dom_text:
+        out.append("the profile plot does not draw the output judged")
+    if "judged output vs oracle" not in dom_text:
+        out.append("the ULP histogram does not draw the output judged")
+    if dom_text.count("the dump's output must be as accurate") != 2:
+        out.append("the rule's reason is not shown exactly twice (the verdict, under the table)")
+    if "would have <b>passed" in dom_text:
+        out.append("the verdict claims an upstream check would have passed the failing case")
+    return out
+
+
+def check_subject(chromium, report):
+    """6. --subject: the report, as the browser holds it after its scripts
+    ran, speaks of the dump's output that failed: the failing row comes
+    first and its judged columns hold the output's 0.364, the error along
+    the sequence and the ULP histogram draw it, the rule's reason appears
+    once under the table, and no claim says an upstream check would have
+    passed the case (all four fail the output).  Negative control: the same
+    DOM with the output renamed away fails the check."""
+    dom_text, _ = run_chromium(chromium, ["--window-size=1400,1000", "--dump-dom"], "file://" + report)
+    for p in subject_problems(dom_text):
+        check(False, p)
+    # (the name is gone from the row and the profile: two problems at least)
+    check(len(subject_problems(dom_text.replace("tpu_cp_d8", "other"))) >= 2,
+          "negative control: a report without the output was not caught")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("make_sample", nargs="?", help="the make_sample helper")
@@ -337,6 +373,8 @@ def main():
                     "beside it, if any)")
     ap.add_argument("--screenshot", help="also keep the screenshot here")
     ap.add_argument("--window-size", default="1400,2400")
+    ap.add_argument("--subject", action="store_true", help="the sample's failing case judges a "
+                    "dump's output (make_sample --subject): the report must speak of it")
     ap.add_argument("--audit", help="embed this audit document in the sample (make_sample's second "
                     "argument) and check the report's audit section")
     args = ap.parse_args()
@@ -355,8 +393,8 @@ def main():
         else:
             if not args.make_sample:
                 ap.error("give MAKE_SAMPLE or --html")
-            subprocess.run([args.make_sample, work] + ([args.audit] if args.audit else []), check=True,
-                           timeout=TIMEOUT_S)
+            extra = [args.audit] if args.audit else ["--subject"] if args.subject else []
+            subprocess.run([args.make_sample, work] + extra, check=True, timeout=TIMEOUT_S)
             report = os.path.join(work, "report.html")
             results = os.path.join(work, "results.json")
         verdict, n_cases, audit_verdict = None, args.cases, None
@@ -374,6 +412,8 @@ def main():
         check_scripts_off(chromium, report, work, n_cases, verdict, audit_verdict)
         check_sorting(chromium, report, work, n_cases)
         check_table_fits(chromium, report, work)
+        if args.subject:
+            check_subject(chromium, report)
         check_screenshot(chromium, url, work, args.window_size, args.screenshot)
     finally:
         shutil.rmtree(work, ignore_errors=True)

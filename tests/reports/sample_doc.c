@@ -312,3 +312,41 @@ json_t *sample_doc_many(size_t n, size_t n_fail, int with_profiles) {
   sample_doc_refresh_verdict(d);
   return d;
 }
+
+/* The failing case (the fixture, eight devices) as `check --fixture` of a
+ * dump writes it: the dump's output tpu_cp_d8 judged there, failing by far
+ * (0.36), the case's subject; its numbers against the oracle and against
+ * the dump's stock output, its upstream verdicts (all fail), profile and
+ * ULP counts, and its check deciding the case. */
+void sample_doc_add_subject(json_t *doc) {
+  json_t *cases = json_object_get(doc, "cases"), *c = NULL;
+  for (size_t i = 0; i < json_array_size(cases) && !c; i++)
+    if (json_is_false(json_object_get(json_array_get(cases, i), "pass"))) c = json_array_get(cases, i);
+  if (!c) return;
+  const char *name = "tpu_cp_d8";
+  json_t *imp = json_pack("{so so sb s{sI ss ss}}", "o", metrics(0.364, 0.41, 3e6, 2304), "ht",
+                          metrics(2.1e-7, 4e-7, 30, 0), "pass", 0, "attrs", "devices", (json_int_t)8,
+                          "implementation", "affine-prefix", "platform", "tpu v5p");
+  json_object_set_new(json_object_get(c, "impls"), name, imp);
+  json_object_set_new(c, "subject", json_string(name));
+  json_object_set_new(c, "upstream_against", json_string("tpu_scan"));
+  json_object_set_new(c, "subject_vs_against",
+                      json_pack("{so so}", "o", metrics(0.364, 0.41, 3e6, 2304), "ht", metrics(1e-7, 2e-7, 20, 0)));
+  json_object_set_new(c, "upstream", upstream(0.364, 0.41, 0.35));
+  json_t *checks = json_object_get(json_object_get(c, "tolerance"), "checks");
+  json_array_insert_new(checks, 0, check("tpu_cp_d8 o rel_fro <= 2 x max(scan, 8u)", "rel_fro", 0.364, 9.5e-7,
+                                        "builtin-v1: the dump's output must be as accurate as the stock scan"));
+  json_object_set_new(json_array_get(checks, 0), "subject", json_string(name));
+  json_object_set_new(json_array_get(checks, 0), "rule", json_string("core-affine-no-worse-than-scan"));
+  set_deciding(json_object_get(c, "tolerance"));
+  json_t *prof = json_object_get(c, "profile"), *h = json_object_get(c, "ulp_histogram");
+  size_t n = json_array_size(json_object_get(prof, "t0"));
+  json_t *pv = json_array();
+  for (size_t i = 0; i < n; i++) json_array_append_new(pv, report_num_to_json(i < n / 8 ? 1e-7 : 0.3));
+  json_object_set_new(prof, name, pv);
+  size_t nb = json_array_size(json_object_get(h, "edges"));
+  json_t *hv = json_array();
+  for (size_t k = 0; k < nb; k++) json_array_append_new(hv, json_integer(k + 1 == nb ? 200000 : 4000 >> k));
+  json_object_set_new(h, name, hv);
+  sample_doc_refresh_verdict(doc);
+}

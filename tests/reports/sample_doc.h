@@ -28,5 +28,8 @@ json_t *sample_doc_many(size_t n, size_t n_fail, int with_profiles);
 /* Recomputes cases[].pass and the top-level pass / exit_status from the
  * checks, after a test changed them. */
 void sample_doc_refresh_verdict(json_t *doc);
+/* The realistic document's failing case judging a dump's output, which is
+ * the case's subject (cases[].subject, as `check --fixture` writes it). */
+void sample_doc_add_subject(json_t *doc);
 
 #endif

@@ -359,6 +359,59 @@ START_TEST(write_atomic) {
 }
 END_TEST
 
+/* The ULP histogram's bin labels (the <text> under the axis: anchored in
+ * the middle, no class, the row with the most of them) never overlap: the
+ * distance of neighbours' centres is at least the mean of their widths at
+ * 6.5 px a character (a digit of the plot's 12 px sans-serif font is about
+ * 6.7 px wide).  All 20 labels at once (the old thinning, above 24 bins
+ * only) put 7-character labels 19 px apart and fail it.  The histograms
+ * get gdn-parity's 20 edges, 0, 0.5, 1, 2, ..., 2^17 (parity_metrics.h). */
+START_TEST(ulp_labels_do_not_overlap) {
+  json_t *d = json_deep_copy(doc), *cases = json_object_get(d, "cases");
+  for (size_t i = 0; i < json_array_size(cases); i++) {
+    json_t *edges = json_array(), *counts = json_array();
+    for (int k = 0; k < 20; k++) {
+      json_array_append_new(edges, json_real(k ? ldexp(1, k - 2) : 0));
+      json_array_append_new(counts, json_integer(100 + k));
+    }
+    json_t *u = json_pack("{so so}", "edges", edges, "scan", counts);
+    json_object_set_new(u, "affine-prefix", json_deep_copy(counts));
+    json_object_set_new(json_array_get(cases, i), "ulp_histogram", u);
+  }
+  char *h = render(d, NULL);
+  json_decref(d);
+  size_t len;
+  const char *svg = section(h, "svg-ulp", "</svg>", &len);
+  double xs[64], ys[64];
+  size_t ls[64], n = 0;
+  for (const char *p = strstr(svg, "<text x=\""); p && p < svg + len && n < 64; p = strstr(p + 1, "<text x=\"")) {
+    double x, y;
+    if (sscanf(p, "<text x=\"%lf\" y=\"%lf\"", &x, &y) != 2) continue;
+    const char *gt = strchr(p, '>'), *end = strstr(p, "</text>");
+    if (!strstr(p, "text-anchor=\"middle\">") || strstr(p, "text-anchor=\"middle\">") > gt) continue;
+    size_t chars = 0; /* characters, not bytes: the last label's >= is 3 bytes */
+    for (const char *c = gt + 1; c < end; c++) chars += ((unsigned char)*c & 0xC0) != 0x80;
+    xs[n] = x, ys[n] = y, ls[n++] = chars;
+  }
+  double row = 0;
+  size_t best = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t k = 0;
+    for (size_t j = 0; j < n; j++) k += ys[j] == ys[i];
+    if (k > best) best = k, row = ys[i];
+  }
+  ck_assert_msg(best >= 3, "only %zu bin labels", best);
+  double px = -1e9;
+  size_t pl = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (ys[i] != row) continue;
+    if (pl) ck_assert_msg(xs[i] - px >= 6.5 * (double)(ls[i] + pl) / 2, "labels at %g and %g overlap", px, xs[i]);
+    px = xs[i], pl = ls[i];
+  }
+  free(h);
+}
+END_TEST
+
 PAGE_DOC_MAIN("html", "html", 120, realistic_structure, self_contained, hostile_strings, deterministic, no_cases,
     no_oracle, edge_profiles, one_length_one_device, many_cases_and_long_profiles, modes_and_padded_seams,
-    write_atomic)
+    write_atomic, ulp_labels_do_not_overlap)
