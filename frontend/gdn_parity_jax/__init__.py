@@ -7,7 +7,7 @@ it against the MPFR oracle.  Command line: ``gdn-parity-jax run``; in pytest:
 :func:`assert_gdn_parity`.  Importing the package does not import jax.
 """
 
-from .cli import VERSION as __version__
+from .common import VERSION as __version__
 from .pytest_helper import assert_gdn_parity
 
 __all__ = ["__version__", "assert_gdn_parity"]

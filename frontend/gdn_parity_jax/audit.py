@@ -30,7 +30,8 @@ import math
 import os
 import time
 
-from .cli import VERSION, UsageError, _int_list, load_function, parse_shape
+from .args import _int_list, load_function, parse_shape
+from .common import VERSION, UsageError
 
 SCHEMA, SCHEMA_VERSION = "gdn-parity-audit", 1
 NOTE = ("XLA-on-CPU buffer assignment is not a TPU's: absolute bytes differ per platform; "
@@ -256,7 +257,7 @@ def _reported(body, usage_prefix: str) -> int:
 
 def main(args) -> int:
     """`gdn-parity-jax audit`."""
-    from .cli import set_host_devices
+    from .args import set_host_devices
 
     def body():
         st = resolve(args)

@@ -22,50 +22,13 @@ usage or bad input (the message says what and where), 3 internal error
 from __future__ import annotations
 
 import argparse
-import importlib
-import os
 import sys
 import traceback
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-VERSION = "0.1.0"
+from .args import PASS_THROUGH, fixture_name  # noqa: F401
+from .common import EXIT_INTERNAL, EXIT_USAGE, VERSION, UsageError
 
 
-class UsageError(Exception):
-    pass
-
-
-def _int_list(s: str, opt: str):
-    try:
-        vals = [int(x) for x in s.split(",")]
-    except ValueError:
-        raise UsageError(f"{opt} {s!r}: expected comma-separated integers") from None
-    if not vals or min(vals) < 1:
-        raise UsageError(f"{opt} {s!r}: values must be >= 1")
-    return vals
-
-
-def parse_shape(s: str):
-    v = _int_list(s, "--shape")
-    if len(v) != 4:
-        raise UsageError(f"--shape {s!r}: expected B,T,H,D")
-    return v
-
-
-def fixture_name(s: str) -> str:
-    """--name is a file stem inside --out, never a path: a '/' or '..' would
-    write outside the folder the user named."""
-    if not s or "/" in s or "\0" in s or s in (".", "..") or s.startswith("."):
-        raise argparse.ArgumentTypeError(f"{s!r}: a file stem inside --out (no '/', not "
-                                         "empty, not starting with '.')")
-    return s
-
-
-# Options handed to `gdn-parity check` unchanged: (option, takes a value).
-PASS_THROUGH = (("--json", True), ("--report", True), ("--junit", True), ("--summary", True),
-                ("--oracle", True), ("--oracle-bits", True), ("--policy", True),
-                ("--threads", True), ("--prefix", True), ("--max-bytes", True),
-                ("--quiet", False), ("--verbose", False), ("--reproducible", False))
 
 
 def build_parser():
@@ -122,41 +85,6 @@ def _add_audit(sub, run_parser):
     run_parser.add_argument("--audit", action="store_true", help="also audit the compiled "
                             "programs (audit.json in --out; see `audit --help`)")
     audit.add_limit_options(run_parser)
-
-
-def load_function(spec: str, opt: str):
-    """The function MODULE:FUNCTION names.  Importing the module runs user
-    code: whatever it raises but ImportError (bad usage) is the function's
-    internal error (guard.FunctionError, exit 3), SystemExit included."""
-    from . import guard
-    from .text import show
-    mod, sep, name = spec.partition(":")
-    if not sep or not mod or not name:
-        raise UsageError(f"{opt} {spec!r}: expected MODULE:FUNCTION")
-    try:
-        m = guard.call(f"{opt} {spec}: importing {mod}", lambda: importlib.import_module(mod),
-                       passthrough=(ImportError,))
-    except ImportError as exc:
-        raise UsageError(f"{opt} {spec!r}: cannot import {mod!r}: {show(exc)}") from None
-
-    def resolve():
-        obj = m
-        for part in name.split("."):
-            if not hasattr(obj, part):
-                raise UsageError(f"{opt} {spec!r}: module {mod!r} has no {name!r}")
-            obj = getattr(obj, part)
-        if not callable(obj):
-            raise UsageError(f"{opt} {spec!r}: {name!r} is not callable")
-        return obj
-    from .ship import verify_loaded  # the object the test passed, not a later import's (ship.py)
-    return verify_loaded(guard.call(f"{opt} {spec}", resolve, passthrough=(UsageError,)), opt, spec)
-
-
-def set_host_devices(n: int):
-    """Asks XLA for n host (CPU) devices; must run before jax is imported."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "--xla_force_host_platform_device_count" not in flags:
-        os.environ["XLA_FLAGS"] = (flags + f" --xla_force_host_platform_device_count={n}").strip()
 
 
 def main(argv=None) -> int:

@@ -30,22 +30,11 @@ import threading
 import traceback
 
 from . import text
+from .common import Signalled  # noqa: F401  (guard.Signalled: where callers look for it)
 
 SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, n))
 
 
-class Signalled(BaseException):
-    """A signal asked the run to stop (BaseException: no `except Exception` of
-    user code or of a library on the way stops it)."""
-
-    def __init__(self, signum: int):
-        self.signum = int(signum)
-        self.name = signal.Signals(signum).name
-        super().__init__(self.name)
-
-    @property
-    def code(self) -> int:
-        return 128 + self.signum
 
 
 class FunctionError(Exception):

@@ -29,7 +29,6 @@ before ``exp`` so no ``exp`` of a positive difference is ever formed.
 
 from __future__ import annotations
 
-import functools
 
 import jax
 import jax.numpy as jnp

@@ -20,13 +20,12 @@ from __future__ import annotations
 import sys
 
 from . import guard
+from .common import EXIT_INTERNAL, EXIT_USAGE, UsageError, _Exit
 from .text import show
 
 
 def user_call(what: str, thunk):
     """thunk(), whose user code is `what` (module docstring)."""
-    from .cli import UsageError
-    from .run import _Exit
     from .signatures import SignatureError
     try:
         return guard.call(what, thunk, passthrough=(UsageError, _Exit, SignatureError))
@@ -36,8 +35,6 @@ def user_call(what: str, thunk):
 
 def exit_status(body, prefix: str = "") -> int:
     """body()'s exit status; a failure as one line on stderr, after prefix."""
-    from .cli import EXIT_INTERNAL, EXIT_USAGE, UsageError
-    from .run import _Exit
     from .tools import ToolError
     try:
         return body()

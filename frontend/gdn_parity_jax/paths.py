@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import stat
 
-from .cli import UsageError
+from .common import UsageError
 from .text import show
 
 KINDS = ((stat.S_ISREG, "a file"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),

@@ -43,7 +43,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import results_doc, ship
+from . import inprocess, results_doc, ship
 from .text import show
 
 DEFAULT_SHAPES = ((1, 128, 2, 16),)
@@ -309,7 +309,7 @@ def _takes_cp(fn, signature):
     try:
         f = fn
         if isinstance(fn, str):
-            from .cli import load_function
+            from .args import load_function
             f = load_function(fn, "fn")
         return bool(get_adapter(signature).takes_cp(f))
     except Exception:  # noqa: BLE001  an unloadable function is the run's to report
@@ -478,7 +478,7 @@ def _run_one(label, calls, args, extra, out_dir, timeout, want=None):
     results = results_doc.results_path(argv)
     before = results_doc.stamp(results)
     if in_process:
-        rc, stdout = ship.run_in_process(argv, calls.unnamed)
+        rc, stdout = inprocess.run_in_process(argv, calls.unnamed)
         stderr = stdout
     else:
         cmd = [sys.executable, "-m", "gdn_parity_jax", "run", *argv]

@@ -12,8 +12,8 @@ from . import captured
 from . import gdn_fixture_capture as cap
 from . import grads as gradmod
 from . import guard, paths
-from .cli import (EXIT_INTERNAL, EXIT_USAGE, PASS_THROUGH, VERSION, UsageError, _int_list,
-                  load_function, parse_shape, set_host_devices)
+from .args import PASS_THROUGH, _int_list, load_function, parse_shape, set_host_devices
+from .common import EXIT_INTERNAL, EXIT_USAGE, VERSION, UsageError, _Exit
 from .text import show
 from .tools import find_tools
 
@@ -71,12 +71,6 @@ def make_inputs(args, tools, workdir):
         raise UsageError(f"{path}: scale {scale} is not Dk^-1/2; the functions judged here take "
                          "no scale parameter")
     return fx, chunk
-
-
-class _Exit(Exception):
-    def __init__(self, code, msg):
-        super().__init__(msg)
-        self.code = code
 
 
 def as_arrays(fx):

@@ -18,12 +18,9 @@ callable is run one of two ways:
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import pickle
 import sys
-import tempfile
 
 SHIP_ENV = "GDN_PARITY_SHIPPED"
 SLOTS = ("impl", "cp")
@@ -79,7 +76,7 @@ def __getattr__(name):
     path = os.path.join(folder, f"{slot}.pkl") if folder else None
     if path is None or not os.path.isfile(path):
         raise AttributeError(f"{name}: no callable shipped (${SHIP_ENV} names no folder holding {slot}.pkl)")
-    from .cli import UsageError
+    from .common import UsageError
     try:
         with open(path, "rb") as f:
             return pickle.load(f)
@@ -218,7 +215,7 @@ def verify_loaded(obj, opt: str, spec: str):
     expect = _read_text(os.path.join(folder, f"{slot}.expect")) if slot and folder else None
     if expect is None or spec == slot_spec(slot):
         return obj
-    from .cli import UsageError
+    from .common import UsageError
     from .identity import fingerprint
     from .text import show
     if fingerprint(obj) == expect:
@@ -275,76 +272,3 @@ def devices_needed(argv) -> int:
     fsdp = int(value("--fsdp", "1"))
     tuple_axis = "," in value("--cp-axis", "context")
     return max(devs) * (1 if tuple_axis else fsdp)
-
-
-@contextlib.contextmanager
-def _captured():
-    """stdout and stderr, Python's and the file descriptors' (the C tools the
-    run starts write to fd 1), into one temporary file; yields a callable
-    returning the text so far."""
-    with tempfile.TemporaryFile() as f:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        saved = os.dup(1), os.dup(2)
-        old = sys.stdout, sys.stderr
-        text = io.TextIOWrapper(open(os.dup(f.fileno()), "wb", buffering=0), write_through=True)
-        try:
-            os.dup2(f.fileno(), 1)
-            os.dup2(f.fileno(), 2)
-            sys.stdout = sys.stderr = text
-            yield lambda: (f.seek(0), f.read().decode("utf-8", "replace"))[1]
-        finally:
-            text.flush()
-            sys.stdout, sys.stderr = old
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
-            text.close()
-
-
-class ProcessExit(BaseException):
-    """os._exit called by user code during an in-process run (guard.call
-    makes it the function's internal error, exit 3)."""
-
-
-@contextlib.contextmanager
-def _no_process_exit():
-    """Within: os._exit (and posix._exit) raise ProcessExit instead of
-    ending this process -- the test's own, which would otherwise end with
-    the status the function chose (0: a test session that "passed") before
-    any verdict."""
-    import posix
-    real = os._exit
-
-    def refused(status=0, *_):
-        raise ProcessExit(f"os._exit({status!r}) called by the function under test: refused in "
-                          "the test's process (no verdict)")
-    os._exit = posix._exit = refused
-    try:
-        yield
-    finally:
-        os._exit = posix._exit = real
-
-
-def run_in_process(argv, callables: dict):
-    """`gdn-parity-jax run ARGV` in this process with callables (slot ->
-    function) behind slot_spec(slot): (exit status, captured output)."""
-    from . import cli
-    flags = os.environ.get("XLA_FLAGS")
-    _IN_PROCESS.update(callables)
-    try:
-        with _captured() as read, _no_process_exit():
-            try:
-                rc = cli.main(["run", *argv])
-            except SystemExit as exc:  # argparse
-                rc = exc.code if isinstance(exc.code, int) else 2
-            out = read()
-    finally:
-        for k in callables:
-            _IN_PROCESS.pop(k, None)
-        if flags is None:  # the run asks XLA for host devices: not for this process's later use
-            os.environ.pop("XLA_FLAGS", None)
-        else:
-            os.environ["XLA_FLAGS"] = flags
-    return rc, out

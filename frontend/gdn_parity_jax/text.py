@@ -56,7 +56,7 @@ def show(s) -> str:
 def message(obj) -> str:
     """str(obj) -- an exception, a user object -- without trusting it: a
     __str__ that raises (anything, SystemExit included) gives a placeholder."""
-    from .guard import Signalled
+    from .common import Signalled
     try:
         s = str(obj)
     except Signalled:
