@@ -80,7 +80,7 @@ int gdn_mpi_recv_text(char **text, int from, int tag, gdn_error *e);
 /* Ends every rank with exit status `status` (MPI_Abort). */
 void gdn_mpi_abort(int status);
 
-/* The oracle dealt across ranks (parity/parity_dist_oracle.c).  Every rank
+/* The oracle dealt across ranks (parity/run/parity_dist_oracle.c).  Every rank
  * calls each of these with the same sizes; values travel as their bits
  * (MPI_DOUBLE, MPI_INT64_T, MPI_BYTE).  A count beyond MPI's int is
  * GDN_ERR_INPUT naming it. */

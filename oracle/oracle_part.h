@@ -1,7 +1,7 @@
 /* oracle_part: the oracle's forward on a subset of its heads, and its
  * certificate as accumulators that combine exactly -- what a run dealt
  * across processes needs from the oracle.  oracle/ knows no transport: the
- * dealing and the messages are parity/parity_dist_oracle.c's and mpi/'s.
+ * dealing and the messages are parity/run/parity_dist_oracle.c's and mpi/'s.
  *
  * Why a head is the unit: every work item of both tiers lies inside one
  * head (b, value head j) -- its o[b, :, j, :] and ht[b, j] are a function

@@ -13,7 +13,7 @@ dtype was checked right after the call: signatures.RESULT_DTYPES):
 Non-finite values (NaN, +-inf) in o, ht or a gradient are found here, before
 the fixture is written, from the arrays as stored: their count and the first
 one (lowest flat index), at the index names gdn-parity's results use
-(parity/parity_tensor.c), so the verdict line can say where
+(parity/measure/parity_tensor.c), so the verdict line can say where
 (:func:`nonfinite`).  gdn-parity check counts them too and fails the output.
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# Index names per tensor, as parity/parity_tensor.c gives them ("_": a
+# Index names per tensor, as parity/measure/parity_tensor.c gives them ("_": a
 # trailing axis of length 1 is not stored here).
 INDEX_NAMES = {"o": ("b", "t", "h", "d"), "ht": ("b", "h", "dk", "dv"),
                "dq": ("b", "t", "h", "d"), "dk": ("b", "t", "h", "d"),

@@ -56,7 +56,7 @@ SHAPE_DEFAULTS = dict(devices=(1, 2, 4, 8), chunk=16, h0=True, dtype="float32", 
 GRID_DEFAULTS = dict(grad=True, extra_devices=(8,))
 GRIDS_ENV = "GDN_PARITY_GRIDS"
 
-# How each key of a grid entry (parity/parity_grid.c, entry_keys) reaches a
+# How each key of a grid entry (parity/run/parity_grid.c, entry_keys) reaches a
 # `gdn-parity-jax run`:
 #   ("option", OPT)         the value as OPT's value
 #   ("flag", OPT)           OPT when true

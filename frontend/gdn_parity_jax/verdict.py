@@ -38,7 +38,7 @@ HT_NOT_JUDGED = ("; ht NOT JUDGED: no final state returned (a function called wi
                  "state returns none, as MaxText's does; run with h0 to judge it)")
 
 
-# The gradient tensors a check may judge (parity/parity_tensor.c's rows):
+# The gradient tensors a check may judge (parity/measure/parity_tensor.c's rows):
 # a line says which of them were judged, or that none were.
 GRAD_TENSORS = ("dq", "dk", "dv", "dg", "dbeta", "dh0")
 

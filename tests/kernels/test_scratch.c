@@ -1,5 +1,5 @@
 /* kern_scratch_bytes and kern_threads: the scratch a caller counts against
- * --max-bytes (parity/parity_budget.h) is what the kernels allocate.
+ * --max-bytes (parity/run/parity_budget.h) is what the kernels allocate.
  *
  * Measured as in test_memory: gdn_alloc's peak during the call minus what
  * the call leaves held (the outputs) is the kernel's working set.  The

@@ -34,8 +34,17 @@ MAY_USE = {
     "fixtures": {"core"},
     "reports": {"core"},
     "mpi": {"core", "kernels"},
-    "parity": {"core", "oracle", "kernels", "fixtures", "reports", "mpi"},
-    "bench": {"core", "oracle", "kernels", "fixtures", "reports", "mpi", "parity"},
+    # parity/ in rooms, each above the ones it uses:
+    # measure -> judge -> document -> run -> the top (the command line).
+    "parity/measure": {"core"},
+    "parity/judge": {"core", "kernels", "parity/measure"},
+    "parity/document": {"core", "oracle", "kernels", "reports", "parity/measure", "parity/judge"},
+    "parity/run": {"core", "oracle", "kernels", "fixtures", "reports", "mpi", "parity/measure", "parity/judge",
+                   "parity/document"},
+    "parity": {"core", "oracle", "kernels", "fixtures", "reports", "mpi", "parity/measure", "parity/judge",
+               "parity/document", "parity/run"},
+    "bench": {"core", "oracle", "kernels", "fixtures", "reports", "mpi", "parity", "parity/measure",
+              "parity/judge", "parity/document", "parity/run"},
     "frontend": set(),
     # Two fixtures/ files are libraries of their own (fixtures/meson.build),
     # kept out of what readers of fixtures link: regen runs the oracle,
@@ -67,31 +76,32 @@ def nm_symbols(path):
     return defined, undefined
 
 
-def c_objects(build_root):
+def c_objects(source_root, build_root):
     """{source path relative to the source root: object path} for the C
-    objects of every folder but the tests' and the fuzzers'."""
+    objects of every folder but the tests' and the fuzzers', from the
+    build's compile_commands.json (a generated source: its path in the
+    build folder)."""
+    import json
+    with open(os.path.join(build_root, "compile_commands.json"), encoding="utf-8") as f:
+        commands = json.load(f)
     objs = {}
-    for top, dirs, files in os.walk(build_root):
-        rel_top = os.path.relpath(top, build_root)
-        first = rel_top.split(os.sep)[0]
-        if first in ("tests", "fuzz", "meson-private", "meson-logs", "meson-info"):
-            dirs[:] = []
+    for c in commands:
+        if not c["file"].endswith(".c"):
             continue
-        for f in files:
-            if not f.endswith(".c.o"):
-                continue
-            # build/<dir>/<target>.p/<file>.c.o -> <dir>/<file>.c
-            parts = rel_top.split(os.sep)
-            if not parts[-1].endswith(".p"):
-                continue
-            src = "/".join(parts[:-1] + [f[:-2]])
-            objs[src] = os.path.join(top, f)
+        src = os.path.realpath(os.path.join(c["directory"], c["file"]))
+        out = os.path.join(c["directory"], c["output"])
+        rel = os.path.relpath(src, os.path.realpath(build_root))  # generated: in the build folder
+        if rel.startswith(".."):
+            rel = os.path.relpath(src, source_root)
+        if rel.split("/")[0] in ("tests", "fuzz") or not os.path.exists(out):
+            continue
+        objs[rel] = out
     return objs
 
 
-def c_graph(build_root):
+def c_graph(source_root, build_root):
     """{file: {used file: [symbols]}} from the object files."""
-    objs = c_objects(build_root)
+    objs = c_objects(source_root, build_root)
     syms = {src: nm_symbols(o) for src, o in sorted(objs.items())}
     owner = {}
     for src, (defined, _) in syms.items():
@@ -182,7 +192,11 @@ def circles(graph):
 
 
 def folder_of(path):
-    return path.split("/")[0]
+    """The folder a file belongs to: its top folder, or a room of parity/."""
+    parts = path.split("/")
+    if parts[0] == "parity" and len(parts) > 2:
+        return "parity/" + parts[1]
+    return parts[0]
 
 
 def upward_arrows(graph):
@@ -239,6 +253,10 @@ def self_test():
     assert len(m) == 1 and m[0].startswith("fixtures/fix_load.c uses oracle/b.c"), m
     side = {"kernels/k.c": {"oracle/b.c": ["oracle_x"]}, "oracle/b.c": {}}
     assert "kernels/ may not use oracle/" in judge(side, [])[0]
+    rooms = {"parity/judge/parity_policy.c": {"parity/run/parity_sweep.c": ["parity_sweep_run"]},
+             "parity/run/parity_sweep.c": {"parity/judge/parity_policy.c": ["parity_checks"]}}
+    m = judge(rooms, [])
+    assert any("parity/judge/ may not use parity/run/" in x for x in m), m
     long_circ = {f"parity/p{i}.c": {f"parity/p{(i + 1) % 5}.c": ["s"]} for i in range(5)}
     assert circles(long_circ) == [tuple(sorted(long_circ))]
     print("self-test: a planted circle, a planted upward arrow and a kernels -> oracle arrow are found")
@@ -252,7 +270,7 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     source_root, build_root = argv[1], argv[2]
-    graph = c_graph(build_root)
+    graph = c_graph(os.path.realpath(source_root), build_root)
     if len(graph) < 50:
         print(f"test_layers: only {len(graph)} object files under {build_root}: is it built?", file=sys.stderr)
         return 2

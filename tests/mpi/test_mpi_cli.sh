@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gdn-parity under mpirun (parity/parity_dist.h, scripts/gdn-mpirun).
+# gdn-parity under mpirun (parity/run/parity_dist.h, scripts/gdn-mpirun).
 #   test_mpi_cli.sh GDN_PARITY GDN_MPIRUN GRID PART
 # PART:
 #   backend NP  --backend mpi on NP ranks (and a smoke run under plain

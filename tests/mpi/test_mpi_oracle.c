@@ -1,4 +1,4 @@
-/* The oracle dealt across ranks (parity/parity_dist.h, parity_dist_oracle.c):
+/* The oracle dealt across ranks (parity/run/parity_dist.h, parity_dist_oracle.c):
  * run under `mpirun -np N`, every rank's parity_dist_oracle_mpfr / _dd
  * result must equal the one-process oracle_run_certified / oracle_run_dd
  * computed on that rank, bit for bit (memcmp: the claim is identity, the

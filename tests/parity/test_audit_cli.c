@@ -1,4 +1,4 @@
-/* gdn-parity --audit AUDIT.json (reports/report_audit.h, parity/parity_audit.h)
+/* gdn-parity --audit AUDIT.json (reports/report_audit.h, parity/run/parity_audit.h)
  * end to end: check and --shape embed the audit and fail on its FAIL (exit
  * 1, the verdict line says so and names the op), report rebuilds it from the
  * results document alone or adds one, and bad audits exit 2 naming the file

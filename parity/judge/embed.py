@@ -4,7 +4,7 @@ import sys
 
 src, dst, sym = sys.argv[1:4]
 text = open(src, encoding="utf-8").read()
-lines = ['/* Generated from %s by parity/embed.py: edit that file, not this one. */' % src.split('/')[-1],
+lines = ['/* Generated from %s by parity/judge/embed.py: edit that file, not this one. */' % src.split('/')[-1],
          'const char *%s(void) {' % sym, '  return']
 for line in text.splitlines(True):
     esc = line.replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
