@@ -28,8 +28,9 @@ double parity_model_sign(int k, int64_t b, int64_t t, int64_t h) {
   return (mix64(x ^ (uint64_t)h) >> 63) ? 1.0 : -1.0;
 }
 
-/* in's g perturbed by sample k into g (the copy's tensor): G_i off by
- * A u_g |G_i| z_i inside each chunk of C (G in binary64). */
+/* in's g perturbed by probe k into g (the copy's tensor): G_i off by
+ * A u_g |G_i| z_i for the tokens i of the probe (i mod C = k modulo
+ * PARITY_MODEL_SAMPLES), inside each chunk of C (G in binary64). */
 static void perturb_g(float *g, const gdn_inputs *in, int k, int64_t C, double u_g, int64_t head0) {
   const gdn_shape *S = &in->shape;
   for (int64_t b = 0; b < S->B; b++)
@@ -40,7 +41,8 @@ static void perturb_g(float *g, const gdn_inputs *in, int k, int64_t C, double u
         const double gi = in->g[i];
         if (t % C == 0) G = 0, prev = 0;
         G += gi;
-        const double eps = PARITY_MODEL_AMP * u_g * fabs(G) * parity_model_sign(k, b, t, head0 + h);
+        const int mine = (t % C) % PARITY_MODEL_SAMPLES == k; /* probe k moves every SAMPLES-th token */
+        const double eps = mine ? PARITY_MODEL_AMP * u_g * fabs(G) * parity_model_sign(0, b, t, head0 + h) : 0;
         g[i] = (float)(gi + eps - prev);
         prev = eps;
       }
@@ -55,18 +57,37 @@ static const double *tensor_of(int t, const gdn_outputs *o, const gdn_grads *g) 
   return g ? gdn_grads_tensor_c(g, parity_tensors[t].grad_id) : NULL;
 }
 
-/* acc[t] += ((x - x0) / A)^2 for every tensor both runs gave. */
-static void accumulate(parity_model *m, const gdn_shape *s, const gdn_outputs *o0, const gdn_grads *g0,
-                       const gdn_outputs *o1, const gdn_grads *g1) {
+/* acc[t] += ((x1 - x0) / A)^2 for every tensor both runs gave. */
+static void accumulate(double *const acc[PARITY_T_N], const gdn_shape *s, const gdn_outputs *o0, const gdn_grads *g0,
+                       const gdn_outputs *o1, const gdn_grads *g1, double A) {
   for (int t = 0; t < PARITY_T_N; t++) {
     const double *a = tensor_of(t, o0, g0), *b = tensor_of(t, o1, g1);
-    if (!m->s[t] || !a || !b) continue;
+    if (!acc[t] || !a || !b) continue;
     const size_t n = numel(t, s);
     for (size_t i = 0; i < n; i++) {
-      const double d = (b[i] - a[i]) / PARITY_MODEL_AMP;
-      m->s[t][i] += d * d;
+      const double d = (b[i] - a[i]) / A;
+      acc[t][i] += d * d;
     }
   }
+}
+
+/* q, k, v of in moved by a few float32 steps into p (relative 2^-21 with
+ * sample k's signs): the same problem to first order, met by other
+ * roundings. */
+static void perturb_qkv(gdn_inputs *p, const gdn_inputs *in, int k, int64_t head0) {
+  const gdn_shape *S = &in->shape;
+  float *dst[3] = {p->q, p->k, p->v};
+  const float *src[3] = {in->q, in->k, in->v};
+  const int64_t H[3] = {S->Hk, S->Hk, S->Hv}, D[3] = {S->Dk, S->Dk, S->Dv};
+  for (int w = 0; w < 3; w++)
+    for (int64_t b = 0; b < S->B; b++)
+      for (int64_t t = 0; t < S->T; t++)
+        for (int64_t h = 0; h < H[w]; h++)
+          for (int64_t d = 0; d < D[w]; d++) {
+            const size_t i = (size_t)(((b * S->T + t) * H[w] + h) * D[w] + d);
+            const double z = parity_model_sign(100 + 3 * k + w, b, t, ((head0 + h) << 16) + d);
+            dst[w][i] = (float)(src[w][i] * (1 + 0x1p-21 * z));
+          }
 }
 
 static int64_t last_dim(int t, const gdn_shape *s) {
@@ -75,37 +96,72 @@ static int64_t last_dim(int t, const gdn_shape *s) {
   return d[3];
 }
 
-/* acc (sums of squares over the samples) into s: each element's mean
- * square shrunk toward its row's (the last axis) with the weight of as many
- * samples, s_e^2 = (sum_k d_ke^2 + K mean_row) / (2 K), K the samples: a
- * row's mean rests on len x K draws, an element's on K, and an element
- * whose K draws happen to be small keeps half its row's mean square. */
-static void pool(double *acc, size_t n, int64_t len) {
-  const double K = PARITY_MODEL_SAMPLES;
+/* acc (sums of squares) into s: v_e = acc_e / div, lifted toward its
+ * row's (the last axis) mean: s_e^2 = max(v_e, (v_e + mean_row v) / 2).  A
+ * row's mean rests on many draws, an element's on few, so an element whose
+ * draws happen to be small keeps half its row's mean square. */
+static void pool(double *acc, size_t n, int64_t len, double div) {
   for (size_t r0 = 0; len > 0 && r0 < n; r0 += (size_t)len) {
     double row = 0;
     for (int64_t j = 0; j < len; j++) row += acc[r0 + (size_t)j];
-    row /= (double)len * K;
-    for (int64_t j = 0; j < len; j++) acc[r0 + (size_t)j] = sqrt((acc[r0 + (size_t)j] + K * row) / (2 * K));
+    row /= (double)len * div;
+    for (int64_t j = 0; j < len; j++) {
+      const double v = acc[r0 + (size_t)j] / div;
+      acc[r0 + (size_t)j] = sqrt(fmax(v, (v + row) / 2));
+    }
   }
 }
 
-static int run_f64(const gdn_inputs *in, const gdn_cotangents *ct, int64_t C, gdn_outputs *o, gdn_grads *g,
-                   gdn_error *e) {
+/* The scan (and its backward with ct) under cfg, or in binary64 with
+ * chunk C when cfg is NULL; o held as binary64. */
+static int run_scan(const gdn_inputs *in, const gdn_cotangents *ct, int64_t C, const kern_config *c, gdn_outputs *o,
+                    gdn_grads *g, gdn_error *e) {
   kern_config cfg;
   kern_config_init(&cfg);
   cfg.dtype = GDN_DTYPE_F64;
   cfg.matmul = KERN_MATMUL_IEEE;
   cfg.ftz = 0;
   cfg.chunk = C;
-  int rc = gdn_outputs_alloc(o, &in->shape, GDN_DTYPE_F64, e);
+  if (c) cfg = *c, cfg.devices = 1, cfg.mutant = KERN_MUTANT_NONE;
+  gdn_grads_clear(g);
+  int rc = gdn_outputs_alloc(o, &in->shape, cfg.dtype, e);
   if (!rc) rc = kern_scan(in, &cfg, o, e);
   if (!rc && ct) rc = kern_scan_vjp(in, ct, &cfg, g, e);
   return rc;
 }
 
+static int alloc_set(double *acc[PARITY_T_N], const gdn_shape *S, const gdn_outputs *o0, const gdn_grads *g0,
+                     gdn_error *e) {
+  for (int t = 0; t < PARITY_T_N; t++)
+    if (tensor_of(t, o0, g0) && !(acc[t] = gdn_calloc(numel(t, S), sizeof(double), "error model", e)))
+      return e ? e->code : GDN_ERR_NOMEM;
+  return GDN_OK;
+}
+
+/* The arithmetic's part: sample k's q, k, v perturbed, the case's
+ * float32 scan against the binary64 one on the same inputs. */
+static int arith_samples(double *acc[PARITY_T_N], const gdn_inputs *in, const gdn_cotangents *ct, int64_t C,
+                         const kern_config *acfg, int64_t head0, gdn_inputs *p, gdn_error *e) {
+  gdn_outputs o0, o1;
+  gdn_grads g0, g1;
+  gdn_outputs_init(&o0), gdn_outputs_init(&o1);
+  gdn_grads_init(&g0), gdn_grads_init(&g1);
+  int rc = GDN_OK;
+  for (int k = 0; !rc && k < PARITY_MODEL_ARITH; k++) {
+    perturb_qkv(p, in, k, head0);
+    if (!(rc = run_scan(p, ct, C, NULL, &o0, &g0, e)) && !(rc = run_scan(p, ct, C, acfg, &o1, &g1, e)))
+      accumulate(acc, &in->shape, &o0, ct ? &g0 : NULL, &o1, ct ? &g1 : NULL, 1.0);
+  }
+  memcpy(p->q, in->q, gdn_shape_numel_qk(&in->shape) * sizeof(float));
+  memcpy(p->k, in->k, gdn_shape_numel_qk(&in->shape) * sizeof(float));
+  memcpy(p->v, in->v, gdn_shape_numel_v(&in->shape) * sizeof(float));
+  gdn_outputs_clear(&o0), gdn_outputs_clear(&o1);
+  gdn_grads_clear(&g0), gdn_grads_clear(&g1);
+  return rc;
+}
+
 int parity_model_compute(parity_model *m, const gdn_inputs *in, const gdn_cotangents *ct, int64_t C, double u_g,
-                         int64_t head0, gdn_error *e) {
+                         const kern_config *acfg, int64_t head0, gdn_error *e) {
   parity_model_clear(m);
   m->chunk = C;
   m->u_g = u_g;
@@ -113,22 +169,28 @@ int parity_model_compute(parity_model *m, const gdn_inputs *in, const gdn_cotang
   gdn_outputs o0, o1;
   gdn_grads g0, g1;
   gdn_inputs p;
+  double *ar[PARITY_T_N] = {NULL};
   gdn_outputs_init(&o0), gdn_outputs_init(&o1);
   gdn_grads_init(&g0), gdn_grads_init(&g1);
   gdn_inputs_init(&p);
-  int rc = run_f64(in, ct, C, &o0, &g0, e);
+  int rc = run_scan(in, ct, C, NULL, &o0, &g0, e);
   if (!rc) rc = gdn_inputs_copy(&p, in, e);
-  for (int t = 0; !rc && t < PARITY_T_N; t++) {
-    if (tensor_of(t, &o0, ct ? &g0 : NULL) == NULL) continue;
-    if (!(m->s[t] = gdn_calloc(numel(t, S), sizeof(double), "error model", e))) rc = e ? e->code : GDN_ERR_NOMEM;
-  }
+  if (!rc) rc = alloc_set(m->s, S, &o0, ct ? &g0 : NULL, e);
+  if (!rc && acfg) rc = alloc_set(ar, S, &o0, ct ? &g0 : NULL, e);
+  if (!rc && acfg) rc = arith_samples(ar, in, ct, C, acfg, head0, &p, e);
   for (int k = 0; !rc && k < PARITY_MODEL_SAMPLES; k++) {
     perturb_g(p.g, in, k, C, u_g, head0);
-    gdn_grads_clear(&g1);
-    if (!(rc = run_f64(&p, ct, C, &o1, &g1, e))) accumulate(m, S, &o0, ct ? &g0 : NULL, &o1, ct ? &g1 : NULL);
+    if (!(rc = run_scan(&p, ct, C, NULL, &o1, &g1, e)))
+      accumulate(m->s, S, &o0, ct ? &g0 : NULL, &o1, ct ? &g1 : NULL, PARITY_MODEL_AMP);
   }
-  for (int t = 0; !rc && t < PARITY_T_N; t++)
-    if (m->s[t]) pool(m->s[t], numel(t, S), last_dim(t, S));
+  for (int t = 0; !rc && t < PARITY_T_N; t++) {
+    if (!m->s[t]) continue;
+    const size_t n = numel(t, S);
+    pool(m->s[t], n, last_dim(t, S), 1); /* the probes' squares sum to the variance */
+    if (ar[t]) pool(ar[t], n, last_dim(t, S), PARITY_MODEL_ARITH);
+    for (size_t i = 0; ar[t] && i < n; i++) m->s[t][i] = hypot(m->s[t][i], ar[t][i]);
+  }
+  for (int t = 0; t < PARITY_T_N; t++) gdn_free(ar[t]);
   gdn_outputs_clear(&o0), gdn_outputs_clear(&o1);
   gdn_grads_clear(&g0), gdn_grads_clear(&g1);
   gdn_inputs_clear(&p);

@@ -546,7 +546,7 @@ static int run_case(input_ctx *x, int64_t devices, kern_prefix prefix, gdn_error
  * for this chunk size. */
 static int chunk_model(input_ctx *x, int64_t chunk, gdn_error *e) {
   if (!x->ref || x->o->dtype == GDN_DTYPE_F64) return GDN_OK;
-  int rc = parity_model_compute(&x->model, x->in, x->o->ct, chunk, 0x1p-24, 0, e);
+  int rc = parity_model_compute(&x->model, x->in, x->o->ct, chunk, 0x1p-24, &x->cfg, 0, e);
   if (rc) return rc;
   x->has_model = 1;
   const gdn_grads *ref_grads = x->ref->has_grads ? &x->ref->grads : NULL;

@@ -34,7 +34,7 @@
 
 enum { V_SEQ, V_HS, V_BL, V_EXACT, V_N };
 static const char *const names[V_N] = {"seq", "hillis", "blelloch", "exact"};
-#define C 64
+#define CH 64
 
 static float f32(double x) { return (float)x; }
 
@@ -44,7 +44,7 @@ static void prefix(int v, const float *x, int n, float *P) {
     P[0] = x[0];
     for (int i = 1; i < n; i++) P[i] = P[i - 1] + x[i];
   } else if (v == V_HS) {
-    float a[C], b[C];
+    float a[CH], b[CH];
     memcpy(a, x, (size_t)n * sizeof *a);
     for (int off = 1; off < n; off *= 2) {
       for (int i = 0; i < n; i++) b[i] = i >= off ? a[i - off] + a[i] : a[i];
@@ -54,7 +54,7 @@ static void prefix(int v, const float *x, int n, float *P) {
   } else if (v == V_BL) {
     int m = 1;
     while (m < n) m *= 2;
-    float a[C] = {0};
+    float a[CH] = {0};
     memcpy(a, x, (size_t)n * sizeof *a);
     for (int d = 1; d < m; d *= 2)
       for (int k = 0; k < m; k += 2 * d) a[k + 2 * d - 1] = a[k + d - 1] + a[k + 2 * d - 1];
@@ -81,9 +81,9 @@ static int gates_for(const gdn_inputs *in, int v, float *gp) {
   int hard = 0;
   for (int64_t b = 0; b < S->B; b++)
     for (int64_t h = 0; h < S->Hv; h++)
-      for (int64_t t0 = 0; t0 < S->T; t0 += C) {
-        const int n = (int)(S->T - t0 < C ? S->T - t0 : C);
-        float x[C], P[C];
+      for (int64_t t0 = 0; t0 < S->T; t0 += CH) {
+        const int n = (int)(S->T - t0 < CH ? S->T - t0 : CH);
+        float x[CH], P[CH];
         for (int i = 0; i < n; i++) x[i] = in->g[((b * S->T + t0 + i) * S->Hv + h)];
         prefix(v, x, n, P);
         float Gk = 0; /* the kernel's G so far */
