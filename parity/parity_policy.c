@@ -263,10 +263,10 @@ static int parse_rule(json_t *r, size_t ri, const char *src, parity_rule *out, g
     out->model = json_is_true(v);
     const int ok = out->metric == PARITY_M_REL_FRO || out->metric == PARITY_M_BLOCK_REL ||
                    out->metric == PARITY_M_ELEM_REL || out->metric == PARITY_M_ROW_REL;
-    if (out->model && (!ok || (out->kind != PARITY_RULE_RELATIVE && out->kind != PARITY_RULE_LOCALIZED)))
+    if (out->model && (!ok || out->kind == PARITY_RULE_VS_SCAN))
       return gdn_error_set(e, GDN_ERR_INPUT,
-                           "policy %s: rule %zu (%s): \"model\" applies to relative and localized rules on rel_fro, "
-                           "block_rel, elem_rel or row_rel",
+                           "policy %s: rule %zu (%s): \"model\" applies to absolute, relative and localized rules on "
+                           "rel_fro, block_rel, elem_rel or row_rel",
                            src, ri, id);
   }
   return parse_limits(r, ri, src, id, out, e);
@@ -397,7 +397,10 @@ static const parity_metrics *rule_target(const parity_rule *r, const parity_case
   if (r->outputs && !(r->outputs & (1u << s->out_dtype[ti]))) return NULL;
   if (!(r->subjects & s->kind)) return NULL;
   if ((r->kind == PARITY_RULE_RELATIVE || r->kind == PARITY_RULE_LOCALIZED) && !c->scan_vs_oracle[ti]) return NULL;
-  return r->kind == PARITY_RULE_VS_SCAN ? s->vs_scan[ti] : s->vs_oracle[ti];
+  const parity_metrics *m = r->kind == PARITY_RULE_VS_SCAN ? s->vs_scan[ti] : s->vs_oracle[ti];
+  /* an absolute rule that follows the model has no limit of its own where there is none */
+  if (m && r->model && r->kind == PARITY_RULE_ABSOLUTE && !m->model.has) return NULL;
+  return m;
 }
 
 /* The last seam at or before position t (0: none), from the view's seams. */
@@ -524,7 +527,7 @@ static void model_apply(parity_check *k, const parity_rule *r, const parity_case
       k->model_widened = 1;
       snprintf(k->name + nl, sizeof k->name - nl, " or %.3g x model %.3g", ms->lam_fro, ms->fro);
     }
-    k->factor_reached = k->value / k->limit * r->factor;
+    k->factor_reached = k->value / k->limit * (r->kind == PARITY_RULE_ABSOLUTE ? 1 : r->factor);
     return;
   }
   const parity_model_front *f = r->metric == PARITY_M_ELEM_REL    ? &ms->elem
@@ -535,7 +538,7 @@ static void model_apply(parity_check *k, const parity_rule *r, const parity_case
   const double rho = parity_model_front_rho(f, k->limit, &k->model_ratio, &at);
   k->model_sig = k->model_ratio * k->model_lambda;
   k->value = rho * k->limit;
-  k->factor_reached = rho * r->factor;
+  k->factor_reached = rho * (r->kind == PARITY_RULE_ABSOLUTE ? 1 : r->factor);
   snprintf(k->name + nl, sizeof k->name - nl, " or %.3g sigma of the model", k->model_lambda);
   if (at >= 0) model_locate(k, c, ti, m, at);
 }
