@@ -85,7 +85,8 @@ static void perturb_qkv(gdn_inputs *p, const gdn_inputs *in, int k, int64_t head
         for (int64_t h = 0; h < H[w]; h++)
           for (int64_t d = 0; d < D[w]; d++) {
             const size_t i = (size_t)(((b * S->T + t) * H[w] + h) * D[w] + d);
-            const double z = parity_model_sign(100 + 3 * k + w, b, t, ((head0 + h) << 16) + d);
+            const int64_t gh = w < 2 ? head0 / (S->Hv / S->Hk) + h : head0 + h; /* the whole run's head */
+            const double z = parity_model_sign(100 + 3 * k + w, b, t, (gh << 16) + d);
             dst[w][i] = (float)(src[w][i] * (1 + 0x1p-21 * z));
           }
 }

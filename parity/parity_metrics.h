@@ -74,9 +74,13 @@
  * and with a rule's limit L it passes when a_i <= 1 or q_i <= L: the check's
  * value/limit is rho = max_i min(a_i, q_i / L).  Every L gives rho from the
  * Pareto frontier of the points (a_i, q_i) (those no other point exceeds in
- * both), kept here: at most PARITY_MODEL_FRONT points, sorted by a rising (q
- * falling); when more would be kept, two neighbours merge into their
- * componentwise maximum (rho can only grow: never a missed FAIL).
+ * both; of equal points the least index), kept here: at most
+ * PARITY_MODEL_FRONT points, sorted by a rising (q falling).  The frontier
+ * is a set: the same whatever order the items come in (a run streamed by
+ * head group meets them in another).  When more would be kept (random
+ * errors keep about ln n), two neighbours merge into their componentwise
+ * maximum: rho can only grow, never a missed FAIL, but the set then depends
+ * on the order.
  * lam from a union bound over the items judged (false-alarm probability
  * PARITY_MODEL_ALPHA per statistic, Gaussian tails): elements
  * lam_elem = sqrt(2 ln(2 n / alpha)); a norm over k >= 1 items concentrates
@@ -86,7 +90,7 @@
  * normwise scale.  s_i = 0 makes a_i = +inf; a non-finite x gives +inf
  * for both figures. */
 #define PARITY_MODEL_ALPHA 1e-3
-#define PARITY_MODEL_FRONT 24
+#define PARITY_MODEL_FRONT 64
 typedef struct parity_model_front {
   int n;
   double a[PARITY_MODEL_FRONT], q[PARITY_MODEL_FRONT];
@@ -142,7 +146,25 @@ int parity_metrics_compute(const double *x, const double *r, const int64_t dims[
  * row sums in binary64 in that order, the whole-tensor sums exact): the
  * same for any thread count. */
 int parity_metrics_model_v(parity_vals x, parity_vals r, const double *s, const int64_t dims[4],
-                           const int64_t block_len[4], parity_metrics *m, gdn_error *e);
+                           const int64_t block_len[4], gdn_dtype ulp_dtype, parity_metrics *m, gdn_error *e);
+
+/* The same met one head group at a time (parity_metrics_stream's way):
+ * new, add_a for every group, between, add_b for every group, finish (m
+ * holding the pair's other metrics: ref_fro), free.  The floor of elements
+ * near zero is u(ulp_dtype) max|r|, rel_floor's definition.  x, r, s:
+ * the group's slabs, heads [h0, h1) along head_axis (< 3), each in the
+ * group's own shape.  Every figure is the whole pass's bit for bit (blocks
+ * and rows lie inside one head; the whole sums are exact; the frontier is a
+ * set). */
+typedef struct parity_model_acc parity_model_acc;
+int parity_model_acc_new(parity_model_acc **A, const int64_t dims[4], const int64_t block_len[4], int head_axis,
+                         gdn_dtype ulp_dtype, gdn_error *e);
+void parity_model_acc_add_a(parity_model_acc *A, parity_vals x, parity_vals r, const double *s, int64_t h0, int64_t h1);
+void parity_model_acc_between(parity_model_acc *A);
+void parity_model_acc_add_b(parity_model_acc *A, parity_vals x, parity_vals r, const double *s, int64_t h0,
+                            int64_t h1);
+void parity_model_acc_finish(parity_model_acc *A, parity_metrics *m);
+void parity_model_acc_free(parity_model_acc *A); /* NULL is fine */
 
 /* The localized statistic of m (block_rel, block_lo/hi) over blocks of
  * block_len[a] indices along each axis a (clamped to [1, dims[a]]); m must

@@ -214,7 +214,7 @@ static int measure_subject(input_ctx *x, size_t i, gdn_error *e) {
       return rc;
     if (x->ref) m->has_vs_ref |= 1u << t;
     if (x->ref && x->has_model && x->model.s[t] &&
-        (rc = parity_metrics_model_v(xs, rs, x->model.s[t], dims, bl, &m->vs_ref[t], e)))
+        (rc = parity_metrics_model_v(xs, rs, x->model.s[t], dims, bl, s->out_dtype[t], &m->vs_ref[t], e)))
       return rc;
     if (!s->m->vs_scan || !bs->out || !(bs->present & (1u << t))) continue;
     const parity_vals bt = parity_tensor_get(pt, bs->out, bs->grads);
@@ -561,7 +561,7 @@ static int chunk_model(input_ctx *x, int64_t chunk, gdn_error *e) {
       pt->dims(&x->in->shape, dims);
       pt->blocks(&x->in->shape, chunk, bl);
       if ((rc = parity_metrics_model_v(parity_tensor_get(pt, s->out, s->grads), parity_tensor_get(pt, &x->ref->out, ref_grads),
-                                       x->model.s[t], dims, bl, &m->vs_ref[t], e)))
+                                       x->model.s[t], dims, bl, s->out_dtype[t], &m->vs_ref[t], e)))
         return rc;
     }
   }

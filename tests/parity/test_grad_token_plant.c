@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gdn_synth.h"
@@ -67,6 +68,26 @@ static int produce(parity_subject_run *s, const parity_produce_ctx *cx, gdn_erro
 #define ROW(i) {NULL, PARITY_SUBJ_AFFINE, PARITY_STAGE_CASE, PARITY_ROLE_JUDGED, 1, produce}
 static parity_subject_methods rows_m[P_N] = {ROW(0), ROW(1), ROW(2), ROW(3), ROW(4), ROW(5), ROW(6)};
 
+/* The policy before the error model: the built-in one without "model" and
+ * without the two rules that came with it (for the printed comparison). */
+static void load_before(parity_policy *pol) {
+  gdn_error e;
+  gdn_error_init(&e);
+  json_error_t je;
+  json_t *root = json_loads(parity_policy_builtin_text(), 0, &je), *rules = json_object_get(root, "rules");
+  ck_assert_ptr_nonnull(root);
+  for (size_t i = json_array_size(rules); i-- > 0;) {
+    json_t *r = json_array_get(rules, i);
+    const char *id = json_string_value(json_object_get(r, "id"));
+    if (!strcmp(id, "grad-per-token-float32-gates") || !strcmp(id, "grad-per-head-dh0")) json_array_remove(rules, i);
+    else json_object_del(r, "model");
+  }
+  char *t = json_dumps(root, 0);
+  ck_assert_msg(parity_policy_parse(pol, t, "before", &e) == GDN_OK, "%s", e.msg);
+  free(t);
+  json_decref(root);
+}
+
 static void verify(unsigned gates, const char *what) {
   gdn_error e;
   gdn_error_init(&e);
@@ -83,13 +104,16 @@ static void verify(unsigned gates, const char *what) {
   ck_assert_int_eq(gdn_cotangents_alloc(&ct, &s, 1, &e), GDN_OK);
   gdn_cotangents_synth(&ct, 5);
   ck_assert_msg(parity_reference_compute_grads(&ref, &in, &ct, PARITY_ORACLE_MPFR, 128, &e) == GDN_OK, "%s", e.msg);
-  static parity_policy pol;
+  static parity_policy pol, before;
   ck_assert_int_eq(parity_policy_load_builtin(&pol, &e), GDN_OK);
+  load_before(&before);
+  double caught_before[P_N];
+  for (int after = 0; after < 2; after++) {
   parity_doc d;
   ck_assert_int_eq(parity_doc_init(&d, "test", &pol, &e), GDN_OK);
   parity_sweep_opts o;
   parity_sweep_opts_init(&o);
-  o.policy = &pol;
+  o.policy = after ? &pol : &before;
   o.verbosity = 0;
   o.chunks[0] = 16;
   o.devices[0] = 1, o.n_devices = 1, o.devices_default = 0;
@@ -121,12 +145,19 @@ static void verify(unsigned gates, const char *what) {
       if (q > wq) wq = q, w = k;
     }
     ck_assert_ptr_nonnull(w);
-    fprintf(stderr, "%s gates %-12s %s: %s %.3g (rule %s)\n", what, pname[p], pass ? "passes" : "FAILS",
-            json_string_value(json_object_get(w, "name")), wq, json_string_value(json_object_get(w, "rule")));
+    if (!after) {
+      caught_before[p] = 1e-4 / wq;
+      continue;
+    }
+    fprintf(stderr, "%s gates %-12s %s: %s %.3g (rule %s); smallest caught %.3g x RMS, before the model %.3g%s\n", what,
+            pname[p], pass ? "passes" : "FAILS", json_string_value(json_object_get(w, "name")), wq,
+            json_string_value(json_object_get(w, "rule")), 1e-4 / wq, caught_before[p],
+            p == P_CLEAN ? " (no plant: the correct gradients' worst value/limit)" : "");
     if (p == P_CLEAN) ck_assert_msg(pass, "%s: the correct gradients must pass", what);
     else ck_assert_msg(!pass, "%s: %s must fail", what, pname[p]);
   }
   parity_doc_clear(&d);
+  }
   parity_reference_clear(&ref);
   gdn_cotangents_clear(&ct);
   gdn_inputs_clear(&in);
