@@ -151,7 +151,7 @@ static int arith_samples(double *acc[PARITY_T_N], const gdn_inputs *in, const gd
   for (int k = 0; !rc && k < PARITY_MODEL_ARITH; k++) {
     perturb_qkv(p, in, k, head0);
     if (!(rc = run_scan(p, ct, C, NULL, &o0, &g0, e)) && !(rc = run_scan(p, ct, C, acfg, &o1, &g1, e)))
-      accumulate(acc, &in->shape, &o0, ct ? &g0 : NULL, &o1, ct ? &g1 : NULL, 1.0);
+      accumulate(acc, &in->shape, &o0, ct ? &g0 : NULL, &o1, ct ? &g1 : NULL, sqrt((double)PARITY_MODEL_ARITH));
   }
   memcpy(p->q, in->q, gdn_shape_numel_qk(&in->shape) * sizeof(float));
   memcpy(p->k, in->k, gdn_shape_numel_qk(&in->shape) * sizeof(float));
@@ -170,31 +170,33 @@ int parity_model_compute(parity_model *m, const gdn_inputs *in, const gdn_cotang
   gdn_outputs o0, o1;
   gdn_grads g0, g1;
   gdn_inputs p;
-  double *ar[PARITY_T_N] = {NULL};
   gdn_outputs_init(&o0), gdn_outputs_init(&o1);
   gdn_grads_init(&g0), gdn_grads_init(&g1);
   gdn_inputs_init(&p);
   int rc = run_scan(in, ct, C, NULL, &o0, &g0, e);
   if (!rc) rc = gdn_inputs_copy(&p, in, e);
   if (!rc) rc = alloc_set(m->s, S, &o0, ct ? &g0 : NULL, e);
-  if (!rc && acfg) rc = alloc_set(ar, S, &o0, ct ? &g0 : NULL, e);
-  if (!rc && acfg) rc = arith_samples(ar, in, ct, C, acfg, head0, &p, e);
-  for (int k = 0; !rc && k < PARITY_MODEL_SAMPLES; k++) {
+  for (int k = 0; !rc && k < PARITY_MODEL_SAMPLES; k++) { /* G's probes: their squares sum to its variance */
     perturb_g(p.g, in, k, C, u_g, head0);
     if (!(rc = run_scan(&p, ct, C, NULL, &o1, &g1, e)))
       accumulate(m->s, S, &o0, ct ? &g0 : NULL, &o1, ct ? &g1 : NULL, PARITY_MODEL_AMP);
   }
-  for (int t = 0; !rc && t < PARITY_T_N; t++) {
-    if (!m->s[t]) continue;
-    const size_t n = numel(t, S);
-    pool(m->s[t], n, last_dim(t, S), 1); /* the probes' squares sum to the variance */
-    if (ar[t]) pool(ar[t], n, last_dim(t, S), PARITY_MODEL_ARITH);
-    for (size_t i = 0; ar[t] && i < n; i++) m->s[t][i] = hypot(m->s[t][i], ar[t][i]);
-  }
-  for (int t = 0; t < PARITY_T_N; t++) gdn_free(ar[t]);
+  if (!rc) memcpy(p.g, in->g, gdn_shape_numel_gate(S) * sizeof(float));
+  if (!rc && acfg) rc = arith_samples(m->s, in, ct, C, acfg, head0, &p, e); /* adds each sample's square / ARITH */
+  for (int t = 0; !rc && t < PARITY_T_N; t++)
+    if (m->s[t]) pool(m->s[t], numel(t, S), last_dim(t, S), 1);
   gdn_outputs_clear(&o0), gdn_outputs_clear(&o1);
   gdn_grads_clear(&g0), gdn_grads_clear(&g1);
   gdn_inputs_clear(&p);
   if (rc) parity_model_clear(m);
   return rc;
+}
+
+size_t parity_model_bytes(const gdn_shape *s, int grads) {
+  size_t n = 0;
+  for (int t = 0; t < PARITY_T_N; t++)
+    if (!parity_tensors[t].grad || grads) n += (size_t)parity_tensor_numel(&parity_tensors[t], s);
+  /* the model's s, the two binary64 runs' outputs (and gradients), the moved inputs */
+  return 3 * n * sizeof(double) + sizeof(float) * (2 * gdn_shape_numel_qk(s) + gdn_shape_numel_v(s) +
+                                                   2 * gdn_shape_numel_gate(s) + (size_t)(s->B * s->Hv * s->Dk * s->Dv));
 }

@@ -34,9 +34,9 @@
  * seeded signs), the case's float32 scan minus the binary64 scan on the
  * same moved inputs (so the change of the problem cancels and only the
  * rounding remains, in another pattern each time: Monte Carlo arithmetic
- * by input perturbation); their mean square per element, pooled with the
- * row's as above, adds to s_e^2.  The model's s_e is then
- *     s_e = sqrt(s_G,e^2 + s_arith,e^2).
+ * by input perturbation); their mean square per element adds to s_e^2:
+ *     s_e^2 = s_G,e^2 + s_arith,e^2
+ * before the lift toward the row (above) is applied to the sum.
  * With cotangents the float64 backward of the scan (kern_scan_vjp) gives
  * the gradients' s the same way.  Deterministic (fixed signs, float64
  * kernels deterministic for any thread count); per value head, so a head
@@ -76,6 +76,11 @@ void parity_model_clear(parity_model *m);
  * first value head of in within the whole run. */
 int parity_model_compute(parity_model *m, const gdn_inputs *in, const gdn_cotangents *ct, int64_t C, double u_g,
                          const kern_config *acfg, int64_t head0, gdn_error *e);
+
+/* The heap parity_model_compute holds at its peak beside the kernels'
+ * scratch (binary64 kernels: at most twice the float32 scratch), and
+ * whose s (a third) the sweep keeps for a chunk size: parity_budget. */
+size_t parity_model_bytes(const gdn_shape *s, int grads);
 
 /* The sign z_i of sample k at (b, t, value head h): +1 or -1. */
 double parity_model_sign(int k, int64_t b, int64_t t, int64_t h);

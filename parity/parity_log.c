@@ -93,13 +93,13 @@ void parity_log_chunk(FILE *f, int64_t chunk, int64_t n_chunks, int64_t tokens_T
 }
 
 /* How sure a verdict is (docs/results-json.md, the check's "model"):
- * ", value/limit R" and, where the error model judged the check, the
+ * " value/limit R" and, where the error model judged the check, the
  * deciding item's error in standard errors of the model and as a multiple
  * of its model bound ("" for a check without a limit). */
 void parity_log_sureness(char *buf, size_t n, const parity_check *k) {
   buf[0] = '\0';
   if (!(k->limit > 0)) return;
-  int o = snprintf(buf, n, ", value/limit %.3g", k->value / k->limit);
+  int o = snprintf(buf, n, " value/limit %.3g", k->value / k->limit);
   if (!k->has_model || o < 0 || (size_t)o >= n) return;
   if (k->rule->metric == PARITY_M_REL_FRO)
     snprintf(buf + o, n - (size_t)o, "; %.3g x the model's normwise error (%.3g sigma bound)", k->model_sig,
@@ -120,7 +120,7 @@ static void log_deciding(FILE *f, const parity_check *k) {
   fmt_e(v, 16, k->value);
   fmt_e(l, 16, k->limit);
   parity_log_sureness(sure, sizeof sure, k);
-  fprintf(f, "      %s: %s (value %s, limit %s%s)%s%s\n", k->pass ? "decided by" : "FAILED", k->name, v, l, sure,
+  fprintf(f, "      %s: %s (value %s, limit %s)%s%s%s\n", k->pass ? "decided by" : "FAILED", k->name, v, l, sure,
           k->where[0] ? "; " : "", k->where);
 }
 
