@@ -325,6 +325,12 @@ done:
   return rc;
 }
 
+int parity_policy_uses_model(const parity_policy *p) {
+  for (size_t i = 0; p && i < p->n_rules; i++)
+    if (p->rules[i].model) return 1;
+  return 0;
+}
+
 static double unit_u(gdn_dtype t) { return gdn_dtype_unit_roundoff(t); }
 
 static void fmt_g(char *buf, size_t n, double x) { snprintf(buf, n, "%.3g", x); }

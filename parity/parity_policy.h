@@ -124,6 +124,10 @@ int parity_policy_parse(parity_policy *p, const char *text, const char *source, 
  * bytes; returns buf. */
 const char *parity_policy_label(const parity_policy *p, char *buf, size_t n);
 
+/* 1 when some rule follows the error model ("model": true): a sweep
+ * computes the model (parity_kappa_model.h) only then. */
+int parity_policy_uses_model(const parity_policy *p);
+
 const char *parity_metric_name(parity_metric_id m);
 double parity_metric_value(const parity_metrics *m, parity_metric_id id);
 

@@ -541,11 +541,12 @@ static int run_case(input_ctx *x, int64_t devices, kern_prefix prefix, gdn_error
 }
 
 /* The error model of this chunk size (parity_kappa_model.h), with a
- * reference and float32 or bfloat16 compute (G summed in float32); the
+ * reference, float32 or bfloat16 compute (G summed in float32) and a policy
+ * with a rule that follows it; the
  * subjects measured once per input (external outputs) get its statistics
  * for this chunk size. */
 static int chunk_model(input_ctx *x, int64_t chunk, gdn_error *e) {
-  if (!x->ref || x->o->dtype == GDN_DTYPE_F64) return GDN_OK;
+  if (!x->ref || x->o->dtype == GDN_DTYPE_F64 || !parity_policy_uses_model(x->o->policy)) return GDN_OK;
   int rc = parity_model_compute(&x->model, x->in, x->o->ct, chunk, 0x1p-24, &x->cfg, 0, e);
   if (rc) return rc;
   x->has_model = 1;
