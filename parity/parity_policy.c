@@ -545,8 +545,7 @@ static void model_apply(parity_check *k, const parity_rule *r, const parity_case
   k->model_sig = k->model_ratio * k->model_lambda;
   k->value = rho * k->limit;
   k->factor_reached = rho * (r->kind == PARITY_RULE_ABSOLUTE ? 1 : r->factor);
-  snprintf(k->name + nl, sizeof k->name - nl, " or %.3g sigma of the model", k->model_lambda);
-  if (at >= 0) model_locate(k, c, ti, m, at);
+  if (at >= 0) model_locate(k, c, ti, m, at); /* the name stays the rule's: the figures are k->model_* */
 }
 
 /* Value, effective limit, factor reached and the check's name. */

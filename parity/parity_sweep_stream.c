@@ -789,7 +789,8 @@ static int run_chunk_streamed(sctx *c, size_t ci, gdn_error *e) {
   chunk_cases(c, chunk);
   spill_set_init(&c->base);
   spill_set_init(&c->model);
-  c->want_model = x->ref && o->dtype != GDN_DTYPE_F64 && parity_policy_uses_model(o->policy); /* chunk_model's */
+  /* chunk_model's condition, the same on every rank (only rank 0 holds the reference) */
+  c->want_model = c->sr->tier != PARITY_ORACLE_NONE && o->dtype != GDN_DTYPE_F64 && parity_policy_uses_model(o->policy);
   c->cases = gdn_calloc(c->n_cases ? c->n_cases : 1, sizeof *c->cases, "case scratch", e);
   c->seams = c->cases ? gdn_calloc(c->n_cases * (c->max_seams ? c->max_seams : 1), sizeof *c->seams, "seam sums", e)
                       : NULL;
