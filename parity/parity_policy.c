@@ -510,8 +510,9 @@ static void model_locate(parity_check *k, const parity_case_view *c, int ti, con
 }
 
 /* The error model (parity_kappa_model.h) where the rule asks for it and the
- * case has one.  A normwise rule's limit widens to lam_fro x the model's
- * normwise scale when that is larger.  A localized or per-token rule keeps
+ * case has one.  A normwise rule's limit widens to its factor x the
+ * model's normwise scale ||s||_F / ||r||_F when that is larger (the model
+ * as one more floor of "factor x max(scan, floor)").  A localized or per-token rule keeps
  * its limit L and judges each element, row or block i by
  * min(a_i, q_i / L) (parity_model_stats): value = L x the largest of those,
  * so value <= L exactly when every item is within its model bound or within
@@ -523,17 +524,18 @@ static void model_apply(parity_check *k, const parity_rule *r, const parity_case
   k->has_model = 1;
   k->model_raw = k->value;
   const size_t nl = strlen(k->name);
-  if (r->metric == PARITY_M_REL_FRO) {
-    k->model_lambda = ms->lam_fro;
-    k->model_bound = ms->lam_fro * ms->fro;
+  if (r->metric == PARITY_M_REL_FRO) { /* the model's normwise scale is one more floor of the rule */
+    const double f = r->kind == PARITY_RULE_ABSOLUTE ? 1 : r->factor;
+    k->model_lambda = f;
+    k->model_bound = f * ms->fro;
     k->model_ratio = k->model_bound > 0 ? k->value / k->model_bound : INFINITY;
     k->model_sig = ms->fro > 0 ? k->value / ms->fro : INFINITY;
     if (k->model_bound > k->limit) {
       k->limit = k->model_bound;
       k->model_widened = 1;
-      snprintf(k->name + nl, sizeof k->name - nl, " or %.3g x model %.3g", ms->lam_fro, ms->fro);
+      snprintf(k->name + nl, sizeof k->name - nl, " or %g x model %.3g", f, ms->fro);
     }
-    k->factor_reached = k->value / k->limit * (r->kind == PARITY_RULE_ABSOLUTE ? 1 : r->factor);
+    k->factor_reached = k->value / k->limit * f;
     return;
   }
   const parity_model_front *f = r->metric == PARITY_M_ELEM_REL    ? &ms->elem

@@ -48,7 +48,7 @@
  * (parity_kappa_model.h: per element, the first-order effect of G's float32
  * rounding, beside the reference) where the case has one (an oracle and
  * float32 or bfloat16 compute): on rel_fro its limit is the larger of the
- * rule's and lambda_fro x the model's normwise scale; on block_rel,
+ * rule's and its factor x the model's normwise scale; on block_rel,
  * elem_rel and row_rel only the blocks, elements or rows beyond lambda x
  * their own model scale count (the value is the worst of those, 0 when none),
  * held to the rule's limit.  So an element fails when its error exceeds
