@@ -35,6 +35,7 @@
 #include "parity_worst.h"
 #include "parity_spill.h"
 #include "parity_sweep_stream.h"
+#include "parity_kappa_model.h"
 #include "report.h"
 #include "report_audit.h"
 #include "report_coverage.h"
@@ -731,7 +732,11 @@ static uint64_t fixture_scratch(const gdn_shape *s, int64_t chunk_size, const vo
     o.n_chunks = 1;
   }
   const size_t b = parity_budget_scratch(s, &o);
-  return b == SIZE_MAX ? UINT64_MAX / 2 : (uint64_t)b;
+  if (b == SIZE_MAX) return UINT64_MAX / 2;
+  /* the error model's heap and binary64 scratch (parity_kappa_model.h; gradients counted: the
+   * fixture's cotangents are not known here) */
+  const int model = o.dtype != GDN_DTYPE_F64 && (!o.policy || parity_policy_uses_model(o.policy));
+  return (uint64_t)b + (model ? (uint64_t)parity_model_bytes(s, 1) + (uint64_t)b : 0);
 }
 
 /* A fixture's head group (parity_sweep_stream.h): fix_group_read's slab,

@@ -125,6 +125,25 @@ static json_t *impls_json(const parity_case_result *r) {
   return bad ? NULL : impls;
 }
 
+/* The error model's figures of a check (parity_policy.h): the metric's own
+ * value, lambda, and for the deciding item its error in standard errors of
+ * the model (sigmas) and as a multiple of its model bound (bound_multiple);
+ * a normwise check also the model's bound and whether it set the limit. */
+static json_t *model_json(const parity_check *k) {
+  json_t *j = json_object();
+  if (!j) return NULL;
+  int bad = parity_json_set(j, "raw_value", parity_json_real(k->model_raw));
+  bad |= parity_json_set(j, "lambda", parity_json_real(k->model_lambda));
+  bad |= parity_json_set(j, "sigmas", parity_json_real(k->model_sig));
+  bad |= parity_json_set(j, "bound_multiple", parity_json_real(k->model_ratio));
+  if (k->rule->metric == PARITY_M_REL_FRO) {
+    bad |= parity_json_set(j, "bound", parity_json_real(k->model_bound));
+    bad |= parity_json_set(j, "widened", json_boolean(k->model_widened));
+  }
+  if (bad) json_decref(j);
+  return bad ? NULL : j;
+}
+
 static json_t *check_json(const parity_check *k) {
   json_t *jc = json_pack("{sssssssssssb}", "name", k->name, "rule", k->rule->id, "subject", k->subject,
                          "tensor", parity_tensors[__builtin_ctz((unsigned)k->tensor)].name, "metric",
@@ -137,6 +156,7 @@ static json_t *check_json(const parity_check *k) {
   if (k->where[0]) bad |= parity_json_set(jc, "where", json_string(k->where));
   if (k->nonfinite) bad |= parity_json_set(jc, "nonfinite", json_integer((json_int_t)k->nonfinite));
   if (k->kappa_g != 0) bad |= parity_json_set(jc, "kappa_g", parity_json_real(k->kappa_g));
+  if (k->has_model) bad |= parity_json_set(jc, "model", model_json(k));
   bad |= parity_json_set(jc, "reason", json_string(k->rule->reason));
   if (bad) json_decref(jc);
   return bad ? NULL : jc;

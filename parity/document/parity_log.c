@@ -92,16 +92,35 @@ void parity_log_chunk(FILE *f, int64_t chunk, int64_t n_chunks, int64_t tokens_T
             "affine vs scan: ht", "factor", "verdict");
 }
 
+/* How sure a verdict is (docs/results-json.md, the check's "model"):
+ * " value/limit R" and, where the error model judged the check, the
+ * deciding item's error in standard errors of the model and as a multiple
+ * of its model bound ("" for a check without a limit). */
+void parity_log_sureness(char *buf, size_t n, const parity_check *k) {
+  buf[0] = '\0';
+  if (!(k->limit > 0)) return;
+  int o = snprintf(buf, n, " value/limit %.3g", k->value / k->limit);
+  if (!k->has_model || o < 0 || (size_t)o >= n) return;
+  if (k->rule->metric == PARITY_M_REL_FRO)
+    snprintf(buf + o, n - (size_t)o, "; %.3g x the model's normwise error (%.3g sigma bound)", k->model_sig,
+             k->model_lambda);
+  else
+    snprintf(buf + o, n - (size_t)o, "; the %s's error is %.3g sigma of the model, %.3g x its bound",
+             k->rule->metric == PARITY_M_ELEM_REL ? "element" : k->rule->metric == PARITY_M_ROW_REL ? "token" : "block",
+             k->model_sig, k->model_ratio);
+}
+
 /* "decided by: NAME (value V, limit L)" or "FAILED: ..." under a row. */
 static void log_deciding(FILE *f, const parity_check *k) {
   if (k->nonfinite) { /* its value is no measurement: the count and the first position are */
     fprintf(f, "      FAILED: %s: %s\n", k->name, k->where);
     return;
   }
-  char v[16], l[16];
+  char v[16], l[16], sure[160] = "";
   fmt_e(v, 16, k->value);
   fmt_e(l, 16, k->limit);
-  fprintf(f, "      %s: %s (value %s, limit %s)%s%s\n", k->pass ? "decided by" : "FAILED", k->name, v, l,
+  parity_log_sureness(sure, sizeof sure, k);
+  fprintf(f, "      %s: %s (value %s, limit %s)%s%s%s\n", k->pass ? "decided by" : "FAILED", k->name, v, l, sure,
           k->where[0] ? "; " : "", k->where);
 }
 

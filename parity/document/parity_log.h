@@ -26,4 +26,8 @@ void parity_log_mutant(FILE *f, kern_mutant m);
 void parity_log_chunk(FILE *f, int64_t chunk, int64_t n_chunks, int64_t tokens_T, int skipped, int has_ref);
 void parity_log_case(FILE *f, const parity_case_result *r, int verbosity);
 
+/* " value/limit R" and where the error model judged check k, the deciding
+ * item's standard errors and multiple of its model bound, into buf. */
+void parity_log_sureness(char *buf, size_t n, const parity_check *k);
+
 #endif

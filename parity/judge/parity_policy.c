@@ -198,7 +198,7 @@ static int parse_limits(json_t *r, size_t ri, const char *src, const char *id, p
 static int parse_rule(json_t *r, size_t ri, const char *src, parity_rule *out, gdn_error *e) {
   static const char *const allowed[] = {"id", "kind", "subject", "dtype", "matmul", "oracle",
                                         "tensors", "metric", "limit", "limit_u", "factor",
-                                        "floor", "floor_u", "reason", "output", "kappa_g_u", NULL};
+                                        "floor", "floor_u", "reason", "output", "kappa_g_u", "model", NULL};
   static const char *const kinds[] = {"absolute", "relative", "vs-scan", "localized", NULL};
   static const char *const dtypes[] = {"float32", "bfloat16", "float64", NULL};
   static const char *const matmuls[] = {"ieee", "default", "high", "highest", NULL};
@@ -257,6 +257,18 @@ static int parse_rule(json_t *r, size_t ri, const char *src, parity_rule *out, g
                          src, ri, id);
   if ((rc = name_mask(v, metric_names, &m, src, ri, "metric", e))) return rc;
   out->metric = (parity_metric_id)__builtin_ctz(m);
+  if ((v = json_object_get(r, "model"))) {
+    if (!json_is_boolean(v))
+      return gdn_error_set(e, GDN_ERR_INPUT, "policy %s: rule %zu (%s): \"model\" must be true or false", src, ri, id);
+    out->model = json_is_true(v);
+    const int ok = out->metric == PARITY_M_REL_FRO || out->metric == PARITY_M_BLOCK_REL ||
+                   out->metric == PARITY_M_ELEM_REL || out->metric == PARITY_M_ROW_REL;
+    if (out->model && (!ok || out->kind == PARITY_RULE_VS_SCAN))
+      return gdn_error_set(e, GDN_ERR_INPUT,
+                           "policy %s: rule %zu (%s): \"model\" applies to absolute, relative and localized rules on "
+                           "rel_fro, block_rel, elem_rel or row_rel",
+                           src, ri, id);
+  }
   return parse_limits(r, ri, src, id, out, e);
 }
 
@@ -311,6 +323,12 @@ done:
   json_decref(root);
   if (rc) parity_policy_clear(p);
   return rc;
+}
+
+int parity_policy_uses_model(const parity_policy *p) {
+  for (size_t i = 0; p && i < p->n_rules; i++)
+    if (p->rules[i].model) return 1;
+  return 0;
 }
 
 static double unit_u(gdn_dtype t) { return gdn_dtype_unit_roundoff(t); }
@@ -385,7 +403,10 @@ static const parity_metrics *rule_target(const parity_rule *r, const parity_case
   if (r->outputs && !(r->outputs & (1u << s->out_dtype[ti]))) return NULL;
   if (!(r->subjects & s->kind)) return NULL;
   if ((r->kind == PARITY_RULE_RELATIVE || r->kind == PARITY_RULE_LOCALIZED) && !c->scan_vs_oracle[ti]) return NULL;
-  return r->kind == PARITY_RULE_VS_SCAN ? s->vs_scan[ti] : s->vs_oracle[ti];
+  const parity_metrics *m = r->kind == PARITY_RULE_VS_SCAN ? s->vs_scan[ti] : s->vs_oracle[ti];
+  /* an absolute rule that follows the model has no limit of its own where there is none */
+  if (m && r->model && r->kind == PARITY_RULE_ABSOLUTE && !m->model.has) return NULL;
+  return m;
 }
 
 /* The last seam at or before position t (0: none), from the view's seams. */
@@ -457,6 +478,78 @@ static void check_nonfinite(parity_check *k, int ti, const parity_metrics *m) {
                     (long long)m->nonfinite_at[a]);
 }
 
+/* Where the model's deciding item sits: flat index `at` of an element, a
+ * row or a block of the tensor. */
+static void model_locate(parity_check *k, const parity_case_view *c, int ti, const parity_metrics *m, int64_t at) {
+  const parity_tensor *pt = &parity_tensors[ti];
+  const parity_model_stats *ms = &m->model;
+  parity_metrics tmp = *m;
+  int64_t idx[4], dims[4];
+  const int metric = k->rule->metric;
+  memcpy(dims, ms->dims, sizeof dims);
+  if (metric == PARITY_M_ROW_REL) at *= dims[3];
+  if (metric == PARITY_M_BLOCK_REL)
+    for (int a = 0; a < 4; a++) dims[a] = (ms->dims[a] + ms->bl[a] - 1) / ms->bl[a];
+  for (int a = 3; a >= 0; a--) {
+    idx[a] = dims[a] > 0 ? at % dims[a] : 0;
+    at = dims[a] > 0 ? at / dims[a] : 0;
+  }
+  if (metric == PARITY_M_ELEM_REL) {
+    memcpy(tmp.elem_at, idx, sizeof idx);
+    parity_check_locate(k, c, ti, &tmp, PARITY_M_ELEM_REL);
+  } else if (metric == PARITY_M_BLOCK_REL) {
+    for (int a = 0; a < 4; a++) {
+      tmp.block_lo[a] = idx[a] * ms->bl[a];
+      tmp.block_hi[a] = tmp.block_lo[a] + ms->bl[a] < ms->dims[a] ? tmp.block_lo[a] + ms->bl[a] : ms->dims[a];
+    }
+    parity_check_locate(k, c, ti, &tmp, PARITY_M_BLOCK_REL);
+  } else {
+    snprintf(k->where, sizeof k->where, "worst token %s=%lld %s=%lld %s=%lld", pt->index_names[0], (long long)idx[0],
+             pt->index_names[1], (long long)idx[1], pt->index_names[2], (long long)idx[2]);
+  }
+}
+
+/* The error model (parity_kappa_model.h) where the rule asks for it and the
+ * case has one.  A normwise rule's limit widens to its factor x the
+ * model's normwise scale ||s||_F / ||r||_F when that is larger (the model
+ * as one more floor of "factor x max(scan, floor)").  A localized or per-token rule keeps
+ * its limit L and judges each element, row or block i by
+ * min(a_i, q_i / L) (parity_model_stats): value = L x the largest of those,
+ * so value <= L exactly when every item is within its model bound or within
+ * L relatively; an item's a_i and a_i x lambda (standard errors) are
+ * recorded for the deciding one. */
+static void model_apply(parity_check *k, const parity_rule *r, const parity_case_view *c, int ti,
+                        const parity_metrics *m) {
+  const parity_model_stats *ms = &m->model;
+  k->has_model = 1;
+  k->model_raw = k->value;
+  const size_t nl = strlen(k->name);
+  if (r->metric == PARITY_M_REL_FRO) { /* the model's normwise scale is one more floor of the rule */
+    const double f = r->kind == PARITY_RULE_ABSOLUTE ? 1 : r->factor;
+    k->model_lambda = f;
+    k->model_bound = f * ms->fro;
+    k->model_ratio = k->model_bound > 0 ? k->value / k->model_bound : INFINITY;
+    k->model_sig = ms->fro > 0 ? k->value / ms->fro : INFINITY;
+    if (k->model_bound > k->limit) {
+      k->limit = k->model_bound;
+      k->model_widened = 1;
+      snprintf(k->name + nl, sizeof k->name - nl, " or %g x model %.3g", f, ms->fro);
+    }
+    k->factor_reached = k->value / k->limit * f;
+    return;
+  }
+  const parity_model_front *f = r->metric == PARITY_M_ELEM_REL    ? &ms->elem
+                                : r->metric == PARITY_M_BLOCK_REL ? &ms->block
+                                                                  : &ms->row;
+  k->model_lambda = r->metric == PARITY_M_ELEM_REL ? ms->lam_elem : r->metric == PARITY_M_BLOCK_REL ? ms->lam_block : ms->lam_row;
+  int64_t at;
+  const double rho = parity_model_front_rho(f, k->limit, &k->model_ratio, &at);
+  k->model_sig = k->model_ratio * k->model_lambda;
+  k->value = rho * k->limit;
+  k->factor_reached = rho * (r->kind == PARITY_RULE_ABSOLUTE ? 1 : r->factor);
+  if (at >= 0) model_locate(k, c, ti, m, at); /* the name stays the rule's: the figures are k->model_* */
+}
+
 /* Value, effective limit, factor reached and the check's name. */
 static void fill_check(parity_check *k, const parity_rule *r, const parity_case_view *c,
                        const parity_subject *s, int ti, const parity_metrics *m) {
@@ -497,6 +590,7 @@ static void fill_check(parity_check *k, const parity_rule *r, const parity_case_
   }
   if (r->metric == PARITY_M_BLOCK_REL || r->metric == PARITY_M_ELEM_REL || r->metric == PARITY_M_MAX_REL)
     parity_check_locate(k, c, ti, m, r->metric);
+  if (r->model && m->model.has) model_apply(k, r, c, ti, m);
   k->pass = k->value <= k->limit; /* NaN fails */
   if (m->nonfinite) check_nonfinite(k, ti, m);
 }

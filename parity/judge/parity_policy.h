@@ -43,6 +43,16 @@
  * 2^-53 for float64).  While c kappa_G u_G <= limit (ordinary gates) the
  * check is exactly the constant rule; above it the check records kappa_G
  * and its name says the band follows it.
+ *
+ * A relative or localized rule with "model": true follows the error model
+ * (parity_kappa_model.h: per element, the first-order effect of G's float32
+ * rounding, beside the reference) where the case has one (an oracle and
+ * float32 or bfloat16 compute): on rel_fro its limit is the larger of the
+ * rule's and its factor x the model's normwise scale; on block_rel,
+ * elem_rel and row_rel only the blocks, elements or rows beyond lambda x
+ * their own model scale count (the value is the worst of those, 0 when none),
+ * held to the rule's limit.  So an element fails when its error exceeds
+ * both its model bound and the rule's relative limit.  docs/tolerance.md.
  */
 #ifndef PARITY_POLICY_H
 #define PARITY_POLICY_H
@@ -86,6 +96,7 @@ typedef struct parity_rule {
   parity_metric_id metric;
   double limit, limit_u, factor, floor, floor_u;
   double kappa_g_u; /* absolute and vs-scan rules: the limit is max(limit, kappa_g_u kappa_G u_G); 0 = constant */
+  int model;        /* relative and localized rules: follow the error model where the case has one (below) */
   char reason[1024];
 } parity_rule;
 
@@ -112,6 +123,10 @@ int parity_policy_parse(parity_policy *p, const char *text, const char *source, 
  * "the built-in policy" otherwise; both escaped (gdn_text_show).  buf, n
  * bytes; returns buf. */
 const char *parity_policy_label(const parity_policy *p, char *buf, size_t n);
+
+/* 1 when some rule follows the error model ("model": true): a sweep
+ * computes the model (parity_kappa_model.h) only then. */
+int parity_policy_uses_model(const parity_policy *p);
 
 const char *parity_metric_name(parity_metric_id m);
 double parity_metric_value(const parity_metrics *m, parity_metric_id id);
@@ -159,6 +174,13 @@ typedef struct parity_check {
   double kappa_g;      /* > 0: the limit is the rule's kappa_g_u kappa_G u_G, wider than its constant */
   int64_t nonfinite;   /* > 0: that many NaN or inf values in the tensor judged: the check fails
                           whatever its metric reads, and `where` names the first */
+  /* The error model (rule "model", parity_metrics.h's parity_model_stats), has_model 1 when used:
+   * model_raw the metric's own value; model_lambda the multiplier of the model's scale; model_sig the
+   * deciding item's error in standard errors of the model (|x - r| / s; normwise: rel_fro / the
+   * model's rel_fro); model_ratio the worst item's error as a multiple of its model bound (lambda s);
+   * model_bound (normwise) lambda x the model's rel_fro; model_widened: that bound is the limit. */
+  int has_model, model_widened;
+  double model_raw, model_lambda, model_sig, model_ratio, model_bound;
 } parity_check;
 
 /* A growing list of checks; `deciding` indexes the deciding one. */

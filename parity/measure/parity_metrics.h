@@ -64,6 +64,50 @@
 
 #define PARITY_ULP_BINS 20 /* edges 0, 0.5, 1, 2, ..., 2^17; the last bin is open */
 
+/* The error model's statistics of one pair (parity_metrics_model_v): each
+ * element e, row (a token's vector) and block judged against the model's
+ * scale s (parity_kappa_model.h) as well as against its own size.  Item i
+ * (an element, a row, a block) has two figures:
+ *   a_i = |x - r|_i / (lam s_i)   its error as a multiple of its model bound
+ *   q_i = the metric's own relative error (elem_rel's, row_rel's,
+ *         block_rel's definition and floor, parity_metrics.h)
+ * and with a rule's limit L it passes when a_i <= 1 or q_i <= L: the check's
+ * value/limit is rho = max_i min(a_i, q_i / L).  Every L gives rho from the
+ * Pareto frontier of the points (a_i, q_i) (those no other point exceeds in
+ * both; of equal points the least index), kept here: at most
+ * PARITY_MODEL_FRONT points, sorted by a rising (q falling).  The frontier
+ * is a set: the same whatever order the items come in (a run streamed by
+ * head group meets them in another).  When more would be kept (random
+ * errors keep about ln n), two neighbours merge into their componentwise
+ * maximum: rho can only grow, never a missed FAIL, but the set then depends
+ * on the order.
+ * lam from a union bound over the items judged (false-alarm probability
+ * PARITY_MODEL_ALPHA per statistic, Gaussian tails): elements
+ * lam_elem = sqrt(2 ln(2 n / alpha)); a norm over k >= 1 items concentrates
+ * (Lipschitz 1 in the standard normal), so rows and blocks take
+ * 1 + sqrt(2 ln(n_items / alpha)) and the whole tensor
+ * lam_fro = 1 + sqrt(2 ln(1 / alpha)); fro = ||s||_F / ||r||_F, the model's
+ * normwise scale.  s_i = 0 makes a_i = +inf; a non-finite x gives +inf
+ * for both figures. */
+#define PARITY_MODEL_ALPHA 1e-3
+#define PARITY_MODEL_FRONT 64
+typedef struct parity_model_front {
+  int n;
+  double a[PARITY_MODEL_FRONT], q[PARITY_MODEL_FRONT];
+  int64_t at[PARITY_MODEL_FRONT]; /* flat element, row or block index */
+} parity_model_front;
+
+typedef struct parity_model_stats {
+  int has;
+  double fro, lam_elem, lam_block, lam_row, lam_fro;
+  parity_model_front elem, row, block;
+  int64_t dims[4], bl[4]; /* the tensor's shape and blocks, to place an item */
+} parity_model_stats;
+
+/* rho of front f under limit L (above), its item's a in *a and index in *at
+ * (-1, a = 0 when f is empty). */
+double parity_model_front_rho(const parity_model_front *f, double L, double *a, int64_t *at);
+
 typedef struct parity_metrics {
   double max_abs, rel_fro, max_ulp, median_ulp, max_rel, rel_floor;
   double ref_max_abs, ref_fro;
@@ -78,6 +122,7 @@ typedef struct parity_metrics {
   double block_rel, elem_rel;
   int64_t elem_at[4];
   int64_t block_len[4], block_lo[4], block_hi[4], n_blocks; /* n_blocks 0: not computed */
+  parity_model_stats model; /* parity_metrics_model (model.has 0: no error model) */
 } parity_metrics;
 
 /* row_rel of x against r (n_rows rows of `len`), as defined above; the
@@ -93,6 +138,33 @@ double parity_ulp_bin_edge(int i);
 /* x and r have n = dims[0]*dims[1]*dims[2]*dims[3] elements, row-major. */
 int parity_metrics_compute(const double *x, const double *r, const int64_t dims[4],
                            gdn_dtype ulp_dtype, parity_metrics *m, gdn_error *e);
+
+/* The error model's statistics of x against r (m->model), given s, the
+ * model's per-element scale in x's layout (parity_kappa_model.h), and the
+ * blocks of parity_metrics_blocks; m must hold parity_metrics_compute's
+ * result for the pair (rel_floor, n).  One pass in memory order (block and
+ * row sums in binary64 in that order, the whole-tensor sums exact): the
+ * same for any thread count. */
+int parity_metrics_model_v(parity_vals x, parity_vals r, const double *s, const int64_t dims[4],
+                           const int64_t block_len[4], gdn_dtype ulp_dtype, parity_metrics *m, gdn_error *e);
+
+/* The same met one head group at a time (parity_metrics_stream's way):
+ * new, add_a for every group, between, add_b for every group, finish (m
+ * holding the pair's other metrics: ref_fro), free.  The floor of elements
+ * near zero is u(ulp_dtype) max|r|, rel_floor's definition.  x, r, s:
+ * the group's slabs, heads [h0, h1) along head_axis (< 3), each in the
+ * group's own shape.  Every figure is the whole pass's bit for bit (blocks
+ * and rows lie inside one head; the whole sums are exact; the frontier is a
+ * set). */
+typedef struct parity_model_acc parity_model_acc;
+int parity_model_acc_new(parity_model_acc **A, const int64_t dims[4], const int64_t block_len[4], int head_axis,
+                         gdn_dtype ulp_dtype, gdn_error *e);
+void parity_model_acc_add_a(parity_model_acc *A, parity_vals x, parity_vals r, const double *s, int64_t h0, int64_t h1);
+void parity_model_acc_between(parity_model_acc *A);
+void parity_model_acc_add_b(parity_model_acc *A, parity_vals x, parity_vals r, const double *s, int64_t h0,
+                            int64_t h1);
+void parity_model_acc_finish(parity_model_acc *A, parity_metrics *m);
+void parity_model_acc_free(parity_model_acc *A); /* NULL is fine */
 
 /* The localized statistic of m (block_rel, block_lo/hi) over blocks of
  * block_len[a] indices along each axis a (clamped to [1, dims[a]]); m must

@@ -84,6 +84,8 @@ int parity_sweep_validate(const gdn_shape *s, const parity_sweep_opts *o, gdn_er
 
 
 static void ctx_free_chunk(input_ctx *x) {
+  parity_model_clear(&x->model);
+  x->has_model = 0;
   gdn_free(x->prof_ref);
   gdn_free(x->prof_base);
   x->prof_ref = x->prof_base = NULL;
@@ -101,6 +103,7 @@ void parity_sweep_ctx_clear(input_ctx *x) {
 
 void parity_sweep_ctx_init(input_ctx *x, parity_doc *d, const parity_sweep_opts *o) {
   memset(x, 0, sizeof *x);
+  parity_model_init(&x->model);
   x->d = d;
   x->o = o;
   kern_config_init(&x->cfg);
@@ -211,6 +214,9 @@ static int measure_subject(input_ctx *x, size_t i, gdn_error *e) {
                    (rc = parity_metrics_blocks_v(xs, rs, dims, bl, &m->vs_ref[t], e))))
       return rc;
     if (x->ref) m->has_vs_ref |= 1u << t;
+    if (x->ref && x->has_model && x->model.s[t] &&
+        (rc = parity_metrics_model_v(xs, rs, x->model.s[t], dims, bl, s->out_dtype[t], &m->vs_ref[t], e)))
+      return rc;
     if (!s->m->vs_scan || !bs->out || !(bs->present & (1u << t))) continue;
     const parity_vals bt = parity_tensor_get(pt, bs->out, bs->grads);
     if ((rc = parity_metrics_compute_v(xs, bt, dims, s->out_dtype[t], &m->vs_scan[t], e)) ||
@@ -547,12 +553,42 @@ static int run_case(input_ctx *x, int64_t devices, kern_prefix prefix, gdn_error
   return rc;
 }
 
+/* The error model of this chunk size (parity_kappa_model.h), with a
+ * reference, float32 or bfloat16 compute (G summed in float32) and a policy
+ * with a rule that follows it; the
+ * subjects measured once per input (external outputs) get its statistics
+ * for this chunk size. */
+static int chunk_model(input_ctx *x, int64_t chunk, gdn_error *e) {
+  if (!x->ref || x->o->dtype == GDN_DTYPE_F64 || !parity_policy_uses_model(x->o->policy)) return GDN_OK;
+  int rc = parity_model_compute(&x->model, x->in, x->o->ct, chunk, 0x1p-24, &x->cfg, 0, e);
+  if (rc) return rc;
+  x->has_model = 1;
+  const gdn_grads *ref_grads = x->ref->has_grads ? &x->ref->grads : NULL;
+  for (size_t i = 0; i < x->n_subj; i++) {
+    const parity_subject_run *s = &x->subj[i];
+    parity_subject_result *m = &x->meas[i];
+    if (s->m->stage != PARITY_STAGE_INPUT) continue;
+    for (int t = 0; t < PARITY_T_N; t++) {
+      if (!(m->has_vs_ref & (1u << t)) || !x->model.s[t]) continue;
+      const parity_tensor *pt = &parity_tensors[t];
+      int64_t dims[4], bl[4];
+      pt->dims(&x->in->shape, dims);
+      pt->blocks(&x->in->shape, chunk, bl);
+      if ((rc = parity_metrics_model_v(parity_tensor_get(pt, s->out, s->grads), parity_tensor_get(pt, &x->ref->out, ref_grads),
+                                       x->model.s[t], dims, bl, s->out_dtype[t], &m->vs_ref[t], e)))
+        return rc;
+    }
+  }
+  return GDN_OK;
+}
+
 /* One chunk size: its chunk-stage subjects (the scan), the profiles of the
  * reference and the baseline, then every device count and prefix. */
 static int run_chunk(input_ctx *x, int64_t chunk, gdn_error *e) {
   const parity_sweep_opts *o = x->o;
   const gdn_shape *s = &x->in->shape;
   int rc = parity_sweep_chunk_begin(x, s, chunk, e);
+  if (!rc) rc = chunk_model(x, chunk, e);
   if (rc) return rc;
   double secs = 0;
   char what[64];

@@ -6,6 +6,7 @@
 #define PARITY_SWEEP_CTX_H
 
 #include "parity_kappa.h"
+#include "parity_kappa_model.h"
 #include "parity_sweep.h"
 
 #define MAX_PROFILE_BLOCKS 256
@@ -26,6 +27,8 @@ typedef struct input_ctx {
   double *prof_ref, *prof_base; /* per chunk size */
   const parity_kappa *kappa;    /* the case's kappa_G given (a streamed run: its inputs are
                                    not held); NULL: computed from in */
+  parity_model model;           /* the error model of the chunk size (parity_kappa_model.h) */
+  int has_model;                /* model computed: with a reference, float32 or bfloat16 compute */
 } input_ctx;
 
 /* x for an input of doc d under options o: the case's numerics from o

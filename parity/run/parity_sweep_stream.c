@@ -21,6 +21,8 @@ static int head_axis(int t) { return t == PARITY_T_HT || t == PARITY_T_DH0 ? 1 :
 static int on_keys(int t) { return t == PARITY_T_DQ || t == PARITY_T_DK; }
 
 /* One output set kept in scratch, a tensor per row. */
+typedef struct set_head set_head_t;
+
 typedef struct spill_set {
   parity_spill_tensor t[PARITY_T_N];
   unsigned present;
@@ -57,6 +59,13 @@ typedef struct sctx {
   parity_rel_acc *gseams;        /* n_groups x n_cases x max_seams (owned groups) */
   parity_kappa_acc *kacc; /* per chunk size */
   double *bx, *br, *bb;   /* read-back buffers: the largest group slab as binary64 */
+  /* The error model (parity_kappa_model.h) per group, as the whole run's
+   * chunk_model computes it (each value head's part is its own): into
+   * scratch with the scan, exchanged as its sets are. */
+  spill_set model;
+  set_head_t *mh; /* n_groups */
+  int want_model;
+  double *bm;     /* its read-back buffer */
 } sctx;
 
 static void group_of(const sctx *c, int64_t g, int64_t *k0, int64_t *k1, gdn_shape *gs) {
@@ -120,6 +129,7 @@ typedef struct mpair {
   parity_group_src gs;
   parity_metrics *out;
   unsigned *has, bit;
+  parity_model_acc *MA; /* against the reference, with the model: its statistics (else NULL) */
 } mpair;
 
 /* Subject result m (its identity from run i, its dtypes from set s). */
@@ -137,7 +147,11 @@ static int pair_add(sctx *c, mpair *p, size_t *n, int t, const parity_spill_tens
   q->src = (gsrc){c, x, r, t};
   q->gs = (parity_group_src){gsrc_get, &q->src, c->p->n_groups, head_axis(t)};
   q->out = out, q->has = has, q->bit = 1u << t;
-  return parity_mstream_new(&q->M, &q->gs, dims, bl, ulp, e);
+  q->MA = NULL;
+  int rc = parity_mstream_new(&q->M, &q->gs, dims, bl, ulp, e);
+  if (!rc && r == &c->refs.t[t] && (c->model.present & q->bit))
+    rc = parity_model_acc_new(&q->MA, dims, bl, head_axis(t), ulp, e);
+  return rc;
 }
 
 /* The pairs of tensor t: scan against the reference, each candidate
@@ -184,12 +198,18 @@ static int chunk_visit(sctx *c, int t, int64_t g, mpair *p, size_t n, int pass_b
   int64_t h0, h1;
   group_heads(c, g, t, &h0, &h1);
   vcache vc = {{NULL}, {{0}}};
-  int rc = GDN_OK;
+  int rc = GDN_OK, has_s = 0;
+  parity_vals sv = {0};
   for (size_t i = 0; i < n && !rc; i++) {
     parity_vals xv, rv;
     if ((rc = cached_read(c, &vc, t, p[i].src.x, g, &xv, e)) || (rc = cached_read(c, &vc, t, p[i].src.r, g, &rv, e)))
       break;
     rc = pass_b ? parity_mstream_add_b(p[i].M, xv, rv, h0, h1, e) : parity_mstream_add_a(p[i].M, xv, rv, h0, h1, e);
+    if (rc || !p[i].MA) continue;
+    if (!has_s && !(rc = parity_spill_tensor_read(&c->model.t[t], g, c->bm, &sv, e))) has_s = 1;
+    if (rc) break;
+    if (pass_b) parity_model_acc_add_b(p[i].MA, xv, rv, sv.d, h0, h1);
+    else parity_model_acc_add_a(p[i].MA, xv, rv, sv.d, h0, h1);
   }
   return rc;
 }
@@ -200,11 +220,17 @@ static int chunk_metrics_tensor(sctx *c, int t, gdn_error *e) {
   int rc = chunk_pairs(c, t, p, &n, e);
   for (int pass = 0; pass < 2 && !rc; pass++) {
     for (int64_t g = 0; g < c->p->n_groups && !rc; g++) rc = chunk_visit(c, t, g, p, n, pass, e);
-    for (size_t i = 0; !pass && i < n; i++) parity_mstream_between(p[i].M);
+    for (size_t i = 0; !pass && i < n; i++) {
+      parity_mstream_between(p[i].M);
+      if (p[i].MA) parity_model_acc_between(p[i].MA);
+    }
   }
   for (size_t i = 0; i < n && !rc; i++)
-    if (!(rc = parity_mstream_finish(p[i].M, p[i].out, e))) *p[i].has |= p[i].bit;
-  for (size_t i = 0; i < n; i++) parity_mstream_free(p[i].M);
+    if (!(rc = parity_mstream_finish(p[i].M, p[i].out, e))) {
+      *p[i].has |= p[i].bit;
+      if (p[i].MA) parity_model_acc_finish(p[i].MA, p[i].out);
+    }
+  for (size_t i = 0; i < n; i++) parity_mstream_free(p[i].M), parity_model_acc_free(p[i].MA);
   return rc;
 }
 
@@ -427,6 +453,47 @@ static int set_share(sctx *c, spill_set *set, const char *what, int64_t g, int64
   return rc;
 }
 
+/* The owner's side: group g's error model (parity_kappa_model.h, for the
+ * group's heads; the whole run's chunk_model) into its scratch set. */
+static void model_keep(sctx *c, int64_t g) {
+  input_ctx *x = &c->x;
+  set_head *hd = &c->mh[g];
+  int64_t k0, k1;
+  gdn_shape gs;
+  group_of(c, g, &k0, &k1, &gs);
+  parity_model pm;
+  parity_model_init(&pm);
+  hd->rc = parity_model_compute(&pm, &c->in, c->sr->grads ? &c->ct : NULL, x->cfg.chunk, 0x1p-24, &x->cfg, k0 * c->r,
+                                &hd->err);
+  parity_subject_run fake;
+  memset(&fake, 0, sizeof fake);
+  gdn_outputs o;
+  gdn_grads gr;
+  gdn_outputs_init(&o);
+  gdn_grads_init(&gr);
+  o.shape = gr.shape = gs;
+  o.o = pm.s[PARITY_T_O], o.ht = pm.s[PARITY_T_HT];
+  gr.dq = pm.s[PARITY_T_DQ], gr.dk = pm.s[PARITY_T_DK], gr.dv = pm.s[PARITY_T_DV];
+  gr.dg = pm.s[PARITY_T_DG], gr.dbeta = pm.s[PARITY_T_DBETA], gr.dh0 = pm.s[PARITY_T_DH0];
+  fake.out = &o;
+  fake.grads = &gr;
+  for (int t = 0; t < PARITY_T_N; t++)
+    if (pm.s[t]) fake.present |= 1u << t, fake.out_dtype[t] = GDN_DTYPE_F64;
+  if (!hd->rc) set_keep(c, &c->model, "model", g, -1, &fake, hd);
+  parity_model_clear(&pm); /* o and gr borrowed its tensors */
+}
+
+/* The exchange of group g's model set (model_keep); rank 0 keeps it. */
+static int model_share(sctx *c, int64_t g, gdn_error *e) {
+  set_head hd = c->mh[g];
+  int rc = parity_dist_bcast(&hd, sizeof hd, owner_of(g), e);
+  if (!rc && hd.rc) *e = hd.err, rc = hd.rc;
+  for (int t = 0; t < PARITY_T_N && !rc; t++)
+    if (hd.present & (1u << t)) rc = share_tensor(c, &c->model, "model", g, t, hd.form[t], e);
+  c->model.present = hd.present;
+  return rc;
+}
+
 /* The owner's side: group g's scan and every case's candidate into its
  * scratch (a failure is kept in the set's head and ends the group). */
 static void produce_group(sctx *c, int64_t g) {
@@ -442,6 +509,7 @@ static void produce_group(sctx *c, int64_t g) {
     return;
   x->d->t_kernels += gdn_clock_seconds() - t0;
   set_keep(c, &c->base, "scan", g, -1, bs, hd);
+  if (!hd->rc && c->want_model) model_keep(c, g);
   for (size_t k = 0; k < c->n_cases && !hd->rc; k++) {
     set_head *hk = &hd[1 + k];
     x->cfg.devices = c->case_dev[k];
@@ -466,7 +534,8 @@ static int phase_produce(sctx *c, int64_t chunk, gdn_error *e) {
   c->gseams = c->sh ? gdn_calloc((size_t)c->p->n_groups * c->n_cases * (c->max_seams ? c->max_seams : 1),
                                  sizeof *c->gseams, "group seam sums", e)
                     : NULL;
-  if (!c->gseams) return e ? e->code : GDN_ERR_NOMEM;
+  c->mh = c->gseams ? gdn_calloc((size_t)c->p->n_groups, sizeof *c->mh, "model sets", e) : NULL;
+  if (!c->mh) return e ? e->code : GDN_ERR_NOMEM;
   for (int64_t g = parity_dist_rank(); g < c->p->n_groups; g += parity_dist_size()) {
     char what[80];
     snprintf(what, sizeof what, "C%" PRId64 ", head group %" PRId64 " of %" PRId64, chunk, g + 1, c->p->n_groups);
@@ -482,6 +551,7 @@ static int phase_produce(sctx *c, int64_t chunk, gdn_error *e) {
   int rc = GDN_OK;
   for (int64_t g = 0; g < c->p->n_groups && !rc; g++) {
     rc = set_share(c, &c->base, "scan", g, -1, e);
+    if (!rc && c->want_model) rc = model_share(c, g, e);
     for (size_t k = 0; k < c->n_cases && !rc; k++) {
       char what[48];
       snprintf(what, sizeof what, "case %zu", k);
@@ -694,6 +764,9 @@ static void chunk_clear(sctx *c) {
   gdn_free(x->prof_base);
   x->prof_ref = x->prof_base = NULL;
   spill_set_close(&c->base);
+  spill_set_close(&c->model);
+  gdn_free(c->mh);
+  c->mh = NULL;
   for (size_t k = 0; k < c->n_cases && c->cases; k++) spill_set_close(&c->cases[k]);
   gdn_free(c->cases);
   gdn_free(c->seams);
@@ -715,6 +788,9 @@ static int run_chunk_streamed(sctx *c, size_t ci, gdn_error *e) {
   if (rc) return rc;
   chunk_cases(c, chunk);
   spill_set_init(&c->base);
+  spill_set_init(&c->model);
+  /* chunk_model's condition, the same on every rank (only rank 0 holds the reference) */
+  c->want_model = c->sr->tier != PARITY_ORACLE_NONE && o->dtype != GDN_DTYPE_F64 && parity_policy_uses_model(o->policy);
   c->cases = gdn_calloc(c->n_cases ? c->n_cases : 1, sizeof *c->cases, "case scratch", e);
   c->seams = c->cases ? gdn_calloc(c->n_cases * (c->max_seams ? c->max_seams : 1), sizeof *c->seams, "seam sums", e)
                       : NULL;
@@ -794,6 +870,7 @@ static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const p
   parity_reference_init(&c->ref);
   spill_set_init(&c->refs);
   spill_set_init(&c->base);
+  spill_set_init(&c->model);
   input_ctx *x = &c->x;
   parity_sweep_ctx_init(x, d, o);
   int rc = parity_sweep_ctx_subjects(x, NULL, 0, e);
@@ -816,7 +893,8 @@ static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const p
   c->bx = gdn_malloc(most * sizeof(double), "scratch read buffer", e);
   c->br = c->bx ? gdn_malloc(most * sizeof(double), "scratch read buffer", e) : NULL;
   c->bb = c->br ? gdn_malloc(most * sizeof(double), "scratch read buffer", e) : NULL;
-  c->kacc = c->bb ? gdn_calloc(o->n_chunks ? o->n_chunks : 1, sizeof *c->kacc, "kappa sums", e) : NULL;
+  c->bm = c->bb ? gdn_malloc(most * sizeof(double), "scratch read buffer", e) : NULL;
+  c->kacc = c->bm ? gdn_calloc(o->n_chunks ? o->n_chunks : 1, sizeof *c->kacc, "kappa sums", e) : NULL;
   c->rh = c->kacc ? gdn_calloc((size_t)c->p->n_groups, sizeof *c->rh, "group oracle heads", e) : NULL;
   c->gt = c->rh ? gdn_calloc((size_t)c->p->n_groups, sizeof *c->gt, "group tallies", e) : NULL;
   if (!c->gt) return e ? e->code : GDN_ERR_NOMEM;
@@ -832,6 +910,7 @@ static void ctx_free(sctx *c) {
   gdn_free(c->bx);
   gdn_free(c->br);
   gdn_free(c->bb);
+  gdn_free(c->bm);
   gdn_free(c->kacc);
   for (int64_t g = 0; c->gt && g < c->p->n_groups; g++) parity_group_tally_clear(&c->gt[g]);
   gdn_free(c->gt);

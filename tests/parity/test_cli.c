@@ -4,10 +4,13 @@
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "cli_run.h"
 #include "parity_cli.h"
+#include "parity_policy.h"
 #include "../check_runner.h"
 #include "../reports/test_util.h"
 
@@ -341,17 +344,36 @@ END_TEST
  * MPFR tiers), and the heap peak is lower by about the 3 bytes per element of
  * each of the two float32 o held at once (the scan's and the case's).  The
  * control: the two uncoded runs give the same peak (no saving to see). */
+/* The built-in policy without "model" (so no error model is computed): the
+ * memory tests below measure the harness's own holdings; the model's
+ * (parity_model_bytes: per element, in the budget) comes on top with the
+ * built-in policy. */
+static char *policy_without_model(void) {
+  static char *path;
+  if (path) return path;
+  path = cli_path("nomodel.json");
+  char *t = strdup(parity_policy_builtin_text()), *q;
+  while ((q = strstr(t, "\"model\": true,"))) memmove(q, q + 14, strlen(q + 14) + 1);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(t, f);
+  fclose(f);
+  free(t);
+  return path;
+}
+
 static long long run_codes(const char *code_min, const char *tier_c, const char *json_c, int reproducible) {
   char *tier = (char *)tier_c, *json = (char *)json_c; /* argv strings, not written */
   if (code_min) setenv("GDN_PARITY_CODE_MIN", code_min, 1);
   else unsetenv("GDN_PARITY_CODE_MIN");
   cli_result r;
+  char *pol = policy_without_model();
   if (reproducible)
     RUN(&r, "--shape", "2,1024,2,32", "--key-heads", "1", "--chunk", "32", "--devices", "1,4,16", "--oracle", tier,
-        "--gates", "slow", "--h0", "--threads", "2", "--json", json, "--reproducible");
+        "--gates", "slow", "--h0", "--threads", "2", "--json", json, "--reproducible", "--policy", pol);
   else
     RUN(&r, "--shape", "2,1024,2,32", "--key-heads", "1", "--chunk", "32", "--devices", "1,4,16", "--oracle", tier,
-        "--gates", "slow", "--h0", "--threads", "2", "--json", json);
+        "--gates", "slow", "--h0", "--threads", "2", "--json", json, "--policy", pol);
   unsetenv("GDN_PARITY_CODE_MIN");
   ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
   char *a = test_read_file(json, NULL);
@@ -400,7 +422,7 @@ static long long run_peak_heap(const char *T, long long *io) {
   snprintf(shape, sizeof shape, "1,%s,1,32", T);
   cli_result r;
   RUN(&r, "--shape", shape, "--chunk", "16", "--devices", "1,4,16", "--oracle", "dd",
-      "--threads", "1", "--gates", "slow", "--json", j);
+      "--threads", "1", "--gates", "slow", "--json", j, "--policy", policy_without_model());
   ck_assert_msg(r.status == 0, "%s%s", r.out, r.err);
   char *a = test_read_file(j, NULL);
   json_t *d = json_loads(a, 0, NULL);

@@ -140,6 +140,15 @@ static void verify(int64_t T, int64_t H, int64_t D, unsigned flags) {
               names[k], tn, json_real_value(json_object_get(m, "rel_fro")), json_real_value(json_object_get(kb, "value")),
               json_real_value(json_object_get(kb, "limit")), json_real_value(json_object_get(ke, "value")),
               json_real_value(json_object_get(ke, "limit")));
+      /* the smallest error of this shape each rule catches: the plant over value/limit, before the error
+       * model (the metric's own value) and with it (docs/tolerance.md) */
+      for (int j = 0; j < 2 && k >= X_ELEM; j++) {
+        json_t *kk = j ? ke : kb, *mo = json_object_get(kk, "model");
+        const double lim = json_real_value(json_object_get(kk, "limit"));
+        const double raw = mo ? json_real_value(json_object_get(mo, "raw_value")) : json_real_value(json_object_get(kk, "value"));
+        fprintf(stderr, "    %s: smallest caught %.3g before the model, %.3g with it\n", j ? "element" : "block",
+                1e-4 / (raw / lim), 1e-4 / (json_real_value(json_object_get(kk, "value")) / lim));
+      }
     }
     if (k == X_F64 || k == X_REC) {
       ck_assert_msg(pass, "T=%ld: correct float32 output %s must pass", (long)T, names[k]);

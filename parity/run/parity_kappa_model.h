@@ -1,0 +1,88 @@
+/* parity_kappa_model: the per-element error scale of a correct float32
+ * chunked evaluation, from the dominant error source the kappa_G finding
+ * names (parity_kappa.h, docs/tolerance.md "The error model").
+ *
+ * A correct chunked implementation computes G, the cumulative sum of g
+ * inside each chunk, in float32; in whatever order it sums (sequential,
+ * pairwise, Hillis-Steele, Blelloch), fl(G_i) = G_i + eps_i with |eps_i|
+ * about u |G_i|, and every decay exp(G_i - G_j) keeps that error.  To first
+ * order the outputs move by J eps (J: the chunked function's derivative
+ * with respect to G).  In exact arithmetic the chunked function depends on
+ * g only through G, so a perturbation eps of G is a perturbation of g
+ * (delta g_i = eps_i - eps_{i-1} inside a chunk, eps_{-1} = 0): J eps is
+ * the float64 scan's output on the perturbed gates minus its output on g.
+ *
+ * The model takes eps_i independent, of size u_G |G_i| with a random sign,
+ * and wants each element's variance Var_e = sum_i J_ei^2 (u_G |G_i|)^2.
+ * It probes it with PARITY_MODEL_SAMPLES colours: probe k moves the tokens
+ * i with (i mod C) mod SAMPLES = k, by eps_i = A u_G |G_i| z_i (z_i = +-1
+ * seeded by the token's place: b, t, value head; A = PARITY_MODEL_AMP keeps
+ * the move far above float64's and g's float32 rounding, and every
+ * difference is divided by A again: first order), and
+ *     s_G,e^2 = sum over probes of (J eps^(k))_e^2
+ * which is Var_e up to the cross terms of tokens SAMPLES apart in one probe
+ * (with fast gates, which make the G term large, decays over 8 tokens are
+ * e^-30; with random signs their mean is 0).  Colouring matters: an element
+ * of a fast-gated token depends on G_t - G_{t-1} alone, and random signs
+ * on all tokens at once would give it 0 in half the draws.  Each element's
+ * s^2 is then lifted toward its row's mean (the last axis: a token's vector
+ * of one head, or a row of a state): s^2 = max(own, (own + row) / 2).
+ * The arithmetic's own part: the float32 evaluation's rounding errors are
+ * another correct implementation's only in their pattern, not in their
+ * size, which follows each element's cancellation.  PARITY_MODEL_ARITH
+ * samples of it: q, k, v moved by a few float32 steps (relative 2^-21,
+ * seeded signs), the case's float32 scan minus the binary64 scan on the
+ * same moved inputs (so the change of the problem cancels and only the
+ * rounding remains, in another pattern each time: Monte Carlo arithmetic
+ * by input perturbation); their mean square per element adds to s_e^2:
+ *     s_e^2 = s_G,e^2 + s_arith,e^2
+ * before the lift toward the row (above) is applied to the sum.
+ * With cotangents the float64 backward of the scan (kern_scan_vjp) gives
+ * the gradients' s the same way.  Deterministic (fixed signs, float64
+ * kernels deterministic for any thread count); per value head, so a head
+ * group computes its heads' part exactly as the whole run does (head0:
+ * the group's first value head in the whole tensor, for the signs).
+ * Cost: 1 + PARITY_MODEL_SAMPLES + PARITY_MODEL_ARITH float64 scans and
+ * PARITY_MODEL_ARITH scans in the case's numerics (and their backwards).
+ */
+#ifndef PARITY_KAPPA_MODEL_H
+#define PARITY_KAPPA_MODEL_H
+
+#include <stdint.h>
+
+#include "gdn_error.h"
+#include "gdn_grads.h"
+#include "gdn_inputs.h"
+#include "kern_config.h"
+#include "parity_tensor.h"
+
+#define PARITY_MODEL_SAMPLES 8
+#define PARITY_MODEL_ARITH 4
+#define PARITY_MODEL_AMP 16.0
+
+typedef struct parity_model {
+  double *s[PARITY_T_N]; /* per element of each tensor row (its layout); NULL: not modelled */
+  int64_t chunk;
+  double u_g;
+} parity_model;
+
+void parity_model_init(parity_model *m);
+void parity_model_clear(parity_model *m);
+
+/* s of o and ht (and with ct non-NULL of the six gradients) for inputs in
+ * with chunk size C, G's rounding u_g (2^-24 for float32 and bfloat16
+ * compute), and with acfg non-NULL the arithmetic's part under those
+ * numerics (acfg's dtype, matmul, ftz; one device, no mutant).  head0: the
+ * first value head of in within the whole run. */
+int parity_model_compute(parity_model *m, const gdn_inputs *in, const gdn_cotangents *ct, int64_t C, double u_g,
+                         const kern_config *acfg, int64_t head0, gdn_error *e);
+
+/* The heap parity_model_compute holds at its peak beside the kernels'
+ * scratch (binary64 kernels: at most twice the float32 scratch), and
+ * whose s (a third) the sweep keeps for a chunk size: parity_budget. */
+size_t parity_model_bytes(const gdn_shape *s, int grads);
+
+/* The sign z_i of sample k at (b, t, value head h): +1 or -1. */
+double parity_model_sign(int k, int64_t b, int64_t t, int64_t h);
+
+#endif
