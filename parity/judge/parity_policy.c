@@ -404,8 +404,10 @@ static const parity_metrics *rule_target(const parity_rule *r, const parity_case
   if (!(r->subjects & s->kind)) return NULL;
   if ((r->kind == PARITY_RULE_RELATIVE || r->kind == PARITY_RULE_LOCALIZED) && !c->scan_vs_oracle[ti]) return NULL;
   const parity_metrics *m = r->kind == PARITY_RULE_VS_SCAN ? s->vs_scan[ti] : s->vs_oracle[ti];
-  /* an absolute rule that follows the model has no limit of its own where there is none */
-  if (m && r->model && r->kind == PARITY_RULE_ABSOLUTE && !m->model.has) return NULL;
+  /* an absolute rule that follows the model item by item has no limit of its own where there is
+   * none; a normwise one (rel_fro) keeps its constant, which the model only raises (model_apply) */
+  if (m && r->model && r->kind == PARITY_RULE_ABSOLUTE && r->metric != PARITY_M_REL_FRO && !m->model.has)
+    return NULL;
   return m;
 }
 
