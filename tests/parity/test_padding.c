@@ -147,6 +147,9 @@ START_TEST(padding_and_final_state_judged_as_declared) {
   expect(doc, "oracle_says_zeroed", 1, "judged at the 6 padding tokens", "after each row's last token");
   expect(doc, "segment_says_last_doc", 0, "not judged", "end of each row's last document (final_state");
   expect(doc, "last_doc_state", 1, "not judged", "end of each row's last document (final_state");
+  ck_assert_str_eq(json_string_value(json_object_get(impl(doc, "segment"), "judged_on")),
+                   "o alone: its ht is not judged (attrs final_state_judged)");
+  ck_assert_ptr_null(json_object_get(impl(doc, "last_doc_state"), "judged_on"));
   /* the packing is still told from the documents alone */
   ck_assert_str_eq(attr(doc, "segment", "packing_matched"), "reset");
   json_decref(doc);
