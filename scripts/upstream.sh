@@ -7,6 +7,7 @@
 #   UPSTREAM_PARTS="runs audit distance seeds"   the parts to run (default: all)
 #   UPSTREAM_SEEDS=12                            seeds per function and shape in 4.
 #   UPSTREAM_SEED_SHAPES="1,1024,4,64:2 1,1024,2,128:2"   B,T,H,D:Hk of 4.
+#   UPSTREAM_RUN_TIMEOUT=3600                    seconds per run of 4. (exit 124: timed out)
 #
 # 1. MaxText: the published `maxtext` wheel, downloaded without dependencies
 #    for Python 3.12 (it declares >= 3.12; we do not install it), unpacked
@@ -188,8 +189,10 @@ if part seeds && ((SEEDS > 0)); then
   mkdir -p "$work/seeds"
   seedrun() { # seedrun NAME ARGS...: one run into $work/seeds/NAME, quietly
     local name=$1 rc=0; shift
-    PYTHONPATH=$PWD/$work/py $venv/bin/gdn-parity-jax run --out "$work/seeds/$name" --quiet "$@" \
-      >"$work/seeds/$name.log" 2>&1 || rc=$?
+    # a time limit per run: one MaxText run (1,1024,4,64, devices 1,8, --grad) sat in a
+    # futex wait at 0 % CPU for 17 minutes on a loaded 2-core machine (2026-12-05)
+    timeout "${UPSTREAM_RUN_TIMEOUT:-3600}" env PYTHONPATH=$PWD/$work/py \
+      $venv/bin/gdn-parity-jax run --out "$work/seeds/$name" --quiet "$@" >"$work/seeds/$name.log" 2>&1 || rc=$?
     { echo "== $name (exit $rc)"; grep -E '^  (PASS|FAIL|MISSING) ' "$work/seeds/$name.log" ||
         tail -n 5 "$work/seeds/$name.log"; } >>"$work/seeds.log"
     echo "== $name: exit $rc"
