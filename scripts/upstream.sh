@@ -190,8 +190,9 @@ if part seeds && ((SEEDS > 0)); then
   seedrun() { # seedrun NAME ARGS...: one run into $work/seeds/NAME, quietly
     local name=$1 rc=0; shift
     # a time limit per run: one MaxText run (1,1024,4,64, devices 1,8, --grad) sat in a
-    # futex wait at 0 % CPU for 17 minutes on a loaded 2-core machine (2026-12-05)
-    timeout "${UPSTREAM_RUN_TIMEOUT:-3600}" env PYTHONPATH=$PWD/$work/py \
+    # futex wait at 0 % CPU for 17 minutes on a loaded 2-core machine (2026-12-05), and a
+    # hung run ignores SIGTERM: KILL 60 s after
+    timeout -k 60 "${UPSTREAM_RUN_TIMEOUT:-3600}" env PYTHONPATH=$PWD/$work/py \
       $venv/bin/gdn-parity-jax run --out "$work/seeds/$name" --quiet "$@" >"$work/seeds/$name.log" 2>&1 || rc=$?
     { echo "== $name (exit $rc)"; grep -E '^  (PASS|FAIL|MISSING) ' "$work/seeds/$name.log" ||
         tail -n 5 "$work/seeds/$name.log"; } >>"$work/seeds.log"
