@@ -26,6 +26,7 @@
 #include "parity_dist.h"
 #include "parity_external.h"
 #include "parity_packing.h"
+#include "parity_padding.h"
 #include "parity_grid.h"
 #include "parity_oracle.h"
 #include "parity_output.h"
@@ -941,6 +942,11 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
       /* the other semantics' reference at the run's tier (auto: dd for long inputs), enough to
        * tell a factor of PARITY_PACKING_DECISIVE apart (parity_packing.h) */
       (rc = parity_packing_match(&fx.inputs, &ref, st->tier, st->oracle_bits, ext, fx.n_outputs, e))) {
+    gdn_error_prefix(e, "%s: ", path);
+    goto done;
+  }
+  /* padding tokens and the final state under packing: judged only as each output declares */
+  if (st->tier != PARITY_ORACLE_NONE && (rc = parity_padding_apply(&fx.inputs, &ref, ext, fx.n_outputs, e))) {
     gdn_error_prefix(e, "%s: ", path);
     goto done;
   }

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 static void fmt_e(char *b, size_t n, double x) {
   if (isnan(x)) snprintf(b, n, "nan");
@@ -55,10 +56,16 @@ void parity_log_input(FILE *f, const parity_input_result *r, gdn_dtype dtype, ke
     fprintf(f, "inputs from the layer's bfloat16 prelude (q, k, v, a, b, A_log, dt_bias; the kernel inputs "
                "equal it bit for bit)\n");
   log_reference(f, r->ref);
-  for (size_t i = 0; i < r->n_subjects; i++)
-    if (r->subjects[i].ext && !r->subjects[i].ext->has_ht)
+  for (size_t i = 0; i < r->n_subjects; i++) {
+    const parity_external *x = r->subjects[i].ext;
+    const char *pj = x ? json_string_value(json_object_get(x->attrs, "padding_judged")) : NULL;
+    if (pj) fprintf(f, "note: output %s: o %s\n", r->subjects[i].name, pj); /* parity_padding.h */
+    if (x && x->final_note[0] && strcmp(x->final_note, "no ht given"))
+      fprintf(f, "note: output %s: %s\n", r->subjects[i].name, x->final_note);
+    else if (x && !x->has_ht)
       fprintf(f, "note: output %s has no final state (MaxText returns one only when an "
                  "initial state is given): judged on o alone\n", r->subjects[i].name);
+  }
   for (size_t i = 0; i < r->n_subjects; i++) /* schema v3: the fixture has cotangents, this output no gradients */
     if (r->subjects[i].ext && r->ref && r->ref->grad_sha256[0] && !r->subjects[i].ext->grads)
       fprintf(f, "note: output %s has no gradients (no /outputs/%s/grads): judged on o and ht alone\n",

@@ -57,6 +57,11 @@ typedef struct parity_external {
   int packing_matched;
   int packing_mismatch;
   char packing_note[200];
+  /* parity_padding_apply (inputs with padding tokens): the output's own
+   * copy with o masked at padding (NULL: none; owned, out points to it)
+   * and which state its ht was judged as (empty: no padding). */
+  struct gdn_outputs *owned_out;
+  char final_note[240];
   /* Schema v3: the output's stored gradients (NULL: none given) and the
    * PARITY_TENSOR_* bits of those stored (dh0 may be absent without h0). */
   const gdn_grads *grads;

@@ -60,6 +60,8 @@ static json_t *output_attrs(const fix_fixture *fx, const fix_output *fo) {
   if (fo->platform) bad |= parity_json_set(a, "platform", json_string(fo->platform));
   if (fo->shard) bad |= parity_json_set(a, "shard", json_string(fo->shard));
   if (fo->packing) bad |= parity_json_set(a, "packing", json_string(fo->packing));
+  if (fo->padding) bad |= parity_json_set(a, "padding", json_string(fo->padding));
+  if (fo->final_state) bad |= parity_json_set(a, "final_state", json_string(fo->final_state));
   bad |= parity_json_set(a, "o_dtype", json_string(gdn_dtype_name(fo->out.dtype)));
   /* schema v3: whether the output's gradients were judged */
   bad |= parity_json_set(a, "gradients", json_string(grads_note(fx, fo)));
@@ -110,6 +112,10 @@ int parity_externals_from_fixture(const fix_fixture *fx, parity_external **out, 
 }
 
 void parity_externals_free(parity_external *ext, size_t n) {
-  for (size_t i = 0; ext && i < n; i++) json_decref(ext[i].attrs);
+  for (size_t i = 0; ext && i < n; i++) {
+    json_decref(ext[i].attrs);
+    if (ext[i].owned_out) gdn_outputs_clear(ext[i].owned_out);
+    gdn_free(ext[i].owned_out);
+  }
   gdn_free(ext);
 }

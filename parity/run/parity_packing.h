@@ -10,6 +10,9 @@
  *
  *   err[p] = max_i |o_i - ref_p_i| / max_i |ref_p_i|     (binary64, o as stored)
  *
+ * over the documents' tokens (padding, segment id 0, is left out: what an
+ * output computes there is a convention, parity_padding.h).
+ *
  * The output matches p when err[p] * PARITY_PACKING_DECISIVE <= err[other];
  * otherwise the two are indistinguishable on these inputs (a boundary whose
  * incoming state has decayed to nothing cannot tell them apart).  Why 4: an

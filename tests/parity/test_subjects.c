@@ -136,7 +136,8 @@ START_TEST(every_row_conforms) {
   gdn_error e;
   gdn_error_init(&e);
   ck_assert_int_eq(kern_scan(&f.in, &cfg, &stored, &e), GDN_OK);
-  parity_external ext = {"stored", &stored, 1, NULL, 0, GDN_DTYPE_F32, KERN_MATMUL_HIGHEST, -1, 0, "", NULL, 0, 0};
+  parity_external ext = {.name = "stored", .out = &stored, .has_ht = 1, .dtype = GDN_DTYPE_F32,
+                         .matmul = KERN_MATMUL_HIGHEST, .packing_matched = -1};
   for (size_t i = 0; i < parity_subject_n_rows; i++) {
     const parity_subject_methods *m = parity_subject_rows[i];
     double w = conform(m, &f, m == &parity_subject_external ? &ext : NULL);
