@@ -326,32 +326,7 @@ KTMPL void KR(kchunk_transpose)(int64_t rows, int64_t cols, const kreal *restric
     for (int64_t d0 = 0; d0 < cols; d0 += 8) {
 #if KERN_AVX && KERN_REAL == 32
       if (i0 + 8 <= rows && d0 + 8 <= cols) {
-        const float *s = src + i0 * lds + d0;
-        __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + lds),
-               r2 = _mm256_loadu_ps(s + 2 * lds), r3 = _mm256_loadu_ps(s + 3 * lds),
-               r4 = _mm256_loadu_ps(s + 4 * lds), r5 = _mm256_loadu_ps(s + 5 * lds),
-               r6 = _mm256_loadu_ps(s + 6 * lds), r7 = _mm256_loadu_ps(s + 7 * lds);
-        __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1),
-               t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3),
-               t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
-               t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-        r0 = _mm256_shuffle_ps(t0, t2, 0x44);
-        r1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-        r2 = _mm256_shuffle_ps(t1, t3, 0x44);
-        r3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-        r4 = _mm256_shuffle_ps(t4, t6, 0x44);
-        r5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-        r6 = _mm256_shuffle_ps(t5, t7, 0x44);
-        r7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-        float *d = dst + d0 * ldd + i0;
-        _mm256_storeu_ps(d, _mm256_permute2f128_ps(r0, r4, 0x20));
-        _mm256_storeu_ps(d + ldd, _mm256_permute2f128_ps(r1, r5, 0x20));
-        _mm256_storeu_ps(d + 2 * ldd, _mm256_permute2f128_ps(r2, r6, 0x20));
-        _mm256_storeu_ps(d + 3 * ldd, _mm256_permute2f128_ps(r3, r7, 0x20));
-        _mm256_storeu_ps(d + 4 * ldd, _mm256_permute2f128_ps(r0, r4, 0x31));
-        _mm256_storeu_ps(d + 5 * ldd, _mm256_permute2f128_ps(r1, r5, 0x31));
-        _mm256_storeu_ps(d + 6 * ldd, _mm256_permute2f128_ps(r2, r6, 0x31));
-        _mm256_storeu_ps(d + 7 * ldd, _mm256_permute2f128_ps(r3, r7, 0x31));
+        kern_tr8_f32(src + i0 * lds + d0, lds, dst + d0 * ldd + i0, ldd);
         continue;
       }
 #endif

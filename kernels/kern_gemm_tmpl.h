@@ -206,7 +206,7 @@ static inline __attribute__((always_inline)) void KR(gemm_pack)(
       /* eight rows of X^T at a time, in 8 x 8 transposed blocks */
       for (; j0 + 8 <= w; j0 += 8) {
         int64_t p = 0;
-        for (; p + 8 <= kc; p += 8) gemm_tr8_f32(x0 + j0 * j_rs + p, j_rs, dst + p * pw + j0, pw);
+        for (; p + 8 <= kc; p += 8) kern_tr8_f32(x0 + j0 * j_rs + p, j_rs, dst + p * pw + j0, pw);
         for (; p < kc; p++)
           for (int64_t j = j0; j < j0 + 8; j++) dst[p * pw + j] = x0[j * j_rs + p];
       }
