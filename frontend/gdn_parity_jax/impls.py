@@ -51,6 +51,22 @@ def l2norm(x, eps=1e-6):
     return x * lax.rsqrt(jnp.sum(x * x, axis=-1, keepdims=True) + jnp.asarray(eps, x.dtype))
 
 
+def prepared(query, key, value, beta, use_qk_norm, compute_dtype):
+    """q, k, v, beta as the recurrence takes them: q and k L2-normalised when
+    asked (in their own dtype), repeated over the value heads that share a
+    key head (value head j uses key head j // (Hv / Hk)), cast to the
+    compute dtype, q scaled by Dk^-1/2 there."""
+    Hk, Dk, Hv = query.shape[2], query.shape[3], value.shape[2]
+    if use_qk_norm:
+        query, key = l2norm(query), l2norm(key)
+    if Hv != Hk:
+        query = jnp.repeat(query, Hv // Hk, axis=2)
+        key = jnp.repeat(key, Hv // Hk, axis=2)
+    cd = compute_dtype
+    q = query.astype(cd) * jnp.asarray(Dk ** -0.5, cd)
+    return q, key.astype(cd), value.astype(cd), beta.astype(cd)
+
+
 def chunk_terms(query, key, value, g, beta, chunk_size, use_qk_norm, compute_dtype):
     """The per-chunk quantities of one (local) sequence, chunk axis first.
 
@@ -58,16 +74,8 @@ def chunk_terms(query, key, value, g, beta, chunk_size, use_qk_norm, compute_dty
     T the unpadded length.  Padding (zeros in q, k, v, g, beta) sits at the
     end of the sequence given: g = 0 and k = 0 leave the state unchanged."""
     B, T, Hk, Dk = query.shape
-    Hv = value.shape[2]
-    if use_qk_norm:
-        query, key = l2norm(query), l2norm(key)
-    if Hv != Hk:  # value head j uses key head j // (Hv / Hk)
-        query = jnp.repeat(query, Hv // Hk, axis=2)
-        key = jnp.repeat(key, Hv // Hk, axis=2)
     cd = compute_dtype
-    scale = jnp.asarray(Dk ** -0.5, cd)
-    q = query.astype(cd) * scale
-    k, v, b = key.astype(cd), value.astype(cd), beta.astype(cd)
+    q, k, v, b = prepared(query, key, value, beta, use_qk_norm, cd)
     C = chunk_size
     pad = (-T) % C
     N = (T + pad) // C

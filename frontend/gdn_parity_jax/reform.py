@@ -143,16 +143,8 @@ def chunk_terms(query, key, value, g, beta, chunk_size, use_qk_norm, compute_dty
     """impls.chunk_terms with the evaluation orders chosen; wd is the working
     dtype of the parts impls keeps in float32 (float64 for reform_f64)."""
     B, T, Hk, Dk = query.shape
-    Hv = value.shape[2]
-    if use_qk_norm:
-        query, key = impls.l2norm(query), impls.l2norm(key)
-    if Hv != Hk:
-        query = jnp.repeat(query, Hv // Hk, axis=2)
-        key = jnp.repeat(key, Hv // Hk, axis=2)
     cd = compute_dtype
-    scale = jnp.asarray(Dk ** -0.5, cd)
-    q = query.astype(cd) * scale
-    k, v, b = key.astype(cd), value.astype(cd), beta.astype(cd)
+    q, k, v, b = impls.prepared(query, key, value, beta, use_qk_norm, cd)
     C = chunk_size
     pad = (-T) % C
     N = (T + pad) // C
@@ -236,15 +228,7 @@ def token_replay(query, key, value, g, beta, h, use_qk_norm, compute_dtype, wd):
     """o (B, T, Hv, Dv) and the final state by the token recurrence from h:
     h <- e^{g_t} h; u = beta_t (v_t - h^T k_t); h <- h + k_t u^T; o_t = h^T q_t."""
     B, T, Hk, Dk = query.shape
-    Hv = value.shape[2]
-    if use_qk_norm:
-        query, key = impls.l2norm(query), impls.l2norm(key)
-    if Hv != Hk:
-        query = jnp.repeat(query, Hv // Hk, axis=2)
-        key = jnp.repeat(key, Hv // Hk, axis=2)
-    cd = compute_dtype
-    q = (query.astype(cd) * jnp.asarray(Dk ** -0.5, cd)).astype(wd)
-    k, v, b = key.astype(cd).astype(wd), value.astype(cd).astype(wd), beta.astype(cd).astype(wd)
+    q, k, v, b = (x.astype(wd) for x in impls.prepared(query, key, value, beta, use_qk_norm, compute_dtype))
     xs = [jnp.moveaxis(x, 1, 0) for x in (q, k, v, g.astype(wd), b)]  # token axis first
 
     def step(h, x):
