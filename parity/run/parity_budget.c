@@ -45,10 +45,13 @@ int parity_budget_check(const gdn_shape *s, int with_h0, int n_outputs, const pa
   const size_t metrics = parity_metrics_scratch_bytes(gdn_shape_numel_v(s));
   uint64_t data = in + (uint64_t)n_outputs * out; /* <= max_bytes: checked above */
   if (o->dtype != GDN_DTYPE_F64 && (!o->policy || parity_policy_uses_model(o->policy))) { /* the error model (parity_kappa_model.h): its heap, its binary64 scratch */
-    const uint64_t mb = parity_model_bytes(s, o->ct != NULL) + (scratch == SIZE_MAX ? 0 : scratch);
-    if (mb > max_bytes - data) return gdn_error_set(e, GDN_ERR_INPUT, "shape: the error model needs %.3g GiB more than "
-                                                    "the limit of %.3g GiB (--max-bytes %" PRIu64 ") leaves", mb / 1073741824.0,
-                                                    max_bytes / 1073741824.0, max_bytes);
+    const uint64_t ms = scratch == SIZE_MAX ? 0 : scratch, mb = parity_model_bytes(s, o->ct != NULL) + ms;
+    if (mb > max_bytes - data)
+      return gdn_error_set(e, GDN_ERR_INPUT,
+                           "shape: the error model needs %.3g GiB (its heap and %.3g GiB of binary64 kernel scratch "
+                           "at chunk size %" PRId64 ") more than the limit of %.3g GiB (--max-bytes %" PRIu64
+                           ") leaves; use a smaller --chunk",
+                           mb / 1073741824.0, ms / 1073741824.0, chunk, max_bytes / 1073741824.0, max_bytes);
     data += mb;
   }
   if ((scratch > metrics ? scratch : metrics) <= max_bytes - data) return GDN_OK;
