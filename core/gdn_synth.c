@@ -10,6 +10,7 @@
 
 #include "gdn_alloc.h"
 #include "gdn_bf16.h"
+#include "gdn_normal.h"
 #include "gdn_prelude_apply.h"
 #include "gdn_rng.h"
 
@@ -43,19 +44,12 @@ static size_t slab_numel(slab sl) { return sl.runs * sl.len; }
 static size_t slab_full(slab sl, size_t i) { return i / sl.len * sl.stride + sl.start + i % sl.len; }
 
 /* Elements [lo, hi) of run j of a normal stream's slab, hi - lo <=
- * FILL_BATCH: the uniforms of a batch first (a loop of integer mixing the
- * compiler vectorises), then log, sqrt and cos per element -- the same
- * operations on the same values as gdn_rng_normal_k, so the same bits. */
-#define FILL_BATCH 256
+ * GDN_NORMAL_BATCH: gdn_normal_fill, the same bits as gdn_rng_normal_k
+ * element by element without a C-library log and cos per element. */
+#define FILL_BATCH GDN_NORMAL_BATCH
 static void fill_normal_batch(float *x, slab sl, size_t j, size_t lo, size_t hi, uint64_t key, double sd,
                               int bf16) {
-  double u[2 * FILL_BATCH];
-  const size_t m = hi - lo, f = j * sl.stride + sl.start + lo;
-  float *dst = x + j * sl.len + lo;
-#pragma omp simd
-  for (size_t i = 0; i < 2 * m; i++) u[i] = gdn_rng_uniform_k(key, 2 * f + i);
-  for (size_t i = 0; i < m; i++)
-    dst[i] = round_to(sd * (sqrt(-2.0 * log(u[2 * i])) * cos(6.283185307179586476925 * u[2 * i + 1])), bf16);
+  gdn_normal_fill(x + j * sl.len + lo, hi - lo, key, j * sl.stride + sl.start + lo, sd, bf16);
 }
 
 static void fill_normal(float *x, slab sl, uint64_t seed, uint64_t stream, double sd, int bf16) {
