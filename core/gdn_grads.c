@@ -4,7 +4,9 @@
 #include <string.h>
 
 #include "gdn_alloc.h"
+#include "gdn_normal.h"
 #include "gdn_rng.h"
+#include "gdn_threads.h"
 
 /* RNG streams of the cotangents, apart from gdn_synth's input streams. */
 enum { S_DO = 101, S_DHT = 102 };
@@ -35,18 +37,28 @@ void gdn_cotangents_synth(gdn_cotangents *c, uint64_t seed) {
   gdn_cotangents_synth_heads(c, c->shape.Hv, 0, seed);
 }
 
+/* The n elements of x, rows of `len` of which row j is elements j * stride
+ * + start .. of the whole tensor, each (float)gdn_rng_normal_k(key, its
+ * index there): gdn_normal_fill's batches, in parallel (the same bits). */
+static void fill_rows(float *x, size_t n, size_t len, size_t stride, size_t start, uint64_t key) {
+  const size_t per = (len + GDN_NORMAL_BATCH - 1) / GDN_NORMAL_BATCH, nb = n / len * per;
+#pragma omp parallel for schedule(static) num_threads(gdn_threads_for((int64_t)(n / 4096 + 1)))
+  for (size_t b = 0; b < nb; b++) {
+    const size_t j = b / per, lo = b % per * GDN_NORMAL_BATCH;
+    const size_t m = len - lo < GDN_NORMAL_BATCH ? len - lo : GDN_NORMAL_BATCH;
+    gdn_normal_fill(x + j * len + lo, m, key, j * stride + start + lo, 1.0, 0);
+  }
+}
+
 /* Each value drawn at its index in the whole tensor: row j of `len`
  * elements of the slab is elements j * stride + start .. of the whole. */
 void gdn_cotangents_synth_heads(gdn_cotangents *c, int64_t Hv, int64_t v0, uint64_t seed) {
   const gdn_shape *s = &c->shape;
   const uint64_t kdo = gdn_rng_key(seed, S_DO), kdht = gdn_rng_key(seed, S_DHT);
-  size_t len = (size_t)(s->Hv * s->Dv), stride = (size_t)(Hv * s->Dv), start = (size_t)(v0 * s->Dv);
-  size_t n = gdn_shape_numel_v(s);
-  for (size_t i = 0; i < n; i++) c->d_o[i] = (float)gdn_rng_normal_k(kdo, i / len * stride + start + i % len);
+  fill_rows(c->d_o, gdn_shape_numel_v(s), (size_t)(s->Hv * s->Dv), (size_t)(Hv * s->Dv), (size_t)(v0 * s->Dv), kdo);
   if (!c->dht) return;
-  len = (size_t)(s->Hv * s->Dk * s->Dv), stride = (size_t)(Hv * s->Dk * s->Dv), start = (size_t)(v0 * s->Dk * s->Dv);
-  n = gdn_shape_numel_state(s);
-  for (size_t i = 0; i < n; i++) c->dht[i] = (float)gdn_rng_normal_k(kdht, i / len * stride + start + i % len);
+  fill_rows(c->dht, gdn_shape_numel_state(s), (size_t)(s->Hv * s->Dk * s->Dv), (size_t)(Hv * s->Dk * s->Dv),
+            (size_t)(v0 * s->Dk * s->Dv), kdht);
 }
 
 int gdn_cotangents_check(const gdn_cotangents *c, const gdn_shape *s, const char *who,
