@@ -10,22 +10,20 @@
  * by one, as gdn_rng_normal_k draws them. */
 size_t gdn_normal_fill(float *dst, size_t n, uint64_t key, uint64_t first, double sd, int bf16) {
   unsigned char sure[GDN_NORMAL_BATCH];
-#pragma omp simd
+  size_t unsure = 0;
+#pragma omp simd reduction(+ : unsure)
   for (size_t i = 0; i < n; i++) {
     const double u1 = gdn_rng_uniform_k(key, 2 * (first + i)), u2 = gdn_rng_uniform_k(key, 2 * (first + i) + 1);
     const double x = sd * (sqrt(-2.0 * gdn_normal_log(u1)) * gdn_normal_cos(6.283185307179586476925 * u2));
     const double room = 0x1p-40 * fabs(x) + 0x1p-40;
     const float lo = (float)(x - room), hi = (float)(x + room);
     sure[i] = lo == hi;
+    unsure += lo != hi;
     dst[i] = lo;
   }
-  size_t redrawn = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (!sure[i]) {
-      dst[i] = (float)(sd * gdn_rng_normal_k(key, first + i));
-      redrawn++;
-    }
-    if (bf16) dst[i] = gdn_bf16_round(dst[i]);
-  }
-  return redrawn;
+  for (size_t i = 0; unsure && i < n; i++)
+    if (!sure[i]) dst[i] = (float)(sd * gdn_rng_normal_k(key, first + i));
+  if (bf16)
+    for (size_t i = 0; i < n; i++) dst[i] = gdn_bf16_round(dst[i]);
+  return unsure;
 }
