@@ -11,6 +11,9 @@
  * (seed, stream) only: a loop over one stream computes it once and draws
  * with the _k forms, which are inline (no call per element) and give the
  * same bits as the three-argument forms (they are those forms' bodies).
+ * gdn_normal_fill (gdn_normal.h) stores the float32 roundings of
+ * gdn_rng_normal_k's values, bit for bit, many at a time without a libm
+ * call per element: what the synthetic inputs and cotangents use.
  */
 #ifndef GDN_RNG_H
 #define GDN_RNG_H
