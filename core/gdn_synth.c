@@ -63,21 +63,26 @@ static void fill_normal(float *x, slab sl, uint64_t seed, uint64_t stream, doubl
 }
 
 /* Rows of length d normalised in binary64 as x * rsqrt(sum x^2 + 1e-6);
- * a slab's runs hold whole rows. */
+ * a slab's runs hold whole rows.  The norm reads the binary64 draws, not
+ * their float32 roundings, so gdn_normal_fill's proof does not cover them:
+ * each is glibc's, drawn once per row up to PRENORM_ROW elements. */
+#define PRENORM_ROW 512
 static void fill_prenorm(float *x, slab sl, int64_t d, uint64_t seed, uint64_t stream, int bf16) {
   const uint64_t key = gdn_rng_key(seed, stream);
   const size_t rows = slab_numel(sl) / (size_t)d;
 #pragma omp parallel for schedule(static) num_threads(FILL_THREADS(rows * (size_t)d))
   for (size_t r = 0; r < rows; r++) {
     const size_t f = slab_full(sl, r * (size_t)d);
-    double s = 0;
+    double zr[PRENORM_ROW], s = 0; /* a row's draws kept for its second pass when it fits */
     for (int64_t i = 0; i < d; i++) {
       double z = gdn_rng_normal_k(key, f + (size_t)i);
+      if (d <= PRENORM_ROW) zr[i] = z;
       s += z * z;
     }
     double inv = 1.0 / sqrt(s + 1e-6);
     for (int64_t i = 0; i < d; i++)
-      x[r * (size_t)d + (size_t)i] = round_to(gdn_rng_normal_k(key, f + (size_t)i) * inv, bf16);
+      x[r * (size_t)d + (size_t)i] =
+          round_to((d <= PRENORM_ROW ? zr[i] : gdn_rng_normal_k(key, f + (size_t)i)) * inv, bf16);
   }
 }
 
