@@ -15,11 +15,10 @@ size_t gdn_normal_fill(float *dst, size_t n, uint64_t key, uint64_t first, doubl
   for (size_t i = 0; i < n; i++) {
     const double u1 = gdn_rng_uniform_k(key, 2 * (first + i)), u2 = gdn_rng_uniform_k(key, 2 * (first + i) + 1);
     const double x = sd * (sqrt(-2.0 * gdn_normal_log(u1)) * gdn_normal_cos(6.283185307179586476925 * u2));
-    const double room = 0x1p-40 * fabs(x) + 0x1p-40;
-    const float lo = (float)(x - room), hi = (float)(x + room);
-    sure[i] = lo == hi;
-    unsure += lo != hi;
-    dst[i] = lo;
+    const int ok = gdn_normal_sure(x);
+    sure[i] = (unsigned char)ok;
+    unsure += !ok;
+    dst[i] = (float)x;
   }
   for (size_t i = 0; unsure && i < n; i++)
     if (!sure[i]) dst[i] = (float)(sd * gdn_rng_normal_k(key, first + i));

@@ -110,6 +110,13 @@ static inline double gdn_normal_cos(double x) {
   return (q == 1 || q == 2) ? -v : v;
 }
 
+/* Whether every real within 2^-40 |x| + 2^-40 of x rounds to the same
+ * float32 (that float32 then being (float)x): the fill's certainty test. */
+static inline int gdn_normal_sure(double x) {
+  const double room = 0x1p-40 * (x < 0 ? -x : x) + 0x1p-40;
+  return (float)(x - room) == (float)(x + room);
+}
+
 /* dst[i] = rnd(sd * gdn_rng_normal_k(key, first + i)) for i < n, bit for
  * bit (rnd: float32, then bfloat16 when bf16), 0 < sd <= 1.  n <=
  * GDN_NORMAL_BATCH.  Returns how many elements took the C library's path. */

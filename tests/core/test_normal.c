@@ -1,9 +1,11 @@
 /* gdn_normal: the vectorised log and cos within the bounds gdn_normal.h's
  * proof takes (against glibc's, on every binade of the uniforms and over
  * the circle), and gdn_normal_fill bit for bit gdn_rng_normal_k's values
- * (float32 with sd 1 and 0.1, bfloat16) with its fallback taken.  Negative
- * controls: a log or cos off by 2^-46 fails the same checks, and a fill
- * compared with the next seed's draws differs. */
+ * (float32 with sd 1 and 0.1, bfloat16) with its fallback taken, and the
+ * certainty test that decides the fallback.  Negative controls: a log or
+ * cos off by 2^-46 fails the same checks, a certainty test without its room
+ * calls a near-boundary value certain, and a fill compared with the next
+ * seed's draws differs. */
 #include <check.h>
 #include <math.h>
 #include <string.h>
@@ -111,4 +113,29 @@ START_TEST(fill_bit_identical) {
 }
 END_TEST
 
-CKR_MAIN("normal", "normal", 0, log_within_bound, cos_within_bound, fill_bit_identical)
+/* The certainty test: false within the room of a float32 rounding boundary
+ * (a midpoint between neighbours, at 1, 2^-10 and -3) and for |x| so small
+ * that float32's spacing is below the room, true elsewhere.  Negative
+ * control: the same test without its room calls a value 2^-45 from a
+ * midpoint certain, though a value within the proof's bound of it rounds
+ * to the other neighbour. */
+static int sure_without_room(double x) { return (float)x == (float)x; }
+
+START_TEST(certainty_test) {
+  const double mid[] = {1.0 + 0x1p-24, 0x1p-10 * (1.0 + 0x1p-24), -(3.0 + 0x1p-23)};
+  for (int i = 0; i < 3; i++) {
+    const double m = mid[i];
+    ck_assert(!gdn_normal_sure(m));
+    ck_assert(!gdn_normal_sure(m + 0x1p-45 * fabs(m)));
+    ck_assert(!gdn_normal_sure(m - 0x1p-45 * fabs(m)));
+    ck_assert(gdn_normal_sure(m + 0x1p-26 * fabs(m)));
+    ck_assert(gdn_normal_sure(m - 0x1p-26 * fabs(m)));
+  }
+  ck_assert(gdn_normal_sure(1.0) && gdn_normal_sure(-2.5) && gdn_normal_sure(0.1));
+  ck_assert(!gdn_normal_sure(0x1p-20) && !gdn_normal_sure(0x1p-30) && !gdn_normal_sure(0.0));
+  const double near = 1.0 + 0x1p-24 + 0x1p-45; /* rounds up; 1 + 2^-24 - 2^-45, within the bound, rounds down */
+  ck_assert(sure_without_room(near) && (float)near != (float)(1.0 + 0x1p-24 - 0x1p-45));
+}
+END_TEST
+
+CKR_MAIN("normal", "normal", 0, log_within_bound, cos_within_bound, certainty_test, fill_bit_identical)
