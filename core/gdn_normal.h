@@ -32,8 +32,9 @@
  *   |R_f C_f - R_g C_g| <= |R_f - R_g| |C_f| + R_g |C_f - C_g|
  *                       <= 2^-49 |R_f C_f| (1 + 2^-48) + 9 (2^-49 + 2^-53),
  * and the two roundings of z and of sd z (sd <= 1) add 2^-52 |x| each:
- * |x_f - x_g| <= 2^-45 |x_f| + 2^-44 with room.  E is 32 times that, so the
- * rounding of x_f -+ E themselves (2^-53 |x_f|) cannot break the bracket.
+ * |x_f - x_g| <= 2^-45 |x_f| + 2^-44 with room.  E is 16 times that or
+ * more, so the roundings of x_f -+ E themselves (2^-53 |x_f|) cannot break
+ * the bracket.
  * tests/core/test_normal.c checks the two functions against glibc's on
  * every binade of u1 and on the whole circle, and the fill against
  * gdn_rng_normal_k element for element.
