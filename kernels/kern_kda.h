@@ -1,0 +1,78 @@
+/* kern_kda: the float implementations of Kimi Delta Attention under test.
+ *
+ * The recurrence (oracle/oracle_kda.h states it; these never read the
+ * oracle) takes a gdn_inputs (q, k, v, beta, h0, scale, L2 norm) and a
+ * per-channel gate (gdn_chgate.h, g of shape (B, T, Hv, Dk)):
+ *   S_t = (I - beta_t k_t k_t^T) Diag(exp(g_t)) S_{t-1} + beta_t k_t v_t^T,
+ *   o_t = S_t^T (scale q_t).
+ *
+ *   kern_kda_recurrent  the token loop (flash-linear-attention's
+ *                       naive_recurrent_kda): per token S = S * exp(g_t)
+ *                       along the key axis (rows), kv = k^T S, delta =
+ *                       beta (v - kv), S = S + k delta^T, o = (scale q)^T S;
+ *                       the steps, kernels and roundings of kern_recurrent
+ *                       (kern_recurrent_tmpl.h) with the decay per row, so
+ *                       with every channel's g equal to the head's scalar g
+ *                       it equals kern_recurrent bit for bit (tested).
+ *   kern_kda_chunk      the chunked algorithm (naive_chunk_kda and fla's
+ *                       chunked kernels), chunk C = cfg->chunk (64 by
+ *                       default), T zero-padded to whole chunks: within a
+ *                       chunk G = the per-channel cumulative sum of g (in
+ *                       F, left to right); the intra-chunk products
+ *                       A_kk[i,j] = beta_i sum_d k_i[d] k_j[d] e^(G_i[d] - G_j[d])
+ *                       and P[i,j] = sum_d q_i[d] k_j[d] e^(G_i[d] - G_j[d])
+ *                       formed by sub-chunks of KERN_KDA_SUB = 16 rows as
+ *                       fla's Triton kernels form them: for rows i of
+ *                       sub-chunk I and j of an earlier sub-chunk J, against
+ *                       the reference row r = I's first row,
+ *                       (x_i e^(G_i - G_r)) . (k_j e^(G_r - G_j)), every
+ *                       exponent <= 0 (the exponentials stay in (0, 1]);
+ *                       inside a sub-chunk each element with its own
+ *                       e^(G_i[d] - G_j[d]).  Then (I + A_kk)^-1 by forward
+ *                       substitution, the columns scaled by beta (fla's
+ *                       order), w = A (e^G k), u = A v, and per chunk
+ *                       v_new = u - w S, o = (q e^G) S + P v_new,
+ *                       S = e^(G_last) S (per row) + (k e^(G_last - G))^T v_new.
+ *
+ * Numerics: compute dtype float32 or float64 (every step in that format),
+ * matrix products plain IEEE (kern_mm's IEEE mode: fused multiply-adds,
+ * left to right over the inner dimension; the chunked kernel's own loops
+ * the same).  bfloat16 compute and the bf16 pass modes are refused
+ * (GDN_ERR_INPUT, naming the setting): not implemented for KDA yet.
+ * Packed documents (segment ids) are refused.  o is rounded once to the
+ * output dtype (kern_output_dtype).  Results are bit-identical for any
+ * thread count (the B x Hv heads are independent items).
+ *
+ * Mutants (testing only: the bugs a KDA port makes, to show the harness
+ * catches them): KERN_KDA_MUTANT_GATE_VALUE_AXIS applies exp(g_t) along the
+ * value axis of the state (columns: S = S Diag(exp(g_t)), channel d of the
+ * gate on column d mod Dk) instead of the key axis, in both kernels.
+ */
+#ifndef KERN_KDA_H
+#define KERN_KDA_H
+
+#include "gdn_chgate.h"
+#include "gdn_error.h"
+#include "gdn_inputs.h"
+#include "gdn_outputs.h"
+#include "kern_config.h"
+
+#define KERN_KDA_SUB 16
+
+typedef enum kern_kda_mutant {
+  KERN_KDA_MUTANT_NONE = 0,
+  KERN_KDA_MUTANT_GATE_VALUE_AXIS = 1,
+  KERN_KDA_MUTANT_COUNT
+} kern_kda_mutant;
+
+/* "none", "gate-value-axis"; NULL out of range. */
+const char *kern_kda_mutant_name(kern_kda_mutant m);
+/* GDN_ERR_INPUT naming the value and the choices. */
+int kern_kda_mutant_parse(const char *s, kern_kda_mutant *out, gdn_error *e);
+
+int kern_kda_recurrent(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg,
+                       kern_kda_mutant mutant, gdn_outputs *out, gdn_error *e);
+int kern_kda_chunk(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg,
+                   kern_kda_mutant mutant, gdn_outputs *out, gdn_error *e);
+
+#endif

@@ -1,0 +1,234 @@
+/* Template (see kern_real.h): kern_kda_chunk in F (kern_kda.h states the
+ * algorithm).  Rounding points, in order, per chunk of n <= C rows (the
+ * last chunk computed on its n real rows: zero padding adds exact zeros and
+ * leaves G_last unchanged):
+ *   rows        kern_rows_tmpl.h (L2 norm, scale) for q and k; v, beta as read
+ *   G           G_0 = g_0, G_i = G_(i-1) + g_i per channel (one add each)
+ *   exponent    e = exp(G_x - G_y) (subtract, exp)
+ *   scaled row  x_d * e (one product)
+ *   A_kk, P     sums over d with fma, d ascending; inside a sub-chunk the
+ *               term is (x_i[d] * e) times k_j[d], fused into the sum
+ *   A_kk        * beta_i, negated (exact); (I + A_kk)^-1 by forward
+ *               substitution (fma, m ascending), columns * beta_j
+ *   w, u        sums over j <= i with fma, j ascending
+ *   v_new       u - w S (the sum over d with fma, d ascending, then the subtract)
+ *   o           (q e^G) S with fma over d, then + P v_new with fma over j
+ *   S           e^(G_last) S (one product), then + (k e^(G_last - G))^T v_new
+ *               with fma over j
+ * Items: the B x Hv heads; memory per thread O(C^2 + C (Dk + Dv) + Dk Dv). */
+#include "kern_rows_tmpl.h"
+#include "kern_kda_put_tmpl.h"
+
+typedef struct KR(kda_ws) {
+  kreal *q, *k, *v, *G, *beta;  /* C x Dk, C x Dk, C x Dv, C x Dk, C */
+  kreal *A, *P, *row;           /* C x C, C x C, C */
+  kreal *xk, *xq, *kj;          /* C x Dk each: rows scaled against a reference row */
+  kreal *w, *u, *vn, *o;        /* C x Dk, C x Dv, C x Dv, Dv */
+  kreal *S, *eg;                /* Dk x Dv, Dk */
+} KR(kda_ws);
+
+static size_t KR(kda_chunk_per)(int64_t C, int64_t Dk, int64_t Dv) {
+  size_t per = 0;
+  const size_t cdk = KR(rows_pad)((size_t)(C * Dk)), cdv = KR(rows_pad)((size_t)(C * Dv));
+  per = kern_size_add(per, kern_size_mul(7, cdk));
+  per = kern_size_add(per, kern_size_mul(3, cdv));
+  per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(C * C))));
+  per = kern_size_add(per, 2 * KR(rows_pad)((size_t)C) + KR(rows_pad)((size_t)Dv) + KR(rows_pad)((size_t)Dk));
+  return kern_size_add(per, KR(rows_pad)((size_t)(Dk * Dv)));
+}
+
+static void KR(kda_carve)(KR(kda_ws) *w, kreal *p, int64_t C, int64_t Dk, int64_t Dv) {
+  w->q = KR(rows_carve)(&p, (size_t)(C * Dk));
+  w->k = KR(rows_carve)(&p, (size_t)(C * Dk));
+  w->G = KR(rows_carve)(&p, (size_t)(C * Dk));
+  w->xk = KR(rows_carve)(&p, (size_t)(C * Dk));
+  w->xq = KR(rows_carve)(&p, (size_t)(C * Dk));
+  w->kj = KR(rows_carve)(&p, (size_t)(C * Dk));
+  w->w = KR(rows_carve)(&p, (size_t)(C * Dk));
+  w->v = KR(rows_carve)(&p, (size_t)(C * Dv));
+  w->u = KR(rows_carve)(&p, (size_t)(C * Dv));
+  w->vn = KR(rows_carve)(&p, (size_t)(C * Dv));
+  w->A = KR(rows_carve)(&p, (size_t)(C * C));
+  w->P = KR(rows_carve)(&p, (size_t)(C * C));
+  w->beta = KR(rows_carve)(&p, (size_t)C);
+  w->row = KR(rows_carve)(&p, (size_t)C);
+  w->o = KR(rows_carve)(&p, (size_t)Dv);
+  w->eg = KR(rows_carve)(&p, (size_t)Dk);
+  w->S = KR(rows_carve)(&p, (size_t)(Dk * Dv));
+}
+
+/* Rows [t0, t0 + n) of head (b, hv): prepared q, k, v, beta and G. */
+static void KR(kda_rows)(KR(kda_ws) *w, const gdn_inputs *in, const gdn_chgate *gate, const kern_num *num,
+                         kreal scale, int64_t b, int64_t hv, int64_t t0, int64_t n) {
+  const gdn_shape *s = &in->shape;
+  const int64_t Dk = s->Dk, Dv = s->Dv, hk = gdn_inputs_key_head(in, hv);
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t t = t0 + i;
+    KR(rows_qk)(gdn_inputs_q(in, b, t, hk), Dk, in->l2norm_in_kernel, 1, scale, num, w->q + i * Dk);
+    KR(rows_qk)(gdn_inputs_k(in, b, t, hk), Dk, in->l2norm_in_kernel, 0, scale, num, w->k + i * Dk);
+    KR(rows_v)(gdn_inputs_v(in, b, t, hv), Dv, num, w->v + i * Dv);
+    w->beta[i] = KR(rows_beta)(gdn_inputs_beta(in, b, t, hv), num);
+    const float *g = gdn_chgate_row(gate->g, s, b, t, hv);
+    kreal *G = w->G + i * Dk;
+    for (int64_t d = 0; d < Dk; d++) G[d] = i ? G[d - Dk] + KR(rows_g)(g[d], num) : KR(rows_g)(g[d], num);
+  }
+}
+
+/* A (strictly lower, times beta_i, negated) and P (lower, diagonal
+ * included) by sub-chunks (kern_kda.h). */
+static void KR(kda_intra)(KR(kda_ws) *w, int64_t n, int64_t Dk) {
+  const int64_t C = n;
+  for (int64_t x = 0; x < C * C; x++) w->A[x] = w->P[x] = 0;
+  for (int64_t r = 0; r < n; r += KERN_KDA_SUB) {
+    const int64_t r1 = r + KERN_KDA_SUB < n ? r + KERN_KDA_SUB : n;
+    const kreal *Gr = w->G + r * Dk;
+    /* the rows of sub-chunk I against its first row r, and every earlier row */
+    for (int64_t i = r; i < r1; i++)
+      for (int64_t d = 0; d < Dk; d++) {
+        const kreal e = KEXP(w->G[i * Dk + d] - Gr[d]);
+        w->xk[i * Dk + d] = w->k[i * Dk + d] * e;
+        w->xq[i * Dk + d] = w->q[i * Dk + d] * e;
+      }
+    for (int64_t j = 0; j < r; j++)
+      for (int64_t d = 0; d < Dk; d++) w->kj[j * Dk + d] = w->k[j * Dk + d] * KEXP(Gr[d] - w->G[j * Dk + d]);
+    for (int64_t i = r; i < r1; i++) {
+      for (int64_t j = 0; j < r; j++) {
+        kreal sa = 0, sp = 0;
+        for (int64_t d = 0; d < Dk; d++) {
+          sa = KFMA(w->xk[i * Dk + d], w->kj[j * Dk + d], sa);
+          sp = KFMA(w->xq[i * Dk + d], w->kj[j * Dk + d], sp);
+        }
+        w->A[i * C + j] = sa;
+        w->P[i * C + j] = sp;
+      }
+      for (int64_t j = r; j <= i; j++) {
+        kreal sa = 0, sp = 0;
+        for (int64_t d = 0; d < Dk; d++) {
+          const kreal e = KEXP(w->G[i * Dk + d] - w->G[j * Dk + d]);
+          sa = KFMA(w->k[i * Dk + d] * e, w->k[j * Dk + d], sa);
+          sp = KFMA(w->q[i * Dk + d] * e, w->k[j * Dk + d], sp);
+        }
+        if (j < i) w->A[i * C + j] = sa;
+        w->P[i * C + j] = sp;
+      }
+    }
+  }
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < i; j++) w->A[i * C + j] = -(w->A[i * C + j] * w->beta[i]);
+}
+
+/* A <- ((I + L)^-1) Diag(beta), where A held -L (fla's substitution: row i
+ * from its own original entries and the finished rows above it). */
+static void KR(kda_solve)(KR(kda_ws) *w, int64_t n) {
+  const int64_t C = n;
+  for (int64_t i = 1; i < n; i++) {
+    kreal *Ai = w->A + i * C;
+    for (int64_t c = 0; c < i; c++) w->row[c] = Ai[c];
+    for (int64_t c = 0; c < i; c++) {
+      kreal acc = w->row[c];
+      for (int64_t m = c + 1; m < i; m++) acc = KFMA(w->row[m], w->A[m * C + c], acc);
+      Ai[c] = acc;
+    }
+  }
+  for (int64_t i = 0; i < n; i++) {
+    w->A[i * C + i] = 1;
+    for (int64_t j = 0; j <= i; j++) w->A[i * C + j] = w->A[i * C + j] * w->beta[j];
+  }
+}
+
+/* w = A (e^G k), u = A v; then the chunk against the carried state S:
+ * v_new, o (rows written to out), S updated. */
+static void KR(kda_inter)(KR(kda_ws) *w, gdn_outputs *out, kern_kda_mutant mutant, int64_t b, int64_t hv,
+                          int64_t t0, int64_t n, int64_t Dk, int64_t Dv) {
+  const int64_t C = n;
+  const int out_bf16 = out->dtype == GDN_DTYPE_BF16;
+  for (int64_t j = 0; j < n; j++) /* xk <- e^G k */
+    for (int64_t d = 0; d < Dk; d++) w->xk[j * Dk + d] = w->k[j * Dk + d] * KEXP(w->G[j * Dk + d]);
+  for (int64_t i = 0; i < n; i++) {
+    kreal *wi = w->w + i * Dk, *ui = w->u + i * Dv;
+    for (int64_t d = 0; d < Dk; d++) wi[d] = 0;
+    for (int64_t c = 0; c < Dv; c++) ui[c] = 0;
+    for (int64_t j = 0; j <= i; j++) {
+      const kreal a = w->A[i * C + j];
+      KSIMD for (int64_t d = 0; d < Dk; d++) wi[d] = KFMA(a, w->xk[j * Dk + d], wi[d]);
+      KSIMD for (int64_t c = 0; c < Dv; c++) ui[c] = KFMA(a, w->v[j * Dv + c], ui[c]);
+    }
+  }
+  for (int64_t i = 0; i < n; i++) {
+    kreal *vn = w->vn + i * Dv, *o = w->o;
+    const kreal *wi = w->w + i * Dk, *qi = w->q + i * Dk, *Gi = w->G + i * Dk;
+    for (int64_t c = 0; c < Dv; c++) vn[c] = o[c] = 0;
+    for (int64_t d = 0; d < Dk; d++) {
+      const kreal wd = wi[d], qd = qi[d] * KEXP(Gi[d]);
+      const kreal *Sd = w->S + d * Dv;
+      KSIMD for (int64_t c = 0; c < Dv; c++) {
+        vn[c] = KFMA(wd, Sd[c], vn[c]);
+        o[c] = KFMA(qd, Sd[c], o[c]);
+      }
+    }
+    const kreal *ui = w->u + i * Dv;
+    KSIMD for (int64_t c = 0; c < Dv; c++) vn[c] = ui[c] - vn[c];
+    for (int64_t j = 0; j <= i; j++) {
+      const kreal pij = w->P[i * C + j], *vj = w->vn + j * Dv;
+      KSIMD for (int64_t c = 0; c < Dv; c++) o[c] = KFMA(pij, vj[c], o[c]);
+    }
+    KR(kda_put_o)(out, b, t0 + i, hv, o, out_bf16);
+  }
+  const kreal *Gl = w->G + (n - 1) * Dk;
+  for (int64_t d = 0; d < Dk; d++) w->eg[d] = KEXP(Gl[d]);
+  for (int64_t d = 0; d < Dk; d++) {
+    kreal *Sd = w->S + d * Dv;
+    if (mutant == KERN_KDA_MUTANT_GATE_VALUE_AXIS)
+      for (int64_t c = 0; c < Dv; c++) Sd[c] = Sd[c] * w->eg[c % Dk];
+    else {
+      const kreal ed = w->eg[d];
+      KSIMD for (int64_t c = 0; c < Dv; c++) Sd[c] = Sd[c] * ed;
+    }
+    for (int64_t j = 0; j < n; j++) {
+      const kreal kd = w->k[j * Dk + d] * KEXP(Gl[d] - w->G[j * Dk + d]), *vj = w->vn + j * Dv;
+      KSIMD for (int64_t c = 0; c < Dv; c++) Sd[c] = KFMA(kd, vj[c], Sd[c]);
+    }
+  }
+}
+
+static __attribute__((noinline)) void KR(kda_chunk_thread)(const gdn_inputs *in, const gdn_chgate *gate,
+                                                           kern_kda_mutant mutant, int64_t C, const kern_num *num,
+                                                           gdn_outputs *out, kreal *mem, size_t per) {
+  const gdn_shape *s = &in->shape;
+  const int64_t Dk = s->Dk, Dv = s->Dv, items = s->B * s->Hv;
+  const kreal scale = KR(rows_scale)(in, num);
+  KR(kda_ws) w;
+  KR(kda_carve)(&w, mem + (size_t)omp_get_thread_num() * per, C, Dk, Dv);
+#pragma omp for schedule(dynamic, 1)
+  for (int64_t it = 0; it < items; it++) {
+    const int64_t b = it / s->Hv, hv = it % s->Hv;
+    const float *h0 = gdn_inputs_h0(in, b, hv);
+    for (int64_t x = 0; x < Dk * Dv; x++) w.S[x] = h0 ? (kreal)KIN(num, h0[x]) : 0;
+    for (int64_t t0 = 0; t0 < s->T; t0 += C) {
+      const int64_t n = s->T - t0 < C ? s->T - t0 : C;
+      KR(kda_rows)(&w, in, gate, num, scale, b, hv, t0, n);
+      KR(kda_intra)(&w, n, Dk);
+      KR(kda_solve)(&w, n);
+      KR(kda_inter)(&w, out, mutant, b, hv, t0, n, Dk, Dv);
+    }
+    double *ht = gdn_outputs_ht(out, b, hv);
+    for (int64_t x = 0; x < Dk * Dv; x++) ht[x] = w.S[x];
+  }
+}
+
+static int KR(kda_chunk_run)(const gdn_inputs *in, const gdn_chgate *gate, kern_kda_mutant mutant, int64_t C,
+                             const kern_num *num, gdn_outputs *out, gdn_error *e) {
+  const gdn_shape *s = &in->shape;
+  const int nt = gdn_threads_for(s->B * s->Hv);
+  const size_t per = KR(kda_chunk_per)(C, s->Dk, s->Dv);
+  kreal *mem = gdn_calloc((size_t)nt, kern_size_mul(per, sizeof(kreal)), "kern_kda_chunk per-thread scratch", e);
+  if (!mem) return gdn_error_prefix(e, "kern_kda_chunk: "), GDN_ERR_NOMEM;
+#pragma omp parallel num_threads(nt)
+  {
+    const unsigned env = kern_fpenv_enter(num);
+    KR(kda_chunk_thread)(in, gate, mutant, C, num, out, mem, per);
+    kern_fpenv_leave(num, env);
+  }
+  gdn_free(mem);
+  return GDN_OK;
+}
