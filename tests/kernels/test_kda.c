@@ -87,7 +87,6 @@ START_TEST(test_threads) {
     gdn_outputs a = run(&p, chunked, GDN_DTYPE_F32, 32, KERN_KDA_MUTANT_NONE);
     gdn_threads_set(3);
     gdn_outputs b = run(&p, chunked, GDN_DTYPE_F32, 32, KERN_KDA_MUTANT_NONE);
-    gdn_threads_set(0);
     ck_assert(memcmp(a.o, b.o, gdn_shape_numel_v(&a.shape) * sizeof(double)) == 0);
     ck_assert(memcmp(a.ht, b.ht, gdn_shape_numel_state(&a.shape) * sizeof(double)) == 0);
     gdn_outputs_clear(&a), gdn_outputs_clear(&b);
