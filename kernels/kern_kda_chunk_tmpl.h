@@ -6,15 +6,18 @@
  *   G           G_0 = g_0, G_i = G_(i-1) + g_i per channel (one add each)
  *   exponent    e = exp(G_x - G_y) (subtract, exp)
  *   scaled row  x_d * e (one product)
- *   A_kk, P     sums over d with fma, d ascending; inside a sub-chunk the
+ *   A_kk, P     sums over d with fma, d ascending (kern_gemm's order for
+ *               the blocks of earlier sub-chunks); inside a sub-chunk the
  *               term is (x_i[d] * e) times k_j[d], fused into the sum
  *   A_kk        * beta_i, negated (exact); (I + A_kk)^-1 by forward
  *               substitution (fma, m ascending), columns * beta_j
- *   w, u        sums over j <= i with fma, j ascending
- *   v_new       u - w S (the sum over d with fma, d ascending, then the subtract)
- *   o           (q e^G) S with fma over d, then + P v_new with fma over j
- *   S           e^(G_last) S (one product), then + (k e^(G_last - G))^T v_new
- *               with fma over j
+ *   products    every other product is kern_gemm (kern_gemm.h: fma, the
+ *               inner index ascending; SET, or ADD continuing a sum):
+ *   w, u        A (e^G k), A v over j ascending (A's zero upper triangle
+ *               included: exact zeros)
+ *   v_new       u - (w S) (the product, then the subtract)
+ *   o           (q e^G) S, then ADD P v_new (one running sum per element)
+ *   S           e^(G_last) S (one product), then ADD (k e^(G_last - G))^T v_new
  * Items: the B x Hv heads; memory per thread O(C^2 + C (Dk + Dv) + Dk Dv). */
 #include "kern_rows_tmpl.h"
 #include "kern_kda_put_tmpl.h"
@@ -23,17 +26,18 @@ typedef struct KR(kda_ws) {
   kreal *q, *k, *v, *G, *beta;  /* C x Dk, C x Dk, C x Dv, C x Dk, C */
   kreal *A, *P, *row;           /* C x C, C x C, C */
   kreal *xk, *xq, *kj;          /* C x Dk each: rows scaled against a reference row */
-  kreal *w, *u, *vn, *o;        /* C x Dk, C x Dv, C x Dv, Dv */
-  kreal *S, *eg;                /* Dk x Dv, Dk */
+  kreal *w, *u, *vn, *o, *tmp;  /* C x Dk, C x Dv each */
+  kreal *S, *eg, *gws;          /* Dk x Dv, Dk, kern_gemm's workspace */
 } KR(kda_ws);
 
 static size_t KR(kda_chunk_per)(int64_t C, int64_t Dk, int64_t Dv) {
   size_t per = 0;
   const size_t cdk = KR(rows_pad)((size_t)(C * Dk)), cdv = KR(rows_pad)((size_t)(C * Dv));
   per = kern_size_add(per, kern_size_mul(7, cdk));
-  per = kern_size_add(per, kern_size_mul(3, cdv));
+  per = kern_size_add(per, kern_size_mul(5, cdv));
+  per = kern_size_add(per, KR(rows_pad)(KR(kern_gemm_ws_elems)()));
   per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(C * C))));
-  per = kern_size_add(per, 2 * KR(rows_pad)((size_t)C) + KR(rows_pad)((size_t)Dv) + KR(rows_pad)((size_t)Dk));
+  per = kern_size_add(per, 2 * KR(rows_pad)((size_t)C) + KR(rows_pad)((size_t)Dk));
   return kern_size_add(per, KR(rows_pad)((size_t)(Dk * Dv)));
 }
 
@@ -52,7 +56,9 @@ static void KR(kda_carve)(KR(kda_ws) *w, kreal *p, int64_t C, int64_t Dk, int64_
   w->P = KR(rows_carve)(&p, (size_t)(C * C));
   w->beta = KR(rows_carve)(&p, (size_t)C);
   w->row = KR(rows_carve)(&p, (size_t)C);
-  w->o = KR(rows_carve)(&p, (size_t)Dv);
+  w->o = KR(rows_carve)(&p, (size_t)(C * Dv));
+  w->tmp = KR(rows_carve)(&p, (size_t)(C * Dv));
+  w->gws = KR(rows_carve)(&p, KR(kern_gemm_ws_elems)());
   w->eg = KR(rows_carve)(&p, (size_t)Dk);
   w->S = KR(rows_carve)(&p, (size_t)(Dk * Dv));
 }
@@ -91,16 +97,13 @@ static void KR(kda_intra)(KR(kda_ws) *w, int64_t n, int64_t Dk) {
       }
     for (int64_t j = 0; j < r; j++)
       for (int64_t d = 0; d < Dk; d++) w->kj[j * Dk + d] = w->k[j * Dk + d] * KEXP(Gr[d] - w->G[j * Dk + d]);
+    /* the block of earlier sub-chunks: (x e^(G - G_r)) (k e^(G_r - G))^T,
+     * kern_gemm's order (d ascending, fma) */
+    if (r > 0) {
+      KR(kern_gemm)(KERN_GEMM_SET, r1 - r, r, Dk, w->xk + r * Dk, Dk, 1, w->kj, 1, Dk, w->A + r * C, C, w->gws);
+      KR(kern_gemm)(KERN_GEMM_SET, r1 - r, r, Dk, w->xq + r * Dk, Dk, 1, w->kj, 1, Dk, w->P + r * C, C, w->gws);
+    }
     for (int64_t i = r; i < r1; i++) {
-      for (int64_t j = 0; j < r; j++) {
-        kreal sa = 0, sp = 0;
-        for (int64_t d = 0; d < Dk; d++) {
-          sa = KFMA(w->xk[i * Dk + d], w->kj[j * Dk + d], sa);
-          sp = KFMA(w->xq[i * Dk + d], w->kj[j * Dk + d], sp);
-        }
-        w->A[i * C + j] = sa;
-        w->P[i * C + j] = sp;
-      }
       for (int64_t j = r; j <= i; j++) {
         kreal sa = 0, sp = 0;
         for (int64_t d = 0; d < Dk; d++) {
@@ -124,10 +127,11 @@ static void KR(kda_solve)(KR(kda_ws) *w, int64_t n) {
   for (int64_t i = 1; i < n; i++) {
     kreal *Ai = w->A + i * C;
     for (int64_t c = 0; c < i; c++) w->row[c] = Ai[c];
-    for (int64_t c = 0; c < i; c++) {
-      kreal acc = w->row[c];
-      for (int64_t m = c + 1; m < i; m++) acc = KFMA(w->row[m], w->A[m * C + c], acc);
-      Ai[c] = acc;
+    /* Ai[c] = row[c] + sum_{m = c+1}^{i-1} row[m] A[m][c], m ascending for
+     * every c (the loop over c inside is over independent outputs) */
+    for (int64_t m = 1; m < i; m++) {
+      const kreal rm = w->row[m], *Am = w->A + m * C;
+      KSIMD for (int64_t c = 0; c < m; c++) Ai[c] = KFMA(rm, Am[c], Ai[c]);
     }
   }
   for (int64_t i = 0; i < n; i++) {
@@ -144,36 +148,18 @@ static void KR(kda_inter)(KR(kda_ws) *w, gdn_outputs *out, kern_kda_mutant mutan
   const int out_bf16 = out->dtype == GDN_DTYPE_BF16;
   for (int64_t j = 0; j < n; j++) /* xk <- e^G k */
     for (int64_t d = 0; d < Dk; d++) w->xk[j * Dk + d] = w->k[j * Dk + d] * KEXP(w->G[j * Dk + d]);
-  for (int64_t i = 0; i < n; i++) {
-    kreal *wi = w->w + i * Dk, *ui = w->u + i * Dv;
-    for (int64_t d = 0; d < Dk; d++) wi[d] = 0;
-    for (int64_t c = 0; c < Dv; c++) ui[c] = 0;
-    for (int64_t j = 0; j <= i; j++) {
-      const kreal a = w->A[i * C + j];
-      KSIMD for (int64_t d = 0; d < Dk; d++) wi[d] = KFMA(a, w->xk[j * Dk + d], wi[d]);
-      KSIMD for (int64_t c = 0; c < Dv; c++) ui[c] = KFMA(a, w->v[j * Dv + c], ui[c]);
-    }
-  }
-  for (int64_t i = 0; i < n; i++) {
-    kreal *vn = w->vn + i * Dv, *o = w->o;
-    const kreal *wi = w->w + i * Dk, *qi = w->q + i * Dk, *Gi = w->G + i * Dk;
-    for (int64_t c = 0; c < Dv; c++) vn[c] = o[c] = 0;
-    for (int64_t d = 0; d < Dk; d++) {
-      const kreal wd = wi[d], qd = qi[d] * KEXP(Gi[d]);
-      const kreal *Sd = w->S + d * Dv;
-      KSIMD for (int64_t c = 0; c < Dv; c++) {
-        vn[c] = KFMA(wd, Sd[c], vn[c]);
-        o[c] = KFMA(qd, Sd[c], o[c]);
-      }
-    }
-    const kreal *ui = w->u + i * Dv;
-    KSIMD for (int64_t c = 0; c < Dv; c++) vn[c] = ui[c] - vn[c];
-    for (int64_t j = 0; j <= i; j++) {
-      const kreal pij = w->P[i * C + j], *vj = w->vn + j * Dv;
-      KSIMD for (int64_t c = 0; c < Dv; c++) o[c] = KFMA(pij, vj[c], o[c]);
-    }
-    KR(kda_put_o)(out, b, t0 + i, hv, o, out_bf16);
-  }
+  /* w = A (e^G k), u = A v (A lower triangular: the zeros above the
+   * diagonal add exact zeros) */
+  KR(kern_gemm)(KERN_GEMM_SET, n, Dk, n, w->A, C, 1, w->xk, Dk, 1, w->w, Dk, w->gws);
+  KR(kern_gemm)(KERN_GEMM_SET, n, Dv, n, w->A, C, 1, w->v, Dv, 1, w->u, Dv, w->gws);
+  /* v_new = u - w S;  o = (q e^G) S + P v_new */
+  KR(kern_gemm)(KERN_GEMM_SET, n, Dv, Dk, w->w, Dk, 1, w->S, Dv, 1, w->tmp, Dv, w->gws);
+  for (int64_t x = 0; x < n * Dv; x++) w->vn[x] = w->u[x] - w->tmp[x];
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t d = 0; d < Dk; d++) w->xq[i * Dk + d] = w->q[i * Dk + d] * KEXP(w->G[i * Dk + d]);
+  KR(kern_gemm)(KERN_GEMM_SET, n, Dv, Dk, w->xq, Dk, 1, w->S, Dv, 1, w->o, Dv, w->gws);
+  KR(kern_gemm)(KERN_GEMM_ADD, n, Dv, n, w->P, C, 1, w->vn, Dv, 1, w->o, Dv, w->gws);
+  for (int64_t i = 0; i < n; i++) KR(kda_put_o)(out, b, t0 + i, hv, w->o + i * Dv, out_bf16);
   const kreal *Gl = w->G + (n - 1) * Dk;
   for (int64_t d = 0; d < Dk; d++) w->eg[d] = KEXP(Gl[d]);
   for (int64_t d = 0; d < Dk; d++) {
@@ -184,11 +170,11 @@ static void KR(kda_inter)(KR(kda_ws) *w, gdn_outputs *out, kern_kda_mutant mutan
       const kreal ed = w->eg[d];
       KSIMD for (int64_t c = 0; c < Dv; c++) Sd[c] = Sd[c] * ed;
     }
-    for (int64_t j = 0; j < n; j++) {
-      const kreal kd = w->k[j * Dk + d] * KEXP(Gl[d] - w->G[j * Dk + d]), *vj = w->vn + j * Dv;
-      KSIMD for (int64_t c = 0; c < Dv; c++) Sd[c] = KFMA(kd, vj[c], Sd[c]);
-    }
   }
+  /* S += (k e^(G_last - G))^T v_new, j ascending */
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t d = 0; d < Dk; d++) w->kj[j * Dk + d] = w->k[j * Dk + d] * KEXP(Gl[d] - w->G[j * Dk + d]);
+  KR(kern_gemm)(KERN_GEMM_ADD, Dk, Dv, n, w->kj, 1, Dk, w->vn, Dv, 1, w->S, Dv, w->gws);
 }
 
 static __attribute__((noinline)) void KR(kda_chunk_thread)(const gdn_inputs *in, const gdn_chgate *gate,
