@@ -10,10 +10,10 @@
  *   err = max |x - r| / max |r|          (r the oracle, x the kernel)
  * and passes when err <= band for both.  The band (PARITY_RECUR_BAND_F32,
  * 2^-12 ~ 2.4e-4) is float32's: measured errors of the KDA kernels under
- * Kimi Linear's gates are ~1e-6 to 1e-5 (docs/numerics.md), below the band by
- * more than 20x, while the gate applied along the wrong axis of the state
- * gives errors of order 1 -- the band separates them by orders of magnitude
- * on both sides.  A case whose kernel refuses the configuration is an
+ * Kimi Linear's gates are 2e-7 to 7e-7 normwise (docs/numerics.md, "Kimi
+ * Delta Attention"), some 300x below the band, while the gate applied along
+ * the wrong axis of the state gives 0.4 to 0.9 -- the band separates them by
+ * orders of magnitude on both sides.  A case whose kernel refuses the configuration is an
  * error, not a failure.
  *
  * The document (JSON) names the recurrence and its gate shape:
