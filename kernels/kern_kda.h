@@ -33,6 +33,22 @@
  *                       order), w = A (e^G k), u = A v, and per chunk
  *                       v_new = u - w S, o = (q e^G) S + P v_new,
  *                       S = e^(G_last) S (per row) + (k e^(G_last - G))^T v_new.
+ *   kern_kda_affine     context parallelism over D = cfg->devices simulated
+ *                       devices, as kern_affine_prefix for GDN (kern.h) in
+ *                       its token sharding and sequential prefix: device r
+ *                       holds tokens [r T/D, (r+1) T/D) (D divides T), chunked
+ *                       from its own first token; it folds its chunks into
+ *                       S_out = A_r S_in + B_r, per chunk
+ *                         A_n = Diag(e^G_last) - (k e^(G_last - G))^T W,
+ *                         B_n = (k e^(G_last - G))^T U
+ *                       (the map stays affine in the state: only A_n's
+ *                       diagonal differs from GDN's scalar e^G_last I); the
+ *                       exclusive prefix (A_cum, B_cum) of devices 0 .. r-1
+ *                       is composed sequentially, device r replays its
+ *                       chunks from A_cum h0 + B_cum with kern_kda_chunk's
+ *                       body, and ht is the full composition applied to h0.
+ *                       D = 1 is kern_kda_chunk bit for bit.  Other shard
+ *                       modes and prefix schedules are refused.
  *
  * Numerics: compute dtype float32 or float64 (every step in that format),
  * matrix products plain IEEE (kern_mm's IEEE mode: fused multiply-adds,
@@ -74,5 +90,7 @@ int kern_kda_recurrent(const gdn_inputs *in, const gdn_chgate *gate, const kern_
                        kern_kda_mutant mutant, gdn_outputs *out, gdn_error *e);
 int kern_kda_chunk(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg,
                    kern_kda_mutant mutant, gdn_outputs *out, gdn_error *e);
+int kern_kda_affine(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg,
+                    kern_kda_mutant mutant, gdn_outputs *out, gdn_error *e);
 
 #endif

@@ -28,9 +28,13 @@ typedef struct KR(kda_ws) {
   kreal *xk, *xq, *kj;          /* C x Dk each: rows scaled against a reference row */
   kreal *w, *u, *vn, *o, *tmp;  /* C x Dk, C x Dv each */
   kreal *S, *eg, *gws;          /* Dk x Dv, Dk, kern_gemm's workspace */
+  kreal *H0;                    /* Dk x Dv: h0 in F */
+  /* the affine-prefix only (D >= 2): a piece's fold, a chunk's map, the
+   * prefix, scratch: Dk x Dk (FA, An, Ac, T1) and Dk x Dv (FB, Bn, Bc, T2) */
+  kreal *FA, *An, *Ac, *T1, *FB, *Bn, *Bc, *T2;
 } KR(kda_ws);
 
-static size_t KR(kda_chunk_per)(int64_t C, int64_t Dk, int64_t Dv) {
+static size_t KR(kda_chunk_per)(int64_t C, int64_t Dk, int64_t Dv, int affine) {
   size_t per = 0;
   const size_t cdk = KR(rows_pad)((size_t)(C * Dk)), cdv = KR(rows_pad)((size_t)(C * Dv));
   per = kern_size_add(per, kern_size_mul(7, cdk));
@@ -38,10 +42,15 @@ static size_t KR(kda_chunk_per)(int64_t C, int64_t Dk, int64_t Dv) {
   per = kern_size_add(per, KR(rows_pad)(KR(kern_gemm_ws_elems)()));
   per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(C * C))));
   per = kern_size_add(per, 2 * KR(rows_pad)((size_t)C) + KR(rows_pad)((size_t)Dk));
-  return kern_size_add(per, KR(rows_pad)((size_t)(Dk * Dv)));
+  per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(Dk * Dv))));
+  if (affine) {
+    per = kern_size_add(per, kern_size_mul(4, KR(rows_pad)((size_t)(Dk * Dk))));
+    per = kern_size_add(per, kern_size_mul(4, KR(rows_pad)((size_t)(Dk * Dv))));
+  }
+  return per;
 }
 
-static void KR(kda_carve)(KR(kda_ws) *w, kreal *p, int64_t C, int64_t Dk, int64_t Dv) {
+static void KR(kda_carve)(KR(kda_ws) *w, kreal *p, int64_t C, int64_t Dk, int64_t Dv, int affine) {
   w->q = KR(rows_carve)(&p, (size_t)(C * Dk));
   w->k = KR(rows_carve)(&p, (size_t)(C * Dk));
   w->G = KR(rows_carve)(&p, (size_t)(C * Dk));
@@ -61,6 +70,17 @@ static void KR(kda_carve)(KR(kda_ws) *w, kreal *p, int64_t C, int64_t Dk, int64_
   w->gws = KR(rows_carve)(&p, KR(kern_gemm_ws_elems)());
   w->eg = KR(rows_carve)(&p, (size_t)Dk);
   w->S = KR(rows_carve)(&p, (size_t)(Dk * Dv));
+  w->H0 = KR(rows_carve)(&p, (size_t)(Dk * Dv));
+  w->FA = w->An = w->Ac = w->T1 = w->FB = w->Bn = w->Bc = w->T2 = NULL;
+  if (!affine) return;
+  w->FA = KR(rows_carve)(&p, (size_t)(Dk * Dk));
+  w->An = KR(rows_carve)(&p, (size_t)(Dk * Dk));
+  w->Ac = KR(rows_carve)(&p, (size_t)(Dk * Dk));
+  w->T1 = KR(rows_carve)(&p, (size_t)(Dk * Dk));
+  w->FB = KR(rows_carve)(&p, (size_t)(Dk * Dv));
+  w->Bn = KR(rows_carve)(&p, (size_t)(Dk * Dv));
+  w->Bc = KR(rows_carve)(&p, (size_t)(Dk * Dv));
+  w->T2 = KR(rows_carve)(&p, (size_t)(Dk * Dv));
 }
 
 /* Rows [t0, t0 + n) of head (b, hv): prepared q, k, v, beta and G. */
@@ -177,42 +197,120 @@ static void KR(kda_inter)(KR(kda_ws) *w, gdn_outputs *out, kern_kda_mutant mutan
   KR(kern_gemm)(KERN_GEMM_ADD, Dk, Dv, n, w->kj, 1, Dk, w->vn, Dv, 1, w->S, Dv, w->gws);
 }
 
+/* The chunks of rows [t0, t1) of head (b, hv), their grid starting at t0,
+ * from the carry w->S: o rows written, w->S the carry after t1. */
+static void KR(kda_replay)(KR(kda_ws) *w, const gdn_inputs *in, const gdn_chgate *gate, kern_kda_mutant mutant,
+                           int64_t C, const kern_num *num, kreal scale, gdn_outputs *out, int64_t b, int64_t hv,
+                           int64_t t0, int64_t t1) {
+  const int64_t Dk = in->shape.Dk, Dv = in->shape.Dv;
+  for (int64_t c0 = t0; c0 < t1; c0 += C) {
+    const int64_t n = t1 - c0 < C ? t1 - c0 : C;
+    KR(kda_rows)(w, in, gate, num, scale, b, hv, c0, n);
+    KR(kda_intra)(w, n, Dk);
+    KR(kda_solve)(w, n);
+    KR(kda_inter)(w, out, mutant, b, hv, c0, n, Dk, Dv);
+  }
+}
+
+/* The affine map of rows [t0, t1) (kern_kda.h, kern_kda_affine): S_out =
+ * FA S_in + FB, folded chunk by chunk from (I, 0): per chunk
+ *   A_n = Diag(e^G_last) - (k e^(G_last - G))^T W,  B_n = (k e^(G_last - G))^T U
+ * (each product kern_gemm; A_n's entries the diagonal minus the product, one
+ * subtraction), then FA = A_n FA, FB = A_n FB + B_n (the product, then the
+ * add). */
+static void KR(kda_fold)(KR(kda_ws) *w, const gdn_inputs *in, const gdn_chgate *gate, int64_t C,
+                         const kern_num *num, kreal scale, int64_t b, int64_t hv, int64_t t0, int64_t t1) {
+  const int64_t Dk = in->shape.Dk, Dv = in->shape.Dv;
+  for (int64_t x = 0; x < Dk * Dk; x++) w->FA[x] = 0;
+  for (int64_t d = 0; d < Dk; d++) w->FA[d * Dk + d] = 1;
+  for (int64_t x = 0; x < Dk * Dv; x++) w->FB[x] = 0;
+  for (int64_t c0 = t0; c0 < t1; c0 += C) {
+    const int64_t n = t1 - c0 < C ? t1 - c0 : C;
+    KR(kda_rows)(w, in, gate, num, scale, b, hv, c0, n);
+    KR(kda_intra)(w, n, Dk);
+    KR(kda_solve)(w, n);
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t d = 0; d < Dk; d++) w->xk[j * Dk + d] = w->k[j * Dk + d] * KEXP(w->G[j * Dk + d]);
+    KR(kern_gemm)(KERN_GEMM_SET, n, Dk, n, w->A, n, 1, w->xk, Dk, 1, w->w, Dk, w->gws);
+    KR(kern_gemm)(KERN_GEMM_SET, n, Dv, n, w->A, n, 1, w->v, Dv, 1, w->u, Dv, w->gws);
+    const kreal *Gl = w->G + (n - 1) * Dk;
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t d = 0; d < Dk; d++) w->kj[j * Dk + d] = w->k[j * Dk + d] * KEXP(Gl[d] - w->G[j * Dk + d]);
+    KR(kern_gemm)(KERN_GEMM_SET, Dk, Dk, n, w->kj, 1, Dk, w->w, Dk, 1, w->An, Dk, w->gws);
+    for (int64_t d = 0; d < Dk; d++)
+      for (int64_t e2 = 0; e2 < Dk; e2++)
+        w->An[d * Dk + e2] = (d == e2 ? KEXP(Gl[d]) : KC(0)) - w->An[d * Dk + e2];
+    KR(kern_gemm)(KERN_GEMM_SET, Dk, Dv, n, w->kj, 1, Dk, w->u, Dv, 1, w->Bn, Dv, w->gws);
+    KR(kern_gemm)(KERN_GEMM_SET, Dk, Dk, Dk, w->An, Dk, 1, w->FA, Dk, 1, w->T1, Dk, w->gws);
+    memcpy(w->FA, w->T1, (size_t)(Dk * Dk) * sizeof(kreal));
+    KR(kern_gemm)(KERN_GEMM_SET, Dk, Dv, Dk, w->An, Dk, 1, w->FB, Dv, 1, w->T2, Dv, w->gws);
+    for (int64_t x = 0; x < Dk * Dv; x++) w->FB[x] = w->T2[x] + w->Bn[x];
+  }
+}
+
+/* h = FA h0 + FB into w->S (h0 NULL: FB). */
+static void KR(kda_apply)(KR(kda_ws) *w, const kreal *FA, const kreal *FB, const kreal *h0, int64_t Dk, int64_t Dv) {
+  if (!h0) {
+    memcpy(w->S, FB, (size_t)(Dk * Dv) * sizeof(kreal));
+    return;
+  }
+  KR(kern_gemm)(KERN_GEMM_SET, Dk, Dv, Dk, FA, Dk, 1, h0, Dv, 1, w->S, Dv, w->gws);
+  for (int64_t x = 0; x < Dk * Dv; x++) w->S[x] = w->S[x] + FB[x];
+}
+
 static __attribute__((noinline)) void KR(kda_chunk_thread)(const gdn_inputs *in, const gdn_chgate *gate,
-                                                           kern_kda_mutant mutant, int64_t C, const kern_num *num,
-                                                           gdn_outputs *out, kreal *mem, size_t per) {
+                                                           kern_kda_mutant mutant, int64_t C, int64_t D,
+                                                           const kern_num *num, gdn_outputs *out, kreal *mem,
+                                                           size_t per) {
   const gdn_shape *s = &in->shape;
-  const int64_t Dk = s->Dk, Dv = s->Dv, items = s->B * s->Hv;
+  const int64_t Dk = s->Dk, Dv = s->Dv, items = s->B * s->Hv, L = s->T / D;
   const kreal scale = KR(rows_scale)(in, num);
   KR(kda_ws) w;
-  KR(kda_carve)(&w, mem + (size_t)omp_get_thread_num() * per, C, Dk, Dv);
+  KR(kda_carve)(&w, mem + (size_t)omp_get_thread_num() * per, C, Dk, Dv, D > 1);
 #pragma omp for schedule(dynamic, 1)
   for (int64_t it = 0; it < items; it++) {
     const int64_t b = it / s->Hv, hv = it % s->Hv;
-    const float *h0 = gdn_inputs_h0(in, b, hv);
-    for (int64_t x = 0; x < Dk * Dv; x++) w.S[x] = h0 ? (kreal)KIN(num, h0[x]) : 0;
-    for (int64_t t0 = 0; t0 < s->T; t0 += C) {
-      const int64_t n = s->T - t0 < C ? s->T - t0 : C;
-      KR(kda_rows)(&w, in, gate, num, scale, b, hv, t0, n);
-      KR(kda_intra)(&w, n, Dk);
-      KR(kda_solve)(&w, n);
-      KR(kda_inter)(&w, out, mutant, b, hv, t0, n, Dk, Dv);
+    const float *h0f = gdn_inputs_h0(in, b, hv);
+    if (h0f)
+      for (int64_t x = 0; x < Dk * Dv; x++) w.H0[x] = (kreal)KIN(num, h0f[x]);
+    const kreal *h0 = h0f ? w.H0 : NULL;
+    if (D > 1) { /* the exclusive prefix, sequential: (Acum, Bcum) of devices 0 .. r-1 */
+      for (int64_t x = 0; x < Dk * Dk; x++) w.Ac[x] = 0;
+      for (int64_t d = 0; d < Dk; d++) w.Ac[d * Dk + d] = 1;
+      for (int64_t x = 0; x < Dk * Dv; x++) w.Bc[x] = 0;
     }
+    for (int64_t r = 0; r < D; r++) {
+      if (r == 0) {
+        for (int64_t x = 0; x < Dk * Dv; x++) w.S[x] = h0 ? h0[x] : 0;
+      } else {
+        KR(kda_apply)(&w, w.Ac, w.Bc, h0, Dk, Dv);
+      }
+      KR(kda_replay)(&w, in, gate, mutant, C, num, scale, out, b, hv, r * L, (r + 1) * L);
+      if (D == 1) break;
+      /* device r's pair, composed after the prefix: Acum = A_r Acum, Bcum = A_r Bcum + B_r */
+      KR(kda_fold)(&w, in, gate, C, num, scale, b, hv, r * L, (r + 1) * L);
+      KR(kern_gemm)(KERN_GEMM_SET, Dk, Dk, Dk, w.FA, Dk, 1, w.Ac, Dk, 1, w.T1, Dk, w.gws);
+      memcpy(w.Ac, w.T1, (size_t)(Dk * Dk) * sizeof(kreal));
+      KR(kern_gemm)(KERN_GEMM_SET, Dk, Dv, Dk, w.FA, Dk, 1, w.Bc, Dv, 1, w.T2, Dv, w.gws);
+      for (int64_t x = 0; x < Dk * Dv; x++) w.Bc[x] = w.T2[x] + w.FB[x];
+    }
+    if (D > 1) KR(kda_apply)(&w, w.Ac, w.Bc, h0, Dk, Dv); /* ht: the full composition applied to h0 */
     double *ht = gdn_outputs_ht(out, b, hv);
     for (int64_t x = 0; x < Dk * Dv; x++) ht[x] = w.S[x];
   }
 }
 
 static int KR(kda_chunk_run)(const gdn_inputs *in, const gdn_chgate *gate, kern_kda_mutant mutant, int64_t C,
-                             const kern_num *num, gdn_outputs *out, gdn_error *e) {
+                             int64_t D, const kern_num *num, gdn_outputs *out, gdn_error *e) {
   const gdn_shape *s = &in->shape;
   const int nt = gdn_threads_for(s->B * s->Hv);
-  const size_t per = KR(kda_chunk_per)(C, s->Dk, s->Dv);
+  const size_t per = KR(kda_chunk_per)(C, s->Dk, s->Dv, D > 1);
   kreal *mem = gdn_calloc((size_t)nt, kern_size_mul(per, sizeof(kreal)), "kern_kda_chunk per-thread scratch", e);
   if (!mem) return gdn_error_prefix(e, "kern_kda_chunk: "), GDN_ERR_NOMEM;
 #pragma omp parallel num_threads(nt)
   {
     const unsigned env = kern_fpenv_enter(num);
-    KR(kda_chunk_thread)(in, gate, mutant, C, num, out, mem, per);
+    KR(kda_chunk_thread)(in, gate, mutant, C, D, num, out, mem, per);
     kern_fpenv_leave(num, env);
   }
   gdn_free(mem);

@@ -21,7 +21,7 @@ int kern_kda_mutant_parse(const char *s, kern_kda_mutant *out, gdn_error *e) {
                        s ? s : "(null)");
 }
 
-int kern_kda_begin(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int chunked,
+int kern_kda_begin(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int chunked, int affine,
                    const char *who, kern_num *num, gdn_outputs *out, gdn_error *e) {
   gdn_outputs_clear(out);
   if (!in || !cfg) return gdn_error_set(e, GDN_ERR_INTERNAL, "%s: inputs or config missing (NULL)", who);
@@ -34,9 +34,13 @@ int kern_kda_begin(const gdn_inputs *in, const gdn_chgate *gate, const kern_conf
     return gdn_error_set(e, GDN_ERR_INPUT,
                          "%s: matmul precision %s is not implemented for KDA (ieee only)", who,
                          kern_matmul_name(cfg->matmul));
-  if (chunked && cfg->devices != 1)
-    return gdn_error_set(e, GDN_ERR_INPUT, "%s: %lld devices: the KDA chunked kernel runs on one device", who,
-                         (long long)cfg->devices);
+  if (chunked && !affine && cfg->devices != 1)
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s: %lld devices: the KDA chunked kernel runs on one device (the "
+                         "affine-prefix is kern_kda_affine)", who, (long long)cfg->devices);
+  if (affine && (cfg->shard != KERN_SHARD_TOKENS || cfg->prefix != KERN_PREFIX_SEQUENTIAL))
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s: shard %s, prefix %s: KDA's affine-prefix implements token sharding "
+                         "and the sequential prefix only", who, kern_shard_name(cfg->shard),
+                         kern_prefix_name(cfg->prefix));
   if (in->seg) return gdn_error_set(e, GDN_ERR_INPUT, "%s: packed documents (segment ids) are not supported", who);
   const gdn_shape *s = &in->shape;
   if (!gate || !gate->g || gate->shape.B != s->B || gate->shape.T != s->T || gate->shape.Hv != s->Hv ||

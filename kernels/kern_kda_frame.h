@@ -9,7 +9,7 @@
 #include "kern_kda.h"
 #include "kern_num.h"
 
-int kern_kda_begin(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int chunked,
+int kern_kda_begin(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int chunked, int affine,
                    const char *who, kern_num *num, gdn_outputs *out, gdn_error *e);
 int kern_kda_end(gdn_outputs *out, int rc, gdn_error *e);
 

@@ -11,7 +11,7 @@
  * refused by name. */
 static const char *const supported[] = {"recurrence", "shape", "key-heads", "dv", "chunk", "seed", "h0",
                                         "oracle-bits", "json", "threads", "quiet", "verbose", "reproducible",
-                                        "mutant", NULL};
+                                        "mutant", "devices", NULL};
 
 static int is_supported(const char *name) {
   for (int i = 0; supported[i]; i++)
@@ -42,6 +42,16 @@ static int parse(const parity_recurrence *rec, const gdn_cli_opt *table, const g
       gdn_cli_int64_list(v, "--chunk", 1, 1 << 20, o->chunks, PARITY_RECUR_MAX_CHUNKS, &n, e))
     return -1;
   o->n_chunks = (int)n;
+  if ((v = GET("devices"))) {
+    if (gdn_cli_int64_list(v, "--devices", 1, 1 << 20, o->devices, PARITY_RECUR_MAX_CHUNKS, &n, e)) return -1;
+    o->n_devices = (int)n;
+  }
+  for (int i = 0; i < o->n_devices; i++)
+    if (o->shape.T % o->devices[i])
+      return gdn_error_set(e, GDN_ERR_INPUT,
+                           "--devices %lld does not divide T = %lld: the affine-prefix shards the sequence by tokens "
+                           "(T/D each); give --devices that divide T",
+                           (long long)o->devices[i], (long long)o->shape.T);
   if ((v = GET("seed")) && gdn_cli_uint64(v, "--seed", &o->seed, e)) return -1;
   o->h0 = GET("h0") != NULL;
   if ((v = GET("oracle-bits"))) {

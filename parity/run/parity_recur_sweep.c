@@ -12,6 +12,8 @@ void parity_recur_opts_init(parity_recur_opts *o, const parity_recurrence *rec) 
   o->rec = rec;
   o->chunks[0] = 64;
   o->n_chunks = 1;
+  for (int i = 0; i < 4; i++) o->devices[i] = (int64_t)1 << i;
+  o->n_devices = 4;
   o->oracle_bits = 128;
   o->band = PARITY_RECUR_BAND_F32;
 }
@@ -38,16 +40,18 @@ static json_t *err_json(recur_err m) {
                    isfinite(m.max_abs) ? m.max_abs : 1e308, "max_ref", m.max_ref);
 }
 
-/* One case: kernel k at chunk C (C <= 0: the token kernel), judged. */
+/* One case: the token kernel (C <= 0), the chunked kernel at chunk C
+ * (D <= 0) or the affine-prefix at (C, D), judged. */
 static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_chgate *gate,
-                    const gdn_outputs *ref, int64_t C, json_t *cases, int *failed, gdn_error *e) {
+                    const gdn_outputs *ref, int64_t C, int64_t D, json_t *cases, int *failed, gdn_error *e) {
   kern_config cfg;
   kern_config_init(&cfg);
   cfg.matmul = KERN_MATMUL_IEEE;
   if (C > 0) cfg.chunk = C;
+  if (D > 0) cfg.devices = D;
   gdn_outputs out;
   gdn_outputs_init(&out);
-  const parity_rec_kernel k = C > 0 ? o->rec->kern_chunked : o->rec->kern_token;
+  const parity_rec_kernel k = C <= 0 ? o->rec->kern_token : D > 0 ? o->rec->kern_affine : o->rec->kern_chunked;
   int rc = k(in, gate, &cfg, o->mutant, &out, e);
   if (rc) return rc;
   const gdn_shape *s = &in->shape;
@@ -55,14 +59,15 @@ static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_
   const recur_err eh = measure(out.ht, ref->ht, gdn_shape_numel_state(s));
   gdn_outputs_clear(&out);
   const int pass = eo.err <= o->band && eh.err <= o->band;
-  const char *subject = C > 0 ? o->rec->chunked_subject : o->rec->token_subject;
-  json_t *c = json_pack("{s:s, s:o, s:o, s:o, s:b}", "subject", subject, "chunk",
-                        C > 0 ? json_integer(C) : json_null(), "o", err_json(eo), "ht", err_json(eh), "pass", pass);
+  const char *subject = C <= 0 ? o->rec->token_subject : D > 0 ? o->rec->affine_subject : o->rec->chunked_subject;
+  json_t *c = json_pack("{s:s, s:o, s:o, s:o, s:o, s:b}", "subject", subject, "chunk",
+                        C > 0 ? json_integer(C) : json_null(), "devices", D > 0 ? json_integer(D) : json_null(),
+                        "o", err_json(eo), "ht", err_json(eh), "pass", pass);
   if (!c || json_array_append_new(cases, c)) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
   if (!pass) ++*failed;
   if (o->log) {
-    char chunk[32] = "";
-    if (C > 0) snprintf(chunk, sizeof chunk, " C=%lld", (long long)C);
+    char chunk[48] = "";
+    if (C > 0) snprintf(chunk, sizeof chunk, D > 0 ? " C=%lld D=%lld" : " C=%lld", (long long)C, (long long)D);
     fprintf(o->log, "  %-4s %s%s: o err %.3e, ht err %.3e (band %.3e)\n", pass ? "PASS" : "FAIL", subject, chunk,
             eo.err, eh.err, o->band);
   }
@@ -108,9 +113,12 @@ int parity_recur_sweep(const parity_recur_opts *o, json_t **doc, int *pass, gdn_
     goto done;
   }
   json_t *cases = json_object_get(d, "cases");
-  if ((rc = run_case(o, &in, &gate, &ref, 0, cases, &failed, e))) goto done;
-  for (int i = 0; i < o->n_chunks; i++)
-    if ((rc = run_case(o, &in, &gate, &ref, o->chunks[i], cases, &failed, e))) goto done;
+  if ((rc = run_case(o, &in, &gate, &ref, 0, 0, cases, &failed, e))) goto done;
+  for (int i = 0; i < o->n_chunks; i++) {
+    if ((rc = run_case(o, &in, &gate, &ref, o->chunks[i], 0, cases, &failed, e))) goto done;
+    for (int j = 0; j < o->n_devices; j++)
+      if ((rc = run_case(o, &in, &gate, &ref, o->chunks[i], o->devices[j], cases, &failed, e))) goto done;
+  }
   const size_t n = json_array_size(cases);
   *pass = failed == 0;
   if (json_object_set_new(d, "n_cases", json_integer((json_int_t)n)) ||

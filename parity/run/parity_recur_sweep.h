@@ -21,7 +21,7 @@
  *    "gate_shape": "head-token-channel", "shape": {...}, "seed", "h0",
  *    "mutant", "oracle": {"tier": "mpfr", "precision_bits", "check_bits",
  *    "certified_bits"}, "band", "cases": [{"subject", "chunk" (null for the
- *    token kernel), "o": {"err", "max_abs_err", "max_ref"}, "ht": {...},
+ *    token kernel), "devices" (null but for the affine-prefix), "o": {"err", "max_abs_err", "max_ref"}, "ht": {...},
  *    "pass"}], "n_cases", "n_failed", "pass"}.
  */
 #ifndef PARITY_RECUR_SWEEP_H
@@ -46,13 +46,16 @@ typedef struct parity_recur_opts {
   int h0;
   int64_t chunks[PARITY_RECUR_MAX_CHUNKS];
   int n_chunks;
+  int64_t devices[PARITY_RECUR_MAX_CHUNKS]; /* affine-prefix device counts (none: no such case) */
+  int n_devices;
   int oracle_bits;
   int mutant;    /* index into rec->mutants */
   double band;
   FILE *log;     /* a line per case (NULL: silent) */
 } parity_recur_opts;
 
-/* 64-chunk sweep of rec, seed 0, no h0, 128 bits, no mutant, the float32 band. */
+/* 64-chunk sweep of rec on devices 1, 2, 4, 8, seed 0, no h0, 128 bits, no
+ * mutant, the float32 band. */
 void parity_recur_opts_init(parity_recur_opts *o, const parity_recurrence *rec);
 
 /* Runs the sweep; *doc (set on success, the caller's reference) is the

@@ -28,6 +28,12 @@ static int gdn_chunked(const gdn_inputs *in, const gdn_chgate *gate, const kern_
   return kern_scan(in, cfg, out, e);
 }
 
+static int gdn_affine(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int mutant,
+                      gdn_outputs *out, gdn_error *e) {
+  (void)gate, (void)mutant;
+  return kern_affine_prefix(in, cfg, out, e);
+}
+
 static int gdn_draw(const gdn_inputs *in, uint64_t seed, gdn_chgate *gate, gdn_error *e) {
   (void)in, (void)seed, (void)e;
   gdn_chgate_clear(gate);
@@ -46,6 +52,11 @@ static int kda_chunked(const gdn_inputs *in, const gdn_chgate *gate, const kern_
   return kern_kda_chunk(in, gate, cfg, (kern_kda_mutant)mutant, out, e);
 }
 
+static int kda_affine(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int mutant,
+                      gdn_outputs *out, gdn_error *e) {
+  return kern_kda_affine(in, gate, cfg, (kern_kda_mutant)mutant, out, e);
+}
+
 static int kda_draw(const gdn_inputs *in, uint64_t seed, gdn_chgate *gate, gdn_error *e) {
   return gdn_chgate_draw_kimi(gate, &in->shape, seed, e);
 }
@@ -54,9 +65,10 @@ static const char *const gdn_mutants[] = {"none", NULL};
 static const char *const kda_mutants[] = {"none", "gate-value-axis", NULL}; /* kern_kda_mutant's order */
 
 const parity_recurrence parity_recurrence_rows[] = {
-    {"gdn", PARITY_GATE_HEAD_TOKEN, gdn_oracle, gdn_token, gdn_chunked, "recurrent", "scan", gdn_draw, gdn_mutants},
-    {"kda", PARITY_GATE_HEAD_TOKEN_CHANNEL, oracle_kda_run, kda_token, kda_chunked, "kda-recurrent", "kda-chunk",
-     kda_draw, kda_mutants},
+    {"gdn", PARITY_GATE_HEAD_TOKEN, gdn_oracle, gdn_token, gdn_chunked, gdn_affine, "recurrent", "scan",
+     "affine-prefix", gdn_draw, gdn_mutants},
+    {"kda", PARITY_GATE_HEAD_TOKEN_CHANNEL, oracle_kda_run, kda_token, kda_chunked, kda_affine, "kda-recurrent",
+     "kda-chunk", "kda-affine-prefix", kda_draw, kda_mutants},
 };
 const size_t parity_recurrence_count = sizeof parity_recurrence_rows / sizeof parity_recurrence_rows[0];
 

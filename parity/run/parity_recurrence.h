@@ -2,15 +2,16 @@
  *
  * A recurrence kind is one parity_recurrence row: its name (--recurrence),
  * the shape of its gate, its oracle step (the MPFR ground truth with its
- * certificate), its token kernel and chunked kernel (the float
- * implementations under test), its synthetic gate draw and the names of its
+ * certificate), its token kernel, chunked kernel and affine-prefix over
+ * devices (the float implementations under test), its synthetic gate draw and the names of its
  * mutants.  Every function takes the call's gdn_inputs (q, k, v, beta, h0,
  * scale: what every delta-rule layer here shares) and a gdn_chgate, which a
  * per head-token gate leaves empty (its gate is gdn_inputs.g).
  *
  *   gdn  Gated DeltaNet: one log-decay per (b, t, value head), the
  *        recurrence of oracle.h and kern.h; its rows point at oracle_run /
- *        oracle_run_certified, kern_recurrent and kern_scan unchanged, and
+ *        oracle_run_certified, kern_recurrent, kern_scan and
+ *        kern_affine_prefix unchanged, and
  *        its gate is gdn_synth's (drawn with the inputs).  Its mutants are
  *        the affine-prefix's (kern_mutant.h), run by the sweep of
  *        parity_sweep.h, which is GDN's full harness.
@@ -54,8 +55,8 @@ typedef struct parity_recurrence {
   const char *name;
   parity_gate_shape gate_shape;
   parity_rec_oracle oracle;
-  parity_rec_kernel kern_token, kern_chunked;
-  const char *token_subject, *chunked_subject; /* the kernels' names in results */
+  parity_rec_kernel kern_token, kern_chunked, kern_affine; /* kern_affine: over cfg->devices */
+  const char *token_subject, *chunked_subject, *affine_subject; /* the kernels' names in results */
   parity_rec_draw draw_gate;
   const char *const *mutants; /* NULL-terminated, [0] = "none" */
 } parity_recurrence;

@@ -1,7 +1,7 @@
 /* The KDA kernels (kern_kda.h) against each other: the chunked algorithm
  * at chunk sizes around the sub-chunk of 16 against the token loop, in
  * float64 (the same recurrence, so only rounding separates them) and in
- * float32; any thread count gives the same bits; the mutant changes the
+ * float32; the affine-prefix over devices against both; any thread count gives the same bits; the mutant changes the
  * outputs; what KDA does not implement is refused; an allocation failing
  * leaves the outputs cleared. */
 #include <check.h>
@@ -76,6 +76,48 @@ START_TEST(test_chunk_vs_token) {
   ck_assert_msg(e64 <= 1e-12, "C=%lld float64 chunk vs token: %.3e", (long long)C, e64);
   ck_assert_msg(e32 <= 1e-5, "C=%lld float32 chunk vs float64 token: %.3e", (long long)C, e32);
   gdn_outputs_clear(&ref), gdn_outputs_clear(&c64), gdn_outputs_clear(&c32);
+  problem_clear(&p);
+}
+END_TEST
+
+/* The affine-prefix: D = 1 is the chunked kernel bit for bit; at D = 2,
+ * 3, 5 (T = 150: pieces of 75, 50, 30 tokens, chunk grids restarting at each
+ * seam) float64 agrees with the token loop to rounding (~1e-15 measured; a
+ * state carried wrongly across a seam, with the slow channels of Kimi's
+ * gates, shows as >= 1e-3), float32 within 1e-5. */
+START_TEST(test_affine) {
+  problem p = make(SHAPE, 26);
+  gdn_outputs ref = run(&p, 0, GDN_DTYPE_F64, 64, KERN_KDA_MUTANT_NONE);
+  kern_config cfg;
+  kern_config_init(&cfg);
+  cfg.chunk = 16;
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_outputs c = run(&p, 1, GDN_DTYPE_F32, 16, KERN_KDA_MUTANT_NONE), a;
+  gdn_outputs_init(&a);
+  ck_assert_int_eq(kern_kda_affine(&p.in, &p.g, &cfg, 0, &a, &e), GDN_OK);
+  ck_assert(memcmp(a.o, c.o, gdn_shape_numel_v(&SHAPE) * sizeof(double)) == 0);
+  ck_assert(memcmp(a.ht, c.ht, gdn_shape_numel_state(&SHAPE) * sizeof(double)) == 0);
+  static const int64_t devs[] = {2, 3, 5};
+  for (int i = 0; i < 3; i++) {
+    cfg.devices = devs[i];
+    for (int f64 = 0; f64 < 2; f64++) {
+      cfg.dtype = f64 ? GDN_DTYPE_F64 : GDN_DTYPE_F32;
+      ck_assert_msg(kern_kda_affine(&p.in, &p.g, &cfg, 0, &a, &e) == GDN_OK, "%s", e.msg);
+      const double err = normwise(&a, &ref);
+      ck_assert_msg(err <= (f64 ? 1e-12 : 1e-5), "D=%lld %s: %.3e", (long long)devs[i], f64 ? "f64" : "f32", err);
+      gdn_outputs_clear(&a);
+    }
+  }
+  cfg.dtype = GDN_DTYPE_F32;
+  cfg.devices = 2;
+  cfg.prefix = KERN_PREFIX_HILLIS_STEELE;
+  ck_assert_int_eq(kern_kda_affine(&p.in, &p.g, &cfg, 0, &a, &e), GDN_ERR_INPUT);
+  ck_assert_ptr_nonnull(strstr(e.msg, "sequential prefix only"));
+  cfg.prefix = KERN_PREFIX_SEQUENTIAL;
+  cfg.devices = 4; /* does not divide T = 150 */
+  ck_assert_int_eq(kern_kda_affine(&p.in, &p.g, &cfg, 0, &a, &e), GDN_ERR_INPUT);
+  gdn_outputs_clear(&c), gdn_outputs_clear(&ref);
   problem_clear(&p);
 }
 END_TEST
@@ -185,6 +227,7 @@ int main(void) {
   TCase *tc = tcase_create("kda");
   tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, test_chunk_vs_token, 0, (int)(sizeof CHUNKS / sizeof CHUNKS[0]));
+  tcase_add_test(tc, test_affine);
   tcase_add_test(tc, test_threads);
   tcase_add_test(tc, test_mutant_changes_outputs);
   tcase_add_test(tc, test_refusals);
