@@ -60,9 +60,23 @@
  * thread count (the B x Hv heads are independent items).
  *
  * Mutants (testing only: the bugs a KDA port makes, to show the harness
- * catches them): KERN_KDA_MUTANT_GATE_VALUE_AXIS applies exp(g_t) along the
- * value axis of the state (columns: S = S Diag(exp(g_t)), channel d of the
- * gate on column d mod Dk) instead of the key axis, in both kernels.
+ * catches them; "both" = the token loop and the chunked kernels):
+ *   gate-value-axis      exp(g_t) along the value axis of the state
+ *                        (columns: S = S Diag(exp(g_t)), channel d of the
+ *                        gate on column d mod Dk) instead of the key axis;
+ *                        the token loop per token, the chunked kernels on
+ *                        the state carried between chunks
+ *   gate-after-update    the token loop decays the state after the delta
+ *                        update instead of before it (kv read from the
+ *                        undecayed state)
+ *   gate-other-head      value head hv reads the gate of value head
+ *                        (hv + 1) mod Hv (both; nothing changes at Hv = 1)
+ *   cumsum-across-chunks the chunked kernels' per-channel cumulative sum G
+ *                        carried from one chunk into the next instead of
+ *                        restarting at each chunk (within a device's piece)
+ *   subchunk-off-by-one  the chunked kernels' blocks of earlier sub-chunks
+ *                        one row short: row r - 1 of A_kk and P (the last
+ *                        row before a sub-chunk) left out
  */
 #ifndef KERN_KDA_H
 #define KERN_KDA_H
@@ -78,10 +92,14 @@
 typedef enum kern_kda_mutant {
   KERN_KDA_MUTANT_NONE = 0,
   KERN_KDA_MUTANT_GATE_VALUE_AXIS = 1,
+  KERN_KDA_MUTANT_GATE_AFTER_UPDATE = 2,
+  KERN_KDA_MUTANT_GATE_OTHER_HEAD = 3,
+  KERN_KDA_MUTANT_CUMSUM_ACROSS_CHUNKS = 4,
+  KERN_KDA_MUTANT_SUBCHUNK_OFF_BY_ONE = 5,
   KERN_KDA_MUTANT_COUNT
 } kern_kda_mutant;
 
-/* "none", "gate-value-axis"; NULL out of range. */
+/* "none", "gate-value-axis", ... (above); NULL out of range. */
 const char *kern_kda_mutant_name(kern_kda_mutant m);
 /* GDN_ERR_INPUT naming the value and the choices. */
 int kern_kda_mutant_parse(const char *s, kern_kda_mutant *out, gdn_error *e);

@@ -29,6 +29,8 @@ typedef struct KR(kda_ws) {
   kreal *w, *u, *vn, *o, *tmp;  /* C x Dk, C x Dv each */
   kreal *S, *eg, *gws;          /* Dk x Dv, Dk, kern_gemm's workspace */
   kreal *H0;                    /* Dk x Dv: h0 in F */
+  kreal *Gc;                    /* Dk: G carried between chunks (mutant cumsum-across-chunks) */
+  kern_kda_mutant mutant;
   /* the affine-prefix only (D >= 2): a piece's fold, a chunk's map, the
    * prefix, scratch: Dk x Dk (FA, An, Ac, T1) and Dk x Dv (FB, Bn, Bc, T2) */
   kreal *FA, *An, *Ac, *T1, *FB, *Bn, *Bc, *T2;
@@ -41,7 +43,7 @@ static size_t KR(kda_chunk_per)(int64_t C, int64_t Dk, int64_t Dv, int affine) {
   per = kern_size_add(per, kern_size_mul(5, cdv));
   per = kern_size_add(per, KR(rows_pad)(KR(kern_gemm_ws_elems)()));
   per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(C * C))));
-  per = kern_size_add(per, 2 * KR(rows_pad)((size_t)C) + KR(rows_pad)((size_t)Dk));
+  per = kern_size_add(per, 2 * KR(rows_pad)((size_t)C) + 2 * KR(rows_pad)((size_t)Dk));
   per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(Dk * Dv))));
   if (affine) {
     per = kern_size_add(per, kern_size_mul(4, KR(rows_pad)((size_t)(Dk * Dk))));
@@ -69,6 +71,7 @@ static void KR(kda_carve)(KR(kda_ws) *w, kreal *p, int64_t C, int64_t Dk, int64_
   w->tmp = KR(rows_carve)(&p, (size_t)(C * Dv));
   w->gws = KR(rows_carve)(&p, KR(kern_gemm_ws_elems)());
   w->eg = KR(rows_carve)(&p, (size_t)Dk);
+  w->Gc = KR(rows_carve)(&p, (size_t)Dk);
   w->S = KR(rows_carve)(&p, (size_t)(Dk * Dv));
   w->H0 = KR(rows_carve)(&p, (size_t)(Dk * Dv));
   w->FA = w->An = w->Ac = w->T1 = w->FB = w->Bn = w->Bc = w->T2 = NULL;
@@ -94,10 +97,16 @@ static void KR(kda_rows)(KR(kda_ws) *w, const gdn_inputs *in, const gdn_chgate *
     KR(rows_qk)(gdn_inputs_k(in, b, t, hk), Dk, in->l2norm_in_kernel, 0, scale, num, w->k + i * Dk);
     KR(rows_v)(gdn_inputs_v(in, b, t, hv), Dv, num, w->v + i * Dv);
     w->beta[i] = KR(rows_beta)(gdn_inputs_beta(in, b, t, hv), num);
-    const float *g = gdn_chgate_row(gate->g, s, b, t, hv);
+    const int64_t hg = w->mutant == KERN_KDA_MUTANT_GATE_OTHER_HEAD ? (hv + 1) % s->Hv : hv;
+    const float *g = gdn_chgate_row(gate->g, s, b, t, hg);
     kreal *G = w->G + i * Dk;
-    for (int64_t d = 0; d < Dk; d++) G[d] = i ? G[d - Dk] + KR(rows_g)(g[d], num) : KR(rows_g)(g[d], num);
+    if (i == 0 && w->mutant == KERN_KDA_MUTANT_CUMSUM_ACROSS_CHUNKS)
+      for (int64_t d = 0; d < Dk; d++) G[d] = w->Gc[d] + KR(rows_g)(g[d], num);
+    else
+      for (int64_t d = 0; d < Dk; d++) G[d] = i ? G[d - Dk] + KR(rows_g)(g[d], num) : KR(rows_g)(g[d], num);
   }
+  if (w->mutant == KERN_KDA_MUTANT_CUMSUM_ACROSS_CHUNKS)
+    for (int64_t d = 0; d < Dk; d++) w->Gc[d] = w->G[(n - 1) * Dk + d];
 }
 
 /* A (strictly lower, times beta_i, negated) and P (lower, diagonal
@@ -120,8 +129,9 @@ static void KR(kda_intra)(KR(kda_ws) *w, int64_t n, int64_t Dk) {
     /* the block of earlier sub-chunks: (x e^(G - G_r)) (k e^(G_r - G))^T,
      * kern_gemm's order (d ascending, fma) */
     if (r > 0) {
-      KR(kern_gemm)(KERN_GEMM_SET, r1 - r, r, Dk, w->xk + r * Dk, Dk, 1, w->kj, 1, Dk, w->A + r * C, C, w->gws);
-      KR(kern_gemm)(KERN_GEMM_SET, r1 - r, r, Dk, w->xq + r * Dk, Dk, 1, w->kj, 1, Dk, w->P + r * C, C, w->gws);
+      const int64_t rj = w->mutant == KERN_KDA_MUTANT_SUBCHUNK_OFF_BY_ONE ? r - 1 : r;
+      KR(kern_gemm)(KERN_GEMM_SET, r1 - r, rj, Dk, w->xk + r * Dk, Dk, 1, w->kj, 1, Dk, w->A + r * C, C, w->gws);
+      KR(kern_gemm)(KERN_GEMM_SET, r1 - r, rj, Dk, w->xq + r * Dk, Dk, 1, w->kj, 1, Dk, w->P + r * C, C, w->gws);
     }
     for (int64_t i = r; i < r1; i++) {
       for (int64_t j = r; j <= i; j++) {
@@ -203,6 +213,8 @@ static void KR(kda_replay)(KR(kda_ws) *w, const gdn_inputs *in, const gdn_chgate
                            int64_t C, const kern_num *num, kreal scale, gdn_outputs *out, int64_t b, int64_t hv,
                            int64_t t0, int64_t t1) {
   const int64_t Dk = in->shape.Dk, Dv = in->shape.Dv;
+  w->mutant = mutant;
+  for (int64_t d = 0; d < Dk; d++) w->Gc[d] = 0;
   for (int64_t c0 = t0; c0 < t1; c0 += C) {
     const int64_t n = t1 - c0 < C ? t1 - c0 : C;
     KR(kda_rows)(w, in, gate, num, scale, b, hv, c0, n);
@@ -210,6 +222,7 @@ static void KR(kda_replay)(KR(kda_ws) *w, const gdn_inputs *in, const gdn_chgate
     KR(kda_solve)(w, n);
     KR(kda_inter)(w, out, mutant, b, hv, c0, n, Dk, Dv);
   }
+  w->mutant = KERN_KDA_MUTANT_NONE; /* the folds compute the correct map */
 }
 
 /* The affine map of rows [t0, t1) (kern_kda.h, kern_kda_affine): S_out =
@@ -267,6 +280,7 @@ static __attribute__((noinline)) void KR(kda_chunk_thread)(const gdn_inputs *in,
   const kreal scale = KR(rows_scale)(in, num);
   KR(kda_ws) w;
   KR(kda_carve)(&w, mem + (size_t)omp_get_thread_num() * per, C, Dk, Dv, D > 1);
+  w.mutant = KERN_KDA_MUTANT_NONE;
 #pragma omp for schedule(dynamic, 1)
   for (int64_t it = 0; it < items; it++) {
     const int64_t b = it / s->Hv, hv = it % s->Hv;

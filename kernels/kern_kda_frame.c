@@ -5,7 +5,8 @@
 #include "kern_kda_frame.h"
 #include "kern_out.h"
 
-static const char *const mutant_names[KERN_KDA_MUTANT_COUNT] = {"none", "gate-value-axis"};
+static const char *const mutant_names[KERN_KDA_MUTANT_COUNT] = {
+    "none", "gate-value-axis", "gate-after-update", "gate-other-head", "cumsum-across-chunks", "subchunk-off-by-one"};
 
 const char *kern_kda_mutant_name(kern_kda_mutant m) {
   return (int)m >= 0 && m < KERN_KDA_MUTANT_COUNT ? mutant_names[m] : NULL;
@@ -17,7 +18,9 @@ int kern_kda_mutant_parse(const char *s, kern_kda_mutant *out, gdn_error *e) {
       *out = (kern_kda_mutant)m;
       return GDN_OK;
     }
-  return gdn_error_set(e, GDN_ERR_INPUT, "--mutant '%s' is not a KDA mutant; expected none or gate-value-axis",
+  return gdn_error_set(e, GDN_ERR_INPUT,
+                       "--mutant '%s' is not a KDA mutant; expected none, gate-value-axis, gate-after-update, "
+                       "gate-other-head, cumsum-across-chunks or subchunk-off-by-one",
                        s ? s : "(null)");
 }
 

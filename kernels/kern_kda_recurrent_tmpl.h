@@ -1,7 +1,9 @@
 /* Template (see kern_real.h): kern_kda_recurrent in F, IEEE products only.
  * kern_recurrent_tmpl.h's steps in its order, with the decay per row:
- *   a_i = exp(g_ti);  h_ij = h_ij * a_i      (mutant gate-value-axis:
- *                                             h_ij = h_ij * a_(j mod Dk))
+ *   a_i = exp(g_ti);  h_ij = h_ij * a_i      (mutants, kern_kda.h:
+ *                                             gate-value-axis h_ij * a_(j mod Dk);
+ *                                             gate-after-update: this step
+ *                                             after the update; gate-other-head)
  *   kv = k^T h (kern_mm); delta_j = beta (v_j - kv_j);
  *   h_ij = h_ij + k_i * delta_j (rounded product, then the add);
  *   o = (scale q)^T h (kern_mm).
@@ -14,6 +16,19 @@ static size_t KR(kda_rec_per)(int64_t Dk, int64_t Dv) {
                KR(rows_pad)(KR(kern_gemm_ws_elems)());
   per = kern_size_add(per, kern_size_mul(2, KR(kern_split_elems)(KERN_MATMUL_IEEE, (size_t)Dk)));
   return kern_size_add(per, KR(kern_split_elems)(KERN_MATMUL_IEEE, (size_t)(Dk * Dv)));
+}
+
+/* h = Diag(a) h (the key axis), or h Diag(a) for gate-value-axis. */
+static void KR(kda_decay)(kreal *h, const kreal *a, int64_t Dk, int64_t Dv, kern_kda_mutant mutant) {
+  if (mutant == KERN_KDA_MUTANT_GATE_VALUE_AXIS) {
+    for (int64_t i = 0; i < Dk; i++)
+      for (int64_t j = 0; j < Dv; j++) h[i * Dv + j] = h[i * Dv + j] * a[j % Dk];
+    return;
+  }
+  for (int64_t i = 0; i < Dk; i++) {
+    const kreal ai = a[i];
+    KSIMD for (int64_t j = 0; j < Dv; j++) h[i * Dv + j] = h[i * Dv + j] * ai;
+  }
 }
 
 static __attribute__((noinline)) void KR(kda_rec_thread)(const gdn_inputs *in, const gdn_chgate *gate,
@@ -47,23 +62,17 @@ static __attribute__((noinline)) void KR(kda_rec_thread)(const gdn_inputs *in, c
       KR(rows_qk)(gdn_inputs_k(in, b, t, hk), Dk, in->l2norm_in_kernel, 0, scale, num, k);
       KR(rows_v)(gdn_inputs_v(in, b, t, hv), Dv, num, v);
       const kreal beta = KR(rows_beta)(gdn_inputs_beta(in, b, t, hv), num);
-      const float *g = gdn_chgate_row(gate->g, s, b, t, hv);
+      const int64_t hg = mutant == KERN_KDA_MUTANT_GATE_OTHER_HEAD ? (hv + 1) % s->Hv : hv;
+      const float *g = gdn_chgate_row(gate->g, s, b, t, hg);
       for (int64_t i = 0; i < Dk; i++) a[i] = KEXP(KR(rows_g)(g[i], num));
-      if (mutant == KERN_KDA_MUTANT_GATE_VALUE_AXIS) {
-        for (int64_t i = 0; i < Dk; i++)
-          for (int64_t j = 0; j < Dv; j++) h[i * Dv + j] = h[i * Dv + j] * a[j % Dk];
-      } else {
-        for (int64_t i = 0; i < Dk; i++) {
-          const kreal ai = a[i];
-          KSIMD for (int64_t j = 0; j < Dv; j++) h[i * Dv + j] = h[i * Dv + j] * ai;
-        }
-      }
+      if (mutant != KERN_KDA_MUTANT_GATE_AFTER_UPDATE) KR(kda_decay)(h, a, Dk, Dv, mutant);
       KR(kern_split_fill)(&sk, mm, k, (size_t)Dk);
       KR(kern_split_fill)(&sh, mm, h, (size_t)(Dk * Dv));
       KR(kern_mm)(mm, 1, Dv, Dk, &sk, Dk, 1, &sh, Dv, 1, kv, Dv, gws);
       KSIMD for (int64_t j = 0; j < Dv; j++) kv[j] = beta * (v[j] - kv[j]); /* kv becomes delta */
       for (int64_t i = 0; i < Dk; i++)
         KSIMD for (int64_t j = 0; j < Dv; j++) h[i * Dv + j] = h[i * Dv + j] + k[i] * kv[j];
+      if (mutant == KERN_KDA_MUTANT_GATE_AFTER_UPDATE) KR(kda_decay)(h, a, Dk, Dv, mutant);
       KR(kern_split_fill)(&sq, mm, q, (size_t)Dk);
       KR(kern_split_fill)(&sh, mm, h, (size_t)(Dk * Dv));
       KR(kern_mm)(mm, 1, Dv, Dk, &sq, Dk, 1, &sh, Dv, 1, o, Dv, gws);

@@ -62,7 +62,10 @@ static int kda_draw(const gdn_inputs *in, uint64_t seed, gdn_chgate *gate, gdn_e
 }
 
 static const char *const gdn_mutants[] = {"none", NULL};
-static const char *const kda_mutants[] = {"none", "gate-value-axis", NULL}; /* kern_kda_mutant's order */
+/* kern_kda_mutant's order (kern_kda.h) */
+static const char *const kda_mutants[] = {"none",           "gate-value-axis",      "gate-after-update",
+                                          "gate-other-head", "cumsum-across-chunks", "subchunk-off-by-one",
+                                          NULL};
 
 const parity_recurrence parity_recurrence_rows[] = {
     {"gdn", PARITY_GATE_HEAD_TOKEN, gdn_oracle, gdn_token, gdn_chunked, gdn_affine, "recurrent", "scan",

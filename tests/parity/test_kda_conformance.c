@@ -6,7 +6,8 @@
  *   - a float64 token loop written here agrees with the KDA oracle to 1e-13;
  *   - the recurrences' table: the gdn row is today's functions; the kda
  *     sweep (token, chunked, affine-prefix over devices) passes, its JSON
- *     names the recurrence, and the gate-value-axis mutant FAILs it;
+ *     names the recurrence, and every KDA mutant (gate-value-axis and the
+ *     four others of kern_kda.h) FAILs it;
  *   - what --recurrence kda does not support is refused (exit 2, naming the
  *     option). */
 #include <check.h>
@@ -240,6 +241,16 @@ START_TEST(test_sweep_and_mutant) {
                   err);
   }
   json_decref(d);
+  /* every other mutant of the catalogue fails the same sweep (two value
+   * heads, chunks of 64 = four sub-chunks and of 16, two and three devices) */
+  static const char *const others[] = {"gate-after-update", "gate-other-head", "cumsum-across-chunks",
+                                       "subchunk-off-by-one"};
+  for (size_t m = 0; m < sizeof others / sizeof others[0]; m++) {
+    d = sweep("kda", others[m], 0);
+    ck_assert_int_ge(json_integer_value(json_object_get(d, "n_failed")), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(d, "mutant")), others[m]);
+    json_decref(d);
+  }
   /* the gdn row runs today's kernels against today's oracle */
   d = sweep("gdn", "none", 1);
   ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(d, "cases"), 1), "subject")),
