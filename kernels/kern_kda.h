@@ -99,10 +99,10 @@ typedef enum kern_kda_mutant {
   KERN_KDA_MUTANT_COUNT
 } kern_kda_mutant;
 
-/* "none", "gate-value-axis", ... (above); NULL out of range. */
+/* "none", "gate-value-axis", ... (above); NULL out of range.  (The
+ * harness's names are the recurrence table's, parity_recurrence.c, in the
+ * same order.) */
 const char *kern_kda_mutant_name(kern_kda_mutant m);
-/* GDN_ERR_INPUT naming the value and the choices. */
-int kern_kda_mutant_parse(const char *s, kern_kda_mutant *out, gdn_error *e);
 
 int kern_kda_recurrent(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg,
                        kern_kda_mutant mutant, gdn_outputs *out, gdn_error *e);

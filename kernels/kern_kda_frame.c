@@ -1,6 +1,5 @@
 /* The frame of the KDA kernels (kern_kda.h): the checks every KDA kernel
  * makes before it allocates, the outputs, the mutants' names. */
-#include <string.h>
 
 #include "kern_kda_frame.h"
 #include "kern_out.h"
@@ -10,18 +9,6 @@ static const char *const mutant_names[KERN_KDA_MUTANT_COUNT] = {
 
 const char *kern_kda_mutant_name(kern_kda_mutant m) {
   return (int)m >= 0 && m < KERN_KDA_MUTANT_COUNT ? mutant_names[m] : NULL;
-}
-
-int kern_kda_mutant_parse(const char *s, kern_kda_mutant *out, gdn_error *e) {
-  for (int m = 0; s && m < KERN_KDA_MUTANT_COUNT; m++)
-    if (!strcmp(s, mutant_names[m])) {
-      *out = (kern_kda_mutant)m;
-      return GDN_OK;
-    }
-  return gdn_error_set(e, GDN_ERR_INPUT,
-                       "--mutant '%s' is not a KDA mutant; expected none, gate-value-axis, gate-after-update, "
-                       "gate-other-head, cumsum-across-chunks or subchunk-off-by-one",
-                       s ? s : "(null)");
 }
 
 int kern_kda_begin(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int chunked, int affine,

@@ -259,6 +259,20 @@ START_TEST(test_sweep_and_mutant) {
 }
 END_TEST
 
+/* The table's mutant names are the kernels' enum, in its order. */
+START_TEST(test_mutant_names) {
+  gdn_error e;
+  const parity_recurrence *kda = parity_recurrence_find("kda", &e);
+  for (int m = 0; m < KERN_KDA_MUTANT_COUNT; m++) ck_assert_str_eq(kda->mutants[m], kern_kda_mutant_name(m));
+  ck_assert_ptr_null(kda->mutants[KERN_KDA_MUTANT_COUNT]);
+  ck_assert_str_eq(parity_gate_shape_name(kda->gate_shape), "head-token-channel");
+  const parity_recurrence *gdn = parity_recurrence_find("gdn", &e);
+  ck_assert_str_eq(parity_gate_shape_name(gdn->gate_shape), "head-token");
+  ck_assert_str_eq(gdn->mutants[0], "none");
+  ck_assert_ptr_null(gdn->mutants[1]);
+}
+END_TEST
+
 START_TEST(test_refusals) {
   static const char *const refused[][2] = {{"--grad", NULL}, {"--prefix", "hillis-steele"}, {"--dtype", "bfloat16"},
                                            {"--policy", "x.json"}, {"--report", "r.html"}};
@@ -286,4 +300,4 @@ START_TEST(test_refusals) {
 END_TEST
 
 CKR_MAIN("parity", "kda_conformance", 120, test_oracle_equal_gates_bitwise, test_kernels_equal_gates,
-         test_f64_loop_agrees, test_sweep_and_mutant, test_refusals)
+         test_f64_loop_agrees, test_sweep_and_mutant, test_mutant_names, test_refusals)
