@@ -12,9 +12,11 @@
  *     option). */
 #include <check.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../check_runner.h"
+#include "../scratch_dir.h"
 #include "../test_util_synth.h"
 #include "cli_inproc.h"
 #include "gdn_chgate.h"
@@ -259,6 +261,39 @@ START_TEST(test_sweep_and_mutant) {
 }
 END_TEST
 
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  ck_assert_ptr_nonnull(f);
+  char *buf = calloc(1, 1 << 20);
+  size_t n = fread(buf, 1, (1 << 20) - 1, f);
+  fclose(f);
+  ck_assert_uint_gt(n, 0);
+  return buf;
+}
+
+/* --json: the document names the recurrence, and is the same bytes for 1
+ * and 3 threads (every kernel and the oracle are thread-count invariant). */
+START_TEST(test_cli_json) {
+  char *dir = scratch_mkdtemp("/tmp/kda-json");
+  char *j1 = scratch_join(dir, "one.json"), *j3 = scratch_join(dir, "three.json");
+  char *a1[] = {"gdn-parity", "--shape", "1,48,2,8", "--key-heads", "1", "--recurrence", "kda", "--devices", "1,3",
+                "--chunk", "16,32", "--h0", "--threads", "1", "--json", j1, NULL};
+  char *a3[] = {"gdn-parity", "--shape", "1,48,2,8", "--key-heads", "1", "--recurrence", "kda", "--devices", "1,3",
+                "--chunk", "16,32", "--h0", "--threads", "3", "--json", j3, NULL};
+  gdn_error e;
+  ck_assert_msg(cli_inproc(a1, &e) == 0, "%s", e.msg);
+  ck_assert_msg(cli_inproc(a3, &e) == 0, "%s", e.msg);
+  char *t1 = slurp(j1), *t3 = slurp(j3);
+  ck_assert_str_eq(t1, t3);
+  ck_assert_ptr_nonnull(strstr(t1, "\"recurrence\": \"kda\""));
+  ck_assert_ptr_nonnull(strstr(t1, "\"gate_shape\": \"head-token-channel\""));
+  ck_assert_ptr_nonnull(strstr(t1, "\"subject\": \"kda-affine-prefix\""));
+  free(t1), free(t3); /* j1, j3: scratch_join's static buffers */
+  scratch_rmdir(dir);
+  free(dir);
+}
+END_TEST
+
 /* The table's mutant names are the kernels' enum, in its order. */
 START_TEST(test_mutant_names) {
   gdn_error e;
@@ -300,4 +335,4 @@ START_TEST(test_refusals) {
 END_TEST
 
 CKR_MAIN("parity", "kda_conformance", 120, test_oracle_equal_gates_bitwise, test_kernels_equal_gates,
-         test_f64_loop_agrees, test_sweep_and_mutant, test_mutant_names, test_refusals)
+         test_f64_loop_agrees, test_sweep_and_mutant, test_mutant_names, test_cli_json, test_refusals)
