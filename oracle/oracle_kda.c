@@ -98,10 +98,10 @@ static void run_item(const kda_job *jb, kda_worker *w, int64_t item) {
       }
 }
 
-static int check_kda(const gdn_inputs *in, const gdn_chgate *gate, const oracle_config *cfg, gdn_error *e) {
+int orc_kda_check(const gdn_inputs *in, const gdn_chgate *gate, const oracle_config *cfg, gdn_error *e) {
   int rc = orc_check_inputs(in, e);
   if (rc) return rc;
-  if (cfg->form != ORACLE_FORM_TOKEN)
+  if (cfg && cfg->form != ORACLE_FORM_TOKEN)
     return gdn_error_set(e, GDN_ERR_INPUT, "oracle (kda): only the token form is implemented (form = %d)",
                          (int)cfg->form);
   if (in->seg)
@@ -142,7 +142,7 @@ int oracle_kda_run(const gdn_inputs *in, const gdn_chgate *gate, const oracle_co
   if (!out) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle (kda): outputs missing (NULL)");
   gdn_outputs_clear(out);
   int rc;
-  if ((rc = oracle_config_validate(cfg, cert != NULL, e)) || (rc = check_kda(in, gate, cfg, e))) return rc;
+  if ((rc = oracle_config_validate(cfg, cert != NULL, e)) || (rc = orc_kda_check(in, gate, cfg, e))) return rc;
   const gdn_shape *s = &in->shape;
   const mpfr_prec_t P = cfg->check_prec ? cfg->check_prec : cfg->prec + 64;
   if ((rc = gdn_outputs_alloc(out, s, GDN_DTYPE_F64, e))) return rc;

@@ -46,4 +46,18 @@
 int oracle_kda_run(const gdn_inputs *in, const gdn_chgate *gate, const oracle_config *cfg,
                    gdn_outputs *out, oracle_certificate *cert, gdn_error *e);
 
+/* The double-word tier (oracle/oracle_kda_dd.c states its operations): the
+ * same steps in double-word arithmetic (~106 bits), K, Q and exp(g) the
+ * MPFR preparation at 128 bits rounded to double-word, with the GDN dd
+ * tier's sampled certificate (oracle_dd_config: sample_prec,
+ * sample_columns; column_block, progress and placement are not used):
+ * sample_columns columns of each (b, j) run by the MPFR token form in
+ * lockstep and compared element by element, capped at ORACLE_DD_BITS.  Not
+ * computed: the guaranteed running bound (guaranteed_* 0, bound_violations
+ * -1).  A value leaving binary64's range fails with GDN_ERR_INPUT naming
+ * (b, head, t).  Checks, refusals and threads as oracle_kda_run; cert is
+ * required. */
+int oracle_kda_run_dd(const gdn_inputs *in, const gdn_chgate *gate, const oracle_dd_config *cfg,
+                      gdn_outputs *out, oracle_dd_certificate *cert, gdn_error *e);
+
 #endif

@@ -10,4 +10,9 @@
  * precision (scratch). */
 void orc_kda_step(orc_tok *w, mpfr_t *a, const gdn_inputs *in, const gdn_chgate *gate, int64_t t);
 
+/* The KDA oracle's checks of its inputs (oracle_kda.h): GDN's
+ * (orc_check_inputs), then the form (cfg NULL: the dd tier, no form), the
+ * segment ids and the gate (present, of shape (B, T, Hv, Dk), finite). */
+int orc_kda_check(const gdn_inputs *in, const gdn_chgate *gate, const oracle_config *cfg, gdn_error *e);
+
 #endif

@@ -2,7 +2,7 @@
  * uncertified run's bits and certifies ~p bits; any thread count and column
  * block give the same bits; decays per channel are really per channel (a
  * hand-worked case); what it refuses it names; allocation failures leave
- * the outputs cleared. */
+ * the outputs cleared; the dd tier agrees with it and certifies itself. */
 #include <check.h>
 #include <math.h>
 #include <string.h>
@@ -168,4 +168,51 @@ START_TEST(test_alloc_fail) {
 }
 END_TEST
 
-CKR_MAIN("oracle", "kda", 120, test_certified_and_threads, test_hand_worked, test_refusals, test_alloc_fail)
+/* The dd tier against the MPFR oracle: every column sampled, so the
+ * certificate covers every element; the binary64 outputs agree to 52 bits
+ * at least (the hi words are the double-word values rounded, the MPFR
+ * values rounded: at most one ulp apart, where the exact value lies within
+ * ~2^-106 of a midpoint); any thread count gives the same bits; with the
+ * default two sampled columns the certificate holds the same floors. */
+START_TEST(test_dd_tier) {
+  const gdn_shape s = {2, 60, 1, 2, 8, 6};
+  gdn_inputs in = tsu_inputs(s, GDN_SYNTH_H0, 34);
+  gdn_chgate g;
+  gdn_chgate_init(&g);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(gdn_chgate_draw_kimi(&g, &s, 34, &e), GDN_OK);
+  gdn_outputs ref = run(&in, &g, 0, NULL), dd1, dd3;
+  gdn_outputs_init(&dd1), gdn_outputs_init(&dd3);
+  oracle_dd_config cfg;
+  oracle_dd_config_init(&cfg);
+  cfg.sample_columns = s.Dv;
+  oracle_dd_certificate c1, c3;
+  gdn_threads_set(1);
+  ck_assert_msg(oracle_kda_run_dd(&in, &g, &cfg, &dd1, &c1, &e) == GDN_OK, "%s", e.msg);
+  /* as the GDN dd tier's test asserts (test_oracle_dd_cert): elementwise
+   * >= 85 (an element with cancellation loses some), normwise >= 100;
+   * measured here 93 elementwise, 104 normwise */
+  ck_assert_int_ge(c1.certified_bits, 85);
+  ck_assert_int_ge(c1.normwise_bits, 100);
+  ck_assert_int_eq(c1.sampled_columns, c1.total_columns);
+  ck_assert_int_eq(c1.bound_violations, -1);
+  ck_assert_int_ge(oracle_bits_agreed(&dd1, &ref, 53), 52);
+  cfg.sample_columns = 2;
+  gdn_threads_set(3);
+  ck_assert_msg(oracle_kda_run_dd(&in, &g, &cfg, &dd3, &c3, &e) == GDN_OK, "%s", e.msg);
+  same_bits(&dd1, &dd3); /* the sample changes no output either */
+  ck_assert_int_ge(c3.certified_bits, 85);
+  ck_assert_int_ge(c3.normwise_bits, 100);
+  ck_assert_int_eq(c3.sampled_columns, 2 * s.B * s.Hv);
+  /* refusals as the MPFR tier's; the certificate is required */
+  ck_assert_int_eq(oracle_kda_run_dd(&in, &g, &cfg, &dd3, NULL, &e), GDN_ERR_INTERNAL);
+  ck_assert_int_eq(oracle_kda_run_dd(&in, NULL, &cfg, &dd3, &c3, &e), GDN_ERR_INPUT);
+  gdn_outputs_clear(&dd1), gdn_outputs_clear(&dd3), gdn_outputs_clear(&ref);
+  gdn_chgate_clear(&g);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
+CKR_MAIN("oracle", "kda", 120, test_certified_and_threads, test_hand_worked, test_refusals, test_alloc_fail,
+         test_dd_tier)
