@@ -11,7 +11,7 @@
  * refused by name. */
 static const char *const supported[] = {"recurrence", "shape", "key-heads", "dv", "chunk", "seed", "h0",
                                         "oracle-bits", "json", "threads", "quiet", "verbose", "reproducible",
-                                        "mutant", "devices", NULL};
+                                        "mutant", "devices", "oracle", NULL};
 
 static int is_supported(const char *name) {
   for (int i = 0; supported[i]; i++)
@@ -61,6 +61,12 @@ static int parse(const parity_recurrence *rec, const gdn_cli_opt *table, const g
   if ((v = GET("threads"))) {
     if (gdn_cli_int64(v, "--threads", 1, 4096, &x, e)) return -1;
     gdn_threads_set((int)x);
+  }
+  if ((v = GET("oracle"))) {
+    if (!strcmp(v, "dd")) o->dd = 1;
+    else if (strcmp(v, "mpfr") && strcmp(v, "auto"))
+      return gdn_error_set(e, GDN_ERR_INPUT, "--oracle %s: --recurrence %s takes mpfr, dd or auto (= mpfr)", v,
+                           rec->name);
   }
   if ((v = GET("mutant")) && (o->mutant = parity_recurrence_mutant(rec, v, e)) < 0) return -1;
 #undef GET

@@ -74,16 +74,51 @@ static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_
   return GDN_OK;
 }
 
-static json_t *doc_head(const parity_recur_opts *o, const oracle_certificate *cert) {
+/* What the oracle certified, for the document and the log. */
+typedef struct recur_cert {
+  const char *tier;
+  int precision_bits, check_bits, certified_bits, normwise_bits;
+  int64_t sampled_columns;
+} recur_cert;
+
+static json_t *doc_head(const parity_recur_opts *o, const recur_cert *c) {
   const gdn_shape *s = &o->shape;
-  return json_pack("{s:s, s:i, s:s, s:s, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:b, s:s, s:{s:s, s:i, s:i, s:i}, "
-                   "s:f, s:[]}",
+  json_t *oracle = json_pack("{s:s, s:i, s:i, s:i}", "tier", c->tier, "precision_bits", c->precision_bits,
+                             "check_bits", c->check_bits, "certified_bits", c->certified_bits);
+  if (oracle && o->dd) {
+    json_object_set_new(oracle, "normwise_bits", json_integer(c->normwise_bits));
+    json_object_set_new(oracle, "sampled_columns", json_integer((json_int_t)c->sampled_columns));
+  }
+  return json_pack("{s:s, s:i, s:s, s:s, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:b, s:s, s:o, s:f, s:[]}",
                    "schema", "gdn-parity-recurrence", "version", 1, "recurrence", o->rec->name, "gate_shape",
                    parity_gate_shape_name(o->rec->gate_shape), "shape", "B", (json_int_t)s->B, "T",
                    (json_int_t)s->T, "Hk", (json_int_t)s->Hk, "Hv", (json_int_t)s->Hv, "Dk", (json_int_t)s->Dk,
                    "Dv", (json_int_t)s->Dv, "seed", (json_int_t)o->seed, "h0", o->h0, "mutant",
-                   o->rec->mutants[o->mutant], "oracle", "tier", "mpfr", "precision_bits", cert->precision_bits,
-                   "check_bits", cert->check_bits, "certified_bits", cert->certified_bits, "band", o->band, "cases");
+                   o->rec->mutants[o->mutant], "oracle", oracle, "band", o->band, "cases");
+}
+
+/* The reference: the row's oracle in the tier asked for, certified. */
+static int run_oracle(const parity_recur_opts *o, const gdn_inputs *in, const gdn_chgate *gate, gdn_outputs *ref,
+                      recur_cert *c, gdn_error *e) {
+  memset(c, 0, sizeof *c);
+  int rc;
+  if (o->dd) {
+    oracle_dd_config dc;
+    oracle_dd_config_init(&dc);
+    dc.sample_prec = o->oracle_bits;
+    oracle_dd_certificate dcert;
+    if ((rc = o->rec->oracle_dd(in, gate, &dc, ref, &dcert, e))) return rc;
+    *c = (recur_cert){"dd", dcert.precision_bits, dcert.check_bits, dcert.certified_bits, dcert.normwise_bits,
+                      dcert.sampled_columns};
+    return GDN_OK;
+  }
+  oracle_config oc;
+  oracle_config_init(&oc);
+  oc.prec = o->oracle_bits;
+  oracle_certificate cert;
+  if ((rc = o->rec->oracle(in, gate, &oc, ref, &cert, e))) return rc;
+  *c = (recur_cert){"mpfr", cert.precision_bits, cert.check_bits, cert.certified_bits, 0, 0};
+  return GDN_OK;
 }
 
 int parity_recur_sweep(const parity_recur_opts *o, json_t **doc, int *pass, gdn_error *e) {
@@ -97,17 +132,14 @@ int parity_recur_sweep(const parity_recur_opts *o, json_t **doc, int *pass, gdn_
   gdn_outputs_init(&ref);
   json_t *d = NULL;
   gdn_synth_opts so = {o->seed, o->h0 ? GDN_SYNTH_H0 : 0u, 0};
-  oracle_config oc;
-  oracle_config_init(&oc);
-  oc.prec = o->oracle_bits;
-  oracle_certificate cert;
+  recur_cert cert;
   int rc, failed = 0;
   if ((rc = gdn_synth_generate(&in, &o->shape, &so, e)) || (rc = o->rec->draw_gate(&in, o->seed, &gate, e)) ||
-      (rc = o->rec->oracle(&in, &gate, &oc, &ref, &cert, e)))
+      (rc = run_oracle(o, &in, &gate, &ref, &cert, e)))
     goto done;
   if (o->log)
-    fprintf(o->log, "recurrence %s (gate %s): oracle mpfr %d bits, certified %d bits\n", o->rec->name,
-            parity_gate_shape_name(o->rec->gate_shape), cert.precision_bits, cert.certified_bits);
+    fprintf(o->log, "recurrence %s (gate %s): oracle %s %d bits, certified %d bits\n", o->rec->name,
+            parity_gate_shape_name(o->rec->gate_shape), cert.tier, cert.precision_bits, cert.certified_bits);
   if (!(d = doc_head(o, &cert))) {
     rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
     goto done;

@@ -2,8 +2,9 @@
  * (parity_recurrence.h) on synthetic inputs, judged against its oracle.
  *
  * The inputs are gdn_synth's (q, k, v, beta, h0 as for GDN), the gate the
- * row's draw.  The oracle runs once, certified (MPFR token form at
- * oracle_bits, checked at oracle_bits + 64).  Then the cases: the row's
+ * row's draw.  The oracle runs once, certified: the MPFR token form at
+ * oracle_bits, checked at oracle_bits + 64; or (dd) the double-word tier,
+ * two columns of each head checked by MPFR at oracle_bits.  Then the cases: the row's
  * token kernel, and its chunked kernel at each chunk size, all in float32
  * with IEEE products (what the KDA kernels implement).  Each case measures,
  * for o and ht, the normwise relative error
@@ -19,8 +20,8 @@
  * The document (JSON) names the recurrence and its gate shape:
  *   {"schema": "gdn-parity-recurrence", "version": 1, "recurrence": "kda",
  *    "gate_shape": "head-token-channel", "shape": {...}, "seed", "h0",
- *    "mutant", "oracle": {"tier": "mpfr", "precision_bits", "check_bits",
- *    "certified_bits"}, "band", "cases": [{"subject", "chunk" (null for the
+ *    "mutant", "oracle": {"tier": "mpfr" | "dd", "precision_bits", "check_bits",
+ *    "certified_bits", and for dd "normwise_bits", "sampled_columns"}, "band", "cases": [{"subject", "chunk" (null for the
  *    token kernel), "devices" (null but for the affine-prefix), "o": {"err", "max_abs_err", "max_ref"}, "ht": {...},
  *    "pass"}], "n_cases", "n_failed", "pass"}.
  */
@@ -49,6 +50,7 @@ typedef struct parity_recur_opts {
   int64_t devices[PARITY_RECUR_MAX_CHUNKS]; /* affine-prefix device counts (none: no such case) */
   int n_devices;
   int oracle_bits;
+  int dd;        /* 1: the oracle's double-word tier (2 sampled columns per head at oracle_bits) */
   int mutant;    /* index into rec->mutants */
   double band;
   FILE *log;     /* a line per case (NULL: silent) */

@@ -16,6 +16,12 @@ static int gdn_oracle(const gdn_inputs *in, const gdn_chgate *gate, const oracle
   return cert ? oracle_run_certified(in, cfg, out, cert, e) : oracle_run(in, cfg, out, e);
 }
 
+static int gdn_oracle_dd(const gdn_inputs *in, const gdn_chgate *gate, const oracle_dd_config *cfg, gdn_outputs *out,
+                         oracle_dd_certificate *cert, gdn_error *e) {
+  (void)gate;
+  return oracle_run_dd(in, cfg, out, cert, e);
+}
+
 static int gdn_token(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int mutant,
                      gdn_outputs *out, gdn_error *e) {
   (void)gate, (void)mutant;
@@ -68,9 +74,9 @@ static const char *const kda_mutants[] = {"none",           "gate-value-axis",  
                                           NULL};
 
 const parity_recurrence parity_recurrence_rows[] = {
-    {"gdn", PARITY_GATE_HEAD_TOKEN, gdn_oracle, gdn_token, gdn_chunked, gdn_affine, "recurrent", "scan",
+    {"gdn", PARITY_GATE_HEAD_TOKEN, gdn_oracle, gdn_oracle_dd, gdn_token, gdn_chunked, gdn_affine, "recurrent", "scan",
      "affine-prefix", gdn_draw, gdn_mutants},
-    {"kda", PARITY_GATE_HEAD_TOKEN_CHANNEL, oracle_kda_run, kda_token, kda_chunked, kda_affine, "kda-recurrent",
+    {"kda", PARITY_GATE_HEAD_TOKEN_CHANNEL, oracle_kda_run, oracle_kda_run_dd, kda_token, kda_chunked, kda_affine, "kda-recurrent",
      "kda-chunk", "kda-affine-prefix", kda_draw, kda_mutants},
 };
 const size_t parity_recurrence_count = sizeof parity_recurrence_rows / sizeof parity_recurrence_rows[0];

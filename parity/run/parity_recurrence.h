@@ -2,7 +2,7 @@
  *
  * A recurrence kind is one parity_recurrence row: its name (--recurrence),
  * the shape of its gate, its oracle step (the MPFR ground truth with its
- * certificate), its token kernel, chunked kernel and affine-prefix over
+ * certificate, and the double-word tier with its sampled certificate), its token kernel, chunked kernel and affine-prefix over
  * devices (the float implementations under test), its synthetic gate draw and the names of its
  * mutants.  Every function takes the call's gdn_inputs (q, k, v, beta, h0,
  * scale: what every delta-rule layer here shares) and a gdn_chgate, which a
@@ -43,6 +43,9 @@ typedef enum parity_gate_shape {
  * contract: out allocated here, cleared on error). */
 typedef int (*parity_rec_oracle)(const gdn_inputs *in, const gdn_chgate *gate, const oracle_config *cfg,
                                  gdn_outputs *out, oracle_certificate *cert, gdn_error *e);
+/* The double-word tier of the oracle with its sampled certificate. */
+typedef int (*parity_rec_oracle_dd)(const gdn_inputs *in, const gdn_chgate *gate, const oracle_dd_config *cfg,
+                                    gdn_outputs *out, oracle_dd_certificate *cert, gdn_error *e);
 /* A kernel on (in, gate) with cfg; mutant: an index into the row's mutant
  * names (0 = none). */
 typedef int (*parity_rec_kernel)(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int mutant,
@@ -55,6 +58,7 @@ typedef struct parity_recurrence {
   const char *name;
   parity_gate_shape gate_shape;
   parity_rec_oracle oracle;
+  parity_rec_oracle_dd oracle_dd;
   parity_rec_kernel kern_token, kern_chunked, kern_affine; /* kern_affine: over cfg->devices */
   const char *token_subject, *chunked_subject, *affine_subject; /* the kernels' names in results */
   parity_rec_draw draw_gate;

@@ -294,6 +294,31 @@ START_TEST(test_cli_json) {
 }
 END_TEST
 
+/* The double-word tier as the sweep's reference, both rows. */
+START_TEST(test_dd_sweep) {
+  static const char *const rows[] = {"kda", "gdn"};
+  for (int r = 0; r < 2; r++) {
+    gdn_error e;
+    gdn_error_init(&e);
+    parity_recur_opts o;
+    parity_recur_opts_init(&o, parity_recurrence_find(rows[r], &e));
+    o.shape = (gdn_shape){1, 96, 1, 2, 16, 16};
+    o.h0 = 1, o.dd = 1;
+    o.devices[0] = 3, o.n_devices = 1;
+    json_t *doc = NULL;
+    int pass = 0;
+    ck_assert_msg(parity_recur_sweep(&o, &doc, &pass, &e) == GDN_OK, "%s", e.msg);
+    ck_assert(pass);
+    json_t *orc = json_object_get(doc, "oracle");
+    ck_assert_str_eq(json_string_value(json_object_get(orc, "tier")), "dd");
+    ck_assert_int_eq(json_integer_value(json_object_get(orc, "precision_bits")), 106);
+    ck_assert_int_ge(json_integer_value(json_object_get(orc, "certified_bits")), 85);
+    ck_assert_int_eq(json_integer_value(json_object_get(orc, "sampled_columns")), 2 * 2);
+    json_decref(doc);
+  }
+}
+END_TEST
+
 /* The table's mutant names are the kernels' enum, in its order. */
 START_TEST(test_mutant_names) {
   gdn_error e;
@@ -310,7 +335,8 @@ END_TEST
 
 START_TEST(test_refusals) {
   static const char *const refused[][2] = {{"--grad", NULL}, {"--prefix", "hillis-steele"}, {"--dtype", "bfloat16"},
-                                           {"--policy", "x.json"}, {"--report", "r.html"}};
+                                           {"--policy", "x.json"}, {"--report", "r.html"},
+                                           {"--oracle", "none"}};
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
     char *av[8] = {"gdn-parity", "--shape", "1,8,1,4", "--recurrence", "kda", (char *)refused[i][0],
                    (char *)refused[i][1], NULL};
@@ -335,4 +361,5 @@ START_TEST(test_refusals) {
 END_TEST
 
 CKR_MAIN("parity", "kda_conformance", 120, test_oracle_equal_gates_bitwise, test_kernels_equal_gates,
-         test_f64_loop_agrees, test_sweep_and_mutant, test_mutant_names, test_cli_json, test_refusals)
+         test_f64_loop_agrees, test_sweep_and_mutant, test_mutant_names, test_cli_json, test_dd_sweep,
+         test_refusals)
