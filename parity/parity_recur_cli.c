@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "gdn_chgate.h"
 #include "gdn_shape.h"
 #include "gdn_threads.h"
 #include "parity_recur_sweep.h"
@@ -70,6 +71,15 @@ static int parse(const parity_recurrence *rec, const gdn_cli_opt *table, const g
   }
   if ((v = GET("mutant")) && (o->mutant = parity_recurrence_mutant(rec, v, e)) < 0) return -1;
 #undef GET
+  /* the built-in memory policy (16 GiB, as --max-bytes' default): the
+   * inputs, the gate (B T Hv Dk floats, the size of q times Hv / Hk) and
+   * three output sets (the oracle's, a kernel's, and a margin for the
+   * kernels' scratch) */
+  const uint64_t limit = 16ull << 30;
+  if (gdn_shape_check_limit(&o->shape, o->h0, 3, limit, e)) return -1;
+  if ((uint64_t)gdn_chgate_numel(&o->shape) > limit / 4 / 4)
+    return gdn_error_set(e, GDN_ERR_INPUT, "--shape: the per-channel gate alone (B T Hv Dk floats) is over a quarter "
+                                           "of the 16 GiB memory limit");
   return GDN_OK;
 }
 

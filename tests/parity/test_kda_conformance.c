@@ -352,6 +352,9 @@ START_TEST(test_refusals) {
   char *mut[] = {"gdn-parity", "--shape", "1,8,1,4", "--recurrence", "kda", "--mutant", "carry-zero", NULL};
   ck_assert_int_eq(cli_inproc(mut, &e), -1);
   ck_assert_ptr_nonnull(strstr(e.msg, "--mutant 'carry-zero'"));
+  char *huge[] = {"gdn-parity", "--shape", "64,1048576,64,128", "--recurrence", "kda", "--devices", "1", NULL};
+  ck_assert_int_eq(cli_inproc(huge, &e), -1);
+  ck_assert_int_eq(e.code, GDN_ERR_INPUT);
   char *nodiv[] = {"gdn-parity", "--shape", "1,20,2,4", "--recurrence", "kda", "--devices", "1,3", NULL};
   ck_assert_int_eq(cli_inproc(nodiv, &e), -1);
   ck_assert_msg(strstr(e.msg, "--devices 3 does not divide T = 20"), "%s", e.msg);
