@@ -205,6 +205,18 @@ START_TEST(test_dd_tier) {
   ck_assert_int_ge(c3.certified_bits, 85);
   ck_assert_int_ge(c3.normwise_bits, 100);
   ck_assert_int_eq(c3.sampled_columns, 2 * s.B * s.Hv);
+  /* the preparation is the same whether the sample provides it (at 128
+   * bits) or not: no sample, or a sample at 160 bits, give the same bits */
+  const int64_t cols[2] = {0, 2};
+  for (int k = 0; k < 2; k++) {
+    cfg.sample_columns = cols[k];
+    cfg.sample_prec = k ? 160 : 128;
+    gdn_outputs_clear(&dd3);
+    ck_assert_msg(oracle_kda_run_dd(&in, &g, &cfg, &dd3, &c3, &e) == GDN_OK, "%s", e.msg);
+    same_bits(&dd1, &dd3);
+    ck_assert_int_eq(c3.certified_bits, k ? c3.certified_bits : 0);
+    if (k) ck_assert_int_ge(c3.certified_bits, 85);
+  }
   /* refusals as the MPFR tier's; the certificate is required */
   ck_assert_int_eq(oracle_kda_run_dd(&in, &g, &cfg, &dd3, NULL, &e), GDN_ERR_INTERNAL);
   ck_assert_int_eq(oracle_kda_run_dd(&in, NULL, &cfg, &dd3, &c3, &e), GDN_ERR_INPUT);
