@@ -176,8 +176,12 @@ static void KR(kda_inter)(KR(kda_ws) *w, gdn_outputs *out, kern_kda_mutant mutan
                           int64_t t0, int64_t n, int64_t Dk, int64_t Dv) {
   const int64_t C = n;
   const int out_bf16 = out->dtype == GDN_DTYPE_BF16;
-  for (int64_t j = 0; j < n; j++) /* xk <- e^G k */
-    for (int64_t d = 0; d < Dk; d++) w->xk[j * Dk + d] = w->k[j * Dk + d] * KEXP(w->G[j * Dk + d]);
+  for (int64_t j = 0; j < n; j++) /* xk <- e^G k, xq <- q e^G (one exp for both) */
+    for (int64_t d = 0; d < Dk; d++) {
+      const kreal e = KEXP(w->G[j * Dk + d]);
+      w->xk[j * Dk + d] = w->k[j * Dk + d] * e;
+      w->xq[j * Dk + d] = w->q[j * Dk + d] * e;
+    }
   /* w = A (e^G k), u = A v (A lower triangular: the zeros above the
    * diagonal add exact zeros) */
   KR(kern_gemm)(KERN_GEMM_SET, n, Dk, n, w->A, C, 1, w->xk, Dk, 1, w->w, Dk, w->gws);
@@ -185,8 +189,6 @@ static void KR(kda_inter)(KR(kda_ws) *w, gdn_outputs *out, kern_kda_mutant mutan
   /* v_new = u - w S;  o = (q e^G) S + P v_new */
   KR(kern_gemm)(KERN_GEMM_SET, n, Dv, Dk, w->w, Dk, 1, w->S, Dv, 1, w->tmp, Dv, w->gws);
   for (int64_t x = 0; x < n * Dv; x++) w->vn[x] = w->u[x] - w->tmp[x];
-  for (int64_t i = 0; i < n; i++)
-    for (int64_t d = 0; d < Dk; d++) w->xq[i * Dk + d] = w->q[i * Dk + d] * KEXP(w->G[i * Dk + d]);
   KR(kern_gemm)(KERN_GEMM_SET, n, Dv, Dk, w->xq, Dk, 1, w->S, Dv, 1, w->o, Dv, w->gws);
   KR(kern_gemm)(KERN_GEMM_ADD, n, Dv, n, w->P, C, 1, w->vn, Dv, 1, w->o, Dv, w->gws);
   for (int64_t i = 0; i < n; i++) KR(kda_put_o)(out, b, t0 + i, hv, w->o + i * Dv, out_bf16);
