@@ -5,7 +5,7 @@
  *                 [--threads N] [--modes-heads H] [--torch FILE] [--json FILE]
  *                 [--label TEXT] [--no-modes] [--gates slow|init]
  *                 [--gemm-reps N] [--gemm-only] [--subnormal-reps N]
- *                 [--subnormal-T N]
+ *                 [--subnormal-T N] [--kda-reps N] [--kda-T N] [--kda-heads H]
  *
  * Defaults: T = 65536, REPS = 3, heads 4,1 (B = 1, Hk = Hv, Dk = Dv = 128,
  * C = 64), devices 1,4,16, threads = all cores, gates slow.
@@ -66,6 +66,11 @@
  *             on, the eight interleaved call after call, best of N in CPU
  *             time: what the subnormal decays cost where the bits must stay
  *             IEEE's.
+ *  7. kda     (with --kda-reps N, after section 6; bench_kda.c) the KDA
+ *             kernels' time per token next to GDN's: kern_kda_recurrent vs
+ *             kern_recurrent and kern_kda_chunk vs kern_scan, float32 IEEE,
+ *             H = --kda-heads (default 1), T = --kda-T (default 8192), N
+ *             threads, best of N interleaved rounds.
  *
  * FLOP count (per head, per chunk of C tokens; Dk, Dv head dims), counted
  * from the algorithm as the kernels execute it (kernels/kern_chunk_tmpl.h):
@@ -107,6 +112,7 @@
 #include "kern.h"
 #include "kern_gemm.h"
 #include "kern_mm.h"
+#include "bench_kda.h"
 
 #ifdef BENCH_OPENBLAS
 #include <cblas.h>
@@ -512,7 +518,8 @@ static void machine_json(json_t *root) {
 int main(int argc, char **argv) {
   int64_t T = 65536;
   int reps = 3, threads = gdn_threads_get(), no_modes = 0, gemm_reps = 30, gemm_only = 0, sub_reps = 0;
-  int64_t sub_T = 8192;
+  int64_t sub_T = 8192, kda_T = 8192, kda_H = 1;
+  int kda_reps = 0;
   int64_t heads[8] = {4, 1}, devices[8] = {1, 4, 16}, modes_heads = 0;
   int nheads = 2, ndev = 3;
   const char *json_path = NULL, *torch_path = NULL, *label = "";
@@ -534,6 +541,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--gemm-only")) gemm_only = 1;
     else if (!strcmp(a, "--subnormal-reps") && v) ok = (sub_reps = atoi(v)) >= 0, i++;
     else if (!strcmp(a, "--subnormal-T") && v) ok = (sub_T = strtoll(v, NULL, 10)) > 0, i++;
+    else if (!strcmp(a, "--kda-reps") && v) ok = (kda_reps = atoi(v)) >= 0, i++;
+    else if (!strcmp(a, "--kda-T") && v) ok = (kda_T = strtoll(v, NULL, 10)) > 0, i++;
+    else if (!strcmp(a, "--kda-heads") && v) ok = (kda_H = strtoll(v, NULL, 10)) > 0, i++;
     else if (!strcmp(a, "--gates") && v) {
       ok = !strcmp(v, "slow") || !strcmp(v, "init");
       gates = strcmp(v, "init") ? GDN_SYNTH_SLOW_GATES : 0;
@@ -544,7 +554,7 @@ int main(int argc, char **argv) {
       fprintf(stderr,
               "usage: bench_kernels [--T N] [--reps N] [--heads H,...] [--devices D,...] "
               "[--threads N] [--modes-heads H] [--torch FILE] [--json FILE] [--label TEXT] "
-              "[--no-modes] [--gates slow|init] [--gemm-reps N] [--gemm-only] [--subnormal-reps N] [--subnormal-T N]\n");
+              "[--no-modes] [--gates slow|init] [--gemm-reps N] [--gemm-only] [--subnormal-reps N] [--subnormal-T N] [--kda-reps N] [--kda-T N] [--kda-heads H]\n");
       return 2;
     }
   }
@@ -569,6 +579,7 @@ int main(int argc, char **argv) {
   fflush(stdout);
   if (gemm_reps > 0 && gemm_section(gemm_reps, root)) return 3;
   if (sub_reps > 0 && subnormal_section(sub_T, sub_reps, root)) return 3;
+  if (kda_reps > 0 && bench_kda_section(kda_T, kda_H, threads, kda_reps, root)) return 3;
   if (gemm_only) nheads = 0, torch_path = NULL;
 
   double scan_seconds_at[8][2] = {{0}}; /* [head index][1 thread, N threads] */

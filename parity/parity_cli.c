@@ -37,6 +37,8 @@
 #include "parity_spill.h"
 #include "parity_sweep_stream.h"
 #include "parity_kappa_model.h"
+#include "parity_recur_cli.h"
+#include "parity_recurrence.h"
 #include "report.h"
 #include "report_audit.h"
 #include "report_coverage.h"
@@ -83,6 +85,9 @@ static const gdn_cli_opt options[] = {
                        "from the seed: on a seam, on a chunk edge, inside a chunk; default 1)", C_SYN},
     {"packing", "MODE", "state at a document boundary: leak (carried, as MaxText; default) or reset "
                         "(restarted, as flash-linear-attention's cu_seqlens)", C_SYN},
+    {"recurrence", "NAME",
+     "the recurrence judged: gdn (Gated DeltaNet; default) or kda (Kimi Delta Attention, per-channel gates: "
+     "forward only so far, the options it does not take are refused)", C_RUN},
     {"mutant", "NAME", "testing only: affine-prefix with one catalogued bug (kern_mutant.h: "
                        "compose-order, carry-zero, ...; default none), to see which checks catch it", C_JUDGE},
     {"dtype", "TYPE", "kernel compute dtype: float32, bfloat16, float64 (default float32)", C_CASES},
@@ -1282,6 +1287,11 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   if (gdn_cli_parse_cmd(options, cmd_names, cmd->id, argc, argv, first, &a, e)) return -1;
   if (answer_early(&a, out)) return 0;
   if (cmd->id == CMD_REPORT) return report_command(&a, out, e);
+  const char *rname = gdn_cli_get(options, &a, "recurrence");
+  if (rname && strcmp(rname, "gdn")) { /* another row of the recurrences' table */
+    const parity_recurrence *rec = parity_recurrence_find(rname, e);
+    return rec ? parity_recur_cli_main(rec, options, &a, cmd->id == CMD_RUN, out, e) : -1;
+  }
   if (a.n_pos && cmd->id != CMD_CHECK) {
     gdn_error_set(e, GDN_ERR_INPUT, "unexpected argument '%s' (see --help)", a.pos[0]);
     return -1;

@@ -1,0 +1,334 @@
+/* Template (see kern_real.h): kern_kda_chunk in F (kern_kda.h states the
+ * algorithm).  Rounding points, in order, per chunk of n <= C rows (the
+ * last chunk computed on its n real rows: zero padding adds exact zeros and
+ * leaves G_last unchanged):
+ *   rows        kern_rows_tmpl.h (L2 norm, scale) for q and k; v, beta as read
+ *   G           G_0 = g_0, G_i = G_(i-1) + g_i per channel (one add each)
+ *   exponent    e = exp(G_x - G_y) (subtract, exp)
+ *   scaled row  x_d * e (one product)
+ *   A_kk, P     sums over d with fma, d ascending (kern_gemm's order for
+ *               the blocks of earlier sub-chunks); inside a sub-chunk the
+ *               term is (x_i[d] * e) times k_j[d], fused into the sum
+ *   A_kk        * beta_i, negated (exact); (I + A_kk)^-1 by forward
+ *               substitution (fma, m ascending), columns * beta_j
+ *   products    every other product is kern_gemm (kern_gemm.h: fma, the
+ *               inner index ascending; SET, or ADD continuing a sum):
+ *   w, u        A (e^G k), A v over j ascending (A's zero upper triangle
+ *               included: exact zeros)
+ *   v_new       u - (w S) (the product, then the subtract)
+ *   o           (q e^G) S, then ADD P v_new (one running sum per element)
+ *   S           e^(G_last) S (one product), then ADD (k e^(G_last - G))^T v_new
+ * Items: the B x Hv heads; memory per thread O(C^2 + C (Dk + Dv) + Dk Dv). */
+#include "kern_rows_tmpl.h"
+#include "kern_kda_put_tmpl.h"
+
+typedef struct KR(kda_ws) {
+  kreal *q, *k, *v, *G, *beta;  /* C x Dk, C x Dk, C x Dv, C x Dk, C */
+  kreal *A, *P, *row;           /* C x C, C x C, C */
+  kreal *xk, *xq, *kj;          /* C x Dk each: rows scaled against a reference row */
+  kreal *w, *u, *vn, *o, *tmp;  /* C x Dk, C x Dv each */
+  kreal *S, *eg, *gws;          /* Dk x Dv, Dk, kern_gemm's workspace */
+  kreal *H0;                    /* Dk x Dv: h0 in F */
+  kreal *Gc;                    /* Dk: G carried between chunks (mutant cumsum-across-chunks) */
+  kern_kda_mutant mutant;
+  /* the affine-prefix only (D >= 2): a piece's fold, a chunk's map, the
+   * prefix, scratch: Dk x Dk (FA, An, Ac, T1) and Dk x Dv (FB, Bn, Bc, T2) */
+  kreal *FA, *An, *Ac, *T1, *FB, *Bn, *Bc, *T2;
+} KR(kda_ws);
+
+static size_t KR(kda_chunk_per)(int64_t C, int64_t Dk, int64_t Dv, int affine) {
+  size_t per = 0;
+  const size_t cdk = KR(rows_pad)((size_t)(C * Dk)), cdv = KR(rows_pad)((size_t)(C * Dv));
+  per = kern_size_add(per, kern_size_mul(7, cdk));
+  per = kern_size_add(per, kern_size_mul(5, cdv));
+  per = kern_size_add(per, KR(rows_pad)(KR(kern_gemm_ws_elems)()));
+  per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(C * C))));
+  per = kern_size_add(per, 2 * KR(rows_pad)((size_t)C) + 2 * KR(rows_pad)((size_t)Dk));
+  per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(Dk * Dv))));
+  if (affine) {
+    per = kern_size_add(per, kern_size_mul(4, KR(rows_pad)((size_t)(Dk * Dk))));
+    per = kern_size_add(per, kern_size_mul(4, KR(rows_pad)((size_t)(Dk * Dv))));
+  }
+  return per;
+}
+
+static void KR(kda_carve)(KR(kda_ws) *w, kreal *p, int64_t C, int64_t Dk, int64_t Dv, int affine) {
+  w->q = KR(rows_carve)(&p, (size_t)(C * Dk));
+  w->k = KR(rows_carve)(&p, (size_t)(C * Dk));
+  w->G = KR(rows_carve)(&p, (size_t)(C * Dk));
+  w->xk = KR(rows_carve)(&p, (size_t)(C * Dk));
+  w->xq = KR(rows_carve)(&p, (size_t)(C * Dk));
+  w->kj = KR(rows_carve)(&p, (size_t)(C * Dk));
+  w->w = KR(rows_carve)(&p, (size_t)(C * Dk));
+  w->v = KR(rows_carve)(&p, (size_t)(C * Dv));
+  w->u = KR(rows_carve)(&p, (size_t)(C * Dv));
+  w->vn = KR(rows_carve)(&p, (size_t)(C * Dv));
+  w->A = KR(rows_carve)(&p, (size_t)(C * C));
+  w->P = KR(rows_carve)(&p, (size_t)(C * C));
+  w->beta = KR(rows_carve)(&p, (size_t)C);
+  w->row = KR(rows_carve)(&p, (size_t)C);
+  w->o = KR(rows_carve)(&p, (size_t)(C * Dv));
+  w->tmp = KR(rows_carve)(&p, (size_t)(C * Dv));
+  w->gws = KR(rows_carve)(&p, KR(kern_gemm_ws_elems)());
+  w->eg = KR(rows_carve)(&p, (size_t)Dk);
+  w->Gc = KR(rows_carve)(&p, (size_t)Dk);
+  w->S = KR(rows_carve)(&p, (size_t)(Dk * Dv));
+  w->H0 = KR(rows_carve)(&p, (size_t)(Dk * Dv));
+  w->FA = w->An = w->Ac = w->T1 = w->FB = w->Bn = w->Bc = w->T2 = NULL;
+  if (!affine) return;
+  w->FA = KR(rows_carve)(&p, (size_t)(Dk * Dk));
+  w->An = KR(rows_carve)(&p, (size_t)(Dk * Dk));
+  w->Ac = KR(rows_carve)(&p, (size_t)(Dk * Dk));
+  w->T1 = KR(rows_carve)(&p, (size_t)(Dk * Dk));
+  w->FB = KR(rows_carve)(&p, (size_t)(Dk * Dv));
+  w->Bn = KR(rows_carve)(&p, (size_t)(Dk * Dv));
+  w->Bc = KR(rows_carve)(&p, (size_t)(Dk * Dv));
+  w->T2 = KR(rows_carve)(&p, (size_t)(Dk * Dv));
+}
+
+/* Rows [t0, t0 + n) of head (b, hv): prepared q, k, v, beta and G. */
+static void KR(kda_rows)(KR(kda_ws) *w, const gdn_inputs *in, const gdn_chgate *gate, const kern_num *num,
+                         kreal scale, int64_t b, int64_t hv, int64_t t0, int64_t n) {
+  const gdn_shape *s = &in->shape;
+  const int64_t Dk = s->Dk, Dv = s->Dv, hk = gdn_inputs_key_head(in, hv);
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t t = t0 + i;
+    KR(rows_qk)(gdn_inputs_q(in, b, t, hk), Dk, in->l2norm_in_kernel, 1, scale, num, w->q + i * Dk);
+    KR(rows_qk)(gdn_inputs_k(in, b, t, hk), Dk, in->l2norm_in_kernel, 0, scale, num, w->k + i * Dk);
+    KR(rows_v)(gdn_inputs_v(in, b, t, hv), Dv, num, w->v + i * Dv);
+    w->beta[i] = KR(rows_beta)(gdn_inputs_beta(in, b, t, hv), num);
+    const int64_t hg = w->mutant == KERN_KDA_MUTANT_GATE_OTHER_HEAD ? (hv + 1) % s->Hv : hv;
+    const float *g = gdn_chgate_row(gate->g, s, b, t, hg);
+    kreal *G = w->G + i * Dk;
+    if (i == 0 && w->mutant == KERN_KDA_MUTANT_CUMSUM_ACROSS_CHUNKS)
+      for (int64_t d = 0; d < Dk; d++) G[d] = w->Gc[d] + KR(rows_g)(g[d], num);
+    else
+      for (int64_t d = 0; d < Dk; d++) G[d] = i ? G[d - Dk] + KR(rows_g)(g[d], num) : KR(rows_g)(g[d], num);
+  }
+  if (w->mutant == KERN_KDA_MUTANT_CUMSUM_ACROSS_CHUNKS)
+    for (int64_t d = 0; d < Dk; d++) w->Gc[d] = w->G[(n - 1) * Dk + d];
+}
+
+/* A (strictly lower, times beta_i, negated) and P (lower, diagonal
+ * included) by sub-chunks (kern_kda.h). */
+static void KR(kda_intra)(KR(kda_ws) *w, int64_t n, int64_t Dk) {
+  const int64_t C = n;
+  for (int64_t x = 0; x < C * C; x++) w->A[x] = w->P[x] = 0;
+  for (int64_t r = 0; r < n; r += KERN_KDA_SUB) {
+    const int64_t r1 = r + KERN_KDA_SUB < n ? r + KERN_KDA_SUB : n;
+    const kreal *Gr = w->G + r * Dk;
+    /* the rows of sub-chunk I against its first row r, and every earlier row */
+    for (int64_t i = r; i < r1; i++)
+      for (int64_t d = 0; d < Dk; d++) {
+        const kreal e = KEXP(w->G[i * Dk + d] - Gr[d]);
+        w->xk[i * Dk + d] = w->k[i * Dk + d] * e;
+        w->xq[i * Dk + d] = w->q[i * Dk + d] * e;
+      }
+    for (int64_t j = 0; j < r; j++)
+      for (int64_t d = 0; d < Dk; d++) w->kj[j * Dk + d] = w->k[j * Dk + d] * KEXP(Gr[d] - w->G[j * Dk + d]);
+    /* the block of earlier sub-chunks: (x e^(G - G_r)) (k e^(G_r - G))^T,
+     * kern_gemm's order (d ascending, fma) */
+    if (r > 0) {
+      const int64_t rj = w->mutant == KERN_KDA_MUTANT_SUBCHUNK_OFF_BY_ONE ? r - 1 : r;
+      KR(kern_gemm)(KERN_GEMM_SET, r1 - r, rj, Dk, w->xk + r * Dk, Dk, 1, w->kj, 1, Dk, w->A + r * C, C, w->gws);
+      KR(kern_gemm)(KERN_GEMM_SET, r1 - r, rj, Dk, w->xq + r * Dk, Dk, 1, w->kj, 1, Dk, w->P + r * C, C, w->gws);
+    }
+    for (int64_t i = r; i < r1; i++) {
+      for (int64_t j = r; j <= i; j++) {
+        kreal sa = 0, sp = 0;
+        for (int64_t d = 0; d < Dk; d++) {
+          const kreal e = KEXP(w->G[i * Dk + d] - w->G[j * Dk + d]);
+          sa = KFMA(w->k[i * Dk + d] * e, w->k[j * Dk + d], sa);
+          sp = KFMA(w->q[i * Dk + d] * e, w->k[j * Dk + d], sp);
+        }
+        if (j < i) w->A[i * C + j] = sa;
+        w->P[i * C + j] = sp;
+      }
+    }
+  }
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < i; j++) w->A[i * C + j] = -(w->A[i * C + j] * w->beta[i]);
+}
+
+/* A <- ((I + L)^-1) Diag(beta), where A held -L (fla's substitution: row i
+ * from its own original entries and the finished rows above it). */
+static void KR(kda_solve)(KR(kda_ws) *w, int64_t n) {
+  const int64_t C = n;
+  for (int64_t i = 1; i < n; i++) {
+    kreal *Ai = w->A + i * C;
+    for (int64_t c = 0; c < i; c++) w->row[c] = Ai[c];
+    /* Ai[c] = row[c] + sum_{m = c+1}^{i-1} row[m] A[m][c], m ascending for
+     * every c (the loop over c inside is over independent outputs) */
+    for (int64_t m = 1; m < i; m++) {
+      const kreal rm = w->row[m], *Am = w->A + m * C;
+      KSIMD for (int64_t c = 0; c < m; c++) Ai[c] = KFMA(rm, Am[c], Ai[c]);
+    }
+  }
+  for (int64_t i = 0; i < n; i++) {
+    w->A[i * C + i] = 1;
+    for (int64_t j = 0; j <= i; j++) w->A[i * C + j] = w->A[i * C + j] * w->beta[j];
+  }
+}
+
+/* w = A (e^G k), u = A v; then the chunk against the carried state S:
+ * v_new, o (rows written to out), S updated. */
+static void KR(kda_inter)(KR(kda_ws) *w, gdn_outputs *out, kern_kda_mutant mutant, int64_t b, int64_t hv,
+                          int64_t t0, int64_t n, int64_t Dk, int64_t Dv) {
+  const int64_t C = n;
+  const int out_bf16 = out->dtype == GDN_DTYPE_BF16;
+  for (int64_t j = 0; j < n; j++) /* xk <- e^G k, xq <- q e^G (one exp for both) */
+    for (int64_t d = 0; d < Dk; d++) {
+      const kreal e = KEXP(w->G[j * Dk + d]);
+      w->xk[j * Dk + d] = w->k[j * Dk + d] * e;
+      w->xq[j * Dk + d] = w->q[j * Dk + d] * e;
+    }
+  /* w = A (e^G k), u = A v (A lower triangular: the zeros above the
+   * diagonal add exact zeros) */
+  KR(kern_gemm)(KERN_GEMM_SET, n, Dk, n, w->A, C, 1, w->xk, Dk, 1, w->w, Dk, w->gws);
+  KR(kern_gemm)(KERN_GEMM_SET, n, Dv, n, w->A, C, 1, w->v, Dv, 1, w->u, Dv, w->gws);
+  /* v_new = u - w S;  o = (q e^G) S + P v_new */
+  KR(kern_gemm)(KERN_GEMM_SET, n, Dv, Dk, w->w, Dk, 1, w->S, Dv, 1, w->tmp, Dv, w->gws);
+  for (int64_t x = 0; x < n * Dv; x++) w->vn[x] = w->u[x] - w->tmp[x];
+  KR(kern_gemm)(KERN_GEMM_SET, n, Dv, Dk, w->xq, Dk, 1, w->S, Dv, 1, w->o, Dv, w->gws);
+  KR(kern_gemm)(KERN_GEMM_ADD, n, Dv, n, w->P, C, 1, w->vn, Dv, 1, w->o, Dv, w->gws);
+  for (int64_t i = 0; i < n; i++) KR(kda_put_o)(out, b, t0 + i, hv, w->o + i * Dv, out_bf16);
+  const kreal *Gl = w->G + (n - 1) * Dk;
+  for (int64_t d = 0; d < Dk; d++) w->eg[d] = KEXP(Gl[d]);
+  for (int64_t d = 0; d < Dk; d++) {
+    kreal *Sd = w->S + d * Dv;
+    if (mutant == KERN_KDA_MUTANT_GATE_VALUE_AXIS)
+      for (int64_t c = 0; c < Dv; c++) Sd[c] = Sd[c] * w->eg[c % Dk];
+    else {
+      const kreal ed = w->eg[d];
+      KSIMD for (int64_t c = 0; c < Dv; c++) Sd[c] = Sd[c] * ed;
+    }
+  }
+  /* S += (k e^(G_last - G))^T v_new, j ascending */
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t d = 0; d < Dk; d++) w->kj[j * Dk + d] = w->k[j * Dk + d] * KEXP(Gl[d] - w->G[j * Dk + d]);
+  KR(kern_gemm)(KERN_GEMM_ADD, Dk, Dv, n, w->kj, 1, Dk, w->vn, Dv, 1, w->S, Dv, w->gws);
+}
+
+/* The chunks of rows [t0, t1) of head (b, hv), their grid starting at t0,
+ * from the carry w->S: o rows written, w->S the carry after t1. */
+static void KR(kda_replay)(KR(kda_ws) *w, const gdn_inputs *in, const gdn_chgate *gate, kern_kda_mutant mutant,
+                           int64_t C, const kern_num *num, kreal scale, gdn_outputs *out, int64_t b, int64_t hv,
+                           int64_t t0, int64_t t1) {
+  const int64_t Dk = in->shape.Dk, Dv = in->shape.Dv;
+  w->mutant = mutant;
+  for (int64_t d = 0; d < Dk; d++) w->Gc[d] = 0;
+  for (int64_t c0 = t0; c0 < t1; c0 += C) {
+    const int64_t n = t1 - c0 < C ? t1 - c0 : C;
+    KR(kda_rows)(w, in, gate, num, scale, b, hv, c0, n);
+    KR(kda_intra)(w, n, Dk);
+    KR(kda_solve)(w, n);
+    KR(kda_inter)(w, out, mutant, b, hv, c0, n, Dk, Dv);
+  }
+  w->mutant = KERN_KDA_MUTANT_NONE; /* the folds compute the correct map */
+}
+
+/* The affine map of rows [t0, t1) (kern_kda.h, kern_kda_affine): S_out =
+ * FA S_in + FB, folded chunk by chunk from (I, 0): per chunk
+ *   A_n = Diag(e^G_last) - (k e^(G_last - G))^T W,  B_n = (k e^(G_last - G))^T U
+ * (each product kern_gemm; A_n's entries the diagonal minus the product, one
+ * subtraction), then FA = A_n FA, FB = A_n FB + B_n (the product, then the
+ * add). */
+static void KR(kda_fold)(KR(kda_ws) *w, const gdn_inputs *in, const gdn_chgate *gate, int64_t C,
+                         const kern_num *num, kreal scale, int64_t b, int64_t hv, int64_t t0, int64_t t1) {
+  const int64_t Dk = in->shape.Dk, Dv = in->shape.Dv;
+  for (int64_t x = 0; x < Dk * Dk; x++) w->FA[x] = 0;
+  for (int64_t d = 0; d < Dk; d++) w->FA[d * Dk + d] = 1;
+  for (int64_t x = 0; x < Dk * Dv; x++) w->FB[x] = 0;
+  for (int64_t c0 = t0; c0 < t1; c0 += C) {
+    const int64_t n = t1 - c0 < C ? t1 - c0 : C;
+    KR(kda_rows)(w, in, gate, num, scale, b, hv, c0, n);
+    KR(kda_intra)(w, n, Dk);
+    KR(kda_solve)(w, n);
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t d = 0; d < Dk; d++) w->xk[j * Dk + d] = w->k[j * Dk + d] * KEXP(w->G[j * Dk + d]);
+    KR(kern_gemm)(KERN_GEMM_SET, n, Dk, n, w->A, n, 1, w->xk, Dk, 1, w->w, Dk, w->gws);
+    KR(kern_gemm)(KERN_GEMM_SET, n, Dv, n, w->A, n, 1, w->v, Dv, 1, w->u, Dv, w->gws);
+    const kreal *Gl = w->G + (n - 1) * Dk;
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t d = 0; d < Dk; d++) w->kj[j * Dk + d] = w->k[j * Dk + d] * KEXP(Gl[d] - w->G[j * Dk + d]);
+    KR(kern_gemm)(KERN_GEMM_SET, Dk, Dk, n, w->kj, 1, Dk, w->w, Dk, 1, w->An, Dk, w->gws);
+    for (int64_t d = 0; d < Dk; d++)
+      for (int64_t e2 = 0; e2 < Dk; e2++)
+        w->An[d * Dk + e2] = (d == e2 ? KEXP(Gl[d]) : KC(0)) - w->An[d * Dk + e2];
+    KR(kern_gemm)(KERN_GEMM_SET, Dk, Dv, n, w->kj, 1, Dk, w->u, Dv, 1, w->Bn, Dv, w->gws);
+    KR(kern_gemm)(KERN_GEMM_SET, Dk, Dk, Dk, w->An, Dk, 1, w->FA, Dk, 1, w->T1, Dk, w->gws);
+    memcpy(w->FA, w->T1, (size_t)(Dk * Dk) * sizeof(kreal));
+    KR(kern_gemm)(KERN_GEMM_SET, Dk, Dv, Dk, w->An, Dk, 1, w->FB, Dv, 1, w->T2, Dv, w->gws);
+    for (int64_t x = 0; x < Dk * Dv; x++) w->FB[x] = w->T2[x] + w->Bn[x];
+  }
+}
+
+/* h = FA h0 + FB into w->S (h0 NULL: FB). */
+static void KR(kda_apply)(KR(kda_ws) *w, const kreal *FA, const kreal *FB, const kreal *h0, int64_t Dk, int64_t Dv) {
+  if (!h0) {
+    memcpy(w->S, FB, (size_t)(Dk * Dv) * sizeof(kreal));
+    return;
+  }
+  KR(kern_gemm)(KERN_GEMM_SET, Dk, Dv, Dk, FA, Dk, 1, h0, Dv, 1, w->S, Dv, w->gws);
+  for (int64_t x = 0; x < Dk * Dv; x++) w->S[x] = w->S[x] + FB[x];
+}
+
+static __attribute__((noinline)) void KR(kda_chunk_thread)(const gdn_inputs *in, const gdn_chgate *gate,
+                                                           kern_kda_mutant mutant, int64_t C, int64_t D,
+                                                           const kern_num *num, gdn_outputs *out, kreal *mem,
+                                                           size_t per) {
+  const gdn_shape *s = &in->shape;
+  const int64_t Dk = s->Dk, Dv = s->Dv, items = s->B * s->Hv, L = s->T / D;
+  const kreal scale = KR(rows_scale)(in, num);
+  KR(kda_ws) w;
+  KR(kda_carve)(&w, mem + (size_t)omp_get_thread_num() * per, C, Dk, Dv, D > 1);
+  w.mutant = KERN_KDA_MUTANT_NONE;
+#pragma omp for schedule(dynamic, 1)
+  for (int64_t it = 0; it < items; it++) {
+    const int64_t b = it / s->Hv, hv = it % s->Hv;
+    const float *h0f = gdn_inputs_h0(in, b, hv);
+    if (h0f)
+      for (int64_t x = 0; x < Dk * Dv; x++) w.H0[x] = (kreal)KIN(num, h0f[x]);
+    const kreal *h0 = h0f ? w.H0 : NULL;
+    if (D > 1) { /* the exclusive prefix, sequential: (Acum, Bcum) of devices 0 .. r-1 */
+      for (int64_t x = 0; x < Dk * Dk; x++) w.Ac[x] = 0;
+      for (int64_t d = 0; d < Dk; d++) w.Ac[d * Dk + d] = 1;
+      for (int64_t x = 0; x < Dk * Dv; x++) w.Bc[x] = 0;
+    }
+    for (int64_t r = 0; r < D; r++) {
+      if (r == 0) {
+        for (int64_t x = 0; x < Dk * Dv; x++) w.S[x] = h0 ? h0[x] : 0;
+      } else {
+        KR(kda_apply)(&w, w.Ac, w.Bc, h0, Dk, Dv);
+      }
+      KR(kda_replay)(&w, in, gate, mutant, C, num, scale, out, b, hv, r * L, (r + 1) * L);
+      if (D == 1) break;
+      /* device r's pair, composed after the prefix: Acum = A_r Acum, Bcum = A_r Bcum + B_r */
+      KR(kda_fold)(&w, in, gate, C, num, scale, b, hv, r * L, (r + 1) * L);
+      KR(kern_gemm)(KERN_GEMM_SET, Dk, Dk, Dk, w.FA, Dk, 1, w.Ac, Dk, 1, w.T1, Dk, w.gws);
+      memcpy(w.Ac, w.T1, (size_t)(Dk * Dk) * sizeof(kreal));
+      KR(kern_gemm)(KERN_GEMM_SET, Dk, Dv, Dk, w.FA, Dk, 1, w.Bc, Dv, 1, w.T2, Dv, w.gws);
+      for (int64_t x = 0; x < Dk * Dv; x++) w.Bc[x] = w.T2[x] + w.FB[x];
+    }
+    if (D > 1) KR(kda_apply)(&w, w.Ac, w.Bc, h0, Dk, Dv); /* ht: the full composition applied to h0 */
+    double *ht = gdn_outputs_ht(out, b, hv);
+    for (int64_t x = 0; x < Dk * Dv; x++) ht[x] = w.S[x];
+  }
+}
+
+static int KR(kda_chunk_run)(const gdn_inputs *in, const gdn_chgate *gate, kern_kda_mutant mutant, int64_t C,
+                             int64_t D, const kern_num *num, gdn_outputs *out, gdn_error *e) {
+  const gdn_shape *s = &in->shape;
+  const int nt = gdn_threads_for(s->B * s->Hv);
+  const size_t per = KR(kda_chunk_per)(C, s->Dk, s->Dv, D > 1);
+  kreal *mem = gdn_calloc((size_t)nt, kern_size_mul(per, sizeof(kreal)), "kern_kda_chunk per-thread scratch", e);
+  if (!mem) return gdn_error_prefix(e, "kern_kda_chunk: "), GDN_ERR_NOMEM;
+#pragma omp parallel num_threads(nt)
+  {
+    const unsigned env = kern_fpenv_enter(num);
+    KR(kda_chunk_thread)(in, gate, mutant, C, D, num, out, mem, per);
+    kern_fpenv_leave(num, env);
+  }
+  gdn_free(mem);
+  return GDN_OK;
+}

@@ -1,0 +1,116 @@
+/* gdn-parity --recurrence NAME (parity_recur_cli.h). */
+#include "parity_recur_cli.h"
+
+#include <string.h>
+
+#include "gdn_chgate.h"
+#include "gdn_shape.h"
+#include "gdn_threads.h"
+#include "parity_recur_sweep.h"
+
+/* The options a non-GDN recurrence takes today; any other given option is
+ * refused by name. */
+static const char *const supported[] = {"recurrence", "shape", "key-heads", "dv", "chunk", "seed", "h0",
+                                        "oracle-bits", "json", "threads", "quiet", "verbose", "reproducible",
+                                        "mutant", "devices", "oracle", NULL};
+
+static int is_supported(const char *name) {
+  for (int i = 0; supported[i]; i++)
+    if (!strcmp(name, supported[i])) return 1;
+  return 0;
+}
+
+static int parse(const parity_recurrence *rec, const gdn_cli_opt *table, const gdn_cli_args *a, parity_recur_opts *o,
+                 gdn_error *e) {
+#define GET(n) gdn_cli_get(table, a, n)
+  const char *v;
+  int64_t x;
+  parity_recur_opts_init(o, rec);
+  if (!(v = GET("shape")))
+    return gdn_error_set(e, GDN_ERR_INPUT, "--recurrence %s: give --shape B,T,H,D", rec->name);
+  if (gdn_shape_parse(&o->shape, v, "--shape", e)) return -1;
+  if ((v = GET("key-heads"))) {
+    if (gdn_cli_int64(v, "--key-heads", 1, o->shape.Hv, &x, e)) return -1;
+    o->shape.Hk = x;
+  }
+  if ((v = GET("dv"))) {
+    if (gdn_cli_int64(v, "--dv", 1, 1 << 16, &x, e)) return -1;
+    o->shape.Dv = x;
+  }
+  if (gdn_shape_validate(&o->shape, e)) return gdn_error_prefix(e, "--shape / --key-heads: ");
+  size_t n = 1;
+  if ((v = GET("chunk")) &&
+      gdn_cli_int64_list(v, "--chunk", 1, 1 << 20, o->chunks, PARITY_RECUR_MAX_CHUNKS, &n, e))
+    return -1;
+  o->n_chunks = (int)n;
+  if ((v = GET("devices"))) {
+    if (gdn_cli_int64_list(v, "--devices", 1, 1 << 20, o->devices, PARITY_RECUR_MAX_CHUNKS, &n, e)) return -1;
+    o->n_devices = (int)n;
+  }
+  for (int i = 0; i < o->n_devices; i++)
+    if (o->shape.T % o->devices[i])
+      return gdn_error_set(e, GDN_ERR_INPUT,
+                           "--devices %lld does not divide T = %lld: the affine-prefix shards the sequence by tokens "
+                           "(T/D each); give --devices that divide T",
+                           (long long)o->devices[i], (long long)o->shape.T);
+  if ((v = GET("seed")) && gdn_cli_uint64(v, "--seed", &o->seed, e)) return -1;
+  o->h0 = GET("h0") != NULL;
+  if ((v = GET("oracle-bits"))) {
+    if (gdn_cli_int64(v, "--oracle-bits", 53, 4096, &x, e)) return -1;
+    o->oracle_bits = (int)x;
+  }
+  if ((v = GET("threads"))) {
+    if (gdn_cli_int64(v, "--threads", 1, 4096, &x, e)) return -1;
+    gdn_threads_set((int)x);
+  }
+  if ((v = GET("oracle"))) {
+    if (!strcmp(v, "dd")) o->dd = 1;
+    else if (strcmp(v, "mpfr") && strcmp(v, "auto"))
+      return gdn_error_set(e, GDN_ERR_INPUT, "--oracle %s: --recurrence %s takes mpfr, dd or auto (= mpfr)", v,
+                           rec->name);
+  }
+  if ((v = GET("mutant")) && (o->mutant = parity_recurrence_mutant(rec, v, e)) < 0) return -1;
+#undef GET
+  /* the built-in memory policy (16 GiB, as --max-bytes' default): the
+   * inputs, the gate (B T Hv Dk floats, the size of q times Hv / Hk) and
+   * three output sets (the oracle's, a kernel's, and a margin for the
+   * kernels' scratch) */
+  const uint64_t limit = 16ull << 30;
+  if (gdn_shape_check_limit(&o->shape, o->h0, 3, limit, e)) return -1;
+  if ((uint64_t)gdn_chgate_numel(&o->shape) > limit / 4 / 4)
+    return gdn_error_set(e, GDN_ERR_INPUT, "--shape: the per-channel gate alone (B T Hv Dk floats) is over a quarter "
+                                           "of the 16 GiB memory limit");
+  return GDN_OK;
+}
+
+int parity_recur_cli_main(const parity_recurrence *rec, const gdn_cli_opt *table, const gdn_cli_args *a,
+                          int command_is_run, FILE *out, gdn_error *e) {
+  if (!command_is_run)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "--recurrence %s: only the default command (--shape) is supported yet; sweep, check and "
+                         "coverage are not",
+                         rec->name), -1;
+  for (int i = 0; table[i].name; i++)
+    if (a->value[i] && !is_supported(table[i].name))
+      return gdn_error_set(e, GDN_ERR_INPUT, "--recurrence %s does not support --%s yet (see docs/errors.md)",
+                           rec->name, table[i].name), -1;
+  parity_recur_opts o;
+  if (parse(rec, table, a, &o, e)) return -1;
+  const int quiet = gdn_cli_get(table, a, "quiet") != NULL;
+  o.log = quiet ? NULL : out;
+  json_t *doc = NULL;
+  int pass = 0;
+  if (parity_recur_sweep(&o, &doc, &pass, e)) return -1;
+  const char *json = gdn_cli_get(table, a, "json");
+  if (json && json_dump_file(doc, json, JSON_INDENT(2) | JSON_SORT_KEYS)) {
+    json_decref(doc);
+    return gdn_error_set(e, GDN_ERR_IO, "--json: could not write '%s'", json), -1;
+  }
+  const json_int_t nc = json_integer_value(json_object_get(doc, "n_cases")),
+                   nf = json_integer_value(json_object_get(doc, "n_failed"));
+  fprintf(out, "%s: %lld case%s, %lld failed (recurrence %s%s%s)\n", pass ? "PASS" : "FAIL", (long long)nc,
+          nc == 1 ? "" : "s", (long long)nf, rec->name, o.mutant ? ", PLANTED MUTANT " : "",
+          o.mutant ? rec->mutants[o.mutant] : "");
+  json_decref(doc);
+  return pass ? 0 : 1;
+}

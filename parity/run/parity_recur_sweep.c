@@ -1,0 +1,170 @@
+/* A recurrence row's forward sweep (parity_recur_sweep.h). */
+#include "parity_recur_sweep.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "gdn_synth.h"
+#include "kern_config.h"
+
+void parity_recur_opts_init(parity_recur_opts *o, const parity_recurrence *rec) {
+  memset(o, 0, sizeof *o);
+  o->rec = rec;
+  o->chunks[0] = 64;
+  o->n_chunks = 1;
+  for (int i = 0; i < 4; i++) o->devices[i] = (int64_t)1 << i;
+  o->n_devices = 4;
+  o->oracle_bits = 128;
+  o->band = PARITY_RECUR_BAND_F32;
+}
+
+typedef struct recur_err {
+  double err, max_abs, max_ref;
+} recur_err;
+
+/* Normwise relative error of x against r over n elements (NaN anywhere: inf). */
+static recur_err measure(const double *x, const double *r, size_t n) {
+  recur_err m = {0, 0, 0};
+  for (size_t i = 0; i < n; i++) {
+    const double d = fabs(x[i] - r[i]);
+    if (!(d == d)) m.max_abs = INFINITY;
+    else if (d > m.max_abs) m.max_abs = d;
+    if (fabs(r[i]) > m.max_ref) m.max_ref = fabs(r[i]);
+  }
+  m.err = m.max_ref > 0 ? m.max_abs / m.max_ref : m.max_abs > 0 ? INFINITY : 0;
+  return m;
+}
+
+static json_t *err_json(recur_err m) {
+  return json_pack("{s:f, s:f, s:f}", "err", isfinite(m.err) ? m.err : 1e308, "max_abs_err",
+                   isfinite(m.max_abs) ? m.max_abs : 1e308, "max_ref", m.max_ref);
+}
+
+/* One case: the token kernel (C <= 0), the chunked kernel at chunk C
+ * (D <= 0) or the affine-prefix at (C, D), judged. */
+static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_chgate *gate,
+                    const gdn_outputs *ref, int64_t C, int64_t D, json_t *cases, int *failed, gdn_error *e) {
+  kern_config cfg;
+  kern_config_init(&cfg);
+  cfg.matmul = KERN_MATMUL_IEEE;
+  if (C > 0) cfg.chunk = C;
+  if (D > 0) cfg.devices = D;
+  gdn_outputs out;
+  gdn_outputs_init(&out);
+  const parity_rec_kernel k = C <= 0 ? o->rec->kern_token : D > 0 ? o->rec->kern_affine : o->rec->kern_chunked;
+  int rc = k(in, gate, &cfg, o->mutant, &out, e);
+  if (rc) return rc;
+  const gdn_shape *s = &in->shape;
+  const recur_err eo = measure(out.o, ref->o, gdn_shape_numel_v(s));
+  const recur_err eh = measure(out.ht, ref->ht, gdn_shape_numel_state(s));
+  gdn_outputs_clear(&out);
+  const int pass = eo.err <= o->band && eh.err <= o->band;
+  const char *subject = C <= 0 ? o->rec->token_subject : D > 0 ? o->rec->affine_subject : o->rec->chunked_subject;
+  json_t *c = json_pack("{s:s, s:o, s:o, s:o, s:o, s:b}", "subject", subject, "chunk",
+                        C > 0 ? json_integer(C) : json_null(), "devices", D > 0 ? json_integer(D) : json_null(),
+                        "o", err_json(eo), "ht", err_json(eh), "pass", pass);
+  if (!c || json_array_append_new(cases, c)) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+  if (!pass) ++*failed;
+  if (o->log) {
+    char chunk[48] = "";
+    if (C > 0) snprintf(chunk, sizeof chunk, D > 0 ? " C=%lld D=%lld" : " C=%lld", (long long)C, (long long)D);
+    fprintf(o->log, "  %-4s %s%s: o err %.3e, ht err %.3e (band %.3e)\n", pass ? "PASS" : "FAIL", subject, chunk,
+            eo.err, eh.err, o->band);
+  }
+  return GDN_OK;
+}
+
+/* What the oracle certified, for the document and the log. */
+typedef struct recur_cert {
+  const char *tier;
+  int precision_bits, check_bits, certified_bits, normwise_bits;
+  int64_t sampled_columns;
+} recur_cert;
+
+static json_t *doc_head(const parity_recur_opts *o, const recur_cert *c) {
+  const gdn_shape *s = &o->shape;
+  json_t *oracle = json_pack("{s:s, s:i, s:i, s:i}", "tier", c->tier, "precision_bits", c->precision_bits,
+                             "check_bits", c->check_bits, "certified_bits", c->certified_bits);
+  if (oracle && o->dd) {
+    json_object_set_new(oracle, "normwise_bits", json_integer(c->normwise_bits));
+    json_object_set_new(oracle, "sampled_columns", json_integer((json_int_t)c->sampled_columns));
+  }
+  return json_pack("{s:s, s:i, s:s, s:s, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:I, s:b, s:s, s:o, s:f, s:[]}",
+                   "schema", "gdn-parity-recurrence", "version", 1, "recurrence", o->rec->name, "gate_shape",
+                   parity_gate_shape_name(o->rec->gate_shape), "shape", "B", (json_int_t)s->B, "T",
+                   (json_int_t)s->T, "Hk", (json_int_t)s->Hk, "Hv", (json_int_t)s->Hv, "Dk", (json_int_t)s->Dk,
+                   "Dv", (json_int_t)s->Dv, "seed", (json_int_t)o->seed, "h0", o->h0, "mutant",
+                   o->rec->mutants[o->mutant], "oracle", oracle, "band", o->band, "cases");
+}
+
+/* The reference: the row's oracle in the tier asked for, certified. */
+static int run_oracle(const parity_recur_opts *o, const gdn_inputs *in, const gdn_chgate *gate, gdn_outputs *ref,
+                      recur_cert *c, gdn_error *e) {
+  memset(c, 0, sizeof *c);
+  int rc;
+  if (o->dd) {
+    oracle_dd_config dc;
+    oracle_dd_config_init(&dc);
+    dc.sample_prec = o->oracle_bits;
+    oracle_dd_certificate dcert;
+    if ((rc = o->rec->oracle_dd(in, gate, &dc, ref, &dcert, e))) return rc;
+    *c = (recur_cert){"dd", dcert.precision_bits, dcert.check_bits, dcert.certified_bits, dcert.normwise_bits,
+                      dcert.sampled_columns};
+    return GDN_OK;
+  }
+  oracle_config oc;
+  oracle_config_init(&oc);
+  oc.prec = o->oracle_bits;
+  oracle_certificate cert;
+  if ((rc = o->rec->oracle(in, gate, &oc, ref, &cert, e))) return rc;
+  *c = (recur_cert){"mpfr", cert.precision_bits, cert.check_bits, cert.certified_bits, 0, 0};
+  return GDN_OK;
+}
+
+int parity_recur_sweep(const parity_recur_opts *o, json_t **doc, int *pass, gdn_error *e) {
+  *doc = NULL;
+  *pass = 0;
+  gdn_inputs in;
+  gdn_chgate gate;
+  gdn_outputs ref;
+  gdn_inputs_init(&in);
+  gdn_chgate_init(&gate);
+  gdn_outputs_init(&ref);
+  json_t *d = NULL;
+  gdn_synth_opts so = {o->seed, o->h0 ? GDN_SYNTH_H0 : 0u, 0};
+  recur_cert cert;
+  int rc, failed = 0;
+  if ((rc = gdn_synth_generate(&in, &o->shape, &so, e)) || (rc = o->rec->draw_gate(&in, o->seed, &gate, e)) ||
+      (rc = run_oracle(o, &in, &gate, &ref, &cert, e)))
+    goto done;
+  if (o->log)
+    fprintf(o->log, "recurrence %s (gate %s): oracle %s %d bits, certified %d bits\n", o->rec->name,
+            parity_gate_shape_name(o->rec->gate_shape), cert.tier, cert.precision_bits, cert.certified_bits);
+  if (!(d = doc_head(o, &cert))) {
+    rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+    goto done;
+  }
+  json_t *cases = json_object_get(d, "cases");
+  if ((rc = run_case(o, &in, &gate, &ref, 0, 0, cases, &failed, e))) goto done;
+  for (int i = 0; i < o->n_chunks; i++) {
+    if ((rc = run_case(o, &in, &gate, &ref, o->chunks[i], 0, cases, &failed, e))) goto done;
+    for (int j = 0; j < o->n_devices; j++)
+      if ((rc = run_case(o, &in, &gate, &ref, o->chunks[i], o->devices[j], cases, &failed, e))) goto done;
+  }
+  const size_t n = json_array_size(cases);
+  *pass = failed == 0;
+  if (json_object_set_new(d, "n_cases", json_integer((json_int_t)n)) ||
+      json_object_set_new(d, "n_failed", json_integer(failed)) || json_object_set_new(d, "pass", json_boolean(*pass)))
+    rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+done:
+  gdn_outputs_clear(&ref);
+  gdn_chgate_clear(&gate);
+  gdn_inputs_clear(&in);
+  if (rc) {
+    json_decref(d);
+    *pass = 0;
+    return rc;
+  }
+  *doc = d;
+  return GDN_OK;
+}

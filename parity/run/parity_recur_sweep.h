@@ -1,0 +1,67 @@
+/* parity_recur_sweep: a forward sweep of one recurrence row
+ * (parity_recurrence.h) on synthetic inputs, judged against its oracle.
+ *
+ * The inputs are gdn_synth's (q, k, v, beta, h0 as for GDN), the gate the
+ * row's draw.  The oracle runs once, certified: the MPFR token form at
+ * oracle_bits, checked at oracle_bits + 64; or (dd) the double-word tier,
+ * two columns of each head checked by MPFR at oracle_bits.  Then the cases: the row's
+ * token kernel, and its chunked kernel at each chunk size, all in float32
+ * with IEEE products (what the KDA kernels implement).  Each case measures,
+ * for o and ht, the normwise relative error
+ *   err = max |x - r| / max |r|          (r the oracle, x the kernel)
+ * and passes when err <= band for both.  The band (PARITY_RECUR_BAND_F32,
+ * 2^-12 ~ 2.4e-4) is float32's: measured errors of the KDA kernels under
+ * Kimi Linear's gates are 2e-7 to 7e-7 normwise (docs/numerics.md, "Kimi
+ * Delta Attention"), some 300x below the band, while the gate applied along
+ * the wrong axis of the state gives 0.4 to 0.9 -- the band separates them by
+ * orders of magnitude on both sides.  A case whose kernel refuses the configuration is an
+ * error, not a failure.
+ *
+ * The document (JSON) names the recurrence and its gate shape:
+ *   {"schema": "gdn-parity-recurrence", "version": 1, "recurrence": "kda",
+ *    "gate_shape": "head-token-channel", "shape": {...}, "seed", "h0",
+ *    "mutant", "oracle": {"tier": "mpfr" | "dd", "precision_bits", "check_bits",
+ *    "certified_bits", and for dd "normwise_bits", "sampled_columns"}, "band", "cases": [{"subject", "chunk" (null for the
+ *    token kernel), "devices" (null but for the affine-prefix), "o": {"err", "max_abs_err", "max_ref"}, "ht": {...},
+ *    "pass"}], "n_cases", "n_failed", "pass"}.
+ */
+#ifndef PARITY_RECUR_SWEEP_H
+#define PARITY_RECUR_SWEEP_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "gdn_error.h"
+#include "gdn_shape.h"
+#include "parity_recurrence.h"
+
+#define PARITY_RECUR_BAND_F32 0x1p-12
+#define PARITY_RECUR_MAX_CHUNKS 16
+
+typedef struct parity_recur_opts {
+  const parity_recurrence *rec;
+  gdn_shape shape;
+  uint64_t seed;
+  int h0;
+  int64_t chunks[PARITY_RECUR_MAX_CHUNKS];
+  int n_chunks;
+  int64_t devices[PARITY_RECUR_MAX_CHUNKS]; /* affine-prefix device counts (none: no such case) */
+  int n_devices;
+  int oracle_bits;
+  int dd;        /* 1: the oracle's double-word tier (2 sampled columns per head at oracle_bits) */
+  int mutant;    /* index into rec->mutants */
+  double band;
+  FILE *log;     /* a line per case (NULL: silent) */
+} parity_recur_opts;
+
+/* 64-chunk sweep of rec on devices 1, 2, 4, 8, seed 0, no h0, 128 bits, no
+ * mutant, the float32 band. */
+void parity_recur_opts_init(parity_recur_opts *o, const parity_recurrence *rec);
+
+/* Runs the sweep; *doc (set on success, the caller's reference) is the
+ * document above and *pass its verdict. */
+int parity_recur_sweep(const parity_recur_opts *o, json_t **doc, int *pass, gdn_error *e);
+
+#endif
