@@ -178,7 +178,8 @@ static int64_t largest_fitting(const gdn_shape *s, int with_h0, int n_outputs, c
 
 /* The refusal when not even one key head's group fits: what it holds, and
  * the smallest --max-bytes that would run it. */
-static int refuse(const parity_stream_plan *p, const gdn_shape *s, int with_h0, int n_outputs, const parity_sweep_opts *o,
+static int refuse(const parity_stream_plan *p, const gdn_shape *s, int with_h0, int n_outputs,
+                  const parity_sweep_opts *o,
                   uint64_t max_bytes, gdn_error *e) {
   char lab[160];
   gdn_shape_format(s, lab, sizeof lab);
@@ -193,7 +194,8 @@ static int refuse(const parity_stream_plan *p, const gdn_shape *s, int with_h0, 
                        "shape %s needs %.3g GiB, and streamed by head group still %.3g GiB for a group of %" PRId64
                        " key head%s (the larger of %.3g MiB for its inputs, %d output sets, the kernels' scratch%s, "
                        "and %.3g MiB for the measurements that follow; %.3g MiB of read-back buffers; %.3g MiB for the "
-                       "run's seam sums and threads; %.3g MiB the process held when it planned), more than the limit of %.3g GiB (--max-bytes %" PRIu64
+                       "run's seam sums and threads; %.3g MiB the process held when it planned), more than the "
+                       "limit of %.3g GiB (--max-bytes %" PRIu64
                        "); the smallest limit that runs it: --max-bytes %" PRIu64,
                        lab, p->whole_bytes / GIB, p->peak / GIB, one.Hk, one.Hk == 1 ? "" : "s", data / 1048576.0,
                        n_outputs, with_h0 & (PARITY_STREAM_MPFR | PARITY_STREAM_DD) ? ", the oracle" : "",
@@ -209,6 +211,10 @@ int parity_stream_plan_make(const gdn_shape *s, int with_h0, int n_outputs, cons
   p->max_bytes = max_bytes;
   p->forced = force_group > 0;
   p->resident = with_h0 & PARITY_STREAM_RESIDENT ? parity_stream_resident() : 0;
+  /* every rank of one case plans alike: rank 0's count (it measures, so it holds the most) */
+  if ((with_h0 & PARITY_STREAM_RESIDENT) && parity_dist_collective() &&
+      (rc = parity_dist_bcast(&p->resident, sizeof p->resident, 0, e)))
+    return rc;
   uint64_t all; /* one group of every head, with the streamed run's own part */
   if ((rc = parity_stream_bytes(s, with_h0, n_outputs, o, &p->whole_bytes, e)) ||
       (rc = total_bytes(s, s->Hk, with_h0, n_outputs, o, p->resident, &all, e)))

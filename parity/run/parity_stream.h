@@ -16,8 +16,10 @@
  * measurements' working memory, the worker threads), the reference's
  * working set when an oracle runs (PARITY_STREAM_MPFR / _DD), and with
  * PARITY_STREAM_RESIDENT the process's resident memory when the plan is
- * made (its code, libraries and what it already holds), so that the run's
- * peak RSS, not only its heap, stays within --max-bytes.
+ * made (its code, libraries and what it already holds; under mpirun, when
+ * every rank runs the case, rank 0's, broadcast: collective, so the ranks'
+ * plans agree), so that the run's peak RSS, not only its heap, stays within
+ * --max-bytes.
  *
  * The last group may be short (Hk not a multiple of the group size).  With
  * several ranks (MPI) the groups are dealt round robin: group i on rank

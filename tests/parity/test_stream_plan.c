@@ -149,7 +149,8 @@ START_TEST(gradients_counted_and_monotone) {
   int accepted = 0;
   int64_t last_group = 0;
   parity_stream_plan full; /* every head in one group, with the streamed run's read-back buffers */
-  ck_assert_int_eq(parity_stream_plan_make(&s, PARITY_STREAM_H0 | PARITY_STREAM_GRADS, 3, &o, 0, 16, &full, &e), GDN_OK);
+  ck_assert_int_eq(parity_stream_plan_make(&s, PARITY_STREAM_H0 | PARITY_STREAM_GRADS, 3, &o, 0, 16, &full, &e),
+                   GDN_OK);
   ck_assert_uint_gt(full.peak, grad);
   for (uint64_t lim = 8ull << 20; lim <= full.peak + (8ull << 20); lim += 2ull << 20) {
     parity_stream_plan p;
