@@ -357,10 +357,8 @@ static void synth_stream_refusal(const parity_synth_spec *sp, const parity_sweep
 static int stream_refusal_note(const gdn_shape *s, int flags, const parity_sweep_opts *o, uint64_t limit,
                                gdn_error *e) {
   int rc = parity_budget_check(s, flags & PARITY_STREAM_H0, 3, o, limit, e);
-  gdn_shape one = *s;
-  one.Hv = s->Hv / s->Hk, one.Hk = 1;
-  uint64_t b;
-  if (parity_stream_bytes(&one, flags, 3, o, &b, NULL)) b = UINT64_MAX;
+  parity_stream_plan one; /* one key head at a time, everything the streamed run holds counted */
+  uint64_t b = parity_stream_plan_make(s, flags, 3, o, 0, 1, &one, NULL) ? UINT64_MAX : one.peak;
   const double gib = (double)b / 1073741824.0;
   if (!rc) { /* the forward fits whole, its gradients do not, nor one key head's */
     char lab[160];
@@ -368,15 +366,27 @@ static int stream_refusal_note(const gdn_shape *s, int flags, const parity_sweep
     return gdn_error_set(e, GDN_ERR_INPUT,
                          "--grad: shape %s does not fit the limit of %.3g GiB (--max-bytes %" PRIu64
                          ") with its gradient sets, and streamed by head group one key head alone would need "
-                         "%.3g GiB with them",
-                         lab, (double)limit / 1073741824.0, limit, gib);
+                         "%.3g GiB with them (--max-bytes %" PRIu64 ")",
+                         lab, (double)limit / 1073741824.0, limit, gib, b);
   }
   if (e) {
     size_t n = strlen(e->msg);
-    snprintf(e->msg + n, sizeof e->msg - n, "; streamed by head group, one key head alone would need %.3g GiB%s", gib,
-             flags & PARITY_STREAM_GRADS ? " with its gradient sets (--grad)" : "");
+    snprintf(e->msg + n, sizeof e->msg - n,
+             "; streamed by head group, one key head alone would need %.3g GiB%s (--max-bytes %" PRIu64 ")", gib,
+             flags & PARITY_STREAM_GRADS ? " with its gradient sets (--grad)" : "", b);
   }
   return rc;
+}
+
+/* The stream plan's flags for the run's oracle (the tier AUTO resolves to
+ * on the whole shape, with --grad the VJP's) and the process's resident
+ * memory (parity_stream.h: the run's peak RSS obeys --max-bytes). */
+static int stream_oracle_flags(const run_state *st, const gdn_shape *s, int grads) {
+  const parity_oracle_tier t = grads ? parity_oracle_resolve_grads(st->tier, s, st->oracle_bits)
+                                     : parity_oracle_resolve(st->tier, s, st->oracle_bits);
+  if (st->tier == PARITY_ORACLE_NONE) return PARITY_STREAM_RESIDENT;
+  return PARITY_STREAM_RESIDENT | (t == PARITY_ORACLE_DD ? PARITY_STREAM_DD : PARITY_STREAM_MPFR) |
+         PARITY_STREAM_BITS(st->oracle_bits);
 }
 
 /* The plan for a synthetic run: *plan->n_groups 1 (and no --group-heads):
@@ -385,7 +395,8 @@ static int stream_refusal_note(const gdn_shape *s, int flags, const parity_sweep
 static int synth_stream_plan(const run_state *st, const parity_synth_spec *sp, const parity_sweep_opts *o,
                              uint64_t limit, parity_stream_plan *plan, gdn_error *e) {
   const int h0 = (sp->synth.flags & GDN_SYNTH_H0) != 0, grads = st->grad || sp->grad;
-  const int flags = (h0 ? PARITY_STREAM_H0 : 0) | (grads ? PARITY_STREAM_GRADS : 0);
+  const int flags = (h0 ? PARITY_STREAM_H0 : 0) | (grads ? PARITY_STREAM_GRADS : 0) |
+                    stream_oracle_flags(st, &sp->shape, grads);
   char why[160];
   synth_stream_refusal(sp, o, why, sizeof why);
   if (st->group_heads && why[0]) return gdn_error_set(e, GDN_ERR_INPUT, "--group-heads: %s", why);
@@ -425,7 +436,7 @@ static int scratch_room(const parity_stream_plan *plan, const parity_sweep_opts 
 static int run_synthetic_streamed(run_state *st, const parity_synth_spec *sp, const parity_sweep_opts *o,
                                   const parity_stream_plan *plan, gdn_error *e) {
   if (o->verbosity >= 1 && o->log) {
-    char line[320];
+    char line[400];
     parity_stream_describe(plan, line, sizeof line);
     fprintf(o->log, "note: %s; scratch files in %s\n", line, parity_spill_dir());
   }
@@ -807,8 +818,9 @@ static void fixture_declared_devices(const fix_fixture *fx, parity_sweep_opts *o
 /* check of a fixture by head group: asked for (--group-heads), or when the
  * whole run is over --max-bytes.  *done 0: run it whole instead. */
 static int run_fixture_streamed(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
-                                int shard_given, FILE *out, int *done, gdn_error *e) {
+                                int shard_given, FILE *out, int *done, uint64_t *one_head, gdn_error *e) {
   *done = 0;
+  *one_head = 0;
   struct stat sb;
   if (!st->group_heads && (stat(path, &sb) || (uint64_t)sb.st_size < st->max_bytes / 8)) return GDN_OK;
   fix_load_opts lo;
@@ -842,19 +854,22 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
   if (!rc && !why[0]) rc = parity_sweep_validate(s, &o, e);
   gdn_error quiet;
   gdn_error_init(&quiet);
-  const int flags = (h0 ? PARITY_STREAM_H0 : 0) | (grads ? PARITY_STREAM_GRADS : 0);
+  const int flags =
+      (h0 ? PARITY_STREAM_H0 : 0) | (grads ? PARITY_STREAM_GRADS : 0) | stream_oracle_flags(st, s, grads);
   if (!rc && !why[0] &&
       (st->group_heads || parity_budget_check(s, h0, 3, &o, st->max_bytes, NULL) ||
        (grads && grads_check_limit(st, s, NULL))) && /* streamed when the forward or the gradients do not fit whole */
       /* not even one key head fits: the whole check's refusal says why */
-      (st->group_heads || !parity_stream_plan_make(s, flags, 3, &o, st->max_bytes, 0, &sp, &quiet))) {
+      (st->group_heads || !parity_stream_plan_make(s, flags, 3, &o, st->max_bytes, 0, &sp, &quiet) ||
+       /* the whole check's refusal follows: what one key head streamed would need */
+       (!parity_stream_plan_make(s, flags, 3, &o, 0, 1, &sp, NULL) && (*one_head = sp.peak, 0)))) {
     if (!(rc = parity_stream_plan_make(s, flags, 3, &o, st->max_bytes, st->group_heads, &sp, e)) &&
         !(rc = scratch_room(&sp, &o, grads, e))) {
       *done = 1;
       for (size_t i = 0; i < m->n_warnings; i++)
         if (o.verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(m->warnings[i]));
       if (o.verbosity >= 1) {
-        char line[320];
+        char line[400];
         parity_stream_describe(&sp, line, sizeof line);
         fprintf(out, "%s: shard %s (%s)\nnote: %s; scratch files in %s\n", gdn_text_show(path),
                 kern_shard_name(o.shard), o.shard_from, line, parity_spill_dir());
@@ -876,7 +891,8 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
 static int run_fixture(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
                        int shard_given, FILE *out, gdn_error *e) {
   int streamed;
-  int src = run_fixture_streamed(st, path, base, chunk_given, shard_given, out, &streamed, e);
+  uint64_t one_head;
+  int src = run_fixture_streamed(st, path, base, chunk_given, shard_given, out, &streamed, &one_head, e);
   if (src || streamed) return src;
   fix_fixture fx;
   fix_fixture_init(&fx);
@@ -905,6 +921,12 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   /* fix_isolate.h: HDF5 reads the file in a probe process first, so a
    * corrupt fixture is refused (exit 2) instead of crashing the gate. */
   int rc = fix_load_isolated(&fx, path, &lo, e);
+  if (rc == GDN_ERR_INPUT && one_head && e && strstr(e->msg, "--max-bytes")) {
+    const size_t n = strlen(e->msg);
+    snprintf(e->msg + n, sizeof e->msg - n,
+             "; streamed by head group, one key head alone would need %.3g GiB (--max-bytes %" PRIu64 ")",
+             (double)one_head / 1073741824.0, one_head);
+  }
   if (rc) goto done;
   for (size_t i = 0; i < fx.n_warnings; i++)
     if (base->verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(fx.warnings[i]));

@@ -165,6 +165,8 @@ void parity_model_acc_add_b(parity_model_acc *A, parity_vals x, parity_vals r, c
                             int64_t h1);
 void parity_model_acc_finish(parity_model_acc *A, parity_metrics *m);
 void parity_model_acc_free(parity_model_acc *A); /* NULL is fine */
+/* The heap parity_model_acc_new holds for dims and block_len. */
+size_t parity_model_acc_bytes(const int64_t dims[4], const int64_t block_len[4]);
 
 /* The localized statistic of m (block_rel, block_lo/hi) over blocks of
  * block_len[a] indices along each axis a (clamped to [1, dims[a]]); m must
@@ -310,6 +312,11 @@ void parity_mstream_between(parity_mstream *M);
 int parity_mstream_add_b(parity_mstream *M, parity_vals x, parity_vals r, int64_t h0, int64_t h1, gdn_error *e);
 int parity_mstream_finish(parity_mstream *M, parity_metrics *m, gdn_error *e);
 void parity_mstream_free(parity_mstream *M); /* NULL is fine */
+/* The heap one parity_mstream of a tensor of dims (blocks block_len) holds
+ * from parity_mstream_new to parity_mstream_free, on the current thread
+ * count: its median's histograms and thread states, its exact sums, its
+ * blocks' sums (parity_stream counts it, every pair's at once). */
+size_t parity_mstream_bytes(const int64_t dims[4], const int64_t block_len[4]);
 
 /* The functions above, reading x and r as they are held (binary64 or
  * float32, parity_vals.h; r may be absent where the double form takes

@@ -96,6 +96,15 @@ static int64_t block_count(const parity_model_acc *b, int64_t k) {
   return cnt;
 }
 
+size_t parity_model_acc_bytes(const int64_t dims[4], const int64_t block_len[4]) {
+  size_t nb = 1;
+  for (int a = 0; a < 4; a++) {
+    const int64_t l = block_len[a] < 1 ? 1 : block_len[a] > dims[a] ? dims[a] : block_len[a];
+    nb *= (size_t)((dims[a] + (l < 1 ? 1 : l) - 1) / (l < 1 ? 1 : l));
+  }
+  return sizeof(parity_model_acc) + nb * (3 * sizeof(double) + 1) + 3 * 64;
+}
+
 int parity_model_acc_new(parity_model_acc **A, const int64_t dims[4], const int64_t block_len[4], int head_axis,
                          gdn_dtype ulp_dtype, gdn_error *e) {
   parity_model_acc *b = gdn_calloc(1, sizeof *b, "model statistics", e);

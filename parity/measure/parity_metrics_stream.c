@@ -180,6 +180,17 @@ int parity_mstream_new(parity_mstream **out, const parity_group_src *src, const 
   return mstream_init(&M->S, src, dims, block_len, t, e);
 }
 
+size_t parity_mstream_bytes(const int64_t dims[4], const int64_t block_len[4]) {
+  int64_t bl[4], nbk[4];
+  const int64_t nb = pm_blocks_layout(dims, block_len, bl, nbk), ng = nbk[3] ? nb / nbk[3] : 0;
+  const size_t n = (size_t)(dims[0] * dims[1] * dims[2] * dims[3]);
+  const size_t nt = (size_t)gdn_threads_for((int64_t)((n + BLOCK - 1) / BLOCK));
+  return sizeof(parity_mstream) + RADIX * sizeof(int64_t) /* the accumulator's top histogram */ +
+         sizeof(parity_xsum) + (nt + 1) * RADIX * sizeof(int64_t) + nt * sizeof(tstate) +
+         (size_t)(ng ? ng : 1) * sizeof(erel) + (size_t)(nb ? nb : 1) * (2 * sizeof(double) + 1) +
+         8 * 64; /* each block's alignment */
+}
+
 void parity_mstream_free(parity_mstream *M) {
   if (!M) return;
   mstream_clear(&M->S);

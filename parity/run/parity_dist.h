@@ -82,5 +82,7 @@ int parity_dist_bcast(void *buf, size_t n, int root, gdn_error *e);
  * before the exchange; "oracle-deal" makes rank R compute rank R + 1's
  * heads instead of its own. */
 void parity_dist_set_collective(int on);
+/* Whether several ranks run the same case now (set_collective on). */
+int parity_dist_collective(void);
 
 #endif

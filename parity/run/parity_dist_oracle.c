@@ -34,6 +34,7 @@
 static int g_collective;
 
 void parity_dist_set_collective(int on) { g_collective = on; }
+int parity_dist_collective(void) { return g_collective && parity_dist_size() > 1; }
 
 /* The units (heads; VJP items) of `rank` among nh (or, under
  * GDN_TEST_MPI_DIE=R:oracle-deal, rank R computing rank R + 1's: a wrong
@@ -183,6 +184,7 @@ int parity_dist_oracle_vjp_dd(const gdn_inputs *in, const gdn_cotangents *ct, co
 #else /* one process */
 
 void parity_dist_set_collective(int on) { (void)on; }
+int parity_dist_collective(void) { return 0; }
 int parity_dist_oracle_mpfr(const gdn_inputs *in, const oracle_config *cfg, gdn_outputs *out,
                             oracle_certificate *cert, gdn_error *e) {
   return oracle_run_certified(in, cfg, out, cert, e);

@@ -11,6 +11,16 @@
  * scratch any configuration of the sweep needs on the group's shape; the
  * groups run one after another, so one group's peak is the run's.
  *
+ * Besides the group, the peak counts what the streamed run holds for the
+ * whole run (parity_stream_run_bytes: the seams' exact sums, the
+ * measurements' working memory, the worker threads), the reference's
+ * working set when an oracle runs (PARITY_STREAM_MPFR / _DD), and with
+ * PARITY_STREAM_RESIDENT the process's resident memory when the plan is
+ * made (its code, libraries and what it already holds; under mpirun, when
+ * every rank runs the case, rank 0's, broadcast: collective, so the ranks'
+ * plans agree), so that the run's peak RSS, not only its heap, stays within
+ * --max-bytes.
+ *
  * The last group may be short (Hk not a multiple of the group size).  With
  * several ranks (MPI) the groups are dealt round robin: group i on rank
  * i mod n_ranks, so each rank's share differs by at most one group.
@@ -32,6 +42,7 @@ typedef struct parity_stream_plan {
   uint64_t peak;      /* the bytes one (full-size) group holds at once */
   uint64_t whole_bytes; /* the same for the whole shape */
   uint64_t max_bytes; /* the budget planned against (0: none) */
+  uint64_t resident;  /* the process's resident bytes counted in peak (PARITY_STREAM_RESIDENT; else 0) */
   int forced;         /* 1: the group size was asked for, not chosen */
 } parity_stream_plan;
 
@@ -42,7 +53,38 @@ typedef struct parity_stream_plan {
  * twice the input bytes each -- and the cotangents, half an output set: the
  * bytes --grad's own check counts, so a group the plan chooses is never
  * refused by it, and a larger budget never refuses what a smaller one ran). */
-enum { PARITY_STREAM_H0 = 1, PARITY_STREAM_GRADS = 2 };
+enum {
+  PARITY_STREAM_H0 = 1,
+  PARITY_STREAM_GRADS = 2,
+  PARITY_STREAM_MPFR = 4,     /* the MPFR oracle runs: its working set, the reference, the error model */
+  PARITY_STREAM_DD = 8,       /* the dd oracle runs: the same */
+  PARITY_STREAM_RESIDENT = 16 /* count the process's resident memory at plan time (the command line) */
+};
+/* With PARITY_STREAM_MPFR or _DD: the oracle's working precision in bits
+ * (its numbers' limbs; 0: the default 128). */
+#define PARITY_STREAM_BITS(bits) ((int)(bits) << 8)
+
+/* Each worker thread's stack and malloc arena beyond the first; and what a
+ * streamed run's peak RSS showed above its counted parts, measured (the
+ * results document, HDF5's and MPFR's caches, malloc's slack): see
+ * docs/options.md (--max-bytes). */
+#define PARITY_STREAM_THREAD (1024u * 1024u)
+#define PARITY_STREAM_SLACK (2048u * 1024u)
+
+/* The process's resident bytes now (/proc/self/statm; else its peak so
+ * far from getrusage; 0 when neither answers). */
+uint64_t parity_stream_resident(void);
+
+/* What a streamed run of shape whole in n_groups groups holds for the whole
+ * run beside everything else: the seams' exact sums, the worker threads. */
+uint64_t parity_stream_run_bytes(const gdn_shape *whole, int64_t n_groups, const parity_sweep_opts *o);
+
+/* What its measurements hold (after the groups' production, which has let
+ * go of their data; beside the read-back buffers): every pair of one
+ * tensor's streamed metrics at once (parity_mstream_bytes, with the error
+ * model's statistics when a reference is computed), and the subjects'
+ * records; flags as parity_stream_bytes'. */
+uint64_t parity_stream_measure_bytes(const gdn_shape *whole, int flags, const parity_sweep_opts *o);
 
 /* The bytes a run on shape s holds at once (above); with_h0: the flags. */
 int parity_stream_bytes(const gdn_shape *s, int with_h0, int n_outputs, const parity_sweep_opts *o,

@@ -411,6 +411,15 @@ typedef struct set_head {
   int has_seams;
 } set_head;
 
+/* Where group g's sums of case k's seam d go: in one process straight into
+ * the run's (exact sums: the order of merging changes no bit), so no
+ * accumulator is kept per group (64 KiB each); under mpirun one per group
+ * until the exchange. */
+static parity_rel_acc *group_seam(sctx *c, int64_t g, int64_t k, int64_t d) {
+  if (parity_dist_size() == 1) return &c->seams[(size_t)k * c->max_seams + (size_t)d - 1];
+  return &c->gseams[((size_t)g * c->n_cases + (size_t)k) * c->max_seams + (size_t)d - 1];
+}
+
 /* The owner's side: subject s's outputs of group g into its scratch set,
  * its head kept; case k >= 0: the group's seam sums too (one exact
  * accumulator per seam). */
@@ -427,8 +436,8 @@ static void set_keep(sctx *c, spill_set *set, const char *what, int64_t g, int64
   }
   if (k < 0 || !s->has_seams) return;
   for (int64_t d = 1; d < c->case_dev[k]; d++) {
-    parity_rel_acc *acc = &c->gseams[((size_t)g * c->n_cases + (size_t)k) * c->max_seams + (size_t)d - 1];
-    parity_rel_acc_init(acc);
+    parity_rel_acc *acc = group_seam(c, g, k, d);
+    if (acc != &c->seams[(size_t)k * c->max_seams + (size_t)d - 1]) parity_rel_acc_init(acc);
     parity_sweep_seam_sums(acc, &s->seams, &c->in.shape, d);
   }
 }
@@ -446,7 +455,8 @@ static int set_share(sctx *c, spill_set *set, const char *what, int64_t g, int64
   memcpy(set->out_dtype, hd.out_dtype, sizeof hd.out_dtype);
   set->has_seams = hd.has_seams;
   for (int64_t d = 1; !rc && k >= 0 && hd.has_seams && d < c->case_dev[k]; d++) {
-    parity_rel_acc *acc = &c->gseams[((size_t)g * c->n_cases + (size_t)k) * c->max_seams + (size_t)d - 1];
+    parity_rel_acc *acc = group_seam(c, g, k, d);
+    if (acc == &c->seams[(size_t)k * c->max_seams + (size_t)d - 1]) continue; /* merged as kept */
     if (owner != 0) rc = parity_dist_bcast(acc, sizeof *acc, owner, e);
     if (!rc && me == 0) parity_rel_acc_merge(&c->seams[(size_t)k * c->max_seams + (size_t)d - 1], acc);
   }
@@ -531,8 +541,8 @@ static int phase_produce(sctx *c, int64_t chunk, gdn_error *e) {
   const parity_sweep_opts *o = c->x.o;
   const size_t per = 1 + c->n_cases;
   c->sh = gdn_calloc((size_t)c->p->n_groups * per, sizeof *c->sh, "produced sets", e);
-  c->gseams = c->sh ? gdn_calloc((size_t)c->p->n_groups * c->n_cases * (c->max_seams ? c->max_seams : 1),
-                                 sizeof *c->gseams, "group seam sums", e)
+  const size_t ng = parity_dist_size() == 1 ? 0 : (size_t)c->p->n_groups; /* group_seam */
+  c->gseams = c->sh ? gdn_calloc(ng * c->n_cases * c->max_seams + 1, sizeof *c->gseams, "group seam sums", e)
                     : NULL;
   c->mh = c->gseams ? gdn_calloc((size_t)c->p->n_groups, sizeof *c->mh, "model sets", e) : NULL;
   if (!c->mh) return e ? e->code : GDN_ERR_NOMEM;

@@ -35,13 +35,12 @@ START_TEST(layer_under_12_gib) {
   ck_assert_uint_le(p.peak, lim);
   /* as few groups as fit: one group fewer would need a group over the limit */
   const int64_t fewer = (16 + p.n_groups - 2) / (p.n_groups - 1);
-  gdn_shape more = s;
-  more.Hk = fewer, more.Hv = 2 * fewer;
-  uint64_t b;
-  ck_assert_int_eq(parity_stream_bytes(&more, 0, 3, &o, &b, &e), GDN_OK);
-  ck_assert_uint_gt(b, lim);
+  parity_stream_plan more;
+  ck_assert_int_eq(parity_stream_plan_make(&s, 0, 3, &o, 0, fewer, &more, &e), GDN_OK);
+  ck_assert_uint_gt(more.peak, lim);
   ck_assert_int_eq(p.n_groups, (16 + p.group - 1) / p.group);
-  ck_assert_int_eq(p.group * p.n_groups, 16); /* evened out: 16 = 4 x 4 */
+  ck_assert_int_eq(p.group * p.n_groups, 16); /* evened out (2 x 8 since the read-back buffers, 4 binary64
+                                                 copies of a group's o, are counted: 8 GiB at 4 key heads) */
   char line[320];
   parity_stream_describe(&p, line, sizeof line);
   printf("%s\n", line); /* the estimate, for the log */
@@ -88,14 +87,13 @@ START_TEST(fits_whole_and_forced) {
   ck_assert(k0 == 3 && k1 == 4 && gs.Hv == 2);
   parity_stream_describe(&p, line, sizeof line);
   ck_assert_msg(strstr(line, "as asked") && strstr(line, "(the last 1)"), "%s", line);
-  /* chosen, not forced: a limit between the whole run and 3 key heads'
-   * group gives 2 groups of 2, not 3 + 1 */
-  uint64_t whole, three;
-  gdn_shape s3 = s;
-  s3.Hk = 3, s3.Hv = 6;
-  ck_assert_int_eq(parity_stream_bytes(&s, 1, 3, &o, &whole, &e), GDN_OK);
-  ck_assert_int_eq(parity_stream_bytes(&s3, 1, 3, &o, &three, &e), GDN_OK);
-  ck_assert_int_eq(parity_stream_plan_make(&s, 1, 3, &o, (whole + three) / 2, 0, &p, &e), GDN_OK);
+  /* chosen, not forced: a limit between 4 and 3 key heads' peaks (each
+   * with the run's own part) gives 2 groups of 2, not 3 + 1 */
+  parity_stream_plan whole, three;
+  ck_assert_int_eq(parity_stream_plan_make(&s, 1, 3, &o, 0, 4, &whole, &e), GDN_OK);
+  ck_assert_int_eq(parity_stream_plan_make(&s, 1, 3, &o, 0, 3, &three, &e), GDN_OK);
+  ck_assert_uint_gt(whole.peak, three.peak);
+  ck_assert_int_eq(parity_stream_plan_make(&s, 1, 3, &o, (whole.peak + three.peak) / 2, 0, &p, &e), GDN_OK);
   ck_assert_int_eq(p.group, 2);
   ck_assert_int_eq(p.n_groups, 2);
   ck_assert_int_eq(parity_stream_plan_make(&s, 1, 3, &o, 1ull << 30, 1, &p, &e), GDN_OK);
@@ -150,7 +148,11 @@ START_TEST(gradients_counted_and_monotone) {
   ck_assert(grad >= 7 * in + 3.5 * out);
   int accepted = 0;
   int64_t last_group = 0;
-  for (uint64_t lim = 8ull << 20; lim <= grad + (8ull << 20); lim += 2ull << 20) {
+  parity_stream_plan full; /* every head in one group, with the streamed run's read-back buffers */
+  ck_assert_int_eq(parity_stream_plan_make(&s, PARITY_STREAM_H0 | PARITY_STREAM_GRADS, 3, &o, 0, 16, &full, &e),
+                   GDN_OK);
+  ck_assert_uint_gt(full.peak, grad);
+  for (uint64_t lim = 8ull << 20; lim <= full.peak + (8ull << 20); lim += 2ull << 20) {
     parity_stream_plan p;
     gdn_error q;
     gdn_error_init(&q);
@@ -170,7 +172,7 @@ START_TEST(gradients_counted_and_monotone) {
     ck_assert(7.0 * gin + 3.5 * gout <= (double)lim); /* --grad's own check of the group passes */
   }
   ck_assert(accepted);
-  ck_assert_int_eq(last_group, 16); /* past the whole run's bytes: not streamed */
+  ck_assert_int_eq(last_group, 16); /* past one group of every head: not streamed */
 }
 END_TEST
 

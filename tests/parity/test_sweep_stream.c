@@ -131,10 +131,14 @@ START_TEST(negative_control) {
 END_TEST
 
 /* --max-bytes below the whole run streams it by itself: the document is the
- * whole run's but for the recorded command (which keeps --max-bytes). */
+ * whole run's but for the recorded command (which keeps --max-bytes).  The
+ * budget counts the process's resident memory and the run's measurements
+ * (parity_stream.h), some 25 MiB at any shape, so the shape is one whose
+ * whole run needs more. */
 START_TEST(chosen_by_the_budget) {
-  const char *const args[] = {"--shape", "1,512,8,16", "--key-heads", "4", "--h0", NULL};
-  const char *const lim[] = {"--max-bytes", "3M", NULL};
+  const char *const args[] = {"--shape", "1,2048,8,32", "--key-heads", "4", "--h0", "--oracle", "none", "--threads",
+                              "1", NULL};
+  const char *const lim[] = {"--max-bytes", "30M", NULL};
   char a[] = "/tmp/gdn-stream-a-XXXXXX", b[] = "/tmp/gdn-stream-b-XXXXXX";
   close(mkstemp(a));
   close(mkstemp(b));
@@ -143,7 +147,8 @@ START_TEST(chosen_by_the_budget) {
   ck_assert_int_eq(run_to(args, NULL, a, &r), 0);
   ck_assert_msg(run_to(args, lim, b, &r) == 0, "%s", r.err);
   scratch_end();
-  char *argv[] = {(char *)exe, "--shape", "1,512,8,16", "--key-heads", "4", "--h0", "--max-bytes", "3M", NULL};
+  char *argv[] = {(char *)exe, "--shape", "1,2048,8,32", "--key-heads", "4", "--h0", "--oracle", "none",
+                  "--threads", "1", "--max-bytes", "30M", NULL};
   cli_run(&r, argv); /* the estimate names the group size and its peak */
   ck_assert_msg(strstr(r.out, "streamed by head group: ") && strstr(r.out, "per group") &&
                     strstr(r.out, "expected peak"), "%s", r.out);
@@ -308,17 +313,23 @@ END_TEST
 /* --grad: the group size counts the gradient sets, so a larger budget never
  * refuses what a smaller one ran.  At 1,512,8,16 (4 key heads, h0) 4000K ran
  * streamed and 5000K was refused (the forward fit whole, its gradients did
- * not), 6000K ran: now 5000K runs; the control: under one key head's peak
- * with its gradient sets (2500K) the refusal says so. */
+ * not), 6000K ran.  Since the streamed plan counts the process's resident
+ * memory and the measurements (some 25 MiB), the shape is larger: at
+ * 1,4096,8,16 (devices 1 and 2, no oracle) 40M runs streamed (the forward
+ * fits whole, its gradients do not); the control: under one key head's peak
+ * with its gradient sets (24M) the refusal says so and names the smallest
+ * budget. */
 START_TEST(grad_budget_monotone) {
-  const char *const args[] = {"--shape", "1,512,8,16", "--key-heads", "4", "--h0", "--grad", NULL};
-  const char *const mid[] = {"--max-bytes", "5000K", NULL}, *const low[] = {"--max-bytes", "2500K", NULL};
+  const char *const args[] = {"--shape", "1,4096,8,16", "--key-heads", "4", "--h0", "--grad", "--oracle", "none",
+                              "--devices", "1,2", NULL};
+  const char *const mid[] = {"--max-bytes", "40M", NULL}, *const low[] = {"--max-bytes", "24M", NULL};
   char a[] = "/tmp/gdn-stream-g-XXXXXX";
   close(mkstemp(a));
   cli_result r;
   scratch_begin();
   ck_assert_msg(run_to(args, mid, a, &r) == 0, "%s", r.err);
-  ck_assert_msg(run_to(args, low, a, &r) == 2 && strstr(r.err, "with its gradient sets (--grad)"), "%s", r.err);
+  ck_assert_msg(run_to(args, low, a, &r) == 2 && strstr(r.err, "with its gradient sets (--grad)") &&
+                    strstr(r.err, "(--max-bytes 3"), "%s", r.err);
   scratch_end();
   unlink(a);
 }
