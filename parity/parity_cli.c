@@ -35,6 +35,7 @@
 #include "parity_trust.h"
 #include "parity_worst.h"
 #include "parity_spill.h"
+#include "parity_stream_outputs.h"
 #include "parity_sweep_stream.h"
 #include "parity_kappa_model.h"
 #include "report.h"
@@ -431,7 +432,7 @@ static int run_synthetic_streamed(run_state *st, const parity_synth_spec *sp, co
   /* the document's inputs_sha256, drawn and hashed a range at a time (rank 0 records) */
   if (parity_dist_rank() == 0 && (rc = fix_synth_inputs_sha256(&sp->shape, &sp->synth, NULL, 0, sha, e))) return rc;
   const parity_stream_run sr = {plan, {synth_group_load, (void *)sp}, name, "synthetic", NULL, sha, NULL,
-                                st->tier, st->oracle_bits, st->grad || sp->grad};
+                                st->tier, st->oracle_bits, st->grad || sp->grad, NULL};
   parity_progress_add(o->progress, parity_sweep_stream_steps(plan, o));
   return parity_sweep_run_streamed(&st->doc, &sr, o, e);
 }
@@ -742,37 +743,39 @@ static uint64_t fixture_scratch(const gdn_shape *s, int64_t chunk_size, const vo
 
 /* A fixture's head group (parity_sweep_stream.h): fix_group_read's slab,
  * its cotangents the file's /cotangents, or (--grad without them) seed 0's
- * as the whole run draws them. */
+ * as the whole run draws them.  The slab's outputs stay until the next
+ * group is read (parity_stream_fixture.slab). */
 typedef struct fixture_src {
   fix_group *g;
   int64_t Hv, Hk;
+  fix_fixture slab;
 } fixture_src;
 
 static int fixture_group_load(void *ctx, int64_t k0, int64_t k1, gdn_inputs *in, gdn_cotangents *ct, gdn_error *e) {
   fixture_src *s = ctx;
-  fix_fixture slab;
-  fix_fixture_init(&slab);
-  int rc = fix_group_read(s->g, k0, k1, &slab, e);
+  fix_fixture *slab = &s->slab;
+  int rc = fix_group_read(s->g, k0, k1, slab, e);
   if (!rc) {
-    *in = slab.inputs; /* moved */
-    gdn_inputs_init(&slab.inputs);
-    if (ct && slab.has_cotangents) {
-      *ct = slab.cot;
-      gdn_cotangents_init(&slab.cot);
+    *in = slab->inputs; /* moved */
+    gdn_inputs_init(&slab->inputs);
+    if (ct && slab->has_cotangents) {
+      *ct = slab->cot;
+      gdn_cotangents_init(&slab->cot);
     } else if (ct && !(rc = gdn_cotangents_alloc(ct, &in->shape, 1, e)))
       gdn_cotangents_synth_heads(ct, s->Hv, k0 * (s->Hv / s->Hk), 0);
   }
-  fix_fixture_clear(&slab);
+  if (rc) fix_fixture_clear(slab);
   return rc;
 }
+
+static const fix_fixture *fixture_group_slab(void *ctx) { return &((fixture_src *)ctx)->slab; }
 
 /* Why this fixture cannot be streamed ("": it can). */
 static void fixture_stream_refusal(const fix_group *g, const parity_sweep_opts *o, const parity_shard_plan *plan,
                                    char *why, size_t n) {
   const fix_fixture *m = fix_group_meta(g);
   why[0] = '\0';
-  if (m->n_outputs) snprintf(why, n, "its /outputs (%zu) are not streamed by head group yet", m->n_outputs);
-  else if (m->oracle.present) snprintf(why, n, "a stored /oracle is not streamed by head group yet");
+  if (m->oracle.present) snprintf(why, n, "a stored /oracle is not streamed by head group yet");
   else if (plan->n > 1) snprintf(why, n, "two shard runs are not streamed by head group yet");
   else {
     gdn_inputs probe;
@@ -781,6 +784,15 @@ static void fixture_stream_refusal(const fix_group *g, const parity_sweep_opts *
     probe.prelude = fix_group_has_prelude(g) ? (gdn_prelude *)why : NULL; /* only tested for presence */
     parity_sweep_stream_refusal(&probe, o, why, n);
   }
+}
+
+/* Without a reference only our two kernels can be compared with each
+ * other; an output nobody judged must never count as a pass. */
+static int fixture_no_oracle_refusal(const fix_fixture *fx, gdn_error *e) {
+  return gdn_error_set(e, GDN_ERR_INPUT,
+                       "--oracle none cannot judge the fixture's /outputs (%zu, first '%s'): there is nothing to "
+                       "hold them against; use an oracle (--oracle dd is fast) or a fixture without /outputs",
+                       fx->n_outputs, fx->outputs[0].name);
 }
 
 /* Each device count an output of the fixture declares joins the run's
@@ -810,7 +822,9 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
   fix_load_opts_init(&lo);
   lo.max_bytes = 0; /* a group's slab is counted by the plan below */
   lo.allow_stale_oracle = 1;
-  fixture_src src = {NULL, 0, 0};
+  fixture_src src = {NULL, 0, 0, {0}};
+  fix_fixture_init(&src.slab);
+  parity_external *ext = NULL;
   parity_shard_plan plan;
   parity_shard_plan_init(&plan);
   int rc = fix_group_open_isolated(&src.g, path, &lo, e); /* HDF5 is not memory-safe: probed first */
@@ -838,13 +852,18 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
   gdn_error quiet;
   gdn_error_init(&quiet);
   const int flags = (h0 ? PARITY_STREAM_H0 : 0) | (grads ? PARITY_STREAM_GRADS : 0);
+  /* the output sets held: the reference, the scan, one candidate, and the
+   * group's slab of each output and of the stored /oracle (as run_fixture counts) */
+  const int sets = 3 + (int)m->n_outputs + m->oracle.present;
   if (!rc && !why[0] &&
-      (st->group_heads || parity_budget_check(s, h0, 3, &o, st->max_bytes, NULL) ||
+      (st->group_heads || parity_budget_check(s, h0, sets, &o, st->max_bytes, NULL) ||
        (grads && grads_check_limit(st, s, NULL))) && /* streamed when the forward or the gradients do not fit whole */
       /* not even one key head fits: the whole check's refusal says why */
-      (st->group_heads || !parity_stream_plan_make(s, flags, 3, &o, st->max_bytes, 0, &sp, &quiet))) {
-    if (!(rc = parity_stream_plan_make(s, flags, 3, &o, st->max_bytes, st->group_heads, &sp, e)) &&
-        !(rc = scratch_room(&sp, &o, grads, e))) {
+      (st->group_heads || !parity_stream_plan_make(s, flags, sets, &o, st->max_bytes, 0, &sp, &quiet))) {
+    if (st->tier == PARITY_ORACLE_NONE && m->n_outputs)
+      rc = fixture_no_oracle_refusal(m, e);
+    else if (!(rc = parity_stream_plan_make(s, flags, sets, &o, st->max_bytes, st->group_heads, &sp, e)) &&
+             !(rc = scratch_room(&sp, &o, grads, e)) && !(rc = parity_externals_from_fixture(m, &ext, e))) {
       *done = 1;
       for (size_t i = 0; i < m->n_warnings; i++)
         if (o.verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(m->warnings[i]));
@@ -855,15 +874,18 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
                 kern_shard_name(o.shard), o.shard_from, line, parity_spill_dir());
       }
       const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+      const parity_stream_fixture sf = {ext, m->n_outputs, fixture_group_slab};
       const parity_stream_run sr = {&sp, {fixture_group_load, &src}, base_name, "fixture", path,
                                     m->inputs_sha256, m->has_cotangents ? m->grad_problem_sha256 : NULL,
-                                    st->tier, st->oracle_bits, grads};
+                                    st->tier, st->oracle_bits, grads, &sf};
       parity_progress_add(o.progress, parity_sweep_stream_steps(&sp, &o));
       rc = parity_sweep_run_streamed(&st->doc, &sr, &o, e);
     }
   }
   if (rc) gdn_error_prefix(e, "%s: ", path);
   parity_shard_plan_clear(&plan);
+  parity_externals_free(ext, m->n_outputs);
+  fix_fixture_clear(&src.slab);
   fix_group_close(src.g);
   return rc;
 }
@@ -921,13 +943,8 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
     goto done;
   }
   if (st->tier == PARITY_ORACLE_NONE && fx.n_outputs) {
-    /* Without a reference only our two kernels can be compared with each
-     * other; an output nobody judged must never count as a pass. */
-    rc = gdn_error_set(e, GDN_ERR_INPUT,
-                       "%s: --oracle none cannot judge the fixture's /outputs (%zu, first '%s'): there is "
-                       "nothing to hold them against; use an oracle (--oracle dd is fast) or a fixture without "
-                       "/outputs",
-                       path, fx.n_outputs, fx.outputs[0].name);
+    rc = fixture_no_oracle_refusal(&fx, e);
+    gdn_error_prefix(e, "%s: ", path);
     goto done;
   }
   /* every step of the run counted before the first (the oracle) starts,

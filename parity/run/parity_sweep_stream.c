@@ -11,6 +11,7 @@
 #include "parity_metrics.h"
 #include "parity_oracle_group.h"
 #include "parity_spill.h"
+#include "parity_stream_subject.h"
 #include "parity_sweep_ctx.h"
 #include "parity_upstream.h"
 #include "gdn_clock.h"
@@ -66,6 +67,7 @@ typedef struct sctx {
   set_head_t *mh; /* n_groups */
   int want_model;
   double *bm;     /* its read-back buffer */
+  parity_stream_outputs outs; /* a fixture's outputs (rank 0) */
 } sctx;
 
 static void group_of(const sctx *c, int64_t g, int64_t *k0, int64_t *k1, gdn_shape *gs) {
@@ -353,6 +355,7 @@ static int oracle_visit(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
   gdn_error_init(&le);
   int rc = load_group(c, wrong ? (g + 1) % c->p->n_groups : g, &le);
   if (!rc && me == 0 && g == 0) header_from(c);
+  if (!rc && me == 0 && c->outs.n) rc = parity_stream_outputs_keep(&c->outs, g, c->sr->fixture->slab(c->sr->src.ctx), &le);
   for (size_t ci = 0; !rc && me == 0 && ci < o->n_chunks; ci++) parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
   if (rc && parity_dist_size() == 1) return *e = le, rc;
   if (rc) {
@@ -681,6 +684,7 @@ static int case_group_tensor(sctx *c, size_t k, int64_t g, int t, case_acc *a, g
 static int case_map_alloc(sctx *c, parity_case_result *r, gdn_error *e) {
   input_ctx *x = &c->x;
   if (!x->ref || !(x->meas[x->candidate].has_vs_ref & (1u << PARITY_T_O))) return 0;
+  if (parity_stream_map_subject(x, r) != x->candidate) return 0; /* an output's (parity_stream_subject.h) */
   int64_t od[4];
   parity_tensors[PARITY_T_O].dims(&c->whole, od);
   const int64_t C = x->cfg.chunk, nblk = (od[1] + C - 1) / C, per = (nblk + 255) / 256;
@@ -748,7 +752,9 @@ static int run_case_k(sctx *c, size_t k, gdn_error *e) {
     x->d->t_kernels += r.seconds;
     parity_sweep_case_describe(x, &r);
     memcpy(r.subjects, x->meas, x->n_subj * sizeof *r.subjects);
+    parity_sweep_case_scope(x, &r);
     rc = case_measure_groups(c, k, &r, e);
+    if (!rc) rc = parity_stream_subject_measure(&c->outs, x, &r, c->refs.t, c->base.t, c->base.present, e);
   }
   if (!rc) rc = parity_sweep_case_judge(x, &r, e);
   if (!rc) rc = parity_doc_add_case(x->d, &r, x->o->reproducible, e);
@@ -805,6 +811,9 @@ static int run_chunk_streamed(sctx *c, size_t ci, gdn_error *e) {
   c->meas_case = gdn_calloc(c->n_cases ? c->n_cases : 1, sizeof *c->meas_case, "case metrics", e);
   if (!c->meas_case) rc = e ? e->code : GDN_ERR_NOMEM;
   if (!rc) rc = chunk_metrics(c, e);
+  if (!rc)
+    rc = parity_stream_outputs_measure(&c->outs, x, c->refs.t, c->refs.present, c->model.t,
+                                       c->want_model ? c->model.present : 0, chunk, e);
   if (!rc) x->meas[x->baseline] = c->meas_base;
   if (!rc) rc = chunk_profiles(c, e);
   parity_progress_end(o->progress);
@@ -873,9 +882,11 @@ static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const p
   spill_set_init(&c->model);
   input_ctx *x = &c->x;
   parity_sweep_ctx_init(x, d, o);
-  int rc = parity_sweep_ctx_subjects(x, NULL, 0, e);
+  const parity_stream_fixture *fx = sr->fixture;
+  const size_t n_ext = fx ? fx->n_ext : 0;
+  int rc = parity_sweep_ctx_subjects(x, fx ? fx->ext : NULL, n_ext, e);
   if (rc) return rc;
-  if (x->n_subj != 2)
+  if (x->n_subj != 2 + n_ext)
     return gdn_error_set(e, GDN_ERR_INTERNAL, "a streamed run needs the scan and the candidate only (%zu subjects)",
                          x->n_subj);
   size_t most = 0;
@@ -899,12 +910,16 @@ static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const p
   c->gt = c->rh ? gdn_calloc((size_t)c->p->n_groups, sizeof *c->gt, "group tallies", e) : NULL;
   if (!c->gt) return e ? e->code : GDN_ERR_NOMEM;
   for (int64_t g = 0; g < c->p->n_groups; g++) parity_group_tally_init(&c->gt[g]);
+  double *const bufs[3] = {c->bx, c->br, c->bb};
+  if (n_ext && (rc = parity_stream_outputs_open(&c->outs, fx->ext, n_ext, 2, c->p, sr->grads, c->counts, bufs, e)))
+    return rc;
   for (size_t ci = 0; ci < o->n_chunks; ci++) parity_kappa_acc_init(&c->kacc[ci]);
   return GDN_OK;
 }
 
 static void ctx_free(sctx *c) {
   chunk_clear(c);
+  parity_stream_outputs_clear(&c->outs);
   spill_set_close(&c->refs);
   for (int t = 0; t < PARITY_T_N; t++) gdn_free(c->counts[t]);
   gdn_free(c->bx);
