@@ -35,6 +35,7 @@
 #include "parity_trust.h"
 #include "parity_worst.h"
 #include "parity_spill.h"
+#include "parity_stream_oracle.h"
 #include "parity_stream_outputs.h"
 #include "parity_sweep_stream.h"
 #include "parity_kappa_model.h"
@@ -775,8 +776,7 @@ static void fixture_stream_refusal(const fix_group *g, const parity_sweep_opts *
                                    char *why, size_t n) {
   const fix_fixture *m = fix_group_meta(g);
   why[0] = '\0';
-  if (m->oracle.present) snprintf(why, n, "a stored /oracle is not streamed by head group yet");
-  else if (plan->n > 1) snprintf(why, n, "two shard runs are not streamed by head group yet");
+  if (plan->n > 1) snprintf(why, n, "two shard runs are not streamed by head group yet");
   else {
     gdn_inputs probe;
     gdn_inputs_init(&probe);
@@ -825,6 +825,8 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
   fixture_src src = {NULL, 0, 0, {0}};
   fix_fixture_init(&src.slab);
   parity_external *ext = NULL;
+  parity_stored_oracle stored; /* its /oracle, trusted or not as the whole check decides */
+  parity_stored_oracle_init(&stored);
   parity_shard_plan plan;
   parity_shard_plan_init(&plan);
   int rc = fix_group_open_isolated(&src.g, path, &lo, e); /* HDF5 is not memory-safe: probed first */
@@ -863,7 +865,8 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
     if (st->tier == PARITY_ORACLE_NONE && m->n_outputs)
       rc = fixture_no_oracle_refusal(m, e);
     else if (!(rc = parity_stream_plan_make(s, flags, sets, &o, st->max_bytes, st->group_heads, &sp, e)) &&
-             !(rc = scratch_room(&sp, &o, grads, e)) && !(rc = parity_externals_from_fixture(m, &ext, e))) {
+             !(rc = scratch_room(&sp, &o, grads, e)) && !(rc = parity_externals_from_fixture(m, &ext, e)) &&
+             !(rc = parity_stored_oracle_open(&stored, m, st->tier, o.dtype, e))) {
       *done = 1;
       for (size_t i = 0; i < m->n_warnings; i++)
         if (o.verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(m->warnings[i]));
@@ -874,7 +877,7 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
                 kern_shard_name(o.shard), o.shard_from, line, parity_spill_dir());
       }
       const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-      const parity_stream_fixture sf = {ext, m->n_outputs, fixture_group_slab};
+      const parity_stream_fixture sf = {ext, m->n_outputs, fixture_group_slab, &stored};
       const parity_stream_run sr = {&sp, {fixture_group_load, &src}, base_name, "fixture", path,
                                     m->inputs_sha256, m->has_cotangents ? m->grad_problem_sha256 : NULL,
                                     st->tier, st->oracle_bits, grads, &sf};
@@ -885,6 +888,7 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
   if (rc) gdn_error_prefix(e, "%s: ", path);
   parity_shard_plan_clear(&plan);
   parity_externals_free(ext, m->n_outputs);
+  parity_stored_oracle_clear(&stored);
   fix_fixture_clear(&src.slab);
   fix_group_close(src.g);
   return rc;

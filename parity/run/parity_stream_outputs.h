@@ -35,12 +35,14 @@
 #include "parity_sweep_ctx.h"
 
 /* A fixture run streamed (parity_stream_run.fixture): its outputs'
- * identity and the slab of the group its loader (parity_group_inputs) read
- * last, which holds that group's outputs. */
+ * identity, the slab of the group its loader (parity_group_inputs) read
+ * last, which holds that group's outputs and /oracle, and what the run
+ * makes of a stored /oracle. */
 typedef struct parity_stream_fixture {
   const parity_external *ext;
   size_t n_ext;
   const fix_fixture *(*slab)(void *src_ctx); /* called with parity_group_inputs.ctx */
+  struct parity_stored_oracle *stored;        /* its /oracle (parity_stream_oracle.h), NULL: none */
 } parity_stream_fixture;
 
 typedef struct parity_stream_outputs {

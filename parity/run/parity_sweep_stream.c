@@ -11,6 +11,7 @@
 #include "parity_metrics.h"
 #include "parity_oracle_group.h"
 #include "parity_spill.h"
+#include "parity_stream_oracle.h"
 #include "parity_stream_subject.h"
 #include "parity_sweep_ctx.h"
 #include "parity_upstream.h"
@@ -68,6 +69,7 @@ typedef struct sctx {
   int want_model;
   double *bm;     /* its read-back buffer */
   parity_stream_outputs outs; /* a fixture's outputs (rank 0) */
+  int stored;                 /* this oracle pass reads a fixture's stored /oracle (parity_stream_oracle.h) */
 } sctx;
 
 static void group_of(const sctx *c, int64_t g, int64_t *k0, int64_t *k1, gdn_shape *gs) {
@@ -335,7 +337,7 @@ static int oracle_share(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
   if (!rc && hd.rc) *e = hd.err, rc = hd.rc;
   for (int t = 0; t < PARITY_T_N && !rc; t++)
     if (hd.present & (1u << t)) rc = share_tensor(c, &c->refs, "reference", g, t, 2, e);
-  c->refs.present = hd.present;
+  c->refs.present |= hd.present; /* a stored /oracle's o and ht are rank 0's already */
   parity_group_tally *gt = &c->gt[g];
   if (!rc) rc = share_tally(&gt->fwd, hd.tier[0], hd.cap[0], owner, e);
   if (!rc) rc = share_tally(&gt->vjp, hd.tier[1], hd.cap[1], owner, e);
@@ -346,6 +348,21 @@ static int oracle_share(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
 
 /* Rank 0 loads every group (the inputs' hash and kappa are its); the owner
  * computes.  A rank that cannot load a group ends every rank. */
+/* Rank 0's side of a stored /oracle: group g's slab of o and ht into the
+ * reference's scratch, checked as it comes (parity_stored_oracle_group). */
+static int stored_keep(sctx *c, int64_t g, gdn_error *e) {
+  const fix_fixture *slab = c->sr->fixture->slab(c->sr->src.ctx);
+  int64_t k0, k1;
+  gdn_shape gs;
+  group_of(c, g, &k0, &k1, &gs);
+  int rc = parity_stored_oracle_group(c->sr->fixture->stored, &c->in, &slab->oracle.out, k0 * c->r, c->whole.Hv, e);
+  for (int t = PARITY_T_O; t <= PARITY_T_HT && !rc; t++) {
+    rc = spill_set_write_one(c, &c->refs, "reference", g, t, parity_tensor_get(&parity_tensors[t], &slab->oracle.out, NULL), e);
+    c->refs.present |= 1u << t;
+  }
+  return rc;
+}
+
 static int oracle_visit(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *e) {
   const parity_sweep_opts *o = c->x.o;
   const int me = parity_dist_rank(), owner = owner_of(g);
@@ -356,21 +373,23 @@ static int oracle_visit(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
   int rc = load_group(c, wrong ? (g + 1) % c->p->n_groups : g, &le);
   if (!rc && me == 0 && g == 0) header_from(c);
   if (!rc && me == 0 && c->outs.n) rc = parity_stream_outputs_keep(&c->outs, g, c->sr->fixture->slab(c->sr->src.ctx), &le);
+  if (!rc && me == 0 && c->stored) rc = stored_keep(c, g, &le);
   for (size_t ci = 0; !rc && me == 0 && ci < o->n_chunks; ci++) parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
   if (rc && parity_dist_size() == 1) return *e = le, rc;
   if (rc) {
     fprintf(stderr, "gdn-parity: rank %d: error: %s\n", me, le.msg);
     parity_dist_abort(gdn_error_exit_status(rc));
   }
-  if (me == owner) oracle_compute(c, go, g);
+  if (me == owner && (!c->stored || c->sr->grads)) oracle_compute(c, go, g); /* stored: the VJP only */
   if (c->rh[g].rc && parity_dist_size() == 1) return *e = c->rh[g].err, c->rh[g].rc; /* the rest would fail alike */
   return GDN_OK;
 }
 
-static int phase_oracle(sctx *c, gdn_error *e) {
+static int oracle_pass(sctx *c, gdn_error *e) {
   const parity_sweep_opts *o = c->x.o;
   parity_group_oracle go;
   parity_group_oracle_init(&go, &c->whole, c->sr->tier, c->sr->oracle_bits, c->sr->grads);
+  go.vjp_only = c->stored;
   int rc = GDN_OK;
   for (int64_t g = 0; g < c->p->n_groups && !rc; g++) {
     char what[64];
@@ -382,6 +401,40 @@ static int phase_oracle(sctx *c, gdn_error *e) {
   for (int64_t g = 0; g < c->p->n_groups && !rc; g++) rc = oracle_share(c, &go, g, e);
   if (!rc) rc = parity_group_oracle_finish(&go, &c->ref, e);
   parity_group_oracle_clear(&go);
+  return rc;
+}
+
+/* The oracle: a fixture's stored /oracle read by group when it may be
+ * trusted, else (or when the groups show it may not) computed by group;
+ * the reference's note and the warnings are the whole check's. */
+static int phase_oracle(sctx *c, gdn_error *e) {
+  const parity_sweep_opts *o = c->x.o;
+  parity_stored_oracle *so = c->sr->fixture ? c->sr->fixture->stored : NULL;
+  const int log = o->verbosity >= 1 && o->log && parity_dist_rank() == 0;
+  if (so && so->present && !so->candidate && so->warning[0] && log) {
+    parity_progress_clear(o->progress);
+    fprintf(o->log, "%s: warning: %s\n", c->sr->path, so->warning);
+  }
+  c->stored = so && so->candidate;
+  int rc = oracle_pass(c, e), trusted = 0;
+  if (!rc && c->stored) {
+    if (parity_dist_rank() == 0) parity_stored_oracle_finish(so, &c->whole, &c->ref, &trusted);
+    rc = parity_dist_bcast(&trusted, sizeof trusted, 0, e);
+  }
+  if (!rc && c->stored && !trusted) { /* computed after all, every group read again */
+    if (log) {
+      parity_progress_clear(o->progress);
+      fprintf(o->log, "%s: warning: %s\n", c->sr->path, so->warning);
+    }
+    c->stored = 0;
+    spill_set_close(&c->refs);
+    spill_set_init(&c->refs);
+    memset(c->rh, 0, (size_t)c->p->n_groups * sizeof *c->rh);
+    for (size_t ci = 0; ci < o->n_chunks; ci++) parity_kappa_acc_init(&c->kacc[ci]);
+    rc = oracle_pass(c, e);
+  }
+  if (!rc && so && so->note[0] && c->ref.tier != PARITY_ORACLE_NONE)
+    snprintf(c->ref.note, sizeof c->ref.note, "%s", so->note);
   return rc;
 }
 

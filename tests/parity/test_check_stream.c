@@ -11,6 +11,7 @@
  * streamed run that skipped that group's slab would PASS and so differ. */
 #include <check.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +79,7 @@ static void same_both_ways(const char *f, const char *const *extra, const char *
   const char *ex[8] = {NULL};
   int n = 0;
   for (int i = 0; extra && extra[i]; i++) ex[n++] = extra[i];
-  ck_assert_msg(check_to(f, ex, a, r) == want, "whole: %d: %s", r->status, r->err);
+  ck_assert_msg(check_to(f, ex, a, r) == want, "%s whole: %d: %s", f, r->status, r->err);
   ck_assert_msg(!strstr(r->out, "streamed by head group"), "%s", r->out);
   cli_result rb;
   ex[n] = "--max-bytes", ex[n + 1] = lim;
@@ -186,5 +187,83 @@ START_TEST(planted_output_fails) {
 }
 END_TEST
 
+/* A fixture with a stored /oracle (gdn-fixture regen), then one defect
+ * each: the reference the streamed check reads by hyperslab and trusts or
+ * recomputes is the whole check's, with its note.  Planted in the last head
+ * group (value head 3 of 4): a value of /oracle/o in a spot-checked column
+ * (dv 6 of 16: parity_reference_spot_check's columns are 2, 6, 10, 14), a
+ * NaN in /oracle/ht (whole index ((3 * 16) + 2) * 16 + 5 = 805), an input
+ * changed after regen (stale).  A streamed check that skipped the last
+ * group's slab would trust the first two and differ. */
+static const struct {
+  const char *name, *dataset;
+  hsize_t flat;
+  float v;
+  const char *note; /* in the document's oracle_note (NULL: trusted, none) */
+  int status;       /* the check's: the outputs were computed before the stale input changed */
+} stored_cases[] = {
+    {"trusted", NULL, 0, 0, NULL, 0},
+    {"spot", "/oracle/o", (200 * 4 + 3) * 16 + 6, 0.75f, "stored /oracle not used: spot check failed: 4 recomputed", 0},
+    {"nan", "/oracle/ht", ((3 * 16) + 2) * 16 + 5, NAN, "stored /oracle not used: /oracle/ht[805] is not finite (nan)",
+     0},
+    {"stale", "/inputs/v", (100 * 4 + 3) * 16 + 1, 0.25f, "stored /oracle not used: stale", 1},
+};
+
+START_TEST(stored_oracle) {
+  for (size_t i = 0; i < sizeof stored_cases / sizeof *stored_cases; i++) {
+    char f[256], a[256];
+    dir_begin();
+    synth("oracle.h5", (const char *const[]){"--shape", "1,256,4,16", "--key-heads", "2", "--h0", "--kernel-outputs",
+                                             "1,2", NULL},
+          f, sizeof f);
+    cli_result r;
+    char *regen[] = {fixture_exe, "regen", f, "--oracle-bits", "64", NULL};
+    cli_run(&r, regen);
+    ck_assert_msg(r.status == 0, "regen: %s", r.err);
+    if (stored_cases[i].dataset) h5e_poke(f, stored_cases[i].dataset, stored_cases[i].flat, stored_cases[i].v);
+    same_both_ways(f, NULL, NULL, stored_cases[i].status, &r);
+    snprintf(a, sizeof a, "%s/s.json", dir);
+    ck_assert_int_eq(check_to(f, (const char *const[]){"--group-heads", "1", NULL}, a, &r), stored_cases[i].status);
+    json_error_t je;
+    json_t *j = json_load_file(a, 0, &je), *in = json_array_get(json_object_get(j, "inputs"), 0);
+    ck_assert(j && in);
+    const char *note = json_string_value(json_object_get(in, "oracle_note"));
+    if (!stored_cases[i].note) {
+      ck_assert_msg(json_is_true(json_object_get(in, "oracle_from_fixture")) && !note, "%s: not trusted: %s",
+                    stored_cases[i].name, note ? note : "");
+    } else {
+      ck_assert_msg(note && strstr(note, stored_cases[i].note), "%s: note %s", stored_cases[i].name, note ? note : "");
+      ck_assert(!json_is_true(json_object_get(in, "oracle_from_fixture")));
+      ck_assert_msg(strstr(r.out, "warning: the stored /oracle is"), "%s: no warning: %s", stored_cases[i].name, r.out);
+    }
+    json_decref(j);
+    unlink(a);
+    unlink(f);
+    dir_end();
+  }
+}
+END_TEST
+
+/* A stored /oracle with /cotangents: its forward read by group, the
+ * oracle's VJP computed by group (parity_group_oracle.vjp_only), the
+ * outputs' gradients judged against it. */
+START_TEST(stored_oracle_with_gradients) {
+  char f[256];
+  dir_begin();
+  synth("og.h5", (const char *const[]){"--shape", "1,128,4,8", "--key-heads", "2", "--h0", "--grad",
+                                       "--kernel-outputs", "1,2", NULL},
+        f, sizeof f);
+  cli_result r;
+  char *regen[] = {fixture_exe, "regen", f, "--oracle-bits", "64", NULL};
+  cli_run(&r, regen);
+  ck_assert_msg(r.status == 0, "regen: %s", r.err);
+  same_both_ways(f, NULL, NULL, 0, &r);
+  ck_assert_msg(strstr(r.out, "the fixture's MPFR oracle"), "%s", r.out);
+  unlink(f);
+  dir_end();
+}
+END_TEST
+
 CKR_MAIN_ARGS("test_check_stream PATH-TO-gdn-parity PATH-TO-gdn-fixture", 2, (&exe, &fixture_exe), "check_stream",
-              "check_stream", 600, outputs_forward, outputs_with_gradients, planted_output_fails)
+              "check_stream", 600, outputs_forward, outputs_with_gradients, planted_output_fails, stored_oracle,
+              stored_oracle_with_gradients)
