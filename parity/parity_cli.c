@@ -772,18 +772,13 @@ static int fixture_group_load(void *ctx, int64_t k0, int64_t k1, gdn_inputs *in,
 static const fix_fixture *fixture_group_slab(void *ctx) { return &((fixture_src *)ctx)->slab; }
 
 /* Why this fixture cannot be streamed ("": it can). */
-static void fixture_stream_refusal(const fix_group *g, const parity_sweep_opts *o, const parity_shard_plan *plan,
-                                   char *why, size_t n) {
+static void fixture_stream_refusal(const fix_group *g, const parity_sweep_opts *o, char *why, size_t n) {
   const fix_fixture *m = fix_group_meta(g);
-  why[0] = '\0';
-  if (plan->n > 1) snprintf(why, n, "two shard runs are not streamed by head group yet");
-  else {
-    gdn_inputs probe;
-    gdn_inputs_init(&probe);
-    probe.seg = m->inputs.seg;
-    probe.prelude = fix_group_has_prelude(g) ? (gdn_prelude *)why : NULL; /* only tested for presence */
-    parity_sweep_stream_refusal(&probe, o, why, n);
-  }
+  gdn_inputs probe;
+  gdn_inputs_init(&probe);
+  probe.seg = m->inputs.seg;
+  probe.prelude = fix_group_has_prelude(g) ? (gdn_prelude *)why : NULL; /* only tested for presence */
+  parity_sweep_stream_refusal(&probe, o, why, n);
 }
 
 /* Without a reference only our two kernels can be compared with each
@@ -811,6 +806,69 @@ static void fixture_declared_devices(const fix_fixture *fx, parity_sweep_opts *o
   }
 }
 
+/* What a streamed fixture run holds per group (parity_stream_plan_make's
+ * flags and output sets) and whether it judges gradients. */
+typedef struct stream_shape {
+  int flags, sets, grads;
+} stream_shape;
+
+/* The fixture streamed by head group, one streamed sweep per run of its
+ * shard plan (run_fixture_shards' way): run r in its mode, judging the
+ * outputs the plan gives it (shallow copies of ext, which keeps ownership;
+ * `index` maps them to the file's).  Each run reads every group again (its
+ * oracle, stored or computed, included): the runs hold nothing between
+ * them. */
+static int stream_fixture_runs(run_state *st, const char *path, fixture_src *src, const parity_external *ext,
+                               const parity_shard_plan *plan, const parity_sweep_opts *o, const stream_shape *sh,
+                               FILE *out, gdn_error *e) {
+  const fix_fixture *m = fix_group_meta(src->g);
+  const gdn_shape *s = &m->inputs.shape;
+  const size_t no = m->n_outputs ? m->n_outputs : 1;
+  parity_external *sub = gdn_malloc(no * sizeof *sub, "outputs of a shard run", e);
+  size_t *index = sub ? gdn_malloc(no * sizeof *index, "outputs of a shard run", e) : NULL;
+  parity_stored_oracle stored; /* its /oracle, trusted or not as the whole check decides */
+  parity_stored_oracle_init(&stored);
+  int rc = index ? GDN_OK : (e ? e->code : GDN_ERR_NOMEM);
+  const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  for (int r = 0; r < plan->n && !rc; r++) {
+    parity_sweep_opts orun = *o;
+    orun.shard = plan->mode[r];
+    orun.shard_from = plan->from[r];
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_outputs; i++)
+      if (plan->run_of[i] == r) sub[n] = ext[i], index[n++] = i;
+    parity_stream_plan sp;
+    if ((rc = parity_sweep_validate(s, &orun, e))) {
+      gdn_error_prefix(e, "shard %s: ", kern_shard_name(orun.shard));
+      break;
+    }
+    if ((rc = parity_stream_plan_make(s, sh->flags, sh->sets, &orun, st->max_bytes, st->group_heads, &sp, e)) ||
+        (rc = scratch_room(&sp, &orun, sh->grads, e)) ||
+        (rc = parity_stored_oracle_open(&stored, m, st->tier, orun.dtype, e)))
+      break;
+    if (orun.verbosity >= 1) {
+      char line[320];
+      parity_stream_describe(&sp, line, sizeof line);
+      if (m->n_outputs)
+        fprintf(out, "%s: shard %s (%s), judging %zu of the fixture's %zu outputs\n", gdn_text_show(path),
+                kern_shard_name(orun.shard), orun.shard_from, n, m->n_outputs);
+      else
+        fprintf(out, "%s: shard %s (%s)\n", gdn_text_show(path), kern_shard_name(orun.shard), orun.shard_from);
+      fprintf(out, "note: %s; scratch files in %s\n", line, parity_spill_dir());
+    }
+    const parity_stream_fixture sf = {sub, n, fixture_group_slab, &stored, index};
+    const parity_stream_run sr = {&sp, {fixture_group_load, src}, base_name, "fixture", path,
+                                  m->inputs_sha256, m->has_cotangents ? m->grad_problem_sha256 : NULL,
+                                  st->tier, st->oracle_bits, sh->grads, &sf};
+    parity_progress_add(orun.progress, parity_sweep_stream_steps(&sp, &orun));
+    rc = parity_sweep_run_streamed(&st->doc, &sr, &orun, e);
+  }
+  parity_stored_oracle_clear(&stored);
+  gdn_free(index);
+  gdn_free(sub);
+  return rc;
+}
+
 /* check of a fixture by head group: asked for (--group-heads), or when the
  * whole run is over --max-bytes.  *done 0: run it whole instead. */
 static int run_fixture_streamed(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
@@ -825,8 +883,6 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
   fixture_src src = {NULL, 0, 0, {0}};
   fix_fixture_init(&src.slab);
   parity_external *ext = NULL;
-  parity_stored_oracle stored; /* its /oracle, trusted or not as the whole check decides */
-  parity_stored_oracle_init(&stored);
   parity_shard_plan plan;
   parity_shard_plan_init(&plan);
   int rc = fix_group_open_isolated(&src.g, path, &lo, e); /* HDF5 is not memory-safe: probed first */
@@ -845,7 +901,7 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
     o.shard_from = plan.from[0];
     if (!chunk_given) o.chunks[0] = m->chunk_size, o.n_chunks = 1;
     fixture_declared_devices(m, &o);
-    fixture_stream_refusal(src.g, &o, &plan, why, sizeof why);
+    fixture_stream_refusal(src.g, &o, why, sizeof why);
     if (st->group_heads && why[0]) rc = gdn_error_set(e, GDN_ERR_INPUT, "--group-heads: %s", why);
   }
   const int h0 = fix_group_has_h0(src.g), grads = m->has_cotangents || st->grad;
@@ -865,30 +921,17 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
     if (st->tier == PARITY_ORACLE_NONE && m->n_outputs)
       rc = fixture_no_oracle_refusal(m, e);
     else if (!(rc = parity_stream_plan_make(s, flags, sets, &o, st->max_bytes, st->group_heads, &sp, e)) &&
-             !(rc = scratch_room(&sp, &o, grads, e)) && !(rc = parity_externals_from_fixture(m, &ext, e)) &&
-             !(rc = parity_stored_oracle_open(&stored, m, st->tier, o.dtype, e))) {
+             !(rc = parity_externals_from_fixture(m, &ext, e))) {
       *done = 1;
       for (size_t i = 0; i < m->n_warnings; i++)
         if (o.verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(m->warnings[i]));
-      if (o.verbosity >= 1) {
-        char line[320];
-        parity_stream_describe(&sp, line, sizeof line);
-        fprintf(out, "%s: shard %s (%s)\nnote: %s; scratch files in %s\n", gdn_text_show(path),
-                kern_shard_name(o.shard), o.shard_from, line, parity_spill_dir());
-      }
-      const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-      const parity_stream_fixture sf = {ext, m->n_outputs, fixture_group_slab, &stored};
-      const parity_stream_run sr = {&sp, {fixture_group_load, &src}, base_name, "fixture", path,
-                                    m->inputs_sha256, m->has_cotangents ? m->grad_problem_sha256 : NULL,
-                                    st->tier, st->oracle_bits, grads, &sf};
-      parity_progress_add(o.progress, parity_sweep_stream_steps(&sp, &o));
-      rc = parity_sweep_run_streamed(&st->doc, &sr, &o, e);
+      const stream_shape shp = {flags, sets, grads};
+      rc = stream_fixture_runs(st, path, &src, ext, &plan, &o, &shp, out, e);
     }
   }
   if (rc) gdn_error_prefix(e, "%s: ", path);
   parity_shard_plan_clear(&plan);
   parity_externals_free(ext, m->n_outputs);
-  parity_stored_oracle_clear(&stored);
   fix_fixture_clear(&src.slab);
   fix_group_close(src.g);
   return rc;

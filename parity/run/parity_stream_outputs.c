@@ -59,11 +59,12 @@ void parity_stream_outputs_clear(parity_stream_outputs *so) {
  * stored, the stored gradients when the run judges gradients. */
 int parity_stream_outputs_keep(parity_stream_outputs *so, int64_t g, const fix_fixture *slab, gdn_error *e) {
   if (!so->n) return GDN_OK;
-  if (!slab || slab->n_outputs != so->n)
-    return gdn_error_set(e, GDN_ERR_INTERNAL, "head group %lld: %zu outputs read, %zu expected", (long long)g,
-                         slab ? slab->n_outputs : 0, so->n);
   for (size_t i = 0; i < so->n; i++) {
-    const fix_output *fo = &slab->outputs[i];
+    const size_t j = so->index ? so->index[i] : i;
+    if (!slab || j >= slab->n_outputs)
+      return gdn_error_set(e, GDN_ERR_INTERNAL, "head group %lld: output %zu of %zu read", (long long)g, j,
+                           slab ? slab->n_outputs : 0);
+    const fix_output *fo = &slab->outputs[j];
     unsigned present = PARITY_TENSOR_O | (fo->has_ht ? PARITY_TENSOR_HT : 0u);
     so->out_dtype[i][PARITY_T_O] = fo->out.dtype;
     so->out_dtype[i][PARITY_T_HT] = GDN_DTYPE_F32;

@@ -43,6 +43,7 @@ typedef struct parity_stream_fixture {
   size_t n_ext;
   const fix_fixture *(*slab)(void *src_ctx); /* called with parity_group_inputs.ctx */
   struct parity_stored_oracle *stored;        /* its /oracle (parity_stream_oracle.h), NULL: none */
+  const size_t *index;                        /* ext[i] is the slab's outputs[index[i]] (NULL: i) */
 } parity_stream_fixture;
 
 typedef struct parity_stream_outputs {
@@ -55,6 +56,7 @@ typedef struct parity_stream_outputs {
   parity_spill_tensor (*t)[PARITY_T_N];
   unsigned *present;
   gdn_dtype (*out_dtype)[PARITY_T_N];
+  const size_t *index;         /* ext[i] is a slab's outputs[index[i]] (NULL: i) */
   int64_t *counts[PARITY_T_N]; /* per group element counts (borrowed) */
   double *buf[3];              /* read buffers (borrowed) */
 } parity_stream_outputs;

@@ -966,6 +966,7 @@ static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const p
   double *const bufs[3] = {c->bx, c->br, c->bb};
   if (n_ext && (rc = parity_stream_outputs_open(&c->outs, fx->ext, n_ext, 2, c->p, sr->grads, c->counts, bufs, e)))
     return rc;
+  c->outs.index = fx ? fx->index : NULL;
   for (size_t ci = 0; ci < o->n_chunks; ci++) parity_kappa_acc_init(&c->kacc[ci]);
   return GDN_OK;
 }

@@ -264,6 +264,31 @@ START_TEST(stored_oracle_with_gradients) {
 }
 END_TEST
 
+/* Outputs declaring two shard modes (parity_check_shard.h): two streamed
+ * sweeps, each judging its outputs in its mode, as the whole check runs
+ * two; with a stored /oracle, read again by each. */
+START_TEST(two_shard_runs) {
+  char f[256];
+  dir_begin();
+  synth("shards.h5", (const char *const[]){"--shape", "1,256,4,16", "--key-heads", "2", "--h0", "--kernel-outputs",
+                                           "1,2", NULL},
+        f, sizeof f);
+  h5e_set_attr_str(f, "/outputs/kernel-scan", "shard", "tokens");
+  h5e_set_attr_str(f, "/outputs/kernel-affine-prefix-d2", "shard", "chunks");
+  cli_result r;
+  same_both_ways(f, NULL, NULL, 0, &r);
+  ck_assert_msg(strstr(r.out, "shard tokens (declared), judging 1 of the fixture's 2 outputs") &&
+                    strstr(r.out, "shard chunks (declared), judging 1 of the fixture's 2 outputs"),
+                "%s", r.out);
+  char *regen[] = {fixture_exe, "regen", f, "--oracle-bits", "64", NULL};
+  cli_run(&r, regen);
+  ck_assert_msg(r.status == 0, "regen: %s", r.err);
+  same_both_ways(f, NULL, NULL, 0, &r);
+  unlink(f);
+  dir_end();
+}
+END_TEST
+
 CKR_MAIN_ARGS("test_check_stream PATH-TO-gdn-parity PATH-TO-gdn-fixture", 2, (&exe, &fixture_exe), "check_stream",
               "check_stream", 600, outputs_forward, outputs_with_gradients, planted_output_fails, stored_oracle,
-              stored_oracle_with_gradients)
+              stored_oracle_with_gradients, two_shard_runs)
