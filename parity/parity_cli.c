@@ -406,10 +406,15 @@ static int synth_stream_plan(const run_state *st, const parity_synth_spec *sp, c
 }
 
 /* The scratch folder has room for what a streamed run writes. */
-static int scratch_room(const parity_stream_plan *plan, const parity_sweep_opts *o, int grads, gdn_error *e) {
+/* extra_sets: a fixture's outputs, kept in scratch too (as binary64: a bound). */
+static int scratch_room(const parity_stream_plan *plan, const parity_sweep_opts *o, int grads, size_t extra_sets,
+                        gdn_error *e) {
   int rc = parity_spill_check(e); /* before any work: a bad TMPDIR is not noticed after an oracle */
   if (rc) return rc;
-  const double need = parity_sweep_stream_scratch_bytes(plan, o, grads);
+  double need = parity_sweep_stream_scratch_bytes(plan, o, grads);
+  for (int t = 0; t < PARITY_T_N; t++)
+    if (!parity_tensors[t].grad || grads)
+      need += 8.0 * (double)extra_sets * (double)parity_tensor_numel(&parity_tensors[t], &plan->whole);
   const uint64_t avail = parity_spill_free_bytes();
   if (avail && need > (double)avail)
     return gdn_error_set(e, GDN_ERR_INPUT,
@@ -426,7 +431,7 @@ static int run_synthetic_streamed(run_state *st, const parity_synth_spec *sp, co
     parity_stream_describe(plan, line, sizeof line);
     fprintf(o->log, "note: %s; scratch files in %s\n", line, parity_spill_dir());
   }
-  int rc = scratch_room(plan, o, st->grad || sp->grad, e);
+  int rc = scratch_room(plan, o, st->grad || sp->grad, 0, e);
   if (rc) return rc;
   char name[96], sha[FIX_SHA256_HEX] = "";
   snprintf(name, sizeof name, "synthetic seed %" PRIu64, sp->synth.seed);
@@ -843,7 +848,7 @@ static int stream_fixture_runs(run_state *st, const char *path, fixture_src *src
       break;
     }
     if ((rc = parity_stream_plan_make(s, sh->flags, sh->sets, &orun, st->max_bytes, st->group_heads, &sp, e)) ||
-        (rc = scratch_room(&sp, &orun, sh->grads, e)) ||
+        (rc = scratch_room(&sp, &orun, sh->grads, n, e)) ||
         (rc = parity_stored_oracle_open(&stored, m, st->tier, orun.dtype, e)))
       break;
     if (orun.verbosity >= 1) {

@@ -179,6 +179,7 @@ static int measure_tensor(const parity_stream_outputs *so, input_ctx *x, int t, 
 int parity_stream_outputs_measure(const parity_stream_outputs *so, input_ctx *x, const parity_spill_tensor *ref,
                                   unsigned ref_present, const parity_spill_tensor *model, unsigned model_present,
                                   int64_t chunk, gdn_error *e) {
+  if (!so->n) return GDN_OK;
   for (size_t i = 0; i < so->n; i++) {
     parity_subject_result *m = &x->meas[so->first + i];
     parity_sweep_meas_init(m, &x->subj[so->first + i]);
