@@ -117,7 +117,7 @@ static int vs_metrics(const parity_stream_outputs *so, int t, const parity_spill
 }
 
 /* The upstream figures (maxima over the groups) and the o profile. */
-static int subject_groups(const parity_stream_outputs *so, const input_ctx *x, parity_case_result *r, size_t si,
+static int subject_groups(const parity_stream_outputs *so, const input_ctx *x, parity_case_result *r,
                           const parity_spill_tensor *st, const parity_spill_tensor *at, const parity_spill_tensor *ref,
                           double fig[PARITY_UPSTREAM_AC][PARITY_T_N], gdn_error *e) {
   const unsigned mask = r->subject_vs_mask;
@@ -156,7 +156,6 @@ static int subject_groups(const parity_stream_outputs *so, const input_ctx *x, p
     parity_profile_o_v(xo, ro, d, x->block, tmp);
     max_into(r->subject_profile, tmp, r->profile.n);
   }
-  (void)si;
   gdn_free(tmp);
   return rc;
 }
@@ -185,7 +184,7 @@ int parity_stream_subject_measure(const parity_stream_outputs *so, const input_c
   }
   r->subject_vs_mask = mask;
   double fig[PARITY_UPSTREAM_AC][PARITY_T_N] = {{0}};
-  if (!rc) rc = subject_groups(so, x, r, si, st, at, ref, fig, e);
+  if (!rc) rc = subject_groups(so, x, r, st, at, ref, fig, e);
   if (!rc) parity_upstream_judge(fig, rf, mask, r->upstream);
   return rc;
 }

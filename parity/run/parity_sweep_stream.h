@@ -31,7 +31,10 @@
  *
  * A fixture's external outputs are kept in scratch by rank 0 as it loads
  * each group and judged from there (parity_stream_outputs.h,
- * parity_stream_subject.h).
+ * parity_stream_subject.h); its stored /oracle is read into the
+ * reference's scratch the same way and trusted or recomputed as the whole
+ * check decides (parity_stream_oracle.h; with gradients only the VJP is
+ * computed by group).
  *
  * Not streamed (the caller runs these whole or refuses): packed documents,
  * the bfloat16 layer prelude and extra subject rows.
