@@ -35,6 +35,8 @@
 #include "parity_trust.h"
 #include "parity_worst.h"
 #include "parity_spill.h"
+#include "parity_stream_oracle.h"
+#include "parity_stream_outputs.h"
 #include "parity_sweep_stream.h"
 #include "parity_kappa_model.h"
 #include "parity_recur_cli.h"
@@ -420,10 +422,15 @@ static int synth_stream_plan(const run_state *st, const parity_synth_spec *sp, c
 }
 
 /* The scratch folder has room for what a streamed run writes. */
-static int scratch_room(const parity_stream_plan *plan, const parity_sweep_opts *o, int grads, gdn_error *e) {
+/* extra_sets: a fixture's outputs, kept in scratch too (as binary64: a bound). */
+static int scratch_room(const parity_stream_plan *plan, const parity_sweep_opts *o, int grads, size_t extra_sets,
+                        gdn_error *e) {
   int rc = parity_spill_check(e); /* before any work: a bad TMPDIR is not noticed after an oracle */
   if (rc) return rc;
-  const double need = parity_sweep_stream_scratch_bytes(plan, o, grads);
+  double need = parity_sweep_stream_scratch_bytes(plan, o, grads);
+  for (int t = 0; t < PARITY_T_N; t++)
+    if (!parity_tensors[t].grad || grads)
+      need += 8.0 * (double)extra_sets * (double)parity_tensor_numel(&parity_tensors[t], &plan->whole);
   const uint64_t avail = parity_spill_free_bytes();
   if (avail && need > (double)avail)
     return gdn_error_set(e, GDN_ERR_INPUT,
@@ -440,14 +447,14 @@ static int run_synthetic_streamed(run_state *st, const parity_synth_spec *sp, co
     parity_stream_describe(plan, line, sizeof line);
     fprintf(o->log, "note: %s; scratch files in %s\n", line, parity_spill_dir());
   }
-  int rc = scratch_room(plan, o, st->grad || sp->grad, e);
+  int rc = scratch_room(plan, o, st->grad || sp->grad, 0, e);
   if (rc) return rc;
   char name[96], sha[FIX_SHA256_HEX] = "";
   snprintf(name, sizeof name, "synthetic seed %" PRIu64, sp->synth.seed);
   /* the document's inputs_sha256, drawn and hashed a range at a time (rank 0 records) */
   if (parity_dist_rank() == 0 && (rc = fix_synth_inputs_sha256(&sp->shape, &sp->synth, NULL, 0, sha, e))) return rc;
   const parity_stream_run sr = {plan, {synth_group_load, (void *)sp}, name, "synthetic", NULL, sha, NULL,
-                                st->tier, st->oracle_bits, st->grad || sp->grad};
+                                st->tier, st->oracle_bits, st->grad || sp->grad, NULL};
   parity_progress_add(o->progress, parity_sweep_stream_steps(plan, o));
   return parity_sweep_run_streamed(&st->doc, &sr, o, e);
 }
@@ -758,45 +765,50 @@ static uint64_t fixture_scratch(const gdn_shape *s, int64_t chunk_size, const vo
 
 /* A fixture's head group (parity_sweep_stream.h): fix_group_read's slab,
  * its cotangents the file's /cotangents, or (--grad without them) seed 0's
- * as the whole run draws them. */
+ * as the whole run draws them.  The slab's outputs stay until the next
+ * group is read (parity_stream_fixture.slab). */
 typedef struct fixture_src {
   fix_group *g;
   int64_t Hv, Hk;
+  fix_fixture slab;
 } fixture_src;
 
 static int fixture_group_load(void *ctx, int64_t k0, int64_t k1, gdn_inputs *in, gdn_cotangents *ct, gdn_error *e) {
   fixture_src *s = ctx;
-  fix_fixture slab;
-  fix_fixture_init(&slab);
-  int rc = fix_group_read(s->g, k0, k1, &slab, e);
+  fix_fixture *slab = &s->slab;
+  int rc = fix_group_read(s->g, k0, k1, slab, e);
   if (!rc) {
-    *in = slab.inputs; /* moved */
-    gdn_inputs_init(&slab.inputs);
-    if (ct && slab.has_cotangents) {
-      *ct = slab.cot;
-      gdn_cotangents_init(&slab.cot);
+    *in = slab->inputs; /* moved */
+    gdn_inputs_init(&slab->inputs);
+    if (ct && slab->has_cotangents) {
+      *ct = slab->cot;
+      gdn_cotangents_init(&slab->cot);
     } else if (ct && !(rc = gdn_cotangents_alloc(ct, &in->shape, 1, e)))
       gdn_cotangents_synth_heads(ct, s->Hv, k0 * (s->Hv / s->Hk), 0);
   }
-  fix_fixture_clear(&slab);
+  if (rc) fix_fixture_clear(slab);
   return rc;
 }
 
+static const fix_fixture *fixture_group_slab(void *ctx) { return &((fixture_src *)ctx)->slab; }
+
 /* Why this fixture cannot be streamed ("": it can). */
-static void fixture_stream_refusal(const fix_group *g, const parity_sweep_opts *o, const parity_shard_plan *plan,
-                                   char *why, size_t n) {
+static void fixture_stream_refusal(const fix_group *g, const parity_sweep_opts *o, char *why, size_t n) {
   const fix_fixture *m = fix_group_meta(g);
-  why[0] = '\0';
-  if (m->n_outputs) snprintf(why, n, "its /outputs (%zu) are not streamed by head group yet", m->n_outputs);
-  else if (m->oracle.present) snprintf(why, n, "a stored /oracle is not streamed by head group yet");
-  else if (plan->n > 1) snprintf(why, n, "two shard runs are not streamed by head group yet");
-  else {
-    gdn_inputs probe;
-    gdn_inputs_init(&probe);
-    probe.seg = m->inputs.seg;
-    probe.prelude = fix_group_has_prelude(g) ? (gdn_prelude *)why : NULL; /* only tested for presence */
-    parity_sweep_stream_refusal(&probe, o, why, n);
-  }
+  gdn_inputs probe;
+  gdn_inputs_init(&probe);
+  probe.seg = m->inputs.seg;
+  probe.prelude = fix_group_has_prelude(g) ? (gdn_prelude *)why : NULL; /* only tested for presence */
+  parity_sweep_stream_refusal(&probe, o, why, n);
+}
+
+/* Without a reference only our two kernels can be compared with each
+ * other; an output nobody judged must never count as a pass. */
+static int fixture_no_oracle_refusal(const fix_fixture *fx, gdn_error *e) {
+  return gdn_error_set(e, GDN_ERR_INPUT,
+                       "--oracle none cannot judge the fixture's /outputs (%zu, first '%s'): there is nothing to "
+                       "hold them against; use an oracle (--oracle dd is fast) or a fixture without /outputs",
+                       fx->n_outputs, fx->outputs[0].name);
 }
 
 /* Each device count an output of the fixture declares joins the run's
@@ -815,6 +827,69 @@ static void fixture_declared_devices(const fix_fixture *fx, parity_sweep_opts *o
   }
 }
 
+/* What a streamed fixture run holds per group (parity_stream_plan_make's
+ * flags and output sets) and whether it judges gradients. */
+typedef struct stream_shape {
+  int flags, sets, grads;
+} stream_shape;
+
+/* The fixture streamed by head group, one streamed sweep per run of its
+ * shard plan (run_fixture_shards' way): run r in its mode, judging the
+ * outputs the plan gives it (shallow copies of ext, which keeps ownership;
+ * `index` maps them to the file's).  Each run reads every group again (its
+ * oracle, stored or computed, included): the runs hold nothing between
+ * them. */
+static int stream_fixture_runs(run_state *st, const char *path, fixture_src *src, const parity_external *ext,
+                               const parity_shard_plan *plan, const parity_sweep_opts *o, const stream_shape *sh,
+                               FILE *out, gdn_error *e) {
+  const fix_fixture *m = fix_group_meta(src->g);
+  const gdn_shape *s = &m->inputs.shape;
+  const size_t no = m->n_outputs ? m->n_outputs : 1;
+  parity_external *sub = gdn_malloc(no * sizeof *sub, "outputs of a shard run", e);
+  size_t *index = sub ? gdn_malloc(no * sizeof *index, "outputs of a shard run", e) : NULL;
+  parity_stored_oracle stored; /* its /oracle, trusted or not as the whole check decides */
+  parity_stored_oracle_init(&stored);
+  int rc = index ? GDN_OK : (e ? e->code : GDN_ERR_NOMEM);
+  const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  for (int r = 0; r < plan->n && !rc; r++) {
+    parity_sweep_opts orun = *o;
+    orun.shard = plan->mode[r];
+    orun.shard_from = plan->from[r];
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_outputs; i++)
+      if (plan->run_of[i] == r) sub[n] = ext[i], index[n++] = i;
+    parity_stream_plan sp;
+    if ((rc = parity_sweep_validate(s, &orun, e))) {
+      gdn_error_prefix(e, "shard %s: ", kern_shard_name(orun.shard));
+      break;
+    }
+    if ((rc = parity_stream_plan_make(s, sh->flags, sh->sets, &orun, st->max_bytes, st->group_heads, &sp, e)) ||
+        (rc = scratch_room(&sp, &orun, sh->grads, n, e)) ||
+        (rc = parity_stored_oracle_open(&stored, m, st->tier, orun.dtype, e)))
+      break;
+    if (orun.verbosity >= 1) {
+      char line[400];
+      parity_stream_describe(&sp, line, sizeof line);
+      if (m->n_outputs)
+        fprintf(out, "%s: shard %s (%s), judging %zu of the fixture's %zu outputs\n", gdn_text_show(path),
+                kern_shard_name(orun.shard), orun.shard_from, n, m->n_outputs);
+      else
+        fprintf(out, "%s: shard %s (%s)\n", gdn_text_show(path), kern_shard_name(orun.shard), orun.shard_from);
+      fprintf(out, "note: %s; scratch files in %s\n", line, parity_spill_dir());
+    }
+    const parity_stream_fixture sf = {sub, n, fixture_group_slab, &stored, index};
+    const parity_stream_run sr = {&sp, {fixture_group_load, src}, base_name, "fixture", path,
+                                  m->inputs_sha256, m->has_cotangents ? m->grad_problem_sha256 : NULL,
+                                  st->tier, st->oracle_bits, sh->grads, &sf};
+    parity_progress_add(orun.progress, parity_sweep_stream_steps(&sp, &orun));
+    rc = parity_sweep_run_streamed(&st->doc, &sr, &orun, e);
+  }
+  parity_stored_oracle_clear(&stored);
+  gdn_free(index);
+  gdn_free(sub);
+  return rc;
+}
+
 /* check of a fixture by head group: asked for (--group-heads), or when the
  * whole run is over --max-bytes.  *done 0: run it whole instead. */
 static int run_fixture_streamed(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
@@ -827,7 +902,9 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
   fix_load_opts_init(&lo);
   lo.max_bytes = 0; /* a group's slab is counted by the plan below */
   lo.allow_stale_oracle = 1;
-  fixture_src src = {NULL, 0, 0};
+  fixture_src src = {NULL, 0, 0, {0}};
+  fix_fixture_init(&src.slab);
+  parity_external *ext = NULL;
   parity_shard_plan plan;
   parity_shard_plan_init(&plan);
   int rc = fix_group_open_isolated(&src.g, path, &lo, e); /* HDF5 is not memory-safe: probed first */
@@ -846,7 +923,7 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
     o.shard_from = plan.from[0];
     if (!chunk_given) o.chunks[0] = m->chunk_size, o.n_chunks = 1;
     fixture_declared_devices(m, &o);
-    fixture_stream_refusal(src.g, &o, &plan, why, sizeof why);
+    fixture_stream_refusal(src.g, &o, why, sizeof why);
     if (st->group_heads && why[0]) rc = gdn_error_set(e, GDN_ERR_INPUT, "--group-heads: %s", why);
   }
   const int h0 = fix_group_has_h0(src.g), grads = m->has_cotangents || st->grad;
@@ -856,34 +933,31 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
   gdn_error_init(&quiet);
   const int flags =
       (h0 ? PARITY_STREAM_H0 : 0) | (grads ? PARITY_STREAM_GRADS : 0) | stream_oracle_flags(st, s, grads);
+  /* the output sets held: the reference, the scan, one candidate, and the
+   * group's slab of each output and of the stored /oracle (as run_fixture counts) */
+  const int sets = 3 + (int)m->n_outputs + m->oracle.present;
   if (!rc && !why[0] &&
-      (st->group_heads || parity_budget_check(s, h0, 3, &o, st->max_bytes, NULL) ||
+      (st->group_heads || parity_budget_check(s, h0, sets, &o, st->max_bytes, NULL) ||
        (grads && grads_check_limit(st, s, NULL))) && /* streamed when the forward or the gradients do not fit whole */
       /* not even one key head fits: the whole check's refusal says why */
-      (st->group_heads || !parity_stream_plan_make(s, flags, 3, &o, st->max_bytes, 0, &sp, &quiet) ||
+      (st->group_heads || !parity_stream_plan_make(s, flags, sets, &o, st->max_bytes, 0, &sp, &quiet) ||
        /* the whole check's refusal follows: what one key head streamed would need */
-       (!parity_stream_plan_make(s, flags, 3, &o, 0, 1, &sp, NULL) && (*one_head = sp.peak, 0)))) {
-    if (!(rc = parity_stream_plan_make(s, flags, 3, &o, st->max_bytes, st->group_heads, &sp, e)) &&
-        !(rc = scratch_room(&sp, &o, grads, e))) {
+       (!parity_stream_plan_make(s, flags, sets, &o, 0, 1, &sp, NULL) && (*one_head = sp.peak, 0)))) {
+    if (st->tier == PARITY_ORACLE_NONE && m->n_outputs)
+      rc = fixture_no_oracle_refusal(m, e);
+    else if (!(rc = parity_stream_plan_make(s, flags, sets, &o, st->max_bytes, st->group_heads, &sp, e)) &&
+             !(rc = parity_externals_from_fixture(m, &ext, e))) {
       *done = 1;
       for (size_t i = 0; i < m->n_warnings; i++)
         if (o.verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(m->warnings[i]));
-      if (o.verbosity >= 1) {
-        char line[400];
-        parity_stream_describe(&sp, line, sizeof line);
-        fprintf(out, "%s: shard %s (%s)\nnote: %s; scratch files in %s\n", gdn_text_show(path),
-                kern_shard_name(o.shard), o.shard_from, line, parity_spill_dir());
-      }
-      const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-      const parity_stream_run sr = {&sp, {fixture_group_load, &src}, base_name, "fixture", path,
-                                    m->inputs_sha256, m->has_cotangents ? m->grad_problem_sha256 : NULL,
-                                    st->tier, st->oracle_bits, grads};
-      parity_progress_add(o.progress, parity_sweep_stream_steps(&sp, &o));
-      rc = parity_sweep_run_streamed(&st->doc, &sr, &o, e);
+      const stream_shape shp = {flags, sets, grads};
+      rc = stream_fixture_runs(st, path, &src, ext, &plan, &o, &shp, out, e);
     }
   }
   if (rc) gdn_error_prefix(e, "%s: ", path);
   parity_shard_plan_clear(&plan);
+  parity_externals_free(ext, m->n_outputs);
+  fix_fixture_clear(&src.slab);
   fix_group_close(src.g);
   return rc;
 }
@@ -948,13 +1022,8 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
     goto done;
   }
   if (st->tier == PARITY_ORACLE_NONE && fx.n_outputs) {
-    /* Without a reference only our two kernels can be compared with each
-     * other; an output nobody judged must never count as a pass. */
-    rc = gdn_error_set(e, GDN_ERR_INPUT,
-                       "%s: --oracle none cannot judge the fixture's /outputs (%zu, first '%s'): there is "
-                       "nothing to hold them against; use an oracle (--oracle dd is fast) or a fixture without "
-                       "/outputs",
-                       path, fx.n_outputs, fx.outputs[0].name);
+    rc = fixture_no_oracle_refusal(&fx, e);
+    gdn_error_prefix(e, "%s: ", path);
     goto done;
   }
   /* every step of the run counted before the first (the oracle) starts,

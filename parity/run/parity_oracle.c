@@ -7,7 +7,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "gdn_alloc.h"
 #include "oracle.h"
+#include "parity_metrics.h"
 #include "parity_dist.h"
 #include "oracle_vjp.h"
 #include "gdn_clock.h"
@@ -139,22 +141,21 @@ static int slice_columns(const gdn_inputs *in, const int64_t *cols, int64_t n, g
   return gdn_inputs_copy_settings(out, in, e);
 }
 
-/* ||a_sub - r|| / ||r|| where a is the full tensor, rows of `stride` values
- * of which cols[0..n) are taken, and r holds those n per row. */
-static double sub_rel(const double *a, const double *r, int64_t rows, int64_t stride, const int64_t *cols, int64_t n) {
-  double dd = 0, nn = 0;
-  for (int64_t i = 0; i < rows; i++)
-    for (int64_t c = 0; c < n; c++) {
-      double x = a[i * stride + cols[c]], y = r[i * n + c];
-      dd += (x - y) * (x - y);
-      nn += y * y;
-    }
-  if (!isfinite(dd)) return INFINITY;
-  return nn > 0 ? sqrt(dd / nn) : (dd > 0 ? INFINITY : 0);
+/* ||a_sub - r|| and ||r|| into acc, a the full tensor, rows of `stride`
+ * values of which cols[0..n) are taken, and r holding those n per row:
+ * exact sums (parity_rel_acc), so a run by head group adds its groups'
+ * rows and finds the whole run's value. */
+static void sub_acc(parity_rel_acc *acc, const double *a, const double *r, int64_t rows, int64_t stride,
+                    const int64_t *cols, int64_t n) {
+  double x[64];
+  for (int64_t i = 0; i < rows; i++) {
+    for (int64_t c = 0; c < n; c++) x[c] = a[i * stride + cols[c]];
+    parity_rel_acc_add(acc, x, r + i * n, (size_t)n);
+  }
 }
 
-int parity_reference_spot_check(const gdn_inputs *in, const gdn_outputs *stored, int64_t ncols, double *rel,
-                                int64_t *checked, gdn_error *e) {
+int64_t parity_reference_spot_part(const gdn_inputs *in, const gdn_outputs *stored, int64_t ncols, parity_rel_acc *ro,
+                                   parity_rel_acc *rh, gdn_error *e) {
   const gdn_shape *S = &in->shape;
   int64_t n = ncols < S->Dv ? ncols : S->Dv, cols[64];
   if (n > 64) n = 64;
@@ -173,15 +174,33 @@ int parity_reference_spot_check(const gdn_inputs *in, const gdn_outputs *stored,
     rc = oracle_run_dd(&sub, &cfg, &r, &cert, e);
   }
   if (!rc) {
-    double ro = sub_rel(stored->o, r.o, S->B * S->T * S->Hv, S->Dv, cols, n);
-    double rh = sub_rel(stored->ht, r.ht, S->B * S->Hv * S->Dk, S->Dv, cols, n);
-    *rel = ro > rh ? ro : rh;
-    if (isnan(*rel)) *rel = INFINITY;
-    *checked = n;
+    sub_acc(ro, stored->o, r.o, S->B * S->T * S->Hv, S->Dv, cols, n);
+    sub_acc(rh, stored->ht, r.ht, S->B * S->Hv * S->Dk, S->Dv, cols, n);
   }
   gdn_outputs_clear(&r);
   gdn_inputs_clear(&sub);
-  return rc;
+  return rc ? -rc : n;
+}
+
+double parity_reference_spot_rel(const parity_rel_acc *ro, const parity_rel_acc *rh) {
+  const double a = parity_rel_acc_value(ro), b = parity_rel_acc_value(rh);
+  const double rel = a > b ? a : b;
+  return isnan(rel) || isnan(a) || isnan(b) ? INFINITY : rel;
+}
+
+int parity_reference_spot_check(const gdn_inputs *in, const gdn_outputs *stored, int64_t ncols, double *rel,
+                                int64_t *checked, gdn_error *e) {
+  parity_rel_acc *acc = gdn_calloc(2, sizeof *acc, "spot check sums", e);
+  if (!acc) return e ? e->code : GDN_ERR_NOMEM;
+  parity_rel_acc_init(&acc[0]);
+  parity_rel_acc_init(&acc[1]);
+  const int64_t n = parity_reference_spot_part(in, stored, ncols, &acc[0], &acc[1], e);
+  if (n >= 0) {
+    *rel = parity_reference_spot_rel(&acc[0], &acc[1]);
+    *checked = n;
+  }
+  gdn_free(acc);
+  return n < 0 ? (int)-n : GDN_OK;
 }
 int parity_reference_compute_grads(parity_reference *r, const gdn_inputs *in, const gdn_cotangents *ct,
                                    parity_oracle_tier requested, int bits, gdn_error *e) {

@@ -85,10 +85,18 @@ typedef struct parity_reference {
  * to those columns, for every (b, head) and token; *rel is the larger of
  * the o and ht normwise differences ||stored - recomputed|| / ||recomputed||
  * over those columns.  The caller compares it with a tolerance (both round
- * to binary64, so ~1e-16 is agreement).  Sampled: a stored oracle wrong
+ * to binary64, so ~1e-16 is agreement; both norms are exact sums).  Sampled: a stored oracle wrong
  * only in columns not sampled passes. */
 int parity_reference_spot_check(const gdn_inputs *in, const gdn_outputs *stored, int64_t ncols, double *rel,
                                 int64_t *checked, gdn_error *e);
+/* The same a head group at a time: the group's inputs and its slab of the
+ * stored oracle add their sums of squares (exact: any order of groups) to
+ * ro (o) and rh (ht); returns the columns checked, or -(error code).
+ * spot_rel: *rel from the sums (+inf for NaN), as the whole check gives. */
+struct parity_rel_acc;
+int64_t parity_reference_spot_part(const gdn_inputs *in, const gdn_outputs *stored, int64_t ncols,
+                                   struct parity_rel_acc *ro, struct parity_rel_acc *rh, gdn_error *e);
+double parity_reference_spot_rel(const struct parity_rel_acc *ro, const struct parity_rel_acc *rh);
 
 const char *parity_oracle_tier_name(parity_oracle_tier t);
 /* "mpfr", "dd", "auto", "none". */

@@ -104,7 +104,7 @@ int parity_group_oracle_compute(const parity_group_oracle *go, const gdn_inputs 
   if (go->tier == PARITY_ORACLE_NONE) return GDN_OK;
   const int64_t v0 = k0 * (go->whole.Hv / go->whole.Hk); /* the group's first value head */
   double t0 = gdn_clock_seconds();
-  int rc = run_forward(go, in, v0, r, &gt->fwd, e);
+  int rc = go->vjp_only ? GDN_OK : run_forward(go, in, v0, r, &gt->fwd, e);
   gt->seconds[0] = gdn_clock_seconds() - t0;
   if (rc || !go->grads || go->grad_tier == PARITY_ORACLE_NONE) return rc;
   if (!ct) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle by head group: gradients asked for without cotangents");
@@ -178,6 +178,13 @@ static int finish_vjp(const parity_group_oracle *go, parity_reference *r, gdn_er
 }
 
 int parity_group_oracle_finish(parity_group_oracle *go, parity_reference *r, gdn_error *e) {
+  if (go->vjp_only) { /* parity_reference_compute_grads's fields beside a stored forward */
+    r->grad_tier = go->grad_tier;
+    if (!go->grads || go->grad_tier == PARITY_ORACLE_NONE) return GDN_OK;
+    int rc = finish_vjp(go, r, e);
+    r->grad_seconds = go->grad_seconds;
+    return rc;
+  }
   parity_reference_clear(r);
   r->requested = go->requested;
   r->tier = go->tier;

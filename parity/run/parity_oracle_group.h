@@ -32,6 +32,8 @@ typedef struct parity_group_oracle {
   gdn_shape whole;
   parity_oracle_tier requested, tier, grad_tier; /* tier, grad_tier: resolved on the whole shape */
   int bits, grads;
+  int vjp_only;          /* the forward is a fixture's stored /oracle: only the VJP is computed, and
+                            finish sets only r's gradient fields (r kept otherwise) */
   oracle_tally fwd, vjp; /* merged over the groups run so far (tier 0: none yet) */
   double seconds, grad_seconds;
 } parity_group_oracle;

@@ -11,6 +11,8 @@
 #include "parity_metrics.h"
 #include "parity_oracle_group.h"
 #include "parity_spill.h"
+#include "parity_stream_oracle.h"
+#include "parity_stream_subject.h"
 #include "parity_sweep_ctx.h"
 #include "parity_upstream.h"
 #include "gdn_clock.h"
@@ -66,6 +68,8 @@ typedef struct sctx {
   set_head_t *mh; /* n_groups */
   int want_model;
   double *bm;     /* its read-back buffer */
+  parity_stream_outputs outs; /* a fixture's outputs (rank 0) */
+  int stored;                 /* this oracle pass reads a fixture's stored /oracle (parity_stream_oracle.h) */
 } sctx;
 
 static void group_of(const sctx *c, int64_t g, int64_t *k0, int64_t *k1, gdn_shape *gs) {
@@ -333,7 +337,7 @@ static int oracle_share(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
   if (!rc && hd.rc) *e = hd.err, rc = hd.rc;
   for (int t = 0; t < PARITY_T_N && !rc; t++)
     if (hd.present & (1u << t)) rc = share_tensor(c, &c->refs, "reference", g, t, 2, e);
-  c->refs.present = hd.present;
+  c->refs.present |= hd.present; /* a stored /oracle's o and ht are rank 0's already */
   parity_group_tally *gt = &c->gt[g];
   if (!rc) rc = share_tally(&gt->fwd, hd.tier[0], hd.cap[0], owner, e);
   if (!rc) rc = share_tally(&gt->vjp, hd.tier[1], hd.cap[1], owner, e);
@@ -344,6 +348,21 @@ static int oracle_share(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
 
 /* Rank 0 loads every group (the inputs' hash and kappa are its); the owner
  * computes.  A rank that cannot load a group ends every rank. */
+/* Rank 0's side of a stored /oracle: group g's slab of o and ht into the
+ * reference's scratch, checked as it comes (parity_stored_oracle_group). */
+static int stored_keep(sctx *c, int64_t g, gdn_error *e) {
+  const fix_fixture *slab = c->sr->fixture->slab(c->sr->src.ctx);
+  int64_t k0, k1;
+  gdn_shape gs;
+  group_of(c, g, &k0, &k1, &gs);
+  int rc = parity_stored_oracle_group(c->sr->fixture->stored, &c->in, &slab->oracle.out, k0 * c->r, c->whole.Hv, e);
+  for (int t = PARITY_T_O; t <= PARITY_T_HT && !rc; t++) {
+    rc = spill_set_write_one(c, &c->refs, "reference", g, t, parity_tensor_get(&parity_tensors[t], &slab->oracle.out, NULL), e);
+    c->refs.present |= 1u << t;
+  }
+  return rc;
+}
+
 static int oracle_visit(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *e) {
   const parity_sweep_opts *o = c->x.o;
   const int me = parity_dist_rank(), owner = owner_of(g);
@@ -353,21 +372,24 @@ static int oracle_visit(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
   gdn_error_init(&le);
   int rc = load_group(c, wrong ? (g + 1) % c->p->n_groups : g, &le);
   if (!rc && me == 0 && g == 0) header_from(c);
+  if (!rc && me == 0 && c->outs.n) rc = parity_stream_outputs_keep(&c->outs, g, c->sr->fixture->slab(c->sr->src.ctx), &le);
+  if (!rc && me == 0 && c->stored) rc = stored_keep(c, g, &le);
   for (size_t ci = 0; !rc && me == 0 && ci < o->n_chunks; ci++) parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
   if (rc && parity_dist_size() == 1) return *e = le, rc;
   if (rc) {
     fprintf(stderr, "gdn-parity: rank %d: error: %s\n", me, le.msg);
     parity_dist_abort(gdn_error_exit_status(rc));
   }
-  if (me == owner) oracle_compute(c, go, g);
+  if (me == owner && (!c->stored || c->sr->grads)) oracle_compute(c, go, g); /* stored: the VJP only */
   if (c->rh[g].rc && parity_dist_size() == 1) return *e = c->rh[g].err, c->rh[g].rc; /* the rest would fail alike */
   return GDN_OK;
 }
 
-static int phase_oracle(sctx *c, gdn_error *e) {
+static int oracle_pass(sctx *c, gdn_error *e) {
   const parity_sweep_opts *o = c->x.o;
   parity_group_oracle go;
   parity_group_oracle_init(&go, &c->whole, c->sr->tier, c->sr->oracle_bits, c->sr->grads);
+  go.vjp_only = c->stored;
   int rc = GDN_OK;
   for (int64_t g = 0; g < c->p->n_groups && !rc; g++) {
     char what[64];
@@ -379,6 +401,40 @@ static int phase_oracle(sctx *c, gdn_error *e) {
   for (int64_t g = 0; g < c->p->n_groups && !rc; g++) rc = oracle_share(c, &go, g, e);
   if (!rc) rc = parity_group_oracle_finish(&go, &c->ref, e);
   parity_group_oracle_clear(&go);
+  return rc;
+}
+
+/* The oracle: a fixture's stored /oracle read by group when it may be
+ * trusted, else (or when the groups show it may not) computed by group;
+ * the reference's note and the warnings are the whole check's. */
+static int phase_oracle(sctx *c, gdn_error *e) {
+  const parity_sweep_opts *o = c->x.o;
+  parity_stored_oracle *so = c->sr->fixture ? c->sr->fixture->stored : NULL;
+  const int log = o->verbosity >= 1 && o->log && parity_dist_rank() == 0;
+  if (so && so->present && !so->candidate && so->warning[0] && log) {
+    parity_progress_clear(o->progress);
+    fprintf(o->log, "%s: warning: %s\n", c->sr->path, so->warning);
+  }
+  c->stored = so && so->candidate;
+  int rc = oracle_pass(c, e), trusted = 0;
+  if (!rc && c->stored) {
+    if (parity_dist_rank() == 0) parity_stored_oracle_finish(so, &c->whole, &c->ref, &trusted);
+    rc = parity_dist_bcast(&trusted, sizeof trusted, 0, e);
+  }
+  if (!rc && c->stored && !trusted) { /* computed after all, every group read again */
+    if (log) {
+      parity_progress_clear(o->progress);
+      fprintf(o->log, "%s: warning: %s\n", c->sr->path, so->warning);
+    }
+    c->stored = 0;
+    spill_set_close(&c->refs);
+    spill_set_init(&c->refs);
+    memset(c->rh, 0, (size_t)c->p->n_groups * sizeof *c->rh);
+    for (size_t ci = 0; ci < o->n_chunks; ci++) parity_kappa_acc_init(&c->kacc[ci]);
+    rc = oracle_pass(c, e);
+  }
+  if (!rc && so && so->note[0] && c->ref.tier != PARITY_ORACLE_NONE)
+    snprintf(c->ref.note, sizeof c->ref.note, "%s", so->note);
   return rc;
 }
 
@@ -691,6 +747,7 @@ static int case_group_tensor(sctx *c, size_t k, int64_t g, int t, case_acc *a, g
 static int case_map_alloc(sctx *c, parity_case_result *r, gdn_error *e) {
   input_ctx *x = &c->x;
   if (!x->ref || !(x->meas[x->candidate].has_vs_ref & (1u << PARITY_T_O))) return 0;
+  if (parity_stream_map_subject(x, r) != x->candidate) return 0; /* an output's (parity_stream_subject.h) */
   int64_t od[4];
   parity_tensors[PARITY_T_O].dims(&c->whole, od);
   const int64_t C = x->cfg.chunk, nblk = (od[1] + C - 1) / C, per = (nblk + 255) / 256;
@@ -758,7 +815,9 @@ static int run_case_k(sctx *c, size_t k, gdn_error *e) {
     x->d->t_kernels += r.seconds;
     parity_sweep_case_describe(x, &r);
     memcpy(r.subjects, x->meas, x->n_subj * sizeof *r.subjects);
+    parity_sweep_case_scope(x, &r);
     rc = case_measure_groups(c, k, &r, e);
+    if (!rc) rc = parity_stream_subject_measure(&c->outs, x, &r, c->refs.t, c->base.t, c->base.present, e);
   }
   if (!rc) rc = parity_sweep_case_judge(x, &r, e);
   if (!rc) rc = parity_doc_add_case(x->d, &r, x->o->reproducible, e);
@@ -815,6 +874,9 @@ static int run_chunk_streamed(sctx *c, size_t ci, gdn_error *e) {
   c->meas_case = gdn_calloc(c->n_cases ? c->n_cases : 1, sizeof *c->meas_case, "case metrics", e);
   if (!c->meas_case) rc = e ? e->code : GDN_ERR_NOMEM;
   if (!rc) rc = chunk_metrics(c, e);
+  if (!rc)
+    rc = parity_stream_outputs_measure(&c->outs, x, c->refs.t, c->refs.present, c->model.t,
+                                       c->want_model ? c->model.present : 0, chunk, e);
   if (!rc) x->meas[x->baseline] = c->meas_base;
   if (!rc) rc = chunk_profiles(c, e);
   parity_progress_end(o->progress);
@@ -883,9 +945,11 @@ static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const p
   spill_set_init(&c->model);
   input_ctx *x = &c->x;
   parity_sweep_ctx_init(x, d, o);
-  int rc = parity_sweep_ctx_subjects(x, NULL, 0, e);
+  const parity_stream_fixture *fx = sr->fixture;
+  const size_t n_ext = fx ? fx->n_ext : 0;
+  int rc = parity_sweep_ctx_subjects(x, fx ? fx->ext : NULL, n_ext, e);
   if (rc) return rc;
-  if (x->n_subj != 2)
+  if (x->n_subj != 2 + n_ext)
     return gdn_error_set(e, GDN_ERR_INTERNAL, "a streamed run needs the scan and the candidate only (%zu subjects)",
                          x->n_subj);
   size_t most = 0;
@@ -909,12 +973,17 @@ static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const p
   c->gt = c->rh ? gdn_calloc((size_t)c->p->n_groups, sizeof *c->gt, "group tallies", e) : NULL;
   if (!c->gt) return e ? e->code : GDN_ERR_NOMEM;
   for (int64_t g = 0; g < c->p->n_groups; g++) parity_group_tally_init(&c->gt[g]);
+  double *const bufs[3] = {c->bx, c->br, c->bb};
+  if (n_ext && (rc = parity_stream_outputs_open(&c->outs, fx->ext, n_ext, 2, c->p, sr->grads, c->counts, bufs, e)))
+    return rc;
+  c->outs.index = fx ? fx->index : NULL;
   for (size_t ci = 0; ci < o->n_chunks; ci++) parity_kappa_acc_init(&c->kacc[ci]);
   return GDN_OK;
 }
 
 static void ctx_free(sctx *c) {
   chunk_clear(c);
+  parity_stream_outputs_clear(&c->outs);
   spill_set_close(&c->refs);
   for (int t = 0; t < PARITY_T_N; t++) gdn_free(c->counts[t]);
   gdn_free(c->bx);

@@ -29,8 +29,15 @@
  * to rank 0, which alone keeps scratch, measures and records: its document
  * is the one-process run's.  (16 groups keep up to 16 ranks busy.)
  *
+ * A fixture's external outputs are kept in scratch by rank 0 as it loads
+ * each group and judged from there (parity_stream_outputs.h,
+ * parity_stream_subject.h); its stored /oracle is read into the
+ * reference's scratch the same way and trusted or recomputed as the whole
+ * check decides (parity_stream_oracle.h; with gradients only the VJP is
+ * computed by group).
+ *
  * Not streamed (the caller runs these whole or refuses): packed documents,
- * the bfloat16 layer prelude, external outputs and extra subject rows.
+ * the bfloat16 layer prelude and extra subject rows.
  */
 #ifndef PARITY_SWEEP_STREAM_H
 #define PARITY_SWEEP_STREAM_H
@@ -57,6 +64,7 @@ typedef struct parity_stream_run {
   parity_oracle_tier tier;
   int oracle_bits;
   int grads; /* judge the backward too (cotangents from src) */
+  const struct parity_stream_fixture *fixture; /* a fixture's outputs (parity_stream_outputs.h); NULL: none */
 } parity_stream_run;
 
 /* Why a run cannot be streamed ("" when it can): the message names it. */

@@ -1,0 +1,194 @@
+#include "parity_stream_outputs.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gdn_alloc.h"
+#include "kern.h"
+#include "parity_metrics.h"
+#include "parity_upstream.h"
+
+/* A tensor's head axis (states (B, H, Dk, Dv), the rest (B, T, H, ...)) and
+ * whether its heads are key heads (dq, dk): as parity_sweep_stream.c. */
+int parity_stream_outputs_head_axis(int t) { return t == PARITY_T_HT || t == PARITY_T_DH0 ? 1 : 2; }
+static int head_axis(int t) { return parity_stream_outputs_head_axis(t); }
+static int on_keys(int t) { return t == PARITY_T_DQ || t == PARITY_T_DK; }
+
+void parity_stream_outputs_heads(const parity_stream_outputs *so, int64_t g, int t, int64_t *h0, int64_t *h1) {
+  int64_t k0, k1;
+  gdn_shape gs;
+  parity_stream_group(so->p, g, &k0, &k1, &gs);
+  *h0 = on_keys(t) ? k0 : k0 * so->r;
+  *h1 = on_keys(t) ? k1 : k1 * so->r;
+}
+
+void parity_stream_outputs_init(parity_stream_outputs *so) { memset(so, 0, sizeof *so); }
+
+int parity_stream_outputs_open(parity_stream_outputs *so, const parity_external *ext, size_t n, size_t first,
+                               const parity_stream_plan *p, int grads, int64_t *const counts[PARITY_T_N],
+                               double *const buf[3], gdn_error *e) {
+  parity_stream_outputs_clear(so);
+  so->ext = ext, so->n = n, so->first = first, so->p = p, so->grads = grads;
+  so->r = p->whole.Hv / p->whole.Hk;
+  memcpy(so->counts, counts, sizeof so->counts);
+  memcpy(so->buf, buf, sizeof so->buf);
+  if (!n) return GDN_OK;
+  so->t = gdn_calloc(n, sizeof *so->t, "outputs' scratch", e);
+  so->present = so->t ? gdn_calloc(n, sizeof *so->present, "outputs' tensors", e) : NULL;
+  so->out_dtype = so->present ? gdn_calloc(n, sizeof *so->out_dtype, "outputs' dtypes", e) : NULL;
+  if (!so->out_dtype) {
+    parity_stream_outputs_clear(so);
+    return e ? e->code : GDN_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < n; i++)
+    for (int t = 0; t < PARITY_T_N; t++) parity_spill_tensor_init(&so->t[i][t]);
+  return GDN_OK;
+}
+
+void parity_stream_outputs_clear(parity_stream_outputs *so) {
+  for (size_t i = 0; so->t && i < so->n; i++)
+    for (int t = 0; t < PARITY_T_N; t++) parity_spill_tensor_close(&so->t[i][t]);
+  gdn_free(so->t);
+  gdn_free(so->present);
+  gdn_free(so->out_dtype);
+  parity_stream_outputs_init(so);
+}
+
+/* What produce_external (parity_subject.c) gives the whole run: o, ht when
+ * stored, the stored gradients when the run judges gradients. */
+int parity_stream_outputs_keep(parity_stream_outputs *so, int64_t g, const fix_fixture *slab, gdn_error *e) {
+  if (!so->n) return GDN_OK;
+  for (size_t i = 0; i < so->n; i++) {
+    const size_t j = so->index ? so->index[i] : i;
+    if (!slab || j >= slab->n_outputs)
+      return gdn_error_set(e, GDN_ERR_INTERNAL, "head group %lld: output %zu of %zu read", (long long)g, j,
+                           slab ? slab->n_outputs : 0);
+    const fix_output *fo = &slab->outputs[j];
+    unsigned present = PARITY_TENSOR_O | (fo->has_ht ? PARITY_TENSOR_HT : 0u);
+    so->out_dtype[i][PARITY_T_O] = fo->out.dtype;
+    so->out_dtype[i][PARITY_T_HT] = GDN_DTYPE_F32;
+    if (fo->has_grads && so->grads) {
+      present |= so->ext[i].grads_present;
+      for (int t = 0; t < PARITY_T_N; t++)
+        if (parity_tensors[t].grad) so->out_dtype[i][t] = fo->grads.dtype;
+    }
+    so->present[i] = present;
+    for (int t = 0; t < PARITY_T_N; t++) {
+      if (!(present & (1u << t))) continue;
+      parity_spill_tensor *st = &so->t[i][t];
+      int rc;
+      if (st->f.fd < 0) {
+        char what[96];
+        snprintf(what, sizeof what, "output %s %s", so->ext[i].name, parity_tensors[t].name);
+        if ((rc = parity_spill_tensor_open(st, what, so->counts[t], so->p->n_groups, e))) return rc;
+      }
+      const parity_vals v = parity_tensor_get(&parity_tensors[t], &fo->out, fo->has_grads ? &fo->grads : NULL);
+      if ((rc = parity_spill_tensor_write(st, g, v, e))) return rc;
+    }
+  }
+  return GDN_OK;
+}
+
+/* --- the measurements ----------------------------------------------------- */
+
+/* The source parity_mstream reads again for the median's extra rounds. */
+typedef struct pair_src {
+  const parity_stream_outputs *so;
+  const parity_spill_tensor *x, *r;
+  int t;
+} pair_src;
+
+static int pair_get(void *ctx, int64_t g, parity_vals *x, parity_vals *r, int64_t *h0, int64_t *h1, gdn_error *e) {
+  const pair_src *s = ctx;
+  parity_stream_outputs_heads(s->so, g, s->t, h0, h1);
+  int rc = parity_spill_tensor_read(s->x, g, s->so->buf[0], x, e);
+  return rc ? rc : parity_spill_tensor_read(s->r, g, s->so->buf[1], r, e);
+}
+
+typedef struct opair {
+  pair_src src;
+  parity_group_src gs;
+  parity_mstream *M;
+  parity_model_acc *MA;
+  size_t i;
+} opair;
+
+/* One pass (A or B) over the groups for tensor t's pairs: the reference and
+ * the model's scale read once per group, each output's slab in turn. */
+static int pairs_pass(const parity_stream_outputs *so, int t, opair *p, size_t n, const parity_spill_tensor *ref,
+                      const parity_spill_tensor *model, int pass_b, gdn_error *e) {
+  int rc = GDN_OK;
+  for (int64_t g = 0; g < so->p->n_groups && !rc; g++) {
+    int64_t h0, h1;
+    parity_stream_outputs_heads(so, g, t, &h0, &h1);
+    parity_vals rv, sv = {0}, xv;
+    rc = parity_spill_tensor_read(&ref[t], g, so->buf[1], &rv, e);
+    for (size_t k = 0; k < n && !rc; k++)
+      if (p[k].MA && !sv.d) rc = parity_spill_tensor_read(&model[t], g, so->buf[2], &sv, e);
+    for (size_t k = 0; k < n && !rc; k++) {
+      if ((rc = parity_spill_tensor_read(p[k].src.x, g, so->buf[0], &xv, e))) break;
+      rc = pass_b ? parity_mstream_add_b(p[k].M, xv, rv, h0, h1, e) : parity_mstream_add_a(p[k].M, xv, rv, h0, h1, e);
+      if (rc || !p[k].MA) continue;
+      if (pass_b) parity_model_acc_add_b(p[k].MA, xv, rv, sv.d, h0, h1);
+      else parity_model_acc_add_a(p[k].MA, xv, rv, sv.d, h0, h1);
+    }
+  }
+  return rc;
+}
+
+static int measure_tensor(const parity_stream_outputs *so, input_ctx *x, int t, const parity_spill_tensor *ref,
+                          const parity_spill_tensor *model, int with_model, int64_t chunk, gdn_error *e) {
+  const gdn_shape *w = &so->p->whole;
+  kern_config input_stage; /* the configuration the whole run's input stage measures with */
+  kern_config_init(&input_stage);
+  int64_t dims[4], bl[4], bm[4];
+  parity_tensors[t].dims(w, dims);
+  parity_tensors[t].blocks(w, input_stage.chunk, bl);
+  parity_tensors[t].blocks(w, chunk, bm);
+  opair *p = gdn_calloc(so->n, sizeof *p, "output pairs", e);
+  if (!p) return e ? e->code : GDN_ERR_NOMEM;
+  size_t n = 0;
+  int rc = GDN_OK;
+  for (size_t i = 0; i < so->n && !rc; i++) {
+    if (!(so->present[i] & (1u << t))) continue;
+    opair *q = &p[n++];
+    q->i = i;
+    q->src = (pair_src){so, &so->t[i][t], &ref[t], t};
+    q->gs = (parity_group_src){pair_get, &q->src, so->p->n_groups, head_axis(t)};
+    rc = parity_mstream_new(&q->M, &q->gs, dims, bl, so->out_dtype[i][t], e);
+    if (!rc && with_model) rc = parity_model_acc_new(&q->MA, dims, bm, head_axis(t), so->out_dtype[i][t], e);
+  }
+  if (!rc) rc = pairs_pass(so, t, p, n, ref, model, 0, e);
+  for (size_t k = 0; k < n && !rc; k++) {
+    parity_mstream_between(p[k].M);
+    if (p[k].MA) parity_model_acc_between(p[k].MA);
+  }
+  if (!rc) rc = pairs_pass(so, t, p, n, ref, model, 1, e);
+  for (size_t k = 0; k < n && !rc; k++) {
+    parity_subject_result *m = &x->meas[so->first + p[k].i];
+    if ((rc = parity_mstream_finish(p[k].M, &m->vs_ref[t], e))) break;
+    m->has_vs_ref |= 1u << t;
+    if (p[k].MA) parity_model_acc_finish(p[k].MA, &m->vs_ref[t]);
+  }
+  for (size_t k = 0; k < n; k++) parity_mstream_free(p[k].M), parity_model_acc_free(p[k].MA);
+  gdn_free(p);
+  return rc;
+}
+
+int parity_stream_outputs_measure(const parity_stream_outputs *so, input_ctx *x, const parity_spill_tensor *ref,
+                                  unsigned ref_present, const parity_spill_tensor *model, unsigned model_present,
+                                  int64_t chunk, gdn_error *e) {
+  if (!so->n) return GDN_OK;
+  for (size_t i = 0; i < so->n; i++) {
+    parity_subject_result *m = &x->meas[so->first + i];
+    parity_sweep_meas_init(m, &x->subj[so->first + i]);
+    memcpy(m->out_dtype, so->out_dtype[i], sizeof m->out_dtype);
+  }
+  if (!x->ref) return GDN_OK;
+  int rc = GDN_OK;
+  for (int t = 0; t < PARITY_T_N && !rc; t++)
+    if (ref_present & (1u << t))
+      rc = measure_tensor(so, x, t, ref, model, (model_present >> t) & 1, chunk, e);
+  return rc;
+}

@@ -1,0 +1,88 @@
+/* parity_stream_outputs: a fixture's external outputs (/outputs/<name>: o,
+ * ht and, with /cotangents, their stored gradients) in a run streamed by
+ * head group (parity_sweep_stream.h), judged as the whole run judges them.
+ *
+ * Each output is a subject of stage PARITY_STAGE_INPUT (parity_subject.h):
+ * the whole run measures it once against the reference, with the blocks of
+ * kern_config_init's chunk size (the configuration the input stage runs
+ * with), and per chunk size adds the error model's statistics (blocks of
+ * that chunk size).  Streamed, rank 0 keeps each group's slab of every
+ * output in scratch as it loads the group (parity_stream_outputs_keep, the
+ * values as stored: float32, or binary64 for bfloat16 and the gradients),
+ * and measures from scratch:
+ *
+ *   parity_stream_outputs_measure  per chunk size, every (output, tensor)
+ *        pair against the reference with parity_mstream (every field of
+ *        parity_metrics_compute_v + parity_metrics_blocks_v, the worst
+ *        element and its index included, bit for bit the whole tensors')
+ *        and parity_model_acc (parity_metrics_model_v's);
+ *   per case, parity_stream_subject.h: the block map when an output's o
+ *        has the worst block_rel, and the case's subject.
+ *
+ * So the results document equals the unstreamed run's byte for byte
+ * (--reproducible).  Memory: none beyond the caller's three read buffers
+ * (the largest group slab as binary64 each) and, per pair being measured,
+ * parity_mstream's accumulators.  Scratch: every output's tensors.
+ */
+#ifndef PARITY_STREAM_OUTPUTS_H
+#define PARITY_STREAM_OUTPUTS_H
+
+#include <stddef.h>
+
+#include "fix_fixture.h"
+#include "parity_spill.h"
+#include "parity_stream.h"
+#include "parity_sweep_ctx.h"
+
+/* A fixture run streamed (parity_stream_run.fixture): its outputs'
+ * identity, the slab of the group its loader (parity_group_inputs) read
+ * last, which holds that group's outputs and /oracle, and what the run
+ * makes of a stored /oracle. */
+typedef struct parity_stream_fixture {
+  const parity_external *ext;
+  size_t n_ext;
+  const fix_fixture *(*slab)(void *src_ctx); /* called with parity_group_inputs.ctx */
+  struct parity_stored_oracle *stored;        /* its /oracle (parity_stream_oracle.h), NULL: none */
+  const size_t *index;                        /* ext[i] is the slab's outputs[index[i]] (NULL: i) */
+} parity_stream_fixture;
+
+typedef struct parity_stream_outputs {
+  const parity_external *ext; /* the outputs' identity (parity_externals_from_fixture of the file's metadata) */
+  size_t n;
+  size_t first;               /* subject index of ext[0] in the run's table */
+  const parity_stream_plan *p;
+  int64_t r;                  /* value heads per key head */
+  int grads;                  /* the run judges gradients: the outputs' stored ones are kept */
+  parity_spill_tensor (*t)[PARITY_T_N];
+  unsigned *present;
+  gdn_dtype (*out_dtype)[PARITY_T_N];
+  const size_t *index;         /* ext[i] is a slab's outputs[index[i]] (NULL: i) */
+  int64_t *counts[PARITY_T_N]; /* per group element counts (borrowed) */
+  double *buf[3];              /* read buffers (borrowed) */
+} parity_stream_outputs;
+
+/* Empty (n 0): nothing kept or measured. */
+void parity_stream_outputs_init(parity_stream_outputs *so);
+/* n outputs whose subjects start at index `first`; counts and buf are the
+ * caller's and outlive so. */
+int parity_stream_outputs_open(parity_stream_outputs *so, const parity_external *ext, size_t n, size_t first,
+                               const parity_stream_plan *p, int grads, int64_t *const counts[PARITY_T_N],
+                               double *const buf[3], gdn_error *e);
+void parity_stream_outputs_clear(parity_stream_outputs *so);
+
+/* Group g's slab of every output (slab: fix_group_read's of that group)
+ * into scratch. */
+int parity_stream_outputs_keep(parity_stream_outputs *so, int64_t g, const fix_fixture *slab, gdn_error *e);
+
+/* The outputs' measurements of chunk size `chunk` into x->meas (from index
+ * so->first): against the reference tensors ref (ref_present bits), with
+ * the model's scale tensors (model_present bits; 0: no model). */
+int parity_stream_outputs_measure(const parity_stream_outputs *so, input_ctx *x, const parity_spill_tensor *ref,
+                                  unsigned ref_present, const parity_spill_tensor *model, unsigned model_present,
+                                  int64_t chunk, gdn_error *e);
+
+/* Tensor t's heads in group g along its head axis: [*h0, *h1). */
+void parity_stream_outputs_heads(const parity_stream_outputs *so, int64_t g, int t, int64_t *h0, int64_t *h1);
+int parity_stream_outputs_head_axis(int t);
+
+#endif
