@@ -125,7 +125,10 @@ START_TEST(outputs_forward) {
                                         "1,2", NULL},
         f, sizeof f);
   cli_result r;
-  same_both_ways(f, NULL, "3M", 0, &r);
+  /* no --max-bytes leg: the stream plan counts the process's own resident
+   * memory (some 30 MB), so a budget streams only a fixture whose whole run
+   * needs more than that; the budget's own choice is test_sweep_stream's */
+  same_both_ways(f, NULL, NULL, 0, &r);
   unlink(f);
   dir_end();
 }
