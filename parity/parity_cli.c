@@ -37,6 +37,7 @@
 #include "parity_spill.h"
 #include "parity_sweep_stream.h"
 #include "parity_kappa_model.h"
+#include "parity_recur_check_cli.h"
 #include "parity_recur_cli.h"
 #include "parity_recurrence.h"
 #include "report.h"
@@ -1288,6 +1289,10 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   if (answer_early(&a, out)) return 0;
   if (cmd->id == CMD_REPORT) return report_command(&a, out, e);
   const char *rname = gdn_cli_get(options, &a, "recurrence");
+  if (cmd->id == CMD_CHECK) { /* a fixture of another recurrence (parity_recur_check_cli.h) */
+    int handled, rc = parity_recur_check_dispatch(options, &a, out, &handled, e);
+    if (handled) return rc;
+  }
   if (rname && strcmp(rname, "gdn")) { /* another row of the recurrences' table */
     const parity_recurrence *rec = parity_recurrence_find(rname, e);
     return rec ? parity_recur_cli_main(rec, options, &a, cmd->id == CMD_RUN, out, e) : -1;
