@@ -88,7 +88,7 @@ static const gdn_cli_opt options[] = {
                         "(restarted, as flash-linear-attention's cu_seqlens)", C_SYN},
     {"recurrence", "NAME",
      "the recurrence judged: gdn (Gated DeltaNet; default) or kda (Kimi Delta Attention, per-channel gates: "
-     "forward only so far, the options it does not take are refused)", C_RUN},
+     "forward only so far, the options it does not take are refused; check reads it from the fixture)", C_RUN | C_CHECK},
     {"mutant", "NAME", "testing only: affine-prefix with one catalogued bug (kern_mutant.h: "
                        "compose-order, carry-zero, ...; default none), to see which checks catch it", C_JUDGE},
     {"dtype", "TYPE", "kernel compute dtype: float32, bfloat16, float64 (default float32)", C_CASES},
