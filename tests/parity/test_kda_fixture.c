@@ -289,6 +289,66 @@ START_TEST(gate_rank_and_recurrence_must_agree) {
 }
 END_TEST
 
+/* A grid file in the test's folder. */
+static const char *write_grid(const char *name, const char *entries) {
+  const char *p = tpath(name);
+  FILE *f = fopen(p, "w");
+  fprintf(f, "{\"name\": \"%s\", \"recurrence\": \"kda\", \"entries\": [%s]}\n", name, entries);
+  fclose(f);
+  return p;
+}
+
+/* coverage --recurrence kda: a small grid with grouped heads, T > C and
+ * h0 kills all five mutants; a grid of one chunk, one head and no h0 lets
+ * gate-other-head, cumsum-across-chunks and subchunk-off-by-one survive
+ * (the negative control); sweep runs the grid unplanted. */
+START_TEST(kda_grid_coverage_and_sweep) {
+  const char *strong = write_grid("strong.json", "{\"shape\": \"1,128,4,16\", \"key_heads\": 2, \"h0\": true, "
+                                                 "\"seed\": 1, \"chunk\": [64], \"devices\": [1, 4]}"),
+             *weak = write_grid("weak.json", "{\"shape\": \"1,16,1,16\", \"chunk\": [16], \"devices\": [1]}"),
+             *j = tpath("cov.json");
+  gdn_error e;
+  char *cov[] = {"gdn-parity", "coverage", "--recurrence", "kda", "--grid", (char *)strong, "--json", (char *)j, NULL};
+  ck_assert_msg(cli_inproc(cov, &e) == 0, "%s", e.msg);
+  json_t *d = load_json(j);
+  ck_assert_str_eq(json_string_value(json_object_get(d, "schema")), "gdn-parity-recurrence-coverage");
+  ck_assert_int_eq(json_integer_value(json_object_get(d, "n_killed")), 5);
+  size_t i;
+  json_t *m;
+  json_array_foreach(json_object_get(d, "mutants"), i, m) {
+    /* measured 0.37 .. 0.99: three orders of magnitude over the 2^-12 band */
+    ck_assert_msg(json_real_value(json_object_get(m, "max_err")) > 0.1, "%s",
+                  json_string_value(json_object_get(m, "name")));
+  }
+  json_decref(d);
+  cov[5] = (char *)weak;
+  ck_assert_int_eq(cli_inproc(cov, &e), 1);
+  d = load_json(j);
+  ck_assert_int_eq(json_integer_value(json_object_get(d, "n_killed")), 2);
+  json_array_foreach(json_object_get(d, "mutants"), i, m) {
+    const char *n = json_string_value(json_object_get(m, "name"));
+    const int survives = !strcmp(n, "gate-other-head") || !strcmp(n, "cumsum-across-chunks") ||
+                         !strcmp(n, "subchunk-off-by-one");
+    ck_assert_msg(json_is_true(json_object_get(m, "killed")) == !survives, "%s", n);
+  }
+  json_decref(d);
+  char *sw[] = {"gdn-parity", "sweep", "--recurrence", "kda", "--grid", (char *)strong, "--json", (char *)j, NULL};
+  ck_assert_msg(cli_inproc(sw, &e) == 0, "%s", e.msg);
+  d = load_json(j);
+  ck_assert_str_eq(json_string_value(json_object_get(d, "recurrence")), "kda");
+  ck_assert_int_eq(json_integer_value(json_object_get(d, "n_failed")), 0);
+  json_decref(d);
+  /* refusals: a GDN grid, an unknown key, an option not taken */
+  const char *bad = write_grid("bad.json", "{\"shape\": \"1,16,1,16\", \"gates\": \"slow\"}");
+  sw[5] = (char *)bad;
+  ck_assert_int_eq(cli_inproc(sw, &e), -1);
+  ck_assert_msg(strstr(e.msg, "unknown key \"gates\""), "%s", e.msg);
+  char *rep[] = {"gdn-parity", "sweep", "--recurrence", "kda", "--grid", (char *)strong, "--report", "r.html", NULL};
+  ck_assert_int_eq(cli_inproc(rep, &e), -1);
+  ck_assert_msg(strstr(e.msg, "does not support --report"), "%s", e.msg);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("kda_fixture");
   TCase *tc = tcase_create("core");
@@ -298,6 +358,7 @@ int main(void) {
   tcase_add_test(tc, planted_output_fails_at_its_place);
   tcase_add_test(tc, npz_rank4_g_round_trips);
   tcase_add_test(tc, gate_rank_and_recurrence_must_agree);
+  tcase_add_test(tc, kda_grid_coverage_and_sweep);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
