@@ -85,7 +85,10 @@ static const parity_recurrence *recurrence_of(const char *const *files, int n, c
   *any = 0;
   for (int i = 0; i < n; i++) {
     int rank;
-    if (fix_recurrence_peek(files[i], name, sizeof name, &rank, e)) return NULL;
+    if (fix_recurrence_peek(files[i], name, sizeof name, &rank, e)) {
+      if (!want) e->code = GDN_OK; /* unreadable: GDN's check gives its own message, as before */
+      return NULL;
+    }
     if (!strcmp(name, "gdn") && rank == 4) *any = 1; /* the GDN loader names the rank-4 g */
     if (strcmp(name, "gdn")) *any = 1;
     if (want && strcmp(want, name))
