@@ -86,7 +86,7 @@ static const parity_recurrence *recurrence_of(const char *const *files, int n, c
   for (int i = 0; i < n; i++) {
     int rank;
     if (fix_recurrence_peek(files[i], name, sizeof name, &rank, e)) {
-      if (!want) e->code = GDN_OK; /* unreadable: GDN's check gives its own message, as before */
+      if (!want || !strcmp(want, "gdn")) e->code = GDN_OK; /* unreadable: GDN's check gives its own message */
       return NULL;
     }
     if (!strcmp(name, "gdn") && rank == 4) *any = 1; /* the GDN loader names the rank-4 g */
@@ -109,7 +109,6 @@ int parity_recur_check_dispatch(const gdn_cli_opt *t, const gdn_cli_args *a, FIL
   const int n = files_of(t, a, files);
   int any;
   *handled = 0;
-  if (want && !strcmp(want, "gdn")) want = NULL;
   if (!want && !n) return 0;
   e->code = GDN_OK;
   const parity_recurrence *rec = recurrence_of(files, n, want, &any, e);

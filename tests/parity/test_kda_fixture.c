@@ -264,6 +264,11 @@ START_TEST(gate_rank_and_recurrence_must_agree) {
   H5Fclose(f);
   ck_assert_int_eq(check_json(g4, j, &e), -1);
   ck_assert_msg(strstr(e.msg, "/inputs/g has rank 4") && strstr(e.msg, "recurrence = \"kda\""), "%s", e.msg);
+  /* a KDA file under --recurrence gdn */
+  char *avg[] = {"gdn-parity", "check", (char *)g4, "--recurrence", "gdn", NULL};
+  write_kda(g4, 0);
+  ck_assert_int_eq(cli_inproc(avg, &e), -1);
+  ck_assert_msg(strstr(e.msg, "--recurrence gdn") && strstr(e.msg, "is a kda fixture"), "%s", e.msg);
   /* a GDN file under --recurrence kda */
   const char *gdn = tpath("gdn.h5");
   make_kda(&fx, 0);
