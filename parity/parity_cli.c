@@ -39,6 +39,8 @@
 #include "parity_stream_outputs.h"
 #include "parity_sweep_stream.h"
 #include "parity_kappa_model.h"
+#include "parity_recur_check_cli.h"
+#include "parity_recur_grid_cli.h"
 #include "parity_recur_cli.h"
 #include "parity_recurrence.h"
 #include "report.h"
@@ -89,7 +91,7 @@ static const gdn_cli_opt options[] = {
                         "(restarted, as flash-linear-attention's cu_seqlens)", C_SYN},
     {"recurrence", "NAME",
      "the recurrence judged: gdn (Gated DeltaNet; default) or kda (Kimi Delta Attention, per-channel gates: "
-     "forward only so far, the options it does not take are refused)", C_RUN},
+     "forward only so far, the options it does not take are refused; check reads it from the fixture; sweep and coverage take a grid of its own)", C_CASES},
     {"mutant", "NAME", "testing only: affine-prefix with one catalogued bug (kern_mutant.h: "
                        "compose-order, carry-zero, ...; default none), to see which checks catch it", C_JUDGE},
     {"dtype", "TYPE", "kernel compute dtype: float32, bfloat16, float64 (default float32)", C_CASES},
@@ -1379,8 +1381,14 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   if (answer_early(&a, out)) return 0;
   if (cmd->id == CMD_REPORT) return report_command(&a, out, e);
   const char *rname = gdn_cli_get(options, &a, "recurrence");
+  if (cmd->id == CMD_CHECK) { /* a fixture of another recurrence (parity_recur_check_cli.h) */
+    int handled, rc = parity_recur_check_dispatch(options, &a, out, &handled, e);
+    if (handled) return rc;
+  }
   if (rname && strcmp(rname, "gdn")) { /* another row of the recurrences' table */
     const parity_recurrence *rec = parity_recurrence_find(rname, e);
+    if (rec && (cmd->id == CMD_SWEEP || cmd->id == CMD_COVERAGE)) /* parity_recur_grid_cli.h */
+      return parity_recur_grid_main(rec, options, &a, cmd->id == CMD_COVERAGE, out, e);
     return rec ? parity_recur_cli_main(rec, options, &a, cmd->id == CMD_RUN, out, e) : -1;
   }
   if (a.n_pos && cmd->id != CMD_CHECK) {

@@ -1,0 +1,180 @@
+/* check of a non-GDN fixture against its recurrence's oracle (parity_recur_check.h). */
+#include "parity_recur_check.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kern_config.h"
+
+typedef struct chk_err {
+  double err, max_abs, max_ref;
+  size_t at; /* flat index of the largest |x - r| */
+} chk_err;
+
+/* Normwise relative error of x against r (NaN anywhere: inf, located). */
+static chk_err measure(const double *x, const double *r, size_t n) {
+  chk_err m = {0, 0, 0, 0};
+  for (size_t i = 0; i < n; i++) {
+    const double d = fabs(x[i] - r[i]);
+    if (!(d == d)) {
+      if (m.max_abs != INFINITY) m.at = i;
+      m.max_abs = INFINITY;
+    } else if (d > m.max_abs) {
+      m.max_abs = d;
+      m.at = i;
+    }
+    if (fabs(r[i]) > m.max_ref) m.max_ref = fabs(r[i]);
+  }
+  m.err = m.max_ref > 0 ? m.max_abs / m.max_ref : m.max_abs > 0 ? INFINITY : 0;
+  return m;
+}
+
+/* The index of flat position `at` in dims (4 axes) as an object of names. */
+static json_t *where_json(size_t at, const int64_t dims[4], const char *const names[4]) {
+  int64_t ix[4];
+  for (int a = 3; a >= 0; a--) {
+    ix[a] = (int64_t)(at % (size_t)dims[a]);
+    at /= (size_t)dims[a];
+  }
+  return json_pack("{s:I, s:I, s:I, s:I}", names[0], (json_int_t)ix[0], names[1], (json_int_t)ix[1], names[2],
+                   (json_int_t)ix[2], names[3], (json_int_t)ix[3]);
+}
+
+static json_t *err_json(chk_err m, const int64_t dims[4], const char *const names[4]) {
+  return json_pack("{s:f, s:f, s:f, s:o}", "err", isfinite(m.err) ? m.err : 1e308, "max_abs_err",
+                   isfinite(m.max_abs) ? m.max_abs : 1e308, "max_ref", m.max_ref, "worst", where_json(m.at, dims, names));
+}
+
+/* One judged output set: x (ht NULL: not stored) against ref. */
+static int judge(const parity_recur_check_opts *o, const char *subject, int64_t C, int64_t D, const gdn_outputs *x,
+                 double band, const gdn_outputs *ref, json_t *cases, int *failed, gdn_error *e) {
+  const gdn_shape *s = &ref->shape;
+  static const char *const on[4] = {"b", "t", "h", "d"}, *const hn[4] = {"b", "h", "dk", "dv"};
+  const int64_t od[4] = {s->B, s->T, s->Hv, s->Dv}, hd[4] = {s->B, s->Hv, s->Dk, s->Dv};
+  const chk_err eo = measure(x->o, ref->o, gdn_shape_numel_v(s));
+  const chk_err eh = x->ht ? measure(x->ht, ref->ht, gdn_shape_numel_state(s)) : (chk_err){0, 0, 0, 0};
+  const int pass = eo.err <= band && eh.err <= band;
+  json_t *c = json_pack("{s:s, s:o, s:o, s:f, s:o, s:o, s:b}", "subject", subject, "chunk",
+                        C > 0 ? json_integer(C) : json_null(), "devices", D > 0 ? json_integer(D) : json_null(),
+                        "band", band, "o", err_json(eo, od, on), "ht", x->ht ? err_json(eh, hd, hn) : json_null(),
+                        "pass", pass);
+  if (!c || json_array_append_new(cases, c)) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+  if (!pass) ++*failed;
+  if (o->log) {
+    char at[160] = "";
+    if (!pass) {
+      const int oh = eo.err > band;
+      size_t i = oh ? eo.at : eh.at;
+      int64_t ix[4];
+      for (int a = 3; a >= 0; a--) {
+        ix[a] = (int64_t)(i % (size_t)(oh ? od[a] : hd[a]));
+        i /= (size_t)(oh ? od[a] : hd[a]);
+      }
+      if (oh)
+        snprintf(at, sizeof at, "; worst o at head %lld, token %lld (b=%lld, d=%lld)", (long long)ix[2],
+                 (long long)ix[1], (long long)ix[0], (long long)ix[3]);
+      else
+        snprintf(at, sizeof at, "; worst ht at head %lld (b=%lld, dk=%lld, dv=%lld)", (long long)ix[1],
+                 (long long)ix[0], (long long)ix[2], (long long)ix[3]);
+    }
+    char cd[48] = "";
+    if (C > 0) snprintf(cd, sizeof cd, D > 0 ? " C=%lld D=%lld" : " C=%lld", (long long)C, (long long)D);
+    fprintf(o->log, "  %-4s %s%s: o err %.3e, ht err %s%.3e (band %.3e)%s\n", pass ? "PASS" : "FAIL", subject, cd,
+            eo.err, x->ht ? "" : "(not stored) ", eh.err, band, at);
+  }
+  return GDN_OK;
+}
+
+/* The row's kernel: token (C <= 0), chunked at C (D <= 0), affine at (C, D). */
+static int run_kernel(const parity_recur_check_opts *o, const fix_fixture *fx, const gdn_outputs *ref, int64_t C,
+                      int64_t D, json_t *cases, int *failed, gdn_error *e) {
+  kern_config cfg;
+  kern_config_init(&cfg);
+  cfg.matmul = KERN_MATMUL_IEEE;
+  if (C > 0) cfg.chunk = C;
+  if (D > 0) cfg.devices = D;
+  const parity_recurrence *r = o->rec;
+  const parity_rec_kernel k = C <= 0 ? r->kern_token : D > 0 ? r->kern_affine : r->kern_chunked;
+  const char *subject = C <= 0 ? r->token_subject : D > 0 ? r->affine_subject : r->chunked_subject;
+  gdn_outputs out;
+  gdn_outputs_init(&out);
+  int rc = k(&fx->inputs, &fx->chgate, &cfg, 0, &out, e);
+  if (!rc) rc = judge(o, subject, C, D, &out, PARITY_RECUR_BAND_F32, ref, cases, failed, e);
+  gdn_outputs_clear(&out);
+  return rc;
+}
+
+static json_t *doc_head(const parity_recur_check_opts *o, const fix_fixture *fx, const oracle_certificate *c) {
+  const gdn_shape *s = &fx->inputs.shape;
+  return json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:I, "
+                   "s:{s:s, s:i, s:i, s:i}, s:[]}",
+                   "schema", "gdn-parity-recurrence-check", "version", 1, "recurrence", o->rec->name, "gate_shape",
+                   parity_gate_shape_name(o->rec->gate_shape), "fixture", o->name, "inputs_sha256", fx->inputs_sha256,
+                   "shape", "B", (json_int_t)s->B, "T", (json_int_t)s->T, "Hk", (json_int_t)s->Hk, "Hv",
+                   (json_int_t)s->Hv, "Dk", (json_int_t)s->Dk, "Dv", (json_int_t)s->Dv, "chunk_size",
+                   (json_int_t)fx->chunk_size, "oracle", "tier", "mpfr", "precision_bits", c->precision_bits,
+                   "check_bits", c->check_bits, "certified_bits", c->certified_bits, "cases");
+}
+
+/* Every case: the kernels, then the fixture's outputs in file order. */
+static int run_cases(const parity_recur_check_opts *o, const fix_fixture *fx, const gdn_outputs *ref, json_t *cases,
+                     int *failed, gdn_error *e) {
+  int64_t chunks[PARITY_RECUR_MAX_CHUNKS] = {fx->chunk_size}, devs[4];
+  int nc = 1, nd = 0, rc;
+  if (o->n_chunks) memcpy(chunks, o->chunks, sizeof chunks), nc = o->n_chunks;
+  for (int i = 0; i < 4; i++)
+    if (fx->inputs.shape.T % ((int64_t)1 << i) == 0) devs[nd++] = (int64_t)1 << i;
+  const int64_t *dv = o->n_devices ? o->devices : devs;
+  if (o->n_devices) nd = o->n_devices;
+  if ((rc = run_kernel(o, fx, ref, 0, 0, cases, failed, e))) return rc;
+  for (int i = 0; i < nc; i++) {
+    if ((rc = run_kernel(o, fx, ref, chunks[i], 0, cases, failed, e))) return rc;
+    for (int j = 0; j < nd; j++)
+      if ((rc = run_kernel(o, fx, ref, chunks[i], dv[j], cases, failed, e))) return rc;
+  }
+  for (size_t i = 0; i < fx->n_outputs; i++) {
+    const fix_output *x = &fx->outputs[i];
+    char subject[512];
+    snprintf(subject, sizeof subject, "output:%s", x->name);
+    const double band = x->out.dtype == GDN_DTYPE_BF16 ? PARITY_RECUR_BAND_BF16 : PARITY_RECUR_BAND_F32;
+    if ((rc = judge(o, subject, 0, x->devices, &x->out, band, ref, cases, failed, e))) return rc;
+  }
+  return GDN_OK;
+}
+
+int parity_recur_check(const parity_recur_check_opts *o, const fix_fixture *fx, json_t **doc, int *pass,
+                       gdn_error *e) {
+  *doc = NULL;
+  *pass = 0;
+  gdn_outputs ref;
+  gdn_outputs_init(&ref);
+  oracle_config oc;
+  oracle_config_init(&oc);
+  oc.prec = o->oracle_bits;
+  oracle_certificate cert;
+  json_t *d = NULL;
+  int failed = 0, rc = o->rec->oracle(&fx->inputs, &fx->chgate, &oc, &ref, &cert, e);
+  if (rc) goto done;
+  if (o->log)
+    fprintf(o->log, "%s: recurrence %s (gate %s): oracle mpfr %d bits, certified %d bits\n", o->name, o->rec->name,
+            parity_gate_shape_name(o->rec->gate_shape), cert.precision_bits, cert.certified_bits);
+  if (!(d = doc_head(o, fx, &cert))) {
+    rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+    goto done;
+  }
+  json_t *cases = json_object_get(d, "cases");
+  if ((rc = run_cases(o, fx, &ref, cases, &failed, e))) goto done;
+  *pass = failed == 0;
+  if (json_object_set_new(d, "n_cases", json_integer((json_int_t)json_array_size(cases))) ||
+      json_object_set_new(d, "n_failed", json_integer(failed)) || json_object_set_new(d, "pass", json_boolean(*pass)))
+    rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+done:
+  gdn_outputs_clear(&ref);
+  if (rc) {
+    json_decref(d);
+    *pass = 0;
+    return rc;
+  }
+  *doc = d;
+  return GDN_OK;
+}
