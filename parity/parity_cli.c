@@ -331,6 +331,7 @@ static int fixture_grads_setup(const run_state *st, const fix_fixture *fx, parit
 static int synth_group_load(void *ctx, int64_t k0, int64_t k1, gdn_inputs *in, gdn_cotangents *ct, gdn_error *e) {
   const parity_synth_spec *sp = ctx;
   int rc = gdn_synth_generate_heads(in, &sp->shape, k0, k1, &sp->synth, e);
+  if (!rc) rc = gdn_synth_segments(in, sp->synth.seed, sp->documents, e); /* per token: every group's the same */
   in->packing = sp->packing;
   if (rc || !ct) return rc;
   if ((rc = gdn_cotangents_alloc(ct, &in->shape, 1, e))) return rc;
@@ -427,9 +428,17 @@ static int run_synthetic_streamed(run_state *st, const parity_synth_spec *sp, co
   int rc = scratch_room(plan, o, st->grad || sp->grad, e);
   if (rc) return rc;
   char name[96], sha[FIX_SHA256_HEX] = "";
-  snprintf(name, sizeof name, "synthetic seed %" PRIu64, sp->synth.seed);
-  /* the document's inputs_sha256, drawn and hashed a range at a time (rank 0 records) */
-  if (parity_dist_rank() == 0 && (rc = fix_synth_inputs_sha256(&sp->shape, &sp->synth, NULL, 0, sha, e))) return rc;
+  snprintf(name, sizeof name, "synthetic seed %" PRIu64 "%s", sp->synth.seed,
+           (sp->synth.flags & GDN_SYNTH_PRELUDE_BF16) ? " (bfloat16 layer prelude)" : "");
+  /* the document's inputs_sha256, drawn and hashed a range at a time (rank 0 records), with the (B, T)
+   * segment ids drawn whole */
+  gdn_inputs ids;
+  gdn_inputs_init(&ids);
+  ids.shape = sp->shape;
+  if (parity_dist_rank() == 0 && !(rc = gdn_synth_segments(&ids, sp->synth.seed, sp->documents, e)))
+    rc = fix_synth_inputs_sha256(&sp->shape, &sp->synth, ids.seg, sp->packing, sha, e);
+  gdn_inputs_clear(&ids);
+  if (rc) return rc;
   const parity_stream_run sr = {plan, {synth_group_load, (void *)sp}, name, "synthetic", NULL, sha, NULL,
                                 st->tier, st->oracle_bits, st->grad || sp->grad};
   parity_progress_add(o->progress, parity_sweep_stream_steps(plan, o));

@@ -5,11 +5,13 @@
 #include <string.h>
 
 #include "gdn_alloc.h"
+#include "gdn_prelude.h"
 #include "parity_dist.h"
 #include "parity_kappa.h"
 #include "parity_log.h"
 #include "parity_metrics.h"
 #include "parity_oracle_group.h"
+#include "parity_stream_seg.h"
 #include "parity_spill.h"
 #include "parity_sweep_ctx.h"
 #include "parity_upstream.h"
@@ -38,6 +40,7 @@ typedef struct sctx {
   int64_t r; /* value heads per key head */
   gdn_inputs hdr;  /* the whole shape and the inputs' flags, no values: the document's and the log's view */
   float h0_mark;   /* hdr.h0 points here when the inputs have h0 */
+  gdn_prelude prelude_mark; /* hdr.prelude points here when the inputs have the bfloat16 prelude */
   parity_reference ref; /* the certificate (no outputs: they are in scratch) */
   gdn_inputs in;   /* the current group's */
   gdn_cotangents ct;
@@ -255,14 +258,16 @@ static int load_group(sctx *c, int64_t g, gdn_error *e) {
 }
 
 /* The document's view of the inputs: the first group's flags, the whole
- * shape, no values. */
-static void header_from(sctx *c) {
+ * shape, no values but the segment ids (per token, every group's:
+ * parity_stream_seg.h), owned here. */
+static int header_from(sctx *c, gdn_error *e) {
   c->hdr = c->in;
   c->hdr.shape = c->whole;
   c->hdr.q = c->hdr.k = c->hdr.v = c->hdr.g = c->hdr.beta = NULL;
   c->hdr.h0 = c->in.h0 ? &c->h0_mark : NULL;
+  c->hdr.prelude = c->in.prelude ? &c->prelude_mark : NULL;
   c->hdr.seg = NULL;
-  c->hdr.prelude = NULL;
+  return parity_stream_seg_keep(&c->hdr, &c->in, e);
 }
 
 /* A streamed run under mpirun deals whole groups: rank g mod N computes
@@ -352,7 +357,8 @@ static int oracle_visit(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
   gdn_error le;
   gdn_error_init(&le);
   int rc = load_group(c, wrong ? (g + 1) % c->p->n_groups : g, &le);
-  if (!rc && me == 0 && g == 0) header_from(c);
+  if (!rc && me == 0 && g == 0) rc = header_from(c, &le);
+  if (!rc && me == 0) rc = parity_stream_seg_same(&c->hdr, &c->in, g, &le);
   for (size_t ci = 0; !rc && me == 0 && ci < o->n_chunks; ci++) parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
   if (rc && parity_dist_size() == 1) return *e = le, rc;
   if (rc) {
@@ -828,10 +834,9 @@ static int run_chunk_streamed(sctx *c, size_t ci, gdn_error *e) {
 /* --- the run ------------------------------------------------------------- */
 
 void parity_sweep_stream_refusal(const gdn_inputs *g, const parity_sweep_opts *o, char *why, size_t n) {
+  (void)g; /* packed documents and the bfloat16 prelude stream (per group: parity_stream_seg.h, gdn_synth.h) */
   why[0] = '\0';
-  if (g && g->seg) snprintf(why, n, "packed documents (segment ids) are not streamed by head group yet");
-  else if (g && g->prelude) snprintf(why, n, "the bfloat16 layer prelude is not streamed by head group yet");
-  else if (o->n_extra) snprintf(why, n, "extra subject rows (coverage's mutants) are not streamed by head group");
+  if (o->n_extra) snprintf(why, n, "extra subject rows (coverage's mutants) are not streamed by head group");
 }
 
 /* A set's bytes as binary64 (its float32 tensors take half: an upper
@@ -917,6 +922,8 @@ static void ctx_free(sctx *c) {
   gdn_free(c->rh);
   gdn_inputs_clear(&c->in);
   gdn_cotangents_clear(&c->ct);
+  gdn_free(c->hdr.seg);
+  c->hdr.seg = NULL;
   parity_reference_clear(&c->ref);
   parity_sweep_ctx_clear(&c->x);
 }
