@@ -21,6 +21,8 @@
 #include "parity_audit.h"
 #include "parity_budget.h"
 #include "parity_coverage.h"
+#include "parity_coverage_stream.h"
+#include "parity_synth_group.h"
 #include "parity_datafile.h"
 #include "parity_check_shard.h"
 #include "parity_dist.h"
@@ -325,20 +327,6 @@ static int fixture_grads_setup(const run_state *st, const fix_fixture *fx, parit
   return GDN_OK;
 }
 
-/* A synthetic input set's head group (parity_sweep_stream.h): every value
- * the whole generation draws at the same place (gdn_synth_generate_heads,
- * gdn_cotangents_synth_heads). */
-static int synth_group_load(void *ctx, int64_t k0, int64_t k1, gdn_inputs *in, gdn_cotangents *ct, gdn_error *e) {
-  const parity_synth_spec *sp = ctx;
-  int rc = gdn_synth_generate_heads(in, &sp->shape, k0, k1, &sp->synth, e);
-  if (!rc) rc = gdn_synth_segments(in, sp->synth.seed, sp->documents, e); /* per token: every group's the same */
-  in->packing = sp->packing;
-  if (rc || !ct) return rc;
-  if ((rc = gdn_cotangents_alloc(ct, &in->shape, 1, e))) return rc;
-  gdn_cotangents_synth_heads(ct, sp->shape.Hv, k0 * (sp->shape.Hv / sp->shape.Hk), sp->synth.seed);
-  return GDN_OK;
-}
-
 /* Why this synthetic run cannot be streamed by head group ("": it can). */
 static void synth_stream_refusal(const parity_synth_spec *sp, const parity_sweep_opts *o, char *why, size_t n) {
   gdn_inputs probe;
@@ -439,7 +427,7 @@ static int run_synthetic_streamed(run_state *st, const parity_synth_spec *sp, co
     rc = fix_synth_inputs_sha256(&sp->shape, &sp->synth, ids.seg, sp->packing, sha, e);
   gdn_inputs_clear(&ids);
   if (rc) return rc;
-  const parity_stream_run sr = {plan, {synth_group_load, (void *)sp}, name, "synthetic", NULL, sha, NULL,
+  const parity_stream_run sr = {plan, {parity_synth_group_load, (void *)sp}, name, "synthetic", NULL, sha, NULL,
                                 st->tier, st->oracle_bits, st->grad || sp->grad};
   parity_progress_add(o->progress, parity_sweep_stream_steps(plan, o));
   return parity_sweep_run_streamed(&st->doc, &sr, o, e);
@@ -1017,8 +1005,10 @@ static int grid_validate(const cmd_ctx *x, const parity_grid *g, const char *gri
   for (size_t i = 0; i < g->n; i++) {
     const parity_grid_entry *en = &g->entries[i];
     int rc = parity_sweep_validate(&en->spec.shape, &en->opts, e);
-    if (!rc) rc = parity_budget_check(&en->spec.shape, (en->spec.synth.flags & GDN_SYNTH_H0) != 0, n_outputs, &en->opts,
-                                      x->st.max_bytes, e);
+    parity_stream_plan plan; /* coverage streams an entry over the budget (parity_coverage_stream.h) */
+    if (!rc && x->coverage_cmd) rc = parity_coverage_entry_plan(&en->spec, &en->opts, x->st.max_bytes, &plan, e);
+    else if (!rc) rc = parity_budget_check(&en->spec.shape, (en->spec.synth.flags & GDN_SYNTH_H0) != 0, n_outputs,
+                                           &en->opts, x->st.max_bytes, e);
     if (!rc && (x->st.grad || en->spec.grad)) rc = grads_check_limit(&x->st, &en->spec.shape, e);
     if (!rc) { /* --grad makes every entry a gradient entry: its rows are dry-run too */
       parity_grid_entry g = *en;
@@ -1114,6 +1104,7 @@ static int cmd_coverage(cmd_ctx *x, gdn_error *e) {
     co.readme_name = readme_name;
     co.unkillable = readme ? &unk : NULL;
     co.progress = &x->progress;
+    co.max_bytes = x->st.max_bytes;
     rc = parity_coverage_run(&co, &x->coverage, e);
   }
   free(readme);
