@@ -22,12 +22,15 @@ int parity_coverage_entry_plan(const parity_synth_spec *sp, const parity_sweep_o
   gdn_error quiet;
   gdn_error_init(&quiet);
   const int flags = (h0 ? PARITY_STREAM_H0 : 0) | (sp->grad ? PARITY_STREAM_GRADS : 0);
-  if (!parity_stream_plan_make(&sp->shape, flags, COVERAGE_SETS, so, max_bytes, 0, plan, &quiet)) return GDN_OK;
+  /* one group of every head is the whole run, which the budget above refused */
+  if (!parity_stream_plan_make(&sp->shape, flags, COVERAGE_SETS, so, max_bytes, 0, plan, &quiet) && plan->n_groups > 1)
+    return GDN_OK;
   int rc = parity_budget_check(&sp->shape, h0, COVERAGE_SETS, so, max_bytes, e); /* the whole run's words */
-  if (e) {
+  if (e && quiet.msg[0]) {
     const size_t n = strlen(e->msg);
     snprintf(e->msg + n, sizeof e->msg - n, "; streamed by head group, not even one key head fits (%s)", quiet.msg);
   }
+  plan->n_groups = 1;
   return rc;
 }
 
