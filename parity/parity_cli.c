@@ -1006,10 +1006,11 @@ static int grid_validate(const cmd_ctx *x, const parity_grid *g, const char *gri
     const parity_grid_entry *en = &g->entries[i];
     int rc = parity_sweep_validate(&en->spec.shape, &en->opts, e);
     parity_stream_plan plan; /* coverage streams an entry over the budget (parity_coverage_stream.h) */
+    plan.n_groups = 1;
     if (!rc && x->coverage_cmd) rc = parity_coverage_entry_plan(&en->spec, &en->opts, x->st.max_bytes, &plan, e);
     else if (!rc) rc = parity_budget_check(&en->spec.shape, (en->spec.synth.flags & GDN_SYNTH_H0) != 0, n_outputs,
                                            &en->opts, x->st.max_bytes, e);
-    if (!rc && (x->st.grad || en->spec.grad)) rc = grads_check_limit(&x->st, &en->spec.shape, e);
+    if (!rc && (x->st.grad || en->spec.grad) && plan.n_groups == 1) rc = grads_check_limit(&x->st, &en->spec.shape, e);
     if (!rc) { /* --grad makes every entry a gradient entry: its rows are dry-run too */
       parity_grid_entry g = *en;
       g.spec.grad = en->spec.grad || x->st.grad;

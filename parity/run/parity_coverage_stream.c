@@ -18,10 +18,14 @@ int parity_coverage_entry_plan(const parity_synth_spec *sp, const parity_sweep_o
   plan->whole = sp->shape;
   plan->group = sp->shape.Hk;
   plan->n_groups = 1;
-  if (!max_bytes || !parity_budget_check(&sp->shape, h0, COVERAGE_SETS, so, max_bytes, NULL)) return GDN_OK;
+  const int flags = (h0 ? PARITY_STREAM_H0 : 0) | (sp->grad ? PARITY_STREAM_GRADS : 0);
+  uint64_t with_grads = 0; /* a "grad" entry: whole when its gradient sets fit too */
+  if (!max_bytes || (!parity_budget_check(&sp->shape, h0, COVERAGE_SETS, so, max_bytes, NULL) &&
+                     (!sp->grad || (!parity_stream_bytes(&sp->shape, flags, COVERAGE_SETS, so, &with_grads, NULL) &&
+                                    with_grads <= max_bytes))))
+    return GDN_OK;
   gdn_error quiet;
   gdn_error_init(&quiet);
-  const int flags = (h0 ? PARITY_STREAM_H0 : 0) | (sp->grad ? PARITY_STREAM_GRADS : 0);
   /* one group of every head is the whole run, which the budget above refused */
   if (!parity_stream_plan_make(&sp->shape, flags, COVERAGE_SETS, so, max_bytes, 0, plan, &quiet) && plan->n_groups > 1)
     return GDN_OK;

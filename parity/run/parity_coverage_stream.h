@@ -27,7 +27,9 @@
 #include "parity_sweep.h"
 
 /* The entry's plan under max_bytes (0: no limit) for sweep options so:
- * plan->n_groups 1 when the whole entry fits, else the streamed plan.
+ * plan->n_groups 1 when the whole entry fits (a "grad" entry: with its
+ * gradient sets, parity_stream_bytes), else the streamed plan (the group's
+ * gradient sets counted).
  * GDN_ERR_INPUT, the whole run's refusal (parity_budget_check's words) and
  * what one key head would need, when not even one key head fits. */
 int parity_coverage_entry_plan(const parity_synth_spec *sp, const parity_sweep_opts *so, uint64_t max_bytes,

@@ -146,10 +146,13 @@ END_TEST
 
 static const char *const grid_json =
     "{\"name\": \"stream\", \"entries\": [{\"shape\": \"1,512,8,16\", \"key_heads\": 4, \"h0\": true, \"gates\": "
-    "\"slow\", \"seed\": 4, \"chunk\": [32], \"devices\": [2], \"documents\": 3, \"packing\": \"reset\"}]}";
+    "\"slow\", \"seed\": 4, \"chunk\": [32], \"devices\": [2], \"documents\": 3, \"packing\": \"reset\"}, "
+    "{\"shape\": \"1,512,8,16\", \"key_heads\": 4, \"h0\": true, \"gates\": \"slow\", \"seed\": 5, \"chunk\": [32], "
+    "\"devices\": [2], \"grad\": true}]}";
 
-/* coverage over one entry (GQA, h0, packed documents; 3 mutants): whole and
- * under --max-bytes 3M (streamed), the same document but the command. */
+/* coverage over two entries (GQA, h0; packed documents, or gradients), 4
+ * mutants (one backward-only): whole and under --max-bytes 3M (streamed),
+ * the same document but the command. */
 START_TEST(coverage_mutant_rows) {
   const char *grid = doc("grid.json");
   FILE *f = fopen(grid, "w");
@@ -158,7 +161,7 @@ START_TEST(coverage_mutant_rows) {
   fclose(f);
   char g[256];
   snprintf(g, sizeof g, "%s", grid);
-  const char *const args[] = {"coverage", "--grid", g, "--mutants", "carry-zero,h0-ignored,reset-missing",
+  const char *const args[] = {"coverage", "--grid", g, "--mutants", "carry-zero,h0-ignored,reset-missing,grad-seam-stopped",
                               "--oracle", "dd", NULL};
   const char *const big[] = {"--max-bytes", "16G", NULL}, *const small[] = {"--max-bytes", "3M", NULL};
   cli_result r;
@@ -168,7 +171,7 @@ START_TEST(coverage_mutant_rows) {
   json_error_t je;
   json_t *j = json_load_file(b, 0, &je);
   ck_assert_ptr_nonnull(j);
-  ck_assert_int_eq(json_integer_value(json_object_get(j, "killed")), 3); /* every mutant killed when streamed */
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "killed")), 4); /* every mutant killed when streamed */
   json_decref(j);
   docs_equal_but_command(a, b, 1);
   /* it streamed: scratch files are needed at 3M, not at 16G */
