@@ -81,8 +81,8 @@ void parity_sweep_stream_cross_heads(const gdn_shape *whole, int64_t n_groups, c
                                      size_t n);
 
 /* The most scratch bytes the run writes (as binary64 the reference, the
- * scan and one chunk size's cases), checked against the scratch folder's
- * free space before anything runs. */
+ * scan and one chunk size's cases, each with its extra rows), checked
+ * against the scratch folder's free space before anything runs. */
 double parity_sweep_stream_scratch_bytes(const parity_stream_plan *p, const parity_sweep_opts *o, int grads);
 
 /* The progress steps parity_sweep_run_streamed takes. */
