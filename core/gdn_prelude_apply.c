@@ -9,27 +9,33 @@
 static float bf(float x) { return gdn_bf16_round(x); }
 
 /* One row of q or k through the bfloat16 L2 norm (gdn_prelude.h). */
-static void norm_row(float *y, const float *x, int64_t d) {
+void gdn_prelude_norm_row(float *y, const float *x, int64_t d) {
   float s = 0;
   for (int64_t i = 0; i < d; i++) s = s + bf(x[i] * x[i]);
   const float r = bf(1.0f / sqrtf(bf(bf(s) + bf(1e-6f))));
   for (int64_t i = 0; i < d; i++) y[i] = bf(x[i] * r);
 }
 
-/* g and beta of one (b, t, h) element. */
-static void gates(float *g, float *beta, float a, float b, float a_log, float dt_bias) {
+float gdn_prelude_g(float a, float a_log, float dt_bias) {
   const float x = bf(a + dt_bias);
   const float sp = bf(x > 20.0f ? x : log1pf(expf(x)));
-  *g = -bf(bf(expf(a_log)) * sp);
-  *beta = bf(1.0f / (1.0f + expf(-b)));
+  return -bf(bf(expf(a_log)) * sp);
+}
+
+float gdn_prelude_beta(float b) { return bf(1.0f / (1.0f + expf(-b))); }
+
+/* g and beta of one (b, t, h) element. */
+static void gates(float *g, float *beta, float a, float b, float a_log, float dt_bias) {
+  *g = gdn_prelude_g(a, a_log, dt_bias);
+  *beta = gdn_prelude_beta(b);
 }
 
 /* Rows [r0, r1) of q and k, and gate elements [i0, i1). */
 static void apply_rows(const gdn_prelude *p, gdn_inputs *in, size_t r0, size_t r1) {
   const int64_t d = p->shape.Dk;
   for (size_t r = r0; r < r1; r++) {
-    norm_row(in->q + r * (size_t)d, p->t[GDN_PRELUDE_Q] + r * (size_t)d, d);
-    norm_row(in->k + r * (size_t)d, p->t[GDN_PRELUDE_K] + r * (size_t)d, d);
+    gdn_prelude_norm_row(in->q + r * (size_t)d, p->t[GDN_PRELUDE_Q] + r * (size_t)d, d);
+    gdn_prelude_norm_row(in->k + r * (size_t)d, p->t[GDN_PRELUDE_K] + r * (size_t)d, d);
   }
 }
 

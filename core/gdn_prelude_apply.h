@@ -16,6 +16,14 @@
  * tensors bfloat16.  Leaves h0, seg, packing, scale and in->prelude alone. */
 void gdn_prelude_apply(const gdn_prelude *p, gdn_inputs *in);
 
+/* The steps of gdn_prelude_apply, for a caller that computes a range of
+ * the inputs (gdn_synth_range): one row of d values of q or k through the
+ * bfloat16 L2 norm (y may be x); g of one (b, t, h) element from a and its
+ * head's A_log and dt_bias; beta from b.  Bit for bit the whole apply's. */
+void gdn_prelude_norm_row(float *y, const float *x, int64_t d);
+float gdn_prelude_g(float a, float a_log, float dt_bias);
+float gdn_prelude_beta(float b);
+
 /* Recomputes the kernel inputs from in->prelude and compares them with
  * in's bit for bit (float32 bits; the bfloat16 tensors are exact float32).
  * GDN_ERR_INPUT naming `where`, the first differing tensor and its first

@@ -315,20 +315,64 @@ size_t gdn_synth_numel(const gdn_shape *s, int t) {
   }
 }
 
+/* Elements of a (B, T, Hv) gate range under the bfloat16 prelude: a or b
+ * drawn as prelude_draw draws them, then g or beta (gdn_prelude_apply). */
+static void prelude_gates_range(float *x, int t, slab sl, const gdn_shape *s, const gdn_synth_opts *o) {
+  fill_normal(x, sl, o->seed, t == GDN_SYNTH_TG ? S_A : S_B, 1.0, 1);
+  for (size_t i = 0; i < sl.len; i++) {
+    const int64_t h = (int64_t)((sl.start + i) % (size_t)s->Hv);
+    x[i] = t == GDN_SYNTH_TG ? gdn_prelude_g(x[i], bf((float)head_log_a(o->seed, h, o->flags)), bf(1.0f))
+                             : gdn_prelude_beta(x[i]);
+  }
+}
+
+/* A range of a kernel input under the bfloat16 prelude (gdn_synth.h): the
+ * prelude's tensor drawn there, then its step of gdn_prelude_apply (q and k
+ * in whole rows; v as drawn; h0 as without the prelude). */
+static void prelude_fill_tensor(float *x, int t, slab sl, const gdn_shape *s, const gdn_synth_opts *o) {
+  switch (t) {
+  case GDN_SYNTH_TQ:
+  case GDN_SYNTH_TK:
+    fill_normal(x, sl, o->seed, t == GDN_SYNTH_TQ ? S_Q : S_K, 1.0, 1);
+    for (size_t r = 0; r < sl.len / (size_t)s->Dk; r++) gdn_prelude_norm_row(x + r * (size_t)s->Dk, x + r * (size_t)s->Dk, s->Dk);
+    break;
+  case GDN_SYNTH_TV: fill_normal(x, sl, o->seed, S_V, 1.0, 1); break;
+  case GDN_SYNTH_TG:
+  case GDN_SYNTH_TBETA: prelude_gates_range(x, t, sl, s, o); break;
+  default: fill_normal(x, sl, o->seed, S_H0, 0.1, 0); break;
+  }
+}
+
 int gdn_synth_range(const gdn_shape *s, const gdn_synth_opts *o, int t, size_t start, size_t n, float *x,
                     gdn_error *e) {
   static const char *const names[GDN_SYNTH_TN] = {"q", "k", "v", "g", "beta", "h0"};
   int rc = gdn_shape_validate(s, e);
   if (rc) return rc;
-  if (t < 0 || t >= GDN_SYNTH_TN || (o->flags & GDN_SYNTH_PRELUDE_BF16) || (t == GDN_SYNTH_TH0 && !(o->flags & GDN_SYNTH_H0)))
-    return gdn_error_set(e, GDN_ERR_INTERNAL, "synthetic inputs: no range of tensor %d%s", t,
-                         (o->flags & GDN_SYNTH_PRELUDE_BF16) ? " (the bfloat16 prelude computes its inputs whole)" : "");
+  const int pre = (o->flags & GDN_SYNTH_PRELUDE_BF16) != 0;
+  if (t < 0 || t >= GDN_SYNTH_TN || (t == GDN_SYNTH_TH0 && !(o->flags & GDN_SYNTH_H0)))
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "synthetic inputs: no range of tensor %d", t);
   const size_t total = gdn_synth_numel(s, t);
-  const int rows = (o->flags & GDN_SYNTH_QK_PRENORM) && t <= GDN_SYNTH_TK;
+  const int rows = (pre || (o->flags & GDN_SYNTH_QK_PRENORM)) && t <= GDN_SYNTH_TK;
   if (start > total || n > total - start || (rows && (start % (size_t)s->Dk || n % (size_t)s->Dk)))
     return gdn_error_set(e, GDN_ERR_INTERNAL,
                          "synthetic inputs: elements [%zu, %zu) are not a range of %s's %zu%s", start, start + n,
                          names[t], total, rows ? " in whole rows" : "");
-  if (n) fill_tensor(x, t, (slab){1, n, n, start}, s, o);
+  if (n && pre) prelude_fill_tensor(x, t, (slab){1, n, n, start}, s, o);
+  else if (n) fill_tensor(x, t, (slab){1, n, n, start}, s, o);
+  return GDN_OK;
+}
+
+int gdn_synth_prelude_range(const gdn_shape *s, const gdn_synth_opts *o, int i, size_t start, size_t n, float *x,
+                            gdn_error *e) {
+  int rc = gdn_shape_validate(s, e);
+  if (rc) return rc;
+  const size_t total = i >= 0 && i < GDN_PRELUDE_N ? gdn_prelude_numel(s, i) : 0;
+  if (!(o->flags & GDN_SYNTH_PRELUDE_BF16) || i < 0 || i >= GDN_PRELUDE_N || start > total || n > total - start)
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "synthetic inputs: no range [%zu, %zu) of prelude tensor %d%s", start,
+                         start + n, i, (o->flags & GDN_SYNTH_PRELUDE_BF16) ? "" : " (no bfloat16 prelude)");
+  static const uint64_t stream[5] = {S_Q, S_K, S_V, S_A, S_B};
+  if (i <= GDN_PRELUDE_B && n) fill_normal(x, (slab){1, n, n, start}, o->seed, stream[i], 1.0, 1);
+  for (size_t j = 0; i > GDN_PRELUDE_B && j < n; j++)
+    x[j] = i == GDN_PRELUDE_A_LOG ? bf((float)head_log_a(o->seed, (int64_t)(start + j), o->flags)) : bf(1.0f);
   return GDN_OK;
 }

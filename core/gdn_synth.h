@@ -108,12 +108,20 @@ size_t gdn_synth_numel(const gdn_shape *s, int t);
 /* Elements [start, start + n) of tensor t of gdn_synth_generate(s, o), in
  * its memory order, into x: bit for bit that range of the whole tensor, so a
  * whole run's inputs can be hashed (or written) a range at a time without
- * holding them.  With GDN_SYNTH_QK_PRENORM the ranges of q and k are whole
- * rows (start and n multiples of Dk: a row is normalised as one).
- * GDN_ERR_INTERNAL for a range outside the tensor, h0 without
- * GDN_SYNTH_H0, or the bfloat16 prelude (its inputs are computed whole from
- * other draws). */
+ * holding them.  With GDN_SYNTH_QK_PRENORM or the bfloat16 prelude the
+ * ranges of q and k are whole rows (start and n multiples of Dk: a row is
+ * normalised as one); under the prelude each value is the prelude's draw at
+ * that index through its step of gdn_prelude_apply (g reads its head's
+ * A_log and dt_bias).  GDN_ERR_INTERNAL for a range outside the tensor, or
+ * h0 without GDN_SYNTH_H0. */
 int gdn_synth_range(const gdn_shape *s, const gdn_synth_opts *o, int t, size_t start, size_t n, float *x,
                     gdn_error *e);
+
+/* Elements [start, start + n) of the bfloat16 prelude's tensor i
+ * (GDN_PRELUDE_*, gdn_prelude.h) as gdn_synth_generate(s, o) keeps it in
+ * in->prelude, bit for bit.  GDN_ERR_INTERNAL without
+ * GDN_SYNTH_PRELUDE_BF16 or for a range outside the tensor. */
+int gdn_synth_prelude_range(const gdn_shape *s, const gdn_synth_opts *o, int i, size_t start, size_t n, float *x,
+                            gdn_error *e);
 
 #endif

@@ -21,6 +21,8 @@
 #include "parity_audit.h"
 #include "parity_budget.h"
 #include "parity_coverage.h"
+#include "parity_coverage_stream.h"
+#include "parity_synth_group.h"
 #include "parity_datafile.h"
 #include "parity_check_shard.h"
 #include "parity_dist.h"
@@ -334,19 +336,6 @@ static int fixture_grads_setup(const run_state *st, const fix_fixture *fx, parit
   return GDN_OK;
 }
 
-/* A synthetic input set's head group (parity_sweep_stream.h): every value
- * the whole generation draws at the same place (gdn_synth_generate_heads,
- * gdn_cotangents_synth_heads). */
-static int synth_group_load(void *ctx, int64_t k0, int64_t k1, gdn_inputs *in, gdn_cotangents *ct, gdn_error *e) {
-  const parity_synth_spec *sp = ctx;
-  int rc = gdn_synth_generate_heads(in, &sp->shape, k0, k1, &sp->synth, e);
-  in->packing = sp->packing;
-  if (rc || !ct) return rc;
-  if ((rc = gdn_cotangents_alloc(ct, &in->shape, 1, e))) return rc;
-  gdn_cotangents_synth_heads(ct, sp->shape.Hv, k0 * (sp->shape.Hv / sp->shape.Hk), sp->synth.seed);
-  return GDN_OK;
-}
-
 /* Why this synthetic run cannot be streamed by head group ("": it can). */
 static void synth_stream_refusal(const parity_synth_spec *sp, const parity_sweep_opts *o, char *why, size_t n) {
   gdn_inputs probe;
@@ -452,10 +441,18 @@ static int run_synthetic_streamed(run_state *st, const parity_synth_spec *sp, co
   int rc = scratch_room(plan, o, st->grad || sp->grad, 0, e);
   if (rc) return rc;
   char name[96], sha[FIX_SHA256_HEX] = "";
-  snprintf(name, sizeof name, "synthetic seed %" PRIu64, sp->synth.seed);
-  /* the document's inputs_sha256, drawn and hashed a range at a time (rank 0 records) */
-  if (parity_dist_rank() == 0 && (rc = fix_synth_inputs_sha256(&sp->shape, &sp->synth, NULL, 0, sha, e))) return rc;
-  const parity_stream_run sr = {plan, {synth_group_load, (void *)sp}, name, "synthetic", NULL, sha, NULL,
+  snprintf(name, sizeof name, "synthetic seed %" PRIu64 "%s", sp->synth.seed,
+           (sp->synth.flags & GDN_SYNTH_PRELUDE_BF16) ? " (bfloat16 layer prelude)" : "");
+  /* the document's inputs_sha256, drawn and hashed a range at a time (rank 0 records), with the (B, T)
+   * segment ids drawn whole */
+  gdn_inputs ids;
+  gdn_inputs_init(&ids);
+  ids.shape = sp->shape;
+  if (parity_dist_rank() == 0 && !(rc = gdn_synth_segments(&ids, sp->synth.seed, sp->documents, e)))
+    rc = fix_synth_inputs_sha256(&sp->shape, &sp->synth, ids.seg, sp->packing, sha, e);
+  gdn_inputs_clear(&ids);
+  if (rc) return rc;
+  const parity_stream_run sr = {plan, {parity_synth_group_load, (void *)sp}, name, "synthetic", NULL, sha, NULL,
                                 st->tier, st->oracle_bits, st->grad || sp->grad, NULL};
   parity_progress_add(o->progress, parity_sweep_stream_steps(plan, o));
   return parity_sweep_run_streamed(&st->doc, &sr, o, e);
@@ -802,6 +799,8 @@ static void fixture_stream_refusal(const fix_group *g, const parity_sweep_opts *
   probe.seg = m->inputs.seg;
   probe.prelude = fix_group_has_prelude(g) ? (gdn_prelude *)why : NULL; /* only tested for presence */
   parity_sweep_stream_refusal(&probe, o, why, n);
+  if (!why[0] && m->inputs.seg && m->n_outputs) /* parity_packing_group.h merges it; the streamed outputs do not call it yet */
+    snprintf(why, n, "a packed fixture's /outputs (their packing verdict and padding convention are judged whole)");
 }
 
 /* Without a reference only our two kernels can be compared with each
@@ -1106,9 +1105,12 @@ static int grid_validate(const cmd_ctx *x, const parity_grid *g, const char *gri
   for (size_t i = 0; i < g->n; i++) {
     const parity_grid_entry *en = &g->entries[i];
     int rc = parity_sweep_validate(&en->spec.shape, &en->opts, e);
-    if (!rc) rc = parity_budget_check(&en->spec.shape, (en->spec.synth.flags & GDN_SYNTH_H0) != 0, n_outputs, &en->opts,
-                                      x->st.max_bytes, e);
-    if (!rc && (x->st.grad || en->spec.grad)) rc = grads_check_limit(&x->st, &en->spec.shape, e);
+    parity_stream_plan plan; /* coverage streams an entry over the budget (parity_coverage_stream.h) */
+    plan.n_groups = 1;
+    if (!rc && x->coverage_cmd) rc = parity_coverage_entry_plan(&en->spec, &en->opts, x->st.max_bytes, &plan, e);
+    else if (!rc) rc = parity_budget_check(&en->spec.shape, (en->spec.synth.flags & GDN_SYNTH_H0) != 0, n_outputs,
+                                           &en->opts, x->st.max_bytes, e);
+    if (!rc && (x->st.grad || en->spec.grad) && plan.n_groups == 1) rc = grads_check_limit(&x->st, &en->spec.shape, e);
     if (!rc) { /* --grad makes every entry a gradient entry: its rows are dry-run too */
       parity_grid_entry g = *en;
       g.spec.grad = en->spec.grad || x->st.grad;
@@ -1203,6 +1205,7 @@ static int cmd_coverage(cmd_ctx *x, gdn_error *e) {
     co.readme_name = readme_name;
     co.unkillable = readme ? &unk : NULL;
     co.progress = &x->progress;
+    co.max_bytes = x->st.max_bytes;
     rc = parity_coverage_run(&co, &x->coverage, e);
   }
   free(readme);

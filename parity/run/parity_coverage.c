@@ -12,9 +12,11 @@
 #include "gdn_inputs.h"
 #include "gdn_synth.h"
 #include "gdn_text.h"
+#include "parity_coverage_stream.h"
 #include "parity_doc.h"
 #include "parity_subject.h"
 #include "parity_sweep.h"
+#include "parity_sweep_stream.h"
 #include "report_doc.h"
 #include "report_summary.h"
 #include "gdn_clock.h"
@@ -256,8 +258,20 @@ static int entry_grads(const parity_coverage_opts *o, const parity_synth_spec *s
   return parity_reference_compute_grads(ref, in, ct, o->tier, o->oracle_bits, e);
 }
 
+/* One sweep of the entry under so into d: whole (in, ref) or, with a
+ * plan of several groups, streamed (parity_coverage_stream.h). */
+static int entry_sweep(const parity_coverage_opts *o, const parity_grid_entry *en, const parity_stream_plan *plan,
+                       const gdn_inputs *in, const parity_reference *ref, const parity_sweep_opts *so, parity_doc *d,
+                       gdn_error *e) {
+  parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
+  if (plan->n_groups > 1) return parity_coverage_sweep_streamed(d, &en->spec, plan, o->tier, o->oracle_bits, so, e);
+  parity_progress_add(o->progress, parity_sweep_steps(so, &en->spec.shape));
+  return parity_sweep_run(d, in, &info, ref, NULL, 0, so, e);
+}
+
 /* One entry: inputs and reference, the plain sweep (timed), the mutant
- * sweep; its record appended to cases and its kill row filled. */
+ * sweep; its record appended to cases and its kill row filled.  Over
+ * o->max_bytes both sweeps stream by head group instead. */
 static int entry_run(const parity_coverage_opts *o, size_t i, const parity_subject_methods *const *rows,
                      json_t *cases, unsigned char *row, gdn_error *e) {
   const parity_grid_entry *en = &o->grid->entries[i];
@@ -267,20 +281,20 @@ static int entry_run(const parity_coverage_opts *o, size_t i, const parity_subje
   parity_reference_init(&ref);
   parity_doc plain, mut;
   int have_plain = 0, have_mut = 0;
-  parity_input_info info = {"synthetic", "synthetic", NULL, NULL};
   parity_sweep_opts so = entry_opts(o, en, NULL, 0), sm = entry_opts(o, en, rows, o->n_mutants);
-  parity_progress_add(o->progress, 2 * parity_sweep_steps(&so, &en->spec.shape));
   gdn_cotangents ct;
   gdn_cotangents_init(&ct);
   double t0 = gdn_clock_seconds();
-  int rc = entry_inputs(o, &en->spec, &in, &ref, e);
-  if (!rc) rc = entry_grads(o, &en->spec, &in, &ref, &ct, e);
-  if (en->spec.grad) so.ct = sm.ct = &ct;
+  parity_stream_plan plan;
+  int rc = parity_coverage_entry_plan(&en->spec, &so, o->max_bytes, &plan, e);
+  if (!rc && plan.n_groups == 1) rc = entry_inputs(o, &en->spec, &in, &ref, e);
+  if (!rc && plan.n_groups == 1) rc = entry_grads(o, &en->spec, &in, &ref, &ct, e);
+  if (en->spec.grad && plan.n_groups == 1) so.ct = sm.ct = &ct;
   if (!rc && !(rc = parity_doc_init(&plain, NULL, o->policy, e))) have_plain = 1;
-  if (!rc) rc = parity_sweep_run(&plain, &in, &info, &ref, NULL, 0, &so, e);
+  if (!rc) rc = entry_sweep(o, en, &plan, &in, &ref, &so, &plain, e);
   double seconds = gdn_clock_seconds() - t0;
   if (!rc && !(rc = parity_doc_init(&mut, NULL, o->policy, e))) have_mut = 1;
-  if (!rc) rc = parity_sweep_run(&mut, &in, &info, &ref, NULL, 0, &sm, e);
+  if (!rc) rc = entry_sweep(o, en, &plan, &in, &ref, &sm, &mut, e);
   if (!rc) {
     json_t *rec = entry_record(o, i, &plain, &mut, seconds, row);
     if (!rec || json_array_append_new(cases, rec))
@@ -292,6 +306,22 @@ static int entry_run(const parity_coverage_opts *o, size_t i, const parity_subje
   gdn_cotangents_clear(&ct);
   parity_reference_clear(&ref);
   gdn_inputs_clear(&in);
+  return rc;
+}
+
+/* An entry that streams (over o->max_bytes) must be able to produce each
+ * selected mutant a head group at a time (parity_sweep_stream.h). */
+static int entry_stream_check(const parity_coverage_opts *o, size_t i, const parity_subject_methods *const *rows,
+                              gdn_error *e) {
+  const parity_grid_entry *en = &o->grid->entries[i];
+  const parity_sweep_opts sm = entry_opts(o, en, rows, o->n_mutants);
+  parity_stream_plan plan;
+  char why[256];
+  int rc = parity_coverage_entry_plan(&en->spec, &sm, o->max_bytes, &plan, e);
+  if (!rc) parity_sweep_stream_cross_heads(&en->spec.shape, plan.n_groups, &sm, why, sizeof why);
+  if (!rc && why[0])
+    rc = gdn_error_set(e, GDN_ERR_INPUT, "entry over --max-bytes, streamed by head group: %s", why);
+  if (rc) gdn_error_prefix(e, "%s: entry %zu: ", o->grid_name ? o->grid_name : "grid", i);
   return rc;
 }
 
@@ -421,10 +451,13 @@ int parity_coverage_run(const parity_coverage_opts *o, json_t **doc, gdn_error *
   for (size_t m = 0; m < nm; m++)
     if (!(rows[m] = parity_subject_mutant(o->mutants[m])))
       return gdn_error_set(e, GDN_ERR_INTERNAL, "mutant %d has no subject row", (int)o->mutants[m]);
-  for (size_t i = 0; i < n; i++) /* refused before any entry runs */
+  for (size_t i = 0; i < n; i++) { /* refused before any entry runs */
     if (o->grid->entries[i].spec.grad && o->grid->entries[i].spec.documents > 1)
       return gdn_error_set(e, GDN_ERR_INPUT, "%s: entry %zu: \"grad\" with packed documents: segment ids have no "
                                              "backward yet; drop one of them", o->grid_name ? o->grid_name : "grid", i);
+    int rc = entry_stream_check(o, i, rows, e);
+    if (rc) return rc;
+  }
   unsigned char *kills = gdn_calloc(n * nm + 1, 1, "kill matrix", e);
   json_t *d = kills ? doc_head(o) : NULL;
   if (!d) {

@@ -37,6 +37,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "gdn_error.h"
@@ -60,6 +61,7 @@ typedef struct parity_coverage_opts {
   const char *readme_name; /* where unkillable came from, for the record */
   const parity_readme_unkillable *unkillable; /* the README's table, or NULL: "is it explained" is unknown */
   parity_progress *progress; /* NULL: none */
+  uint64_t max_bytes;      /* 0: every entry whole; else an entry over it streams (parity_coverage_stream.h) */
 } parity_coverage_opts;
 
 /* "all" or NAME,NAME,...: every catalogued mutant but none, or those named,

@@ -59,8 +59,7 @@ static double err_documents(const gdn_inputs *in, const double *o, const double 
   return den > 0 ? num / den : num;
 }
 
-/* The attrs of one output and its mismatch note. */
-static int record(parity_external *x, const double err[2], int declared, gdn_error *e) {
+int parity_packing_record(parity_external *x, const double err[2], int declared, gdn_error *e) {
   int m = parity_packing_decide(err);
   x->packing_matched = m;
   x->packing_mismatch = m >= 0 && m != declared;
@@ -107,7 +106,7 @@ int parity_packing_match(const gdn_inputs *in, const parity_reference *ref, pari
     double err[2];
     err[in->packing] = err_documents(in, ext[i].out->o, ref->out.o);
     err[other.packing] = err_documents(in, ext[i].out->o, alt.out.o);
-    rc = record(&ext[i], err, in->packing, e);
+    rc = parity_packing_record(&ext[i], err, in->packing, e);
   }
   parity_reference_clear(&alt);
   gdn_inputs_clear(&other);

@@ -54,6 +54,12 @@ double parity_packing_err(const double *o, const double *ref, size_t n);
 /* The matched semantics (GDN_PACKING_*) or -1 when indistinguishable. */
 int parity_packing_decide(const double err[2]);
 
+/* Output x's verdict from err[p] (as above, p = GDN_PACKING_*) under the
+ * fixture's `declared` packing: its attrs, packing_matched, its mismatch
+ * and note (what parity_packing_match records; parity_packing_group.h after
+ * the last head group). */
+int parity_packing_record(parity_external *x, const double err[2], int declared, gdn_error *e);
+
 /* For each of the n externals: err against `ref` (under in->packing) and
  * against a reference computed here under the other packing (tier, bits);
  * records the result in ext[i].attrs and ext[i].packing_*.  Does nothing

@@ -5,11 +5,14 @@
 #include <string.h>
 
 #include "gdn_alloc.h"
+#include "gdn_prelude.h"
+#include "kern_mutant.h"
 #include "parity_dist.h"
 #include "parity_kappa.h"
 #include "parity_log.h"
 #include "parity_metrics.h"
 #include "parity_oracle_group.h"
+#include "parity_stream_seg.h"
 #include "parity_spill.h"
 #include "parity_stream_oracle.h"
 #include "parity_stream_subject.h"
@@ -40,12 +43,21 @@ typedef struct sctx {
   int64_t r; /* value heads per key head */
   gdn_inputs hdr;  /* the whole shape and the inputs' flags, no values: the document's and the log's view */
   float h0_mark;   /* hdr.h0 points here when the inputs have h0 */
+  gdn_prelude prelude_mark; /* hdr.prelude points here when the inputs have the bfloat16 prelude */
   parity_reference ref; /* the certificate (no outputs: they are in scratch) */
   gdn_inputs in;   /* the current group's */
   gdn_cotangents ct;
   int64_t *counts[PARITY_T_N]; /* per group element counts */
   spill_set refs, base, *cases;
   size_t n_cases, n_dev;
+  /* The extra subject rows (parity_sweep_opts.extra, case stage: coverage's
+   * mutants), subjects 2.. of the table: per case k and row j, set
+   * xsets[k * n_extra + j] in scratch, its owner's heads xsh (per group)
+   * and its metrics meas_x, judged with the case. */
+  size_t n_extra;
+  spill_set *xsets;
+  struct set_head *xsh;          /* n_groups x n_cases x n_extra */
+  parity_subject_result *meas_x; /* n_cases x n_extra */
   int64_t case_dev[PARITY_MAX_LIST * 3];
   kern_prefix case_pre[PARITY_MAX_LIST * 3];
   double case_secs[PARITY_MAX_LIST * 3];
@@ -218,10 +230,9 @@ static int chunk_visit(sctx *c, int t, int64_t g, mpair *p, size_t n, int pass_b
   return rc;
 }
 
-static int chunk_metrics_tensor(sctx *c, int t, gdn_error *e) {
-  mpair p[2 * PARITY_MAX_LIST * 3 + 1];
-  size_t n = 0;
-  int rc = chunk_pairs(c, t, p, &n, e);
+/* The two passes over the groups for pairs p[0..n), finished into their
+ * results and freed. */
+static int chunk_metrics_pairs(sctx *c, int t, mpair *p, size_t n, int rc, gdn_error *e) {
   for (int pass = 0; pass < 2 && !rc; pass++) {
     for (int64_t g = 0; g < c->p->n_groups && !rc; g++) rc = chunk_visit(c, t, g, p, n, pass, e);
     for (size_t i = 0; !pass && i < n; i++) {
@@ -238,12 +249,42 @@ static int chunk_metrics_tensor(sctx *c, int t, gdn_error *e) {
   return rc;
 }
 
+static int chunk_metrics_tensor(sctx *c, int t, gdn_error *e) {
+  mpair p[2 * PARITY_MAX_LIST * 3 + 1];
+  size_t n = 0;
+  int rc = chunk_pairs(c, t, p, &n, e);
+  return chunk_metrics_pairs(c, t, p, n, rc, e);
+}
+
+/* Extra row j of case k, tensor t: against the reference and (its row
+ * asking) the scan, as measure_subject (parity_sweep.c) measures it; one
+ * set at a time, so the measuring holds two pairs however many rows. */
+static int extra_metrics_tensor(sctx *c, size_t k, size_t j, int t, gdn_error *e) {
+  input_ctx *x = &c->x;
+  const unsigned bit = 1u << t;
+  const spill_set *s = &c->xsets[k * c->n_extra + j];
+  parity_subject_result *m = &c->meas_x[k * c->n_extra + j];
+  mpair p[2];
+  size_t n = 0;
+  int rc = GDN_OK;
+  if (!(s->present & bit)) return rc;
+  if (x->ref && (c->refs.present & bit))
+    rc = pair_add(c, p, &n, t, &s->t[t], &c->refs.t[t], s->out_dtype[t], &m->vs_ref[t], &m->has_vs_ref, e);
+  if (!rc && x->subj[2 + j].m->vs_scan && (c->base.present & bit))
+    rc = pair_add(c, p, &n, t, &s->t[t], &c->base.t[t], s->out_dtype[t], &m->vs_scan[t], &m->has_vs_scan, e);
+  return chunk_metrics_pairs(c, t, p, n, rc, e);
+}
+
 static int chunk_metrics(sctx *c, gdn_error *e) {
   input_ctx *x = &c->x;
   meas_begin(c, x->baseline, &c->base, &c->meas_base);
   for (size_t k = 0; k < c->n_cases; k++) meas_begin(c, x->candidate, &c->cases[k], &c->meas_case[k]);
+  for (size_t i = 0; i < c->n_cases * c->n_extra; i++)
+    meas_begin(c, 2 + i % c->n_extra, &c->xsets[i], &c->meas_x[i]);
   int rc = GDN_OK;
   for (int t = 0; t < PARITY_T_N && !rc; t++) rc = chunk_metrics_tensor(c, t, e);
+  for (size_t i = 0; i < c->n_cases * c->n_extra && !rc; i++)
+    for (int t = 0; t < PARITY_T_N && !rc; t++) rc = extra_metrics_tensor(c, i / c->n_extra, i % c->n_extra, t, e);
   return rc;
 }
 
@@ -259,14 +300,16 @@ static int load_group(sctx *c, int64_t g, gdn_error *e) {
 }
 
 /* The document's view of the inputs: the first group's flags, the whole
- * shape, no values. */
-static void header_from(sctx *c) {
+ * shape, no values but the segment ids (per token, every group's:
+ * parity_stream_seg.h), owned here. */
+static int header_from(sctx *c, gdn_error *e) {
   c->hdr = c->in;
   c->hdr.shape = c->whole;
   c->hdr.q = c->hdr.k = c->hdr.v = c->hdr.g = c->hdr.beta = NULL;
   c->hdr.h0 = c->in.h0 ? &c->h0_mark : NULL;
+  c->hdr.prelude = c->in.prelude ? &c->prelude_mark : NULL;
   c->hdr.seg = NULL;
-  c->hdr.prelude = NULL;
+  return parity_stream_seg_keep(&c->hdr, &c->in, e);
 }
 
 /* A streamed run under mpirun deals whole groups: rank g mod N computes
@@ -371,7 +414,8 @@ static int oracle_visit(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
   gdn_error le;
   gdn_error_init(&le);
   int rc = load_group(c, wrong ? (g + 1) % c->p->n_groups : g, &le);
-  if (!rc && me == 0 && g == 0) header_from(c);
+  if (!rc && me == 0 && g == 0) rc = header_from(c, &le);
+  if (!rc && me == 0) rc = parity_stream_seg_same(&c->hdr, &c->in, g, &le);
   if (!rc && me == 0 && c->outs.n) rc = parity_stream_outputs_keep(&c->outs, g, c->sr->fixture->slab(c->sr->src.ctx), &le);
   if (!rc && me == 0 && c->stored) rc = stored_keep(c, g, &le);
   for (size_t ci = 0; !rc && me == 0 && ci < o->n_chunks; ci++) parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
@@ -500,9 +544,10 @@ static void set_keep(sctx *c, spill_set *set, const char *what, int64_t g, int64
 
 /* The exchange of one set of group g (k: its case, -1 the scan); rank 0
  * keeps it and merges the seam sums. */
-static int set_share(sctx *c, spill_set *set, const char *what, int64_t g, int64_t k, gdn_error *e) {
+static int set_share(sctx *c, spill_set *set, const char *what, int64_t g, int64_t k, const set_head *mine,
+                     gdn_error *e) {
   const int owner = owner_of(g), me = parity_dist_rank();
-  set_head hd = c->sh[g * (int64_t)(1 + c->n_cases) + 1 + k];
+  set_head hd = *mine;
   int rc = parity_dist_bcast(&hd, sizeof hd, owner, e);
   if (!rc && hd.rc) *e = hd.err, rc = hd.rc;
   for (int t = 0; t < PARITY_T_N && !rc; t++)
@@ -589,6 +634,18 @@ static void produce_group(sctx *c, int64_t g) {
     if (!hk->rc) set_keep(c, &c->cases[k], what, g, (int64_t)k, cs, hk);
     if (hk->rc) *hd = *hk; /* the group's error, seen at its first set */
     parity_subject_park(cs);
+    for (size_t j = 0; j < c->n_extra && !hd->rc; j++) {
+      const size_t i = k * c->n_extra + j;
+      set_head *hx = &c->xsh[(size_t)g * c->n_cases * c->n_extra + i];
+      parity_subject_run *xs = &x->subj[2 + j];
+      t0 = gdn_clock_seconds();
+      hx->rc = parity_subject_produce(xs, &cx, &hx->err);
+      c->case_secs[k] += gdn_clock_seconds() - t0;
+      snprintf(what, sizeof what, "case %zu %s", k, xs->name);
+      if (!hx->rc) set_keep(c, &c->xsets[i], what, g, -1, xs, hx);
+      if (hx->rc) *hd = *hx;
+      parity_subject_release(xs); /* one extra set held at a time, as the whole run's run_stage */
+    }
   }
   parity_subject_park(bs);
 }
@@ -601,7 +658,10 @@ static int phase_produce(sctx *c, int64_t chunk, gdn_error *e) {
   c->gseams = c->sh ? gdn_calloc(ng * c->n_cases * c->max_seams + 1, sizeof *c->gseams, "group seam sums", e)
                     : NULL;
   c->mh = c->gseams ? gdn_calloc((size_t)c->p->n_groups, sizeof *c->mh, "model sets", e) : NULL;
-  if (!c->mh) return e ? e->code : GDN_ERR_NOMEM;
+  c->xsh = c->mh ? gdn_calloc((size_t)c->p->n_groups * (c->n_cases * c->n_extra > 0 ? c->n_cases * c->n_extra : 1),
+                              sizeof *c->xsh, "extra rows' sets", e)
+                 : NULL;
+  if (!c->xsh) return e ? e->code : GDN_ERR_NOMEM;
   for (int64_t g = parity_dist_rank(); g < c->p->n_groups; g += parity_dist_size()) {
     char what[80];
     snprintf(what, sizeof what, "C%" PRId64 ", head group %" PRId64 " of %" PRId64, chunk, g + 1, c->p->n_groups);
@@ -614,14 +674,20 @@ static int phase_produce(sctx *c, int64_t chunk, gdn_error *e) {
   gdn_cotangents_clear(&c->ct);
   parity_subject_release(&c->x.subj[c->x.baseline]); /* the measurements read scratch */
   parity_subject_release(&c->x.subj[c->x.candidate]);
+  for (size_t j = 0; j < c->n_extra; j++) parity_subject_release(&c->x.subj[2 + j]);
   int rc = GDN_OK;
   for (int64_t g = 0; g < c->p->n_groups && !rc; g++) {
-    rc = set_share(c, &c->base, "scan", g, -1, e);
+    rc = set_share(c, &c->base, "scan", g, -1, &c->sh[(size_t)g * (1 + c->n_cases)], e);
     if (!rc && c->want_model) rc = model_share(c, g, e);
     for (size_t k = 0; k < c->n_cases && !rc; k++) {
       char what[48];
       snprintf(what, sizeof what, "case %zu", k);
-      rc = set_share(c, &c->cases[k], what, g, (int64_t)k, e);
+      rc = set_share(c, &c->cases[k], what, g, (int64_t)k, &c->sh[(size_t)g * (1 + c->n_cases) + 1 + k], e);
+    }
+    for (size_t i = 0; i < c->n_cases * c->n_extra && !rc; i++) { /* no seam sums: -1 */
+      char what[64];
+      snprintf(what, sizeof what, "case %zu %s", i / c->n_extra, c->x.subj[2 + i % c->n_extra].name);
+      rc = set_share(c, &c->xsets[i], what, g, -1, &c->xsh[(size_t)g * c->n_cases * c->n_extra + i], e);
     }
   }
   return rc;
@@ -810,6 +876,7 @@ static int run_case_k(sctx *c, size_t k, gdn_error *e) {
   parity_case_result_init(&r);
   int rc = parity_case_result_alloc(&r, x->cfg.devices, x->n_subj, x->n_blocks, e);
   x->meas[x->candidate] = c->meas_case[k];
+  for (size_t j = 0; j < c->n_extra; j++) x->meas[2 + j] = c->meas_x[k * c->n_extra + j];
   if (!rc) {
     r.seconds = c->case_secs[k];
     x->d->t_kernels += r.seconds;
@@ -837,6 +904,13 @@ static void chunk_clear(sctx *c) {
   gdn_free(c->mh);
   c->mh = NULL;
   for (size_t k = 0; k < c->n_cases && c->cases; k++) spill_set_close(&c->cases[k]);
+  for (size_t i = 0; i < c->n_cases * c->n_extra && c->xsets; i++) spill_set_close(&c->xsets[i]);
+  gdn_free(c->xsets);
+  gdn_free(c->xsh);
+  gdn_free(c->meas_x);
+  c->xsets = NULL;
+  c->xsh = NULL;
+  c->meas_x = NULL;
   gdn_free(c->cases);
   gdn_free(c->seams);
   gdn_free(c->sh);
@@ -863,7 +937,11 @@ static int run_chunk_streamed(sctx *c, size_t ci, gdn_error *e) {
   c->cases = gdn_calloc(c->n_cases ? c->n_cases : 1, sizeof *c->cases, "case scratch", e);
   c->seams = c->cases ? gdn_calloc(c->n_cases * (c->max_seams ? c->max_seams : 1), sizeof *c->seams, "seam sums", e)
                       : NULL;
-  if (!c->seams) return e ? e->code : GDN_ERR_NOMEM;
+  const size_t nx = c->n_cases * c->n_extra > 0 ? c->n_cases * c->n_extra : 1;
+  c->xsets = c->seams ? gdn_calloc(nx, sizeof *c->xsets, "extra rows' scratch", e) : NULL;
+  c->meas_x = c->xsets ? gdn_calloc(nx, sizeof *c->meas_x, "extra rows' metrics", e) : NULL;
+  if (!c->meas_x) return e ? e->code : GDN_ERR_NOMEM;
+  for (size_t i = 0; i < nx; i++) spill_set_init(&c->xsets[i]);
   for (size_t k = 0; k < c->n_cases; k++) spill_set_init(&c->cases[k]);
   for (size_t i = 0; i < c->n_cases * c->max_seams; i++) parity_rel_acc_init(&c->seams[i]);
   rc = phase_produce(c, chunk, e);
@@ -900,10 +978,37 @@ static int run_chunk_streamed(sctx *c, size_t ci, gdn_error *e) {
 /* --- the run ------------------------------------------------------------- */
 
 void parity_sweep_stream_refusal(const gdn_inputs *g, const parity_sweep_opts *o, char *why, size_t n) {
+  (void)g; /* packed documents and the bfloat16 prelude stream (per group: parity_stream_seg.h, gdn_synth.h) */
   why[0] = '\0';
-  if (g && g->seg) snprintf(why, n, "packed documents (segment ids) are not streamed by head group yet");
-  else if (g && g->prelude) snprintf(why, n, "the bfloat16 layer prelude is not streamed by head group yet");
-  else if (o->n_extra) snprintf(why, n, "extra subject rows (coverage's mutants) are not streamed by head group");
+  for (size_t j = 0; j < o->n_extra && !why[0]; j++)
+    if (o->extra[j] == parity_subject_mpi) /* NULL without MPI, never a row then */
+      snprintf(why, n, "--backend mpi's row (%s) runs one case's devices on the ranks, which a run streamed by head "
+               "group deals its head groups to", o->extra[j]->name);
+    else if (o->extra[j]->stage != PARITY_STAGE_CASE)
+      snprintf(why, n, "extra subject row %s is produced once per %s, and a streamed run keeps extra rows per case "
+               "only", o->extra[j]->name, o->extra[j]->stage == PARITY_STAGE_CHUNK ? "chunk size" : "input");
+}
+
+/* A mutant that needs grouped heads to show (kern_mutant.h: gqa-tile, value
+ * head hv reading key head hv mod Hk) reads key heads outside its own
+ * group's: a group of the run does not hold them, and inside a group the
+ * mapping changes (one key head per group hides it altogether). */
+static const char *cross_head_mutant(const parity_sweep_opts *o) {
+  if (kern_mutant_row_of(o->mutant)->needs & KERN_MUTANT_NEEDS_GQA) return kern_mutant_name(o->mutant);
+  for (size_t j = 0; j < o->n_extra; j++) {
+    const kern_mutant m = parity_subject_mutant_of(o->extra[j]);
+    if (m != KERN_MUTANT_NONE && (kern_mutant_row_of(m)->needs & KERN_MUTANT_NEEDS_GQA)) return kern_mutant_name(m);
+  }
+  return NULL;
+}
+
+void parity_sweep_stream_cross_heads(const gdn_shape *whole, int64_t n_groups, const parity_sweep_opts *o, char *why,
+                                     size_t n) {
+  why[0] = '\0';
+  const char *m = cross_head_mutant(o);
+  if (m && n_groups > 1 && whole->Hk < whole->Hv)
+    snprintf(why, n, "mutant %s reads key heads across head groups (value head hv reads key head hv mod Hk), so it "
+             "cannot be produced a head group at a time; run it whole (a larger --max-bytes) or leave it out", m);
 }
 
 /* A set's bytes as binary64 (its float32 tensors take half: an upper
@@ -924,7 +1029,7 @@ double parity_sweep_stream_scratch_bytes(const parity_stream_plan *p, const pari
     const size_t n = parity_sweep_devices_for(o, s, o->chunks[ci], dev) * o->n_prefixes;
     if (n > most) most = n;
   }
-  return set * (double)(2 + most); /* the reference, the scan, the cases */
+  return set * (double)(2 + most * (1 + o->n_extra)); /* the reference, the scan, the cases and their extra rows */
 }
 
 int64_t parity_sweep_stream_steps(const parity_stream_plan *p, const parity_sweep_opts *o) {
@@ -949,9 +1054,13 @@ static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const p
   const size_t n_ext = fx ? fx->n_ext : 0;
   int rc = parity_sweep_ctx_subjects(x, fx ? fx->ext : NULL, n_ext, e);
   if (rc) return rc;
-  if (x->n_subj != 2 + n_ext)
-    return gdn_error_set(e, GDN_ERR_INTERNAL, "a streamed run needs the scan and the candidate only (%zu subjects)",
-                         x->n_subj);
+  c->n_extra = o->n_extra;
+  if (n_ext && o->n_extra) /* the extra rows' sets are indexed after the candidate */
+    return gdn_error_set(e, GDN_ERR_INPUT, "a run streamed by head group judges a fixture's outputs or extra "
+                         "subject rows (a mutant), not both; run it whole (a larger --max-bytes)");
+  if (x->n_subj != 2 + n_ext + o->n_extra || (!n_ext && (x->baseline != 0 || x->candidate != 1)))
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "a streamed run needs the scan, the candidate and the extra rows only "
+                         "(%zu subjects)", x->n_subj);
   size_t most = 0;
   for (int t = 0; t < PARITY_T_N; t++) {
     if (!(c->counts[t] = gdn_calloc((size_t)c->p->n_groups, sizeof(int64_t), "group sizes", e)))
@@ -996,6 +1105,8 @@ static void ctx_free(sctx *c) {
   gdn_free(c->rh);
   gdn_inputs_clear(&c->in);
   gdn_cotangents_clear(&c->ct);
+  gdn_free(c->hdr.seg);
+  c->hdr.seg = NULL;
   parity_reference_clear(&c->ref);
   parity_sweep_ctx_clear(&c->x);
 }
@@ -1023,6 +1134,9 @@ int parity_sweep_run_streamed(parity_doc *d, const parity_stream_run *sr, const 
   if (rc) return rc;
   if (o->ct)
     return gdn_error_set(e, GDN_ERR_INTERNAL, "a streamed run draws its cotangents by group (parity_stream_run.grads)");
+  char cross[256];
+  parity_sweep_stream_cross_heads(&sr->plan->whole, sr->plan->n_groups, o, cross, sizeof cross);
+  if (cross[0]) return gdn_error_set(e, GDN_ERR_INPUT, "%s", cross);
   sctx *c = gdn_calloc(1, sizeof *c, "streamed run", e);
   if (!c) return e ? e->code : GDN_ERR_NOMEM;
   rc = ctx_init(c, d, sr, o, e);

@@ -36,8 +36,17 @@
  * check decides (parity_stream_oracle.h; with gradients only the VJP is
  * computed by group).
  *
- * Not streamed (the caller runs these whole or refuses): packed documents,
- * the bfloat16 layer prelude and extra subject rows.
+ * Packed documents: every group runs under the run's segment ids
+ * (parity_stream_seg.h).  The bfloat16 prelude: each group's inputs are
+ * computed from its own heads' prelude (gdn_synth_generate_heads,
+ * fix_group_read).  Extra subject rows of the case stage (coverage's
+ * mutants): produced with each case's candidate a group at a time, one row
+ * held at a time, into scratch (per case and row); measured a set at a
+ * time against the reference and the scan; judged with the case.
+ *
+ * Not streamed (the caller runs these whole or refuses): extra rows of
+ * another stage or --backend mpi's, and a mutant that reads key heads
+ * across groups (parity_sweep_stream_cross_heads).
  */
 #ifndef PARITY_SWEEP_STREAM_H
 #define PARITY_SWEEP_STREAM_H
@@ -67,12 +76,21 @@ typedef struct parity_stream_run {
   const struct parity_stream_fixture *fixture; /* a fixture's outputs (parity_stream_outputs.h); NULL: none */
 } parity_stream_run;
 
-/* Why a run cannot be streamed ("" when it can): the message names it. */
+/* Why a run cannot be streamed ("" when it can): the message names it.
+ * Packed documents and the bfloat16 prelude stream; extra rows stream when
+ * produced per case (coverage's mutants; not --backend mpi's row). */
 void parity_sweep_stream_refusal(const gdn_inputs *first_group, const parity_sweep_opts *o, char *why, size_t n);
 
+/* Why a run of shape `whole` in n_groups head groups cannot produce its
+ * planted mutant or a mutant row ("" when it can): a mutant that reads key
+ * heads across groups (gqa-tile) with grouped heads (Hk < Hv) and more
+ * than one group.  parity_sweep_run_streamed refuses such a run. */
+void parity_sweep_stream_cross_heads(const gdn_shape *whole, int64_t n_groups, const parity_sweep_opts *o, char *why,
+                                     size_t n);
+
 /* The most scratch bytes the run writes (as binary64 the reference, the
- * scan and one chunk size's cases), checked against the scratch folder's
- * free space before anything runs. */
+ * scan and one chunk size's cases, each with its extra rows), checked
+ * against the scratch folder's free space before anything runs. */
 double parity_sweep_stream_scratch_bytes(const parity_stream_plan *p, const parity_sweep_opts *o, int grads);
 
 /* The progress steps parity_sweep_run_streamed takes. */

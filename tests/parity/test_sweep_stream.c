@@ -166,8 +166,7 @@ END_TEST
 
 START_TEST(refusals) {
   static const struct { const char *args[12]; const char *needle; } t[] = {
-      {{"--shape", "1,128,4,16", "--group-heads", "1", "--documents", "2"}, "packed documents"},
-      {{"--shape", "1,128,4,16", "--group-heads", "1", "--prelude", "bfloat16"}, "prelude"},
+      {{"--shape", "1,128,4,16", "--key-heads", "2", "--group-heads", "1", "--mutant", "gqa-tile"}, "across head groups"},
       {{"--shape", "1,128,4,16", "--key-heads", "2", "--group-heads", "3"}, "3 key heads"},
       {{"--shape", "1,128,4,16", "--group-heads", "0"}, "--group-heads"},
       {{"--shape", "1,128,4,16", "--key-heads", "2", "--max-bytes", "100K"}, "one key head alone would need"},
