@@ -136,8 +136,9 @@ static const gdn_cli_opt options[] = {
     {"max-bytes", "SIZE", "refuse inputs larger than SIZE bytes (K/M/G suffixes; default 16G)", C_CASES},
     {"group-heads", "N",
      "run N key heads at a time, what later passes read kept in scratch files in TMPDIR (default: so when "
-     "the whole run is over --max-bytes, the most key heads it allows); the results are the whole run's",
-     C_RUN | C_CHECK},
+     "the whole run is over --max-bytes, the most key heads it allows; coverage: every entry so); the results "
+     "are the whole run's",
+     C_RUN | C_CHECK | C_COVERAGE},
     {"threads", "N", "worker threads (default: all cores); results do not depend on it", 0},
     {"quiet", NULL, "print only the verdict", 0},
     {"verbose", NULL, "print every check of every case", 0},
@@ -1107,7 +1108,8 @@ static int grid_validate(const cmd_ctx *x, const parity_grid *g, const char *gri
     int rc = parity_sweep_validate(&en->spec.shape, &en->opts, e);
     parity_stream_plan plan; /* coverage streams an entry over the budget (parity_coverage_stream.h) */
     plan.n_groups = 1;
-    if (!rc && x->coverage_cmd) rc = parity_coverage_entry_plan(&en->spec, &en->opts, x->st.max_bytes, &plan, e);
+    if (!rc && x->coverage_cmd)
+      rc = parity_coverage_entry_plan(&en->spec, &en->opts, x->st.max_bytes, x->st.group_heads, &plan, e);
     else if (!rc) rc = parity_budget_check(&en->spec.shape, (en->spec.synth.flags & GDN_SYNTH_H0) != 0, n_outputs,
                                            &en->opts, x->st.max_bytes, e);
     if (!rc && (x->st.grad || en->spec.grad) && plan.n_groups == 1) rc = grads_check_limit(&x->st, &en->spec.shape, e);
@@ -1206,6 +1208,7 @@ static int cmd_coverage(cmd_ctx *x, gdn_error *e) {
     co.unkillable = readme ? &unk : NULL;
     co.progress = &x->progress;
     co.max_bytes = x->st.max_bytes;
+    co.group_heads = x->st.group_heads;
     rc = parity_coverage_run(&co, &x->coverage, e);
   }
   free(readme);

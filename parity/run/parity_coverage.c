@@ -286,7 +286,7 @@ static int entry_run(const parity_coverage_opts *o, size_t i, const parity_subje
   gdn_cotangents_init(&ct);
   double t0 = gdn_clock_seconds();
   parity_stream_plan plan;
-  int rc = parity_coverage_entry_plan(&en->spec, &so, o->max_bytes, &plan, e);
+  int rc = parity_coverage_entry_plan(&en->spec, &so, o->max_bytes, o->group_heads, &plan, e);
   if (!rc && plan.n_groups == 1) rc = entry_inputs(o, &en->spec, &in, &ref, e);
   if (!rc && plan.n_groups == 1) rc = entry_grads(o, &en->spec, &in, &ref, &ct, e);
   if (en->spec.grad && plan.n_groups == 1) so.ct = sm.ct = &ct;
@@ -317,7 +317,7 @@ static int entry_stream_check(const parity_coverage_opts *o, size_t i, const par
   const parity_sweep_opts sm = entry_opts(o, en, rows, o->n_mutants);
   parity_stream_plan plan;
   char why[256];
-  int rc = parity_coverage_entry_plan(&en->spec, &sm, o->max_bytes, &plan, e);
+  int rc = parity_coverage_entry_plan(&en->spec, &sm, o->max_bytes, o->group_heads, &plan, e);
   if (!rc) parity_sweep_stream_cross_heads(&en->spec.shape, plan.n_groups, &sm, why, sizeof why);
   if (!rc && why[0])
     rc = gdn_error_set(e, GDN_ERR_INPUT, "entry over --max-bytes, streamed by head group: %s", why);

@@ -62,6 +62,7 @@ typedef struct parity_coverage_opts {
   const parity_readme_unkillable *unkillable; /* the README's table, or NULL: "is it explained" is unknown */
   parity_progress *progress; /* NULL: none */
   uint64_t max_bytes;      /* 0: every entry whole; else an entry over it streams (parity_coverage_stream.h) */
+  int64_t group_heads;     /* > 0: every entry streamed by this many key heads a group; 0: by max_bytes */
 } parity_coverage_opts;
 
 /* "all" or NAME,NAME,...: every catalogued mutant but none, or those named,

@@ -12,13 +12,15 @@
 enum { COVERAGE_SETS = 4 };
 
 int parity_coverage_entry_plan(const parity_synth_spec *sp, const parity_sweep_opts *so, uint64_t max_bytes,
-                               parity_stream_plan *plan, gdn_error *e) {
+                               int64_t group_heads, parity_stream_plan *plan, gdn_error *e) {
   const int h0 = (sp->synth.flags & GDN_SYNTH_H0) != 0;
   memset(plan, 0, sizeof *plan);
   plan->whole = sp->shape;
   plan->group = sp->shape.Hk;
   plan->n_groups = 1;
   const int flags = (h0 ? PARITY_STREAM_H0 : 0) | (sp->grad ? PARITY_STREAM_GRADS : 0);
+  if (group_heads > 0) /* asked for: streamed by that many key heads (its peak still within max_bytes) */
+    return parity_stream_plan_make(&sp->shape, flags, COVERAGE_SETS, so, max_bytes, group_heads, plan, e);
   uint64_t with_grads = 0; /* a "grad" entry: whole when its gradient sets fit too */
   if (!max_bytes || (!parity_budget_check(&sp->shape, h0, COVERAGE_SETS, so, max_bytes, NULL) &&
                      (!sp->grad || (!parity_stream_bytes(&sp->shape, flags, COVERAGE_SETS, so, &with_grads, NULL) &&

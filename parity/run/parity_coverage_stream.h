@@ -26,14 +26,16 @@
 #include "parity_stream.h"
 #include "parity_sweep.h"
 
-/* The entry's plan under max_bytes (0: no limit) for sweep options so:
+/* The entry's plan under max_bytes (0: no limit) for sweep options so
+ * (group_heads > 0, --group-heads: that many key heads a group, as the
+ * streamed plan of --shape takes it):
  * plan->n_groups 1 when the whole entry fits (a "grad" entry: with its
  * gradient sets, parity_stream_bytes), else the streamed plan (the group's
  * gradient sets counted).
  * GDN_ERR_INPUT, the whole run's refusal (parity_budget_check's words) and
  * what one key head would need, when not even one key head fits. */
 int parity_coverage_entry_plan(const parity_synth_spec *sp, const parity_sweep_opts *so, uint64_t max_bytes,
-                               parity_stream_plan *plan, gdn_error *e);
+                               int64_t group_heads, parity_stream_plan *plan, gdn_error *e);
 
 /* One sweep of the entry's synthetic inputs streamed under plan into d
  * (the reference at tier / bits computed a group at a time; so->ct must be
