@@ -6,13 +6,14 @@
 #include "gdn_chgate.h"
 #include "gdn_shape.h"
 #include "gdn_threads.h"
+#include "parity_recur_grad.h"
 #include "parity_recur_sweep.h"
 
 /* The options a non-GDN recurrence takes today; any other given option is
  * refused by name. */
 static const char *const supported[] = {"recurrence", "shape", "key-heads", "dv", "chunk", "seed", "h0",
                                         "oracle-bits", "json", "threads", "quiet", "verbose", "reproducible",
-                                        "mutant", "devices", "oracle", NULL};
+                                        "mutant", "devices", "oracle", "grad", NULL};
 
 static int is_supported(const char *name) {
   for (int i = 0; supported[i]; i++)
@@ -100,7 +101,12 @@ int parity_recur_cli_main(const parity_recurrence *rec, const gdn_cli_opt *table
   o.log = quiet ? NULL : out;
   json_t *doc = NULL;
   int pass = 0;
+  const int grad = gdn_cli_get(table, a, "grad") != NULL;
+  if (grad && o.mutant)
+    return gdn_error_set(e, GDN_ERR_INPUT, "--grad with --mutant %s: the backward of --recurrence %s implements no "
+                         "forward mutant; drop one of them", rec->mutants[o.mutant], rec->name), -1;
   if (parity_recur_sweep(&o, &doc, &pass, e)) return -1;
+  if (grad && parity_recur_grad_attach(&o, 0, doc, &pass, e)) return json_decref(doc), -1;
   const char *json = gdn_cli_get(table, a, "json");
   if (json && json_dump_file(doc, json, JSON_INDENT(2) | JSON_SORT_KEYS)) {
     json_decref(doc);
