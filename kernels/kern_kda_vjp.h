@@ -12,9 +12,9 @@
  * the adjoint of h_t (dht after the last token), every operation rounded in
  * F, sums over i ascending and over columns c ascending:
  *   dQ_i += sum_c h_t,ic do_c;   S_ic += Q_i do_c
- *   dd_c = sum_i K_i S_ic;       dK_i += sum_c S_ic delta_c
- *   dbeta = sum_c dd_c vm_c;     dv_c = beta dd_c
- *   dK_i -= sum_c h'_ic dv_c;    S'_ic = S_ic - K_i dv_c
+ *   dd_c = sum_i K_i S_ic;       dbeta = sum_c dd_c vm_c;   dv_c = beta dd_c
+ *   dK_i += sum_c (S_ic delta_c - h'_ic dv_c)   (one sum over c)
+ *   S'_ic = S_ic - K_i dv_c
  *   dg_i = sum_c S'_ic h'_ic;    S_ic = a_i S'_ic
  * then dK, dQ through the preparation (kern_rows_tmpl.h's, backwards: with
  * the L2 norm dx = r (dX - ((x . dX) / (ss + eps)) x), r = 1 / sqrt(ss +
