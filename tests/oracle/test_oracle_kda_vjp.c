@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../check_runner.h"
+#include "../test_util_alloc.h"
 #include "../test_util_synth.h"
 #include "gdn_alloc.h"
 #include "gdn_chgate.h"
@@ -219,4 +220,51 @@ START_TEST(test_refusals) {
 }
 END_TEST
 
-CKR_MAIN("oracle", "kda_vjp", 120, test_reverse_loop_f64, test_equal_gates_is_gdn, test_refusals)
+/* Every allocation failing in turn: GDN_ERR_NOMEM, the gradients left
+ * cleared, nothing leaked; the run that succeeds gives the reference bits. */
+typedef struct alloc_ctx {
+  gdn_inputs in;
+  gdn_chgate g;
+  gdn_cotangents ct;
+  gdn_grads out, ref;
+} alloc_ctx;
+
+static int alloc_run(void *c, gdn_error *e) {
+  alloc_ctx *x = c;
+  oracle_vjp_config cfg;
+  oracle_vjp_config_init(&cfg);
+  oracle_vjp_certificate cert;
+  return oracle_kda_vjp(&x->in, &x->g, &x->ct, &cfg, &x->out, &cert, e);
+}
+static void alloc_failed(void *c, long n, int rc, const gdn_error *e) {
+  alloc_ctx *x = c;
+  ck_assert_msg(rc == GDN_ERR_NOMEM, "allocation %ld: %d %s", n, rc, e->msg);
+  ck_assert_ptr_null(x->out.dg);
+}
+static void alloc_succeeded(void *c) {
+  alloc_ctx *x = c;
+  ck_assert(memcmp(x->out.dg, x->ref.dg, gdn_chgrads_numel(&x->ref.shape, GDN_GRAD_DG) * sizeof(double)) == 0);
+  gdn_grads_clear(&x->out);
+}
+
+START_TEST(test_alloc_fail) {
+  alloc_ctx x;
+  const gdn_shape s = {1, 5, 1, 2, 3, 3};
+  x.in = tsu_inputs(s, 0, 33);
+  x.ct = tsu_cotangents(&s, 1, 34);
+  gdn_chgate_init(&x.g);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(gdn_chgate_draw_kimi(&x.g, &s, 33, &e), GDN_OK);
+  gdn_grads_init(&x.out);
+  x.ref = run(&x.in, &x.g, &x.ct, 0, NULL);
+  tua_ops ops = {NULL, alloc_run, alloc_failed, alloc_succeeded, NULL, 200};
+  ck_assert_int_ge(tua_sweep(&ops, &x), 4);
+  gdn_grads_clear(&x.ref);
+  gdn_chgate_clear(&x.g);
+  gdn_cotangents_clear(&x.ct);
+  gdn_inputs_clear(&x.in);
+}
+END_TEST
+
+CKR_MAIN("oracle", "kda_vjp", 120, test_reverse_loop_f64, test_equal_gates_is_gdn, test_refusals, test_alloc_fail)

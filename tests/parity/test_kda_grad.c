@@ -163,5 +163,30 @@ START_TEST(test_cli) {
 }
 END_TEST
 
+/* What the backward does not implement it refuses by name, gradients left
+ * cleared. */
+START_TEST(test_kernel_refusals) {
+  problem p;
+  problem_make(&p, 21);
+  kern_config cfg;
+  kern_config_init(&cfg);
+  cfg.dtype = GDN_DTYPE_BF16;
+  gdn_grads g;
+  gdn_grads_init(&g);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(kern_kda_recurrent_vjp(&p.in, &p.gate, &p.ct, &cfg, KERN_KDA_VJP_MUTANT_NONE, &g, &e),
+                   GDN_ERR_INPUT);
+  ck_assert_msg(strstr(e.msg, "kern_kda_recurrent_vjp") && strstr(e.msg, "bfloat16"), "%s", e.msg);
+  ck_assert_ptr_null(g.dq);
+  kern_config_init(&cfg);
+  ck_assert_int_eq(kern_kda_recurrent_vjp(&p.in, NULL, &p.ct, &cfg, KERN_KDA_VJP_MUTANT_NONE, &g, &e), GDN_ERR_INPUT);
+  ck_assert_int_eq(kern_kda_recurrent_vjp(&p.in, &p.gate, &p.ct, &cfg, KERN_KDA_VJP_MUTANT_COUNT, &g, &e),
+                   GDN_ERR_INPUT);
+  ck_assert_ptr_null(g.dg);
+  problem_clear(&p);
+}
+END_TEST
+
 CKR_MAIN("parity", "kda_grad", 120, test_kernels_against_oracle, test_planted_dg_token_fails,
-         test_mutant_dg_value_axis_fails, test_grad_sweep, test_cli)
+         test_mutant_dg_value_axis_fails, test_grad_sweep, test_cli, test_kernel_refusals)
