@@ -14,12 +14,13 @@
 #include "cli_inproc.h"
 #include "gdn_chgate.h"
 #include "gdn_chgrads.h"
+#include "gdn_threads.h"
 #include "kern_kda_vjp.h"
 #include "oracle_kda_vjp.h"
 #include "parity_recur_grad.h"
 #include "parity_recurrence.h"
 
-static const gdn_shape SHAPE = {1, 40, 1, 2, 8, 6}; /* GQA 2 */
+static const gdn_shape SHAPE = {2, 40, 1, 2, 8, 6}; /* GQA 2, two batch items */
 
 typedef struct problem {
   gdn_inputs in;
@@ -71,7 +72,17 @@ START_TEST(test_kernels_against_oracle) {
     fprintf(stderr, "float32 %s: %.3e\n", gdn_grads_name(id), err[id]);
     ck_assert_msg(err[id] < 1e-5 && err[id] > 0, "float32 %s: %.3e", gdn_grads_name(id), err[id]);
   }
+  /* any thread count, the same bits (items (b, key head) are independent) */
+  gdn_threads_set(3);
+  gdn_grads g3 = kernel(&p, GDN_DTYPE_F32, KERN_KDA_VJP_MUTANT_NONE);
+  gdn_threads_set(1);
+  for (int id = 0; id < GDN_GRADS_N; id++)
+    ck_assert(memcmp(gdn_grads_tensor(&g32, (gdn_grad_id)id), gdn_grads_tensor(&g3, (gdn_grad_id)id),
+                     gdn_chgrads_numel(&SHAPE, (gdn_grad_id)id) * sizeof(double)) == 0);
+  ck_assert_int_eq(g32.dtype, GDN_DTYPE_F32);
+  gdn_grads_clear(&g3);
   gdn_grads g64 = kernel(&p, GDN_DTYPE_F64, KERN_KDA_VJP_MUTANT_NONE);
+  ck_assert_int_eq(g64.dtype, GDN_DTYPE_F64);
   ck_assert(parity_recur_grad_judge(&g64, &p.ref, &SHAPE, 1, 1e-12, err));
   for (int id = 0; id < GDN_GRADS_N; id++) fprintf(stderr, "float64 %s: %.3e\n", gdn_grads_name(id), err[id]);
   gdn_grads_clear(&g32), gdn_grads_clear(&g64);
@@ -90,7 +101,7 @@ START_TEST(test_planted_dg_token_fails) {
   const size_t n = gdn_chgrads_numel(&SHAPE, GDN_GRAD_DG);
   for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs(p.ref.dg[i]));
   const int64_t t = 17, j = 1, d = 3;
-  g.dg[((0 * SHAPE.T + t) * SHAPE.Hv + j) * SHAPE.Dk + d] += 1e-2 * mx;
+  g.dg[((1 * SHAPE.T + t) * SHAPE.Hv + j) * SHAPE.Dk + d] += 1e-2 * mx;
   ck_assert(!parity_recur_grad_judge(&g, &p.ref, &SHAPE, 1, 0x1p-12, err));
   for (int id = 0; id < GDN_GRADS_N; id++) ck_assert(id == GDN_GRAD_DG ? err[id] > 0x1p-12 : err[id] <= 0x1p-12);
   ck_assert(fabs(err[GDN_GRAD_DG] - 1e-2) < 1e-4);
