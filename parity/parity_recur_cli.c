@@ -21,6 +21,13 @@ static int is_supported(const char *name) {
   return 0;
 }
 
+/* The index of a backward mutant's name (--grad --mutant NAME), 0 if none. */
+static int vjp_mutant_index(const parity_recurrence *rec, const char *name) {
+  for (int i = 1; rec->vjp_mutants && rec->vjp_mutants[i]; i++)
+    if (!strcmp(name, rec->vjp_mutants[i])) return i;
+  return 0;
+}
+
 static int parse(const parity_recurrence *rec, const gdn_cli_opt *table, const gdn_cli_args *a, parity_recur_opts *o,
                  gdn_error *e) {
 #define GET(n) gdn_cli_get(table, a, n)
@@ -70,7 +77,9 @@ static int parse(const parity_recurrence *rec, const gdn_cli_opt *table, const g
       return gdn_error_set(e, GDN_ERR_INPUT, "--oracle %s: --recurrence %s takes mpfr, dd or auto (= mpfr)", v,
                            rec->name);
   }
-  if ((v = GET("mutant")) && (o->mutant = parity_recurrence_mutant(rec, v, e)) < 0) return -1;
+  if ((v = GET("mutant")) && !(GET("grad") && (o->vjp_mutant = vjp_mutant_index(rec, v)) > 0) &&
+      (o->mutant = parity_recurrence_mutant(rec, v, e)) < 0)
+    return -1;
 #undef GET
   /* the built-in memory policy (16 GiB, as --max-bytes' default): the
    * inputs, the gate (B T Hv Dk floats, the size of q times Hv / Hk) and
@@ -106,7 +115,7 @@ int parity_recur_cli_main(const parity_recurrence *rec, const gdn_cli_opt *table
     return gdn_error_set(e, GDN_ERR_INPUT, "--grad with --mutant %s: the backward of --recurrence %s implements no "
                          "forward mutant; drop one of them", rec->mutants[o.mutant], rec->name), -1;
   if (parity_recur_sweep(&o, &doc, &pass, e)) return -1;
-  if (grad && parity_recur_grad_attach(&o, 0, doc, &pass, e)) return json_decref(doc), -1;
+  if (grad && parity_recur_grad_attach(&o, o.vjp_mutant, doc, &pass, e)) return json_decref(doc), -1;
   const char *json = gdn_cli_get(table, a, "json");
   if (json && json_dump_file(doc, json, JSON_INDENT(2) | JSON_SORT_KEYS)) {
     json_decref(doc);
@@ -115,8 +124,8 @@ int parity_recur_cli_main(const parity_recurrence *rec, const gdn_cli_opt *table
   const json_int_t nc = json_integer_value(json_object_get(doc, "n_cases")),
                    nf = json_integer_value(json_object_get(doc, "n_failed"));
   fprintf(out, "%s: %lld case%s, %lld failed (recurrence %s%s%s)\n", pass ? "PASS" : "FAIL", (long long)nc,
-          nc == 1 ? "" : "s", (long long)nf, rec->name, o.mutant ? ", PLANTED MUTANT " : "",
-          o.mutant ? rec->mutants[o.mutant] : "");
+          nc == 1 ? "" : "s", (long long)nf, rec->name, o.mutant || o.vjp_mutant ? ", PLANTED MUTANT " : "",
+          o.mutant ? rec->mutants[o.mutant] : o.vjp_mutant ? rec->vjp_mutants[o.vjp_mutant] : "");
   json_decref(doc);
   return pass ? 0 : 1;
 }

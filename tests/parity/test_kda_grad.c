@@ -166,6 +166,12 @@ START_TEST(test_cli) {
                 "--h0", "--grad", NULL};
   gdn_error e;
   ck_assert_msg(cli_inproc(ok, &e) == 0, "%s", e.msg);
+  char *bwd[] = {"gdn-parity", "--shape", "1,32,2,8", "--key-heads", "1", "--recurrence", "kda", "--devices", "1",
+                 "--grad", "--mutant", "dg-value-axis", NULL};
+  ck_assert_int_eq(cli_inproc(bwd, &e), 1); /* the backward mutant, planted: FAIL */
+  char *fwd_only[] = {"gdn-parity", "--shape", "1,32,2,8", "--recurrence", "kda", "--mutant", "dg-value-axis", NULL};
+  ck_assert_int_eq(cli_inproc(fwd_only, &e), -1); /* a backward mutant needs --grad */
+  ck_assert_int_eq(e.code, GDN_ERR_INPUT);
   char *mut[] = {"gdn-parity", "--shape", "1,32,2,8", "--recurrence", "kda", "--grad", "--mutant",
                  "gate-value-axis", NULL};
   ck_assert_int_eq(cli_inproc(mut, &e), -1);
