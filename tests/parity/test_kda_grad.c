@@ -10,13 +10,16 @@
 #include <string.h>
 
 #include "../check_runner.h"
+#include "../scratch_dir.h"
 #include "../test_util_synth.h"
 #include "cli_inproc.h"
 #include "gdn_chgate.h"
 #include "gdn_chgrads.h"
 #include "gdn_threads.h"
 #include "kern_kda_vjp.h"
+#include "kern_vjp.h"
 #include "oracle_kda_vjp.h"
+#include "oracle_vjp.h"
 #include "parity_recur_grad.h"
 #include "parity_recurrence.h"
 
@@ -205,5 +208,63 @@ START_TEST(test_kernel_refusals) {
 }
 END_TEST
 
+/* --grad --json: the same bytes for 1 and 3 threads, every gradient named. */
+START_TEST(test_cli_json_threads) {
+  char *dir = scratch_mkdtemp("/tmp/kda-grad-json");
+  char j1[4096], j3[4096];
+  snprintf(j1, sizeof j1, "%s/one.json", dir);
+  snprintf(j3, sizeof j3, "%s/three.json", dir);
+  char *a1[] = {"gdn-parity", "--shape", "2,48,2,8", "--key-heads", "1", "--recurrence", "kda", "--devices", "2",
+                "--h0", "--grad", "--threads", "1", "--json", j1, NULL};
+  char *a3[] = {"gdn-parity", "--shape", "2,48,2,8", "--key-heads", "1", "--recurrence", "kda", "--devices", "2",
+                "--h0", "--grad", "--threads", "3", "--json", j3, NULL};
+  gdn_error e;
+  ck_assert_msg(cli_inproc(a1, &e) == 0, "%s", e.msg);
+  ck_assert_msg(cli_inproc(a3, &e) == 0, "%s", e.msg);
+  json_error_t je;
+  json_t *d1 = json_load_file(j1, 0, &je), *d3 = json_load_file(j3, 0, &je);
+  ck_assert_ptr_nonnull(d1);
+  ck_assert_ptr_nonnull(d3);
+  ck_assert(json_equal(d1, d3));
+  json_t *c = json_array_get(json_object_get(json_object_get(d1, "grad"), "cases"), 0);
+  for (int id = 0; id < GDN_GRADS_N; id++) ck_assert_ptr_nonnull(json_object_get(c, gdn_grads_name(id)));
+  json_decref(d1), json_decref(d3);
+  gdn_threads_set(1);
+  scratch_rmdir(dir);
+  free(dir);
+}
+END_TEST
+
+/* The gdn row's backward fields are GDN's functions: the same bits. */
+START_TEST(test_gdn_row_backward) {
+  gdn_error e;
+  gdn_error_init(&e);
+  const parity_recurrence *gdn = parity_recurrence_find("gdn", &e);
+  const gdn_shape s = {1, 20, 1, 2, 4, 4};
+  gdn_inputs in = tsu_inputs(s, GDN_SYNTH_H0, 3);
+  gdn_cotangents ct = tsu_cotangents(&s, 1, 4);
+  oracle_vjp_config vc;
+  oracle_vjp_config_init(&vc);
+  kern_config kc;
+  kern_config_init(&kc);
+  gdn_grads a, b, c, d;
+  gdn_grads_init(&a), gdn_grads_init(&b), gdn_grads_init(&c), gdn_grads_init(&d);
+  ck_assert_int_eq(gdn->oracle_vjp(&in, NULL, &ct, &vc, &a, NULL, &e), GDN_OK);
+  ck_assert_int_eq(oracle_vjp(&in, &ct, &vc, &b, &e), GDN_OK);
+  ck_assert_int_eq(gdn->kern_chunked_vjp(&in, NULL, &ct, &kc, 0, &c, &e), GDN_OK);
+  ck_assert_int_eq(kern_scan_vjp(&in, &ct, &kc, &d, &e), GDN_OK);
+  for (int id = 0; id < GDN_GRADS_N; id++) {
+    const size_t n = gdn_grads_numel(&s, (gdn_grad_id)id) * sizeof(double);
+    ck_assert(!memcmp(gdn_grads_tensor(&a, (gdn_grad_id)id), gdn_grads_tensor(&b, (gdn_grad_id)id), n));
+    ck_assert(!memcmp(gdn_grads_tensor(&c, (gdn_grad_id)id), gdn_grads_tensor(&d, (gdn_grad_id)id), n));
+  }
+  ck_assert_ptr_null(gdn->kern_token_vjp);
+  gdn_grads_clear(&a), gdn_grads_clear(&b), gdn_grads_clear(&c), gdn_grads_clear(&d);
+  gdn_cotangents_clear(&ct);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
 CKR_MAIN("parity", "kda_grad", 120, test_kernels_against_oracle, test_planted_dg_token_fails,
-         test_mutant_dg_value_axis_fails, test_grad_sweep, test_cli, test_kernel_refusals)
+         test_mutant_dg_value_axis_fails, test_grad_sweep, test_cli, test_kernel_refusals,
+         test_cli_json_threads, test_gdn_row_backward)
