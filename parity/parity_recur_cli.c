@@ -6,17 +6,25 @@
 #include "gdn_chgate.h"
 #include "gdn_shape.h"
 #include "gdn_threads.h"
+#include "parity_recur_grad.h"
 #include "parity_recur_sweep.h"
 
 /* The options a non-GDN recurrence takes today; any other given option is
  * refused by name. */
 static const char *const supported[] = {"recurrence", "shape", "key-heads", "dv", "chunk", "seed", "h0",
                                         "oracle-bits", "json", "threads", "quiet", "verbose", "reproducible",
-                                        "mutant", "devices", "oracle", NULL};
+                                        "mutant", "devices", "oracle", "grad", NULL};
 
 static int is_supported(const char *name) {
   for (int i = 0; supported[i]; i++)
     if (!strcmp(name, supported[i])) return 1;
+  return 0;
+}
+
+/* The index of a backward mutant's name (--grad --mutant NAME), 0 if none. */
+static int vjp_mutant_index(const parity_recurrence *rec, const char *name) {
+  for (int i = 1; rec->vjp_mutants && rec->vjp_mutants[i]; i++)
+    if (!strcmp(name, rec->vjp_mutants[i])) return i;
   return 0;
 }
 
@@ -69,7 +77,9 @@ static int parse(const parity_recurrence *rec, const gdn_cli_opt *table, const g
       return gdn_error_set(e, GDN_ERR_INPUT, "--oracle %s: --recurrence %s takes mpfr, dd or auto (= mpfr)", v,
                            rec->name);
   }
-  if ((v = GET("mutant")) && (o->mutant = parity_recurrence_mutant(rec, v, e)) < 0) return -1;
+  if ((v = GET("mutant")) && !(GET("grad") && (o->vjp_mutant = vjp_mutant_index(rec, v)) > 0) &&
+      (o->mutant = parity_recurrence_mutant(rec, v, e)) < 0)
+    return -1;
 #undef GET
   /* the built-in memory policy (16 GiB, as --max-bytes' default): the
    * inputs, the gate (B T Hv Dk floats, the size of q times Hv / Hk) and
@@ -100,7 +110,12 @@ int parity_recur_cli_main(const parity_recurrence *rec, const gdn_cli_opt *table
   o.log = quiet ? NULL : out;
   json_t *doc = NULL;
   int pass = 0;
+  const int grad = gdn_cli_get(table, a, "grad") != NULL;
+  if (grad && o.mutant)
+    return gdn_error_set(e, GDN_ERR_INPUT, "--grad with --mutant %s: the backward of --recurrence %s implements no "
+                         "forward mutant; drop one of them", rec->mutants[o.mutant], rec->name), -1;
   if (parity_recur_sweep(&o, &doc, &pass, e)) return -1;
+  if (grad && parity_recur_grad_attach(&o, o.vjp_mutant, doc, &pass, e)) return json_decref(doc), -1;
   const char *json = gdn_cli_get(table, a, "json");
   if (json && json_dump_file(doc, json, JSON_INDENT(2) | JSON_SORT_KEYS)) {
     json_decref(doc);
@@ -109,8 +124,8 @@ int parity_recur_cli_main(const parity_recurrence *rec, const gdn_cli_opt *table
   const json_int_t nc = json_integer_value(json_object_get(doc, "n_cases")),
                    nf = json_integer_value(json_object_get(doc, "n_failed"));
   fprintf(out, "%s: %lld case%s, %lld failed (recurrence %s%s%s)\n", pass ? "PASS" : "FAIL", (long long)nc,
-          nc == 1 ? "" : "s", (long long)nf, rec->name, o.mutant ? ", PLANTED MUTANT " : "",
-          o.mutant ? rec->mutants[o.mutant] : "");
+          nc == 1 ? "" : "s", (long long)nf, rec->name, o.mutant || o.vjp_mutant ? ", PLANTED MUTANT " : "",
+          o.mutant ? rec->mutants[o.mutant] : o.vjp_mutant ? rec->vjp_mutants[o.vjp_mutant] : "");
   json_decref(doc);
   return pass ? 0 : 1;
 }

@@ -52,6 +52,7 @@ typedef struct parity_recur_opts {
   int oracle_bits;
   int dd;        /* 1: the oracle's double-word tier (2 sampled columns per head at oracle_bits) */
   int mutant;    /* index into rec->mutants */
+  int vjp_mutant; /* --grad only: index into rec->vjp_mutants (parity_recur_grad.h) */
   double band;
   FILE *log;     /* a line per case (NULL: silent) */
 } parity_recur_opts;

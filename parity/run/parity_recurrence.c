@@ -6,7 +6,10 @@
 
 #include "kern.h"
 #include "kern_kda.h"
+#include "kern_kda_vjp.h"
+#include "kern_vjp.h"
 #include "oracle_kda.h"
+#include "oracle_kda_vjp.h"
 
 /* ---- gdn: the gate is gdn_inputs.g, drawn by gdn_synth ---- */
 
@@ -46,7 +49,24 @@ static int gdn_draw(const gdn_inputs *in, uint64_t seed, gdn_chgate *gate, gdn_e
   return GDN_OK;
 }
 
+static int gdn_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                   const oracle_vjp_config *cfg, gdn_grads *out, oracle_vjp_certificate *cert, gdn_error *e) {
+  (void)gate;
+  return cert ? oracle_vjp_certified(in, ct, cfg, out, cert, e) : oracle_vjp(in, ct, cfg, out, e);
+}
+
+static int gdn_chunked_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                           const kern_config *cfg, int mutant, gdn_grads *out, gdn_error *e) {
+  (void)gate, (void)mutant;
+  return kern_scan_vjp(in, ct, cfg, out, e);
+}
+
 /* ---- kda: the gate per key channel ---- */
+
+static int kda_token_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                         const kern_config *cfg, int mutant, gdn_grads *out, gdn_error *e) {
+  return kern_kda_recurrent_vjp(in, gate, ct, cfg, (kern_kda_vjp_mutant)mutant, out, e);
+}
 
 static int kda_token(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int mutant,
                      gdn_outputs *out, gdn_error *e) {
@@ -73,11 +93,15 @@ static const char *const kda_mutants[] = {"none",           "gate-value-axis",  
                                           "gate-other-head", "cumsum-across-chunks", "subchunk-off-by-one",
                                           NULL};
 
+/* kern_kda_vjp_mutant's order (kern_kda_vjp.h) */
+static const char *const kda_vjp_mutants[] = {"none", "dg-value-axis", NULL};
+
 const parity_recurrence parity_recurrence_rows[] = {
     {"gdn", PARITY_GATE_HEAD_TOKEN, gdn_oracle, gdn_oracle_dd, gdn_token, gdn_chunked, gdn_affine, "recurrent", "scan",
-     "affine-prefix", gdn_draw, gdn_mutants},
+     "affine-prefix", gdn_draw, gdn_mutants, gdn_vjp, NULL, gdn_chunked_vjp, NULL, gdn_mutants},
     {"kda", PARITY_GATE_HEAD_TOKEN_CHANNEL, oracle_kda_run, oracle_kda_run_dd, kda_token, kda_chunked, kda_affine, "kda-recurrent",
-     "kda-chunk", "kda-affine-prefix", kda_draw, kda_mutants},
+     "kda-chunk", "kda-affine-prefix", kda_draw, kda_mutants, oracle_kda_vjp, kda_token_vjp, NULL,
+     "the chunked kernel's backward is not implemented: the token loop's backward stands in for it", kda_vjp_mutants},
 };
 const size_t parity_recurrence_count = sizeof parity_recurrence_rows / sizeof parity_recurrence_rows[0];
 

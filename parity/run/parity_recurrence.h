@@ -29,10 +29,12 @@
 
 #include "gdn_chgate.h"
 #include "gdn_error.h"
+#include "gdn_grads.h"
 #include "gdn_inputs.h"
 #include "gdn_outputs.h"
 #include "kern_config.h"
 #include "oracle.h"
+#include "oracle_vjp.h"
 
 typedef enum parity_gate_shape {
   PARITY_GATE_HEAD_TOKEN = 0,         /* g (B, T, Hv): gdn_inputs.g */
@@ -54,6 +56,15 @@ typedef int (*parity_rec_kernel)(const gdn_inputs *in, const gdn_chgate *gate, c
  * (initialised) or, for a head-token gate, leaves it empty. */
 typedef int (*parity_rec_draw)(const gdn_inputs *in, uint64_t seed, gdn_chgate *gate, gdn_error *e);
 
+/* The backward (parity_recur_grad.h): the oracle's VJP, certified (out
+ * allocated here; dg of the row's gate shape), and a kernel's backward
+ * (mutant: an index into the row's vjp_mutants, 0 = none). */
+typedef int (*parity_rec_vjp)(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                              const oracle_vjp_config *cfg, gdn_grads *out, oracle_vjp_certificate *cert,
+                              gdn_error *e);
+typedef int (*parity_rec_kernel_vjp)(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                                     const kern_config *cfg, int mutant, gdn_grads *out, gdn_error *e);
+
 typedef struct parity_recurrence {
   const char *name;
   parity_gate_shape gate_shape;
@@ -63,6 +74,14 @@ typedef struct parity_recurrence {
   const char *token_subject, *chunked_subject, *affine_subject; /* the kernels' names in results */
   parity_rec_draw draw_gate;
   const char *const *mutants; /* NULL-terminated, [0] = "none" */
+  /* the backward: the oracle's VJP; the token kernel's and the chunked
+   * kernel's backward (NULL: not implemented, and chunked_vjp_absent says
+   * what stands in for it); the backward mutants (NULL-terminated, [0] =
+   * "none") */
+  parity_rec_vjp oracle_vjp;
+  parity_rec_kernel_vjp kern_token_vjp, kern_chunked_vjp;
+  const char *chunked_vjp_absent;
+  const char *const *vjp_mutants;
 } parity_recurrence;
 
 extern const parity_recurrence parity_recurrence_rows[];

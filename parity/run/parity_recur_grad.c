@@ -1,0 +1,155 @@
+/* A recurrence row's backward judged against its VJP oracle
+ * (parity_recur_grad.h). */
+#include "parity_recur_grad.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "gdn_chgrads.h"
+#include "gdn_synth.h"
+#include "kern_config.h"
+
+static size_t numel(const gdn_shape *s, int per_channel, gdn_grad_id id) {
+  return per_channel ? gdn_chgrads_numel(s, id) : gdn_grads_numel(s, id);
+}
+
+typedef struct grad_err {
+  double err, max_abs, max_ref;
+} grad_err;
+
+static grad_err measure(const double *x, const double *r, size_t n) {
+  grad_err m = {0, 0, 0};
+  for (size_t i = 0; i < n; i++) {
+    const double d = fabs(x[i] - r[i]);
+    if (!(d == d)) m.max_abs = INFINITY;
+    else if (d > m.max_abs) m.max_abs = d;
+    if (fabs(r[i]) > m.max_ref) m.max_ref = fabs(r[i]);
+  }
+  m.err = m.max_ref > 0 ? m.max_abs / m.max_ref : m.max_abs > 0 ? INFINITY : 0;
+  return m;
+}
+
+int parity_recur_grad_judge(const gdn_grads *x, const gdn_grads *r, const gdn_shape *s, int per_channel, double band,
+                            double err[GDN_GRADS_N]) {
+  int pass = 1;
+  for (int id = 0; id < GDN_GRADS_N; id++) {
+    err[id] = measure(gdn_grads_tensor_c(x, (gdn_grad_id)id), gdn_grads_tensor_c(r, (gdn_grad_id)id),
+                      numel(s, per_channel, (gdn_grad_id)id)).err;
+    if (!(err[id] <= band)) pass = 0;
+  }
+  return pass;
+}
+
+static json_t *err_json(grad_err m) {
+  return json_pack("{s:f, s:f, s:f}", "err", isfinite(m.err) ? m.err : 1e308, "max_abs_err",
+                   isfinite(m.max_abs) ? m.max_abs : 1e308, "max_ref", m.max_ref);
+}
+
+/* One kernel backward judged: a case object appended to cases. */
+static int run_case(const parity_recur_opts *o, int vjp_mutant, const gdn_inputs *in, const gdn_chgate *gate,
+                    const gdn_cotangents *ct, const gdn_grads *ref, json_t *cases, int *failed, gdn_error *e) {
+  kern_config cfg;
+  kern_config_init(&cfg);
+  cfg.matmul = KERN_MATMUL_IEEE;
+  gdn_grads x;
+  gdn_grads_init(&x);
+  int rc = o->rec->kern_token_vjp(in, gate, ct, &cfg, vjp_mutant, &x, e);
+  if (rc) return rc;
+  const int pc = o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL;
+  json_t *c = json_pack("{s:s}", "subject", o->rec->token_subject);
+  int pass = 1;
+  char line[512];
+  size_t at = 0;
+  line[0] = 0;
+  for (int id = 0; c && id < GDN_GRADS_N; id++) {
+    const grad_err m = measure(gdn_grads_tensor_c(&x, (gdn_grad_id)id), gdn_grads_tensor_c(ref, (gdn_grad_id)id),
+                               numel(&in->shape, pc, (gdn_grad_id)id));
+    if (!(m.err <= o->band)) pass = 0;
+    json_object_set_new(c, gdn_grads_name((gdn_grad_id)id), err_json(m));
+    if (at < sizeof line)
+      at += (size_t)snprintf(line + at, sizeof line - at, "%s %s %.3e", id ? "," : "", gdn_grads_name((gdn_grad_id)id),
+                             m.err);
+  }
+  gdn_grads_clear(&x);
+  if (!c || json_object_set_new(c, "pass", json_boolean(pass)) || json_array_append_new(cases, c))
+    return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+  if (!pass) ++*failed;
+  if (o->log)
+    fprintf(o->log, "  %-4s %s backward:%s (band %.3e)\n", pass ? "PASS" : "FAIL", o->rec->token_subject, line,
+            o->band);
+  return GDN_OK;
+}
+
+static json_t *grad_head(const parity_recur_opts *o, int vjp_mutant, const oracle_vjp_certificate *cert) {
+  json_t *bits = json_object();
+  for (int id = 0; bits && id < GDN_GRADS_N; id++)
+    json_object_set_new(bits, gdn_grads_name((gdn_grad_id)id), json_integer(cert->certified[id]));
+  return json_pack("{s:{s:s, s:i, s:i, s:i, s:o}, s:{s:I, s:b}, s:f, s:s, s:s?, s:[]}", "oracle", "tier", "mpfr",
+                   "precision_bits", cert->precision_bits, "check_bits", cert->check_bits, "certified_bits",
+                   cert->certified_bits, "certified", bits, "cotangents", "seed", (json_int_t)o->seed, "dht", 1,
+                   "band", o->band, "vjp_mutant", o->rec->vjp_mutants[vjp_mutant], "chunked_backward",
+                   o->rec->kern_chunked_vjp ? NULL : o->rec->chunked_vjp_absent, "cases");
+}
+
+/* g attached to doc (which takes it) and doc's counts updated with the
+ * backward's. */
+static int merge_counts(json_t *doc, json_t *g, int gfailed, int *pass, gdn_error *e) {
+  const json_int_t nc = json_integer_value(json_object_get(doc, "n_cases")),
+                   nf = json_integer_value(json_object_get(doc, "n_failed"));
+  const size_t gn = json_array_size(json_object_get(g, "cases"));
+  *pass = *pass && gfailed == 0;
+  if (json_object_set_new(doc, "grad", g) || /* doc owns g from here, even on failure */
+      json_object_set_new(g, "n_cases", json_integer((json_int_t)gn)) ||
+      json_object_set_new(g, "n_failed", json_integer(gfailed)) ||
+      json_object_set_new(g, "pass", json_boolean(gfailed == 0)) ||
+      json_object_set_new(doc, "n_cases", json_integer(nc + (json_int_t)gn)) ||
+      json_object_set_new(doc, "n_failed", json_integer(nf + gfailed)) ||
+      json_object_set_new(doc, "pass", json_boolean(*pass)))
+    return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+  return GDN_OK;
+}
+
+int parity_recur_grad_attach(const parity_recur_opts *o, int vjp_mutant, json_t *doc, int *pass, gdn_error *e) {
+  const parity_recurrence *rec = o->rec;
+  if (!rec->oracle_vjp || !rec->kern_token_vjp)
+    return gdn_error_set(e, GDN_ERR_INPUT, "--grad: --recurrence %s has no token-loop backward in this sweep",
+                         rec->name);
+  gdn_inputs in;
+  gdn_chgate gate;
+  gdn_cotangents ct;
+  gdn_grads ref;
+  gdn_inputs_init(&in);
+  gdn_chgate_init(&gate);
+  gdn_cotangents_init(&ct);
+  gdn_grads_init(&ref);
+  json_t *g = NULL;
+  gdn_synth_opts so = {o->seed, o->h0 ? GDN_SYNTH_H0 : 0u, 0};
+  oracle_vjp_config vc;
+  oracle_vjp_config_init(&vc);
+  vc.prec = o->oracle_bits;
+  oracle_vjp_certificate cert;
+  int rc, failed = 0;
+  if ((rc = gdn_synth_generate(&in, &o->shape, &so, e)) || (rc = rec->draw_gate(&in, o->seed, &gate, e)) ||
+      (rc = gdn_cotangents_alloc(&ct, &in.shape, 1, e)))
+    goto done;
+  gdn_cotangents_synth(&ct, o->seed);
+  if ((rc = rec->oracle_vjp(&in, &gate, &ct, &vc, &ref, &cert, e))) goto done;
+  if (o->log)
+    fprintf(o->log, "recurrence %s backward: oracle VJP mpfr %d bits, certified %d bits%s%s\n", rec->name,
+            cert.precision_bits, cert.certified_bits, rec->kern_chunked_vjp ? "" : "; ",
+            rec->kern_chunked_vjp ? "" : rec->chunked_vjp_absent);
+  if (!(g = grad_head(o, vjp_mutant, &cert))) {
+    rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+    goto done;
+  }
+  if ((rc = run_case(o, vjp_mutant, &in, &gate, &ct, &ref, json_object_get(g, "cases"), &failed, e))) goto done;
+  rc = merge_counts(doc, g, failed, pass, e);
+  g = NULL; /* doc holds it (or merge failed after taking it) */
+done:
+  json_decref(g);
+  gdn_grads_clear(&ref);
+  gdn_cotangents_clear(&ct);
+  gdn_chgate_clear(&gate);
+  gdn_inputs_clear(&in);
+  return rc;
+}

@@ -1,0 +1,48 @@
+/* parity_recur_grad: the backward of one recurrence row judged against its
+ * oracle's VJP (gdn-parity --recurrence NAME --grad).
+ *
+ * On the forward sweep's inputs (parity_recur_sweep.h: gdn_synth's q, k, v,
+ * beta, h0 and the row's gate, from the same seed) the cotangents do and
+ * dht are drawn as GDN's --grad draws them (gdn_cotangents_synth from the
+ * seed: N(0, 1) rounded to float32, a function of (seed, tensor, index)).
+ * The row's VJP oracle runs once, certified (MPFR at oracle_bits, checked
+ * at oracle_bits + 64).  Then each implemented kernel backward runs in
+ * float32 with IEEE products: for KDA the token loop's (kern_kda_vjp.h);
+ * the chunked kernel's is not implemented and the document says so (its
+ * "chunked_backward" string: the token loop's backward stands in).  Each
+ * of dq, dk, dv, dg, dbeta, dh0 (dg of the gate's shape: per channel for
+ * KDA) is measured normwise, err = max |x - r| / max |r|, and the case
+ * passes when every err <= band (the forward's float32 band, 2^-12:
+ * docs/numerics.md gives the measured backward errors, ~1e-6, against
+ * ~1 for a dg summed along the wrong axis).
+ *
+ * The result is the object the forward document gets as "grad":
+ *   {"oracle": {"tier": "mpfr", "precision_bits", "check_bits",
+ *    "certified_bits", "certified": {"dq": bits, ...}},
+ *    "cotangents": {"seed", "dht": true}, "band", "vjp_mutant",
+ *    "chunked_backward": "...", "cases": [{"subject", "dq": {"err",
+ *    "max_abs_err", "max_ref"}, "dk", "dv", "dg", "dbeta", "dh0", "pass"}],
+ *    "n_cases", "n_failed", "pass"}
+ * and the document's n_cases, n_failed and pass then count the backward
+ * cases too.
+ */
+#ifndef PARITY_RECUR_GRAD_H
+#define PARITY_RECUR_GRAD_H
+
+#include <jansson.h>
+
+#include "gdn_grads.h"
+#include "parity_recur_sweep.h"
+
+/* err[id] = the normwise error of x's tensor id against r's (dg per channel
+ * when per_channel); 1 when every err <= band.  A NaN gives err = inf. */
+int parity_recur_grad_judge(const gdn_grads *x, const gdn_grads *r, const gdn_shape *s, int per_channel, double band,
+                            double err[GDN_GRADS_N]);
+
+/* Runs the backward sweep of o->rec with backward mutant vjp_mutant (an
+ * index into rec->vjp_mutants) and attaches "grad" to doc (the forward
+ * sweep's document), updating its counts and *pass.  A row without a
+ * backward: GDN_ERR_INPUT naming it. */
+int parity_recur_grad_attach(const parity_recur_opts *o, int vjp_mutant, json_t *doc, int *pass, gdn_error *e);
+
+#endif
