@@ -55,12 +55,11 @@ static void docs_equal_but_command(const char *a, const char *b, int want) {
 /* A fresh file name under the test's scratch folder. */
 static const char *doc(const char *name) { return cli_path(name); }
 
-/* args whole, by one key head (--group-heads 1: the same bytes) and, with
- * budget non-NULL, under --max-bytes budget (the same but the command); the
- * status all three share, returned. */
-static int same_three_ways(const char *const *args, const char *budget) {
+/* args whole and by one key head (--group-heads 1): the same bytes; the
+ * status both share, returned. */
+static int same_both_ways(const char *const *args) {
   cli_result r;
-  const char *a = doc("whole.json"), *b = doc("group.json"), *c = doc("budget.json");
+  const char *a = doc("whole.json"), *b = doc("group.json");
   const int ra = run_to(args, NULL, a, &r);
   ck_assert_msg(ra == 0 || ra == 1, "whole: status %d: %s", ra, r.err);
   const char *const g[] = {"--group-heads", "1", NULL};
@@ -69,18 +68,6 @@ static int same_three_ways(const char *const *args, const char *budget) {
   ck_assert(da && db && strlen(da) > 1000);
   ck_assert_msg(!strcmp(da, db), "%s and %s differ (%s ...)", a, b, args[0]);
   free(da), free(db);
-  if (budget) { /* not --quiet: the estimate says the budget chose streaming */
-    char *av[40];
-    int n = 0;
-    av[n++] = (char *)exe;
-    for (int i = 0; args[i]; i++) av[n++] = (char *)args[i];
-    av[n++] = "--max-bytes", av[n++] = (char *)budget, av[n++] = "--json", av[n++] = (char *)c;
-    av[n++] = "--reproducible", av[n] = NULL;
-    cli_run(&r, av);
-    ck_assert_msg(r.status == ra, "--max-bytes %s: status %d (whole %d): %s", budget, r.status, ra, r.err);
-    ck_assert_msg(strstr(r.out, "streamed by head group: "), "--max-bytes %s did not stream: %s", budget, r.out);
-    docs_equal_but_command(a, c, 1);
-  }
   return ra;
 }
 
@@ -91,7 +78,7 @@ static void mutant_still_killed(const char *const *args, const char *mutant) {
   int n = 0;
   for (int i = 0; args[i]; i++) av[n++] = args[i];
   av[n++] = "--mutant", av[n++] = mutant, av[n] = NULL;
-  ck_assert_int_eq(same_three_ways(av, NULL), 1); /* whole and streamed both FAIL, the same bytes */
+  ck_assert_int_eq(same_both_ways(av), 1); /* whole and streamed both FAIL, the same bytes */
   cli_result r;
   ck_assert_int_eq(run_to(args, (const char *const[]){"--group-heads", "1", NULL}, doc("correct.json"), &r), 0);
   docs_equal_but_command(doc("correct.json"), doc("group.json"), 0);
@@ -101,9 +88,9 @@ static const char *const packed[] = {"--shape", "1,512,8,16", "--key-heads", "4"
                                      "--packing", "reset", "--chunk", "32", "--devices", "1,2", "--oracle", "dd", NULL};
 
 START_TEST(packed_documents) {
-  ck_assert_int_eq(same_three_ways(packed, NULL), 0);
+  ck_assert_int_eq(same_both_ways(packed), 0);
   const char *const leak[] = {"--shape", "2,128,4,16", "--key-heads", "2", "--documents", "4", "--oracle", "dd", NULL};
-  same_three_ways(leak, NULL);
+  same_both_ways(leak);
   mutant_still_killed(packed, "reset-missing");
 }
 END_TEST
@@ -112,10 +99,10 @@ static const char *const prelude[] = {"--shape", "1,512,8,16", "--key-heads", "4
                                       "--chunk", "32", "--devices", "1,2", "--oracle", "dd", NULL};
 
 START_TEST(bfloat16_prelude) {
-  ck_assert_int_eq(same_three_ways(prelude, NULL), 0);
+  ck_assert_int_eq(same_both_ways(prelude), 0);
   const char *const both[] = {"--shape", "2,128,4,16", "--prelude", "bfloat16", "--documents", "2", "--oracle", "dd",
                               NULL};
-  same_three_ways(both, NULL);
+  same_both_ways(both);
   mutant_still_killed(prelude, "carry-zero");
 }
 END_TEST
@@ -138,7 +125,7 @@ START_TEST(fixtures) {
     char keep[256];
     snprintf(keep, sizeof keep, "%s", path);
     const char *const args[] = {"check", "--fixture", keep, "--oracle", "dd", NULL};
-    ck_assert_int_eq(same_three_ways(args, NULL), 0);
+    ck_assert_int_eq(same_both_ways(args), 0);
   }
 }
 END_TEST
