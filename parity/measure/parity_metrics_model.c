@@ -207,6 +207,60 @@ void parity_model_acc_finish(parity_model_acc *A, parity_metrics *m) {
   m->model = *ms;
 }
 
+static size_t put(unsigned char *buf, size_t at, const void *p, size_t n) {
+  if (buf && n) memcpy(buf + at, p, n);
+  return at + n;
+}
+
+size_t parity_model_acc_pack(const parity_model_acc *A, int pass_b, void *buf) {
+  if (pass_b) return put(buf, put(buf, 0, &A->st.elem, sizeof A->st.elem), &A->st.row, sizeof A->st.row);
+  size_t at = put(buf, 0, A->d2, (size_t)(3 * A->nb) * sizeof *A->d2);
+  at = put(buf, at, A->bad, (size_t)A->nb);
+  at = put(buf, at, &A->ss, sizeof A->ss);
+  at = put(buf, at, &A->rr, sizeof A->rr);
+  return put(buf, at, &A->max_r, sizeof A->max_r);
+}
+
+static void front_merge(parity_model_front *f, const parity_model_front *b) {
+  for (int j = 0; j < b->n && j < PARITY_MODEL_FRONT; j++) front_add(f, b->a[j], b->q[j], b->at[j]);
+}
+
+int parity_model_acc_merge(parity_model_acc *A, int pass_b, const void *buf, size_t n, gdn_error *e) {
+  const unsigned char *p = buf;
+  if (n != parity_model_acc_pack(A, pass_b, NULL))
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "merging the model's statistics: a part of %zu bytes, not %zu", n,
+                         parity_model_acc_pack(A, pass_b, NULL));
+  if (pass_b) {
+    parity_model_front *f = gdn_malloc(2 * sizeof *f, "model frontiers", e);
+    if (!f) return e ? e->code : GDN_ERR_NOMEM;
+    memcpy(f, p, 2 * sizeof *f);
+    front_merge(&A->st.elem, &f[0]);
+    front_merge(&A->st.row, &f[1]);
+    gdn_free(f);
+    return GDN_OK;
+  }
+  parity_xsum *x = gdn_malloc(sizeof *x, "model sums", e);
+  if (!x) return e ? e->code : GDN_ERR_NOMEM;
+  /* each block lies in one group: one part holds its sums, the others +0 */
+  for (int64_t k = 0; k < 3 * A->nb; k++) {
+    double v;
+    memcpy(&v, p + (size_t)k * sizeof v, sizeof v);
+    A->d2[k] += v;
+  }
+  p += (size_t)(3 * A->nb) * sizeof(double);
+  for (int64_t k = 0; k < A->nb; k++) A->bad[k] |= p[k];
+  p += A->nb;
+  memcpy(x, p, sizeof *x);
+  parity_xsum_merge(&A->ss, x);
+  memcpy(x, p + sizeof *x, sizeof *x);
+  parity_xsum_merge(&A->rr, x);
+  double mr;
+  memcpy(&mr, p + 2 * sizeof *x, sizeof mr);
+  if (mr > A->max_r) A->max_r = mr;
+  gdn_free(x);
+  return GDN_OK;
+}
+
 int parity_metrics_model_v(parity_vals x, parity_vals r, const double *s, const int64_t dims[4],
                            const int64_t block_len[4], gdn_dtype ulp_dtype, parity_metrics *m, gdn_error *e) {
   parity_model_acc *A;

@@ -6,11 +6,13 @@
 
 #include "gdn_alloc.h"
 #include "parity_dist.h"
+#include "parity_dist_merge.h"
 #include "parity_kappa.h"
 #include "parity_log.h"
 #include "parity_metrics.h"
 #include "parity_oracle_group.h"
 #include "parity_spill.h"
+#include "parity_stream_merge.h"
 #include "parity_sweep_ctx.h"
 #include "parity_upstream.h"
 #include "gdn_clock.h"
@@ -66,6 +68,7 @@ typedef struct sctx {
   set_head_t *mh; /* n_groups */
   int want_model;
   double *bm;     /* its read-back buffer */
+  double meas_secs; /* this rank's own measuring (its groups), for --verbose */
 } sctx;
 
 static void group_of(const sctx *c, int64_t g, int64_t *k0, int64_t *k1, gdn_shape *gs) {
@@ -145,7 +148,8 @@ static int pair_add(sctx *c, mpair *p, size_t *n, int t, const parity_spill_tens
   parity_tensors[t].dims(&c->whole, dims);
   parity_tensors[t].blocks(&c->whole, c->x.cfg.chunk, bl);
   q->src = (gsrc){c, x, r, t};
-  q->gs = (parity_group_src){gsrc_get, &q->src, c->p->n_groups, head_axis(t)};
+  q->gs = (parity_group_src){gsrc_get, &q->src, c->p->n_groups, head_axis(t), NULL, NULL, NULL};
+  parity_stream_group_net(&q->gs); /* the median's extra rounds count each rank's groups */
   q->out = out, q->has = has, q->bit = 1u << t;
   q->MA = NULL;
   int rc = parity_mstream_new(&q->M, &q->gs, dims, bl, ulp, e);
@@ -219,8 +223,13 @@ static int chunk_metrics_tensor(sctx *c, int t, gdn_error *e) {
   size_t n = 0;
   int rc = chunk_pairs(c, t, p, &n, e);
   for (int pass = 0; pass < 2 && !rc; pass++) {
-    for (int64_t g = 0; g < c->p->n_groups && !rc; g++) rc = chunk_visit(c, t, g, p, n, pass, e);
-    for (size_t i = 0; !pass && i < n; i++) {
+    const double t0 = gdn_clock_seconds();
+    for (int64_t g = 0; g < c->p->n_groups && !rc; g++)
+      if (parity_stream_holds(g)) rc = chunk_visit(c, t, g, p, n, pass, e); /* each rank its own groups */
+    c->meas_secs += gdn_clock_seconds() - t0;
+    for (size_t i = 0; i < n; i++) /* the floors (pass A), the maxima and the bucket (pass B) over the ranks */
+      if ((rc = parity_stream_merge_pair(rc, p[i].M, p[i].MA, pass, e))) break;
+    for (size_t i = 0; !rc && !pass && i < n; i++) {
       parity_mstream_between(p[i].M);
       if (p[i].MA) parity_model_acc_between(p[i].MA);
     }
@@ -265,6 +274,19 @@ static void header_from(sctx *c) {
   c->hdr.prelude = NULL;
 }
 
+/* Group 0's header (header_from, rank 0's) on every rank: every rank
+ * measures, with the document's view of the inputs. */
+static int header_share(sctx *c, gdn_error *e) {
+  if (parity_dist_size() == 1) return GDN_OK;
+  int rc = parity_dist_bcast(&c->hdr, sizeof c->hdr, 0, e);
+  if (parity_dist_rank() == 0) return rc;
+  c->hdr.h0 = c->hdr.h0 ? &c->h0_mark : NULL; /* rank 0's addresses: only whether they were set */
+  c->hdr.q = c->hdr.k = c->hdr.v = c->hdr.g = c->hdr.beta = NULL;
+  c->hdr.seg = NULL;
+  c->hdr.prelude = NULL;
+  return rc;
+}
+
 /* A streamed run under mpirun deals whole groups: rank g mod N computes
  * group g (its oracle, its kernels) with all its threads into its own
  * scratch, every rank its groups at once; then the exchange: for each group
@@ -284,16 +306,11 @@ typedef struct ref_head {
 
 static int owner_of(int64_t g) { return (int)(g % parity_dist_size()); }
 
-/* Tensor t of group g from its owner's scratch set to rank 0's. */
+/* Tensor t of group g stays in its owner's scratch: the owner measures it
+ * (parity_stream_merge.h), so no group's outputs move between ranks. */
 static int share_tensor(sctx *c, spill_set *set, const char *what, int64_t g, int t, int form, gdn_error *e) {
-  const int owner = owner_of(g), me = parity_dist_rank();
-  if (owner == 0) return GDN_OK; /* rank 0 computed it into its own scratch */
-  const size_t bytes = (size_t)c->counts[t][g] * (form == 1 ? sizeof(float) : sizeof(double));
-  parity_vals v = form == 1 ? parity_vals_f32((float *)c->bx) : parity_vals_f64(c->bx);
-  int rc = me == owner ? parity_spill_tensor_read(&set->t[t], g, c->bx, &v, e) : GDN_OK;
-  if (!rc) rc = parity_dist_bcast(c->bx, bytes, owner, e);
-  if (!rc && me == 0) rc = spill_set_write_one(c, set, what, g, t, v, e);
-  return rc;
+  (void)c, (void)set, (void)what, (void)g, (void)t, (void)form, (void)e;
+  return GDN_OK;
 }
 
 /* A tally of the owner's (tier 0: none) to every rank, into *t there. */
@@ -347,13 +364,13 @@ static int oracle_share(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
 static int oracle_visit(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *e) {
   const parity_sweep_opts *o = c->x.o;
   const int me = parity_dist_rank(), owner = owner_of(g);
-  if (me != 0 && me != owner) return GDN_OK;
+  if (me != owner) return GDN_OK; /* the owner loads its group: its oracle, its kappa sums */
   const int wrong = me != 0 && parity_dist_test_fault("stream-oracle"); /* testing: the next group's oracle */
   gdn_error le;
   gdn_error_init(&le);
   int rc = load_group(c, wrong ? (g + 1) % c->p->n_groups : g, &le);
-  if (!rc && me == 0 && g == 0) header_from(c);
-  for (size_t ci = 0; !rc && me == 0 && ci < o->n_chunks; ci++) parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
+  if (!rc && g == 0) header_from(c);
+  for (size_t ci = 0; !rc && ci < o->n_chunks; ci++) parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
   if (rc && parity_dist_size() == 1) return *e = le, rc;
   if (rc) {
     fprintf(stderr, "gdn-parity: rank %d: error: %s\n", me, le.msg);
@@ -377,6 +394,8 @@ static int phase_oracle(sctx *c, gdn_error *e) {
     parity_progress_end(o->progress);
   }
   for (int64_t g = 0; g < c->p->n_groups && !rc; g++) rc = oracle_share(c, &go, g, e);
+  if (!rc) rc = parity_stream_merge_kappa(rc, c->kacc, o->n_chunks, e);
+  if (!rc) rc = header_share(c, e);
   if (!rc) rc = parity_group_oracle_finish(&go, &c->ref, e);
   parity_group_oracle_clear(&go);
   return rc;
@@ -574,6 +593,7 @@ static int chunk_profiles(sctx *c, gdn_error *e) {
   double *tmp = gdn_calloc((size_t)x->n_blocks, sizeof *tmp, "profile", e);
   int rc = tmp ? GDN_OK : (e ? e->code : GDN_ERR_NOMEM);
   for (int64_t g = 0; g < c->p->n_groups && !rc && x->ref; g++) {
+    if (!parity_stream_holds(g)) continue;
     parity_vals ro, bo;
     int64_t k0, k1, od[4];
     gdn_shape gs;
@@ -588,7 +608,8 @@ static int chunk_profiles(sctx *c, gdn_error *e) {
     max_into(x->prof_base, tmp, x->n_blocks);
   }
   gdn_free(tmp);
-  return rc;
+  if (x->ref && (rc = parity_dist_max_f64(rc, x->prof_ref, (size_t)x->n_blocks, e))) return rc;
+  return x->ref ? parity_dist_max_f64(rc, x->prof_base, (size_t)x->n_blocks, e) : rc;
 }
 
 /* What a case measures beyond the metrics, over one group: the seams' o
@@ -723,12 +744,15 @@ static int case_measure_groups(sctx *c, size_t k, parity_case_result *r, gdn_err
   if (gm && (rc = parity_case_result_alloc_grads(r, (unsigned)gm, e))) return rc;
   if ((a.map = case_map_alloc(c, r, e)) < 0) return e ? e->code : GDN_ERR_NOMEM;
   if (!(a.tmp = gdn_calloc((size_t)x->n_blocks, sizeof *a.tmp, "profile", e))) return e ? e->code : GDN_ERR_NOMEM;
+  const double t0 = gdn_clock_seconds();
   for (int64_t g = 0; g < c->p->n_groups && !rc; g++) {
+    if (!parity_stream_holds(g)) continue; /* each rank its own groups, merged below */
     rc = case_group_o(c, k, g, &a, e);
     for (int t = 0; t < PARITY_T_N && !rc; t++) rc = case_group_tensor(c, k, g, t, &a, e);
   }
+  c->meas_secs += gdn_clock_seconds() - t0;
   gdn_free(a.tmp);
-  if (rc) return rc;
+  if ((rc = parity_stream_merge_case(rc, r, &a.fig[0][0], sizeof a.fig / sizeof a.fig[0][0], e))) return rc;
   double rf[PARITY_T_N];
   for (int t = 0; t < PARITY_T_N; t++) rf[t] = cm->vs_scan[t].rel_fro;
   parity_upstream_judge(a.fig, rf, cm->has_vs_scan, r->upstream);
@@ -749,6 +773,10 @@ static int run_case_k(sctx *c, size_t k, gdn_error *e) {
     parity_sweep_case_describe(x, &r);
     memcpy(r.subjects, x->meas, x->n_subj * sizeof *r.subjects);
     rc = case_measure_groups(c, k, &r, e);
+  }
+  if (parity_dist_rank() != 0) { /* rank 0 judges and records */
+    parity_case_result_clear(&r);
+    return rc;
   }
   if (!rc) rc = parity_sweep_case_judge(x, &r, e);
   if (!rc) rc = parity_doc_add_case(x->d, &r, x->o->reproducible, e);
@@ -798,7 +826,7 @@ static int run_chunk_streamed(sctx *c, size_t ci, gdn_error *e) {
   for (size_t k = 0; k < c->n_cases; k++) spill_set_init(&c->cases[k]);
   for (size_t i = 0; i < c->n_cases * c->max_seams; i++) parity_rel_acc_init(&c->seams[i]);
   rc = phase_produce(c, chunk, e);
-  if (rc || parity_dist_rank() != 0) return rc; /* rank 0 measures and records */
+  if (rc) return rc; /* every rank measures its groups; rank 0 merges, judges and records */
   char what[64];
   snprintf(what, sizeof what, "C%" PRId64 ": measuring", chunk);
   parity_progress_begin(o->progress, what);
@@ -811,8 +839,9 @@ static int run_chunk_streamed(sctx *c, size_t ci, gdn_error *e) {
   if (rc) return rc;
   const parity_kappa kap = parity_kappa_acc_value(&c->kacc[ci]);
   x->kappa = &kap;
-  if (o->verbosity >= 1 && o->log) parity_progress_clear(o->progress);
-  if (o->verbosity >= 1 && o->log)
+  const int log = o->verbosity >= 1 && o->log && parity_dist_rank() == 0;
+  if (log) parity_progress_clear(o->progress);
+  if (log)
     parity_log_chunk(o->log, chunk, x->n_chunks, o->shard == KERN_SHARD_TOKENS ? c->whole.T : 0,
                      c->n_dev < o->n_devices, x->ref != NULL);
   for (size_t k = 0; k < c->n_cases && !rc; k++) {
@@ -929,6 +958,7 @@ static int add_input(sctx *c, gdn_error *e) {
   if (c->sr->grad_sha256 && c->ref.has_grads) snprintf(c->ref.grad_sha256, sizeof c->ref.grad_sha256, "%s", c->sr->grad_sha256);
   x->in = &c->hdr;
   x->ref = c->ref.tier != PARITY_ORACLE_NONE ? &c->ref : NULL;
+  if (parity_dist_rank() != 0) return GDN_OK; /* every rank measures; rank 0 records */
   x->input_index = parity_doc_next_input(x->d);
   parity_input_info info = {c->sr->name, c->sr->source, c->sr->path, c->sr->sha256};
   parity_input_result ir = {&info, &c->hdr, x->ref, x->subj, x->n_subj};
@@ -953,7 +983,7 @@ int parity_sweep_run_streamed(parity_doc *d, const parity_stream_run *sr, const 
     parity_sweep_stream_refusal(&c->hdr, o, why, sizeof why);
     if (why[0]) rc = gdn_error_set(e, GDN_ERR_INPUT, "%s", why);
   }
-  if (!rc && parity_dist_rank() == 0) rc = add_input(c, e);
+  if (!rc) rc = add_input(c, e);
   for (size_t ci = 0; ci < o->n_chunks && !rc; ci++) {
     rc = run_chunk_streamed(c, ci, e);
     chunk_clear(c);
