@@ -513,6 +513,17 @@ static int model_share(sctx *c, int64_t g, gdn_error *e) {
   return rc;
 }
 
+/* Testing (GDN_TEST_MPI_DIE=R:stream-plant, R > 0): one error planted in
+ * the first case's candidate o, at the group's first value head, token
+ * T / 2, on rank R alone: measured only there, so the verdict and the
+ * named head show that rank's measurement reached the document. */
+static void plant_error(parity_subject_run *s) {
+  gdn_outputs *o = (gdn_outputs *)s->out; /* the producer's own outputs */
+  const size_t at = (size_t)((o->shape.T / 2) * o->shape.Hv * o->shape.Dv);
+  if (o->o) o->o[at] += 1.0;
+  else if (o->o32) o->o32[at] += 1.0f;
+}
+
 /* The owner's side: group g's scan and every case's candidate into its
  * scratch (a failure is kept in the set's head and ends the group). */
 static void produce_group(sctx *c, int64_t g) {
@@ -536,6 +547,7 @@ static void produce_group(sctx *c, int64_t g) {
     cx.want_seams = parity_sweep_want_seams(&c->whole, c->case_dev[k]);
     t0 = gdn_clock_seconds();
     hk->rc = parity_subject_produce(cs, &cx, &hk->err);
+    if (!hk->rc && !k && parity_dist_rank() && parity_dist_test_fault("stream-plant")) plant_error(cs); /* testing */
     c->case_secs[k] += gdn_clock_seconds() - t0;
     char what[48];
     snprintf(what, sizeof what, "case %zu", k);
@@ -592,6 +604,7 @@ static int chunk_profiles(sctx *c, gdn_error *e) {
   input_ctx *x = &c->x;
   double *tmp = gdn_calloc((size_t)x->n_blocks, sizeof *tmp, "profile", e);
   int rc = tmp ? GDN_OK : (e ? e->code : GDN_ERR_NOMEM);
+  const double t0 = gdn_clock_seconds();
   for (int64_t g = 0; g < c->p->n_groups && !rc && x->ref; g++) {
     if (!parity_stream_holds(g)) continue;
     parity_vals ro, bo;
@@ -607,6 +620,7 @@ static int chunk_profiles(sctx *c, gdn_error *e) {
     parity_profile_o_v(bo, ro, od, x->block, tmp);
     max_into(x->prof_base, tmp, x->n_blocks);
   }
+  c->meas_secs += gdn_clock_seconds() - t0;
   gdn_free(tmp);
   if (x->ref && (rc = parity_dist_max_f64(rc, x->prof_ref, (size_t)x->n_blocks, e))) return rc;
   return x->ref ? parity_dist_max_f64(rc, x->prof_base, (size_t)x->n_blocks, e) : rc;
@@ -969,6 +983,18 @@ static int add_input(sctx *c, gdn_error *e) {
   return GDN_OK;
 }
 
+/* --verbose under mpirun: what each rank measured (collective). */
+static int log_dealt(sctx *c, gdn_error *e) {
+  const parity_sweep_opts *o = c->x.o;
+  char line[1024];
+  int rc = parity_stream_measure_report(c->meas_secs, parity_stream_rank_groups(c->p, parity_dist_rank(), parity_dist_size()),
+                                        c->p->n_groups, line, sizeof line, NULL, e);
+  if (rc || parity_dist_rank() != 0 || !o->log) return rc;
+  parity_progress_clear(o->progress);
+  fprintf(o->log, "%s\n", line);
+  return GDN_OK;
+}
+
 int parity_sweep_run_streamed(parity_doc *d, const parity_stream_run *sr, const parity_sweep_opts *o, gdn_error *e) {
   int rc = parity_sweep_validate(&sr->plan->whole, o, e);
   if (rc) return rc;
@@ -988,6 +1014,7 @@ int parity_sweep_run_streamed(parity_doc *d, const parity_stream_run *sr, const 
     rc = run_chunk_streamed(c, ci, e);
     chunk_clear(c);
   }
+  if (!rc && parity_dist_size() > 1 && o->verbosity >= 2) rc = log_dealt(c, e);
   ctx_free(c);
   gdn_free(c);
   return rc;
