@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "gdn_alloc.h"
 #include "parity_dist.h"
@@ -113,20 +114,29 @@ int parity_stream_merge_case(int status, parity_case_result *r, double *fig, siz
   return rc;
 }
 
+/* This process's CPU seconds so far (user + system, every thread). */
+static double cpu_seconds(void) {
+  struct rusage u;
+  if (getrusage(RUSAGE_SELF, &u)) return 0;
+  return (double)u.ru_utime.tv_sec + 1e-6 * (double)u.ru_utime.tv_usec + (double)u.ru_stime.tv_sec +
+         1e-6 * (double)u.ru_stime.tv_usec;
+}
+
 int parity_stream_measure_report(double secs, int64_t groups, int64_t n_groups, char *line, size_t n, double *share,
                                  gdn_error *e) {
   const int size = parity_dist_size();
-  double *all = gdn_calloc((size_t)size * 2, sizeof *all, "measuring seconds", e);
+  double *all = gdn_calloc((size_t)size * 3, sizeof *all, "measuring seconds", e);
   if (!all) return GDN_ERR_NOMEM;
-  all[2 * parity_dist_rank()] = secs, all[2 * parity_dist_rank() + 1] = (double)groups;
-  int rc = parity_dist_max_f64(GDN_OK, all, (size_t)size * 2, e); /* each slot is one rank's, the rest +0 */
+  double *me = all + 3 * parity_dist_rank();
+  me[0] = secs, me[1] = (double)groups, me[2] = cpu_seconds();
+  int rc = parity_dist_max_f64(GDN_OK, all, (size_t)size * 3, e); /* each slot is one rank's, the rest +0 */
   double sum = 0;
-  for (int r = 0; r < size; r++) sum += all[2 * r];
+  for (int r = 0; r < size; r++) sum += all[3 * r];
   if (share) *share = sum > 0 ? all[0] / sum : 1;
-  size_t at = line && n ? (size_t)snprintf(line, n, "measurement dealt over %d ranks:", size) : 0;
+  size_t at = line && n ? (size_t)snprintf(line, n, "measurement dealt over %d rank%s:", size, size > 1 ? "s" : "") : 0;
   for (int r = 0; !rc && line && r < size && at < n; r++)
-    at += (size_t)snprintf(line + at, n - at, "%s rank %d %.2f s (%.0f of %lld groups)", r ? "," : "", r, all[2 * r],
-                           all[2 * r + 1], (long long)n_groups);
+    at += (size_t)snprintf(line + at, n - at, "%s rank %d %.2f s measuring (%.0f of %lld groups), %.2f CPU s in all",
+                           r ? "," : "", r, all[3 * r], all[3 * r + 1], (long long)n_groups, all[3 * r + 2]);
   if (!rc && line && at < n) snprintf(line + at, n - at, "; rank 0's share %.3f", sum > 0 ? all[0] / sum : 1);
   gdn_free(all);
   return rc;

@@ -44,11 +44,12 @@ int parity_stream_merge_case(int status, parity_case_result *r, double *fig, siz
 /* kappa_G's sums of n chunk sizes, each rank's groups', merged (exact). */
 int parity_stream_merge_kappa(int status, parity_kappa_acc *a, size_t n, gdn_error *e);
 
-/* Rank 0's log line at --verbose (several ranks): each rank's seconds and
- * groups measured, and rank 0's share of the measuring seconds, e.g.
- * "measurement dealt over 2 ranks: rank 0 3.1 s (2 of 4 groups), rank 1
- * 3.0 s (2 groups); rank 0's share 0.51".  *share (may be NULL): rank 0's
- * seconds over the ranks' sum (1 in one process).  Collective. */
+/* Rank 0's log line at --verbose: each rank's seconds measuring its
+ * groups, its groups, its process's CPU seconds so far, and rank 0's share
+ * of the measuring seconds, e.g. "measurement dealt over 2 ranks: rank 0
+ * 3.10 s measuring (2 of 4 groups), 40.2 CPU s in all, rank 1 ...; rank
+ * 0's share 0.510".  *share (may be NULL): rank 0's seconds over the
+ * ranks' sum (1 in one process).  Collective. */
 int parity_stream_measure_report(double secs, int64_t groups, int64_t n_groups, char *line, size_t n, double *share,
                                  gdn_error *e);
 

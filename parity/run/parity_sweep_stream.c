@@ -983,7 +983,7 @@ static int add_input(sctx *c, gdn_error *e) {
   return GDN_OK;
 }
 
-/* --verbose under mpirun: what each rank measured (collective). */
+/* --verbose: what each rank measured (collective under mpirun). */
 static int log_dealt(sctx *c, gdn_error *e) {
   const parity_sweep_opts *o = c->x.o;
   char line[1024];
@@ -1014,7 +1014,7 @@ int parity_sweep_run_streamed(parity_doc *d, const parity_stream_run *sr, const 
     rc = run_chunk_streamed(c, ci, e);
     chunk_clear(c);
   }
-  if (!rc && parity_dist_size() > 1 && o->verbosity >= 2) rc = log_dealt(c, e);
+  if (!rc && o->verbosity >= 2) rc = log_dealt(c, e);
   ctx_free(c);
   gdn_free(c);
   return rc;
