@@ -166,9 +166,11 @@ void parity_model_acc_add_b(parity_model_acc *A, parity_vals x, parity_vals r, c
 void parity_model_acc_finish(parity_model_acc *A, parity_metrics *m);
 void parity_model_acc_free(parity_model_acc *A); /* NULL is fine */
 /* Mergeable as parity_mstream_pack / _merge: after pass A the block sums,
- * the exact sums and max |r|; after pass B the element and row frontiers
- * (a set while each holds fewer than PARITY_MODEL_FRONT points, as the
- * one-process run's own order-independence). */
+ * the exact sums and max |r|; after pass B each group's element and row
+ * frontiers (add_b keeps one pair per group, by its first head h0; finish
+ * folds them in head order, so the figures do not depend on the order the
+ * groups came in nor on which process measured which, even when a
+ * frontier fills up and merges neighbours). */
 size_t parity_model_acc_pack(const parity_model_acc *A, int pass_b, void *buf);
 int parity_model_acc_merge(parity_model_acc *A, int pass_b, const void *buf, size_t n, gdn_error *e);
 

@@ -38,9 +38,17 @@ int parity_dist_allmerge(int status, const void *mine, size_t n, parity_dist_mer
     if (r != me && sizes[r] > most) most = sizes[r];
   void *buf = rc ? NULL : gdn_malloc(most ? (size_t)most : 1, "a rank's part", e);
   if (!rc && !buf) rc = GDN_ERR_NOMEM;
+  int failed = GDN_OK; /* a part this rank could not merge: the others still get theirs, then all agree */
+  gdn_error mine_e;
+  gdn_error_init(&mine_e);
   for (int r = 0; r < size && !rc; r++) {
     if (r == me) rc = parity_dist_bcast((void *)mine, n, r, e);
-    else if (!(rc = parity_dist_bcast(buf, (size_t)sizes[r], r, e))) rc = merge(ctx, r, buf, (size_t)sizes[r], e);
+    else if (!(rc = parity_dist_bcast(buf, (size_t)sizes[r], r, e)) && !failed)
+      failed = merge(ctx, r, buf, (size_t)sizes[r], &mine_e);
+  }
+  if (!rc) {
+    if (failed) *e = mine_e;
+    rc = agree(failed, 0, sizes, size, e);
   }
   gdn_free(buf);
   gdn_free(sizes);

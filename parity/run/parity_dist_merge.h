@@ -11,7 +11,8 @@
  * Collective: every rank calls the same functions in the same order.  A
  * rank's failure travels in the exchange: `status` non-zero on any rank
  * makes every rank return the lowest failing rank's error, its message
- * prefixed with that rank.  One process: nothing moves; status returns as
+ * prefixed with that rank; so does a part a rank fails to merge (after
+ * every part has gone round).  One process: nothing moves; status returns as
  * it came (with *e as the caller left it).
  * Communication: per call, 16 bytes and each rank's part to every rank
  * (broadcasts in rank order).
