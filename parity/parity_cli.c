@@ -802,6 +802,8 @@ static void fixture_stream_refusal(const fix_group *g, const parity_sweep_opts *
   parity_sweep_stream_refusal(&probe, o, why, n);
   if (!why[0] && m->inputs.seg && m->n_outputs) /* parity_packing_group.h merges it; the streamed outputs do not call it yet */
     snprintf(why, n, "a packed fixture's /outputs (their packing verdict and padding convention are judged whole)");
+  if (!why[0] && parity_dist_size() > 1 && (m->n_outputs || m->oracle.present)) /* parity_sweep_run_streamed */
+    snprintf(why, n, "a fixture's /outputs or stored /oracle under mpirun (each rank measures its own groups)");
 }
 
 /* Without a reference only our two kernels can be compared with each

@@ -167,6 +167,14 @@ void parity_model_acc_finish(parity_model_acc *A, parity_metrics *m);
 void parity_model_acc_free(parity_model_acc *A); /* NULL is fine */
 /* The heap parity_model_acc_new holds for dims and block_len. */
 size_t parity_model_acc_bytes(const int64_t dims[4], const int64_t block_len[4]);
+/* Mergeable as parity_mstream_pack / _merge: after pass A the block sums,
+ * the exact sums and max |r|; after pass B each group's element and row
+ * frontiers (add_b keeps one pair per group, by its first head h0; finish
+ * folds them in head order, so the figures do not depend on the order the
+ * groups came in nor on which process measured which, even when a
+ * frontier fills up and merges neighbours). */
+size_t parity_model_acc_pack(const parity_model_acc *A, int pass_b, void *buf);
+int parity_model_acc_merge(parity_model_acc *A, int pass_b, const void *buf, size_t n, gdn_error *e);
 
 /* The localized statistic of m (block_rel, block_lo/hi) over blocks of
  * block_len[a] indices along each axis a (clamped to [1, dims[a]]); m must
@@ -295,6 +303,15 @@ typedef struct parity_group_src {
   void *ctx;
   int64_t n_groups;
   int head_axis;
+  /* Optional (NULL: every group is here): groups held by several
+   * processes, each measuring its own (parity_mstream_pack below).  holds:
+   * whether this process holds group g (the median's extra rounds read
+   * those only); sum_i64 / min_f64: v summed / its minimum taken over every
+   * process, in place (collective: every process calls them in the same
+   * order, so a process's rounds are the others'). */
+  int (*holds)(void *ctx, int64_t g);
+  int (*sum_i64)(void *ctx, int64_t *v, size_t n, gdn_error *e);
+  int (*min_f64)(void *ctx, double *v, gdn_error *e);
 } parity_group_src;
 int parity_metrics_stream(const parity_group_src *src, const int64_t dims[4], const int64_t block_len[4],
                           gdn_dtype ulp_dtype, parity_metrics *m, gdn_error *e);
@@ -317,6 +334,20 @@ void parity_mstream_free(parity_mstream *M); /* NULL is fine */
  * count: its median's histograms and thread states, its exact sums, its
  * blocks' sums (parity_stream counts it, every pair's at once). */
 size_t parity_mstream_bytes(const int64_t dims[4], const int64_t block_len[4]);
+/* Mergeable: a pair's groups measured by several processes, each adding
+ * the groups it holds.  After pass A every process packs its state
+ * (pass_b 0), merges every other's (any order: every part is exact --
+ * exact sums, integer counts, maxima with their least whole index, block
+ * sums each from the one group holding its block), then calls between: so
+ * each holds the same floors and the same median bucket.  After pass B the
+ * same with pass_b 1 (max_rel, row_rel, elem_rel, the bucket's extrema and
+ * its values or their next 16 bits' counts), then finish on every process
+ * (collective when the median needs its extra rounds: the source's holds,
+ * sum_i64, min_f64).  The result is the one-process result bit for bit.
+ * pack with buf NULL returns the bytes needed; merge refuses a part of
+ * the wrong size or one that overfills the state (GDN_ERR_INTERNAL). */
+size_t parity_mstream_pack(parity_mstream *M, int pass_b, void *buf);
+int parity_mstream_merge(parity_mstream *M, int pass_b, const void *buf, size_t n, gdn_error *e);
 
 /* The functions above, reading x and r as they are held (binary64 or
  * float32, parity_vals.h; r may be absent where the double form takes

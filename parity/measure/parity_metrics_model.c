@@ -80,6 +80,13 @@ struct parity_model_acc {
   parity_xsum ss, rr;
   double row_floor, max_r, rel_floor, u;
   parity_model_stats st;
+  /* Pass B's frontiers per group, by the group's first head (2 per head
+   * along axis: elements, rows), folded in head order at finish: so the
+   * result does not depend on the order the groups come in, nor on which
+   * process measured which (a frontier that fills up merges neighbours, and
+   * that depends on the order its points came in). */
+  parity_model_front *gf;
+  unsigned char *gused; /* per head: a group starts there */
 };
 
 static int64_t block_of(const parity_model_acc *b, const int64_t i[4]) {
@@ -136,6 +143,12 @@ int parity_model_acc_new(parity_model_acc **A, const int64_t dims[4], const int6
     return e ? e->code : GDN_ERR_NOMEM;
   }
   if (b->d2) b->r2 = b->d2 + b->nb, b->s2 = b->r2 + b->nb;
+  const size_t heads = (size_t)(dims[head_axis] > 0 ? dims[head_axis] : 1);
+  if (!(b->gf = gdn_calloc(2 * heads, sizeof *b->gf, "model group frontiers", e)) ||
+      !(b->gused = gdn_calloc(heads, 1, "model group flags", e))) {
+    parity_model_acc_free(b);
+    return e ? e->code : GDN_ERR_NOMEM;
+  }
   *A = b;
   return GDN_OK;
 }
@@ -144,6 +157,8 @@ void parity_model_acc_free(parity_model_acc *A) {
   if (!A) return;
   gdn_free(A->d2);
   gdn_free(A->bad);
+  gdn_free(A->gf);
+  gdn_free(A->gused);
   gdn_free(A);
 }
 
@@ -185,7 +200,10 @@ void parity_model_acc_between(parity_model_acc *A) {
 void parity_model_acc_add_b(parity_model_acc *A, parity_vals x, parity_vals r, const double *s, int64_t h0,
                             int64_t h1) {
   const double rel_floor = A->rel_floor;
-  parity_model_stats *ms = &A->st;
+  const parity_model_stats *ms = &A->st;
+  parity_model_front *fe = &A->gf[2 * h0], *fr = fe + 1; /* this group's */
+  fe->n = fr->n = 0;
+  A->gused[h0] = 1;
   size_t i = 0;
   FOR_GROUP_ROWS(A, h0, h1, g, w) {
     const int64_t row = (w[0] * A->dims[1] + w[1]) * A->dims[2] + w[2];
@@ -197,16 +215,26 @@ void parity_model_acc_add_b(parity_model_acc *A, parity_vals x, parity_vals r, c
       const double xi = parity_vals_at(x, i), ri = parity_vals_at(r, i);
       const double df = isfinite(xi) ? fabs(xi - ri) : INFINITY;
       const double den = fmax(fabs(ri), fmax(rms, rel_floor));
-      item(&ms->elem, df, den > 0 ? df / den : INFINITY, s[i], ms->lam_elem, row * A->dims[3] + i3);
+      item(fe, df, den > 0 ? df / den : INFINITY, s[i], ms->lam_elem, row * A->dims[3] + i3);
       dn += df * df, rn += ri * ri, sn += s[i] * s[i];
     }
     const double den = fmax(sqrt(rn), A->row_floor), d = sqrt(dn);
-    item(&ms->row, d, den > 0 ? d / den : INFINITY, sqrt(sn), ms->lam_row, row);
+    item(fr, d, den > 0 ? d / den : INFINITY, sqrt(sn), ms->lam_row, row);
   }
+}
+
+/* b's points into f (re-adding a frontier's own points into an empty one
+ * gives it back: they do not cover each other, and fewer than
+ * PARITY_MODEL_FRONT merge nothing). */
+static void front_merge(parity_model_front *f, const parity_model_front *b) {
+  for (int j = 0; j < b->n && j < PARITY_MODEL_FRONT; j++) front_add(f, b->a[j], b->q[j], b->at[j]);
 }
 
 void parity_model_acc_finish(parity_model_acc *A, parity_metrics *m) {
   parity_model_stats *ms = &A->st;
+  ms->elem.n = ms->row.n = 0;
+  for (int64_t h = 0; h < A->dims[A->axis]; h++) /* the groups' frontiers in head order */
+    if (A->gused[h]) front_merge(&ms->elem, &A->gf[2 * h]), front_merge(&ms->row, &A->gf[2 * h + 1]);
   for (int64_t k = 0; k < A->nb; k++) {
     const double fl = sqrt((double)block_count(A, k)) * A->rel_floor, nr = sqrt(A->r2[k]);
     const double den = nr > fl ? nr : fl, d = A->bad[k] ? INFINITY : sqrt(A->d2[k]);
@@ -214,6 +242,63 @@ void parity_model_acc_finish(parity_model_acc *A, parity_metrics *m) {
   }
   ms->fro = m->ref_fro > 0 ? sqrt(parity_xsum_value(&A->ss)) / m->ref_fro : 0;
   m->model = *ms;
+}
+
+static size_t put(unsigned char *buf, size_t at, const void *p, size_t n) {
+  if (buf && n) memcpy(buf + at, p, n);
+  return at + n;
+}
+
+size_t parity_model_acc_pack(const parity_model_acc *A, int pass_b, void *buf) {
+  if (pass_b) { /* each group's frontiers, by its first head */
+    size_t at = 0;
+    for (int64_t h = 0; h < A->dims[A->axis]; h++)
+      if (A->gused[h]) at = put(buf, put(buf, at, &h, sizeof h), &A->gf[2 * h], 2 * sizeof *A->gf);
+    return at;
+  }
+  size_t at = put(buf, 0, A->d2, (size_t)(3 * A->nb) * sizeof *A->d2);
+  at = put(buf, at, A->bad, (size_t)A->nb);
+  at = put(buf, at, &A->ss, sizeof A->ss);
+  at = put(buf, at, &A->rr, sizeof A->rr);
+  return put(buf, at, &A->max_r, sizeof A->max_r);
+}
+
+int parity_model_acc_merge(parity_model_acc *A, int pass_b, const void *buf, size_t n, gdn_error *e) {
+  const unsigned char *p = buf;
+  if (pass_b) { /* disjoint groups: each slot from the one part that has it */
+    const size_t one = sizeof(int64_t) + 2 * sizeof *A->gf;
+    for (size_t at = 0; at < n; at += one) {
+      int64_t h;
+      if (n - at < one || (memcpy(&h, p + at, sizeof h), h < 0 || h >= A->dims[A->axis]) || A->gused[h])
+        return gdn_error_set(e, GDN_ERR_INTERNAL, "merging the model's frontiers: a bad part (%zu bytes)", n);
+      memcpy(&A->gf[2 * h], p + at + sizeof h, 2 * sizeof *A->gf);
+      A->gused[h] = 1;
+    }
+    return GDN_OK;
+  }
+  if (n != parity_model_acc_pack(A, pass_b, NULL))
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "merging the model's statistics: a part of %zu bytes, not %zu", n,
+                         parity_model_acc_pack(A, pass_b, NULL));
+  parity_xsum *x = gdn_malloc(sizeof *x, "model sums", e);
+  if (!x) return e ? e->code : GDN_ERR_NOMEM;
+  /* each block lies in one group: one part holds its sums, the others +0 */
+  for (int64_t k = 0; k < 3 * A->nb; k++) {
+    double v;
+    memcpy(&v, p + (size_t)k * sizeof v, sizeof v);
+    A->d2[k] += v;
+  }
+  p += (size_t)(3 * A->nb) * sizeof(double);
+  for (int64_t k = 0; k < A->nb; k++) A->bad[k] |= p[k];
+  p += A->nb;
+  memcpy(x, p, sizeof *x);
+  parity_xsum_merge(&A->ss, x);
+  memcpy(x, p + sizeof *x, sizeof *x);
+  parity_xsum_merge(&A->rr, x);
+  double mr;
+  memcpy(&mr, p + 2 * sizeof *x, sizeof mr);
+  if (mr > A->max_r) A->max_r = mr;
+  gdn_free(x);
+  return GDN_OK;
 }
 
 int parity_metrics_model_v(parity_vals x, parity_vals r, const double *s, const int64_t dims[4],

@@ -274,3 +274,134 @@ int parity_metrics_stream(const parity_group_src *src, const int64_t dims[4], co
   parity_mstream_free(M);
   return rc;
 }
+
+/* --- mergeable (parity_mstream_pack / _merge) ----------------------------- */
+
+/* A part is a flat run of fields; put with buf NULL counts the bytes. */
+static size_t put(unsigned char *buf, size_t at, const void *p, size_t n) {
+  if (buf && n) memcpy(buf + at, p, n);
+  return at + n;
+}
+
+typedef struct {
+  const unsigned char *p;
+  size_t at, n;
+} reader;
+
+static int take(reader *rd, void *out, size_t n) {
+  if (rd->n - rd->at < n) return -1;
+  memcpy(out, rd->p + rd->at, n);
+  rd->at += n;
+  return 0;
+}
+
+/* Pass B's bucket work summed over the threads into thread 0's slots (the
+ * extrema combined, the counts of the next 16 bits in hist's first slot):
+ * what pm_median_finish combines itself, so doing it twice changes nothing. */
+static void median_fold(mstream *S) {
+  pm_tstate_combine(S->ts, S->nt);
+  for (int j = 1; j < S->nt; j++)
+    for (int i = 0; i < RADIX; i++) S->hist[i] += S->hist[(size_t)j * RADIX + i], S->hist[(size_t)j * RADIX + i] = 0;
+}
+
+static size_t pack_a(const mstream *S, unsigned char *buf) {
+  size_t at = put(buf, 0, &S->acc, sizeof S->acc); /* its `top` pointer travels too, unread */
+  at = put(buf, at, S->acc.top, RADIX * sizeof *S->acc.top);
+  at = put(buf, at, S->blk.d2, (size_t)(2 * S->blk.nb) * sizeof *S->blk.d2);
+  at = put(buf, at, S->blk.bad, (size_t)S->blk.nb);
+  return put(buf, at, S->rows2, sizeof *S->rows2);
+}
+
+static size_t pack_b(mstream *S, unsigned char *buf) {
+  median_fold(S);
+  size_t at = put(buf, 0, &S->rel_best, sizeof S->rel_best);
+  at = put(buf, at, &S->rel_at, sizeof S->rel_at);
+  at = put(buf, at, &S->rows, sizeof S->rows);
+  at = put(buf, at, &S->n_elem, sizeof S->n_elem);
+  at = put(buf, at, S->elem, (size_t)S->n_elem * sizeof *S->elem);
+  const double ext[3] = {S->ts[0].bmin, S->ts[0].bmax, S->ts[0].nmin};
+  at = put(buf, at, ext, sizeof ext);
+  if (S->sk.cand) {
+    const uint64_t pos = S->sk.pos;
+    at = put(buf, at, &pos, sizeof pos);
+    return put(buf, at, S->sk.cand, S->sk.pos * sizeof *S->sk.cand);
+  }
+  return put(buf, at, S->hist, RADIX * sizeof *S->hist);
+}
+
+size_t parity_mstream_pack(parity_mstream *M, int pass_b, void *buf) {
+  return pass_b ? pack_b(&M->S, buf) : pack_a(&M->S, buf);
+}
+
+static int merge_a(mstream *S, reader *rd, gdn_error *e) {
+  parity_metrics_acc o;
+  parity_xsum *rows2 = gdn_malloc(sizeof *rows2, "row norm sum", e);
+  int64_t *top = rows2 ? gdn_malloc(RADIX * sizeof *top, "median histogram", e) : NULL;
+  double *d2 = top ? gdn_malloc((size_t)(2 * S->blk.nb + 1) * sizeof *d2, "block sums", e) : NULL;
+  unsigned char *bad = d2 ? gdn_malloc((size_t)S->blk.nb + 1, "block flags", e) : NULL;
+  int rc = bad ? GDN_OK : e ? e->code : GDN_ERR_NOMEM;
+  if (!rc && (take(rd, &o, sizeof o) || take(rd, top, RADIX * sizeof *top) ||
+              take(rd, d2, (size_t)(2 * S->blk.nb) * sizeof *d2) || take(rd, bad, (size_t)S->blk.nb) ||
+              take(rd, rows2, sizeof *rows2)))
+    rc = gdn_error_set(e, GDN_ERR_INTERNAL, "merging pass A: a part of the wrong size");
+  if (!rc) {
+    o.top = top;
+    parity_metrics_acc_merge(&S->acc, &o);
+    /* a block lies in one group, so one part holds its sums and the others +0 */
+    for (int64_t i = 0; i < 2 * S->blk.nb; i++) S->blk.d2[i] += d2[i];
+    for (int64_t i = 0; i < S->blk.nb; i++) S->blk.bad[i] |= bad[i];
+    parity_xsum_merge(S->rows2, rows2);
+  }
+  gdn_free(bad);
+  gdn_free(d2);
+  gdn_free(top);
+  gdn_free(rows2);
+  return rc;
+}
+
+/* rows_group's pass-B summary of another part folded into *o (the same
+ * choices: the least first index, the greatest value with its least index). */
+static void erel_merge(erel *o, const erel *b) {
+  if (b->i0 >= 0 && (o->i0 < 0 || b->i0 < o->i0)) o->i0 = b->i0, o->q0 = b->q0;
+  if (b->arg >= 0 && (o->arg < 0 || b->best > o->best || (b->best == o->best && b->arg < o->arg)))
+    o->best = b->best, o->arg = b->arg;
+}
+
+static int merge_b(mstream *S, reader *rd, gdn_error *e) {
+  double best, ext[3];
+  int64_t at, n_elem;
+  erel rows;
+  const int64_t cap = S->blk.nbk[3] ? S->blk.nb / S->blk.nbk[3] : 0;
+  if (take(rd, &best, sizeof best) || take(rd, &at, sizeof at) || take(rd, &rows, sizeof rows) ||
+      take(rd, &n_elem, sizeof n_elem) || n_elem < 0 || n_elem > cap - S->n_elem ||
+      take(rd, S->elem + S->n_elem, (size_t)n_elem * sizeof *S->elem) || take(rd, ext, sizeof ext))
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "merging pass B: a part of the wrong size");
+  median_fold(S);
+  if (best > 0 && (best > S->rel_best || (best == S->rel_best && at < S->rel_at))) S->rel_best = best, S->rel_at = at;
+  erel_merge(&S->rows, &rows);
+  S->n_elem += n_elem;
+  if (ext[0] < S->ts[0].bmin) S->ts[0].bmin = ext[0];
+  if (ext[1] > S->ts[0].bmax) S->ts[0].bmax = ext[1];
+  if (ext[2] < S->ts[0].nmin) S->ts[0].nmin = ext[2];
+  if (S->sk.cand) { /* the bucket's values: a multiset, so appended in any order */
+    uint64_t pos;
+    if (take(rd, &pos, sizeof pos) || pos > S->ms.count - S->sk.pos ||
+        take(rd, S->sk.cand + S->sk.pos, (size_t)pos * sizeof *S->sk.cand))
+      return gdn_error_set(e, GDN_ERR_INTERNAL, "merging pass B: the median's bucket overfilled");
+    S->sk.pos += (size_t)pos;
+    return GDN_OK;
+  }
+  for (int i = 0; i < RADIX; i++) {
+    int64_t h;
+    if (take(rd, &h, sizeof h)) return gdn_error_set(e, GDN_ERR_INTERNAL, "merging pass B: a part of the wrong size");
+    S->hist[i] += h;
+  }
+  return GDN_OK;
+}
+
+int parity_mstream_merge(parity_mstream *M, int pass_b, const void *buf, size_t n, gdn_error *e) {
+  reader rd = {buf, 0, n};
+  int rc = pass_b ? merge_b(&M->S, &rd, e) : merge_a(&M->S, &rd, e);
+  if (!rc && rd.at != n) rc = gdn_error_set(e, GDN_ERR_INTERNAL, "merging a pass: %zu bytes left over", n - rd.at);
+  return rc;
+}

@@ -185,6 +185,7 @@ static int usrc_each(const usrc *u, void (*fn)(parity_vals, parity_vals, size_t,
   for (int64_t g = 0; g < u->src->n_groups; g++) {
     parity_vals x, r;
     int64_t h0, h1;
+    if (u->src->holds && !u->src->holds(u->src->ctx, g)) continue; /* another process counts it */
     int rc = u->src->get(u->src->ctx, g, &x, &r, &h0, &h1, e);
     if (rc) return rc;
     fn(x, r, (size_t)(h1 - h0) * u->per_head, arg);
@@ -218,6 +219,7 @@ static int select_rounds(const usrc *u, gdn_ulp_fmt f, int round, uint64_t prefi
     int rc = usrc_each(u, round_count, &a, e);
     if (rc) return rc;
     hist_sum(hist, nt);
+    if (u->src && u->src->sum_i64 && (rc = u->src->sum_i64(u->src->ctx, hist, RADIX, e))) return rc;
     prefix |= (uint64_t)radix_pick(hist, &k) << a.shift;
     *ties = (size_t)hist[(prefix >> a.shift) & 0xffff] - k - 1; /* last round: equal values after the k-th */
   }
@@ -258,6 +260,7 @@ static void above_count(parity_vals x, parity_vals r, size_t n, void *arg) {
 static int next_ulp_above(const usrc *u, gdn_ulp_fmt f, double v, int nt, double *out, gdn_error *e) {
   above_arg a = {f, v, INFINITY, nt};
   int rc = usrc_each(u, above_count, &a, e);
+  if (!rc && u->src && u->src->min_f64) rc = u->src->min_f64(u->src->ctx, &a.best, e);
   *out = a.best;
   return rc;
 }

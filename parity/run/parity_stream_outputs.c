@@ -155,7 +155,8 @@ static int measure_tensor(const parity_stream_outputs *so, input_ctx *x, int t, 
     opair *q = &p[n++];
     q->i = i;
     q->src = (pair_src){so, &so->t[i][t], &ref[t], t};
-    q->gs = (parity_group_src){pair_get, &q->src, so->p->n_groups, head_axis(t)};
+    /* one process: every group here */
+    q->gs = (parity_group_src){pair_get, &q->src, so->p->n_groups, head_axis(t), NULL, NULL, NULL};
     rc = parity_mstream_new(&q->M, &q->gs, dims, bl, so->out_dtype[i][t], e);
     if (!rc && with_model) rc = parity_model_acc_new(&q->MA, dims, bm, head_axis(t), so->out_dtype[i][t], e);
   }

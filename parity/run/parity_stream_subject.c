@@ -105,7 +105,8 @@ static int vs_metrics(const parity_stream_outputs *so, int t, const parity_spill
   parity_tensors[t].dims(&so->p->whole, dims);
   parity_tensors[t].blocks(&so->p->whole, 64, bl);
   vs_src s = {so, xt, at, t};
-  const parity_group_src gs = {vs_get, &s, so->p->n_groups, parity_stream_outputs_head_axis(t)};
+  const parity_group_src gs = {vs_get, &s, so->p->n_groups, parity_stream_outputs_head_axis(t),
+                               NULL, NULL, NULL}; /* one process */
   int rc = parity_metrics_stream(&gs, dims, bl, ulp, m, e);
   m->block_rel = m->elem_rel = 0;
   memset(m->elem_at, 0, sizeof m->elem_at);

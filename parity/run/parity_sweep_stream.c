@@ -8,6 +8,7 @@
 #include "gdn_prelude.h"
 #include "kern_mutant.h"
 #include "parity_dist.h"
+#include "parity_dist_merge.h"
 #include "parity_kappa.h"
 #include "parity_log.h"
 #include "parity_metrics.h"
@@ -16,6 +17,7 @@
 #include "parity_spill.h"
 #include "parity_stream_oracle.h"
 #include "parity_stream_subject.h"
+#include "parity_stream_merge.h"
 #include "parity_sweep_ctx.h"
 #include "parity_upstream.h"
 #include "gdn_clock.h"
@@ -82,6 +84,7 @@ typedef struct sctx {
   double *bm;     /* its read-back buffer */
   parity_stream_outputs outs; /* a fixture's outputs (rank 0) */
   int stored;                 /* this oracle pass reads a fixture's stored /oracle (parity_stream_oracle.h) */
+  double meas_secs; /* this rank's own measuring (its groups), for --verbose */
 } sctx;
 
 static void group_of(const sctx *c, int64_t g, int64_t *k0, int64_t *k1, gdn_shape *gs) {
@@ -161,7 +164,8 @@ static int pair_add(sctx *c, mpair *p, size_t *n, int t, const parity_spill_tens
   parity_tensors[t].dims(&c->whole, dims);
   parity_tensors[t].blocks(&c->whole, c->x.cfg.chunk, bl);
   q->src = (gsrc){c, x, r, t};
-  q->gs = (parity_group_src){gsrc_get, &q->src, c->p->n_groups, head_axis(t)};
+  q->gs = (parity_group_src){gsrc_get, &q->src, c->p->n_groups, head_axis(t), NULL, NULL, NULL};
+  parity_stream_group_net(&q->gs); /* the median's extra rounds count each rank's groups */
   q->out = out, q->has = has, q->bit = 1u << t;
   q->MA = NULL;
   int rc = parity_mstream_new(&q->M, &q->gs, dims, bl, ulp, e);
@@ -234,8 +238,13 @@ static int chunk_visit(sctx *c, int t, int64_t g, mpair *p, size_t n, int pass_b
  * results and freed. */
 static int chunk_metrics_pairs(sctx *c, int t, mpair *p, size_t n, int rc, gdn_error *e) {
   for (int pass = 0; pass < 2 && !rc; pass++) {
-    for (int64_t g = 0; g < c->p->n_groups && !rc; g++) rc = chunk_visit(c, t, g, p, n, pass, e);
-    for (size_t i = 0; !pass && i < n; i++) {
+    const double t0 = gdn_clock_seconds();
+    for (int64_t g = 0; g < c->p->n_groups && !rc; g++)
+      if (parity_stream_holds(g)) rc = chunk_visit(c, t, g, p, n, pass, e); /* each rank its own groups */
+    c->meas_secs += gdn_clock_seconds() - t0;
+    for (size_t i = 0; i < n; i++) /* the floors (pass A), the maxima and the bucket (pass B) over the ranks */
+      if ((rc = parity_stream_merge_pair(rc, p[i].M, p[i].MA, pass, e))) break;
+    for (size_t i = 0; !rc && !pass && i < n; i++) {
       parity_mstream_between(p[i].M);
       if (p[i].MA) parity_model_acc_between(p[i].MA);
     }
@@ -312,6 +321,19 @@ static int header_from(sctx *c, gdn_error *e) {
   return parity_stream_seg_keep(&c->hdr, &c->in, e);
 }
 
+/* Group 0's header (header_from, rank 0's) on every rank: every rank
+ * measures, with the document's view of the inputs. */
+static int header_share(sctx *c, gdn_error *e) {
+  if (parity_dist_size() == 1) return GDN_OK;
+  int rc = parity_dist_bcast(&c->hdr, sizeof c->hdr, 0, e);
+  if (parity_dist_rank() == 0) return rc;
+  c->hdr.h0 = c->hdr.h0 ? &c->h0_mark : NULL; /* rank 0's addresses: only whether they were set */
+  c->hdr.q = c->hdr.k = c->hdr.v = c->hdr.g = c->hdr.beta = NULL;
+  c->hdr.seg = NULL;
+  c->hdr.prelude = NULL;
+  return rc;
+}
+
 /* A streamed run under mpirun deals whole groups: rank g mod N computes
  * group g (its oracle, its kernels) with all its threads into its own
  * scratch, every rank its groups at once; then the exchange: for each group
@@ -331,16 +353,11 @@ typedef struct ref_head {
 
 static int owner_of(int64_t g) { return (int)(g % parity_dist_size()); }
 
-/* Tensor t of group g from its owner's scratch set to rank 0's. */
+/* Tensor t of group g stays in its owner's scratch: the owner measures it
+ * (parity_stream_merge.h), so no group's outputs move between ranks. */
 static int share_tensor(sctx *c, spill_set *set, const char *what, int64_t g, int t, int form, gdn_error *e) {
-  const int owner = owner_of(g), me = parity_dist_rank();
-  if (owner == 0) return GDN_OK; /* rank 0 computed it into its own scratch */
-  const size_t bytes = (size_t)c->counts[t][g] * (form == 1 ? sizeof(float) : sizeof(double));
-  parity_vals v = form == 1 ? parity_vals_f32((float *)c->bx) : parity_vals_f64(c->bx);
-  int rc = me == owner ? parity_spill_tensor_read(&set->t[t], g, c->bx, &v, e) : GDN_OK;
-  if (!rc) rc = parity_dist_bcast(c->bx, bytes, owner, e);
-  if (!rc && me == 0) rc = spill_set_write_one(c, set, what, g, t, v, e);
-  return rc;
+  (void)c, (void)set, (void)what, (void)g, (void)t, (void)form, (void)e;
+  return GDN_OK;
 }
 
 /* A tally of the owner's (tier 0: none) to every rank, into *t there. */
@@ -409,16 +426,17 @@ static int stored_keep(sctx *c, int64_t g, gdn_error *e) {
 static int oracle_visit(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *e) {
   const parity_sweep_opts *o = c->x.o;
   const int me = parity_dist_rank(), owner = owner_of(g);
-  if (me != 0 && me != owner) return GDN_OK;
+  if (me != owner) return GDN_OK; /* the owner loads its group: its oracle, its kappa sums */
   const int wrong = me != 0 && parity_dist_test_fault("stream-oracle"); /* testing: the next group's oracle */
   gdn_error le;
   gdn_error_init(&le);
   int rc = load_group(c, wrong ? (g + 1) % c->p->n_groups : g, &le);
-  if (!rc && me == 0 && g == 0) rc = header_from(c, &le);
-  if (!rc && me == 0) rc = parity_stream_seg_same(&c->hdr, &c->in, g, &le);
-  if (!rc && me == 0 && c->outs.n) rc = parity_stream_outputs_keep(&c->outs, g, c->sr->fixture->slab(c->sr->src.ctx), &le);
-  if (!rc && me == 0 && c->stored) rc = stored_keep(c, g, &le);
-  for (size_t ci = 0; !rc && me == 0 && ci < o->n_chunks; ci++) parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
+  if (!rc && g == 0) rc = header_from(c, &le);
+  if (!rc && c->hdr.seg) rc = parity_stream_seg_same(&c->hdr, &c->in, g, &le); /* rank 0's header keeps the ids */
+  /* a fixture's outputs and stored /oracle: one process only (refused under mpirun, parity_sweep_run_streamed) */
+  if (!rc && c->outs.n) rc = parity_stream_outputs_keep(&c->outs, g, c->sr->fixture->slab(c->sr->src.ctx), &le);
+  if (!rc && c->stored) rc = stored_keep(c, g, &le);
+  for (size_t ci = 0; !rc && ci < o->n_chunks; ci++) parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
   if (rc && parity_dist_size() == 1) return *e = le, rc;
   if (rc) {
     fprintf(stderr, "gdn-parity: rank %d: error: %s\n", me, le.msg);
@@ -443,6 +461,8 @@ static int oracle_pass(sctx *c, gdn_error *e) {
     parity_progress_end(o->progress);
   }
   for (int64_t g = 0; g < c->p->n_groups && !rc; g++) rc = oracle_share(c, &go, g, e);
+  if (!rc) rc = parity_stream_merge_kappa(rc, c->kacc, o->n_chunks, e);
+  if (!rc) rc = header_share(c, e);
   if (!rc) rc = parity_group_oracle_finish(&go, &c->ref, e);
   parity_group_oracle_clear(&go);
   return rc;
@@ -605,6 +625,17 @@ static int model_share(sctx *c, int64_t g, gdn_error *e) {
   return rc;
 }
 
+/* Testing (GDN_TEST_MPI_DIE=R:stream-plant, R > 0): one error planted in
+ * the first case's candidate o, at the group's first value head, token
+ * T / 2, on rank R alone: measured only there, so the verdict and the
+ * named head show that rank's measurement reached the document. */
+static void plant_error(parity_subject_run *s) {
+  gdn_outputs *o = (gdn_outputs *)s->out; /* the producer's own outputs */
+  const size_t at = (size_t)((o->shape.T / 2) * o->shape.Hv * o->shape.Dv);
+  if (o->o) o->o[at] += 1.0;
+  else if (o->o32) o->o32[at] += 1.0f;
+}
+
 /* The owner's side: group g's scan and every case's candidate into its
  * scratch (a failure is kept in the set's head and ends the group). */
 static void produce_group(sctx *c, int64_t g) {
@@ -628,6 +659,7 @@ static void produce_group(sctx *c, int64_t g) {
     cx.want_seams = parity_sweep_want_seams(&c->whole, c->case_dev[k]);
     t0 = gdn_clock_seconds();
     hk->rc = parity_subject_produce(cs, &cx, &hk->err);
+    if (!hk->rc && !k && parity_dist_rank() && parity_dist_test_fault("stream-plant")) plant_error(cs); /* testing */
     c->case_secs[k] += gdn_clock_seconds() - t0;
     char what[48];
     snprintf(what, sizeof what, "case %zu", k);
@@ -705,7 +737,9 @@ static int chunk_profiles(sctx *c, gdn_error *e) {
   input_ctx *x = &c->x;
   double *tmp = gdn_calloc((size_t)x->n_blocks, sizeof *tmp, "profile", e);
   int rc = tmp ? GDN_OK : (e ? e->code : GDN_ERR_NOMEM);
+  const double t0 = gdn_clock_seconds();
   for (int64_t g = 0; g < c->p->n_groups && !rc && x->ref; g++) {
+    if (!parity_stream_holds(g)) continue;
     parity_vals ro, bo;
     int64_t k0, k1, od[4];
     gdn_shape gs;
@@ -719,8 +753,10 @@ static int chunk_profiles(sctx *c, gdn_error *e) {
     parity_profile_o_v(bo, ro, od, x->block, tmp);
     max_into(x->prof_base, tmp, x->n_blocks);
   }
+  c->meas_secs += gdn_clock_seconds() - t0;
   gdn_free(tmp);
-  return rc;
+  if (x->ref && (rc = parity_dist_max_f64(rc, x->prof_ref, (size_t)x->n_blocks, e))) return rc;
+  return x->ref ? parity_dist_max_f64(rc, x->prof_base, (size_t)x->n_blocks, e) : rc;
 }
 
 /* What a case measures beyond the metrics, over one group: the seams' o
@@ -856,12 +892,15 @@ static int case_measure_groups(sctx *c, size_t k, parity_case_result *r, gdn_err
   if (gm && (rc = parity_case_result_alloc_grads(r, (unsigned)gm, e))) return rc;
   if ((a.map = case_map_alloc(c, r, e)) < 0) return e ? e->code : GDN_ERR_NOMEM;
   if (!(a.tmp = gdn_calloc((size_t)x->n_blocks, sizeof *a.tmp, "profile", e))) return e ? e->code : GDN_ERR_NOMEM;
+  const double t0 = gdn_clock_seconds();
   for (int64_t g = 0; g < c->p->n_groups && !rc; g++) {
+    if (!parity_stream_holds(g)) continue; /* each rank its own groups, merged below */
     rc = case_group_o(c, k, g, &a, e);
     for (int t = 0; t < PARITY_T_N && !rc; t++) rc = case_group_tensor(c, k, g, t, &a, e);
   }
+  c->meas_secs += gdn_clock_seconds() - t0;
   gdn_free(a.tmp);
-  if (rc) return rc;
+  if ((rc = parity_stream_merge_case(rc, r, &a.fig[0][0], sizeof a.fig / sizeof a.fig[0][0], e))) return rc;
   double rf[PARITY_T_N];
   for (int t = 0; t < PARITY_T_N; t++) rf[t] = cm->vs_scan[t].rel_fro;
   parity_upstream_judge(a.fig, rf, cm->has_vs_scan, r->upstream);
@@ -885,6 +924,10 @@ static int run_case_k(sctx *c, size_t k, gdn_error *e) {
     parity_sweep_case_scope(x, &r);
     rc = case_measure_groups(c, k, &r, e);
     if (!rc) rc = parity_stream_subject_measure(&c->outs, x, &r, c->refs.t, c->base.t, c->base.present, e);
+  }
+  if (parity_dist_rank() != 0) { /* rank 0 judges and records */
+    parity_case_result_clear(&r);
+    return rc;
   }
   if (!rc) rc = parity_sweep_case_judge(x, &r, e);
   if (!rc) rc = parity_doc_add_case(x->d, &r, x->o->reproducible, e);
@@ -945,7 +988,7 @@ static int run_chunk_streamed(sctx *c, size_t ci, gdn_error *e) {
   for (size_t k = 0; k < c->n_cases; k++) spill_set_init(&c->cases[k]);
   for (size_t i = 0; i < c->n_cases * c->max_seams; i++) parity_rel_acc_init(&c->seams[i]);
   rc = phase_produce(c, chunk, e);
-  if (rc || parity_dist_rank() != 0) return rc; /* rank 0 measures and records */
+  if (rc) return rc; /* every rank measures its groups; rank 0 merges, judges and records */
   char what[64];
   snprintf(what, sizeof what, "C%" PRId64 ": measuring", chunk);
   parity_progress_begin(o->progress, what);
@@ -961,8 +1004,9 @@ static int run_chunk_streamed(sctx *c, size_t ci, gdn_error *e) {
   if (rc) return rc;
   const parity_kappa kap = parity_kappa_acc_value(&c->kacc[ci]);
   x->kappa = &kap;
-  if (o->verbosity >= 1 && o->log) parity_progress_clear(o->progress);
-  if (o->verbosity >= 1 && o->log)
+  const int log = o->verbosity >= 1 && o->log && parity_dist_rank() == 0;
+  if (log) parity_progress_clear(o->progress);
+  if (log)
     parity_log_chunk(o->log, chunk, x->n_chunks, o->shard == KERN_SHARD_TOKENS ? c->whole.T : 0,
                      c->n_dev < o->n_devices, x->ref != NULL);
   for (size_t k = 0; k < c->n_cases && !rc; k++) {
@@ -1119,6 +1163,7 @@ static int add_input(sctx *c, gdn_error *e) {
   if (c->sr->grad_sha256 && c->ref.has_grads) snprintf(c->ref.grad_sha256, sizeof c->ref.grad_sha256, "%s", c->sr->grad_sha256);
   x->in = &c->hdr;
   x->ref = c->ref.tier != PARITY_ORACLE_NONE ? &c->ref : NULL;
+  if (parity_dist_rank() != 0) return GDN_OK; /* every rank measures; rank 0 records */
   x->input_index = parity_doc_next_input(x->d);
   parity_input_info info = {c->sr->name, c->sr->source, c->sr->path, c->sr->sha256};
   parity_input_result ir = {&info, &c->hdr, x->ref, x->subj, x->n_subj};
@@ -1126,6 +1171,18 @@ static int add_input(sctx *c, gdn_error *e) {
   if (o->verbosity >= 1 && o->log) parity_progress_clear(o->progress);
   if (o->verbosity >= 1 && o->log) parity_log_input(o->log, &ir, o->dtype, o->matmul, x->cfg.ftz, o->ftz < 0);
   if (o->verbosity >= 1 && o->log) parity_log_mutant(o->log, o->mutant);
+  return GDN_OK;
+}
+
+/* --verbose: what each rank measured (collective under mpirun). */
+static int log_dealt(sctx *c, gdn_error *e) {
+  const parity_sweep_opts *o = c->x.o;
+  char line[1024];
+  int rc = parity_stream_measure_report(c->meas_secs, parity_stream_rank_groups(c->p, parity_dist_rank(), parity_dist_size()),
+                                        c->p->n_groups, line, sizeof line, NULL, e);
+  if (rc || parity_dist_rank() != 0 || !o->log) return rc;
+  parity_progress_clear(o->progress);
+  fprintf(o->log, "%s\n", line);
   return GDN_OK;
 }
 
@@ -1137,6 +1194,9 @@ int parity_sweep_run_streamed(parity_doc *d, const parity_stream_run *sr, const 
   char cross[256];
   parity_sweep_stream_cross_heads(&sr->plan->whole, sr->plan->n_groups, o, cross, sizeof cross);
   if (cross[0]) return gdn_error_set(e, GDN_ERR_INPUT, "%s", cross);
+  if (parity_dist_size() > 1 && sr->fixture && (sr->fixture->n_ext || sr->fixture->stored))
+    return gdn_error_set(e, GDN_ERR_INPUT, "a fixture's /outputs or stored /oracle streamed under mpirun: each rank "
+                         "measures the groups it computed, and the outputs are kept by one process (run it with one)");
   sctx *c = gdn_calloc(1, sizeof *c, "streamed run", e);
   if (!c) return e ? e->code : GDN_ERR_NOMEM;
   rc = ctx_init(c, d, sr, o, e);
@@ -1146,11 +1206,12 @@ int parity_sweep_run_streamed(parity_doc *d, const parity_stream_run *sr, const 
     parity_sweep_stream_refusal(&c->hdr, o, why, sizeof why);
     if (why[0]) rc = gdn_error_set(e, GDN_ERR_INPUT, "%s", why);
   }
-  if (!rc && parity_dist_rank() == 0) rc = add_input(c, e);
+  if (!rc) rc = add_input(c, e);
   for (size_t ci = 0; ci < o->n_chunks && !rc; ci++) {
     rc = run_chunk_streamed(c, ci, e);
     chunk_clear(c);
   }
+  if (!rc && o->verbosity >= 2) rc = log_dealt(c, e);
   ctx_free(c);
   gdn_free(c);
   return rc;

@@ -24,9 +24,11 @@
  * the reference, and per chunk size the scan and each case's outputs.
  *
  * Under mpirun (every rank running the case) the groups are dealt: group
- * g's oracle and its kernels run on rank g mod N with all its threads, and
- * their outputs and the oracle's tallies are broadcast (parity_dist_bcast)
- * to rank 0, which alone keeps scratch, measures and records: its document
+ * g's oracle, its kernels and its measurement run on rank g mod N with all
+ * its threads, its outputs kept in that rank's scratch; the oracle's
+ * tallies and the sets' heads are broadcast (parity_dist_bcast), and the
+ * measurements merged (parity_stream_merge.h: exact, so every rank ends
+ * with the one-process figures); rank 0 judges and records: its document
  * is the one-process run's.  (16 groups keep up to 16 ranks busy.)
  *
  * A fixture's external outputs are kept in scratch by rank 0 as it loads

@@ -28,6 +28,13 @@
 #               Negative control: rank 1 computing rank 0's heads instead of
 #               its own (GDN_TEST_MPI_DIE=1:oracle-deal) is caught by the
 #               same comparison.
+#   stream NP   a run streamed by head group (--group-heads 1: 3 and 4
+#               groups) on NP ranks, each computing and measuring its groups:
+#               the one-process whole run's document byte for byte.
+#               Negative controls: a rank computing the next group's oracle
+#               or kernels (stream-oracle, stream-deal) differs; an error
+#               planted in rank 1's groups (stream-plant) fails the run with
+#               the worst element named in a group rank 1 holds.
 #   faults      rank 1 killed (SIGKILL) before its exchange, rank 3 after it,
 #               and rank 2's message made invalid: exit 3, one stderr line
 #               naming that rank, no results file and no temporary left, an
@@ -149,8 +156,8 @@ PYEOF
   echo "oracle ok"
   ;;
 stream)
-  # a run streamed by head group under mpirun: group g's oracle and kernels
-  # on rank g mod N, sent to rank 0, which alone measures: the one-process
+  # a run streamed by head group under mpirun: group g's oracle, kernels and
+  # measurement on rank g mod N, the measurements merged: the one-process
   # whole run's document, byte for byte
   for a in "--shape 2,192,6,8 --key-heads 3 --h0 --grad --chunk 32 --devices 1,4" \
            "--shape 1,256,4,16 --h0 --oracle dd --devices 1,2,4,8"; do
@@ -166,6 +173,25 @@ stream)
       [[ -s bad.json ]] || fail "$fault: no document"
       cmp -s one.json bad.json && fail "$a: $fault went unnoticed"
     done
+    # each rank measures the groups it computed (nothing of theirs reaches
+    # rank 0): an error planted in rank 1's groups (o + 1 at token T/2 of
+    # the first case's candidate) fails the run, and the worst element
+    # named is in a head group rank 1 holds
+    GDN_TEST_MPI_DIE=1:stream-plant "${MR[@]}" -np "$NP" "$G" "${args[@]}" --group-heads 1 --json bad.json \
+      >out.txt 2>&1
+    rc=$?
+    [[ $rc == 1 && -s bad.json ]] || fail "$a: a planted error on rank 1: exit $rc, want 1: $(tail -3 out.txt)"
+    $PY - bad.json "$NP" <<'PYEOF' || fail "$a: the planted error is not named in rank 1's groups"
+import json, sys
+d = json.load(open(sys.argv[1])); np = int(sys.argv[2])
+s = d["inputs"][0]["shape"]
+r = s["Hv"] // s["Hk"]  # --group-heads 1: group k holds value heads [k r, (k + 1) r), on rank k mod np
+c = d["cases"][0]
+assert c["pass"] is False, "the planted case passed"
+w = c["impls"]["affine-prefix"]["o"]["worst"]
+assert w["t"] == s["T"] // 2 and (w["h"] // r) % np == 1, w
+print("planted error found at", w, "(rank 1's group", w["h"] // r, ")")
+PYEOF
   done
   echo "stream ok"
   ;;

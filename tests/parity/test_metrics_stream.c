@@ -86,7 +86,7 @@ static int streamed(src_ctx *c, int64_t gs, int rev, const int64_t bl[4], parity
   for (int64_t g = 0; g < n; g++) order[g] = rev ? n - 1 - g : g;
   c->cut = cut;
   c->order = order;
-  const parity_group_src src = {src_get, c, n, c->ax};
+  const parity_group_src src = {src_get, c, n, c->ax, NULL, NULL, NULL};
   return parity_metrics_stream(&src, c->dims, bl, GDN_DTYPE_F32, m, e);
 }
 
