@@ -527,7 +527,7 @@ static void model_apply(parity_check *k, const parity_rule *r, const parity_case
   k->model_raw = k->value;
   const size_t nl = strlen(k->name);
   if (r->metric == PARITY_M_REL_FRO) { /* the model's normwise scale is one more floor of the rule */
-    const double f = r->kind == PARITY_RULE_ABSOLUTE ? 1 : r->factor;
+    const double f = fmax(r->kind == PARITY_RULE_ABSOLUTE ? 1 : r->factor, ms->fro_tail); /* the norm's tail */
     k->model_lambda = f;
     k->model_bound = f * ms->fro;
     k->model_ratio = k->model_bound > 0 ? k->value / k->model_bound : INFINITY;
