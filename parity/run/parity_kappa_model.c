@@ -229,6 +229,7 @@ static int end_probe_last(double *acc[PARITY_T_N], const gdn_inputs *in, const g
   const gdn_shape *S = &in->shape;
   const int64_t kv = S->Dk * S->Dv, t = S->T - 1;
   gdn_cotangents c2;
+  gdn_cotangents_init(&c2);
   float *dht = NULL;
   if (ct) {
     c2 = *ct; /* do borrowed, dht owned here */

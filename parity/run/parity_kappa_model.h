@@ -43,7 +43,9 @@
  * group computes its heads' part exactly as the whole run does (head0:
  * the group's first value head in the whole tensor, for the signs).
  * Cost: 1 + PARITY_MODEL_SAMPLES + PARITY_MODEL_ARITH float64 scans and
- * PARITY_MODEL_ARITH scans in the case's numerics (and their backwards).
+ * PARITY_MODEL_ARITH scans in the case's numerics (and their backwards),
+ * and up to 3 float64 scans more where chunks are padded
+ * (parity_model_compute_layouts).
  */
 #ifndef PARITY_KAPPA_MODEL_H
 #define PARITY_KAPPA_MODEL_H
