@@ -592,7 +592,9 @@ static void fill_check(parity_check *k, const parity_rule *r, const parity_case_
   }
   if (r->metric == PARITY_M_BLOCK_REL || r->metric == PARITY_M_ELEM_REL || r->metric == PARITY_M_MAX_REL)
     parity_check_locate(k, c, ti, m, r->metric);
-  if (r->model && m->model.has) model_apply(k, r, c, ti, m);
+  /* the model was computed under the case's numerics: an output judged under its own others (an
+   * absolute band) keeps the band's own limit */
+  if (r->model && m->model.has && dt == c->dtype && mm == c->matmul) model_apply(k, r, c, ti, m);
   k->pass = k->value <= k->limit; /* NaN fails */
   if (m->nonfinite) check_nonfinite(k, ti, m);
 }
