@@ -22,6 +22,7 @@ static const gdn_cli_opt options[] = {
      "but plain, the stock order itself)", 0},
     {"h0", "MODE", "with, without or both (default both)", 0},
     {"seeds", "N", "seeds 0 .. N-1 per shape, h0 mode and regime (default 4; --campaign: 50)", 0},
+    {"first-seed", "S", "start at seed S: seeds S .. S+N-1 (default 0; a campaign split over several runs)", 0},
     {"grad", NULL, "also judge gradients (scan, affine-prefix, and the reformulations that have a backward)", 0},
     {"campaign", NULL,
      "the full campaign: shapes 1,1024,4,64; 1,1024,4,64 with 2 key heads; 2,512,4,32; 1,4096,4,128 with 2 key "
@@ -131,6 +132,8 @@ static int parse_opts(const gdn_cli_args *a, parity_trust_opts *o, gdn_error *e)
   if (GET("quiet") && GET("verbose")) return gdn_error_set(e, GDN_ERR_INPUT, "--quiet and --verbose contradict each other");
   if ((v = GET("chunk")) && gdn_cli_int64(v, "--chunk", 1, 1 << 16, &o->chunk, e)) return e->code;
   if ((v = GET("seeds")) && gdn_cli_int64(v, "--seeds", 1, 1 << 20, &o->seeds, e)) return e->code;
+  if ((v = GET("first-seed")) && gdn_cli_int64(v, "--first-seed", 0, INT64_C(1) << 40, &o->first_seed, e))
+    return e->code;
   if ((v = GET("oracle"))) {
     if (parity_oracle_tier_parse(v, &o->tier, e)) return e->code;
     if (o->tier == PARITY_ORACLE_NONE)

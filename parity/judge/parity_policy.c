@@ -527,7 +527,7 @@ static void model_apply(parity_check *k, const parity_rule *r, const parity_case
   k->model_raw = k->value;
   const size_t nl = strlen(k->name);
   if (r->metric == PARITY_M_REL_FRO) { /* the model's normwise scale is one more floor of the rule */
-    const double f = r->kind == PARITY_RULE_ABSOLUTE ? 1 : r->factor;
+    const double f = fmax(r->kind == PARITY_RULE_ABSOLUTE ? 1 : r->factor, ms->fro_tail); /* the norm's tail */
     k->model_lambda = f;
     k->model_bound = f * ms->fro;
     k->model_ratio = k->model_bound > 0 ? k->value / k->model_bound : INFINITY;
@@ -592,7 +592,9 @@ static void fill_check(parity_check *k, const parity_rule *r, const parity_case_
   }
   if (r->metric == PARITY_M_BLOCK_REL || r->metric == PARITY_M_ELEM_REL || r->metric == PARITY_M_MAX_REL)
     parity_check_locate(k, c, ti, m, r->metric);
-  if (r->model && m->model.has) model_apply(k, r, c, ti, m);
+  /* the model was computed under the case's numerics: an output judged under its own others (an
+   * absolute band) keeps the band's own limit */
+  if (r->model && m->model.has && dt == c->dtype && mm == c->matmul) model_apply(k, r, c, ti, m);
   k->pass = k->value <= k->limit; /* NaN fails */
   if (m->nonfinite) check_nonfinite(k, ti, m);
 }

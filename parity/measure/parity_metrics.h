@@ -100,6 +100,7 @@ typedef struct parity_model_front {
 typedef struct parity_model_stats {
   int has;
   double fro, lam_elem, lam_block, lam_row, lam_fro;
+  double fro_tail; /* the norm's own tail factor (>= 1): parity_metrics_model.c's finish */
   parity_model_front elem, row, block;
   int64_t dims[4], bl[4]; /* the tensor's shape and blocks, to place an item */
 } parity_model_stats;

@@ -241,6 +241,16 @@ void parity_model_acc_finish(parity_model_acc *A, parity_metrics *m) {
     item(&ms->block, d, A->bad[k] ? INFINITY : den > 0 ? d / den : INFINITY, sqrt(A->s2[k]), ms->lam_block, k);
   }
   ms->fro = m->ref_fro > 0 ? sqrt(parity_xsum_value(&A->ss)) / m->ref_fro : 0;
+  /* The norm's tail: a block's error taken as one draw (its elements share
+   * their sources: a head's G_L, a chunk's G), blocks independent, so
+   * ||x - r||^2 = sum_k v_k Z_k^2 with v_k the block's s^2 sum; Laurent and
+   * Massart's bound at probability alpha, x = ln(1 / alpha): sum v + 2
+   * sqrt(x sum v^2) + 2 x max v.  With many blocks it is the norm itself;
+   * with a few heads of ht it is not (two heads: 3.4). */
+  double sv = 0, sv2 = 0, mv = 0;
+  for (int64_t k = 0; k < A->nb; k++) sv += A->s2[k], sv2 += A->s2[k] * A->s2[k], mv = fmax(mv, A->s2[k]);
+  const double x = log(1 / PARITY_MODEL_ALPHA);
+  ms->fro_tail = sv > 0 ? sqrt(1 + 2 * sqrt(x * sv2) / sv + 2 * x * mv / sv) : 1;
   m->model = *ms;
 }
 

@@ -161,8 +161,108 @@ static int arith_samples(double *acc[PARITY_T_N], const gdn_inputs *in, const gd
   return rc;
 }
 
+/* The padded chunk ends of the layouts (parity_kappa_model.h): len[t] > 0
+ * when token t ends a device's piece of P = T / D tokens (D = 1: the whole
+ * sequence) and P is not a multiple of C, so a chunk of len[t] = P mod C
+ * real tokens padded to C ends at t (the largest over the layouts).
+ * Returns how many tokens end one. */
+static int64_t padded_ends(int64_t *len, const gdn_shape *S, int64_t C, const int64_t *dev, size_t nd) {
+  const int64_t one = 1;
+  if (!dev || !nd) dev = &one, nd = 1;
+  memset(len, 0, (size_t)S->T * sizeof *len);
+  int64_t n = 0;
+  for (size_t i = 0; i < nd; i++) {
+    const int64_t D = dev[i], P = D > 0 && S->T % D == 0 ? S->T / D : 0;
+    for (int64_t r = 1; P > 0 && P % C && r <= D; r++) {
+      const int64_t t = r * P - 1;
+      n += len[t] == 0;
+      if (P % C > len[t]) len[t] = P % C;
+    }
+  }
+  return n;
+}
+
+/* eps of the chunk end at t (len[t] real tokens) of head (b, h): u_g times
+ * the padded chunk's |G_L| (its own sum of g, binary64), seeded sign. */
+static double end_eps(const gdn_inputs *in, const int64_t *len, int64_t b, int64_t h, int64_t t, double u_g,
+                      int64_t head0) {
+  const gdn_shape *S = &in->shape;
+  double G = 0;
+  for (int64_t i = t - len[t] + 1; i <= t; i++) G += in->g[(size_t)((b * S->T + i) * S->Hv + h)];
+  return u_g * fabs(G) * parity_model_sign(50, b, t, head0 + h);
+}
+
+/* The chunk ends' probes: colour k of the padded ends before the last
+ * token (alternate ends) scales the state after each end t by 1 + A eps_t
+ * (g_{t+1} moved by A eps_t, not moved back: the state's decay into the
+ * next token is the only way h_t reaches later tokens). */
+static int end_probes_inner(double *acc[PARITY_T_N], const gdn_inputs *in, const gdn_cotangents *ct, int64_t C,
+                            double u_g, int64_t head0, const int64_t *len, gdn_inputs *p, const gdn_outputs *o0,
+                            const gdn_grads *g0, gdn_outputs *o1, gdn_grads *g1, gdn_error *e) {
+  const gdn_shape *S = &in->shape;
+  int rc = GDN_OK;
+  for (int k = 0; !rc && k < 2; k++) {
+    memcpy(p->g, in->g, gdn_shape_numel_gate(S) * sizeof(float));
+    int64_t idx = 0, moved = 0;
+    for (int64_t t = 0; t + 1 < S->T; t++) {
+      if (!len[t] || idx++ % 2 != k) continue;
+      moved = 1;
+      for (int64_t b = 0; b < S->B; b++)
+        for (int64_t h = 0; h < S->Hv; h++) {
+          const size_t i = (size_t)((b * S->T + t + 1) * S->Hv + h);
+          p->g[i] = (float)(in->g[i] + PARITY_MODEL_AMP * end_eps(in, len, b, h, t, u_g, head0));
+        }
+    }
+    if (moved && !(rc = run_scan(p, ct, C, NULL, o1, g1, e)))
+      accumulate(acc, S, o0, ct ? g0 : NULL, o1, ct ? g1 : NULL, PARITY_MODEL_AMP);
+  }
+  memcpy(p->g, in->g, gdn_shape_numel_gate(S) * sizeof(float));
+  return rc;
+}
+
+/* The last token's padded chunk end: ht scaled by 1 + A eps per head, and
+ * with cotangents the backward of (do, dht (1 + A eps)), against o0 and
+ * g0. */
+static int end_probe_last(double *acc[PARITY_T_N], const gdn_inputs *in, const gdn_cotangents *ct, int64_t C,
+                          double u_g, int64_t head0, const int64_t *len, const gdn_outputs *o0, const gdn_grads *g0,
+                          gdn_outputs *o1, gdn_grads *g1, gdn_error *e) {
+  const gdn_shape *S = &in->shape;
+  const int64_t kv = S->Dk * S->Dv, t = S->T - 1;
+  gdn_cotangents c2;
+  gdn_cotangents_init(&c2);
+  float *dht = NULL;
+  if (ct) {
+    c2 = *ct; /* do borrowed, dht owned here */
+    if (ct->dht && !(dht = gdn_malloc((size_t)(S->B * S->Hv * kv) * sizeof *dht, "error model cotangent", e)))
+      return e ? e->code : GDN_ERR_NOMEM;
+    c2.dht = dht;
+  }
+  for (int64_t b = 0; dht && b < S->B; b++)
+    for (int64_t h = 0; h < S->Hv; h++) {
+      const double f = 1 + PARITY_MODEL_AMP * end_eps(in, len, b, h, t, u_g, head0);
+      const size_t at = (size_t)((b * S->Hv + h) * kv);
+      for (int64_t x = 0; x < kv; x++) dht[at + (size_t)x] = (float)(ct->dht[at + (size_t)x] * f);
+    }
+  int rc = run_scan(in, ct ? &c2 : NULL, C, NULL, o1, g1, e); /* o1 = o0; g1: the backward of the moved dht */
+  for (int64_t b = 0; !rc && b < S->B; b++)
+    for (int64_t h = 0; h < S->Hv; h++) {
+      const double f = 1 + PARITY_MODEL_AMP * end_eps(in, len, b, h, t, u_g, head0);
+      const size_t at = (size_t)((b * S->Hv + h) * kv);
+      for (int64_t x = 0; x < kv; x++) o1->ht[at + (size_t)x] *= f;
+    }
+  if (!rc) accumulate(acc, S, o0, ct ? g0 : NULL, o1, ct ? g1 : NULL, PARITY_MODEL_AMP);
+  gdn_free(dht);
+  return rc;
+}
+
 int parity_model_compute(parity_model *m, const gdn_inputs *in, const gdn_cotangents *ct, int64_t C, double u_g,
                          const kern_config *acfg, int64_t head0, gdn_error *e) {
+  return parity_model_compute_layouts(m, in, ct, C, u_g, acfg, head0, NULL, 0, e);
+}
+
+int parity_model_compute_layouts(parity_model *m, const gdn_inputs *in, const gdn_cotangents *ct, int64_t C,
+                                 double u_g, const kern_config *acfg, int64_t head0, const int64_t *devices,
+                                 size_t n_devices, gdn_error *e) {
   parity_model_clear(m);
   m->chunk = C;
   m->u_g = u_g;
@@ -182,6 +282,13 @@ int parity_model_compute(parity_model *m, const gdn_inputs *in, const gdn_cotang
       accumulate(m->s, S, &o0, ct ? &g0 : NULL, &o1, ct ? &g1 : NULL, PARITY_MODEL_AMP);
   }
   if (!rc) memcpy(p.g, in->g, gdn_shape_numel_gate(S) * sizeof(float));
+  int64_t *len = rc ? NULL : gdn_calloc((size_t)S->T, sizeof *len, "error model chunk ends", e);
+  if (!rc && !len) rc = e ? e->code : GDN_ERR_NOMEM;
+  if (!rc && padded_ends(len, S, C, devices, n_devices)) { /* the padded chunks' own G_L */
+    rc = end_probes_inner(m->s, in, ct, C, u_g, head0, len, &p, &o0, &g0, &o1, &g1, e);
+    if (!rc && len[S->T - 1]) rc = end_probe_last(m->s, in, ct, C, u_g, head0, len, &o0, &g0, &o1, &g1, e);
+  }
+  gdn_free(len);
   if (!rc && acfg) rc = arith_samples(m->s, in, ct, C, acfg, head0, &p, e); /* adds each sample's square / ARITH */
   for (int t = 0; !rc && t < PARITY_T_N; t++)
     if (m->s[t]) pool(m->s[t], numel(t, S), last_dim(t, S), 1);
@@ -196,7 +303,10 @@ size_t parity_model_bytes(const gdn_shape *s, int grads) {
   size_t n = 0;
   for (int t = 0; t < PARITY_T_N; t++)
     if (!parity_tensors[t].grad || grads) n += (size_t)parity_tensor_numel(&parity_tensors[t], s);
-  /* the model's s, the two binary64 runs' outputs (and gradients), the moved inputs */
-  return 3 * n * sizeof(double) + sizeof(float) * (2 * gdn_shape_numel_qk(s) + gdn_shape_numel_v(s) +
-                                                   2 * gdn_shape_numel_gate(s) + (size_t)(s->B * s->Hv * s->Dk * s->Dv));
+  /* the model's s, the two binary64 runs' outputs (and gradients), the moved inputs (and with gradients
+   * the chunk ends' moved dht), the chunk ends' lengths */
+  const size_t state = (size_t)(s->B * s->Hv * s->Dk * s->Dv);
+  return 3 * n * sizeof(double) + (size_t)s->T * sizeof(int64_t) +
+         sizeof(float) * (2 * gdn_shape_numel_qk(s) + gdn_shape_numel_v(s) + 2 * gdn_shape_numel_gate(s) + state +
+                          (grads ? state : 0));
 }

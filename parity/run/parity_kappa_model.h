@@ -43,7 +43,9 @@
  * group computes its heads' part exactly as the whole run does (head0:
  * the group's first value head in the whole tensor, for the signs).
  * Cost: 1 + PARITY_MODEL_SAMPLES + PARITY_MODEL_ARITH float64 scans and
- * PARITY_MODEL_ARITH scans in the case's numerics (and their backwards).
+ * PARITY_MODEL_ARITH scans in the case's numerics (and their backwards),
+ * and up to 3 float64 scans more where chunks are padded
+ * (parity_model_compute_layouts).
  */
 #ifndef PARITY_KAPPA_MODEL_H
 #define PARITY_KAPPA_MODEL_H
@@ -76,6 +78,21 @@ void parity_model_clear(parity_model *m);
  * first value head of in within the whole run. */
 int parity_model_compute(parity_model *m, const gdn_inputs *in, const gdn_cotangents *ct, int64_t C, double u_g,
                          const kern_config *acfg, int64_t head0, gdn_error *e);
+
+/* The same with the device counts the case runs on (token sharding: each
+ * device holds T / D tokens, chunked from its own start; NULL or 0: one
+ * device): where a device's piece (or the sequence) is not a multiple of C
+ * its last chunk is padded, and the chunk-end G_L that decays the state,
+ * exp(G_L) and exp(G_L - G_i), is an implementation's own number there (a
+ * tree cumsum's total, or a separate sum of g), rounded apart from the
+ * last real token's G: its error, about u_g |G_L| with G_L the padded
+ * chunk's sum of g, scales the state after that token independently.
+ * Probed twice for the ends before the last token (alternate ends: the
+ * state after t scaled by moving g_{t+1}) and once, exactly, for the last
+ * token's (ht scaled; with ct the backward of dht scaled). */
+int parity_model_compute_layouts(parity_model *m, const gdn_inputs *in, const gdn_cotangents *ct, int64_t C,
+                                 double u_g, const kern_config *acfg, int64_t head0, const int64_t *devices,
+                                 size_t n_devices, gdn_error *e);
 
 /* The heap parity_model_compute holds at its peak beside the kernels'
  * scratch (binary64 kernels: at most twice the float32 scratch), and

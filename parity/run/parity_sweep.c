@@ -553,6 +553,10 @@ static int run_case(input_ctx *x, int64_t devices, kern_prefix prefix, gdn_error
   return rc;
 }
 
+size_t parity_sweep_model_devices(const parity_sweep_opts *o, const gdn_shape *s, int64_t chunk, int64_t *out) {
+  return o->shard == KERN_SHARD_TOKENS ? parity_sweep_devices_for(o, s, chunk, out) : 0;
+}
+
 /* The error model of this chunk size (parity_kappa_model.h), with a
  * reference, float32 or bfloat16 compute (G summed in float32) and a policy
  * with a rule that follows it; the
@@ -560,7 +564,9 @@ static int run_case(input_ctx *x, int64_t devices, kern_prefix prefix, gdn_error
  * for this chunk size. */
 static int chunk_model(input_ctx *x, int64_t chunk, gdn_error *e) {
   if (!x->ref || x->o->dtype == GDN_DTYPE_F64 || !parity_policy_uses_model(x->o->policy)) return GDN_OK;
-  int rc = parity_model_compute(&x->model, x->in, x->o->ct, chunk, 0x1p-24, &x->cfg, 0, e);
+  int64_t dev[PARITY_MAX_LIST];
+  const size_t nd = parity_sweep_model_devices(x->o, &x->in->shape, chunk, dev);
+  int rc = parity_model_compute_layouts(&x->model, x->in, x->o->ct, chunk, 0x1p-24, &x->cfg, 0, dev, nd, e);
   if (rc) return rc;
   x->has_model = 1;
   const gdn_grads *ref_grads = x->ref->has_grads ? &x->ref->grads : NULL;

@@ -79,6 +79,12 @@ int parity_sweep_ftz(const parity_sweep_opts *o);
 size_t parity_sweep_devices_for(const parity_sweep_opts *o, const gdn_shape *s, int64_t chunk,
                                 int64_t *out);
 
+/* The device counts whose layouts the error model covers
+ * (parity_model_compute_layouts): under token sharding those of the chunk
+ * size (each device's last chunk is padded where C does not divide T / D);
+ * none under chunk sharding (whole chunks on every device). */
+size_t parity_sweep_model_devices(const parity_sweep_opts *o, const gdn_shape *s, int64_t chunk, int64_t *out);
+
 /* Checks that every configuration of the grid is valid for the shape (chunk
  * sizes, device counts against the chunk count) before anything runs. */
 int parity_sweep_validate(const gdn_shape *s, const parity_sweep_opts *o, gdn_error *e);

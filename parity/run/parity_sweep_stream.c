@@ -594,8 +594,10 @@ static void model_keep(sctx *c, int64_t g) {
   group_of(c, g, &k0, &k1, &gs);
   parity_model pm;
   parity_model_init(&pm);
-  hd->rc = parity_model_compute(&pm, &c->in, c->sr->grads ? &c->ct : NULL, x->cfg.chunk, 0x1p-24, &x->cfg, k0 * c->r,
-                                &hd->err);
+  int64_t dev[PARITY_MAX_LIST];
+  const size_t nd = parity_sweep_model_devices(x->o, &c->whole, x->cfg.chunk, dev);
+  hd->rc = parity_model_compute_layouts(&pm, &c->in, c->sr->grads ? &c->ct : NULL, x->cfg.chunk, 0x1p-24, &x->cfg,
+                                        k0 * c->r, dev, nd, &hd->err);
   parity_subject_run fake;
   memset(&fake, 0, sizeof fake);
   gdn_outputs o;

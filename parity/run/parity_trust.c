@@ -398,6 +398,7 @@ static json_t *budget_json(const parity_trust_opts *o, size_t runs) {
   json_object_set_new(b, "regimes", reg);
   json_object_set_new(b, "h0", h0);
   json_object_set_new(b, "seeds", json_integer((json_int_t)o->seeds));
+  json_object_set_new(b, "first_seed", json_integer((json_int_t)o->first_seed));
   json_object_set_new(b, "grad", json_boolean(o->grad));
   json_object_set_new(b, "oracle", json_string(parity_oracle_tier_name(o->tier)));
   json_object_set_new(b, "runs", json_integer((json_int_t)runs));
@@ -443,7 +444,7 @@ int parity_trust_run(const parity_trust_opts *o, json_t **doc, gdn_error *e) {
   for (size_t si = 0; !rc && si < o->n_shapes; si++)
     for (size_t hi = 0; !rc && hi < o->n_h0; hi++)
       for (size_t ri = 0; !rc && ri < o->n_regimes; ri++)
-        for (int64_t seed = 0; !rc && seed < o->seeds; seed++, runs++)
+        for (int64_t seed = o->first_seed; !rc && seed < o->first_seed + o->seeds; seed++, runs++)
           rc = run_one(o, &st, rows, &o->shapes[si], o->h0[hi], o->regimes[ri], seed, e);
   if (!rc && !st.checks)
     rc = gdn_error_set(e, GDN_ERR_INPUT, "trust: policy '%s' judged no check (no rule for float32 IEEE outputs)",

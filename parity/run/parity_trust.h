@@ -75,7 +75,8 @@ typedef struct parity_trust_opts {
   size_t n_reforms;
   int h0[2]; /* 0 without, 1 with, in this order */
   size_t n_h0;
-  int64_t seeds; /* seeds 0 .. seeds-1 */
+  int64_t seeds;      /* seeds first_seed .. first_seed + seeds - 1 */
+  int64_t first_seed; /* 0 unless a campaign is split over runs */
   int grad;      /* also the backward (the rows that have one, scan, affine-prefix) */
   int campaign;  /* recorded: the full campaign's budget was asked for */
   parity_oracle_tier tier;

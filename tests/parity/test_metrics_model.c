@@ -188,4 +188,29 @@ START_TEST(check_with_model) {
 }
 END_TEST
 
-CKR_MAIN("metrics_model", "metrics_model", 60, items_and_lambda, frontier_is_a_set, policy_model_key, check_with_model)
+/* The norm's tail (Laurent-Massart over the blocks, x = ln(1 / alpha)):
+ * one block dominating (row 0's s^2 is 1e6 x row 1's) gives sqrt(1 + 2
+ * sqrt(x) + 2 x) = 4.48; many equal blocks give about 1. */
+START_TEST(norm_tail) {
+  parity_metrics m;
+  measure(&m);
+  const double x = log(1 / PARITY_MODEL_ALPHA);
+  ck_assert_double_eq_tol(m.model.fro_tail, sqrt(1 + 2 * sqrt(x) + 2 * x), 1e-5);
+  gdn_error e;
+  gdn_error_init(&e);
+  enum { N = 4096 };
+  static double xs[N], rs[N], ss[N];
+  for (int i = 0; i < N; i++) xs[i] = rs[i] = 1 + i % 7, ss[i] = 1e-3;
+  const int64_t dims[4] = {1, 1, N / 4, 4}, bl[4] = {1, 1, 1, 4};
+  ck_assert_int_eq(parity_metrics_compute(xs, rs, dims, GDN_DTYPE_F64, &m, &e), GDN_OK);
+  ck_assert_int_eq(parity_metrics_blocks(xs, rs, dims, bl, &m, &e), GDN_OK);
+  ck_assert_int_eq(parity_metrics_model_v(parity_vals_f64(xs), parity_vals_f64(rs), ss, dims, bl, GDN_DTYPE_F64, &m, &e),
+                   GDN_OK);
+  const double n = N / 4, want = sqrt(1 + 2 * sqrt(x / n) + 2 * x / n); /* 1024 equal blocks: 1.09 */
+  ck_assert_double_eq_tol(m.model.fro_tail, want, 1e-9);
+  ck_assert(m.model.fro_tail < 1.1);
+}
+END_TEST
+
+CKR_MAIN("metrics_model", "metrics_model", 60, items_and_lambda, frontier_is_a_set, policy_model_key, check_with_model,
+         norm_tail)
