@@ -17,7 +17,8 @@
 #include "kern_kda_vjp_tmpl.h"
 #undef KERN_REAL
 
-static const char *const vjp_mutant_names[KERN_KDA_VJP_MUTANT_COUNT] = {"none", "dg-value-axis"};
+static const char *const vjp_mutant_names[KERN_KDA_VJP_MUTANT_COUNT] = {"none", "dg-value-axis",
+                                                                           "dh-seam-dropped"};
 
 const char *kern_kda_vjp_mutant_name(kern_kda_vjp_mutant m) {
   return (int)m >= 0 && m < KERN_KDA_VJP_MUTANT_COUNT ? vjp_mutant_names[m] : NULL;

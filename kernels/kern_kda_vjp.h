@@ -23,13 +23,18 @@
  * (dtype FLOAT32) and held as float64 for float64.
  *
  * Modes: as kern_kda_recurrent (float32 or float64, IEEE products; no
- * forward mutant).  The chunked kernel's backward is not implemented: the
- * token loop's stands in for it (parity_recurrence.h's row says so).
+ * forward mutant).  The chunked kernel's and the affine-prefix's backward
+ * are kern_kda_chunk_vjp.h's (they share this file's reverse step).
  *
  * Backward mutants (testing only):
  *   dg-value-axis  the gate's gradient summed along the value axis of the
  *                  state: dg_d = sum_i S'_(i, d mod Dv) h'_(i, d mod Dv)
  *                  instead of dg_i = sum_c S'_ic h'_ic.
+ *   dh-seam-dropped the affine-prefix backward (kern_kda_affine_vjp) drops
+ *                  the state's adjoint at each device boundary (dh zeroed
+ *                  at the seam instead of carried to the device before);
+ *                  the token loop and the chunked backward have no seam
+ *                  and compute the correct gradients under it.
  * Threads: items in parallel, each item's sums in the order above:
  * bit-identical for any thread count.
  */
@@ -45,10 +50,11 @@
 typedef enum kern_kda_vjp_mutant {
   KERN_KDA_VJP_MUTANT_NONE = 0,
   KERN_KDA_VJP_MUTANT_DG_VALUE_AXIS = 1,
+  KERN_KDA_VJP_MUTANT_DH_SEAM_DROPPED = 2,
   KERN_KDA_VJP_MUTANT_COUNT
 } kern_kda_vjp_mutant;
 
-/* "none", "dg-value-axis"; NULL out of range. */
+/* "none", "dg-value-axis", "dh-seam-dropped"; NULL out of range. */
 const char *kern_kda_vjp_mutant_name(kern_kda_vjp_mutant m);
 
 /* The gradients of the token loop at (in, gate) for ct, into out

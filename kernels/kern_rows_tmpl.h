@@ -35,6 +35,15 @@
 #define KIN(num, x) ((void)(num), (double)(x))
 #endif
 
+/* The functions once per real type and translation unit (a file that
+ * includes two templates which both include this one). */
+#if (KERN_REAL == 32 && !defined(KERN_ROWS_TMPL_32)) || (KERN_REAL == 64 && !defined(KERN_ROWS_TMPL_64))
+#if KERN_REAL == 32
+#define KERN_ROWS_TMPL_32
+#else
+#define KERN_ROWS_TMPL_64
+#endif
+
 /* The query scale in F. */
 KTMPL kreal KR(rows_scale)(const gdn_inputs *in, const kern_num *num) {
   kreal s = in->has_scale ? KC(in->scale) : KC(1) / KSQRT(KC(in->shape.Dk));
@@ -148,3 +157,5 @@ static inline kreal *KR(rows_carve)(kreal **p, size_t n) {
   *p += KR(rows_pad)(n);
   return r;
 }
+
+#endif /* once per real type */

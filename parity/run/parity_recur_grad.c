@@ -45,18 +45,27 @@ static json_t *err_json(grad_err m) {
                    isfinite(m.max_abs) ? m.max_abs : 1e308, "max_ref", m.max_ref);
 }
 
-/* One kernel backward judged: a case object appended to cases. */
+/* One kernel backward judged: the token loop's (C <= 0), the chunked
+ * kernel's at chunk C (D <= 0) or the affine-prefix's at (C, D); a case
+ * object appended to cases. */
 static int run_case(const parity_recur_opts *o, int vjp_mutant, const gdn_inputs *in, const gdn_chgate *gate,
-                    const gdn_cotangents *ct, const gdn_grads *ref, json_t *cases, int *failed, gdn_error *e) {
+                    const gdn_cotangents *ct, const gdn_grads *ref, int64_t C, int64_t D, json_t *cases, int *failed,
+                    gdn_error *e) {
   kern_config cfg;
   kern_config_init(&cfg);
   cfg.matmul = KERN_MATMUL_IEEE;
+  if (C > 0) cfg.chunk = C;
+  if (D > 0) cfg.devices = D;
   gdn_grads x;
   gdn_grads_init(&x);
-  int rc = o->rec->kern_token_vjp(in, gate, ct, &cfg, vjp_mutant, &x, e);
+  const parity_recurrence *rec = o->rec;
+  const parity_rec_kernel_vjp k = C <= 0 ? rec->kern_token_vjp : D > 0 ? rec->kern_affine_vjp : rec->kern_chunked_vjp;
+  const char *subject = C <= 0 ? rec->token_subject : D > 0 ? rec->affine_subject : rec->chunked_subject;
+  int rc = k(in, gate, ct, &cfg, vjp_mutant, &x, e);
   if (rc) return rc;
-  const int pc = o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL;
-  json_t *c = json_pack("{s:s}", "subject", o->rec->token_subject);
+  const int pc = rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL;
+  json_t *c = json_pack("{s:s, s:o, s:o}", "subject", subject, "chunk", C > 0 ? json_integer(C) : json_null(),
+                        "devices", D > 0 ? json_integer(D) : json_null());
   int pass = 1;
   char line[512];
   size_t at = 0;
@@ -74,10 +83,26 @@ static int run_case(const parity_recur_opts *o, int vjp_mutant, const gdn_inputs
   if (!c || json_object_set_new(c, "pass", json_boolean(pass)) || json_array_append_new(cases, c))
     return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
   if (!pass) ++*failed;
-  if (o->log)
-    fprintf(o->log, "  %-4s %s backward:%s (band %.3e)\n", pass ? "PASS" : "FAIL", o->rec->token_subject, line,
-            o->band);
+  if (o->log) {
+    char where[48] = "";
+    if (C > 0) snprintf(where, sizeof where, D > 0 ? " C=%lld D=%lld" : " C=%lld", (long long)C, (long long)D);
+    fprintf(o->log, "  %-4s %s%s backward:%s (band %.3e)\n", pass ? "PASS" : "FAIL", subject, where, line, o->band);
+  }
   return GDN_OK;
+}
+
+/* The token loop's backward, then at each chunk size the chunked kernel's
+ * and the affine-prefix's at each device count (the forward sweep's cases;
+ * a row without a chunked backward: the token loop's only). */
+static int run_cases(const parity_recur_opts *o, int vjp_mutant, const gdn_inputs *in, const gdn_chgate *gate,
+                     const gdn_cotangents *ct, const gdn_grads *ref, json_t *cases, int *failed, gdn_error *e) {
+  int rc = run_case(o, vjp_mutant, in, gate, ct, ref, 0, 0, cases, failed, e);
+  for (int i = 0; !rc && o->rec->kern_chunked_vjp && i < o->n_chunks; i++) {
+    rc = run_case(o, vjp_mutant, in, gate, ct, ref, o->chunks[i], 0, cases, failed, e);
+    for (int j = 0; !rc && o->rec->kern_affine_vjp && j < o->n_devices; j++)
+      rc = run_case(o, vjp_mutant, in, gate, ct, ref, o->chunks[i], o->devices[j], cases, failed, e);
+  }
+  return rc;
 }
 
 static json_t *grad_head(const parity_recur_opts *o, int vjp_mutant, const oracle_vjp_certificate *cert) {
@@ -142,7 +167,7 @@ int parity_recur_grad_attach(const parity_recur_opts *o, int vjp_mutant, json_t 
     rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
     goto done;
   }
-  if ((rc = run_case(o, vjp_mutant, &in, &gate, &ct, &ref, json_object_get(g, "cases"), &failed, e))) goto done;
+  if ((rc = run_cases(o, vjp_mutant, &in, &gate, &ct, &ref, json_object_get(g, "cases"), &failed, e))) goto done;
   rc = merge_counts(doc, g, failed, pass, e);
   g = NULL; /* doc holds it (or merge failed after taking it) */
 done:

@@ -7,9 +7,11 @@
  * seed: N(0, 1) rounded to float32, a function of (seed, tensor, index)).
  * The row's VJP oracle runs once, certified (MPFR at oracle_bits, checked
  * at oracle_bits + 64).  Then each implemented kernel backward runs in
- * float32 with IEEE products: for KDA the token loop's (kern_kda_vjp.h);
- * the chunked kernel's is not implemented and the document says so (its
- * "chunked_backward" string: the token loop's backward stands in).  Each
+ * float32 with IEEE products, the forward sweep's cases: the token loop's
+ * (for KDA kern_kda_vjp.h), then at each chunk size the chunked kernel's and
+ * the affine-prefix's at each device count (kern_kda_chunk_vjp.h); a row
+ * without a chunked backward runs the token loop's only and the document
+ * says so (its "chunked_backward" string, absent otherwise).  Each
  * of dq, dk, dv, dg, dbeta, dh0 (dg of the gate's shape: per channel for
  * KDA) is measured normwise, err = max |x - r| / max |r|, and the case
  * passes when every err <= band (the forward's float32 band, 2^-12:
@@ -20,7 +22,8 @@
  *   {"oracle": {"tier": "mpfr", "precision_bits", "check_bits",
  *    "certified_bits", "certified": {"dq": bits, ...}},
  *    "cotangents": {"seed", "dht": true}, "band", "vjp_mutant",
- *    "chunked_backward": "...", "cases": [{"subject", "dq": {"err",
+ *    "chunked_backward": "..." (a row without one only), "cases":
+ *    [{"subject", "chunk", "devices" (null for the token loop), "dq": {"err",
  *    "max_abs_err", "max_ref"}, "dk", "dv", "dg", "dbeta", "dh0", "pass"}],
  *    "n_cases", "n_failed", "pass"}
  * and the document's n_cases, n_failed and pass then count the backward

@@ -6,6 +6,7 @@
 
 #include "kern.h"
 #include "kern_kda.h"
+#include "kern_kda_chunk_vjp.h"
 #include "kern_kda_vjp.h"
 #include "kern_vjp.h"
 #include "oracle_kda.h"
@@ -68,6 +69,16 @@ static int kda_token_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn
   return kern_kda_recurrent_vjp(in, gate, ct, cfg, (kern_kda_vjp_mutant)mutant, out, e);
 }
 
+static int kda_chunked_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                           const kern_config *cfg, int mutant, gdn_grads *out, gdn_error *e) {
+  return kern_kda_chunk_vjp(in, gate, ct, cfg, (kern_kda_vjp_mutant)mutant, out, e);
+}
+
+static int kda_affine_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                          const kern_config *cfg, int mutant, gdn_grads *out, gdn_error *e) {
+  return kern_kda_affine_vjp(in, gate, ct, cfg, (kern_kda_vjp_mutant)mutant, out, e);
+}
+
 static int kda_token(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int mutant,
                      gdn_outputs *out, gdn_error *e) {
   return kern_kda_recurrent(in, gate, cfg, (kern_kda_mutant)mutant, out, e);
@@ -94,14 +105,14 @@ static const char *const kda_mutants[] = {"none",           "gate-value-axis",  
                                           NULL};
 
 /* kern_kda_vjp_mutant's order (kern_kda_vjp.h) */
-static const char *const kda_vjp_mutants[] = {"none", "dg-value-axis", NULL};
+static const char *const kda_vjp_mutants[] = {"none", "dg-value-axis", "dh-seam-dropped", NULL};
 
 const parity_recurrence parity_recurrence_rows[] = {
     {"gdn", PARITY_GATE_HEAD_TOKEN, gdn_oracle, gdn_oracle_dd, gdn_token, gdn_chunked, gdn_affine, "recurrent", "scan",
-     "affine-prefix", gdn_draw, gdn_mutants, gdn_vjp, NULL, gdn_chunked_vjp, NULL, gdn_mutants},
+     "affine-prefix", gdn_draw, gdn_mutants, gdn_vjp, NULL, gdn_chunked_vjp, NULL, gdn_mutants, NULL},
     {"kda", PARITY_GATE_HEAD_TOKEN_CHANNEL, oracle_kda_run, oracle_kda_run_dd, kda_token, kda_chunked, kda_affine, "kda-recurrent",
-     "kda-chunk", "kda-affine-prefix", kda_draw, kda_mutants, oracle_kda_vjp, kda_token_vjp, NULL,
-     "the chunked kernel's backward is not implemented: the token loop's backward stands in for it", kda_vjp_mutants},
+     "kda-chunk", "kda-affine-prefix", kda_draw, kda_mutants, oracle_kda_vjp, kda_token_vjp,
+     kda_chunked_vjp, NULL, kda_vjp_mutants, kda_affine_vjp},
 };
 const size_t parity_recurrence_count = sizeof parity_recurrence_rows / sizeof parity_recurrence_rows[0];
 

@@ -77,11 +77,13 @@ typedef struct parity_recurrence {
   /* the backward: the oracle's VJP; the token kernel's and the chunked
    * kernel's backward (NULL: not implemented, and chunked_vjp_absent says
    * what stands in for it); the backward mutants (NULL-terminated, [0] =
-   * "none") */
+   * "none"); the affine-prefix's backward over cfg->devices (NULL: not
+   * implemented) */
   parity_rec_vjp oracle_vjp;
   parity_rec_kernel_vjp kern_token_vjp, kern_chunked_vjp;
   const char *chunked_vjp_absent;
   const char *const *vjp_mutants;
+  parity_rec_kernel_vjp kern_affine_vjp;
 } parity_recurrence;
 
 extern const parity_recurrence parity_recurrence_rows[];

@@ -2,8 +2,9 @@
  * backward passes against the VJP oracle with its errors asserted, the
  * float64 one agrees with the oracle to 1e-12; a planted error in one token
  * of dg fails the judge, the dg-value-axis backward mutant fails it on dg
- * alone; gdn-parity --recurrence kda --grad passes, names each gradient in
- * its JSON and refuses a forward mutant with --grad. */
+ * alone; gdn-parity --recurrence kda --grad passes (the token loop's, the
+ * chunked kernel's and the affine-prefix's backward), names each gradient
+ * in its JSON and refuses a forward mutant with --grad. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -130,7 +131,8 @@ START_TEST(test_mutant_dg_value_axis_fails) {
   const parity_recurrence *kda = parity_recurrence_find("kda", &e);
   for (int m = 0; m < KERN_KDA_VJP_MUTANT_COUNT; m++) ck_assert_str_eq(kda->vjp_mutants[m], kern_kda_vjp_mutant_name(m));
   ck_assert_ptr_null(kda->vjp_mutants[KERN_KDA_VJP_MUTANT_COUNT]);
-  ck_assert_ptr_null(kda->kern_chunked_vjp);
+  ck_assert_ptr_nonnull(kda->kern_chunked_vjp);
+  ck_assert_ptr_nonnull(kda->kern_affine_vjp);
   gdn_grads_clear(&g);
   problem_clear(&p);
 }
@@ -152,13 +154,20 @@ START_TEST(test_grad_sweep) {
     ck_assert_msg(parity_recur_grad_attach(&o, m, doc, &pass, &e) == GDN_OK, "%s", e.msg);
     ck_assert_int_eq(pass, !m);
     json_t *g = json_object_get(doc, "grad"), *c = json_array_get(json_object_get(g, "cases"), 0);
-    ck_assert_int_eq(json_integer_value(json_object_get(doc, "n_cases")), 4); /* token, C=64, D=2, backward */
-    ck_assert_int_eq(json_integer_value(json_object_get(doc, "n_failed")), m);
+    /* forward: token, C=64, D=2; backward: the same three */
+    ck_assert_int_eq(json_integer_value(json_object_get(doc, "n_cases")), 6);
+    ck_assert_int_eq(json_integer_value(json_object_get(doc, "n_failed")), 3 * m);
     ck_assert_int_ge(json_integer_value(json_object_get(json_object_get(g, "oracle"), "certified_bits")), 100);
     for (int id = 0; id < GDN_GRADS_N; id++)
       ck_assert_ptr_nonnull(json_object_get(json_object_get(c, gdn_grads_name(id)), "err"));
     ck_assert_str_eq(json_string_value(json_object_get(g, "vjp_mutant")), m ? "dg-value-axis" : "none");
-    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(g, "chunked_backward")), "not implemented"));
+    ck_assert(json_is_null(json_object_get(g, "chunked_backward"))); /* implemented: no note */
+    const char *subj[] = {"kda-recurrent", "kda-chunk", "kda-affine-prefix"};
+    for (int i = 0; i < 3; i++) {
+      json_t *ci = json_array_get(json_object_get(g, "cases"), (size_t)i);
+      ck_assert_str_eq(json_string_value(json_object_get(ci, "subject")), subj[i]);
+      ck_assert_int_eq(json_is_true(json_object_get(ci, "pass")), !m);
+    }
     json_decref(doc);
   }
 }

@@ -1,0 +1,191 @@
+/* Template (see kern_real.h): kern_kda_chunk_vjp and kern_kda_affine_vjp in
+ * F (kern_kda_chunk_vjp.h states the algorithm).  Included after
+ * kern_kda_chunk_tmpl.h (the forward's chunk steps and folds) and
+ * kern_kda_vjp_tmpl.h (the token loop's reverse step). */
+
+typedef struct KR(kcb) {
+  KR(kda_ws) cw;        /* the chunked forward's workspace */
+  KR(kvw) tw;           /* the token loop backward's workspace (seg: C states) */
+  kreal *ck;            /* nct state sets: the forward's state before each chunk */
+  kreal *dec;           /* C x G x Dk: the chunk's decays e^(G_i - G_(i-1)) */
+  int64_t C, D, L, nct; /* chunk, devices, tokens per device, chunks in all */
+} KR(kcb);
+
+static int64_t KR(kcb_chunks)(int64_t L, int64_t C, int64_t D) { return D * ((L + C - 1) / C); }
+
+static size_t KR(kcb_per)(const gdn_shape *s, int64_t C, int64_t D) {
+  const int64_t G = s->Hv / s->Hk, nct = KR(kcb_chunks)(s->T / D, C, D);
+  size_t per = KR(rows_pad)(KR(kda_chunk_per)(C, s->Dk, s->Dv, D > 1));
+  per = kern_size_add(per, KR(rows_pad)(KR(kvw_elems)(s, C)));
+  per = kern_size_add(per, KR(rows_pad)(kern_size_mul((size_t)nct, (size_t)(G * s->Dk * s->Dv))));
+  return kern_size_add(per, KR(rows_pad)((size_t)(C * G * s->Dk)));
+}
+
+static void KR(kcb_carve)(KR(kcb) *w, const gdn_shape *s, int64_t C, int64_t D, kreal *p) {
+  w->C = C, w->D = D, w->L = s->T / D, w->nct = KR(kcb_chunks)(w->L, C, D);
+  KR(kda_carve)(&w->cw, KR(rows_carve)(&p, KR(kda_chunk_per)(C, s->Dk, s->Dv, D > 1)), C, s->Dk, s->Dv, D > 1);
+  w->cw.mutant = KERN_KDA_MUTANT_NONE;
+  KR(kvw_carve)(&w->tw, s, C, KR(rows_carve)(&p, KR(kvw_elems)(s, C)));
+  w->ck = KR(rows_carve)(&p, (size_t)w->nct * w->tw.st);
+  w->dec = KR(rows_carve)(&p, (size_t)(C * w->tw.G * s->Dk));
+}
+
+/* The state path of kern_kda_chunk's chunk (kda_inter without o): the
+ * chunk's rows, A and P loaded in cw; cw->S advanced over the chunk, every
+ * operation as the forward rounds it. */
+static void KR(kcb_state_step)(KR(kda_ws) *w, int64_t n, int64_t Dk, int64_t Dv) {
+  const int64_t C = n;
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t d = 0; d < Dk; d++) w->xk[j * Dk + d] = w->k[j * Dk + d] * KEXP(w->G[j * Dk + d]);
+  KR(kern_gemm)(KERN_GEMM_SET, n, Dk, n, w->A, C, 1, w->xk, Dk, 1, w->w, Dk, w->gws);
+  KR(kern_gemm)(KERN_GEMM_SET, n, Dv, n, w->A, C, 1, w->v, Dv, 1, w->u, Dv, w->gws);
+  KR(kern_gemm)(KERN_GEMM_SET, n, Dv, Dk, w->w, Dk, 1, w->S, Dv, 1, w->tmp, Dv, w->gws);
+  for (int64_t x = 0; x < n * Dv; x++) w->vn[x] = w->u[x] - w->tmp[x];
+  const kreal *Gl = w->G + (n - 1) * Dk;
+  for (int64_t d = 0; d < Dk; d++) w->eg[d] = KEXP(Gl[d]);
+  for (int64_t d = 0; d < Dk; d++)
+    for (int64_t c = 0; c < Dv; c++) w->S[d * Dv + c] = w->S[d * Dv + c] * w->eg[d];
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t d = 0; d < Dk; d++) w->kj[j * Dk + d] = w->k[j * Dk + d] * KEXP(Gl[d] - w->G[j * Dk + d]);
+  KR(kern_gemm)(KERN_GEMM_ADD, Dk, Dv, n, w->kj, 1, Dk, w->vn, Dv, 1, w->S, Dv, w->gws);
+}
+
+/* The forward of value head hv (the jj-th of its key head) as kern_kda_chunk
+ * (D = 1) or kern_kda_affine (D >= 2) computes it, storing the state before
+ * every chunk into ck (chunk m at ck + m st + jj Dk Dv). */
+static void KR(kcb_forward)(KR(kcb) *w, const gdn_inputs *in, const gdn_chgate *gate, const kern_num *num,
+                            kreal scale, int64_t b, int64_t hv, int64_t jj) {
+  const int64_t Dk = in->shape.Dk, Dv = in->shape.Dv, C = w->C, D = w->D, L = w->L;
+  KR(kda_ws) *cw = &w->cw;
+  const float *h0f = gdn_inputs_h0(in, b, hv);
+  if (h0f)
+    for (int64_t x = 0; x < Dk * Dv; x++) cw->H0[x] = (kreal)KIN(num, h0f[x]);
+  const kreal *h0 = h0f ? cw->H0 : NULL;
+  if (D > 1) {
+    for (int64_t x = 0; x < Dk * Dk; x++) cw->Ac[x] = 0;
+    for (int64_t d = 0; d < Dk; d++) cw->Ac[d * Dk + d] = 1;
+    for (int64_t x = 0; x < Dk * Dv; x++) cw->Bc[x] = 0;
+  }
+  int64_t m = 0;
+  for (int64_t r = 0; r < D; r++) {
+    if (r == 0)
+      for (int64_t x = 0; x < Dk * Dv; x++) cw->S[x] = h0 ? h0[x] : 0;
+    else
+      KR(kda_apply)(cw, cw->Ac, cw->Bc, h0, Dk, Dv);
+    for (int64_t c0 = r * L; c0 < (r + 1) * L; c0 += C, m++) {
+      const int64_t n = (r + 1) * L - c0 < C ? (r + 1) * L - c0 : C;
+      memcpy(w->ck + (size_t)m * w->tw.st + (size_t)(jj * Dk * Dv), cw->S, (size_t)(Dk * Dv) * sizeof(kreal));
+      KR(kda_rows)(cw, in, gate, num, scale, b, hv, c0, n);
+      KR(kda_intra)(cw, n, Dk);
+      KR(kda_solve)(cw, n);
+      KR(kcb_state_step)(cw, n, Dk, Dv);
+    }
+    if (D == 1) break;
+    KR(kda_fold)(cw, in, gate, C, num, scale, b, hv, r * L, (r + 1) * L);
+    KR(kern_gemm)(KERN_GEMM_SET, Dk, Dk, Dk, cw->FA, Dk, 1, cw->Ac, Dk, 1, cw->T1, Dk, cw->gws);
+    memcpy(cw->Ac, cw->T1, (size_t)(Dk * Dk) * sizeof(kreal));
+    KR(kern_gemm)(KERN_GEMM_SET, Dk, Dv, Dk, cw->FA, Dk, 1, cw->Bc, Dv, 1, cw->T2, Dv, cw->gws);
+    for (int64_t x = 0; x < Dk * Dv; x++) cw->Bc[x] = cw->T2[x] + cw->FB[x];
+  }
+}
+
+/* The chunk's per-token decays, formed from the chunk's cumulative sum as
+ * the chunked forward forms G: G_0 = g_0, G_i = G_(i-1) + g_i (in F), and
+ * a_0 = e^(G_0), a_i = e^(G_i - G_(i-1)) (subtract, exp). */
+static void KR(kcb_decays)(KR(kcb) *w, const gdn_inputs *in, const gdn_chgate *gate, const kern_num *num, int64_t b,
+                           int64_t kh, int64_t c0, int64_t n) {
+  const int64_t Dk = in->shape.Dk, G = w->tw.G;
+  kreal *Gp = w->cw.eg, *Gc = w->cw.Gc; /* Dk each: scratch (the forward is done) */
+  for (int64_t jj = 0; jj < G; jj++)
+    for (int64_t i = 0; i < n; i++) {
+      const float *g = gdn_chgate_row(gate->g, &in->shape, b, c0 + i, kh * G + jj);
+      kreal *a = w->dec + (i * G + jj) * Dk;
+      for (int64_t d = 0; d < Dk; d++) {
+        Gc[d] = i ? Gp[d] + KR(rows_g)(g[d], num) : KR(rows_g)(g[d], num);
+        a[d] = i ? KEXP(Gc[d] - Gp[d]) : KEXP(Gc[d]);
+        Gp[d] = Gc[d];
+      }
+    }
+}
+
+/* One chunk of item (b, kh) taken backwards from the adjoint tw.S (of the
+ * state after it) to the adjoint of the state before it. */
+static void KR(kcb_chunk_back)(KR(kcb) *w, const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                               const kern_num *num, kreal scale, kern_kda_vjp_mutant mutant, gdn_grads *out, int64_t b,
+                               int64_t kh, int64_t m, int64_t c0, int64_t n) {
+  const gdn_shape *s = &in->shape;
+  const int64_t Dk = s->Dk, Dv = s->Dv, G = w->tw.G;
+  KR(kvw) *tw = &w->tw;
+  const size_t st = tw->st;
+  KR(kcb_decays)(w, in, gate, num, b, kh, c0, n);
+  memcpy(tw->seg, w->ck + (size_t)m * st, st * sizeof(kreal));
+  for (int64_t i = 0; i + 1 < n; i++) {
+    memcpy(tw->seg + (size_t)(i + 1) * st, tw->seg + (size_t)i * st, st * sizeof(kreal));
+    KR(kv_rows)(tw, in, gate, num, scale, b, kh, c0 + i, 0);
+    memcpy(tw->a, w->dec + i * G * Dk, (size_t)(G * Dk) * sizeof(kreal));
+    KR(kv_fstep)(tw, in, num, b, kh, c0 + i, tw->seg + (size_t)(i + 1) * st);
+  }
+  for (int64_t t = c0 + n - 1; t >= c0; t--) {
+    KR(kv_rows)(tw, in, gate, num, scale, b, kh, t, 1);
+    memcpy(tw->a, w->dec + (t - c0) * G * Dk, (size_t)(G * Dk) * sizeof(kreal));
+    for (int64_t i = 0; i < Dk; i++) tw->dK[i] = 0, tw->dQ[i] = 0;
+    for (int64_t jj = 0; jj < G; jj++) {
+      const int64_t j = kh * G + jj, gi = (b * s->T + t) * s->Hv + j;
+      KR(rows_v)(gdn_inputs_v(in, b, t, j), Dv, num, tw->v);
+      KR(kv_rhead)(tw, tw->seg + (size_t)(t - c0) * st + (size_t)(jj * Dk * Dv), tw->S + (size_t)(jj * Dk * Dv),
+                   tw->a + jj * Dk, tw->beta[jj], ct->d_o + gi * Dv, mutant, out->dg + gi * Dk, out->dbeta + gi,
+                   out->dv + gi * Dv);
+    }
+    const int64_t qk = ((b * s->T + t) * s->Hk + kh) * Dk;
+    KR(kv_prep_back)(tw, gdn_inputs_k(in, b, t, kh), tw->dK, in->l2norm_in_kernel, KC(1), num, out->dk + qk);
+    KR(kv_prep_back)(tw, gdn_inputs_q(in, b, t, kh), tw->dQ, in->l2norm_in_kernel, scale, num, out->dq + qk);
+  }
+}
+
+/* Item (b, key head kh): the forward's chunk-boundary states of its value
+ * heads, then the chunks in reverse, devices right to left, the state's
+ * adjoint carried across every chunk and device boundary. */
+static void KR(kcb_item)(KR(kcb) *w, const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                         const kern_num *num, kern_kda_vjp_mutant mutant, gdn_grads *out, int64_t b, int64_t kh) {
+  const gdn_shape *s = &in->shape;
+  const int64_t Dk = s->Dk, Dv = s->Dv, G = w->tw.G, C = w->C, L = w->L, per_dev = w->nct / w->D;
+  const kreal scale = KR(rows_scale)(in, num);
+  for (int64_t jj = 0; jj < G; jj++) {
+    KR(kcb_forward)(w, in, gate, num, scale, b, kh * G + jj, jj);
+    const float *dht = ct->dht ? ct->dht + (b * s->Hv + kh * G + jj) * Dk * Dv : NULL;
+    for (int64_t x = 0; x < Dk * Dv; x++) w->tw.S[jj * Dk * Dv + x] = dht ? (kreal)dht[x] : 0;
+  }
+  for (int64_t m = w->nct - 1; m >= 0; m--) {
+    const int64_t r = m / per_dev, c0 = r * L + (m % per_dev) * C;
+    const int64_t n = (r + 1) * L - c0 < C ? (r + 1) * L - c0 : C;
+    KR(kcb_chunk_back)(w, in, gate, ct, num, scale, mutant, out, b, kh, m, c0, n);
+    if (mutant == KERN_KDA_VJP_MUTANT_DH_SEAM_DROPPED && r > 0 && c0 == r * L)
+      for (size_t x = 0; x < w->tw.st; x++) w->tw.S[x] = 0; /* the seam's adjoint dropped */
+  }
+  for (int64_t jj = 0; jj < G; jj++) {
+    double *dh0 = out->dh0 + (b * s->Hv + kh * G + jj) * Dk * Dv;
+    for (int64_t x = 0; x < Dk * Dv; x++) dh0[x] = (double)w->tw.S[jj * Dk * Dv + x];
+  }
+}
+
+static int KR(kcb_run)(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct, const kern_num *num,
+                       int64_t C, int64_t D, kern_kda_vjp_mutant mutant, gdn_grads *out, const char *who,
+                       gdn_error *e) {
+  const gdn_shape *s = &in->shape;
+  const int64_t items = s->B * s->Hk;
+  const int nt = gdn_threads_for(items);
+  const size_t per = KR(kcb_per)(s, C, D);
+  kreal *mem = gdn_calloc((size_t)nt, kern_size_mul(per, sizeof(kreal)), "per-thread scratch", e);
+  if (!mem) return gdn_error_prefix(e, "%s: ", who), GDN_ERR_NOMEM;
+#pragma omp parallel num_threads(nt)
+  {
+    const unsigned env = kern_fpenv_enter(num);
+    KR(kcb) w;
+    KR(kcb_carve)(&w, s, C, D, mem + (size_t)omp_get_thread_num() * per);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t it = 0; it < items; it++) KR(kcb_item)(&w, in, gate, ct, num, mutant, out, it / s->Hk, it % s->Hk);
+    kern_fpenv_leave(num, env);
+  }
+  gdn_free(mem);
+  return GDN_OK;
+}
