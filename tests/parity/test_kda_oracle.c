@@ -16,6 +16,7 @@
 
 #include "../fixtures/h5_edit.h"
 #include "cli_inproc.h"
+#include "cli_run.h"
 #include "fix_kda.h"
 #include "fix_regen.h"
 #include "fix_string.h"
@@ -238,7 +239,60 @@ START_TEST(kernel_outputs_pass_and_a_planted_one_fails) {
 }
 END_TEST
 
-int main(void) {
+static const char *exe_fixture; /* argv[1]: the gdn-fixture program */
+
+static cli_result *fixture_run(const char *const *args) {
+  static cli_result r;
+  char *av[16] = {(char *)exe_fixture};
+  for (int i = 0; args[i]; i++) av[i + 1] = (char *)args[i];
+  cli_run(&r, av);
+  return &r;
+}
+
+/* The command line: synth --recurrence kda --kernel-outputs, info, verify
+ * (no oracle, fresh, stale: exit 1), regen; --grad still refused. */
+START_TEST(gdn_fixture_commands_read_kda_files) {
+  const char *p = tpath("c.h5");
+  const char *synth[] = {"synth", "--shape", "1,64,2,16", "--key-heads", "1", "--recurrence", "kda",
+                         "--kernel-outputs", "1,2", "--out", p, NULL};
+  cli_result *r = fixture_run(synth);
+  ck_assert_msg(r->status == 0, "%s", r->err);
+  const char *info[] = {"info", p, NULL};
+  r = fixture_run(info);
+  ck_assert_msg(r->status == 0, "%s", r->err);
+  ck_assert_msg(strstr(r->out, "recurrence: kda") && strstr(r->out, "g     float32   (1,64,2,16)") &&
+                    strstr(r->out, "implementation affine-prefix, devices 2, prefix sequential, matmul_precision "
+                                   "ieee") &&
+                    strstr(r->out, "oracle: absent"),
+                "%s", r->out);
+  const char *verify[] = {"verify", p, NULL};
+  r = fixture_run(verify);
+  ck_assert_msg(r->status == 0 && strstr(r->out, "no /oracle"), "%s%s", r->out, r->err);
+  const char *regen_av[] = {"regen", p, "--quiet", NULL};
+  r = fixture_run(regen_av);
+  ck_assert_msg(r->status == 0, "%s", r->err);
+  r = fixture_run(verify);
+  ck_assert_msg(r->status == 0 && strstr(r->out, "oracle fresh (precision_bits 128"), "%s%s", r->out, r->err);
+  r = fixture_run(regen_av);
+  ck_assert_msg(r->status == 2 && strstr(r->err, "already has an /oracle"), "%s", r->err);
+  h5e_poke(p, "/inputs/v", 7, 0.5f);
+  r = fixture_run(verify);
+  ck_assert_msg(r->status == 1 && strstr(r->err, "STALE oracle"), "%d %s", r->status, r->err);
+  r = fixture_run(info);
+  ck_assert_msg(r->status == 0 && strstr(r->out, "oracle: STALE"), "%s", r->out);
+  const char *grad[] = {"synth", "--shape", "1,64,2,16", "--recurrence", "kda", "--grad", "--out", tpath("g.h5"),
+                        NULL};
+  r = fixture_run(grad);
+  ck_assert_msg(r->status == 2 && strstr(r->err, "--grad is not supported for KDA"), "%s", r->err);
+}
+END_TEST
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: test_kda_oracle GDN_FIXTURE\n");
+    return 2;
+  }
+  exe_fixture = argv[1];
   Suite *s = suite_create("kda_oracle");
   TCase *tc = tcase_create("kda_oracle");
   tcase_add_checked_fixture(tc, setup, teardown);
@@ -247,6 +301,7 @@ int main(void) {
   tcase_add_test(tc, stale_oracle_is_recomputed_with_a_note);
   tcase_add_test(tc, planted_oracle_value_is_caught);
   tcase_add_test(tc, kernel_outputs_pass_and_a_planted_one_fails);
+  tcase_add_test(tc, gdn_fixture_commands_read_kda_files);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);
