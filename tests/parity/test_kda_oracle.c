@@ -1,7 +1,8 @@
 /* A Kimi Delta Attention fixture's stored /oracle and synthetic kernel
  * outputs: regen stores the KDA oracle and check trusts it (spot-checked)
  * with the same errors as on the fly; a stale /oracle (inputs changed) and
- * a planted /oracle/o value are recomputed with a note; synth's kernel
+ * a planted /oracle/o value are recomputed with a note (so is one whose
+ * problem_sha256 differs: the scale attribute changed); synth's kernel
  * outputs (the chunked kernel at D = 1, the affine-prefix at D = 8) PASS,
  * and a planted element FAILs named by output, head and token.  Small
  * shapes: well under a second. */
@@ -172,6 +173,14 @@ START_TEST(stale_oracle_is_recomputed_with_a_note) {
   ck_assert_msg(fix_kda_load(&fx, p, 0, &e) == 0, "%s", e.msg);
   ck_assert(fx.oracle.present && !fx.oracle.fresh);
   fix_fixture_clear(&fx);
+  /* an attribute that changes the answer (scale), the inputs unchanged: problem_sha256 says stale */
+  regen(p, 1);
+  const double scale = 0.2;
+  h5e_set_attr(p, "/", "scale", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &scale, 0);
+  d = check_doc(p, 0);
+  ck_assert_msg(strstr(json_string_value(json_object_get(oracle_of(d), "note")), "problem_sha256 differs"), "%s",
+                json_string_value(json_object_get(oracle_of(d), "note")));
+  json_decref(d);
 }
 END_TEST
 
