@@ -5,7 +5,7 @@
  * problem_sha256 differs: the scale attribute changed); synth's kernel
  * outputs (the chunked kernel at D = 1, the affine-prefix at D = 8) PASS,
  * and a planted element FAILs named by output, head and token.  Small
- * shapes: well under a second. */
+ * shapes: about 3 s, most of it the gdn-fixture runs. */
 #include <check.h>
 #include <hdf5.h>
 #include <jansson.h>
