@@ -104,16 +104,31 @@ static int run_kernel(const parity_recur_check_opts *o, const fix_fixture *fx, c
   return rc;
 }
 
-static json_t *doc_head(const parity_recur_check_opts *o, const fix_fixture *fx, const oracle_certificate *c) {
+/* The document's "oracle": the certificate, and where the reference came from. */
+static json_t *oracle_json(const oracle_certificate *c, const parity_recur_trust *t) {
+  json_t *j = json_pack("{s:s, s:i, s:o, s:i, s:b}", "tier", "mpfr", "precision_bits", c->precision_bits,
+                        "check_bits", t->trusted ? json_null() : json_integer(c->check_bits), "certified_bits",
+                        c->certified_bits, "from_fixture", t->trusted);
+  if (j && t->trusted &&
+      json_object_set_new(j, "spot_check", json_pack("{s:I, s:f}", "columns", (json_int_t)t->spot_columns, "rel",
+                                                     t->spot_rel)))
+    json_decref(j), j = NULL;
+  if (j && !t->trusted && t->why[0] && json_object_set_new(j, "note", json_sprintf("stored /oracle not used: %s; "
+                                                                                    "recomputed", t->why)))
+    json_decref(j), j = NULL;
+  return j;
+}
+
+static json_t *doc_head(const parity_recur_check_opts *o, const fix_fixture *fx, const oracle_certificate *c,
+                        const parity_recur_trust *t) {
   const gdn_shape *s = &fx->inputs.shape;
   return json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:I, "
-                   "s:{s:s, s:i, s:i, s:i}, s:[]}",
+                   "s:o, s:[]}",
                    "schema", "gdn-parity-recurrence-check", "version", 1, "recurrence", o->rec->name, "gate_shape",
                    parity_gate_shape_name(o->rec->gate_shape), "fixture", o->name, "inputs_sha256", fx->inputs_sha256,
                    "shape", "B", (json_int_t)s->B, "T", (json_int_t)s->T, "Hk", (json_int_t)s->Hk, "Hv",
                    (json_int_t)s->Hv, "Dk", (json_int_t)s->Dk, "Dv", (json_int_t)s->Dv, "chunk_size",
-                   (json_int_t)fx->chunk_size, "oracle", "tier", "mpfr", "precision_bits", c->precision_bits,
-                   "check_bits", c->check_bits, "certified_bits", c->certified_bits, "cases");
+                   (json_int_t)fx->chunk_size, "oracle", oracle_json(c, t), "cases");
 }
 
 /* Every case: the kernels, then the fixture's outputs in file order. */
@@ -152,18 +167,30 @@ int parity_recur_check(const parity_recur_check_opts *o, const fix_fixture *fx, 
   oracle_config_init(&oc);
   oc.prec = o->oracle_bits;
   oracle_certificate cert;
+  memset(&cert, 0, sizeof cert);
   json_t *d = NULL;
-  int failed = 0, rc = o->rec->oracle(&fx->inputs, &fx->chgate, &oc, &ref, &cert, e);
+  parity_recur_trust t;
+  int failed = 0, rc = parity_recur_oracle_trust(o, fx, &t, e);
   if (rc) goto done;
+  if (t.trusted) {
+    cert.precision_bits = (int)fx->oracle.precision_bits;
+    cert.certified_bits = (int)fx->oracle.certified_bits;
+  } else if ((rc = o->rec->oracle(&fx->inputs, &fx->chgate, &oc, &ref, &cert, e))) {
+    goto done;
+  }
+  if (o->log && t.why[0])
+    fprintf(o->log, "%s: warning: the stored /oracle is not used (%s); computing a fresh one\n", o->name, t.why);
   if (o->log)
-    fprintf(o->log, "%s: recurrence %s (gate %s): oracle mpfr %d bits, certified %d bits\n", o->name, o->rec->name,
-            parity_gate_shape_name(o->rec->gate_shape), cert.precision_bits, cert.certified_bits);
-  if (!(d = doc_head(o, fx, &cert))) {
+    fprintf(o->log, "%s: recurrence %s (gate %s): oracle mpfr %d bits, certified %d bits%s\n", o->name,
+            o->rec->name, parity_gate_shape_name(o->rec->gate_shape), cert.precision_bits, cert.certified_bits,
+            t.trusted ? " (the fixture's /oracle, spot-checked)" : "");
+  const gdn_outputs *rf = t.trusted ? &fx->oracle.out : &ref;
+  if (!(d = doc_head(o, fx, &cert, &t))) {
     rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
     goto done;
   }
   json_t *cases = json_object_get(d, "cases");
-  if ((rc = run_cases(o, fx, &ref, cases, &failed, e))) goto done;
+  if ((rc = run_cases(o, fx, rf, cases, &failed, e))) goto done;
   *pass = failed == 0;
   if (json_object_set_new(d, "n_cases", json_integer((json_int_t)json_array_size(cases))) ||
       json_object_set_new(d, "n_failed", json_integer(failed)) || json_object_set_new(d, "pass", json_boolean(*pass)))

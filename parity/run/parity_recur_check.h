@@ -4,7 +4,9 @@
  *
  * The row of parity_recurrence.h named by the file supplies everything:
  * its oracle, certified (MPFR at oracle_bits, checked at oracle_bits + 64),
- * is the reference; judged against it are the row's token kernel, its
+ * is the reference -- or the file's /oracle when trusted
+ * (parity_recur_oracle_trust; stale or untrusted: recomputed, the document's
+ * "oracle_note" and a warning line say why) --; judged against it are the row's token kernel, its
  * chunked kernel at each chunk (default: the fixture's chunk_size) and its
  * affine-prefix at each (chunk, devices) -- our float32 kernels on the
  * fixture's inputs -- and every /outputs/<name> of the file (o, and ht when
@@ -20,8 +22,10 @@
  * The document:
  *   {"schema": "gdn-parity-recurrence-check", "version": 1,
  *    "recurrence", "gate_shape", "fixture", "inputs_sha256", "shape",
- *    "chunk_size", "oracle": {"tier", "precision_bits", "check_bits",
- *    "certified_bits"}, "cases": [{"subject" (a kernel's name, or
+ *    "chunk_size", "oracle": {"tier", "precision_bits", "check_bits" (null
+ *    from the fixture), "certified_bits", "from_fixture", "spot_check":
+ *    {"columns", "rel"} (from the fixture only), "note" (a stored /oracle
+ *    not used: why)}, "cases": [{"subject" (a kernel's name, or
  *    "output:<name>"), "chunk", "devices", "band", "o": {"err",
  *    "max_abs_err", "max_ref", "worst": {"b", "t", "h", "d"}}, "ht": {...,
  *    "worst": {"b", "h", "dk", "dv"}} or null, "pass"}], "n_cases",
@@ -52,6 +56,22 @@ typedef struct parity_recur_check_opts {
   int oracle_bits;
   FILE *log; /* a line per case (NULL: silent) */
 } parity_recur_check_opts;
+
+/* Whether fx's stored /oracle stands as the reference, as for Gated
+ * DeltaNet: present, fresh (inputs_sha256 and problem_sha256 match the
+ * inputs), within fix_oracle_check's limits for float32 outputs, and
+ * agreeing to 2^-40 (normwise) with 4 evenly spread value columns
+ * recomputed by the row's oracle (columns of the state are independent: the
+ * recurrence run on v and h0 restricted to them).  Not trusted: why says
+ * why (empty when there is no /oracle). */
+typedef struct parity_recur_trust {
+  int trusted;
+  int64_t spot_columns;
+  double spot_rel;
+  char why[256];
+} parity_recur_trust;
+int parity_recur_oracle_trust(const parity_recur_check_opts *o, const fix_fixture *fx, parity_recur_trust *t,
+                              gdn_error *e);
 
 /* Judges fx (loaded by fix_kda_load); *doc (the caller's reference) and
  * *pass as parity_recur_sweep's. */
