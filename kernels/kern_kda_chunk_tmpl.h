@@ -140,12 +140,12 @@ static void KR(kda_scale_rows)(kreal *out, const kreal *x, const kreal *Ga, cons
     kreal *o = out + j * Dk;
     const kreal *Gj = Gb + j * Dk;
     if (!Ga)
-      for (int64_t d = 0; d < Dk; d++) o[d] = Gj[d];
+      KSIMD for (int64_t d = 0; d < Dk; d++) o[d] = Gj[d];
     else
-      for (int64_t d = 0; d < Dk; d++) o[d] = Ga[d] - Gj[d];
+      KSIMD for (int64_t d = 0; d < Dk; d++) o[d] = Ga[d] - Gj[d];
   }
   KR(kda_expv)(out, out, m * Dk);
-  for (int64_t t = 0; t < m * Dk; t++) out[t] = x[t] * out[t];
+  KSIMD for (int64_t t = 0; t < m * Dk; t++) out[t] = x[t] * out[t];
 }
 
 /* The diagonal block of sub-chunk [r, r1): for i in it and j = r .. i,
@@ -168,7 +168,7 @@ static void KR(kda_diag)(KR(kda_ws) *w, int64_t r, int64_t r1, int64_t C, int64_
     const kreal *Gi = w->G + i * Dk, *ki = w->k + i * Dk, *qi = w->q + i * Dk;
     for (int64_t j = 0; j < ni; j++) {
       const kreal *Gj = w->G + (r + j) * Dk;
-      for (int64_t d = 0; d < Dk; d++) X[j * Dk + d] = Gi[d] - Gj[d];
+      KSIMD for (int64_t d = 0; d < Dk; d++) X[j * Dk + d] = Gi[d] - Gj[d];
     }
     KR(kda_expv)(X, X, ni * Dk);
     for (int64_t j = 0; j < ni; j++)
@@ -202,11 +202,11 @@ static void KR(kda_intra)(KR(kda_ws) *w, int64_t n, int64_t Dk) {
     /* the rows of sub-chunk I against its first row r, and every earlier row */
     for (int64_t i = r; i < r1; i++) {
       kreal *X = w->Xe + (i - r) * Dk;
-      for (int64_t d = 0; d < Dk; d++) X[d] = w->G[i * Dk + d] - Gr[d];
+      KSIMD for (int64_t d = 0; d < Dk; d++) X[d] = w->G[i * Dk + d] - Gr[d];
     }
     KR(kda_expv)(w->Xe, w->Xe, (r1 - r) * Dk);
     for (int64_t i = r; i < r1; i++)
-      for (int64_t d = 0; d < Dk; d++) {
+      KSIMD for (int64_t d = 0; d < Dk; d++) {
         const kreal e = w->Xe[(i - r) * Dk + d];
         w->xk[i * Dk + d] = w->k[i * Dk + d] * e;
         w->xq[i * Dk + d] = w->q[i * Dk + d] * e;
@@ -252,7 +252,7 @@ static void KR(kda_inter)(KR(kda_ws) *w, gdn_outputs *out, kern_kda_mutant mutan
   const int64_t C = n;
   const int out_bf16 = out->dtype == GDN_DTYPE_BF16;
   KR(kda_expv)(w->xk, w->G, n * Dk); /* xk <- e^G k, xq <- q e^G (one exp for both) */
-  for (int64_t x = 0; x < n * Dk; x++) {
+  KSIMD for (int64_t x = 0; x < n * Dk; x++) {
     const kreal e = w->xk[x];
     w->xk[x] = w->k[x] * e;
     w->xq[x] = w->q[x] * e;
