@@ -68,14 +68,18 @@ static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_
                    isfinite(kc.worst_ht) ? kc.worst_ht : 1e308, "median_channel",
                    isfinite(kc.median) ? kc.median : 1e308);
   }
-  const int pass = eo.err <= o->band && eh.err <= o->band;
+  const int per_channel = o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL;
+  const double band =
+      per_channel ? 0x1p-24 * (PARITY_RECUR_KAPPA_C * (C > 0 ? kc.worst : 0) + PARITY_RECUR_KAPPA_F) : o->band;
+  const int pass = eo.err <= band && eh.err <= band; /* a NaN kappa: a NaN band, and the case fails */
   const char *subject = C <= 0 ? o->rec->token_subject : D > 0 ? o->rec->affine_subject : o->rec->chunked_subject;
   json_t *c = json_pack("{s:s, s:o, s:o, s:o, s:o, s:b}", "subject", subject, "chunk",
                         C > 0 ? json_integer(C) : json_null(), "devices", D > 0 ? json_integer(D) : json_null(),
                         "o", err_json(eo), "ht", err_json(eh), "pass", pass);
-  if (c && o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL && json_object_set_new(c, "kappa_g", kj))
+  if (c && per_channel &&
+      (json_object_set_new(c, "kappa_g", kj) || json_object_set_new(c, "band", json_real(isfinite(band) ? band : 0))))
     c = (json_decref(c), NULL);
-  else if (o->rec->gate_shape != PARITY_GATE_HEAD_TOKEN_CHANNEL)
+  else if (!per_channel)
     json_decref(kj);
   if (!c || json_array_append_new(cases, c)) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
   if (!pass) ++*failed;
@@ -83,10 +87,10 @@ static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_
     char chunk[48] = "";
     if (C > 0) snprintf(chunk, sizeof chunk, D > 0 ? " C=%lld D=%lld" : " C=%lld", (long long)C, (long long)D);
     char kap[80] = "";
-    if (C > 0 && o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL)
+    if (C > 0 && per_channel)
       snprintf(kap, sizeof kap, ", kappa_G %.3g (channel %lld)", kc.worst, (long long)kc.worst_d);
     fprintf(o->log, "  %-4s %s%s: o err %.3e, ht err %.3e (band %.3e)%s\n", pass ? "PASS" : "FAIL", subject, chunk,
-            eo.err, eh.err, o->band, kap);
+            eo.err, eh.err, band, kap);
   }
   return GDN_OK;
 }

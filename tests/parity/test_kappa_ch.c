@@ -5,7 +5,8 @@
  * same channel made much faster (g = -60: its decays vanish) or much
  * slower is no longer named, and equal channels give channel 0 with the
  * median's value; bad arguments refused; the KDA sweep's chunked cases
- * carry the worst channel in their JSON. */
+ * carry the worst channel in their JSON and a band that follows it,
+ * which a planted sub-chunk mutant fails. */
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
@@ -126,13 +127,25 @@ START_TEST(test_sweep_json) {
   ck_assert_msg(parity_recur_sweep(&o, &doc, &pass, &e) == GDN_OK, "%s", e.msg);
   json_t *cases = json_object_get(doc, "cases");
   ck_assert_int_eq((int)json_array_size(cases), 4);
+  ck_assert(pass);
   ck_assert(json_is_null(json_object_get(json_array_get(cases, 0), "kappa_g"))); /* the token loop */
+  ck_assert(json_real_value(json_object_get(json_array_get(cases, 0), "band")) == 0x1p-24 * PARITY_RECUR_KAPPA_F);
   for (size_t i = 1; i < 4; i++) {
-    json_t *k = json_object_get(json_array_get(cases, i), "kappa_g");
+    json_t *c = json_array_get(cases, i), *k = json_object_get(c, "kappa_g");
     const json_int_t d = json_integer_value(json_object_get(k, "worst_channel"));
+    const double kv = json_real_value(json_object_get(k, "value"));
     ck_assert(d >= 0 && d < 8);
-    ck_assert(json_real_value(json_object_get(k, "value")) >= json_real_value(json_object_get(k, "median_channel")));
+    ck_assert(kv >= json_real_value(json_object_get(k, "median_channel")) && kv > 0);
+    /* the band follows kappa: u (C_K kappa + F) */
+    ck_assert(json_real_value(json_object_get(c, "band")) ==
+              0x1p-24 * (PARITY_RECUR_KAPPA_C * kv + PARITY_RECUR_KAPPA_F));
   }
+  json_decref(doc);
+  /* negative control: a sub-chunk boundary off by one fails that band */
+  o.mutant = parity_recurrence_mutant(r, "subchunk-off-by-one", &e);
+  ck_assert(o.mutant > 0);
+  ck_assert_msg(parity_recur_sweep(&o, &doc, &pass, &e) == GDN_OK, "%s", e.msg);
+  ck_assert(!pass);
   json_decref(doc);
 }
 END_TEST
