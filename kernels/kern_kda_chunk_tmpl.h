@@ -6,7 +6,9 @@
  *   G           G_0 = g_0, G_i = G_(i-1) + g_i per channel (one add each)
  *   exponent    e = exp(G_x - G_y) (subtract, exp; an argument below
  *               -104 (float32) or -746 (float64) answered +0 without the
- *               call, which is what exp rounds it to: the same bits)
+ *               call, which is what exp rounds it to: the same bits; in
+ *               float32 the exps of a block are taken as an array by
+ *               kern_expf.h, libm's expf bit for bit)
  *   scaled row  x_d * e (one product)
  *   A_kk, P     sums over d with fma, d ascending (kern_gemm's order for
  *               the blocks of earlier sub-chunks); inside a sub-chunk the
