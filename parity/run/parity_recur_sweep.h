@@ -12,11 +12,11 @@
  * and passes when err <= band for both.  For a per-channel gate (KDA) the
  * band is the case's, u (C_K kappa_G + F) (below; each case's JSON has its
  * "band" and "kappa_g": the worst channel's index and value).  For GDN's
- * row the band (PARITY_RECUR_BAND_F32, 2^-12 ~ 2.4e-4) is float32's: measured errors of the KDA kernels under
- * Kimi Linear's gates are 2e-7 to 7e-7 normwise (docs/numerics.md, "Kimi
- * Delta Attention"), some 300x below the band, while the gate applied along
- * the wrong axis of the state gives 0.4 to 0.9 -- the band separates them by
- * orders of magnitude on both sides.  A case whose kernel refuses the configuration is an
+ * row the band (PARITY_RECUR_BAND_F32, 2^-12 ~ 2.4e-4; the document's
+ * top-level "band") is float32's fixed one: measured errors of the KDA
+ * kernels under Kimi Linear's gates are 2e-7 to 7e-7 normwise
+ * (docs/numerics.md, "Kimi Delta Attention"), some 300x below it, while the
+ * gate applied along the wrong axis of the state gives 0.4 to 0.9.  A case whose kernel refuses the configuration is an
  * error, not a failure.
  *
  * The document (JSON) names the recurrence and its gate shape:
