@@ -4,7 +4,11 @@
  * leaves G_last unchanged):
  *   rows        kern_rows_tmpl.h (L2 norm, scale) for q and k; v, beta as read
  *   G           G_0 = g_0, G_i = G_(i-1) + g_i per channel (one add each)
- *   exponent    e = exp(G_x - G_y) (subtract, exp)
+ *   exponent    e = exp(G_x - G_y) (subtract, exp; an argument below
+ *               -104 (float32) or -746 (float64) answered +0 without the
+ *               call, which is what exp rounds it to: the same bits; in
+ *               float32 the exps of a block are taken as an array by
+ *               kern_expf.h, libm's expf bit for bit)
  *   scaled row  x_d * e (one product)
  *   A_kk, P     sums over d with fma, d ascending (kern_gemm's order for
  *               the blocks of earlier sub-chunks); inside a sub-chunk the
@@ -26,6 +30,7 @@ typedef struct KR(kda_ws) {
   kreal *q, *k, *v, *G, *beta;  /* C x Dk, C x Dk, C x Dv, C x Dk, C */
   kreal *A, *P, *row;           /* C x C, C x C, C */
   kreal *xk, *xq, *kj;          /* C x Dk each: rows scaled against a reference row */
+  kreal *Et, *kt, *Xe;          /* Dk x SUB each: a diagonal block's decays into row i, its k rows (d-major); exp's arguments */
   kreal *w, *u, *vn, *o, *tmp;  /* C x Dk, C x Dv each */
   kreal *S, *eg, *gws;          /* Dk x Dv, Dk, kern_gemm's workspace */
   kreal *H0;                    /* Dk x Dv: h0 in F */
@@ -43,6 +48,7 @@ static size_t KR(kda_chunk_per)(int64_t C, int64_t Dk, int64_t Dv, int affine) {
   per = kern_size_add(per, kern_size_mul(5, cdv));
   per = kern_size_add(per, KR(rows_pad)(KR(kern_gemm_ws_elems)()));
   per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(C * C))));
+  per = kern_size_add(per, kern_size_mul(3, KR(rows_pad)((size_t)(KERN_KDA_SUB * Dk))));
   per = kern_size_add(per, 2 * KR(rows_pad)((size_t)C) + 2 * KR(rows_pad)((size_t)Dk));
   per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(Dk * Dv))));
   if (affine) {
@@ -59,6 +65,9 @@ static void KR(kda_carve)(KR(kda_ws) *w, kreal *p, int64_t C, int64_t Dk, int64_
   w->xk = KR(rows_carve)(&p, (size_t)(C * Dk));
   w->xq = KR(rows_carve)(&p, (size_t)(C * Dk));
   w->kj = KR(rows_carve)(&p, (size_t)(C * Dk));
+  w->Et = KR(rows_carve)(&p, (size_t)(KERN_KDA_SUB * Dk));
+  w->kt = KR(rows_carve)(&p, (size_t)(KERN_KDA_SUB * Dk));
+  w->Xe = KR(rows_carve)(&p, (size_t)(KERN_KDA_SUB * Dk));
   w->w = KR(rows_carve)(&p, (size_t)(C * Dk));
   w->v = KR(rows_carve)(&p, (size_t)(C * Dv));
   w->u = KR(rows_carve)(&p, (size_t)(C * Dv));
@@ -109,6 +118,81 @@ static void KR(kda_rows)(KR(kda_ws) *w, const gdn_inputs *in, const gdn_chgate *
     for (int64_t d = 0; d < Dk; d++) w->Gc[d] = w->G[(n - 1) * Dk + d];
 }
 
+/* exp(x), with the arguments whose exp rounds to +0 in every rounding
+ * mode the kernels run (round to nearest, FTZ or not) answered 0 without
+ * the call: the same bits, without libm's underflow path. */
+static inline kreal KR(kda_exp)(kreal x) {
+  return x < KC(KERN_REAL == 32 ? -104.0 : -746.0) ? KC(0) : KEXP(x);
+}
+
+/* y[i] = exp(x[i]), i < n (y may be x): float32 through kern_expf.h (libm's
+ * expf bit for bit, vectorised), float64 one kda_exp at a time. */
+static inline void KR(kda_expv)(kreal *y, const kreal *x, int64_t n) {
+#if KERN_REAL == 32
+  kern_expf_array(y, x, n);
+#else
+  for (int64_t i = 0; i < n; i++) y[i] = KR(kda_exp)(x[i]);
+#endif
+}
+
+/* out[j][d] = x[j][d] * exp(Ga[d] - Gb[j][d]) for j < m (Ga NULL:
+ * exp(Gb[j][d])); out != x. */
+static void KR(kda_scale_rows)(kreal *out, const kreal *x, const kreal *Ga, const kreal *Gb, int64_t m, int64_t Dk) {
+  for (int64_t j = 0; j < m; j++) {
+    kreal *o = out + j * Dk;
+    const kreal *Gj = Gb + j * Dk;
+    if (!Ga)
+      KSIMD for (int64_t d = 0; d < Dk; d++) o[d] = Gj[d];
+    else
+      KSIMD for (int64_t d = 0; d < Dk; d++) o[d] = Ga[d] - Gj[d];
+  }
+  KR(kda_expv)(out, out, m * Dk);
+  KSIMD for (int64_t t = 0; t < m * Dk; t++) out[t] = x[t] * out[t];
+}
+
+/* The diagonal block of sub-chunk [r, r1): for i in it and j = r .. i,
+ *   A[i][j] = sum_d fma((k_i[d] e) , k_j[d]),  P[i][j] the same with q_i,
+ * e = exp(G_i[d] - G_j[d]) per element (e = 1 for j = i: exp(0) is exact),
+ * d ascending.  The loops run d outer and j inner over one row i at a time,
+ * each (i, j) sum its own accumulator, so every sum sees the same terms in
+ * the same order as the plain triple loop (the same bits): the j loop is
+ * the vector one. */
+static void KR(kda_diag)(KR(kda_ws) *w, int64_t r, int64_t r1, int64_t C, int64_t Dk) {
+  enum { SB = KERN_KDA_SUB };
+  const int64_t m = r1 - r;
+  kreal *Et = w->Et, *kt = w->kt, *X = w->Xe;
+  for (int64_t j = 0; j < m; j++)
+    for (int64_t d = 0; d < Dk; d++) kt[d * SB + j] = w->k[(r + j) * Dk + d];
+  for (int64_t j = m; j < SB; j++)
+    for (int64_t d = 0; d < Dk; d++) kt[d * SB + j] = 0;
+  for (int64_t i = r; i < r1; i++) {
+    const int64_t ni = i - r; /* rows r .. i - 1 take an exp; row i takes 1 */
+    const kreal *Gi = w->G + i * Dk, *ki = w->k + i * Dk, *qi = w->q + i * Dk;
+    for (int64_t j = 0; j < ni; j++) {
+      const kreal *Gj = w->G + (r + j) * Dk;
+      KSIMD for (int64_t d = 0; d < Dk; d++) X[j * Dk + d] = Gi[d] - Gj[d];
+    }
+    KR(kda_expv)(X, X, ni * Dk);
+    for (int64_t j = 0; j < ni; j++)
+      for (int64_t d = 0; d < Dk; d++) Et[d * SB + j] = X[j * Dk + d];
+    for (int64_t d = 0; d < Dk; d++) {
+      Et[d * SB + ni] = 1;
+      for (int64_t j = ni + 1; j < SB; j++) Et[d * SB + j] = 0;
+    }
+    kreal sa[SB], sp[SB];
+    for (int64_t j = 0; j < SB; j++) sa[j] = sp[j] = 0;
+    for (int64_t d = 0; d < Dk; d++) {
+      const kreal kd = ki[d], qd = qi[d], *Ed = Et + d * SB, *kd_j = kt + d * SB;
+      KSIMD for (int64_t j = 0; j < SB; j++) {
+        sa[j] = KFMA(kd * Ed[j], kd_j[j], sa[j]);
+        sp[j] = KFMA(qd * Ed[j], kd_j[j], sp[j]);
+      }
+    }
+    for (int64_t j = 0; j < ni; j++) w->A[i * C + r + j] = sa[j];
+    for (int64_t j = 0; j <= ni; j++) w->P[i * C + r + j] = sp[j];
+  }
+}
+
 /* A (strictly lower, times beta_i, negated) and P (lower, diagonal
  * included) by sub-chunks (kern_kda.h). */
 static void KR(kda_intra)(KR(kda_ws) *w, int64_t n, int64_t Dk) {
@@ -118,14 +202,18 @@ static void KR(kda_intra)(KR(kda_ws) *w, int64_t n, int64_t Dk) {
     const int64_t r1 = r + KERN_KDA_SUB < n ? r + KERN_KDA_SUB : n;
     const kreal *Gr = w->G + r * Dk;
     /* the rows of sub-chunk I against its first row r, and every earlier row */
+    for (int64_t i = r; i < r1; i++) {
+      kreal *X = w->Xe + (i - r) * Dk;
+      KSIMD for (int64_t d = 0; d < Dk; d++) X[d] = w->G[i * Dk + d] - Gr[d];
+    }
+    KR(kda_expv)(w->Xe, w->Xe, (r1 - r) * Dk);
     for (int64_t i = r; i < r1; i++)
-      for (int64_t d = 0; d < Dk; d++) {
-        const kreal e = KEXP(w->G[i * Dk + d] - Gr[d]);
+      KSIMD for (int64_t d = 0; d < Dk; d++) {
+        const kreal e = w->Xe[(i - r) * Dk + d];
         w->xk[i * Dk + d] = w->k[i * Dk + d] * e;
         w->xq[i * Dk + d] = w->q[i * Dk + d] * e;
       }
-    for (int64_t j = 0; j < r; j++)
-      for (int64_t d = 0; d < Dk; d++) w->kj[j * Dk + d] = w->k[j * Dk + d] * KEXP(Gr[d] - w->G[j * Dk + d]);
+    KR(kda_scale_rows)(w->kj, w->k, Gr, w->G, r, Dk);
     /* the block of earlier sub-chunks: (x e^(G - G_r)) (k e^(G_r - G))^T,
      * kern_gemm's order (d ascending, fma) */
     if (r > 0) {
@@ -133,18 +221,7 @@ static void KR(kda_intra)(KR(kda_ws) *w, int64_t n, int64_t Dk) {
       KR(kern_gemm)(KERN_GEMM_SET, r1 - r, rj, Dk, w->xk + r * Dk, Dk, 1, w->kj, 1, Dk, w->A + r * C, C, w->gws);
       KR(kern_gemm)(KERN_GEMM_SET, r1 - r, rj, Dk, w->xq + r * Dk, Dk, 1, w->kj, 1, Dk, w->P + r * C, C, w->gws);
     }
-    for (int64_t i = r; i < r1; i++) {
-      for (int64_t j = r; j <= i; j++) {
-        kreal sa = 0, sp = 0;
-        for (int64_t d = 0; d < Dk; d++) {
-          const kreal e = KEXP(w->G[i * Dk + d] - w->G[j * Dk + d]);
-          sa = KFMA(w->k[i * Dk + d] * e, w->k[j * Dk + d], sa);
-          sp = KFMA(w->q[i * Dk + d] * e, w->k[j * Dk + d], sp);
-        }
-        if (j < i) w->A[i * C + j] = sa;
-        w->P[i * C + j] = sp;
-      }
-    }
+    KR(kda_diag)(w, r, r1, C, Dk);
   }
   for (int64_t i = 0; i < n; i++)
     for (int64_t j = 0; j < i; j++) w->A[i * C + j] = -(w->A[i * C + j] * w->beta[i]);
@@ -176,12 +253,12 @@ static void KR(kda_inter)(KR(kda_ws) *w, gdn_outputs *out, kern_kda_mutant mutan
                           int64_t t0, int64_t n, int64_t Dk, int64_t Dv) {
   const int64_t C = n;
   const int out_bf16 = out->dtype == GDN_DTYPE_BF16;
-  for (int64_t j = 0; j < n; j++) /* xk <- e^G k, xq <- q e^G (one exp for both) */
-    for (int64_t d = 0; d < Dk; d++) {
-      const kreal e = KEXP(w->G[j * Dk + d]);
-      w->xk[j * Dk + d] = w->k[j * Dk + d] * e;
-      w->xq[j * Dk + d] = w->q[j * Dk + d] * e;
-    }
+  KR(kda_expv)(w->xk, w->G, n * Dk); /* xk <- e^G k, xq <- q e^G (one exp for both) */
+  KSIMD for (int64_t x = 0; x < n * Dk; x++) {
+    const kreal e = w->xk[x];
+    w->xk[x] = w->k[x] * e;
+    w->xq[x] = w->q[x] * e;
+  }
   /* w = A (e^G k), u = A v (A lower triangular: the zeros above the
    * diagonal add exact zeros) */
   KR(kern_gemm)(KERN_GEMM_SET, n, Dk, n, w->A, C, 1, w->xk, Dk, 1, w->w, Dk, w->gws);
@@ -193,7 +270,7 @@ static void KR(kda_inter)(KR(kda_ws) *w, gdn_outputs *out, kern_kda_mutant mutan
   KR(kern_gemm)(KERN_GEMM_ADD, n, Dv, n, w->P, C, 1, w->vn, Dv, 1, w->o, Dv, w->gws);
   for (int64_t i = 0; i < n; i++) KR(kda_put_o)(out, b, t0 + i, hv, w->o + i * Dv, out_bf16);
   const kreal *Gl = w->G + (n - 1) * Dk;
-  for (int64_t d = 0; d < Dk; d++) w->eg[d] = KEXP(Gl[d]);
+  KR(kda_expv)(w->eg, Gl, Dk);
   for (int64_t d = 0; d < Dk; d++) {
     kreal *Sd = w->S + d * Dv;
     if (mutant == KERN_KDA_MUTANT_GATE_VALUE_AXIS)
@@ -204,8 +281,7 @@ static void KR(kda_inter)(KR(kda_ws) *w, gdn_outputs *out, kern_kda_mutant mutan
     }
   }
   /* S += (k e^(G_last - G))^T v_new, j ascending */
-  for (int64_t j = 0; j < n; j++)
-    for (int64_t d = 0; d < Dk; d++) w->kj[j * Dk + d] = w->k[j * Dk + d] * KEXP(Gl[d] - w->G[j * Dk + d]);
+  KR(kda_scale_rows)(w->kj, w->k, Gl, w->G, n, Dk);
   KR(kern_gemm)(KERN_GEMM_ADD, Dk, Dv, n, w->kj, 1, Dk, w->vn, Dv, 1, w->S, Dv, w->gws);
 }
 
@@ -244,17 +320,15 @@ static void KR(kda_fold)(KR(kda_ws) *w, const gdn_inputs *in, const gdn_chgate *
     KR(kda_rows)(w, in, gate, num, scale, b, hv, c0, n);
     KR(kda_intra)(w, n, Dk);
     KR(kda_solve)(w, n);
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t d = 0; d < Dk; d++) w->xk[j * Dk + d] = w->k[j * Dk + d] * KEXP(w->G[j * Dk + d]);
+    KR(kda_scale_rows)(w->xk, w->k, NULL, w->G, n, Dk);
     KR(kern_gemm)(KERN_GEMM_SET, n, Dk, n, w->A, n, 1, w->xk, Dk, 1, w->w, Dk, w->gws);
     KR(kern_gemm)(KERN_GEMM_SET, n, Dv, n, w->A, n, 1, w->v, Dv, 1, w->u, Dv, w->gws);
     const kreal *Gl = w->G + (n - 1) * Dk;
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t d = 0; d < Dk; d++) w->kj[j * Dk + d] = w->k[j * Dk + d] * KEXP(Gl[d] - w->G[j * Dk + d]);
+    KR(kda_scale_rows)(w->kj, w->k, Gl, w->G, n, Dk);
     KR(kern_gemm)(KERN_GEMM_SET, Dk, Dk, n, w->kj, 1, Dk, w->w, Dk, 1, w->An, Dk, w->gws);
     for (int64_t d = 0; d < Dk; d++)
       for (int64_t e2 = 0; e2 < Dk; e2++)
-        w->An[d * Dk + e2] = (d == e2 ? KEXP(Gl[d]) : KC(0)) - w->An[d * Dk + e2];
+        w->An[d * Dk + e2] = (d == e2 ? KR(kda_exp)(Gl[d]) : KC(0)) - w->An[d * Dk + e2];
     KR(kern_gemm)(KERN_GEMM_SET, Dk, Dv, n, w->kj, 1, Dk, w->u, Dv, 1, w->Bn, Dv, w->gws);
     KR(kern_gemm)(KERN_GEMM_SET, Dk, Dk, Dk, w->An, Dk, 1, w->FA, Dk, 1, w->T1, Dk, w->gws);
     memcpy(w->FA, w->T1, (size_t)(Dk * Dk) * sizeof(kreal));

@@ -6,6 +6,7 @@
 
 #include "gdn_synth.h"
 #include "kern_config.h"
+#include "parity_kappa_ch.h"
 
 void parity_recur_opts_init(parity_recur_opts *o, const parity_recurrence *rec) {
   memset(o, 0, sizeof *o);
@@ -58,18 +59,38 @@ static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_
   const recur_err eo = measure(out.o, ref->o, gdn_shape_numel_v(s));
   const recur_err eh = measure(out.ht, ref->ht, gdn_shape_numel_state(s));
   gdn_outputs_clear(&out);
-  const int pass = eo.err <= o->band && eh.err <= o->band;
+  json_t *kj = json_null(); /* kappa_G per channel: the chunked cases (per-channel gates only) */
+  parity_kappa_ch kc = {0, 0, 0, 0, 0};
+  if (C > 0 && o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL) {
+    if ((rc = parity_kappa_channels(in, gate, C, D > 0 ? D : 1, &kc, e))) return rc;
+    kj = json_pack("{s:I, s:f, s:f, s:f, s:f}", "worst_channel", (json_int_t)kc.worst_d, "value",
+                   isfinite(kc.worst) ? kc.worst : 1e308, "o", isfinite(kc.worst_o) ? kc.worst_o : 1e308, "ht",
+                   isfinite(kc.worst_ht) ? kc.worst_ht : 1e308, "median_channel",
+                   isfinite(kc.median) ? kc.median : 1e308);
+  }
+  const int per_channel = o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL;
+  const double band =
+      per_channel ? 0x1p-24 * (PARITY_RECUR_KAPPA_C * (C > 0 ? kc.worst : 0) + PARITY_RECUR_KAPPA_F) : o->band;
+  const int pass = eo.err <= band && eh.err <= band; /* a NaN kappa: a NaN band, and the case fails */
   const char *subject = C <= 0 ? o->rec->token_subject : D > 0 ? o->rec->affine_subject : o->rec->chunked_subject;
   json_t *c = json_pack("{s:s, s:o, s:o, s:o, s:o, s:b}", "subject", subject, "chunk",
                         C > 0 ? json_integer(C) : json_null(), "devices", D > 0 ? json_integer(D) : json_null(),
                         "o", err_json(eo), "ht", err_json(eh), "pass", pass);
+  if (c && per_channel &&
+      (json_object_set_new(c, "kappa_g", kj) || json_object_set_new(c, "band", json_real(isfinite(band) ? band : 0))))
+    c = (json_decref(c), NULL);
+  else if (!per_channel)
+    json_decref(kj);
   if (!c || json_array_append_new(cases, c)) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
   if (!pass) ++*failed;
   if (o->log) {
     char chunk[48] = "";
     if (C > 0) snprintf(chunk, sizeof chunk, D > 0 ? " C=%lld D=%lld" : " C=%lld", (long long)C, (long long)D);
-    fprintf(o->log, "  %-4s %s%s: o err %.3e, ht err %.3e (band %.3e)\n", pass ? "PASS" : "FAIL", subject, chunk,
-            eo.err, eh.err, o->band);
+    char kap[80] = "";
+    if (C > 0 && per_channel)
+      snprintf(kap, sizeof kap, ", kappa_G %.3g (channel %lld)", kc.worst, (long long)kc.worst_d);
+    fprintf(o->log, "  %-4s %s%s: o err %.3e, ht err %.3e (band %.3e)%s\n", pass ? "PASS" : "FAIL", subject, chunk,
+            eo.err, eh.err, band, kap);
   }
   return GDN_OK;
 }

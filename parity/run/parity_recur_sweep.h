@@ -9,12 +9,14 @@
  * with IEEE products (what the KDA kernels implement).  Each case measures,
  * for o and ht, the normwise relative error
  *   err = max |x - r| / max |r|          (r the oracle, x the kernel)
- * and passes when err <= band for both.  The band (PARITY_RECUR_BAND_F32,
- * 2^-12 ~ 2.4e-4) is float32's: measured errors of the KDA kernels under
- * Kimi Linear's gates are 2e-7 to 7e-7 normwise (docs/numerics.md, "Kimi
- * Delta Attention"), some 300x below the band, while the gate applied along
- * the wrong axis of the state gives 0.4 to 0.9 -- the band separates them by
- * orders of magnitude on both sides.  A case whose kernel refuses the configuration is an
+ * and passes when err <= band for both.  For a per-channel gate (KDA) the
+ * band is the case's, u (C_K kappa_G + F) (below; each case's JSON has its
+ * "band" and "kappa_g": the worst channel's index and value).  For GDN's
+ * row the band (PARITY_RECUR_BAND_F32, 2^-12 ~ 2.4e-4; the document's
+ * top-level "band") is float32's fixed one: measured errors of the KDA
+ * kernels under Kimi Linear's gates are 2e-7 to 7e-7 normwise
+ * (docs/numerics.md, "Kimi Delta Attention"), some 300x below it, while the
+ * gate applied along the wrong axis of the state gives 0.4 to 0.9.  A case whose kernel refuses the configuration is an
  * error, not a failure.
  *
  * The document (JSON) names the recurrence and its gate shape:
@@ -23,7 +25,8 @@
  *    "mutant", "oracle": {"tier": "mpfr" | "dd", "precision_bits", "check_bits",
  *    "certified_bits", and for dd "normwise_bits", "sampled_columns"}, "band", "cases": [{"subject", "chunk" (null for the
  *    token kernel), "devices" (null but for the affine-prefix), "o": {"err", "max_abs_err", "max_ref"}, "ht": {...},
- *    "pass"}], "n_cases", "n_failed", "pass"}.
+ *    "pass", and for a per-channel gate "band" and "kappa_g": {"worst_channel", "value", "o", "ht",
+ *    "median_channel"} (null for the token kernel)}], "n_cases", "n_failed", "pass"}.
  */
 #ifndef PARITY_RECUR_SWEEP_H
 #define PARITY_RECUR_SWEEP_H
@@ -38,6 +41,20 @@
 #include "parity_recurrence.h"
 
 #define PARITY_RECUR_BAND_F32 0x1p-12
+/* The float32 band of a per-channel gate's cases (KDA), following the
+ * condition measure (parity_kappa_ch.h):
+ *   band = u (C_K kappa_G + F),  u = 2^-24,
+ * kappa_G the worst channel's for the case's chunk grid (0 for the token
+ * kernel, which forms no cumulative sum).  F = 64 covers what every kernel
+ * loses whatever the gate (the token loop: 4u to 13u measured, Dk 32 to 128,
+ * T 512 to 8192); C_K = 8 is eight times the largest err / (u kappa_G)
+ * measured on the chunked and affine-prefix kernels (1.07, over seeds 1-4
+ * and Kimi gates scaled by 0.3 to 30: docs/numerics.md, "Kimi Delta
+ * Attention").  With kappa_G 40 to 110 the band is 4e-6 to 6e-5, under the
+ * fixed 2^-12 it replaces, and the mutants (errors 0.3 to 1) fail it by four
+ * orders of magnitude. */
+#define PARITY_RECUR_KAPPA_C 8.0
+#define PARITY_RECUR_KAPPA_F 64.0
 #define PARITY_RECUR_MAX_CHUNKS 16
 
 typedef struct parity_recur_opts {
