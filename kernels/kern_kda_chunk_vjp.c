@@ -7,6 +7,7 @@
 #include "gdn_alloc.h"
 #include "gdn_chgrads.h"
 #include "gdn_threads.h"
+#include "kern_expf.h"
 #include "kern_gemm.h"
 #include "kern_kda.h"
 #include "kern_kda_chunk_vjp.h"
