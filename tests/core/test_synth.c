@@ -214,13 +214,14 @@ END_TEST
  * pre-normalised q and k) gives the whole generation's values bit for bit,
  * in every mode the streamed harness hashes, at 1 and 2 threads.  Negative
  * control: a range drawn one element further on differs.  Refused: a range
- * past the end, a pre-normalised range that is not whole rows, h0 without
- * an initial state, the bfloat16 prelude. */
+ * past the end, a pre-normalised (or prelude) range of q or k that is not
+ * whole rows, h0 without an initial state. */
 START_TEST(ranges_match_whole) {
   const gdn_shape s = {2, 37, 3, 6, 8, 4};
   static const struct { unsigned flags, bm; } mode[] = {
       {GDN_SYNTH_H0, 0}, {GDN_SYNTH_SLOW_GATES, GDN_T_G | GDN_T_BETA},
-      {GDN_SYNTH_QK_PRENORM | GDN_SYNTH_H0, GDN_T_Q | GDN_T_K | GDN_T_V}};
+      {GDN_SYNTH_QK_PRENORM | GDN_SYNTH_H0, GDN_T_Q | GDN_T_K | GDN_T_V},
+      {GDN_SYNTH_PRELUDE_BF16 | GDN_SYNTH_H0, 0}};
   gdn_error e;
   gdn_error_init(&e);
   float buf[4096];
@@ -240,7 +241,7 @@ START_TEST(ranges_match_whole) {
           ck_assert_msg(gdn_synth_range(&s, &o, t, at, n, buf + at, &e) == GDN_OK, "%s", e.msg);
         }
         ck_assert_msg(!memcmp(buf, whole[t], total * sizeof *buf), "mode %zu, tensor %d: ranges differ", m, t);
-        if (!(mode[m].flags & GDN_SYNTH_QK_PRENORM) || t > GDN_SYNTH_TK) { /* control: one element on */
+        if (!(mode[m].flags & (GDN_SYNTH_QK_PRENORM | GDN_SYNTH_PRELUDE_BF16)) || t > GDN_SYNTH_TK) { /* control */
           ck_assert_int_eq(gdn_synth_range(&s, &o, t, 1, total - 1, buf, &e), GDN_OK);
           ck_assert_msg(memcmp(buf, whole[t], (total - 1) * sizeof *buf), "mode %zu, tensor %d: shifted matched", m, t);
         }
@@ -255,8 +256,9 @@ START_TEST(ranges_match_whole) {
   ck_assert_int_eq(gdn_synth_range(&s, &pre, GDN_SYNTH_TK, 3, 8, buf, &e), GDN_ERR_INTERNAL);
   ck_assert_ptr_nonnull(strstr(e.msg, "in whole rows"));
   ck_assert_int_eq(gdn_synth_range(&s, &plain, GDN_SYNTH_TH0, 0, 1, buf, &e), GDN_ERR_INTERNAL);
-  ck_assert_int_eq(gdn_synth_range(&s, &prel, GDN_SYNTH_TV, 0, 1, buf, &e), GDN_ERR_INTERNAL);
-  ck_assert_ptr_nonnull(strstr(e.msg, "prelude"));
+  ck_assert_int_eq(gdn_synth_range(&s, &prel, GDN_SYNTH_TK, 3, 8, buf, &e), GDN_ERR_INTERNAL);
+  ck_assert_ptr_nonnull(strstr(e.msg, "in whole rows"));
+  ck_assert_int_eq(gdn_synth_range(&s, &prel, GDN_SYNTH_TK, 8, 8, buf, &e), GDN_OK); /* control: whole rows */
   ck_assert_int_eq(gdn_synth_range(&s, &plain, GDN_SYNTH_TN, 0, 1, buf, &e), GDN_ERR_INTERNAL);
   ck_assert_uint_eq(gdn_synth_numel(&s, GDN_SYNTH_TN), 0);
 }
