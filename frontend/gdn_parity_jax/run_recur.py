@@ -142,8 +142,7 @@ def judge(args, tools, path, rec, chunk, T, devices, names, found) -> int:
             lines, ok = recurrence_lines(results, names, found)
         except ResultsError as exc:
             raise _Exit(EXIT_INTERNAL, f"gdn-parity check exited {code} but {exc}") from None
-        print("gdn-parity-jax: the captured outputs (against the "
-              f"{rec} oracle, worst tensor of each):")
+        print(f"gdn-parity-jax: the captured outputs (against the {rec} oracle):")
         for line in lines:
             print("  " + line)
         if code == 0 and not ok:

@@ -7,8 +7,8 @@ inputs ("kda-recurrent", "kda-chunk", "kda-affine-prefix") and each of the
 fixture's outputs as ``"output:NAME"``, each with the error of o and ht
 against the recurrence's oracle (``err``), the band it is held to and the
 element where |x - r| is largest.  One line per output asked for: PASS or
-FAIL, its worse tensor's error against the band, and where its worst element
-lies (batch, token, head, channel; for a context-parallel output the device
+FAIL, the error of o and of ht against the band, and where each one's worst
+element lies (batch, token, head, channel; for a context-parallel output the device
 that held the token).  No gradients: the front end judges the forward of a
 KDA function only.  A document that cannot be read is
 :class:`verdict.ResultsError`.
@@ -17,10 +17,9 @@ KDA function only.  A document that cannot be read is
 from __future__ import annotations
 
 import json
-import math
 
 from .text import show
-from .verdict import ResultsError, _dict, _fmt, _int, _where, number
+from .verdict import ResultsError, _dict, _fmt, _int, _where
 
 SCHEMA = "gdn-parity-recurrence-check"
 
@@ -43,20 +42,6 @@ def read(results_path: str) -> dict:
     return doc
 
 
-def _worse(case):
-    """(tensor, its entry) of the case's larger err/band (o or ht)."""
-    best = None
-    for t in ("o", "ht"):
-        e = case.get(t)
-        if not isinstance(e, dict):
-            continue
-        r = number(e.get("err"))
-        r = math.inf if math.isnan(r) else r
-        if best is None or r > best[0]:
-            best = (r, t, e)
-    return (None, None) if best is None else best[1:]
-
-
 def recurrence_lines(results_path: str, names, found=None) -> tuple[list[str], bool]:
     """(one line per output name, whether all of them passed); found as
     verdict.verdict_lines takes it (non-finite values, storage notes)."""
@@ -74,16 +59,14 @@ def recurrence_lines(results_path: str, names, found=None) -> tuple[list[str], b
             continue
         devices = _int(case.get("devices"), 1)
         passed = case.get("pass") is True
-        t, e = _worse(case)
         mine = _dict(found.get(name))
         if mine.get("nonfinite"):
             passed = False
         head = f"{'PASS' if passed else 'FAIL'} {show(name)} ({devices} device{'s' * (devices > 1)})"
-        if t is None:
-            lines.append(f"{head}: no tensor judged")
-        else:
-            lines.append(f"{head}: {t} err {_fmt(e.get('err'))} vs band {_fmt(case.get('band'))} "
-                         f"[{rec} oracle]; worst element {_where(e.get('worst'), devices, T)}")
+        parts = [f"{t} err {_fmt(e.get('err'))} (worst element {_where(e.get('worst'), devices, T)})"
+                 for t, e in ((t, case.get(t)) for t in ("o", "ht")) if isinstance(e, dict)]
+        lines.append(f"{head}: " + ("; ".join(parts) or "no tensor judged")
+                     + f" vs band {_fmt(case.get('band'))} [{rec} oracle]")
         if case.get("ht") is None:
             lines[-1] += "; ht NOT JUDGED: no final state returned"
         lines[-1] += "; gradients not judged (forward only)"
