@@ -169,3 +169,16 @@ def gate_on_value_axis(query, key, value, g, beta, chunk_size=64, initial_state=
                        use_qk_norm_in_gdn=False, compute_dtype=jnp.float32, cp_axis=None):
     return _kda(query, key, value, g, beta, initial_state, use_qk_norm_in_gdn, compute_dtype,
                 cp_axis, lambda *a: _scan(*a, decay=_decay_value))
+
+
+def fla_order(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False):
+    """The token loop in flash-linear-attention's KDA call convention
+    (naive_recurrent_kda's parameters: q, k, v of equal heads, g, beta,
+    scale, initial_state, output_final_state) -> (o, final state or None),
+    for the tests of the fla-kda signature row without torch."""
+    dk = q.shape[-1]
+    q = q * ((dk ** -0.5 if scale is None else scale) / dk ** -0.5)  # _prepare scales by Dk^-1/2
+    o, S = recurrent(q, k, v, g, beta, initial_state=(
+        initial_state if initial_state is not None else jnp.zeros(
+            (q.shape[0], v.shape[2], dk, v.shape[-1]), jnp.float32)))
+    return o, (S if output_final_state else None)
