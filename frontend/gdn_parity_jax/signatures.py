@@ -27,7 +27,8 @@ Rows of :data:`ADAPTERS` (name -> adapter):
   (``naive_recurrent_kda``, ``naive_chunk_kda``): ``(q, k, v, g, beta, ...)``
   with g per key channel, (B, T, Hv, Dk); ``scale``, ``initial_state``,
   ``output_final_state``, and ``chunk_size`` where the function has one;
-  q and k repeated to the value heads; torch (CPU).  Implies
+  q and k passed with their own Hk heads (fla 0.6.0's naive forms share a
+  key head across Hv/Hk value heads themselves); torch (CPU).  Implies
   ``--recurrence kda``.
 * a JSON file: a custom mapping (see :func:`json_adapter`).
 """
@@ -347,7 +348,8 @@ def _torch_in(a):
 # position; the recurrent form has no chunk_size (left out: it takes **kwargs,
 # which swallow it).  fla: flash-linear-attention's naive forms, beta before g,
 # scale given, no L2-norm flag (normalised here).  fla-kda: fla's KDA naive
-# forms, g (per key channel) before beta; naive_recurrent_kda has no
+# forms, g (per key channel) before beta, grouped heads left to the function
+# (it repeats q, k itself); naive_recurrent_kda has no
 # chunk_size (left out: a parameter it does not have is not passed).
 BUILTIN_MAPPINGS = {
     "hf": {"framework": "torch", "positional": ["q", "k", "v", "g", "beta"],
@@ -360,7 +362,7 @@ BUILTIN_MAPPINGS = {
     "fla-kda": {"framework": "torch", "positional": ["q", "k", "v", "g", "beta"],
                 "keywords": {"scale": "scale", "initial_state": "h0", "output_final_state": True,
                              "chunk_size": "chunk"},
-                "expand_heads": True, "l2norm": "caller"},
+                "l2norm": "caller"},
 }
 
 ADAPTERS = {"maxtext": MaxTextAdapter()}

@@ -173,7 +173,7 @@ def gate_on_value_axis(query, key, value, g, beta, chunk_size=64, initial_state=
 
 def fla_order(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False):
     """The token loop in flash-linear-attention's KDA call convention
-    (naive_recurrent_kda's parameters: q, k, v of equal heads, g, beta,
+    (naive_recurrent_kda's parameters: q, k with Hk heads, v, g, beta with Hv,
     scale, initial_state, output_final_state) -> (o, final state or None),
     for the tests of the fla-kda signature row without torch."""
     dk = q.shape[-1]

@@ -56,8 +56,9 @@ def test_gate_on_value_axis_fails_naming_output_head_token():
 
 def test_fla_kda_row_calls_fla_order(tmp_path):
     """The fla-kda row's mapping (q, k, v, g, beta by position, scale,
-    initial_state, output_final_state by name; q, k repeated to the value
-    heads) on a JAX function of fla's parameter order: PASS.  The same
+    initial_state, output_final_state by name; q, k with their own Hk = 1
+    heads, shared by the 2 value heads in the function) on a JAX function of
+    fla's parameter order: PASS.  The same
     mapping as a JSON signature with framework jax (torch is not in the
     test environment; scripts/upstream.sh runs fla's own functions)."""
     spec = dict(BUILTIN_MAPPINGS["fla-kda"], framework="jax")
