@@ -39,8 +39,13 @@ def make_inputs(args, tools, workdir):
             raise UsageError("--from-fixture takes its shapes and h0 from the file: "
                              "drop --shape, --key-heads, --dv, --h0")
         path = args.from_fixture
-        r = tools.run("fixture", ["verify", path], capture_output=True, text=True)
-        if r.returncode not in (0, 1):  # 1: stale oracle only; we recompute it anyway
+        if getattr(args, "rec", "gdn") != "gdn":  # gdn-fixture verify reads GDN files only
+            from .run_recur import check_file
+            check_file(path)
+            r = None
+        else:
+            r = tools.run("fixture", ["verify", path], capture_output=True, text=True)
+        if r is not None and r.returncode not in (0, 1):  # 1: stale oracle only; we recompute it anyway
             raise UsageError(f"--from-fixture {show(path)}: {(r.stderr or r.stdout).strip()}")
     else:
         if not args.shape:

@@ -79,6 +79,31 @@ def _file_recurrence(path):
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
+def check_file(path):
+    """A --from-fixture file of another recurrence, before any function runs
+    (`gdn-fixture verify` reads GDN files only; `gdn-parity check` reads the
+    whole file again): its inputs readable, with the shapes KDA's inputs
+    have; UsageError naming the file and the array otherwise."""
+    try:
+        import h5py
+        with h5py.File(path, "r") as f:
+            shapes = {n: tuple(f["inputs"][n].shape) for n in ("q", "k", "v", "g", "beta", "h0")
+                      if n in f["inputs"]}
+    except Exception as exc:  # noqa: BLE001  unreadable: say so, exit 2
+        raise UsageError(f"--from-fixture {show(path)}: not a readable fixture ({show(exc)})") from None
+    missing = [n for n in ("q", "k", "v", "g", "beta") if n not in shapes]
+    if missing or len(shapes["q"]) != 4 or len(shapes["v"]) != 4:
+        raise UsageError(f"--from-fixture {show(path)}: inputs missing or not of rank 4: "
+                         f"{missing or [shapes['q'], shapes['v']]}")
+    B, T, Hk, Dk = shapes["q"]
+    Hv, Dv = shapes["v"][2], shapes["v"][3]
+    want = {"k": (B, T, Hk, Dk), "g": (B, T, Hv, Dk), "beta": (B, T, Hv), "h0": (B, Hv, Dk, Dv)}
+    for n, w in want.items():
+        if n in shapes and shapes[n] != w:
+            raise UsageError(f"--from-fixture {show(path)}: inputs/{n} has shape {shapes[n]}; "
+                             f"expected {w}")
+
+
 def write_fixture(path, source, outputs):
     """The fixture at `path`: the input file `source` copied, its own
     outputs, oracle and cotangents dropped, each of `outputs` ({name: {o,

@@ -11,7 +11,7 @@ import json
 import pytest
 
 import kda_written
-from conftest import assert_exit as _ok, run_cli
+from conftest import assert_exit as _ok, run_cli, synth
 from gdn_parity_jax import assert_gdn_parity
 from gdn_parity_jax import gdn_fixture_capture as cap
 from gdn_parity_jax.signatures import BUILTIN_MAPPINGS
@@ -88,3 +88,19 @@ def test_helper_refuses_kda_grad_and_grid():
         assert_gdn_parity(kda_written.recurrent, recurrence="kda", grad=True)
     with pytest.raises(ValueError, match="grid="):
         assert_gdn_parity(kda_written.recurrent, recurrence="kda", grid="upstream-pr-kda")
+
+
+def test_from_kda_fixture_recurrence_from_the_file(tools, tmp_path):
+    """A KDA fixture's recurrence comes from its root attribute (no
+    --recurrence); a GDN fixture run as KDA is refused, naming the file."""
+    kda, gdn = tmp_path / "kda.h5", tmp_path / "gdn.h5"
+    synth(tools, kda, "1,32,2,16", "--recurrence", "kda", "--h0", chunk=16)
+    synth(tools, gdn, "1,32,2,16", chunk=16)
+    r = run_cli("run", "--impl", "kda_written:recurrent", "--from-fixture", kda, "--devices", "1",
+                "--out", tmp_path / "run")
+    _ok(r, 0)
+    assert "PASS jax_scan (1 device)" in r.stdout and "kda oracle" in r.stdout, r.stdout
+    r = run_cli("run", "--impl", "kda_written:recurrent", "--from-fixture", gdn, "--recurrence",
+                "kda", "--devices", "1", "--out", tmp_path / "run2")
+    _ok(r, 2)
+    assert "a gdn fixture, but the run judges kda" in r.stderr, r.stderr
