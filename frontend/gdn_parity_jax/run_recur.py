@@ -45,7 +45,7 @@ def resolve(args) -> str:
         raise UsageError(f"--recurrence {rec}: --signature {args.signature} computes {implied} "
                          f"(drop --recurrence, or give --recurrence {implied})")
     have = _file_recurrence(args.from_fixture)
-    if args.from_fixture and have != rec:
+    if have is not None and have != rec:
         raise UsageError(f"--from-fixture {show(args.from_fixture)}: a {have} fixture, but the run "
                          f"judges {rec} (--recurrence {rec})")
     if rec == "gdn":
