@@ -4,7 +4,7 @@
 #
 #   scripts/upstream.sh            (about 5 minutes on 2 idle cores, plus the audit,
 #                                   plus the seeds: hours on 2 cores, see 4.)
-#   UPSTREAM_PARTS="runs audit distance seeds"   the parts to run (default: all)
+#   UPSTREAM_PARTS="runs audit distance seeds fla-kda"   the parts to run (default: all)
 #   UPSTREAM_SEEDS=12                            seeds per function and shape in 4.
 #   UPSTREAM_SEED_SHAPES="1,1024,4,64:2 1,1024,2,128:2"   B,T,H,D:Hk of 4.
 #   UPSTREAM_RUN_TIMEOUT=3600                    seconds per run of 4. (exit 124: timed out)
@@ -28,6 +28,13 @@
 #    false FAIL (upstream's code is correct), and the summary gets the margins
 #    per function and per rule (scripts/upstream_margins.py); docs/upstream.md
 #    records them.
+# 5. fla-kda: flash-linear-attention's Kimi Delta Attention references,
+#    naive_recurrent_kda and naive_chunk_kda (fla-core, installed with --no-deps
+#    beside the pinned torch: fla's own dependencies would pull another torch
+#    and Triton; the naive functions need torch and einops only, and
+#    fla/ops/kda/naive.py is loaded by its path, not through `import fla`),
+#    through --signature fla-kda: float32 and bfloat16 inputs, h0, grouped
+#    value heads, judged against the KDA oracle (forward).
 # Results: out/upstream/summary.md (verdict lines, versions) and each run's
 # folder (fixture, results.json).  Exit 1 if any run's exit status is not the expected one
 # (0, except one run documented below that must fail).
@@ -36,9 +43,11 @@ cd "$(dirname "$0")/.."
 MAXTEXT_VERSION=${MAXTEXT_VERSION:-0.2.5}
 TRANSFORMERS_VERSION=${TRANSFORMERS_VERSION:-5.17.0}
 TORCH_VERSION=${TORCH_VERSION:-2.13.0}
+FLA_VERSION=${FLA_VERSION:-0.6.0}
+EINOPS_VERSION=${EINOPS_VERSION:-0.8.1}
 work=out/upstream
 venv=.venv-upstream
-PARTS=" ${UPSTREAM_PARTS:-runs audit distance seeds} "
+PARTS=" ${UPSTREAM_PARTS:-runs audit distance seeds fla-kda} "
 SEEDS=${UPSTREAM_SEEDS:-12}
 SEED_SHAPES=${UPSTREAM_SEED_SHAPES:-1,1024,4,64:2 1,1024,2,128:2}
 part() { [[ $PARTS == *" $1 "* ]]; }
@@ -180,6 +189,32 @@ dist() { $venv/bin/python scripts/upstream_distance.py --markdown "$fx" "$1" "$G
   dist jax_scan --devices 1 --chunk 16
   for d in 1 2 4 8; do dist "jax_cp_d$d" --devices $d --prefix hillis-steele --chunk 16; done
 } >>"$summary"
+fi
+
+# 5. flash-linear-attention's KDA references, through --signature fla-kda.
+if part fla-kda; then
+  $venv/bin/python -m pip install -q --disable-pip-version-check --no-deps \
+    "fla-core==$FLA_VERSION" "einops==$EINOPS_VERSION"
+  # fla/ops/kda/naive.py by its path: `import fla` would import Triton
+  cat >"$work/py/fla_kda_naive.py" <<'PY'
+import importlib.util
+import os
+
+_root = os.path.dirname(importlib.util.find_spec("fla").origin)
+_spec = importlib.util.spec_from_file_location("fla_kda_naive_upstream",
+                                               os.path.join(_root, "ops", "kda", "naive.py"))
+_mod = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_mod)
+naive_recurrent_kda = _mod.naive_recurrent_kda
+naive_chunk_kda = _mod.naive_chunk_kda
+PY
+  echo "fla-core $FLA_VERSION (fla/ops/kda/naive.py, --no-deps), einops $EINOPS_VERSION" >>"$summary"
+  echo >>"$summary"
+  KDA=(--signature fla-kda --shape 1,256,4,32 --key-heads 2 --chunk 64 --h0 --gates slow --devices 1)
+  for f in recurrent chunk; do
+    run "fla-kda-$f-f32" --impl "fla_kda_naive:naive_${f}_kda" "${KDA[@]}"
+    run "fla-kda-$f-bf16" --impl "fla_kda_naive:naive_${f}_kda" "${KDA[@]}" --input-dtype bfloat16
+  done
 fi
 
 # 4. Across seeds (the model's initial gates): every FAIL is a false FAIL.

@@ -39,7 +39,11 @@ def build_parser():
     r.add_argument("--impl", required=True, help="MODULE:FUNCTION, the stock (unsharded) function")
     r.add_argument("--cp", help="MODULE:FUNCTION, the per-shard context-parallel function "
                    "(default: --impl itself when it takes cp_axis)")
-    r.add_argument("--signature", default="maxtext", help="maxtext (default), hf, fla or FILE.json")
+    r.add_argument("--signature", default="maxtext",
+                   help="maxtext (default), hf, fla, fla-kda (implies --recurrence kda) or FILE.json")
+    r.add_argument("--recurrence", default=None, choices=("gdn", "kda"),
+                   help="the recurrence the function computes: gdn (default), or kda (Kimi Delta "
+                   "Attention: g per key channel, (B, T, Hv, Dk); the forward only)")
     r.add_argument("--shape", help="B,T,H,D (synthetic inputs)")
     r.add_argument("--key-heads", type=int, help="Hk (default H)")
     r.add_argument("--dv", type=int, help="Dv (default D)")

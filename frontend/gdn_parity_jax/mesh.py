@@ -91,23 +91,24 @@ def run_stock(call, x):
 def run_sharded(call_cp, x, plan: MeshPlan, B: int):
     """call_cp(x_local, cp_axis) -> (o, ht or None) under shard_map on the plan's mesh."""
     names = [n for n in ("q", "k", "v", "g", "beta", "h0") if x.get(n) is not None]
-    f, mesh, spec = sharded_fn(call_cp, plan, B, names)
+    f, mesh, spec = sharded_fn(call_cp, plan, B, names, g_rank=x["g"].ndim)
     xs = {n: jax.device_put(x[n], NamedSharding(mesh, spec[n])) for n in names}
     o, ht = jax.jit(f)(xs)
     return jax.device_get(o), (None if ht is None else jax.device_get(ht))
 
 
-def sharded_fn(call_cp, plan: MeshPlan, B: int, names):
+def sharded_fn(call_cp, plan: MeshPlan, B: int, names, g_rank: int = 3):
     """(f, mesh, specs): f(xs) -> (o, ht or None) runs call_cp(x_local, cp_axis)
     under shard_map on the plan's mesh, xs a dict of the inputs in `names`
     placed by specs[name].  f is a plain function (not jitted) so that it can
-    be jitted for the forward or differentiated (gdn_parity_jax.grads)."""
+    be jitted for the forward or differentiated (gdn_parity_jax.grads).
+    g_rank 4: a per-channel gate (KDA's (B, T, Hv, Dk)), sharded as q."""
     mesh = make_mesh(plan)
     cp = plan.cp_axis
     batch = "fsdp" if (plan.fsdp > 1 and not isinstance(cp, tuple) and B % plan.fsdp == 0) else None
     spec = {"q": P(batch, cp, None, None), "k": P(batch, cp, None, None),
-            "v": P(batch, cp, None, None), "g": P(batch, cp, None), "beta": P(batch, cp, None),
-            "h0": P(batch, None, None, None)}
+            "v": P(batch, cp, None, None), "g": P(batch, cp, *(None,) * (g_rank - 2)),
+            "beta": P(batch, cp, None), "h0": P(batch, None, None, None)}
     in_specs = ({n: spec[n] for n in names},)
     has_h0 = "h0" in names
 

@@ -211,7 +211,7 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
                       cp_prefix: str | None = None, fsdp: int = 1, cp_axis: str | None = None,
                       grad: bool | None = None, cp: bool | None = None, audit: bool = False,
                       audit_options=(), extra=(), out_dir: str | None = None,
-                      timeout: float = 1800) -> list[str]:
+                      timeout: float = 1800, recurrence: str = "gdn") -> list[str]:
     """Runs the gate on every case of `grid` (default: grids/upstream-pr.json)
     or, given `shapes`, on those shapes; raises AssertionError with the
     verdict lines if any output is out of tolerance or a run fails.  Returns
@@ -243,7 +243,17 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
     every case; cp_fn and devices above 1 refused), its lines saying so.
     extra: further `gdn-parity-jax run` options (e.g. ("--policy", "p.json"));
     the folder kept on failure (or out_dir) holds the fixture, results.json
-    and report.html (the HTML report) unless extra names another --report."""
+    and report.html (the HTML report) unless extra names another --report.
+
+    recurrence: "gdn" (the default) or "kda" (Kimi Delta Attention: fn takes
+    g per key channel, (B, T, Hv, Dk); run --recurrence kda, judged against
+    the KDA oracle).  A KDA call runs `shapes` (default DEFAULT_SHAPES with
+    SHAPE_DEFAULTS; the GDN grids are not KDA cases, so grid= is refused),
+    the forward only (grad=True and audit=True refused: ValueError)."""
+    if recurrence not in ("gdn", "kda"):
+        raise ValueError(f"assert_gdn_parity: recurrence={recurrence!r}: expected 'gdn' or 'kda'")
+    if recurrence == "kda":
+        shapes, grad = _kda_call(shapes, grid, grad, audit)
     if cp is False and cp_fn is not None:
         raise ValueError("assert_gdn_parity: cp=False judges the stock function alone; "
                          "drop cp_fn or cp=False")
@@ -269,6 +279,8 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
             fixed += ["--cp-prefix", cp_prefix]
         if cp_axis:
             fixed += ["--cp-axis", cp_axis]
+        if recurrence != "gdn":
+            fixed += ["--recurrence", recurrence]
         if audit:
             fixed += ["--audit", *map(str, audit_options)]
         lines = []
@@ -286,6 +298,21 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
                 lines += _run_one(label, calls, fixed + args, extra, out_dir, timeout,
                                   _wanted(fn, cp_fn, signature))
     return lines
+
+
+def _kda_call(shapes, grid, grad, audit):
+    """(shapes, grad) of a recurrence="kda" call; ValueError for what the
+    KDA path does not run (a grid, gradients, the audit)."""
+    if grid != DEFAULT_GRID and shapes is None:
+        raise ValueError(f"assert_gdn_parity: recurrence='kda' runs shapes=, not grid={grid!r} "
+                         "(the grids hold GDN cases)")
+    if grad:
+        raise ValueError("assert_gdn_parity: recurrence='kda': the KDA backward is not judged by "
+                         "the JAX front end yet (drop grad=True)")
+    if audit:
+        raise ValueError("assert_gdn_parity: recurrence='kda': the audit knows GDN only "
+                         "(drop audit=True)")
+    return (shapes if shapes is not None else DEFAULT_SHAPES), False
 
 
 def _arg(args, opt):
@@ -472,7 +499,7 @@ def _run_one(label, calls, args, extra, out_dir, timeout, want=None):
     out = out_dir or tempfile.mkdtemp(prefix="gdn-parity-")
     os.makedirs(out, exist_ok=True)
     extra = list(map(str, extra))
-    if "--report" not in extra:  # the kept folder holds the HTML report too
+    if "--report" not in extra and "--recurrence" not in args:  # the kept folder holds the HTML report too
         extra += ["--report", os.path.join(out, "report.html")]
     argv = [*args, "--out", out, *extra]
     results = results_doc.results_path(argv)

@@ -73,6 +73,48 @@ def expected_outputs(argv, framework: str, runs_cp):
     return names, runs_cp is not None, cp
 
 
+def _is_recurrence_doc(path) -> bool:
+    """Whether path holds gdn-parity check's recurrence-check document (a
+    KDA run's); False for anything else, unreadable included."""
+    from .verdict_recur import SCHEMA
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError, RecursionError):
+        return False
+    doc = doc[0] if isinstance(doc, list) and len(doc) == 1 else doc
+    return isinstance(doc, dict) and doc.get("schema") == SCHEMA
+
+
+def _check_recurrence(path, out_dir, expected, cp_names, cp_known):
+    """check() for a recurrence-check document: it judges this run's
+    fixture, says pass, and passes every expected output."""
+    from .verdict import ResultsError
+    from .verdict_recur import read, recurrence_lines
+    try:
+        doc = read(path)
+    except ResultsError as exc:
+        raise RunNotJudged(f"the run exited 0 but {exc}") from None
+    fixtures = {os.path.realpath(os.path.join(out_dir, f)) for f in os.listdir(out_dir)
+                if f.endswith(".h5")} if os.path.isdir(out_dir) else set()
+    fx = doc.get("fixture")
+    if not isinstance(fx, str) or os.path.realpath(fx) not in fixtures:
+        raise RunNotJudged(f"the run exited 0 but its results document {show(path)} does not "
+                           f"judge the fixture this run wrote in {show(out_dir)}")
+    if doc.get("pass") is not True:
+        raise RunNotJudged(f"the run exited 0 but its results document {show(path)} says "
+                           f"pass {json.dumps(doc.get('pass'))}")
+    names = list(expected)
+    if not cp_known:
+        have = {c.get("subject") for c in doc["cases"] if isinstance(c, dict)}
+        names += list(cp_names) if any(f"output:{n}" in have for n in cp_names) else []
+    lines, ok = recurrence_lines(path, names)
+    if not ok:
+        raise RunNotJudged("the run exited 0 but its results document does not pass every "
+                           "output asked for:\n" + "\n".join(lines))
+    return lines
+
+
 def _judged_names(doc) -> set:
     out = set()
     for case in doc.get("cases") or []:
@@ -94,6 +136,8 @@ def check(path: str, before, out_dir: str, expected: list[str], cp_names=(), cp_
     if before is not None and now == before:
         raise RunNotJudged(f"the run exited 0 but its results document {show(path)} is the one "
                            "that was there before it started: no verdict of this run")
+    if _is_recurrence_doc(path):
+        return _check_recurrence(path, out_dir, expected, cp_names, cp_known)
     try:
         doc = _read(path)
     except ResultsError as exc:

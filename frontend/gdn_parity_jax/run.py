@@ -39,8 +39,13 @@ def make_inputs(args, tools, workdir):
             raise UsageError("--from-fixture takes its shapes and h0 from the file: "
                              "drop --shape, --key-heads, --dv, --h0")
         path = args.from_fixture
-        r = tools.run("fixture", ["verify", path], capture_output=True, text=True)
-        if r.returncode not in (0, 1):  # 1: stale oracle only; we recompute it anyway
+        if getattr(args, "rec", "gdn") != "gdn":  # gdn-fixture verify reads GDN files only
+            from .run_recur import check_file
+            check_file(path)
+            r = None
+        else:
+            r = tools.run("fixture", ["verify", path], capture_output=True, text=True)
+        if r is not None and r.returncode not in (0, 1):  # 1: stale oracle only; we recompute it anyway
             raise UsageError(f"--from-fixture {show(path)}: {(r.stderr or r.stdout).strip()}")
     else:
         if not args.shape:
@@ -49,6 +54,8 @@ def make_inputs(args, tools, workdir):
         path = os.path.join(workdir, "inputs.h5")
         cmd = ["synth", "--shape", args.shape, "--out", path, "--seed", str(args.seed),
                "--chunk-size", str(args.chunk or 64)]
+        if getattr(args, "rec", "gdn") != "gdn":
+            cmd += ["--recurrence", args.rec]
         if args.key_heads:
             cmd += ["--key-heads", str(args.key_heads)]
         if args.dv:
@@ -64,6 +71,7 @@ def make_inputs(args, tools, workdir):
             code = EXIT_USAGE if r.returncode == 2 else EXIT_INTERNAL
             raise _Exit(code, f"gdn-fixture synth: {(r.stderr or r.stdout).strip()}")
     fx = cap.read_fixture(path)
+    fx["path"] = path
     chunk = args.chunk or int(fx["attrs"]["chunk_size"])
     q = fx["inputs"]["q"]
     scale = fx["attrs"].get("scale")
@@ -111,6 +119,8 @@ def _run(args) -> int:
     set_host_devices(max(8, need))
     from .signatures import SignatureError, get_adapter
 
+    from . import run_recur
+    args.rec = run_recur.resolve(args)
     tools = find_tools(args.bin_dir)
     paths.check_run(args, early_fixture_path(args))  # every file, before any JAX work
     try:
@@ -204,6 +214,10 @@ def _run_on_inputs(args, tools, adapter, impl, cp_fn, plans, devices, work) -> i
                                             lambda: gradmod.vjp_sharded(call_cp, x, p, B, ct))
 
     os.makedirs(args.out, exist_ok=True)  # made only now: a refused run leaves no folder
+    if args.rec != "gdn":
+        from . import run_recur
+        found = run_recur.write_fixture(path, fx["path"], outputs)
+        return run_recur.judge(args, tools, path, args.rec, chunk, T, devices, list(outputs), found)
     found = write_results(path, fx, chunk, outputs, ct)
     return judge(args, tools, path, chunk, T, devices, list(outputs), found)
 

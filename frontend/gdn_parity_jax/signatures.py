@@ -23,6 +23,13 @@ Rows of :data:`ADAPTERS` (name -> adapter):
 * ``fla``: flash-linear-attention's naive forms, ``(q, k, v, beta, g, ...)``:
   beta before g, (B, T, H, D), ``scale``, ``initial_state``,
   ``output_final_state``; torch or JAX arrays as the function wants.
+* ``fla-kda``: flash-linear-attention's Kimi Delta Attention forms
+  (``naive_recurrent_kda``, ``naive_chunk_kda``): ``(q, k, v, g, beta, ...)``
+  with g per key channel, (B, T, Hv, Dk); ``scale``, ``initial_state``,
+  ``output_final_state``, and ``chunk_size`` where the function has one;
+  q and k passed with their own Hk heads (fla 0.6.0's naive forms share a
+  key head across Hv/Hk value heads themselves); torch (CPU).  Implies
+  ``--recurrence kda``.
 * a JSON file: a custom mapping (see :func:`json_adapter`).
 """
 
@@ -340,7 +347,10 @@ def _torch_in(a):
 # torch_recurrent_gated_delta_rule (models/qwen3_next): q, k, v, g, beta by
 # position; the recurrent form has no chunk_size (left out: it takes **kwargs,
 # which swallow it).  fla: flash-linear-attention's naive forms, beta before g,
-# scale given, no L2-norm flag (normalised here).
+# scale given, no L2-norm flag (normalised here).  fla-kda: fla's KDA naive
+# forms, g (per key channel) before beta, grouped heads left to the function
+# (it repeats q, k itself); naive_recurrent_kda has no
+# chunk_size (left out: a parameter it does not have is not passed).
 BUILTIN_MAPPINGS = {
     "hf": {"framework": "torch", "positional": ["q", "k", "v", "g", "beta"],
            "keywords": {"chunk_size": "chunk", "initial_state": "h0", "output_final_state": True,
@@ -349,6 +359,10 @@ BUILTIN_MAPPINGS = {
     "fla": {"framework": "torch", "positional": ["q", "k", "v", "beta", "g"],
             "keywords": {"scale": "scale", "initial_state": "h0", "output_final_state": True},
             "expand_heads": True, "l2norm": "caller"},
+    "fla-kda": {"framework": "torch", "positional": ["q", "k", "v", "g", "beta"],
+                "keywords": {"scale": "scale", "initial_state": "h0", "output_final_state": True,
+                             "chunk_size": "chunk"},
+                "l2norm": "caller"},
 }
 
 ADAPTERS = {"maxtext": MaxTextAdapter()}

@@ -1,0 +1,106 @@
+"""The KDA path of the JAX front end: `gdn-parity-jax run --recurrence kda`
+and assert_gdn_parity(fn, recurrence="kda"), on the KDA functions written
+for the tests (kda_written.py): judged against the KDA oracle by
+`gdn-parity check`, on 1 device and inside shard_map on 2, 4 and 8 host
+devices; a port that applies the gate along the value axis fails, its lines
+naming the output, the head and the token.  Shapes kept small (CI runs this
+on 2 cores): T = 64, two heads, Dk = Dv = 16, chunks of 16."""
+
+import json
+
+import pytest
+
+import kda_written
+from conftest import assert_exit as _ok, run_cli, synth
+from gdn_parity_jax import assert_gdn_parity
+from gdn_parity_jax import gdn_fixture_capture as cap
+from gdn_parity_jax.signatures import BUILTIN_MAPPINGS
+
+SHAPE = "1,64,2,16"
+KDA = ("--recurrence", "kda", "--shape", SHAPE, "--chunk", "16", "--h0", "--gates", "slow")
+
+
+def test_chunked_kda_passes_on_1_2_4_8_devices(tmp_path):
+    out = tmp_path / "run"
+    r = run_cli("run", "--impl", "kda_written:chunked", *KDA, "--key-heads", "1", "--out", out)
+    _ok(r, 0)
+    for name in ("jax_scan", "jax_cp_d1", "jax_cp_d2", "jax_cp_d4", "jax_cp_d8"):
+        assert f"PASS {name} (" in r.stdout, r.stdout
+    (path,) = sorted(out.glob("*.h5"))
+    fx = cap.read_fixture(str(path))
+    assert fx["attrs"]["recurrence"] == "kda" and fx["inputs"]["g"].shape == (1, 64, 2, 16)
+    assert fx["oracle"] is None and sorted(fx["outputs"]) == [
+        "jax_cp_d1", "jax_cp_d2", "jax_cp_d4", "jax_cp_d8", "jax_scan"]
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["schema"] == "gdn-parity-recurrence-check" and doc["recurrence"] == "kda"
+    mine = {c["subject"]: c for c in doc["cases"] if c["subject"].startswith("output:")}
+    assert len(mine) == 5 and doc["pass"] is True
+    for c in mine.values():  # float32 work against the oracle: far inside the band
+        assert c["pass"] and c["o"]["err"] < 1e-5 and c["ht"]["err"] < 1e-5 < c["band"]
+
+
+def test_assert_helper_kda_recurrent_passes():
+    lines = assert_gdn_parity(kda_written.recurrent, recurrence="kda", shapes=[(1, 64, 2, 16)])
+    assert sum(ln.split(": ", 1)[1].startswith("PASS jax_") for ln in lines) == 5, lines
+
+
+def test_gate_on_value_axis_fails_naming_output_head_token():
+    with pytest.raises(AssertionError) as e:
+        assert_gdn_parity(kda_written.gate_on_value_axis, recurrence="kda",
+                          shapes=[(1, 64, 2, 16)], devices=(1, 2))
+    msg = str(e.value)
+    assert "out of tolerance" in msg, msg
+    line = next(ln for ln in msg.split("\n") if ln.startswith("FAIL jax_cp_d2 (2 devices)"))
+    assert " h=" in line and " t=" in line and "(device " in line and "kda oracle" in line, line
+
+
+def test_fla_kda_row_calls_fla_order(tmp_path):
+    """The fla-kda row's mapping (q, k, v, g, beta by position, scale,
+    initial_state, output_final_state by name; q, k with their own Hk = 1
+    heads, shared by the 2 value heads in the function) on a JAX function of
+    fla's parameter order: PASS.  The same
+    mapping as a JSON signature with framework jax (torch is not in the
+    test environment; scripts/upstream.sh runs fla's own functions)."""
+    spec = dict(BUILTIN_MAPPINGS["fla-kda"], framework="jax")
+    sig = tmp_path / "fla-kda-jax.json"
+    sig.write_text(json.dumps(spec))
+    r = run_cli("run", "--impl", "kda_written:fla_order", "--signature", sig, *KDA,
+                "--key-heads", "1", "--devices", "1", "--out", tmp_path / "run")
+    _ok(r, 0)
+    assert "PASS jax_scan (1 device)" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("extra, words", [
+    (("--recurrence", "kda", "--grad"), "--grad: the kda backward"),
+    (("--signature", "fla-kda", "--recurrence", "gdn"), "--signature fla-kda computes kda"),
+    (("--recurrence", "kda", "--report", "r.html"), "--report: gdn-parity check of a kda"),
+])
+def test_refused(tmp_path, extra, words):
+    r = run_cli("run", "--impl", "kda_written:recurrent", "--shape", SHAPE, "--devices", "1",
+                *extra, "--out", tmp_path / "run")
+    _ok(r, 2)
+    assert words in r.stderr, r.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_helper_refuses_kda_grad_and_grid():
+    with pytest.raises(ValueError, match="KDA backward"):
+        assert_gdn_parity(kda_written.recurrent, recurrence="kda", grad=True)
+    with pytest.raises(ValueError, match="grid="):
+        assert_gdn_parity(kda_written.recurrent, recurrence="kda", grid="upstream-pr-kda")
+
+
+def test_from_kda_fixture_recurrence_from_the_file(tools, tmp_path):
+    """A KDA fixture's recurrence comes from its root attribute (no
+    --recurrence); a GDN fixture run as KDA is refused, naming the file."""
+    kda, gdn = tmp_path / "kda.h5", tmp_path / "gdn.h5"
+    synth(tools, kda, "1,32,2,16", "--recurrence", "kda", "--h0", chunk=16)
+    synth(tools, gdn, "1,32,2,16", chunk=16)
+    r = run_cli("run", "--impl", "kda_written:recurrent", "--from-fixture", kda, "--devices", "1",
+                "--out", tmp_path / "run")
+    _ok(r, 0)
+    assert "PASS jax_scan (1 device)" in r.stdout and "kda oracle" in r.stdout, r.stdout
+    r = run_cli("run", "--impl", "kda_written:recurrent", "--from-fixture", gdn, "--recurrence",
+                "kda", "--devices", "1", "--out", tmp_path / "run2")
+    _ok(r, 2)
+    assert "a gdn fixture, but the run judges kda" in r.stderr, r.stderr
