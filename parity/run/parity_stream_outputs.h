@@ -19,6 +19,13 @@
  *   per case, parity_stream_subject.h: the block map when an output's o
  *        has the worst block_rel, and the case's subject.
  *
+ * With packed documents, as each group's reference is in scratch,
+ * parity_stream_outputs_docs adds the packing verdict's maxima
+ * (parity_packing_group.h) and masks o at padding tokens as
+ * parity_padding_apply does whole (o then kept as binary64); the verdict
+ * is recorded after the last group (parity_stream_outputs_record), before
+ * any measurement.
+ *
  * So the results document equals the unstreamed run's byte for byte
  * (--reproducible).  Memory: none beyond the caller's three read buffers
  * (the largest group slab as binary64 each) and, per pair being measured,
