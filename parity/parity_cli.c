@@ -800,8 +800,6 @@ static void fixture_stream_refusal(const fix_group *g, const parity_sweep_opts *
   probe.seg = m->inputs.seg;
   probe.prelude = fix_group_has_prelude(g) ? (gdn_prelude *)why : NULL; /* only tested for presence */
   parity_sweep_stream_refusal(&probe, o, why, n);
-  if (!why[0] && m->inputs.seg && m->n_outputs) /* parity_packing_group.h merges it; the streamed outputs do not call it yet */
-    snprintf(why, n, "a packed fixture's /outputs (their packing verdict and padding convention are judged whole)");
   if (!why[0] && parity_dist_size() > 1 && (m->n_outputs || m->oracle.present)) /* parity_sweep_run_streamed */
     snprintf(why, n, "a fixture's /outputs or stored /oracle under mpirun (each rank measures its own groups)");
 }
@@ -950,7 +948,9 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
     if (st->tier == PARITY_ORACLE_NONE && m->n_outputs)
       rc = fixture_no_oracle_refusal(m, e);
     else if (!(rc = parity_stream_plan_make(s, flags, sets, &o, st->max_bytes, st->group_heads, &sp, e)) &&
-             !(rc = parity_externals_from_fixture(m, &ext, e))) {
+             !(rc = parity_externals_from_fixture(m, &ext, e)) &&
+             /* padding's attrs and ht (whole); each group's o is masked as it streams */
+             !(rc = parity_padding_note(&m->inputs, ext, m->n_outputs, e))) {
       *done = 1;
       for (size_t i = 0; i < m->n_warnings; i++)
         if (o.verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(m->warnings[i]));

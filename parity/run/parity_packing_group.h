@@ -42,6 +42,11 @@ void parity_packing_acc_add(parity_packing_acc *a, int p, const gdn_inputs *in, 
 /* err[p] from the maxima (parity_packing_err's division). */
 void parity_packing_acc_err(const parity_packing_acc *a, double err[2]);
 
+/* The reference under the packing in->packing is not (tier, bits) into
+ * alt (the caller's, initialized; clear it). */
+int parity_packing_group_other(const gdn_inputs *in, parity_oracle_tier tier, int bits, parity_reference *alt,
+                               gdn_error *e);
+
 /* One group of n outputs: o[i] (the group's slab of output i's o) against
  * ref (the group's reference under in->packing) and against the other
  * packing's reference, computed here (tier, bits), into acc[i].  Nothing

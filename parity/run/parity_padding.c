@@ -56,7 +56,7 @@ static const char *attr(const parity_external *x, const char *k) {
 
 /* The row of the table (parity_padding.h) for one output. */
 static int apply_one(const gdn_inputs *in, const parity_reference *ref, parity_external *x, int64_t npad,
-                     int64_t rows_end, gdn_error *e) {
+                     int64_t rows_end, gdn_error *e) { /* ref NULL: the attrs only, o left unmasked */
   const int zeroed = attr(x, "padding") != NULL, last_doc = attr(x, "final_state") != NULL;
   char pnote[200], fnote[240];
   int rc = GDN_OK;
@@ -66,7 +66,7 @@ static int apply_one(const gdn_inputs *in, const parity_reference *ref, parity_e
   } else {
     snprintf(pnote, sizeof pnote, "not judged at the %" PRId64 " padding tokens (segment id 0): the output "
              "declares no padding convention (padding zeroed would judge them)", npad);
-    rc = mask_o(in, ref->out.o, x, e);
+    rc = ref ? mask_o(in, ref->out.o, x, e) : GDN_OK;
   }
   if (!x->has_ht) snprintf(fnote, sizeof fnote, "no ht given");
   else if (zeroed)
@@ -102,3 +102,14 @@ int parity_padding_apply(const gdn_inputs *in, const parity_reference *ref, pari
   for (size_t i = 0; !rc && i < n; i++) rc = apply_one(in, ref, &ext[i], npad, rows_end, e);
   return rc;
 }
+
+int parity_padding_note(const gdn_inputs *in, parity_external *ext, size_t n, gdn_error *e) {
+  const int64_t npad = parity_padding_tokens(in);
+  if (!npad || !n) return GDN_OK;
+  const int64_t rows_end = parity_padding_rows_ending(in);
+  int rc = GDN_OK;
+  for (size_t i = 0; !rc && i < n; i++) rc = apply_one(in, NULL, &ext[i], npad, rows_end, e);
+  return rc;
+}
+
+int parity_padding_masks(const parity_external *x) { return json_object_get(x->attrs, "padding") == NULL; }

@@ -59,4 +59,12 @@ int64_t parity_padding_rows_ending(const gdn_inputs *in);
 int parity_padding_apply(const gdn_inputs *in, const parity_reference *ref, parity_external *ext, size_t n,
                          gdn_error *e);
 
+/* parity_padding_apply without masking o (a run streamed by head group
+ * masks each group's slab itself: parity_stream_outputs.h): clears has_ht,
+ * records the attrs. */
+int parity_padding_note(const gdn_inputs *in, parity_external *ext, size_t n, gdn_error *e);
+
+/* Whether x's o is masked at padding tokens (it declares no padding). */
+int parity_padding_masks(const parity_external *x);
+
 #endif

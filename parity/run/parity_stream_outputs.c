@@ -5,8 +5,12 @@
 #include <string.h>
 
 #include "gdn_alloc.h"
+#include "gdn_shape.h"
 #include "kern.h"
 #include "parity_metrics.h"
+#include "parity_packing.h"
+#include "parity_packing_group.h"
+#include "parity_padding.h"
 #include "parity_upstream.h"
 
 /* A tensor's head axis (states (B, H, Dk, Dv), the rest (B, T, H, ...)) and
@@ -25,7 +29,7 @@ void parity_stream_outputs_heads(const parity_stream_outputs *so, int64_t g, int
 
 void parity_stream_outputs_init(parity_stream_outputs *so) { memset(so, 0, sizeof *so); }
 
-int parity_stream_outputs_open(parity_stream_outputs *so, const parity_external *ext, size_t n, size_t first,
+int parity_stream_outputs_open(parity_stream_outputs *so, parity_external *ext, size_t n, size_t first,
                                const parity_stream_plan *p, int grads, int64_t *const counts[PARITY_T_N],
                                double *const buf[3], gdn_error *e) {
   parity_stream_outputs_clear(so);
@@ -37,12 +41,14 @@ int parity_stream_outputs_open(parity_stream_outputs *so, const parity_external 
   so->t = gdn_calloc(n, sizeof *so->t, "outputs' scratch", e);
   so->present = so->t ? gdn_calloc(n, sizeof *so->present, "outputs' tensors", e) : NULL;
   so->out_dtype = so->present ? gdn_calloc(n, sizeof *so->out_dtype, "outputs' dtypes", e) : NULL;
-  if (!so->out_dtype) {
+  so->acc = so->out_dtype ? gdn_calloc(n, sizeof *so->acc, "outputs' packing maxima", e) : NULL;
+  if (!so->acc) {
     parity_stream_outputs_clear(so);
     return e ? e->code : GDN_ERR_NOMEM;
   }
   for (size_t i = 0; i < n; i++)
     for (int t = 0; t < PARITY_T_N; t++) parity_spill_tensor_init(&so->t[i][t]);
+  for (size_t i = 0; i < n; i++) parity_packing_acc_init(&so->acc[i]);
   return GDN_OK;
 }
 
@@ -52,6 +58,7 @@ void parity_stream_outputs_clear(parity_stream_outputs *so) {
   gdn_free(so->t);
   gdn_free(so->present);
   gdn_free(so->out_dtype);
+  gdn_free(so->acc);
   parity_stream_outputs_init(so);
 }
 
@@ -65,7 +72,8 @@ int parity_stream_outputs_keep(parity_stream_outputs *so, int64_t g, const fix_f
       return gdn_error_set(e, GDN_ERR_INTERNAL, "head group %lld: output %zu of %zu read", (long long)g, j,
                            slab ? slab->n_outputs : 0);
     const fix_output *fo = &slab->outputs[j];
-    unsigned present = PARITY_TENSOR_O | (fo->has_ht ? PARITY_TENSOR_HT : 0u);
+    /* ht not judged where the padding convention leaves it unknown (parity_padding_note) */
+    unsigned present = PARITY_TENSOR_O | (fo->has_ht && so->ext[i].has_ht ? PARITY_TENSOR_HT : 0u);
     so->out_dtype[i][PARITY_T_O] = fo->out.dtype;
     so->out_dtype[i][PARITY_T_HT] = GDN_DTYPE_F32;
     if (fo->has_grads && so->grads) {
@@ -83,11 +91,62 @@ int parity_stream_outputs_keep(parity_stream_outputs *so, int64_t g, const fix_f
         snprintf(what, sizeof what, "output %s %s", so->ext[i].name, parity_tensors[t].name);
         if ((rc = parity_spill_tensor_open(st, what, so->counts[t], so->p->n_groups, e))) return rc;
       }
-      const parity_vals v = parity_tensor_get(&parity_tensors[t], &fo->out, fo->has_grads ? &fo->grads : NULL);
+      parity_vals v = parity_tensor_get(&parity_tensors[t], &fo->out, fo->has_grads ? &fo->grads : NULL);
+      if (t == PARITY_T_O && so->pad && v.f) { /* binary64, to hold the reference's values where masked */
+        const size_t m = gdn_shape_numel_v(&fo->out.shape);
+        for (size_t k = 0; k < m; k++) so->buf[2][k] = v.f[k];
+        v = parity_vals_f64(so->buf[2]);
+      }
       if ((rc = parity_spill_tensor_write(st, g, v, e))) return rc;
     }
   }
   return GDN_OK;
+}
+
+/* Output i's slab of o in group g: packing maxima, then masked at padding. */
+static int docs_one(parity_stream_outputs *so, size_t i, int64_t g, const gdn_inputs *in, const double *ref,
+                    const double *alt, int mask, gdn_error *e) {
+  parity_vals xv;
+  int rc = parity_spill_tensor_read(&so->t[i][PARITY_T_O], g, so->buf[0], &xv, e);
+  if (rc) return rc;
+  const size_t row = (size_t)(in->shape.Hv * in->shape.Dv), nt = (size_t)(in->shape.B * in->shape.T);
+  const double *o = xv.d;
+  if (!o) { /* kept as float32 (no padding to mask) */
+    for (size_t k = 0; k < nt * row; k++) so->buf[2][k] = xv.f[k];
+    o = so->buf[2];
+  }
+  if (alt) {
+    const int q = in->packing == GDN_PACKING_LEAK ? GDN_PACKING_RESET : GDN_PACKING_LEAK;
+    parity_packing_acc_add(&so->acc[i], (int)in->packing, in, o, ref);
+    parity_packing_acc_add(&so->acc[i], q, in, o, alt);
+  }
+  if (!mask) return GDN_OK;
+  if (!xv.d)
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "output %s: o kept as float32 cannot be masked", so->ext[i].name);
+  for (size_t t = 0; t < nt; t++)
+    if (in->seg[t] == 0) memcpy(so->buf[0] + t * row, ref + t * row, row * sizeof(double));
+  return parity_spill_tensor_write(&so->t[i][PARITY_T_O], g, parity_vals_f64(so->buf[0]), e);
+}
+
+int parity_stream_outputs_docs(parity_stream_outputs *so, int64_t g, const gdn_inputs *in,
+                               const parity_spill_tensor *ref_o, parity_oracle_tier tier, int bits, gdn_error *e) {
+  const int bound = so->n && in->seg && parity_packing_boundaries(in) > 0;
+  if (!bound && !so->pad) return GDN_OK;
+  parity_vals rv;
+  int rc = parity_spill_tensor_read(ref_o, g, so->buf[1], &rv, e);
+  if (!rc && !rv.d)
+    rc = gdn_error_set(e, GDN_ERR_INTERNAL, "head group %lld: the reference's o is not binary64", (long long)g);
+  parity_reference alt;
+  parity_reference_init(&alt);
+  if (!rc && bound) rc = parity_packing_group_other(in, tier, bits, &alt, e);
+  for (size_t i = 0; i < so->n && !rc; i++)
+    rc = docs_one(so, i, g, in, rv.d, bound ? alt.out.o : NULL, so->pad && parity_padding_masks(&so->ext[i]), e);
+  parity_reference_clear(&alt);
+  return rc;
+}
+
+int parity_stream_outputs_record(parity_stream_outputs *so, const gdn_inputs *whole, gdn_error *e) {
+  return parity_packing_group_record(whole, so->acc, so->ext, so->n, e);
 }
 
 /* --- the measurements ----------------------------------------------------- */

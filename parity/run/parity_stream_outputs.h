@@ -19,6 +19,13 @@
  *   per case, parity_stream_subject.h: the block map when an output's o
  *        has the worst block_rel, and the case's subject.
  *
+ * With packed documents, as each group's reference is in scratch,
+ * parity_stream_outputs_docs adds the packing verdict's maxima
+ * (parity_packing_group.h) and masks o at padding tokens as
+ * parity_padding_apply does whole (o then kept as binary64); the verdict
+ * is recorded after the last group (parity_stream_outputs_record), before
+ * any measurement.
+ *
  * So the results document equals the unstreamed run's byte for byte
  * (--reproducible).  Memory: none beyond the caller's three read buffers
  * (the largest group slab as binary64 each) and, per pair being measured,
@@ -39,7 +46,7 @@
  * last, which holds that group's outputs and /oracle, and what the run
  * makes of a stored /oracle. */
 typedef struct parity_stream_fixture {
-  const parity_external *ext;
+  parity_external *ext; /* their packing verdict recorded after the oracle pass */
   size_t n_ext;
   const fix_fixture *(*slab)(void *src_ctx); /* called with parity_group_inputs.ctx */
   struct parity_stored_oracle *stored;        /* its /oracle (parity_stream_oracle.h), NULL: none */
@@ -47,7 +54,7 @@ typedef struct parity_stream_fixture {
 } parity_stream_fixture;
 
 typedef struct parity_stream_outputs {
-  const parity_external *ext; /* the outputs' identity (parity_externals_from_fixture of the file's metadata) */
+  parity_external *ext; /* the outputs' identity (parity_externals_from_fixture of the file's metadata) */
   size_t n;
   size_t first;               /* subject index of ext[0] in the run's table */
   const parity_stream_plan *p;
@@ -59,13 +66,15 @@ typedef struct parity_stream_outputs {
   const size_t *index;         /* ext[i] is a slab's outputs[index[i]] (NULL: i) */
   int64_t *counts[PARITY_T_N]; /* per group element counts (borrowed) */
   double *buf[3];              /* read buffers (borrowed) */
+  struct parity_packing_acc *acc; /* per output: the packing verdict's maxima (parity_packing_group.h) */
+  int pad;                     /* the inputs have padding tokens: o is kept as binary64, to be masked */
 } parity_stream_outputs;
 
 /* Empty (n 0): nothing kept or measured. */
 void parity_stream_outputs_init(parity_stream_outputs *so);
 /* n outputs whose subjects start at index `first`; counts and buf are the
  * caller's and outlive so. */
-int parity_stream_outputs_open(parity_stream_outputs *so, const parity_external *ext, size_t n, size_t first,
+int parity_stream_outputs_open(parity_stream_outputs *so, parity_external *ext, size_t n, size_t first,
                                const parity_stream_plan *p, int grads, int64_t *const counts[PARITY_T_N],
                                double *const buf[3], gdn_error *e);
 void parity_stream_outputs_clear(parity_stream_outputs *so);
@@ -73,6 +82,19 @@ void parity_stream_outputs_clear(parity_stream_outputs *so);
 /* Group g's slab of every output (slab: fix_group_read's of that group)
  * into scratch. */
 int parity_stream_outputs_keep(parity_stream_outputs *so, int64_t g, const fix_fixture *slab, gdn_error *e);
+
+/* Packed documents, once group g's reference o is in scratch (ref_o; `in`
+ * the group's inputs): each output's packing maxima against it and against
+ * the other packing's reference (tier, bits), as parity_packing_match
+ * whole (parity_packing_group.h), then its o masked at padding tokens in
+ * scratch where the output declares no padding (parity_padding_apply's
+ * mask, slab by slab).  Nothing without segment ids. */
+int parity_stream_outputs_docs(parity_stream_outputs *so, int64_t g, const gdn_inputs *in,
+                               const parity_spill_tensor *ref_o, parity_oracle_tier tier, int bits, gdn_error *e);
+
+/* After the last group: each output's packing verdict (whole: the run's
+ * header, its segment ids and packing) recorded in so->ext. */
+int parity_stream_outputs_record(parity_stream_outputs *so, const gdn_inputs *whole, gdn_error *e);
 
 /* The outputs' measurements of chunk size `chunk` into x->meas (from index
  * so->first): against the reference tensors ref (ref_present bits), with

@@ -13,6 +13,7 @@
 #include "parity_log.h"
 #include "parity_metrics.h"
 #include "parity_oracle_group.h"
+#include "parity_padding.h"
 #include "parity_stream_seg.h"
 #include "parity_spill.h"
 #include "parity_stream_oracle.h"
@@ -434,7 +435,10 @@ static int oracle_visit(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
   if (!rc && g == 0) rc = header_from(c, &le);
   if (!rc && c->hdr.seg) rc = parity_stream_seg_same(&c->hdr, &c->in, g, &le); /* rank 0's header keeps the ids */
   /* a fixture's outputs and stored /oracle: one process only (refused under mpirun, parity_sweep_run_streamed) */
-  if (!rc && c->outs.n) rc = parity_stream_outputs_keep(&c->outs, g, c->sr->fixture->slab(c->sr->src.ctx), &le);
+  if (!rc && c->outs.n) {
+    c->outs.pad = parity_padding_tokens(&c->in) > 0; /* the same ids in every group */
+    rc = parity_stream_outputs_keep(&c->outs, g, c->sr->fixture->slab(c->sr->src.ctx), &le);
+  }
   if (!rc && c->stored) rc = stored_keep(c, g, &le);
   for (size_t ci = 0; !rc && ci < o->n_chunks; ci++) parity_kappa_acc_add(&c->kacc[ci], &c->in, o->chunks[ci]);
   if (rc && parity_dist_size() == 1) return *e = le, rc;
@@ -444,6 +448,9 @@ static int oracle_visit(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
   }
   if (me == owner && (!c->stored || c->sr->grads)) oracle_compute(c, go, g); /* stored: the VJP only */
   if (c->rh[g].rc && parity_dist_size() == 1) return *e = c->rh[g].err, c->rh[g].rc; /* the rest would fail alike */
+  /* packed documents: the packing maxima and the padding mask (one process only, as the outputs) */
+  if (c->outs.n)
+    return parity_stream_outputs_docs(&c->outs, g, &c->in, &c->refs.t[PARITY_T_O], c->sr->tier, c->sr->oracle_bits, e);
   return GDN_OK;
 }
 
@@ -463,6 +470,7 @@ static int oracle_pass(sctx *c, gdn_error *e) {
   for (int64_t g = 0; g < c->p->n_groups && !rc; g++) rc = oracle_share(c, &go, g, e);
   if (!rc) rc = parity_stream_merge_kappa(rc, c->kacc, o->n_chunks, e);
   if (!rc) rc = header_share(c, e);
+  if (!rc && c->outs.n) rc = parity_stream_outputs_record(&c->outs, &c->hdr, e); /* the packing verdict, merged */
   if (!rc) rc = parity_group_oracle_finish(&go, &c->ref, e);
   parity_group_oracle_clear(&go);
   return rc;

@@ -8,7 +8,11 @@
  * Negative control: one element of one output planted wrong at the last
  * head group fails the streamed check, naming the output, the value head
  * and the token, and the streamed document is still the whole check's: a
- * streamed run that skipped that group's slab would PASS and so differ. */
+ * streamed run that skipped that group's slab would PASS and so differ.
+ *
+ * Packed documents with /outputs: the packing verdict merged over the
+ * groups and o masked at padding slab by slab give the whole check's
+ * document too (packed_outputs, packed_planted_fails). */
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
@@ -292,6 +296,70 @@ START_TEST(two_shard_runs) {
 }
 END_TEST
 
+/* Packed documents (3 per row, reset, h0) with our kernels' outputs; the
+ * 2-device output's "padding" attribute removed, so its o is masked at the
+ * padding tokens (the reference's values there) and its ht, the row ending
+ * in padding, is not judged; the stock one declares padding zeroed.  The
+ * streamed check's packing verdict (merged over the head groups) and its
+ * masks are the whole check's, byte for byte. */
+static void packed_synth(const char *name, char *f, size_t n) {
+  synth(name, (const char *const[]){"--shape", "1,256,4,16", "--key-heads", "2", "--h0", "--documents", "3",
+                                    "--packing", "reset", "--kernel-outputs", "1,2", NULL},
+        f, n);
+  hid_t h = h5e_open_rw(f), g = H5Gopen2(h, "/outputs/kernel-affine-prefix-d2", H5P_DEFAULT);
+  ck_assert(g >= 0 && H5Adelete(g, "padding") >= 0);
+  H5Gclose(g);
+  H5Fclose(h);
+}
+
+static int count_of(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
+START_TEST(packed_outputs) {
+  char f[256], a[256];
+  dir_begin();
+  packed_synth("packed.h5", f, sizeof f);
+  cli_result r;
+  same_both_ways(f, NULL, NULL, 0, &r);
+  snprintf(a, sizeof a, "%s/p.json", dir);
+  ck_assert_int_eq(check_to(f, (const char *const[]){"--group-heads", "1", NULL}, a, &r), 0);
+  char *d = test_read_file(a, NULL);
+  ck_assert(d);
+  /* both outputs compute reset (the fixture's), judged so in every case */
+  ck_assert_msg(count_of(d, "\"packing_matched\": \"reset\"") >= 2 && !strstr(d, "\"packing_matched\": \"leak\""),
+                "%s", d);
+  ck_assert_msg(strstr(d, "not judged at the") && strstr(d, "padding tokens (segment id 0)"), "no mask: %s", d);
+  free(d);
+  unlink(a);
+  unlink(f);
+  dir_end();
+}
+END_TEST
+
+/* Negative control: one element of the masked output's o planted wrong
+ * inside a document at the last head group (value head 3, token 100): the
+ * streamed check FAILs as the whole one, with its document byte for byte.
+ * The planted error is that output's largest under both packings, so a
+ * packing verdict recorded from the first group only (heads 0-1) would
+ * record other packing_err values and differ. */
+START_TEST(packed_planted_fails) {
+  char f[256];
+  dir_begin();
+  packed_synth("packbad.h5", f, sizeof f);
+  const hsize_t H = 4, D = 16, t = 100, h = 3, d = 5;
+  h5e_poke(f, "/outputs/kernel-affine-prefix-d2/o", (t * H + h) * D + d, 0.5f);
+  cli_result r;
+  same_both_ways(f, NULL, NULL, 1, &r);
+  ck_assert_msg(strstr(r.out, "FAIL") && strstr(r.out, "kernel-affine-prefix-d2"), "%s", r.out);
+  ck_assert_msg(strstr(r.out, "t=100") && strstr(r.out, "h=3"), "the worst element is not named: %s", r.out);
+  unlink(f);
+  dir_end();
+}
+END_TEST
+
 CKR_MAIN_ARGS("test_check_stream PATH-TO-gdn-parity PATH-TO-gdn-fixture", 2, (&exe, &fixture_exe), "check_stream",
               "check_stream", 600, outputs_forward, outputs_with_gradients, planted_output_fails, stored_oracle,
-              stored_oracle_with_gradients, two_shard_runs)
+              stored_oracle_with_gradients, two_shard_runs, packed_outputs, packed_planted_fails)
