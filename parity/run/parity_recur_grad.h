@@ -18,7 +18,7 @@
  * (parity_recur_case_band: a per-channel gate u (8 kappa_G + 64), the case
  * carrying "band" and "kappa_g" as the forward's; another gate the fixed
  * 2^-12).  Measured (docs/numerics.md): the token loop's backward 4u to
- * 9u, the chunked kernel's and the affine-prefix's at most 0.92 u kappa_G
+ * 25u (64u its band), the chunked kernel's and the affine-prefix's at most 0.92 u kappa_G
  * (seeds 1-4, Kimi gates scaled by 0.3 to 30), against ~1 for a dg summed
  * along the wrong axis.
  *
