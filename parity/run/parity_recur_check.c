@@ -47,23 +47,29 @@ static json_t *err_json(chk_err m, const int64_t dims[4], const char *const name
 
 /* One judged output set: x (ht NULL: not stored) against ref. */
 static int judge(const parity_recur_check_opts *o, const char *subject, int64_t C, int64_t D, const gdn_outputs *x,
-                 double band, const gdn_outputs *ref, json_t *cases, int *failed, gdn_error *e) {
+                 double band, double band_ht, json_t *kj, const gdn_outputs *ref, json_t *cases, int *failed,
+                 gdn_error *e) {
   const gdn_shape *s = &ref->shape;
   static const char *const on[4] = {"b", "t", "h", "d"}, *const hn[4] = {"b", "h", "dk", "dv"};
   const int64_t od[4] = {s->B, s->T, s->Hv, s->Dv}, hd[4] = {s->B, s->Hv, s->Dk, s->Dv};
   const chk_err eo = measure(x->o, ref->o, gdn_shape_numel_v(s));
   const chk_err eh = x->ht ? measure(x->ht, ref->ht, gdn_shape_numel_state(s)) : (chk_err){0, 0, 0, 0};
-  const int pass = eo.err <= band && eh.err <= band;
+  const int pass = eo.err <= band && eh.err <= band_ht;
   json_t *c = json_pack("{s:s, s:o, s:o, s:f, s:o, s:o, s:b}", "subject", subject, "chunk",
                         C > 0 ? json_integer(C) : json_null(), "devices", D > 0 ? json_integer(D) : json_null(),
-                        "band", band, "o", err_json(eo, od, on), "ht", x->ht ? err_json(eh, hd, hn) : json_null(),
+                        "band", isfinite(band) ? band : 0, "o", err_json(eo, od, on), "ht", x->ht ? err_json(eh, hd, hn) : json_null(),
                         "pass", pass);
+  if (c && band_ht != band && json_object_set_new(c, "band_ht", json_real(isfinite(band_ht) ? band_ht : 0)))
+    c = (json_decref(c), NULL);
+  if (c && kj && json_object_set_new(c, "kappa_g", kj)) c = (json_decref(c), NULL);
+  else if (!c)
+    json_decref(kj);
   if (!c || json_array_append_new(cases, c)) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
   if (!pass) ++*failed;
   if (o->log) {
     char at[160] = "";
     if (!pass) {
-      const int oh = eo.err > band;
+      const int oh = !(eo.err <= band);
       size_t i = oh ? eo.at : eh.at;
       int64_t ix[4];
       for (int a = 3; a >= 0; a--) {
@@ -79,8 +85,12 @@ static int judge(const parity_recur_check_opts *o, const char *subject, int64_t 
     }
     char cd[48] = "";
     if (C > 0) snprintf(cd, sizeof cd, D > 0 ? " C=%lld D=%lld" : " C=%lld", (long long)C, (long long)D);
-    fprintf(o->log, "  %-4s %s%s: o err %.3e, ht err %s%.3e (band %.3e)%s\n", pass ? "PASS" : "FAIL", subject, cd,
-            eo.err, x->ht ? "" : "(not stored) ", eh.err, band, at);
+    char kap[80] = "";
+    if (json_is_object(kj))
+      snprintf(kap, sizeof kap, ", kappa_G %.3g (channel %lld)", json_real_value(json_object_get(kj, "value")),
+               (long long)json_integer_value(json_object_get(kj, "worst_channel")));
+    fprintf(o->log, "  %-4s %s%s: o err %.3e, ht err %s%.3e (band %.3e)%s%s\n", pass ? "PASS" : "FAIL", subject, cd,
+            eo.err, x->ht ? "" : "(not stored) ", eh.err, band, kap, at);
   }
   return GDN_OK;
 }
@@ -98,10 +108,15 @@ static int run_kernel(const parity_recur_check_opts *o, const fix_fixture *fx, c
   const char *subject = C <= 0 ? r->token_subject : D > 0 ? r->affine_subject : r->chunked_subject;
   gdn_outputs out;
   gdn_outputs_init(&out);
-  int rc = k(&fx->inputs, &fx->chgate, &cfg, 0, &out, e);
-  /* on bfloat16 inputs the kernels store o in bfloat16 (kern_output_dtype): its band */
-  const double band = out.dtype == GDN_DTYPE_BF16 ? PARITY_RECUR_BAND_BF16 : PARITY_RECUR_BAND_F32;
-  if (!rc) rc = judge(o, subject, C, D, &out, band, ref, cases, failed, e);
+  double band;
+  json_t *kj = NULL;
+  parity_kappa_ch kc;
+  int rc = parity_recur_case_band(r, &fx->inputs, &fx->chgate, C, D, PARITY_RECUR_BAND_F32, &band, &kj, &kc, e);
+  if (!rc) rc = k(&fx->inputs, &fx->chgate, &cfg, 0, &out, e);
+  /* on bfloat16 inputs the kernels store o in bfloat16 (kern_output_dtype): its band; ht stays float32 */
+  const double band_o = !rc && out.dtype == GDN_DTYPE_BF16 ? parity_recur_band_bf16(band) : band;
+  if (!rc) rc = judge(o, subject, C, D, &out, band_o, band, kj, ref, cases, failed, e), kj = NULL;
+  json_decref(kj);
   gdn_outputs_clear(&out);
   return rc;
 }
@@ -153,8 +168,14 @@ static int run_cases(const parity_recur_check_opts *o, const fix_fixture *fx, co
     const fix_output *x = &fx->outputs[i];
     char subject[512];
     snprintf(subject, sizeof subject, "output:%s", x->name);
-    const double band = x->out.dtype == GDN_DTYPE_BF16 ? PARITY_RECUR_BAND_BF16 : PARITY_RECUR_BAND_F32;
-    if ((rc = judge(o, subject, 0, x->devices, &x->out, band, ref, cases, failed, e))) return rc;
+    double band;
+    json_t *kj = NULL;
+    parity_kappa_ch kc;
+    if ((rc = parity_recur_case_band(o->rec, &fx->inputs, &fx->chgate, fx->chunk_size, x->devices,
+                                     PARITY_RECUR_BAND_F32, &band, &kj, &kc, e)))
+      return rc;
+    const double band_o = x->out.dtype == GDN_DTYPE_BF16 ? parity_recur_band_bf16(band) : band;
+    if ((rc = judge(o, subject, 0, x->devices, &x->out, band_o, band, kj, ref, cases, failed, e))) return rc;
   }
   return GDN_OK;
 }

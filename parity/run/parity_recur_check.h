@@ -13,11 +13,17 @@
  * stored: what a TPU dump holds).  Each case measures, for o and ht, the
  * normwise relative error err = max |x - r| / max |r| and where the largest
  * |x - r| lies (b, t or token, head, d), and passes when err <= band for
- * both: PARITY_RECUR_BAND_F32 (2^-12; parity_recur_sweep.h gives its
- * reason) for float32 outputs; for an o stored as bfloat16,
- * PARITY_RECUR_BAND_BF16 = 2^-6: storing o in bfloat16 alone moves an
- * element by up to 2^-9 of itself, eight times below that band, while the
- * mutants' errors (0.4 to 0.9) stay far above it.
+ * both, the band the sweep judges by (parity_recur_case_band): for a
+ * per-channel gate (KDA) band = u (8 kappa_G + 64), u = 2^-24, kappa_G per
+ * channel of the fixture's gates at the case's chunk and devices (the token
+ * kernel: kappa_G 0, "kappa_g" null); for a stored output at the file's
+ * chunk_size (an output declares no chunk size of its own) and the output's
+ * devices attribute (absent: one device).  A gate of another shape: the
+ * fixed PARITY_RECUR_BAND_F32.  An o stored as bfloat16 is judged by
+ * parity_recur_band_bf16(band): rounding o to bfloat16 (8 significand bits,
+ * u_bf16 = 2^-8) moves each element by at most u_bf16 of itself, so
+ * max |bf(x) - r| <= u_bf16 max |r| + (1 + u_bf16) max |x - r|; its ht
+ * (float32 by schema) keeps the float32 band, "band_ht" in the case.
  *
  * The document:
  *   {"schema": "gdn-parity-recurrence-check", "version": 1,
@@ -26,7 +32,8 @@
  *    from the fixture), "certified_bits", "from_fixture", "spot_check":
  *    {"columns", "rel"} (from the fixture only), "note" (a stored /oracle
  *    not used: why)}, "cases": [{"subject" (a kernel's name, or
- *    "output:<name>"), "chunk", "devices", "band", "o": {"err",
+ *    "output:<name>"), "chunk", "devices", "band", "band_ht" (a bfloat16
+ *    output only), "kappa_g" (per-channel gates: as the sweep's), "o": {"err",
  *    "max_abs_err", "max_ref", "worst": {"b", "t", "h", "d"}}, "ht": {...,
  *    "worst": {"b", "h", "dk", "dv"}} or null, "pass"}], "n_cases",
  *    "n_failed", "pass"}.
@@ -44,7 +51,8 @@
 #include "parity_recur_sweep.h"
 #include "parity_recurrence.h"
 
-#define PARITY_RECUR_BAND_BF16 0x1p-6
+/* The band of an o stored as bfloat16, over the float32 band (above). */
+static inline double parity_recur_band_bf16(double band) { return 0x1p-8 + (1 + 0x1p-8) * band; }
 
 typedef struct parity_recur_check_opts {
   const parity_recurrence *rec;

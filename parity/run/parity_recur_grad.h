@@ -14,16 +14,21 @@
  * says so (its "chunked_backward" string, absent otherwise).  Each
  * of dq, dk, dv, dg, dbeta, dh0 (dg of the gate's shape: per channel for
  * KDA) is measured normwise, err = max |x - r| / max |r|, and the case
- * passes when every err <= band (the forward's float32 band, 2^-12:
- * docs/numerics.md gives the measured backward errors, ~1e-6, against
- * ~1 for a dg summed along the wrong axis).
+ * passes when every err <= band: the forward's band for the same case
+ * (parity_recur_case_band: a per-channel gate u (8 kappa_G + 64), the case
+ * carrying "band" and "kappa_g" as the forward's; another gate the fixed
+ * 2^-12).  Measured (docs/numerics.md): the token loop's backward 4u to
+ * 25u (64u its band), the chunked kernel's and the affine-prefix's at most 0.92 u kappa_G
+ * (seeds 1-4, Kimi gates scaled by 0.3 to 30), against ~1 for a dg summed
+ * along the wrong axis.
  *
  * The result is the object the forward document gets as "grad":
  *   {"oracle": {"tier": "mpfr", "precision_bits", "check_bits",
  *    "certified_bits", "certified": {"dq": bits, ...}},
  *    "cotangents": {"seed", "dht": true}, "band", "vjp_mutant",
  *    "chunked_backward": "..." (a row without one only), "cases":
- *    [{"subject", "chunk", "devices" (null for the token loop), "dq": {"err",
+ *    [{"subject", "chunk", "devices" (null for the token loop), "band" and
+ *    "kappa_g" (per-channel gates), "dq": {"err",
  *    "max_abs_err", "max_ref"}, "dk", "dv", "dg", "dbeta", "dh0", "pass"}],
  *    "n_cases", "n_failed", "pass"}
  * and the document's n_cases, n_failed and pass then count the backward

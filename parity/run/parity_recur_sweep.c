@@ -41,6 +41,27 @@ static json_t *err_json(recur_err m) {
                    isfinite(m.max_abs) ? m.max_abs : 1e308, "max_ref", m.max_ref);
 }
 
+int parity_recur_case_band(const parity_recurrence *rec, const gdn_inputs *in, const gdn_chgate *gate, int64_t C,
+                           int64_t D, double fixed, double *band, json_t **kj, parity_kappa_ch *kc, gdn_error *e) {
+  *kj = NULL;
+  *kc = (parity_kappa_ch){0, 0, 0, 0, 0};
+  *band = fixed;
+  if (rec->gate_shape != PARITY_GATE_HEAD_TOKEN_CHANNEL) return GDN_OK;
+  if (C > 0) {
+    const int rc = parity_kappa_channels(in, gate, C, D > 0 ? D : 1, kc, e);
+    if (rc) return rc;
+    *kj = json_pack("{s:I, s:f, s:f, s:f, s:f}", "worst_channel", (json_int_t)kc->worst_d, "value",
+                    isfinite(kc->worst) ? kc->worst : 1e308, "o", isfinite(kc->worst_o) ? kc->worst_o : 1e308, "ht",
+                    isfinite(kc->worst_ht) ? kc->worst_ht : 1e308, "median_channel",
+                    isfinite(kc->median) ? kc->median : 1e308);
+  } else {
+    *kj = json_null();
+  }
+  if (!*kj) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+  *band = 0x1p-24 * (PARITY_RECUR_KAPPA_C * (C > 0 ? kc->worst : 0) + PARITY_RECUR_KAPPA_F);
+  return GDN_OK;
+}
+
 /* One case: the token kernel (C <= 0), the chunked kernel at chunk C
  * (D <= 0) or the affine-prefix at (C, D), judged. */
 static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_chgate *gate,
@@ -59,18 +80,11 @@ static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_
   const recur_err eo = measure(out.o, ref->o, gdn_shape_numel_v(s));
   const recur_err eh = measure(out.ht, ref->ht, gdn_shape_numel_state(s));
   gdn_outputs_clear(&out);
-  json_t *kj = json_null(); /* kappa_G per channel: the chunked cases (per-channel gates only) */
+  json_t *kj = NULL;
   parity_kappa_ch kc = {0, 0, 0, 0, 0};
-  if (C > 0 && o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL) {
-    if ((rc = parity_kappa_channels(in, gate, C, D > 0 ? D : 1, &kc, e))) return rc;
-    kj = json_pack("{s:I, s:f, s:f, s:f, s:f}", "worst_channel", (json_int_t)kc.worst_d, "value",
-                   isfinite(kc.worst) ? kc.worst : 1e308, "o", isfinite(kc.worst_o) ? kc.worst_o : 1e308, "ht",
-                   isfinite(kc.worst_ht) ? kc.worst_ht : 1e308, "median_channel",
-                   isfinite(kc.median) ? kc.median : 1e308);
-  }
-  const int per_channel = o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL;
-  const double band =
-      per_channel ? 0x1p-24 * (PARITY_RECUR_KAPPA_C * (C > 0 ? kc.worst : 0) + PARITY_RECUR_KAPPA_F) : o->band;
+  double band;
+  if ((rc = parity_recur_case_band(o->rec, in, gate, C, D, o->band, &band, &kj, &kc, e))) return rc;
+  const int per_channel = kj != NULL;
   const int pass = eo.err <= band && eh.err <= band; /* a NaN kappa: a NaN band, and the case fails */
   const char *subject = C <= 0 ? o->rec->token_subject : D > 0 ? o->rec->affine_subject : o->rec->chunked_subject;
   json_t *c = json_pack("{s:s, s:o, s:o, s:o, s:o, s:b}", "subject", subject, "chunk",
@@ -79,7 +93,7 @@ static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_
   if (c && per_channel &&
       (json_object_set_new(c, "kappa_g", kj) || json_object_set_new(c, "band", json_real(isfinite(band) ? band : 0))))
     c = (json_decref(c), NULL);
-  else if (!per_channel)
+  else if (!c)
     json_decref(kj);
   if (!c || json_array_append_new(cases, c)) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
   if (!pass) ++*failed;

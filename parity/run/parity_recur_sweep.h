@@ -38,6 +38,7 @@
 
 #include "gdn_error.h"
 #include "gdn_shape.h"
+#include "parity_kappa_ch.h"
 #include "parity_recurrence.h"
 
 #define PARITY_RECUR_BAND_F32 0x1p-12
@@ -73,6 +74,16 @@ typedef struct parity_recur_opts {
   double band;
   FILE *log;     /* a line per case (NULL: silent) */
 } parity_recur_opts;
+
+/* The band of a case of rec at chunk C (<= 0: the token kernel) on D
+ * devices (<= 0: one).  A per-channel gate: band = u (C_K kappa_G + F) above,
+ * kappa_G per channel of gate over in at (C, D) (parity_kappa_ch.h) with *kc
+ * its values and *kj the case's "kappa_g" object {"worst_channel", "value",
+ * "o", "ht", "median_channel"} (JSON null for the token kernel), the
+ * caller's reference.  Otherwise band = fixed and *kj = NULL.  The sweep
+ * and check (parity_recur_check.h) both judge by it. */
+int parity_recur_case_band(const parity_recurrence *rec, const gdn_inputs *in, const gdn_chgate *gate, int64_t C,
+                           int64_t D, double fixed, double *band, json_t **kj, parity_kappa_ch *kc, gdn_error *e);
 
 /* 64-chunk sweep of rec on devices 1, 2, 4, 8, seed 0, no h0, 128 bits, no
  * mutant, the float32 band. */

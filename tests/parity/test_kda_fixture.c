@@ -6,6 +6,7 @@
 #include <check.h>
 #include <hdf5.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,8 @@
 #include "gdn_chgate.h"
 #include "gdn_synth.h"
 #include "kern_kda.h"
+#include "parity_kappa_ch.h"
+#include "parity_recur_check.h"
 
 static char dir[64];
 static char path_buf[8][256];
@@ -150,6 +153,129 @@ START_TEST(planted_output_fails_at_its_place) {
   ck_assert(json_is_true(json_object_get(find_case(doc, "kda-chunk"), "pass")));
   json_decref(doc);
 }
+END_TEST
+
+/* The band check judges a KDA case by: u (8 kappa_G + 64) with kappa_G per
+ * channel of the fixture's gates at (C, D) (the token kernel: 64 u). */
+static double kappa_band(const fix_fixture *fx, int64_t C, int64_t D, double *kappa) {
+  *kappa = 0;
+  if (C <= 0) return 0x1p-24 * 64;
+  parity_kappa_ch kc;
+  gdn_error e;
+  ck_assert_msg(parity_kappa_channels(&fx->inputs, &fx->chgate, C, D > 0 ? D : 1, &kc, &e) == 0, "%s", e.msg);
+  *kappa = kc.worst;
+  return 0x1p-24 * (8 * kc.worst + 64);
+}
+
+/* write_kda's fixture plus /outputs/bf (the token kernel's o stored as
+ * bfloat16, devices 2). */
+static void write_kda_bf16(const char *p) {
+  fix_fixture fx;
+  gdn_error e;
+  make_kda(&fx, 1);
+  fix_output *o;
+  ck_assert_int_eq(fix_fixture_add_output(&fx, "bf", &o, &e), 0);
+  kern_config cfg;
+  kern_config_init(&cfg);
+  cfg.matmul = KERN_MATMUL_IEEE;
+  ck_assert_msg(kern_kda_recurrent(&fx.inputs, &fx.chgate, &cfg, KERN_KDA_MUTANT_NONE, &o->out, &e) == 0, "%s",
+                e.msg);
+  o->out.dtype = GDN_DTYPE_BF16;
+  o->has_ht = 1;
+  o->devices = 2;
+  o->missing &= ~(unsigned)(FIX_ATTR_DEVICES | FIX_ATTR_IMPLEMENTATION);
+  ck_assert_int_eq(fix_set_string(&o->implementation, "scan", &e), 0);
+  ck_assert_msg(fix_write(&fx, p, &e) == 0, "%s", e.msg);
+  fix_fixture_clear(&fx);
+}
+
+/* Every case's band and kappa_g are the formula's at its chunk and devices
+ * (a stored output: the file's chunk_size and its devices attribute; a
+ * bfloat16 o: u_bf16 + (1 + u_bf16) band, its ht the float32 band). */
+START_TEST(check_band_follows_kappa) {
+  const char *p = tpath("k.h5"), *j = tpath("k.json");
+  write_kda_bf16(p);
+  gdn_error e;
+  ck_assert_msg(check_json(p, j, &e) == 0, "%s", e.msg);
+  json_t *d = load_json(j);
+  fix_fixture fx;
+  make_kda(&fx, 0);
+  size_t i;
+  json_t *c;
+  int n_kernel = 0;
+  json_array_foreach(json_object_get(d, "cases"), i, c) {
+    const char *sub = json_string_value(json_object_get(c, "subject"));
+    const int out = !strncmp(sub, "output:", 7);
+    int64_t C = json_integer_value(json_object_get(c, "chunk")), D = json_integer_value(json_object_get(c, "devices"));
+    if (out) C = 64;
+    double kappa;
+    const double band = kappa_band(&fx, C, D, &kappa);
+    json_t *kj = json_object_get(c, "kappa_g");
+    ck_assert_ptr_nonnull(kj);
+    if (C <= 0) {
+      ck_assert(json_is_null(kj));
+    } else {
+      ck_assert_msg(json_real_value(json_object_get(kj, "value")) == kappa, "%s: kappa %g", sub, kappa);
+      ck_assert(kappa > 1);
+    }
+    const double got = json_real_value(json_object_get(c, "band"));
+    if (!strcmp(sub, "output:bf")) {
+      ck_assert_int_eq(D, 2);
+      ck_assert_msg(got == 0x1p-8 + (1 + 0x1p-8) * band, "bf band %g (f32 %g)", got, band);
+      ck_assert(json_real_value(json_object_get(c, "band_ht")) == band);
+      /* o rounded to bfloat16: about 2^-9 of max |o|, under its band */
+      const double eo = json_real_value(json_object_get(json_object_get(c, "o"), "err"));
+      ck_assert_msg(eo > 0x1p-12 && eo <= got, "bf o err %g", eo);
+    } else {
+      ck_assert_msg(got == band, "%s: band %g, formula %g", sub, got, band);
+      ck_assert_ptr_null(json_object_get(c, "band_ht"));
+      n_kernel += !out;
+    }
+    ck_assert(json_is_true(json_object_get(c, "pass")));
+  }
+  ck_assert_int_eq(n_kernel, 6);
+  ck_assert_int_eq(json_integer_value(json_object_get(d, "n_cases")), 8);
+  fix_fixture_clear(&fx);
+  json_decref(d);
+}
+END_TEST
+
+/* o[0, 37, 1, 5] of /outputs/tpu_scan moved by f band max |o| (band: the
+ * output case's, C 64, one device): check's verdict on the output. */
+static int planted_at_band(double f) {
+  const char *p = tpath("k.h5"), *j = tpath("k.json");
+  write_kda(p, 1);
+  fix_fixture fx;
+  make_kda(&fx, 0);
+  double kappa;
+  const double band = kappa_band(&fx, 64, 1, &kappa);
+  fix_fixture_clear(&fx);
+  const hsize_t flat = ((0 * 96 + 37) * 2 + 1) * 16 + 5;
+  hid_t f5 = h5e_open_rw(p), d = H5Dopen2(f5, "/outputs/tpu_scan/o", H5P_DEFAULT);
+  float o[96 * 2 * 16];
+  ck_assert_int_ge(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, o), 0);
+  float mx = 0;
+  for (int k = 0; k < 96 * 2 * 16; k++) mx = fabsf(o[k]) > mx ? fabsf(o[k]) : mx;
+  o[flat] += (float)(f * band * mx);
+  ck_assert_int_ge(H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, o), 0);
+  H5Dclose(d);
+  H5Fclose(f5);
+  gdn_error e;
+  const int rc = check_json(p, j, &e);
+  ck_assert_int_le(rc, 1);
+  json_t *doc = load_json(j);
+  json_t *c = find_case(doc, "output:tpu_scan");
+  ck_assert(json_real_value(json_object_get(c, "band")) == band);
+  const int pass = json_is_true(json_object_get(c, "pass"));
+  ck_assert_int_eq(pass, rc == 0);
+  json_decref(doc);
+  return pass;
+}
+
+START_TEST(planted_tenth_band_passes) { ck_assert(planted_at_band(0.1)); }
+END_TEST
+
+START_TEST(planted_ten_bands_fails) { ck_assert(!planted_at_band(10)); }
 END_TEST
 
 /* One float32 array as .npy bytes (version 1.0 header padded to 64). */
@@ -393,6 +519,9 @@ int main(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, synth_check_passes);
   tcase_add_test(tc, planted_output_fails_at_its_place);
+  tcase_add_test(tc, check_band_follows_kappa);
+  tcase_add_test(tc, planted_tenth_band_passes);
+  tcase_add_test(tc, planted_ten_bands_fails);
   tcase_add_test(tc, npz_rank4_g_round_trips);
   tcase_add_test(tc, gate_rank_and_recurrence_must_agree);
   tcase_add_test(tc, kda_grid_coverage_and_sweep);

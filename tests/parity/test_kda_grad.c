@@ -167,6 +167,14 @@ START_TEST(test_grad_sweep) {
       json_t *ci = json_array_get(json_object_get(g, "cases"), (size_t)i);
       ck_assert_str_eq(json_string_value(json_object_get(ci, "subject")), subj[i]);
       ck_assert_int_eq(json_is_true(json_object_get(ci, "pass")), !m);
+      /* each backward case is judged by its forward case's kappa band */
+      json_t *fi = json_array_get(json_object_get(doc, "cases"), (size_t)i);
+      const double band = json_real_value(json_object_get(ci, "band"));
+      ck_assert(band > 0 && band == json_real_value(json_object_get(fi, "band")));
+      ck_assert(json_equal(json_object_get(ci, "kappa_g"), json_object_get(fi, "kappa_g")));
+      ck_assert(i ? json_is_object(json_object_get(ci, "kappa_g")) : json_is_null(json_object_get(ci, "kappa_g")));
+      for (int id = 0; !m && id < GDN_GRADS_N; id++)
+        ck_assert(json_real_value(json_object_get(json_object_get(ci, gdn_grads_name(id)), "err")) <= band);
     }
     json_decref(doc);
   }
