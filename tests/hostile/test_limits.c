@@ -96,7 +96,9 @@ START_TEST(threads_capped_and_failure_reported) {
   ck_assert_msg(t1.tv_sec - t0.tv_sec < 10, "--threads 4096 took %ld s", (long)(t1.tv_sec - t0.tv_sec));
   struct rusage ru;
   getrusage(RUSAGE_CHILDREN, &ru);
-  ck_assert_msg(ru.ru_maxrss < 200 * 1024, "--threads 4096: peak RSS %ld KB", ru.ru_maxrss);
+  /* 30 MB here; under ASan 221 MB (its ~18 MB a worker thread, 8 threads for this work) */
+  const long cap_kb = (CKR_UNDER_ASAN ? 400 : 200) * 1024;
+  ck_assert_msg(ru.ru_maxrss < cap_kb, "--threads 4096: peak RSS %ld KB (cap %ld KB)", ru.ru_maxrss, cap_kb);
   char *env[] = {"OMP_STACKSIZE=500G", NULL};
   /* one item of work (1 head, Dv 1, one chunk): no thread is started */
   char *c1[] = {parity, "--shape", "1,16,1,1", "--chunk", "16", "--devices", "1", "--threads", "64", "--oracle",

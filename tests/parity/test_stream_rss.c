@@ -28,6 +28,8 @@
 #include "../check_runner.h"
 #include "../run_capture.h"
 
+#define RSS_MEANINGFUL (!CKR_UNDER_ASAN)
+
 static char *exe, *fixture_exe;
 
 /* Under AddressSanitizer (the ASan build) a process's RSS holds its shadow
@@ -35,16 +37,6 @@ static char *exe, *fixture_exe;
  * but no small budget holds: there the modes with --group-heads run under
  * 96 MiB more, their peaks only printed, and the budget's own choices and
  * the controls are left to the plain build. */
-#if defined(__SANITIZE_ADDRESS__)
-#define RSS_MEANINGFUL 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RSS_MEANINGFUL 0
-#endif
-#endif
-#ifndef RSS_MEANINGFUL
-#define RSS_MEANINGFUL 1
-#endif
 
 typedef struct rss_run {
   int status;
