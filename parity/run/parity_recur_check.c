@@ -6,28 +6,6 @@
 
 #include "kern_config.h"
 
-typedef struct chk_err {
-  double err, max_abs, max_ref;
-  size_t at; /* flat index of the largest |x - r| */
-} chk_err;
-
-/* Normwise relative error of x against r (NaN anywhere: inf, located). */
-static chk_err measure(const double *x, const double *r, size_t n) {
-  chk_err m = {0, 0, 0, 0};
-  for (size_t i = 0; i < n; i++) {
-    const double d = fabs(x[i] - r[i]);
-    if (!(d == d)) {
-      if (m.max_abs != INFINITY) m.at = i;
-      m.max_abs = INFINITY;
-    } else if (d > m.max_abs) {
-      m.max_abs = d;
-      m.at = i;
-    }
-    if (fabs(r[i]) > m.max_ref) m.max_ref = fabs(r[i]);
-  }
-  m.err = m.max_ref > 0 ? m.max_abs / m.max_ref : m.max_abs > 0 ? INFINITY : 0;
-  return m;
-}
 
 /* The index of flat position `at` in dims (4 axes) as an object of names. */
 static json_t *where_json(size_t at, const int64_t dims[4], const char *const names[4]) {
@@ -40,7 +18,7 @@ static json_t *where_json(size_t at, const int64_t dims[4], const char *const na
                    (json_int_t)ix[2], names[3], (json_int_t)ix[3]);
 }
 
-static json_t *err_json(chk_err m, const int64_t dims[4], const char *const names[4]) {
+static json_t *err_json(parity_recur_err m, const int64_t dims[4], const char *const names[4]) {
   return json_pack("{s:f, s:f, s:f, s:o}", "err", isfinite(m.err) ? m.err : 1e308, "max_abs_err",
                    isfinite(m.max_abs) ? m.max_abs : 1e308, "max_ref", m.max_ref, "worst", where_json(m.at, dims, names));
 }
@@ -52,8 +30,9 @@ static int judge(const parity_recur_check_opts *o, const char *subject, int64_t 
   const gdn_shape *s = &ref->shape;
   static const char *const on[4] = {"b", "t", "h", "d"}, *const hn[4] = {"b", "h", "dk", "dv"};
   const int64_t od[4] = {s->B, s->T, s->Hv, s->Dv}, hd[4] = {s->B, s->Hv, s->Dk, s->Dv};
-  const chk_err eo = measure(x->o, ref->o, gdn_shape_numel_v(s));
-  const chk_err eh = x->ht ? measure(x->ht, ref->ht, gdn_shape_numel_state(s)) : (chk_err){0, 0, 0, 0};
+  const parity_recur_err eo = parity_recur_measure(x->o, ref->o, gdn_shape_numel_v(s));
+  const parity_recur_err eh =
+      x->ht ? parity_recur_measure(x->ht, ref->ht, gdn_shape_numel_state(s)) : (parity_recur_err){0, 0, 0, 0};
   const int pass = eo.err <= band && eh.err <= band_ht;
   json_t *c = json_pack("{s:s, s:o, s:o, s:f, s:o, s:o, s:b}", "subject", subject, "chunk",
                         C > 0 ? json_integer(C) : json_null(), "devices", D > 0 ? json_integer(D) : json_null(),

@@ -13,34 +13,19 @@ static size_t numel(const gdn_shape *s, int per_channel, gdn_grad_id id) {
   return per_channel ? gdn_chgrads_numel(s, id) : gdn_grads_numel(s, id);
 }
 
-typedef struct grad_err {
-  double err, max_abs, max_ref;
-} grad_err;
-
-static grad_err measure(const double *x, const double *r, size_t n) {
-  grad_err m = {0, 0, 0};
-  for (size_t i = 0; i < n; i++) {
-    const double d = fabs(x[i] - r[i]);
-    if (!(d == d)) m.max_abs = INFINITY;
-    else if (d > m.max_abs) m.max_abs = d;
-    if (fabs(r[i]) > m.max_ref) m.max_ref = fabs(r[i]);
-  }
-  m.err = m.max_ref > 0 ? m.max_abs / m.max_ref : m.max_abs > 0 ? INFINITY : 0;
-  return m;
-}
 
 int parity_recur_grad_judge(const gdn_grads *x, const gdn_grads *r, const gdn_shape *s, int per_channel, double band,
                             double err[GDN_GRADS_N]) {
   int pass = 1;
   for (int id = 0; id < GDN_GRADS_N; id++) {
-    err[id] = measure(gdn_grads_tensor_c(x, (gdn_grad_id)id), gdn_grads_tensor_c(r, (gdn_grad_id)id),
-                      numel(s, per_channel, (gdn_grad_id)id)).err;
+    err[id] = parity_recur_measure(gdn_grads_tensor_c(x, (gdn_grad_id)id), gdn_grads_tensor_c(r, (gdn_grad_id)id),
+                                   numel(s, per_channel, (gdn_grad_id)id)).err;
     if (!(err[id] <= band)) pass = 0;
   }
   return pass;
 }
 
-static json_t *err_json(grad_err m) {
+static json_t *err_json(parity_recur_err m) {
   return json_pack("{s:f, s:f, s:f}", "err", isfinite(m.err) ? m.err : 1e308, "max_abs_err",
                    isfinite(m.max_abs) ? m.max_abs : 1e308, "max_ref", m.max_ref);
 }
@@ -80,8 +65,9 @@ static int run_case(const parity_recur_opts *o, int vjp_mutant, const gdn_inputs
   size_t at = 0;
   line[0] = 0;
   for (int id = 0; c && id < GDN_GRADS_N; id++) {
-    const grad_err m = measure(gdn_grads_tensor_c(&x, (gdn_grad_id)id), gdn_grads_tensor_c(ref, (gdn_grad_id)id),
-                               numel(&in->shape, pc, (gdn_grad_id)id));
+    const gdn_grad_id g = (gdn_grad_id)id;
+    const parity_recur_err m = parity_recur_measure(gdn_grads_tensor_c(&x, g), gdn_grads_tensor_c(ref, g),
+                                                    numel(&in->shape, pc, g));
     if (!(m.err <= band)) pass = 0;
     json_object_set_new(c, gdn_grads_name((gdn_grad_id)id), err_json(m));
     if (at < sizeof line)

@@ -19,24 +19,24 @@ void parity_recur_opts_init(parity_recur_opts *o, const parity_recurrence *rec) 
   o->band = PARITY_RECUR_BAND_F32;
 }
 
-typedef struct recur_err {
-  double err, max_abs, max_ref;
-} recur_err;
-
-/* Normwise relative error of x against r over n elements (NaN anywhere: inf). */
-static recur_err measure(const double *x, const double *r, size_t n) {
-  recur_err m = {0, 0, 0};
+parity_recur_err parity_recur_measure(const double *x, const double *r, size_t n) {
+  parity_recur_err m = {0, 0, 0, 0};
   for (size_t i = 0; i < n; i++) {
     const double d = fabs(x[i] - r[i]);
-    if (!(d == d)) m.max_abs = INFINITY;
-    else if (d > m.max_abs) m.max_abs = d;
+    if (!(d == d)) {
+      if (m.max_abs != INFINITY) m.at = i;
+      m.max_abs = INFINITY;
+    } else if (d > m.max_abs) {
+      m.max_abs = d;
+      m.at = i;
+    }
     if (fabs(r[i]) > m.max_ref) m.max_ref = fabs(r[i]);
   }
   m.err = m.max_ref > 0 ? m.max_abs / m.max_ref : m.max_abs > 0 ? INFINITY : 0;
   return m;
 }
 
-static json_t *err_json(recur_err m) {
+static json_t *err_json(parity_recur_err m) {
   return json_pack("{s:f, s:f, s:f}", "err", isfinite(m.err) ? m.err : 1e308, "max_abs_err",
                    isfinite(m.max_abs) ? m.max_abs : 1e308, "max_ref", m.max_ref);
 }
@@ -77,8 +77,8 @@ static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_
   int rc = k(in, gate, &cfg, o->mutant, &out, e);
   if (rc) return rc;
   const gdn_shape *s = &in->shape;
-  const recur_err eo = measure(out.o, ref->o, gdn_shape_numel_v(s));
-  const recur_err eh = measure(out.ht, ref->ht, gdn_shape_numel_state(s));
+  const parity_recur_err eo = parity_recur_measure(out.o, ref->o, gdn_shape_numel_v(s));
+  const parity_recur_err eh = parity_recur_measure(out.ht, ref->ht, gdn_shape_numel_state(s));
   gdn_outputs_clear(&out);
   json_t *kj = NULL;
   parity_kappa_ch kc = {0, 0, 0, 0, 0};

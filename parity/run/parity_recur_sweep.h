@@ -85,6 +85,16 @@ typedef struct parity_recur_opts {
 int parity_recur_case_band(const parity_recurrence *rec, const gdn_inputs *in, const gdn_chgate *gate, int64_t C,
                            int64_t D, double fixed, double *band, json_t **kj, parity_kappa_ch *kc, gdn_error *e);
 
+/* Normwise relative error of x against r over n elements: max |x - r| /
+ * max |r| (0 / 0 is 0, d / 0 is inf; a NaN anywhere makes it inf), with
+ * the flat index of the largest |x - r| (the first NaN's).  The sweep, its
+ * backward (parity_recur_grad.h) and check all measure by it. */
+typedef struct parity_recur_err {
+  double err, max_abs, max_ref;
+  size_t at;
+} parity_recur_err;
+parity_recur_err parity_recur_measure(const double *x, const double *r, size_t n);
+
 /* 64-chunk sweep of rec on devices 1, 2, 4, 8, seed 0, no h0, 128 bits, no
  * mutant, the float32 band. */
 void parity_recur_opts_init(parity_recur_opts *o, const parity_recurrence *rec);
