@@ -44,9 +44,9 @@ static void kvworker_clear(kvworker *w) {
 static int kvworker_alloc(kvworker *w, const gdn_shape *s, const oracle_vjp_config *cfg, mpfr_prec_t P, int certified,
                           gdn_error *e) {
   const int64_t K = orc_vjp_checkpoint(cfg, s->T);
-  int rc = orc_kvjp_alloc(&w->ws[0], cfg->prec, s, K, e);
+  int rc = orc_kvjp_alloc(&w->ws[0], cfg->prec, s, K, s->Dv, e);
   if (rc || !certified) return rc;
-  if ((rc = orc_kvjp_alloc(&w->ws[1], P, s, K, e)) ||
+  if ((rc = orc_kvjp_alloc(&w->ws[1], P, s, K, s->Dv, e)) ||
       (rc = orc_vars_alloc(&w->scratch, 1, P, "oracle_kda_vjp certificate scratch", e)))
     return rc;
   for (int i = 0; i < GDN_GRADS_N; i++)
@@ -90,7 +90,7 @@ static void run_item(const kvjob *jb, kvworker *w, int64_t item) {
   const int64_t b = item / s->Hk, kh = item % s->Hk;
   const int np = jb->certified ? 2 : 1;
   orc_kvjp *a = &w->ws[0], *r = &w->ws[np - 1];
-  for (int k = 0; k < np; k++) orc_kvjp_begin(&w->ws[k], in, jb->gate, jb->ct, b, kh);
+  for (int k = 0; k < np; k++) orc_kvjp_begin(&w->ws[k], in, jb->gate, jb->ct, b, kh, 0);
   for (int64_t m = a->nck - 1; m >= 0; m--) {
     for (int k = 0; k < np; k++) orc_kvjp_segment(&w->ws[k], in, jb->gate, m);
     const int64_t t1 = (m + 1) * a->K < s->T ? (m + 1) * a->K : s->T;

@@ -48,4 +48,46 @@
 int oracle_kda_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
                    const oracle_vjp_config *cfg, gdn_grads *out, oracle_vjp_certificate *cert, gdn_error *e);
 
+/* ------------------------------------------------------------------------
+ * The double-double ("dd") tier of the KDA VJP, for long sequences: the
+ * sweep above (operations, order, checkpoints) in double-word arithmetic,
+ * as oracle_vjp.h's dd tier does it for GDN (the same arithmetic,
+ * oracle_dd_arith.h; the same workspace and row loops; the same 128-bit
+ * preparation rounded to double-word), with the decay per row: a_i =
+ * exp(g_ti) at ORACLE_DD_PREP_PREC bits rounded to double-word, h'_ic =
+ * h_ic a_i, S_ic = a_i S'_ic, and dg_i = sum_c S'_ic h'_ic per channel
+ * (c ascending).  Each gradient is the hi word of its double-word value.
+ * With every a_i of a head equal, every operation but dg's is the GDN dd
+ * VJP's on the same operands: dq, dk, dv, dbeta and dh0 equal oracle_vjp_dd's
+ * bit for bit (tested).
+ *
+ * Sums over columns, sample and certificate as oracle_vjp_dd: per item
+ * (b, key head), sample_columns contiguous state columns from
+ * oracle_dd_sample_start_in are also run by this file's MPFR sweep (on
+ * those columns only) at sample_prec bits in lockstep, token by token, and
+ * compared, the dd value held exactly, by oracle.h's rule capped at
+ * ORACLE_DD_BITS: dv and dh0 on the sampled columns, and the sampled
+ * columns' partial sums of dQ, dK (before the preparation's backward), dg
+ * (each channel) and dbeta.  certified[] per tensor, certified_bits the
+ * minimum, normwise_bits floor(log2(max|r| / max|x - r|)) over the sampled
+ * elements, min over tensors.  Not covered: the other columns (the same
+ * operations on their own data), the final main + sample additions and the
+ * preparation's backward (~2^-100 relative).
+ *
+ * Range: binary64's; an exp(g) or a value overflowing it fails with
+ * GDN_ERR_INPUT naming (b, key head, t).  Checks as oracle_kda_vjp (and the
+ * configuration as oracle_vjp_dd's).  Memory per thread: the GDN dd VJP's
+ * plus 3 G Dk double-words, and the sample's (ceil(T / K) + K + 2) G Dk ns
+ * MPFR numbers.  Items in parallel; bit-identical for any thread count.
+ * cert required; on error `out` cleared and `*cert` zeroed. */
+int oracle_kda_vjp_dd(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                      const oracle_vjp_dd_config *cfg, gdn_grads *out, oracle_vjp_dd_certificate *cert, gdn_error *e);
+
+/* Testing hook (not thread-safe; set between runs), as
+ * oracle_vjp_dd_test_plant: every later KDA dd run adds rel * hi to adjoint
+ * element (0, col) of value head jj of item (b, kh) right after token t's
+ * reverse step, until called with col < 0.  For the certificate's negative
+ * control only. */
+void oracle_kda_vjp_dd_test_plant(int64_t b, int64_t kh, int64_t jj, int64_t col, int64_t t, double rel);
+
 #endif

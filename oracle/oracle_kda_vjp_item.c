@@ -7,7 +7,7 @@ enum { KVJP_SCALARS = 10, KVJP_PREP = 5 };
 
 void orc_kvjp_init(orc_kvjp *w) {
   orc_vars_init(&w->vars);
-  w->Dk = w->Dv = w->G = w->K = w->nck = 0;
+  w->Dk = w->Dv = w->G = w->K = w->nck = w->nc = w->c0 = 0;
   w->st = 0;
 }
 
@@ -16,23 +16,23 @@ void orc_kvjp_clear(orc_kvjp *w) {
   orc_kvjp_init(w);
 }
 
-int orc_kvjp_alloc(orc_kvjp *w, mpfr_prec_t p, const gdn_shape *s, int64_t K, gdn_error *e) {
+int orc_kvjp_alloc(orc_kvjp *w, mpfr_prec_t p, const gdn_shape *s, int64_t K, int64_t nc, gdn_error *e) {
   orc_kvjp_clear(w);
   const int64_t G = s->Hv / s->Hk, Dk = s->Dk, Dv = s->Dv, nck = (s->T + K - 1) / K;
-  const size_t st = (size_t)(G * Dv * Dk);
-  const size_t n = st * (size_t)(2 + nck + K) + (size_t)(7 * Dk + G * Dv + 2 * G * Dk + 2 * G) + KVJP_SCALARS +
+  const size_t st = (size_t)(G * nc * Dk);
+  const size_t n = st * (size_t)(2 + nck + K) + (size_t)(7 * Dk + G * nc + 2 * G * Dk + 2 * G) + KVJP_SCALARS +
                    KVJP_PREP;
   int rc = orc_vars_alloc(&w->vars, n, p, "oracle_kda_vjp workspace", e);
   if (rc) return rc;
   mpfr_t *x = w->vars.v;
-  w->Dk = Dk, w->Dv = Dv, w->G = G, w->K = K, w->nck = nck, w->st = st;
+  w->Dk = Dk, w->Dv = Dv, w->G = G, w->K = K, w->nck = nck, w->nc = nc, w->st = st;
   w->h = x, x += st;
   w->S = x, x += st;
   w->ck = x, x += st * (size_t)nck;
   w->seg = x, x += st * (size_t)K;
   mpfr_t **rows[] = {&w->Kp, &w->Qp, &w->hp, &w->dK, &w->dQ, &w->dk, &w->dq};
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) *rows[i] = x, x += Dk;
-  w->dv = x, x += G * Dv;
+  w->dv = x, x += G * nc;
   w->dg = x, x += G * Dk;
   w->a = x, x += G * Dk;
   w->dbeta = x, x += G;
@@ -86,10 +86,10 @@ static void fstep(orc_kvjp *w, const gdn_inputs *in, const gdn_chgate *gate, int
   gates(w, in, gate, t);
   for (int64_t jj = 0; jj < w->G; jj++) {
     const float *v = gdn_inputs_v(in, w->b, t, w->kh * w->G + jj);
-    for (int64_t c = 0; c < w->Dv; c++) {
+    for (int64_t c = 0; c < w->nc; c++) {
       mpfr_t *hc = orc_kvjp_col(X, w, jj, c);
       decay_dot(w, hc, w->a + jj * w->Dk);
-      mpfr_set_flt(w->t2, v[c], MPFR_RNDN);
+      mpfr_set_flt(w->t2, v[w->c0 + c], MPFR_RNDN);
       mpfr_sub(w->delta, w->t2, w->kv, MPFR_RNDN);
       mpfr_mul(w->delta, w->delta, w->beta[jj], MPFR_RNDN);
       for (int64_t i = 0; i < w->Dk; i++) {
@@ -101,19 +101,19 @@ static void fstep(orc_kvjp *w, const gdn_inputs *in, const gdn_chgate *gate, int
 }
 
 void orc_kvjp_begin(orc_kvjp *w, const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct, int64_t b,
-                    int64_t kh) {
+                    int64_t kh, int64_t c0) {
   const gdn_shape *s = &in->shape;
-  w->b = b, w->kh = kh;
+  w->b = b, w->kh = kh, w->c0 = c0;
   orc_prep_setup(&w->prep, in, w->vars.v + (w->vars.n - KVJP_PREP));
   for (int64_t jj = 0; jj < w->G; jj++) {
     const float *h0 = gdn_inputs_h0(in, b, kh * w->G + jj);
     const float *dht = ct->dht ? ct->dht + (b * s->Hv + kh * w->G + jj) * s->Dk * s->Dv : NULL;
-    for (int64_t c = 0; c < w->Dv; c++)
+    for (int64_t c = 0; c < w->nc; c++)
       for (int64_t i = 0; i < w->Dk; i++) {
         mpfr_ptr x = orc_kvjp_col(w->h, w, jj, c)[i], y = orc_kvjp_col(w->S, w, jj, c)[i];
-        if (h0) mpfr_set_flt(x, h0[i * s->Dv + c], MPFR_RNDN);
+        if (h0) mpfr_set_flt(x, h0[i * s->Dv + c0 + c], MPFR_RNDN);
         else mpfr_set_zero(x, 1);
-        if (dht) mpfr_set_flt(y, dht[i * s->Dv + c], MPFR_RNDN);
+        if (dht) mpfr_set_flt(y, dht[i * s->Dv + c0 + c], MPFR_RNDN);
         else mpfr_set_zero(y, 1);
       }
   }
@@ -182,7 +182,7 @@ static void rcol(orc_kvjp *w, int64_t jj, int64_t c, mpfr_t *hc, mpfr_t *Sc, flo
   }
   mpfr_mul(w->t1, w->dd, w->vm, MPFR_RNDN);
   mpfr_add(w->dbeta[jj], w->dbeta[jj], w->t1, MPFR_RNDN);
-  mpfr_ptr dv = w->dv[jj * w->Dv + c];
+  mpfr_ptr dv = w->dv[jj * w->nc + c];
   mpfr_mul(dv, w->dd, w->beta[jj], MPFR_RNDN);
   mpfr_neg(w->vm, dv, MPFR_RNDN); /* e_c, exact */
   for (int64_t i = 0; i < Dk; i++) {
@@ -208,8 +208,8 @@ void orc_kvjp_rstep(orc_kvjp *w, const gdn_inputs *in, const gdn_chgate *gate, c
     const float *dot = ct->d_o + ((w->b * s->T + t) * s->Hv + j) * s->Dv;
     for (int64_t i = 0; i < w->Dk; i++) mpfr_set_zero(w->dg[jj * w->Dk + i], 1);
     mpfr_set_zero(w->dbeta[jj], 1);
-    for (int64_t c = 0; c < w->Dv; c++)
-      rcol(w, jj, c, orc_kvjp_col(prev, w, jj, c), orc_kvjp_col(w->S, w, jj, c), v[c], dot[c]);
+    for (int64_t c = 0; c < w->nc; c++)
+      rcol(w, jj, c, orc_kvjp_col(prev, w, jj, c), orc_kvjp_col(w->S, w, jj, c), v[w->c0 + c], dot[w->c0 + c]);
   }
   prep_back(w, gdn_inputs_k(in, w->b, t, w->kh), w->dK, w->kr, w->kss, 0, w->dk);
   prep_back(w, gdn_inputs_q(in, w->b, t, w->kh), w->dQ, w->qr, w->qss, 1, w->dq);

@@ -73,9 +73,12 @@ static int parse(const parity_recurrence *rec, const gdn_cli_opt *table, const g
   }
   if ((v = GET("oracle"))) {
     if (!strcmp(v, "dd")) o->dd = 1;
-    else if (strcmp(v, "mpfr") && strcmp(v, "auto"))
-      return gdn_error_set(e, GDN_ERR_INPUT, "--oracle %s: --recurrence %s takes mpfr, dd or auto (= mpfr)", v,
-                           rec->name);
+    else if (!strcmp(v, "auto")) o->oracle_auto = 1;
+    else if (strcmp(v, "mpfr"))
+      return gdn_error_set(e, GDN_ERR_INPUT,
+                           "--oracle %s: --recurrence %s takes mpfr, dd or auto (= mpfr; with --grad the VJP is dd "
+                           "when its MPFR run would be long)",
+                           v, rec->name);
   }
   if ((v = GET("mutant")) && !(GET("grad") && (o->vjp_mutant = vjp_mutant_index(rec, v)) > 0) &&
       (o->mutant = parity_recurrence_mutant(rec, v, e)) < 0)

@@ -8,6 +8,7 @@
 #include "gdn_chgrads.h"
 #include "gdn_synth.h"
 #include "kern_config.h"
+#include "parity_oracle.h"
 
 static size_t numel(const gdn_shape *s, int per_channel, gdn_grad_id id) {
   return per_channel ? gdn_chgrads_numel(s, id) : gdn_grads_numel(s, id);
@@ -100,14 +101,52 @@ static int run_cases(const parity_recur_opts *o, int vjp_mutant, const gdn_input
   return rc;
 }
 
-static json_t *grad_head(const parity_recur_opts *o, int vjp_mutant, const oracle_vjp_certificate *cert) {
+/* The VJP oracle's tier and certificate, for the document and the log. */
+typedef struct grad_cert {
+  int dd;
+  oracle_vjp_certificate mp;
+  oracle_vjp_dd_certificate d;
+} grad_cert;
+
+/* The reference gradients: the row's VJP oracle in the tier asked for
+ * (--oracle dd; auto: parity_oracle_resolve_grads, dd where the MPFR VJP's
+ * cost is over the threshold), certified. */
+static int run_vjp_oracle(const parity_recur_opts *o, const gdn_inputs *in, const gdn_chgate *gate,
+                          const gdn_cotangents *ct, gdn_grads *ref, grad_cert *c, gdn_error *e) {
+  memset(c, 0, sizeof *c);
+  const parity_oracle_tier asked = o->dd ? PARITY_ORACLE_DD : o->oracle_auto ? PARITY_ORACLE_AUTO : PARITY_ORACLE_MPFR;
+  c->dd = o->rec->oracle_vjp_dd && parity_oracle_resolve_grads(asked, &in->shape, o->oracle_bits) == PARITY_ORACLE_DD;
+  if (c->dd) {
+    oracle_vjp_dd_config dc;
+    oracle_vjp_dd_config_init(&dc);
+    dc.sample_prec = o->oracle_bits;
+    dc.sample_columns = PARITY_ORACLE_DD_SAMPLE;
+    return o->rec->oracle_vjp_dd(in, gate, ct, &dc, ref, &c->d, e);
+  }
+  oracle_vjp_config vc;
+  oracle_vjp_config_init(&vc);
+  vc.prec = o->oracle_bits;
+  return o->rec->oracle_vjp(in, gate, ct, &vc, ref, &c->mp, e);
+}
+
+static json_t *grad_oracle_json(const grad_cert *c) {
+  const int *per = c->dd ? c->d.certified : c->mp.certified;
   json_t *bits = json_object();
   for (int id = 0; bits && id < GDN_GRADS_N; id++)
-    json_object_set_new(bits, gdn_grads_name((gdn_grad_id)id), json_integer(cert->certified[id]));
-  return json_pack("{s:{s:s, s:i, s:i, s:i, s:o}, s:{s:I, s:b}, s:f, s:s, s:s?, s:[]}", "oracle", "tier", "mpfr",
-                   "precision_bits", cert->precision_bits, "check_bits", cert->check_bits, "certified_bits",
-                   cert->certified_bits, "certified", bits, "cotangents", "seed", (json_int_t)o->seed, "dht", 1,
-                   "band", o->band, "vjp_mutant", o->rec->vjp_mutants[vjp_mutant], "chunked_backward",
+    json_object_set_new(bits, gdn_grads_name((gdn_grad_id)id), json_integer(per[id]));
+  if (!c->dd)
+    return json_pack("{s:s, s:i, s:i, s:i, s:o}", "tier", "mpfr", "precision_bits", c->mp.precision_bits,
+                     "check_bits", c->mp.check_bits, "certified_bits", c->mp.certified_bits, "certified", bits);
+  return json_pack("{s:s, s:i, s:i, s:i, s:o, s:i, s:I, s:I}", "tier", "dd", "precision_bits", c->d.precision_bits,
+                   "check_bits", c->d.check_bits, "certified_bits", c->d.certified_bits, "certified", bits,
+                   "normwise_bits", c->d.normwise_bits, "sampled_columns", (json_int_t)c->d.sampled_columns,
+                   "total_columns", (json_int_t)c->d.total_columns);
+}
+
+static json_t *grad_head(const parity_recur_opts *o, int vjp_mutant, const grad_cert *cert) {
+  return json_pack("{s:o, s:{s:I, s:b}, s:f, s:s, s:s?, s:[]}", "oracle", grad_oracle_json(cert), "cotangents",
+                   "seed", (json_int_t)o->seed, "dht", 1, "band", o->band, "vjp_mutant",
+                   o->rec->vjp_mutants[vjp_mutant], "chunked_backward",
                    o->rec->kern_chunked_vjp ? NULL : o->rec->chunked_vjp_absent, "cases");
 }
 
@@ -144,19 +183,17 @@ int parity_recur_grad_attach(const parity_recur_opts *o, int vjp_mutant, json_t 
   gdn_grads_init(&ref);
   json_t *g = NULL;
   gdn_synth_opts so = {o->seed, o->h0 ? GDN_SYNTH_H0 : 0u, 0};
-  oracle_vjp_config vc;
-  oracle_vjp_config_init(&vc);
-  vc.prec = o->oracle_bits;
-  oracle_vjp_certificate cert;
+  grad_cert cert;
   int rc, failed = 0;
   if ((rc = gdn_synth_generate(&in, &o->shape, &so, e)) || (rc = rec->draw_gate(&in, o->seed, &gate, e)) ||
       (rc = gdn_cotangents_alloc(&ct, &in.shape, 1, e)))
     goto done;
   gdn_cotangents_synth(&ct, o->seed);
-  if ((rc = rec->oracle_vjp(&in, &gate, &ct, &vc, &ref, &cert, e))) goto done;
+  if ((rc = run_vjp_oracle(o, &in, &gate, &ct, &ref, &cert, e))) goto done;
   if (o->log)
-    fprintf(o->log, "recurrence %s backward: oracle VJP mpfr %d bits, certified %d bits%s%s\n", rec->name,
-            cert.precision_bits, cert.certified_bits, rec->kern_chunked_vjp ? "" : "; ",
+    fprintf(o->log, "recurrence %s backward: oracle VJP %s %d bits, certified %d bits%s%s\n", rec->name,
+            cert.dd ? "dd" : "mpfr", cert.dd ? cert.d.precision_bits : cert.mp.precision_bits,
+            cert.dd ? cert.d.certified_bits : cert.mp.certified_bits, rec->kern_chunked_vjp ? "" : "; ",
             rec->kern_chunked_vjp ? "" : rec->chunked_vjp_absent);
   if (!(g = grad_head(o, vjp_mutant, &cert))) {
     rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");

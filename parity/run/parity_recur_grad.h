@@ -5,8 +5,13 @@
  * beta, h0 and the row's gate, from the same seed) the cotangents do and
  * dht are drawn as GDN's --grad draws them (gdn_cotangents_synth from the
  * seed: N(0, 1) rounded to float32, a function of (seed, tensor, index)).
- * The row's VJP oracle runs once, certified (MPFR at oracle_bits, checked
- * at oracle_bits + 64).  Then each implemented kernel backward runs in
+ * The row's VJP oracle runs once, certified: MPFR at oracle_bits, checked
+ * at oracle_bits + 64; or, with --oracle dd (or auto where
+ * parity_oracle_resolve_grads picks dd: (1 + PARITY_ORACLE_VJP_COST) x the
+ * MPFR cost over PARITY_ORACLE_AUTO_MPFR_MACS, as GDN's --grad), the row's
+ * double-word VJP (oracle_vjp_dd, oracle_kda_vjp_dd) with
+ * PARITY_ORACLE_DD_SAMPLE columns per head rechecked by the MPFR sweep at
+ * oracle_bits.  Then each implemented kernel backward runs in
  * float32 with IEEE products, the forward sweep's cases: the token loop's
  * (for KDA kern_kda_vjp.h), then at each chunk size the chunked kernel's and
  * the affine-prefix's at each device count (kern_kda_chunk_vjp.h); a row
@@ -23,8 +28,9 @@
  * along the wrong axis.
  *
  * The result is the object the forward document gets as "grad":
- *   {"oracle": {"tier": "mpfr", "precision_bits", "check_bits",
- *    "certified_bits", "certified": {"dq": bits, ...}},
+ *   {"oracle": {"tier": "mpfr" | "dd", "precision_bits", "check_bits",
+ *    "certified_bits", "certified": {"dq": bits, ...}; dd adds
+ *    "normwise_bits", "sampled_columns", "total_columns"},
  *    "cotangents": {"seed", "dht": true}, "band", "vjp_mutant",
  *    "chunked_backward": "..." (a row without one only), "cases":
  *    [{"subject", "chunk", "devices" (null for the token loop), "band" and

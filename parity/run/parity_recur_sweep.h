@@ -69,6 +69,7 @@ typedef struct parity_recur_opts {
   int n_devices;
   int oracle_bits;
   int dd;        /* 1: the oracle's double-word tier (2 sampled columns per head at oracle_bits) */
+  int oracle_auto; /* --oracle auto: the forward's MPFR tier; --grad's VJP by parity_oracle_resolve_grads */
   int mutant;    /* index into rec->mutants */
   int vjp_mutant; /* --grad only: index into rec->vjp_mutants (parity_recur_grad.h) */
   double band;

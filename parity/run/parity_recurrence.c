@@ -56,6 +56,12 @@ static int gdn_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotan
   return cert ? oracle_vjp_certified(in, ct, cfg, out, cert, e) : oracle_vjp(in, ct, cfg, out, e);
 }
 
+static int gdn_vjp_dd(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                      const oracle_vjp_dd_config *cfg, gdn_grads *out, oracle_vjp_dd_certificate *cert, gdn_error *e) {
+  (void)gate;
+  return oracle_vjp_dd(in, ct, cfg, out, cert, e);
+}
+
 static int gdn_chunked_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
                            const kern_config *cfg, int mutant, gdn_grads *out, gdn_error *e) {
   (void)gate, (void)mutant;
@@ -109,10 +115,11 @@ static const char *const kda_vjp_mutants[] = {"none", "dg-value-axis", "dh-seam-
 
 const parity_recurrence parity_recurrence_rows[] = {
     {"gdn", PARITY_GATE_HEAD_TOKEN, gdn_oracle, gdn_oracle_dd, gdn_token, gdn_chunked, gdn_affine, "recurrent", "scan",
-     "affine-prefix", gdn_draw, gdn_mutants, gdn_vjp, NULL, gdn_chunked_vjp, NULL, gdn_mutants, NULL},
+     "affine-prefix", gdn_draw, gdn_mutants, gdn_vjp, NULL, gdn_chunked_vjp, NULL, gdn_mutants, NULL,
+     gdn_vjp_dd},
     {"kda", PARITY_GATE_HEAD_TOKEN_CHANNEL, oracle_kda_run, oracle_kda_run_dd, kda_token, kda_chunked, kda_affine, "kda-recurrent",
      "kda-chunk", "kda-affine-prefix", kda_draw, kda_mutants, oracle_kda_vjp, kda_token_vjp,
-     kda_chunked_vjp, NULL, kda_vjp_mutants, kda_affine_vjp},
+     kda_chunked_vjp, NULL, kda_vjp_mutants, kda_affine_vjp, oracle_kda_vjp_dd},
 };
 const size_t parity_recurrence_count = sizeof parity_recurrence_rows / sizeof parity_recurrence_rows[0];
 

@@ -64,6 +64,11 @@ typedef int (*parity_rec_vjp)(const gdn_inputs *in, const gdn_chgate *gate, cons
                               gdn_error *e);
 typedef int (*parity_rec_kernel_vjp)(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
                                      const kern_config *cfg, int mutant, gdn_grads *out, gdn_error *e);
+/* The VJP's double-word tier with its sampled certificate (oracle_vjp.h's
+ * oracle_vjp_dd; oracle_kda_vjp.h's oracle_kda_vjp_dd). */
+typedef int (*parity_rec_vjp_dd)(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                                 const oracle_vjp_dd_config *cfg, gdn_grads *out, oracle_vjp_dd_certificate *cert,
+                                 gdn_error *e);
 
 typedef struct parity_recurrence {
   const char *name;
@@ -84,6 +89,7 @@ typedef struct parity_recurrence {
   const char *chunked_vjp_absent;
   const char *const *vjp_mutants;
   parity_rec_kernel_vjp kern_affine_vjp;
+  parity_rec_vjp_dd oracle_vjp_dd; /* the VJP's dd tier (--grad --oracle dd, or auto on long runs) */
 } parity_recurrence;
 
 extern const parity_recurrence parity_recurrence_rows[];
