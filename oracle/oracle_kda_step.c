@@ -2,6 +2,7 @@
  * token form's step (oracle_token.c) with a decay per row of the state.
  * The workspace is the GDN form's (orc_tok) plus Dk numbers for the
  * per-channel decays a_i (orc_kda_step's `a`). */
+#include "oracle_exp.h"
 #include "oracle_kda_internal.h"
 
 void orc_kda_step(orc_tok *w, mpfr_t *a, const gdn_inputs *in, const gdn_chgate *gate, int64_t t) {
@@ -12,10 +13,7 @@ void orc_kda_step(orc_tok *w, mpfr_t *a, const gdn_inputs *in, const gdn_chgate 
   orc_prep_row(&w->prep, gdn_inputs_k(in, b, t, w->kh), K, 0);
   orc_prep_row(&w->prep, gdn_inputs_q(in, b, t, w->kh), Q, 1);
   const float *g = gdn_chgate_row(gate->g, &in->shape, b, t, j);
-  for (int64_t i = 0; i < Dk; i++) {
-    mpfr_set_flt(a[i], g[i], MPFR_RNDN); /* exact */
-    mpfr_exp(a[i], a[i], MPFR_RNDN);
-  }
+  for (int64_t i = 0; i < Dk; i++) orc_exp_flt(a[i], g[i]); /* mpfr_exp's value (oracle_exp.h) */
   mpfr_set_flt(beta, gdn_inputs_beta(in, b, t, j), MPFR_RNDN);
   const float *vrow = gdn_inputs_v(in, b, t, j) + w->c0;
   for (int64_t c = 0; c < nc; c++) mpfr_set_flt(w->v[c], vrow[c], MPFR_RNDN);

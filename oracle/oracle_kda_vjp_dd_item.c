@@ -14,6 +14,7 @@
 #include "gdn_alloc.h"
 #include "oracle_dd_arith.h"
 #include "oracle_dd_rows.h"
+#include "oracle_exp.h"
 #include "oracle_kda_vjp_dd_internal.h"
 
 void orc_kvdd_init(orc_kvdd *w) {
@@ -71,8 +72,7 @@ static int gates(orc_kvdd *w, const gdn_inputs *in, const gdn_chgate *gate, int6
     const int64_t j = v->kh * v->G + jj;
     const float *g = gdn_chgate_row(gate->g, &in->shape, v->b, t, j);
     for (int64_t i = 0; i < v->Dk; i++) {
-      mpfr_set_flt(A, g[i], MPFR_RNDN);
-      mpfr_exp(A, A, MPFR_RNDN);
+      orc_exp_flt(A, g[i]); /* mpfr_exp's value (oracle_exp.h) */
       orc_dd *ai = &w->a[jj * v->Dk + i];
       *ai = dd_of(v, A);
       if (!isfinite(ai->hi)) return 0;

@@ -1,6 +1,7 @@
 /* One work item of oracle_kda_vjp: first sweep, segments, reverse steps
  * (oracle_kda_vjp.h gives every operation; the order is oracle_vjp_item.c's
  * with the decay per row). */
+#include "oracle_exp.h"
 #include "oracle_kda_vjp_internal.h"
 
 enum { KVJP_SCALARS = 10, KVJP_PREP = 5 };
@@ -61,10 +62,7 @@ static void gates(orc_kvjp *w, const gdn_inputs *in, const gdn_chgate *gate, int
   for (int64_t jj = 0; jj < w->G; jj++) {
     const int64_t j = w->kh * w->G + jj;
     const float *g = gdn_chgate_row(gate->g, &in->shape, w->b, t, j);
-    for (int64_t i = 0; i < w->Dk; i++) {
-      mpfr_set_flt(w->a[jj * w->Dk + i], g[i], MPFR_RNDN);
-      mpfr_exp(w->a[jj * w->Dk + i], w->a[jj * w->Dk + i], MPFR_RNDN);
-    }
+    for (int64_t i = 0; i < w->Dk; i++) orc_exp_flt(w->a[jj * w->Dk + i], g[i]); /* mpfr_exp's value */
     mpfr_set_flt(w->beta[jj], gdn_inputs_beta(in, w->b, t, j), MPFR_RNDN);
   }
 }
