@@ -9,13 +9,15 @@
  * no bit.  Negative controls: an error planted in a sampled column's adjoint
  * drops the certificate; a gate moved by 1e-6 relative in one channel breaks
  * the agreement with the MPFR VJP of the unmoved gate; exp(g) beyond
- * binary64 and a missing gate are refused. */
+ * binary64 and a missing gate are refused; every allocation failing in turn
+ * leaves the gradients cleared. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../check_runner.h"
+#include "../test_util_alloc.h"
 #include "../test_util_synth.h"
 #include "gdn_chgate.h"
 #include "gdn_threads.h"
@@ -210,5 +212,45 @@ START_TEST(test_refusals) {
 }
 END_TEST
 
+/* Every allocation failing in turn: GDN_ERR_NOMEM, the gradients left
+ * cleared and the certificate zeroed, nothing leaked; the run that
+ * succeeds gives the reference bits. */
+typedef struct alloc_ctx {
+  fx f;
+  gdn_grads out, ref;
+  oracle_vjp_dd_certificate cert;
+} alloc_ctx;
+
+static int alloc_run(void *c, gdn_error *e) {
+  alloc_ctx *x = c;
+  oracle_vjp_dd_config cfg;
+  oracle_vjp_dd_config_init(&cfg);
+  return oracle_kda_vjp_dd(&x->f.in, &x->f.g, &x->f.ct, &cfg, &x->out, &x->cert, e);
+}
+static void alloc_failed(void *c, long n, int rc, const gdn_error *e) {
+  alloc_ctx *x = c;
+  ck_assert_msg(rc == GDN_ERR_NOMEM, "allocation %ld: %d %s", n, rc, e->msg);
+  ck_assert_ptr_null(x->out.dg);
+  ck_assert_int_eq(x->cert.certified_bits, 0);
+}
+static void alloc_succeeded(void *c) {
+  alloc_ctx *x = c;
+  ck_assert(memcmp(x->out.dg, x->ref.dg, gdn_chgrads_numel(&SHAPE, GDN_GRAD_DG) * sizeof(double)) == 0);
+  gdn_grads_clear(&x->out);
+}
+
+START_TEST(test_alloc_fail) {
+  alloc_ctx x;
+  x.f = fx_make(71, 0);
+  gdn_grads_init(&x.out);
+  oracle_vjp_dd_certificate c;
+  x.ref = run_dd(&x.f.in, &x.f.g, &x.f.ct, 2, 0, &c);
+  tua_ops ops = {NULL, alloc_run, alloc_failed, alloc_succeeded, NULL, 200};
+  ck_assert_int_ge(tua_sweep(&ops, &x), 4);
+  gdn_grads_clear(&x.ref);
+  fx_clear(&x.f);
+}
+END_TEST
+
 CKR_MAIN("oracle", "kda_vjp_dd", 120, test_against_mpfr, test_equal_gates_is_gdn_dd, test_plant_drops_certificate,
-         test_perturbed_gate_breaks_agreement, test_refusals)
+         test_perturbed_gate_breaks_agreement, test_refusals, test_alloc_fail)
