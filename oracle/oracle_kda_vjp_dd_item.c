@@ -2,7 +2,8 @@
  * double-word arithmetic (oracle_kda_vjp.h).  The GDN dd VJP's item
  * (oracle_vjp_dd_item.c) with the decay per row of the state: the buffers
  * are its orc_vdd's (orc_vdd_alloc: states, checkpoints, the per-(i, c)
- * terms, the column vectors, the prepared rows), the row loops
+ * terms, the column vectors, the prepared rows) and its preparation
+ * (orc_vdd_prep_token, orc_vdd_prep_back), the row loops
  * oracle_dd_rows.h's, the arithmetic oracle_dd_arith.h's; added are the
  * per-channel decays a and the per-channel sums dg (main and sample).  The
  * per-column arithmetic runs as `omp simd` loops over the columns, each
@@ -47,20 +48,6 @@ static orc_dd dd_of(orc_vdd *w, mpfr_srcptr x) {
   orc_dd r;
   orc_dd_of_mpfr(x, w->mp.v[5], &r.hi, &r.lo);
   return r;
-}
-
-/* K (and r, 1/ss of k) for token t; Q too when with_q (GDN's preparation). */
-static void prep_token(orc_vdd *w, const gdn_inputs *in, int64_t t, int with_q) {
-  mpfr_ptr tmp = w->mp.v[6];
-  for (int q = 0; q < 1 + with_q; q++) {
-    mpfr_t *X = q ? w->Qm : w->Km;
-    orc_prep_row(&w->prep, q ? gdn_inputs_q(in, w->b, t, w->kh) : gdn_inputs_k(in, w->b, t, w->kh), X, q);
-    orc_dd *D = q ? w->Qp : w->Kp;
-    for (int64_t i = 0; i < w->Dk; i++) D[i] = dd_of(w, X[i]);
-    mpfr_ui_div(tmp, 1, w->prep.ss, MPFR_RNDN);
-    if (q) w->rq = dd_of(w, w->prep.inv), w->iq = dd_of(w, tmp);
-    else w->rk = dd_of(w, w->prep.inv), w->ik = dd_of(w, tmp);
-  }
 }
 
 /* a_i = exp(g_ti) at 128 bits rounded to double-word, per channel; beta.
@@ -146,7 +133,7 @@ int orc_kvdd_begin(orc_kvdd *w, const gdn_inputs *in, const gdn_chgate *gate, co
   }
   for (int64_t t = 0; t < s->T; t++) {
     if (t % v->K == 0) copy_set(v, v->ck + 2 * v->st * (size_t)(t / v->K), v->h);
-    prep_token(v, in, t, 0);
+    orc_vdd_prep_token(v, in, t, 0);
     if (!gates(w, in, gate, t)) return *bad_t = t, 0;
     fstep(w, in, t, v->h);
   }
@@ -160,7 +147,7 @@ void orc_kvdd_segment(orc_kvdd *w, const gdn_inputs *in, const gdn_chgate *gate,
   for (int64_t i = 0; i + 1 < n; i++) {
     double *nx = v->seg + 2 * v->st * (size_t)(i + 1);
     copy_set(v, nx, v->seg + 2 * v->st * (size_t)i);
-    prep_token(v, in, t0 + i, 0);
+    orc_vdd_prep_token(v, in, t0 + i, 0);
     gates(w, in, gate, t0 + i); /* finite: the first sweep checked */
     fstep(w, in, t0 + i, nx);
   }
@@ -263,28 +250,12 @@ static void rsum(orc_kvdd *w, int64_t jj) {
   }
 }
 
-/* dx = r (dX - ((x . dX) iss) x), or the no-norm rule; into out (binary64). */
-static void prep_back(const orc_vdd *w, const float *x, const orc_dd *dX, orc_dd r, orc_dd iss, int is_q, int l2,
-                      double *out) {
-  if (!l2) {
-    for (int64_t i = 0; i < w->Dk; i++) out[i] = is_q ? orc_dd_mul(dX[i], w->scale).hi : dX[i].hi;
-    return;
-  }
-  orc_dd p = orc_dd_mul_d(dX[0], (double)x[0]);
-  for (int64_t i = 1; i < w->Dk; i++) p = orc_dd_add(p, orc_dd_mul_d(dX[i], (double)x[i]));
-  p = orc_dd_mul(p, iss);
-  for (int64_t i = 0; i < w->Dk; i++) {
-    orc_dd t = orc_dd_add(dX[i], orc_dd_neg(orc_dd_mul_d(p, (double)x[i])));
-    out[i] = orc_dd_mul(t, r).hi;
-  }
-}
-
 void orc_kvdd_rstep(orc_kvdd *w, const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
                     gdn_grads *out, int64_t t) {
   orc_vdd *v = &w->v;
   const gdn_shape *s = &in->shape;
   const int64_t Dk = v->Dk;
-  prep_token(v, in, t, 1);
+  orc_vdd_prep_token(v, in, t, 1);
   gates(w, in, gate, t);
   const orc_dd z = {0, 0};
   for (int64_t i = 0; i < Dk; i++) v->dK[i] = v->dQ[i] = v->sK[i] = v->sQ[i] = z;
@@ -304,7 +275,7 @@ void orc_kvdd_rstep(orc_kvdd *w, const gdn_inputs *in, const gdn_chgate *gate, c
   const int64_t qk = ((v->b * s->T + t) * s->Hk + v->kh) * s->Dk;
   const int l2 = in->l2norm_in_kernel != 0;
   for (int64_t i = 0; i < Dk; i++) v->row[i] = orc_dd_add(v->dK[i], v->sK[i]);
-  prep_back(v, gdn_inputs_k(in, v->b, t, v->kh), v->row, v->rk, v->ik, 0, l2, out->dk + qk);
+  orc_vdd_prep_back(v, gdn_inputs_k(in, v->b, t, v->kh), v->row, v->rk, v->ik, 0, l2, out->dk + qk);
   for (int64_t i = 0; i < Dk; i++) v->row[i] = orc_dd_add(v->dQ[i], v->sQ[i]);
-  prep_back(v, gdn_inputs_q(in, v->b, t, v->kh), v->row, v->rq, v->iq, 1, l2, out->dq + qk);
+  orc_vdd_prep_back(v, gdn_inputs_q(in, v->b, t, v->kh), v->row, v->rq, v->iq, 1, l2, out->dq + qk);
 }

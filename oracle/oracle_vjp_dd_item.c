@@ -74,7 +74,7 @@ static orc_dd dd_of(orc_vdd *w, mpfr_srcptr x) {
 }
 
 /* K (and r, 1/ss of k) for token t; Q too when with_q. */
-static void prep_token(orc_vdd *w, const gdn_inputs *in, int64_t t, int with_q) {
+void orc_vdd_prep_token(orc_vdd *w, const gdn_inputs *in, int64_t t, int with_q) {
   mpfr_ptr tmp = w->mp.v[6];
   for (int q = 0; q < 1 + with_q; q++) {
     mpfr_t *X = q ? w->Qm : w->Km;
@@ -162,7 +162,7 @@ int orc_vdd_begin(orc_vdd *w, const gdn_inputs *in, const gdn_cotangents *ct, in
   }
   for (int64_t t = 0; t < s->T; t++) {
     if (t % w->K == 0) copy_set(w, w->ck + 2 * w->st * (size_t)(t / w->K), w->h);
-    prep_token(w, in, t, 0);
+    orc_vdd_prep_token(w, in, t, 0);
     if (!gates(w, in, t)) return *bad_t = t, 0;
     fstep(w, in, t, w->h);
   }
@@ -175,7 +175,7 @@ void orc_vdd_segment(orc_vdd *w, const gdn_inputs *in, int64_t m) {
   for (int64_t i = 0; i + 1 < n; i++) {
     double *nx = w->seg + 2 * w->st * (size_t)(i + 1);
     copy_set(w, nx, w->seg + 2 * w->st * (size_t)i);
-    prep_token(w, in, t0 + i, 0);
+    orc_vdd_prep_token(w, in, t0 + i, 0);
     gates(w, in, t0 + i); /* finite: the first sweep checked */
     fstep(w, in, t0 + i, nx);
   }
@@ -281,8 +281,8 @@ static void rsum(orc_vdd *w, int64_t jj) {
 }
 
 /* dx = r (dX - ((x . dX) iss) x), or the no-norm rule; into out (binary64). */
-static void prep_back(const orc_vdd *w, const float *x, const orc_dd *dX, orc_dd r, orc_dd iss, int is_q,
-                      int l2, double *out) {
+void orc_vdd_prep_back(const orc_vdd *w, const float *x, const orc_dd *dX, orc_dd r, orc_dd iss, int is_q,
+                       int l2, double *out) {
   if (!l2) {
     for (int64_t i = 0; i < w->Dk; i++) out[i] = is_q ? orc_dd_mul(dX[i], w->scale).hi : dX[i].hi;
     return;
@@ -300,7 +300,7 @@ static void prep_back(const orc_vdd *w, const float *x, const orc_dd *dX, orc_dd
  * partials, which stay in sK, sQ, sg, sb, dv for the certificate. */
 void orc_vdd_rstep(orc_vdd *w, const gdn_inputs *in, const gdn_cotangents *ct, gdn_grads *out, int64_t t) {
   const gdn_shape *s = &in->shape;
-  prep_token(w, in, t, 1);
+  orc_vdd_prep_token(w, in, t, 1);
   gates(w, in, t);
   const orc_dd z = {0, 0};
   for (int64_t i = 0; i < w->Dk; i++) w->dK[i] = w->dQ[i] = w->sK[i] = w->sQ[i] = z;
@@ -319,8 +319,8 @@ void orc_vdd_rstep(orc_vdd *w, const gdn_inputs *in, const gdn_cotangents *ct, g
   const int64_t qk = ((w->b * s->T + t) * s->Hk + w->kh) * s->Dk;
   const int l2 = in->l2norm_in_kernel != 0;
   for (int64_t i = 0; i < w->Dk; i++) w->row[i] = orc_dd_add(w->dK[i], w->sK[i]);
-  prep_back(w, gdn_inputs_k(in, w->b, t, w->kh), w->row, w->rk, w->ik, 0, l2, out->dk + qk);
+  orc_vdd_prep_back(w, gdn_inputs_k(in, w->b, t, w->kh), w->row, w->rk, w->ik, 0, l2, out->dk + qk);
   for (int64_t i = 0; i < w->Dk; i++) w->row[i] = orc_dd_add(w->dQ[i], w->sQ[i]);
-  prep_back(w, gdn_inputs_q(in, w->b, t, w->kh), w->row, w->rq, w->iq, 1, l2, out->dq + qk);
+  orc_vdd_prep_back(w, gdn_inputs_q(in, w->b, t, w->kh), w->row, w->rq, w->iq, 1, l2, out->dq + qk);
 }
 

@@ -93,5 +93,12 @@ void orc_vdd_segment(orc_vdd *w, const gdn_inputs *in, int64_t m);
  * stay in sK, sQ, sg, sb and dv for the certificate. */
 void orc_vdd_rstep(orc_vdd *w, const gdn_inputs *in, const gdn_cotangents *ct, gdn_grads *out,
                    int64_t t);
+/* The per-token preparation (shared with the KDA dd VJP): K (and r, 1 / ss
+ * of k) for token t, Q too when with_q, at 128 bits rounded to
+ * double-word; and its backward, dx = r (dX - ((x . dX) iss) x) with the
+ * L2 norm, dX (times the scale for q) without, rounded into out. */
+void orc_vdd_prep_token(orc_vdd *w, const gdn_inputs *in, int64_t t, int with_q);
+void orc_vdd_prep_back(const orc_vdd *w, const float *x, const orc_dd *dX, orc_dd r, orc_dd iss, int is_q, int l2,
+                       double *out);
 
 #endif
