@@ -124,7 +124,8 @@ int report_recur_markdown_render(const json_t *doc, const char *html_relpath, re
 
 /* Each path NULL: not written.  The JSON is rendered first and read back,
  * and the reports are rendered from what was read back, so they are the
- * bytes `gdn-parity report` rebuilds from the saved file.  Each file is
+ * bytes `gdn-parity report` rebuilds from the saved file (the JSON itself is
+ * written unvalidated; each report validates the document first).  Each file is
  * written with gdn_atomic_write_all: inside the caller's gdn_atomic_set
  * (parity_output_write_all) a failure leaves every destination as it was. */
 int report_recur_write_all(const json_t *doc, const char *json, const char *html, const char *junit, const char *md,

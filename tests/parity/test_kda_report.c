@@ -368,6 +368,17 @@ START_TEST(sweep_coverage_check_reports) {
   outs k = outs_in(cli_dir, "ch");
   char *kv[] = {"gdn-parity", "check", fx, "--chunk", "16", "--devices", "2", NULL};
   ck_assert_msg(run_with(kv, &k, &e) == 0, "%s", e.msg);
+  /* an output over the fixture read, and a report into a missing folder: refused before any work, nothing written */
+  char *over[] = {"gdn-parity", "check", fx, "--summary", fx, NULL};
+  ck_assert_int_eq(cli_inproc(over, &e), -1);
+  ck_assert_msg(e.code == GDN_ERR_INPUT && strstr(e.msg, "--summary"), "%s", e.msg);
+  char nj[512];
+  snprintf(nj, sizeof nj, "%s/never.json", cli_dir);
+  char *missing[] = {"gdn-parity", "--shape", "1,32,2,8", "--recurrence", "kda", "--json", nj, "--report",
+                     "/nonexistent-gdn/r.html", NULL};
+  ck_assert_int_eq(cli_inproc(missing, &e), -1);
+  ck_assert_msg(e.code == GDN_ERR_INPUT && strstr(e.msg, "--report"), "%s", e.msg);
+  ck_assert(!exists(nj));
   h = slurp(k.html);
   CKT_HAS_ALL(h, "check", fx, "output:kernel-affine-prefix-d2", "<strong>PASS</strong>");
   free(h);
