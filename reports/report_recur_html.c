@@ -60,11 +60,13 @@ static void environment(report_buf *b, const json_t *doc) {
     env_row(b, "backward oracle", t);
     env_row(b, "chunked backward", report_doc_str(json_object_get(sec, "grad"), "chunked_backward"));
   }
-  env_row(b, "band",
-          sec && !strcmp(report_doc_str(sec, "gate_shape") ? report_doc_str(sec, "gate_shape") : "",
-                         "head-token-channel")
-              ? "per case: u (8 kappa_G + 64), u = 2^-24, kappa_G the worst key channel's at the case's chunk and devices"
-              : "float32's fixed 2^-12");
+  const char *gs = sec ? report_doc_str(sec, "gate_shape") : NULL;
+  if (sec)
+    env_row(b, "band",
+            gs && !strcmp(gs, "head-token-channel")
+                ? "per case: u (8 kappa_G + 64), u = 2^-24, kappa_G the worst key channel's at the case's chunk "
+                  "and devices"
+                : "float32's fixed 2^-12");
   report_buf_puts(b, "</table>\n");
 }
 
@@ -188,7 +190,8 @@ static void verdict(report_buf *b, const json_t *doc) {
     }
     report_buf_printf(b, "%lld of %lld cases within their band", n - f, n);
   }
-  H(" (recurrence %s, gate %s)", rec, report_doc_str(sec, "gate_shape") ? report_doc_str(sec, "gate_shape") : "?");
+  if (sec) H(" (recurrence %s, gate %s)", rec, report_doc_str(sec, "gate_shape"));
+  else H(" (recurrence %s)", rec);
   if (report_recur_mutant(doc))
     H("<br>PLANTED MUTANT %s: %s", report_recur_mutant(doc), REPORT_RECUR_MUTANT_NOTE);
   report_buf_puts(b, "</div>\n");
