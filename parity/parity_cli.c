@@ -49,6 +49,7 @@
 #include "report_audit.h"
 #include "report_coverage.h"
 #include "report_doc.h"
+#include "report_recur.h"
 
 /* The commands, by their bit in gdn_cli_opt.cmds (names for messages). */
 enum { CMD_RUN, CMD_SWEEP, CMD_CHECK, CMD_REPORT, CMD_COVERAGE };
@@ -610,10 +611,14 @@ static int report_command(const gdn_cli_args *aa, FILE *out, gdn_error *e) {
     json_decref(audit);
     return -1;
   }
-  int rc = audit ? report_audit_embed(doc, audit, e) : GDN_OK;
+  const int recur = report_recur_is(doc); /* a --recurrence document (report_recur.h) */
+  int rc = audit && recur ? gdn_error_set(e, GDN_ERR_INPUT, "report --audit: %s is a recurrence document; an audit "
+                                          "embeds in a GDN results document only", a.pos[0])
+           : audit        ? report_audit_embed(doc, audit, e)
+                          : GDN_OK;
   json_decref(audit);
   if (!rc) rc = parity_output_write_all(&oo, doc, e);
-  int pass = json_is_true(json_object_get(doc, "pass"));
+  int pass = recur ? report_recur_pass(doc) : json_is_true(json_object_get(doc, "pass"));
   if (!rc && !GET("quiet")) {
     parity_audit_print_lines(out, doc);
     fprintf(out, "%s: rebuilt from %s", pass ? "PASS" : "FAIL", a.pos[0]);

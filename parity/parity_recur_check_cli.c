@@ -5,11 +5,14 @@
 
 #include "fix_kda.h"
 #include "fix_load.h"
+#include "gdn_path.h"
 #include "gdn_threads.h"
+#include "parity_output.h"
 #include "parity_recur_check.h"
 
 static const char *const supported[] = {"recurrence", "fixture", "chunk", "devices", "oracle-bits", "json",
-                                        "threads", "quiet", "verbose", "reproducible", "max-bytes", NULL};
+                                        "threads", "quiet", "verbose", "reproducible", "max-bytes", "report", "junit",
+                                        "summary", NULL};
 
 /* The files named: the arguments, then --fixture. */
 static int files_of(const gdn_cli_opt *t, const gdn_cli_args *a, const char **f) {
@@ -124,15 +127,24 @@ int parity_recur_check_dispatch(const gdn_cli_opt *t, const gdn_cli_args *a, FIL
   o.rec = rec;
   uint64_t mb;
   if (parse(t, a, &o, &mb, e)) return -1;
+  /* the outputs (report_recur.h): folders checked, none of them a fixture read */
+  const parity_output_opts oo = {gdn_cli_get(t, a, "json"), gdn_cli_get(t, a, "report"), gdn_cli_get(t, a, "junit"),
+                                 gdn_cli_get(t, a, "summary"), 0};
+  gdn_path_use u[GDN_CLI_MAX_POS + 5];
+  size_t nu = 0;
+  for (int i = 0; i < n; i++) u[nu++] = (gdn_path_use){"the fixture", files[i], 0};
+  u[nu++] = (gdn_path_use){"--json", oo.json, 1};
+  u[nu++] = (gdn_path_use){"--report", oo.report, 1};
+  u[nu++] = (gdn_path_use){"--junit", oo.junit, 1};
+  u[nu++] = (gdn_path_use){"--summary", oo.summary, 1};
+  if (parity_output_check_paths(&oo, e) || gdn_path_check_uses(u, nu, e)) return -1;
   o.log = gdn_cli_get(t, a, "quiet") ? NULL : out;
   json_t *docs = json_array();
   int all = 1, rc = docs ? 0 : gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
   for (int i = 0; i < n && !rc; i++) rc = check_file(&o, files[i], mb, docs, &all, out, e);
-  const char *json = gdn_cli_get(t, a, "json");
-  if (!rc && json) {
+  if (!rc && (oo.json || oo.report || oo.junit || oo.summary)) {
     json_t *top = json_array_size(docs) == 1 ? json_incref(json_array_get(docs, 0)) : json_incref(docs);
-    if (json_dump_file(top, json, JSON_INDENT(2) | JSON_SORT_KEYS))
-      rc = gdn_error_set(e, GDN_ERR_IO, "--json: could not write '%s'", json);
+    rc = parity_output_write_all(&oo, top, e);
     json_decref(top);
   }
   json_decref(docs);

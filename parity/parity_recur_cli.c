@@ -6,6 +6,7 @@
 #include "gdn_chgate.h"
 #include "gdn_shape.h"
 #include "gdn_threads.h"
+#include "parity_output.h"
 #include "parity_recur_grad.h"
 #include "parity_recur_sweep.h"
 
@@ -13,7 +14,7 @@
  * refused by name. */
 static const char *const supported[] = {"recurrence", "shape", "key-heads", "dv", "chunk", "seed", "h0",
                                         "oracle-bits", "json", "threads", "quiet", "verbose", "reproducible",
-                                        "mutant", "devices", "oracle", "grad", NULL};
+                                        "mutant", "devices", "oracle", "grad", "report", "junit", "summary", NULL};
 
 static int is_supported(const char *name) {
   for (int i = 0; supported[i]; i++)
@@ -108,7 +109,10 @@ int parity_recur_cli_main(const parity_recurrence *rec, const gdn_cli_opt *table
       return gdn_error_set(e, GDN_ERR_INPUT, "--recurrence %s does not support --%s yet (see docs/errors.md)",
                            rec->name, table[i].name), -1;
   parity_recur_opts o;
-  if (parse(rec, table, a, &o, e)) return -1;
+  /* the outputs (report_recur.h), their folders checked before any work */
+  const parity_output_opts oo = {gdn_cli_get(table, a, "json"), gdn_cli_get(table, a, "report"),
+                                 gdn_cli_get(table, a, "junit"), gdn_cli_get(table, a, "summary"), 0};
+  if (parse(rec, table, a, &o, e) || parity_output_check_paths(&oo, e)) return -1;
   const int quiet = gdn_cli_get(table, a, "quiet") != NULL;
   o.log = quiet ? NULL : out;
   json_t *doc = NULL;
@@ -119,11 +123,7 @@ int parity_recur_cli_main(const parity_recurrence *rec, const gdn_cli_opt *table
                          "forward mutant; drop one of them", rec->mutants[o.mutant], rec->name), -1;
   if (parity_recur_sweep(&o, &doc, &pass, e)) return -1;
   if (grad && parity_recur_grad_attach(&o, o.vjp_mutant, doc, &pass, e)) return json_decref(doc), -1;
-  const char *json = gdn_cli_get(table, a, "json");
-  if (json && json_dump_file(doc, json, JSON_INDENT(2) | JSON_SORT_KEYS)) {
-    json_decref(doc);
-    return gdn_error_set(e, GDN_ERR_IO, "--json: could not write '%s'", json), -1;
-  }
+  if (parity_output_write_all(&oo, doc, e)) return json_decref(doc), -1;
   const json_int_t nc = json_integer_value(json_object_get(doc, "n_cases")),
                    nf = json_integer_value(json_object_get(doc, "n_failed"));
   fprintf(out, "%s: %lld case%s, %lld failed (recurrence %s%s%s)\n", pass ? "PASS" : "FAIL", (long long)nc,

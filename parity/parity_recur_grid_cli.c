@@ -5,10 +5,11 @@
 
 #include "gdn_threads.h"
 #include "parity_datafile.h"
+#include "parity_output.h"
 #include "parity_recur_grid.h"
 
 static const char *const supported[] = {"recurrence", "grid", "mutants", "json", "threads", "quiet", "verbose",
-                                        "reproducible", NULL};
+                                        "reproducible", "report", "junit", "summary", NULL};
 
 /* --mutants all|NAME,... into idx (0-terminated, at most n - 1). */
 static int parse_mutants(const parity_recurrence *rec, const char *v, int *idx, int n, gdn_error *e) {
@@ -56,6 +57,9 @@ int parity_recur_grid_main(const parity_recurrence *rec, const gdn_cli_opt *t, c
   if (!grid) grid = def;
   if (!coverage && gdn_cli_get(t, a, "mutants"))
     return gdn_error_set(e, GDN_ERR_INPUT, "--mutants is coverage's option"), -1;
+  const parity_output_opts oo = {gdn_cli_get(t, a, "json"), gdn_cli_get(t, a, "report"), gdn_cli_get(t, a, "junit"),
+                                 gdn_cli_get(t, a, "summary"), 0}; /* report_recur.h */
+  if (parity_output_check_paths(&oo, e)) return -1;
   int mutants[64];
   if (coverage && parse_mutants(rec, gdn_cli_get(t, a, "mutants"), mutants, 64, e)) return -1;
   parity_recur_grid g;
@@ -67,11 +71,7 @@ int parity_recur_grid_main(const parity_recurrence *rec, const gdn_cli_opt *t, c
                                        &doc, &pass, e);
   parity_recur_grid_clear(&g);
   if (rc) return -1;
-  const char *json = gdn_cli_get(t, a, "json");
-  if (json && json_dump_file(doc, json, JSON_INDENT(2) | JSON_SORT_KEYS)) {
-    json_decref(doc);
-    return gdn_error_set(e, GDN_ERR_IO, "--json: could not write '%s'", json), -1;
-  }
+  if (parity_output_write_all(&oo, doc, e)) return json_decref(doc), -1;
   if (coverage)
     fprintf(out, "%s: %lld of %lld mutants killed by %s (recurrence %s)\n", pass ? "PASS" : "FAIL",
             (long long)json_integer_value(json_object_get(doc, "n_killed")),

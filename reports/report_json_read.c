@@ -4,6 +4,7 @@
 #include "gdn_path.h"
 #include "report_doc.h"
 #include "report_json.h"
+#include "report_recur.h"
 
 int report_json_read(const char *path, json_t **doc, gdn_error *e) {
   *doc = NULL;
@@ -26,8 +27,9 @@ int report_json_read(const char *path, json_t **doc, gdn_error *e) {
     return gdn_error_set(e, GDN_ERR_INPUT, "%s:%d:%d: not a valid JSON document: %s", path, je.line,
                          je.column, je.text);
   }
-  int rc = report_doc_validate(j, path, e);
-  if (!rc) rc = report_doc_validate_meaning(j, path, e);
+  /* a recurrence's document (gdn-parity --recurrence NAME) has its own schema */
+  int rc = report_recur_is(j) ? report_recur_validate(j, path, e) : report_doc_validate(j, path, e);
+  if (!rc && !report_recur_is(j)) rc = report_doc_validate_meaning(j, path, e);
   if (rc) {
     json_decref(j);
     return rc;

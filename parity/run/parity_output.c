@@ -8,6 +8,7 @@
 
 #include "gdn_atomic.h"
 #include "report.h"
+#include "report_recur.h"
 
 static int check_one(const char *opt, const char *path, gdn_error *e) {
   if (!path) return GDN_OK;
@@ -83,6 +84,13 @@ static char *relative_link(const char *from_file, const char *to_file) {
 
 static int write_each(const parity_output_opts *o, const json_t *doc, gdn_error *e) {
   int rc;
+  if (report_recur_is(doc)) { /* a recurrence's document: its own writers (report_recur.h) */
+    char *link = o->report && o->summary ? relative_link(o->summary, o->report) : NULL;
+    if (o->report && o->summary && !link) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory");
+    rc = report_recur_write_all(doc, o->json, o->report, o->junit, o->summary, link, e);
+    free(link);
+    return rc;
+  }
   if (o->json && (rc = report_json_write(doc, o->json, e))) return rc;
   if (o->report && (rc = report_html_write(doc, o->report, e))) return rc;
   if (o->junit && (rc = report_junit_write(doc, o->junit, e))) return rc;

@@ -335,7 +335,7 @@ END_TEST
 
 START_TEST(test_refusals) {
   static const char *const refused[][2] = {{"--prefix", "hillis-steele"}, {"--dtype", "bfloat16"},
-                                           {"--policy", "x.json"}, {"--report", "r.html"},
+                                           {"--policy", "x.json"}, {"--prelude", "bfloat16"},
                                            {"--oracle", "none"}};
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
     char *av[8] = {"gdn-parity", "--shape", "1,8,1,4", "--recurrence", "kda", (char *)refused[i][0],

@@ -511,9 +511,9 @@ START_TEST(kda_grid_coverage_and_sweep) {
   sw[5] = (char *)bad;
   ck_assert_int_eq(cli_inproc(sw, &e), -1);
   ck_assert_msg(strstr(e.msg, "unknown key \"gates\""), "%s", e.msg);
-  char *rep[] = {"gdn-parity", "sweep", "--recurrence", "kda", "--grid", (char *)strong, "--report", "r.html", NULL};
+  char *rep[] = {"gdn-parity", "sweep", "--recurrence", "kda", "--grid", (char *)strong, "--policy", "p.json", NULL};
   ck_assert_int_eq(cli_inproc(rep, &e), -1);
-  ck_assert_msg(strstr(e.msg, "does not support --report"), "%s", e.msg);
+  ck_assert_msg(strstr(e.msg, "does not support --policy"), "%s", e.msg);
 }
 END_TEST
 
