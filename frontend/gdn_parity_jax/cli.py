@@ -43,7 +43,8 @@ def build_parser():
                    help="maxtext (default), hf, fla, fla-kda (implies --recurrence kda) or FILE.json")
     r.add_argument("--recurrence", default=None, choices=("gdn", "kda"),
                    help="the recurrence the function computes: gdn (default), or kda (Kimi Delta "
-                   "Attention: g per key channel, (B, T, Hv, Dk); the forward only)")
+                   "Attention: g per key channel, (B, T, Hv, Dk); with --grad its gradients too, dg "
+                   "per channel, judged against the KDA VJP oracle)")
     r.add_argument("--shape", help="B,T,H,D (synthetic inputs)")
     r.add_argument("--key-heads", type=int, help="Hk (default H)")
     r.add_argument("--dv", type=int, help="Dv (default D)")

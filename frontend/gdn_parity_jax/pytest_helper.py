@@ -249,7 +249,9 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
     g per key channel, (B, T, Hv, Dk); run --recurrence kda, judged against
     the KDA oracle).  A KDA call runs `shapes` (default DEFAULT_SHAPES with
     SHAPE_DEFAULTS; the GDN grids are not KDA cases, so grid= is refused),
-    the forward only (grad=True and audit=True refused: ValueError)."""
+    gradients as for GDN (jax.vjp of fn, and inside shard_map of the
+    context-parallel function, judged against the KDA VJP oracle with dg per
+    channel); audit=True refused (ValueError)."""
     if recurrence not in ("gdn", "kda"):
         raise ValueError(f"assert_gdn_parity: recurrence={recurrence!r}: expected 'gdn' or 'kda'")
     if recurrence == "kda":
@@ -302,17 +304,14 @@ def assert_gdn_parity(fn, cp_fn=None, shapes=None, devices=None, *, grid=DEFAULT
 
 def _kda_call(shapes, grid, grad, audit):
     """(shapes, grad) of a recurrence="kda" call; ValueError for what the
-    KDA path does not run (a grid, gradients, the audit)."""
+    KDA path does not run (a grid, the audit)."""
     if grid != DEFAULT_GRID and shapes is None:
         raise ValueError(f"assert_gdn_parity: recurrence='kda' runs shapes=, not grid={grid!r} "
                          "(the grids hold GDN cases)")
-    if grad:
-        raise ValueError("assert_gdn_parity: recurrence='kda': the KDA backward is not judged by "
-                         "the JAX front end yet (drop grad=True)")
     if audit:
         raise ValueError("assert_gdn_parity: recurrence='kda': the audit knows GDN only "
                          "(drop audit=True)")
-    return (shapes if shapes is not None else DEFAULT_SHAPES), False
+    return (shapes if shapes is not None else DEFAULT_SHAPES), grad
 
 
 def _arg(args, opt):

@@ -216,7 +216,7 @@ def _run_on_inputs(args, tools, adapter, impl, cp_fn, plans, devices, work) -> i
     os.makedirs(args.out, exist_ok=True)  # made only now: a refused run leaves no folder
     if args.rec != "gdn":
         from . import run_recur
-        found = run_recur.write_fixture(path, fx["path"], outputs)
+        found = run_recur.write_fixture(path, fx["path"], outputs, ct)
         return run_recur.judge(args, tools, path, args.rec, chunk, T, devices, list(outputs), found)
     found = write_results(path, fx, chunk, outputs, ct)
     return judge(args, tools, path, chunk, T, devices, list(outputs), found)

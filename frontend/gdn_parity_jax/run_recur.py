@@ -6,11 +6,14 @@ steps differ from GDN's in three places, each a function here:
 * which recurrence a run judges (:func:`resolve`): ``--recurrence``, else
   the signature's (``fla-kda`` is KDA's), else a --from-fixture file's root
   attribute ``recurrence``; a disagreement is refused (exit 2), and so is
-  what the KDA path does not do yet (gradients, the audit, the GDN-only
-  options of `gdn-parity check`);
+  what the KDA path does not do yet (the audit, the GDN-only options of
+  `gdn-parity check`);
 * the fixture (:func:`write_fixture`): the synthetic or given KDA file
   copied whole (its inputs, attributes and recurrence untouched) with every
-  result as ``/outputs/<name>``; no other /outputs, /oracle or /cotangents;
+  result as ``/outputs/<name>``; no other /outputs or /oracle; with --grad
+  the cotangents as /cotangents (do, and dht with h0) and each output's
+  jax.vjp gradients as /outputs/<name>/grads (dg per channel, (B, T, Hv,
+  Dk)), which the check judges against the KDA VJP oracle;
 * the verdict (:func:`judge`): ``gdn-parity check FILE --recurrence kda``,
   which judges each output against the KDA oracle (no `gdn-fixture regen`:
   it refuses KDA files; the check computes its own oracle), its document
@@ -50,9 +53,6 @@ def resolve(args) -> str:
                          f"judges {rec} (--recurrence {rec})")
     if rec == "gdn":
         return rec
-    if args.grad:
-        raise UsageError(f"--grad: the {rec} backward is not judged by gdn-parity-jax yet "
-                         "(run the forward: drop --grad)")
     if getattr(args, "audit", False):
         raise UsageError(f"--audit: the audit knows the gdn recurrence only (drop --audit for {rec})")
     if getattr(args, "layout", None) == "global":
@@ -104,11 +104,13 @@ def check_file(path):
                              f"expected {w}")
 
 
-def write_fixture(path, source, outputs):
+def write_fixture(path, source, outputs, cotangents=None):
     """The fixture at `path`: the input file `source` copied, its own
     outputs, oracle and cotangents dropped, each of `outputs` ({name: {o,
-    ht, attrs...}}) added.  Built under a temporary name and renamed over
-    the target when complete.  Returns {output: captured.findings}."""
+    ht, attrs..., grads (with cotangents)}}) added, and with `cotangents`
+    ({do, dht}) the cotangents and each output's gradients.  Built under a
+    temporary name and renamed over the target when complete.  Returns
+    {output: captured.findings}."""
     import h5py
     import numpy as np
 
@@ -116,7 +118,7 @@ def write_fixture(path, source, outputs):
     from .signatures import to_numpy
     target = paths.output_target("the fixture", path)
     stage = os.path.join(os.path.dirname(target) or ".", f".{os.path.basename(target)}.partial")
-    found = {}
+    found, grads = {}, {}
     try:
         shutil.copyfile(source, stage)
         with h5py.File(stage, "r+") as f:
@@ -127,15 +129,21 @@ def write_fixture(path, source, outputs):
             go = f.create_group("outputs")
             for name, spec in outputs.items():
                 spec, notes = dict(spec), []
+                grads[name] = spec.pop("grads", None)
                 for t in ("o", "ht"):
                     spec[t], note = captured.store(to_numpy(spec.get(t)))
                     if note:
                         notes.append(f"{t} {note}")
                 if spec["ht"] is not None and spec["ht"].dtype != np.float32:
                     spec["ht"] = spec["ht"].astype(np.float32)
-                found[name] = captured.findings(dict(spec, grads=None, notes=notes))
+                found[name] = captured.findings(dict(spec, grads=grads[name], notes=notes))
                 o, ht = spec.pop("o"), spec.pop("ht")
                 cap._write_output(go, name, o, ht, spec, shape, "gzip")
+        if cotangents is not None:
+            cap.write_cotangents(stage, cotangents["do"], cotangents.get("dht"))
+            for name, g in grads.items():
+                if g is not None:
+                    cap.write_gradients(stage, name, g)
         os.replace(stage, target)
     finally:
         if os.path.exists(stage):

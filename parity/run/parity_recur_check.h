@@ -1,6 +1,7 @@
 /* parity_recur_check: `gdn-parity check` of a fixture whose recurrence is
  * not Gated DeltaNet's (fix_kda.h: root attribute recurrence, a per-channel
- * gate g (B, T, Hv, Dk)), forward only.
+ * gate g (B, T, Hv, Dk)); its stored gradients, when it has /cotangents,
+ * are judged by parity_recur_check_grad.h (the document's "grad").
  *
  * The row of parity_recurrence.h named by the file supplies everything:
  * its oracle, certified (MPFR at oracle_bits, checked at oracle_bits + 64),

@@ -19,9 +19,14 @@ to h0 and replays its tokens from that state).
   solve (the WY form with the decay inside the channel sum);
 * ``gate_on_value_axis``: the token loop with Diag(exp(g_t)) applied along
   the value axis of S instead of the key axis (needs Dk = Dv): a mistake a
-  port from a scalar gate makes, which a scalar-gate test cannot see.
+  port from a scalar gate makes, which a scalar-gate test cannot see;
+* ``dg_per_head_backward``: the token loop with a wrong backward (a
+  custom_vjp on g): its forward is ``recurrent``'s, but dg loses its
+  per-channel part (each channel gets the mean over the head's channels), a
+  mistake a port from a scalar gate's backward makes.
 """
 
+import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.scipy.linalg import solve_triangular
@@ -182,3 +187,25 @@ def fla_order(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
         initial_state if initial_state is not None else jnp.zeros(
             (q.shape[0], v.shape[2], dk, v.shape[-1]), jnp.float32)))
     return o, (S if output_final_state else None)
+
+
+@jax.custom_vjp
+def _g_per_head_grad(g):
+    return g
+
+
+def _g_fwd(g):
+    return g, None
+
+
+def _g_bwd(_, dg):
+    return (jnp.broadcast_to(jnp.mean(dg, -1, keepdims=True), dg.shape),)
+
+
+_g_per_head_grad.defvjp(_g_fwd, _g_bwd)
+
+
+def dg_per_head_backward(query, key, value, g, beta, chunk_size=64, initial_state=None,
+                         use_qk_norm_in_gdn=False, compute_dtype=jnp.float32, cp_axis=None):
+    return recurrent(query, key, value, _g_per_head_grad(g), beta, chunk_size, initial_state,
+                     use_qk_norm_in_gdn, compute_dtype, cp_axis)

@@ -1,0 +1,146 @@
+/* Stored gradients of a non-GDN fixture against the row's VJP oracle
+ * (parity_recur_check_grad.h). */
+#include "parity_recur_check_grad.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "gdn_chgrads.h"
+
+/* The dims and axis names of gradient id (dg per channel when pc). */
+static int grad_axes(const gdn_shape *s, int pc, gdn_grad_id id, int64_t d[4], const char *n[4]) {
+  static const char *const qk[4] = {"b", "t", "h", "dk"}, *const v[4] = {"b", "t", "h", "dv"},
+                           *const bt[4] = {"b", "t", "h", NULL}, *const st[4] = {"b", "h", "dk", "dv"};
+  const char *const *nm = id == GDN_GRAD_DV ? v : id == GDN_GRAD_DH0 ? st : id == GDN_GRAD_DBETA ? bt : qk;
+  memcpy(n, nm, 4 * sizeof *n);
+  switch (id) {
+  case GDN_GRAD_DQ:
+  case GDN_GRAD_DK: d[0] = s->B, d[1] = s->T, d[2] = s->Hk, d[3] = s->Dk; return 4;
+  case GDN_GRAD_DV: d[0] = s->B, d[1] = s->T, d[2] = s->Hv, d[3] = s->Dv; return 4;
+  case GDN_GRAD_DG: d[0] = s->B, d[1] = s->T, d[2] = s->Hv, d[3] = pc ? s->Dk : 1; return pc ? 4 : 3;
+  case GDN_GRAD_DBETA: d[0] = s->B, d[1] = s->T, d[2] = s->Hv, d[3] = 1; return 3;
+  default: d[0] = s->B, d[1] = s->Hv, d[2] = s->Dk, d[3] = s->Dv; return 4;
+  }
+}
+
+/* {"err", "max_abs_err", "max_ref", "worst": {axis: index}} of one gradient. */
+static json_t *grad_json(parity_recur_err m, const int64_t d[4], const char *const n[4], int rank) {
+  json_t *w = json_object();
+  size_t at = m.at;
+  for (int a = rank - 1; w && a >= 0; a--) {
+    if (json_object_set_new(w, n[a], json_integer((json_int_t)(at % (size_t)d[a])))) w = (json_decref(w), NULL);
+    at /= (size_t)d[a];
+  }
+  return w ? json_pack("{s:f, s:f, s:f, s:o}", "err", isfinite(m.err) ? m.err : 1e308, "max_abs_err",
+                       isfinite(m.max_abs) ? m.max_abs : 1e308, "max_ref", m.max_ref, "worst", w)
+           : NULL;
+}
+
+/* One output's gradients judged against ref; its case appended to cases. */
+static int judge_output(const parity_recur_check_opts *o, const fix_fixture *fx, const fix_output *x,
+                        const gdn_grads *ref, json_t *cases, int *failed, gdn_error *e) {
+  const gdn_shape *s = &fx->inputs.shape;
+  const int pc = o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL;
+  double band;
+  json_t *kj = NULL;
+  parity_kappa_ch kc;
+  int rc = parity_recur_case_band(o->rec, &fx->inputs, &fx->chgate, fx->chunk_size, x->devices,
+                                  PARITY_RECUR_BAND_F32, &band, &kj, &kc, e);
+  if (rc) return rc;
+  if (x->grads.dtype == GDN_DTYPE_BF16) band = parity_recur_band_bf16(band);
+  json_t *c = json_pack("{s:s+, s:o, s:f, s:[]}", "subject", "output:", x->name, "devices",
+                        x->devices > 0 ? json_integer(x->devices) : json_null(), "band", isfinite(band) ? band : 0,
+                        "failed");
+  if (c && json_object_set_new(c, "kappa_g", kj ? kj : json_null())) c = (json_decref(c), NULL);
+  else if (!c)
+    json_decref(kj);
+  char line[640] = "", bad[256] = "";
+  size_t at = 0, bt = 0;
+  int pass = 1;
+  for (int id = 0; c && id < GDN_GRADS_N; id++) {
+    const gdn_grad_id g = (gdn_grad_id)id;
+    const char *nm = gdn_grads_name(g), *an[4];
+    if (!(x->grads_present & (1u << id))) {
+      if (json_object_set_new(c, nm, json_null())) c = (json_decref(c), NULL);
+      continue;
+    }
+    int64_t d[4];
+    const int rank = grad_axes(s, pc, g, d, an);
+    const size_t n = pc ? gdn_chgrads_numel(s, g) : gdn_grads_numel(s, g);
+    const parity_recur_err m = parity_recur_measure(gdn_grads_tensor_c(&x->grads, g), gdn_grads_tensor_c(ref, g), n);
+    const int ok = m.err <= band;
+    if (json_object_set_new(c, nm, grad_json(m, d, an, rank)) ||
+        (!ok && json_array_append_new(json_object_get(c, "failed"), json_string(nm))))
+      c = (json_decref(c), NULL);
+    if (at < sizeof line) at += (size_t)snprintf(line + at, sizeof line - at, "%s %s %.3e", at ? "," : "", nm, m.err);
+    if (!ok && bt < sizeof bad) bt += (size_t)snprintf(bad + bt, sizeof bad - bt, "%s%s", bt ? ", " : "", nm);
+    pass &= ok;
+  }
+  if (!c || json_object_set_new(c, "pass", json_boolean(pass)) || json_array_append_new(cases, c))
+    return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+  if (!pass) ++*failed;
+  if (o->log)
+    fprintf(o->log, "  %-4s output:%s D=%lld backward:%s (band %.3e)%s%s\n", pass ? "PASS" : "FAIL", x->name,
+            (long long)(x->devices > 0 ? x->devices : 1), line, band, pass ? "" : "; over the band: ", bad);
+  return GDN_OK;
+}
+
+static json_t *grad_head(const fix_fixture *fx, const oracle_vjp_certificate *cert) {
+  json_t *bits = json_object();
+  for (int id = 0; bits && id < GDN_GRADS_N; id++)
+    json_object_set_new(bits, gdn_grads_name((gdn_grad_id)id), json_integer(cert->certified[id]));
+  return json_pack("{s:{s:s, s:i, s:i, s:i, s:o}, s:{s:b, s:b, s:s}, s:[]}", "oracle", "tier", "mpfr",
+                   "precision_bits", cert->precision_bits, "check_bits", cert->check_bits, "certified_bits",
+                   cert->certified_bits, "certified", bits, "cotangents", "from_fixture", 1, "dht",
+                   fx->cot.dht != NULL, "grad_problem_sha256", fx->grad_problem_sha256, "cases");
+}
+
+/* g attached to doc, doc's counts updated with g's. */
+static int merge(json_t *doc, json_t *g, int gfailed, int *pass, gdn_error *e) {
+  const json_int_t nc = json_integer_value(json_object_get(doc, "n_cases")),
+                   nf = json_integer_value(json_object_get(doc, "n_failed"));
+  const size_t gn = json_array_size(json_object_get(g, "cases"));
+  *pass = *pass && gfailed == 0;
+  if (json_object_set_new(doc, "grad", g) || json_object_set_new(g, "n_cases", json_integer((json_int_t)gn)) ||
+      json_object_set_new(g, "n_failed", json_integer(gfailed)) ||
+      json_object_set_new(g, "pass", json_boolean(gfailed == 0)) ||
+      json_object_set_new(doc, "n_cases", json_integer(nc + (json_int_t)gn)) ||
+      json_object_set_new(doc, "n_failed", json_integer(nf + gfailed)) ||
+      json_object_set_new(doc, "pass", json_boolean(*pass)))
+    return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+  return GDN_OK;
+}
+
+int parity_recur_check_grads(const parity_recur_check_opts *o, const fix_fixture *fx, json_t *doc, int *pass,
+                             gdn_error *e) {
+  int any = 0;
+  for (size_t i = 0; i < fx->n_outputs; i++) any |= fx->outputs[i].has_grads;
+  if (!any || !fx->has_cotangents) return GDN_OK;
+  if (!o->rec->oracle_vjp)
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s: the %s recurrence has no VJP oracle to judge gradients by", o->name,
+                         o->rec->name);
+  gdn_grads ref;
+  gdn_grads_init(&ref);
+  oracle_vjp_config vc;
+  oracle_vjp_config_init(&vc);
+  vc.prec = o->oracle_bits;
+  oracle_vjp_certificate cert;
+  json_t *g = NULL;
+  int failed = 0, rc = o->rec->oracle_vjp(&fx->inputs, &fx->chgate, &fx->cot, &vc, &ref, &cert, e);
+  if (rc) goto done;
+  if (o->log)
+    fprintf(o->log, "%s: gradients (the file's /cotangents%s): oracle VJP mpfr %d bits, certified %d bits\n", o->name,
+            fx->cot.dht ? ", dht given" : "", cert.precision_bits, cert.certified_bits);
+  if (!(g = grad_head(fx, &cert))) {
+    rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+    goto done;
+  }
+  for (size_t i = 0; i < fx->n_outputs && !rc; i++)
+    if (fx->outputs[i].has_grads)
+      rc = judge_output(o, fx, &fx->outputs[i], &ref, json_object_get(g, "cases"), &failed, e);
+  if (!rc) rc = merge(doc, g, failed, pass, e), g = NULL; /* doc holds g from here */
+done:
+  json_decref(g);
+  gdn_grads_clear(&ref);
+  return rc;
+}

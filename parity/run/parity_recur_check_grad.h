@@ -1,0 +1,41 @@
+/* parity_recur_check_grad: the stored gradients of a non-GDN fixture
+ * (fix_kda.h: /cotangents do, dht and /outputs/<name>/grads with dg per
+ * channel) judged by `gdn-parity check` against the row's VJP oracle.
+ *
+ * When the fixture has /cotangents and at least one output has gradients,
+ * the row's VJP oracle (oracle_kda_vjp.h for KDA) runs once on the
+ * fixture's inputs, gate and cotangents, certified (MPFR at oracle_bits,
+ * checked at oracle_bits + 64).  Each output with gradients is one case,
+ * "output:<name>": each of dq, dk, dv, dg, dbeta, dh0 (dh0 absent without
+ * /inputs/h0: null, not judged) measured normwise, err = max |x - r| /
+ * max |r|, with where its largest |x - r| lies, and the case passes when
+ * every err <= band.  The band is the one `gdn-parity --recurrence kda
+ * --grad` judges our kernels' backward by (parity_recur_grad.h): the
+ * forward's band for the case (parity_recur_case_band, PARITY_RECUR_BAND_F32
+ * as the fixed one: for a per-channel gate u (8 kappa_G + 64), kappa_G of
+ * the fixture's gates at its chunk_size and the output's devices),
+ * parity_recur_band_bf16 of it when a gradient of the set is stored in
+ * bfloat16.
+ *
+ * Attached to the check document as "grad":
+ *   {"oracle": {"tier": "mpfr", "precision_bits", "check_bits",
+ *    "certified_bits", "certified": {"dq": bits, ...}}, "cotangents":
+ *    {"from_fixture": true, "dht": bool, "grad_problem_sha256"}, "cases":
+ *    [{"subject": "output:<name>", "devices", "band", "kappa_g", "dq":
+ *    {"err", "max_abs_err", "max_ref", "worst": {axis: index, ...}}, ...,
+ *    "dh0" (or null), "failed": [names of the gradients over the band],
+ *    "pass"}], "n_cases", "n_failed", "pass"}
+ * and the document's n_cases, n_failed and pass count these cases too.
+ * Nothing is attached (and nothing computed) when no output has gradients.
+ */
+#ifndef PARITY_RECUR_CHECK_GRAD_H
+#define PARITY_RECUR_CHECK_GRAD_H
+
+#include <jansson.h>
+
+#include "parity_recur_check.h"
+
+int parity_recur_check_grads(const parity_recur_check_opts *o, const fix_fixture *fx, json_t *doc, int *pass,
+                             gdn_error *e);
+
+#endif
