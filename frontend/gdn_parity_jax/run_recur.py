@@ -35,7 +35,7 @@ RECURRENCES = ("gdn", "kda")
 SIGNATURE_RECURRENCE = {"fla-kda": "kda"}
 # `gdn-parity check` options the recurrence check takes (parity_recur_check_cli.c).
 CHECK_OPTIONS = ("--json", "--oracle-bits", "--threads", "--max-bytes", "--quiet", "--verbose",
-                 "--reproducible")
+                 "--reproducible", "--report", "--junit", "--summary")
 
 
 def resolve(args) -> str:

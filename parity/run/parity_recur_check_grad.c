@@ -48,7 +48,8 @@ static int judge_output(const parity_recur_check_opts *o, const fix_fixture *fx,
                                   PARITY_RECUR_BAND_F32, &band, &kj, &kc, e);
   if (rc) return rc;
   if (x->grads.dtype == GDN_DTYPE_BF16) band = parity_recur_band_bf16(band);
-  json_t *c = json_pack("{s:s+, s:o, s:f, s:[]}", "subject", "output:", x->name, "devices",
+  /* "chunk" null as for the forward output cases: an external output's chunking is its own. */
+  json_t *c = json_pack("{s:s+, s:n, s:o, s:f, s:[]}", "subject", "output:", x->name, "chunk", "devices",
                         x->devices > 0 ? json_integer(x->devices) : json_null(), "band", isfinite(band) ? band : 0,
                         "failed");
   if (c && json_object_set_new(c, "kappa_g", kj ? kj : json_null())) c = (json_decref(c), NULL);

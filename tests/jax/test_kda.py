@@ -121,7 +121,7 @@ def test_fla_kda_row_calls_fla_order(tmp_path):
 
 @pytest.mark.parametrize("extra, words", [
     (("--signature", "fla-kda", "--recurrence", "gdn"), "--signature fla-kda computes kda"),
-    (("--recurrence", "kda", "--report", "r.html"), "--report: gdn-parity check of a kda"),
+    (("--recurrence", "kda", "--policy", "p.json"), "--policy: gdn-parity check of a kda"),
 ])
 def test_refused(tmp_path, extra, words):
     r = run_cli("run", "--impl", "kda_written:recurrent", "--shape", SHAPE, "--devices", "1",
@@ -150,3 +150,25 @@ def test_from_kda_fixture_recurrence_from_the_file(tools, tmp_path):
                 "kda", "--devices", "1", "--out", tmp_path / "run2")
     _ok(r, 2)
     assert "a gdn fixture, but the run judges kda" in r.stderr, r.stderr
+
+
+def test_reports_name_the_failing_gradient_and_no_h0_has_no_ht(tmp_path):
+    """--report/--junit/--summary pass through to the KDA check: a wrong
+    backward's reports name dg at the top.  Without h0 the function returns
+    no final state; the check judges o alone (a missing ht was once read as
+    zeros and failed at err 1)."""
+    r = run_cli("run", "--impl", "kda_written:dg_per_head_backward", "--recurrence", "kda",
+                "--shape", SHAPE, "--chunk", "16", "--devices", "1", "--grad",
+                "--report", tmp_path / "r.html", "--junit", tmp_path / "r.xml",
+                "--summary", tmp_path / "r.md", "--out", tmp_path / "run")
+    _ok(r, 1)
+    md = (tmp_path / "r.md").read_text()
+    assert "check): FAIL" in md, md
+    failing = next(ln for ln in md.split("\n") if ln.startswith("**Failing**"))
+    assert "backward: dg err" in failing, failing
+    assert "dg err" in (tmp_path / "r.xml").read_text()
+    assert "backward" in (tmp_path / "r.html").read_text()
+    doc = json.loads((tmp_path / "run" / "results.json").read_text())
+    outs = [c for c in doc["cases"] if c["subject"].startswith("output:")]
+    assert outs and all(c["ht"] is None and c["pass"] for c in outs), outs
+    assert doc["grad"]["n_failed"] == len(outs)
