@@ -30,7 +30,7 @@ typedef struct KR(kda_ws) {
   kreal *q, *k, *v, *G, *beta;  /* C x Dk, C x Dk, C x Dv, C x Dk, C */
   kreal *A, *P, *row;           /* C x C, C x C, C */
   kreal *xk, *xq, *kj;          /* C x Dk each: rows scaled against a reference row */
-  kreal *Et, *kt, *Xe;          /* Dk x SUB each: a diagonal block's decays into row i, its k rows (d-major); exp's arguments */
+  kreal *Et, *kt, *Xe;          /* kda_et_elems: a diagonal block's decays; Dk x SUB: its k rows, G rows (d-major), exp's arguments */
   kreal *w, *u, *vn, *o, *tmp;  /* C x Dk, C x Dv each */
   kreal *S, *eg, *gws;          /* Dk x Dv, Dk, kern_gemm's workspace */
   kreal *H0;                    /* Dk x Dv: h0 in F */
@@ -41,6 +41,12 @@ typedef struct KR(kda_ws) {
   kreal *FA, *An, *Ac, *T1, *FB, *Bn, *Bc, *T2;
 } KR(kda_ws);
 
+/* Et: a diagonal block's decays, channel-major, each channel's row pairs
+ * (i, j < i) packed (kda_diag), and SB lanes of overrun. */
+static size_t KR(kda_et_elems)(int64_t Dk) {
+  return (size_t)(KERN_KDA_SUB * (KERN_KDA_SUB - 1) / 2 * Dk + KERN_KDA_SUB);
+}
+
 static size_t KR(kda_chunk_per)(int64_t C, int64_t Dk, int64_t Dv, int affine) {
   size_t per = 0;
   const size_t cdk = KR(rows_pad)((size_t)(C * Dk)), cdv = KR(rows_pad)((size_t)(C * Dv));
@@ -48,7 +54,8 @@ static size_t KR(kda_chunk_per)(int64_t C, int64_t Dk, int64_t Dv, int affine) {
   per = kern_size_add(per, kern_size_mul(5, cdv));
   per = kern_size_add(per, KR(rows_pad)(KR(kern_gemm_ws_elems)()));
   per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(C * C))));
-  per = kern_size_add(per, kern_size_mul(3, KR(rows_pad)((size_t)(KERN_KDA_SUB * Dk))));
+  per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(KERN_KDA_SUB * Dk))));
+  per = kern_size_add(per, KR(rows_pad)(KR(kda_et_elems)(Dk)));
   per = kern_size_add(per, 2 * KR(rows_pad)((size_t)C) + 2 * KR(rows_pad)((size_t)Dk));
   per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(Dk * Dv))));
   if (affine) {
@@ -65,7 +72,7 @@ static void KR(kda_carve)(KR(kda_ws) *w, kreal *p, int64_t C, int64_t Dk, int64_
   w->xk = KR(rows_carve)(&p, (size_t)(C * Dk));
   w->xq = KR(rows_carve)(&p, (size_t)(C * Dk));
   w->kj = KR(rows_carve)(&p, (size_t)(C * Dk));
-  w->Et = KR(rows_carve)(&p, (size_t)(KERN_KDA_SUB * Dk));
+  w->Et = KR(rows_carve)(&p, KR(kda_et_elems)(Dk));
   w->kt = KR(rows_carve)(&p, (size_t)(KERN_KDA_SUB * Dk));
   w->Xe = KR(rows_carve)(&p, (size_t)(KERN_KDA_SUB * Dk));
   w->w = KR(rows_carve)(&p, (size_t)(C * Dk));
@@ -156,36 +163,46 @@ static void KR(kda_scale_rows)(kreal *out, const kreal *x, const kreal *Ga, cons
  * d ascending.  The loops run d outer and j inner over one row i at a time,
  * each (i, j) sum its own accumulator, so every sum sees the same terms in
  * the same order as the plain triple loop (the same bits): the j loop is
- * the vector one. */
+ * the vector one.  The decays are formed once per block, channel-major:
+ * channel d's row holds the pairs (i, j < i) packed, row i's j lanes at
+ * d np + i (i - 1) / 2 (np = m (m - 1) / 2 pairs), from G transposed once,
+ * each row's arguments written SB lanes wide in i order (a row's lanes past
+ * its own are overwritten by the next row's; the last row's spill lands in
+ * the next channel, written after it, or the SB lanes of overrun); one exp
+ * over the np Dk packed decays; the row loop reads SB lanes at the row's
+ * start and takes 1 from lane i - r on (the exact diagonal; lanes past it
+ * are not stored). */
 static void KR(kda_diag)(KR(kda_ws) *w, int64_t r, int64_t r1, int64_t C, int64_t Dk) {
   enum { SB = KERN_KDA_SUB };
-  const int64_t m = r1 - r;
-  kreal *Et = w->Et, *kt = w->kt, *X = w->Xe;
+  const int64_t m = r1 - r, np = m * (m - 1) / 2;
+  kreal *Et = w->Et, *kt = w->kt, *Gt = w->Xe;
   for (int64_t j = 0; j < m; j++)
-    for (int64_t d = 0; d < Dk; d++) kt[d * SB + j] = w->k[(r + j) * Dk + d];
-  for (int64_t j = m; j < SB; j++)
-    for (int64_t d = 0; d < Dk; d++) kt[d * SB + j] = 0;
-  for (int64_t i = r; i < r1; i++) {
-    const int64_t ni = i - r; /* rows r .. i - 1 take an exp; row i takes 1 */
-    const kreal *Gi = w->G + i * Dk, *ki = w->k + i * Dk, *qi = w->q + i * Dk;
-    for (int64_t j = 0; j < ni; j++) {
-      const kreal *Gj = w->G + (r + j) * Dk;
-      KSIMD for (int64_t d = 0; d < Dk; d++) X[j * Dk + d] = Gi[d] - Gj[d];
-    }
-    KR(kda_expv)(X, X, ni * Dk);
-    for (int64_t j = 0; j < ni; j++)
-      for (int64_t d = 0; d < Dk; d++) Et[d * SB + j] = X[j * Dk + d];
     for (int64_t d = 0; d < Dk; d++) {
-      Et[d * SB + ni] = 1;
-      for (int64_t j = ni + 1; j < SB; j++) Et[d * SB + j] = 0;
+      kt[d * SB + j] = w->k[(r + j) * Dk + d];
+      Gt[d * SB + j] = w->G[(r + j) * Dk + d];
     }
+  for (int64_t j = m; j < SB; j++)
+    for (int64_t d = 0; d < Dk; d++) kt[d * SB + j] = Gt[d * SB + j] = 0;
+  for (int64_t d = 0; d < Dk; d++) {
+    const kreal *Gd = Gt + d * SB;
+    for (int64_t i = 1; i < m; i++) {
+      kreal *Ed = Et + d * np + i * (i - 1) / 2;
+      const kreal g = Gd[i];
+      KSIMD for (int64_t j = 0; j < SB; j++) Ed[j] = g - Gd[j];
+    }
+  }
+  KR(kda_expv)(Et, Et, np * Dk);
+  for (int64_t i = r; i < r1; i++) {
+    const int64_t ni = i - r, p0 = ni * (ni - 1) / 2;
+    const kreal *ki = w->k + i * Dk, *qi = w->q + i * Dk;
     kreal sa[SB], sp[SB];
     for (int64_t j = 0; j < SB; j++) sa[j] = sp[j] = 0;
     for (int64_t d = 0; d < Dk; d++) {
-      const kreal kd = ki[d], qd = qi[d], *Ed = Et + d * SB, *kd_j = kt + d * SB;
+      const kreal kd = ki[d], qd = qi[d], *Ed = Et + d * np + p0, *kd_j = kt + d * SB;
       KSIMD for (int64_t j = 0; j < SB; j++) {
-        sa[j] = KFMA(kd * Ed[j], kd_j[j], sa[j]);
-        sp[j] = KFMA(qd * Ed[j], kd_j[j], sp[j]);
+        const kreal x = Ed[j], e = j < ni ? x : KC(1);
+        sa[j] = KFMA(kd * e, kd_j[j], sa[j]);
+        sp[j] = KFMA(qd * e, kd_j[j], sp[j]);
       }
     }
     for (int64_t j = 0; j < ni; j++) w->A[i * C + r + j] = sa[j];
