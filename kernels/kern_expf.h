@@ -20,7 +20,9 @@
  * other operation one rounding, -ffp-contract=off.  With AVX-512 (F and
  * VL) the array runs 8 lanes at a time in one 512-bit register (the same
  * binary64 operations, the table read by permutes instead of a gather),
- * then 4, then the scalar tail: the same bits whichever lane width.  The fast path covers
+ * then 4, then the scalar tail: the same bits whichever lane width; the 8
+ * lanes answer the arguments below the underflow threshold (+0, as the
+ * second pass would) in the vector, the fast decays' common case.  The fast path covers
  * -0x1.9d1d9ep6 <= x <= 0x1.62e42ep6 (about -103.28 .. 88.72), where glibc
  * takes the same path; every other x (NaN, +-inf, overflow, the underflow
  * band) is given to expf itself in a second scalar pass, so special values
@@ -101,12 +103,14 @@ static inline void kern_expf_array(float *y, const float *x, int64_t n) {
   int64_t n4 = 0; /* the lanes the vector loops cover */
 #if defined(__AVX512F__) && defined(__AVX512VL__)
   const int64_t n8 = n - n % 8;
-  const __m256 lo8 = _mm256_set1_ps(-0x1.9d1d9ep6f), hi8 = _mm256_set1_ps(0x1.62e42ep6f);
+  const __m256 lo8 = _mm256_set1_ps(-0x1.9d1d9ep6f), hi8 = _mm256_set1_ps(0x1.62e42ep6f),
+               uf8 = _mm256_set1_ps(-0x1.9fe368p6f);
   for (; n4 < n8; n4 += 8) {
     const __m256 xv = _mm256_loadu_ps(x + n4);
     const __mmask8 in = _mm256_cmp_ps_mask(xv, lo8, _CMP_GE_OQ) & _mm256_cmp_ps_mask(xv, hi8, _CMP_LE_OQ);
-    const __m256 yv = kern_expf_fast8(_mm256_maskz_mov_ps(in, xv)); /* outside: exp(0), replaced below */
-    if (in == 0xff) {
+    const __mmask8 zero = _mm256_cmp_ps_mask(xv, uf8, _CMP_LT_OQ); /* kern_expf_slow's +0 */
+    const __m256 yv = _mm256_maskz_mov_ps(in, kern_expf_fast8(_mm256_maskz_mov_ps(in, xv)));
+    if ((in | zero) == 0xff) { /* the fast lanes and the +0 ones: no call */
       _mm256_storeu_ps(y + n4, yv);
       continue;
     }

@@ -157,6 +157,36 @@ static void KR(kda_scale_rows)(kreal *out, const kreal *x, const kreal *Ga, cons
   KSIMD for (int64_t t = 0; t < m * Dk; t++) out[t] = x[t] * out[t];
 }
 
+/* Rows i0 .. i0 + nr - 1 (nr 1 or 4, a constant where inlined) of the
+ * diagonal block at r, from the packed decays Et (kda_diag): nr rows at a
+ * time so that 2 nr independent sums are in flight (each its own
+ * accumulator, d ascending: the bits of one row at a time). */
+static inline __attribute__((always_inline)) void KR(kda_diag_rows)(KR(kda_ws) *w, int64_t r, int64_t i0, int nr,
+                                                                    int64_t np, int64_t C, int64_t Dk) {
+  enum { SB = KERN_KDA_SUB };
+  const kreal *Et = w->Et, *kt = w->kt;
+  kreal sa[4][SB], sp[4][SB];
+  for (int x = 0; x < nr; x++)
+    for (int64_t j = 0; j < SB; j++) sa[x][j] = sp[x][j] = 0;
+  for (int64_t d = 0; d < Dk; d++) {
+    const kreal *kd_j = kt + d * SB;
+    for (int x = 0; x < nr; x++) {
+      const int64_t ni = i0 + x - r;
+      const kreal kd = w->k[(i0 + x) * Dk + d], qd = w->q[(i0 + x) * Dk + d], *Ed = Et + d * np + ni * (ni - 1) / 2;
+      KSIMD for (int64_t j = 0; j < SB; j++) {
+        const kreal e = j < ni ? Ed[j] : KC(1);
+        sa[x][j] = KFMA(kd * e, kd_j[j], sa[x][j]);
+        sp[x][j] = KFMA(qd * e, kd_j[j], sp[x][j]);
+      }
+    }
+  }
+  for (int x = 0; x < nr; x++) {
+    const int64_t i = i0 + x, ni = i - r;
+    for (int64_t j = 0; j < ni; j++) w->A[i * C + r + j] = sa[x][j];
+    for (int64_t j = 0; j <= ni; j++) w->P[i * C + r + j] = sp[x][j];
+  }
+}
+
 /* The diagonal block of sub-chunk [r, r1): for i in it and j = r .. i,
  *   A[i][j] = sum_d fma((k_i[d] e) , k_j[d]),  P[i][j] the same with q_i,
  * e = exp(G_i[d] - G_j[d]) per element (e = 1 for j = i: exp(0) is exact),
@@ -192,22 +222,9 @@ static void KR(kda_diag)(KR(kda_ws) *w, int64_t r, int64_t r1, int64_t C, int64_
     }
   }
   KR(kda_expv)(Et, Et, np * Dk);
-  for (int64_t i = r; i < r1; i++) {
-    const int64_t ni = i - r, p0 = ni * (ni - 1) / 2;
-    const kreal *ki = w->k + i * Dk, *qi = w->q + i * Dk;
-    kreal sa[SB], sp[SB];
-    for (int64_t j = 0; j < SB; j++) sa[j] = sp[j] = 0;
-    for (int64_t d = 0; d < Dk; d++) {
-      const kreal kd = ki[d], qd = qi[d], *Ed = Et + d * np + p0, *kd_j = kt + d * SB;
-      KSIMD for (int64_t j = 0; j < SB; j++) {
-        const kreal x = Ed[j], e = j < ni ? x : KC(1);
-        sa[j] = KFMA(kd * e, kd_j[j], sa[j]);
-        sp[j] = KFMA(qd * e, kd_j[j], sp[j]);
-      }
-    }
-    for (int64_t j = 0; j < ni; j++) w->A[i * C + r + j] = sa[j];
-    for (int64_t j = 0; j <= ni; j++) w->P[i * C + r + j] = sp[j];
-  }
+  int64_t i = r;
+  for (; i + 4 <= r1; i += 4) KR(kda_diag_rows)(w, r, i, 4, np, C, Dk);
+  for (; i < r1; i++) KR(kda_diag_rows)(w, r, i, 1, np, C, Dk);
 }
 
 /* A (strictly lower, times beta_i, negated) and P (lower, diagonal
