@@ -50,4 +50,16 @@ int kern_kda_chunk_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_c
 int kern_kda_affine_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
                         const kern_config *cfg, kern_kda_vjp_mutant mutant, gdn_grads *out, gdn_error *e);
 
+/* The same gradients with each chunk taken backwards by the chunkwise
+ * algebra (kern_kda_chunk_bwd_tmpl.h: the VJP of the chunk's WY form, the
+ * triangular solve and the per-channel decays, dg the reverse cumulative sum
+ * of the chunk's per-channel dG) instead of token by token: the same
+ * checkpoints, carries, modes, refusals and mutants (dg-value-axis sums the
+ * state decay's gradient along the value axis).  Other bits than the token
+ * form's: the gradients agree within rounding. */
+int kern_kda_chunk_vjp_algebra(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                               const kern_config *cfg, kern_kda_vjp_mutant mutant, gdn_grads *out, gdn_error *e);
+int kern_kda_affine_vjp_algebra(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                                const kern_config *cfg, kern_kda_vjp_mutant mutant, gdn_grads *out, gdn_error *e);
+
 #endif
