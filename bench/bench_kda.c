@@ -1,14 +1,15 @@
 /* Section 7 of bench_kernels: KDA against GDN per token (bench_kda.h), and
  * the KDA float32 kernels' accuracy on the same inputs.
  *
- * The six kernels, all float32 with IEEE products (the only mode the KDA
+ * The seven kernels, all float32 with IEEE products (the only mode the KDA
  * kernels implement): kern_recurrent and kern_kda_recurrent (token loops),
  * kern_scan and kern_kda_chunk (C = 64), and the chunked backwards
- * kern_scan_vjp and kern_kda_chunk_vjp (C = 64, with dht).  Inputs:
+ * kern_scan_vjp, kern_kda_chunk_vjp_algebra (the chunkwise one) and
+ * kern_kda_chunk_vjp (token by token) (C = 64, with dht).  Inputs:
  * gdn_synth with slow gates (GDN) and Kimi Linear's per-channel draw (KDA)
  * on the same q, k, v, beta; N(0, 1) cotangents.  Each call includes the
  * allocation of its outputs.  Seconds are wall time and the process's CPU
- * time, each the best of REPS; a round runs the six one after the other,
+ * time, each the best of REPS; a round runs the seven one after the other,
  * so a drift in the machine's speed hits all alike.  On a loaded machine
  * the CPU time's ratios are the steadier (with threads = 1 it is the one
  * thread's time; a descheduled thread does not count). */
@@ -31,9 +32,10 @@ static double clock_s(clockid_t id) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-enum { K_GDN_TOKEN, K_KDA_TOKEN, K_GDN_CHUNK, K_KDA_CHUNK, K_GDN_BACK, K_KDA_BACK, K_N };
-static const char *const names[K_N] = {"gdn recurrent", "kda recurrent", "gdn scan C=64",
-                                       "kda chunk C=64", "gdn scan vjp C=64", "kda chunk vjp C=64"};
+enum { K_GDN_TOKEN, K_KDA_TOKEN, K_GDN_CHUNK, K_KDA_CHUNK, K_GDN_BACK, K_KDA_BACK, K_KDA_BACK_TOKEN, K_N };
+static const char *const names[K_N] = {"gdn recurrent",     "kda recurrent",      "gdn scan C=64",
+                                       "kda chunk C=64",    "gdn scan vjp C=64",  "kda chunk vjp C=64",
+                                       "kda chunk vjp tok"};
 
 /* max |x - r| / max |r| over o and ht (the larger). */
 static double normwise(const gdn_outputs *x, const gdn_outputs *r) {
@@ -88,8 +90,9 @@ static int call(int k, const gdn_inputs *in, const gdn_chgate *g, const gdn_cota
   if (k >= K_GDN_BACK) {
     gdn_grads gr;
     gdn_grads_init(&gr);
-    const int rc = k == K_GDN_BACK ? kern_scan_vjp(in, ct, cfg, &gr, e)
-                                   : kern_kda_chunk_vjp(in, g, ct, cfg, KERN_KDA_VJP_MUTANT_NONE, &gr, e);
+    const int rc = k == K_GDN_BACK   ? kern_scan_vjp(in, ct, cfg, &gr, e)
+                   : k == K_KDA_BACK ? kern_kda_chunk_vjp_algebra(in, g, ct, cfg, KERN_KDA_VJP_MUTANT_NONE, &gr, e)
+                                     : kern_kda_chunk_vjp(in, g, ct, cfg, KERN_KDA_VJP_MUTANT_NONE, &gr, e);
     gdn_grads_clear(&gr);
     return rc;
   }
@@ -145,17 +148,21 @@ int bench_kda_section(int64_t T, int64_t H, int threads, int reps, json_t *root)
     json_object_set_new(j, names[k], json_pack("{sfsfsfsf}", "seconds", best[k], "ns_per_token_head", ns, "cpu_seconds",
                                                cpu[k], "cpu_ns_per_token_head", nsc));
   }
-  printf("kda section    kda / gdn time per token: recurrent x%.2f, chunked x%.2f, chunked backward x%.2f (wall)\n",
+  printf("kda section    kda / gdn time per token: recurrent x%.2f, chunked x%.2f, chunked backward x%.2f "
+         "(token-by-token x%.2f) (wall)\n",
          best[K_KDA_TOKEN] / best[K_GDN_TOKEN], best[K_KDA_CHUNK] / best[K_GDN_CHUNK],
-         best[K_KDA_BACK] / best[K_GDN_BACK]);
-  printf("kda section    kda / gdn time per token: recurrent x%.2f, chunked x%.2f, chunked backward x%.2f (CPU)\n",
-         cpu[K_KDA_TOKEN] / cpu[K_GDN_TOKEN], cpu[K_KDA_CHUNK] / cpu[K_GDN_CHUNK], cpu[K_KDA_BACK] / cpu[K_GDN_BACK]);
+         best[K_KDA_BACK] / best[K_GDN_BACK], best[K_KDA_BACK_TOKEN] / best[K_GDN_BACK]);
+  printf("kda section    kda / gdn time per token: recurrent x%.2f, chunked x%.2f, chunked backward x%.2f "
+         "(token-by-token x%.2f) (CPU)\n",
+         cpu[K_KDA_TOKEN] / cpu[K_GDN_TOKEN], cpu[K_KDA_CHUNK] / cpu[K_GDN_CHUNK], cpu[K_KDA_BACK] / cpu[K_GDN_BACK],
+         cpu[K_KDA_BACK_TOKEN] / cpu[K_GDN_BACK]);
   json_object_set_new(j, "ratio_recurrent", json_real(best[K_KDA_TOKEN] / best[K_GDN_TOKEN]));
   json_object_set_new(j, "ratio_chunked", json_real(best[K_KDA_CHUNK] / best[K_GDN_CHUNK]));
   json_object_set_new(j, "ratio_chunked_backward", json_real(best[K_KDA_BACK] / best[K_GDN_BACK]));
   json_object_set_new(j, "cpu_ratio_recurrent", json_real(cpu[K_KDA_TOKEN] / cpu[K_GDN_TOKEN]));
   json_object_set_new(j, "cpu_ratio_chunked", json_real(cpu[K_KDA_CHUNK] / cpu[K_GDN_CHUNK]));
   json_object_set_new(j, "cpu_ratio_chunked_backward", json_real(cpu[K_KDA_BACK] / cpu[K_GDN_BACK]));
+  json_object_set_new(j, "cpu_ratio_chunked_backward_token_by_token", json_real(cpu[K_KDA_BACK_TOKEN] / cpu[K_GDN_BACK]));
   json_t *acc = json_object();
   json_object_set_new(j, "accuracy_vs_f64_token", acc);
   json_object_set_new(root, "kda", j);

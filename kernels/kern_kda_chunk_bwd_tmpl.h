@@ -136,28 +136,33 @@ static void KR(kcc_back_solve)(KR(kda_ws) *w, KR(kcc) *b, kreal *dbeta, int64_t 
 }
 
 /* Through K (dK in b->dA, strictly lower) and P (b->dP, lower): per
- * pair and channel, the decay e^(G_i - G_j) formed as the forward forms it. */
+ * pair and channel, the decay e^(G_i - G_j) formed as the forward forms it
+ * (subtract, exp); the diagonal pairs (e = 1) add no dG.  Sums over j
+ * ascending for each row's dk, dq, dG, then over i for the columns'. */
 static void KR(kcc_back_pairs)(KR(kda_ws) *w, KR(kcc) *b, int64_t n, int64_t Dk) {
   const int64_t C = n;
   for (int64_t i = 0; i < n; i++) {
     const kreal *ki = w->k + i * Dk, *qi = w->q + i * Dk, *Gi = w->G + i * Dk;
-    for (int64_t j = 0; j <= i; j++) {
+    kreal *restrict dKi = b->dK + i * Dk, *restrict dQi = b->dQ + i * Dk, *restrict dGi = b->dG + i * Dk;
+    for (int64_t j = 0; j < i; j++) {
       const kreal *kj = w->k + j * Dk, *Gj = w->G + j * Dk;
-      const kreal dk = j < i ? b->dA[i * C + j] : KC(0), dp = b->dP[i * C + j];
-      kreal *e = b->er;
-      if (j < i) {
-        for (int64_t d = 0; d < Dk; d++) e[d] = Gi[d] - Gj[d];
-        KR(kda_expv)(e, e, Dk);
-      } else
-        for (int64_t d = 0; d < Dk; d++) e[d] = 1;
-      for (int64_t d = 0; d < Dk; d++) {
-        const kreal a = dk * ki[d] + dp * qi[d], t = a * kj[d] * e[d];
-        b->dK[i * Dk + d] = b->dK[i * Dk + d] + dk * kj[d] * e[d];
-        b->dK[j * Dk + d] = b->dK[j * Dk + d] + a * e[d];
-        b->dQ[i * Dk + d] = b->dQ[i * Dk + d] + dp * kj[d] * e[d];
-        b->dG[i * Dk + d] = b->dG[i * Dk + d] + t;
-        b->dG[j * Dk + d] = b->dG[j * Dk + d] - t;
+      kreal *restrict dKj = b->dK + j * Dk, *restrict dGj = b->dG + j * Dk, *restrict e = b->er;
+      const kreal dk = b->dA[i * C + j], dp = b->dP[i * C + j];
+      KSIMD for (int64_t d = 0; d < Dk; d++) e[d] = Gi[d] - Gj[d];
+      KR(kda_expv)(e, e, Dk);
+      KSIMD for (int64_t d = 0; d < Dk; d++) {
+        const kreal a = dk * ki[d] + dp * qi[d], ke = kj[d] * e[d], t = a * ke;
+        dKi[d] = dKi[d] + dk * ke;
+        dQi[d] = dQi[d] + dp * ke;
+        dGi[d] = dGi[d] + t;
+        dKj[d] = dKj[d] + a * e[d];
+        dGj[d] = dGj[d] - t;
       }
+    }
+    const kreal dp = b->dP[i * C + i];
+    KSIMD for (int64_t d = 0; d < Dk; d++) {
+      dKi[d] = dKi[d] + dp * qi[d];
+      dQi[d] = dQi[d] + dp * ki[d];
     }
   }
 }
