@@ -108,7 +108,7 @@ static json_t *grad_head(const parity_recur_opts *o, int vjp_mutant, const oracl
                    "precision_bits", cert->precision_bits, "check_bits", cert->check_bits, "certified_bits",
                    cert->certified_bits, "certified", bits, "cotangents", "seed", (json_int_t)o->seed, "dht", 1,
                    "band", o->band, "vjp_mutant", o->rec->vjp_mutants[vjp_mutant], "chunked_backward",
-                   o->rec->kern_chunked_vjp ? NULL : o->rec->chunked_vjp_absent, "cases");
+                   o->rec->kern_chunked_vjp ? o->rec->chunked_vjp_form : o->rec->chunked_vjp_absent, "cases");
 }
 
 /* g attached to doc (which takes it) and doc's counts updated with the
@@ -156,8 +156,9 @@ int parity_recur_grad_attach(const parity_recur_opts *o, int vjp_mutant, json_t 
   if ((rc = rec->oracle_vjp(&in, &gate, &ct, &vc, &ref, &cert, e))) goto done;
   if (o->log)
     fprintf(o->log, "recurrence %s backward: oracle VJP mpfr %d bits, certified %d bits%s%s\n", rec->name,
-            cert.precision_bits, cert.certified_bits, rec->kern_chunked_vjp ? "" : "; ",
-            rec->kern_chunked_vjp ? "" : rec->chunked_vjp_absent);
+            cert.precision_bits, cert.certified_bits,
+            rec->kern_chunked_vjp ? (rec->chunked_vjp_form ? "; chunked backward: " : "") : "; ",
+            rec->kern_chunked_vjp ? (rec->chunked_vjp_form ? rec->chunked_vjp_form : "") : rec->chunked_vjp_absent);
   if (!(g = grad_head(o, vjp_mutant, &cert))) {
     rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
     goto done;
