@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "gdn_chgate.h"
+#include "gdn_chgrads.h"
 #include "gdn_synth.h"
 #include "gdn_threads.h"
 #include "kern.h"
@@ -82,6 +83,49 @@ static int accuracy(const gdn_inputs *in, const gdn_chgate *g, json_t *j, gdn_er
     gdn_outputs_clear(&x);
   }
   gdn_outputs_clear(&ref);
+  return rc;
+}
+
+/* The float32 backwards' error against the float64 token loop's backward
+ * (kern_kda_recurrent_vjp, itself at ~1e-15 of the VJP oracle:
+ * tests/parity/test_kda_grad.c) on the bench's inputs and cotangents, per
+ * gradient: max |x - r| / max |r|.  The chunkwise and the token-by-token
+ * chunked backwards (C = 64) and the token loop's, float32. */
+static int accuracy_backward(const gdn_inputs *in, const gdn_chgate *g, const gdn_cotangents *ct, json_t *j,
+                             gdn_error *e) {
+  kern_config cfg;
+  kern_config_init(&cfg);
+  cfg.matmul = KERN_MATMUL_IEEE;
+  cfg.dtype = GDN_DTYPE_F64;
+  gdn_grads ref, x;
+  gdn_grads_init(&ref);
+  gdn_grads_init(&x);
+  int rc = kern_kda_recurrent_vjp(in, g, ct, &cfg, KERN_KDA_VJP_MUTANT_NONE, &ref, e);
+  cfg.dtype = GDN_DTYPE_F32;
+  static const char *const what[3] = {"kda recurrent vjp", "kda chunk vjp (chunkwise)", "kda chunk vjp (token-by-token)"};
+  for (int k = 0; !rc && k < 3; k++) {
+    rc = k == 0   ? kern_kda_recurrent_vjp(in, g, ct, &cfg, KERN_KDA_VJP_MUTANT_NONE, &x, e)
+         : k == 1 ? kern_kda_chunk_vjp_algebra(in, g, ct, &cfg, KERN_KDA_VJP_MUTANT_NONE, &x, e)
+                  : kern_kda_chunk_vjp(in, g, ct, &cfg, KERN_KDA_VJP_MUTANT_NONE, &x, e);
+    if (rc) break;
+    json_t *row = json_object();
+    printf("kda accuracy   %-31s float32 vs the float64 token loop's backward:", what[k]);
+    for (int id = 0; id < GDN_GRADS_N; id++) {
+      const double *a = gdn_grads_tensor_c(&x, (gdn_grad_id)id), *r = gdn_grads_tensor_c(&ref, (gdn_grad_id)id);
+      double d = 0, m = 0;
+      for (size_t i = 0; i < gdn_chgrads_numel(&in->shape, (gdn_grad_id)id); i++) {
+        const double di = a[i] - r[i];
+        d = di > d ? di : -di > d ? -di : d;
+        m = r[i] > m ? r[i] : -r[i] > m ? -r[i] : m;
+      }
+      printf(" %s %.2e", gdn_grads_name((gdn_grad_id)id), d / m);
+      json_object_set_new(row, gdn_grads_name((gdn_grad_id)id), json_real(d / m));
+    }
+    printf("\n");
+    json_object_set_new(j, what[k], row);
+    gdn_grads_clear(&x);
+  }
+  gdn_grads_clear(&ref);
   return rc;
 }
 
@@ -166,7 +210,7 @@ int bench_kda_section(int64_t T, int64_t H, int threads, int reps, json_t *root)
   json_t *acc = json_object();
   json_object_set_new(j, "accuracy_vs_f64_token", acc);
   json_object_set_new(root, "kda", j);
-  if (accuracy(&in, &g, acc, &e)) goto fail;
+  if (accuracy(&in, &g, acc, &e) || accuracy_backward(&in, &g, &ct, acc, &e)) goto fail;
   gdn_cotangents_clear(&ct);
   gdn_chgate_clear(&g);
   gdn_inputs_clear(&in);
