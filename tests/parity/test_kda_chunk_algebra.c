@@ -178,5 +178,32 @@ START_TEST(test_mutants_fail) {
 }
 END_TEST
 
+/* The chunkwise functions refuse as the token-by-token ones do, naming
+ * themselves. */
+START_TEST(test_refusals) {
+  problem p;
+  problem_make(&p, SHAPES[0], 21);
+  kern_config cfg;
+  kern_config_init(&cfg);
+  gdn_grads g;
+  gdn_grads_init(&g);
+  gdn_error e;
+  gdn_error_init(&e);
+  cfg.devices = 3; /* does not divide T = 40 */
+  ck_assert_int_eq(kern_kda_affine_vjp_algebra(&p.in, &p.gate, &p.ct, &cfg, KERN_KDA_VJP_MUTANT_NONE, &g, &e),
+                   GDN_ERR_INPUT);
+  ck_assert_msg(strstr(e.msg, "kern_kda_affine_vjp_algebra"), "%s", e.msg);
+  cfg.devices = 2; /* the chunked backward runs on one device */
+  ck_assert_int_eq(kern_kda_chunk_vjp_algebra(&p.in, &p.gate, &p.ct, &cfg, KERN_KDA_VJP_MUTANT_NONE, &g, &e),
+                   GDN_ERR_INPUT);
+  ck_assert_msg(strstr(e.msg, "kern_kda_chunk_vjp_algebra"), "%s", e.msg);
+  kern_config_init(&cfg);
+  ck_assert_int_eq(kern_kda_chunk_vjp_algebra(&p.in, &p.gate, &p.ct, &cfg, KERN_KDA_VJP_MUTANT_COUNT, &g, &e),
+                   GDN_ERR_INPUT);
+  ck_assert_ptr_null(g.dg);
+  problem_clear(&p);
+}
+END_TEST
+
 CKR_MAIN("parity", "kda_chunk_algebra", 300, test_float64_against_oracle, test_float32_within_band,
-         test_threads_same_bits, test_mutants_fail)
+         test_threads_same_bits, test_mutants_fail, test_refusals)
