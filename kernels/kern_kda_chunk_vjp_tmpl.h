@@ -1,7 +1,9 @@
-/* Template (see kern_real.h): kern_kda_chunk_vjp and kern_kda_affine_vjp in
- * F (kern_kda_chunk_vjp.h states the algorithm).  Included after
- * kern_kda_chunk_tmpl.h (the forward's chunk steps and folds) and
- * kern_kda_vjp_tmpl.h (the token loop's reverse step). */
+/* Template (see kern_real.h): kern_kda_chunk_vjp and kern_kda_affine_vjp
+ * (token by token) and their _algebra forms (chunkwise) in F
+ * (kern_kda_chunk_vjp.h states the algorithm).  Included after
+ * kern_kda_chunk_tmpl.h (the forward's chunk steps and folds),
+ * kern_kda_vjp_tmpl.h (the token loop's reverse step) and
+ * kern_kda_chunk_bwd_tmpl.h (a chunk's chunkwise VJP). */
 
 typedef struct KR(kcb) {
   KR(kda_ws) cw;        /* the chunked forward's workspace */
