@@ -191,8 +191,11 @@ static void KR(kcc_head)(KR(kda_ws) *w, KR(kcc) *b, const gdn_inputs *in, const 
       const int64_t x = i * Dk + d;
       b->dK[x] = b->dK[x] + b->dxk[x] * b->E[x];
       b->dQ[x] = b->dQ[x] + b->dxq[x] * b->E[x];
-      b->dG[x] = b->dG[x] + b->dxk[x] * w->xk[x] + b->dxq[x] * w->xq[x] - b->dkj[x] * w->kj[x];
-      b->dG[(n - 1) * Dk + d] = b->dG[(n - 1) * Dk + d] + b->dkj[x] * w->kj[x];
+      b->dG[x] = b->dG[x] + b->dxk[x] * w->xk[x] + b->dxq[x] * w->xq[x];
+      if (i < n - 1) { /* kj's decay e^(G_last - G_i); the last row's is e^0 */
+        b->dG[x] = b->dG[x] - b->dkj[x] * w->kj[x];
+        b->dG[(n - 1) * Dk + d] = b->dG[(n - 1) * Dk + d] + b->dkj[x] * w->kj[x];
+      }
     }
   /* dk through kj = k e^(G_last - G): the decay recomputed (the forward's) */
   for (int64_t i = 0; i < n; i++) {
