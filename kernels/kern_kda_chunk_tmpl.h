@@ -109,8 +109,8 @@ static void KR(kda_rows)(KR(kda_ws) *w, const gdn_inputs *in, const gdn_chgate *
   const int64_t Dk = s->Dk, Dv = s->Dv, hk = gdn_inputs_key_head(in, hv);
   for (int64_t i = 0; i < n; i++) {
     const int64_t t = t0 + i;
-    KR(rows_qk)(gdn_inputs_q(in, b, t, hk), Dk, in->l2norm_in_kernel, 1, scale, num, w->q + i * Dk);
-    KR(rows_qk)(gdn_inputs_k(in, b, t, hk), Dk, in->l2norm_in_kernel, 0, scale, num, w->k + i * Dk);
+    KR(rows_in)(gdn_inputs_q(in, b, t, hk), Dk, num, w->q + i * Dk); /* rows_qk's steps, finished below */
+    KR(rows_in)(gdn_inputs_k(in, b, t, hk), Dk, num, w->k + i * Dk);
     KR(rows_v)(gdn_inputs_v(in, b, t, hv), Dv, num, w->v + i * Dv);
     w->beta[i] = KR(rows_beta)(gdn_inputs_beta(in, b, t, hv), num);
     const int64_t hg = w->mutant == KERN_KDA_MUTANT_GATE_OTHER_HEAD ? (hv + 1) % s->Hv : hv;
@@ -123,6 +123,9 @@ static void KR(kda_rows)(KR(kda_ws) *w, const gdn_inputs *in, const gdn_chgate *
   }
   if (w->mutant == KERN_KDA_MUTANT_CUMSUM_ACROSS_CHUNKS)
     for (int64_t d = 0; d < Dk; d++) w->Gc[d] = w->G[(n - 1) * Dk + d];
+  /* the L2 norms of eight rows side by side (kern_rows_tmpl.h): rows_qk's bits */
+  KR(rows_qk_finish)(w->q, n, Dk, in->l2norm_in_kernel, 1, scale, num);
+  KR(rows_qk_finish)(w->k, n, Dk, in->l2norm_in_kernel, 0, scale, num);
 }
 
 /* exp(x), with the arguments whose exp rounds to +0 in every rounding
