@@ -4,8 +4,8 @@
  * float64 to 1e-12 at chunk sizes 16 (partial last chunk), 64, device
  * counts 1, 2, 4, 8, with GQA, h0 and dht, on several seeds and shapes;
  * float32 within the gradient band with its errors asserted and set beside
- * the token-by-token backward's; any thread count gives the same bits; the
- * two backward mutants fail. */
+ * the token-by-token backward's; any thread count gives the same bits, and
+ * D = 1 the chunked backward's; the two backward mutants fail. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -140,6 +140,8 @@ START_TEST(test_float32_within_band) {
 }
 END_TEST
 
+/* Any thread count gives the same bits; the affine-prefix at D = 1 is the
+ * chunked backward bit for bit. */
 START_TEST(test_threads_same_bits) {
   problem p;
   problem_make(&p, SHAPES[1], 3);
@@ -148,7 +150,10 @@ START_TEST(test_threads_same_bits) {
   gdn_grads b = backward(&p, 1, GDN_DTYPE_F32, 16, 2, KERN_KDA_VJP_MUTANT_NONE);
   gdn_threads_set(1);
   ck_assert(same_bits(&a, &b, &p.s));
-  gdn_grads_clear(&a), gdn_grads_clear(&b);
+  gdn_grads c = backward(&p, 1, GDN_DTYPE_F32, 16, 0, KERN_KDA_VJP_MUTANT_NONE),
+            a1 = backward(&p, 1, GDN_DTYPE_F32, 16, 1, KERN_KDA_VJP_MUTANT_NONE);
+  ck_assert(same_bits(&c, &a1, &p.s));
+  gdn_grads_clear(&a), gdn_grads_clear(&b), gdn_grads_clear(&c), gdn_grads_clear(&a1);
   problem_clear(&p);
 }
 END_TEST
