@@ -68,9 +68,11 @@
  *             IEEE's.
  *  7. kda     (with --kda-reps N, after section 6; bench_kda.c) the KDA
  *             kernels' time per token next to GDN's: kern_kda_recurrent vs
- *             kern_recurrent and kern_kda_chunk vs kern_scan, float32 IEEE,
+ *             kern_recurrent, kern_kda_chunk vs kern_scan and
+ *             kern_kda_chunk_vjp vs kern_scan_vjp, float32 IEEE,
  *             H = --kda-heads (default 1), T = --kda-T (default 8192), N
- *             threads, best of N interleaved rounds.
+ *             threads, best of N interleaved rounds, wall and
+ *             CPU time.
  *
  * FLOP count (per head, per chunk of C tokens; Dk, Dv head dims), counted
  * from the algorithm as the kernels execute it (kernels/kern_chunk_tmpl.h):

@@ -17,7 +17,12 @@
  *   s  = 2^(k/32) from the table and k's high bits in the exponent
  *   y  = fma(fma(c0, r, c1), r^2, fma(c2, r, 1)) * s,  rounded once to float
  * every fma where __expf_fma has one (checked from its disassembly), every
- * other operation one rounding, -ffp-contract=off.  The fast path covers
+ * other operation one rounding, -ffp-contract=off.  With AVX-512 (F and
+ * VL) the array runs 8 lanes at a time in one 512-bit register (the same
+ * binary64 operations, the table read by permutes instead of a gather),
+ * then 4, then the scalar tail: the same bits whichever lane width; the 8
+ * lanes answer the arguments below the underflow threshold (+0, as the
+ * second pass would) in the vector, the fast decays' common case.  The fast path covers
  * -0x1.9d1d9ep6 <= x <= 0x1.62e42ep6 (about -103.28 .. 88.72), where glibc
  * takes the same path; every other x (NaN, +-inf, overflow, the underflow
  * band) is given to expf itself in a second scalar pass, so special values
@@ -29,7 +34,7 @@
 #define KERN_EXPF_H
 
 #include <math.h>
-#if defined(__AVX2__) && defined(__FMA__)
+#if (defined(__AVX2__) && defined(__FMA__)) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 #include <stdint.h>
@@ -64,17 +69,62 @@ static inline __m128 kern_expf_fast4(__m128 x) {
 }
 #endif
 
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+/* The fast path on 8 lanes: the same binary64 operations as
+ * kern_expf_fast4, in one 512-bit register; the table read by two
+ * two-register permutes (entries 0-15, 16-31) and a blend on bit 4 of the
+ * index, not a gather. */
+static inline __m256 kern_expf_fast8(__m256 x) {
+  const __m512d invln2n = _mm512_set1_pd(0x1.71547652b82fep+5), shift = _mm512_set1_pd(0x1.8p+52);
+  const __m512d xd = _mm512_cvtps_pd(x);
+  const __m512d ks = _mm512_fmadd_pd(invln2n, xd, shift);
+  const __m512d kd = _mm512_sub_pd(ks, shift);
+  const __m512d r = _mm512_fmsub_pd(invln2n, xd, kd);
+  const __m512i ki = _mm512_castpd_si512(ks);
+  const __m512i t0 = _mm512_loadu_si512(kern_expf_tab), t1 = _mm512_loadu_si512(kern_expf_tab + 8),
+                t2 = _mm512_loadu_si512(kern_expf_tab + 16), t3 = _mm512_loadu_si512(kern_expf_tab + 24);
+  const __m512i lo = _mm512_permutex2var_epi64(t0, ki, t1), hi = _mm512_permutex2var_epi64(t2, ki, t3);
+  const __mmask8 up = _mm512_test_epi64_mask(ki, _mm512_set1_epi64(16));
+  const __m512i tab = _mm512_mask_blend_epi64(up, lo, hi);
+  const __m512d s = _mm512_castsi512_pd(_mm512_add_epi64(tab, _mm512_slli_epi64(ki, 47)));
+  const __m512d z = _mm512_fmadd_pd(r, _mm512_set1_pd(0x1.c6af84b912394p-20), _mm512_set1_pd(0x1.ebfce50fac4f3p-13));
+  const __m512d r2 = _mm512_mul_pd(r, r);
+  const __m512d y1 = _mm512_fmadd_pd(r, _mm512_set1_pd(0x1.62e42ff0c52d6p-6), _mm512_set1_pd(1.0));
+  return _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_fmadd_pd(z, r2, y1), s));
+}
+#endif
+
 /* The lanes outside the fast range: libm's answer (+0 below its underflow
  * threshold, without the call). */
 static inline float kern_expf_slow(float x) { return x < -0x1.9fe368p6f ? 0.0f : expf(x); }
 
 /* y[i] = expf(x[i]) for i < n (y may be x). */
 static inline void kern_expf_array(float *y, const float *x, int64_t n) {
-  int64_t n4 = 0; /* the lanes the 4-wide loop covers */
+  int64_t n4 = 0; /* the lanes the vector loops cover */
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+  const int64_t n8 = n - n % 8;
+  const __m256 lo8 = _mm256_set1_ps(-0x1.9d1d9ep6f), hi8 = _mm256_set1_ps(0x1.62e42ep6f),
+               uf8 = _mm256_set1_ps(-0x1.9fe368p6f);
+  for (; n4 < n8; n4 += 8) {
+    const __m256 xv = _mm256_loadu_ps(x + n4);
+    const __mmask8 in = _mm256_cmp_ps_mask(xv, lo8, _CMP_GE_OQ) & _mm256_cmp_ps_mask(xv, hi8, _CMP_LE_OQ);
+    const __mmask8 zero = _mm256_cmp_ps_mask(xv, uf8, _CMP_LT_OQ); /* kern_expf_slow's +0 */
+    const __m256 yv = _mm256_maskz_mov_ps(in, kern_expf_fast8(_mm256_maskz_mov_ps(in, xv)));
+    if ((in | zero) == 0xff) { /* the fast lanes and the +0 ones: no call */
+      _mm256_storeu_ps(y + n4, yv);
+      continue;
+    }
+    float xs[8], ys[8];
+    _mm256_storeu_ps(xs, xv);
+    _mm256_storeu_ps(ys, yv);
+    for (int l = 0; l < 8; l++) y[n4 + l] = in >> l & 1 ? ys[l] : kern_expf_slow(xs[l]);
+  }
+#endif
 #if defined(__AVX2__) && defined(__FMA__)
+  const int64_t n4s = n4;
   n4 = n - n % 4;
   const __m128 lo = _mm_set1_ps(-0x1.9d1d9ep6f), hi = _mm_set1_ps(0x1.62e42ep6f);
-  for (int64_t i = 0; i < n4; i += 4) {
+  for (int64_t i = n4s; i < n4; i += 4) {
     const __m128 xv = _mm_loadu_ps(x + i);
     const __m128 in = _mm_and_ps(_mm_cmp_ps(xv, lo, _CMP_GE_OQ), _mm_cmp_ps(xv, hi, _CMP_LE_OQ));
     const int m = _mm_movemask_ps(in);

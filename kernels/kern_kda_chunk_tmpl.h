@@ -30,7 +30,7 @@ typedef struct KR(kda_ws) {
   kreal *q, *k, *v, *G, *beta;  /* C x Dk, C x Dk, C x Dv, C x Dk, C */
   kreal *A, *P, *row;           /* C x C, C x C, C */
   kreal *xk, *xq, *kj;          /* C x Dk each: rows scaled against a reference row */
-  kreal *Et, *kt, *Xe;          /* Dk x SUB each: a diagonal block's decays into row i, its k rows (d-major); exp's arguments */
+  kreal *Et, *kt, *Xe;          /* kda_et_elems: a diagonal block's decays; Dk x SUB: its k rows, G rows (d-major), exp's arguments */
   kreal *w, *u, *vn, *o, *tmp;  /* C x Dk, C x Dv each */
   kreal *S, *eg, *gws;          /* Dk x Dv, Dk, kern_gemm's workspace */
   kreal *H0;                    /* Dk x Dv: h0 in F */
@@ -41,6 +41,12 @@ typedef struct KR(kda_ws) {
   kreal *FA, *An, *Ac, *T1, *FB, *Bn, *Bc, *T2;
 } KR(kda_ws);
 
+/* Et: a diagonal block's decays, channel-major, each channel's row pairs
+ * (i, j < i) packed (kda_diag), and SB lanes of overrun. */
+static size_t KR(kda_et_elems)(int64_t Dk) {
+  return (size_t)(KERN_KDA_SUB * (KERN_KDA_SUB - 1) / 2 * Dk + KERN_KDA_SUB);
+}
+
 static size_t KR(kda_chunk_per)(int64_t C, int64_t Dk, int64_t Dv, int affine) {
   size_t per = 0;
   const size_t cdk = KR(rows_pad)((size_t)(C * Dk)), cdv = KR(rows_pad)((size_t)(C * Dv));
@@ -48,7 +54,8 @@ static size_t KR(kda_chunk_per)(int64_t C, int64_t Dk, int64_t Dv, int affine) {
   per = kern_size_add(per, kern_size_mul(5, cdv));
   per = kern_size_add(per, KR(rows_pad)(KR(kern_gemm_ws_elems)()));
   per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(C * C))));
-  per = kern_size_add(per, kern_size_mul(3, KR(rows_pad)((size_t)(KERN_KDA_SUB * Dk))));
+  per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(KERN_KDA_SUB * Dk))));
+  per = kern_size_add(per, KR(rows_pad)(KR(kda_et_elems)(Dk)));
   per = kern_size_add(per, 2 * KR(rows_pad)((size_t)C) + 2 * KR(rows_pad)((size_t)Dk));
   per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(Dk * Dv))));
   if (affine) {
@@ -65,7 +72,7 @@ static void KR(kda_carve)(KR(kda_ws) *w, kreal *p, int64_t C, int64_t Dk, int64_
   w->xk = KR(rows_carve)(&p, (size_t)(C * Dk));
   w->xq = KR(rows_carve)(&p, (size_t)(C * Dk));
   w->kj = KR(rows_carve)(&p, (size_t)(C * Dk));
-  w->Et = KR(rows_carve)(&p, (size_t)(KERN_KDA_SUB * Dk));
+  w->Et = KR(rows_carve)(&p, KR(kda_et_elems)(Dk));
   w->kt = KR(rows_carve)(&p, (size_t)(KERN_KDA_SUB * Dk));
   w->Xe = KR(rows_carve)(&p, (size_t)(KERN_KDA_SUB * Dk));
   w->w = KR(rows_carve)(&p, (size_t)(C * Dk));
@@ -102,8 +109,8 @@ static void KR(kda_rows)(KR(kda_ws) *w, const gdn_inputs *in, const gdn_chgate *
   const int64_t Dk = s->Dk, Dv = s->Dv, hk = gdn_inputs_key_head(in, hv);
   for (int64_t i = 0; i < n; i++) {
     const int64_t t = t0 + i;
-    KR(rows_qk)(gdn_inputs_q(in, b, t, hk), Dk, in->l2norm_in_kernel, 1, scale, num, w->q + i * Dk);
-    KR(rows_qk)(gdn_inputs_k(in, b, t, hk), Dk, in->l2norm_in_kernel, 0, scale, num, w->k + i * Dk);
+    KR(rows_in)(gdn_inputs_q(in, b, t, hk), Dk, num, w->q + i * Dk); /* rows_qk's steps, finished below */
+    KR(rows_in)(gdn_inputs_k(in, b, t, hk), Dk, num, w->k + i * Dk);
     KR(rows_v)(gdn_inputs_v(in, b, t, hv), Dv, num, w->v + i * Dv);
     w->beta[i] = KR(rows_beta)(gdn_inputs_beta(in, b, t, hv), num);
     const int64_t hg = w->mutant == KERN_KDA_MUTANT_GATE_OTHER_HEAD ? (hv + 1) % s->Hv : hv;
@@ -116,6 +123,9 @@ static void KR(kda_rows)(KR(kda_ws) *w, const gdn_inputs *in, const gdn_chgate *
   }
   if (w->mutant == KERN_KDA_MUTANT_CUMSUM_ACROSS_CHUNKS)
     for (int64_t d = 0; d < Dk; d++) w->Gc[d] = w->G[(n - 1) * Dk + d];
+  /* the L2 norms of eight rows side by side (kern_rows_tmpl.h): rows_qk's bits */
+  KR(rows_qk_finish)(w->q, n, Dk, in->l2norm_in_kernel, 1, scale, num);
+  KR(rows_qk_finish)(w->k, n, Dk, in->l2norm_in_kernel, 0, scale, num);
 }
 
 /* exp(x), with the arguments whose exp rounds to +0 in every rounding
@@ -150,47 +160,74 @@ static void KR(kda_scale_rows)(kreal *out, const kreal *x, const kreal *Ga, cons
   KSIMD for (int64_t t = 0; t < m * Dk; t++) out[t] = x[t] * out[t];
 }
 
+/* Rows i0 .. i0 + nr - 1 (nr 1 or 4, a constant where inlined) of the
+ * diagonal block at r, from the packed decays Et (kda_diag): nr rows at a
+ * time so that 2 nr independent sums are in flight (each its own
+ * accumulator, d ascending: the bits of one row at a time). */
+static inline __attribute__((always_inline)) void KR(kda_diag_rows)(KR(kda_ws) *w, int64_t r, int64_t i0, int nr,
+                                                                    int64_t np, int64_t C, int64_t Dk) {
+  enum { SB = KERN_KDA_SUB };
+  const kreal *Et = w->Et, *kt = w->kt;
+  kreal sa[4][SB], sp[4][SB];
+  for (int x = 0; x < nr; x++)
+    for (int64_t j = 0; j < SB; j++) sa[x][j] = sp[x][j] = 0;
+  for (int64_t d = 0; d < Dk; d++) {
+    const kreal *kd_j = kt + d * SB;
+    for (int x = 0; x < nr; x++) {
+      const int64_t ni = i0 + x - r;
+      const kreal kd = w->k[(i0 + x) * Dk + d], qd = w->q[(i0 + x) * Dk + d], *Ed = Et + d * np + ni * (ni - 1) / 2;
+      KSIMD for (int64_t j = 0; j < SB; j++) {
+        const kreal e = j < ni ? Ed[j] : KC(1);
+        sa[x][j] = KFMA(kd * e, kd_j[j], sa[x][j]);
+        sp[x][j] = KFMA(qd * e, kd_j[j], sp[x][j]);
+      }
+    }
+  }
+  for (int x = 0; x < nr; x++) {
+    const int64_t i = i0 + x, ni = i - r;
+    for (int64_t j = 0; j < ni; j++) w->A[i * C + r + j] = sa[x][j];
+    for (int64_t j = 0; j <= ni; j++) w->P[i * C + r + j] = sp[x][j];
+  }
+}
+
 /* The diagonal block of sub-chunk [r, r1): for i in it and j = r .. i,
  *   A[i][j] = sum_d fma((k_i[d] e) , k_j[d]),  P[i][j] the same with q_i,
  * e = exp(G_i[d] - G_j[d]) per element (e = 1 for j = i: exp(0) is exact),
  * d ascending.  The loops run d outer and j inner over one row i at a time,
  * each (i, j) sum its own accumulator, so every sum sees the same terms in
  * the same order as the plain triple loop (the same bits): the j loop is
- * the vector one. */
+ * the vector one.  The decays are formed once per block, channel-major:
+ * channel d's row holds the pairs (i, j < i) packed, row i's j lanes at
+ * d np + i (i - 1) / 2 (np = m (m - 1) / 2 pairs), from G transposed once,
+ * each row's arguments written SB lanes wide in i order (a row's lanes past
+ * its own are overwritten by the next row's; the last row's spill lands in
+ * the next channel, written after it, or the SB lanes of overrun); one exp
+ * over the np Dk packed decays; the row loop reads SB lanes at the row's
+ * start and takes 1 from lane i - r on (the exact diagonal; lanes past it
+ * are not stored). */
 static void KR(kda_diag)(KR(kda_ws) *w, int64_t r, int64_t r1, int64_t C, int64_t Dk) {
   enum { SB = KERN_KDA_SUB };
-  const int64_t m = r1 - r;
-  kreal *Et = w->Et, *kt = w->kt, *X = w->Xe;
+  const int64_t m = r1 - r, np = m * (m - 1) / 2;
+  kreal *Et = w->Et, *kt = w->kt, *Gt = w->Xe;
   for (int64_t j = 0; j < m; j++)
-    for (int64_t d = 0; d < Dk; d++) kt[d * SB + j] = w->k[(r + j) * Dk + d];
+    for (int64_t d = 0; d < Dk; d++) {
+      kt[d * SB + j] = w->k[(r + j) * Dk + d];
+      Gt[d * SB + j] = w->G[(r + j) * Dk + d];
+    }
   for (int64_t j = m; j < SB; j++)
-    for (int64_t d = 0; d < Dk; d++) kt[d * SB + j] = 0;
-  for (int64_t i = r; i < r1; i++) {
-    const int64_t ni = i - r; /* rows r .. i - 1 take an exp; row i takes 1 */
-    const kreal *Gi = w->G + i * Dk, *ki = w->k + i * Dk, *qi = w->q + i * Dk;
-    for (int64_t j = 0; j < ni; j++) {
-      const kreal *Gj = w->G + (r + j) * Dk;
-      KSIMD for (int64_t d = 0; d < Dk; d++) X[j * Dk + d] = Gi[d] - Gj[d];
+    for (int64_t d = 0; d < Dk; d++) kt[d * SB + j] = Gt[d * SB + j] = 0;
+  for (int64_t d = 0; d < Dk; d++) {
+    const kreal *Gd = Gt + d * SB;
+    for (int64_t i = 1; i < m; i++) {
+      kreal *Ed = Et + d * np + i * (i - 1) / 2;
+      const kreal g = Gd[i];
+      KSIMD for (int64_t j = 0; j < SB; j++) Ed[j] = g - Gd[j];
     }
-    KR(kda_expv)(X, X, ni * Dk);
-    for (int64_t j = 0; j < ni; j++)
-      for (int64_t d = 0; d < Dk; d++) Et[d * SB + j] = X[j * Dk + d];
-    for (int64_t d = 0; d < Dk; d++) {
-      Et[d * SB + ni] = 1;
-      for (int64_t j = ni + 1; j < SB; j++) Et[d * SB + j] = 0;
-    }
-    kreal sa[SB], sp[SB];
-    for (int64_t j = 0; j < SB; j++) sa[j] = sp[j] = 0;
-    for (int64_t d = 0; d < Dk; d++) {
-      const kreal kd = ki[d], qd = qi[d], *Ed = Et + d * SB, *kd_j = kt + d * SB;
-      KSIMD for (int64_t j = 0; j < SB; j++) {
-        sa[j] = KFMA(kd * Ed[j], kd_j[j], sa[j]);
-        sp[j] = KFMA(qd * Ed[j], kd_j[j], sp[j]);
-      }
-    }
-    for (int64_t j = 0; j < ni; j++) w->A[i * C + r + j] = sa[j];
-    for (int64_t j = 0; j <= ni; j++) w->P[i * C + r + j] = sp[j];
   }
+  KR(kda_expv)(Et, Et, np * Dk);
+  int64_t i = r;
+  for (; i + 4 <= r1; i += 4) KR(kda_diag_rows)(w, r, i, 4, np, C, Dk);
+  for (; i < r1; i++) KR(kda_diag_rows)(w, r, i, 1, np, C, Dk);
 }
 
 /* A (strictly lower, times beta_i, negated) and P (lower, diagonal

@@ -21,17 +21,20 @@
 #define KERN_REAL 32
 #include "kern_kda_chunk_tmpl.h"
 #include "kern_kda_vjp_tmpl.h"
+#include "kern_kda_chunk_bwd_tmpl.h"
 #include "kern_kda_chunk_vjp_tmpl.h"
 #undef KERN_REAL
 #define KERN_REAL 64
 #include "kern_kda_chunk_tmpl.h"
 #include "kern_kda_vjp_tmpl.h"
+#include "kern_kda_chunk_bwd_tmpl.h"
 #include "kern_kda_chunk_vjp_tmpl.h"
 #undef KERN_REAL
 #pragma GCC diagnostic pop
 
 static int chunk_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct, const kern_config *cfg,
-                     kern_kda_vjp_mutant mutant, int affine, gdn_grads *out, const char *who, gdn_error *e) {
+                     kern_kda_vjp_mutant mutant, int affine, int algebra, gdn_grads *out, const char *who,
+                     gdn_error *e) {
   if (!out) return gdn_error_set(e, GDN_ERR_INTERNAL, "%s: gradients missing (NULL)", who);
   gdn_grads_clear(out);
   if ((int)mutant < 0 || mutant >= KERN_KDA_VJP_MUTANT_COUNT)
@@ -50,18 +53,28 @@ static int chunk_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cot
   const int64_t C = cfg->chunk < L ? cfg->chunk : L;
   const int f64 = num.dtype == GDN_DTYPE_F64;
   if ((rc = gdn_chgrads_alloc(out, &in->shape, f64 ? GDN_DTYPE_F64 : GDN_DTYPE_F32, e))) return rc;
-  rc = f64 ? kcb_run_f64(in, gate, ct, &num, C, D, mutant, out, who, e)
-           : kcb_run_f32(in, gate, ct, &num, C, D, mutant, out, who, e);
+  rc = f64 ? kcb_run_f64(in, gate, ct, &num, C, D, algebra, mutant, out, who, e)
+           : kcb_run_f32(in, gate, ct, &num, C, D, algebra, mutant, out, who, e);
   if (rc) gdn_grads_clear(out);
   return rc;
 }
 
 int kern_kda_chunk_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct, const kern_config *cfg,
                        kern_kda_vjp_mutant mutant, gdn_grads *out, gdn_error *e) {
-  return chunk_vjp(in, gate, ct, cfg, mutant, 0, out, "kern_kda_chunk_vjp", e);
+  return chunk_vjp(in, gate, ct, cfg, mutant, 0, 0, out, "kern_kda_chunk_vjp", e);
+}
+
+int kern_kda_chunk_vjp_algebra(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                               const kern_config *cfg, kern_kda_vjp_mutant mutant, gdn_grads *out, gdn_error *e) {
+  return chunk_vjp(in, gate, ct, cfg, mutant, 0, 1, out, "kern_kda_chunk_vjp_algebra", e);
+}
+
+int kern_kda_affine_vjp_algebra(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                                const kern_config *cfg, kern_kda_vjp_mutant mutant, gdn_grads *out, gdn_error *e) {
+  return chunk_vjp(in, gate, ct, cfg, mutant, 1, 1, out, "kern_kda_affine_vjp_algebra", e);
 }
 
 int kern_kda_affine_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
                         const kern_config *cfg, kern_kda_vjp_mutant mutant, gdn_grads *out, gdn_error *e) {
-  return chunk_vjp(in, gate, ct, cfg, mutant, 1, out, "kern_kda_affine_vjp", e);
+  return chunk_vjp(in, gate, ct, cfg, mutant, 1, 0, out, "kern_kda_affine_vjp", e);
 }

@@ -1,14 +1,18 @@
-/* Template (see kern_real.h): kern_kda_chunk_vjp and kern_kda_affine_vjp in
- * F (kern_kda_chunk_vjp.h states the algorithm).  Included after
- * kern_kda_chunk_tmpl.h (the forward's chunk steps and folds) and
- * kern_kda_vjp_tmpl.h (the token loop's reverse step). */
+/* Template (see kern_real.h): kern_kda_chunk_vjp and kern_kda_affine_vjp
+ * (token by token) and their _algebra forms (chunkwise) in F
+ * (kern_kda_chunk_vjp.h states the algorithm).  Included after
+ * kern_kda_chunk_tmpl.h (the forward's chunk steps and folds),
+ * kern_kda_vjp_tmpl.h (the token loop's reverse step) and
+ * kern_kda_chunk_bwd_tmpl.h (a chunk's chunkwise VJP). */
 
 typedef struct KR(kcb) {
   KR(kda_ws) cw;        /* the chunked forward's workspace */
   KR(kvw) tw;           /* the token loop backward's workspace (seg: C states) */
   kreal *ck;            /* nct state sets: the forward's state before each chunk */
   kreal *dec;           /* C x G x Dk: the chunk's decays e^(G_i - G_(i-1)) */
+  KR(kcc) bw;           /* the chunkwise backward's workspace (algebra only) */
   int64_t C, D, L, nct; /* chunk, devices, tokens per device, chunks in all */
+  int algebra;          /* 1: each chunk by the chunkwise algebra; 0: token by token */
 } KR(kcb);
 
 static int64_t KR(kcb_chunks)(int64_t L, int64_t C, int64_t D) { return D * ((L + C - 1) / C); }
@@ -18,6 +22,7 @@ static size_t KR(kcb_per)(const gdn_shape *s, int64_t C, int64_t D) {
   size_t per = KR(rows_pad)(KR(kda_chunk_per)(C, s->Dk, s->Dv, D > 1));
   per = kern_size_add(per, KR(rows_pad)(KR(kvw_elems)(s, C)));
   per = kern_size_add(per, KR(rows_pad)(kern_size_mul((size_t)nct, (size_t)(G * s->Dk * s->Dv))));
+  per = kern_size_add(per, KR(rows_pad)(KR(kcc_elems)(C, s->Dk, s->Dv)));
   return kern_size_add(per, KR(rows_pad)((size_t)(C * G * s->Dk)));
 }
 
@@ -28,6 +33,7 @@ static void KR(kcb_carve)(KR(kcb) *w, const gdn_shape *s, int64_t C, int64_t D, 
   KR(kvw_carve)(&w->tw, s, C, KR(rows_carve)(&p, KR(kvw_elems)(s, C)));
   w->ck = KR(rows_carve)(&p, (size_t)w->nct * w->tw.st);
   w->dec = KR(rows_carve)(&p, (size_t)(C * w->tw.G * s->Dk));
+  KR(kcc_carve)(&w->bw, C, s->Dk, s->Dv, KR(rows_carve)(&p, KR(kcc_elems)(C, s->Dk, s->Dv)));
 }
 
 /* The state path of kern_kda_chunk's chunk (kda_inter without o): the
@@ -142,6 +148,28 @@ static void KR(kcb_chunk_back)(KR(kcb) *w, const gdn_inputs *in, const gdn_chgat
   }
 }
 
+/* One chunk of item (b, kh) by the chunkwise algebra (kern_kda_chunk_bwd_tmpl.h):
+ * each value head's share from its checkpointed start state, dq and dk
+ * summed over the value heads, then each row's through its preparation. */
+static void KR(kcb_chunk_algebra)(KR(kcb) *w, const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                                  const kern_num *num, kreal scale, kern_kda_vjp_mutant mutant, gdn_grads *out,
+                                  int64_t b, int64_t kh, int64_t m, int64_t c0, int64_t n) {
+  const gdn_shape *s = &in->shape;
+  const int64_t Dk = s->Dk, Dv = s->Dv, G = w->tw.G;
+  for (int64_t x = 0; x < n * Dk; x++) w->bw.dQ[x] = w->bw.dK[x] = 0;
+  for (int64_t jj = 0; jj < G; jj++)
+    KR(kcc_head)(&w->cw, &w->bw, in, gate, ct, num, scale, mutant == KERN_KDA_VJP_MUTANT_DG_VALUE_AXIS, out,
+                 w->ck + (size_t)m * w->tw.st + (size_t)(jj * Dk * Dv), w->tw.S + (size_t)(jj * Dk * Dv), b, kh * G + jj,
+                 c0, n);
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t t = c0 + i, qk = ((b * s->T + t) * s->Hk + kh) * Dk;
+    KR(kv_prep_back)(&w->tw, gdn_inputs_k(in, b, t, kh), w->bw.dK + i * Dk, in->l2norm_in_kernel, KC(1), num,
+                     out->dk + qk);
+    KR(kv_prep_back)(&w->tw, gdn_inputs_q(in, b, t, kh), w->bw.dQ + i * Dk, in->l2norm_in_kernel, scale, num,
+                     out->dq + qk);
+  }
+}
+
 /* Item (b, key head kh): the forward's chunk-boundary states of its value
  * heads, then the chunks in reverse, devices right to left, the state's
  * adjoint carried across every chunk and device boundary. */
@@ -158,7 +186,10 @@ static void KR(kcb_item)(KR(kcb) *w, const gdn_inputs *in, const gdn_chgate *gat
   for (int64_t m = w->nct - 1; m >= 0; m--) {
     const int64_t r = m / per_dev, c0 = r * L + (m % per_dev) * C;
     const int64_t n = (r + 1) * L - c0 < C ? (r + 1) * L - c0 : C;
-    KR(kcb_chunk_back)(w, in, gate, ct, num, scale, mutant, out, b, kh, m, c0, n);
+    if (w->algebra)
+      KR(kcb_chunk_algebra)(w, in, gate, ct, num, scale, mutant, out, b, kh, m, c0, n);
+    else
+      KR(kcb_chunk_back)(w, in, gate, ct, num, scale, mutant, out, b, kh, m, c0, n);
     if (mutant == KERN_KDA_VJP_MUTANT_DH_SEAM_DROPPED && r > 0 && c0 == r * L)
       for (size_t x = 0; x < w->tw.st; x++) w->tw.S[x] = 0; /* the seam's adjoint dropped */
   }
@@ -169,7 +200,7 @@ static void KR(kcb_item)(KR(kcb) *w, const gdn_inputs *in, const gdn_chgate *gat
 }
 
 static int KR(kcb_run)(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct, const kern_num *num,
-                       int64_t C, int64_t D, kern_kda_vjp_mutant mutant, gdn_grads *out, const char *who,
+                       int64_t C, int64_t D, int algebra, kern_kda_vjp_mutant mutant, gdn_grads *out, const char *who,
                        gdn_error *e) {
   const gdn_shape *s = &in->shape;
   const int64_t items = s->B * s->Hk;
@@ -182,6 +213,7 @@ static int KR(kcb_run)(const gdn_inputs *in, const gdn_chgate *gate, const gdn_c
     const unsigned env = kern_fpenv_enter(num);
     KR(kcb) w;
     KR(kcb_carve)(&w, s, C, D, mem + (size_t)omp_get_thread_num() * per);
+    w.algebra = algebra;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t it = 0; it < items; it++) KR(kcb_item)(&w, in, gate, ct, num, mutant, out, it / s->Hk, it % s->Hk);
     kern_fpenv_leave(num, env);

@@ -147,7 +147,7 @@ static json_t *grad_head(const parity_recur_opts *o, int vjp_mutant, const grad_
   return json_pack("{s:o, s:{s:I, s:b}, s:f, s:s, s:s?, s:[]}", "oracle", grad_oracle_json(cert), "cotangents",
                    "seed", (json_int_t)o->seed, "dht", 1, "band", o->band, "vjp_mutant",
                    o->rec->vjp_mutants[vjp_mutant], "chunked_backward",
-                   o->rec->kern_chunked_vjp ? NULL : o->rec->chunked_vjp_absent, "cases");
+                   o->rec->kern_chunked_vjp ? o->rec->chunked_vjp_form : o->rec->chunked_vjp_absent, "cases");
 }
 
 /* g attached to doc (which takes it) and doc's counts updated with the
@@ -193,8 +193,9 @@ int parity_recur_grad_attach(const parity_recur_opts *o, int vjp_mutant, json_t 
   if (o->log)
     fprintf(o->log, "recurrence %s backward: oracle VJP %s %d bits, certified %d bits%s%s\n", rec->name,
             cert.dd ? "dd" : "mpfr", cert.dd ? cert.d.precision_bits : cert.mp.precision_bits,
-            cert.dd ? cert.d.certified_bits : cert.mp.certified_bits, rec->kern_chunked_vjp ? "" : "; ",
-            rec->kern_chunked_vjp ? "" : rec->chunked_vjp_absent);
+            cert.dd ? cert.d.certified_bits : cert.mp.certified_bits,
+            rec->kern_chunked_vjp ? (rec->chunked_vjp_form ? "; chunked backward: " : "") : "; ",
+            rec->kern_chunked_vjp ? (rec->chunked_vjp_form ? rec->chunked_vjp_form : "") : rec->chunked_vjp_absent);
   if (!(g = grad_head(o, vjp_mutant, &cert))) {
     rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
     goto done;

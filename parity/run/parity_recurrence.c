@@ -75,14 +75,17 @@ static int kda_token_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn
   return kern_kda_recurrent_vjp(in, gate, ct, cfg, (kern_kda_vjp_mutant)mutant, out, e);
 }
 
+/* The chunked and affine-prefix backwards by the chunkwise algebra
+ * (kern_kda_chunk_vjp_algebra); the token-by-token form (kern_kda_chunk_vjp)
+ * stays the kernels' reference (tests/parity/test_kda_chunk_algebra.c). */
 static int kda_chunked_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
                            const kern_config *cfg, int mutant, gdn_grads *out, gdn_error *e) {
-  return kern_kda_chunk_vjp(in, gate, ct, cfg, (kern_kda_vjp_mutant)mutant, out, e);
+  return kern_kda_chunk_vjp_algebra(in, gate, ct, cfg, (kern_kda_vjp_mutant)mutant, out, e);
 }
 
 static int kda_affine_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
                           const kern_config *cfg, int mutant, gdn_grads *out, gdn_error *e) {
-  return kern_kda_affine_vjp(in, gate, ct, cfg, (kern_kda_vjp_mutant)mutant, out, e);
+  return kern_kda_affine_vjp_algebra(in, gate, ct, cfg, (kern_kda_vjp_mutant)mutant, out, e);
 }
 
 static int kda_token(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int mutant,
@@ -116,10 +119,10 @@ static const char *const kda_vjp_mutants[] = {"none", "dg-value-axis", "dh-seam-
 const parity_recurrence parity_recurrence_rows[] = {
     {"gdn", PARITY_GATE_HEAD_TOKEN, gdn_oracle, gdn_oracle_dd, gdn_token, gdn_chunked, gdn_affine, "recurrent", "scan",
      "affine-prefix", gdn_draw, gdn_mutants, gdn_vjp, NULL, gdn_chunked_vjp, NULL, gdn_mutants, NULL,
-     gdn_vjp_dd},
+     gdn_vjp_dd, NULL},
     {"kda", PARITY_GATE_HEAD_TOKEN_CHANNEL, oracle_kda_run, oracle_kda_run_dd, kda_token, kda_chunked, kda_affine, "kda-recurrent",
      "kda-chunk", "kda-affine-prefix", kda_draw, kda_mutants, oracle_kda_vjp, kda_token_vjp,
-     kda_chunked_vjp, NULL, kda_vjp_mutants, kda_affine_vjp, oracle_kda_vjp_dd},
+     kda_chunked_vjp, NULL, kda_vjp_mutants, kda_affine_vjp, oracle_kda_vjp_dd, "chunkwise"},
 };
 const size_t parity_recurrence_count = sizeof parity_recurrence_rows / sizeof parity_recurrence_rows[0];
 

@@ -83,13 +83,15 @@ typedef struct parity_recurrence {
    * kernel's backward (NULL: not implemented, and chunked_vjp_absent says
    * what stands in for it); the backward mutants (NULL-terminated, [0] =
    * "none"); the affine-prefix's backward over cfg->devices (NULL: not
-   * implemented) */
+   * implemented); which form the chunked and affine-prefix backwards take,
+   * named in the document (NULL: not named, gdn's documents unchanged) */
   parity_rec_vjp oracle_vjp;
   parity_rec_kernel_vjp kern_token_vjp, kern_chunked_vjp;
   const char *chunked_vjp_absent;
   const char *const *vjp_mutants;
   parity_rec_kernel_vjp kern_affine_vjp;
   parity_rec_vjp_dd oracle_vjp_dd; /* the VJP's dd tier (--grad --oracle dd, or auto on long runs) */
+  const char *chunked_vjp_form;
 } parity_recurrence;
 
 extern const parity_recurrence parity_recurrence_rows[];
