@@ -3,6 +3,7 @@
 
 #include "kern_kda_frame.h"
 #include "kern_out.h"
+#include "kern_prefix.h"
 
 static const char *const mutant_names[KERN_KDA_MUTANT_COUNT] = {
     "none", "gate-value-axis", "gate-after-update", "gate-other-head", "cumsum-across-chunks", "subchunk-off-by-one"};
@@ -27,10 +28,9 @@ int kern_kda_begin(const gdn_inputs *in, const gdn_chgate *gate, const kern_conf
   if (chunked && !affine && cfg->devices != 1)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s: %lld devices: the KDA chunked kernel runs on one device (the "
                          "affine-prefix is kern_kda_affine)", who, (long long)cfg->devices);
-  if (affine && (cfg->shard != KERN_SHARD_TOKENS || cfg->prefix != KERN_PREFIX_SEQUENTIAL))
-    return gdn_error_set(e, GDN_ERR_INPUT, "%s: shard %s, prefix %s: KDA's affine-prefix implements token sharding "
-                         "and the sequential prefix only", who, kern_shard_name(cfg->shard),
-                         kern_prefix_name(cfg->prefix));
+  if (affine && (rc = kern_prefix_supported(cfg->prefix, e))) return gdn_error_prefix(e, "%s: ", who), rc;
+  if (affine && cfg->shard != KERN_SHARD_TOKENS && cfg->shard != KERN_SHARD_CHUNKS)
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s: shard mode %d is not known (tokens, chunks)", who, (int)cfg->shard);
   if (in->seg) return gdn_error_set(e, GDN_ERR_INPUT, "%s: packed documents (segment ids) are not supported", who);
   const gdn_shape *s = &in->shape;
   if (!gate || !gate->g || gate->shape.B != s->B || gate->shape.T != s->T || gate->shape.Hv != s->Hv ||

@@ -72,7 +72,8 @@ static const gdn_cli_opt options[] = {
     {"chunk", "C[,C...]", "chunk sizes (default 64)", C_CASES},
     {"devices", "D[,D...]", "context-parallel device counts for affine-prefix (default 1,2,4,8)", C_CASES},
     {"prefix", "NAME[,NAME...]",
-     "exclusive-prefix schedules: sequential, associative-scan, hillis-steele (default sequential)", C_CASES},
+     "exclusive-prefix schedules: sequential, associative-scan, hillis-steele (default sequential; "
+     "--recurrence kda: one per run)", C_CASES},
     {"backend", "NAME",
      "where affine-prefix's devices run: simulated (one process; default) or mpi (mpirun -np D: "
      "rank r is device r; adds the subject affine-prefix-mpi; --devices must be D)", C_JUDGE & C_SYN},

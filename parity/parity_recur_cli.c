@@ -13,7 +13,7 @@
  * refused by name. */
 static const char *const supported[] = {"recurrence", "shape", "key-heads", "dv", "chunk", "seed", "h0",
                                         "oracle-bits", "json", "threads", "quiet", "verbose", "reproducible",
-                                        "mutant", "devices", "oracle", "grad", NULL};
+                                        "mutant", "devices", "oracle", "grad", "prefix", "shard", NULL};
 
 static int is_supported(const char *name) {
   for (int i = 0; supported[i]; i++)
@@ -55,7 +55,11 @@ static int parse(const parity_recurrence *rec, const gdn_cli_opt *table, const g
     if (gdn_cli_int64_list(v, "--devices", 1, 1 << 20, o->devices, PARITY_RECUR_MAX_CHUNKS, &n, e)) return -1;
     o->n_devices = (int)n;
   }
-  for (int i = 0; i < o->n_devices; i++)
+  if ((v = GET("prefix")) && strchr(v, ','))
+    return gdn_error_set(e, GDN_ERR_INPUT, "--prefix %s: --recurrence %s takes one schedule per run", v, rec->name);
+  if (v && kern_prefix_parse(v, &o->prefix, e)) return -1;
+  if ((v = GET("shard")) && kern_shard_parse(v, &o->shard, e)) return -1;
+  for (int i = 0; i < o->n_devices && o->shard == KERN_SHARD_TOKENS; i++)
     if (o->shape.T % o->devices[i])
       return gdn_error_set(e, GDN_ERR_INPUT,
                            "--devices %lld does not divide T = %lld: the affine-prefix shards the sequence by tokens "
@@ -115,6 +119,9 @@ int parity_recur_cli_main(const parity_recurrence *rec, const gdn_cli_opt *table
     return gdn_error_set(e, GDN_ERR_INPUT, "--grad with --mutant %s: the backward of --recurrence %s implements no "
                          "forward mutant; drop one of them", rec->mutants[o.mutant], rec->name), -1;
   if (parity_recur_sweep(&o, &doc, &pass, e)) return -1;
+  if (json_object_set_new(doc, "prefix", json_string(kern_prefix_name(o.prefix))) ||
+      json_object_set_new(doc, "shard", json_string(kern_shard_name(o.shard))))
+    return json_decref(doc), gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)"), -1;
   if (grad && parity_recur_grad_attach(&o, o.vjp_mutant, doc, &pass, e)) return json_decref(doc), -1;
   const char *json = gdn_cli_get(table, a, "json");
   if (json && json_dump_file(doc, json, JSON_INDENT(2) | JSON_SORT_KEYS)) {

@@ -71,6 +71,8 @@ static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_
   cfg.matmul = KERN_MATMUL_IEEE;
   if (C > 0) cfg.chunk = C;
   if (D > 0) cfg.devices = D;
+  cfg.prefix = o->prefix;
+  cfg.shard = o->shard;
   gdn_outputs out;
   gdn_outputs_init(&out);
   const parity_rec_kernel k = C <= 0 ? o->rec->kern_token : D > 0 ? o->rec->kern_affine : o->rec->kern_chunked;
@@ -83,7 +85,7 @@ static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_
   json_t *kj = NULL;
   parity_kappa_ch kc = {0, 0, 0, 0, 0};
   double band;
-  if ((rc = parity_recur_case_band(o->rec, in, gate, C, D, o->band, &band, &kj, &kc, e))) return rc;
+  if ((rc = parity_recur_case_band(o->rec, in, gate, C, o->shard == KERN_SHARD_CHUNKS ? 0 : D, o->band, &band, &kj, &kc, e))) return rc;
   const int per_channel = kj != NULL;
   const int pass = eo.err <= band && eh.err <= band; /* a NaN kappa: a NaN band, and the case fails */
   const char *subject = C <= 0 ? o->rec->token_subject : D > 0 ? o->rec->affine_subject : o->rec->chunked_subject;

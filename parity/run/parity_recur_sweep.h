@@ -38,6 +38,7 @@
 
 #include "gdn_error.h"
 #include "gdn_shape.h"
+#include "kern_config.h"
 #include "parity_kappa_ch.h"
 #include "parity_recurrence.h"
 
@@ -67,6 +68,8 @@ typedef struct parity_recur_opts {
   int n_chunks;
   int64_t devices[PARITY_RECUR_MAX_CHUNKS]; /* affine-prefix device counts (none: no such case) */
   int n_devices;
+  kern_prefix prefix; /* the affine-prefix's schedule and shard mode (kern_config.h; sequential, tokens) */
+  kern_shard shard;   /* chunks: the band's kappa_G on the unsharded chunk grid */
   int oracle_bits;
   int dd;        /* 1: the oracle's double-word tier (2 sampled columns per head at oracle_bits) */
   int mutant;    /* index into rec->mutants */

@@ -111,10 +111,6 @@ START_TEST(test_affine) {
   }
   cfg.dtype = GDN_DTYPE_F32;
   cfg.devices = 2;
-  cfg.prefix = KERN_PREFIX_HILLIS_STEELE;
-  ck_assert_int_eq(kern_kda_affine(&p.in, &p.g, &cfg, 0, &a, &e), GDN_ERR_INPUT);
-  ck_assert_ptr_nonnull(strstr(e.msg, "sequential prefix only"));
-  cfg.prefix = KERN_PREFIX_SEQUENTIAL;
   cfg.devices = 4; /* does not divide T = 150 */
   ck_assert_int_eq(kern_kda_affine(&p.in, &p.g, &cfg, 0, &a, &e), GDN_ERR_INPUT);
   gdn_outputs_clear(&c), gdn_outputs_clear(&ref);
