@@ -30,7 +30,7 @@
 int kern_kda_affine(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, kern_kda_mutant mutant,
                     gdn_outputs *out, gdn_error *e) {
   kern_num num;
-  int rc = kern_kda_begin(in, gate, cfg, 1, 1, "kern_kda_affine", &num, out, e);
+  int rc = kern_kda_begin_modes(in, gate, cfg, 1, 1, "kern_kda_affine", &num, out, e);
   if (rc) return rc;
   const int64_t T = in->shape.T, L = cfg->shard == KERN_SHARD_TOKENS ? T / cfg->devices : T;
   const int64_t C = cfg->chunk < L ? cfg->chunk : L;

@@ -17,7 +17,9 @@ static __attribute__((noinline)) void KR(kda_affine_thread)(const gdn_inputs *in
   KR(kda_ws) w;
   KR(kdp) pf;
   KR(kda_carve)(&w, p, C, Dk, Dv, 1);
-  KR(kdp_carve)(&pf, p + KR(rows_pad)(KR(kda_chunk_per)(C, Dk, Dv, 1)), cfg, C, Dk, Dv);
+  p += KR(rows_pad)(KR(kda_chunk_per)(C, Dk, Dv, 1));
+  KR(kda_mm_bind)(&w, p, num->matmul, C, Dk, Dv);
+  KR(kdp_carve)(&pf, p + KR(rows_pad)(KR(kda_mm_per)(num->matmul, C, Dk, Dv)), cfg, C, Dk, Dv);
   w.mutant = KERN_KDA_MUTANT_NONE;
 #pragma omp for schedule(dynamic, 1)
   for (int64_t it = 0; it < items; it++) {
@@ -44,8 +46,9 @@ static int KR(kda_affine_run)(const gdn_inputs *in, const gdn_chgate *gate, cons
                               gdn_error *e) {
   const gdn_shape *s = &in->shape;
   const int nt = gdn_threads_for(s->B * s->Hv);
-  const size_t per = kern_size_add(KR(rows_pad)(KR(kda_chunk_per)(C, s->Dk, s->Dv, 1)),
-                                   KR(kdp_per)(cfg->devices, s->Dk, s->Dv));
+  size_t per = kern_size_add(KR(rows_pad)(KR(kda_chunk_per)(C, s->Dk, s->Dv, 1)),
+                             KR(rows_pad)(KR(kda_mm_per)(num->matmul, C, s->Dk, s->Dv)));
+  per = kern_size_add(per, KR(kdp_per)(cfg->devices, s->Dk, s->Dv));
   kreal *mem = gdn_calloc((size_t)nt, kern_size_mul(per, sizeof(kreal)), "kern_kda_affine per-thread scratch", e);
   if (!mem) return gdn_error_prefix(e, "kern_kda_affine: "), GDN_ERR_NOMEM;
 #pragma omp parallel num_threads(nt)

@@ -5,7 +5,7 @@
  * T/D tokens each, or whole chunks of the unsharded grid by array_split);
  * the composition, the application to h0 and the schedules are GDN's
  * (kern_prefix.h: kern_affine_apply, kern_prefix_inclusive), called in
- * IEEE mode.  Included after kern_kda_chunk_tmpl.h (kda_ws, kda_fold). */
+ * the run's matmul mode (num->matmul; the folds' products kda_gemm's).  Included after kern_kda_chunk_tmpl.h (kda_ws, kda_fold). */
 #include "kern.h"
 #include "kern_prefix.h"
 
@@ -22,8 +22,9 @@ static size_t KR(kdp_per)(int64_t D, int64_t Dk, int64_t Dv) {
   size_t per = KR(rows_pad)(kern_size_mul((size_t)D, na));
   per = kern_size_add(per, KR(rows_pad)(kern_size_mul((size_t)D, nb)));
   per = kern_size_add(per, KR(rows_pad)(kern_size_mul((size_t)D + 1, nb)));
+  /* the work of the widest matmul mode (three parts), whatever the mode */
   return kern_size_add(per, KR(rows_pad)(KR(kern_prefix_work_elems)(KERN_PREFIX_SEQUENTIAL, D, Dk, Dv,
-                                                                    KERN_MATMUL_IEEE)));
+                                                                    KERN_MATMUL_HIGHEST)));
 }
 
 /* Binds p to the per-thread block mem (KR(kdp_per) elements); cfg's
@@ -63,9 +64,9 @@ static void KR(kdp_starts)(KR(kdp) *p, KR(kda_ws) *w, const gdn_inputs *in, cons
     memcpy(p->A + (size_t)r * na, w->FA, na * sizeof(kreal));
     memcpy(p->B + (size_t)r * nb, w->FB, nb * sizeof(kreal));
   }
-  KR(kern_prefix_inclusive)(p->cfg.prefix, 0, KERN_MATMUL_IEEE, D, Dk, Dv, p->A, p->B, p->work, NULL);
+  KR(kern_prefix_inclusive)(p->cfg.prefix, 0, num->matmul, D, Dk, Dv, p->A, p->B, p->work, NULL);
   for (size_t x = 0; x < nb; x++) p->H[x] = h0 ? h0[x] : 0;
   for (int64_t r = 1; r <= D; r++)
-    KR(kern_affine_apply)(KERN_MATMUL_IEEE, Dk, Dv, p->A + (size_t)(r - 1) * na, p->B + (size_t)(r - 1) * nb, h0,
+    KR(kern_affine_apply)(num->matmul, Dk, Dv, p->A + (size_t)(r - 1) * na, p->B + (size_t)(r - 1) * nb, h0,
                           p->H + (size_t)r * nb, p->work);
 }
