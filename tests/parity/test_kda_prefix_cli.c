@@ -3,7 +3,8 @@
  * JSON names the schedule and the shard mode and holds the affine-prefix
  * cases; a forward mutant still fails under every schedule and shard mode
  * (negative control); a list of schedules, an unknown schedule or shard,
- * and chunk sharding over more devices than chunks are refused (exit 2). */
+ * and chunk sharding over more devices than chunks are refused (exit 2);
+ * a sweep grid's entries take "prefix" and "shard" (one name each). */
 #include <check.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -81,6 +82,36 @@ START_TEST(test_refusals) {
 }
 END_TEST
 
+static char *write_file(const char *dir, const char *name, const char *text) {
+  char *p = scratch_join(dir, name);
+  FILE *f = fopen(p, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+  return p;
+}
+
+START_TEST(test_grid) {
+  char *dir = scratch_mkdtemp("/tmp/kda-prefix-grid");
+  const char *good = write_file(dir, "g.json",
+                                "{\"name\": \"t\", \"recurrence\": \"kda\", \"entries\": [{\"shape\": \"1,40,2,8\", "
+                                "\"key_heads\": 1, \"chunk\": [8], \"devices\": [3], \"prefix\": \"hillis-steele\", "
+                                "\"shard\": \"chunks\"}]}");
+  char *js = scratch_join(dir, "out.json");
+  char *sw[] = {"gdn-parity", "sweep", "--recurrence", "kda", "--grid", (char *)good, "--json", js, NULL};
+  gdn_error e;
+  ck_assert_msg(cli_inproc(sw, &e) == 0, "%s", e.msg); /* D = 3 does not divide T = 40: chunks only */
+  const char *bad = write_file(dir, "b.json",
+                               "{\"name\": \"t\", \"recurrence\": \"kda\", \"entries\": [{\"shape\": \"1,40,2,8\", "
+                               "\"prefix\": [\"sequential\"]}]}");
+  sw[5] = (char *)bad;
+  ck_assert_int_eq(cli_inproc(sw, &e), -1);
+  ck_assert_msg(strstr(e.msg, "\"prefix\" must be one schedule"), "%s", e.msg);
+  scratch_rmdir(dir);
+  free(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("parity");
   TCase *tc = tcase_create("kda_prefix_cli");
@@ -88,6 +119,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_pass_and_json, 0, 6);
   tcase_add_loop_test(tc, test_mutant_fails, 0, 6);
   tcase_add_test(tc, test_refusals);
+  tcase_add_test(tc, test_grid);
   suite_add_tcase(su, tc);
   return ckr_run(su);
 }
