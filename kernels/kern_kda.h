@@ -34,27 +34,48 @@
  *                       v_new = u - w S, o = (q e^G) S + P v_new,
  *                       S = e^(G_last) S (per row) + (k e^(G_last - G))^T v_new.
  *   kern_kda_affine     context parallelism over D = cfg->devices simulated
- *                       devices, as kern_affine_prefix for GDN (kern.h) in
- *                       its token sharding and sequential prefix: device r
- *                       holds tokens [r T/D, (r+1) T/D) (D divides T), chunked
- *                       from its own first token; it folds its chunks into
+ *                       devices, as kern_affine_prefix for GDN (kern.h),
+ *                       its pieces GDN's (kern_affine_piece, cfg->shard):
+ *                       tokens, device r holds [r T/D, (r+1) T/D) (D
+ *                       divides T), chunked from its own first token; or
+ *                       chunks, whole chunks of the unsharded grid by
+ *                       array_split (D <= the chunk count).  It folds its
+ *                       chunks into
  *                       S_out = A_r S_in + B_r, per chunk
  *                         A_n = Diag(e^G_last) - (k e^(G_last - G))^T W,
  *                         B_n = (k e^(G_last - G))^T U
  *                       (the map stays affine in the state: only A_n's
  *                       diagonal differs from GDN's scalar e^G_last I); the
- *                       exclusive prefix (A_cum, B_cum) of devices 0 .. r-1
- *                       is composed sequentially, device r replays its
- *                       chunks from A_cum h0 + B_cum with kern_kda_chunk's
- *                       body, and ht is the full composition applied to h0.
- *                       D = 1 is kern_kda_chunk bit for bit.  Other shard
- *                       modes and prefix schedules are refused.
+ *                       inclusive prefix of the D pairs is taken by
+ *                       cfg->prefix with GDN's schedules and composition
+ *                       (kern_prefix_inclusive, kern_affine_apply: IEEE
+ *                       products; kern_kda_prefix_tmpl.h), device r >= 1
+ *                       replays its chunks from A_cum[r-1] h0 + B_cum[r-1]
+ *                       with kern_kda_chunk's body, and ht is
+ *                       A_cum[D-1] h0 + B_cum[D-1].  D = 1 is
+ *                       kern_kda_chunk bit for bit in either shard mode;
+ *                       the sequential schedule computes what the inline
+ *                       sequential composition computed before the
+ *                       schedules (the same bits, measured).
  *
- * Numerics: compute dtype float32 or float64 (every step in that format),
- * matrix products plain IEEE (kern_mm's IEEE mode: fused multiply-adds,
- * left to right over the inner dimension; the chunked kernel's own loops
- * the same).  bfloat16 compute and the bf16 pass modes are refused
- * (GDN_ERR_INPUT, naming the setting): not implemented for KDA yet.
+ * Numerics (kern_num.h): compute dtype float32, bfloat16 or float64, the
+ * matrix products in cfg->matmul.  IEEE (plain fused multiply-adds, left
+ * to right over the inner dimension) is what these kernels computed before
+ * the modes, bit for bit.  The pass modes (default, high, highest,
+ * kern_mm.h) take every product the kernels make as a matmul through GDN's
+ * kern_mm: the token loop's k^T h, k delta^T and q^T h (as kern_recurrent);
+ * the chunked kernel's products (kda_gemm: the blocks of earlier
+ * sub-chunks of A_kk and P, w, u, w S, (q e^G) S, P v_new, the state
+ * update, the folds) -- inside a diagonal sub-chunk the per-element decays
+ * e^(G_i[d] - G_j[d]) leave no matmul, and those sums stay float32; the
+ * affine-prefix composes in the mode (kern_prefix.h).  bfloat16 compute is
+ * the float32 kernels with kern_num's input rounding points (KERN_RP_INPUT,
+ * KERN_RP_Q_SCALE: q, k, v, beta and the scale in bfloat16); g, G, the
+ * decays, the solve and the state stay float32 (KDA has no MaxText form to
+ * take further rounding points from).  FTZ as kern_num.h.  The backwards
+ * (kern_kda_vjp.h, kern_kda_chunk_vjp.h) refuse bfloat16 and the pass
+ * modes (GDN_ERR_INPUT, naming the setting); the xla-expander solve is
+ * refused.
  * Packed documents (segment ids) are refused.  o is rounded once to the
  * output dtype (kern_output_dtype).  Results are bit-identical for any
  * thread count (the B x Hv heads are independent items).

@@ -21,22 +21,10 @@
 int kern_kda_chunk(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, kern_kda_mutant mutant,
                    gdn_outputs *out, gdn_error *e) {
   kern_num num;
-  int rc = kern_kda_begin(in, gate, cfg, 1, 0, "kern_kda_chunk", &num, out, e);
+  int rc = kern_kda_begin_modes(in, gate, cfg, 1, 0, "kern_kda_chunk", &num, out, e);
   if (rc) return rc;
   const int64_t C = cfg->chunk < in->shape.T ? cfg->chunk : in->shape.T;
   rc = num.dtype == GDN_DTYPE_F64 ? kda_chunk_run_f64(in, gate, mutant, C, 1, &num, out, e)
                                   : kda_chunk_run_f32(in, gate, mutant, C, 1, &num, out, e);
-  return kern_kda_end(out, rc, e);
-}
-
-int kern_kda_affine(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, kern_kda_mutant mutant,
-                    gdn_outputs *out, gdn_error *e) {
-  kern_num num;
-  int rc = kern_kda_begin(in, gate, cfg, 1, 1, "kern_kda_affine", &num, out, e);
-  if (rc) return rc;
-  const int64_t L = in->shape.T / cfg->devices;
-  const int64_t C = cfg->chunk < L ? cfg->chunk : L;
-  rc = num.dtype == GDN_DTYPE_F64 ? kda_chunk_run_f64(in, gate, mutant, C, cfg->devices, &num, out, e)
-                                  : kda_chunk_run_f32(in, gate, mutant, C, cfg->devices, &num, out, e);
   return kern_kda_end(out, rc, e);
 }

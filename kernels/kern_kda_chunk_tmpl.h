@@ -23,6 +23,7 @@
  *   o           (q e^G) S, then ADD P v_new (one running sum per element)
  *   S           e^(G_last) S (one product), then ADD (k e^(G_last - G))^T v_new
  * Items: the B x Hv heads; memory per thread O(C^2 + C (Dk + Dv) + Dk Dv). */
+#include "kern_mm.h"
 #include "kern_rows_tmpl.h"
 #include "kern_kda_put_tmpl.h"
 
@@ -39,6 +40,11 @@ typedef struct KR(kda_ws) {
   /* the affine-prefix only (D >= 2): a piece's fold, a chunk's map, the
    * prefix, scratch: Dk x Dk (FA, An, Ac, T1) and Dk x Dv (FB, Bn, Bc, T2) */
   kreal *FA, *An, *Ac, *T1, *FB, *Bn, *Bc, *T2;
+  /* the matmul mode (kern_mm.h) of the forward's products (kda_gemm): IEEE
+   * unless kda_mm_bind gave a pass mode its splits and product scratch */
+  kern_matmul mm;
+  KR(kern_split) sa, sb;
+  kreal *mmt;
 } KR(kda_ws);
 
 /* Et: a diagonal block's decays, channel-major, each channel's row pairs
@@ -91,6 +97,8 @@ static void KR(kda_carve)(KR(kda_ws) *w, kreal *p, int64_t C, int64_t Dk, int64_
   w->S = KR(rows_carve)(&p, (size_t)(Dk * Dv));
   w->H0 = KR(rows_carve)(&p, (size_t)(Dk * Dv));
   w->FA = w->An = w->Ac = w->T1 = w->FB = w->Bn = w->Bc = w->T2 = NULL;
+  w->mm = KERN_MATMUL_IEEE;
+  w->mmt = NULL;
   if (!affine) return;
   w->FA = KR(rows_carve)(&p, (size_t)(Dk * Dk));
   w->An = KR(rows_carve)(&p, (size_t)(Dk * Dk));
@@ -100,6 +108,49 @@ static void KR(kda_carve)(KR(kda_ws) *w, kreal *p, int64_t C, int64_t Dk, int64_
   w->Bn = KR(rows_carve)(&p, (size_t)(Dk * Dv));
   w->Bc = KR(rows_carve)(&p, (size_t)(Dk * Dv));
   w->T2 = KR(rows_carve)(&p, (size_t)(Dk * Dv));
+}
+
+/* The largest operand or product of kda_gemm (its storage extent). */
+static size_t KR(kda_mm_extent)(int64_t C, int64_t Dk, int64_t Dv) {
+  const int64_t wide = C > Dk ? (C > Dv ? C : Dv) : (Dk > Dv ? Dk : Dv);
+  const size_t a = kern_size_mul((size_t)C, (size_t)wide), b = kern_size_mul((size_t)Dk, (size_t)wide);
+  return a > b ? a : b;
+}
+
+/* Elements kda_mm_bind takes for mode mm (0 for IEEE). */
+static size_t KR(kda_mm_per)(kern_matmul mm, int64_t C, int64_t Dk, int64_t Dv) {
+  if (mm == KERN_MATMUL_IEEE) return 0;
+  const size_t x = KR(kda_mm_extent)(C, Dk, Dv);
+  return kern_size_add(kern_size_mul(2, KR(rows_pad)(KR(kern_split_elems)(mm, x))), KR(rows_pad)(x));
+}
+
+/* Gives w the pass mode mm (kda_mm_per(mm, ...) elements at p). */
+static void KR(kda_mm_bind)(KR(kda_ws) *w, kreal *p, kern_matmul mm, int64_t C, int64_t Dk, int64_t Dv) {
+  w->mm = mm;
+  if (mm == KERN_MATMUL_IEEE) return;
+  const size_t x = KR(kda_mm_extent)(C, Dk, Dv);
+  KR(kern_split_bind)(&w->sa, mm, KR(rows_carve)(&p, KR(kern_split_elems)(mm, x)), x);
+  KR(kern_split_bind)(&w->sb, mm, KR(rows_carve)(&p, KR(kern_split_elems)(mm, x)), x);
+  w->mmt = KR(rows_carve)(&p, x);
+}
+
+/* kern_gemm's C (op) A B in w's matmul mode: IEEE is kern_gemm itself (the
+ * same call, the same bits); a pass mode splits each operand over its
+ * storage extent and multiplies by kern_mm (SET), or rounds the product
+ * and adds it (ADD: kern_mm_plus, as jnp's c + a @ b). */
+static void KR(kda_gemm)(KR(kda_ws) *w, kern_gemm_acc op, int64_t m, int64_t n, int64_t k, const kreal *a,
+                         int64_t ars, int64_t acs, const kreal *b, int64_t brs, int64_t bcs, kreal *c, int64_t ldc,
+                         kreal *gws) {
+  if (w->mm == KERN_MATMUL_IEEE || m <= 0 || n <= 0 || k <= 0) {
+    KR(kern_gemm)(op, m, n, k, a, ars, acs, b, brs, bcs, c, ldc, gws);
+    return;
+  }
+  KR(kern_split_fill)(&w->sa, w->mm, a, (size_t)((m - 1) * ars + (k - 1) * acs + 1));
+  KR(kern_split_fill)(&w->sb, w->mm, b, (size_t)((k - 1) * brs + (n - 1) * bcs + 1));
+  if (op == KERN_GEMM_SET)
+    KR(kern_mm)(w->mm, m, n, k, &w->sa, ars, acs, &w->sb, brs, bcs, c, ldc, gws);
+  else
+    KR(kern_mm_plus)(w->mm, m, n, k, &w->sa, ars, acs, &w->sb, brs, bcs, c, ldc, w->mmt, n, gws);
 }
 
 /* Rows [t0, t0 + n) of head (b, hv): prepared q, k, v, beta and G. */
@@ -255,8 +306,8 @@ static void KR(kda_intra)(KR(kda_ws) *w, int64_t n, int64_t Dk) {
      * kern_gemm's order (d ascending, fma) */
     if (r > 0) {
       const int64_t rj = w->mutant == KERN_KDA_MUTANT_SUBCHUNK_OFF_BY_ONE ? r - 1 : r;
-      KR(kern_gemm)(KERN_GEMM_SET, r1 - r, rj, Dk, w->xk + r * Dk, Dk, 1, w->kj, 1, Dk, w->A + r * C, C, w->gws);
-      KR(kern_gemm)(KERN_GEMM_SET, r1 - r, rj, Dk, w->xq + r * Dk, Dk, 1, w->kj, 1, Dk, w->P + r * C, C, w->gws);
+      KR(kda_gemm)(w, KERN_GEMM_SET, r1 - r, rj, Dk, w->xk + r * Dk, Dk, 1, w->kj, 1, Dk, w->A + r * C, C, w->gws);
+      KR(kda_gemm)(w, KERN_GEMM_SET, r1 - r, rj, Dk, w->xq + r * Dk, Dk, 1, w->kj, 1, Dk, w->P + r * C, C, w->gws);
     }
     KR(kda_diag)(w, r, r1, C, Dk);
   }
@@ -298,13 +349,13 @@ static void KR(kda_inter)(KR(kda_ws) *w, gdn_outputs *out, kern_kda_mutant mutan
   }
   /* w = A (e^G k), u = A v (A lower triangular: the zeros above the
    * diagonal add exact zeros) */
-  KR(kern_gemm)(KERN_GEMM_SET, n, Dk, n, w->A, C, 1, w->xk, Dk, 1, w->w, Dk, w->gws);
-  KR(kern_gemm)(KERN_GEMM_SET, n, Dv, n, w->A, C, 1, w->v, Dv, 1, w->u, Dv, w->gws);
+  KR(kda_gemm)(w, KERN_GEMM_SET, n, Dk, n, w->A, C, 1, w->xk, Dk, 1, w->w, Dk, w->gws);
+  KR(kda_gemm)(w, KERN_GEMM_SET, n, Dv, n, w->A, C, 1, w->v, Dv, 1, w->u, Dv, w->gws);
   /* v_new = u - w S;  o = (q e^G) S + P v_new */
-  KR(kern_gemm)(KERN_GEMM_SET, n, Dv, Dk, w->w, Dk, 1, w->S, Dv, 1, w->tmp, Dv, w->gws);
+  KR(kda_gemm)(w, KERN_GEMM_SET, n, Dv, Dk, w->w, Dk, 1, w->S, Dv, 1, w->tmp, Dv, w->gws);
   for (int64_t x = 0; x < n * Dv; x++) w->vn[x] = w->u[x] - w->tmp[x];
-  KR(kern_gemm)(KERN_GEMM_SET, n, Dv, Dk, w->xq, Dk, 1, w->S, Dv, 1, w->o, Dv, w->gws);
-  KR(kern_gemm)(KERN_GEMM_ADD, n, Dv, n, w->P, C, 1, w->vn, Dv, 1, w->o, Dv, w->gws);
+  KR(kda_gemm)(w, KERN_GEMM_SET, n, Dv, Dk, w->xq, Dk, 1, w->S, Dv, 1, w->o, Dv, w->gws);
+  KR(kda_gemm)(w, KERN_GEMM_ADD, n, Dv, n, w->P, C, 1, w->vn, Dv, 1, w->o, Dv, w->gws);
   for (int64_t i = 0; i < n; i++) KR(kda_put_o)(out, b, t0 + i, hv, w->o + i * Dv, out_bf16);
   const kreal *Gl = w->G + (n - 1) * Dk;
   KR(kda_expv)(w->eg, Gl, Dk);
@@ -319,7 +370,7 @@ static void KR(kda_inter)(KR(kda_ws) *w, gdn_outputs *out, kern_kda_mutant mutan
   }
   /* S += (k e^(G_last - G))^T v_new, j ascending */
   KR(kda_scale_rows)(w->kj, w->k, Gl, w->G, n, Dk);
-  KR(kern_gemm)(KERN_GEMM_ADD, Dk, Dv, n, w->kj, 1, Dk, w->vn, Dv, 1, w->S, Dv, w->gws);
+  KR(kda_gemm)(w, KERN_GEMM_ADD, Dk, Dv, n, w->kj, 1, Dk, w->vn, Dv, 1, w->S, Dv, w->gws);
 }
 
 /* The chunks of rows [t0, t1) of head (b, hv), their grid starting at t0,
@@ -358,18 +409,18 @@ static void KR(kda_fold)(KR(kda_ws) *w, const gdn_inputs *in, const gdn_chgate *
     KR(kda_intra)(w, n, Dk);
     KR(kda_solve)(w, n);
     KR(kda_scale_rows)(w->xk, w->k, NULL, w->G, n, Dk);
-    KR(kern_gemm)(KERN_GEMM_SET, n, Dk, n, w->A, n, 1, w->xk, Dk, 1, w->w, Dk, w->gws);
-    KR(kern_gemm)(KERN_GEMM_SET, n, Dv, n, w->A, n, 1, w->v, Dv, 1, w->u, Dv, w->gws);
+    KR(kda_gemm)(w, KERN_GEMM_SET, n, Dk, n, w->A, n, 1, w->xk, Dk, 1, w->w, Dk, w->gws);
+    KR(kda_gemm)(w, KERN_GEMM_SET, n, Dv, n, w->A, n, 1, w->v, Dv, 1, w->u, Dv, w->gws);
     const kreal *Gl = w->G + (n - 1) * Dk;
     KR(kda_scale_rows)(w->kj, w->k, Gl, w->G, n, Dk);
-    KR(kern_gemm)(KERN_GEMM_SET, Dk, Dk, n, w->kj, 1, Dk, w->w, Dk, 1, w->An, Dk, w->gws);
+    KR(kda_gemm)(w, KERN_GEMM_SET, Dk, Dk, n, w->kj, 1, Dk, w->w, Dk, 1, w->An, Dk, w->gws);
     for (int64_t d = 0; d < Dk; d++)
       for (int64_t e2 = 0; e2 < Dk; e2++)
         w->An[d * Dk + e2] = (d == e2 ? KR(kda_exp)(Gl[d]) : KC(0)) - w->An[d * Dk + e2];
-    KR(kern_gemm)(KERN_GEMM_SET, Dk, Dv, n, w->kj, 1, Dk, w->u, Dv, 1, w->Bn, Dv, w->gws);
-    KR(kern_gemm)(KERN_GEMM_SET, Dk, Dk, Dk, w->An, Dk, 1, w->FA, Dk, 1, w->T1, Dk, w->gws);
+    KR(kda_gemm)(w, KERN_GEMM_SET, Dk, Dv, n, w->kj, 1, Dk, w->u, Dv, 1, w->Bn, Dv, w->gws);
+    KR(kda_gemm)(w, KERN_GEMM_SET, Dk, Dk, Dk, w->An, Dk, 1, w->FA, Dk, 1, w->T1, Dk, w->gws);
     memcpy(w->FA, w->T1, (size_t)(Dk * Dk) * sizeof(kreal));
-    KR(kern_gemm)(KERN_GEMM_SET, Dk, Dv, Dk, w->An, Dk, 1, w->FB, Dv, 1, w->T2, Dv, w->gws);
+    KR(kda_gemm)(w, KERN_GEMM_SET, Dk, Dv, Dk, w->An, Dk, 1, w->FB, Dv, 1, w->T2, Dv, w->gws);
     for (int64_t x = 0; x < Dk * Dv; x++) w->FB[x] = w->T2[x] + w->Bn[x];
   }
 }
@@ -380,7 +431,7 @@ static void KR(kda_apply)(KR(kda_ws) *w, const kreal *FA, const kreal *FB, const
     memcpy(w->S, FB, (size_t)(Dk * Dv) * sizeof(kreal));
     return;
   }
-  KR(kern_gemm)(KERN_GEMM_SET, Dk, Dv, Dk, FA, Dk, 1, h0, Dv, 1, w->S, Dv, w->gws);
+  KR(kda_gemm)(w, KERN_GEMM_SET, Dk, Dv, Dk, FA, Dk, 1, h0, Dv, 1, w->S, Dv, w->gws);
   for (int64_t x = 0; x < Dk * Dv; x++) w->S[x] = w->S[x] + FB[x];
 }
 
@@ -392,7 +443,9 @@ static __attribute__((noinline)) void KR(kda_chunk_thread)(const gdn_inputs *in,
   const int64_t Dk = s->Dk, Dv = s->Dv, items = s->B * s->Hv, L = s->T / D;
   const kreal scale = KR(rows_scale)(in, num);
   KR(kda_ws) w;
-  KR(kda_carve)(&w, mem + (size_t)omp_get_thread_num() * per, C, Dk, Dv, D > 1);
+  kreal *p = mem + (size_t)omp_get_thread_num() * per;
+  KR(kda_carve)(&w, p, C, Dk, Dv, D > 1);
+  KR(kda_mm_bind)(&w, p + KR(rows_pad)(KR(kda_chunk_per)(C, Dk, Dv, D > 1)), num->matmul, C, Dk, Dv);
   w.mutant = KERN_KDA_MUTANT_NONE;
 #pragma omp for schedule(dynamic, 1)
   for (int64_t it = 0; it < items; it++) {
@@ -416,9 +469,9 @@ static __attribute__((noinline)) void KR(kda_chunk_thread)(const gdn_inputs *in,
       if (D == 1) break;
       /* device r's pair, composed after the prefix: Acum = A_r Acum, Bcum = A_r Bcum + B_r */
       KR(kda_fold)(&w, in, gate, C, num, scale, b, hv, r * L, (r + 1) * L);
-      KR(kern_gemm)(KERN_GEMM_SET, Dk, Dk, Dk, w.FA, Dk, 1, w.Ac, Dk, 1, w.T1, Dk, w.gws);
+      KR(kda_gemm)(&w, KERN_GEMM_SET, Dk, Dk, Dk, w.FA, Dk, 1, w.Ac, Dk, 1, w.T1, Dk, w.gws);
       memcpy(w.Ac, w.T1, (size_t)(Dk * Dk) * sizeof(kreal));
-      KR(kern_gemm)(KERN_GEMM_SET, Dk, Dv, Dk, w.FA, Dk, 1, w.Bc, Dv, 1, w.T2, Dv, w.gws);
+      KR(kda_gemm)(&w, KERN_GEMM_SET, Dk, Dv, Dk, w.FA, Dk, 1, w.Bc, Dv, 1, w.T2, Dv, w.gws);
       for (int64_t x = 0; x < Dk * Dv; x++) w.Bc[x] = w.T2[x] + w.FB[x];
     }
     if (D > 1) KR(kda_apply)(&w, w.Ac, w.Bc, h0, Dk, Dv); /* ht: the full composition applied to h0 */
@@ -431,7 +484,8 @@ static int KR(kda_chunk_run)(const gdn_inputs *in, const gdn_chgate *gate, kern_
                              int64_t D, const kern_num *num, gdn_outputs *out, gdn_error *e) {
   const gdn_shape *s = &in->shape;
   const int nt = gdn_threads_for(s->B * s->Hv);
-  const size_t per = KR(kda_chunk_per)(C, s->Dk, s->Dv, D > 1);
+  const size_t per = kern_size_add(KR(rows_pad)(KR(kda_chunk_per)(C, s->Dk, s->Dv, D > 1)),
+                                   KR(kda_mm_per)(num->matmul, C, s->Dk, s->Dv));
   kreal *mem = gdn_calloc((size_t)nt, kern_size_mul(per, sizeof(kreal)), "kern_kda_chunk per-thread scratch", e);
   if (!mem) return gdn_error_prefix(e, "kern_kda_chunk: "), GDN_ERR_NOMEM;
 #pragma omp parallel num_threads(nt)

@@ -20,12 +20,14 @@
 #pragma GCC diagnostic ignored "-Wunused-function"
 #define KERN_REAL 32
 #include "kern_kda_chunk_tmpl.h"
+#include "kern_kda_prefix_tmpl.h"
 #include "kern_kda_vjp_tmpl.h"
 #include "kern_kda_chunk_bwd_tmpl.h"
 #include "kern_kda_chunk_vjp_tmpl.h"
 #undef KERN_REAL
 #define KERN_REAL 64
 #include "kern_kda_chunk_tmpl.h"
+#include "kern_kda_prefix_tmpl.h"
 #include "kern_kda_vjp_tmpl.h"
 #include "kern_kda_chunk_bwd_tmpl.h"
 #include "kern_kda_chunk_vjp_tmpl.h"
@@ -46,15 +48,17 @@ static int chunk_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cot
   gdn_outputs_clear(&tmp);
   if (rc) return rc;
   if ((rc = gdn_cotangents_check(ct, &in->shape, who, e))) return rc;
-  const int64_t D = affine ? cfg->devices : 1, L = in->shape.T / D;
+  kern_config pc = *cfg; /* the prefix's devices, schedule and shard (one device: the chunked kernel) */
+  if (!affine) pc.devices = 1;
+  const int64_t D = pc.shard == KERN_SHARD_CHUNKS ? 1 : pc.devices, L = in->shape.T / D;
   if (D < 1 || L * D != in->shape.T)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s: %lld devices do not divide T = %lld", who, (long long)D,
                          (long long)in->shape.T);
   const int64_t C = cfg->chunk < L ? cfg->chunk : L;
   const int f64 = num.dtype == GDN_DTYPE_F64;
   if ((rc = gdn_chgrads_alloc(out, &in->shape, f64 ? GDN_DTYPE_F64 : GDN_DTYPE_F32, e))) return rc;
-  rc = f64 ? kcb_run_f64(in, gate, ct, &num, C, D, algebra, mutant, out, who, e)
-           : kcb_run_f32(in, gate, ct, &num, C, D, algebra, mutant, out, who, e);
+  rc = f64 ? kcb_run_f64(in, gate, ct, &num, C, &pc, algebra, mutant, out, who, e)
+           : kcb_run_f32(in, gate, ct, &num, C, &pc, algebra, mutant, out, who, e);
   if (rc) gdn_grads_clear(out);
   return rc;
 }

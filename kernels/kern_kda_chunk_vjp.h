@@ -8,8 +8,9 @@
  * u, v_new and state update, the same roundings) and the state before
  * every chunk is stored (the chunk-boundary checkpoints); for the
  * affine-prefix, device r's start state is the forward's replayed one,
- * A_cum h0 + B_cum from the sequential prefix of the devices' folds
- * (kern_kda_affine's order).  Then each chunk, last first, is taken
+ * A_cum[r-1] h0 + B_cum[r-1] from the prefix of the devices' folds by
+ * cfg->prefix, its pieces by cfg->shard (kern_kda_affine's, through
+ * kern_kda_prefix_tmpl.h).  Then each chunk, last first, is taken
  * backwards from its checkpointed start state, the state's adjoint (dh)
  * carried right to left across every chunk boundary and, for the
  * affine-prefix, every device boundary: device r's local backward starts
@@ -37,12 +38,12 @@
  * (log a_t = g_t exactly).  The two forms compute the same gradients
  * (float64: both within 2e-15 of the VJP oracle) with other roundings.
  *
- * Chunk C = min(cfg->chunk, T) (kern_kda_chunk) or min(cfg->chunk, T / D)
- * (kern_kda_affine, D = cfg->devices dividing T); each device's chunk grid
- * starts at its first token.  D = 1 of kern_kda_affine_vjp is
+ * Chunk C = min(cfg->chunk, T) (kern_kda_chunk and chunk sharding) or
+ * min(cfg->chunk, T / D) (token sharding, D = cfg->devices dividing T, each
+ * device's chunk grid starting at its first token).  D = 1 of kern_kda_affine_vjp is
  * kern_kda_chunk_vjp bit for bit (tested).  Modes and refusals: the
- * forward's (kern_kda_frame.h: float32/float64, IEEE products, token
- * sharding with the sequential prefix, no packed documents).  Backward
+ * forward's (kern_kda_frame.h: float32/float64, IEEE products, no packed
+ * documents; every prefix schedule and shard mode).  Backward
  * mutants: kern_kda_vjp.h's (dg-value-axis; dh-seam-dropped zeroes dh at
  * each device seam of the affine-prefix; in the chunkwise form
  * dg-value-axis sums the state decay's gradient, S0 . dS1, along the value

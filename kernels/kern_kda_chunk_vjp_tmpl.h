@@ -11,24 +11,35 @@ typedef struct KR(kcb) {
   kreal *ck;            /* nct state sets: the forward's state before each chunk */
   kreal *dec;           /* C x G x Dk: the chunk's decays e^(G_i - G_(i-1)) */
   KR(kcc) bw;           /* the chunkwise backward's workspace (algebra only) */
-  int64_t C, D, L, nct; /* chunk, devices, tokens per device, chunks in all */
+  int64_t C, D, L, nct; /* chunk, token-sharded devices (1 for chunk sharding), tokens per device, chunks */
+  KR(kdp) pf;           /* the affine-prefix (kern_kda_prefix_tmpl.h): its devices, schedule, shard */
   int algebra;          /* 1: each chunk by the chunkwise algebra; 0: token by token */
 } KR(kcb);
 
 static int64_t KR(kcb_chunks)(int64_t L, int64_t C, int64_t D) { return D * ((L + C - 1) / C); }
 
-static size_t KR(kcb_per)(const gdn_shape *s, int64_t C, int64_t D) {
-  const int64_t G = s->Hv / s->Hk, nct = KR(kcb_chunks)(s->T / D, C, D);
-  size_t per = KR(rows_pad)(KR(kda_chunk_per)(C, s->Dk, s->Dv, D > 1));
+/* pc: the prefix's config (devices, prefix, shard); its grid: D token
+ * pieces, or (chunk sharding) the unsharded grid, D = 1. */
+static int64_t KR(kcb_grid)(const kern_config *pc) { return pc->shard == KERN_SHARD_CHUNKS ? 1 : pc->devices; }
+
+static size_t KR(kcb_per)(const gdn_shape *s, int64_t C, const kern_config *pc) {
+  const int64_t D = KR(kcb_grid)(pc), G = s->Hv / s->Hk, nct = KR(kcb_chunks)(s->T / D, C, D);
+  size_t per = KR(rows_pad)(KR(kda_chunk_per)(C, s->Dk, s->Dv, pc->devices > 1));
+  per = kern_size_add(per, KR(rows_pad)(pc->devices > 1 ? KR(kdp_per)(pc->devices, s->Dk, s->Dv) : 0));
   per = kern_size_add(per, KR(rows_pad)(KR(kvw_elems)(s, C)));
   per = kern_size_add(per, KR(rows_pad)(kern_size_mul((size_t)nct, (size_t)(G * s->Dk * s->Dv))));
   per = kern_size_add(per, KR(rows_pad)(KR(kcc_elems)(C, s->Dk, s->Dv)));
   return kern_size_add(per, KR(rows_pad)((size_t)(C * G * s->Dk)));
 }
 
-static void KR(kcb_carve)(KR(kcb) *w, const gdn_shape *s, int64_t C, int64_t D, kreal *p) {
+static void KR(kcb_carve)(KR(kcb) *w, const gdn_shape *s, int64_t C, const kern_config *pc, kreal *p) {
+  const int64_t D = KR(kcb_grid)(pc), Dp = pc->devices;
   w->C = C, w->D = D, w->L = s->T / D, w->nct = KR(kcb_chunks)(w->L, C, D);
-  KR(kda_carve)(&w->cw, KR(rows_carve)(&p, KR(kda_chunk_per)(C, s->Dk, s->Dv, D > 1)), C, s->Dk, s->Dv, D > 1);
+  KR(kda_carve)(&w->cw, KR(rows_carve)(&p, KR(kda_chunk_per)(C, s->Dk, s->Dv, Dp > 1)), C, s->Dk, s->Dv, Dp > 1);
+  if (Dp > 1)
+    KR(kdp_carve)(&w->pf, KR(rows_carve)(&p, KR(kdp_per)(Dp, s->Dk, s->Dv)), pc, C, s->Dk, s->Dv);
+  else
+    w->pf.cfg = *pc; /* one device: no pieces but [0, T) */
   w->cw.mutant = KERN_KDA_MUTANT_NONE;
   KR(kvw_carve)(&w->tw, s, C, KR(rows_carve)(&p, KR(kvw_elems)(s, C)));
   w->ck = KR(rows_carve)(&p, (size_t)w->nct * w->tw.st);
@@ -56,42 +67,43 @@ static void KR(kcb_state_step)(KR(kda_ws) *w, int64_t n, int64_t Dk, int64_t Dv)
   KR(kern_gemm)(KERN_GEMM_ADD, Dk, Dv, n, w->kj, 1, Dk, w->vn, Dv, 1, w->S, Dv, w->gws);
 }
 
+/* Chunk m of the grid: its rows [c0, c0 + n); the device it starts
+ * (>= 1; the state there is that device's start), else 0. */
+static int64_t KR(kcb_at)(const KR(kcb) *w, int64_t T, int64_t m, int64_t *c0, int64_t *n) {
+  const int64_t C = w->C, L = w->L, per_dev = w->nct / w->D, r = m / per_dev;
+  *c0 = r * L + (m % per_dev) * C;
+  *n = (r + 1) * L - *c0 < C ? (r + 1) * L - *c0 : C;
+  for (int64_t q = 1; q < w->pf.cfg.devices; q++) {
+    int64_t t0, t1;
+    KR(kdp_piece)(&w->pf, T, q, &t0, &t1);
+    if (t0 == *c0) return q;
+  }
+  return 0;
+}
+
 /* The forward of value head hv (the jj-th of its key head) as kern_kda_chunk
- * (D = 1) or kern_kda_affine (D >= 2) computes it, storing the state before
- * every chunk into ck (chunk m at ck + m st + jj Dk Dv). */
+ * (one device) or kern_kda_affine (its start states, kern_kda_prefix_tmpl.h)
+ * computes it, storing the state before every chunk into ck (chunk m at
+ * ck + m st + jj Dk Dv). */
 static void KR(kcb_forward)(KR(kcb) *w, const gdn_inputs *in, const gdn_chgate *gate, const kern_num *num,
                             kreal scale, int64_t b, int64_t hv, int64_t jj) {
-  const int64_t Dk = in->shape.Dk, Dv = in->shape.Dv, C = w->C, D = w->D, L = w->L;
+  const int64_t Dk = in->shape.Dk, Dv = in->shape.Dv;
   KR(kda_ws) *cw = &w->cw;
   const float *h0f = gdn_inputs_h0(in, b, hv);
   if (h0f)
     for (int64_t x = 0; x < Dk * Dv; x++) cw->H0[x] = (kreal)KIN(num, h0f[x]);
   const kreal *h0 = h0f ? cw->H0 : NULL;
-  if (D > 1) {
-    for (int64_t x = 0; x < Dk * Dk; x++) cw->Ac[x] = 0;
-    for (int64_t d = 0; d < Dk; d++) cw->Ac[d * Dk + d] = 1;
-    for (int64_t x = 0; x < Dk * Dv; x++) cw->Bc[x] = 0;
-  }
-  int64_t m = 0;
-  for (int64_t r = 0; r < D; r++) {
-    if (r == 0)
-      for (int64_t x = 0; x < Dk * Dv; x++) cw->S[x] = h0 ? h0[x] : 0;
-    else
-      KR(kda_apply)(cw, cw->Ac, cw->Bc, h0, Dk, Dv);
-    for (int64_t c0 = r * L; c0 < (r + 1) * L; c0 += C, m++) {
-      const int64_t n = (r + 1) * L - c0 < C ? (r + 1) * L - c0 : C;
-      memcpy(w->ck + (size_t)m * w->tw.st + (size_t)(jj * Dk * Dv), cw->S, (size_t)(Dk * Dv) * sizeof(kreal));
-      KR(kda_rows)(cw, in, gate, num, scale, b, hv, c0, n);
-      KR(kda_intra)(cw, n, Dk);
-      KR(kda_solve)(cw, n);
-      KR(kcb_state_step)(cw, n, Dk, Dv);
-    }
-    if (D == 1) break;
-    KR(kda_fold)(cw, in, gate, C, num, scale, b, hv, r * L, (r + 1) * L);
-    KR(kern_gemm)(KERN_GEMM_SET, Dk, Dk, Dk, cw->FA, Dk, 1, cw->Ac, Dk, 1, cw->T1, Dk, cw->gws);
-    memcpy(cw->Ac, cw->T1, (size_t)(Dk * Dk) * sizeof(kreal));
-    KR(kern_gemm)(KERN_GEMM_SET, Dk, Dv, Dk, cw->FA, Dk, 1, cw->Bc, Dv, 1, cw->T2, Dv, cw->gws);
-    for (int64_t x = 0; x < Dk * Dv; x++) cw->Bc[x] = cw->T2[x] + cw->FB[x];
+  if (w->pf.cfg.devices > 1) KR(kdp_starts)(&w->pf, cw, in, gate, num, scale, b, hv, h0);
+  for (int64_t x = 0; x < Dk * Dv; x++) cw->S[x] = h0 ? h0[x] : 0;
+  for (int64_t m = 0; m < w->nct; m++) {
+    int64_t c0, n;
+    const int64_t r = KR(kcb_at)(w, in->shape.T, m, &c0, &n);
+    if (r > 0) memcpy(cw->S, w->pf.H + (size_t)(r * Dk * Dv), (size_t)(Dk * Dv) * sizeof(kreal));
+    memcpy(w->ck + (size_t)m * w->tw.st + (size_t)(jj * Dk * Dv), cw->S, (size_t)(Dk * Dv) * sizeof(kreal));
+    KR(kda_rows)(cw, in, gate, num, scale, b, hv, c0, n);
+    KR(kda_intra)(cw, n, Dk);
+    KR(kda_solve)(cw, n);
+    KR(kcb_state_step)(cw, n, Dk, Dv);
   }
 }
 
@@ -176,7 +188,7 @@ static void KR(kcb_chunk_algebra)(KR(kcb) *w, const gdn_inputs *in, const gdn_ch
 static void KR(kcb_item)(KR(kcb) *w, const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
                          const kern_num *num, kern_kda_vjp_mutant mutant, gdn_grads *out, int64_t b, int64_t kh) {
   const gdn_shape *s = &in->shape;
-  const int64_t Dk = s->Dk, Dv = s->Dv, G = w->tw.G, C = w->C, L = w->L, per_dev = w->nct / w->D;
+  const int64_t Dk = s->Dk, Dv = s->Dv, G = w->tw.G;
   const kreal scale = KR(rows_scale)(in, num);
   for (int64_t jj = 0; jj < G; jj++) {
     KR(kcb_forward)(w, in, gate, num, scale, b, kh * G + jj, jj);
@@ -184,13 +196,13 @@ static void KR(kcb_item)(KR(kcb) *w, const gdn_inputs *in, const gdn_chgate *gat
     for (int64_t x = 0; x < Dk * Dv; x++) w->tw.S[jj * Dk * Dv + x] = dht ? (kreal)dht[x] : 0;
   }
   for (int64_t m = w->nct - 1; m >= 0; m--) {
-    const int64_t r = m / per_dev, c0 = r * L + (m % per_dev) * C;
-    const int64_t n = (r + 1) * L - c0 < C ? (r + 1) * L - c0 : C;
+    int64_t c0, n;
+    const int64_t r = KR(kcb_at)(w, s->T, m, &c0, &n);
     if (w->algebra)
       KR(kcb_chunk_algebra)(w, in, gate, ct, num, scale, mutant, out, b, kh, m, c0, n);
     else
       KR(kcb_chunk_back)(w, in, gate, ct, num, scale, mutant, out, b, kh, m, c0, n);
-    if (mutant == KERN_KDA_VJP_MUTANT_DH_SEAM_DROPPED && r > 0 && c0 == r * L)
+    if (mutant == KERN_KDA_VJP_MUTANT_DH_SEAM_DROPPED && r > 0)
       for (size_t x = 0; x < w->tw.st; x++) w->tw.S[x] = 0; /* the seam's adjoint dropped */
   }
   for (int64_t jj = 0; jj < G; jj++) {
@@ -200,19 +212,20 @@ static void KR(kcb_item)(KR(kcb) *w, const gdn_inputs *in, const gdn_chgate *gat
 }
 
 static int KR(kcb_run)(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct, const kern_num *num,
-                       int64_t C, int64_t D, int algebra, kern_kda_vjp_mutant mutant, gdn_grads *out, const char *who,
+                       int64_t C, const kern_config *pc, int algebra, kern_kda_vjp_mutant mutant, gdn_grads *out,
+                       const char *who,
                        gdn_error *e) {
   const gdn_shape *s = &in->shape;
   const int64_t items = s->B * s->Hk;
   const int nt = gdn_threads_for(items);
-  const size_t per = KR(kcb_per)(s, C, D);
+  const size_t per = KR(kcb_per)(s, C, pc);
   kreal *mem = gdn_calloc((size_t)nt, kern_size_mul(per, sizeof(kreal)), "per-thread scratch", e);
   if (!mem) return gdn_error_prefix(e, "%s: ", who), GDN_ERR_NOMEM;
 #pragma omp parallel num_threads(nt)
   {
     const unsigned env = kern_fpenv_enter(num);
     KR(kcb) w;
-    KR(kcb_carve)(&w, s, C, D, mem + (size_t)omp_get_thread_num() * per);
+    KR(kcb_carve)(&w, s, C, pc, mem + (size_t)omp_get_thread_num() * per);
     w.algebra = algebra;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t it = 0; it < items; it++) KR(kcb_item)(&w, in, gate, ct, num, mutant, out, it / s->Hk, it % s->Hk);

@@ -21,7 +21,7 @@
 int kern_kda_recurrent(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg,
                        kern_kda_mutant mutant, gdn_outputs *out, gdn_error *e) {
   kern_num num;
-  int rc = kern_kda_begin(in, gate, cfg, 0, 0, "kern_kda_recurrent", &num, out, e);
+  int rc = kern_kda_begin_modes(in, gate, cfg, 0, 0, "kern_kda_recurrent", &num, out, e);
   if (rc) return rc;
   rc = num.dtype == GDN_DTYPE_F64 ? kda_rec_run_f64(in, gate, mutant, &num, out, e)
                                   : kda_rec_run_f32(in, gate, mutant, &num, out, e);

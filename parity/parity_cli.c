@@ -73,7 +73,8 @@ static const gdn_cli_opt options[] = {
     {"chunk", "C[,C...]", "chunk sizes (default 64)", C_CASES},
     {"devices", "D[,D...]", "context-parallel device counts for affine-prefix (default 1,2,4,8)", C_CASES},
     {"prefix", "NAME[,NAME...]",
-     "exclusive-prefix schedules: sequential, associative-scan, hillis-steele (default sequential)", C_CASES},
+     "exclusive-prefix schedules: sequential, associative-scan, hillis-steele (default sequential; "
+     "--recurrence kda: one per run)", C_CASES},
     {"backend", "NAME",
      "where affine-prefix's devices run: simulated (one process; default) or mpi (mpirun -np D: "
      "rank r is device r; adds the subject affine-prefix-mpi; --devices must be D)", C_JUDGE & C_SYN},
@@ -93,8 +94,9 @@ static const gdn_cli_opt options[] = {
     {"packing", "MODE", "state at a document boundary: leak (carried, as MaxText; default) or reset "
                         "(restarted, as flash-linear-attention's cu_seqlens)", C_SYN},
     {"recurrence", "NAME",
-     "the recurrence judged: gdn (Gated DeltaNet; default) or kda (Kimi Delta Attention, per-channel gates: "
-     "forward only so far, the options it does not take are refused; check reads it from the fixture; sweep and coverage take a grid of its own)", C_CASES},
+     "the recurrence judged: gdn (Gated DeltaNet; default) or kda (Kimi Delta Attention, per-channel gates; "
+     "--report, --junit and --summary write its own reports; the options it does not take are refused, --grad in "
+     "float32 ieee only; check reads it from the fixture; sweep and coverage take a grid of its own)", C_CASES},
     {"mutant", "NAME", "testing only: affine-prefix with one catalogued bug (kern_mutant.h: "
                        "compose-order, carry-zero, ...; default none), to see which checks catch it", C_JUDGE},
     {"dtype", "TYPE", "kernel compute dtype: float32, bfloat16, float64 (default float32)", C_CASES},

@@ -14,7 +14,8 @@
  * refused by name. */
 static const char *const supported[] = {"recurrence", "shape", "key-heads", "dv", "chunk", "seed", "h0",
                                         "oracle-bits", "json", "threads", "quiet", "verbose", "reproducible",
-                                        "mutant", "devices", "oracle", "grad", "report", "junit", "summary", NULL};
+                                        "mutant", "devices", "oracle", "grad", "report", "junit", "summary",
+                                        "prefix", "shard", "dtype", "matmul-precision", "ftz", "no-ftz", NULL};
 
 static int is_supported(const char *name) {
   for (int i = 0; supported[i]; i++)
@@ -56,7 +57,20 @@ static int parse(const parity_recurrence *rec, const gdn_cli_opt *table, const g
     if (gdn_cli_int64_list(v, "--devices", 1, 1 << 20, o->devices, PARITY_RECUR_MAX_CHUNKS, &n, e)) return -1;
     o->n_devices = (int)n;
   }
-  for (int i = 0; i < o->n_devices; i++)
+  if ((v = GET("prefix")) && strchr(v, ','))
+    return gdn_error_set(e, GDN_ERR_INPUT, "--prefix %s: --recurrence %s takes one schedule per run", v, rec->name);
+  if (v && kern_prefix_parse(v, &o->prefix, e)) return -1;
+  if ((v = GET("shard")) && kern_shard_parse(v, &o->shard, e)) return -1;
+  if ((v = GET("dtype")) && gdn_dtype_parse(v, &o->dtype, "--dtype", e)) return -1;
+  if ((v = GET("matmul-precision")) && kern_matmul_parse(v, &o->matmul, e)) return -1;
+  if (GET("ftz") && GET("no-ftz"))
+    return gdn_error_set(e, GDN_ERR_INPUT, "--ftz and --no-ftz contradict each other");
+  o->ftz = GET("ftz") != NULL;
+  if (GET("grad") && (o->dtype != GDN_DTYPE_F32 || o->matmul != KERN_MATMUL_IEEE || o->ftz))
+    return gdn_error_set(e, GDN_ERR_INPUT, "--grad with --dtype %s --matmul-precision %s%s: --recurrence %s judges "
+                         "its backward in float32 with ieee products only; drop --grad or the numerics options",
+                         gdn_dtype_name(o->dtype), kern_matmul_name(o->matmul), o->ftz ? " --ftz" : "", rec->name);
+  for (int i = 0; i < o->n_devices && o->shard == KERN_SHARD_TOKENS; i++)
     if (o->shape.T % o->devices[i])
       return gdn_error_set(e, GDN_ERR_INPUT,
                            "--devices %lld does not divide T = %lld: the affine-prefix shards the sequence by tokens "
@@ -122,6 +136,12 @@ int parity_recur_cli_main(const parity_recurrence *rec, const gdn_cli_opt *table
     return gdn_error_set(e, GDN_ERR_INPUT, "--grad with --mutant %s: the backward of --recurrence %s implements no "
                          "forward mutant; drop one of them", rec->mutants[o.mutant], rec->name), -1;
   if (parity_recur_sweep(&o, &doc, &pass, e)) return -1;
+  if (json_object_set_new(doc, "prefix", json_string(kern_prefix_name(o.prefix))) ||
+      json_object_set_new(doc, "shard", json_string(kern_shard_name(o.shard))) ||
+      json_object_set_new(doc, "dtype", json_string(gdn_dtype_name(o.dtype))) ||
+      json_object_set_new(doc, "matmul", json_string(kern_matmul_name(o.matmul))) ||
+      json_object_set_new(doc, "ftz", json_boolean(o.ftz)))
+    return json_decref(doc), gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)"), -1;
   if (grad && parity_recur_grad_attach(&o, o.vjp_mutant, doc, &pass, e)) return json_decref(doc), -1;
   if (parity_output_write_all(&oo, doc, e)) return json_decref(doc), -1;
   const json_int_t nc = json_integer_value(json_object_get(doc, "n_cases")),

@@ -42,6 +42,8 @@ static int run_case(const parity_recur_opts *o, int vjp_mutant, const gdn_inputs
   cfg.matmul = KERN_MATMUL_IEEE;
   if (C > 0) cfg.chunk = C;
   if (D > 0) cfg.devices = D;
+  cfg.prefix = o->prefix;
+  cfg.shard = o->shard;
   gdn_grads x;
   gdn_grads_init(&x);
   const parity_recurrence *rec = o->rec;
@@ -50,7 +52,7 @@ static int run_case(const parity_recur_opts *o, int vjp_mutant, const gdn_inputs
   double band; /* the forward's band for the case (parity_recur_case_band) */
   json_t *kj = NULL;
   parity_kappa_ch kc;
-  int rc = parity_recur_case_band(rec, in, gate, C, D, o->band, &band, &kj, &kc, e);
+  int rc = parity_recur_case_band(rec, in, gate, C, o->shard == KERN_SHARD_CHUNKS ? 0 : D, o->band, &band, &kj, &kc, e);
   if (!rc && (rc = k(in, gate, ct, &cfg, vjp_mutant, &x, e))) json_decref(kj);
   if (rc) return rc;
   const int pc = rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL;

@@ -32,7 +32,8 @@ static int entry_parse(json_t *je, const parity_recurrence *rec, const char *whe
                        gdn_error *e) {
   parity_recur_opts_init(o, rec);
   if (!json_is_object(je)) return gdn_error_set(e, GDN_ERR_INPUT, "%s: must be an object", where);
-  static const char *const keys[] = {"shape", "key_heads", "dv", "h0", "seed", "chunk", "devices", NULL};
+  static const char *const keys[] = {"shape", "key_heads", "dv", "h0", "seed", "chunk", "devices", "prefix", "shard",
+                                     NULL};
   const char *k;
   json_t *v;
   json_object_foreach(je, k, v) {
@@ -63,7 +64,16 @@ static int entry_parse(json_t *je, const parity_recurrence *rec, const char *whe
   }
   if ((v = json_object_get(je, "chunk")) && int_list(v, "chunk", where, o->chunks, &o->n_chunks, e)) return -1;
   if ((v = json_object_get(je, "devices")) && int_list(v, "devices", where, o->devices, &o->n_devices, e)) return -1;
-  for (int i = 0; i < o->n_devices; i++)
+  /* the affine-prefix's schedule and shard mode: one name each (kern_config.h) */
+  if ((v = json_object_get(je, "prefix")) &&
+      (!json_is_string(v) || kern_prefix_parse(json_string_value(v), &o->prefix, e)))
+    return json_is_string(v) ? gdn_error_prefix(e, "%s: ", where)
+                             : gdn_error_set(e, GDN_ERR_INPUT, "%s: \"prefix\" must be one schedule's name", where);
+  if ((v = json_object_get(je, "shard")) &&
+      (!json_is_string(v) || kern_shard_parse(json_string_value(v), &o->shard, e)))
+    return json_is_string(v) ? gdn_error_prefix(e, "%s: ", where)
+                             : gdn_error_set(e, GDN_ERR_INPUT, "%s: \"shard\" must be tokens or chunks", where);
+  for (int i = 0; i < o->n_devices && o->shard == KERN_SHARD_TOKENS; i++)
     if (o->shape.T % o->devices[i])
       return gdn_error_set(e, GDN_ERR_INPUT, "%s: devices %lld does not divide T = %lld", where,
                            (long long)o->devices[i], (long long)o->shape.T);

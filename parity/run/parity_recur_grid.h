@@ -4,9 +4,11 @@
  * A recurrence grid is a JSON object
  *   {"name", "description", "recurrence": "kda",
  *    "entries": [{"shape": "B,T,H,D", "key_heads", "dv", "h0", "seed",
- *                 "chunk": [C, ...], "devices": [D, ...]}, ...]}
+ *                 "chunk": [C, ...], "devices": [D, ...], "prefix": "NAME",
+ *                 "shard": "tokens" | "chunks"}, ...]}
  * (every key of an entry but "shape" optional; parity_recur_opts_init's
- * defaults: chunk 64, devices 1, 2, 4, 8, seed 0, no h0; unknown keys
+ * defaults: chunk 64, devices 1, 2, 4, 8, seed 0, no h0, the sequential
+ * prefix, token sharding; unknown keys
  * refused).  Each entry is one parity_recur_sweep (synthetic inputs, the
  * row's gate, its certified oracle, its kernels judged by the float32
  * band).

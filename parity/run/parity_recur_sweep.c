@@ -6,6 +6,7 @@
 
 #include "gdn_synth.h"
 #include "kern_config.h"
+#include "parity_recur_mode_band.h"
 #include "parity_kappa_ch.h"
 
 void parity_recur_opts_init(parity_recur_opts *o, const parity_recurrence *rec) {
@@ -17,6 +18,8 @@ void parity_recur_opts_init(parity_recur_opts *o, const parity_recurrence *rec) 
   o->n_devices = 4;
   o->oracle_bits = 128;
   o->band = PARITY_RECUR_BAND_F32;
+  o->dtype = GDN_DTYPE_F32;
+  o->matmul = KERN_MATMUL_IEEE;
 }
 
 parity_recur_err parity_recur_measure(const double *x, const double *r, size_t n) {
@@ -71,6 +74,11 @@ static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_
   cfg.matmul = KERN_MATMUL_IEEE;
   if (C > 0) cfg.chunk = C;
   if (D > 0) cfg.devices = D;
+  cfg.prefix = o->prefix;
+  cfg.shard = o->shard;
+  cfg.dtype = o->dtype;
+  cfg.matmul = o->matmul;
+  cfg.ftz = o->ftz;
   gdn_outputs out;
   gdn_outputs_init(&out);
   const parity_rec_kernel k = C <= 0 ? o->rec->kern_token : D > 0 ? o->rec->kern_affine : o->rec->kern_chunked;
@@ -83,7 +91,8 @@ static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_
   json_t *kj = NULL;
   parity_kappa_ch kc = {0, 0, 0, 0, 0};
   double band;
-  if ((rc = parity_recur_case_band(o->rec, in, gate, C, D, o->band, &band, &kj, &kc, e))) return rc;
+  if ((rc = parity_recur_case_band(o->rec, in, gate, C, o->shard == KERN_SHARD_CHUNKS ? 0 : D, o->band, &band, &kj, &kc, e))) return rc;
+  band = parity_recur_mode_band(o->dtype, o->matmul, band);
   const int per_channel = kj != NULL;
   const int pass = eo.err <= band && eh.err <= band; /* a NaN kappa: a NaN band, and the case fails */
   const char *subject = C <= 0 ? o->rec->token_subject : D > 0 ? o->rec->affine_subject : o->rec->chunked_subject;

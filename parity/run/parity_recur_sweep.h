@@ -5,8 +5,9 @@
  * row's draw.  The oracle runs once, certified: the MPFR token form at
  * oracle_bits, checked at oracle_bits + 64; or (dd) the double-word tier,
  * two columns of each head checked by MPFR at oracle_bits.  Then the cases: the row's
- * token kernel, and its chunked kernel at each chunk size, all in float32
- * with IEEE products (what the KDA kernels implement).  Each case measures,
+ * token kernel, and its chunked kernel at each chunk size, in the numerics
+ * of dtype, matmul and ftz (float32 with IEEE products by default; each
+ * case's band then follows the mode, parity_recur_mode_band.h).  Each case measures,
  * for o and ht, the normwise relative error
  *   err = max |x - r| / max |r|          (r the oracle, x the kernel)
  * and passes when err <= band for both.  For a per-channel gate (KDA) the
@@ -38,6 +39,7 @@
 
 #include "gdn_error.h"
 #include "gdn_shape.h"
+#include "kern_config.h"
 #include "parity_kappa_ch.h"
 #include "parity_recurrence.h"
 
@@ -67,6 +69,11 @@ typedef struct parity_recur_opts {
   int n_chunks;
   int64_t devices[PARITY_RECUR_MAX_CHUNKS]; /* affine-prefix device counts (none: no such case) */
   int n_devices;
+  kern_prefix prefix; /* the affine-prefix's schedule and shard mode (kern_config.h; sequential, tokens) */
+  kern_shard shard;   /* chunks: the band's kappa_G on the unsharded chunk grid */
+  gdn_dtype dtype;    /* the forward kernels' numerics (float32, ieee, no FTZ by default); */
+  kern_matmul matmul; /* the band follows them (parity_recur_mode_band.h) */
+  int ftz;
   int oracle_bits;
   int dd;        /* 1: the oracle's double-word tier (2 sampled columns per head at oracle_bits) */
   int oracle_auto; /* --oracle auto: the forward's MPFR tier; --grad's VJP by parity_oracle_resolve_grads */

@@ -111,10 +111,6 @@ START_TEST(test_affine) {
   }
   cfg.dtype = GDN_DTYPE_F32;
   cfg.devices = 2;
-  cfg.prefix = KERN_PREFIX_HILLIS_STEELE;
-  ck_assert_int_eq(kern_kda_affine(&p.in, &p.g, &cfg, 0, &a, &e), GDN_ERR_INPUT);
-  ck_assert_ptr_nonnull(strstr(e.msg, "sequential prefix only"));
-  cfg.prefix = KERN_PREFIX_SEQUENTIAL;
   cfg.devices = 4; /* does not divide T = 150 */
   ck_assert_int_eq(kern_kda_affine(&p.in, &p.g, &cfg, 0, &a, &e), GDN_ERR_INPUT);
   gdn_outputs_clear(&c), gdn_outputs_clear(&ref);
@@ -154,13 +150,12 @@ END_TEST
 START_TEST(test_refusals) {
   problem p = make((gdn_shape){1, 8, 1, 1, 4, 4}, 24);
   gdn_error e;
-  static const char *const what[] = {"bfloat16", "matmul precision highest", "devices"};
-  for (int r = 0; r < 3; r++) {
+  static const char *const what[] = {"solve xla-expander", "devices"}; /* the modes: test_kda_modes.c */
+  for (int r = 0; r < 2; r++) {
     kern_config cfg;
     kern_config_init(&cfg);
-    if (r == 0) cfg.dtype = GDN_DTYPE_BF16;
-    if (r == 1) cfg.matmul = KERN_MATMUL_HIGHEST;
-    if (r == 2) cfg.devices = 2;
+    if (r == 0) cfg.solve = KERN_SOLVE_XLA_EXPANDER;
+    if (r == 1) cfg.devices = 2;
     gdn_outputs out;
     gdn_outputs_init(&out);
     gdn_error_init(&e);

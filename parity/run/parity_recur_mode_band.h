@@ -1,0 +1,38 @@
+/* parity_recur_mode_band: the band of a recurrence case (KDA's forward) in
+ * the kernels' numerics mode, from its float32 band (parity_recur_sweep.h:
+ * u (8 kappa_G + 64) for a per-channel gate) -- the modes GDN's built-in
+ * policy (parity/judge/policy-builtin.json) bands the same way, each limit
+ * checked against KDA's own errors, o and ht normwise against the oracle,
+ * measured over seeds 1 to 5 at 1,256,2,64 and 1,512,2,128 (Hk 1, --h0,
+ * Kimi's gates; token loop, chunked C = 64, affine-prefix D = 4: 30 cases
+ * a mode; docs/numerics.md, "KDA numerics modes"):
+ *   float32, ieee or highest   the float32 band itself: 6 bf16 passes keep
+ *                              float32's products (highest 2.6e-7 to
+ *                              2.2e-6, as ieee's 3.4e-7 to 2.2e-6)
+ *   float32, high              max(2^-13 = 1.2e-4, float32 band): 3 passes
+ *                              drop the lo x lo terms, ~16 bits a product
+ *                              (measured 1.2e-5 to 4.5e-5: margin 2.7)
+ *   float32, default           max(2^-6 = 1.6e-2, float32 band): every
+ *                              operand of every product rounded to
+ *                              bfloat16 (measured 2.2e-3 to 6.4e-3:
+ *                              margin 2.4)
+ *   bfloat16 (any matmul)      max(2^-6, float32 band): q, k, v, beta and
+ *                              the scale rounded to bfloat16 (measured
+ *                              2.7e-3 to 5.6e-3 with ieee products, to
+ *                              6.8e-3 with default: margin 2.3)
+ *   float64                    1e-13 (GDN's float64 band; measured 4.0e-16
+ *                              to 1.8e-15)
+ * Flush-to-zero does not move the band (the inputs and the states are
+ * normal: the errors with --ftz were the same bits as without).  These are
+ * GDN's built-in limits (band-float32-high, band-float32-default,
+ * band-bfloat16, band-float64), KDA's errors sitting under them by the
+ * margins above. */
+#ifndef PARITY_RECUR_MODE_BAND_H
+#define PARITY_RECUR_MODE_BAND_H
+
+#include "gdn_dtype.h"
+#include "kern_config.h"
+
+double parity_recur_mode_band(gdn_dtype dtype, kern_matmul mm, double band_f32);
+
+#endif
