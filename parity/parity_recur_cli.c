@@ -7,13 +7,15 @@
 #include "gdn_shape.h"
 #include "gdn_threads.h"
 #include "parity_recur_grad.h"
+#include "parity_recur_stream.h"
 #include "parity_recur_sweep.h"
 
 /* The options a non-GDN recurrence takes today; any other given option is
  * refused by name. */
 static const char *const supported[] = {"recurrence", "shape", "key-heads", "dv", "chunk", "seed", "h0",
                                         "oracle-bits", "json", "threads", "quiet", "verbose", "reproducible",
-                                        "mutant", "devices", "oracle", "grad", NULL};
+                                        "mutant", "devices", "oracle", "grad", "max-bytes", "group-heads",
+                                        NULL};
 
 static int is_supported(const char *name) {
   for (int i = 0; supported[i]; i++)
@@ -81,15 +83,25 @@ static int parse(const parity_recurrence *rec, const gdn_cli_opt *table, const g
       (o->mutant = parity_recurrence_mutant(rec, v, e)) < 0)
     return -1;
 #undef GET
-  /* the built-in memory policy (16 GiB, as --max-bytes' default): the
-   * inputs, the gate (B T Hv Dk floats, the size of q times Hv / Hk) and
-   * three output sets (the oracle's, a kernel's, and a margin for the
-   * kernels' scratch) */
-  const uint64_t limit = 16ull << 30;
-  if (gdn_shape_check_limit(&o->shape, o->h0, 3, limit, e)) return -1;
-  if ((uint64_t)gdn_chgate_numel(&o->shape) > limit / 4 / 4)
-    return gdn_error_set(e, GDN_ERR_INPUT, "--shape: the per-channel gate alone (B T Hv Dk floats) is over a quarter "
-                                           "of the 16 GiB memory limit");
+  return GDN_OK;
+}
+
+/* --max-bytes (default 16 GiB) and --group-heads: the run's plan
+ * (parity_recur_stream.h); a shape over the budget streams by key-head
+ * group. */
+static int parity_recur_cli_plan(const parity_recur_opts *o, const gdn_cli_opt *table, const gdn_cli_args *a,
+                                 int grad, parity_stream_plan *p, gdn_error *e) {
+  uint64_t max_bytes = 16ull << 30;
+  int64_t force = 0;
+  const char *v;
+  if ((v = gdn_cli_get(table, a, "max-bytes")) && gdn_cli_bytes(v, "--max-bytes", &max_bytes, e)) return -1;
+  if ((v = gdn_cli_get(table, a, "group-heads")) && gdn_cli_int64(v, "--group-heads", 1, INT64_MAX, &force, e))
+    return -1;
+  if (parity_recur_stream_plan(o, grad, max_bytes, force, p, e)) return -1;
+  if (grad && (p->n_groups > 1 || p->forced))
+    return gdn_error_set(e, GDN_ERR_INPUT, "--grad: a --recurrence %s run streamed by key-head group (%s) computes "
+                         "the forward only yet; give a --max-bytes the whole run fits",
+                         o->rec->name, p->forced ? "--group-heads" : "over --max-bytes"), -1;
   return GDN_OK;
 }
 
@@ -114,7 +126,9 @@ int parity_recur_cli_main(const parity_recurrence *rec, const gdn_cli_opt *table
   if (grad && o.mutant)
     return gdn_error_set(e, GDN_ERR_INPUT, "--grad with --mutant %s: the backward of --recurrence %s implements no "
                          "forward mutant; drop one of them", rec->mutants[o.mutant], rec->name), -1;
-  if (parity_recur_sweep(&o, &doc, &pass, e)) return -1;
+  parity_stream_plan plan;
+  if (parity_recur_cli_plan(&o, table, a, grad, &plan, e)) return -1;
+  if (parity_recur_sweep_streamed(&o, &plan, &doc, &pass, e)) return -1;
   if (grad && parity_recur_grad_attach(&o, o.vjp_mutant, doc, &pass, e)) return json_decref(doc), -1;
   const char *json = gdn_cli_get(table, a, "json");
   if (json && json_dump_file(doc, json, JSON_INDENT(2) | JSON_SORT_KEYS)) {

@@ -1,0 +1,266 @@
+/* A recurrence row's sweep streamed by key-head group (parity_recur_stream.h). */
+#include "parity_recur_stream.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "gdn_alloc.h"
+#include "gdn_chgate.h"
+#include "gdn_synth.h"
+#include "gdn_threads.h"
+#include "kern_config.h"
+#include "oracle_kda.h"
+#include "parity_kappa_ch.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+int parity_recur_stream_bytes(const gdn_shape *whole, int64_t g, int h0, int with_grad, uint64_t *bytes,
+                              gdn_error *e) {
+  gdn_shape gs = *whole;
+  const int64_t r = whole->Hv / whole->Hk;
+  gs.Hk = g;
+  gs.Hv = g * r;
+  uint64_t in = 0, out = 0;
+  int rc = gdn_shape_bytes(&gs, h0, &in, &out, e);
+  if (rc) return rc;
+  const uint64_t gate = 4u * (uint64_t)gdn_chgate_numel(&gs);
+  *bytes = in + gate + 3 * out;
+  if (with_grad) *bytes += 6 * (in + gate) + out / 2;
+  return GDN_OK;
+}
+
+static uint64_t run_part(uint64_t resident) {
+  return resident + PARITY_STREAM_SLACK + (uint64_t)gdn_threads_get() * PARITY_STREAM_THREAD;
+}
+
+static int group_peak(const parity_recur_opts *o, int with_grad, int64_t g, uint64_t resident, uint64_t *peak,
+                      gdn_error *e) {
+  const int rc = parity_recur_stream_bytes(&o->shape, g, o->h0, with_grad, peak, e);
+  *peak += run_part(resident);
+  return rc;
+}
+
+static int refuse(const parity_recur_opts *o, const parity_stream_plan *p, uint64_t one, gdn_error *e) {
+  char lab[160];
+  gdn_shape_format(&o->shape, lab, sizeof lab);
+  if (p->forced)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "--group-heads %" PRId64 ": --recurrence %s shape %s in groups of %" PRId64
+                         " key heads holds %.3g GiB at its peak, over the limit of %.3g GiB (--max-bytes %" PRIu64
+                         "); the smallest --max-bytes that runs one key head per group is %" PRIu64,
+                         p->group, o->rec->name, lab, p->group, p->peak / GIB, p->max_bytes / GIB, p->max_bytes, one);
+  return gdn_error_set(e, GDN_ERR_INPUT,
+                       "--recurrence %s shape %s does not fit the limit of %.3g GiB (--max-bytes %" PRIu64
+                       "): the whole run holds %.3g GiB, and streamed by key-head group one key head (%" PRId64
+                       " value head%s: its inputs, gate and three output sets, and %.3g MiB of the process's own) "
+                       "holds %" PRIu64 " bytes; the smallest --max-bytes that runs is %" PRIu64,
+                       o->rec->name, lab, p->max_bytes / GIB, p->max_bytes, p->whole_bytes / GIB,
+                       o->shape.Hv / o->shape.Hk, o->shape.Hv / o->shape.Hk == 1 ? "" : "s", p->resident / 1048576.0, one, one);
+}
+
+int parity_recur_stream_plan(const parity_recur_opts *o, int with_grad, uint64_t max_bytes, int64_t force_group,
+                             parity_stream_plan *p, gdn_error *e) {
+  memset(p, 0, sizeof *p);
+  const gdn_shape *s = &o->shape;
+  int rc = gdn_shape_validate(s, e);
+  if (rc) return rc;
+  p->whole = *s;
+  p->max_bytes = max_bytes;
+  p->forced = force_group > 0;
+  p->resident = parity_stream_resident();
+  uint64_t one;
+  if ((rc = group_peak(o, with_grad, s->Hk, p->resident, &p->whole_bytes, e)) ||
+      (rc = group_peak(o, with_grad, 1, p->resident, &one, e)))
+    return rc;
+  if (force_group > s->Hk)
+    return gdn_error_set(e, GDN_ERR_INPUT, "--group-heads %" PRId64 ": --recurrence %s shape has %" PRId64
+                         " key heads", force_group, o->rec->name, s->Hk);
+  int64_t g = p->forced ? force_group : s->Hk;
+  if (!p->forced && max_bytes && p->whole_bytes > max_bytes) {
+    for (g = s->Hk - 1; g > 0; g--) {
+      uint64_t b;
+      if ((rc = group_peak(o, with_grad, g, p->resident, &b, e))) return rc;
+      if (b <= max_bytes) break;
+    }
+    /* as many groups as the largest fitting size needs, evened out */
+    if (g > 0) g = (s->Hk + (s->Hk + g - 1) / g - 1) / ((s->Hk + g - 1) / g);
+  }
+  p->group = g > 0 ? g : 1;
+  if ((rc = group_peak(o, with_grad, p->group, p->resident, &p->peak, e))) return rc;
+  if (g == 0 || (max_bytes && p->peak > max_bytes)) return refuse(o, p, one, e);
+  p->n_groups = (s->Hk + g - 1) / g;
+  if (p->n_groups > 1 || p->forced) {
+    if (o->dd)
+      return gdn_error_set(e, GDN_ERR_INPUT,
+                           "--oracle dd: a --recurrence %s run streamed by key-head group (%s) takes the mpfr oracle "
+                           "only; give --oracle mpfr, or a --max-bytes the whole run fits",
+                           o->rec->name, p->forced ? "--group-heads" : "over --max-bytes");
+    if (!strcmp(o->rec->mutants[o->mutant], "gate-other-head"))
+      return gdn_error_set(e, GDN_ERR_INPUT,
+                           "--mutant gate-other-head: the mutant reads another value head's gate, which a run "
+                           "streamed by key-head group (%s) may not hold; give a --max-bytes the whole run fits",
+                           p->forced ? "--group-heads" : "over --max-bytes");
+    if (o->rec->oracle != oracle_kda_run)
+      return gdn_error_set(e, GDN_ERR_INPUT, "--recurrence %s is not streamed by key-head group", o->rec->name);
+  }
+  return GDN_OK;
+}
+
+void parity_recur_err_fold(parity_recur_err *acc, parity_recur_err g, int64_t v0, int64_t hg, int64_t whole_h,
+                           size_t inner) {
+  const size_t outer = g.at / ((size_t)hg * inner), h = g.at / inner % (size_t)hg, in = g.at % inner;
+  const size_t at = (outer * (size_t)whole_h + (size_t)v0 + h) * inner + in;
+  if (g.max_abs > acc->max_abs || (g.max_abs == acc->max_abs && g.max_abs > 0 && at < acc->at)) {
+    acc->max_abs = g.max_abs;
+    acc->at = at;
+  }
+  if (g.max_ref > acc->max_ref) acc->max_ref = g.max_ref;
+}
+
+void parity_recur_err_finish(parity_recur_err *m) {
+  m->err = m->max_ref > 0 ? m->max_abs / m->max_ref : m->max_abs > 0 ? INFINITY : 0;
+}
+
+/* One case of the sweep (parity_recur_sweep's order) and what it has
+ * gathered over the groups so far. */
+typedef struct recur_case {
+  int64_t C, D; /* C <= 0: the token kernel; D <= 0: not the affine-prefix */
+  parity_recur_err eo, eh;
+  parity_kappa_ch_acc ka;
+} recur_case;
+
+typedef struct recur_stream {
+  const parity_recur_opts *o;
+  const parity_stream_plan *p;
+  recur_case *cs;
+  int nc;
+  oracle_config oc;
+  oracle_tally tally; /* merged over the groups run so far (tier 0: none yet) */
+} recur_stream;
+
+static int per_channel(const parity_recur_opts *o) { return o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL; }
+
+/* Case c on group (in, gate, ref) with value heads from v0: measured, folded. */
+static int fold_case(recur_stream *st, recur_case *c, const gdn_inputs *in, const gdn_chgate *gate,
+                     const gdn_outputs *ref, int64_t v0, gdn_error *e) {
+  const parity_recur_opts *o = st->o;
+  kern_config cfg;
+  kern_config_init(&cfg);
+  cfg.matmul = KERN_MATMUL_IEEE;
+  if (c->C > 0) cfg.chunk = c->C;
+  if (c->D > 0) cfg.devices = c->D;
+  gdn_outputs out;
+  gdn_outputs_init(&out);
+  const parity_rec_kernel k = c->C <= 0 ? o->rec->kern_token : c->D > 0 ? o->rec->kern_affine : o->rec->kern_chunked;
+  int rc = k(in, gate, &cfg, o->mutant, &out, e);
+  if (rc) return rc;
+  const gdn_shape *s = &in->shape, *w = &st->p->whole;
+  const parity_recur_err eo = parity_recur_measure(out.o, ref->o, gdn_shape_numel_v(s));
+  const parity_recur_err eh = parity_recur_measure(out.ht, ref->ht, gdn_shape_numel_state(s));
+  gdn_outputs_clear(&out);
+  parity_recur_err_fold(&c->eo, eo, v0, s->Hv, w->Hv, (size_t)s->Dv);
+  parity_recur_err_fold(&c->eh, eh, v0, s->Hv, w->Hv, (size_t)(s->Dk * s->Dv));
+  if (per_channel(o) && c->C > 0) return parity_kappa_ch_acc_add(&c->ka, in, gate, c->C, c->D > 0 ? c->D : 1, e);
+  return GDN_OK;
+}
+
+/* Group i: its inputs, gate and reference, then every case. */
+static int run_group(recur_stream *st, int64_t i, gdn_error *e) {
+  const parity_recur_opts *o = st->o;
+  int64_t k0, k1;
+  gdn_shape gs;
+  parity_stream_group(st->p, i, &k0, &k1, &gs);
+  const int64_t r = o->shape.Hv / o->shape.Hk;
+  gdn_inputs in;
+  gdn_chgate gate;
+  gdn_outputs ref;
+  oracle_tally t;
+  gdn_inputs_init(&in);
+  gdn_chgate_init(&gate);
+  gdn_outputs_init(&ref);
+  oracle_tally_init(&t);
+  gdn_synth_opts so = {o->seed, o->h0 ? GDN_SYNTH_H0 : 0u, 0};
+  int rc = gdn_synth_generate_heads(&in, &o->shape, k0, k1, &so, e);
+  if (!rc)
+    rc = per_channel(o) ? gdn_chgate_draw_kimi_heads(&gate, &o->shape, k0 * r, k1 * r, o->seed, e)
+                        : o->rec->draw_gate(&in, o->seed, &gate, e);
+  if (!rc) rc = oracle_kda_run_part(&in, &gate, &st->oc, &ref, &t, e);
+  if (!rc) {
+    if (st->tally.tier == 0) {
+      st->tally = t;
+      oracle_tally_init(&t);
+    } else {
+      rc = oracle_tally_merge(&st->tally, &t, e);
+    }
+  }
+  for (int c = 0; !rc && c < st->nc; c++) rc = fold_case(st, &st->cs[c], &in, &gate, &ref, k0 * r, e);
+  oracle_tally_clear(&t);
+  gdn_outputs_clear(&ref);
+  gdn_chgate_clear(&gate);
+  gdn_inputs_clear(&in);
+  return rc;
+}
+
+/* The document from the merged accumulators, as parity_recur_sweep makes it. */
+static int assemble(recur_stream *st, json_t **doc, int *pass, gdn_error *e) {
+  const parity_recur_opts *o = st->o;
+  oracle_certificate cert;
+  int rc = oracle_tally_certificate(&st->tally, &st->oc, &cert, e);
+  if (rc) return rc;
+  const parity_recur_cert c = {"mpfr", cert.precision_bits, cert.check_bits, cert.certified_bits, 0, 0};
+  if (o->log)
+    fprintf(o->log, "recurrence %s (gate %s): oracle %s %d bits, certified %d bits\n", o->rec->name,
+            parity_gate_shape_name(o->rec->gate_shape), c.tier, c.precision_bits, c.certified_bits);
+  json_t *d = parity_recur_doc_head(o, &c);
+  if (!d) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+  json_t *cases = json_object_get(d, "cases");
+  int failed = 0;
+  for (int i = 0; !rc && i < st->nc; i++) {
+    recur_case *cs = &st->cs[i];
+    parity_recur_err_finish(&cs->eo);
+    parity_recur_err_finish(&cs->eh);
+    parity_kappa_ch kc = {0, 0, 0, 0, 0};
+    json_t *kj = NULL;
+    double band;
+    if (per_channel(o) && cs->C > 0) rc = parity_kappa_ch_acc_finish(&cs->ka, &kc, e);
+    if (!rc) rc = parity_recur_band_of(o->rec, cs->C, &kc, o->band, &band, &kj, e);
+    if (!rc) rc = parity_recur_case_record(o, cs->C, cs->D, cs->eo, cs->eh, band, kj, &kc, cases, &failed, e);
+  }
+  if (!rc) rc = parity_recur_doc_finish(d, failed, pass, e);
+  if (rc) return json_decref(d), rc;
+  *doc = d;
+  return GDN_OK;
+}
+
+int parity_recur_sweep_streamed(const parity_recur_opts *o, const parity_stream_plan *p, json_t **doc, int *pass,
+                                gdn_error *e) {
+  *doc = NULL;
+  *pass = 0;
+  if (p->n_groups <= 1 && !p->forced) return parity_recur_sweep(o, doc, pass, e);
+  recur_stream st = {o, p, NULL, 1 + o->n_chunks * (1 + o->n_devices), {0}, {0}};
+  oracle_tally_init(&st.tally);
+  oracle_config_init(&st.oc);
+  st.oc.prec = o->oracle_bits;
+  st.cs = gdn_calloc((size_t)st.nc, sizeof *st.cs, "streamed sweep cases", e);
+  if (!st.cs) return GDN_ERR_NOMEM;
+  int n = 0;
+  st.cs[n++] = (recur_case){.C = 0, .D = 0};
+  for (int i = 0; i < o->n_chunks; i++) {
+    st.cs[n++] = (recur_case){.C = o->chunks[i], .D = 0};
+    for (int j = 0; j < o->n_devices; j++) st.cs[n++] = (recur_case){.C = o->chunks[i], .D = o->devices[j]};
+  }
+  for (int i = 0; i < st.nc; i++) parity_kappa_ch_acc_init(&st.cs[i].ka);
+  if (o->log) {
+    char line[512];
+    parity_stream_describe(p, line, sizeof line);
+    fprintf(o->log, "%s\n", line);
+  }
+  int rc = GDN_OK;
+  for (int64_t i = 0; !rc && i < p->n_groups; i++) rc = run_group(&st, i, e);
+  if (!rc) rc = assemble(&st, doc, pass, e);
+  for (int i = 0; i < st.nc; i++) parity_kappa_ch_acc_clear(&st.cs[i].ka);
+  gdn_free(st.cs);
+  oracle_tally_clear(&st.tally);
+  return rc;
+}
