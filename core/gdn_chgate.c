@@ -48,7 +48,9 @@ int gdn_chgate_draw_kimi_heads(gdn_chgate *cg, const gdn_shape *s, int64_t v0, i
     return gdn_error_set(e, GDN_ERR_INPUT, "per-channel gate: value heads [%lld, %lld) outside [0, %lld)",
                          (long long)v0, (long long)v1, (long long)s->Hv);
   gdn_shape gs = *s;
+  const int64_t r = s->Hv / s->Hk;
   gs.Hv = v1 - v0;
+  gs.Hk = gs.Hv % r ? 1 : gs.Hv / r; /* whole key heads: theirs (the gate reads only B, T, Hv, Dk) */
   int rc = gdn_chgate_alloc(cg, &gs, e);
   if (rc) return rc;
   const int64_t Hv = s->Hv, Hg = gs.Hv, Dk = s->Dk, rows = s->B * s->T;
