@@ -98,10 +98,6 @@ static int parity_recur_cli_plan(const parity_recur_opts *o, const gdn_cli_opt *
   if ((v = gdn_cli_get(table, a, "group-heads")) && gdn_cli_int64(v, "--group-heads", 1, INT64_MAX, &force, e))
     return -1;
   if (parity_recur_stream_plan(o, grad, max_bytes, force, p, e)) return -1;
-  if (grad && (p->n_groups > 1 || p->forced))
-    return gdn_error_set(e, GDN_ERR_INPUT, "--grad: a --recurrence %s run streamed by key-head group (%s) computes "
-                         "the forward only yet; give a --max-bytes the whole run fits",
-                         o->rec->name, p->forced ? "--group-heads" : "over --max-bytes"), -1;
   return GDN_OK;
 }
 
@@ -129,7 +125,7 @@ int parity_recur_cli_main(const parity_recurrence *rec, const gdn_cli_opt *table
   parity_stream_plan plan;
   if (parity_recur_cli_plan(&o, table, a, grad, &plan, e)) return -1;
   if (parity_recur_sweep_streamed(&o, &plan, &doc, &pass, e)) return -1;
-  if (grad && parity_recur_grad_attach(&o, o.vjp_mutant, doc, &pass, e)) return json_decref(doc), -1;
+  if (grad && parity_recur_grad_streamed(&o, &plan, o.vjp_mutant, doc, &pass, e)) return json_decref(doc), -1;
   const char *json = gdn_cli_get(table, a, "json");
   if (json && json_dump_file(doc, json, JSON_INDENT(2) | JSON_SORT_KEYS)) {
     json_decref(doc);

@@ -45,7 +45,6 @@ static int run_case(const parity_recur_opts *o, int vjp_mutant, const gdn_inputs
   gdn_grads_init(&x);
   const parity_recurrence *rec = o->rec;
   const parity_rec_kernel_vjp k = C <= 0 ? rec->kern_token_vjp : D > 0 ? rec->kern_affine_vjp : rec->kern_chunked_vjp;
-  const char *subject = C <= 0 ? rec->token_subject : D > 0 ? rec->affine_subject : rec->chunked_subject;
   double band; /* the forward's band for the case (parity_recur_case_band) */
   json_t *kj = NULL;
   parity_kappa_ch kc;
@@ -53,6 +52,19 @@ static int run_case(const parity_recur_opts *o, int vjp_mutant, const gdn_inputs
   if (!rc && (rc = k(in, gate, ct, &cfg, vjp_mutant, &x, e))) json_decref(kj);
   if (rc) return rc;
   const int pc = rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL;
+  parity_recur_err m[GDN_GRADS_N];
+  for (int id = 0; id < GDN_GRADS_N; id++)
+    m[id] = parity_recur_measure(gdn_grads_tensor_c(&x, (gdn_grad_id)id), gdn_grads_tensor_c(ref, (gdn_grad_id)id),
+                                 numel(&in->shape, pc, (gdn_grad_id)id));
+  gdn_grads_clear(&x);
+  return parity_recur_grad_case_record(o, C, D, m, band, kj, cases, failed, e);
+}
+
+int parity_recur_grad_case_record(const parity_recur_opts *o, int64_t C, int64_t D,
+                                  const parity_recur_err m[GDN_GRADS_N], double band, json_t *kj, json_t *cases,
+                                  int *failed, gdn_error *e) {
+  const parity_recurrence *rec = o->rec;
+  const char *subject = C <= 0 ? rec->token_subject : D > 0 ? rec->affine_subject : rec->chunked_subject;
   json_t *c = json_pack("{s:s, s:o, s:o}", "subject", subject, "chunk", C > 0 ? json_integer(C) : json_null(),
                         "devices", D > 0 ? json_integer(D) : json_null());
   if (c && kj &&
@@ -65,16 +77,12 @@ static int run_case(const parity_recur_opts *o, int vjp_mutant, const gdn_inputs
   size_t at = 0;
   line[0] = 0;
   for (int id = 0; c && id < GDN_GRADS_N; id++) {
-    const gdn_grad_id g = (gdn_grad_id)id;
-    const parity_recur_err m = parity_recur_measure(gdn_grads_tensor_c(&x, g), gdn_grads_tensor_c(ref, g),
-                                                    numel(&in->shape, pc, g));
-    if (!(m.err <= band)) pass = 0;
-    json_object_set_new(c, gdn_grads_name((gdn_grad_id)id), err_json(m));
+    if (!(m[id].err <= band)) pass = 0;
+    json_object_set_new(c, gdn_grads_name((gdn_grad_id)id), err_json(m[id]));
     if (at < sizeof line)
       at += (size_t)snprintf(line + at, sizeof line - at, "%s %s %.3e", id ? "," : "", gdn_grads_name((gdn_grad_id)id),
-                             m.err);
+                             m[id].err);
   }
-  gdn_grads_clear(&x);
   if (!c || json_object_set_new(c, "pass", json_boolean(pass)) || json_array_append_new(cases, c))
     return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
   if (!pass) ++*failed;
@@ -100,7 +108,7 @@ static int run_cases(const parity_recur_opts *o, int vjp_mutant, const gdn_input
   return rc;
 }
 
-static json_t *grad_head(const parity_recur_opts *o, int vjp_mutant, const oracle_vjp_certificate *cert) {
+json_t *parity_recur_grad_head(const parity_recur_opts *o, int vjp_mutant, const oracle_vjp_certificate *cert) {
   json_t *bits = json_object();
   for (int id = 0; bits && id < GDN_GRADS_N; id++)
     json_object_set_new(bits, gdn_grads_name((gdn_grad_id)id), json_integer(cert->certified[id]));
@@ -113,7 +121,7 @@ static json_t *grad_head(const parity_recur_opts *o, int vjp_mutant, const oracl
 
 /* g attached to doc (which takes it) and doc's counts updated with the
  * backward's. */
-static int merge_counts(json_t *doc, json_t *g, int gfailed, int *pass, gdn_error *e) {
+int parity_recur_grad_counts(json_t *doc, json_t *g, int gfailed, int *pass, gdn_error *e) {
   const json_int_t nc = json_integer_value(json_object_get(doc, "n_cases")),
                    nf = json_integer_value(json_object_get(doc, "n_failed"));
   const size_t gn = json_array_size(json_object_get(g, "cases"));
@@ -158,12 +166,12 @@ int parity_recur_grad_attach(const parity_recur_opts *o, int vjp_mutant, json_t 
     fprintf(o->log, "recurrence %s backward: oracle VJP mpfr %d bits, certified %d bits%s%s\n", rec->name,
             cert.precision_bits, cert.certified_bits, rec->kern_chunked_vjp ? "" : "; ",
             rec->kern_chunked_vjp ? "" : rec->chunked_vjp_absent);
-  if (!(g = grad_head(o, vjp_mutant, &cert))) {
+  if (!(g = parity_recur_grad_head(o, vjp_mutant, &cert))) {
     rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
     goto done;
   }
   if ((rc = run_cases(o, vjp_mutant, &in, &gate, &ct, &ref, json_object_get(g, "cases"), &failed, e))) goto done;
-  rc = merge_counts(doc, g, failed, pass, e);
+  rc = parity_recur_grad_counts(doc, g, failed, pass, e);
   g = NULL; /* doc holds it (or merge failed after taking it) */
 done:
   json_decref(g);

@@ -7,10 +7,13 @@
 
 #include "gdn_alloc.h"
 #include "gdn_chgate.h"
+#include "gdn_chgrads.h"
 #include "gdn_synth.h"
 #include "gdn_threads.h"
 #include "kern_config.h"
 #include "oracle_kda.h"
+#include "oracle_kda_vjp.h"
+#include "parity_recur_grad.h"
 #include "parity_kappa_ch.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -259,6 +262,162 @@ int parity_recur_sweep_streamed(const parity_recur_opts *o, const parity_stream_
   int rc = GDN_OK;
   for (int64_t i = 0; !rc && i < p->n_groups; i++) rc = run_group(&st, i, e);
   if (!rc) rc = assemble(&st, doc, pass, e);
+  for (int i = 0; i < st.nc; i++) parity_kappa_ch_acc_clear(&st.cs[i].ka);
+  gdn_free(st.cs);
+  oracle_tally_clear(&st.tally);
+  return rc;
+}
+
+/* ---- the backward (--grad), streamed alike ---- */
+
+typedef struct recur_gcase {
+  int64_t C, D;
+  parity_recur_err m[GDN_GRADS_N];
+  parity_kappa_ch_acc ka;
+} recur_gcase;
+
+typedef struct recur_gstream {
+  const parity_recur_opts *o;
+  const parity_stream_plan *p;
+  int vjp_mutant;
+  recur_gcase *cs;
+  int nc;
+  oracle_vjp_config vc;
+  oracle_tally tally;
+} recur_gstream;
+
+/* Gradient id's layout (outer, heads, inner) over the whole shape w: dq
+ * and dk by key head, the rest by value head; dg per channel. */
+static void grad_layout(const gdn_shape *w, gdn_grad_id id, int64_t *whole_h, size_t *inner) {
+  const int key = id == GDN_GRAD_DQ || id == GDN_GRAD_DK;
+  *whole_h = key ? w->Hk : w->Hv;
+  *inner = id == GDN_GRAD_DV ? (size_t)w->Dv : id == GDN_GRAD_DBETA ? 1 : id == GDN_GRAD_DH0 ? (size_t)(w->Dk * w->Dv)
+                                                                                             : (size_t)w->Dk;
+}
+
+static int fold_gcase(recur_gstream *st, recur_gcase *c, const gdn_inputs *in, const gdn_chgate *gate,
+                      const gdn_cotangents *ct, const gdn_grads *ref, int64_t k0, gdn_error *e) {
+  const parity_recurrence *rec = st->o->rec;
+  kern_config cfg;
+  kern_config_init(&cfg);
+  cfg.matmul = KERN_MATMUL_IEEE;
+  if (c->C > 0) cfg.chunk = c->C;
+  if (c->D > 0) cfg.devices = c->D;
+  gdn_grads x;
+  gdn_grads_init(&x);
+  const parity_rec_kernel_vjp k =
+      c->C <= 0 ? rec->kern_token_vjp : c->D > 0 ? rec->kern_affine_vjp : rec->kern_chunked_vjp;
+  int rc = k(in, gate, ct, &cfg, st->vjp_mutant, &x, e);
+  if (rc) return rc;
+  const gdn_shape *s = &in->shape;
+  const int64_t r = s->Hv / s->Hk;
+  for (int id = 0; id < GDN_GRADS_N; id++) {
+    const gdn_grad_id g = (gdn_grad_id)id;
+    const parity_recur_err m = parity_recur_measure(gdn_grads_tensor_c(&x, g), gdn_grads_tensor_c(ref, g),
+                                                    per_channel(st->o) ? gdn_chgrads_numel(s, g)
+                                                                       : gdn_grads_numel(s, g));
+    int64_t wh;
+    size_t inner;
+    grad_layout(&st->p->whole, g, &wh, &inner);
+    const int key = g == GDN_GRAD_DQ || g == GDN_GRAD_DK;
+    parity_recur_err_fold(&c->m[id], m, key ? k0 : k0 * r, key ? s->Hk : s->Hv, wh, inner);
+  }
+  gdn_grads_clear(&x);
+  if (per_channel(st->o) && c->C > 0) return parity_kappa_ch_acc_add(&c->ka, in, gate, c->C, c->D > 0 ? c->D : 1, e);
+  return GDN_OK;
+}
+
+static int run_ggroup(recur_gstream *st, int64_t i, gdn_error *e) {
+  const parity_recur_opts *o = st->o;
+  int64_t k0, k1;
+  gdn_shape gs;
+  parity_stream_group(st->p, i, &k0, &k1, &gs);
+  const int64_t r = o->shape.Hv / o->shape.Hk;
+  gdn_inputs in;
+  gdn_chgate gate;
+  gdn_cotangents ct;
+  gdn_grads ref;
+  oracle_tally t;
+  gdn_inputs_init(&in);
+  gdn_chgate_init(&gate);
+  gdn_cotangents_init(&ct);
+  gdn_grads_init(&ref);
+  oracle_tally_init(&t);
+  gdn_synth_opts so = {o->seed, o->h0 ? GDN_SYNTH_H0 : 0u, 0};
+  int rc = gdn_synth_generate_heads(&in, &o->shape, k0, k1, &so, e);
+  if (!rc)
+    rc = per_channel(o) ? gdn_chgate_draw_kimi_heads(&gate, &o->shape, k0 * r, k1 * r, o->seed, e)
+                        : o->rec->draw_gate(&in, o->seed, &gate, e);
+  if (!rc && !(rc = gdn_cotangents_alloc(&ct, &in.shape, 1, e))) gdn_cotangents_synth_heads(&ct, o->shape.Hv, k0 * r, o->seed);
+  if (!rc) rc = oracle_kda_vjp_part(&in, &gate, &ct, &st->vc, &ref, &t, e);
+  if (!rc) {
+    if (st->tally.tier == 0) {
+      st->tally = t;
+      oracle_tally_init(&t);
+    } else {
+      rc = oracle_tally_merge(&st->tally, &t, e);
+    }
+  }
+  for (int c = 0; !rc && c < st->nc; c++) rc = fold_gcase(st, &st->cs[c], &in, &gate, &ct, &ref, k0, e);
+  oracle_tally_clear(&t);
+  gdn_grads_clear(&ref);
+  gdn_cotangents_clear(&ct);
+  gdn_chgate_clear(&gate);
+  gdn_inputs_clear(&in);
+  return rc;
+}
+
+static int gassemble(recur_gstream *st, json_t *doc, int *pass, gdn_error *e) {
+  const parity_recur_opts *o = st->o;
+  oracle_vjp_certificate cert;
+  int rc = oracle_tally_vjp_certificate(&st->tally, &st->vc, &cert, e);
+  if (rc) return rc;
+  const parity_recurrence *rec = o->rec;
+  if (o->log)
+    fprintf(o->log, "recurrence %s backward: oracle VJP mpfr %d bits, certified %d bits%s%s\n", rec->name,
+            cert.precision_bits, cert.certified_bits, rec->kern_chunked_vjp ? "" : "; ",
+            rec->kern_chunked_vjp ? "" : rec->chunked_vjp_absent);
+  json_t *g = parity_recur_grad_head(o, st->vjp_mutant, &cert);
+  if (!g) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+  json_t *cases = json_object_get(g, "cases");
+  int failed = 0;
+  for (int i = 0; !rc && i < st->nc; i++) {
+    recur_gcase *c = &st->cs[i];
+    for (int id = 0; id < GDN_GRADS_N; id++) parity_recur_err_finish(&c->m[id]);
+    parity_kappa_ch kc = {0, 0, 0, 0, 0};
+    json_t *kj = NULL;
+    double band;
+    if (per_channel(o) && c->C > 0) rc = parity_kappa_ch_acc_finish(&c->ka, &kc, e);
+    if (!rc) rc = parity_recur_band_of(rec, c->C, &kc, o->band, &band, &kj, e);
+    if (!rc) rc = parity_recur_grad_case_record(o, c->C, c->D, c->m, band, kj, cases, &failed, e);
+  }
+  if (rc) return json_decref(g), rc;
+  return parity_recur_grad_counts(doc, g, failed, pass, e);
+}
+
+int parity_recur_grad_streamed(const parity_recur_opts *o, const parity_stream_plan *p, int vjp_mutant, json_t *doc,
+                               int *pass, gdn_error *e) {
+  if (p->n_groups <= 1 && !p->forced) return parity_recur_grad_attach(o, vjp_mutant, doc, pass, e);
+  const parity_recurrence *rec = o->rec;
+  if (!rec->oracle_vjp || !rec->kern_token_vjp || rec->oracle_vjp != oracle_kda_vjp)
+    return gdn_error_set(e, GDN_ERR_INPUT, "--grad: --recurrence %s has no streamed backward", rec->name);
+  const int nch = rec->kern_chunked_vjp ? o->n_chunks : 0, nd = rec->kern_affine_vjp ? o->n_devices : 0;
+  recur_gstream st = {o, p, vjp_mutant, NULL, 1 + nch * (1 + nd), {0}, {0}};
+  oracle_tally_init(&st.tally);
+  oracle_vjp_config_init(&st.vc);
+  st.vc.prec = o->oracle_bits;
+  st.cs = gdn_calloc((size_t)st.nc, sizeof *st.cs, "streamed backward cases", e);
+  if (!st.cs) return GDN_ERR_NOMEM;
+  int n = 0;
+  st.cs[n++] = (recur_gcase){.C = 0, .D = 0};
+  for (int i = 0; i < nch; i++) {
+    st.cs[n++] = (recur_gcase){.C = o->chunks[i], .D = 0};
+    for (int j = 0; j < nd; j++) st.cs[n++] = (recur_gcase){.C = o->chunks[i], .D = o->devices[j]};
+  }
+  for (int i = 0; i < st.nc; i++) parity_kappa_ch_acc_init(&st.cs[i].ka);
+  int rc = GDN_OK;
+  for (int64_t i = 0; !rc && i < p->n_groups; i++) rc = run_ggroup(&st, i, e);
+  if (!rc) rc = gassemble(&st, doc, pass, e);
   for (int i = 0; i < st.nc; i++) parity_kappa_ch_acc_clear(&st.cs[i].ka);
   gdn_free(st.cs);
   oracle_tally_clear(&st.tally);

@@ -69,4 +69,12 @@ void parity_recur_err_finish(parity_recur_err *acc);
 int parity_recur_sweep_streamed(const parity_recur_opts *o, const parity_stream_plan *p, json_t **doc, int *pass,
                                 gdn_error *e);
 
+/* The backward (parity_recur_grad.h) of o by the plan p, its "grad"
+ * attached to doc (the forward's document) as parity_recur_grad_attach
+ * attaches it: the VJP oracle by group (oracle_kda_vjp_part's tallies),
+ * cotangents by group (gdn_cotangents_synth_heads), dq and dk folded by
+ * key head, dv, dg (per channel), dbeta and dh0 by value head. */
+int parity_recur_grad_streamed(const parity_recur_opts *o, const parity_stream_plan *p, int vjp_mutant, json_t *doc,
+                               int *pass, gdn_error *e);
+
 #endif

@@ -1,5 +1,5 @@
 /* gdn-parity --recurrence kda streamed by key-head group
- * (parity_recur_stream.h): the results document of --group-heads 1 and 2
+ * (parity_recur_stream.h): the results document of --group-heads 1 and 3
  * byte for byte the whole run's (two batch items, h0, GVA, two chunk sizes
  * and two device counts, the MPFR certificate and kappa_G per channel
  * included); the negative control: a planted mutant streamed still FAILs
@@ -9,7 +9,8 @@
  * asserted against the whole scan); the plan: a shape over --max-bytes
  * streams instead of being refused, a budget under one key head is refused
  * naming the smallest --max-bytes that runs, and that figure runs;
- * --oracle dd and gate-other-head streamed are refused. */
+ * --oracle dd and gate-other-head streamed are refused; --grad's backward
+ * streamed: byte for byte too, its backward mutant failing alike. */
 #include <check.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -24,7 +25,7 @@
 #include "parity_kappa_ch.h"
 #include "parity_recur_stream.h"
 
-static const gdn_shape SHAPE = {2, 96, 4, 8, 16, 8}; /* 4 key heads, 2 value heads each */
+static const gdn_shape SHAPE = {2, 64, 4, 8, 16, 8}; /* 4 key heads, 2 value heads each */
 
 static parity_recur_opts opts(const char *mutant) {
   gdn_error e;
@@ -45,18 +46,25 @@ static parity_recur_opts opts(const char *mutant) {
   return o;
 }
 
-/* The document of o planned with force_group (0: the whole run), dumped. */
-static char *run(const parity_recur_opts *o, int64_t force_group, int *pass) {
+/* The document of o planned with force_group (0: the whole run), dumped;
+ * vjp_mutant >= 0: with --grad's backward (that backward mutant). */
+static char *run_grad(const parity_recur_opts *o, int64_t force_group, int vjp_mutant, int *pass) {
   gdn_error e;
   parity_stream_plan p;
   ck_assert_msg(parity_recur_stream_plan(o, 0, 0, force_group, &p, &e) == GDN_OK, "%s", e.msg);
   ck_assert_int_eq(p.n_groups, force_group ? (SHAPE.Hk + force_group - 1) / force_group : 1);
   json_t *doc;
   ck_assert_msg(parity_recur_sweep_streamed(o, &p, &doc, pass, &e) == GDN_OK, "%s", e.msg);
+  if (vjp_mutant >= 0)
+    ck_assert_msg(parity_recur_grad_streamed(o, &p, vjp_mutant, doc, pass, &e) == GDN_OK, "%s", e.msg);
   char *s = json_dumps(doc, JSON_SORT_KEYS | JSON_INDENT(2));
   json_decref(doc);
   ck_assert(s);
   return s;
+}
+
+static char *run(const parity_recur_opts *o, int64_t force_group, int *pass) {
+  return run_grad(o, force_group, -1, pass);
 }
 
 START_TEST(test_byte_identical) {
@@ -85,6 +93,32 @@ START_TEST(test_mutant_streamed) {
     free(w);
     free(g2);
   }
+}
+END_TEST
+
+/* --grad: the backward's "grad" too, byte for byte; the backward mutant
+ * dg-value-axis streamed fails at the same numbers. */
+START_TEST(test_grad_streamed) {
+  parity_recur_opts o = opts(NULL);
+  o.n_chunks = 1;
+  int pw, p1, p3;
+  char *w = run_grad(&o, 0, 0, &pw), *g1 = run_grad(&o, 1, 0, &p1), *g3 = run_grad(&o, 3, 0, &p3);
+  ck_assert(pw && p1 && p3);
+  ck_assert(strstr(w, "\"dbeta\"") && strstr(w, "\"dh0\""));
+  ck_assert_str_eq(g1, w);
+  ck_assert_str_eq(g3, w);
+  free(w);
+  free(g1);
+  free(g3);
+  gdn_error e;
+  const int m = 1; /* dg-value-axis */
+  ck_assert_str_eq(o.rec->vjp_mutants[m], "dg-value-axis");
+  char *mw = run_grad(&o, 0, m, &pw), *m2 = run_grad(&o, 2, m, &p1);
+  ck_assert(!pw && !p1);
+  ck_assert_str_eq(m2, mw);
+  free(mw);
+  free(m2);
+  (void)e;
 }
 END_TEST
 
@@ -221,6 +255,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_byte_identical);
   tcase_add_test(tc, test_mutant_streamed);
+  tcase_add_test(tc, test_grad_streamed);
   tcase_add_test(tc, test_fold);
   tcase_add_test(tc, test_kappa_groups);
   tcase_add_test(tc, test_plan);
