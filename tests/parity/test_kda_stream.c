@@ -110,7 +110,6 @@ START_TEST(test_grad_streamed) {
   free(w);
   free(g1);
   free(g3);
-  gdn_error e;
   const int m = 1; /* dg-value-axis */
   ck_assert_str_eq(o.rec->vjp_mutants[m], "dg-value-axis");
   char *mw = run_grad(&o, 0, m, &pw), *m2 = run_grad(&o, 2, m, &p1);
@@ -118,7 +117,6 @@ START_TEST(test_grad_streamed) {
   ck_assert_str_eq(m2, mw);
   free(mw);
   free(m2);
-  (void)e;
 }
 END_TEST
 
