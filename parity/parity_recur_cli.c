@@ -6,6 +6,7 @@
 #include "gdn_chgate.h"
 #include "gdn_shape.h"
 #include "gdn_threads.h"
+#include "parity_dist.h"
 #include "parity_recur_grad.h"
 #include "parity_recur_stream.h"
 #include "parity_recur_sweep.h"
@@ -15,7 +16,7 @@
 static const char *const supported[] = {"recurrence", "shape", "key-heads", "dv", "chunk", "seed", "h0",
                                         "oracle-bits", "json", "threads", "quiet", "verbose", "reproducible",
                                         "mutant", "devices", "oracle", "grad", "max-bytes", "group-heads",
-                                        NULL};
+                                        "backend", NULL};
 
 static int is_supported(const char *name) {
   for (int i = 0; supported[i]; i++)
@@ -91,6 +92,12 @@ static int parse(const parity_recurrence *rec, const gdn_cli_opt *table, const g
  * group. */
 static int parity_recur_cli_plan(const parity_recur_opts *o, const gdn_cli_opt *table, const gdn_cli_args *a,
                                  int grad, parity_stream_plan *p, gdn_error *e) {
+  const char *b = gdn_cli_get(table, a, "backend");
+  if (b && strcmp(b, "simulated") && strcmp(b, "mpi"))
+    return gdn_error_set(e, GDN_ERR_INPUT, "--backend: unknown '%s' (simulated or mpi)", b), -1;
+  if (b && !strcmp(b, "mpi") && !parity_dist_have_mpi())
+    return gdn_error_set(e, GDN_ERR_INPUT, "--backend mpi: this gdn-parity was built without MPI (meson setup "
+                         "-Dmpi=enabled)"), -1;
   uint64_t max_bytes = 16ull << 30;
   int64_t force = 0;
   const char *v;
@@ -126,6 +133,7 @@ int parity_recur_cli_main(const parity_recurrence *rec, const gdn_cli_opt *table
   if (parity_recur_cli_plan(&o, table, a, grad, &plan, e)) return -1;
   if (parity_recur_sweep_streamed(&o, &plan, &doc, &pass, e)) return -1;
   if (grad && parity_recur_grad_streamed(&o, &plan, o.vjp_mutant, doc, &pass, e)) return json_decref(doc), -1;
+  if (parity_dist_rank() != 0) return json_decref(doc), pass ? 0 : 1; /* rank 0 writes and prints */
   const char *json = gdn_cli_get(table, a, "json");
   if (json && json_dump_file(doc, json, JSON_INDENT(2) | JSON_SORT_KEYS)) {
     json_decref(doc);

@@ -14,6 +14,7 @@
 #include "oracle_kda.h"
 #include "oracle_kda_vjp.h"
 #include "parity_recur_grad.h"
+#include "parity_dist.h"
 #include "parity_kappa_ch.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -93,12 +94,18 @@ int parity_recur_stream_plan(const parity_recur_opts *o, int with_grad, uint64_t
   if ((rc = group_peak(o, with_grad, p->group, p->resident, &p->peak, e))) return rc;
   if (g == 0 || (max_bytes && p->peak > max_bytes)) return refuse(o, p, one, e);
   p->n_groups = (s->Hk + g - 1) / g;
+  const int64_t size = parity_dist_size();
+  if (size > 1 && p->n_groups == 1 && !p->forced) { /* under mpirun: the key heads dealt over the ranks */
+    p->group = (s->Hk + size - 1) / size;
+    p->n_groups = (s->Hk + p->group - 1) / p->group;
+    if ((rc = group_peak(o, with_grad, p->group, p->resident, &p->peak, e))) return rc;
+  }
   if (p->n_groups > 1 || p->forced) {
     if (o->dd)
       return gdn_error_set(e, GDN_ERR_INPUT,
                            "--oracle dd: a --recurrence %s run streamed by key-head group (%s) takes the mpfr oracle "
                            "only; give --oracle mpfr, or a --max-bytes the whole run fits",
-                           o->rec->name, p->forced ? "--group-heads" : "over --max-bytes");
+                           o->rec->name, p->forced ? "--group-heads" : size > 1 ? "under mpirun" : "over --max-bytes");
     if (!strcmp(o->rec->mutants[o->mutant], "gate-other-head"))
       return gdn_error_set(e, GDN_ERR_INPUT,
                            "--mutant gate-other-head: the mutant reads another value head's gate, which a run "
@@ -159,22 +166,49 @@ static int fold_case(recur_stream *st, recur_case *c, const gdn_inputs *in, cons
   int rc = k(in, gate, &cfg, o->mutant, &out, e);
   if (rc) return rc;
   const gdn_shape *s = &in->shape, *w = &st->p->whole;
+  /* testing (GDN_TEST_MPI_DIE=R:kda-plant): rank R's kernel o off by one in
+   * the middle of each of its groups, which only its measurements see */
+  if (parity_dist_test_fault("kda-plant")) out.o[gdn_shape_numel_v(s) / 2] += 1.0;
   const parity_recur_err eo = parity_recur_measure(out.o, ref->o, gdn_shape_numel_v(s));
   const parity_recur_err eh = parity_recur_measure(out.ht, ref->ht, gdn_shape_numel_state(s));
   gdn_outputs_clear(&out);
   parity_recur_err_fold(&c->eo, eo, v0, s->Hv, w->Hv, (size_t)s->Dv);
   parity_recur_err_fold(&c->eh, eh, v0, s->Hv, w->Hv, (size_t)(s->Dk * s->Dv));
-  if (per_channel(o) && c->C > 0) return parity_kappa_ch_acc_add(&c->ka, in, gate, c->C, c->D > 0 ? c->D : 1, e);
   return GDN_OK;
 }
 
-/* Group i: its inputs, gate and reference, then every case. */
-static int run_group(recur_stream *st, int64_t i, gdn_error *e) {
-  const parity_recur_opts *o = st->o;
-  int64_t k0, k1;
+/* Every case's kappa_G sums over group (in, gate), on the rank that
+ * assembles (rank 0), for every group in head order. */
+static int kappa_group(const parity_recur_opts *o, parity_kappa_ch_acc *const *ka, const int64_t *C,
+                       const int64_t *D, int nc, const gdn_inputs *in, const gdn_chgate *gate, gdn_error *e) {
+  int rc = GDN_OK;
+  for (int c = 0; !rc && per_channel(o) && c < nc; c++)
+    if (C[c] > 0) rc = parity_kappa_ch_acc_add(ka[c], in, gate, C[c], D[c] > 0 ? D[c] : 1, e);
+  return rc;
+}
+
+/* Group i's inputs (q, k, v, beta, h0: only when with_data) and gate. */
+static int group_draw(const parity_recur_opts *o, const parity_stream_plan *p, int64_t i, int with_data,
+                      gdn_inputs *in, gdn_chgate *gate, int64_t *k0, gdn_error *e) {
+  int64_t k1;
   gdn_shape gs;
-  parity_stream_group(st->p, i, &k0, &k1, &gs);
+  parity_stream_group(p, i, k0, &k1, &gs);
   const int64_t r = o->shape.Hv / o->shape.Hk;
+  gdn_synth_opts so = {o->seed, o->h0 ? GDN_SYNTH_H0 : 0u, 0};
+  int rc = with_data || !per_channel(o) ? gdn_synth_generate_heads(in, &o->shape, *k0, k1, &so, e)
+                                        : (in->shape = gs, GDN_OK);
+  if (!rc)
+    rc = per_channel(o) ? gdn_chgate_draw_kimi_heads(gate, &o->shape, *k0 * r, k1 * r, o->seed, e)
+                        : o->rec->draw_gate(in, o->seed, gate, e);
+  return rc;
+}
+
+/* Group i: its inputs, gate and reference, then every case, on the rank
+ * that owns it (mine); rank 0 also adds every group's kappa_G. */
+static int run_group(recur_stream *st, int64_t i, int mine, gdn_error *e) {
+  const parity_recur_opts *o = st->o;
+  const int64_t r = o->shape.Hv / o->shape.Hk;
+  int64_t k0;
   gdn_inputs in;
   gdn_chgate gate;
   gdn_outputs ref;
@@ -183,13 +217,9 @@ static int run_group(recur_stream *st, int64_t i, gdn_error *e) {
   gdn_chgate_init(&gate);
   gdn_outputs_init(&ref);
   oracle_tally_init(&t);
-  gdn_synth_opts so = {o->seed, o->h0 ? GDN_SYNTH_H0 : 0u, 0};
-  int rc = gdn_synth_generate_heads(&in, &o->shape, k0, k1, &so, e);
-  if (!rc)
-    rc = per_channel(o) ? gdn_chgate_draw_kimi_heads(&gate, &o->shape, k0 * r, k1 * r, o->seed, e)
-                        : o->rec->draw_gate(&in, o->seed, &gate, e);
-  if (!rc) rc = oracle_kda_run_part(&in, &gate, &st->oc, &ref, &t, e);
-  if (!rc) {
+  int rc = group_draw(o, st->p, i, mine, &in, &gate, &k0, e);
+  if (!rc && mine) rc = oracle_kda_run_part(&in, &gate, &st->oc, &ref, &t, e);
+  if (!rc && mine) {
     if (st->tally.tier == 0) {
       st->tally = t;
       oracle_tally_init(&t);
@@ -197,11 +227,66 @@ static int run_group(recur_stream *st, int64_t i, gdn_error *e) {
       rc = oracle_tally_merge(&st->tally, &t, e);
     }
   }
-  for (int c = 0; !rc && c < st->nc; c++) rc = fold_case(st, &st->cs[c], &in, &gate, &ref, k0 * r, e);
+  for (int c = 0; !rc && mine && c < st->nc; c++) rc = fold_case(st, &st->cs[c], &in, &gate, &ref, k0 * r, e);
+  if (!rc && parity_dist_rank() == 0) {
+    parity_kappa_ch_acc *ka[3 * PARITY_RECUR_MAX_CHUNKS * (PARITY_RECUR_MAX_CHUNKS + 1) + 1];
+    int64_t C[sizeof ka / sizeof ka[0]], D[sizeof ka / sizeof ka[0]];
+    for (int c = 0; c < st->nc; c++) ka[c] = &st->cs[c].ka, C[c] = st->cs[c].C, D[c] = st->cs[c].D;
+    rc = kappa_group(o, ka, C, D, st->nc, &in, &gate, e);
+  }
   oracle_tally_clear(&t);
   gdn_outputs_clear(&ref);
   gdn_chgate_clear(&gate);
   gdn_inputs_clear(&in);
+  return rc;
+}
+
+/* Several ranks: every rank's tally (an empty one of tier `tier`, cap
+ * `cap` when it ran no group) and n_err measurements per case, sent to
+ * every rank in turn (parity_dist_bcast) and merged -- maxima, exact in any
+ * order.  A rank's failure travels as a flag: the run fails on every rank
+ * (the failing rank's message on its own stderr). */
+static int dist_merge(oracle_tally *tally, int tier, int cap, parity_recur_err *m, size_t n_err, int failed,
+                      gdn_error *e) {
+  const int size = parity_dist_size(), rank = parity_dist_rank();
+  if (size <= 1) return failed ? (e ? e->code : GDN_ERR_INTERNAL) : GDN_OK;
+  int rc = !failed && tally->tier == 0 ? oracle_tally_alloc(tally, tier, cap, -1, e) : GDN_OK;
+  if (rc) failed = 1;
+  const size_t nt = oracle_tally_size(tier, cap), n = 1 + nt + 3 * n_err;
+  double *buf = gdn_calloc(n, sizeof *buf, "the ranks' measurements", e);
+  if (!buf) return GDN_ERR_NOMEM; /* (the other ranks then wait: as any rank lost before its exchange) */
+  int any_failed = 0;
+  oracle_tally in;
+  oracle_tally_init(&in);
+  parity_recur_err *mine = failed ? NULL : gdn_calloc(n_err ? n_err : 1, sizeof *mine, "measurements", e);
+  if (mine) memcpy(mine, m, n_err * sizeof *m);
+  for (int r = 0; r < size; r++) {
+    if (r == rank) {
+      buf[0] = failed || !mine;
+      for (size_t j = 0; !buf[0] && j < nt; j++) buf[1 + j] = tally->v[j];
+      for (size_t j = 0; !buf[0] && j < n_err; j++) {
+        buf[1 + nt + 3 * j] = mine[j].max_abs;
+        buf[2 + nt + 3 * j] = (double)mine[j].at;
+        buf[3 + nt + 3 * j] = mine[j].max_ref;
+      }
+    }
+    if ((rc = parity_dist_bcast(buf, n * sizeof *buf, r, e))) break;
+    if (buf[0]) any_failed = 1;
+    if (any_failed || r == rank || failed || !mine) continue;
+    if ((rc = oracle_tally_alloc(&in, tier, cap, -1, e))) break;
+    memcpy(in.v, buf + 1, nt * sizeof *buf);
+    if ((rc = oracle_tally_merge(tally, &in, e))) break;
+    oracle_tally_clear(&in);
+    for (size_t j = 0; j < n_err; j++)
+      parity_recur_err_fold(&m[j], (parity_recur_err){0, buf[1 + nt + 3 * j], buf[3 + nt + 3 * j],
+                                                      (size_t)buf[2 + nt + 3 * j]}, 0, 1, 1, 1);
+  }
+  oracle_tally_clear(&in);
+  gdn_free(buf);
+  gdn_free(mine);
+  if (!rc && (failed || any_failed))
+    rc = failed ? (e ? e->code : GDN_ERR_INTERNAL)
+                : gdn_error_set(e, GDN_ERR_INTERNAL, "another rank failed its head groups (its message above)");
   return rc;
 }
 
@@ -240,7 +325,7 @@ int parity_recur_sweep_streamed(const parity_recur_opts *o, const parity_stream_
                                 gdn_error *e) {
   *doc = NULL;
   *pass = 0;
-  if (p->n_groups <= 1 && !p->forced) return parity_recur_sweep(o, doc, pass, e);
+  if (p->n_groups <= 1 && !p->forced && parity_dist_size() <= 1) return parity_recur_sweep(o, doc, pass, e);
   recur_stream st = {o, p, NULL, 1 + o->n_chunks * (1 + o->n_devices), {0}, {0}};
   oracle_tally_init(&st.tally);
   oracle_config_init(&st.oc);
@@ -260,7 +345,16 @@ int parity_recur_sweep_streamed(const parity_recur_opts *o, const parity_stream_
     fprintf(o->log, "%s\n", line);
   }
   int rc = GDN_OK;
-  for (int64_t i = 0; !rc && i < p->n_groups; i++) rc = run_group(&st, i, e);
+  const int size = parity_dist_size(), rank = parity_dist_rank();
+  for (int64_t i = 0; !rc && i < p->n_groups; i++)
+    if (rank == 0 || parity_stream_owner(i, size) == rank) rc = run_group(&st, i, parity_stream_owner(i, size) == rank, e);
+  if (size > 1) {
+    parity_recur_err *m = gdn_calloc((size_t)st.nc * 2, sizeof *m, "measurements", e);
+    for (int c = 0; m && c < st.nc; c++) m[2 * c] = st.cs[c].eo, m[2 * c + 1] = st.cs[c].eh;
+    rc = dist_merge(&st.tally, ORACLE_TALLY_MPFR, o->oracle_bits, m, m ? (size_t)st.nc * 2 : 0, rc || !m, e);
+    for (int c = 0; !rc && c < st.nc; c++) st.cs[c].eo = m[2 * c], st.cs[c].eh = m[2 * c + 1];
+    gdn_free(m);
+  }
   if (!rc) rc = assemble(&st, doc, pass, e);
   for (int i = 0; i < st.nc; i++) parity_kappa_ch_acc_clear(&st.cs[i].ka);
   gdn_free(st.cs);
@@ -323,16 +417,13 @@ static int fold_gcase(recur_gstream *st, recur_gcase *c, const gdn_inputs *in, c
     parity_recur_err_fold(&c->m[id], m, key ? k0 : k0 * r, key ? s->Hk : s->Hv, wh, inner);
   }
   gdn_grads_clear(&x);
-  if (per_channel(st->o) && c->C > 0) return parity_kappa_ch_acc_add(&c->ka, in, gate, c->C, c->D > 0 ? c->D : 1, e);
   return GDN_OK;
 }
 
-static int run_ggroup(recur_gstream *st, int64_t i, gdn_error *e) {
+static int run_ggroup(recur_gstream *st, int64_t i, int mine, gdn_error *e) {
   const parity_recur_opts *o = st->o;
-  int64_t k0, k1;
-  gdn_shape gs;
-  parity_stream_group(st->p, i, &k0, &k1, &gs);
   const int64_t r = o->shape.Hv / o->shape.Hk;
+  int64_t k0;
   gdn_inputs in;
   gdn_chgate gate;
   gdn_cotangents ct;
@@ -343,14 +434,11 @@ static int run_ggroup(recur_gstream *st, int64_t i, gdn_error *e) {
   gdn_cotangents_init(&ct);
   gdn_grads_init(&ref);
   oracle_tally_init(&t);
-  gdn_synth_opts so = {o->seed, o->h0 ? GDN_SYNTH_H0 : 0u, 0};
-  int rc = gdn_synth_generate_heads(&in, &o->shape, k0, k1, &so, e);
-  if (!rc)
-    rc = per_channel(o) ? gdn_chgate_draw_kimi_heads(&gate, &o->shape, k0 * r, k1 * r, o->seed, e)
-                        : o->rec->draw_gate(&in, o->seed, &gate, e);
-  if (!rc && !(rc = gdn_cotangents_alloc(&ct, &in.shape, 1, e))) gdn_cotangents_synth_heads(&ct, o->shape.Hv, k0 * r, o->seed);
-  if (!rc) rc = oracle_kda_vjp_part(&in, &gate, &ct, &st->vc, &ref, &t, e);
-  if (!rc) {
+  int rc = group_draw(o, st->p, i, mine, &in, &gate, &k0, e);
+  if (!rc && mine && !(rc = gdn_cotangents_alloc(&ct, &in.shape, 1, e)))
+    gdn_cotangents_synth_heads(&ct, o->shape.Hv, k0 * r, o->seed);
+  if (!rc && mine) rc = oracle_kda_vjp_part(&in, &gate, &ct, &st->vc, &ref, &t, e);
+  if (!rc && mine) {
     if (st->tally.tier == 0) {
       st->tally = t;
       oracle_tally_init(&t);
@@ -358,7 +446,13 @@ static int run_ggroup(recur_gstream *st, int64_t i, gdn_error *e) {
       rc = oracle_tally_merge(&st->tally, &t, e);
     }
   }
-  for (int c = 0; !rc && c < st->nc; c++) rc = fold_gcase(st, &st->cs[c], &in, &gate, &ct, &ref, k0, e);
+  for (int c = 0; !rc && mine && c < st->nc; c++) rc = fold_gcase(st, &st->cs[c], &in, &gate, &ct, &ref, k0, e);
+  if (!rc && parity_dist_rank() == 0) {
+    parity_kappa_ch_acc *ka[3 * PARITY_RECUR_MAX_CHUNKS * (PARITY_RECUR_MAX_CHUNKS + 1) + 1];
+    int64_t C[sizeof ka / sizeof ka[0]], D[sizeof ka / sizeof ka[0]];
+    for (int c = 0; c < st->nc; c++) ka[c] = &st->cs[c].ka, C[c] = st->cs[c].C, D[c] = st->cs[c].D;
+    rc = kappa_group(o, ka, C, D, st->nc, &in, &gate, e);
+  }
   oracle_tally_clear(&t);
   gdn_grads_clear(&ref);
   gdn_cotangents_clear(&ct);
@@ -397,7 +491,8 @@ static int gassemble(recur_gstream *st, json_t *doc, int *pass, gdn_error *e) {
 
 int parity_recur_grad_streamed(const parity_recur_opts *o, const parity_stream_plan *p, int vjp_mutant, json_t *doc,
                                int *pass, gdn_error *e) {
-  if (p->n_groups <= 1 && !p->forced) return parity_recur_grad_attach(o, vjp_mutant, doc, pass, e);
+  if (p->n_groups <= 1 && !p->forced && parity_dist_size() <= 1)
+    return parity_recur_grad_attach(o, vjp_mutant, doc, pass, e);
   const parity_recurrence *rec = o->rec;
   if (!rec->oracle_vjp || !rec->kern_token_vjp || rec->oracle_vjp != oracle_kda_vjp)
     return gdn_error_set(e, GDN_ERR_INPUT, "--grad: --recurrence %s has no streamed backward", rec->name);
@@ -416,7 +511,17 @@ int parity_recur_grad_streamed(const parity_recur_opts *o, const parity_stream_p
   }
   for (int i = 0; i < st.nc; i++) parity_kappa_ch_acc_init(&st.cs[i].ka);
   int rc = GDN_OK;
-  for (int64_t i = 0; !rc && i < p->n_groups; i++) rc = run_ggroup(&st, i, e);
+  const int size = parity_dist_size(), rank = parity_dist_rank();
+  for (int64_t i = 0; !rc && i < p->n_groups; i++)
+    if (rank == 0 || parity_stream_owner(i, size) == rank)
+      rc = run_ggroup(&st, i, parity_stream_owner(i, size) == rank, e);
+  if (size > 1) {
+    parity_recur_err *m = gdn_calloc((size_t)st.nc * GDN_GRADS_N, sizeof *m, "measurements", e);
+    for (int c = 0; m && c < st.nc; c++) memcpy(m + c * GDN_GRADS_N, st.cs[c].m, sizeof st.cs[c].m);
+    rc = dist_merge(&st.tally, ORACLE_TALLY_VJP, o->oracle_bits, m, m ? (size_t)st.nc * GDN_GRADS_N : 0, rc || !m, e);
+    for (int c = 0; !rc && c < st.nc; c++) memcpy(st.cs[c].m, m + c * GDN_GRADS_N, sizeof st.cs[c].m);
+    gdn_free(m);
+  }
   if (!rc) rc = gassemble(&st, doc, pass, e);
   for (int i = 0; i < st.nc; i++) parity_kappa_ch_acc_clear(&st.cs[i].ka);
   gdn_free(st.cs);
