@@ -29,9 +29,13 @@
  * PARITY_STREAM_SLACK and PARITY_STREAM_THREAD per worker thread.  The
  * whole run when it fits; else the largest group that fits, evened out; a
  * budget under one key head's group is refused before any work, naming the
- * smallest --max-bytes that runs.  The dd oracle is not streamed (its
- * sample columns are placed by the group's shape): a streamed run with
- * --oracle dd is refused.
+ * smallest --max-bytes that runs.  Under mpirun (several ranks) the groups
+ * are dealt round robin (parity_stream_owner; a shape that fits whole in
+ * groups of ceil(Hk / ranks) key heads): each rank runs its groups, rank 0
+ * also adds every group's kappa_G (from the gate alone) in head order, and
+ * the tallies and maxima are sent to every rank and merged.  The dd oracle
+ * is not streamed (its sample columns are placed by the group's shape): a
+ * streamed run with --oracle dd is refused.
  */
 #ifndef PARITY_RECUR_STREAM_H
 #define PARITY_RECUR_STREAM_H
