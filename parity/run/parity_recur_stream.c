@@ -19,8 +19,11 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-int parity_recur_stream_bytes(const gdn_shape *whole, int64_t g, int h0, int with_grad, uint64_t *bytes,
-                              gdn_error *e) {
+/* An MPFR number of p bits: its struct and its limbs. */
+static uint64_t mpfr_bytes(int p) { return 32u + 8u * (uint64_t)((p + 63) / 64); }
+
+int parity_recur_stream_bytes(const gdn_shape *whole, int64_t g, int h0, int with_grad, int oracle_bits,
+                              uint64_t *bytes, gdn_error *e) {
   gdn_shape gs = *whole;
   const int64_t r = whole->Hv / whole->Hk;
   gs.Hk = g;
@@ -28,9 +31,23 @@ int parity_recur_stream_bytes(const gdn_shape *whole, int64_t g, int h0, int wit
   uint64_t in = 0, out = 0;
   int rc = gdn_shape_bytes(&gs, h0, &in, &out, e);
   if (rc) return rc;
-  const uint64_t gate = 4u * (uint64_t)gdn_chgate_numel(&gs);
-  *bytes = in + gate + 3 * out;
-  if (with_grad) *bytes += 6 * (in + gate) + out / 2;
+  const uint64_t gate = 4u * (uint64_t)gdn_chgate_numel(&gs), threads = (uint64_t)gdn_threads_get();
+  const int bits = oracle_bits > 0 ? oracle_bits : 128;
+  const uint64_t num = mpfr_bytes(bits) + mpfr_bytes(bits + 64); /* at p and at the check's p + 64 */
+  /* the MPFR oracle's working set: per thread a state block of Dk x (<= 64) columns and its
+   * preparation, counted four times over */
+  const uint64_t cols = (uint64_t)(gs.Dv < 64 ? gs.Dv : 64), items = (uint64_t)(gs.B * gs.Hv);
+  *bytes = in + gate + 3 * out + (items < threads ? items : threads) * 4 * (uint64_t)gs.Dk * cols * num;
+  if (with_grad) {
+    /* three gradient sets of the inputs and gate in binary64, the cotangents, and the VJP oracle's
+     * checkpoints per thread: (ceil(T / K) + K + 2) G Dk Dv numbers, K = ceil(sqrt(T))
+     * (oracle_kda_vjp.h), over the group's (b, key head) items */
+    int64_t K = 1;
+    while (K * K < gs.T) K++;
+    const uint64_t vitems = (uint64_t)(gs.B * gs.Hk), ck = (uint64_t)((gs.T + K - 1) / K + K + 2);
+    *bytes += 6 * (in + gate) + out / 2 +
+              (vitems < threads ? vitems : threads) * ck * (uint64_t)(r * gs.Dk * gs.Dv) * num;
+  }
   return GDN_OK;
 }
 
@@ -40,7 +57,7 @@ static uint64_t run_part(uint64_t resident) {
 
 static int group_peak(const parity_recur_opts *o, int with_grad, int64_t g, uint64_t resident, uint64_t *peak,
                       gdn_error *e) {
-  const int rc = parity_recur_stream_bytes(&o->shape, g, o->h0, with_grad, peak, e);
+  const int rc = parity_recur_stream_bytes(&o->shape, g, o->h0, with_grad, o->oracle_bits, peak, e);
   *peak += run_part(resident);
   return rc;
 }
@@ -57,7 +74,8 @@ static int refuse(const parity_recur_opts *o, const parity_stream_plan *p, uint6
   return gdn_error_set(e, GDN_ERR_INPUT,
                        "--recurrence %s shape %s does not fit the limit of %.3g GiB (--max-bytes %" PRIu64
                        "): the whole run holds %.3g GiB, and streamed by key-head group one key head (%" PRId64
-                       " value head%s: its inputs, gate and three output sets, and %.3g MiB of the process's own) "
+                       " value head%s: its inputs, gate, three output sets and the oracle's working set, and %.3g MiB of the "
+                       "process's own) "
                        "holds %" PRIu64 " bytes; the smallest --max-bytes that runs is %" PRIu64,
                        o->rec->name, lab, p->max_bytes / GIB, p->max_bytes, p->whole_bytes / GIB,
                        o->shape.Hv / o->shape.Hk, o->shape.Hv / o->shape.Hk == 1 ? "" : "s", p->resident / 1048576.0, one, one);

@@ -23,9 +23,10 @@
  *
  * The plan (parity_stream_plan, described by parity_stream_describe) counts
  * per group: the inputs, the per-channel gate, three output sets (the
- * oracle's, a kernel's, a margin for the kernels' scratch), and with
- * --grad three gradient sets of the inputs and gate in binary64 and the
- * cotangents; per run: the process's resident memory when the plan is made,
+ * oracle's, a kernel's, a margin for the kernels' scratch), the MPFR
+ * oracle's working set per thread, and with --grad three gradient sets of
+ * the inputs and gate in binary64, the cotangents and the VJP oracle's
+ * checkpoints per thread (at p and p + 64 bits); per run: the process's resident memory when the plan is made,
  * PARITY_STREAM_SLACK and PARITY_STREAM_THREAD per worker thread.  The
  * whole run when it fits; else the largest group that fits, evened out; a
  * budget under one key head's group is refused before any work, naming the
@@ -48,10 +49,11 @@
 #include "parity_recur_sweep.h"
 #include "parity_stream.h"
 
-/* What one group of g key heads holds at once (with_grad: --grad's sets),
- * and the run's own part beside it (resident: the process's bytes). */
-int parity_recur_stream_bytes(const gdn_shape *whole, int64_t g, int h0, int with_grad, uint64_t *bytes,
-                              gdn_error *e);
+/* What one group of g key heads holds at once (with_grad: --grad's sets;
+ * oracle_bits: the MPFR oracle's precision, 0 = 128), without the run's own
+ * part (resident memory, slack, threads). */
+int parity_recur_stream_bytes(const gdn_shape *whole, int64_t g, int h0, int with_grad, int oracle_bits,
+                              uint64_t *bytes, gdn_error *e);
 
 /* Plans o's run against max_bytes (0: none); force_group > 0 asks for that
  * many key heads per group (--group-heads; it must fit).  GDN_ERR_INPUT

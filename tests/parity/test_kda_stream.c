@@ -220,9 +220,10 @@ START_TEST(test_plan) {
   ck_assert_int_eq(p.n_groups, 1);
   ck_assert(parity_recur_stream_plan(&o, 0, whole - 1, 0, &p, &e) == GDN_OK);
   ck_assert(p.n_groups > 1 && p.peak < whole);
-  /* 3 key heads would fit; evened out: 2 groups of 2 (the process's resident
-   * memory, counted, moves more between plans under ASan) */
-  if (!CKR_UNDER_ASAN) ck_assert_int_eq(p.group, 2);
+  /* evened out (3 key heads fitting gives 2 groups of 2, not 3 and 1; which
+   * size fits moves with the process's resident memory, counted) */
+  ck_assert(p.group < SHAPE.Hk && p.n_groups * p.group - SHAPE.Hk < p.n_groups);
+  ck_assert(p.group != 3);
   ck_assert_int_eq(parity_recur_stream_plan(&o, 0, 1u << 20, 0, &p, &e), GDN_ERR_INPUT);
   const char *at = strstr(e.msg, "the smallest --max-bytes that runs is ");
   ck_assert_msg(at, "%s", e.msg);
