@@ -63,6 +63,9 @@ static int group_peak(const parity_recur_opts *o, int with_grad, int64_t g, uint
 }
 
 static int refuse(const parity_recur_opts *o, const parity_stream_plan *p, uint64_t one, gdn_error *e) {
+  /* named with room for the process's own memory, which moves by some 100 KiB from run to run (its
+   * arguments, environment, libraries' caches): at least 256 KiB over the count, rounded up to a MiB */
+  const uint64_t named = (one + (256u << 10) + (1u << 20) - 1) / (1u << 20) * (1u << 20);
   char lab[160];
   gdn_shape_format(&o->shape, lab, sizeof lab);
   if (p->forced)
@@ -70,15 +73,16 @@ static int refuse(const parity_recur_opts *o, const parity_stream_plan *p, uint6
                          "--group-heads %" PRId64 ": --recurrence %s shape %s in groups of %" PRId64
                          " key heads holds %.3g GiB at its peak, over the limit of %.3g GiB (--max-bytes %" PRIu64
                          "); the smallest --max-bytes that runs one key head per group is %" PRIu64,
-                         p->group, o->rec->name, lab, p->group, p->peak / GIB, p->max_bytes / GIB, p->max_bytes, one);
+                         p->group, o->rec->name, lab, p->group, p->peak / GIB, p->max_bytes / GIB, p->max_bytes, named);
   return gdn_error_set(e, GDN_ERR_INPUT,
                        "--recurrence %s shape %s does not fit the limit of %.3g GiB (--max-bytes %" PRIu64
                        "): the whole run holds %.3g GiB, and streamed by key-head group one key head (%" PRId64
-                       " value head%s: its inputs, gate, three output sets and the oracle's working set, and %.3g MiB of the "
-                       "process's own) "
-                       "holds %" PRIu64 " bytes; the smallest --max-bytes that runs is %" PRIu64,
+                       " value head%s: its inputs, gate, three output sets and the oracle's working set, and %.3g "
+                       "MiB of the process's own) needs about %" PRIu64 " bytes; the smallest --max-bytes that runs is %" PRIu64
+                       " (with room for the process's own memory, which moves from run to run)",
                        o->rec->name, lab, p->max_bytes / GIB, p->max_bytes, p->whole_bytes / GIB,
-                       o->shape.Hv / o->shape.Hk, o->shape.Hv / o->shape.Hk == 1 ? "" : "s", p->resident / 1048576.0, one, one);
+                       o->shape.Hv / o->shape.Hk, o->shape.Hv / o->shape.Hk == 1 ? "" : "s", p->resident / 1048576.0,
+                       one, named);
 }
 
 int parity_recur_stream_plan(const parity_recur_opts *o, int with_grad, uint64_t max_bytes, int64_t force_group,
@@ -365,7 +369,8 @@ int parity_recur_sweep_streamed(const parity_recur_opts *o, const parity_stream_
   int rc = GDN_OK;
   const int size = parity_dist_size(), rank = parity_dist_rank();
   for (int64_t i = 0; !rc && i < p->n_groups; i++)
-    if (rank == 0 || parity_stream_owner(i, size) == rank) rc = run_group(&st, i, parity_stream_owner(i, size) == rank, e);
+    if (rank == 0 || parity_stream_owner(i, size) == rank)
+      rc = run_group(&st, i, parity_stream_owner(i, size) == rank, e);
   if (size > 1) {
     parity_recur_err *m = gdn_calloc((size_t)st.nc * 2, sizeof *m, "measurements", e);
     for (int c = 0; m && c < st.nc; c++) m[2 * c] = st.cs[c].eo, m[2 * c + 1] = st.cs[c].eh;
