@@ -79,7 +79,8 @@ static int refuse(const parity_recur_opts *o, const parity_stream_plan *p, uint6
                        "): the whole run holds %.3g GiB, and streamed by key-head group one key head (%" PRId64
                        " value head%s: its inputs, gate, three output sets and the oracle's working set, and %.3g "
                        "MiB of the process's own) needs about %" PRIu64
-                       " bytes; the smallest --max-bytes that runs is %" PRIu64 " (with room for the process's own memory, which moves from run to run)",
+                       " bytes; the smallest --max-bytes that runs is %" PRIu64
+                       " (with room for the process's own memory, which moves from run to run)",
                        o->rec->name, lab, p->max_bytes / GIB, p->max_bytes, p->whole_bytes / GIB,
                        o->shape.Hv / o->shape.Hk, o->shape.Hv / o->shape.Hk == 1 ? "" : "s", p->resident / 1048576.0,
                        one, named);
