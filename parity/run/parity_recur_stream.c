@@ -96,6 +96,8 @@ int parity_recur_stream_plan(const parity_recur_opts *o, int with_grad, uint64_t
   p->max_bytes = max_bytes;
   p->forced = force_group > 0;
   p->resident = parity_stream_resident();
+  /* under mpirun every rank plans alike (the groups it deals must agree): rank 0's count */
+  if (parity_dist_size() > 1 && (rc = parity_dist_bcast(&p->resident, sizeof p->resident, 0, e))) return rc;
   uint64_t one;
   if ((rc = group_peak(o, with_grad, s->Hk, p->resident, &p->whole_bytes, e)) ||
       (rc = group_peak(o, with_grad, 1, p->resident, &one, e)))
@@ -133,7 +135,7 @@ int parity_recur_stream_plan(const parity_recur_opts *o, int with_grad, uint64_t
       return gdn_error_set(e, GDN_ERR_INPUT,
                            "--mutant gate-other-head: the mutant reads another value head's gate, which a run "
                            "streamed by key-head group (%s) may not hold; give a --max-bytes the whole run fits",
-                           p->forced ? "--group-heads" : "over --max-bytes");
+                           p->forced ? "--group-heads" : size > 1 ? "under mpirun" : "over --max-bytes");
     if (o->rec->oracle != oracle_kda_run)
       return gdn_error_set(e, GDN_ERR_INPUT, "--recurrence %s is not streamed by key-head group", o->rec->name);
   }
