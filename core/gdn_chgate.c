@@ -39,16 +39,28 @@ static double softplus(double x) { return x > 30 ? x : log1p(exp(x)); }
 static double softplus_inv(double y) { return y > 30 ? y : log(expm1(y)); }
 
 int gdn_chgate_draw_kimi(gdn_chgate *cg, const gdn_shape *s, uint64_t seed, gdn_error *e) {
-  int rc = gdn_chgate_alloc(cg, s, e);
+  return gdn_chgate_draw_kimi_heads(cg, s, 0, s->Hv, seed, e);
+}
+
+int gdn_chgate_draw_kimi_heads(gdn_chgate *cg, const gdn_shape *s, int64_t v0, int64_t v1, uint64_t seed,
+                               gdn_error *e) {
+  if (v0 < 0 || v1 <= v0 || v1 > s->Hv)
+    return gdn_error_set(e, GDN_ERR_INPUT, "per-channel gate: value heads [%lld, %lld) outside [0, %lld)",
+                         (long long)v0, (long long)v1, (long long)s->Hv);
+  gdn_shape gs = *s;
+  const int64_t r = s->Hv / s->Hk;
+  gs.Hv = v1 - v0;
+  gs.Hk = gs.Hv % r ? 1 : gs.Hv / r; /* whole key heads: theirs (the gate reads only B, T, Hv, Dk) */
+  int rc = gdn_chgate_alloc(cg, &gs, e);
   if (rc) return rc;
-  const int64_t Hv = s->Hv, Dk = s->Dk, rows = s->B * s->T;
+  const int64_t Hv = s->Hv, Hg = gs.Hv, Dk = s->Dk, rows = s->B * s->T;
   const uint64_t kx = gdn_rng_key(seed, CHG_STREAM_X), ka = gdn_rng_key(seed, CHG_STREAM_A),
                  kd = gdn_rng_key(seed, CHG_STREAM_DT);
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; r++)
-    for (int64_t h = 0; h < Hv; h++) {
+    for (int64_t h = v0; h < v1; h++) {
       const double A = 1.0 + 15.0 * gdn_rng_uniform_k(ka, (uint64_t)h); /* exp(A_log), A_log = log U(1, 16) */
-      float *row = cg->g + (r * Hv + h) * Dk;
+      float *row = cg->g + (r * Hg + h - v0) * Dk;
       for (int64_t d = 0; d < Dk; d++) {
         /* dt log-uniform in [1e-4, 1]: 10^(-4 u) */
         const double dt = pow(10.0, -4.0 * gdn_rng_uniform_k(kd, (uint64_t)(h * Dk + d)));

@@ -47,6 +47,11 @@ static inline const float *gdn_chgate_row(const float *g, const gdn_shape *s, in
 
 /* Kimi Linear's synthetic gate (above) for in->shape, drawn from seed. */
 int gdn_chgate_draw_kimi(gdn_chgate *cg, const gdn_shape *s, uint64_t seed, gdn_error *e);
+/* Value heads [v0, v1) of that gate alone (a head group of a streamed run):
+ * shape s with Hv = v1 - v0, every value bit for bit the whole draw's at
+ * the same (b, t, head, channel). */
+int gdn_chgate_draw_kimi_heads(gdn_chgate *cg, const gdn_shape *s, int64_t v0, int64_t v1, uint64_t seed,
+                               gdn_error *e);
 
 /* Every channel of (b, t, hv) set to in's scalar gate g[b, t, hv]: the
  * per-channel gate under which Kimi Delta Attention is Gated DeltaNet. */

@@ -126,9 +126,11 @@ int orc_kda_check(const gdn_inputs *in, const gdn_chgate *gate, const oracle_con
   return GDN_OK;
 }
 
-static void cert_fill(oracle_certificate *cert, const oracle_config *cfg, mpfr_prec_t P, kda_worker *ws, int nw) {
+static void cert_fill(oracle_certificate *cert, const oracle_config *cfg, mpfr_prec_t P, kda_worker *ws, int nw,
+                      oracle_tally *tally) {
   for (int i = 1; i < nw; i++)
     for (int ti = 0; ti < 2; ti++) orc_acc_merge(&ws[0].acc[ti], &ws[i].acc[ti]);
+  for (int ti = 0; tally && ti < 2; ti++) orc_tally_put(tally, ti, &ws[0].acc[ti]);
   cert->precision_bits = (int)cfg->prec;
   cert->check_bits = (int)P;
   cert->certified_o = orc_acc_bits(&ws[0].acc[0], &cert->floor_o);
@@ -136,8 +138,8 @@ static void cert_fill(oracle_certificate *cert, const oracle_config *cfg, mpfr_p
   cert->certified_bits = cert->certified_o < cert->certified_ht ? cert->certified_o : cert->certified_ht;
 }
 
-int oracle_kda_run(const gdn_inputs *in, const gdn_chgate *gate, const oracle_config *cfg, gdn_outputs *out,
-                   oracle_certificate *cert, gdn_error *e) {
+static int kda_run(const gdn_inputs *in, const gdn_chgate *gate, const oracle_config *cfg, gdn_outputs *out,
+                   oracle_certificate *cert, oracle_tally *tally, gdn_error *e) {
   if (cert) memset(cert, 0, sizeof *cert);
   if (!out) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle (kda): outputs missing (NULL)");
   gdn_outputs_clear(out);
@@ -187,7 +189,7 @@ int oracle_kda_run(const gdn_inputs *in, const gdn_chgate *gate, const oracle_co
                     (long long)jb.fail[it]);
       goto fail;
     }
-  if (cert) cert_fill(cert, cfg, P, ws, nw);
+  if (cert) cert_fill(cert, cfg, P, ws, nw, tally);
   for (int i = 0; i < nw; i++) worker_clear(&ws[i]);
   gdn_free(ws);
   gdn_free(jb.fail);
@@ -200,4 +202,26 @@ fail:
   gdn_outputs_clear(out);
   if (cert) memset(cert, 0, sizeof *cert);
   return e ? e->code : GDN_ERR_NOMEM;
+}
+
+int oracle_kda_run(const gdn_inputs *in, const gdn_chgate *gate, const oracle_config *cfg, gdn_outputs *out,
+                   oracle_certificate *cert, gdn_error *e) {
+  return kda_run(in, gate, cfg, out, cert, NULL, e);
+}
+
+int oracle_kda_run_part(const gdn_inputs *in, const gdn_chgate *gate, const oracle_config *cfg, gdn_outputs *out,
+                        oracle_tally *tally, gdn_error *e) {
+  if (!tally) {
+    if (out) gdn_outputs_clear(out);
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle (kda): tally missing (NULL)");
+  }
+  int rc = cfg ? oracle_config_validate(cfg, 1, e) : gdn_error_set(e, GDN_ERR_INTERNAL, "oracle (kda): config missing");
+  if (!rc) rc = oracle_tally_alloc(tally, ORACLE_TALLY_MPFR, (int)cfg->prec, -1, e);
+  if (rc) {
+    if (out) gdn_outputs_clear(out);
+    return rc;
+  }
+  oracle_certificate c;
+  if ((rc = kda_run(in, gate, cfg, out, &c, tally, e))) oracle_tally_clear(tally);
+  return rc;
 }

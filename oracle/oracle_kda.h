@@ -37,6 +37,7 @@
 #include "gdn_inputs.h"
 #include "gdn_outputs.h"
 #include "oracle.h"
+#include "oracle_part.h"
 
 /* o and ht of the KDA recurrence of (in, gate) at cfg->prec bits, rounded
  * to binary64, into out (initialised; allocated here, float64).  cert:
@@ -45,6 +46,15 @@
  * *cert zeroed). */
 int oracle_kda_run(const gdn_inputs *in, const gdn_chgate *gate, const oracle_config *cfg,
                    gdn_outputs *out, oracle_certificate *cert, gdn_error *e);
+
+/* oracle_kda_run certified, its certificate as a tally (oracle_part.h,
+ * ORACLE_TALLY_MPFR, cap cfg->prec, allocated here): every work item lies
+ * in one value head, so the runs of head groups that together hold every
+ * head once give, merged (oracle_tally_merge) and read back
+ * (oracle_tally_certificate), the whole run's certificate bit for bit --
+ * the reference of a KDA run streamed by key-head group. */
+int oracle_kda_run_part(const gdn_inputs *in, const gdn_chgate *gate, const oracle_config *cfg, gdn_outputs *out,
+                        oracle_tally *tally, gdn_error *e);
 
 /* The double-word tier (oracle/oracle_kda_dd.c states its operations): the
  * same steps in double-word arithmetic (~106 bits), K, Q and exp(g) the

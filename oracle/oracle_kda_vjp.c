@@ -114,7 +114,7 @@ static void run_item(const kvjob *jb, kvworker *w, int64_t item) {
 }
 
 static void cert_fill(oracle_vjp_certificate *cert, const oracle_vjp_config *cfg, mpfr_prec_t P, kvworker *ws,
-                      int nw) {
+                      int nw, oracle_tally *tally) {
   cert->precision_bits = (int)cfg->prec;
   cert->check_bits = (int)P;
   cert->certified_bits = (int)cfg->prec;
@@ -122,11 +122,13 @@ static void cert_fill(oracle_vjp_certificate *cert, const oracle_vjp_config *cfg
     for (int i = 1; i < nw; i++) orc_acc_merge(&ws[0].acc[ti], &ws[i].acc[ti]);
     cert->certified[ti] = orc_acc_bits(&ws[0].acc[ti], &cert->floor[ti]);
     if (cert->certified[ti] < cert->certified_bits) cert->certified_bits = cert->certified[ti];
+    if (tally) orc_tally_put(tally, ti, &ws[0].acc[ti]);
   }
 }
 
-int oracle_kda_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
-                   const oracle_vjp_config *cfg, gdn_grads *out, oracle_vjp_certificate *cert, gdn_error *e) {
+static int kda_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                   const oracle_vjp_config *cfg, gdn_grads *out, oracle_vjp_certificate *cert, oracle_tally *tally,
+                   gdn_error *e) {
   if (cert) memset(cert, 0, sizeof *cert);
   if (!out) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle_kda_vjp: gradients missing (NULL)");
   gdn_grads_clear(out);
@@ -162,7 +164,7 @@ int oracle_kda_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotan
   }
   if (orc_vjp_report_fail(jb.fail, n_items, s, "oracle_kda_vjp", "MPFR's exponent range", ": |g| is too large", e))
     goto fail;
-  if (cert) cert_fill(cert, cfg, P, ws, nw);
+  if (cert) cert_fill(cert, cfg, P, ws, nw, tally);
   for (int i = 0; i < nw; i++) kvworker_clear(&ws[i]);
   gdn_free(ws);
   gdn_free(jb.fail);
@@ -174,4 +176,26 @@ fail:
   gdn_grads_clear(out);
   if (cert) memset(cert, 0, sizeof *cert);
   return e ? e->code : GDN_ERR_NOMEM;
+}
+
+int oracle_kda_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                   const oracle_vjp_config *cfg, gdn_grads *out, oracle_vjp_certificate *cert, gdn_error *e) {
+  return kda_vjp(in, gate, ct, cfg, out, cert, NULL, e);
+}
+
+int oracle_kda_vjp_part(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                        const oracle_vjp_config *cfg, gdn_grads *out, oracle_tally *tally, gdn_error *e) {
+  if (!tally || !cfg) {
+    if (out) gdn_grads_clear(out);
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle_kda_vjp: tally or config missing (NULL)");
+  }
+  int rc = oracle_vjp_config_validate(cfg, 1, e);
+  if (!rc) rc = oracle_tally_alloc(tally, ORACLE_TALLY_VJP, (int)cfg->prec, -1, e);
+  if (rc) {
+    if (out) gdn_grads_clear(out);
+    return rc;
+  }
+  oracle_vjp_certificate c;
+  if ((rc = kda_vjp(in, gate, ct, cfg, out, &c, tally, e))) oracle_tally_clear(tally);
+  return rc;
 }

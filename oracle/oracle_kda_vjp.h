@@ -41,6 +41,7 @@
 #include "gdn_chgrads.h"
 #include "gdn_error.h"
 #include "gdn_inputs.h"
+#include "oracle_part.h"
 #include "oracle_vjp.h"
 
 /* cert NULL: uncertified.  `out` initialised, allocated here (float64,
@@ -89,5 +90,12 @@ int oracle_kda_vjp_dd(const gdn_inputs *in, const gdn_chgate *gate, const gdn_co
  * reverse step, until called with col < 0.  For the certificate's negative
  * control only. */
 void oracle_kda_vjp_dd_test_plant(int64_t b, int64_t kh, int64_t jj, int64_t col, int64_t t, double rel);
+/* oracle_kda_vjp certified, its certificate as a tally (oracle_part.h,
+ * ORACLE_TALLY_VJP, cap cfg->prec, allocated here; read back by
+ * oracle_tally_vjp_certificate): every work item is a (b, key head), so
+ * the runs of key-head groups, merged, give the whole run's certificate
+ * bit for bit. */
+int oracle_kda_vjp_part(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                        const oracle_vjp_config *cfg, gdn_grads *out, oracle_tally *tally, gdn_error *e);
 
 #endif

@@ -6,8 +6,10 @@
 #include "gdn_chgate.h"
 #include "gdn_shape.h"
 #include "gdn_threads.h"
+#include "parity_dist.h"
 #include "parity_output.h"
 #include "parity_recur_grad.h"
+#include "parity_recur_stream.h"
 #include "parity_recur_sweep.h"
 
 /* The options a non-GDN recurrence takes today; any other given option is
@@ -15,7 +17,8 @@
 static const char *const supported[] = {"recurrence", "shape", "key-heads", "dv", "chunk", "seed", "h0",
                                         "oracle-bits", "json", "threads", "quiet", "verbose", "reproducible",
                                         "mutant", "devices", "oracle", "grad", "report", "junit", "summary",
-                                        "prefix", "shard", "dtype", "matmul-precision", "ftz", "no-ftz", NULL};
+                                        "prefix", "shard", "dtype", "matmul-precision", "ftz", "no-ftz",
+                                        "max-bytes", "group-heads", "backend", NULL};
 
 static int is_supported(const char *name) {
   for (int i = 0; supported[i]; i++)
@@ -99,15 +102,27 @@ static int parse(const parity_recurrence *rec, const gdn_cli_opt *table, const g
       (o->mutant = parity_recurrence_mutant(rec, v, e)) < 0)
     return -1;
 #undef GET
-  /* the built-in memory policy (16 GiB, as --max-bytes' default): the
-   * inputs, the gate (B T Hv Dk floats, the size of q times Hv / Hk) and
-   * three output sets (the oracle's, a kernel's, and a margin for the
-   * kernels' scratch) */
-  const uint64_t limit = 16ull << 30;
-  if (gdn_shape_check_limit(&o->shape, o->h0, 3, limit, e)) return -1;
-  if ((uint64_t)gdn_chgate_numel(&o->shape) > limit / 4 / 4)
-    return gdn_error_set(e, GDN_ERR_INPUT, "--shape: the per-channel gate alone (B T Hv Dk floats) is over a quarter "
-                                           "of the 16 GiB memory limit");
+  return GDN_OK;
+}
+
+/* --max-bytes (default 16 GiB) and --group-heads: the run's plan
+ * (parity_recur_stream.h); a shape over the budget streams by key-head
+ * group. */
+static int parity_recur_cli_plan(const parity_recur_opts *o, const gdn_cli_opt *table, const gdn_cli_args *a,
+                                 int grad, parity_stream_plan *p, gdn_error *e) {
+  const char *b = gdn_cli_get(table, a, "backend");
+  if (b && strcmp(b, "simulated") && strcmp(b, "mpi"))
+    return gdn_error_set(e, GDN_ERR_INPUT, "--backend: unknown '%s' (simulated or mpi)", b), -1;
+  if (b && !strcmp(b, "mpi") && !parity_dist_have_mpi())
+    return gdn_error_set(e, GDN_ERR_INPUT, "--backend mpi: this gdn-parity was built without MPI (meson setup "
+                         "-Dmpi=enabled)"), -1;
+  uint64_t max_bytes = 16ull << 30;
+  int64_t force = 0;
+  const char *v;
+  if ((v = gdn_cli_get(table, a, "max-bytes")) && gdn_cli_bytes(v, "--max-bytes", &max_bytes, e)) return -1;
+  if ((v = gdn_cli_get(table, a, "group-heads")) && gdn_cli_int64(v, "--group-heads", 1, INT64_MAX, &force, e))
+    return -1;
+  if (parity_recur_stream_plan(o, grad, max_bytes, force, p, e)) return -1;
   return GDN_OK;
 }
 
@@ -135,14 +150,17 @@ int parity_recur_cli_main(const parity_recurrence *rec, const gdn_cli_opt *table
   if (grad && o.mutant)
     return gdn_error_set(e, GDN_ERR_INPUT, "--grad with --mutant %s: the backward of --recurrence %s implements no "
                          "forward mutant; drop one of them", rec->mutants[o.mutant], rec->name), -1;
-  if (parity_recur_sweep(&o, &doc, &pass, e)) return -1;
+  parity_stream_plan plan;
+  if (parity_recur_cli_plan(&o, table, a, grad, &plan, e)) return -1;
+  if (parity_recur_sweep_streamed(&o, &plan, &doc, &pass, e)) return -1;
   if (json_object_set_new(doc, "prefix", json_string(kern_prefix_name(o.prefix))) ||
       json_object_set_new(doc, "shard", json_string(kern_shard_name(o.shard))) ||
       json_object_set_new(doc, "dtype", json_string(gdn_dtype_name(o.dtype))) ||
       json_object_set_new(doc, "matmul", json_string(kern_matmul_name(o.matmul))) ||
       json_object_set_new(doc, "ftz", json_boolean(o.ftz)))
     return json_decref(doc), gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)"), -1;
-  if (grad && parity_recur_grad_attach(&o, o.vjp_mutant, doc, &pass, e)) return json_decref(doc), -1;
+  if (grad && parity_recur_grad_streamed(&o, &plan, o.vjp_mutant, doc, &pass, e)) return json_decref(doc), -1;
+  if (parity_dist_rank() != 0) return json_decref(doc), pass ? 0 : 1; /* rank 0 writes and prints */
   if (parity_output_write_all(&oo, doc, e)) return json_decref(doc), -1;
   const json_int_t nc = json_integer_value(json_object_get(doc, "n_cases")),
                    nf = json_integer_value(json_object_get(doc, "n_failed"));

@@ -19,7 +19,9 @@
  * G is formed as the kernel forms it: chunks of C from t = 0, the gate as
  * stored (float32; KDA has no padding tokens of its own), G_0 = g_0, the
  * sums rounded to float32 left to right; the rest in binary64 with libm's
- * exp, in the fixed order b, h, t: a measure, not a bound, deterministic.
+ * exp, in the fixed order h, b, t (value heads outermost, so that a run streamed
+ * by head group sums in the whole run's order: parity_kappa_ch_acc below): a
+ * measure, not a bound, deterministic.
  * NaN in a channel's gate gives that channel NaN, and NaN wins the maximum. */
 #ifndef PARITY_KAPPA_CH_H
 #define PARITY_KAPPA_CH_H
@@ -44,5 +46,22 @@ typedef struct parity_kappa_ch {
  * gate of another shape) with e set. */
 int parity_kappa_channels(const gdn_inputs *in, const gdn_chgate *gate, int64_t C, int64_t D, parity_kappa_ch *out,
                           gdn_error *e);
+
+/* The same, a head group at a time (a run streamed by key-head group,
+ * parity_recur_stream.h): each channel's sum of squares and ht maximum
+ * carried across the groups, added in the order of their value heads, so
+ * that after every group once, finish gives parity_kappa_channels of the
+ * whole run bit for bit.  init / clear own the accumulator; add takes a
+ * group's inputs and gate (their shape, C and D as above); finish reads. */
+typedef struct parity_kappa_ch_acc {
+  int64_t Dk;
+  double n;       /* B T Hv over the groups added */
+  double *sq, *ht; /* per channel; NULL before the first add */
+} parity_kappa_ch_acc;
+void parity_kappa_ch_acc_init(parity_kappa_ch_acc *a);
+void parity_kappa_ch_acc_clear(parity_kappa_ch_acc *a);
+int parity_kappa_ch_acc_add(parity_kappa_ch_acc *a, const gdn_inputs *in, const gdn_chgate *gate, int64_t C, int64_t D,
+                         gdn_error *e);
+int parity_kappa_ch_acc_finish(const parity_kappa_ch_acc *a, parity_kappa_ch *out, gdn_error *e);
 
 #endif

@@ -38,24 +38,31 @@ static int run_case(const parity_recur_opts *o, int vjp_mutant, const gdn_inputs
                     const gdn_cotangents *ct, const gdn_grads *ref, int64_t C, int64_t D, json_t *cases, int *failed,
                     gdn_error *e) {
   kern_config cfg;
-  kern_config_init(&cfg);
-  cfg.matmul = KERN_MATMUL_IEEE;
-  if (C > 0) cfg.chunk = C;
-  if (D > 0) cfg.devices = D;
-  cfg.prefix = o->prefix;
-  cfg.shard = o->shard;
+  parity_recur_kern_config(o, C, D, &cfg);
   gdn_grads x;
   gdn_grads_init(&x);
   const parity_recurrence *rec = o->rec;
   const parity_rec_kernel_vjp k = C <= 0 ? rec->kern_token_vjp : D > 0 ? rec->kern_affine_vjp : rec->kern_chunked_vjp;
-  const char *subject = C <= 0 ? rec->token_subject : D > 0 ? rec->affine_subject : rec->chunked_subject;
   double band; /* the forward's band for the case (parity_recur_case_band) */
   json_t *kj = NULL;
   parity_kappa_ch kc;
-  int rc = parity_recur_case_band(rec, in, gate, C, o->shard == KERN_SHARD_CHUNKS ? 0 : D, o->band, &band, &kj, &kc, e);
+  int rc = parity_recur_case_band(rec, in, gate, C, parity_recur_kappa_devices(o, D), o->band, &band, &kj, &kc, e);
   if (!rc && (rc = k(in, gate, ct, &cfg, vjp_mutant, &x, e))) json_decref(kj);
   if (rc) return rc;
   const int pc = rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL;
+  parity_recur_err m[GDN_GRADS_N];
+  for (int id = 0; id < GDN_GRADS_N; id++)
+    m[id] = parity_recur_measure(gdn_grads_tensor_c(&x, (gdn_grad_id)id), gdn_grads_tensor_c(ref, (gdn_grad_id)id),
+                                 numel(&in->shape, pc, (gdn_grad_id)id));
+  gdn_grads_clear(&x);
+  return parity_recur_grad_case_record(o, C, D, m, band, kj, cases, failed, e);
+}
+
+int parity_recur_grad_case_record(const parity_recur_opts *o, int64_t C, int64_t D,
+                                  const parity_recur_err m[GDN_GRADS_N], double band, json_t *kj, json_t *cases,
+                                  int *failed, gdn_error *e) {
+  const parity_recurrence *rec = o->rec;
+  const char *subject = C <= 0 ? rec->token_subject : D > 0 ? rec->affine_subject : rec->chunked_subject;
   json_t *c = json_pack("{s:s, s:o, s:o}", "subject", subject, "chunk", C > 0 ? json_integer(C) : json_null(),
                         "devices", D > 0 ? json_integer(D) : json_null());
   if (c && kj &&
@@ -68,16 +75,12 @@ static int run_case(const parity_recur_opts *o, int vjp_mutant, const gdn_inputs
   size_t at = 0;
   line[0] = 0;
   for (int id = 0; c && id < GDN_GRADS_N; id++) {
-    const gdn_grad_id g = (gdn_grad_id)id;
-    const parity_recur_err m = parity_recur_measure(gdn_grads_tensor_c(&x, g), gdn_grads_tensor_c(ref, g),
-                                                    numel(&in->shape, pc, g));
-    if (!(m.err <= band)) pass = 0;
-    json_object_set_new(c, gdn_grads_name((gdn_grad_id)id), err_json(m));
+    if (!(m[id].err <= band)) pass = 0;
+    json_object_set_new(c, gdn_grads_name((gdn_grad_id)id), err_json(m[id]));
     if (at < sizeof line)
       at += (size_t)snprintf(line + at, sizeof line - at, "%s %s %.3e", id ? "," : "", gdn_grads_name((gdn_grad_id)id),
-                             m.err);
+                             m[id].err);
   }
-  gdn_grads_clear(&x);
   if (!c || json_object_set_new(c, "pass", json_boolean(pass)) || json_array_append_new(cases, c))
     return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
   if (!pass) ++*failed;
@@ -145,7 +148,12 @@ static json_t *grad_oracle_json(const grad_cert *c) {
                    "total_columns", (json_int_t)c->d.total_columns);
 }
 
-static json_t *grad_head(const parity_recur_opts *o, int vjp_mutant, const grad_cert *cert) {
+json_t *parity_recur_grad_head(const parity_recur_opts *o, int vjp_mutant, const oracle_vjp_certificate *mp,
+                               const oracle_vjp_dd_certificate *dd) {
+  grad_cert c = {dd != NULL, {0}, {0}};
+  if (dd) c.d = *dd;
+  else c.mp = *mp;
+  const grad_cert *cert = &c;
   return json_pack("{s:o, s:{s:I, s:b}, s:f, s:s, s:s?, s:[]}", "oracle", grad_oracle_json(cert), "cotangents",
                    "seed", (json_int_t)o->seed, "dht", 1, "band", o->band, "vjp_mutant",
                    o->rec->vjp_mutants[vjp_mutant], "chunked_backward",
@@ -154,7 +162,7 @@ static json_t *grad_head(const parity_recur_opts *o, int vjp_mutant, const grad_
 
 /* g attached to doc (which takes it) and doc's counts updated with the
  * backward's. */
-static int merge_counts(json_t *doc, json_t *g, int gfailed, int *pass, gdn_error *e) {
+int parity_recur_grad_counts(json_t *doc, json_t *g, int gfailed, int *pass, gdn_error *e) {
   const json_int_t nc = json_integer_value(json_object_get(doc, "n_cases")),
                    nf = json_integer_value(json_object_get(doc, "n_failed"));
   const size_t gn = json_array_size(json_object_get(g, "cases"));
@@ -198,12 +206,12 @@ int parity_recur_grad_attach(const parity_recur_opts *o, int vjp_mutant, json_t 
             cert.dd ? cert.d.certified_bits : cert.mp.certified_bits,
             rec->kern_chunked_vjp ? (rec->chunked_vjp_form ? "; chunked backward: " : "") : "; ",
             rec->kern_chunked_vjp ? (rec->chunked_vjp_form ? rec->chunked_vjp_form : "") : rec->chunked_vjp_absent);
-  if (!(g = grad_head(o, vjp_mutant, &cert))) {
+  if (!(g = parity_recur_grad_head(o, vjp_mutant, cert.dd ? NULL : &cert.mp, cert.dd ? &cert.d : NULL))) {
     rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
     goto done;
   }
   if ((rc = run_cases(o, vjp_mutant, &in, &gate, &ct, &ref, json_object_get(g, "cases"), &failed, e))) goto done;
-  rc = merge_counts(doc, g, failed, pass, e);
+  rc = parity_recur_grad_counts(doc, g, failed, pass, e);
   g = NULL; /* doc holds it (or merge failed after taking it) */
 done:
   json_decref(g);

@@ -59,4 +59,16 @@ int parity_recur_grad_judge(const gdn_grads *x, const gdn_grads *r, const gdn_sh
  * backward: GDN_ERR_INPUT naming it. */
 int parity_recur_grad_attach(const parity_recur_opts *o, int vjp_mutant, json_t *doc, int *pass, gdn_error *e);
 
+/* The pieces of "grad", shared with the run streamed by key-head group
+ * (parity_recur_stream.h): the head (no cases yet) from the VJP oracle's
+ * certificate (MPFR's, or dd's); a case judged from its six measurements (gdn_grad_id
+ * order; kj its "kappa_g", taken over; the log line); g attached to doc
+ * (which takes it) with the counts and verdict updated. */
+json_t *parity_recur_grad_head(const parity_recur_opts *o, int vjp_mutant, const oracle_vjp_certificate *mp,
+                               const oracle_vjp_dd_certificate *dd); /* dd NULL: the MPFR tier's mp */
+int parity_recur_grad_case_record(const parity_recur_opts *o, int64_t C, int64_t D,
+                                  const parity_recur_err m[GDN_GRADS_N], double band, json_t *kj, json_t *cases,
+                                  int *failed, gdn_error *e);
+int parity_recur_grad_counts(json_t *doc, json_t *g, int gfailed, int *pass, gdn_error *e);
+
 #endif

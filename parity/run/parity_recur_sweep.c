@@ -46,23 +46,44 @@ static json_t *err_json(parity_recur_err m) {
 
 int parity_recur_case_band(const parity_recurrence *rec, const gdn_inputs *in, const gdn_chgate *gate, int64_t C,
                            int64_t D, double fixed, double *band, json_t **kj, parity_kappa_ch *kc, gdn_error *e) {
-  *kj = NULL;
   *kc = (parity_kappa_ch){0, 0, 0, 0, 0};
+  if (rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL && C > 0) {
+    const int rc = parity_kappa_channels(in, gate, C, D > 0 ? D : 1, kc, e);
+    if (rc) return (*kj = NULL, *band = fixed, rc);
+  }
+  return parity_recur_band_of(rec, C, kc, fixed, band, kj, e);
+}
+
+int parity_recur_band_of(const parity_recurrence *rec, int64_t C, const parity_kappa_ch *kc, double fixed,
+                         double *band, json_t **kj, gdn_error *e) {
+  *kj = NULL;
   *band = fixed;
   if (rec->gate_shape != PARITY_GATE_HEAD_TOKEN_CHANNEL) return GDN_OK;
-  if (C > 0) {
-    const int rc = parity_kappa_channels(in, gate, C, D > 0 ? D : 1, kc, e);
-    if (rc) return rc;
+  if (C > 0)
     *kj = json_pack("{s:I, s:f, s:f, s:f, s:f}", "worst_channel", (json_int_t)kc->worst_d, "value",
                     isfinite(kc->worst) ? kc->worst : 1e308, "o", isfinite(kc->worst_o) ? kc->worst_o : 1e308, "ht",
                     isfinite(kc->worst_ht) ? kc->worst_ht : 1e308, "median_channel",
                     isfinite(kc->median) ? kc->median : 1e308);
-  } else {
+  else
     *kj = json_null();
-  }
   if (!*kj) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
   *band = 0x1p-24 * (PARITY_RECUR_KAPPA_C * (C > 0 ? kc->worst : 0) + PARITY_RECUR_KAPPA_F);
   return GDN_OK;
+}
+
+void parity_recur_kern_config(const parity_recur_opts *o, int64_t C, int64_t D, kern_config *cfg) {
+  kern_config_init(cfg);
+  if (C > 0) cfg->chunk = C;
+  if (D > 0) cfg->devices = D;
+  cfg->prefix = o->prefix;
+  cfg->shard = o->shard;
+  cfg->dtype = o->dtype;
+  cfg->matmul = o->matmul;
+  cfg->ftz = o->ftz;
+}
+
+int64_t parity_recur_kappa_devices(const parity_recur_opts *o, int64_t D) {
+  return o->shard == KERN_SHARD_CHUNKS ? 0 : D;
 }
 
 /* One case: the token kernel (C <= 0), the chunked kernel at chunk C
@@ -70,15 +91,7 @@ int parity_recur_case_band(const parity_recurrence *rec, const gdn_inputs *in, c
 static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_chgate *gate,
                     const gdn_outputs *ref, int64_t C, int64_t D, json_t *cases, int *failed, gdn_error *e) {
   kern_config cfg;
-  kern_config_init(&cfg);
-  cfg.matmul = KERN_MATMUL_IEEE;
-  if (C > 0) cfg.chunk = C;
-  if (D > 0) cfg.devices = D;
-  cfg.prefix = o->prefix;
-  cfg.shard = o->shard;
-  cfg.dtype = o->dtype;
-  cfg.matmul = o->matmul;
-  cfg.ftz = o->ftz;
+  parity_recur_kern_config(o, C, D, &cfg);
   gdn_outputs out;
   gdn_outputs_init(&out);
   const parity_rec_kernel k = C <= 0 ? o->rec->kern_token : D > 0 ? o->rec->kern_affine : o->rec->kern_chunked;
@@ -91,8 +104,17 @@ static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_
   json_t *kj = NULL;
   parity_kappa_ch kc = {0, 0, 0, 0, 0};
   double band;
-  if ((rc = parity_recur_case_band(o->rec, in, gate, C, o->shard == KERN_SHARD_CHUNKS ? 0 : D, o->band, &band, &kj, &kc, e))) return rc;
+  if ((rc = parity_recur_case_band(o->rec, in, gate, C, parity_recur_kappa_devices(o, D), o->band, &band, &kj, &kc,
+                                   e)))
+    return rc;
   band = parity_recur_mode_band(o->dtype, o->matmul, band);
+  return parity_recur_case_record(o, C, D, eo, eh, band, kj, &kc, cases, failed, e);
+}
+
+int parity_recur_case_record(const parity_recur_opts *o, int64_t C, int64_t D, parity_recur_err eo,
+                             parity_recur_err eh, double band, json_t *kj, const parity_kappa_ch *kcp, json_t *cases,
+                             int *failed, gdn_error *e) {
+  const parity_kappa_ch kc = *kcp;
   const int per_channel = kj != NULL;
   const int pass = eo.err <= band && eh.err <= band; /* a NaN kappa: a NaN band, and the case fails */
   const char *subject = C <= 0 ? o->rec->token_subject : D > 0 ? o->rec->affine_subject : o->rec->chunked_subject;
@@ -118,14 +140,7 @@ static int run_case(const parity_recur_opts *o, const gdn_inputs *in, const gdn_
   return GDN_OK;
 }
 
-/* What the oracle certified, for the document and the log. */
-typedef struct recur_cert {
-  const char *tier;
-  int precision_bits, check_bits, certified_bits, normwise_bits;
-  int64_t sampled_columns;
-} recur_cert;
-
-static json_t *doc_head(const parity_recur_opts *o, const recur_cert *c) {
+json_t *parity_recur_doc_head(const parity_recur_opts *o, const parity_recur_cert *c) {
   const gdn_shape *s = &o->shape;
   json_t *oracle = json_pack("{s:s, s:i, s:i, s:i}", "tier", c->tier, "precision_bits", c->precision_bits,
                              "check_bits", c->check_bits, "certified_bits", c->certified_bits);
@@ -143,7 +158,7 @@ static json_t *doc_head(const parity_recur_opts *o, const recur_cert *c) {
 
 /* The reference: the row's oracle in the tier asked for, certified. */
 static int run_oracle(const parity_recur_opts *o, const gdn_inputs *in, const gdn_chgate *gate, gdn_outputs *ref,
-                      recur_cert *c, gdn_error *e) {
+                      parity_recur_cert *c, gdn_error *e) {
   memset(c, 0, sizeof *c);
   int rc;
   if (o->dd) {
@@ -152,7 +167,7 @@ static int run_oracle(const parity_recur_opts *o, const gdn_inputs *in, const gd
     dc.sample_prec = o->oracle_bits;
     oracle_dd_certificate dcert;
     if ((rc = o->rec->oracle_dd(in, gate, &dc, ref, &dcert, e))) return rc;
-    *c = (recur_cert){"dd", dcert.precision_bits, dcert.check_bits, dcert.certified_bits, dcert.normwise_bits,
+    *c = (parity_recur_cert){"dd", dcert.precision_bits, dcert.check_bits, dcert.certified_bits, dcert.normwise_bits,
                       dcert.sampled_columns};
     return GDN_OK;
   }
@@ -161,7 +176,16 @@ static int run_oracle(const parity_recur_opts *o, const gdn_inputs *in, const gd
   oc.prec = o->oracle_bits;
   oracle_certificate cert;
   if ((rc = o->rec->oracle(in, gate, &oc, ref, &cert, e))) return rc;
-  *c = (recur_cert){"mpfr", cert.precision_bits, cert.check_bits, cert.certified_bits, 0, 0};
+  *c = (parity_recur_cert){"mpfr", cert.precision_bits, cert.check_bits, cert.certified_bits, 0, 0};
+  return GDN_OK;
+}
+
+int parity_recur_doc_finish(json_t *d, int failed, int *pass, gdn_error *e) {
+  const size_t n = json_array_size(json_object_get(d, "cases"));
+  *pass = failed == 0;
+  if (json_object_set_new(d, "n_cases", json_integer((json_int_t)n)) ||
+      json_object_set_new(d, "n_failed", json_integer(failed)) || json_object_set_new(d, "pass", json_boolean(*pass)))
+    return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
   return GDN_OK;
 }
 
@@ -176,7 +200,7 @@ int parity_recur_sweep(const parity_recur_opts *o, json_t **doc, int *pass, gdn_
   gdn_outputs_init(&ref);
   json_t *d = NULL;
   gdn_synth_opts so = {o->seed, o->h0 ? GDN_SYNTH_H0 : 0u, 0};
-  recur_cert cert;
+  parity_recur_cert cert;
   int rc, failed = 0;
   if ((rc = gdn_synth_generate(&in, &o->shape, &so, e)) || (rc = o->rec->draw_gate(&in, o->seed, &gate, e)) ||
       (rc = run_oracle(o, &in, &gate, &ref, &cert, e)))
@@ -184,7 +208,7 @@ int parity_recur_sweep(const parity_recur_opts *o, json_t **doc, int *pass, gdn_
   if (o->log)
     fprintf(o->log, "recurrence %s (gate %s): oracle %s %d bits, certified %d bits\n", o->rec->name,
             parity_gate_shape_name(o->rec->gate_shape), cert.tier, cert.precision_bits, cert.certified_bits);
-  if (!(d = doc_head(o, &cert))) {
+  if (!(d = parity_recur_doc_head(o, &cert))) {
     rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
     goto done;
   }
@@ -195,11 +219,7 @@ int parity_recur_sweep(const parity_recur_opts *o, json_t **doc, int *pass, gdn_
     for (int j = 0; j < o->n_devices; j++)
       if ((rc = run_case(o, &in, &gate, &ref, o->chunks[i], o->devices[j], cases, &failed, e))) goto done;
   }
-  const size_t n = json_array_size(cases);
-  *pass = failed == 0;
-  if (json_object_set_new(d, "n_cases", json_integer((json_int_t)n)) ||
-      json_object_set_new(d, "n_failed", json_integer(failed)) || json_object_set_new(d, "pass", json_boolean(*pass)))
-    rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+  rc = parity_recur_doc_finish(d, failed, pass, e);
 done:
   gdn_outputs_clear(&ref);
   gdn_chgate_clear(&gate);

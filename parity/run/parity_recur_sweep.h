@@ -103,6 +103,37 @@ typedef struct parity_recur_err {
 } parity_recur_err;
 parity_recur_err parity_recur_measure(const double *x, const double *r, size_t n);
 
+/* The band and "kappa_g" of a case from its kappa per channel kc (computed
+ * by the caller, e.g. merged over head groups): parity_recur_case_band's
+ * second half. */
+int parity_recur_band_of(const parity_recurrence *rec, int64_t C, const parity_kappa_ch *kc, double fixed,
+                         double *band, json_t **kj, gdn_error *e);
+
+/* What the oracle certified, for the document and the log. */
+typedef struct parity_recur_cert {
+  const char *tier;
+  int precision_bits, check_bits, certified_bits, normwise_bits;
+  int64_t sampled_columns;
+} parity_recur_cert;
+
+/* The pieces of the sweep's document, shared with the run streamed by
+ * key-head group (parity_recur_stream.h): the head (no cases yet); one case
+ * judged from its measurements (kj: its "kappa_g", taken over; the log
+ * line); the counts and verdict after the last case. */
+json_t *parity_recur_doc_head(const parity_recur_opts *o, const parity_recur_cert *c);
+int parity_recur_case_record(const parity_recur_opts *o, int64_t C, int64_t D, parity_recur_err eo,
+                             parity_recur_err eh, double band, json_t *kj, const parity_kappa_ch *kc, json_t *cases,
+                             int *failed, gdn_error *e);
+int parity_recur_doc_finish(json_t *d, int failed, int *pass, gdn_error *e);
+
+/* The kernel configuration of a case (chunk C > 0, devices D > 0; else
+ * the kernel's defaults) under o's prefix, shard and numerics modes; and
+ * the device count its kappa_G is taken on (0, the unsharded chunk grid,
+ * under chunk sharding).  The sweep, its backward and the runs streamed by
+ * key-head group all configure and judge a case by these. */
+void parity_recur_kern_config(const parity_recur_opts *o, int64_t C, int64_t D, kern_config *cfg);
+int64_t parity_recur_kappa_devices(const parity_recur_opts *o, int64_t D);
+
 /* 64-chunk sweep of rec on devices 1, 2, 4, 8, seed 0, no h0, 128 bits, no
  * mutant, the float32 band. */
 void parity_recur_opts_init(parity_recur_opts *o, const parity_recurrence *rec);

@@ -109,6 +109,13 @@ static const mode modes[] = {
      "1"},
     {"check, no oracle, --group-heads 2", {"check", "--fixture", "FIXTURE", "--oracle", "none", "--group-heads", "2"},
      "40M", "2"},
+    /* Kimi Delta Attention (parity_recur_stream.h; the whole run 33.9 MB, one key head's plan 19.5 MB) */
+    {"kda forward, mpfr, chosen",
+     {"--recurrence", "kda", "--shape", "1,2048,8,32", "--key-heads", "4", "--dv", "32", "--devices", "1,2"}, "22M",
+     "1"},
+    {"kda --grad, mpfr, --group-heads 1",
+     {"--recurrence", "kda", "--shape", "1,256,4,16", "--key-heads", "2", "--h0", "--grad", "--group-heads", "1"},
+     "24M", "2"},
 };
 
 START_TEST(streamed_peak_rss_within_max_bytes) {
