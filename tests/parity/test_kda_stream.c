@@ -120,6 +120,39 @@ START_TEST(test_grad_streamed) {
 }
 END_TEST
 
+/* Streamed under the prefix, shard and numerics modes (hillis-steele over
+ * 3 chunk-sharded devices with bf16x3 products; associative-scan with
+ * --grad): the whole run's document byte for byte, and the modes are
+ * applied (the hillis-steele, high-precision run differs from the
+ * sequential ieee one: the negative control). */
+START_TEST(test_modes_streamed) {
+  parity_recur_opts o = opts(NULL);
+  o.chunks[0] = 16; /* 4 chunks of T = 64 */
+  o.n_chunks = 1;
+  o.devices[1] = 3;
+  o.shard = KERN_SHARD_CHUNKS;
+  int pd, pw, p1;
+  char *d = run(&o, 0, &pd);
+  o.prefix = KERN_PREFIX_HILLIS_STEELE;
+  o.matmul = KERN_MATMUL_HIGH;
+  char *w = run(&o, 0, &pw), *g1 = run(&o, 1, &p1);
+  ck_assert(pd && pw && p1);
+  ck_assert_str_eq(g1, w);
+  ck_assert_str_ne(w, d);
+  free(d);
+  free(w);
+  free(g1);
+  o.prefix = KERN_PREFIX_ASSOCIATIVE_SCAN;
+  o.matmul = KERN_MATMUL_IEEE;
+  o.devices[1] = 2;
+  char *gw = run_grad(&o, 0, 0, &pw), *g2 = run_grad(&o, 2, 0, &p1);
+  ck_assert(pw && p1);
+  ck_assert_str_eq(g2, gw);
+  free(gw);
+  free(g2);
+}
+END_TEST
+
 /* The fold against the whole scan, on a tensor (outer 3, heads 4, inner 5)
  * with the worst error planted in head 3 and a tie in heads 1 and 2; the
  * group's own index, taken as the whole tensor's, would name another
@@ -260,6 +293,7 @@ int main(void) {
   tcase_add_test(tc, test_byte_identical);
   tcase_add_test(tc, test_mutant_streamed);
   tcase_add_test(tc, test_grad_streamed);
+  tcase_add_test(tc, test_modes_streamed);
   tcase_add_test(tc, test_fold);
   tcase_add_test(tc, test_kappa_groups);
   tcase_add_test(tc, test_plan);
