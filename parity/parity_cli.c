@@ -722,15 +722,7 @@ static int fixture_reference(const run_state *st, const fix_fixture *fx, const c
   int rc = stored_oracle_trusted(st, fx, o->dtype, why, sizeof why, &spot_rel, &spot_cols, &trusted, e);
   if (rc) return rc;
   if (trusted && st->tier != PARITY_ORACLE_NONE) {
-    const gdn_shape *fs = &fx->inputs.shape;
-    ref->tier = ref->requested = PARITY_ORACLE_MPFR;
-    ref->form = "token";
-    ref->precision_bits = (int)fx->oracle.precision_bits;
-    ref->certified_bits = (int)fx->oracle.certified_bits;
-    ref->normwise_bits = ref->guaranteed_bits = -1;
-    ref->bound_violations = -1;
-    ref->total_columns = ref->sampled_columns = fs->B * fs->Hv * fs->Dv; /* regen certifies all */
-    ref->from_fixture = 1;
+    parity_stored_oracle_take(&fx->oracle, &fx->inputs.shape, ref);
     ref->spot_columns = spot_cols;
     ref->spot_rel = spot_rel;
     parity_reference_borrow(ref, &fx->oracle.out); /* fx owns it */
