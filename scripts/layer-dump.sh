@@ -70,7 +70,9 @@ check_pty() {
   step "$name" script -qfec "$par check --fixture $f --grad ${thr[*]} $check_args --json $json" "$out/$name.tty"
   CHECK_RC=$(grep -o 'COMMAND_EXIT_CODE="[0-9]*"' "$out/$name.tty" | tail -1 | grep -o '[0-9]*' || true)
   CHECK_RC=${CHECK_RC:-$RC}
-  PROGRESS=$(tr '\r' '\n' <"$out/$name.tty" | grep -E 'left' | tail -1 | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' || true)
+  # the line drawn halfway through the run (its ETA still ahead), and the count drawn
+  tr '\r' '\n' <"$out/$name.tty" | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' | grep -E 'elapsed, ~' >"$out/$name.progress" || true
+  PROGRESS=$(sed -n "$((($(wc -l <"$out/$name.progress") + 1) / 2))p" "$out/$name.progress")
 }
 
 echo "layer-dump: shape $shape, key heads $hk, oracle $oracle, out $out ($(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
@@ -103,15 +105,17 @@ echo "  verdict: $pass_line (exit $PASS_RC)"
 "$plant" "$f" kernel-affine-prefix-d8 "$plant_head" "$t0" "$t1" 0x1p-10 | tee "$out/plant.log"
 check_pty check-planted "$out/check-planted.json"
 FAIL_WALL=$WALL FAIL_RSS=$RSS FAIL_RC=$CHECK_RC
-fail_line=$(grep -E 'FAIL.*kernel-affine-prefix-d8|kernel-affine-prefix-d8.*FAIL' "$out/check-planted.log" | head -1 || true)
-worst=$(grep -A3 -E 'kernel-affine-prefix-d8 .*FAIL' "$out/check-planted.log" | grep -oE 'b=[0-9]+ t=[0-9]+ h=[0-9]+' | head -1 || true)
-echo "  planted: exit $FAIL_RC; $(grep -E '^(PASS|FAIL)' "$out/check-planted.log" | tail -1)"
+# the summary line: "FAIL: ... worst: kernel-affine-prefix-d8 o ... at b=0 t=133 h=3 d=10 ..."
+fail_line=$(grep -E '^FAIL:' "$out/check-planted.log" | tail -1 || true)
+worst=$(grep -oE 'worst: kernel-affine-prefix-d8 (o|ht|d[a-z0-9]+) .* at b=[0-9]+ t=[0-9]+ h=[0-9]+' <<<"$fail_line" |
+  grep -oE 'kernel-affine-prefix-d8 [a-z0-9]+|b=[0-9]+ t=[0-9]+ h=[0-9]+' | paste -sd' ' || true)
+echo "  planted: exit $FAIL_RC; $fail_line"
 echo "  named: ${worst:-nothing}"
 wt=$(sed -E 's/.*t=([0-9]+).*/\1/' <<<"$worst") wh=$(sed -E 's/.*h=([0-9]+).*/\1/' <<<"$worst")
 named=0
 [[ -n $worst && $wh == "$plant_head" && $wt -ge $t0 && $wt -lt $t1 ]] && named=1
 
-ratio=$(echo "$CHECK_WALL / $REGEN_WALL" | bc -l)
+ratio=$(printf '%.3f' "$(echo "$CHECK_WALL / $REGEN_WALL" | bc -l)")
 cat >"$out/layer-dump.json" <<EOF
 {"shape": "$shape", "key_heads": $hk, "cores": $(nproc), "load": "$(cut -d' ' -f1-3 /proc/loadavg)",
  "synth": {"wall_s": $SYNTH_WALL, "peak_rss_kib": $SYNTH_RSS},
