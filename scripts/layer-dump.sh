@@ -12,7 +12,7 @@
 #     /oracle stored with its certificate.
 #  3. gdn-parity check --fixture FILE --grad: PASS expected (exit 0); its
 #     progress line with the ETA (on a pseudo-terminal, through script(1)).
-#  4. The same file with one output planted wrong (bench/fixture_plant:
+#  4. The same file with one output planted wrong (fixtures/fixture_plant:
 #     kernel-affine-prefix-d8's o at value head --plant-head, default H - 1,
 #     the last head group, tokens [T/2, T/2 + 64), x (1 + 2^-10)): check
 #     FAILs (exit 1), and its FAIL line must name the output, the head and a
@@ -21,7 +21,8 @@
 # OUT/layer-dump.json with the ratio of check's time to the oracle's
 # (regen's).  Default shape 1,16384,32,128 with 16 key heads (the Qwen 3.5
 # layer at 1/16 of its 262,144 tokens).  Exit 0 when step 3 PASSes and step
-# 4 FAILs as said; 1 otherwise.
+# 4 FAILs as said; 1 otherwise; 2 on bad usage; 77 (a skip, to meson) when
+# /usr/bin/time, script(1) or bc is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build out=out/layer-dump shape=1,16384,32,128 hk=16 oracle=dd threads="" plant_head="" check_args=""
@@ -40,9 +41,11 @@ while (($#)); do
   esac
 done
 case "$oracle" in dd|mpfr|both) ;; *) echo "layer-dump.sh: --oracle dd, mpfr or both" >&2; exit 2 ;; esac
-fx=$build/fixtures/gdn-fixture par=$build/parity/gdn-parity plant=$build/bench/fixture_plant
+fx=$build/fixtures/gdn-fixture par=$build/parity/gdn-parity plant=$build/fixtures/fixture_plant
 for x in "$fx" "$par" "$plant"; do [[ -x $x ]] || { echo "layer-dump.sh: $x not built (ninja -C $build)" >&2; exit 2; }; done
-command -v script >/dev/null || { echo "layer-dump.sh: script(1) (util-linux) is needed for the progress line" >&2; exit 2; }
+for t in /usr/bin/time script bc; do
+  command -v $t >/dev/null || { echo "layer-dump.sh: $t is needed (GNU time, util-linux script, bc); skipped" >&2; exit 77; }
+done
 IFS=, read -r B T H D <<<"$shape"
 plant_head=${plant_head:-$((H - 1))}
 t0=$((T / 2)) t1=$((T / 2 + 64))
