@@ -48,13 +48,13 @@ for t in /usr/bin/time script bc; do
 done
 IFS=, read -r B T H D <<<"$shape"
 plant_head=${plant_head:-$((H - 1))}
-t0=$((T / 2)) t1=$((T / 2 + 64))
+t0=$((T / 2)) t1=$((T / 2 + 64 < T ? T / 2 + 64 : T))
 thr=()
 [[ -n $threads ]] && thr=(--threads "$threads")
 mkdir -p "$out"
 f=$out/layer.h5
 
-# step NAME CMD...: runs CMD under /usr/bin/time -v; sets WALL (s), RSS (KiB), RC.
+# step NAME CMD...: runs CMD under /usr/bin/time -v; sets WALL (s), CPU (user + system s), RSS (KiB), RC.
 step() {
   local name=$1; shift
   set +e
@@ -63,7 +63,9 @@ step() {
   set -e
   WALL=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s}' "$out/$name.time")
   RSS=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$out/$name.time")
-  printf '%-12s exit %d  wall %8.1f s  peak RSS %8.1f MiB\n' "$name" "$RC" "$WALL" "$(echo "$RSS / 1024" | bc -l)"
+  CPU=$(awk -F': ' '/User time|System time/ {s += $2} END {printf "%.2f", s}' "$out/$name.time")
+  printf '%-13s exit %d  wall %8.1f s  cpu %8.1f s  peak RSS %8.1f MiB\n' "$name" "$RC" "$WALL" "$CPU" \
+    "$(echo "$RSS / 1024" | bc -l)"
 }
 
 # The check under a pseudo-terminal, so that its progress line (with the ETA)
@@ -82,23 +84,23 @@ echo "layer-dump: shape $shape, key heads $hk, oracle $oracle, out $out ($(nproc
 rm -f "$f"
 step synth "$fx" synth --shape "$shape" --key-heads "$hk" --h0 --grad --kernel-outputs 1,8 --max-bytes 0 --out "$f"
 ((RC == 0)) || { cat "$out/synth.log"; exit 1; }
-SYNTH_WALL=$WALL SYNTH_RSS=$RSS
-MPFR_WALL=null MPFR_RSS=null
+SYNTH_WALL=$WALL SYNTH_RSS=$RSS SYNTH_CPU=$CPU
+MPFR_WALL=null MPFR_RSS=null MPFR_CPU=null
 if [[ $oracle == both ]]; then
   cp "$f" "$out/layer-mpfr.h5"
   step regen-mpfr "$fx" regen "$out/layer-mpfr.h5" --oracle mpfr --quiet --max-bytes 0 "${thr[@]}"
   ((RC == 0)) || { cat "$out/regen-mpfr.log"; exit 1; }
-  MPFR_WALL=$WALL MPFR_RSS=$RSS
+  MPFR_WALL=$WALL MPFR_RSS=$RSS MPFR_CPU=$CPU
   rm -f "$out/layer-mpfr.h5"
 fi
 tier=$([[ $oracle == mpfr ]] && echo mpfr || echo dd)
 step regen "$fx" regen "$f" --oracle "$tier" --max-bytes 0 "${thr[@]}"
 ((RC == 0)) || { cat "$out/regen.log"; exit 1; }
-REGEN_WALL=$WALL REGEN_RSS=$RSS
+REGEN_WALL=$WALL REGEN_RSS=$RSS REGEN_CPU=$CPU
 grep -h 'oracle written' "$out/regen.log" || true
 
 check_pty check "$out/check.json"
-CHECK_WALL=$WALL CHECK_RSS=$RSS PASS_RC=$CHECK_RC PASS_PROGRESS=$PROGRESS
+CHECK_WALL=$WALL CHECK_RSS=$RSS CHECK_CPU=$CPU PASS_RC=$CHECK_RC PASS_PROGRESS=$PROGRESS
 pass_line=$(grep -E '^(PASS|FAIL)' "$out/check.log" | tail -1 || true)
 reference=$(grep -m1 '^reference:' "$out/check.log" || true)
 echo "  $reference"
@@ -107,7 +109,7 @@ echo "  verdict: $pass_line (exit $PASS_RC)"
 
 "$plant" "$f" kernel-affine-prefix-d8 "$plant_head" "$t0" "$t1" 0x1p-10 | tee "$out/plant.log"
 check_pty check-planted "$out/check-planted.json"
-FAIL_WALL=$WALL FAIL_RSS=$RSS FAIL_RC=$CHECK_RC
+FAIL_WALL=$WALL FAIL_RSS=$RSS FAIL_CPU=$CPU FAIL_RC=$CHECK_RC
 # the summary line: "FAIL: ... worst: kernel-affine-prefix-d8 o ... at b=0 t=133 h=3 d=10 ..."
 fail_line=$(grep -E '^FAIL:' "$out/check-planted.log" | tail -1 || true)
 worst=$(grep -oE 'worst: kernel-affine-prefix-d8 (o|ht|d[a-z0-9]+) .* at b=[0-9]+ t=[0-9]+ h=[0-9]+' <<<"$fail_line" |
@@ -119,17 +121,22 @@ named=0
 [[ -n $worst && $wh == "$plant_head" && $wt -ge $t0 && $wt -lt $t1 ]] && named=1
 
 ratio=$(printf '%.3f' "$(echo "$CHECK_WALL / $REGEN_WALL" | bc -l)")
+cratio=$(printf '%.3f' "$(echo "$CHECK_CPU / $REGEN_CPU" | bc -l)")
 cat >"$out/layer-dump.json" <<EOF
 {"shape": "$shape", "key_heads": $hk, "cores": $(nproc), "load": "$(cut -d' ' -f1-3 /proc/loadavg)",
- "synth": {"wall_s": $SYNTH_WALL, "peak_rss_kib": $SYNTH_RSS},
- "regen": {"tier": "$tier", "wall_s": $REGEN_WALL, "peak_rss_kib": $REGEN_RSS},
- "regen_mpfr": {"wall_s": $MPFR_WALL, "peak_rss_kib": $MPFR_RSS},
- "check": {"wall_s": $CHECK_WALL, "peak_rss_kib": $CHECK_RSS, "exit": $PASS_RC, "ratio_to_oracle": $ratio,
+ "synth": {"wall_s": $SYNTH_WALL, "cpu_s": $SYNTH_CPU, "peak_rss_kib": $SYNTH_RSS},
+ "regen": {"tier": "$tier", "wall_s": $REGEN_WALL, "cpu_s": $REGEN_CPU, "peak_rss_kib": $REGEN_RSS},
+ "regen_mpfr": {"wall_s": $MPFR_WALL, "cpu_s": $MPFR_CPU, "peak_rss_kib": $MPFR_RSS},
+ "check": {"wall_s": $CHECK_WALL, "cpu_s": $CHECK_CPU, "peak_rss_kib": $CHECK_RSS, "exit": $PASS_RC,
+           "ratio_to_oracle": $ratio, "cpu_ratio_to_oracle": $cratio,
            "progress": "$(sed 's/"/\\"/g' <<<"$PASS_PROGRESS")"},
- "check_planted": {"wall_s": $FAIL_WALL, "peak_rss_kib": $FAIL_RSS, "exit": $FAIL_RC, "head": $plant_head,
+ "check_planted": {"wall_s": $FAIL_WALL, "cpu_s": $FAIL_CPU, "peak_rss_kib": $FAIL_RSS, "exit": $FAIL_RC, "head": $plant_head,
                    "tokens": [$t0, $t1], "named": "$worst", "named_right": $named}}
 EOF
-printf 'check / oracle (regen %s): %.2fx; peak RSS of check %.2f GiB\n' "$tier" "$ratio" "$(echo "$CHECK_RSS / 1048576" | bc -l)"
+printf 'check / oracle (regen %s): %.2fx wall, %.2fx CPU; peak RSS of check %.2f GiB\n' "$tier" "$ratio" "$cratio" \
+  "$(echo "$CHECK_RSS / 1048576" | bc -l)"
+[[ $MPFR_CPU != null ]] && printf 'regen mpfr / regen dd: %.1fx wall, %.1fx CPU\n' "$(echo "$MPFR_WALL / $REGEN_WALL" | bc -l)" \
+  "$(echo "$MPFR_CPU / $REGEN_CPU" | bc -l)"
 if ((PASS_RC == 0 && FAIL_RC == 1 && named == 1)); then
   echo "layer-dump: OK (PASS, then FAIL naming kernel-affine-prefix-d8, h=$wh, t=$wt)"
   exit 0
