@@ -331,7 +331,14 @@ static int fixture_grads_setup(const run_state *st, const fix_fixture *fx, parit
   if (rc) return rc;
   if (st->grad && o->verbosity >= 1)
     fprintf(out, "note: --grad uses the fixture's /cotangents (grad_problem_sha256 %s)\n", fx->grad_problem_sha256);
-  if ((rc = parity_reference_compute_grads(ref, &fx->inputs, &fx->cot, st->tier, st->oracle_bits, e))) return rc;
+  /* one step of the progress line: minutes at a layer's length, before the
+   * sweep's first (the stored /oracle holds no gradients) */
+  parity_progress_add(o->progress, 1);
+  parity_progress_begin(o->progress, "oracle VJP of the fixture's /cotangents");
+  rc = parity_reference_compute_grads(ref, &fx->inputs, &fx->cot, st->tier, st->oracle_bits, e);
+  parity_progress_end(o->progress);
+  parity_progress_clear(o->progress);
+  if (rc) return rc;
   o->ct = &fx->cot;
   memcpy(ref->grad_sha256, fx->grad_problem_sha256, sizeof ref->grad_sha256);
   return GDN_OK;
