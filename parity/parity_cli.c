@@ -334,7 +334,14 @@ static int fixture_grads_setup(const run_state *st, const fix_fixture *fx, parit
   if (rc) return rc;
   if (st->grad && o->verbosity >= 1)
     fprintf(out, "note: --grad uses the fixture's /cotangents (grad_problem_sha256 %s)\n", fx->grad_problem_sha256);
-  if ((rc = parity_reference_compute_grads(ref, &fx->inputs, &fx->cot, st->tier, st->oracle_bits, e))) return rc;
+  /* one step of the progress line: minutes at a layer's length, before the
+   * sweep's first (the stored /oracle holds no gradients) */
+  parity_progress_add(o->progress, 1);
+  parity_progress_begin(o->progress, "oracle VJP of the fixture's /cotangents");
+  rc = parity_reference_compute_grads(ref, &fx->inputs, &fx->cot, st->tier, st->oracle_bits, e);
+  parity_progress_end(o->progress);
+  parity_progress_clear(o->progress);
+  if (rc) return rc;
   o->ct = &fx->cot;
   memcpy(ref->grad_sha256, fx->grad_problem_sha256, sizeof ref->grad_sha256);
   return GDN_OK;
@@ -729,15 +736,7 @@ static int fixture_reference(const run_state *st, const fix_fixture *fx, const c
   int rc = stored_oracle_trusted(st, fx, o->dtype, why, sizeof why, &spot_rel, &spot_cols, &trusted, e);
   if (rc) return rc;
   if (trusted && st->tier != PARITY_ORACLE_NONE) {
-    const gdn_shape *fs = &fx->inputs.shape;
-    ref->tier = ref->requested = PARITY_ORACLE_MPFR;
-    ref->form = "token";
-    ref->precision_bits = (int)fx->oracle.precision_bits;
-    ref->certified_bits = (int)fx->oracle.certified_bits;
-    ref->normwise_bits = ref->guaranteed_bits = -1;
-    ref->bound_violations = -1;
-    ref->total_columns = ref->sampled_columns = fs->B * fs->Hv * fs->Dv; /* regen certifies all */
-    ref->from_fixture = 1;
+    parity_stored_oracle_take(&fx->oracle, &fx->inputs.shape, ref);
     ref->spot_columns = spot_cols;
     ref->spot_rel = spot_rel;
     parity_reference_borrow(ref, &fx->oracle.out); /* fx owns it */

@@ -20,6 +20,14 @@ static void log_reference_grads(FILE *f, const parity_reference *ref) {
 static void log_reference(FILE *f, const parity_reference *ref) {
   if (!ref)
     fprintf(f, "reference: none (--oracle none): affine-prefix is judged against the scan only\n");
+  else if (ref->tier == PARITY_ORACLE_DD && ref->from_fixture)
+    fprintf(f,
+            "reference: the fixture's dd oracle (double-double, %d bits; gdn-fixture regen --oracle dd): certified "
+            "%d bits (normwise %d) on %" PRId64 " of %" PRId64 " state columns against MPFR at %d bits, every "
+            "column within a proven %d bits; spot check: %" PRId64
+            " state columns recomputed in double-double, normwise difference %.2g\n",
+            ref->precision_bits, ref->certified_bits, ref->normwise_bits, ref->sampled_columns, ref->total_columns,
+            ref->check_bits, ref->guaranteed_bits, ref->spot_columns, ref->spot_rel);
   else if (ref->tier == PARITY_ORACLE_DD)
     fprintf(f,
             "reference: dd oracle (double-double, %d bits)%s: certified %d bits (normwise %d) on %" PRId64

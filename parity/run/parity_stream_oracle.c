@@ -32,6 +32,8 @@ int parity_stored_oracle_open(parity_stored_oracle *so, const fix_fixture *meta,
   const fix_oracle *fo = &meta->oracle;
   if (!(so->present = fo->present)) return GDN_OK;
   so->precision_bits = fo->precision_bits, so->certified_bits = fo->certified_bits;
+  so->attrs = *fo;
+  gdn_outputs_init(&so->attrs.out); /* the attributes only: the data stays the file's */
   so->judged = judged;
   char why[256] = "";
   if (fo->fresh && fo->problem_fresh != 1)
@@ -100,6 +102,26 @@ int parity_stored_oracle_group(parity_stored_oracle *so, const gdn_inputs *in, c
   return GDN_OK;
 }
 
+void parity_stored_oracle_take(const fix_oracle *fo, const gdn_shape *whole, parity_reference *ref) {
+  ref->tier = ref->requested = fo->tier_dd ? PARITY_ORACLE_DD : PARITY_ORACLE_MPFR;
+  ref->form = "token";
+  ref->precision_bits = (int)fo->precision_bits;
+  ref->certified_bits = (int)fo->certified_bits;
+  ref->total_columns = whole->B * whole->Hv * whole->Dv;
+  ref->from_fixture = 1;
+  if (fo->tier_dd) { /* regen --oracle dd: the certificate it stored (bound violations refused it) */
+    ref->check_bits = (int)fo->check_bits;
+    ref->normwise_bits = (int)fo->normwise_bits;
+    ref->guaranteed_bits = (int)fo->guaranteed_bits;
+    ref->bound_violations = 0;
+    ref->sampled_columns = fo->sampled_columns;
+    return;
+  }
+  ref->normwise_bits = ref->guaranteed_bits = -1;
+  ref->bound_violations = -1;
+  ref->sampled_columns = ref->total_columns; /* regen certifies all */
+}
+
 void parity_stored_oracle_finish(parity_stored_oracle *so, const gdn_shape *whole, parity_reference *ref,
                                  int *trusted) {
   *trusted = 0;
@@ -118,14 +140,7 @@ void parity_stored_oracle_finish(parity_stored_oracle *so, const gdn_shape *whol
                (long long)so->spot_cols, rel);
     } else {
       *trusted = 1;
-      ref->tier = ref->requested = PARITY_ORACLE_MPFR;
-      ref->form = "token";
-      ref->precision_bits = (int)so->precision_bits;
-      ref->certified_bits = (int)so->certified_bits;
-      ref->normwise_bits = ref->guaranteed_bits = -1;
-      ref->bound_violations = -1;
-      ref->total_columns = ref->sampled_columns = whole->B * whole->Hv * whole->Dv; /* regen certifies all */
-      ref->from_fixture = 1;
+      parity_stored_oracle_take(&so->attrs, whole, ref);
       ref->spot_columns = so->spot_cols;
       ref->spot_rel = rel;
       return;

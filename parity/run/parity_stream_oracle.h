@@ -30,6 +30,7 @@ typedef struct parity_stored_oracle {
   int present;   /* the file has a /oracle */
   int candidate; /* fresh, bits in range, a tier to judge with: read by group and checked */
   int64_t precision_bits, certified_bits;
+  fix_oracle attrs;    /* the stored attributes (tier and dd certificate); no data */
   gdn_dtype judged;
   int weak;            /* fix_oracle_check's FIX_ORACLE_WEAK, reported when every value is finite */
   char weak_why[256];
@@ -54,6 +55,11 @@ int parity_stored_oracle_group(parity_stored_oracle *so, const gdn_inputs *in, c
                                int64_t whole_hv, gdn_error *e);
 /* After every group: *trusted, and when trusted the reference's fields
  * (its outputs are the groups' in scratch); else note and warning set. */
+/* A trusted stored /oracle's certificate into ref, as the whole and the
+ * streamed check report it: its tier (mpfr, or dd with the certificate
+ * regen stored: check_bits, normwise_bits, guaranteed_bits,
+ * sampled_columns), from_fixture 1.  whole: the run's shape. */
+void parity_stored_oracle_take(const fix_oracle *fo, const gdn_shape *whole, parity_reference *ref);
 void parity_stored_oracle_finish(parity_stored_oracle *so, const gdn_shape *whole, parity_reference *ref,
                                  int *trusted);
 

@@ -251,6 +251,80 @@ START_TEST(stored_oracle) {
 }
 END_TEST
 
+/* The dd tier's /oracle (gdn-fixture regen --oracle dd) stored with its
+ * certificate: trusted as an MPFR one is (fresh, the attribute table, the
+ * spot check), whole and streamed alike, reported as tier dd with the
+ * stored certificate; then one defect each, caught: a value of /oracle/o
+ * in a spot-checked column (the spot check), certified_bits raised past
+ * the tier's 106 bits (the attribute table), tier "dd" on an MPFR /oracle
+ * (refused by name, exit 2); and with a trusted dd /oracle, one output
+ * planted wrong at value head 3, token 200: FAIL naming the output, the
+ * head and the token. */
+static void regen_dd(const char *f) {
+  cli_result r;
+  char *regen[] = {fixture_exe, "regen", (char *)f, "--oracle", "dd", NULL};
+  cli_run(&r, regen);
+  ck_assert_msg(r.status == 0 && strstr(r.out, "tier dd"), "regen --oracle dd: %s %s", r.out, r.err);
+}
+
+static const char *const dd_synth[] = {"--shape", "1,256,4,16", "--key-heads", "2", "--h0", "--kernel-outputs", "1,2",
+                                       NULL};
+
+START_TEST(stored_dd_oracle) {
+  char f[256], a[256];
+  dir_begin();
+  synth("dd.h5", dd_synth, f, sizeof f);
+  regen_dd(f);
+  cli_result r;
+  same_both_ways(f, NULL, NULL, 0, &r);
+  ck_assert_msg(strstr(r.out, "reference: the fixture's dd oracle") && strstr(r.out, "spot check: 4"), "%s", r.out);
+  snprintf(a, sizeof a, "%s/dd.json", dir);
+  ck_assert_int_eq(check_to(f, (const char *const[]){"--group-heads", "1", NULL}, a, &r), 0);
+  json_error_t je;
+  json_t *j = json_load_file(a, 0, &je), *in = json_array_get(json_object_get(j, "inputs"), 0);
+  ck_assert(j && in);
+  ck_assert(json_is_true(json_object_get(in, "oracle_from_fixture")));
+  ck_assert_str_eq(json_string_value(json_object_get(in, "oracle_tier")), "dd");
+  ck_assert_int_eq(json_integer_value(json_object_get(in, "oracle_precision_bits")), 106);
+  ck_assert_int_eq(json_integer_value(json_object_get(in, "oracle_sampled_columns")), 4 * 2);
+  ck_assert_int_eq(json_integer_value(json_object_get(in, "oracle_bound_violations")), 0);
+  ck_assert_int_ge(json_integer_value(json_object_get(in, "oracle_certified_bits")), 80);
+  json_decref(j);
+  unlink(a);
+  /* an output planted wrong: value head 3, token 200 (the last head group) */
+  h5e_poke(f, "/outputs/kernel-affine-prefix-d2/o", (200 * 4 + 3) * 16 + 5, 0.5f);
+  same_both_ways(f, NULL, NULL, 1, &r);
+  ck_assert_msg(strstr(r.out, "FAIL") && strstr(r.out, "kernel-affine-prefix-d2") && strstr(r.out, "t=200") &&
+                    strstr(r.out, "h=3"),
+                "%s", r.out);
+  unlink(f);
+  /* tampered: a value the spot check sees, then the certificate */
+  synth("dd.h5", dd_synth, f, sizeof f);
+  regen_dd(f);
+  h5e_poke(f, "/oracle/o", (200 * 4 + 3) * 16 + 6, 0.75f);
+  same_both_ways(f, NULL, NULL, 0, &r);
+  ck_assert_msg(strstr(r.out, "not trusted (spot check failed: 4 recomputed"), "%s", r.out);
+  unlink(f);
+  synth("dd.h5", dd_synth, f, sizeof f);
+  regen_dd(f);
+  h5e_set_attr_int(f, "/oracle", "certified_bits", 107, 1);
+  same_both_ways(f, NULL, NULL, 0, &r);
+  ck_assert_msg(strstr(r.out, "certified_bits 107 is outside [1, precision_bits = 106]"), "%s", r.out);
+  unlink(f);
+  /* tier "dd" on an MPFR /oracle: refused by name */
+  synth("dd.h5", dd_synth, f, sizeof f);
+  char *regen[] = {fixture_exe, "regen", f, "--oracle-bits", "64", NULL};
+  cli_run(&r, regen);
+  ck_assert_msg(r.status == 0, "regen: %s", r.err);
+  h5e_set_attr_str(f, "/oracle", "tier", "dd");
+  ck_assert_int_eq(check_to(f, NULL, a, &r), 2);
+  ck_assert_msg(strstr(r.err, "precision_bits 64 with tier \"dd\""), "%s", r.err);
+  unlink(f);
+  unlink(a);
+  dir_end();
+}
+END_TEST
+
 /* A stored /oracle with /cotangents: its forward read by group, the
  * oracle's VJP computed by group (parity_group_oracle.vjp_only), the
  * outputs' gradients judged against it. */
@@ -362,4 +436,4 @@ END_TEST
 
 CKR_MAIN_ARGS("test_check_stream PATH-TO-gdn-parity PATH-TO-gdn-fixture", 2, (&exe, &fixture_exe), "check_stream",
               "check_stream", 600, outputs_forward, outputs_with_gradients, planted_output_fails, stored_oracle,
-              stored_oracle_with_gradients, two_shard_runs, packed_outputs, packed_planted_fails)
+              stored_dd_oracle, stored_oracle_with_gradients, two_shard_runs, packed_outputs, packed_planted_fails)
