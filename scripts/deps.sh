@@ -25,6 +25,7 @@ pkgs=(
   libxml2-utils libxml2-dev chromium
   clang libclang-rt-14-dev libomp-dev valgrind
   openmpi-bin libopenmpi-dev
+  time bc
 )
 if ((bench)); then
   pkgs+=(libopenblas-dev time python3-venv)
