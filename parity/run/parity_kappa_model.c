@@ -49,6 +49,30 @@ static void perturb_g(float *g, const gdn_inputs *in, int k, int64_t C, double u
     }
 }
 
+/* in's g into g for the tree probe of block size W (a power of two, 2 <=
+ * W < C): every aligned block [s, s + W) of a chunk (s past the chunk's
+ * start) has its G off by one shared eps_b = A u_g |G_{s-1}| z_b, the
+ * rounding of the prefix a tree-shaped cumsum hands the whole block (the
+ * Blelloch down-sweep's exclusive prefix of a subtree, a pairwise or
+ * Hillis-Steele partial sum under many tokens): errors correlated over W
+ * tokens, which the token probes (independent eps_i) do not carry. */
+static void perturb_g_tree(float *g, const gdn_inputs *in, int64_t W, int64_t C, double u_g, int64_t head0) {
+  const gdn_shape *S = &in->shape;
+  for (int64_t b = 0; b < S->B; b++)
+    for (int64_t h = 0; h < S->Hv; h++) {
+      double G = 0, eps = 0, prev = 0;
+      for (int64_t t = 0; t < S->T; t++) {
+        const size_t i = (size_t)((b * S->T + t) * S->Hv + h);
+        const int64_t c = t % C;
+        if (c == 0) G = 0, eps = 0, prev = 0;
+        else if (c % W == 0) eps = PARITY_MODEL_AMP * u_g * fabs(G) * parity_model_sign(60 + (int)log2((double)W), b, t, head0 + h);
+        G += in->g[i];
+        g[i] = (float)(in->g[i] + eps - prev);
+        prev = eps;
+      }
+    }
+}
+
 static size_t numel(int t, const gdn_shape *s) { return (size_t)parity_tensor_numel(&parity_tensors[t], s); }
 
 static const double *tensor_of(int t, const gdn_outputs *o, const gdn_grads *g) {
@@ -278,6 +302,11 @@ int parity_model_compute_layouts(parity_model *m, const gdn_inputs *in, const gd
   if (!rc) rc = alloc_set(m->s, S, &o0, ct ? &g0 : NULL, e);
   for (int k = 0; !rc && k < PARITY_MODEL_SAMPLES; k++) { /* G's probes: their squares sum to its variance */
     perturb_g(p.g, in, k, C, u_g, head0);
+    if (!(rc = run_scan(&p, ct, C, NULL, &o1, &g1, e)))
+      accumulate(m->s, S, &o0, ct ? &g0 : NULL, &o1, ct ? &g1 : NULL, PARITY_MODEL_AMP);
+  }
+  for (int64_t W = 2; !rc && W < C; W *= 2) { /* the tree probes: G's errors shared over W tokens */
+    perturb_g_tree(p.g, in, W, C, u_g, head0);
     if (!(rc = run_scan(&p, ct, C, NULL, &o1, &g1, e)))
       accumulate(m->s, S, &o0, ct ? &g0 : NULL, &o1, ct ? &g1 : NULL, PARITY_MODEL_AMP);
   }

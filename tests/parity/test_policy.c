@@ -401,8 +401,8 @@ END_TEST
 /* The built-in gradient rules on a view with gradient metrics (float32
  * highest): measured-size errors pass -- dq dk dv dh0 4e-7, dg 1.15e-5 (the
  * initial gates at T = 1024), per-token 4.2e-6; each negative control fails
- * its own rule (per-token: 1e-4 in affine dk against the scan's 4.2e-6, 2e-4 in the scan's own), affine dk 4.5e-6, over 4 x max(scan, 16u) (the relative rule, first in order), scan dk 5e-6
- * (the 64u band), dg 7e-5 (the 1024u band), dk row_rel 1e-4 (per-token).
+ * its own rule (per-token: 1e-4 in affine dk against the scan's 4.2e-6), affine dk 4.5e-6, over 4 x max(scan, 16u) (the relative rule, first in order), scan dk 5e-6
+ * (the 64u band), dg 7e-5 (the 1024u band).
  * Without gradient metrics no gradient check appears. */
 START_TEST(gradient_rules) {
   /* o and ht also meet the built-in localized rules at a
@@ -412,15 +412,16 @@ START_TEST(gradient_rules) {
     const double v = t == PARITY_T_DG ? 1.15e-5 : t <= PARITY_T_HT ? 2e-7 : 4e-7;
     grad_case_set(g, t, v, v, 4.2e-6);
   }
-  /* relative 6 + per-token vs scan 3 (affine) + bands 4 + 2 + per-token 3, each for both */
-  ck_assert_uint_eq(grad_case_all_pass(g), 6 + 3 + 2 * (4 + 2 + 3));
+  /* relative 6 + per-token vs scan 3 (affine) + bands 4 + 2, each for both; grad-per-token-float32
+   * follows the error model, so on this view without its statistics it does not apply (as
+   * grad-per-token-float32-gates): its catch, with the model, is test_grad_token_plant's */
+  ck_assert_uint_eq(grad_case_all_pass(g), 6 + 3 + 2 * (4 + 2));
   static const grad_planted bad[] = {
       {PARITY_T_DK, 1, 4.5e-6, 0, "grad-affine-no-worse-than-scan"}, /* > 4 x 16u */
       {PARITY_T_DG, 1, 4.7e-5, 0, "grad-affine-no-worse-than-scan-gates"}, /* > 4 x 1.15e-5 */
       {PARITY_T_DK, 0, 5e-6, 0, "grad-band-float32"},
       {PARITY_T_DG, 0, 7e-5, 0, "grad-band-float32-gates"},
-      {PARITY_T_DK, 1, 0, 1e-4, "grad-per-token-vs-scan"},
-      {PARITY_T_DK, 0, 0, 2e-4, "grad-per-token-float32"}};
+      {PARITY_T_DK, 1, 0, 1e-4, "grad-per-token-vs-scan"}};
   grad_case_planted_fail(g, bad, sizeof bad / sizeof bad[0], 0);
   for (int t = PARITY_T_DQ; t < PARITY_T_N; t++) g->subj[0].vs_oracle[t] = g->subj[1].vs_oracle[t] = NULL;
   ck_assert_int_eq(parity_policy_judge(&g->p, &g->v, &g->c, &g->e), GDN_OK);
