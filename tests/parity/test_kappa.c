@@ -418,10 +418,13 @@ START_TEST(finding_case_passes_and_says_why) {
       ck_assert(subject_pass(c, "affine-prefix"));
       ck_assert(json_is_true(json_object_get(json_object_get(impls, "f64-scan"), "pass")));
       ck_assert_msg(f && strstr(f, "stock algorithm: ") && strstr(f, "kappa_G = "), "finding: %s", f ? f : "(none)");
-      /* negative control: the planted 1e-4 is above the widened band */
+      /* negative control: the planted 1e-4 is above the widened band (by
+       * 1.86x since the error model's tree probes, which raised the model's
+       * normwise bound here to 2.7e-5, limit 5.38e-5; 2x before them) */
       json_t *pb = find_check(c, "band-float32", "planted", "o");
       ck_assert(json_is_false(json_object_get(pb, "pass")));
-      ck_assert(num(pb, "value") > 2 * num(pb, "limit"));
+      ck_assert_msg(num(pb, "value") > 1.5 * num(pb, "limit"), "planted %g vs limit %g", num(pb, "value"),
+                    num(pb, "limit"));
     } else {
       /* HIGH's band (2^-13) is above kappa_G u here: the scan's is not
        * widened (the externals declare ieee: theirs is, and the finding says so) */
