@@ -50,13 +50,13 @@ def seed_cells(path, b):
     """The (shape, h0, regime, seed, chunk, devices) cells a document ran."""
     first, n = b["first_seed"], b["seeds"]
     key = (b["chunk"], tuple(b["devices"]), bool(b["grad"]))
-    return {
+    return [
         (shape, h0, regime, s) + key
         for shape in b["shapes"]
         for h0 in b["h0"]
         for regime in b["regimes"]
         for s in range(first, first + n)
-    }
+    ]
 
 
 def merge(paths):
@@ -97,7 +97,9 @@ def seeds_per_regime(cells):
     per = {}
     for shape, _h0, regime, seed, *_ in cells:
         per.setdefault(regime, set()).add((shape, seed))
-    return {r: len(v) for r, v in per.items()}
+    order = ["slow", "init", "spike-10", "spike-40", "spike-80"]
+    rank = {r: (order.index(r) if r in order else len(order), r) for r in per}
+    return {r: len(per[r]) for r in sorted(per, key=rank.get)}
 
 
 def fmt(x):
