@@ -201,6 +201,14 @@ START_TEST(per_document_states_judged) {
   ck_assert_msg(strstr(buf, "note: output per_doc: ht judged per_document"), "%s", buf);
   ck_assert_msg(strstr(buf, "FAILED: per_doc_head ht "), "%s", buf);
   ck_assert_msg(strstr(buf, "FAILED: per_doc_o o "), "%s", buf);
+  /* streamed by head group the per-document states are not judged: refused, not passed over */
+  char *ag[] = {"gdn-parity", "check", "--fixture", path,          "--devices", "1",
+                "--oracle",   "mpfr",  "--group-heads", "1", NULL};
+  out = fopen("/dev/null", "w");
+  st_cli = parity_cli_main(10, ag, out, out, &e);
+  fclose(out);
+  ck_assert_msg(st_cli < 0 && e.code == GDN_ERR_INPUT && strstr(e.msg, "judged in a whole run only"), "%d %s",
+                st_cli, e.msg);
   setup_clear(&u);
   unlink(path);
   unlink(js);
