@@ -2,8 +2,8 @@
 
 #include "gdn_alloc.h"
 
-/* Calls visit (when docs is not NULL: fills docs[k]) for each document in
- * order; returns the count. */
+/* The documents in order into docs[0..] (NULL: counted only); returns
+ * their count. */
 static int64_t walk(const gdn_inputs *in, gdn_document *docs) {
   const int64_t B = in->shape.B, T = in->shape.T;
   int64_t n = 0;

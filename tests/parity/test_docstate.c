@@ -246,6 +246,44 @@ START_TEST(per_document_count_refused) {
 }
 END_TEST
 
+/* Many short documents make the per-document states T/2 times ht's size:
+ * bounded by --max-bytes on their own (16 bytes per element, theirs and the
+ * oracle's), after the fixture's whole-run limit let the file through. */
+START_TEST(per_document_bytes_bounded) {
+  gdn_error e;
+  gdn_error_init(&e);
+  fix_fixture fx;
+  sfx_make(&fx, (gdn_shape){1, 96, 1, 2, 16, 16}, 5, GDN_SYNTH_H0, 32);
+  ck_assert_int_eq(gdn_inputs_alloc_seg(&fx.inputs, &e), GDN_OK);
+  for (int t = 0; t < 96; t++) fx.inputs.seg[t] = 1 + t / 2;
+  fx.inputs.packing = GDN_PACKING_RESET;
+  ck_assert_int_eq(gdn_documents_count(&fx.inputs), 48);
+  parity_reference r;
+  parity_reference_init(&r);
+  ck_assert(parity_reference_compute(&r, &fx.inputs, PARITY_ORACLE_MPFR, 64, &e) == GDN_OK);
+  double *zeros = calloc((size_t)48 * 512, sizeof(double));
+  add_output(&fx, "many", &r, zeros, 48, 0);
+  char path[] = "/tmp/gdn-docstate-XXXXXX.h5";
+  close(mkstemps(path, 3));
+  ck_assert_msg(fix_write(&fx, path, &e) == GDN_OK, "%s", e.msg);
+  fix_fixture back;
+  fix_fixture_init(&back);
+  fix_load_opts lo;
+  fix_load_opts_init(&lo);
+  lo.max_bytes = 48 * 512 * 16 - 1; /* one byte short of the states' */
+  ck_assert_int_eq(fix_load(&back, path, &lo, &e), GDN_ERR_INPUT);
+  ck_assert_msg(strstr(e.msg, "/outputs/many/ht: 48 per-document states need 393216 bytes"), "%s", e.msg);
+  lo.max_bytes = 48 * 512 * 16 + (1 << 20);
+  ck_assert_msg(fix_load(&back, path, &lo, &e) == GDN_OK, "%s", e.msg);
+  ck_assert_int_eq(fix_fixture_find_output(&back, "many")->n_docs, 48);
+  fix_fixture_clear(&back);
+  free(zeros);
+  parity_reference_clear(&r);
+  fix_fixture_clear(&fx);
+  unlink(path);
+}
+END_TEST
+
 /* parity_docstate's states (one oracle run over the documents' spans, a
  * reset document from zero) are the row cut after each document's last
  * token, under both packings: to binary64's last bits (both are the MPFR
@@ -295,4 +333,4 @@ START_TEST(per_document_states_exact) {
 END_TEST
 
 CKR_MAIN_FORK(CK_NOFORK, "docstate", "docstate", 300, per_document_states_judged, per_document_count_refused,
-              per_document_states_exact)
+              per_document_states_exact, per_document_bytes_bounded)
