@@ -33,6 +33,7 @@
 #include "parity_docstate.h"
 #include "report.h"
 #include "../check_runner.h"
+#include "../test_util_alloc.h"
 #include "synth_fixture.h"
 
 /* The oracle's state after token `last` of row b: the row cut there. */
@@ -284,6 +285,66 @@ START_TEST(per_document_bytes_bounded) {
 }
 END_TEST
 
+/* Allocation n of parity_docstate_apply failing, n = 1, 2, ...: GDN_ERR_NOMEM
+ * with a message, nothing held afterwards (the reference's states absent,
+ * no bytes left live), until the run succeeds with the states it gives
+ * undisturbed. */
+typedef struct alloc_ctx {
+  setup *u;
+  parity_reference r;
+  parity_external x;
+  long long live;
+  double first;
+} alloc_ctx;
+
+static void alloc_prepare(void *p) {
+  alloc_ctx *c = p;
+  gdn_free(c->r.ht_docs);
+  c->r.ht_docs = NULL;
+  c->r.n_docs = 0;
+  c->live = gdn_alloc_bytes_live();
+}
+
+static int alloc_run(void *p, gdn_error *e) {
+  alloc_ctx *c = p;
+  return parity_docstate_apply(&c->u->fx.inputs, &c->r, 64, &c->x, 1, e);
+}
+
+static void alloc_failed(void *p, long n, int rc, const gdn_error *e) {
+  alloc_ctx *c = p;
+  ck_assert_msg(rc == GDN_ERR_NOMEM && e->msg[0], "allocation %ld: rc %d %s", n, rc, e->msg);
+  ck_assert_ptr_null(c->r.ht_docs);
+  ck_assert_int_eq(gdn_alloc_bytes_live(), c->live);
+}
+
+static void alloc_succeeded(void *p) {
+  alloc_ctx *c = p;
+  ck_assert_int_eq(c->r.n_docs, c->u->n);
+  ck_assert(c->r.ht_docs[7] == c->first);
+}
+
+START_TEST(per_document_alloc_failures) {
+  gdn_error e;
+  gdn_error_init(&e);
+  setup u;
+  setup_make(&u);
+  alloc_ctx c = {&u, {0}, {0}, 0, 0};
+  parity_reference_init(&c.r);
+  ck_assert(parity_reference_compute(&c.r, &u.fx.inputs, PARITY_ORACLE_MPFR, 64, &e) == GDN_OK);
+  c.x.name = "x";
+  c.x.attrs = json_pack("{ss}", "final_state", "per_document");
+  c.x.ht_docs = u.docs;
+  c.x.n_docs = u.n;
+  ck_assert(parity_docstate_apply(&u.fx.inputs, &c.r, 64, &c.x, 1, &e) == GDN_OK);
+  c.first = c.r.ht_docs[7];
+  const tua_ops ops = {alloc_prepare, alloc_run, alloc_failed, alloc_succeeded, NULL, 10000};
+  ck_assert_int_ge(tua_sweep(&ops, &c), 3); /* the list, the rows, the oracle's */
+  parity_reference_clear(&c.r);
+  json_decref(c.x.attrs);
+  setup_clear(&u);
+}
+END_TEST
+
 /* parity_docstate's states (one oracle run over the documents' spans, a
  * reset document from zero) are the row cut after each document's last
  * token, under both packings: to binary64's last bits (both are the MPFR
@@ -333,4 +394,4 @@ START_TEST(per_document_states_exact) {
 END_TEST
 
 CKR_MAIN_FORK(CK_NOFORK, "docstate", "docstate", 300, per_document_states_judged, per_document_count_refused,
-              per_document_states_exact, per_document_bytes_bounded)
+              per_document_states_exact, per_document_bytes_bounded, per_document_alloc_failures)
