@@ -64,27 +64,58 @@ static int build_rows(const gdn_inputs *in, const gdn_document *docs, int64_t n,
   return GDN_OK;
 }
 
-/* The oracle's per-document states into ref (ht_docs, n_docs, docs_*). */
-static int compute_states(const gdn_inputs *in, parity_reference *ref, int bits, gdn_error *e) {
+int parity_docstate_rows(const gdn_inputs *in, gdn_inputs *rows, gdn_error *e) {
   gdn_document *docs = NULL;
   int64_t n = 0;
+  int rc = gdn_documents_list(in, &docs, &n, e);
+  if (!rc && !n) rc = gdn_error_set(e, GDN_ERR_INPUT, "per-document final states: the inputs hold no document");
+  if (!rc) rc = build_rows(in, docs, n, rows, e);
+  gdn_free(docs);
+  return rc;
+}
+
+int parity_docstate_model(const gdn_inputs *in, int64_t chunk, const kern_config *cfg, parity_model *m,
+                          gdn_error *e) {
+  gdn_inputs x;
+  gdn_inputs_init(&x);
+  int rc = parity_docstate_rows(in, &x, e);
+  if (!rc) rc = parity_model_compute_layouts(m, &x, NULL, chunk, 0x1p-24, cfg, 0, NULL, 0, e);
+  if (rc) gdn_error_prefix(e, "the error model of the per-document final states: ");
+  gdn_inputs_clear(&x);
+  return rc;
+}
+
+int parity_docstate_model_apply(const parity_model *m, const parity_reference *ref, const parity_external *x,
+                                int64_t chunk, parity_metrics *mt, gdn_error *e) {
+  if (!m->s[PARITY_T_HT] || !ref->ht_docs || ref->n_docs != x->n_docs)
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "output %s: the per-document model or states are missing", x->name);
+  gdn_shape s = ref->out.shape;
+  s.B = x->n_docs;
+  const parity_tensor *pt = &parity_tensors[PARITY_T_HT];
+  int64_t dims[4], bl[4];
+  pt->dims(&s, dims);
+  pt->blocks(&s, chunk, bl);
+  return parity_metrics_model_v(parity_vals_f64(x->ht_docs), parity_vals_f64(ref->ht_docs), m->s[PARITY_T_HT], dims,
+                                bl, GDN_DTYPE_F32, mt, e);
+}
+
+/* The oracle's per-document states into ref (ht_docs, n_docs, docs_*). */
+static int compute_states(const gdn_inputs *in, parity_reference *ref, int bits, gdn_error *e) {
   gdn_inputs x;
   gdn_inputs_init(&x);
   parity_reference alt;
   parity_reference_init(&alt);
-  int rc = gdn_documents_list(in, &docs, &n, e);
-  if (!rc && n && !(rc = build_rows(in, docs, n, &x, e)) &&
-      !(rc = parity_reference_compute(&alt, &x, ref->tier, bits, e))) {
+  int rc = parity_docstate_rows(in, &x, e);
+  if (!rc && !(rc = parity_reference_compute(&alt, &x, ref->tier, bits, e))) {
     ref->ht_docs = alt.out.ht; /* taken: (n, Hv, Dk, Dv) */
     alt.out.ht = NULL;
-    ref->n_docs = n;
+    ref->n_docs = x.shape.B;
     ref->docs_tier = alt.tier;
     ref->docs_certified_bits = alt.certified_bits;
   }
   if (rc) gdn_error_prefix(e, "the oracle's per-document final states: ");
   parity_reference_clear(&alt);
   gdn_inputs_clear(&x);
-  gdn_free(docs);
   return rc;
 }
 

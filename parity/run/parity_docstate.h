@@ -27,10 +27,11 @@
  *
  * Every rule that judges ht then judges the (N, Hv, Dk, Dv) tensor
  * (parity_sweep.c's measure_subject): normwise, per block (one head of one
- * document), per element.  The error model's per-element scale is the
- * row-end state's, so it is not applied to a per-document ht (its rules
- * fall back to their limits without the model), and the scan-relative
- * rules compare with the stock scan's error on the row-end state.
+ * document), per element.  The error model (parity_kappa_model.h) is the
+ * model of the same N rows at the case's chunk size, one device (each row
+ * chunked from its own start, as fla chunks each cu_seqlens sequence):
+ * its ht scale is each document's state's.  The scan-relative rules
+ * compare with the stock scan's error on the row-end states.
  */
 #ifndef PARITY_DOCSTATE_H
 #define PARITY_DOCSTATE_H
@@ -39,6 +40,9 @@
 
 #include "gdn_error.h"
 #include "gdn_inputs.h"
+#include "kern_config.h"
+#include "parity_kappa_model.h"
+#include "parity_metrics.h"
 #include "parity_oracle.h"
 #include "parity_subject.h"
 
@@ -52,5 +56,19 @@ int parity_docstate_declared(const parity_external *x);
  * the documents' count (the loader checks it too). */
 int parity_docstate_apply(const gdn_inputs *in, parity_reference *ref, int bits, parity_external *ext, size_t n,
                           gdn_error *e);
+
+/* The rows above: row n document n's span, then padding; rows initialised. */
+int parity_docstate_rows(const gdn_inputs *in, gdn_inputs *rows, gdn_error *e);
+
+/* The error model of the rows at chunk size `chunk` (cfg: the case's
+ * numerics, for the arithmetic's part), m initialised; its s[PARITY_T_HT]
+ * is in the per-document layout. */
+int parity_docstate_model(const gdn_inputs *in, int64_t chunk, const kern_config *cfg, parity_model *m,
+                          gdn_error *e);
+
+/* The model's statistics of output x's per-document ht against ref's
+ * (parity_metrics_model_v), into mt. */
+int parity_docstate_model_apply(const parity_model *m, const parity_reference *ref, const parity_external *x,
+                                int64_t chunk, parity_metrics *mt, gdn_error *e);
 
 #endif

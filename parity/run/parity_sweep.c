@@ -9,6 +9,7 @@
 
 #include "gdn_alloc.h"
 #include "kern.h"
+#include "parity_docstate.h"
 #include "parity_kappa.h"
 #include "parity_log.h"
 #include "parity_metrics.h"
@@ -585,6 +586,19 @@ static int chunk_model(input_ctx *x, int64_t chunk, gdn_error *e) {
   if (rc) return rc;
   x->has_model = 1;
   const gdn_grads *ref_grads = x->ref->has_grads ? &x->ref->grads : NULL;
+  parity_model dm; /* per-document states' (parity_docstate.h), made for the first output that has them */
+  parity_model_init(&dm);
+  for (size_t i = 0; !rc && i < x->n_subj; i++) {
+    const parity_subject_run *s = &x->subj[i];
+    parity_subject_result *m = &x->meas[i];
+    if (s->m->stage != PARITY_STAGE_INPUT || !per_document_ht(s, PARITY_T_HT) ||
+        !(m->has_vs_ref & PARITY_TENSOR_HT))
+      continue;
+    if (!dm.s[PARITY_T_HT]) rc = parity_docstate_model(x->in, chunk, &x->cfg, &dm, e);
+    if (!rc) rc = parity_docstate_model_apply(&dm, x->ref, s->ext, chunk, &m->vs_ref[PARITY_T_HT], e);
+  }
+  parity_model_clear(&dm);
+  if (rc) return rc;
   for (size_t i = 0; i < x->n_subj; i++) {
     const parity_subject_run *s = &x->subj[i];
     parity_subject_result *m = &x->meas[i];
