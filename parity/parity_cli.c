@@ -907,7 +907,7 @@ static int stream_refuse_docstate(const parity_external *ext, size_t n, gdn_erro
       return gdn_error_set(e, GDN_ERR_INPUT,
                            "/outputs/%s declares final_state per_document: its per-document states are judged in "
                            "a whole run only, not streamed by head group (--group-heads, or a run over "
-                           "--max-bytes); raise --max-bytes",
+                           "--max-bytes); run it whole: without --group-heads, --max-bytes large enough",
                            ext[i].name);
   return GDN_OK;
 }
