@@ -29,6 +29,7 @@
 #include "parity_external.h"
 #include "parity_packing.h"
 #include "parity_padding.h"
+#include "parity_docstate.h"
 #include "parity_grid.h"
 #include "parity_oracle.h"
 #include "parity_output.h"
@@ -898,6 +899,19 @@ static int stream_fixture_runs(run_state *st, const char *path, fixture_src *src
   return rc;
 }
 
+/* An output's per-document final states (parity_docstate.h) are judged in
+ * a whole run only. */
+static int stream_refuse_docstate(const parity_external *ext, size_t n, gdn_error *e) {
+  for (size_t i = 0; i < n; i++)
+    if (parity_docstate_declared(&ext[i]))
+      return gdn_error_set(e, GDN_ERR_INPUT,
+                           "/outputs/%s declares final_state per_document: its per-document states are judged in "
+                           "a whole run only, not streamed by head group (--group-heads, or a run over "
+                           "--max-bytes); run it whole: without --group-heads, --max-bytes large enough",
+                           ext[i].name);
+  return GDN_OK;
+}
+
 /* check of a fixture by head group: asked for (--group-heads), or when the
  * whole run is over --max-bytes.  *done 0: run it whole instead. */
 static int run_fixture_streamed(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
@@ -956,7 +970,8 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
     else if (!(rc = parity_stream_plan_make(s, flags, sets, &o, st->max_bytes, st->group_heads, &sp, e)) &&
              !(rc = parity_externals_from_fixture(m, &ext, e)) &&
              /* padding's attrs and ht (whole); each group's o is masked as it streams */
-             !(rc = parity_padding_note(&m->inputs, ext, m->n_outputs, e))) {
+             !(rc = parity_padding_note(&m->inputs, ext, m->n_outputs, e)) &&
+             !(rc = stream_refuse_docstate(ext, m->n_outputs, e))) {
       *done = 1;
       for (size_t i = 0; i < m->n_warnings; i++)
         if (o.verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(m->warnings[i]));
@@ -1053,6 +1068,12 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   }
   /* padding tokens and the final state under packing: judged only as each output declares */
   if (st->tier != PARITY_ORACLE_NONE && (rc = parity_padding_apply(&fx.inputs, &ref, ext, fx.n_outputs, e))) {
+    gdn_error_prefix(e, "%s: ", path);
+    goto done;
+  }
+  /* final_state per_document: the oracle's state at each document's end (parity_docstate.h) */
+  if (st->tier != PARITY_ORACLE_NONE &&
+      (rc = parity_docstate_apply(&fx.inputs, &ref, st->oracle_bits, ext, fx.n_outputs, e))) {
     gdn_error_prefix(e, "%s: ", path);
     goto done;
   }

@@ -70,7 +70,7 @@ static int produce_external(parity_subject_run *s, const parity_produce_ctx *cx,
   if (!s->ext || !s->ext->out)
     return gdn_error_set(e, GDN_ERR_INTERNAL, "subject %s: no external output bound", s->name);
   s->out = s->ext->out;
-  s->present = PARITY_TENSOR_O | (s->ext->has_ht ? PARITY_TENSOR_HT : 0u);
+  s->present = PARITY_TENSOR_O | (s->ext->has_ht || s->ext->ht_docs ? PARITY_TENSOR_HT : 0u);
   s->out_dtype[PARITY_T_O] = s->ext->out->dtype;
   s->out_dtype[PARITY_T_HT] = GDN_DTYPE_F32;
   if (s->ext->grads && cx->ct) { /* judged only against the oracle's VJP for the same cotangents */

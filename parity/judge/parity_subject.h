@@ -70,6 +70,10 @@ typedef struct parity_external {
    * in the case of that many devices only, once per chunk size and prefix,
    * since its seams are that case's (parity_sweep_case_scope). */
   int64_t devices;
+  /* final_state per_document (parity_docstate.h): ht as one state per
+   * document, (n_docs, Hv, Dk, Dv) binary64 (NULL: none; has_ht is 0). */
+  const double *ht_docs;
+  int64_t n_docs;
 } parity_external;
 
 /* What a produce function is given.  cfg: the case's numerics and chunk

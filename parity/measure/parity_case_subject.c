@@ -56,6 +56,8 @@ int parity_case_subject_measure(const input_ctx *x, parity_case_result *r, gdn_e
     rs[t] = parity_tensor_get(pt, a->out, a->grads);
     ns[t] = (size_t)parity_tensor_numel(pt, &x->in->shape);
     if (!(s->present & a->present & (1u << t))) continue;
+    /* an ht of one state per document (parity_docstate.h) has no row-end state to compare */
+    if (t == PARITY_T_HT && ((s->ext && s->ext->ht_docs) || (a->ext && a->ext->ht_docs))) continue;
     int64_t dims[4];
     pt->dims(&x->in->shape, dims);
     int rc = parity_metrics_compute_v(xs[t], rs[t], dims, s->out_dtype[t], &r->subject_vs[t], e);

@@ -45,6 +45,7 @@ void parity_reference_init(parity_reference *r) {
 void parity_reference_clear(parity_reference *r) {
   if (!r->borrowed) gdn_outputs_clear(&r->out);
   gdn_grads_clear(&r->grads);
+  gdn_free(r->ht_docs);
   parity_reference_init(r);
 }
 

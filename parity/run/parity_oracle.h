@@ -77,6 +77,13 @@ typedef struct parity_reference {
   int grad_certified_bits;      /* min over the six tensors */
   int grad_normwise_bits;       /* DD: normwise agreement on the sample; MPFR: -1 */
   double grad_seconds;
+  /* parity_docstate.h (an output declares final_state per_document): the
+   * oracle's state at each document's end, (n_docs, Hv, Dk, Dv) binary64,
+   * owned (NULL: not computed), by docs_tier with its certified bits. */
+  double *ht_docs;
+  int64_t n_docs;
+  parity_oracle_tier docs_tier;
+  int docs_certified_bits;
 } parity_reference;
 
 /* Spot check of a stored oracle: up to `ncols` state columns (dv indices

@@ -17,6 +17,10 @@
  *                                                 leaves the state as it was)
  *   final_state = last_document    not judged*    the state at the end of each
  *                                                 row's last document
+ *   final_state = per_document     not judged*    each document's own state,
+ *                                                 ht (N, Hv, Dk, Dv): recorded
+ *                                                 by parity_docstate.h, which
+ *                                                 runs after this
  *   neither, no row ends in pad    not judged*    the end of the last document
  *                                                 (it is the row's end)
  *   neither, a row ends in pad     not judged*    not judged: which state the

@@ -9,6 +9,7 @@
 
 #include "gdn_alloc.h"
 #include "kern.h"
+#include "parity_docstate.h"
 #include "parity_kappa.h"
 #include "parity_log.h"
 #include "parity_metrics.h"
@@ -192,6 +193,13 @@ int parity_sweep_ctx_subjects(input_ctx *x, const parity_external *ext, size_t n
   return GDN_OK;
 }
 
+/* An output's ht of final_state per_document (parity_docstate.h): one
+ * state per document, against the oracle's, (n_docs, Hv, Dk, Dv); the
+ * error model's scale (the row-end states') does not apply to it. */
+static int per_document_ht(const parity_subject_run *s, int t) {
+  return t == PARITY_T_HT && s->ext && s->ext->ht_docs;
+}
+
 /* Every tensor of subject i against the reference, and (its row asking)
  * against the baseline's outputs. */
 static int measure_subject(input_ctx *x, size_t i, gdn_error *e) {
@@ -205,8 +213,16 @@ static int measure_subject(input_ctx *x, size_t i, gdn_error *e) {
     int64_t dims[4];
     pt->dims(&x->in->shape, dims);
     if (!(s->present & (1u << t))) continue;
-    const parity_vals xs = parity_tensor_get(pt, s->out, s->grads);
-    const parity_vals rs = parity_tensor_get(pt, x->ref ? &x->ref->out : NULL, ref_grads);
+    parity_vals xs = parity_tensor_get(pt, s->out, s->grads);
+    parity_vals rs = parity_tensor_get(pt, x->ref ? &x->ref->out : NULL, ref_grads);
+    const int per_doc = per_document_ht(s, t);
+    if (per_doc) {
+      if (x->ref && (!x->ref->ht_docs || x->ref->n_docs != s->ext->n_docs))
+        return gdn_error_set(e, GDN_ERR_INTERNAL, "output %s: the oracle's per-document states are missing", s->name);
+      dims[0] = s->ext->n_docs;
+      xs = parity_vals_f64(s->ext->ht_docs);
+      rs = parity_vals_f64(x->ref ? x->ref->ht_docs : NULL);
+    }
     int rc;
     int64_t bl[4];
     pt->blocks(&x->in->shape, x->cfg.chunk, bl);
@@ -214,7 +230,7 @@ static int measure_subject(input_ctx *x, size_t i, gdn_error *e) {
                    (rc = parity_metrics_blocks_v(xs, rs, dims, bl, &m->vs_ref[t], e))))
       return rc;
     if (x->ref) m->has_vs_ref |= 1u << t;
-    if (x->ref && x->has_model && x->model.s[t] &&
+    if (x->ref && x->has_model && x->model.s[t] && !per_doc &&
         (rc = parity_metrics_model_v(xs, rs, x->model.s[t], dims, bl, s->out_dtype[t], &m->vs_ref[t], e)))
       return rc;
     if (!s->m->vs_scan || !bs->out || !(bs->present & (1u << t))) continue;
@@ -570,12 +586,25 @@ static int chunk_model(input_ctx *x, int64_t chunk, gdn_error *e) {
   if (rc) return rc;
   x->has_model = 1;
   const gdn_grads *ref_grads = x->ref->has_grads ? &x->ref->grads : NULL;
+  parity_model dm; /* per-document states' (parity_docstate.h), made for the first output that has them */
+  parity_model_init(&dm);
+  for (size_t i = 0; !rc && i < x->n_subj; i++) {
+    const parity_subject_run *s = &x->subj[i];
+    parity_subject_result *m = &x->meas[i];
+    if (s->m->stage != PARITY_STAGE_INPUT || !per_document_ht(s, PARITY_T_HT) ||
+        !(m->has_vs_ref & PARITY_TENSOR_HT))
+      continue;
+    if (!dm.s[PARITY_T_HT]) rc = parity_docstate_model(x->in, chunk, &x->cfg, &dm, e);
+    if (!rc) rc = parity_docstate_model_apply(&dm, x->ref, s->ext, chunk, &m->vs_ref[PARITY_T_HT], e);
+  }
+  parity_model_clear(&dm);
+  if (rc) return rc;
   for (size_t i = 0; i < x->n_subj; i++) {
     const parity_subject_run *s = &x->subj[i];
     parity_subject_result *m = &x->meas[i];
     if (s->m->stage != PARITY_STAGE_INPUT) continue;
     for (int t = 0; t < PARITY_T_N; t++) {
-      if (!(m->has_vs_ref & (1u << t)) || !x->model.s[t]) continue;
+      if (!(m->has_vs_ref & (1u << t)) || !x->model.s[t] || per_document_ht(s, t)) continue;
       const parity_tensor *pt = &parity_tensors[t];
       int64_t dims[4], bl[4];
       pt->dims(&x->in->shape, dims);

@@ -1,0 +1,74 @@
+/* parity_docstate: per-document final states (final_state = per_document).
+ *
+ * An output that declares final_state per_document stores ht as
+ * (N, Hv, Dk, Dv), one state per document in row-major order
+ * (gdn_documents.h), as flash-linear-attention's chunk_gated_delta_rule
+ * returns its final states with cu_seqlens (its B is 1 and the documents
+ * are the flattened sequences, final_state (N, H, K, V)).  Each entry is
+ * judged against the oracle's state after that document's last token under
+ * the fixture's packing:
+ *
+ *   reset  the document alone, from h0 of its row when it starts the row
+ *          (t = 0), else from zero (gdn_inputs.h: a boundary zeroes the
+ *          state).  fla starts sequence n from initial_state[n] (zero when
+ *          none is given): our per-row h0 is its row's first document's,
+ *          zero for the others.
+ *   leak   the row's tokens up to the document's last, from h0: the state
+ *          carried across the earlier boundaries.
+ *
+ * Exactly, at the reference's tier: one oracle run over N rows, row n the
+ * tokens above followed by padding (segment id 0, k = v = g = 0: the state
+ * passes through unchanged, gdn_inputs.h), so its ht is the N states,
+ * binary64-rounded and certified as the reference's ht is (MPFR: every
+ * element against p + 64 bits; dd: sampled columns and the running bound).
+ * Cost: the oracle over N rows of the longest such slice -- under reset
+ * the longest document, under leak up to T -- i.e. up to N/B times the
+ * reference's own under leak.
+ *
+ * Every rule that judges ht then judges the (N, Hv, Dk, Dv) tensor
+ * (parity_sweep.c's measure_subject): normwise, per block (one head of one
+ * document), per element.  The error model (parity_kappa_model.h) is the
+ * model of the same N rows at the case's chunk size, one device (each row
+ * chunked from its own start, as fla chunks each cu_seqlens sequence):
+ * its ht scale is each document's state's.  The scan-relative rules
+ * compare with the stock scan's error on the row-end states.
+ */
+#ifndef PARITY_DOCSTATE_H
+#define PARITY_DOCSTATE_H
+
+#include <stddef.h>
+
+#include "gdn_error.h"
+#include "gdn_inputs.h"
+#include "kern_config.h"
+#include "parity_kappa_model.h"
+#include "parity_metrics.h"
+#include "parity_oracle.h"
+#include "parity_subject.h"
+
+/* 1 when output x declares final_state per_document. */
+int parity_docstate_declared(const parity_external *x);
+
+/* When any of the n externals declares per_document: the oracle's
+ * per-document states into ref->ht_docs (ref->n_docs of them) at ref's
+ * resolved tier and `bits`, and each such output's attrs
+ * final_state_judged and note.  GDN_ERR_INPUT when an output's N is not
+ * the documents' count (the loader checks it too). */
+int parity_docstate_apply(const gdn_inputs *in, parity_reference *ref, int bits, parity_external *ext, size_t n,
+                          gdn_error *e);
+
+/* The rows above: row n document n's span, then padding; rows initialised. */
+int parity_docstate_rows(const gdn_inputs *in, gdn_inputs *rows, gdn_error *e);
+
+/* The error model of the rows at chunk size `chunk` (cfg: the case's
+ * numerics, for the arithmetic's part), m initialised; its s[PARITY_T_HT]
+ * is in the per-document layout. */
+int parity_docstate_model(const gdn_inputs *in, int64_t chunk, const kern_config *cfg, parity_model *m,
+                          gdn_error *e);
+
+/* The model's statistics of output x's per-document ht against ref's
+ * (parity_metrics_model_v), into mt. */
+int parity_docstate_model_apply(const parity_model *m, const parity_reference *ref, const parity_external *x,
+                                int64_t chunk, parity_metrics *mt, gdn_error *e);
+
+#endif
