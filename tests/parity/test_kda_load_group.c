@@ -3,15 +3,20 @@
  * -- equals the same group cut from the whole load (fix_kda_group_slice for
  * the inputs, the same value heads of each output set) bit for bit, for
  * groups at the start, the middle and the whole (B 2, Hk 3, Hv 6: GVA,
- * h0, a dd /oracle with its attributes).  Negative controls: a group read
- * at other heads differs from the cut; a group outside [0, Hk) and one over
+ * h0, q and v stored as bfloat16, a dd /oracle with its attributes); the
+ * whole file's hashes taken as read by blocks (fix_kda_hashes) are the
+ * whole load's.  Negative controls: a group read at other heads differs
+ * from the cut; one input value changed changes the hashes (and they are
+ * the changed file's whole load's); a group outside [0, Hk) and one over
  * --max-bytes are refused by name.  The reader a streamed KDA check would
  * take (docs/errors.md says what else it needs). */
 #include <check.h>
+#include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../fixtures/h5_edit.h"
 #include "fix_kda.h"
 #include "fix_kda_group.h"
 #include "fix_regen.h"
@@ -32,7 +37,7 @@ static void setup(void) {
   gdn_error e;
   fix_fixture fx;
   fix_fixture_init(&fx);
-  gdn_synth_opts so = {11, GDN_SYNTH_H0, 0};
+  gdn_synth_opts so = {11, GDN_SYNTH_H0, GDN_T_Q | GDN_T_V}; /* q, v stored as bfloat16 */
   ck_assert_int_eq(gdn_synth_generate(&fx.inputs, &shape, &so, &e), 0);
   ck_assert_int_eq(gdn_chgate_draw_kimi(&fx.chgate, &shape, 11, &e), 0);
   ck_assert_int_eq(fix_set_string(&fx.recurrence, "kda", &e), 0);
@@ -124,6 +129,27 @@ START_TEST(groups_by_hyperslab_are_the_whole_loads_cut) {
 }
 END_TEST
 
+START_TEST(hashes_as_read_are_the_whole_loads) {
+  gdn_error e;
+  char ih[FIX_SHA256_HEX], ph[FIX_SHA256_HEX];
+  for (int round = 0; round < 2; round++) {
+    fix_fixture w;
+    fix_fixture_init(&w);
+    ck_assert_msg(fix_kda_load(&w, path, 0, &e) == 0, "%s", e.msg);
+    for (int blk = 0; blk < 2; blk++) { /* one block a row, then 70 floats: 1 to 11 tokens, partial last blocks */
+      fix_kda_hashes_test_block(blk ? 70 : 0);
+      ck_assert_msg(fix_kda_hashes(path, ih, ph, &e) == 0, "%s", e.msg);
+      ck_assert_str_eq(ih, w.inputs_sha256);
+      ck_assert_str_eq(ph, w.problem_sha256);
+    }
+    fix_kda_hashes_test_block(0);
+    ck_assert_int_eq(!strcmp(ih, w.oracle.inputs_sha256), !round); /* fresh, then stale */
+    fix_fixture_clear(&w);
+    if (!round) h5e_poke(path, "/inputs/g", 3 * 6 * 16 + 5, -0.5f); /* one gate value changed */
+  }
+}
+END_TEST
+
 START_TEST(bad_groups_refused_by_name) {
   gdn_error e;
   fix_fixture g;
@@ -143,6 +169,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, groups_by_hyperslab_are_the_whole_loads_cut);
+  tcase_add_test(tc, hashes_as_read_are_the_whole_loads);
   tcase_add_test(tc, bad_groups_refused_by_name);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
