@@ -101,11 +101,20 @@ static int run_kernel(const parity_recur_check_opts *o, const fix_fixture *fx, c
   return rc;
 }
 
-/* The document's "oracle": the certificate, and where the reference came from. */
-static json_t *oracle_json(const oracle_certificate *c, const parity_recur_trust *t) {
-  json_t *j = json_pack("{s:s, s:i, s:o, s:i, s:b}", "tier", "mpfr", "precision_bits", c->precision_bits,
-                        "check_bits", t->trusted ? json_null() : json_integer(c->check_bits), "certified_bits",
-                        c->certified_bits, "from_fixture", t->trusted);
+/* The document's "oracle": the certificate, and where the reference came
+ * from (a trusted dd /oracle: tier "dd" and the certificate it stored, as
+ * GDN's check reports one). */
+static json_t *oracle_json(const oracle_certificate *c, const parity_recur_trust *t, const fix_oracle *fo) {
+  const int dd = t->trusted && fo->tier_dd;
+  json_t *j = json_pack("{s:s, s:i, s:o, s:i, s:b}", "tier", dd ? "dd" : "mpfr", "precision_bits", c->precision_bits,
+                        "check_bits", dd ? json_integer(fo->check_bits) : t->trusted ? json_null()
+                                                                          : json_integer(c->check_bits),
+                        "certified_bits", c->certified_bits, "from_fixture", t->trusted);
+  if (j && dd &&
+      (json_object_set_new(j, "normwise_bits", json_integer(fo->normwise_bits)) ||
+       json_object_set_new(j, "guaranteed_bits", json_integer(fo->guaranteed_bits)) ||
+       json_object_set_new(j, "sampled_columns", json_integer((json_int_t)fo->sampled_columns))))
+    json_decref(j), j = NULL;
   if (j && t->trusted &&
       json_object_set_new(j, "spot_check", json_pack("{s:I, s:f}", "columns", (json_int_t)t->spot_columns, "rel",
                                                      t->spot_rel)))
@@ -125,7 +134,7 @@ static json_t *doc_head(const parity_recur_check_opts *o, const fix_fixture *fx,
                    parity_gate_shape_name(o->rec->gate_shape), "fixture", o->name, "inputs_sha256", fx->inputs_sha256,
                    "shape", "B", (json_int_t)s->B, "T", (json_int_t)s->T, "Hk", (json_int_t)s->Hk, "Hv",
                    (json_int_t)s->Hv, "Dk", (json_int_t)s->Dk, "Dv", (json_int_t)s->Dv, "chunk_size",
-                   (json_int_t)fx->chunk_size, "oracle", oracle_json(c, t), "cases");
+                   (json_int_t)fx->chunk_size, "oracle", oracle_json(c, t, &fx->oracle), "cases");
 }
 
 /* Every case: the kernels, then the fixture's outputs in file order. */
@@ -184,8 +193,9 @@ int parity_recur_check(const parity_recur_check_opts *o, const fix_fixture *fx, 
   if (o->log && t.why[0])
     fprintf(o->log, "%s: warning: the stored /oracle is not used (%s); computing a fresh one\n", o->name, t.why);
   if (o->log)
-    fprintf(o->log, "%s: recurrence %s (gate %s): oracle mpfr %d bits, certified %d bits%s\n", o->name,
-            o->rec->name, parity_gate_shape_name(o->rec->gate_shape), cert.precision_bits, cert.certified_bits,
+    fprintf(o->log, "%s: recurrence %s (gate %s): oracle %s %d bits, certified %d bits%s\n", o->name,
+            o->rec->name, parity_gate_shape_name(o->rec->gate_shape), t.trusted && fx->oracle.tier_dd ? "dd" : "mpfr",
+            cert.precision_bits, cert.certified_bits,
             t.trusted ? " (the fixture's /oracle, spot-checked)" : "");
   const gdn_outputs *rf = t.trusted ? &fx->oracle.out : &ref;
   if (!(d = doc_head(o, fx, &cert, &t))) {

@@ -259,7 +259,7 @@ static cli_result *fixture_run(const char *const *args) {
 }
 
 /* The command line: synth --recurrence kda --kernel-outputs, info, verify
- * (no oracle, fresh, stale: exit 1), regen; --grad still refused. */
+ * (no oracle, fresh, stale: exit 1), regen; --documents still refused. */
 START_TEST(gdn_fixture_commands_read_kda_files) {
   const char *p = tpath("c.h5");
   const char *synth[] = {"synth", "--shape", "1,64,2,16", "--key-heads", "1", "--recurrence", "kda",
@@ -289,10 +289,10 @@ START_TEST(gdn_fixture_commands_read_kda_files) {
   ck_assert_msg(r->status == 1 && strstr(r->err, "STALE oracle"), "%d %s", r->status, r->err);
   r = fixture_run(info);
   ck_assert_msg(r->status == 0 && strstr(r->out, "oracle: STALE"), "%s", r->out);
-  const char *grad[] = {"synth", "--shape", "1,64,2,16", "--recurrence", "kda", "--grad", "--out", tpath("g.h5"),
-                        NULL};
-  r = fixture_run(grad);
-  ck_assert_msg(r->status == 2 && strstr(r->err, "--grad is not supported for KDA"), "%s", r->err);
+  const char *docs[] = {"synth", "--shape", "1,64,2,16", "--recurrence", "kda", "--documents", "2", "--out",
+                        tpath("g.h5"), NULL};
+  r = fixture_run(docs);
+  ck_assert_msg(r->status == 2 && strstr(r->err, "--documents is not supported for KDA"), "%s", r->err);
 }
 END_TEST
 
