@@ -14,7 +14,9 @@
  *               the blocks of earlier sub-chunks); inside a sub-chunk the
  *               term is (x_i[d] * e) times k_j[d], fused into the sum
  *   A_kk        * beta_i, negated (exact); (I + A_kk)^-1 by forward
- *               substitution (fma, m ascending), columns * beta_j
+ *               substitution (fma, m ascending), or under the xla-expander
+ *               solve by kern_solve_xla.h on L = -A (exact), its rows one
+ *               HIGHEST dot each; columns * beta_j
  *   products    every other product is kern_gemm (kern_gemm.h: fma, the
  *               inner index ascending; SET, or ADD continuing a sum):
  *   w, u        A (e^G k), A v over j ascending (A's zero upper triangle
