@@ -166,8 +166,9 @@ int parity_recur_cli_main(const parity_recurrence *rec, const gdn_cli_opt *table
   if (parity_output_write_all(&oo, doc, e)) return json_decref(doc), -1;
   const json_int_t nc = json_integer_value(json_object_get(doc, "n_cases")),
                    nf = json_integer_value(json_object_get(doc, "n_failed"));
-  fprintf(out, "%s: %lld case%s, %lld failed (recurrence %s%s%s)\n", pass ? "PASS" : "FAIL", (long long)nc,
-          nc == 1 ? "" : "s", (long long)nf, rec->name, o.mutant || o.vjp_mutant ? ", PLANTED MUTANT " : "",
+  fprintf(out, "%s: %lld case%s, %lld failed (recurrence %s%s%s%s)\n", pass ? "PASS" : "FAIL", (long long)nc,
+          nc == 1 ? "" : "s", (long long)nf, rec->name, o.solve ? ", solve xla-expander" : "",
+          o.mutant || o.vjp_mutant ? ", PLANTED MUTANT " : "",
           o.mutant ? rec->mutants[o.mutant] : o.vjp_mutant ? rec->vjp_mutants[o.vjp_mutant] : "");
   json_decref(doc);
   return pass ? 0 : 1;

@@ -3,10 +3,11 @@
  * against the oracle at a small shape, the JSON names the solve; against
  * the same run by substitution the chunked cases' errors move (the option
  * reaches the kernels) and the token loop's do not (it has no solve); the
- * gate-value-axis mutant FAILs under the expander (negative control); an
- * unknown solve is refused, naming it. */
+ * gate-value-axis mutant FAILs under the expander (negative control); the
+ * summary line names the solve; an unknown solve is refused, naming it. */
 #include <check.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,17 @@ START_TEST(test_expander_passes) {
                 "--chunk", "32", "--solve", "xla-expander", "--mutant", "gate-value-axis", "--quiet", NULL};
   gdn_error e;
   ck_assert_msg(cli_inproc(mu, &e) == 1, "the mutant passed under the expander");
+  /* the summary line names a solve other than the default */
+  char *sm[] = {"gdn-parity", "--shape", "1,32,1,4", "--recurrence", "kda", "--devices", "1", "--solve",
+                "xla-expander", "--quiet", NULL};
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  gdn_error_init(&e);
+  ck_assert_int_eq(parity_cli_main(10, sm, out, out, &e), 0);
+  fclose(out);
+  ck_assert_msg(strstr(text, "PASS: 3 cases, 0 failed (recurrence kda, solve xla-expander)\n"), "%s", text);
+  free(text);
   scratch_rmdir(dir);
   free(dir);
 }
