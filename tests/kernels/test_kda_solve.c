@@ -8,7 +8,7 @@
  *     products, a last chunk of 4 rows: the expander changes the bits
  *     (negative control: the mode reaches the kernel) and agrees with the
  *     substitution within float32 rounding (bounds below), both within
- *     2e-6 of the float64 token loop;
+ *     2e-6 of the float64 token loop, the same bits at 1 and 2 threads;
  *   - float64: the same values as the substitution (the same products in
  *     the same order: a check of the expander's order on KDA's matrix);
  *   - the token loop has no solve: the same bits under either;
@@ -26,6 +26,7 @@
 #include "../test_util_synth.h"
 #include "gdn_chgate.h"
 #include "gdn_chgrads.h"
+#include "gdn_threads.h"
 #include "kern.h"
 #include "kern_gemm.h"
 #include "kern_kda.h"
@@ -191,7 +192,12 @@ START_TEST(test_float32_agrees) {
     ck_assert(d < 1e-5);
     ck_assert(es < 2e-6 && ex < 2e-6);
     ck_assert(ex <= 2 * es + 8 * 0x1p-24 && es <= 2 * ex + 8 * 0x1p-24);
-    gdn_outputs_clear(&s), gdn_outputs_clear(&x);
+    const int nt = gdn_threads_get(); /* the heads are independent items: any thread count, the same bits */
+    gdn_threads_set(nt == 1 ? 2 : 1);
+    gdn_outputs y = run(&p, kind, GDN_DTYPE_F32, mm, KERN_SOLVE_XLA_EXPANDER);
+    gdn_threads_set(nt);
+    ck_assert(same_bits(&x, &y));
+    gdn_outputs_clear(&s), gdn_outputs_clear(&x), gdn_outputs_clear(&y);
   }
   gdn_outputs_clear(&ref);
   problem_clear(&p);
