@@ -41,7 +41,8 @@
  *            B_ij -= B_kj A_ik -- with a fused multiply-add where the BLAS
  *            is built to contract (OpenBLAS's blocked kernels may order
  *            the sums otherwise: not modelled).
- *            xla-expander (kchunk_solve_xla): XLA's TriangularSolveExpander
+ *            xla-expander (kern_solve_xla.h, shared with KDA's chunked
+ *            kernels): XLA's TriangularSolveExpander
  *            as TPU runs it (openxla/xla xla/service/
  *            triangular_solve_expander.cc, read 2026): with C below its
  *            block size (128 by default; a block of min(128, C)) the
@@ -104,6 +105,7 @@
  * Nothing here allocates.
  */
 #include "kern_rows_tmpl.h"
+#include "kern_solve_xla.h"
 #include "kern_team.h"
 
 #undef KSPLIT
@@ -500,27 +502,11 @@ KTMPL inline KSPLIT KR(kchunk_split_view)(const KSPLIT *s, int64_t off) {
   return v;
 }
 
-/* A = (I + S)^-1 as XLA's TriangularSolveExpander on TPU (see the header
- * above): S (strictly lower, zeros above) becomes L = I + S in place. */
+/* A = (I + S)^-1 as XLA's TriangularSolveExpander on TPU (kern_solve_xla.h,
+ * shared with KDA's chunked kernels): S (strictly lower, zeros above)
+ * becomes L = I + S in place. */
 KTMPL void KR(kchunk_solve_xla)(KR(kchunk) *c) {
-  const int64_t C = c->C;
-  const kern_matmul mm = KERN_MATMUL_HIGHEST; /* the expander's precision */
-  kreal *L = c->S, *X = c->A;
-  for (int64_t i = 0; i < C; i++) {
-    L[i * C + i] = 1;
-    for (int64_t j = 0; j < C; j++) X[i * C + j] = i == j ? (i ? -1 : 1) : -KC(0.0);
-  }
-  KR(kern_split_fill)(&c->ssl, mm, L, (size_t)(C * C));
-  KR(kern_split_fill)(&c->ssx, mm, X, (size_t)(C * C));
-  for (int64_t i = 1; i < C; i++) {
-    const KSPLIT row = KR(kchunk_split_view)(&c->ssl, i * C);
-    KR(kern_mm)(mm, 1, C, C, &row, C, 1, &c->ssx, C, 1, c->srow, C, c->gws);
-    kreal *xi = X + i * C;
-    for (int64_t j = 0; j < C; j++) xi[j] = -c->srow[j];
-    KSPLIT v = KR(kchunk_split_view)(&c->ssx, i * C); /* the new row's parts */
-    KR(kern_split_fill)(&v, mm, xi, (size_t)C);
-    c->ssx.nz |= v.nz;
-  }
+  KR(kern_solve_xla)(c->C, c->S, c->A, &c->ssl, &c->ssx, c->srow, c->gws);
 }
 
 /* Row i of dst (C rows of D) = row i of src times t[i]: the chunk's

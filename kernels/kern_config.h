@@ -15,7 +15,8 @@
  * chunk           C >= 1.
  * devices/prefix  for the affine-prefix kernel (kern_prefix.h: sequential,
  *                 jax.lax.associative_scan's tree, Hillis-Steele).
- * solve           the in-chunk triangular solve A = (I + S)^-1 (kern_chunk_tmpl.h):
+ * solve           the in-chunk triangular solve A = (I + S)^-1 of the chunked
+ *                 kernels, GDN's and KDA's (kern_chunk_tmpl.h, kern_solve_xla.h):
  *                 SUBSTITUTION, forward substitution with fma (the default;
  *                 the order of the reference BLAS trsm JAX calls on CPU), or
  *                 XLA_EXPANDER, XLA's TriangularSolveExpander as TPU runs it

@@ -28,9 +28,18 @@
  *                       (x_i e^(G_i - G_r)) . (k_j e^(G_r - G_j)), every
  *                       exponent <= 0 (the exponentials stay in (0, 1]);
  *                       inside a sub-chunk each element with its own
- *                       e^(G_i[d] - G_j[d]).  Then (I + A_kk)^-1 by forward
- *                       substitution, the columns scaled by beta (fla's
- *                       order), w = A (e^G k), u = A v, and per chunk
+ *                       e^(G_i[d] - G_j[d]).  Then (I + A_kk)^-1 by
+ *                       cfg->solve -- forward substitution (fla's), or
+ *                       XLA's TriangularSolveExpander (kern_solve_xla.h,
+ *                       GDN's function) on the chunk's whole n x n matrix:
+ *                       the sub-chunks only form A_kk's entries, and a JAX
+ *                       port calling solve_triangular on the chunk's block
+ *                       hands the expander that matrix (C <= 128: one
+ *                       diagonal block; the last chunk's n rows solve as
+ *                       the chunk padded to C would) --, the columns
+ *                       scaled by beta (fla's order, one product each,
+ *                       after the solve with right-hand side I as
+ *                       MaxText's GDN solves), w = A (e^G k), u = A v, and per chunk
  *                       v_new = u - w S, o = (q e^G) S + P v_new,
  *                       S = e^(G_last) S (per row) + (k e^(G_last - G))^T v_new.
  *   kern_kda_affine     context parallelism over D = cfg->devices simulated
@@ -74,8 +83,12 @@
  * decays, the solve and the state stay float32 (KDA has no MaxText form to
  * take further rounding points from).  FTZ as kern_num.h.  The backwards
  * (kern_kda_vjp.h, kern_kda_chunk_vjp.h) refuse bfloat16 and the pass
- * modes (GDN_ERR_INPUT, naming the setting); the xla-expander solve is
- * refused.
+ * modes (GDN_ERR_INPUT, naming the setting).  The solve (cfg->solve)
+ * changes only the chunked kernels' (I + A_kk)^-1: the token loop has none
+ * and ignores it, as GDN's kern_recurrent does, and the backwards re-form
+ * the chunk by substitution under either, as GDN's kern_scan_vjp does (its
+ * recomputed forward is the substitution's; a JAX gradient is judged
+ * against the oracle, not compared bitwise).
  * Packed documents (segment ids) are refused.  o is rounded once to the
  * output dtype (kern_output_dtype).  Results are bit-identical for any
  * thread count (the B x Hv heads are independent items).

@@ -21,6 +21,7 @@ static __attribute__((noinline)) void KR(kda_affine_thread)(const gdn_inputs *in
   KR(kda_mm_bind)(&w, p, num->matmul, C, Dk, Dv);
   KR(kdp_carve)(&pf, p + KR(rows_pad)(KR(kda_mm_per)(num->matmul, C, Dk, Dv)), cfg, C, Dk, Dv);
   w.mutant = KERN_KDA_MUTANT_NONE;
+  w.solve = num->solve;
 #pragma omp for schedule(dynamic, 1)
   for (int64_t it = 0; it < items; it++) {
     const int64_t b = it / s->Hv, hv = it % s->Hv;

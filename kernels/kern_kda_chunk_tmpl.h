@@ -14,7 +14,9 @@
  *               the blocks of earlier sub-chunks); inside a sub-chunk the
  *               term is (x_i[d] * e) times k_j[d], fused into the sum
  *   A_kk        * beta_i, negated (exact); (I + A_kk)^-1 by forward
- *               substitution (fma, m ascending), columns * beta_j
+ *               substitution (fma, m ascending), or under the xla-expander
+ *               solve by kern_solve_xla.h on L = -A (exact), its rows one
+ *               HIGHEST dot each; columns * beta_j
  *   products    every other product is kern_gemm (kern_gemm.h: fma, the
  *               inner index ascending; SET, or ADD continuing a sum):
  *   w, u        A (e^G k), A v over j ascending (A's zero upper triangle
@@ -25,6 +27,7 @@
  * Items: the B x Hv heads; memory per thread O(C^2 + C (Dk + Dv) + Dk Dv). */
 #include "kern_mm.h"
 #include "kern_rows_tmpl.h"
+#include "kern_solve_xla.h"
 #include "kern_kda_put_tmpl.h"
 
 typedef struct KR(kda_ws) {
@@ -45,6 +48,12 @@ typedef struct KR(kda_ws) {
   kern_matmul mm;
   KR(kern_split) sa, sb;
   kreal *mmt;
+  /* the in-chunk solve (kda_solve): substitution unless the forward's
+   * config asks for the xla-expander, which solves L into A (Lx: C x C,
+   * its splits at HIGHEST) */
+  kern_solve solve;
+  kreal *Lx;
+  KR(kern_split) ssl, ssx;
 } KR(kda_ws);
 
 /* Et: a diagonal block's decays, channel-major, each channel's row pairs
@@ -64,6 +73,9 @@ static size_t KR(kda_chunk_per)(int64_t C, int64_t Dk, int64_t Dv, int affine) {
   per = kern_size_add(per, KR(rows_pad)(KR(kda_et_elems)(Dk)));
   per = kern_size_add(per, 2 * KR(rows_pad)((size_t)C) + 2 * KR(rows_pad)((size_t)Dk));
   per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(Dk * Dv))));
+  /* the xla-expander's L and its and X's splits (HIGHEST; none for F64) */
+  per = kern_size_add(per, KR(rows_pad)((size_t)(C * C)));
+  per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)(KR(kern_split_elems)(KERN_MATMUL_HIGHEST, (size_t)(C * C)))));
   if (affine) {
     per = kern_size_add(per, kern_size_mul(4, KR(rows_pad)((size_t)(Dk * Dk))));
     per = kern_size_add(per, kern_size_mul(4, KR(rows_pad)((size_t)(Dk * Dv))));
@@ -96,6 +108,11 @@ static void KR(kda_carve)(KR(kda_ws) *w, kreal *p, int64_t C, int64_t Dk, int64_
   w->Gc = KR(rows_carve)(&p, (size_t)Dk);
   w->S = KR(rows_carve)(&p, (size_t)(Dk * Dv));
   w->H0 = KR(rows_carve)(&p, (size_t)(Dk * Dv));
+  w->solve = KERN_SOLVE_SUBSTITUTION;
+  w->Lx = KR(rows_carve)(&p, (size_t)(C * C));
+  const size_t ns = KR(kern_split_elems)(KERN_MATMUL_HIGHEST, (size_t)(C * C));
+  KR(kern_split_bind)(&w->ssl, KERN_MATMUL_HIGHEST, KR(rows_carve)(&p, ns), (size_t)(C * C));
+  KR(kern_split_bind)(&w->ssx, KERN_MATMUL_HIGHEST, KR(rows_carve)(&p, ns), (size_t)(C * C));
   w->FA = w->An = w->Ac = w->T1 = w->FB = w->Bn = w->Bc = w->T2 = NULL;
   w->mm = KERN_MATMUL_IEEE;
   w->mmt = NULL;
@@ -317,7 +334,7 @@ static void KR(kda_intra)(KR(kda_ws) *w, int64_t n, int64_t Dk) {
 
 /* A <- ((I + L)^-1) Diag(beta), where A held -L (fla's substitution: row i
  * from its own original entries and the finished rows above it). */
-static void KR(kda_solve)(KR(kda_ws) *w, int64_t n) {
+static void KR(kda_solve_sub)(KR(kda_ws) *w, int64_t n) {
   const int64_t C = n;
   for (int64_t i = 1; i < n; i++) {
     kreal *Ai = w->A + i * C;
@@ -333,6 +350,28 @@ static void KR(kda_solve)(KR(kda_ws) *w, int64_t n) {
     w->A[i * C + i] = 1;
     for (int64_t j = 0; j <= i; j++) w->A[i * C + j] = w->A[i * C + j] * w->beta[j];
   }
+}
+
+/* A <- ((I + L)^-1) Diag(beta), where A held -L, by XLA's
+ * TriangularSolveExpander (kern_solve_xla.h) on the chunk's whole n x n
+ * matrix (the sub-chunks only form L's entries): Lx = L (-(-L): exact),
+ * X = (I + L)^-1 into A, then the columns times beta (one product each, as
+ * the substitution's; the upper triangle +0). */
+static void KR(kda_solve_xla)(KR(kda_ws) *w, int64_t n) {
+  const int64_t C = n;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < n; j++) w->Lx[i * C + j] = j < i ? -w->A[i * C + j] : KC(0);
+  KR(kern_solve_xla)(n, w->Lx, w->A, &w->ssl, &w->ssx, w->row, w->gws);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < n; j++) w->A[i * C + j] = j <= i ? w->A[i * C + j] * w->beta[j] : KC(0);
+}
+
+/* The chunk's solve in the mode w->solve. */
+static void KR(kda_solve)(KR(kda_ws) *w, int64_t n) {
+  if (w->solve == KERN_SOLVE_XLA_EXPANDER)
+    KR(kda_solve_xla)(w, n);
+  else
+    KR(kda_solve_sub)(w, n);
 }
 
 /* w = A (e^G k), u = A v; then the chunk against the carried state S:
@@ -447,6 +486,7 @@ static __attribute__((noinline)) void KR(kda_chunk_thread)(const gdn_inputs *in,
   KR(kda_carve)(&w, p, C, Dk, Dv, D > 1);
   KR(kda_mm_bind)(&w, p + KR(rows_pad)(KR(kda_chunk_per)(C, Dk, Dv, D > 1)), num->matmul, C, Dk, Dv);
   w.mutant = KERN_KDA_MUTANT_NONE;
+  w.solve = num->solve;
 #pragma omp for schedule(dynamic, 1)
   for (int64_t it = 0; it < items; it++) {
     const int64_t b = it / s->Hv, hv = it % s->Hv;

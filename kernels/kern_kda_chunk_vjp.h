@@ -5,7 +5,8 @@
  *
  * The frame: per item (b, key head), the forward is run as the chunked
  * kernel runs it (kern_kda_chunk_tmpl.h's rows, sub-chunked A_kk, solve, w,
- * u, v_new and state update, the same roundings) and the state before
+ * u, v_new and state update, the same roundings; the solve by substitution
+ * whatever cfg->solve, as GDN's kern_vjp re-forms its chunks) and the state before
  * every chunk is stored (the chunk-boundary checkpoints); for the
  * affine-prefix, device r's start state is the forward's replayed one,
  * A_cum[r-1] h0 + B_cum[r-1] from the prefix of the devices' folds by

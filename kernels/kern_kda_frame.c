@@ -19,9 +19,7 @@ static int begin(const gdn_inputs *in, const gdn_chgate *gate, const kern_config
   int rc = kern_num_setup(num, in, cfg, who, chunked, e);
   if (rc) return rc;
   if (modes) {
-    if (num->solve != KERN_SOLVE_SUBSTITUTION)
-      return gdn_error_set(e, GDN_ERR_INPUT, "%s: solve %s is not implemented for KDA (substitution only)", who,
-                           kern_solve_name(num->solve));
+    /* the forwards: every compute dtype, matmul mode and solve (kern_kda.h) */
   } else if (cfg->dtype != GDN_DTYPE_F32 && cfg->dtype != GDN_DTYPE_F64)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s: compute dtype %s is not implemented for KDA (float32, float64)", who,
                          gdn_dtype_name(cfg->dtype));

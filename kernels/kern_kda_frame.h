@@ -12,9 +12,9 @@
 int kern_kda_begin(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int chunked, int affine,
                    const char *who, kern_num *num, gdn_outputs *out, gdn_error *e);
 /* kern_kda_begin for the forward kernels: every compute dtype (float32,
- * bfloat16, float64) and matmul mode taken (kern_kda.h, Numerics); the
- * solve must be substitution.  (kern_kda_begin, which the backwards call,
- * refuses bfloat16 and the pass modes.) */
+ * bfloat16, float64), matmul mode and solve taken (kern_kda.h, Numerics).
+ * (kern_kda_begin, which the backwards call, refuses bfloat16 and the pass
+ * modes; they take either solve and re-form the chunk by substitution.) */
 int kern_kda_begin_modes(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int chunked,
                          int affine, const char *who, kern_num *num, gdn_outputs *out, gdn_error *e);
 int kern_kda_end(gdn_outputs *out, int rc, gdn_error *e);

@@ -18,7 +18,7 @@ static const char *const supported[] = {"recurrence", "shape", "key-heads", "dv"
                                         "oracle-bits", "json", "threads", "quiet", "verbose", "reproducible",
                                         "mutant", "devices", "oracle", "grad", "report", "junit", "summary",
                                         "prefix", "shard", "dtype", "matmul-precision", "ftz", "no-ftz",
-                                        "max-bytes", "group-heads", "backend", NULL};
+                                        "max-bytes", "group-heads", "backend", "solve", NULL};
 
 static int is_supported(const char *name) {
   for (int i = 0; supported[i]; i++)
@@ -69,6 +69,7 @@ static int parse(const parity_recurrence *rec, const gdn_cli_opt *table, const g
   if (GET("ftz") && GET("no-ftz"))
     return gdn_error_set(e, GDN_ERR_INPUT, "--ftz and --no-ftz contradict each other");
   o->ftz = GET("ftz") != NULL;
+  if ((v = GET("solve")) && kern_solve_parse(v, &o->solve, e)) return -1;
   if (GET("grad") && (o->dtype != GDN_DTYPE_F32 || o->matmul != KERN_MATMUL_IEEE || o->ftz))
     return gdn_error_set(e, GDN_ERR_INPUT, "--grad with --dtype %s --matmul-precision %s%s: --recurrence %s judges "
                          "its backward in float32 with ieee products only; drop --grad or the numerics options",
@@ -157,15 +158,17 @@ int parity_recur_cli_main(const parity_recurrence *rec, const gdn_cli_opt *table
       json_object_set_new(doc, "shard", json_string(kern_shard_name(o.shard))) ||
       json_object_set_new(doc, "dtype", json_string(gdn_dtype_name(o.dtype))) ||
       json_object_set_new(doc, "matmul", json_string(kern_matmul_name(o.matmul))) ||
-      json_object_set_new(doc, "ftz", json_boolean(o.ftz)))
+      json_object_set_new(doc, "ftz", json_boolean(o.ftz)) ||
+      json_object_set_new(doc, "solve", json_string(kern_solve_name(o.solve))))
     return json_decref(doc), gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)"), -1;
   if (grad && parity_recur_grad_streamed(&o, &plan, o.vjp_mutant, doc, &pass, e)) return json_decref(doc), -1;
   if (parity_dist_rank() != 0) return json_decref(doc), pass ? 0 : 1; /* rank 0 writes and prints */
   if (parity_output_write_all(&oo, doc, e)) return json_decref(doc), -1;
   const json_int_t nc = json_integer_value(json_object_get(doc, "n_cases")),
                    nf = json_integer_value(json_object_get(doc, "n_failed"));
-  fprintf(out, "%s: %lld case%s, %lld failed (recurrence %s%s%s)\n", pass ? "PASS" : "FAIL", (long long)nc,
-          nc == 1 ? "" : "s", (long long)nf, rec->name, o.mutant || o.vjp_mutant ? ", PLANTED MUTANT " : "",
+  fprintf(out, "%s: %lld case%s, %lld failed (recurrence %s%s%s%s)\n", pass ? "PASS" : "FAIL", (long long)nc,
+          nc == 1 ? "" : "s", (long long)nf, rec->name, o.solve ? ", solve xla-expander" : "",
+          o.mutant || o.vjp_mutant ? ", PLANTED MUTANT " : "",
           o.mutant ? rec->mutants[o.mutant] : o.vjp_mutant ? rec->vjp_mutants[o.vjp_mutant] : "");
   json_decref(doc);
   return pass ? 0 : 1;

@@ -80,6 +80,7 @@ void parity_recur_kern_config(const parity_recur_opts *o, int64_t C, int64_t D, 
   cfg->dtype = o->dtype;
   cfg->matmul = o->matmul;
   cfg->ftz = o->ftz;
+  cfg->solve = o->solve;
 }
 
 int64_t parity_recur_kappa_devices(const parity_recur_opts *o, int64_t D) {

@@ -74,6 +74,7 @@ typedef struct parity_recur_opts {
   gdn_dtype dtype;    /* the forward kernels' numerics (float32, ieee, no FTZ by default); */
   kern_matmul matmul; /* the band follows them (parity_recur_mode_band.h) */
   int ftz;
+  kern_solve solve;   /* the chunked kernels' in-chunk solve (the token kernel has none); no band of its own */
   int oracle_bits;
   int dd;        /* 1: the oracle's double-word tier (2 sampled columns per head at oracle_bits) */
   int oracle_auto; /* --oracle auto: the forward's MPFR tier; --grad's VJP by parity_oracle_resolve_grads */

@@ -334,7 +334,7 @@ START_TEST(test_mutant_names) {
 END_TEST
 
 START_TEST(test_refusals) {
-  static const char *const refused[][2] = {{"--solve", "xla-expander"}, {"--qk-norm", "l2"},
+  static const char *const refused[][2] = {{"--qk-norm", "l2"},
                                            {"--policy", "x.json"}, {"--prelude", "bfloat16"},
                                            {"--oracle", "none"}};
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
