@@ -7,7 +7,9 @@
 #include "gdn_chgrads.h"
 #include "gdn_threads.h"
 #include "kern_kda_frame.h"
+#include "kern_gemm.h"
 #include "kern_kda_vjp.h"
+#include "kern_mm.h"
 #include "kern_num.h"
 
 #define KERN_REAL 32
@@ -36,7 +38,7 @@ int kern_kda_recurrent_vjp(const gdn_inputs *in, const gdn_chgate *gate, const g
   kern_num num;
   gdn_outputs tmp;
   gdn_outputs_init(&tmp);
-  int rc = kern_kda_begin(in, gate, cfg, 0, 0, who, &num, &tmp, e);
+  int rc = kern_kda_begin_modes(in, gate, cfg, 0, 0, who, &num, &tmp, e);
   gdn_outputs_clear(&tmp);
   if (rc) return rc;
   if ((rc = gdn_cotangents_check(ct, &in->shape, who, e))) return rc;

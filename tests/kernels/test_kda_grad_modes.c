@@ -87,7 +87,7 @@ static double grad_err(const gdn_grads *x, const gdn_grads *r, gdn_grad_id id) {
   return rel(gdn_grads_tensor_c(x, id), gdn_grads_tensor_c(r, id), gdn_chgrads_numel(&SHAPE, id));
 }
 
-static __attribute__((unused)) double worst(const gdn_grads *x, const gdn_grads *r) {
+static double worst(const gdn_grads *x, const gdn_grads *r) {
   double w = 0;
   for (int id = 0; id < GDN_GRADS_N; id++) w = fmax(w, grad_err(x, r, (gdn_grad_id)id));
   return w;
@@ -104,7 +104,7 @@ static uint64_t grads_hash(const gdn_grads *g) {
   return h;
 }
 
-static __attribute__((unused)) int same(const gdn_grads *a, const gdn_grads *b) { return grads_hash(a) == grads_hash(b); }
+static int same(const gdn_grads *a, const gdn_grads *b) { return grads_hash(a) == grads_hash(b); }
 
 /* The float32 ieee and float64 gradients' hashes, as the backwards computed
  * them before the modes (seed 61; TEST_KDA_GRAD_PINS=1 prints them). */
@@ -129,4 +129,59 @@ START_TEST(test_ieee_pinned) {
 }
 END_TEST
 
-CKR_MAIN("kernels", "kda_grad_modes", 300, test_ieee_pinned)
+typedef struct mode {
+  gdn_dtype dt;
+  kern_matmul mm;
+  double lo, hi;
+} mode;
+
+static const mode MODES[] = {
+    {GDN_DTYPE_F32, KERN_MATMUL_HIGHEST, 1e-8, 2e-6},  {GDN_DTYPE_F32, KERN_MATMUL_HIGH, 1e-7, 0x1p-13},
+    {GDN_DTYPE_F32, KERN_MATMUL_DEFAULT, 1e-4, 0x1p-6}, {GDN_DTYPE_BF16, KERN_MATMUL_IEEE, 1e-4, 0x1p-6},
+    {GDN_DTYPE_BF16, KERN_MATMUL_DEFAULT, 1e-4, 0x1p-6},
+};
+
+/* _i: mode; every form: the mode applied (other bits than ieee float32),
+ * its error in range, FTZ moving no bit, the dg-value-axis mutant caught */
+START_TEST(test_mode_errors) {
+  problem p = make(61);
+  const mode *md = &MODES[_i];
+  gdn_grads ref = run(&p, 0, GDN_DTYPE_F64, KERN_MATMUL_IEEE, 0, KERN_KDA_VJP_MUTANT_NONE);
+  for (int form = 0; form < N_FORMS; form++) {
+    gdn_grads f32 = run(&p, form, GDN_DTYPE_F32, KERN_MATMUL_IEEE, 0, KERN_KDA_VJP_MUTANT_NONE);
+    gdn_grads x = run(&p, form, md->dt, md->mm, 0, KERN_KDA_VJP_MUTANT_NONE);
+    ck_assert_msg(!same(&x, &f32), "%s %s %s: the ieee float32 bits", gdn_dtype_name(md->dt), kern_matmul_name(md->mm),
+                  FORM[form]);
+    const double ex = worst(&x, &ref);
+    fprintf(stderr, "%s %s %s:", gdn_dtype_name(md->dt), kern_matmul_name(md->mm), FORM[form]);
+    for (int id = 0; id < GDN_GRADS_N; id++)
+      fprintf(stderr, " %s %.2e", gdn_grads_name((gdn_grad_id)id), grad_err(&x, &ref, (gdn_grad_id)id));
+    fprintf(stderr, "\n");
+    ck_assert_msg(ex >= md->lo && ex <= md->hi, "%s %s %s: %.3e outside [%.1e, %.1e]", gdn_dtype_name(md->dt),
+                  kern_matmul_name(md->mm), FORM[form], ex, md->lo, md->hi);
+    gdn_grads f = run(&p, form, md->dt, md->mm, 1, KERN_KDA_VJP_MUTANT_NONE);
+    ck_assert(same(&f, &x));
+    gdn_grads m = run(&p, form, md->dt, md->mm, 0, KERN_KDA_VJP_MUTANT_DG_VALUE_AXIS);
+    const double em = grad_err(&m, &ref, GDN_GRAD_DG);
+    ck_assert_msg(em > 0x1p-6, "dg-value-axis under %s %s %s: %.3e", gdn_dtype_name(md->dt), kern_matmul_name(md->mm),
+                  FORM[form], em);
+    if (form >= 3) { /* the seam's adjoint dropped: dh0 misses everything after device 0 */
+      gdn_grads sd = run(&p, form, md->dt, md->mm, 0, KERN_KDA_VJP_MUTANT_DH_SEAM_DROPPED);
+      const double es = grad_err(&sd, &ref, GDN_GRAD_DH0);
+      ck_assert_msg(es > 0x1p-6, "dh-seam-dropped under %s %s %s: %.3e", gdn_dtype_name(md->dt),
+                    kern_matmul_name(md->mm), FORM[form], es);
+      gdn_grads_clear(&sd);
+    }
+    gdn_grads_clear(&f32), gdn_grads_clear(&x), gdn_grads_clear(&f), gdn_grads_clear(&m);
+  }
+  gdn_grads_clear(&ref);
+  problem_clear(&p);
+}
+END_TEST
+
+int main(void) {
+  Suite *su = suite_create("kernels");
+  TCase *tc = CKR_TCASE(su, "kda_grad_modes", 300, test_ieee_pinned);
+  tcase_add_loop_test(tc, test_mode_errors, 0, (int)(sizeof MODES / sizeof MODES[0]));
+  return ckr_run(su);
+}
