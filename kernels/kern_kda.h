@@ -73,9 +73,8 @@
  * KERN_RP_Q_SCALE: q, k, v, beta and the scale in bfloat16); g, G, the
  * decays, the solve and the state stay float32 (KDA has no MaxText form to
  * take further rounding points from).  FTZ as kern_num.h.  The backwards
- * (kern_kda_vjp.h, kern_kda_chunk_vjp.h) refuse bfloat16 and the pass
- * modes (GDN_ERR_INPUT, naming the setting); the xla-expander solve is
- * refused.
+ * (kern_kda_vjp.h, kern_kda_chunk_vjp.h) take every mode (their Modes);
+ * the xla-expander solve is refused.
  * Packed documents (segment ids) are refused.  o is rounded once to the
  * output dtype (kern_output_dtype).  Results are bit-identical for any
  * thread count (the B x Hv heads are independent items).

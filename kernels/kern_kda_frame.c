@@ -43,11 +43,6 @@ static int begin(const gdn_inputs *in, const gdn_chgate *gate, const kern_config
   return kern_out_alloc_for(out, in, cfg, who, e);
 }
 
-int kern_kda_begin(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int chunked, int affine,
-                   const char *who, kern_num *num, gdn_outputs *out, gdn_error *e) {
-  return begin(in, gate, cfg, chunked, affine, 0, who, num, out, e);
-}
-
 int kern_kda_begin_modes(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int chunked,
                          int affine, const char *who, kern_num *num, gdn_outputs *out, gdn_error *e) {
   return begin(in, gate, cfg, chunked, affine, 1, who, num, out, e);

@@ -33,7 +33,7 @@ int kern_kda_recurrent_vjp(const gdn_inputs *in, const gdn_chgate *gate, const g
   gdn_grads_clear(out);
   if ((int)mutant < 0 || mutant >= KERN_KDA_VJP_MUTANT_COUNT)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s: backward mutant %d is not known", who, (int)mutant);
-  /* the forward's checks and numerics (kern_kda_begin allocates outputs the
+  /* the forward's checks and numerics (kern_kda_begin_modes allocates outputs the
    * backward does not use: dropped at once) */
   kern_num num;
   gdn_outputs tmp;
