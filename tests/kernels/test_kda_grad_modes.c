@@ -7,7 +7,9 @@
  *   pinned        float32 ieee (and float64) gradients hash to what they
  *                 were before the modes: the modes leave them alone
  *   applied       every mode changes the float32 ieee gradients' bits (a
- *                 backward that ignored the mode would fail this)
+ *                 backward that ignored the mode would fail this); with
+ *                 bfloat16 compute every dv and dbeta is a bfloat16 value
+ *                 (their casts' transposes), in float32 not
  *   errors        each gradient's normwise error (max |x - r| / max |r|)
  *                 in the mode's range: highest within 2e-6 (float32's own
  *                 ~1e-6), high 1e-7 .. 2^-13, default and bfloat16 1e-4 ..
@@ -25,6 +27,7 @@
 
 #include "../check_runner.h"
 #include "../test_util_synth.h"
+#include "gdn_bf16.h"
 #include "gdn_chgate.h"
 #include "gdn_chgrads.h"
 #include "kern_kda.h"
@@ -106,6 +109,14 @@ static uint64_t grads_hash(const gdn_grads *g) {
 
 static int same(const gdn_grads *a, const gdn_grads *b) { return grads_hash(a) == grads_hash(b); }
 
+/* Every element of gradient id is a bfloat16 value. */
+static int all_bf16(const gdn_grads *g, gdn_grad_id id) {
+  const double *x = gdn_grads_tensor_c(g, id);
+  for (size_t i = 0; i < gdn_chgrads_numel(&SHAPE, id); i++)
+    if ((double)gdn_bf16_round((float)x[i]) != x[i]) return 0;
+  return 1;
+}
+
 /* The float32 ieee and float64 gradients' hashes, as the backwards computed
  * them before the modes (seed 61; TEST_KDA_GRAD_PINS=1 prints them). */
 static const uint64_t PIN_F32[N_FORMS] = {0xd85087d76fc10f2dull, 0x3812ba6980c5eb74ull, 0x0bd766d67dd391f8ull,
@@ -159,6 +170,10 @@ START_TEST(test_mode_errors) {
     fprintf(stderr, "\n");
     ck_assert_msg(ex >= md->lo && ex <= md->hi, "%s %s %s: %.3e outside [%.1e, %.1e]", gdn_dtype_name(md->dt),
                   kern_matmul_name(md->mm), FORM[form], ex, md->lo, md->hi);
+    /* bfloat16: the cotangents of v and beta rounded at their casts' transposes */
+    const int bf = md->dt == GDN_DTYPE_BF16;
+    ck_assert_msg(all_bf16(&x, GDN_GRAD_DV) == bf && all_bf16(&x, GDN_GRAD_DBETA) == bf, "%s %s %s: dv, dbeta",
+                  gdn_dtype_name(md->dt), kern_matmul_name(md->mm), FORM[form]);
     gdn_grads f = run(&p, form, md->dt, md->mm, 1, KERN_KDA_VJP_MUTANT_NONE);
     ck_assert(same(&f, &x));
     gdn_grads m = run(&p, form, md->dt, md->mm, 0, KERN_KDA_VJP_MUTANT_DG_VALUE_AXIS);
