@@ -17,9 +17,11 @@
  * Numerics (kern_kda_chunk_vjp.h, Modes): the products of the recompute
  * and of kcc_back_products are kda_gemm's, in the forward's matmul mode; in
  * a pass mode the solve's transpose is two kda_gemm products too
- * (kcc_back_solve_mm); the pairs' sums (kcc_back_pairs) stay in F, as the
- * forward's diagonal blocks; for bfloat16 the cotangents of v and beta are
- * rounded once per token and value head (the casts' transposes).
+ * (kcc_back_solve_mm) and K and P are taken back by the forward's
+ * sub-chunks (kcc_back_pairs_mm: the blocks against earlier sub-chunks by
+ * transposed products in the mode, the diagonal sub-chunks pair by pair in
+ * F, as the forward forms them); for bfloat16 the cotangents of v and beta
+ * are rounded once per token and value head (the casts' transposes).
  * Memory: kcc_elems. */
 
 typedef struct KR(kcc) {
@@ -196,6 +198,79 @@ static void KR(kcc_back_pairs)(KR(kda_ws) *w, KR(kcc) *b, int64_t n, int64_t Dk)
   }
 }
 
+/* kcc_back_pairs in a pass mode: the pairs of a diagonal sub-chunk (and
+ * P's diagonal) per pair, as kcc_back_pairs; the block of each sub-chunk I
+ * = [r, r1) against every earlier row J = [0, r), which the forward forms
+ * as products in the mode (kda_intra: xk_I kj_J^T and xq_I kj_J^T, xk_i =
+ * k_i e^(G_i - G_r), xq_i likewise, kj_j = k_j e^(G_r - G_j)), taken back
+ * by the transposed products in the mode (kda_gemm): dxk_I = dK_IJ kj_J,
+ * dxq_I = dP_IJ kj_J, dkj_J = dK_IJ^T xk_I + dP_IJ^T xq_I (the second
+ * product formed, then added), then through the scaled rows elementwise
+ * (dk, dq, and dG at i, j and the reference row r).  Scratch: the
+ * forward's diagonal-block buffers (Et: e, xk_I, xq_I; Xe, kt: dxk_I,
+ * dxq_I), b->dw (kj_J) and w->w (dkj_J), all spent by now; b->er a row. */
+static void KR(kcc_back_pairs_mm)(KR(kda_ws) *w, KR(kcc) *b, int64_t n, int64_t Dk) {
+  enum { SB = KERN_KDA_SUB };
+  const int64_t C = n;
+  for (int64_t i = 0; i < n; i++) { /* the diagonal sub-chunks, per pair */
+    const kreal *ki = w->k + i * Dk, *qi = w->q + i * Dk, *Gi = w->G + i * Dk;
+    kreal *dKi = b->dK + i * Dk, *dQi = b->dQ + i * Dk, *dGi = b->dG + i * Dk, *e = b->er;
+    for (int64_t j = i - i % SB; j < i; j++) {
+      const kreal *kj = w->k + j * Dk, *Gj = w->G + j * Dk;
+      kreal *dKj = b->dK + j * Dk, *dGj = b->dG + j * Dk;
+      const kreal dk = b->dA[i * C + j], dp = b->dP[i * C + j];
+      for (int64_t d = 0; d < Dk; d++) e[d] = Gi[d] - Gj[d];
+      KR(kda_expv)(e, e, Dk);
+      for (int64_t d = 0; d < Dk; d++) {
+        const kreal a = dk * ki[d] + dp * qi[d], ke = kj[d] * e[d], t = a * ke;
+        dKi[d] = dKi[d] + dk * ke;
+        dQi[d] = dQi[d] + dp * ke;
+        dGi[d] = dGi[d] + t;
+        dKj[d] = dKj[d] + a * e[d];
+        dGj[d] = dGj[d] - t;
+      }
+    }
+    const kreal dp = b->dP[i * C + i];
+    for (int64_t d = 0; d < Dk; d++) dKi[d] = dKi[d] + dp * qi[d], dQi[d] = dQi[d] + dp * ki[d];
+  }
+  kreal *eI = w->Et, *xkI = w->Et + SB * Dk, *xqI = w->Et + 2 * SB * Dk, *dxkI = w->Xe, *dxqI = w->kt;
+  kreal *kjJ = b->dw, *dkjJ = w->w;
+  for (int64_t r = SB; r < n; r += SB) {
+    const int64_t m = (r + SB < n ? r + SB : n) - r;
+    const kreal *Gr = w->G + r * Dk;
+    for (int64_t x = 0; x < m * Dk; x++) eI[x] = w->G[r * Dk + x] - Gr[x % Dk];
+    KR(kda_expv)(eI, eI, m * Dk);
+    for (int64_t x = 0; x < m * Dk; x++) xkI[x] = w->k[r * Dk + x] * eI[x], xqI[x] = w->q[r * Dk + x] * eI[x];
+    KR(kda_scale_rows)(kjJ, w->k, Gr, w->G, r, Dk);
+    KR(kda_gemm)(w, KERN_GEMM_SET, m, Dk, r, b->dA + r * C, C, 1, kjJ, Dk, 1, dxkI, Dk, w->gws);
+    KR(kda_gemm)(w, KERN_GEMM_SET, m, Dk, r, b->dP + r * C, C, 1, kjJ, Dk, 1, dxqI, Dk, w->gws);
+    KR(kda_gemm)(w, KERN_GEMM_SET, r, Dk, m, b->dA + r * C, 1, C, xkI, Dk, 1, dkjJ, Dk, w->gws);
+    KR(kda_gemm)(w, KERN_GEMM_ADD, r, Dk, m, b->dP + r * C, 1, C, xqI, Dk, 1, dkjJ, Dk, w->gws);
+    kreal *dGr = b->dG + r * Dk;
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t d = 0; d < Dk; d++) {
+        const int64_t x = i * Dk + d, X = (r + i) * Dk + d;
+        const kreal t = dxkI[x] * xkI[x] + dxqI[x] * xqI[x];
+        b->dK[X] = b->dK[X] + dxkI[x] * eI[x];
+        b->dQ[X] = b->dQ[X] + dxqI[x] * eI[x];
+        b->dG[X] = b->dG[X] + t;
+        dGr[d] = dGr[d] - t;
+      }
+    for (int64_t j = 0; j < r; j++) {
+      kreal *e = b->er;
+      for (int64_t d = 0; d < Dk; d++) e[d] = Gr[d] - w->G[j * Dk + d];
+      KR(kda_expv)(e, e, Dk);
+      for (int64_t d = 0; d < Dk; d++) {
+        const int64_t x = j * Dk + d;
+        const kreal t = dkjJ[x] * kjJ[x];
+        b->dK[x] = b->dK[x] + dkjJ[x] * e[d];
+        dGr[d] = dGr[d] + t;
+        b->dG[x] = b->dG[x] - t;
+      }
+    }
+  }
+}
+
 /* x, or for compute dtype bfloat16 x rounded to bfloat16: the cotangent
  * of a bfloat16 input at its cast's transpose. */
 static inline kreal KR(kcc_rn)(const kern_num *num, kreal x) {
@@ -227,7 +302,10 @@ static void KR(kcc_head)(KR(kda_ws) *w, KR(kcc) *b, const gdn_inputs *in, const 
   else
     KR(kcc_back_solve)(w, b, db, n);
   for (int64_t x = 0; x < n * Dk; x++) b->dG[x] = 0;
-  KR(kcc_back_pairs)(w, b, n, Dk);
+  if (w->mm != KERN_MATMUL_IEEE)
+    KR(kcc_back_pairs_mm)(w, b, n, Dk);
+  else
+    KR(kcc_back_pairs)(w, b, n, Dk);
   const kreal *Gl = w->G + (n - 1) * Dk;
   for (int64_t i = 0; i < n; i++)
     for (int64_t d = 0; d < Dk; d++) {

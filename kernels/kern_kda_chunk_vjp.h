@@ -48,11 +48,11 @@
  * products, the folds and the prefix in the mode, kda_gemm); the token
  * form's reverse step is kern_kda_vjp.h's; the chunkwise form takes every
  * product (kern_kda_chunk_bwd_tmpl.h) and, in a pass mode, the solve's
- * transpose T^T dT T^T as kda_gemm products in the mode, the per-pair
- * decay sums staying in F (the forward's diagonal blocks are no matmul;
- * its blocks of earlier sub-chunks are products in the mode, which the
- * chunkwise backward, taking K and P back pair by pair, does not
- * reproduce); bfloat16 rounds the cotangents of v, beta (per token and
+ * transpose T^T dT T^T as kda_gemm products in the mode, and K and P by
+ * the forward's sub-chunks: each block against earlier sub-chunks (a
+ * product in the forward) by its transposed products in the mode, the
+ * diagonal sub-chunks (no matmul in the forward) pair by pair in F;
+ * bfloat16 rounds the cotangents of v, beta (per token and
  * value head) and of k, q (per value head, q times the scale and rounded
  * again, before the heads are summed in float32).  Float32 ieee and
  * float64 are the bits they were before the modes.  Backward
