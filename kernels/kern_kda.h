@@ -82,13 +82,12 @@
  * KERN_RP_Q_SCALE: q, k, v, beta and the scale in bfloat16); g, G, the
  * decays, the solve and the state stay float32 (KDA has no MaxText form to
  * take further rounding points from).  FTZ as kern_num.h.  The backwards
- * (kern_kda_vjp.h, kern_kda_chunk_vjp.h) refuse bfloat16 and the pass
- * modes (GDN_ERR_INPUT, naming the setting).  The solve (cfg->solve)
- * changes only the chunked kernels' (I + A_kk)^-1: the token loop has none
- * and ignores it, as GDN's kern_recurrent does, and the backwards re-form
- * the chunk by substitution under either, as GDN's kern_scan_vjp does (its
- * recomputed forward is the substitution's; a JAX gradient is judged
- * against the oracle, not compared bitwise).
+ * (kern_kda_vjp.h, kern_kda_chunk_vjp.h) take every mode (their Modes).
+ * The solve (cfg->solve) changes only the chunked forward's (I + A_kk)^-1:
+ * the token loop has none and ignores it, as GDN's kern_recurrent does, and
+ * the backwards re-form the chunk by substitution under either, as GDN's
+ * kern_scan_vjp does (its recomputed forward is the substitution's; a JAX
+ * gradient is judged against the oracle, not compared bitwise).
  * Packed documents (segment ids) are refused.  o is rounded once to the
  * output dtype (kern_output_dtype).  Results are bit-identical for any
  * thread count (the B x Hv heads are independent items).

@@ -44,7 +44,7 @@ static int chunk_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cot
   kern_num num;
   gdn_outputs tmp;
   gdn_outputs_init(&tmp);
-  int rc = kern_kda_begin(in, gate, cfg, 1, affine, who, &num, &tmp, e);
+  int rc = kern_kda_begin_modes(in, gate, cfg, 1, affine, who, &num, &tmp, e);
   gdn_outputs_clear(&tmp);
   if (rc) return rc;
   if ((rc = gdn_cotangents_check(ct, &in->shape, who, e))) return rc;

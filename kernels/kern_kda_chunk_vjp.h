@@ -43,8 +43,20 @@
  * min(cfg->chunk, T / D) (token sharding, D = cfg->devices dividing T, each
  * device's chunk grid starting at its first token).  D = 1 of kern_kda_affine_vjp is
  * kern_kda_chunk_vjp bit for bit (tested).  Modes and refusals: the
- * forward's (kern_kda_frame.h: float32/float64, IEEE products, no packed
- * documents; every prefix schedule and shard mode).  Backward
+ * forward's (kern_kda_frame.h: every compute dtype, matmul mode and ftz,
+ * no packed documents; every prefix schedule and shard mode).  Numerics as
+ * kern_kda_vjp.h's Modes: the recomputed forward is the forward's (its
+ * products, the folds and the prefix in the mode, kda_gemm); the token
+ * form's reverse step is kern_kda_vjp.h's; the chunkwise form takes every
+ * product (kern_kda_chunk_bwd_tmpl.h) and, in a pass mode, the solve's
+ * transpose T^T dT T^T as kda_gemm products in the mode, and K and P by
+ * the forward's sub-chunks: each block against earlier sub-chunks (a
+ * product in the forward) by its transposed products in the mode, the
+ * diagonal sub-chunks (no matmul in the forward) pair by pair in F;
+ * bfloat16 rounds the cotangents of v, beta (per token and
+ * value head) and of k, q (per value head, q times the scale and rounded
+ * again, before the heads are summed in float32).  Float32 ieee and
+ * float64 are the bits they were before the modes.  Backward
  * mutants: kern_kda_vjp.h's (dg-value-axis; dh-seam-dropped zeroes dh at
  * each device seam of the affine-prefix; in the chunkwise form
  * dg-value-axis sums the state decay's gradient, S0 . dS1, along the value

@@ -11,6 +11,7 @@ typedef struct KR(kcb) {
   kreal *ck;            /* nct state sets: the forward's state before each chunk */
   kreal *dec;           /* C x G x Dk: the chunk's decays e^(G_i - G_(i-1)) */
   KR(kcc) bw;           /* the chunkwise backward's workspace (algebra only) */
+  kreal *dQa, *dKa;     /* C x Dk each: bfloat16's sums over the value heads (algebra only) */
   int64_t C, D, L, nct; /* chunk, token-sharded devices (1 for chunk sharding), tokens per device, chunks */
   KR(kdp) pf;           /* the affine-prefix (kern_kda_prefix_tmpl.h): its devices, schedule, shard */
   int algebra;          /* 1: each chunk by the chunkwise algebra; 0: token by token */
@@ -22,26 +23,33 @@ static int64_t KR(kcb_chunks)(int64_t L, int64_t C, int64_t D) { return D * ((L 
  * pieces, or (chunk sharding) the unsharded grid, D = 1. */
 static int64_t KR(kcb_grid)(const kern_config *pc) { return pc->shard == KERN_SHARD_CHUNKS ? 1 : pc->devices; }
 
-static size_t KR(kcb_per)(const gdn_shape *s, int64_t C, const kern_config *pc) {
+static size_t KR(kcb_per)(const gdn_shape *s, int64_t C, const kern_config *pc, kern_matmul mm) {
   const int64_t D = KR(kcb_grid)(pc), G = s->Hv / s->Hk, nct = KR(kcb_chunks)(s->T / D, C, D);
   size_t per = KR(rows_pad)(KR(kda_chunk_per)(C, s->Dk, s->Dv, pc->devices > 1));
+  per = kern_size_add(per, KR(rows_pad)(KR(kda_mm_per)(mm, C, s->Dk, s->Dv)));
+  per = kern_size_add(per, kern_size_mul(2, KR(rows_pad)((size_t)(C * s->Dk))));
   per = kern_size_add(per, KR(rows_pad)(pc->devices > 1 ? KR(kdp_per)(pc->devices, s->Dk, s->Dv) : 0));
-  per = kern_size_add(per, KR(rows_pad)(KR(kvw_elems)(s, C)));
+  per = kern_size_add(per, KR(rows_pad)(KR(kvw_elems)(s, C, mm)));
   per = kern_size_add(per, KR(rows_pad)(kern_size_mul((size_t)nct, (size_t)(G * s->Dk * s->Dv))));
   per = kern_size_add(per, KR(rows_pad)(KR(kcc_elems)(C, s->Dk, s->Dv)));
   return kern_size_add(per, KR(rows_pad)((size_t)(C * G * s->Dk)));
 }
 
-static void KR(kcb_carve)(KR(kcb) *w, const gdn_shape *s, int64_t C, const kern_config *pc, kreal *p) {
+static void KR(kcb_carve)(KR(kcb) *w, const gdn_shape *s, int64_t C, const kern_config *pc, const kern_num *num,
+                          kreal *p) {
   const int64_t D = KR(kcb_grid)(pc), Dp = pc->devices;
   w->C = C, w->D = D, w->L = s->T / D, w->nct = KR(kcb_chunks)(w->L, C, D);
   KR(kda_carve)(&w->cw, KR(rows_carve)(&p, KR(kda_chunk_per)(C, s->Dk, s->Dv, Dp > 1)), C, s->Dk, s->Dv, Dp > 1);
+  KR(kda_mm_bind)(&w->cw, KR(rows_carve)(&p, KR(kda_mm_per)(num->matmul, C, s->Dk, s->Dv)), num->matmul, C, s->Dk,
+                  s->Dv);
+  w->dQa = KR(rows_carve)(&p, (size_t)(C * s->Dk));
+  w->dKa = KR(rows_carve)(&p, (size_t)(C * s->Dk));
   if (Dp > 1)
     KR(kdp_carve)(&w->pf, KR(rows_carve)(&p, KR(kdp_per)(Dp, s->Dk, s->Dv)), pc, C, s->Dk, s->Dv);
   else
     w->pf.cfg = *pc; /* one device: no pieces but [0, T) */
   w->cw.mutant = KERN_KDA_MUTANT_NONE;
-  KR(kvw_carve)(&w->tw, s, C, KR(rows_carve)(&p, KR(kvw_elems)(s, C)));
+  KR(kvw_carve)(&w->tw, s, C, num, KR(rows_carve)(&p, KR(kvw_elems)(s, C, num->matmul)));
   w->ck = KR(rows_carve)(&p, (size_t)w->nct * w->tw.st);
   w->dec = KR(rows_carve)(&p, (size_t)(C * w->tw.G * s->Dk));
   KR(kcc_carve)(&w->bw, C, s->Dk, s->Dv, KR(rows_carve)(&p, KR(kcc_elems)(C, s->Dk, s->Dv)));
@@ -49,14 +57,14 @@ static void KR(kcb_carve)(KR(kcb) *w, const gdn_shape *s, int64_t C, const kern_
 
 /* The state path of kern_kda_chunk's chunk (kda_inter without o): the
  * chunk's rows, A and P loaded in cw; cw->S advanced over the chunk, every
- * operation as the forward rounds it. */
+ * operation as the forward rounds it (the products in its mode, kda_gemm). */
 static void KR(kcb_state_step)(KR(kda_ws) *w, int64_t n, int64_t Dk, int64_t Dv) {
   const int64_t C = n;
   for (int64_t j = 0; j < n; j++)
     for (int64_t d = 0; d < Dk; d++) w->xk[j * Dk + d] = w->k[j * Dk + d] * KEXP(w->G[j * Dk + d]);
-  KR(kern_gemm)(KERN_GEMM_SET, n, Dk, n, w->A, C, 1, w->xk, Dk, 1, w->w, Dk, w->gws);
-  KR(kern_gemm)(KERN_GEMM_SET, n, Dv, n, w->A, C, 1, w->v, Dv, 1, w->u, Dv, w->gws);
-  KR(kern_gemm)(KERN_GEMM_SET, n, Dv, Dk, w->w, Dk, 1, w->S, Dv, 1, w->tmp, Dv, w->gws);
+  KR(kda_gemm)(w, KERN_GEMM_SET, n, Dk, n, w->A, C, 1, w->xk, Dk, 1, w->w, Dk, w->gws);
+  KR(kda_gemm)(w, KERN_GEMM_SET, n, Dv, n, w->A, C, 1, w->v, Dv, 1, w->u, Dv, w->gws);
+  KR(kda_gemm)(w, KERN_GEMM_SET, n, Dv, Dk, w->w, Dk, 1, w->S, Dv, 1, w->tmp, Dv, w->gws);
   for (int64_t x = 0; x < n * Dv; x++) w->vn[x] = w->u[x] - w->tmp[x];
   const kreal *Gl = w->G + (n - 1) * Dk;
   for (int64_t d = 0; d < Dk; d++) w->eg[d] = KEXP(Gl[d]);
@@ -64,7 +72,7 @@ static void KR(kcb_state_step)(KR(kda_ws) *w, int64_t n, int64_t Dk, int64_t Dv)
     for (int64_t c = 0; c < Dv; c++) w->S[d * Dv + c] = w->S[d * Dv + c] * w->eg[d];
   for (int64_t j = 0; j < n; j++)
     for (int64_t d = 0; d < Dk; d++) w->kj[j * Dk + d] = w->k[j * Dk + d] * KEXP(Gl[d] - w->G[j * Dk + d]);
-  KR(kern_gemm)(KERN_GEMM_ADD, Dk, Dv, n, w->kj, 1, Dk, w->vn, Dv, 1, w->S, Dv, w->gws);
+  KR(kda_gemm)(w, KERN_GEMM_ADD, Dk, Dv, n, w->kj, 1, Dk, w->vn, Dv, 1, w->S, Dv, w->gws);
 }
 
 /* Chunk m of the grid: its rows [c0, c0 + n); the device it starts
@@ -156,7 +164,8 @@ static void KR(kcb_chunk_back)(KR(kcb) *w, const gdn_inputs *in, const gdn_chgat
     }
     const int64_t qk = ((b * s->T + t) * s->Hk + kh) * Dk;
     KR(kv_prep_back)(tw, gdn_inputs_k(in, b, t, kh), tw->dK, in->l2norm_in_kernel, KC(1), num, out->dk + qk);
-    KR(kv_prep_back)(tw, gdn_inputs_q(in, b, t, kh), tw->dQ, in->l2norm_in_kernel, scale, num, out->dq + qk);
+    KR(kv_prep_back)(tw, gdn_inputs_q(in, b, t, kh), tw->dQ, in->l2norm_in_kernel, tw->bf ? KC(1) : scale, num,
+                     out->dq + qk);
   }
 }
 
@@ -168,16 +177,24 @@ static void KR(kcb_chunk_algebra)(KR(kcb) *w, const gdn_inputs *in, const gdn_ch
                                   int64_t b, int64_t kh, int64_t m, int64_t c0, int64_t n) {
   const gdn_shape *s = &in->shape;
   const int64_t Dk = s->Dk, Dv = s->Dv, G = w->tw.G;
-  for (int64_t x = 0; x < n * Dk; x++) w->bw.dQ[x] = w->bw.dK[x] = 0;
-  for (int64_t jj = 0; jj < G; jj++)
+  KR(kvw) *tw = &w->tw;
+  for (int64_t x = 0; x < n * Dk; x++) w->bw.dQ[x] = w->bw.dK[x] = w->dQa[x] = w->dKa[x] = 0;
+  for (int64_t jj = 0; jj < G; jj++) {
     KR(kcc_head)(&w->cw, &w->bw, in, gate, ct, num, scale, mutant == KERN_KDA_VJP_MUTANT_DG_VALUE_AXIS, out,
-                 w->ck + (size_t)m * w->tw.st + (size_t)(jj * Dk * Dv), w->tw.S + (size_t)(jj * Dk * Dv), b, kh * G + jj,
+                 w->ck + (size_t)m * tw->st + (size_t)(jj * Dk * Dv), tw->S + (size_t)(jj * Dk * Dv), b, kh * G + jj,
                  c0, n);
+    if (!tw->bf) continue; /* float32, float64: the heads' shares summed in place */
+    for (int64_t x = 0; x < n * Dk; x++) { /* bfloat16: each head's rounded (kv_add_dq, kv_add_dk), then summed */
+      w->dQa[x] = w->dQa[x] + KR(kv_rn)(tw, KR(kv_rn)(tw, w->bw.dQ[x]) * scale);
+      w->dKa[x] = w->dKa[x] + KR(kv_rn)(tw, w->bw.dK[x]);
+      w->bw.dQ[x] = w->bw.dK[x] = 0;
+    }
+  }
+  const kreal *dQ = tw->bf ? w->dQa : w->bw.dQ, *dK = tw->bf ? w->dKa : w->bw.dK;
   for (int64_t i = 0; i < n; i++) {
     const int64_t t = c0 + i, qk = ((b * s->T + t) * s->Hk + kh) * Dk;
-    KR(kv_prep_back)(&w->tw, gdn_inputs_k(in, b, t, kh), w->bw.dK + i * Dk, in->l2norm_in_kernel, KC(1), num,
-                     out->dk + qk);
-    KR(kv_prep_back)(&w->tw, gdn_inputs_q(in, b, t, kh), w->bw.dQ + i * Dk, in->l2norm_in_kernel, scale, num,
+    KR(kv_prep_back)(tw, gdn_inputs_k(in, b, t, kh), dK + i * Dk, in->l2norm_in_kernel, KC(1), num, out->dk + qk);
+    KR(kv_prep_back)(tw, gdn_inputs_q(in, b, t, kh), dQ + i * Dk, in->l2norm_in_kernel, tw->bf ? KC(1) : scale, num,
                      out->dq + qk);
   }
 }
@@ -190,10 +207,11 @@ static void KR(kcb_item)(KR(kcb) *w, const gdn_inputs *in, const gdn_chgate *gat
   const gdn_shape *s = &in->shape;
   const int64_t Dk = s->Dk, Dv = s->Dv, G = w->tw.G;
   const kreal scale = KR(rows_scale)(in, num);
+  w->tw.scale = scale;
   for (int64_t jj = 0; jj < G; jj++) {
     KR(kcb_forward)(w, in, gate, num, scale, b, kh * G + jj, jj);
     const float *dht = ct->dht ? ct->dht + (b * s->Hv + kh * G + jj) * Dk * Dv : NULL;
-    for (int64_t x = 0; x < Dk * Dv; x++) w->tw.S[jj * Dk * Dv + x] = dht ? (kreal)dht[x] : 0;
+    for (int64_t x = 0; x < Dk * Dv; x++) w->tw.S[jj * Dk * Dv + x] = dht ? (kreal)KIN(num, dht[x]) : 0;
   }
   for (int64_t m = w->nct - 1; m >= 0; m--) {
     int64_t c0, n;
@@ -218,14 +236,14 @@ static int KR(kcb_run)(const gdn_inputs *in, const gdn_chgate *gate, const gdn_c
   const gdn_shape *s = &in->shape;
   const int64_t items = s->B * s->Hk;
   const int nt = gdn_threads_for(items);
-  const size_t per = KR(kcb_per)(s, C, pc);
+  const size_t per = KR(kcb_per)(s, C, pc, num->matmul);
   kreal *mem = gdn_calloc((size_t)nt, kern_size_mul(per, sizeof(kreal)), "per-thread scratch", e);
   if (!mem) return gdn_error_prefix(e, "%s: ", who), GDN_ERR_NOMEM;
 #pragma omp parallel num_threads(nt)
   {
     const unsigned env = kern_fpenv_enter(num);
     KR(kcb) w;
-    KR(kcb_carve)(&w, s, C, pc, mem + (size_t)omp_get_thread_num() * per);
+    KR(kcb_carve)(&w, s, C, pc, num, mem + (size_t)omp_get_thread_num() * per);
     w.algebra = algebra;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t it = 0; it < items; it++) KR(kcb_item)(&w, in, gate, ct, num, mutant, out, it / s->Hk, it % s->Hk);

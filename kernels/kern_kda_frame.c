@@ -13,20 +13,12 @@ const char *kern_kda_mutant_name(kern_kda_mutant m) {
 }
 
 static int begin(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int chunked, int affine,
-                 int modes, const char *who, kern_num *num, gdn_outputs *out, gdn_error *e) {
+                 const char *who, kern_num *num, gdn_outputs *out, gdn_error *e) {
   gdn_outputs_clear(out);
   if (!in || !cfg) return gdn_error_set(e, GDN_ERR_INTERNAL, "%s: inputs or config missing (NULL)", who);
+  /* every compute dtype, matmul mode, ftz and solve, forward and backward (kern_kda.h) */
   int rc = kern_num_setup(num, in, cfg, who, chunked, e);
   if (rc) return rc;
-  if (modes) {
-    /* the forwards: every compute dtype, matmul mode and solve (kern_kda.h) */
-  } else if (cfg->dtype != GDN_DTYPE_F32 && cfg->dtype != GDN_DTYPE_F64)
-    return gdn_error_set(e, GDN_ERR_INPUT, "%s: compute dtype %s is not implemented for KDA (float32, float64)", who,
-                         gdn_dtype_name(cfg->dtype));
-  else if (num->matmul != KERN_MATMUL_IEEE)
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "%s: matmul precision %s is not implemented for KDA (ieee only)", who,
-                         kern_matmul_name(cfg->matmul));
   if (chunked && !affine && cfg->devices != 1)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s: %lld devices: the KDA chunked kernel runs on one device (the "
                          "affine-prefix is kern_kda_affine)", who, (long long)cfg->devices);
@@ -41,14 +33,9 @@ static int begin(const gdn_inputs *in, const gdn_chgate *gate, const kern_config
   return kern_out_alloc_for(out, in, cfg, who, e);
 }
 
-int kern_kda_begin(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int chunked, int affine,
-                   const char *who, kern_num *num, gdn_outputs *out, gdn_error *e) {
-  return begin(in, gate, cfg, chunked, affine, 0, who, num, out, e);
-}
-
 int kern_kda_begin_modes(const gdn_inputs *in, const gdn_chgate *gate, const kern_config *cfg, int chunked,
                          int affine, const char *who, kern_num *num, gdn_outputs *out, gdn_error *e) {
-  return begin(in, gate, cfg, chunked, affine, 1, who, num, out, e);
+  return begin(in, gate, cfg, chunked, affine, who, num, out, e);
 }
 
 int kern_kda_end(gdn_outputs *out, int rc, gdn_error *e) {

@@ -7,7 +7,9 @@
 #include "gdn_chgrads.h"
 #include "gdn_threads.h"
 #include "kern_kda_frame.h"
+#include "kern_gemm.h"
 #include "kern_kda_vjp.h"
+#include "kern_mm.h"
 #include "kern_num.h"
 
 #define KERN_REAL 32
@@ -31,12 +33,12 @@ int kern_kda_recurrent_vjp(const gdn_inputs *in, const gdn_chgate *gate, const g
   gdn_grads_clear(out);
   if ((int)mutant < 0 || mutant >= KERN_KDA_VJP_MUTANT_COUNT)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s: backward mutant %d is not known", who, (int)mutant);
-  /* the forward's checks and numerics (kern_kda_begin allocates outputs the
+  /* the forward's checks and numerics (kern_kda_begin_modes allocates outputs the
    * backward does not use: dropped at once) */
   kern_num num;
   gdn_outputs tmp;
   gdn_outputs_init(&tmp);
-  int rc = kern_kda_begin(in, gate, cfg, 0, 0, who, &num, &tmp, e);
+  int rc = kern_kda_begin_modes(in, gate, cfg, 0, 0, who, &num, &tmp, e);
   gdn_outputs_clear(&tmp);
   if (rc) return rc;
   if ((rc = gdn_cotangents_check(ct, &in->shape, who, e))) return rc;

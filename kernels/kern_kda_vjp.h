@@ -22,9 +22,32 @@
  * S after token 0.  Gradients are rounded to float32 for float32 compute
  * (dtype FLOAT32) and held as float64 for float64.
  *
- * Modes: as kern_kda_recurrent (float32 or float64, IEEE products; no
- * forward mutant).  The chunked kernel's and the affine-prefix's backward
- * are kern_kda_chunk_vjp.h's (they share this file's reverse step).
+ * Modes: kern_kda_recurrent's (no forward mutant): compute dtype float32,
+ * bfloat16 or float64, every matmul mode (float64 ignores it), ftz, as
+ * kern_vjp.h's GDN backward takes them:
+ *   matmul   IEEE is the loop above (its bits as before the modes); a pass
+ *            mode recomputes the step as kern_kda_recurrent does (k^T h'
+ *            and the outer product k delta^T by kern_mm, then the add) and
+ *            takes every product of the transpose by kern_mm in the mode
+ *            (JAX's transposed dots keep the forward dot's precision):
+ *            dQ_h = h_t do, S += (q do^T), dd = k^T S, dK_h = (S delta) -
+ *            (h' dv), S' = S - (k dv^T), each product formed completely,
+ *            then added; dbeta, dg and S = a S' are elementwise, as above
+ *   bfloat16 the forward's rounding points (q, k, v, beta, the scale:
+ *            kern_num.h's KERN_RP_INPUT, KERN_RP_Q_SCALE) and, at the
+ *            casts' transposes, the cotangents of the bfloat16 values
+ *            rounded to bfloat16 (gdn_bf16_round): dv and dbeta per token
+ *            and value head; dk per value head, the heads then summed in
+ *            float32; dq per value head, then rn(dq * scale) (the bfloat16
+ *            multiply by the scale) before the heads are summed in
+ *            float32 -- kern_vjp.h's vj_store; the L2 norm's backward in
+ *            float32 (the norm is before the cast); g, the state and every
+ *            adjoint in between float32
+ *   ftz      as the forward (kern_num.h), dO and dht read as inputs
+ * Float32 with IEEE products and float64 are the bits they were before
+ * the modes (tests/kernels/test_kda_grad_modes.c).  The chunked kernel's
+ * and the affine-prefix's backward are kern_kda_chunk_vjp.h's (they share
+ * this file's reverse step).
  *
  * Backward mutants (testing only):
  *   dg-value-axis  the gate's gradient summed along the value axis of the

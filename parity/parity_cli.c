@@ -97,7 +97,7 @@ static const gdn_cli_opt options[] = {
     {"recurrence", "NAME",
      "the recurrence judged: gdn (Gated DeltaNet; default) or kda (Kimi Delta Attention, per-channel gates; "
      "--report, --junit and --summary write its own reports; the options it does not take are refused, --grad in "
-     "float32 ieee only; check reads it from the fixture; sweep and coverage take a grid of its own)", C_CASES},
+     "every numerics mode; check reads it from the fixture; sweep and coverage take a grid of its own)", C_CASES},
     {"mutant", "NAME", "testing only: affine-prefix with one catalogued bug (kern_mutant.h: "
                        "compose-order, carry-zero, ...; default none), to see which checks catch it", C_JUDGE},
     {"dtype", "TYPE", "kernel compute dtype: float32, bfloat16, float64 (default float32)", C_CASES},

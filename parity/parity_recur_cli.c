@@ -9,6 +9,7 @@
 #include "parity_dist.h"
 #include "parity_output.h"
 #include "parity_recur_grad.h"
+#include "parity_recur_mode_band.h"
 #include "parity_recur_stream.h"
 #include "parity_recur_sweep.h"
 
@@ -70,10 +71,6 @@ static int parse(const parity_recurrence *rec, const gdn_cli_opt *table, const g
     return gdn_error_set(e, GDN_ERR_INPUT, "--ftz and --no-ftz contradict each other");
   o->ftz = GET("ftz") != NULL;
   if ((v = GET("solve")) && kern_solve_parse(v, &o->solve, e)) return -1;
-  if (GET("grad") && (o->dtype != GDN_DTYPE_F32 || o->matmul != KERN_MATMUL_IEEE || o->ftz))
-    return gdn_error_set(e, GDN_ERR_INPUT, "--grad with --dtype %s --matmul-precision %s%s: --recurrence %s judges "
-                         "its backward in float32 with ieee products only; drop --grad or the numerics options",
-                         gdn_dtype_name(o->dtype), kern_matmul_name(o->matmul), o->ftz ? " --ftz" : "", rec->name);
   for (int i = 0; i < o->n_devices && o->shard == KERN_SHARD_TOKENS; i++)
     if (o->shape.T % o->devices[i])
       return gdn_error_set(e, GDN_ERR_INPUT,
@@ -153,13 +150,18 @@ int parity_recur_cli_main(const parity_recurrence *rec, const gdn_cli_opt *table
                          "forward mutant; drop one of them", rec->mutants[o.mutant], rec->name), -1;
   parity_stream_plan plan;
   if (parity_recur_cli_plan(&o, table, a, grad, &plan, e)) return -1;
+  const char *why = parity_recur_mode_band_reason(o.dtype, o.matmul, 0),
+             *gwhy = parity_recur_mode_band_reason(o.dtype, o.matmul, 1);
+  if (o.log && why) fprintf(o.log, "band follows the numerics mode: %s\n", why);
+  if (o.log && grad && gwhy) fprintf(o.log, "backward band follows the numerics mode: %s\n", gwhy);
   if (parity_recur_sweep_streamed(&o, &plan, &doc, &pass, e)) return -1;
   if (json_object_set_new(doc, "prefix", json_string(kern_prefix_name(o.prefix))) ||
       json_object_set_new(doc, "shard", json_string(kern_shard_name(o.shard))) ||
       json_object_set_new(doc, "dtype", json_string(gdn_dtype_name(o.dtype))) ||
       json_object_set_new(doc, "matmul", json_string(kern_matmul_name(o.matmul))) ||
       json_object_set_new(doc, "ftz", json_boolean(o.ftz)) ||
-      json_object_set_new(doc, "solve", json_string(kern_solve_name(o.solve))))
+      json_object_set_new(doc, "solve", json_string(kern_solve_name(o.solve))) ||
+      (why && json_object_set_new(doc, "band_reason", json_string(why))))
     return json_decref(doc), gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)"), -1;
   if (grad && parity_recur_grad_streamed(&o, &plan, o.vjp_mutant, doc, &pass, e)) return json_decref(doc), -1;
   if (parity_dist_rank() != 0) return json_decref(doc), pass ? 0 : 1; /* rank 0 writes and prints */

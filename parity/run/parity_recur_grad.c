@@ -9,6 +9,7 @@
 #include "gdn_synth.h"
 #include "kern_config.h"
 #include "parity_oracle.h"
+#include "parity_recur_mode_band.h"
 
 static size_t numel(const gdn_shape *s, int per_channel, gdn_grad_id id) {
   return per_channel ? gdn_chgrads_numel(s, id) : gdn_grads_numel(s, id);
@@ -43,12 +44,13 @@ static int run_case(const parity_recur_opts *o, int vjp_mutant, const gdn_inputs
   gdn_grads_init(&x);
   const parity_recurrence *rec = o->rec;
   const parity_rec_kernel_vjp k = C <= 0 ? rec->kern_token_vjp : D > 0 ? rec->kern_affine_vjp : rec->kern_chunked_vjp;
-  double band; /* the forward's band for the case (parity_recur_case_band) */
+  double band; /* the forward's float32 band for the case (parity_recur_case_band), then the mode's */
   json_t *kj = NULL;
   parity_kappa_ch kc;
   int rc = parity_recur_case_band(rec, in, gate, C, parity_recur_kappa_devices(o, D), o->band, &band, &kj, &kc, e);
   if (!rc && (rc = k(in, gate, ct, &cfg, vjp_mutant, &x, e))) json_decref(kj);
   if (rc) return rc;
+  band = parity_recur_mode_band_grad(o->dtype, o->matmul, band);
   const int pc = rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL;
   parity_recur_err m[GDN_GRADS_N];
   for (int id = 0; id < GDN_GRADS_N; id++)
@@ -154,10 +156,14 @@ json_t *parity_recur_grad_head(const parity_recur_opts *o, int vjp_mutant, const
   if (dd) c.d = *dd;
   else c.mp = *mp;
   const grad_cert *cert = &c;
-  return json_pack("{s:o, s:{s:I, s:b}, s:f, s:s, s:s?, s:[]}", "oracle", grad_oracle_json(cert), "cotangents",
-                   "seed", (json_int_t)o->seed, "dht", 1, "band", o->band, "vjp_mutant",
-                   o->rec->vjp_mutants[vjp_mutant], "chunked_backward",
-                   o->rec->kern_chunked_vjp ? o->rec->chunked_vjp_form : o->rec->chunked_vjp_absent, "cases");
+  const char *why = parity_recur_mode_band_reason(o->dtype, o->matmul, 1);
+  json_t *h = json_pack("{s:o, s:{s:I, s:b}, s:f, s:s, s:s?, s:[]}", "oracle", grad_oracle_json(cert), "cotangents",
+                        "seed", (json_int_t)o->seed, "dht", 1, "band", o->band, "vjp_mutant",
+                        o->rec->vjp_mutants[vjp_mutant], "chunked_backward",
+                        o->rec->kern_chunked_vjp ? o->rec->chunked_vjp_form : o->rec->chunked_vjp_absent, "cases");
+  if (h && why && json_object_set_new(h, "band_reason", json_string(why))) /* the mode moved the band: why */
+    h = (json_decref(h), NULL);
+  return h;
 }
 
 /* g attached to doc (which takes it) and doc's counts updated with the

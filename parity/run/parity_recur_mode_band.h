@@ -30,6 +30,25 @@
  * GDN's built-in limits (band-float32-high, band-float32-default,
  * band-bfloat16, band-float64), KDA's errors sitting under them by the
  * margins above. */
+/* The backward's band (parity_recur_mode_band_grad; the gradients judged
+ * normwise per tensor against the VJP oracle, parity_recur_grad.h) follows
+ * the mode as GDN's gradient rules do (grad-band-float32-high,
+ * grad-band-float32-default, grad-band-bfloat16), from the same float32
+ * band as the forward's, each limit checked against KDA's own gradient
+ * errors (docs/numerics.md, "KDA backward in the numerics modes": the six
+ * gradients of the token loop's, the chunked and the affine-prefix's
+ * backward, 1,128,2,32 Hk 1 with D 1 and 2, and 1,512,2,64, seeds 1 to 3):
+ *   float32, ieee or highest   the float32 band
+ *   float32, high              max(2^-13 = 1.2e-4, float32 band)
+ *   float32, default           max(2^-5 = 3.1e-2, float32 band): the
+ *                              backward is twice the forward's depth
+ *   bfloat16 (any matmul)      max(2^-5, float32 band): the cotangents of
+ *                              q, k, v, beta rounded at the casts'
+ *                              transposes, the forward's roundings under
+ *                              them
+ *   float64                    1e-13
+ * parity_recur_mode_band_reason says why, in a sentence (grad: the
+ * backward's), or NULL where the band is the float32 band itself. */
 #ifndef PARITY_RECUR_MODE_BAND_H
 #define PARITY_RECUR_MODE_BAND_H
 
@@ -37,5 +56,7 @@
 #include "kern_config.h"
 
 double parity_recur_mode_band(gdn_dtype dtype, kern_matmul mm, double band_f32);
+double parity_recur_mode_band_grad(gdn_dtype dtype, kern_matmul mm, double band_f32);
+const char *parity_recur_mode_band_reason(gdn_dtype dtype, kern_matmul mm, int grad);
 
 #endif

@@ -505,6 +505,7 @@ static int gassemble(recur_gstream *st, json_t *doc, int *pass, gdn_error *e) {
     double band;
     if (per_channel(o) && c->C > 0) rc = parity_kappa_ch_acc_finish(&c->ka, &kc, e);
     if (!rc) rc = parity_recur_band_of(rec, c->C, &kc, o->band, &band, &kj, e);
+    if (!rc) band = parity_recur_mode_band_grad(o->dtype, o->matmul, band);
     if (!rc) rc = parity_recur_grad_case_record(o, c->C, c->D, c->m, band, kj, cases, &failed, e);
   }
   if (rc) return json_decref(g), rc;

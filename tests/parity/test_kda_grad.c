@@ -208,14 +208,14 @@ START_TEST(test_kernel_refusals) {
   problem_make(&p, 21);
   kern_config cfg;
   kern_config_init(&cfg);
-  cfg.dtype = GDN_DTYPE_BF16;
+  cfg.dtype = (gdn_dtype)99; /* not a compute dtype (every real one is taken: test_kda_grad_modes) */
   gdn_grads g;
   gdn_grads_init(&g);
   gdn_error e;
   gdn_error_init(&e);
   ck_assert_int_eq(kern_kda_recurrent_vjp(&p.in, &p.gate, &p.ct, &cfg, KERN_KDA_VJP_MUTANT_NONE, &g, &e),
                    GDN_ERR_INPUT);
-  ck_assert_msg(strstr(e.msg, "kern_kda_recurrent_vjp") && strstr(e.msg, "bfloat16"), "%s", e.msg);
+  ck_assert_msg(strstr(e.msg, "kern_kda_recurrent_vjp"), "%s", e.msg);
   ck_assert_ptr_null(g.dq);
   kern_config_init(&cfg);
   ck_assert_int_eq(kern_kda_recurrent_vjp(&p.in, NULL, &p.ct, &cfg, KERN_KDA_VJP_MUTANT_NONE, &g, &e), GDN_ERR_INPUT);
