@@ -12,7 +12,10 @@
  * h' = h eGlast + Kt^T vnew; map A_n = eGlast I - Kt^T W, B_n = Kt^T U).
  *
  * Backward of one chunk, the adjoints written d.  Every product (forward and
- * backward; not the solve, which is fma in every mode, as the forward's) is
+ * backward; not the solve, which is forward substitution with fma in every
+ * mode and under either --solve: the recomputed forward is the
+ * substitution's, and a run with the xla-expander forward is judged against
+ * the oracle, not bitwise against this backward) is
  * kern_mm in the config's matmul mode: IEEE = kern_gemm (SET: first product
  * then fma, p ascending); the bf16 pass modes split both operands for each
  * product (kern_mm.h; the same values as the forward's splits made once) --
