@@ -9,10 +9,11 @@
 #include "gdn_threads.h"
 #include "parity_output.h"
 #include "parity_recur_check.h"
+#include "parity_recur_check_stream.h"
 
 static const char *const supported[] = {"recurrence", "fixture", "chunk", "devices", "oracle-bits", "json",
-                                        "threads", "quiet", "verbose", "reproducible", "max-bytes", "report", "junit",
-                                        "summary", NULL};
+                                        "threads", "quiet", "verbose", "reproducible", "max-bytes", "group-heads",
+                                        "report", "junit", "summary", NULL};
 
 /* The files named: the arguments, then --fixture. */
 static int files_of(const gdn_cli_opt *t, const gdn_cli_args *a, const char **f) {
@@ -24,7 +25,7 @@ static int files_of(const gdn_cli_opt *t, const gdn_cli_args *a, const char **f)
 }
 
 static int parse(const gdn_cli_opt *t, const gdn_cli_args *a, parity_recur_check_opts *o, uint64_t *mb,
-                 gdn_error *e) {
+                 int64_t *gh, gdn_error *e) {
   for (int i = 0; t[i].name; i++) {
     int ok = 0;
     for (int j = 0; supported[j]; j++) ok |= !strcmp(t[i].name, supported[j]);
@@ -54,22 +55,27 @@ static int parse(const gdn_cli_opt *t, const gdn_cli_args *a, parity_recur_check
     gdn_threads_set((int)x);
   }
   if ((v = gdn_cli_get(t, a, "max-bytes")) && gdn_cli_bytes(v, "--max-bytes", mb, e)) return -1;
+  *gh = 0;
+  if ((v = gdn_cli_get(t, a, "group-heads")) && gdn_cli_int64(v, "--group-heads", 1, 1 << 20, gh, e)) return -1;
   return GDN_OK;
 }
 
 /* One file judged; its document appended to docs. */
-static int check_file(parity_recur_check_opts *o, const char *path, uint64_t mb, json_t *docs, int *all_pass,
-                      FILE *out, gdn_error *e) {
+static int check_file(parity_recur_check_opts *o, const char *path, uint64_t mb, int64_t gh, json_t *docs,
+                      int *all_pass, FILE *out, gdn_error *e) {
   fix_fixture fx;
   fix_fixture_init(&fx);
-  int rc = fix_kda_load(&fx, path, mb, e), pass = 0;
   json_t *doc = NULL;
+  int pass = 0, streamed = 0;
   o->name = path;
-  for (int i = 0; !rc && i < o->n_devices; i++)
+  /* by key-head group when asked or when the whole check is over --max-bytes */
+  int rc = parity_recur_check_streamed(o, path, mb, gh, &streamed, &doc, &pass, e);
+  if (!rc && !streamed) rc = fix_kda_load(&fx, path, mb, e);
+  for (int i = 0; !rc && !streamed && i < o->n_devices; i++)
     if (fx.inputs.shape.T % o->devices[i])
       rc = gdn_error_set(e, GDN_ERR_INPUT, "--devices %lld does not divide T = %lld of %s", (long long)o->devices[i],
                          (long long)fx.inputs.shape.T, path);
-  if (!rc && !(rc = parity_recur_check(o, &fx, &doc, &pass, e))) {
+  if (!rc && (streamed || !(rc = parity_recur_check(o, &fx, &doc, &pass, e)))) {
     json_array_append_new(docs, doc);
     fprintf(out, "%s: %s (recurrence %s, %lld case%s, %lld failed)\n", path, pass ? "PASS" : "FAIL", o->rec->name,
             (long long)json_integer_value(json_object_get(doc, "n_cases")),
@@ -126,7 +132,8 @@ int parity_recur_check_dispatch(const gdn_cli_opt *t, const gdn_cli_args *a, FIL
   memset(&o, 0, sizeof o);
   o.rec = rec;
   uint64_t mb;
-  if (parse(t, a, &o, &mb, e)) return -1;
+  int64_t gh;
+  if (parse(t, a, &o, &mb, &gh, e)) return -1;
   /* the outputs (report_recur.h): folders checked, none of them a fixture read */
   const parity_output_opts oo = {gdn_cli_get(t, a, "json"), gdn_cli_get(t, a, "report"), gdn_cli_get(t, a, "junit"),
                                  gdn_cli_get(t, a, "summary"), 0};
@@ -141,7 +148,7 @@ int parity_recur_check_dispatch(const gdn_cli_opt *t, const gdn_cli_args *a, FIL
   o.log = gdn_cli_get(t, a, "quiet") ? NULL : out;
   json_t *docs = json_array();
   int all = 1, rc = docs ? 0 : gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
-  for (int i = 0; i < n && !rc; i++) rc = check_file(&o, files[i], mb, docs, &all, out, e);
+  for (int i = 0; i < n && !rc; i++) rc = check_file(&o, files[i], mb, gh, docs, &all, out, e);
   if (!rc && (oo.json || oo.report || oo.junit || oo.summary)) {
     json_t *top = json_array_size(docs) == 1 ? json_incref(json_array_get(docs, 0)) : json_incref(docs);
     rc = parity_output_write_all(&oo, top, e);

@@ -24,20 +24,15 @@ static json_t *err_json(parity_recur_err m, const int64_t dims[4], const char *c
                    isfinite(m.max_abs) ? m.max_abs : 1e308, "max_ref", m.max_ref, "worst", where_json(m.at, dims, names));
 }
 
-/* One judged output set: x (ht NULL: not stored) against ref. */
-static int judge(const parity_recur_check_opts *o, const char *subject, int64_t C, int64_t D, const gdn_outputs *x,
-                 double band, double band_ht, json_t *kj, const gdn_outputs *ref, json_t *cases, int *failed,
-                 gdn_error *e) {
-  const gdn_shape *s = &ref->shape;
+int parity_recur_check_judge(const parity_recur_check_opts *o, const char *subject, int64_t C, int64_t D,
+                             const gdn_shape *s, parity_recur_err eo, parity_recur_err eh, int has_ht, double band,
+                             double band_ht, json_t *kj, json_t *cases, int *failed, gdn_error *e) {
   static const char *const on[4] = {"b", "t", "h", "d"}, *const hn[4] = {"b", "h", "dk", "dv"};
   const int64_t od[4] = {s->B, s->T, s->Hv, s->Dv}, hd[4] = {s->B, s->Hv, s->Dk, s->Dv};
-  const parity_recur_err eo = parity_recur_measure(x->o, ref->o, gdn_shape_numel_v(s));
-  const parity_recur_err eh =
-      x->ht ? parity_recur_measure(x->ht, ref->ht, gdn_shape_numel_state(s)) : (parity_recur_err){0, 0, 0, 0};
   const int pass = eo.err <= band && eh.err <= band_ht;
   json_t *c = json_pack("{s:s, s:o, s:o, s:f, s:o, s:o, s:b}", "subject", subject, "chunk",
                         C > 0 ? json_integer(C) : json_null(), "devices", D > 0 ? json_integer(D) : json_null(),
-                        "band", isfinite(band) ? band : 0, "o", err_json(eo, od, on), "ht", x->ht ? err_json(eh, hd, hn) : json_null(),
+                        "band", isfinite(band) ? band : 0, "o", err_json(eo, od, on), "ht", has_ht ? err_json(eh, hd, hn) : json_null(),
                         "pass", pass);
   if (c && band_ht != band && json_object_set_new(c, "band_ht", json_real(isfinite(band_ht) ? band_ht : 0)))
     c = (json_decref(c), NULL);
@@ -70,9 +65,20 @@ static int judge(const parity_recur_check_opts *o, const char *subject, int64_t 
       snprintf(kap, sizeof kap, ", kappa_G %.3g (channel %lld)", json_real_value(json_object_get(kj, "value")),
                (long long)json_integer_value(json_object_get(kj, "worst_channel")));
     fprintf(o->log, "  %-4s %s%s: o err %.3e, ht err %s%.3e (band %.3e)%s%s\n", pass ? "PASS" : "FAIL", subject, cd,
-            eo.err, x->ht ? "" : "(not stored) ", eh.err, band, kap, at);
+            eo.err, has_ht ? "" : "(not stored) ", eh.err, band, kap, at);
   }
   return GDN_OK;
+}
+
+/* One judged output set: x (ht NULL: not stored) against ref. */
+static int judge(const parity_recur_check_opts *o, const char *subject, int64_t C, int64_t D, const gdn_outputs *x,
+                 double band, double band_ht, json_t *kj, const gdn_outputs *ref, json_t *cases, int *failed,
+                 gdn_error *e) {
+  const gdn_shape *s = &ref->shape;
+  const parity_recur_err eo = parity_recur_measure(x->o, ref->o, gdn_shape_numel_v(s));
+  const parity_recur_err eh =
+      x->ht ? parity_recur_measure(x->ht, ref->ht, gdn_shape_numel_state(s)) : (parity_recur_err){0, 0, 0, 0};
+  return parity_recur_check_judge(o, subject, C, D, s, eo, eh, x->ht != NULL, band, band_ht, kj, cases, failed, e);
 }
 
 /* The row's kernel: token (C <= 0), chunked at C (D <= 0), affine at (C, D). */
@@ -125,16 +131,16 @@ static json_t *oracle_json(const oracle_certificate *c, const parity_recur_trust
   return j;
 }
 
-static json_t *doc_head(const parity_recur_check_opts *o, const fix_fixture *fx, const oracle_certificate *c,
-                        const parity_recur_trust *t) {
-  const gdn_shape *s = &fx->inputs.shape;
+json_t *parity_recur_check_doc_head(const parity_recur_check_opts *o, const gdn_shape *s, const char *inputs_sha256,
+                                    int64_t chunk_size, const fix_oracle *fo, const oracle_certificate *c,
+                                    const parity_recur_trust *t) {
   return json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:I, "
                    "s:o, s:[]}",
                    "schema", "gdn-parity-recurrence-check", "version", 1, "recurrence", o->rec->name, "gate_shape",
-                   parity_gate_shape_name(o->rec->gate_shape), "fixture", o->name, "inputs_sha256", fx->inputs_sha256,
+                   parity_gate_shape_name(o->rec->gate_shape), "fixture", o->name, "inputs_sha256", inputs_sha256,
                    "shape", "B", (json_int_t)s->B, "T", (json_int_t)s->T, "Hk", (json_int_t)s->Hk, "Hv",
                    (json_int_t)s->Hv, "Dk", (json_int_t)s->Dk, "Dv", (json_int_t)s->Dv, "chunk_size",
-                   (json_int_t)fx->chunk_size, "oracle", oracle_json(c, t, &fx->oracle), "cases");
+                   (json_int_t)chunk_size, "oracle", oracle_json(c, t, fo), "cases");
 }
 
 /* Every case: the kernels, then the fixture's outputs in file order. */
@@ -198,7 +204,8 @@ int parity_recur_check(const parity_recur_check_opts *o, const fix_fixture *fx, 
             cert.precision_bits, cert.certified_bits,
             t.trusted ? " (the fixture's /oracle, spot-checked)" : "");
   const gdn_outputs *rf = t.trusted ? &fx->oracle.out : &ref;
-  if (!(d = doc_head(o, fx, &cert, &t))) {
+  if (!(d = parity_recur_check_doc_head(o, &fx->inputs.shape, fx->inputs_sha256, fx->chunk_size, &fx->oracle, &cert,
+                                        &t))) {
     rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
     goto done;
   }

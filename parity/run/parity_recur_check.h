@@ -82,6 +82,29 @@ typedef struct parity_recur_trust {
 int parity_recur_oracle_trust(const parity_recur_check_opts *o, const fix_fixture *fx, parity_recur_trust *t,
                               gdn_error *e);
 
+/* parity_recur_oracle_trust in three steps, for a check that reads the
+ * file by key-head group (parity_recur_check_stream.h): the gate (1 when
+ * fx's /oracle is present, fresh and within fix_oracle_check's limits, so
+ * its spot check decides; else 0 with why set, empty without /oracle); the
+ * spot check's maxima over fx's value heads folded into acc (|o - r|, |r|
+ * of o, then of ht; start at 0: exact over groups in any order); the
+ * verdict from the folded acc. */
+int parity_recur_trust_gate(const fix_fixture *fx, char *why, size_t n);
+int parity_recur_spot_fold(const parity_recur_check_opts *o, const fix_fixture *fx, double acc[4], int64_t *ncols,
+                           gdn_error *e);
+void parity_recur_trust_finish(parity_recur_trust *t, const double acc[4], int64_t ncols);
+
+/* One case of the document (s: the whole shape; eo, eh measured over it,
+ * has_ht 0: ht not stored), appended to cases and logged; kj taken. */
+int parity_recur_check_judge(const parity_recur_check_opts *o, const char *subject, int64_t C, int64_t D,
+                             const gdn_shape *s, parity_recur_err eo, parity_recur_err eh, int has_ht, double band,
+                             double band_ht, json_t *kj, json_t *cases, int *failed, gdn_error *e);
+
+/* The document up to its "cases" (empty). */
+json_t *parity_recur_check_doc_head(const parity_recur_check_opts *o, const gdn_shape *s, const char *inputs_sha256,
+                                    int64_t chunk_size, const fix_oracle *fo, const oracle_certificate *c,
+                                    const parity_recur_trust *t);
+
 /* Judges fx (loaded by fix_kda_load); *doc (the caller's reference) and
  * *pass as parity_recur_sweep's. */
 int parity_recur_check(const parity_recur_check_opts *o, const fix_fixture *fx, json_t **doc, int *pass,

@@ -40,11 +40,8 @@ static void spot_acc(const double *a, const double *r, int64_t rows, int64_t str
     }
 }
 
-/* SPOT_COLS evenly spread value columns recomputed by the row's oracle
- * (MPFR at the check's bits, uncertified): their normwise difference from
- * the stored o and ht into *rel (+inf for NaN). */
-static int spot_check(const parity_recur_check_opts *o, const fix_fixture *fx, double *rel, int64_t *ncols,
-                      gdn_error *e) {
+int parity_recur_spot_fold(const parity_recur_check_opts *o, const fix_fixture *fx, double acc[4], int64_t *ncols,
+                           gdn_error *e) {
   const gdn_shape *S = &fx->inputs.shape;
   int64_t n = S->Dv < SPOT_COLS ? S->Dv : SPOT_COLS, cols[SPOT_COLS];
   for (int64_t c = 0; c < n; c++) cols[c] = (2 * c + 1) * S->Dv / (2 * n);
@@ -58,11 +55,8 @@ static int spot_check(const parity_recur_check_opts *o, const fix_fixture *fx, d
   int rc = slice_columns(&fx->inputs, cols, n, &sub, e);
   if (!rc) rc = o->rec->oracle(&sub, &fx->chgate, &oc, &r, NULL, e);
   if (!rc) {
-    double no = 0, ro = 0, nh = 0, rh = 0;
-    spot_acc(fx->oracle.out.o, r.o, S->B * S->T * S->Hv, S->Dv, cols, n, &no, &ro);
-    spot_acc(fx->oracle.out.ht, r.ht, S->B * S->Hv * S->Dk, S->Dv, cols, n, &nh, &rh);
-    const double a = ro > 0 ? no / ro : no > 0 ? INFINITY : 0, b = rh > 0 ? nh / rh : nh > 0 ? INFINITY : 0;
-    *rel = isnan(a) || isnan(b) ? INFINITY : a > b ? a : b;
+    spot_acc(fx->oracle.out.o, r.o, S->B * S->T * S->Hv, S->Dv, cols, n, &acc[0], &acc[1]);
+    spot_acc(fx->oracle.out.ht, r.ht, S->B * S->Hv * S->Dk, S->Dv, cols, n, &acc[2], &acc[3]);
     *ncols = n;
   }
   gdn_outputs_clear(&r);
@@ -70,28 +64,42 @@ static int spot_check(const parity_recur_check_opts *o, const fix_fixture *fx, d
   return rc;
 }
 
-int parity_recur_oracle_trust(const parity_recur_check_opts *o, const fix_fixture *fx, parity_recur_trust *t,
-                              gdn_error *e) {
-  memset(t, 0, sizeof *t);
+int parity_recur_trust_gate(const fix_fixture *fx, char *why, size_t n) {
   const fix_oracle *s = &fx->oracle;
-  if (!s->present) return GDN_OK;
+  why[0] = '\0';
+  if (!s->present) return 0;
   if (!s->fresh)
-    snprintf(t->why, sizeof t->why, "stale (its inputs_sha256 does not match the inputs)");
+    snprintf(why, n, "stale (its inputs_sha256 does not match the inputs)");
   else if (s->problem_fresh != 1)
-    snprintf(t->why, sizeof t->why, "%s",
+    snprintf(why, n, "%s",
              s->problem_fresh == 0 ? "stale: an attribute that changes the answer (scale, l2norm_in_kernel, shape, "
                                      "h0) changed since it was computed (problem_sha256 differs)"
                                    : "freshness unknown: no problem_sha256 (gdn-fixture regen --force records it)");
-  else if (fix_oracle_check(&s->out, s->precision_bits, s->certified_bits, GDN_DTYPE_F32, t->why, sizeof t->why) ==
-           FIX_ORACLE_OK) {
-    /* both round to binary64: agreement is ~1e-16; 2^-40 sees any edited
-     * or mis-scaled value (as GDN's check: parity_cli.c) */
-    int rc = spot_check(o, fx, &t->spot_rel, &t->spot_columns, e);
-    if (rc) return rc;
-    t->trusted = t->spot_rel <= 0x1p-40;
-    if (!t->trusted)
-      snprintf(t->why, sizeof t->why, "spot check failed: %lld recomputed state columns differ from it by %.3g "
-               "(normwise)", (long long)t->spot_columns, t->spot_rel);
-  }
-  return GDN_OK;
+  else
+    return fix_oracle_check(&s->out, s->precision_bits, s->certified_bits, GDN_DTYPE_F32, why, n) == FIX_ORACLE_OK;
+  return 0;
+}
+
+void parity_recur_trust_finish(parity_recur_trust *t, const double acc[4], int64_t ncols) {
+  const double a = acc[1] > 0 ? acc[0] / acc[1] : acc[0] > 0 ? INFINITY : 0,
+               b = acc[3] > 0 ? acc[2] / acc[3] : acc[2] > 0 ? INFINITY : 0;
+  t->spot_rel = isnan(a) || isnan(b) ? INFINITY : a > b ? a : b;
+  t->spot_columns = ncols;
+  /* both round to binary64: agreement is ~1e-16; 2^-40 sees any edited
+   * or mis-scaled value (as GDN's check: parity_cli.c) */
+  t->trusted = t->spot_rel <= 0x1p-40;
+  if (!t->trusted)
+    snprintf(t->why, sizeof t->why, "spot check failed: %lld recomputed state columns differ from it by %.3g "
+             "(normwise)", (long long)t->spot_columns, t->spot_rel);
+}
+
+int parity_recur_oracle_trust(const parity_recur_check_opts *o, const fix_fixture *fx, parity_recur_trust *t,
+                              gdn_error *e) {
+  memset(t, 0, sizeof *t);
+  if (!parity_recur_trust_gate(fx, t->why, sizeof t->why)) return GDN_OK;
+  double acc[4] = {0, 0, 0, 0};
+  int64_t ncols = 0;
+  const int rc = parity_recur_spot_fold(o, fx, acc, &ncols, e);
+  if (!rc) parity_recur_trust_finish(t, acc, ncols);
+  return rc;
 }

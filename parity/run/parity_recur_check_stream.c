@@ -1,0 +1,343 @@
+/* check of a KDA fixture read by key-head group (parity_recur_check_stream.h). */
+#include "parity_recur_check_stream.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "fix_kda_group.h"
+#include "gdn_alloc.h"
+#include "gdn_chgate.h"
+#include "gdn_threads.h"
+#include "kern_config.h"
+#include "oracle_kda.h"
+#include "oracle_part.h"
+#include "parity_kappa_ch.h"
+#include "parity_recur_stream.h"
+#include "parity_stream.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* One case of the document, in the whole check's order, and what the
+ * groups have folded into it so far. */
+typedef struct chk_case {
+  int64_t C, D;    /* the kernel's (C <= 0: token kernel); an output: C 0, D its devices */
+  int64_t kc, kd;  /* kappa_G's chunk and devices (kc <= 0: none) */
+  int out;         /* -1: a kernel; else the output's index */
+  int has_ht, bf16;
+  parity_recur_err eo, eh;
+  parity_kappa_ch_acc ka;
+} chk_case;
+
+typedef struct chk_stream {
+  const parity_recur_check_opts *o;
+  const char *path;
+  parity_stream_plan p;
+  int h0, has_oracle, has_cot;
+  int64_t n_outputs;
+  chk_case *cs;
+  int nc;
+  oracle_config oc;
+  oracle_tally tally;
+  parity_recur_trust t;
+  fix_fixture head; /* group 0 without its arrays' data kept: chunk_size, outputs' names, /oracle's attributes */
+  char ih[FIX_SHA256_HEX], ph[FIX_SHA256_HEX];
+} chk_stream;
+
+/* What a group of g key heads holds at its peak, the run's part included. */
+static int group_bytes(const chk_stream *st, int64_t g, uint64_t *bytes, gdn_error *e) {
+  const gdn_shape *w = &st->p.whole;
+  int rc = parity_recur_stream_bytes(w, g, st->h0, 0, st->o->oracle_bits, bytes, e);
+  gdn_shape gs = *w;
+  gs.Hk = g;
+  gs.Hv = g * (w->Hv / w->Hk);
+  const uint64_t set = 8u * (uint64_t)(gdn_shape_numel_v(&gs) + gdn_shape_numel_state(&gs));
+  *bytes += (uint64_t)(st->n_outputs + st->has_oracle) * set + st->p.resident + PARITY_STREAM_SLACK +
+            (uint64_t)gdn_threads_get() * PARITY_STREAM_THREAD;
+  return rc;
+}
+
+static int refuse_budget(const chk_stream *st, uint64_t one, gdn_error *e) {
+  const uint64_t named = (one + (256u << 10) + (1u << 20) - 1) / (1u << 20) * (1u << 20);
+  const parity_stream_plan *p = &st->p;
+  char lab[160];
+  gdn_shape_format(&p->whole, lab, sizeof lab);
+  if (p->forced)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "%s: --group-heads %" PRId64 ": the check of shape %s in groups of %" PRId64
+                         " key heads holds %.3g GiB at its peak, over the limit of %.3g GiB (--max-bytes %" PRIu64
+                         "); the smallest --max-bytes that runs one key head per group is %" PRIu64,
+                         st->path, p->group, lab, p->group, p->peak / GIB, p->max_bytes / GIB, p->max_bytes, named);
+  return gdn_error_set(e, GDN_ERR_INPUT,
+                       "%s: the check of shape %s does not fit the limit of %.3g GiB (--max-bytes %" PRIu64
+                       "): the whole check holds %.3g GiB, and by key-head group one key head (its inputs, gate, "
+                       "the file's %" PRId64 " output set%s%s, the reference, a kernel's outputs and the oracle's "
+                       "working set, and %.3g MiB of the process's own) needs about %" PRIu64
+                       " bytes; the smallest --max-bytes that runs is %" PRIu64,
+                       st->path, lab, p->max_bytes / GIB, p->max_bytes, p->whole_bytes / GIB, st->n_outputs,
+                       st->n_outputs == 1 ? "" : "s", st->has_oracle ? " and /oracle" : "", p->resident / 1048576.0,
+                       one, named);
+}
+
+/* The plan: *streamed 0 when the whole check fits and no group is asked. */
+static int plan(chk_stream *st, uint64_t max_bytes, int64_t force, int *streamed, gdn_error *e) {
+  parity_stream_plan *p = &st->p;
+  const int64_t Hk = p->whole.Hk;
+  p->max_bytes = max_bytes;
+  p->forced = force > 0;
+  p->resident = parity_stream_resident();
+  uint64_t one;
+  int rc = group_bytes(st, Hk, &p->whole_bytes, e);
+  if (!rc) rc = group_bytes(st, 1, &one, e);
+  if (rc) return rc;
+  *streamed = p->forced || (max_bytes && p->whole_bytes > max_bytes);
+  if (!*streamed) return GDN_OK;
+  if (force > Hk)
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s: --group-heads %" PRId64 ": the fixture has %" PRId64 " key heads",
+                         st->path, force, Hk);
+  int64_t g = force;
+  if (!p->forced) {
+    for (g = Hk - 1; g > 0; g--) {
+      uint64_t b;
+      if ((rc = group_bytes(st, g, &b, e))) return rc;
+      if (b <= max_bytes) break;
+    }
+    if (g > 0) g = (Hk + (Hk + g - 1) / g - 1) / ((Hk + g - 1) / g); /* as many groups as needed, evened out */
+  }
+  p->group = g > 0 ? g : 1;
+  if ((rc = group_bytes(st, p->group, &p->peak, e))) return rc;
+  if (g == 0 || (max_bytes && p->peak > max_bytes)) return refuse_budget(st, one, e);
+  p->n_groups = (Hk + p->group - 1) / p->group;
+  if (st->has_cot)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "%s: a check streamed by key-head group (%s) does not judge stored gradients yet: the file "
+                         "has /cotangents, and neither they nor the gradients nor the VJP oracle are read by group "
+                         "(docs/errors.md); give a --max-bytes the whole check fits (%" PRIu64 " bytes)",
+                         st->path, p->forced ? "--group-heads" : "over --max-bytes", p->whole_bytes);
+  if (st->o->rec->oracle != oracle_kda_run)
+    return gdn_error_set(e, GDN_ERR_INPUT, "%s: a %s fixture's check is not streamed by key-head group", st->path,
+                         st->o->rec->name);
+  return GDN_OK;
+}
+
+/* Group i read by hyperslab, its /oracle's freshness set from the whole file's hashes. */
+static int load_group(chk_stream *st, int64_t i, fix_fixture *gx, int64_t *k0, gdn_error *e) {
+  int64_t k1;
+  gdn_shape gs;
+  parity_stream_group(&st->p, i, k0, &k1, &gs);
+  const int rc = fix_kda_load_group(gx, st->path, *k0, k1, 0, e);
+  if (rc) return rc;
+  memcpy(gx->inputs_sha256, st->ih, FIX_SHA256_HEX);
+  memcpy(gx->problem_sha256, st->ph, FIX_SHA256_HEX);
+  fix_oracle *s = &gx->oracle;
+  s->fresh = !strcmp(s->inputs_sha256, st->ih);
+  s->problem_fresh = !s->problem_sha256[0] ? -1 : !strcmp(s->problem_sha256, st->ph);
+  return GDN_OK;
+}
+
+/* The first pass: whether the stored /oracle stands, as parity_recur_oracle_trust decides on the whole. */
+static int trust_pass(chk_stream *st, gdn_error *e) {
+  parity_recur_trust *t = &st->t;
+  memset(t, 0, sizeof *t);
+  if (!st->has_oracle) return GDN_OK;
+  double acc[4] = {0, 0, 0, 0};
+  int64_t ncols = 0;
+  int rc = GDN_OK, ok = 1;
+  for (int64_t i = 0; !rc && ok && i < st->p.n_groups; i++) {
+    fix_fixture gx;
+    fix_fixture_init(&gx);
+    int64_t k0;
+    rc = load_group(st, i, &gx, &k0, e);
+    if (!rc && !(ok = parity_recur_trust_gate(&gx, t->why, sizeof t->why))) t->spot_columns = 0;
+    if (!rc && ok) rc = parity_recur_spot_fold(st->o, &gx, acc, &ncols, e);
+    fix_fixture_clear(&gx);
+  }
+  if (!rc && ok) parity_recur_trust_finish(t, acc, ncols);
+  return rc;
+}
+
+/* The cases in the whole check's order (parity_recur_check.c run_cases). */
+static int make_cases(chk_stream *st, gdn_error *e) {
+  const parity_recur_check_opts *o = st->o;
+  const fix_fixture *h = &st->head;
+  int64_t chunks[PARITY_RECUR_MAX_CHUNKS] = {h->chunk_size}, devs[PARITY_RECUR_MAX_CHUNKS];
+  int nch = 1, nd = 0;
+  if (o->n_chunks) memcpy(chunks, o->chunks, sizeof chunks), nch = o->n_chunks;
+  for (int i = 0; i < 4; i++)
+    if (st->p.whole.T % ((int64_t)1 << i) == 0) devs[nd++] = (int64_t)1 << i;
+  const int64_t *dv = o->n_devices ? o->devices : devs;
+  if (o->n_devices) nd = o->n_devices;
+  st->nc = 1 + nch * (1 + nd) + (int)h->n_outputs;
+  st->cs = gdn_calloc((size_t)st->nc, sizeof *st->cs, "the streamed check's cases", e);
+  if (!st->cs) return GDN_ERR_NOMEM;
+  int n = 0;
+  st->cs[n++] = (chk_case){.out = -1, .has_ht = 1};
+  for (int i = 0; i < nch; i++) {
+    st->cs[n++] = (chk_case){.C = chunks[i], .kc = chunks[i], .kd = 1, .out = -1, .has_ht = 1};
+    for (int j = 0; j < nd; j++)
+      st->cs[n++] = (chk_case){.C = chunks[i], .D = dv[j], .kc = chunks[i], .kd = dv[j], .out = -1, .has_ht = 1};
+  }
+  for (size_t i = 0; i < h->n_outputs; i++) {
+    const fix_output *x = &h->outputs[i];
+    st->cs[n++] = (chk_case){.D = x->devices, .kc = h->chunk_size, .kd = x->devices > 0 ? x->devices : 1,
+                             .out = (int)i, .has_ht = x->out.ht != NULL, .bf16 = x->out.dtype == GDN_DTYPE_BF16};
+  }
+  for (int i = 0; i < st->nc; i++) parity_kappa_ch_acc_init(&st->cs[i].ka);
+  return GDN_OK;
+}
+
+/* Case c on group gx (value heads from v0) against ref: measured, folded, its kappa_G added. */
+static int fold_case(chk_stream *st, chk_case *c, const fix_fixture *gx, const gdn_outputs *ref, int64_t v0,
+                     gdn_error *e) {
+  const parity_recur_check_opts *o = st->o;
+  const gdn_shape *s = &gx->inputs.shape, *w = &st->p.whole;
+  gdn_outputs out;
+  gdn_outputs_init(&out);
+  const gdn_outputs *x = c->out >= 0 ? &gx->outputs[c->out].out : &out;
+  int rc = GDN_OK;
+  if (c->out < 0) {
+    kern_config cfg;
+    kern_config_init(&cfg);
+    cfg.matmul = KERN_MATMUL_IEEE;
+    if (c->C > 0) cfg.chunk = c->C;
+    if (c->D > 0) cfg.devices = c->D;
+    const parity_recurrence *r = o->rec;
+    const parity_rec_kernel k = c->C <= 0 ? r->kern_token : c->D > 0 ? r->kern_affine : r->kern_chunked;
+    rc = k(&gx->inputs, &gx->chgate, &cfg, 0, &out, e);
+    if (!rc) c->bf16 = out.dtype == GDN_DTYPE_BF16;
+  }
+  if (!rc) {
+    parity_recur_err_fold(&c->eo, parity_recur_measure(x->o, ref->o, gdn_shape_numel_v(s)), v0, s->Hv, w->Hv,
+                          (size_t)s->Dv);
+    if (x->ht)
+      parity_recur_err_fold(&c->eh, parity_recur_measure(x->ht, ref->ht, gdn_shape_numel_state(s)), v0, s->Hv,
+                            w->Hv, (size_t)(s->Dk * s->Dv));
+  }
+  gdn_outputs_clear(&out);
+  if (!rc && c->kc > 0 && o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL)
+    rc = parity_kappa_ch_acc_add(&c->ka, &gx->inputs, &gx->chgate, c->kc, c->kd, e);
+  return rc;
+}
+
+/* Group i: its reference (the stored /oracle when trusted, else the oracle's, tallied), then every case. */
+static int run_group(chk_stream *st, int64_t i, gdn_error *e) {
+  fix_fixture gx;
+  fix_fixture_init(&gx);
+  gdn_outputs ref;
+  gdn_outputs_init(&ref);
+  oracle_tally t;
+  oracle_tally_init(&t);
+  int64_t k0;
+  int rc = load_group(st, i, &gx, &k0, e);
+  if (!rc && !st->t.trusted) {
+    rc = oracle_kda_run_part(&gx.inputs, &gx.chgate, &st->oc, &ref, &t, e);
+    if (!rc && st->tally.tier != 0) rc = oracle_tally_merge(&st->tally, &t, e);
+    else if (!rc)
+      st->tally = t, oracle_tally_init(&t);
+  }
+  const gdn_outputs *rf = st->t.trusted ? &gx.oracle.out : &ref;
+  const int64_t r = st->p.whole.Hv / st->p.whole.Hk;
+  if (!rc && (size_t)st->head.n_outputs != gx.n_outputs)
+    rc = gdn_error_set(e, GDN_ERR_INPUT, "%s: key heads from %" PRId64 " hold %zu outputs, the first group %zu",
+                       st->path, k0, gx.n_outputs, st->head.n_outputs);
+  for (int c = 0; !rc && c < st->nc; c++) rc = fold_case(st, &st->cs[c], &gx, rf, k0 * r, e);
+  oracle_tally_clear(&t);
+  gdn_outputs_clear(&ref);
+  fix_fixture_clear(&gx);
+  return rc;
+}
+
+/* The document from the folded cases, by the whole check's functions. */
+static int assemble(chk_stream *st, json_t **doc, int *pass, gdn_error *e) {
+  const parity_recur_check_opts *o = st->o;
+  const fix_oracle *fo = &st->head.oracle;
+  oracle_certificate cert;
+  memset(&cert, 0, sizeof cert);
+  int rc = GDN_OK;
+  if (st->t.trusted)
+    cert.precision_bits = (int)fo->precision_bits, cert.certified_bits = (int)fo->certified_bits;
+  else if ((rc = oracle_tally_certificate(&st->tally, &st->oc, &cert, e)))
+    return rc;
+  if (o->log)
+    fprintf(o->log, "%s: recurrence %s (gate %s): oracle %s %d bits, certified %d bits%s\n", o->name, o->rec->name,
+            parity_gate_shape_name(o->rec->gate_shape), st->t.trusted && fo->tier_dd ? "dd" : "mpfr",
+            cert.precision_bits, cert.certified_bits, st->t.trusted ? " (the fixture's /oracle, spot-checked)" : "");
+  json_t *d = parity_recur_check_doc_head(o, &st->p.whole, st->ih, st->head.chunk_size, fo, &cert, &st->t);
+  if (!d) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+  json_t *cases = json_object_get(d, "cases");
+  int failed = 0;
+  for (int i = 0; !rc && i < st->nc; i++) {
+    chk_case *c = &st->cs[i];
+    parity_recur_err_finish(&c->eo);
+    parity_recur_err_finish(&c->eh);
+    parity_kappa_ch kc = {0, 0, 0, 0, 0};
+    json_t *kj = NULL;
+    double band;
+    if (c->kc > 0 && o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL) rc = parity_kappa_ch_acc_finish(&c->ka, &kc, e);
+    if (!rc) rc = parity_recur_band_of(o->rec, c->kc, &kc, PARITY_RECUR_BAND_F32, &band, &kj, e);
+    char subject[512];
+    if (c->out >= 0)
+      snprintf(subject, sizeof subject, "output:%s", st->head.outputs[c->out].name);
+    const char *sub = c->out >= 0 ? subject : c->C <= 0 ? o->rec->token_subject
+                                           : c->D > 0   ? o->rec->affine_subject
+                                                        : o->rec->chunked_subject;
+    if (!rc)
+      rc = parity_recur_check_judge(o, sub, c->C, c->D, &st->p.whole, c->eo, c->eh, c->has_ht,
+                                    c->bf16 ? parity_recur_band_bf16(band) : band, band, kj, cases, &failed, e);
+  }
+  *pass = failed == 0;
+  if (!rc && (json_object_set_new(d, "n_cases", json_integer((json_int_t)json_array_size(cases))) ||
+              json_object_set_new(d, "n_failed", json_integer(failed)) ||
+              json_object_set_new(d, "pass", json_boolean(*pass))))
+    rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+  if (rc) return json_decref(d), rc;
+  *doc = d;
+  return GDN_OK;
+}
+
+/* Both passes over the planned groups, then the document. */
+static int run_stream(chk_stream *st, json_t **doc, int *pass, gdn_error *e) {
+  const parity_recur_check_opts *o = st->o;
+  int64_t k0;
+  int rc = load_group(st, 0, &st->head, &k0, e); /* the names and attributes the document gives */
+  if (!rc) rc = make_cases(st, e);
+  if (!rc && o->log) {
+    char line[512];
+    parity_stream_describe(&st->p, line, sizeof line);
+    fprintf(o->log, "%s: %s\n", o->name, line);
+  }
+  if (!rc) rc = trust_pass(st, e);
+  if (!rc && o->log && st->t.why[0])
+    fprintf(o->log, "%s: warning: the stored /oracle is not used (%s); computing a fresh one\n", o->name, st->t.why);
+  for (int64_t i = 0; !rc && i < st->p.n_groups; i++) rc = run_group(st, i, e);
+  if (!rc) rc = assemble(st, doc, pass, e);
+  return rc;
+}
+
+int parity_recur_check_streamed(const parity_recur_check_opts *o, const char *path, uint64_t max_bytes,
+                                int64_t group_heads, int *streamed, json_t **doc, int *pass, gdn_error *e) {
+  *streamed = 0;
+  *doc = NULL;
+  *pass = 0;
+  chk_stream st;
+  memset(&st, 0, sizeof st);
+  st.o = o;
+  st.path = path;
+  int rc = fix_kda_peek(path, &st.p.whole, &st.h0, &st.n_outputs, &st.has_oracle, &st.has_cot, e);
+  if (!rc) rc = plan(&st, max_bytes, group_heads, streamed, e);
+  if (rc || !*streamed) return rc;
+  for (int i = 0; i < o->n_devices; i++)
+    if (st.p.whole.T % o->devices[i])
+      return gdn_error_set(e, GDN_ERR_INPUT, "--devices %lld does not divide T = %lld of %s",
+                           (long long)o->devices[i], (long long)st.p.whole.T, path);
+  fix_fixture_init(&st.head);
+  oracle_tally_init(&st.tally);
+  oracle_config_init(&st.oc);
+  st.oc.prec = o->oracle_bits;
+  rc = fix_kda_hashes(path, st.ih, st.ph, e);
+  if (!rc) rc = run_stream(&st, doc, pass, e);
+  for (int i = 0; st.cs && i < st.nc; i++) parity_kappa_ch_acc_clear(&st.cs[i].ka);
+  gdn_free(st.cs);
+  oracle_tally_clear(&st.tally);
+  fix_fixture_clear(&st.head);
+  return rc;
+}
