@@ -4,6 +4,9 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
+#include "fix_isolate.h"
 #include "fix_kda_group.h"
 #include "gdn_alloc.h"
 #include "gdn_chgate.h"
@@ -313,6 +316,27 @@ static int run_stream(chk_stream *st, json_t **doc, int *pass, gdn_error *e) {
   return rc;
 }
 
+/* The metadata fix_kda_peek reads, read first in a child. */
+static int probe_peek(void *arg, gdn_error *e) {
+  chk_stream *st = arg;
+  return fix_kda_peek(st->path, &st->p.whole, &st->h0, &st->n_outputs, &st->has_oracle, &st->has_cot, e);
+}
+
+/* What the parent will read, read first in a throw-away child (fix_isolate.h): the hashes' blocks and every group. */
+static int probe_groups(void *arg, gdn_error *e) {
+  chk_stream *st = arg;
+  char ih[FIX_SHA256_HEX], ph[FIX_SHA256_HEX];
+  int rc = fix_kda_hashes(st->path, ih, ph, e);
+  for (int64_t i = 0; !rc && i < st->p.n_groups; i++) {
+    fix_fixture gx;
+    fix_fixture_init(&gx);
+    int64_t k0;
+    rc = load_group(st, i, &gx, &k0, e);
+    fix_fixture_clear(&gx);
+  }
+  return rc;
+}
+
 int parity_recur_check_streamed(const parity_recur_check_opts *o, const char *path, uint64_t max_bytes,
                                 int64_t group_heads, int *streamed, json_t **doc, int *pass, gdn_error *e) {
   *streamed = 0;
@@ -322,7 +346,8 @@ int parity_recur_check_streamed(const parity_recur_check_opts *o, const char *pa
   memset(&st, 0, sizeof st);
   st.o = o;
   st.path = path;
-  int rc = fix_kda_peek(path, &st.p.whole, &st.h0, &st.n_outputs, &st.has_oracle, &st.has_cot, e);
+  int rc = fix_isolate_probe(path, probe_peek, &st, fix_isolate_default_timeout(0), e);
+  if (!rc) rc = probe_peek(&st, e);
   if (!rc) rc = plan(&st, max_bytes, group_heads, streamed, e);
   if (rc || !*streamed) return rc;
   for (int i = 0; i < o->n_devices; i++)
@@ -333,7 +358,10 @@ int parity_recur_check_streamed(const parity_recur_check_opts *o, const char *pa
   oracle_tally_init(&st.tally);
   oracle_config_init(&st.oc);
   st.oc.prec = o->oracle_bits;
-  rc = fix_kda_hashes(path, st.ih, st.ph, e);
+  struct stat sb;
+  rc = fix_isolate_probe(path, probe_groups, &st,
+                         fix_isolate_default_timeout(stat(path, &sb) ? 0 : (size_t)sb.st_size), e);
+  if (!rc) rc = fix_kda_hashes(path, st.ih, st.ph, e);
   if (!rc) rc = run_stream(&st, doc, pass, e);
   for (int i = 0; st.cs && i < st.nc; i++) parity_kappa_ch_acc_clear(&st.cs[i].ka);
   gdn_free(st.cs);

@@ -30,8 +30,9 @@
  * --group-heads above Hk or whose groups are over --max-bytes, and a file
  * with /cotangents (its stored gradients are not judged by group: the
  * message says so and gives the whole check's bytes).  Not dealt over MPI
- * ranks: under mpirun every rank runs every group.  Not probed in a child
- * (fix_isolate.h): HDF5's own checks only. */
+ * ranks: under mpirun every rank runs every group.  Probed as the whole
+ * check is (fix_isolate.h): a child reads the hashes' blocks and every
+ * group first, and only a file it read cleanly is read in this process. */
 #ifndef PARITY_RECUR_CHECK_STREAM_H
 #define PARITY_RECUR_CHECK_STREAM_H
 
