@@ -8,7 +8,9 @@
  * recurrence, and of --recurrence's when it is given (a GDN fixture under
  * --recurrence kda, or the reverse, is refused naming the file and its
  * g's rank); each is loaded (fix_kda_load) and judged by
- * parity_recur_check.  Options beyond the supported list are refused by
+ * parity_recur_check (by key-head group when --group-heads is given or the
+ * whole check is over --max-bytes: parity_recur_check_stream.h).  Options
+ * beyond the supported list are refused by
  * name (exit 2).  Returns 0 (every file passes), 1 (one fails) or -1 with e set.
  */
 #ifndef PARITY_RECUR_CHECK_CLI_H
