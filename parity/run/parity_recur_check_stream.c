@@ -14,6 +14,7 @@
 #include "kern_config.h"
 #include "oracle_kda.h"
 #include "oracle_part.h"
+#include "parity_dist.h"
 #include "parity_kappa_ch.h"
 #include "parity_recur_stream.h"
 #include "parity_stream.h"
@@ -116,6 +117,11 @@ static int plan(chk_stream *st, uint64_t max_bytes, int64_t force, int *streamed
                          "has /cotangents, and neither they nor the gradients nor the VJP oracle are read by group "
                          "(docs/errors.md); give a --max-bytes the whole check fits (%" PRIu64 " bytes)",
                          st->path, p->forced ? "--group-heads" : "over --max-bytes", p->whole_bytes);
+  if (parity_dist_size() > 1) /* as GDN's streamed check of a fixture's /outputs or /oracle */
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "%s: a check streamed by key-head group (%s) runs in one process: its groups are not dealt "
+                         "over mpirun's ranks yet (docs/errors.md); drop mpirun",
+                         st->path, p->forced ? "--group-heads" : "over --max-bytes");
   if (st->o->rec->oracle != oracle_kda_run)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s: a %s fixture's check is not streamed by key-head group", st->path,
                          st->o->rec->name);

@@ -29,8 +29,9 @@
  * --max-bytes (the message names the smallest --max-bytes that runs), a
  * --group-heads above Hk or whose groups are over --max-bytes, and a file
  * with /cotangents (its stored gradients are not judged by group: the
- * message says so and gives the whole check's bytes).  Not dealt over MPI
- * ranks: under mpirun every rank runs every group.  Probed as the whole
+ * message says so and gives the whole check's bytes), and a streamed
+ * check under mpirun (its groups are not dealt over the ranks, as GDN's
+ * streamed check of a fixture's /outputs or /oracle is not).  Probed as the whole
  * check is (fix_isolate.h): a child reads the hashes' blocks and every
  * group first, and only a file it read cleanly is read in this process. */
 #ifndef PARITY_RECUR_CHECK_STREAM_H
