@@ -2,7 +2,8 @@
  * (parity_recur_check_stream.h): the JSON with --reproducible is the whole
  * check's byte for byte at --group-heads 1 and 2, for a fixture with
  * kernel outputs (gdn-fixture synth --kernel-outputs 1,2, GVA, h0) and a
- * stored /oracle from `gdn-fixture regen` (MPFR, and the dd tier), with
+ * stored /oracle from `gdn-fixture regen` (MPFR, and the dd tier; bfloat16
+ * inputs, whose kernels' o is judged by the bfloat16 band), with
  * none (the oracle recomputed, its certificate merged over the groups) and
  * with a stale one (recomputed, the same note).  Negative control: one o
  * element of an output planted wrong fails streamed as whole, naming the
@@ -41,11 +42,11 @@ static char *slurp(const char *f) {
 /* gdn-fixture synth of the test's KDA fixture at f (B 1, T 64, Hk 3, Hv 6,
  * D 8, h0, kernel outputs D 1 and 2), then regen per `oracle` ("mpfr",
  * "dd" or NULL: none); grad: with /cotangents. */
-static void make_shape(const char *f, const char *shape, const char *hk, const char *oracle, int grad) {
+static void make_opts(const char *f, const char *shape, const char *hk, const char *oracle, int grad, int bf16) {
   cli_result *r = malloc(sizeof *r);
   char *syn[] = {(char *)exe_fixture, "synth", "--recurrence", "kda", "--shape", (char *)shape, "--key-heads",
                  (char *)hk, "--h0", "--kernel-outputs", "1,2", "--seed", "7", "--out", (char *)f,
-                 grad ? "--grad" : NULL, NULL};
+                 grad ? "--grad" : bf16 ? "--bf16" : NULL, bf16 && !grad ? "q,k,v,beta" : NULL, NULL};
   cli_run(r, syn);
   ck_assert_msg(r->status == 0, "%s", r->err);
   if (oracle) {
@@ -54,6 +55,10 @@ static void make_shape(const char *f, const char *shape, const char *hk, const c
     ck_assert_msg(r->status == 0, "%s", r->err);
   }
   free(r);
+}
+
+static void make_shape(const char *f, const char *shape, const char *hk, const char *oracle, int grad) {
+  make_opts(f, shape, hk, oracle, grad, 0);
 }
 
 static void make(const char *f, const char *oracle, int grad) { make_shape(f, "1,64,6,8", "3", oracle, grad); }
@@ -88,7 +93,8 @@ static char *same_streamed(const char *f, int want_status) {
 }
 
 START_TEST(stored_oracle_mpfr_and_dd) {
-  const char *f = cli_path("k.h5");
+  char f[512];
+  snprintf(f, sizeof f, "%s", cli_path("k.h5")); /* cli_path's buffers rotate */
   for (int dd = 0; dd <= 1; dd++) {
     make(f, dd ? "dd" : "mpfr", 0);
     char *j = same_streamed(f, 0);
@@ -103,11 +109,17 @@ START_TEST(stored_oracle_mpfr_and_dd) {
     free(j);
     remove(f);
   }
+  /* bfloat16 inputs: the kernels' o in bfloat16, judged by the bfloat16 band ("band_ht" in each case) */
+  make_opts(f, "1,64,6,8", "3", "mpfr", 0, 1);
+  char *j = same_streamed(f, 0);
+  ck_assert_msg(strstr(j, "band_ht"), "%s", j);
+  free(j);
 }
 END_TEST
 
 START_TEST(oracle_absent_or_stale) {
-  const char *f = cli_path("k.h5");
+  char f[512];
+  snprintf(f, sizeof f, "%s", cli_path("k.h5")); /* cli_path's buffers rotate */
   make(f, NULL, 0); /* none: recomputed, the certificate merged over the groups */
   char *j = same_streamed(f, 0);
   ck_assert_msg(strstr(j, "\"from_fixture\": false") || strstr(j, "\"from_fixture\":false"), "%s", j);
@@ -123,7 +135,8 @@ END_TEST
 
 /* The negative control: one o element of an output off, found streamed as whole at the same head and token. */
 START_TEST(planted_output_error) {
-  const char *f = cli_path("k.h5");
+  char f[512];
+  snprintf(f, sizeof f, "%s", cli_path("k.h5")); /* cli_path's buffers rotate */
   make(f, "mpfr", 0);
   const hsize_t T = 64, Hv = 6, D = 8, t = 37, h = 4, d = 3;
   h5e_poke(f, "/outputs/kernel-scan/o", (t * Hv + h) * D + d, 9.0f);
@@ -160,7 +173,8 @@ END_TEST
 
 /* --max-bytes under one key head: refused naming the smallest that runs; that one streams to the whole's JSON. */
 START_TEST(budget_names_smallest) {
-  const char *f = cli_path("b.h5");
+  char f[512];
+  snprintf(f, sizeof f, "%s", cli_path("b.h5")); /* cli_path's buffers rotate */
   make_shape(f, "1,256,8,32", "4", NULL, 0);
   cli_result *r = malloc(sizeof *r);
   ck_assert_int_eq(check(r, f, cli_path("whole.json"), NULL, NULL, NULL, NULL), 0);
@@ -180,7 +194,8 @@ START_TEST(budget_names_smallest) {
   /* a --group-heads above the key heads, and stored gradients streamed: refused by name */
   ck_assert_int_eq(check(r, f, cli_path("g.json"), "--group-heads", "5", NULL, NULL), 2);
   ck_assert_msg(strstr(r->err, "--group-heads 5: the fixture has 4 key heads"), "%s", r->err);
-  const char *g = cli_path("grad.h5");
+  char g[512];
+  snprintf(g, sizeof g, "%s", cli_path("grad.h5")); /* cli_path's buffers rotate */
   make(g, NULL, 1);
   ck_assert_int_eq(check(r, g, cli_path("g.json"), "--group-heads", "1", NULL, NULL), 2);
   ck_assert_msg(strstr(r->err, "does not judge stored gradients yet"), "%s", r->err);
