@@ -281,7 +281,8 @@ static int assemble(chk_stream *st, json_t **doc, int *pass, gdn_error *e) {
     parity_kappa_ch kc = {0, 0, 0, 0, 0};
     json_t *kj = NULL;
     double band;
-    if (c->kc > 0 && o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL) rc = parity_kappa_ch_acc_finish(&c->ka, &kc, e);
+    if (c->kc > 0 && o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL)
+      rc = parity_kappa_ch_acc_finish(&c->ka, &kc, e);
     if (!rc) rc = parity_recur_band_of(o->rec, c->kc, &kc, PARITY_RECUR_BAND_F32, &band, &kj, e);
     char subject[512];
     if (c->out >= 0)
