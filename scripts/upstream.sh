@@ -12,8 +12,9 @@
 #                                                two folders; each clears its own but seeds/)
 #   UPSTREAM_SEED_FUNCS="maxtext hf-chunk hf-recurrent"   the functions of 4.
 #   UPSTREAM_SEED_LIST="0 1 2"                   the seeds of 4. (default 0 .. UPSTREAM_SEEDS-1)
-#   UPSTREAM_SEED_GRAD=1                         transformers' functions with --grad in 4.
-#                                                (runs named hf-chunk-grad-..., hf-recurrent-grad-...)
+#   UPSTREAM_SEED_GRAD=1                         transformers' functions with --grad in 4. (the
+#                                                default; 0: forward only, runs named hf-chunk-...,
+#                                                with gradients hf-chunk-grad-..., hf-recurrent-grad-...)
 #   Part 4 keeps earlier runs: a run whose folder holds results.json is not
 #   run again (delete out/upstream/seeds/NAME to redo it); the other parts'
 #   outputs are made afresh.
@@ -31,8 +32,8 @@
 # 3. The distance between our C kernels and MaxText's JAX run on the same
 #    inputs, chunk, device count and prefix schedule (scripts/upstream_distance.py).
 # 4. Across seeds: MaxText's stock and context-parallel functions (1 and 8
-#    devices, gradients) and transformers' chunk and recurrent functions
-#    (forward: the front end takes no torch gradients) on UPSTREAM_SEEDS seeds
+#    devices, gradients: jax.vjp) and transformers' chunk and recurrent
+#    functions (gradients: torch.autograd) on UPSTREAM_SEEDS seeds
 #    per shape, the model's initial gates, C 64, h0; every FAIL there is a
 #    false FAIL (upstream's code is correct), and the summary gets the margins
 #    per function and per rule (scripts/upstream_margins.py); docs/upstream.md
@@ -62,7 +63,7 @@ SEED_SHAPES=${UPSTREAM_SEED_SHAPES:-1,1024,4,64:2 1,1024,2,128:2}
 SEED_FUNCS=" ${UPSTREAM_SEED_FUNCS:-maxtext hf-chunk hf-recurrent} "
 SEED_LIST=${UPSTREAM_SEED_LIST:-$(seq -s ' ' 0 $((SEEDS - 1)))}
 HF_GRAD=() hfg=""
-[[ ${UPSTREAM_SEED_GRAD:-0} == 1 ]] && HF_GRAD=(--grad) hfg=-grad
+[[ ${UPSTREAM_SEED_GRAD:-1} == 1 ]] && HF_GRAD=(--grad) hfg=-grad
 part() { [[ $PARTS == *" $1 "* ]]; }
 
 scripts/deps.sh --jax
@@ -271,7 +272,8 @@ if part seeds && ((SEEDS > 0)); then
     echo "## Across seeds: $SEEDS per function, shapes $SEED_SHAPES (B,T,H,D:Hk), C 64, h0, initial gates"
     echo
     echo "MaxText on 1 and 8 devices with gradients (jax_scan: the stock function; jax_cp_dD: the"
-    echo "context-parallel one); transformers forward.  Every FAIL is a false FAIL."
+    echo "context-parallel one); transformers with gradients (torch.autograd) unless"
+    echo "UPSTREAM_SEED_GRAD=0.  Every FAIL is a false FAIL."
     echo
     $venv/bin/python scripts/upstream_margins.py "$work"/seeds/*/
     echo
