@@ -8,6 +8,16 @@
 #   UPSTREAM_SEEDS=12                            seeds per function and shape in 4.
 #   UPSTREAM_SEED_SHAPES="1,1024,4,64:2 1,1024,2,128:2"   B,T,H,D:Hk of 4.
 #   UPSTREAM_RUN_TIMEOUT=3600                    seconds per run of 4. (exit 124: timed out)
+#   UPSTREAM_OUT=out/upstream                    the output folder (two invocations at once:
+#                                                two folders; each clears its own but seeds/)
+#   UPSTREAM_SEED_FUNCS="maxtext hf-chunk hf-recurrent"   the functions of 4.
+#   UPSTREAM_SEED_LIST="0 1 2"                   the seeds of 4. (default 0 .. UPSTREAM_SEEDS-1)
+#   UPSTREAM_SEED_GRAD=1                         transformers' functions with --grad in 4. (the
+#                                                default; 0: forward only, runs named hf-chunk-...,
+#                                                with gradients hf-chunk-grad-..., hf-recurrent-grad-...)
+#   Part 4 keeps earlier runs: a run whose folder holds results.json is not
+#   run again (delete out/upstream/seeds/NAME to redo it); the other parts'
+#   outputs are made afresh.
 #
 # 1. MaxText: the published `maxtext` wheel, downloaded without dependencies
 #    for Python 3.12 (it declares >= 3.12; we do not install it), unpacked
@@ -22,8 +32,8 @@
 # 3. The distance between our C kernels and MaxText's JAX run on the same
 #    inputs, chunk, device count and prefix schedule (scripts/upstream_distance.py).
 # 4. Across seeds: MaxText's stock and context-parallel functions (1 and 8
-#    devices, gradients) and transformers' chunk and recurrent functions
-#    (forward: the front end takes no torch gradients) on UPSTREAM_SEEDS seeds
+#    devices, gradients: jax.vjp) and transformers' chunk and recurrent
+#    functions (gradients: torch.autograd) on UPSTREAM_SEEDS seeds
 #    per shape, the model's initial gates, C 64, h0; every FAIL there is a
 #    false FAIL (upstream's code is correct), and the summary gets the margins
 #    per function and per rule (scripts/upstream_margins.py); docs/upstream.md
@@ -45,11 +55,15 @@ TRANSFORMERS_VERSION=${TRANSFORMERS_VERSION:-5.17.0}
 TORCH_VERSION=${TORCH_VERSION:-2.13.0}
 FLA_VERSION=${FLA_VERSION:-0.6.0}
 EINOPS_VERSION=${EINOPS_VERSION:-0.8.1}
-work=out/upstream
+work=${UPSTREAM_OUT:-out/upstream}
 venv=.venv-upstream
 PARTS=" ${UPSTREAM_PARTS:-runs audit distance seeds fla-kda} "
 SEEDS=${UPSTREAM_SEEDS:-12}
 SEED_SHAPES=${UPSTREAM_SEED_SHAPES:-1,1024,4,64:2 1,1024,2,128:2}
+SEED_FUNCS=" ${UPSTREAM_SEED_FUNCS:-maxtext hf-chunk hf-recurrent} "
+SEED_LIST=${UPSTREAM_SEED_LIST:-$(seq -s ' ' 0 $((SEEDS - 1)))}
+HF_GRAD=() hfg=""
+[[ ${UPSTREAM_SEED_GRAD:-1} == 1 ]] && HF_GRAD=(--grad) hfg=-grad
 part() { [[ $PARTS == *" $1 "* ]]; }
 
 scripts/deps.sh --jax
@@ -65,7 +79,10 @@ $venv/bin/python -m pip install -q --disable-pip-version-check -r frontend/requi
   "torch==$TORCH_VERSION" "transformers==$TRANSFORMERS_VERSION"
 $venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e ./frontend
 
-rm -rf "$work" && mkdir -p "$work/dl" "$work/maxtext" "$work/py"
+# every output but part 4's seed runs (kept across invocations: hours of work)
+mkdir -p "$work"
+find "$work" -mindepth 1 -maxdepth 1 ! -name seeds ! -name seeds.log -exec rm -rf {} +
+mkdir -p "$work/dl" "$work/maxtext" "$work/py"
 $venv/bin/python -m pip download -q --disable-pip-version-check --no-deps --python-version 3.12 \
   --only-binary=:all: "maxtext==$MAXTEXT_VERSION" -d "$work/dl"
 $venv/bin/python -m zipfile -e "$work"/dl/maxtext-"$MAXTEXT_VERSION"-*.whl "$work/maxtext"
@@ -224,6 +241,10 @@ if part seeds && ((SEEDS > 0)); then
   mkdir -p "$work/seeds"
   seedrun() { # seedrun NAME ARGS...: one run into $work/seeds/NAME, quietly
     local name=$1 rc=0; shift
+    local fn=${name%-d*}
+    [[ $SEED_FUNCS == *" ${fn%-grad} "* ]] || return 0
+    if [[ -f $work/seeds/$name/results.json ]]; then echo "== $name: kept"; return 0; fi
+    rm -rf "$work/seeds/$name"
     # a time limit per run: one MaxText run (1,1024,4,64, devices 1,8, --grad) sat in a
     # futex wait at 0 % CPU for 17 minutes on a loaded 2-core machine (2026-12-05), and a
     # hung run ignores SIGTERM: KILL 60 s after
@@ -238,20 +259,21 @@ if part seeds && ((SEEDS > 0)); then
     shape=${spec%%:*} hk=${spec#*:}
     dk=${shape##*,}
     common=(--shape "$shape" --key-heads "$hk" --chunk 64 --h0 --gates init)
-    for ((s = 0; s < SEEDS; s++)); do
+    for s in $SEED_LIST; do
       seedrun "maxtext-d$dk-s$s" --impl $MT --cp-prefix hillis-steele "${common[@]}" --devices 1,8 --grad \
         --seed $s
-      seedrun "hf-chunk-d$dk-s$s" --impl $HF:torch_chunk_gated_delta_rule --signature hf "${common[@]}" \
-        --devices 1 --seed $s
-      seedrun "hf-recurrent-d$dk-s$s" --impl $HF:torch_recurrent_gated_delta_rule --signature hf \
-        "${common[@]}" --devices 1 --seed $s
+      seedrun "hf-chunk$hfg-d$dk-s$s" --impl $HF:torch_chunk_gated_delta_rule --signature hf "${common[@]}" \
+        --devices 1 "${HF_GRAD[@]}" --seed $s
+      seedrun "hf-recurrent$hfg-d$dk-s$s" --impl $HF:torch_recurrent_gated_delta_rule --signature hf \
+        "${common[@]}" --devices 1 "${HF_GRAD[@]}" --seed $s
     done
   done
   {
     echo "## Across seeds: $SEEDS per function, shapes $SEED_SHAPES (B,T,H,D:Hk), C 64, h0, initial gates"
     echo
     echo "MaxText on 1 and 8 devices with gradients (jax_scan: the stock function; jax_cp_dD: the"
-    echo "context-parallel one); transformers forward.  Every FAIL is a false FAIL."
+    echo "context-parallel one); transformers with gradients (torch.autograd) unless"
+    echo "UPSTREAM_SEED_GRAD=0.  Every FAIL is a false FAIL."
     echo
     $venv/bin/python scripts/upstream_margins.py "$work"/seeds/*/
     echo

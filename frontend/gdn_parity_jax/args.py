@@ -73,7 +73,31 @@ def load_function(spec: str, opt: str):
 
 
 def set_host_devices(n: int):
-    """Asks XLA for n host (CPU) devices; must run before jax is imported."""
+    """Asks XLA for n host (CPU) devices and an intra-op thread pool of at
+    least 4 n threads (PJRT_NPROC), and OpenBLAS for one thread per call
+    (OPENBLAS_NUM_THREADS), each unless the caller set it; must run before
+    jax is imported.
+
+    Why: jaxlib's CPU client runs every device's program on one shared pool
+    of max(cores, devices) threads; a device's independent operations run
+    concurrently on it, and some block their thread until other work on the
+    same pool is done: a collective waits for the other devices, and the
+    batched triangular solve (jax.scipy.linalg.solve_triangular,
+    lapack_strsm_ffi) splits its batch over the pool and waits for the
+    pieces (jax::ParallelBatchMap).  With 8 host devices on 2 cores the pool
+    has 8 threads, and MaxText's chunked function at 1,1024,4,64 on 8 devices
+    deadlocked there at 0 % CPU, forward alone: gdb showed all 8 XLAEigen
+    threads in ParallelBatchMap's BlockingCounter::Wait; with OpenBLAS
+    single-threaded alone, 8 threads stuck in a collective-permute
+    rendezvous instead (XLA aborts after 40 s).  With 32 threads both runs
+    finish (the bits are the same; idle threads cost nothing).  OpenBLAS
+    (scipy's, which jaxlib's LAPACK calls) threads each call itself: inside
+    32 pool threads on 2 cores its workers spin against each other (a batch
+    of 64x64 solves: over 100 s instead of 2)."""
     flags = os.environ.get("XLA_FLAGS", "")
     if "--xla_force_host_platform_device_count" not in flags:
         os.environ["XLA_FLAGS"] = (flags + f" --xla_force_host_platform_device_count={n}").strip()
+    if "PJRT_NPROC" not in os.environ:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        os.environ["PJRT_NPROC"] = str(max(cores, 4 * n))
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -67,9 +67,10 @@ def build_parser():
     r.add_argument("--h0", action="store_true", help="synthetic inputs get an initial state")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--grad", action="store_true",
-                   help="also record jax.vjp of every function run (dq dk dv dg dbeta dh0, for "
-                   "cotangents do, dht drawn from --seed or the fixture's) and judge them "
-                   "(float32 only; passed to gdn-parity check)")
+                   help="also record the gradients of every function run (jax.vjp; torch.autograd "
+                   "for torch functions: dq dk dv dg dbeta dh0, for cotangents do, dht drawn "
+                   "from --seed or the fixture's) and judge them (float32 only; passed to "
+                   "gdn-parity check)")
     r.add_argument("--from-fixture", help="take the inputs (and chunk size) of this fixture")
     r.add_argument("--out", required=True, help="folder for the fixture and the results")
     r.add_argument("--name", default=None, type=fixture_name, help="stem of the fixture file (default from the shape)")

@@ -1,4 +1,5 @@
-"""Gradients of a function under test: ``jax.vjp`` on one device and on a mesh.
+"""Gradients of a function under test: ``jax.vjp`` on one device and on a mesh;
+``torch.autograd`` for a torch function (eager, CPU: :func:`vjp_torch`).
 
 The loss is gdn-parity's (``core/gdn_grads.h``, ``docs/gradients.md``):
 ``L = sum(do * o) + sum(dht * ht)``, one vector-Jacobian product with the
@@ -132,3 +133,30 @@ def vjp_sharded(call_cp, x, plan, B, ct):
     f, mesh, specs = sharded_fn(call_cp, plan, B, list(primals))
     primals = {n: jax.device_put(a, NamedSharding(mesh, specs[n])) for n, a in primals.items()}
     return _vjp(f, primals, ct, has_h0)
+
+
+def vjp_torch(call, x, ct):
+    """Gradients of a torch function (eager, CPU) by ``torch.autograd.grad``:
+    the same primals as :func:`vjp_stock` (h0 = 0 when the inputs have none),
+    as float32 tensors that require grad and go through the adapter's call
+    (head repeat, caller L2 norm, layout) into the function; the cotangents
+    ``do`` and ``dht`` are handed to autograd as the outputs' grad_outputs (no
+    loss is formed).  An input the function does not use gets a zero gradient.
+    call(xs) -> (o, ht or None); ct: draw_cotangents' dict."""
+    import torch
+    primals, has_h0 = _primals(x)
+    tp = {n: torch.from_numpy(np.array(a, np.float32)).requires_grad_(True)
+          for n, a in primals.items()}
+    with torch.enable_grad():
+        o, ht = call(tp)
+        outs = [o]
+        cts = [torch.from_numpy(np.asarray(ct["do"], np.float32)).to(o.dtype)]
+        dht = ct.get("dht") if has_h0 else None
+        if ht is not None and dht is not None:
+            outs.append(ht)
+            cts.append(torch.from_numpy(np.asarray(dht, np.float32)).to(ht.dtype))
+        wrt = [tp[WRT[n]] for n in GRAD_NAMES]
+        gs = torch.autograd.grad(outs, wrt, grad_outputs=cts, allow_unused=True)
+    return {n: (np.zeros(np.shape(primals[WRT[n]]), np.float32) if g is None
+                else g.detach().cpu().float().numpy().astype(np.float32, copy=False))
+            for n, g in zip(GRAD_NAMES, gs)}

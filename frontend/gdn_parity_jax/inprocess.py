@@ -68,7 +68,7 @@ def run_in_process(argv, callables: dict):
     """`gdn-parity-jax run ARGV` in this process with callables (slot ->
     function) behind slot_spec(slot): (exit status, captured output)."""
     from . import cli
-    flags = os.environ.get("XLA_FLAGS")
+    saved = {k: os.environ.get(k) for k in ("XLA_FLAGS", "PJRT_NPROC", "OPENBLAS_NUM_THREADS")}
     ship._IN_PROCESS.update(callables)
     try:
         with _captured() as read, _no_process_exit():
@@ -80,8 +80,9 @@ def run_in_process(argv, callables: dict):
     finally:
         for k in callables:
             ship._IN_PROCESS.pop(k, None)
-        if flags is None:  # the run asks XLA for host devices: not for this process's later use
-            os.environ.pop("XLA_FLAGS", None)
-        else:
-            os.environ["XLA_FLAGS"] = flags
+        for k, v in saved.items():  # the run asks XLA for host devices and threads: not for later
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     return rc, out

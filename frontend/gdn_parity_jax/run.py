@@ -194,9 +194,11 @@ def _run_on_inputs(args, tools, adapter, impl, cp_fn, plans, devices, work) -> i
     o, ht = _guard(f"--impl {args.impl} (output {stock})", lambda: adapter.run_stock(call_stock, x))
     outputs[stock] = dict(o=o, ht=ht, implementation="scan", devices=1, **common)
     if ct is not None:
-        _say(args, f"{args.impl}: jax.vjp on 1 device")
+        torch_fn = adapter.framework == "torch"
+        _say(args, f"{args.impl}: {'torch.autograd' if torch_fn else 'jax.vjp'} on 1 device")
+        vjp = gradmod.vjp_torch if torch_fn else gradmod.vjp_stock
         outputs[stock]["grads"] = _guard(f"--impl {args.impl} (gradients of {stock})",
-                                         lambda: gradmod.vjp_stock(call_stock, x, ct))
+                                         lambda: vjp(call_stock, x, ct))
 
     for p in plans:
         def call_cp(xl, axis):
@@ -251,8 +253,6 @@ def _cotangents(args, fx, x, adapter):
     why = gradmod.refusal(x, args.dtype)
     if why is None and args.layout == "global":
         why = "--grad: --layout global runs the forward only (run --audit compiles its backward)"
-    if why is None and adapter.framework != "jax":
-        why = f"--grad: {adapter.framework} functions are not differentiated here (JAX only)"
     if why:
         raise UsageError(why)
     B, T, _, Dk = x["q"].shape

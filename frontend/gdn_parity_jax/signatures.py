@@ -321,6 +321,8 @@ def _swap(a, i, j):
 def _repeat_heads(a, n):
     if isinstance(a, np.ndarray):
         return np.repeat(a, n, axis=2)
+    if _is_torch(a):  # a tensor autograd follows (--grad): np.repeat's order
+        return a.repeat_interleave(n, dim=2)
     import jax.numpy as jnp
     return jnp.repeat(a, n, axis=2)
 
@@ -329,13 +331,25 @@ def _l2norm_f32(a):
     if isinstance(a, np.ndarray):
         a = a.astype(np.float32)
         return a * (1.0 / np.sqrt((a * a).sum(-1, keepdims=True) + np.float32(1e-6))).astype(np.float32)
+    if _is_torch(a):
+        import torch
+        a = a.float()
+        return a * torch.rsqrt((a * a).sum(-1, keepdim=True) + 1e-6)
     import jax.numpy as jnp
     from jax import lax
     a = a.astype(jnp.float32)
     return a * lax.rsqrt(jnp.sum(a * a, axis=-1, keepdims=True) + 1e-6)
 
 
+def _is_torch(a) -> bool:
+    return hasattr(a, "detach") and hasattr(a, "requires_grad")
+
+
 def _torch_in(a):
+    """An input as the torch function takes it: a torch tensor as given (with
+    --grad, one autograd follows back to our primals), else a CPU copy."""
+    if _is_torch(a):
+        return a
     import torch
     a = np.asarray(a)
     if a.dtype.name == "bfloat16":

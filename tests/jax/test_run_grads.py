@@ -108,9 +108,4 @@ def test_grad_usage_errors(tmp_path):
     _ok(r, 2)
     assert "--grad: compute dtype bfloat16" in r.stderr
     assert not list(tmp_path.glob("*.h5"))
-    # torch functions are not differentiated here: refused before anything runs
-    r = run_cli("run", "--impl", f"{IMPLS}:chunk_gated_delta_rule", "--signature", "fla", *BASE,
-                "--devices", "1", "--out", tmp_path)  # fla's signature has no cp_axis: one device
-    _ok(r, 2)
-    assert "--grad: torch functions are not differentiated here" in r.stderr
-    assert not list(tmp_path.glob("*.h5"))
+    # (torch functions are differentiated by torch.autograd: test_torch_grads.py)
