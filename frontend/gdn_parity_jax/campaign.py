@@ -130,20 +130,30 @@ def main(args) -> int:
                 with open(part, encoding="utf-8") as f:
                     records += json.load(f)
     else:
-        records = _produce(args, names, specs, regimes, devices)
+        def checkpoint(recs, done):  # a complete document after every seed: a stopped campaign keeps its seeds
+            if args.json and not args.records and done < args.seeds:
+                _write(args.json, trust_doc(args, recs, names + list(specs), regimes, devices,
+                                            time.monotonic() - t0, seeds=done))
+        records = _produce(args, names, specs, regimes, devices, checkpoint)
     if args.records:
         with open(args.records, "w", encoding="utf-8") as f:
             json.dump(records, f)
         return 0
     doc = trust_doc(args, records, names + list(specs), regimes, devices, time.monotonic() - t0)
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
+        _write(args.json, doc)
     if not args.quiet:
         for ln in summary_lines(doc):
             print(ln)
     return 0
+
+
+def _write(path, doc):
+    part = path + ".partial"
+    with open(part, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(part, path)
 
 
 def _child_argv(args, names, specs, records):
@@ -227,7 +237,7 @@ def _load_subjects(names, specs, chunk, devices, B):
     return [_Subject(n, f, chunk, devices, B) for n, f in fns.items()]
 
 
-def _produce(args, names, specs, regimes, devices):
+def _produce(args, names, specs, regimes, devices, checkpoint=None):
     set_host_devices(max(8, max(devices)))
     from . import gdn_fixture_capture as cap
     from . import grads as gradmod
@@ -245,8 +255,10 @@ def _produce(args, names, specs, regimes, devices):
         os.makedirs(keep, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="gdn-parity-campaign-") as work:
         folder = keep or work
-        for regime in regimes:
-            for seed in range(args.first_seed, args.first_seed + args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            if checkpoint and seed > args.first_seed:
+                checkpoint(records, seed - args.first_seed)
+            for regime in regimes:
                 t0 = time.monotonic()
                 stem = f"{regime}-s{seed}" + ("-" + "-".join(s.name for s in subjects) if keep else "")
                 path = os.path.join(folder, stem + ".h5")
@@ -365,7 +377,9 @@ def _quantile(xs, q):
     return xs[k - 1 if k else 0]
 
 
-def trust_doc(args, records, subjects, regimes, devices, seconds):
+def trust_doc(args, records, subjects, regimes, devices, seconds, seeds=None):
+    """The gdn-parity-trust document of the records (seeds: how many of the
+    seeds asked for have run, all by default)."""
     rules, fails, n_checks = {}, [], 0
     subj = {n: dict(runs={}, failed={}, worst={}) for n in subjects}
     for rec in records:
@@ -413,7 +427,7 @@ def trust_doc(args, records, subjects, regimes, devices, seconds):
              policy=dict(name=policy.get("name"), source=policy.get("source"), builtin=policy.get("builtin"),
                          sha256=policy.get("sha256")),
              budget=dict(campaign=True, shapes=[_shape_name(args)], chunk=args.chunk, devices=devices,
-                         regimes=list(regimes), h0=[bool(args.h0)], seeds=args.seeds, first_seed=args.first_seed,
+                         regimes=list(regimes), h0=[bool(args.h0)], seeds=seeds or args.seeds, first_seed=args.first_seed,
                          grad=bool(args.grad), oracle=args.oracle, runs=len(records) // max(1, _groups(records))),
              checks=n_checks, false_fails=len(fails), worst_ratio=_out(worst), **{"pass": not fails},
              rules=rule_rows, subjects=subj_rows, fails=fails, seconds=round(seconds, 1))
