@@ -29,6 +29,7 @@ on jax_enable_x64: it runs in a process of its own), or any MODULE:FUNCTION
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -36,8 +37,6 @@ import subprocess
 import sys
 import tempfile
 import time
-
-import numpy as np
 
 from .args import GATES, _int_list, parse_shape, set_host_devices
 from .common import VERSION, UsageError
@@ -69,13 +68,8 @@ def add_parser(sub):
     c.add_argument("--keep", help="keep every run's fixture and results in this folder")
     c.add_argument("--bin-dir", help="folder of gdn-parity and gdn-fixture (see tools.py)")
     c.add_argument("--quiet", action="store_true", help="no progress line per run")
-    c.add_argument("--records", help=argparse_hidden())
+    c.add_argument("--records", help=argparse.SUPPRESS)  # a child's records (float64 apart), for its parent
     return c
-
-
-def argparse_hidden():
-    import argparse
-    return argparse.SUPPRESS
 
 
 def _subjects(args):
@@ -316,7 +310,6 @@ def _judge(args, tools, path, results):
 
 
 def _label(args, regime, seed):
-    B, T, H, D = parse_shape(args.shape)
     return f"{_shape_name(args)}{' h0' if args.h0 else ''} {regime} seed {seed}"
 
 
