@@ -74,6 +74,15 @@ typedef struct gdn_synth_opts {
   unsigned bf16_mask; /* GDN_T_* tensors to round to bfloat16 */
 } gdn_synth_opts;
 
+/* Gate spikes: g = `g` (e.g. -10, -40, -80) on every value head of token
+ * b T + t when its uniform draw from `seed` (gdn_rng stream
+ * GDN_SYNTH_SPIKE_STREAM, index b T + t) is below GDN_SYNTH_SPIKE_FRACTION,
+ * written over in->g (drawn already).  `gdn-parity trust`'s spike regimes
+ * (slow gates, then these spikes) and `gdn-fixture synth --spikes G`. */
+#define GDN_SYNTH_SPIKE_STREAM 0x5317e5ull
+#define GDN_SYNTH_SPIKE_FRACTION 0.05
+void gdn_synth_spikes(gdn_inputs *in, float g, uint64_t seed);
+
 /* Segment ids for `documents` packed documents per row (above), drawn from
  * `seed`, into in->seg (allocated here for in->shape; documents <= 1: none,
  * in->seg left NULL).  GDN_ERR_INPUT when documents > T. */

@@ -37,6 +37,15 @@ def fixture_name(s: str) -> str:
     return s
 
 
+# --gates: the synthetic gate regimes, as `gdn-fixture synth` options.  The
+# spike regimes are `gdn-parity trust`'s (slow gates, g = -G on every value
+# head of 5 % of the tokens drawn from the seed): the very inputs it judges.
+GATES = {"init": (), "slow": ("--slow-gates",),
+         "spike-10": ("--slow-gates", "--spikes", "10"),
+         "spike-40": ("--slow-gates", "--spikes", "40"),
+         "spike-80": ("--slow-gates", "--spikes", "80")}
+
+
 # Options handed to `gdn-parity check` unchanged: (option, takes a value).
 PASS_THROUGH = (("--json", True), ("--report", True), ("--junit", True), ("--summary", True),
                 ("--oracle", True), ("--oracle-bits", True), ("--policy", True),

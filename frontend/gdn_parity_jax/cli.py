@@ -25,7 +25,7 @@ import argparse
 import sys
 import traceback
 
-from .args import PASS_THROUGH, fixture_name  # noqa: F401
+from .args import GATES, PASS_THROUGH, fixture_name  # noqa: F401
 from .common import EXIT_INTERNAL, EXIT_USAGE, VERSION, UsageError
 
 
@@ -63,7 +63,10 @@ def build_parser():
                    help="synthetic q, k, v, beta storage")
     r.add_argument("--matmul-precision", default="highest", choices=("default", "high", "highest"),
                    help="declared matmul precision of the function (MaxText passes HIGHEST)")
-    r.add_argument("--gates", default="init", choices=("init", "slow"), help="synthetic decay gates")
+    r.add_argument("--gates", default="init", choices=tuple(GATES),
+                   help="synthetic decay gates: init (the model's), slow (long memory), spike-10, "
+                   "spike-40, spike-80 (slow, g = -10/-40/-80 on 5 %% of the tokens: gdn-parity "
+                   "trust's regimes)")
     r.add_argument("--h0", action="store_true", help="synthetic inputs get an initial state")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--grad", action="store_true",
@@ -81,6 +84,8 @@ def build_parser():
         else:
             r.add_argument(opt, action="store_true", help="passed to gdn-parity check")
     _add_audit(sub, r)
+    from . import campaign
+    campaign.add_parser(sub)
     return ap
 
 
@@ -99,6 +104,9 @@ def main(argv=None) -> int:
     from . import guard
     try:
         with guard.signals_to_exceptions():  # a signal cleans up, then exits 128 + its number
+            if args.command == "campaign":
+                from . import campaign
+                return campaign.main(args)
             if args.command == "audit":
                 from . import audit
                 return audit.main(args)

@@ -12,7 +12,7 @@ from . import captured
 from . import gdn_fixture_capture as cap
 from . import grads as gradmod
 from . import guard, paths
-from .args import PASS_THROUGH, _int_list, load_function, parse_shape, set_host_devices
+from .args import GATES, PASS_THROUGH, _int_list, load_function, parse_shape, set_host_devices
 from .common import EXIT_INTERNAL, EXIT_USAGE, VERSION, UsageError, _Exit
 from .text import show
 from .tools import find_tools
@@ -62,8 +62,7 @@ def make_inputs(args, tools, workdir):
             cmd += ["--dv", str(args.dv)]
         if args.h0:
             cmd.append("--h0")
-        if args.gates == "slow":
-            cmd.append("--slow-gates")
+        cmd += GATES[args.gates]
         if args.input_dtype == "bfloat16":
             cmd += ["--bf16", "q,k,v,beta"]
         r = tools.run("fixture", cmd, capture_output=True, text=True)

@@ -9,7 +9,6 @@
 #include "gdn_clock.h"
 #include "gdn_config.h"
 #include "gdn_grads.h"
-#include "gdn_rng.h"
 #include "gdn_synth.h"
 #include "parity_doc.h"
 #include "parity_subject.h"
@@ -93,11 +92,7 @@ int parity_trust_parse_reforms(const char *s, kern_reform *out, size_t *n, gdn_e
 
 void parity_trust_spike(gdn_inputs *in, parity_trust_regime r, uint64_t seed) {
   if ((unsigned)r >= PARITY_TRUST_REGIMES || spike_g[r] == 0) return;
-  const gdn_shape *s = &in->shape;
-  const uint64_t key = gdn_rng_key(seed, PARITY_TRUST_SPIKE_STREAM);
-  for (int64_t bt = 0; bt < s->B * s->T; bt++)
-    if (gdn_rng_uniform_k(key, (uint64_t)bt) < 0.05)
-      for (int64_t h = 0; h < s->Hv; h++) in->g[bt * s->Hv + h] = spike_g[r];
+  gdn_synth_spikes(in, spike_g[r], seed);
 }
 
 /* ---- statistics ---- */

@@ -44,12 +44,13 @@
 
 #include "gdn_error.h"
 #include "gdn_shape.h"
+#include "gdn_synth.h"
 #include "kern_reform.h"
 #include "parity_oracle.h"
 #include "parity_policy.h"
 #include "parity_subject.h"
 
-#define PARITY_TRUST_SPIKE_STREAM 0x5317e5ull
+#define PARITY_TRUST_SPIKE_STREAM GDN_SYNTH_SPIKE_STREAM /* gdn_synth.h */
 #define PARITY_TRUST_MAX_SHAPES 8
 
 typedef enum parity_trust_regime {

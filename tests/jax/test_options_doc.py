@@ -34,7 +34,7 @@ def jax_errors(doc, helps):
 def test_options_doc_matches_help():
     doc = (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
     helps = jax_helps()
-    assert set(helps) == {"gdn-parity-jax run", "gdn-parity-jax audit"}
+    assert set(helps) == {"gdn-parity-jax run", "gdn-parity-jax audit", "gdn-parity-jax campaign"}
     assert jax_errors(doc, helps) == []
     assert sum(len(docs_check.help_options(t)) for t in helps.values()) > 40
     # negative controls: one option removed from run's table, one invented in audit's

@@ -157,15 +157,30 @@ START_TEST(spikes_hit_five_percent) {
   gdn_synth_opts so = {7, GDN_SYNTH_SLOW_GATES, 0};
   ck_assert_int_eq(gdn_synth_generate(&in, &s, &so, &e), GDN_OK);
   parity_trust_spike(&in, PARITY_TRUST_SPIKE_40, 7);
-  int64_t hit = 0;
+  int64_t hit = 0, first[5];
   for (int64_t bt = 0; bt < 2 * 2048; bt++) {
     const int on = in.g[bt * 3] == -40.0f;
     ck_assert_int_eq(in.g[bt * 3 + 1] == -40.0f, on);
     ck_assert_int_eq(in.g[bt * 3 + 2] == -40.0f, on);
+    if (on && hit < 5) first[hit] = bt;
     hit += on;
   }
   /* binomial(4096, 0.05): mean 205, sd 14; 4 sd either side */
   ck_assert_msg(hit >= 149 && hit <= 261, "%lld spiked tokens", (long long)hit);
+  /* pinned: `gdn-fixture synth --shape 2,2048,3,8 --key-heads 1 --seed 7
+   * --slow-gates --spikes 40` draws these very tokens (tests/jax/test_campaign.py) */
+  ck_assert_int_eq(hit, 209);
+  const int64_t want[5] = {9, 48, 67, 84, 101};
+  for (int i = 0; i < 5; i++) ck_assert_int_eq(first[i], want[i]);
+  /* the same draw as gdn_synth_spikes, which gdn-fixture synth --spikes calls */
+  gdn_inputs in2;
+  gdn_inputs_init(&in2);
+  ck_assert_int_eq(gdn_synth_generate(&in2, &s, &so, &e), GDN_OK);
+  gdn_synth_spikes(&in2, -40.0f, 7);
+  ck_assert(!memcmp(in.g, in2.g, (size_t)(2 * 2048 * 3) * sizeof *in.g));
+  gdn_synth_spikes(&in2, -40.0f, 8); /* negative control: another seed, other tokens */
+  ck_assert(memcmp(in.g, in2.g, (size_t)(2 * 2048 * 3) * sizeof *in.g));
+  gdn_inputs_clear(&in2);
   gdn_inputs_clear(&in);
 }
 END_TEST
