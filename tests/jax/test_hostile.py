@@ -376,9 +376,13 @@ def test_a_signal_removes_the_temporary_inputs_and_exits_128_plus_n(tmp_path, si
     env = dict(os.environ, TMPDIR=str(tmp), HOSTILE_STARTED=str(started))
     env.pop("XLA_FLAGS", None)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
+    # a terminal's disposition in the child, whatever this test was started
+    # under: a job started in the background by a non-interactive shell (or
+    # nohup'd) inherits SIGINT ignored, which the run rightly keeps ignoring
     p = subprocess.Popen([sys.executable, "-m", "gdn_parity_jax", "run", "--impl", "hostile:sleeps",
                           *SHAPE, "--out", str(out)], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         while not started.exists() and p.poll() is None and time.monotonic() < deadline:
