@@ -61,7 +61,7 @@ static int group_bytes(const chk_stream *st, int64_t g, uint64_t *bytes, gdn_err
 }
 
 static int refuse_budget(const chk_stream *st, uint64_t one, gdn_error *e) {
-  const uint64_t named = (one + (256u << 10) + (1u << 20) - 1) / (1u << 20) * (1u << 20);
+  const uint64_t named = parity_stream_named_bytes(one, st->p.resident);
   const parity_stream_plan *p = &st->p;
   char lab[160];
   gdn_shape_format(&p->whole, lab, sizeof lab);

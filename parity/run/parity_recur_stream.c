@@ -65,9 +65,7 @@ static int group_peak(const parity_recur_opts *o, int with_grad, int64_t g, uint
 }
 
 static int refuse(const parity_recur_opts *o, const parity_stream_plan *p, uint64_t one, gdn_error *e) {
-  /* named with room for the process's own memory, which moves by some 100 KiB from run to run (its
-   * arguments, environment, libraries' caches): at least 256 KiB over the count, rounded up to a MiB */
-  const uint64_t named = (one + (256u << 10) + (1u << 20) - 1) / (1u << 20) * (1u << 20);
+  const uint64_t named = parity_stream_named_bytes(one, p->resident);
   char lab[160];
   gdn_shape_format(&o->shape, lab, sizeof lab);
   if (p->forced)

@@ -91,6 +91,11 @@ uint64_t parity_stream_resident(void) {
   return getrusage(RUSAGE_SELF, &ru) == 0 && ru.ru_maxrss > 0 ? (uint64_t)ru.ru_maxrss * 1024u : 0;
 }
 
+uint64_t parity_stream_named_bytes(uint64_t need, uint64_t resident) {
+  const uint64_t mib = 1u << 20, room = mib + resident / 16;
+  return (need + room + mib - 1) / mib * mib;
+}
+
 /* The cases of the chunk size with the most, and their most devices. */
 static void most_cases(const gdn_shape *s, const parity_sweep_opts *o, size_t *cases, size_t *seams) {
   *cases = *seams = 0;
@@ -200,7 +205,8 @@ static int refuse(const parity_stream_plan *p, const gdn_shape *s, int with_h0, 
                        lab, p->whole_bytes / GIB, p->peak / GIB, one.Hk, one.Hk == 1 ? "" : "s", data / 1048576.0,
                        n_outputs, with_h0 & (PARITY_STREAM_MPFR | PARITY_STREAM_DD) ? ", the oracle" : "",
                        meas / 1048576.0, 32.0 * (double)largest_tensor(&one) / 1048576.0, run / 1048576.0,
-                       p->resident / 1048576.0, max_bytes / GIB, max_bytes, p->peak);
+                       p->resident / 1048576.0, max_bytes / GIB, max_bytes,
+                       parity_stream_named_bytes(p->peak, p->resident));
 }
 
 int parity_stream_plan_make(const gdn_shape *s, int with_h0, int n_outputs, const parity_sweep_opts *o,

@@ -75,6 +75,14 @@ enum {
  * far from getrusage; 0 when neither answers). */
 uint64_t parity_stream_resident(void);
 
+/* The --max-bytes a refusal names as the smallest that runs, for a run
+ * counted at need bytes of which resident were the process's own: need
+ * plus room for that own memory, which moves from run to run (arguments,
+ * environment, libraries' caches; some 300 KiB measured under ASan), 1 MiB
+ * and a sixteenth of resident, rounded up to a whole MiB, so the figure
+ * named runs when given back. */
+uint64_t parity_stream_named_bytes(uint64_t need, uint64_t resident);
+
 /* What a streamed run of shape whole in n_groups groups holds for the whole
  * run beside everything else: the seams' exact sums, the worker threads. */
 uint64_t parity_stream_run_bytes(const gdn_shape *whole, int64_t n_groups, const parity_sweep_opts *o);

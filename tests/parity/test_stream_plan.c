@@ -125,6 +125,25 @@ START_TEST(refusals) {
 }
 END_TEST
 
+/* The figure a refusal names: the count plus 1 MiB and a sixteenth of the
+ * process's own, rounded up to a MiB; a count on a MiB boundary still gets
+ * its room (the CI run under ASan refused the count plus 256 KiB: its own
+ * memory had grown by some 300 KiB on the next run). */
+START_TEST(named_bytes_leave_room) {
+  const uint64_t mib = 1u << 20;
+  ck_assert_uint_eq(parity_stream_named_bytes(53 * mib, 0), 54 * mib);
+  ck_assert_uint_eq(parity_stream_named_bytes(53 * mib - 1, 0), 54 * mib);
+  ck_assert_uint_eq(parity_stream_named_bytes(53 * mib + 1, 0), 55 * mib);
+  ck_assert_uint_eq(parity_stream_named_bytes(53 * mib, 48 * mib), 57 * mib);
+  for (uint64_t need = 1; need < (64ull << 20); need = need * 3 + 7) {
+    const uint64_t n = parity_stream_named_bytes(need, 47 * mib);
+    ck_assert_uint_eq(n % mib, 0);
+    ck_assert_uint_ge(n, need + mib + 47 * mib / 16);
+    ck_assert_uint_lt(n, need + 2 * mib + 47 * mib / 16);
+  }
+}
+END_TEST
+
 /* --grad (PARITY_STREAM_GRADS): a group's bytes count its three gradient
  * sets (2 x the inputs with h0 each) and the cotangents (half an output
  * set) beside the forward's, at least the bytes --grad's own check asks of
@@ -177,4 +196,4 @@ START_TEST(gradients_counted_and_monotone) {
 END_TEST
 
 CKR_MAIN("stream_plan", "stream_plan", 0, layer_under_12_gib, fits_whole_and_forced, refusals,
-         gradients_counted_and_monotone)
+         named_bytes_leave_room, gradients_counted_and_monotone)
