@@ -19,7 +19,8 @@
  * one; an output that is null (ht not stored by a fixture) is not judged.
  *
  * Every view says what the document says: the recurrence and its gate
- * shape, the oracle tier and its certificate, each case's subject, chunk
+ * shape, the oracle tier and its certificate, why the numerics mode moved
+ * the band (where it did: "band_reason"), each case's subject, chunk
  * and devices, its outputs' errors against their band, kappa_G's worst
  * channel (per-channel gates), the verdict, and on a failing run, first,
  * the failing output whose err / band is largest.  Deterministic: the same
@@ -107,6 +108,10 @@ void report_recur_shape_text(const json_t *sec, char *buf, size_t n);
 void report_recur_oracle_text(const json_t *sec, char *buf, size_t n);
 void report_recur_grad_oracle_text(const json_t *sec, char *buf, size_t n);
 void report_recur_kappa_text(const json_t *c, char *buf, size_t n);
+/* Why the numerics mode moved the section's band (its "band_reason", or
+ * with backward its "grad"'s), NULL where the mode left float32's band:
+ * every view prints it beside the band. */
+const char *report_recur_band_reason(const json_t *sec, int backward);
 /* The mutant planted in a forward document ("mutant", or "grad"."vjp_mutant"
  * other than "none"), NULL when none. */
 const char *report_recur_mutant(const json_t *doc);

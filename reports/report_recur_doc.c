@@ -183,6 +183,10 @@ void report_recur_grad_oracle_text(const json_t *sec, char *buf, size_t n) {
   if (at < n && json_is_object(cert)) snprintf(buf + at, n - at, ")");
 }
 
+const char *report_recur_band_reason(const json_t *sec, int backward) {
+  return report_doc_str(backward ? json_object_get(sec, "grad") : sec, "band_reason");
+}
+
 void report_recur_kappa_text(const json_t *c, char *buf, size_t n) {
   const json_t *k = json_object_get(c, "kappa_g");
   char v[REPORT_NUM_CHARS] = "?", m[REPORT_NUM_CHARS];

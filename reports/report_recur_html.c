@@ -67,6 +67,10 @@ static void environment(report_buf *b, const json_t *doc) {
                 ? "per case: u (8 kappa_G + 64), u = 2^-24, kappa_G the worst key channel's at the case's chunk "
                   "and devices"
                 : "float32's fixed 2^-12");
+  if (sec) {
+    env_row(b, "band moved by the mode", report_recur_band_reason(sec, 0));
+    env_row(b, "backward band moved by the mode", report_recur_band_reason(sec, 1));
+  }
   report_buf_puts(b, "</table>\n");
 }
 

@@ -5,7 +5,9 @@
  * classname "gdn-parity.NAME.forward" or ".backward", time 0 (the documents
  * carry no timings).  A failing case gets <failure message="the worst
  * output over its band: err > band" type="band">, the body listing every
- * output with its err and band.  Coverage: one testcase per mutant, a
+ * output with its err and band (and why the mode moved the band, where it
+ * did).  Where the mode moved the band the suite carries <properties>
+ * band_reason and grad_band_reason.  Coverage: one testcase per mutant, a
  * survivor failing.  Valid against tests/reports/junit.xsd; deterministic. */
 #include <stdio.h>
 #include <string.h>
@@ -49,6 +51,8 @@ static int row_failure(const report_recur_row *r, char *msg, size_t nm, report_b
   char k[200];
   report_recur_kappa_text(r->c, k, sizeof k);
   if (k[0]) report_buf_printf(body, "%s\n", k);
+  const char *why = report_recur_band_reason(r->sec, r->backward);
+  if (why) report_buf_printf(body, "band moved by the mode: %s\n", why);
   return !json_is_true(json_object_get(r->c, "pass"));
 }
 
@@ -99,6 +103,17 @@ static void coverage_cases(junit_ctx *x, const json_t *doc) {
   }
 }
 
+/* The first section's band reasons (where the mode moved the band) as
+ * the suite's properties "band_reason" and "grad_band_reason". */
+static void properties(report_buf *b, const json_t *sec) {
+  const char *f = sec ? report_recur_band_reason(sec, 0) : NULL, *g = sec ? report_recur_band_reason(sec, 1) : NULL;
+  if (!f && !g) return;
+  report_buf_puts(b, "    <properties>\n");
+  if (f) report_escape_fill(b, report_escape_xml_attr_z, "      <property name=\"band_reason\" value=\"%s\"/>\n", f);
+  if (g) report_escape_fill(b, report_escape_xml_attr_z, "      <property name=\"grad_band_reason\" value=\"%s\"/>\n", g);
+  report_buf_puts(b, "    </properties>\n");
+}
+
 static void walk(junit_ctx *x, const json_t *doc) {
   if (!strcmp(report_recur_kind(doc), "coverage")) coverage_cases(x, doc);
   else report_recur_each(doc, junit_row, x);
@@ -115,6 +130,7 @@ int report_recur_junit_render(const json_t *doc, report_buf *b, gdn_error *e) {
                     x.n, x.failures);
   report_escape_fill(b, report_escape_xml_attr_z, "  <testsuite name=\"gdn-parity.recurrence.%s\"", x.rec);
   report_buf_printf(b, " tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"0\" time=\"0\">\n", x.n, x.failures);
+  properties(b, sec);
   x.n = x.failures = 0;
   x.count_only = 0;
   walk(&x, doc);

@@ -88,6 +88,9 @@ static void md_head(report_buf *b, const json_t *doc, const char *html_relpath) 
       s);
     report_recur_grad_oracle_text(sec, s, sizeof s);
     if (s[0]) M("- backward: %s\n", s);
+    for (int bw = 0; bw < 2; bw++)
+      if (report_recur_band_reason(sec, bw))
+        M("- %sband moved by the mode: %s\n", bw ? "backward " : "", report_recur_band_reason(sec, bw));
   }
   if (!sec) M("- recurrence: %s\n", rec);
   if (report_doc_str(doc, "grid")) M("- grid: %s\n", report_doc_str(doc, "grid"));

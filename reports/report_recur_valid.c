@@ -41,6 +41,11 @@ static int need_num(const vctx *v, const json_t *o, const char *at, const char *
   double x;
   return report_num_get(json_object_get(o, k), &x) ? GDN_OK : bad(v, at, k, "missing or not a number");
 }
+/* Absent, or a string (a sentence the views print: "band_reason"). */
+static int str_or_absent(const vctx *v, const json_t *o, const char *at, const char *k) {
+  const json_t *x = json_object_get(o, k);
+  return !x || json_is_string(x) ? GDN_OK : bad(v, at, k, "not a string");
+}
 static int need_bool(const vctx *v, const json_t *o, const char *at, const char *k) {
   return json_is_boolean(json_object_get(o, k)) ? GDN_OK : bad(v, at, k, "missing or not true/false");
 }
@@ -143,6 +148,7 @@ static int section(const vctx *v, const json_t *d, const char *at, const char *s
       (rc = need_int(v, orc, sub, "certified_bits")) || (rc = int_or_null(v, orc, sub, "check_bits")))
     return rc;
   if (!strcmp(schema, "gdn-parity-recurrence") && (rc = need_num(v, d, at, "band"))) return rc;
+  if ((rc = str_or_absent(v, d, at, "band_reason"))) return rc;
   if ((rc = cases_of(v, d, 0, at, &failed))) return rc;
   if (g) {
     path(sub, sizeof sub, "%s%sgrad", at, at[0] ? "." : "");
@@ -150,7 +156,9 @@ static int section(const vctx *v, const json_t *d, const char *at, const char *s
     int own = 1; /* every backward case with its own band: the grad's may be absent */
     for (size_t i = 0; i < json_array_size(json_object_get(g, "cases")); i++)
       own &= json_object_get(json_array_get(json_object_get(g, "cases"), i), "band") != NULL;
-    if ((!own && (rc = need_num(v, g, sub, "band"))) || (rc = cases_of(v, d, 1, at, &failed))) return rc;
+    if ((!own && (rc = need_num(v, g, sub, "band"))) || (rc = str_or_absent(v, g, sub, "band_reason")) ||
+        (rc = cases_of(v, d, 1, at, &failed)))
+      return rc;
   }
   if ((rc = need_int(v, d, at, "n_cases")) || (rc = need_int(v, d, at, "n_failed")) ||
       (rc = need_bool(v, d, at, "pass")))

@@ -149,6 +149,49 @@ START_TEST(pass_report_names_everything) {
 }
 END_TEST
 
+/* A mode that moves the band (--matmul-precision high, --grad): every view
+ * says why, the forward's and the backward's reasons as the JSON gives
+ * them (in words free of escapes), JUnit as the suite's properties; the
+ * rebuild is byte for byte.  Negative control: float32's own band (the
+ * IEEE run) has no such line in any view. */
+START_TEST(mode_band_reason_in_every_view) {
+  cli_scratch_make();
+  outs o = outs_in(cli_dir, "hi"), p = outs_in(cli_dir, "ieee");
+  char *av[16];
+  memcpy(av, kda_av, sizeof kda_av);
+  av[11] = "--grad";
+  av[12] = "--matmul-precision";
+  av[13] = "high";
+  gdn_error e;
+  ck_assert_msg(run_with(av, &o, &e) == 0, "%s", e.msg);
+  json_t *d = json_load_file(o.json, 0, NULL);
+  ck_assert_ptr_nonnull(d);
+  const char *f = json_string_value(json_object_get(d, "band_reason")),
+             *g = json_string_value(json_object_get(json_object_get(d, "grad"), "band_reason"));
+  ck_assert_msg(f && g && strstr(f, "each product keeps about 16 bits") &&
+                    strstr(g, "each product of the backward keeps about 16 bits"),
+                "%s | %s", f ? f : "(none)", g ? g : "(none)");
+  char *h = slurp(o.html), *x = slurp(o.xml), *m = slurp(o.md);
+  CKT_HAS_ALL(h, "<th>band moved by the mode</th>", "<th>backward band moved by the mode</th>",
+              "each product keeps about 16 bits", "each product of the backward keeps about 16 bits");
+  CKT_HAS_ALL(m, "- band moved by the mode: float32 with 3-pass bf16 matmuls (high): each product keeps",
+              "- backward band moved by the mode: float32 with 3-pass bf16 matmuls (high): each product of the");
+  CKT_HAS_ALL(x, "<properties>", "<property name=\"band_reason\" value=\"float32 with 3-pass bf16 matmuls (high)",
+              "<property name=\"grad_band_reason\" value=\"float32 with 3-pass bf16 matmuls (high): each product of");
+  ck_assert_int_eq(rebuilt_identical(&o, "hi"), 0);
+  free(h), free(x), free(m);
+  av[12] = NULL;
+  ck_assert_msg(run_with(av, &p, &e) == 0, "%s", e.msg);
+  h = slurp(p.html), x = slurp(p.xml), m = slurp(p.md);
+  CKT_HAS_NONE(h, "band moved by the mode");
+  CKT_HAS_NONE(m, "band moved by the mode");
+  CKT_HAS_NONE(x, "<properties>", "band_reason");
+  free(h), free(x), free(m);
+  json_decref(d);
+  cli_scratch_remove();
+}
+END_TEST
+
 /* The failing output with the largest err / band, from the JSON alone. */
 typedef struct worst {
   const json_t *c;
@@ -257,6 +300,8 @@ static const struct {
     {"cases/0/chunk", "\"64\"", "cases[0].chunk: missing or not an integer or null"},
     {"cases/2/kappa_g/worst_channel", "1.5", "cases[2].kappa_g.worst_channel: missing or not an integer"},
     {"gate_shape", NULL, "gate_shape: missing or not a string"},
+    {"band_reason", "3", "band_reason: not a string"},
+    {"grad/band_reason", "[]", "grad.band_reason: not a string"},
     /* a verdict that contradicts its numbers: PASS over the band */
     {"cases/1/o/err", "0.5", "cases[1].pass: true, but o.err 0.5 is over its band"},
     {"grad/cases/3/pass", "false", "n_failed: 0, but 1 cases fail"},
@@ -389,4 +434,5 @@ END_TEST
 
 CKR_MAIN_ARGS("test_kda_report GDN_PARITY_EXE GDN_FIXTURE_EXE", 2, (&exe, &fexe), "kda_report", "reports", 120,
               pass_report_names_everything, mutant_report_names_the_failing_output, grad_mutant_report_names_dg,
-              malformed_documents_refused, changed_number_changes_the_rebuild, sweep_coverage_check_reports)
+              malformed_documents_refused, changed_number_changes_the_rebuild, sweep_coverage_check_reports,
+              mode_band_reason_in_every_view)
