@@ -59,7 +59,7 @@ static int prefix_ops(kern_prefix schedule, int64_t D, int64_t *nops, int64_t **
 }
 
 static int run(const gdn_inputs *in, const gdn_cotangents *ct, const kern_config *cfg,
-               gdn_grads *out, int affine, gdn_error *e) {
+               gdn_grads *out, int affine, double *dg_terms, gdn_error *e) {
   const char *who = affine ? "kern_affine_prefix_vjp" : "kern_scan_vjp";
   if (!out) return gdn_error_set(e, GDN_ERR_INTERNAL, "%s: gradients missing (NULL)", who);
   gdn_grads_clear(out);
@@ -74,8 +74,8 @@ static int run(const gdn_inputs *in, const gdn_cotangents *ct, const kern_config
   if (!rc) {
     rc = prefix_ops(cfg->prefix, D, &nops, &ops, e);
     if (!rc)
-      rc = num.dtype == GDN_DTYPE_F64 ? vj_run_f64(in, ct, cfg, &num, D, nops, ops, out, e)
-                                      : vj_run_f32(in, ct, cfg, &num, D, nops, ops, out, e);
+      rc = num.dtype == GDN_DTYPE_F64 ? vj_run_f64(in, ct, cfg, &num, D, nops, ops, out, dg_terms, e)
+                                      : vj_run_f32(in, ct, cfg, &num, D, nops, ops, out, dg_terms, e);
     if (rc) gdn_error_prefix(e, "%s: ", who);
   }
   gdn_free(ops);
@@ -85,10 +85,15 @@ static int run(const gdn_inputs *in, const gdn_cotangents *ct, const kern_config
 
 int kern_scan_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const kern_config *cfg,
                   gdn_grads *out, gdn_error *e) {
-  return run(in, ct, cfg, out, 0, e);
+  return run(in, ct, cfg, out, 0, NULL, e);
+}
+
+int kern_scan_vjp_terms(const gdn_inputs *in, const gdn_cotangents *ct, const kern_config *cfg,
+                        gdn_grads *out, double *dg_terms, gdn_error *e) {
+  return run(in, ct, cfg, out, 0, dg_terms, e);
 }
 
 int kern_affine_prefix_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const kern_config *cfg,
                            gdn_grads *out, gdn_error *e) {
-  return run(in, ct, cfg, out, 1, e);
+  return run(in, ct, cfg, out, 1, NULL, e);
 }

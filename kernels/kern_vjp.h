@@ -156,4 +156,14 @@ int kern_scan_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const kern_con
 int kern_affine_prefix_vjp(const gdn_inputs *in, const gdn_cotangents *ct, const kern_config *cfg,
                            gdn_grads *out, gdn_error *e);
 
+/* kern_scan_vjp, and with dg_terms non-NULL (B x T x Hv doubles, the
+ * caller's) dg's componentwise size beside dg: for each token and value
+ * head the root sum of squares of every term dg's sums add (the decays'
+ * and the cumsum's transposes, with the attention's diagonal decays that
+ * other implementations differentiate; kern_vjp_tmpl.h, vj_decay_terms),
+ * so that a rounding of those sums in any order with independent errors
+ * errs by about u dg_terms.  The gradients' bits are kern_scan_vjp's. */
+int kern_scan_vjp_terms(const gdn_inputs *in, const gdn_cotangents *ct, const kern_config *cfg,
+                        gdn_grads *out, double *dg_terms, gdn_error *e);
+
 #endif

@@ -20,6 +20,7 @@ typedef struct KR(vjob) {
   const kern_config *cfg;
   const kern_num *num;
   gdn_grads *out;
+  double *dg_terms; /* NULL, or dg's sums of |terms| per (b, t, value head): kern_scan_vjp_terms */
   int64_t D, nmax;
   int64_t nops, *ops; /* the prefix schedule: (l, e) per composition, in order */
   kreal *mem;
@@ -47,6 +48,7 @@ KTMPL void KR(vjd_bind)(KR(vjd) *d, const KR(vjob) *j, int tid) {
   const size_t kv = (size_t)(s->Dk * s->Dv), kk = (size_t)(s->Dk * s->Dk);
   kreal *p = j->mem + (size_t)tid * j->per;
   KR(vjw_bind)(&d->w, p, j->in, j->ct, j->num, j->cfg->chunk);
+  d->w.terms = j->dg_terms != NULL;
   p += KR(vjw_elems)(j->cfg->chunk, s->Dk, s->Dv, j->num->matmul);
   d->y = KR(rows_carve)(&p, (size_t)s->Dk);
   d->dy = KR(rows_carve)(&p, (size_t)s->Dk);
@@ -146,6 +148,9 @@ KTMPL void KR(vj_scan_head)(const KR(vjob) *j, KR(vjd) *d, int64_t b, int64_t hv
     KR(vj_back_body)(w, d->hs + (size_t)n * kvp, dH, dh);
     KR(vj_back_prep)(w);
     KR(vj_store)(w, j->out, first);
+    if (j->dg_terms)
+      for (int64_t i = 0; i < w->rows; i++)
+        j->dg_terms[(b * j->in->shape.T + w->t0 + i) * j->in->shape.Hv + hv] = sqrt((double)w->dGa[i]);
     VJ_SWAP(dH, dh);
   }
   KR(vj_store_dh0)(j, b, hv, dH);
@@ -378,13 +383,13 @@ static __attribute__((noinline)) void KR(vj_thread)(const KR(vjob) *j) {
 
 static int KR(vj_run)(const gdn_inputs *in, const gdn_cotangents *ct, const kern_config *cfg,
                       const kern_num *num, int64_t D, int64_t nops, int64_t *ops, gdn_grads *out,
-                      gdn_error *e) {
+                      double *dg_terms, gdn_error *e) {
   const gdn_shape *s = &in->shape;
   const int64_t items = s->B * s->Hk;
   int nt = gdn_threads_get();
   if (nt < 1) nt = 1;
   if (items < nt) nt = (int)items;
-  KR(vjob) j = {in, ct, cfg, num, out, D, 0, nops, ops, NULL, 0};
+  KR(vjob) j = {in, ct, cfg, num, out, dg_terms, D, 0, nops, ops, NULL, 0};
   for (int64_t r = 0; r < D; r++) { /* the most chunks one device holds */
     const int64_t m = KR(vj_nchunks)(&j, r);
     j.nmax = m > j.nmax ? m : j.nmax;

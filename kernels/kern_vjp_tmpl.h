@@ -83,6 +83,7 @@ typedef struct KR(vjw) {
   kreal *dqg, *dKt, *dW, *dq, *dk, *dkb, *dkbg, *tck; /* C x Dk */
   kreal *dU, *dvnew, *dO, *dvb, *tcv;          /* C x Dv */
   kreal *deG, *deGl, *dG, *dbeta;              /* C */
+  kreal *dGa;                                  /* C: dg's sums of |terms| (terms set) */
   kreal deGlast;
   kreal *tkv, *tkk;                            /* Dk x Dv, Dk x Dk */
   kreal *gws;                                  /* kern_gemm workspace */
@@ -90,6 +91,7 @@ typedef struct KR(vjw) {
   KR(kern_split) sa, sb;                       /* the operands' parts (pass modes) */
   kreal *tmm;                                  /* kern_mm_plus's product */
   int bf;                                      /* compute dtype bfloat16: the VJ_RN points round */
+  int terms;                                   /* also sum |terms| of dg into dGa */
 } KR(vjw);
 
 /* Rounding to bfloat16 (nearest, ties to even: gdn_bf16_round, XLA's
@@ -129,7 +131,7 @@ KTMPL size_t KR(vjw_elems)(int64_t C, int64_t Dk, int64_t Dv, kern_matmul mode) 
   n = kern_size_add(n, kern_size_mul(15, KR(rows_pad)((size_t)(C * Dk))));
   n = kern_size_add(n, kern_size_mul(9, KR(rows_pad)((size_t)(C * Dv))));
   n = kern_size_add(n, kern_size_mul(9, KR(rows_pad)((size_t)(C * C))));
-  n = kern_size_add(n, kern_size_mul(9, KR(rows_pad)((size_t)C)));
+  n = kern_size_add(n, kern_size_mul(10, KR(rows_pad)((size_t)C)));
   n = kern_size_add(n, KR(rows_pad)((size_t)(Dk * Dv)));
   n = kern_size_add(n, KR(rows_pad)((size_t)(Dk * Dk)));
   n = kern_size_add(n, KR(rows_pad)(KR(kern_gemm_ws_elems)()));
@@ -148,7 +150,7 @@ KTMPL void KR(vjw_bind)(KR(vjw) *w, kreal *p, const gdn_inputs *in, const gdn_co
   for (size_t i = 0; i < sizeof cv / sizeof cv[0]; i++) *cv[i] = KR(rows_carve)(&p, (size_t)(C * Dv));
   kreal **cc[] = {&w->dec, &w->KK, &w->A, &w->QK, &w->attn, &w->dattn, &w->dA, &w->dS, &w->tcc};
   for (size_t i = 0; i < sizeof cc / sizeof cc[0]; i++) *cc[i] = KR(rows_carve)(&p, (size_t)(C * C));
-  kreal **c1[] = {&w->g, &w->beta, &w->G, &w->eG, &w->eGl, &w->deG, &w->deGl, &w->dG, &w->dbeta};
+  kreal **c1[] = {&w->g, &w->beta, &w->G, &w->eG, &w->eGl, &w->deG, &w->deGl, &w->dG, &w->dbeta, &w->dGa};
   for (size_t i = 0; i < sizeof c1 / sizeof c1[0]; i++) *c1[i] = KR(rows_carve)(&p, (size_t)C);
   w->tkv = KR(rows_carve)(&p, (size_t)(Dk * Dv));
   w->tkk = KR(rows_carve)(&p, (size_t)(Dk * Dk));
@@ -395,6 +397,40 @@ KTMPL void KR(vj_rows_add)(const KR(vjw) *w, kreal *x, const kreal *y, const kre
       x[i * n + d] = KR(vj_rn1)(w, x[i * n + d] + KR(vj_rn1)(w, y[i * n + d] * f[i]));
 }
 
+/* dg's componentwise size (w->terms): dGa_i = the sum of the squares of
+ * every term the sums of dg_i add, as vj_back_decay forms them (x = ddec
+ * .* dec, the deG, deGl and deGlast products), and of the diagonal terms
+ * of the attention's decays, dattn_mm QK_mm twice (vj_back_prep puts them
+ * in dGa first): this kernel takes exp(G_m - G_m) as the constant 1, but
+ * an implementation that masks the decay after the exponential (as JAX's
+ * and transformers' chunked functions do) differentiates it on both sides,
+ * +x_mm into the row's sum and -x_mm into the column's, and rounds both
+ * before they cancel.  A term met in two of the dG_m it enters counts
+ * twice, for the same reason:
+ *     a_m = (deG_m eG_m)^2 + sum_{j<m} x_mj^2 + sum_{i>m} x_im^2
+ *           + (deGl_m eGl_m)^2 + 2 (dattn_mm QK_mm)^2,
+ *     a_last += sum_i (deGl_i eGl_i)^2 + (deGlast eGlast)^2,
+ *     dGa_i = sum_{m>=i} a_m.
+ * u sqrt(dGa_i) is the size of a rounding of those sums in any order with
+ * independent errors, and dg_i itself can be far smaller: with fast gates
+ * the state's decay terms of the chunk's last tokens cancel to 1e-9 of
+ * their size, and the attention's diagonal terms cancel exactly.  In F,
+ * after the dG sums; reads x (ddec .* dec). */
+KTMPL void KR(vj_decay_terms)(KR(vjw) *w, const kreal *x) {
+  const int64_t C = w->C;
+  kreal sl = 0;
+  for (int64_t m = 0; m < C; m++) {
+    const kreal e = w->deG[m] * w->eG[m], y = w->deGl[m] * w->eGl[m];
+    kreal a = e * e + y * y;
+    for (int64_t j = 0; j < m; j++) a += x[m * C + j] * x[m * C + j];
+    for (int64_t i = m + 1; i < C; i++) a += x[i * C + m] * x[i * C + m];
+    w->dGa[m] += a;
+    sl += y * y;
+  }
+  w->dGa[C - 1] += sl + w->deGlast * w->eGlast * w->deGlast * w->eGlast;
+  for (int64_t i = C - 2; i >= 0; i--) w->dGa[i] += w->dGa[i + 1];
+}
+
 /* The decays and the cumsum taken back: dG from deG, deGl, deGlast and
  * ddec (in x, consumed), then dg = cumsum's transpose (in dG).  float32
  * in every compute dtype (g is float32). */
@@ -421,6 +457,7 @@ KTMPL void KR(vj_back_decay)(KR(vjw) *w, kreal *x) {
   w->dG[C - 1] = w->dG[C - 1] + sl;
   w->dG[C - 1] = w->dG[C - 1] + w->deGlast * w->eGlast;
   for (int64_t i = C - 2; i >= 0; i--) w->dG[i] = w->dG[i] + w->dG[i + 1];
+  if (w->terms) KR(vj_decay_terms)(w, x);
 }
 
 /* The WY part of the preparation's backward: from dU, dW to dvb (the
@@ -472,6 +509,11 @@ KTMPL void KR(vj_back_prep)(KR(vjw) *w) {
       const int64_t x = i * C + j;
       dQK[x] = j < i ? w->dattn[x] * w->dec[x] : (j == i ? w->dattn[x] : 0);
       ddec[x] = j < i ? w->dattn[x] * w->QK[x] : 0;
+    }
+  if (w->terms) /* the diagonal decays' terms (vj_decay_terms) */
+    for (int64_t i = 0; i < C; i++) {
+      const kreal d = w->dattn[i * C + i] * w->QK[i * C + i];
+      w->dGa[i] = 2 * d * d;
     }
   KR(vj_rn)(w, dQK, C * C); /* QK is a bfloat16 dot's output */
   VJ_MM(w, KERN_GEMM_SET, C, Dk, C, dQK, C, 1, w->k, Dk, 1, w->dq, Dk);

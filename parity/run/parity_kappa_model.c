@@ -140,7 +140,7 @@ static void pool(double *acc, size_t n, int64_t len, double div) {
 /* The scan (and its backward with ct) under cfg, or in binary64 with
  * chunk C when cfg is NULL; o held as binary64. */
 static int run_scan(const gdn_inputs *in, const gdn_cotangents *ct, int64_t C, const kern_config *c, gdn_outputs *o,
-                    gdn_grads *g, gdn_error *e) {
+                    gdn_grads *g, double *dg_terms, gdn_error *e) {
   kern_config cfg;
   kern_config_init(&cfg);
   cfg.dtype = GDN_DTYPE_F64;
@@ -151,7 +151,7 @@ static int run_scan(const gdn_inputs *in, const gdn_cotangents *ct, int64_t C, c
   gdn_grads_clear(g);
   int rc = gdn_outputs_alloc(o, &in->shape, cfg.dtype, e);
   if (!rc) rc = kern_scan(in, &cfg, o, e);
-  if (!rc && ct) rc = kern_scan_vjp(in, ct, &cfg, g, e);
+  if (!rc && ct) rc = kern_scan_vjp_terms(in, ct, &cfg, g, dg_terms, e);
   return rc;
 }
 
@@ -174,7 +174,7 @@ static int arith_samples(double *acc[PARITY_T_N], const gdn_inputs *in, const gd
   int rc = GDN_OK;
   for (int k = 0; !rc && k < PARITY_MODEL_ARITH; k++) {
     perturb_qkv(p, in, k, head0);
-    if (!(rc = run_scan(p, ct, C, NULL, &o0, &g0, e)) && !(rc = run_scan(p, ct, C, acfg, &o1, &g1, e)))
+    if (!(rc = run_scan(p, ct, C, NULL, &o0, &g0, NULL, e)) && !(rc = run_scan(p, ct, C, acfg, &o1, &g1, NULL, e)))
       accumulate(acc, &in->shape, &o0, ct ? &g0 : NULL, &o1, ct ? &g1 : NULL, sqrt((double)PARITY_MODEL_ARITH));
   }
   memcpy(p->q, in->q, gdn_shape_numel_qk(&in->shape) * sizeof(float));
@@ -237,7 +237,7 @@ static int end_probes_inner(double *acc[PARITY_T_N], const gdn_inputs *in, const
           p->g[i] = (float)(in->g[i] + PARITY_MODEL_AMP * end_eps(in, len, b, h, t, u_g, head0));
         }
     }
-    if (moved && !(rc = run_scan(p, ct, C, NULL, o1, g1, e)))
+    if (moved && !(rc = run_scan(p, ct, C, NULL, o1, g1, NULL, e)))
       accumulate(acc, S, o0, ct ? g0 : NULL, o1, ct ? g1 : NULL, PARITY_MODEL_AMP);
   }
   memcpy(p->g, in->g, gdn_shape_numel_gate(S) * sizeof(float));
@@ -267,7 +267,7 @@ static int end_probe_last(double *acc[PARITY_T_N], const gdn_inputs *in, const g
       const size_t at = (size_t)((b * S->Hv + h) * kv);
       for (int64_t x = 0; x < kv; x++) dht[at + (size_t)x] = (float)(ct->dht[at + (size_t)x] * f);
     }
-  int rc = run_scan(in, ct ? &c2 : NULL, C, NULL, o1, g1, e); /* o1 = o0; g1: the backward of the moved dht */
+  int rc = run_scan(in, ct ? &c2 : NULL, C, NULL, o1, g1, NULL, e); /* o1 = o0; g1: the backward of the moved dht */
   for (int64_t b = 0; !rc && b < S->B; b++)
     for (int64_t h = 0; h < S->Hv; h++) {
       const double f = 1 + PARITY_MODEL_AMP * end_eps(in, len, b, h, t, u_g, head0);
@@ -297,17 +297,20 @@ int parity_model_compute_layouts(parity_model *m, const gdn_inputs *in, const gd
   gdn_outputs_init(&o0), gdn_outputs_init(&o1);
   gdn_grads_init(&g0), gdn_grads_init(&g1);
   gdn_inputs_init(&p);
-  int rc = run_scan(in, ct, C, NULL, &o0, &g0, e);
+  const size_t ng = gdn_shape_numel_gate(S);
+  double *terms = ct && acfg ? gdn_calloc(ng, sizeof(double), "error model dg terms", e) : NULL;
+  int rc = ct && acfg && !terms ? (e ? e->code : GDN_ERR_NOMEM) : GDN_OK;
+  if (!rc) rc = run_scan(in, ct, C, NULL, &o0, &g0, terms, e);
   if (!rc) rc = gdn_inputs_copy(&p, in, e);
   if (!rc) rc = alloc_set(m->s, S, &o0, ct ? &g0 : NULL, e);
   for (int k = 0; !rc && k < PARITY_MODEL_SAMPLES; k++) { /* G's probes: their squares sum to its variance */
     perturb_g(p.g, in, k, C, u_g, head0);
-    if (!(rc = run_scan(&p, ct, C, NULL, &o1, &g1, e)))
+    if (!(rc = run_scan(&p, ct, C, NULL, &o1, &g1, NULL, e)))
       accumulate(m->s, S, &o0, ct ? &g0 : NULL, &o1, ct ? &g1 : NULL, PARITY_MODEL_AMP);
   }
   for (int64_t W = 2; !rc && W < C; W *= 2) { /* the tree probes: G's errors shared over W tokens */
     perturb_g_tree(p.g, in, W, C, u_g, head0);
-    if (!(rc = run_scan(&p, ct, C, NULL, &o1, &g1, e)))
+    if (!(rc = run_scan(&p, ct, C, NULL, &o1, &g1, NULL, e)))
       accumulate(m->s, S, &o0, ct ? &g0 : NULL, &o1, ct ? &g1 : NULL, PARITY_MODEL_AMP);
   }
   if (!rc) memcpy(p.g, in->g, gdn_shape_numel_gate(S) * sizeof(float));
@@ -319,6 +322,12 @@ int parity_model_compute_layouts(parity_model *m, const gdn_inputs *in, const gd
   }
   gdn_free(len);
   if (!rc && acfg) rc = arith_samples(m->s, in, ct, C, acfg, head0, &p, e); /* adds each sample's square / ARITH */
+  if (!rc && terms && m->s[PARITY_T_DG]) /* dg's own sums, in any order */
+    for (size_t i = 0; i < ng; i++) {
+      const double r = PARITY_MODEL_TERMS * u_g * terms[i];
+      m->s[PARITY_T_DG][i] += r * r;
+    }
+  gdn_free(terms);
   for (int t = 0; !rc && t < PARITY_T_N; t++)
     if (m->s[t]) pool(m->s[t], numel(t, S), last_dim(t, S), 1);
   gdn_outputs_clear(&o0), gdn_outputs_clear(&o1);
@@ -333,9 +342,10 @@ size_t parity_model_bytes(const gdn_shape *s, int grads) {
   for (int t = 0; t < PARITY_T_N; t++)
     if (!parity_tensors[t].grad || grads) n += (size_t)parity_tensor_numel(&parity_tensors[t], s);
   /* the model's s, the two binary64 runs' outputs (and gradients), the moved inputs (and with gradients
-   * the chunk ends' moved dht), the chunk ends' lengths */
+   * the chunk ends' moved dht), the chunk ends' lengths, with gradients dg's sums of |terms| */
   const size_t state = (size_t)(s->B * s->Hv * s->Dk * s->Dv);
   return 3 * n * sizeof(double) + (size_t)s->T * sizeof(int64_t) +
+         (grads ? gdn_shape_numel_gate(s) * sizeof(double) : 0) +
          sizeof(float) * (2 * gdn_shape_numel_qk(s) + gdn_shape_numel_v(s) + 2 * gdn_shape_numel_gate(s) + state +
                           (grads ? state : 0));
 }

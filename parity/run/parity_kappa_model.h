@@ -48,7 +48,20 @@
  *     s_e^2 = s_G,e^2 + s_arith,e^2
  * before the lift toward the row (above) is applied to the sum.
  * With cotangents the float64 backward of the scan (kern_scan_vjp) gives
- * the gradients' s the same way.  Deterministic (fixed signs, float64
+ * the gradients' s the same way, and dg gets one part more, its own sums
+ * in any order: dg_i = sum_{m >= i} dG_m inside a chunk, each dG_m a sum
+ * of decay terms that cancel (with fast gates the state's decay terms of
+ * a chunk's last tokens cancel to 1e-9 of their size, and an
+ * implementation that masks the attention's decay after the exponential,
+ * as JAX's and transformers' do, differentiates exp(G_m - G_m) = 1 on both
+ * sides: two terms that cancel exactly, rounded apart first).  Sampling
+ * our own arithmetic sees neither: our sums are in one order and our
+ * kernel takes the diagonal decay as the constant 1 (jax.vjp of a correct
+ * chunked function reached 43 of the model's sigmas on one dg token
+ * without this part).  kern_scan_vjp_terms gives the root sum of squares
+ * of those terms per token, r_i (kern_vjp_tmpl.h, vj_decay_terms), and
+ *     s_dg,i^2 += (PARITY_MODEL_TERMS u_g r_i)^2
+ * is the size of their rounding with independent errors in any order.  Deterministic (fixed signs, float64
  * kernels deterministic for any thread count); per value head, so a head
  * group computes its heads' part exactly as the whole run does (head0:
  * the group's first value head in the whole tensor, for the signs).
@@ -71,6 +84,10 @@
 #define PARITY_MODEL_SAMPLES 8
 #define PARITY_MODEL_ARITH 4
 #define PARITY_MODEL_AMP 16.0
+/* dg's own sums (above): u r_i with r_i the root sum of squares of the
+ * terms; jax.vjp's measured dg errors were 0.3 to 0.4 of it where it
+ * dominates (docs/tolerance.md). */
+#define PARITY_MODEL_TERMS 1.0
 
 typedef struct parity_model {
   double *s[PARITY_T_N]; /* per element of each tensor row (its layout); NULL: not modelled */

@@ -73,3 +73,37 @@ def test_campaign_counts_a_planted_wrong_subject(tmp_path):
     assert {f["devices"] for f in doc["fails"]} == {1, 8}
     assert doc["checks"] == sum(r["checks"] for r in doc["rules"])
     assert "false FAIL" in out
+
+
+def _rule_max(doc, rule, tensor):
+    for r in doc["rules"]:
+        if r["rule"] == rule and r["tensor"] == tensor:
+            return r["ratio"]["max"]
+    raise AssertionError(f"no {rule} on {tensor}")
+
+
+def test_jax_vjp_dg_tokens_follow_the_model(tools, tmp_path):
+    """jax.vjp of a correct chunked function (the Blelloch cumsum subject;
+    its backward is XLA's and masks the attention's decay after the
+    exponential, so exp(G_t - G_t) is differentiated on both sides) at the
+    initial gates, seed 11: one dg token's error was 0.957 of the per-token
+    rule's limit (43 of the model's sigmas) before dg's own sums joined the
+    error model (parity_kappa_model.h); with them 0.123.  Negative control:
+    the same run judged with that rule's model removed reaches the old
+    0.957, above the campaign's 0.7."""
+    common = ["--subjects", "cumsum_blelloch", "--shape", "1,256,2,32", "--chunk", 32, "--h0", "--grad",
+              "--devices", 1, "--regimes", "init", "--seeds", 1, "--first-seed", 11]
+    doc, _ = campaign(tmp_path, *common)
+    assert doc["false_fails"] == 0
+    assert _rule_max(doc, "grad-per-token-float32-gates", "dg") <= 0.3
+    r = tools.run("parity", ["--print-policy"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    pol = json.loads(r.stdout)
+    for r in pol["rules"]:
+        if r["id"] == "grad-per-token-float32-gates":
+            del r["model"]
+    pp = tmp_path / "no-model.json"
+    pp.write_text(json.dumps(pol), encoding="utf-8")
+    (tmp_path / "trust.json").unlink()
+    doc, _ = campaign(tmp_path, *common, "--policy", pp)
+    assert _rule_max(doc, "grad-per-token-float32-gates", "dg") > 0.7

@@ -210,9 +210,12 @@ END_TEST
 
 /* The dg band follows the error model: at 50 seeds the stock scan's own dg
  * (the initial gates, seed 18, T 256, C 32) is 7.4e-5, 1.21x the constant
- * 1024u, where the model's normwise scale is 3.3e-4.  With the model the
- * run passes within 0.7; the built-in policy with that rule's "model"
- * removed (the policy before) FAILs it: the negative control. */
+ * 1024u, where the model's normwise scale is 2.1e-3 (3.3e-4 before dg's own
+ * sums joined the model, parity_kappa_model.h: the initial gates' chunk-end
+ * and diagonal decay terms cancel to far below their size).  With the
+ * model the run passes within 0.7 and above 0.02 (a model this loose would
+ * say nothing); the built-in policy with that rule's "model" removed (the
+ * policy before) FAILs it: the negative control. */
 static int run_seed18(const char *policy, const char *js, gdn_error *e) {
   char *av[] = {"gdn-parity", "trust", "--shape", "1,256,2,32", "--chunk", "32", "--devices", "1", "--regimes",
                 "init", "--h0", "without", "--seeds", "1", "--first-seed", "18", "--reforms", "float64", "--grad",
@@ -240,7 +243,7 @@ START_TEST(gates_band_follows_the_model) {
   json_t *d = read_json(js);
   ck_assert_int_eq(jint(d, "false_fails"), 0);
   const double with = rule_max(d, "grad-band-float32-gates", "dg");
-  ck_assert_msg(with > 0.1 && with <= 0.7, "dg band with the model %g", with);
+  ck_assert_msg(with > 0.02 && with <= 0.7, "dg band with the model %g", with);
   json_t *p = json_loads(parity_policy_builtin_text(), 0, NULL), *rs = json_object_get(p, "rules");
   for (size_t i = 0; i < json_array_size(rs); i++)
     if (!strcmp(json_string_value(json_object_get(json_array_get(rs, i), "id")), "grad-band-float32-gates"))
