@@ -20,7 +20,7 @@ typedef struct KR(vjob) {
   const kern_config *cfg;
   const kern_num *num;
   gdn_grads *out;
-  double *dg_terms; /* NULL, or dg's sums of |terms| per (b, t, value head): kern_scan_vjp_terms */
+  double *dg_terms; /* NULL, or dg's root sums of squared terms per (b, t, value head): kern_scan_vjp_terms */
   int64_t D, nmax;
   int64_t nops, *ops; /* the prefix schedule: (l, e) per composition, in order */
   kreal *mem;

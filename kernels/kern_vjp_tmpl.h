@@ -83,7 +83,7 @@ typedef struct KR(vjw) {
   kreal *dqg, *dKt, *dW, *dq, *dk, *dkb, *dkbg, *tck; /* C x Dk */
   kreal *dU, *dvnew, *dO, *dvb, *tcv;          /* C x Dv */
   kreal *deG, *deGl, *dG, *dbeta;              /* C */
-  kreal *dGa;                                  /* C: dg's sums of |terms| (terms set) */
+  kreal *dGa;                                  /* C: dg's sums of squared terms (with terms) */
   kreal deGlast;
   kreal *tkv, *tkk;                            /* Dk x Dv, Dk x Dk */
   kreal *gws;                                  /* kern_gemm workspace */
@@ -91,7 +91,7 @@ typedef struct KR(vjw) {
   KR(kern_split) sa, sb;                       /* the operands' parts (pass modes) */
   kreal *tmm;                                  /* kern_mm_plus's product */
   int bf;                                      /* compute dtype bfloat16: the VJ_RN points round */
-  int terms;                                   /* also sum |terms| of dg into dGa */
+  int terms;                                   /* also sum dg's squared terms into dGa */
 } KR(vjw);
 
 /* Rounding to bfloat16 (nearest, ties to even: gdn_bf16_round, XLA's
