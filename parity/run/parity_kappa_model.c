@@ -342,7 +342,7 @@ size_t parity_model_bytes(const gdn_shape *s, int grads) {
   for (int t = 0; t < PARITY_T_N; t++)
     if (!parity_tensors[t].grad || grads) n += (size_t)parity_tensor_numel(&parity_tensors[t], s);
   /* the model's s, the two binary64 runs' outputs (and gradients), the moved inputs (and with gradients
-   * the chunk ends' moved dht), the chunk ends' lengths, with gradients dg's sums of |terms| */
+   * the chunk ends' moved dht), the chunk ends' lengths, with gradients dg's terms (kern_scan_vjp_terms) */
   const size_t state = (size_t)(s->B * s->Hv * s->Dk * s->Dv);
   return 3 * n * sizeof(double) + (size_t)s->T * sizeof(int64_t) +
          (grads ? gdn_shape_numel_gate(s) * sizeof(double) : 0) +

@@ -61,9 +61,9 @@
  * without this part).  kern_scan_vjp_terms gives the root sum of squares
  * of those terms per token, r_i (kern_vjp_tmpl.h, vj_decay_terms), and
  *     s_dg,i^2 += (PARITY_MODEL_TERMS u_g r_i)^2
- * is the size of their rounding with independent errors in any order.  Deterministic (fixed signs, float64
- * kernels deterministic for any thread count); per value head, so a head
- * group computes its heads' part exactly as the whole run does (head0:
+ * is the size of their rounding with independent errors in any order.
+ * Deterministic (fixed signs, float64 kernels deterministic for any
+ * thread count); per value head, so a head group computes its heads' part exactly as the whole run does (head0:
  * the group's first value head in the whole tensor, for the signs).
  * Cost: 1 + PARITY_MODEL_SAMPLES + ceil(log2 C) - 1 + PARITY_MODEL_ARITH float64 scans and
  * PARITY_MODEL_ARITH scans in the case's numerics (and their backwards),

@@ -94,7 +94,8 @@ static double worst_cancellation(unsigned flags, uint64_t seed) {
 
 START_TEST(cancellation_with_fast_gates_only) {
   for (uint64_t seed = 1; seed <= 3; seed++) {
-    const double fast = worst_cancellation(GDN_SYNTH_H0, seed), slow = worst_cancellation(GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, seed);
+    const double fast = worst_cancellation(GDN_SYNTH_H0, seed),
+                 slow = worst_cancellation(GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, seed);
     ck_assert_msg(fast > 100, "seed %llu: the initial gates' worst ratio %g", (unsigned long long)seed, fast);
     ck_assert_msg(slow < 100, "seed %llu: slow gates' worst ratio %g", (unsigned long long)seed, slow);
   }
