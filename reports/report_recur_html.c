@@ -28,6 +28,18 @@ static void env_row(report_buf *b, const char *k, const char *v) {
   if (v && v[0]) H("<tr><th>%s</th><td>%s</td></tr>\n", k, v);
 }
 
+/* The band row: float32's (per case under per-channel gates, else fixed),
+ * unless the mode moved it: then the next row's words are the rule (each
+ * case's band is in its row). */
+static const char *band_text(const json_t *sec) {
+  const char *gs = report_doc_str(sec, "gate_shape");
+  if (report_recur_band_reason(sec, 0)) return "set by the mode per case (the next row says how)";
+  if (gs && !strcmp(gs, "head-token-channel"))
+    return "per case: u (8 kappa_G + 64), u = 2^-24, kappa_G the worst key channel's at the case's chunk and "
+           "devices";
+  return "float32's fixed 2^-12";
+}
+
 static void environment(report_buf *b, const json_t *doc) {
   const json_t *sec = report_recur_first_section(doc);
   char t[700];
@@ -60,13 +72,7 @@ static void environment(report_buf *b, const json_t *doc) {
     env_row(b, "backward oracle", t);
     env_row(b, "chunked backward", report_doc_str(json_object_get(sec, "grad"), "chunked_backward"));
   }
-  const char *gs = sec ? report_doc_str(sec, "gate_shape") : NULL;
-  if (sec)
-    env_row(b, "band",
-            gs && !strcmp(gs, "head-token-channel")
-                ? "per case: u (8 kappa_G + 64), u = 2^-24, kappa_G the worst key channel's at the case's chunk "
-                  "and devices"
-                : "float32's fixed 2^-12");
+  if (sec) env_row(b, "band", band_text(sec));
   if (sec) {
     env_row(b, "band moved by the mode", report_recur_band_reason(sec, 0));
     env_row(b, "backward band moved by the mode", report_recur_band_reason(sec, 1));
