@@ -36,17 +36,10 @@ static json_t *grad_json(parity_recur_err m, const int64_t d[4], const char *con
            : NULL;
 }
 
-/* One output's gradients judged against ref; its case appended to cases. */
-static int judge_output(const parity_recur_check_opts *o, const fix_fixture *fx, const fix_output *x,
-                        const gdn_grads *ref, json_t *cases, int *failed, gdn_error *e) {
-  const gdn_shape *s = &fx->inputs.shape;
+int parity_recur_check_grad_judge(const parity_recur_check_opts *o, const gdn_shape *s, const fix_output *x,
+                                  const parity_recur_err m[GDN_GRADS_N], double band, json_t *kj, json_t *cases,
+                                  int *failed, gdn_error *e) {
   const int pc = o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL;
-  double band;
-  json_t *kj = NULL;
-  parity_kappa_ch kc;
-  int rc = parity_recur_case_band(o->rec, &fx->inputs, &fx->chgate, fx->chunk_size, x->devices,
-                                  PARITY_RECUR_BAND_F32, &band, &kj, &kc, e);
-  if (rc) return rc;
   if (x->grads.dtype == GDN_DTYPE_BF16) band = parity_recur_band_bf16(band);
   /* "chunk" null as for the forward output cases: an external output's chunking is its own. */
   json_t *c = json_pack("{s:s+, s:n, s:o, s:f, s:[]}", "subject", "output:", x->name, "chunk", "devices",
@@ -67,13 +60,12 @@ static int judge_output(const parity_recur_check_opts *o, const fix_fixture *fx,
     }
     int64_t d[4];
     const int rank = grad_axes(s, pc, g, d, an);
-    const size_t n = pc ? gdn_chgrads_numel(s, g) : gdn_grads_numel(s, g);
-    const parity_recur_err m = parity_recur_measure(gdn_grads_tensor_c(&x->grads, g), gdn_grads_tensor_c(ref, g), n);
-    const int ok = m.err <= band;
-    if (json_object_set_new(c, nm, grad_json(m, d, an, rank)) ||
+    const int ok = m[id].err <= band;
+    if (json_object_set_new(c, nm, grad_json(m[id], d, an, rank)) ||
         (!ok && json_array_append_new(json_object_get(c, "failed"), json_string(nm))))
       c = (json_decref(c), NULL);
-    if (at < sizeof line) at += (size_t)snprintf(line + at, sizeof line - at, "%s %s %.3e", at ? "," : "", nm, m.err);
+    if (at < sizeof line)
+      at += (size_t)snprintf(line + at, sizeof line - at, "%s %s %.3e", at ? "," : "", nm, m[id].err);
     if (!ok && bt < sizeof bad) bt += (size_t)snprintf(bad + bt, sizeof bad - bt, "%s%s", bt ? ", " : "", nm);
     pass &= ok;
   }
@@ -86,18 +78,43 @@ static int judge_output(const parity_recur_check_opts *o, const fix_fixture *fx,
   return GDN_OK;
 }
 
-static json_t *grad_head(const fix_fixture *fx, const oracle_vjp_certificate *cert) {
+/* One output's gradients measured against ref and judged. */
+static int judge_output(const parity_recur_check_opts *o, const fix_fixture *fx, const fix_output *x,
+                        const gdn_grads *ref, json_t *cases, int *failed, gdn_error *e) {
+  const gdn_shape *s = &fx->inputs.shape;
+  const int pc = o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL;
+  double band;
+  json_t *kj = NULL;
+  parity_kappa_ch kc;
+  int rc = parity_recur_case_band(o->rec, &fx->inputs, &fx->chgate, fx->chunk_size, x->devices,
+                                  PARITY_RECUR_BAND_F32, &band, &kj, &kc, e);
+  if (rc) return rc;
+  parity_recur_err m[GDN_GRADS_N];
+  memset(m, 0, sizeof m);
+  for (int id = 0; id < GDN_GRADS_N; id++)
+    if (x->grads_present & (1u << id)) {
+      const gdn_grad_id g = (gdn_grad_id)id;
+      const size_t n = pc ? gdn_chgrads_numel(s, g) : gdn_grads_numel(s, g);
+      m[id] = parity_recur_measure(gdn_grads_tensor_c(&x->grads, g), gdn_grads_tensor_c(ref, g), n);
+    }
+  return parity_recur_check_grad_judge(o, s, x, m, band, kj, cases, failed, e);
+}
+
+json_t *parity_recur_check_grad_begin(const parity_recur_check_opts *o, int dht, const char *grad_problem_sha256,
+                                      const oracle_vjp_certificate *cert) {
+  if (o->log)
+    fprintf(o->log, "%s: gradients (the file's /cotangents%s): oracle VJP mpfr %d bits, certified %d bits\n", o->name,
+            dht ? ", dht given" : "", cert->precision_bits, cert->certified_bits);
   json_t *bits = json_object();
   for (int id = 0; bits && id < GDN_GRADS_N; id++)
     json_object_set_new(bits, gdn_grads_name((gdn_grad_id)id), json_integer(cert->certified[id]));
   return json_pack("{s:{s:s, s:i, s:i, s:i, s:o}, s:{s:b, s:b, s:s}, s:[]}", "oracle", "tier", "mpfr",
                    "precision_bits", cert->precision_bits, "check_bits", cert->check_bits, "certified_bits",
-                   cert->certified_bits, "certified", bits, "cotangents", "from_fixture", 1, "dht",
-                   fx->cot.dht != NULL, "grad_problem_sha256", fx->grad_problem_sha256, "cases");
+                   cert->certified_bits, "certified", bits, "cotangents", "from_fixture", 1, "dht", dht,
+                   "grad_problem_sha256", grad_problem_sha256, "cases");
 }
 
-/* g attached to doc, doc's counts updated with g's. */
-static int merge(json_t *doc, json_t *g, int gfailed, int *pass, gdn_error *e) {
+int parity_recur_check_grad_end(json_t *doc, json_t *g, int gfailed, int *pass, gdn_error *e) {
   const json_int_t nc = json_integer_value(json_object_get(doc, "n_cases")),
                    nf = json_integer_value(json_object_get(doc, "n_failed"));
   const size_t gn = json_array_size(json_object_get(g, "cases"));
@@ -129,17 +146,14 @@ int parity_recur_check_grads(const parity_recur_check_opts *o, const fix_fixture
   json_t *g = NULL;
   int failed = 0, rc = o->rec->oracle_vjp(&fx->inputs, &fx->chgate, &fx->cot, &vc, &ref, &cert, e);
   if (rc) goto done;
-  if (o->log)
-    fprintf(o->log, "%s: gradients (the file's /cotangents%s): oracle VJP mpfr %d bits, certified %d bits\n", o->name,
-            fx->cot.dht ? ", dht given" : "", cert.precision_bits, cert.certified_bits);
-  if (!(g = grad_head(fx, &cert))) {
+  if (!(g = parity_recur_check_grad_begin(o, fx->cot.dht != NULL, fx->grad_problem_sha256, &cert))) {
     rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
     goto done;
   }
   for (size_t i = 0; i < fx->n_outputs && !rc; i++)
     if (fx->outputs[i].has_grads)
       rc = judge_output(o, fx, &fx->outputs[i], &ref, json_object_get(g, "cases"), &failed, e);
-  if (!rc) rc = merge(doc, g, failed, pass, e), g = NULL; /* doc holds g from here */
+  if (!rc) rc = parity_recur_check_grad_end(doc, g, failed, pass, e), g = NULL; /* doc holds g from here */
 done:
   json_decref(g);
   gdn_grads_clear(&ref);

@@ -33,9 +33,29 @@
 
 #include <jansson.h>
 
+#include "gdn_grads.h"
+#include "oracle_vjp.h"
 #include "parity_recur_check.h"
+#include "parity_recur_sweep.h"
 
 int parity_recur_check_grads(const parity_recur_check_opts *o, const fix_fixture *fx, json_t *doc, int *pass,
                              gdn_error *e);
+
+/* The pieces, for a check that measures by head group
+ * (parity_recur_check_stream.h) and must write the same document.
+ *
+ * begin: the "grad" object without cases judged yet (NULL: out of
+ * memory), the oracle's line logged.  judge: output x's case from its
+ * measurements m (whole, or folded over groups: indices of the whole shape
+ * s; only x->grads_present's are read) and the float32 band of the case
+ * (before the bfloat16 widening, which judge applies by x->grads.dtype);
+ * kj (the case's "kappa_g", or NULL) is taken.  end: g attached to doc
+ * with the counts of both updated (doc takes g, also on error). */
+json_t *parity_recur_check_grad_begin(const parity_recur_check_opts *o, int dht, const char *grad_problem_sha256,
+                                      const oracle_vjp_certificate *cert);
+int parity_recur_check_grad_judge(const parity_recur_check_opts *o, const gdn_shape *s, const fix_output *x,
+                                  const parity_recur_err m[GDN_GRADS_N], double band, json_t *kj, json_t *cases,
+                                  int *failed, gdn_error *e);
+int parity_recur_check_grad_end(json_t *doc, json_t *g, int gfailed, int *pass, gdn_error *e);
 
 #endif

@@ -13,9 +13,11 @@
 #include "gdn_threads.h"
 #include "kern_config.h"
 #include "oracle_kda.h"
+#include "oracle_kda_vjp.h"
 #include "oracle_part.h"
 #include "parity_dist.h"
 #include "parity_kappa_ch.h"
+#include "parity_recur_check_grad.h"
 #include "parity_recur_stream.h"
 #include "parity_stream.h"
 
@@ -30,6 +32,8 @@ typedef struct chk_case {
   int has_ht, bf16;
   parity_recur_err eo, eh;
   parity_kappa_ch_acc ka;
+  parity_kappa_ch kc_done;         /* ka finished (assemble): an output's gradients take its band */
+  parity_recur_err eg[GDN_GRADS_N]; /* an output with gradients: each folded over the groups */
 } chk_case;
 
 typedef struct chk_stream {
@@ -42,6 +46,10 @@ typedef struct chk_stream {
   int nc;
   oracle_config oc;
   oracle_tally tally;
+  int grads;               /* the file has /cotangents and an output has gradients: judged by group */
+  oracle_vjp_config vc;    /* their VJP oracle's, */
+  oracle_tally vtally;     /* its certificate merged over the groups */
+  char gh[FIX_SHA256_HEX]; /* the file's grad_problem_sha256 (by blocks) */
   parity_recur_trust t;
   fix_fixture head; /* group 0 without its arrays' data kept: chunk_size, outputs' names, /oracle's attributes */
   char ih[FIX_SHA256_HEX], ph[FIX_SHA256_HEX];
@@ -50,12 +58,16 @@ typedef struct chk_stream {
 /* What a group of g key heads holds at its peak, the run's part included. */
 static int group_bytes(const chk_stream *st, int64_t g, uint64_t *bytes, gdn_error *e) {
   const gdn_shape *w = &st->p.whole;
-  int rc = parity_recur_stream_bytes(w, g, st->h0, 0, st->o->oracle_bits, bytes, e);
+  int rc = parity_recur_stream_bytes(w, g, st->h0, st->has_cot, st->o->oracle_bits, bytes, e);
   gdn_shape gs = *w;
   gs.Hk = g;
   gs.Hv = g * (w->Hv / w->Hk);
   const uint64_t set = 8u * (uint64_t)(gdn_shape_numel_v(&gs) + gdn_shape_numel_state(&gs));
-  *bytes += (uint64_t)(st->n_outputs + st->has_oracle) * set + st->p.resident + PARITY_STREAM_SLACK +
+  uint64_t grads = 0; /* with /cotangents: them (float32) and each output's gradients (binary64) */
+  for (int id = 0; st->has_cot && id < GDN_GRADS_N; id++)
+    grads += 8u * (uint64_t)gdn_chgrads_numel(&gs, (gdn_grad_id)id) * (uint64_t)st->n_outputs;
+  if (st->has_cot) grads += 4u * (uint64_t)(gdn_shape_numel_v(&gs) + gdn_shape_numel_state(&gs));
+  *bytes += (uint64_t)(st->n_outputs + st->has_oracle) * set + grads + st->p.resident + PARITY_STREAM_SLACK +
             (uint64_t)gdn_threads_get() * PARITY_STREAM_THREAD;
   return rc;
 }
@@ -111,12 +123,6 @@ static int plan(chk_stream *st, uint64_t max_bytes, int64_t force, int *streamed
   if ((rc = group_bytes(st, p->group, &p->peak, e))) return rc;
   if (g == 0 || (max_bytes && p->peak > max_bytes)) return refuse_budget(st, one, e);
   p->n_groups = (Hk + p->group - 1) / p->group;
-  if (st->has_cot)
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "%s: a check streamed by key-head group (%s) does not judge stored gradients yet: the file "
-                         "has /cotangents, and neither they nor the gradients nor the VJP oracle are read by group "
-                         "(docs/errors.md); give a --max-bytes the whole check fits (%" PRIu64 " bytes)",
-                         st->path, p->forced ? "--group-heads" : "over --max-bytes", p->whole_bytes);
   if (parity_dist_size() > 1) /* as GDN's streamed check of a fixture's /outputs or /oracle */
     return gdn_error_set(e, GDN_ERR_INPUT,
                          "%s: a check streamed by key-head group (%s) runs in one process: its groups are not dealt "
@@ -227,6 +233,33 @@ static int fold_case(chk_stream *st, chk_case *c, const fix_fixture *gx, const g
   return rc;
 }
 
+/* Group gx's gradients (from key head k0): the VJP oracle on its
+ * cotangents, tallied, and each output's stored gradients folded. */
+static int fold_grads(chk_stream *st, const fix_fixture *gx, int64_t k0, gdn_error *e) {
+  gdn_grads ref;
+  gdn_grads_init(&ref);
+  oracle_tally t;
+  oracle_tally_init(&t);
+  const int pc = st->o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL;
+  int rc = oracle_kda_vjp_part(&gx->inputs, &gx->chgate, &gx->cot, &st->vc, &ref, &t, e);
+  if (!rc && st->vtally.tier != 0) rc = oracle_tally_merge(&st->vtally, &t, e);
+  else if (!rc)
+    st->vtally = t, oracle_tally_init(&t);
+  for (int c = 0; !rc && c < st->nc; c++) {
+    const int i = st->cs[c].out;
+    if (i < 0 || !st->head.outputs[i].has_grads) continue;
+    const fix_output *x = &gx->outputs[i];
+    if (!x->has_grads || x->grads_present != st->head.outputs[i].grads_present)
+      rc = gdn_error_set(e, GDN_ERR_INPUT, "%s: key heads from %" PRId64 ": /outputs/%s/grads hold other gradients "
+                         "than the first group's", st->path, k0, x->name);
+    else
+      parity_recur_grads_fold(st->cs[c].eg, &x->grads, &ref, &st->p.whole, k0, pc, x->grads_present);
+  }
+  oracle_tally_clear(&t);
+  gdn_grads_clear(&ref);
+  return rc;
+}
+
 /* Group i: its reference (the stored /oracle when trusted, else the oracle's, tallied), then every case. */
 static int run_group(chk_stream *st, int64_t i, gdn_error *e) {
   fix_fixture gx;
@@ -249,10 +282,36 @@ static int run_group(chk_stream *st, int64_t i, gdn_error *e) {
     rc = gdn_error_set(e, GDN_ERR_INPUT, "%s: key heads from %" PRId64 " hold %zu outputs, the first group %zu",
                        st->path, k0, gx.n_outputs, st->head.n_outputs);
   for (int c = 0; !rc && c < st->nc; c++) rc = fold_case(st, &st->cs[c], &gx, rf, k0 * r, e);
+  if (!rc && st->grads) rc = fold_grads(st, &gx, k0, e);
   oracle_tally_clear(&t);
   gdn_outputs_clear(&ref);
   fix_fixture_clear(&gx);
   return rc;
+}
+
+/* The "grad" object from the folded gradients, as parity_recur_check_grads
+ * writes it: the certificate of the merged tallies, each output's band
+ * from its forward case's kappa_G (the same chunk and devices). */
+static int assemble_grads(chk_stream *st, json_t *d, int *pass, gdn_error *e) {
+  const parity_recur_check_opts *o = st->o;
+  oracle_vjp_certificate cert;
+  int rc = oracle_tally_vjp_certificate(&st->vtally, &st->vc, &cert, e);
+  if (rc) return rc;
+  json_t *g = parity_recur_check_grad_begin(o, st->head.cot.dht != NULL, st->gh, &cert);
+  if (!g) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+  int failed = 0;
+  for (int i = 0; !rc && i < st->nc; i++) {
+    chk_case *c = &st->cs[i];
+    if (c->out < 0 || !st->head.outputs[c->out].has_grads) continue;
+    for (int id = 0; id < GDN_GRADS_N; id++) parity_recur_err_finish(&c->eg[id]);
+    double band;
+    json_t *kj = NULL;
+    if (!(rc = parity_recur_band_of(o->rec, c->kc, &c->kc_done, PARITY_RECUR_BAND_F32, &band, &kj, e)))
+      rc = parity_recur_check_grad_judge(o, &st->p.whole, &st->head.outputs[c->out], c->eg, band, kj,
+                                         json_object_get(g, "cases"), &failed, e);
+  }
+  if (rc) return json_decref(g), rc;
+  return parity_recur_check_grad_end(d, g, failed, pass, e);
 }
 
 /* The document from the folded cases, by the whole check's functions. */
@@ -283,6 +342,7 @@ static int assemble(chk_stream *st, json_t **doc, int *pass, gdn_error *e) {
     double band;
     if (c->kc > 0 && o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL)
       rc = parity_kappa_ch_acc_finish(&c->ka, &kc, e);
+    c->kc_done = kc;
     if (!rc) rc = parity_recur_band_of(o->rec, c->kc, &kc, PARITY_RECUR_BAND_F32, &band, &kj, e);
     char subject[512];
     if (c->out >= 0)
@@ -299,6 +359,7 @@ static int assemble(chk_stream *st, json_t **doc, int *pass, gdn_error *e) {
               json_object_set_new(d, "n_failed", json_integer(failed)) ||
               json_object_set_new(d, "pass", json_boolean(*pass))))
     rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
+  if (!rc && st->grads) rc = assemble_grads(st, d, pass, e);
   if (rc) return json_decref(d), rc;
   *doc = d;
   return GDN_OK;
@@ -309,6 +370,12 @@ static int run_stream(chk_stream *st, json_t **doc, int *pass, gdn_error *e) {
   const parity_recur_check_opts *o = st->o;
   int64_t k0;
   int rc = load_group(st, 0, &st->head, &k0, e); /* the names and attributes the document gives */
+  for (size_t i = 0; !rc && i < st->head.n_outputs; i++) st->grads |= st->head.outputs[i].has_grads;
+  st->grads &= st->head.has_cotangents;
+  if (!rc && st->grads && !o->rec->oracle_vjp)
+    rc = gdn_error_set(e, GDN_ERR_INPUT, "%s: the %s recurrence has no VJP oracle to judge gradients by", o->name,
+                       o->rec->name);
+  if (!rc && st->grads) rc = fix_kda_grad_problem_sha256(st->path, &st->p.whole, st->ph, (int64_t)1 << 20, st->gh, e);
   if (!rc) rc = make_cases(st, e);
   if (!rc && o->log) {
     char line[512];
@@ -329,11 +396,13 @@ static int probe_peek(void *arg, gdn_error *e) {
   return fix_kda_peek(st->path, &st->p.whole, &st->h0, &st->n_outputs, &st->has_oracle, &st->has_cot, e);
 }
 
-/* What the parent will read, read first in a throw-away child (fix_isolate.h): the hashes' blocks and every group. */
+/* What the parent will read, read first in a throw-away child (fix_isolate.h): the hashes' blocks (the
+ * cotangents' too) and every group. */
 static int probe_groups(void *arg, gdn_error *e) {
   chk_stream *st = arg;
-  char ih[FIX_SHA256_HEX], ph[FIX_SHA256_HEX];
+  char ih[FIX_SHA256_HEX], ph[FIX_SHA256_HEX], gh[FIX_SHA256_HEX];
   int rc = fix_kda_hashes(st->path, ih, ph, e);
+  if (!rc && st->has_cot) rc = fix_kda_grad_problem_sha256(st->path, &st->p.whole, ph, (int64_t)1 << 20, gh, e);
   for (int64_t i = 0; !rc && i < st->p.n_groups; i++) {
     fix_fixture gx;
     fix_fixture_init(&gx);
@@ -365,6 +434,9 @@ int parity_recur_check_streamed(const parity_recur_check_opts *o, const char *pa
   oracle_tally_init(&st.tally);
   oracle_config_init(&st.oc);
   st.oc.prec = o->oracle_bits;
+  oracle_tally_init(&st.vtally);
+  oracle_vjp_config_init(&st.vc);
+  st.vc.prec = o->oracle_bits;
   struct stat sb;
   rc = fix_isolate_probe(path, probe_groups, &st,
                          fix_isolate_default_timeout(stat(path, &sb) ? 0 : (size_t)sb.st_size), e);
@@ -373,6 +445,7 @@ int parity_recur_check_streamed(const parity_recur_check_opts *o, const char *pa
   for (int i = 0; st.cs && i < st.nc; i++) parity_kappa_ch_acc_clear(&st.cs[i].ka);
   gdn_free(st.cs);
   oracle_tally_clear(&st.tally);
+  oracle_tally_clear(&st.vtally);
   fix_fixture_clear(&st.head);
   return rc;
 }

@@ -14,23 +14,28 @@
  * groups), every kernel case and every /outputs/<name> measured and folded
  * as the streamed sweep folds them (parity_recur_err_fold: max |x - r| with
  * the whole tensor's least worst index, max |r|; kappa_G per channel summed
- * in value-head order, parity_kappa_ch_acc).  The document is assembled by
+ * in value-head order, parity_kappa_ch_acc).  With /cotangents and an
+ * output's gradients, each group's cotangents and stored gradients too:
+ * the VJP oracle on the group (oracle_kda_vjp_part, its certificate a
+ * tally merged over the groups) and each gradient folded
+ * (parity_recur_grads_fold; dq, dk by key head), each output's band that
+ * of its forward case, and the file's grad_problem_sha256 hashed by blocks
+ * (fix_kda_grad_problem_sha256).  The document is assembled by
  * the whole check's own functions: with --reproducible its JSON is the
  * whole check's byte for byte.
  *
  * The plan, per group of g key heads: the inputs and per-channel gate, the
- * file's output sets and /oracle (binary64), three output sets (reference,
- * a kernel's, its scratch) and the MPFR oracle's working set
- * (parity_recur_stream_bytes), and per run the process's resident memory,
+ * file's output sets and /oracle (binary64), with /cotangents them
+ * (float32) and every output's gradients (binary64), three output sets
+ * (reference, a kernel's, its scratch) and the MPFR oracle's working set,
+ * the VJP's with /cotangents (parity_recur_stream_bytes), and per run the process's resident memory,
  * PARITY_STREAM_SLACK and PARITY_STREAM_THREAD per thread.  The whole
  * check when it fits and no --group-heads is given (*streamed = 0: the
  * caller reads the file whole); else the largest group that fits, evened
  * out.  Refused before any work (GDN_ERR_INPUT): one key head over
  * --max-bytes (the message names the smallest --max-bytes that runs), a
- * --group-heads above Hk or whose groups are over --max-bytes, and a file
- * with /cotangents (its stored gradients are not judged by group: the
- * message says so and gives the whole check's bytes), and a streamed
- * check under mpirun (its groups are not dealt over the ranks, as GDN's
+ * --group-heads above Hk or whose groups are over --max-bytes, and a
+ * streamed check under mpirun (its groups are not dealt over the ranks, as GDN's
  * streamed check of a fixture's /outputs or /oracle is not).  Probed as the whole
  * check is (fix_isolate.h): a child reads the hashes' blocks and every
  * group first, and only a file it read cleanly is read in this process. */

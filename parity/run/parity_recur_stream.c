@@ -418,6 +418,23 @@ static void grad_layout(const gdn_shape *w, gdn_grad_id id, int64_t *whole_h, si
                                                                                              : (size_t)w->Dk;
 }
 
+void parity_recur_grads_fold(parity_recur_err m[GDN_GRADS_N], const gdn_grads *x, const gdn_grads *ref,
+                             const gdn_shape *w, int64_t k0, int pc, unsigned present) {
+  const gdn_shape *s = &x->shape;
+  const int64_t r = s->Hv / s->Hk;
+  for (int id = 0; id < GDN_GRADS_N; id++) {
+    if (!(present & (1u << id))) continue;
+    const gdn_grad_id g = (gdn_grad_id)id;
+    const parity_recur_err gm = parity_recur_measure(gdn_grads_tensor_c(x, g), gdn_grads_tensor_c(ref, g),
+                                                     pc ? gdn_chgrads_numel(s, g) : gdn_grads_numel(s, g));
+    int64_t wh;
+    size_t inner;
+    grad_layout(w, g, &wh, &inner);
+    const int key = g == GDN_GRAD_DQ || g == GDN_GRAD_DK;
+    parity_recur_err_fold(&m[id], gm, key ? k0 : k0 * r, key ? s->Hk : s->Hv, wh, inner);
+  }
+}
+
 static int fold_gcase(recur_gstream *st, recur_gcase *c, const gdn_inputs *in, const gdn_chgate *gate,
                       const gdn_cotangents *ct, const gdn_grads *ref, int64_t k0, gdn_error *e) {
   const parity_recurrence *rec = st->o->rec;
@@ -429,19 +446,7 @@ static int fold_gcase(recur_gstream *st, recur_gcase *c, const gdn_inputs *in, c
       c->C <= 0 ? rec->kern_token_vjp : c->D > 0 ? rec->kern_affine_vjp : rec->kern_chunked_vjp;
   int rc = k(in, gate, ct, &cfg, st->vjp_mutant, &x, e);
   if (rc) return rc;
-  const gdn_shape *s = &in->shape;
-  const int64_t r = s->Hv / s->Hk;
-  for (int id = 0; id < GDN_GRADS_N; id++) {
-    const gdn_grad_id g = (gdn_grad_id)id;
-    const parity_recur_err m = parity_recur_measure(gdn_grads_tensor_c(&x, g), gdn_grads_tensor_c(ref, g),
-                                                    per_channel(st->o) ? gdn_chgrads_numel(s, g)
-                                                                       : gdn_grads_numel(s, g));
-    int64_t wh;
-    size_t inner;
-    grad_layout(&st->p->whole, g, &wh, &inner);
-    const int key = g == GDN_GRAD_DQ || g == GDN_GRAD_DK;
-    parity_recur_err_fold(&c->m[id], m, key ? k0 : k0 * r, key ? s->Hk : s->Hv, wh, inner);
-  }
+  parity_recur_grads_fold(c->m, &x, ref, &st->p->whole, k0, per_channel(st->o), (1u << GDN_GRADS_N) - 1);
   gdn_grads_clear(&x);
   return GDN_OK;
 }

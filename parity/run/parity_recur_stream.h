@@ -46,6 +46,7 @@
 #include <jansson.h>
 
 #include "gdn_error.h"
+#include "gdn_grads.h"
 #include "parity_recur_sweep.h"
 #include "parity_stream.h"
 
@@ -70,6 +71,13 @@ int parity_recur_stream_plan(const parity_recur_opts *o, int with_grad, uint64_t
 void parity_recur_err_fold(parity_recur_err *acc, parity_recur_err g, int64_t v0, int64_t hg, int64_t whole_h,
                            size_t inner);
 void parity_recur_err_finish(parity_recur_err *acc);
+
+/* Group gradients x against ref (both of the group's shape, dg per
+ * channel when pc) measured, each id in `present` folded into m[id] of
+ * the whole shape w: dq, dk by key head from k0, the rest by value head
+ * from k0 Hv / Hk. */
+void parity_recur_grads_fold(parity_recur_err m[GDN_GRADS_N], const gdn_grads *x, const gdn_grads *ref,
+                             const gdn_shape *w, int64_t k0, int pc, unsigned present);
 
 /* The sweep of o by the plan p: parity_recur_sweep's document and verdict. */
 int parity_recur_sweep_streamed(const parity_recur_opts *o, const parity_stream_plan *p, json_t **doc, int *pass,

@@ -9,9 +9,10 @@
  * element of an output planted wrong fails streamed as whole, naming the
  * same head and token.  The budget: --max-bytes under one key head is
  * refused naming the smallest --max-bytes that runs; that value streams
- * (without --group-heads) to the whole check's JSON; a file with
- * /cotangents is refused by name when streamed.  Small shapes: a few
- * seconds in all. */
+ * (without --group-heads) to the whole check's JSON.  Stored gradients
+ * (/cotangents and each output's gradients) stream too, the whole's JSON
+ * byte for byte, and a planted dg and dq element fail both alike at the
+ * same place.  Small shapes: a few seconds in all. */
 #include <check.h>
 #include <hdf5.h>
 #include <inttypes.h>
@@ -200,15 +201,62 @@ START_TEST(budget_names_smallest) {
   ck_assert_msg(!strcmp(a, b), "--max-bytes %s --group-heads 1: the JSON differs from the whole check's", mb);
   free(a);
   free(b);
-  /* a --group-heads above the key heads, and stored gradients streamed: refused by name */
+  /* a --group-heads above the key heads: refused by name */
   ck_assert_int_eq(check(r, f, cli_path("g.json"), "--group-heads", "5", NULL, NULL), 2);
   ck_assert_msg(strstr(r->err, "--group-heads 5: the fixture has 4 key heads"), "%s", r->err);
-  char g[512];
-  snprintf(g, sizeof g, "%s", cli_path("grad.h5")); /* cli_path's buffers rotate */
-  make(g, NULL, 1);
-  ck_assert_int_eq(check(r, g, cli_path("g.json"), "--group-heads", "1", NULL, NULL), 2);
-  ck_assert_msg(strstr(r->err, "does not judge stored gradients yet"), "%s", r->err);
   free(r);
+}
+END_TEST
+
+/* The "grad" case of output `name` in doc (NULL: none). */
+static json_t *grad_case(json_t *doc, const char *name) {
+  json_t *c;
+  size_t i;
+  json_array_foreach(json_object_get(json_object_get(doc, "grad"), "cases"), i, c) {
+    if (!strcmp(json_string_value(json_object_get(c, "subject")), name)) return c;
+  }
+  return NULL;
+}
+
+/* Stored gradients (/cotangents, each kernel output's dq .. dh0, a stored
+ * /oracle): streamed, the whole check's JSON byte for byte, the VJP oracle
+ * by group with its certificate merged and the file's grad_problem_sha256
+ * by blocks.  Negative control: one dg element (value head 4) and one dq
+ * element (key head 2) of an output planted wrong fail streamed as whole,
+ * the case naming both and the worst of each at the planted place. */
+START_TEST(stored_gradients) {
+  char f[512];
+  snprintf(f, sizeof f, "%s", cli_path("grad.h5")); /* cli_path's buffers rotate */
+  make(f, "mpfr", 1);
+  char *j = same_streamed(f, 0);
+  json_t *doc = json_loads(j, 0, NULL);
+  ck_assert_ptr_nonnull(doc);
+  json_t *g = json_object_get(doc, "grad");
+  ck_assert_int_eq(json_integer_value(json_object_get(g, "n_cases")), 2);
+  ck_assert(json_is_true(json_object_get(g, "pass")));
+  ck_assert_int_eq(strlen(json_string_value(json_object_get(json_object_get(g, "cotangents"), "grad_problem_sha256"))),
+                   64);
+  ck_assert_int_eq(json_integer_value(json_object_get(doc, "n_cases")), 10); /* 6 kernels, 2 outputs, 2 backward */
+  json_decref(doc);
+  free(j);
+  const hsize_t Hv = 6, Hk = 3, D = 8;
+  h5e_poke(f, "/outputs/kernel-scan/grads/dg", (37 * Hv + 4) * D + 3, 9.0f);
+  h5e_poke(f, "/outputs/kernel-scan/grads/dq", (11 * Hk + 2) * D + 5, 9.0f);
+  j = same_streamed(f, 1);
+  doc = json_loads(j, 0, NULL);
+  json_t *c = grad_case(doc, "output:kernel-scan");
+  ck_assert_ptr_nonnull(c);
+  ck_assert(json_is_false(json_object_get(c, "pass")));
+  ck_assert_int_eq(json_array_size(json_object_get(c, "failed")), 2);
+  json_t *w = json_object_get(json_object_get(c, "dg"), "worst");
+  ck_assert(json_integer_value(json_object_get(w, "t")) == 37 && json_integer_value(json_object_get(w, "h")) == 4 &&
+            json_integer_value(json_object_get(w, "dk")) == 3);
+  w = json_object_get(json_object_get(c, "dq"), "worst");
+  ck_assert(json_integer_value(json_object_get(w, "t")) == 11 && json_integer_value(json_object_get(w, "h")) == 2 &&
+            json_integer_value(json_object_get(w, "dk")) == 5);
+  ck_assert(json_is_true(json_object_get(grad_case(doc, "output:kernel-affine-prefix-d2"), "pass")));
+  json_decref(doc);
+  free(j);
 }
 END_TEST
 
@@ -221,6 +269,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, oracle_absent_or_stale);
   tcase_add_test(tc, planted_output_error);
   tcase_add_test(tc, budget_names_smallest);
+  tcase_add_test(tc, stored_gradients);
   suite_add_tcase(s, tc);
   return s;
 }

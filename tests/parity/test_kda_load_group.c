@@ -5,7 +5,9 @@
  * groups at the start, the middle and the whole (B 2, Hk 3, Hv 6: GVA,
  * h0, q and v stored as bfloat16, a dd /oracle with its attributes); the
  * whole file's hashes taken as read by blocks (fix_kda_hashes) are the
- * whole load's.  Negative controls: a group read at other heads differs
+ * whole load's, the cotangents' (fix_kda_grad_problem_sha256) too; the
+ * cotangents and each output's gradients by group are the whole's cut
+ * (dq, dk by key head, the rest by value head).  Negative controls: a group read at other heads differs
  * from the cut; one input value changed changes the hashes (and they are
  * the changed file's whole load's); a group outside [0, Hk) and one over
  * --max-bytes are refused by name.  The reader a streamed KDA check would
@@ -43,6 +45,7 @@ static void setup(void) {
   ck_assert_int_eq(fix_set_string(&fx.recurrence, "kda", &e), 0);
   ck_assert_int_eq(fix_set_string(&fx.source, "synthetic", &e), 0);
   fx.chunk_size = 32;
+  ck_assert_msg(fix_synth_cotangents(&fx, 11, &e) == 0, "%s", e.msg); /* the outputs get gradients */
   ck_assert_msg(fix_synth_kernel_output(&fx, 1, &e) == 0, "%s", e.msg);
   ck_assert_msg(fix_synth_kernel_output(&fx, 2, &e) == 0, "%s", e.msg);
   ck_assert_msg(fix_write(&fx, path, &e) == 0, "%s", e.msg);
@@ -75,6 +78,25 @@ static int same_outputs(const gdn_outputs *x, const gdn_outputs *w, int64_t v0, 
 
 static int same_f32(const float *a, const float *b, size_t n) { return !memcmp(a, b, n * sizeof *a); }
 
+static int same_heads_f32(const float *x, const float *w, int64_t outer, int64_t H, int64_t h0, int64_t hg,
+                          int64_t inner) {
+  for (int64_t o = 0; o < outer; o++)
+    if (memcmp(x + o * hg * inner, w + (o * H + h0) * inner, (size_t)(hg * inner) * sizeof *x)) return 0;
+  return 1;
+}
+
+/* A group's gradients (key heads [k0, k0 + nk)) against the whole set's:
+ * dq, dk by key head, dv, dg (per channel), dbeta, dh0 by value head. */
+static int same_grads(const gdn_grads *x, const gdn_grads *w, int64_t k0, int64_t nk) {
+  const gdn_shape *s = &w->shape;
+  const int64_t r = s->Hv / s->Hk, BT = s->B * s->T;
+  return same_heads(x->dq, w->dq, BT, s->Hk, k0, nk, s->Dk) && same_heads(x->dk, w->dk, BT, s->Hk, k0, nk, s->Dk) &&
+         same_heads(x->dv, w->dv, BT, s->Hv, k0 * r, nk * r, s->Dv) &&
+         same_heads(x->dg, w->dg, BT, s->Hv, k0 * r, nk * r, s->Dk) &&
+         same_heads(x->dbeta, w->dbeta, BT, s->Hv, k0 * r, nk * r, 1) &&
+         same_heads(x->dh0, w->dh0, s->B, s->Hv, k0 * r, nk * r, s->Dk * s->Dv);
+}
+
 /* Group [k0, k1) read against the whole load's cut of [c0, c0 + k1 - k0). */
 static int group_matches(const fix_fixture *w, int64_t k0, int64_t k1, int64_t c0) {
   gdn_error e;
@@ -105,7 +127,13 @@ static int group_matches(const fix_fixture *w, int64_t k0, int64_t k1, int64_t c
     ck_assert_str_eq(g.outputs[i].name, w->outputs[i].name);
     ck_assert_int_eq(g.outputs[i].devices, w->outputs[i].devices);
     same = same && same_outputs(&g.outputs[i].out, &w->outputs[i].out, v0, hv);
+    ck_assert(g.outputs[i].has_grads && g.outputs[i].grads_present == w->outputs[i].grads_present);
+    same = same && same_grads(&g.outputs[i].grads, &w->outputs[i].grads, c0, k1 - k0);
   }
+  /* the cotangents by value head; the group's grad_problem_sha256 is left to the file's (by blocks) */
+  ck_assert(g.has_cotangents && g.cot.dht && !g.grad_problem_sha256[0]);
+  same = same && same_heads_f32(g.cot.d_o, w->cot.d_o, s->B * s->T, 6, v0, hv, s->Dv) &&
+         same_heads_f32(g.cot.dht, w->cot.dht, s->B, 6, v0, hv, s->Dk * s->Dv);
   same = same && same_outputs(&g.oracle.out, &w->oracle.out, v0, hv);
   gdn_chgate_clear(&gate);
   gdn_inputs_clear(&in);
@@ -141,6 +169,10 @@ START_TEST(hashes_as_read_are_the_whole_loads) {
       ck_assert_msg(fix_kda_hashes(path, ih, ph, &e) == 0, "%s", e.msg);
       ck_assert_str_eq(ih, w.inputs_sha256);
       ck_assert_str_eq(ph, w.problem_sha256);
+      char gh[FIX_SHA256_HEX]; /* the cotangents' too: one token or head a block, then whole rows */
+      ck_assert_msg(fix_kda_grad_problem_sha256(path, &shape, ph, blk ? 1 : (int64_t)1 << 20, gh, &e) == 0, "%s",
+                    e.msg);
+      ck_assert_str_eq(gh, w.grad_problem_sha256);
     }
     fix_kda_hashes_test_block(0);
     ck_assert_int_eq(!strcmp(ih, w.oracle.inputs_sha256), !round); /* fresh, then stale */
