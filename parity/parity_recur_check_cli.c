@@ -7,6 +7,7 @@
 #include "fix_load.h"
 #include "gdn_path.h"
 #include "gdn_threads.h"
+#include "parity_dist.h"
 #include "parity_output.h"
 #include "parity_recur_check.h"
 #include "parity_recur_check_stream.h"
@@ -70,6 +71,7 @@ static int check_file(parity_recur_check_opts *o, const char *path, uint64_t mb,
   o->name = path;
   /* by key-head group when asked or when the whole check is over --max-bytes */
   int rc = parity_recur_check_streamed(o, path, mb, gh, &streamed, &doc, &pass, e);
+  if (!rc && parity_dist_rank() != 0) return GDN_OK; /* under mpirun (always streamed): rank 0 records */
   if (!rc && !streamed) rc = fix_kda_load(&fx, path, mb, e);
   for (int i = 0; !rc && !streamed && i < o->n_devices; i++)
     if (fx.inputs.shape.T % o->devices[i])
@@ -145,11 +147,11 @@ int parity_recur_check_dispatch(const gdn_cli_opt *t, const gdn_cli_args *a, FIL
   u[nu++] = (gdn_path_use){"--junit", oo.junit, 1};
   u[nu++] = (gdn_path_use){"--summary", oo.summary, 1};
   if (parity_output_check_paths(&oo, e) || gdn_path_check_uses(u, nu, e)) return -1;
-  o.log = gdn_cli_get(t, a, "quiet") ? NULL : out;
+  o.log = gdn_cli_get(t, a, "quiet") || parity_dist_rank() != 0 ? NULL : out; /* rank 0 speaks */
   json_t *docs = json_array();
   int all = 1, rc = docs ? 0 : gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
   for (int i = 0; i < n && !rc; i++) rc = check_file(&o, files[i], mb, gh, docs, &all, out, e);
-  if (!rc && (oo.json || oo.report || oo.junit || oo.summary)) {
+  if (!rc && parity_dist_rank() == 0 && (oo.json || oo.report || oo.junit || oo.summary)) {
     json_t *top = json_array_size(docs) == 1 ? json_incref(json_array_get(docs, 0)) : json_incref(docs);
     rc = parity_output_write_all(&oo, top, e);
     json_decref(top);

@@ -101,17 +101,21 @@ static int plan(chk_stream *st, uint64_t max_bytes, int64_t force, int *streamed
   p->max_bytes = max_bytes;
   p->forced = force > 0;
   p->resident = parity_stream_resident();
+  const int size = parity_dist_size();
+  /* under mpirun every rank plans alike (the groups it deals must agree): rank 0's count */
+  int rc = size > 1 ? parity_dist_bcast(&p->resident, sizeof p->resident, 0, e) : GDN_OK;
   uint64_t one;
-  int rc = group_bytes(st, Hk, &p->whole_bytes, e);
+  if (!rc) rc = group_bytes(st, Hk, &p->whole_bytes, e);
   if (!rc) rc = group_bytes(st, 1, &one, e);
   if (rc) return rc;
-  *streamed = p->forced || (max_bytes && p->whole_bytes > max_bytes);
+  const int over = max_bytes && p->whole_bytes > max_bytes;
+  *streamed = p->forced || over || size > 1; /* under mpirun: the groups dealt over the ranks */
   if (!*streamed) return GDN_OK;
   if (force > Hk)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s: --group-heads %" PRId64 ": the fixture has %" PRId64 " key heads",
                          st->path, force, Hk);
-  int64_t g = force;
-  if (!p->forced) {
+  int64_t g = p->forced ? force : Hk;
+  if (!p->forced && over) {
     for (g = Hk - 1; g > 0; g--) {
       uint64_t b;
       if ((rc = group_bytes(st, g, &b, e))) return rc;
@@ -123,11 +127,11 @@ static int plan(chk_stream *st, uint64_t max_bytes, int64_t force, int *streamed
   if ((rc = group_bytes(st, p->group, &p->peak, e))) return rc;
   if (g == 0 || (max_bytes && p->peak > max_bytes)) return refuse_budget(st, one, e);
   p->n_groups = (Hk + p->group - 1) / p->group;
-  if (parity_dist_size() > 1) /* as GDN's streamed check of a fixture's /outputs or /oracle */
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "%s: a check streamed by key-head group (%s) runs in one process: its groups are not dealt "
-                         "over mpirun's ranks yet (docs/errors.md); drop mpirun",
-                         st->path, p->forced ? "--group-heads" : "over --max-bytes");
+  if (size > 1 && p->n_groups == 1 && !p->forced) { /* under mpirun: the key heads dealt over the ranks */
+    p->group = (Hk + size - 1) / size;
+    p->n_groups = (Hk + p->group - 1) / p->group;
+    if ((rc = group_bytes(st, p->group, &p->peak, e))) return rc;
+  }
   if (st->o->rec->oracle != oracle_kda_run)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s: a %s fixture's check is not streamed by key-head group", st->path,
                          st->o->rec->name);
@@ -200,8 +204,10 @@ static int make_cases(chk_stream *st, gdn_error *e) {
   return GDN_OK;
 }
 
-/* Case c on group gx (value heads from v0) against ref: measured, folded, its kappa_G added. */
-static int fold_case(chk_stream *st, chk_case *c, const fix_fixture *gx, const gdn_outputs *ref, int64_t v0,
+/* Case c on group gx (value heads from v0) against ref: measured and
+ * folded (mine: the group's owner), its kappa_G added (rank 0, every group
+ * in order: the sums' order is the whole check's). */
+static int fold_case(chk_stream *st, chk_case *c, const fix_fixture *gx, const gdn_outputs *ref, int64_t v0, int mine,
                      gdn_error *e) {
   const parity_recur_check_opts *o = st->o;
   const gdn_shape *s = &gx->inputs.shape, *w = &st->p.whole;
@@ -209,7 +215,7 @@ static int fold_case(chk_stream *st, chk_case *c, const fix_fixture *gx, const g
   gdn_outputs_init(&out);
   const gdn_outputs *x = c->out >= 0 ? &gx->outputs[c->out].out : &out;
   int rc = GDN_OK;
-  if (c->out < 0) {
+  if (mine && c->out < 0) {
     kern_config cfg;
     kern_config_init(&cfg);
     cfg.matmul = KERN_MATMUL_IEEE;
@@ -220,7 +226,7 @@ static int fold_case(chk_stream *st, chk_case *c, const fix_fixture *gx, const g
     rc = k(&gx->inputs, &gx->chgate, &cfg, 0, &out, e);
     if (!rc) c->bf16 = out.dtype == GDN_DTYPE_BF16;
   }
-  if (!rc) {
+  if (!rc && mine) {
     parity_recur_err_fold(&c->eo, parity_recur_measure(x->o, ref->o, gdn_shape_numel_v(s)), v0, s->Hv, w->Hv,
                           (size_t)s->Dv);
     if (x->ht)
@@ -228,7 +234,7 @@ static int fold_case(chk_stream *st, chk_case *c, const fix_fixture *gx, const g
                             w->Hv, (size_t)(s->Dk * s->Dv));
   }
   gdn_outputs_clear(&out);
-  if (!rc && c->kc > 0 && o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL)
+  if (!rc && parity_dist_rank() == 0 && c->kc > 0 && o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL)
     rc = parity_kappa_ch_acc_add(&c->ka, &gx->inputs, &gx->chgate, c->kc, c->kd, e);
   return rc;
 }
@@ -260,8 +266,10 @@ static int fold_grads(chk_stream *st, const fix_fixture *gx, int64_t k0, gdn_err
   return rc;
 }
 
-/* Group i: its reference (the stored /oracle when trusted, else the oracle's, tallied), then every case. */
-static int run_group(chk_stream *st, int64_t i, gdn_error *e) {
+/* Group i: its reference (the stored /oracle when trusted, else the
+ * oracle's, tallied), then every case, on its owner (mine); rank 0 reads
+ * every group for kappa_G. */
+static int run_group(chk_stream *st, int64_t i, int mine, gdn_error *e) {
   fix_fixture gx;
   fix_fixture_init(&gx);
   gdn_outputs ref;
@@ -270,7 +278,7 @@ static int run_group(chk_stream *st, int64_t i, gdn_error *e) {
   oracle_tally_init(&t);
   int64_t k0;
   int rc = load_group(st, i, &gx, &k0, e);
-  if (!rc && !st->t.trusted) {
+  if (!rc && mine && !st->t.trusted) {
     rc = oracle_kda_run_part(&gx.inputs, &gx.chgate, &st->oc, &ref, &t, e);
     if (!rc && st->tally.tier != 0) rc = oracle_tally_merge(&st->tally, &t, e);
     else if (!rc)
@@ -281,8 +289,8 @@ static int run_group(chk_stream *st, int64_t i, gdn_error *e) {
   if (!rc && (size_t)st->head.n_outputs != gx.n_outputs)
     rc = gdn_error_set(e, GDN_ERR_INPUT, "%s: key heads from %" PRId64 " hold %zu outputs, the first group %zu",
                        st->path, k0, gx.n_outputs, st->head.n_outputs);
-  for (int c = 0; !rc && c < st->nc; c++) rc = fold_case(st, &st->cs[c], &gx, rf, k0 * r, e);
-  if (!rc && st->grads) rc = fold_grads(st, &gx, k0, e);
+  for (int c = 0; !rc && c < st->nc; c++) rc = fold_case(st, &st->cs[c], &gx, rf, k0 * r, mine, e);
+  if (!rc && mine && st->grads) rc = fold_grads(st, &gx, k0, e);
   oracle_tally_clear(&t);
   gdn_outputs_clear(&ref);
   fix_fixture_clear(&gx);
@@ -365,6 +373,27 @@ static int assemble(chk_stream *st, json_t **doc, int *pass, gdn_error *e) {
   return GDN_OK;
 }
 
+/* Several ranks: the tallies (the forward oracle's, the VJP's with
+ * gradients) and every case's measurements merged on every rank
+ * (parity_recur_dist_merge: maxima, exact in any order); failed: this
+ * rank's status, which fails every rank. */
+static int merge_ranks(chk_stream *st, int failed, gdn_error *e) {
+  const size_t per = 2 + GDN_GRADS_N, n = (size_t)st->nc * per;
+  parity_recur_err *m = gdn_calloc(n, sizeof *m, "measurements", e);
+  for (int c = 0; m && c < st->nc; c++) {
+    m[c * per] = st->cs[c].eo, m[c * per + 1] = st->cs[c].eh;
+    memcpy(m + c * per + 2, st->cs[c].eg, sizeof st->cs[c].eg);
+  }
+  int rc = parity_recur_dist_merge(&st->tally, ORACLE_TALLY_MPFR, st->o->oracle_bits, m, m ? n : 0, failed || !m, e);
+  if (!rc && st->grads) rc = parity_recur_dist_merge(&st->vtally, ORACLE_TALLY_VJP, st->o->oracle_bits, NULL, 0, 0, e);
+  for (int c = 0; !rc && c < st->nc; c++) {
+    st->cs[c].eo = m[c * per], st->cs[c].eh = m[c * per + 1];
+    memcpy(st->cs[c].eg, m + c * per + 2, sizeof st->cs[c].eg);
+  }
+  gdn_free(m);
+  return rc;
+}
+
 /* Both passes over the planned groups, then the document. */
 static int run_stream(chk_stream *st, json_t **doc, int *pass, gdn_error *e) {
   const parity_recur_check_opts *o = st->o;
@@ -385,8 +414,11 @@ static int run_stream(chk_stream *st, json_t **doc, int *pass, gdn_error *e) {
   if (!rc) rc = trust_pass(st, e);
   if (!rc && o->log && st->t.why[0])
     fprintf(o->log, "%s: warning: the stored /oracle is not used (%s); computing a fresh one\n", o->name, st->t.why);
-  for (int64_t i = 0; !rc && i < st->p.n_groups; i++) rc = run_group(st, i, e);
-  if (!rc) rc = assemble(st, doc, pass, e);
+  const int size = parity_dist_size(), rank = parity_dist_rank();
+  for (int64_t i = 0; !rc && i < st->p.n_groups; i++)
+    if (rank == 0 || parity_stream_owner(i, size) == rank) rc = run_group(st, i, parity_stream_owner(i, size) == rank, e);
+  if (size > 1) rc = merge_ranks(st, rc, e);
+  if (!rc && rank == 0) rc = assemble(st, doc, pass, e); /* the other ranks: no document */
   return rc;
 }
 

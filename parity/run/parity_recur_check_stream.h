@@ -34,9 +34,15 @@
  * caller reads the file whole); else the largest group that fits, evened
  * out.  Refused before any work (GDN_ERR_INPUT): one key head over
  * --max-bytes (the message names the smallest --max-bytes that runs), a
- * --group-heads above Hk or whose groups are over --max-bytes, and a
- * streamed check under mpirun (its groups are not dealt over the ranks, as GDN's
- * streamed check of a fixture's /outputs or /oracle is not).  Probed as the whole
+ * --group-heads above Hk or whose groups are over --max-bytes.
+ *
+ * Under mpirun the check always streams, its groups dealt (group i on rank
+ * i mod N; one group of the whole is split into ceil(Hk / N) key heads a
+ * group): each rank runs the first pass whole, computes and measures the
+ * groups it owns, rank 0 reads every group for kappa_G, and the tallies
+ * and measurements are merged on every rank (parity_recur_dist_merge);
+ * rank 0 alone assembles the document (the others return *doc NULL with
+ * *streamed 1).  Probed as the whole
  * check is (fix_isolate.h): a child reads the hashes' blocks and every
  * group first, and only a file it read cleanly is read in this process. */
 #ifndef PARITY_RECUR_CHECK_STREAM_H

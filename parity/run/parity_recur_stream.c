@@ -268,12 +268,7 @@ static int run_group(recur_stream *st, int64_t i, int mine, gdn_error *e) {
   return rc;
 }
 
-/* Several ranks: every rank's tally (an empty one of tier `tier`, cap
- * `cap` when it ran no group) and n_err measurements per case, sent to
- * every rank in turn (parity_dist_bcast) and merged -- maxima, exact in any
- * order.  A rank's failure travels as a flag: the run fails on every rank
- * (the failing rank's message on its own stderr). */
-static int dist_merge(oracle_tally *tally, int tier, int cap, parity_recur_err *m, size_t n_err, int failed,
+int parity_recur_dist_merge(oracle_tally *tally, int tier, int cap, parity_recur_err *m, size_t n_err, int failed,
                       gdn_error *e) {
   const int size = parity_dist_size(), rank = parity_dist_rank();
   if (size <= 1) return failed ? (e ? e->code : GDN_ERR_INTERNAL) : GDN_OK;
@@ -380,7 +375,7 @@ int parity_recur_sweep_streamed(const parity_recur_opts *o, const parity_stream_
   if (size > 1) {
     parity_recur_err *m = gdn_calloc((size_t)st.nc * 2, sizeof *m, "measurements", e);
     for (int c = 0; m && c < st.nc; c++) m[2 * c] = st.cs[c].eo, m[2 * c + 1] = st.cs[c].eh;
-    rc = dist_merge(&st.tally, ORACLE_TALLY_MPFR, o->oracle_bits, m, m ? (size_t)st.nc * 2 : 0, rc || !m, e);
+    rc = parity_recur_dist_merge(&st.tally, ORACLE_TALLY_MPFR, o->oracle_bits, m, m ? (size_t)st.nc * 2 : 0, rc || !m, e);
     for (int c = 0; !rc && c < st.nc; c++) st.cs[c].eo = m[2 * c], st.cs[c].eh = m[2 * c + 1];
     gdn_free(m);
   }
@@ -550,7 +545,7 @@ int parity_recur_grad_streamed(const parity_recur_opts *o, const parity_stream_p
   if (size > 1) {
     parity_recur_err *m = gdn_calloc((size_t)st.nc * GDN_GRADS_N, sizeof *m, "measurements", e);
     for (int c = 0; m && c < st.nc; c++) memcpy(m + c * GDN_GRADS_N, st.cs[c].m, sizeof st.cs[c].m);
-    rc = dist_merge(&st.tally, ORACLE_TALLY_VJP, o->oracle_bits, m, m ? (size_t)st.nc * GDN_GRADS_N : 0, rc || !m, e);
+    rc = parity_recur_dist_merge(&st.tally, ORACLE_TALLY_VJP, o->oracle_bits, m, m ? (size_t)st.nc * GDN_GRADS_N : 0, rc || !m, e);
     for (int c = 0; !rc && c < st.nc; c++) memcpy(st.cs[c].m, m + c * GDN_GRADS_N, sizeof st.cs[c].m);
     gdn_free(m);
   }

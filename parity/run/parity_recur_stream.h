@@ -47,6 +47,7 @@
 
 #include "gdn_error.h"
 #include "gdn_grads.h"
+#include "oracle_part.h"
 #include "parity_recur_sweep.h"
 #include "parity_stream.h"
 
@@ -71,6 +72,15 @@ int parity_recur_stream_plan(const parity_recur_opts *o, int with_grad, uint64_t
 void parity_recur_err_fold(parity_recur_err *acc, parity_recur_err g, int64_t v0, int64_t hg, int64_t whole_h,
                            size_t inner);
 void parity_recur_err_finish(parity_recur_err *acc);
+
+/* Several ranks: every rank's tally (an empty one of tier `tier`, cap
+ * `cap` when it ran no group) and its n_err measurements m, sent to every
+ * rank in turn (parity_dist_bcast) and merged into each rank's -- maxima,
+ * exact in any order.  A rank's failure (failed nonzero) travels as a
+ * flag: the run fails on every rank (the failing rank's message on its own
+ * stderr).  One process: nothing moves. */
+int parity_recur_dist_merge(oracle_tally *tally, int tier, int cap, parity_recur_err *m, size_t n_err, int failed,
+                            gdn_error *e);
 
 /* Group gradients x against ref (both of the group's shape, dg per
  * channel when pc) measured, each id in `present` folded into m[id] of

@@ -9,8 +9,15 @@
 # middle of each of its groups, GDN_TEST_MPI_DIE=1:kda-plant), which only
 # rank 1 measures, fails the run (exit 1) and changes the document: rank 1's
 # measurements reach the merged one.
-#   test_mpi_kda.sh GDN_PARITY GDN_MPIRUN NP
-G=$(realpath "$1") W=$(realpath "$2") NP=${3:-2}
+# Then `check` of a KDA fixture (kernel outputs D 1 and 2 with gradients,
+# /cotangents, h0; with and without a stored /oracle) under mpirun: its
+# key-head groups dealt the same way (parity/run/parity_recur_check_stream.h),
+# the document the one-process check's byte for byte, also at --group-heads
+# 1.  Negative control: dq at key head 2 and o at value head 5 of an output
+# planted wrong (fixture_plant, one token each), a group that rank 0 does not own: FAIL
+# on every rank count, the document the one-process FAIL's byte for byte.
+#   test_mpi_kda.sh GDN_PARITY GDN_MPIRUN NP GDN_FIXTURE FIXTURE_PLANT
+G=$(realpath "$1") W=$(realpath "$2") NP=${3:-2} F=$(realpath "$4") P=$(realpath "$5")
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
@@ -30,5 +37,39 @@ for extra in "--backend mpi" "--grad"; do
   [[ $rc == 1 && -s bad.json ]] || fail "$extra kda-plant: exit $rc, want 1 (FAIL) with a document"
   cmp -s one.json bad.json && fail "$extra: the error planted on rank 1 went unnoticed"
   echo "$extra: an error planted in rank 1's groups: FAIL, the document differs (negative control)"
+done
+
+# check FILE on NP ranks against one process (ARGS...): the same exit status WANT and JSON bytes
+same_check() {
+  local want=$1 f=$2 rc; shift 2
+  "$G" check "$f" --reproducible --quiet --threads 1 --json c1.json "$@" >/dev/null
+  rc=$?
+  [[ $rc == "$want" ]] || fail "check $f $* one process: exit $rc, want $want"
+  "${MR[@]}" -np "$NP" "$G" check "$f" --reproducible --quiet --threads 1 --json cn.json "$@" >/dev/null
+  rc=$?
+  [[ $rc == "$want" ]] || fail "check $f $* on $NP ranks: exit $rc, want $want"
+  cmp c1.json cn.json || fail "check $f $* on $NP ranks: the document differs from one process's"
+}
+for regen in none mpfr; do
+  "$F" synth --recurrence kda --shape 1,64,6,8 --key-heads 3 --h0 --grad --kernel-outputs 1,2 --seed 5 \
+    --out k.h5 >/dev/null || fail "synth"
+  [[ $regen == none ]] || "$F" regen --oracle mpfr k.h5 >/dev/null || fail "regen"
+  same_check 0 k.h5
+  same_check 0 k.h5 --group-heads 1
+  grep -q '"grad"' cn.json || fail "check on $NP ranks: no gradients judged"
+  echo "check (/oracle: $regen): on $NP ranks byte-identical to one process, PASS"
+  "$P" k.h5 kernel-scan/grads/dq 2 40 41 1.0 >/dev/null && "$P" k.h5 kernel-scan 5 21 22 1.0 >/dev/null ||
+    fail "plant"
+  same_check 1 k.h5
+  python3 - <<'PY' || fail "check on $NP ranks: the FAIL is not the planted dq (key head 2) and o (head 5)"
+import json
+d = json.load(open("cn.json"))
+g = [c for c in d["grad"]["cases"] if c["subject"] == "output:kernel-scan"][0]
+o = [c for c in d["cases"] if c["subject"] == "output:kernel-scan"][0]
+assert "dq" in g["failed"] and g["dq"]["worst"]["h"] == 2 and g["dq"]["worst"]["t"] == 40
+assert not o["pass"] and o["o"]["worst"]["h"] == 5 and o["o"]["worst"]["t"] == 21
+PY
+  echo "check (/oracle: $regen): errors planted at key head 2: FAIL on $NP ranks as in one process"
+  rm -f k.h5
 done
 exit 0
