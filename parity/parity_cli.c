@@ -807,8 +807,6 @@ static void fixture_stream_refusal(const fix_group *g, const parity_sweep_opts *
   probe.seg = m->inputs.seg;
   probe.prelude = fix_group_has_prelude(g) ? (gdn_prelude *)why : NULL; /* only tested for presence */
   parity_sweep_stream_refusal(&probe, o, why, n);
-  if (!why[0] && parity_dist_size() > 1 && (m->n_outputs || m->oracle.present)) /* parity_sweep_run_streamed */
-    snprintf(why, n, "a fixture's /outputs or stored /oracle under mpirun (each rank measures its own groups)");
 }
 
 /* Without a reference only our two kernels can be compared with each

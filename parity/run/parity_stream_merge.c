@@ -102,14 +102,18 @@ int parity_stream_merge_case(int status, parity_case_result *r, double *fig, siz
   int rc = parity_dist_max_f64(status, v, v ? n : 0, e);
   if (!rc) case_maxima(r, fig, n_fig, v, 0);
   gdn_free(v);
-  /* the block map: disjoint rows, zero bits elsewhere, so the sum of the
-   * bit patterns is the owner's bits */
   const size_t nm = r->block_map.values ? (size_t)(r->block_map.heads * r->block_map.bins) : 0;
-  int64_t *bits = rc ? NULL : gdn_malloc((nm ? nm : 1) * sizeof *bits, "block map bits", e);
-  if (!rc && !bits) rc = GDN_ERR_NOMEM;
-  if (!rc) memcpy(bits, r->block_map.values ? (void *)r->block_map.values : (void *)bits, nm * sizeof *bits);
-  if (!rc) rc = parity_dist_sum_i64(GDN_OK, bits, nm, e);
-  if (!rc) memcpy(r->block_map.values ? (void *)r->block_map.values : (void *)bits, bits, nm * sizeof *bits);
+  return parity_stream_merge_disjoint(rc, r->block_map.values, nm, e);
+}
+
+int parity_stream_merge_disjoint(int status, double *v, size_t n, gdn_error *e) {
+  if (parity_dist_size() == 1) return status;
+  /* each value from one rank, zero bits elsewhere: the sum of the bit patterns is the owner's bits */
+  int64_t *bits = gdn_malloc((n ? n : 1) * sizeof *bits, "disjoint values' bits", e);
+  if (!bits && !status) status = GDN_ERR_NOMEM;
+  if (bits && n) memcpy(bits, v, n * sizeof *bits);
+  int rc = parity_dist_sum_i64(status, bits, bits ? n : 0, e);
+  if (!rc && n) memcpy(v, bits, n * sizeof *bits);
   gdn_free(bits);
   return rc;
 }

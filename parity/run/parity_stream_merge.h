@@ -41,6 +41,11 @@ int parity_stream_merge_pair(int status, parity_mstream *M, parity_model_acc *MA
  * entry from the one rank whose groups hold it; the others' are +0). */
 int parity_stream_merge_case(int status, parity_case_result *r, double *fig, size_t n_fig, gdn_error *e);
 
+/* v[0..n), each value computed by one rank (the rows of its groups) and
+ * +0 on the others: every rank's v made the owners' values, bit for bit
+ * (NaN and infinities included). */
+int parity_stream_merge_disjoint(int status, double *v, size_t n, gdn_error *e);
+
 /* kappa_G's sums of n chunk sizes, each rank's groups', merged (exact). */
 int parity_stream_merge_kappa(int status, parity_kappa_acc *a, size_t n, gdn_error *e);
 

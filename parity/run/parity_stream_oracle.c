@@ -6,6 +6,8 @@
 
 #include "fix_oracle_check.h"
 #include "gdn_alloc.h"
+#include "parity_dist.h"
+#include "parity_dist_merge.h"
 
 void parity_stored_oracle_init(parity_stored_oracle *so) {
   memset(so, 0, sizeof *so);
@@ -100,6 +102,43 @@ int parity_stored_oracle_group(parity_stored_oracle *so, const gdn_inputs *in, c
   if (n < 0) return (int)-n;
   so->spot_cols = n;
   return GDN_OK;
+}
+
+/* One rank's findings, as they travel (parity_stored_oracle_merge). */
+typedef struct stored_part {
+  int64_t bad_at, bad_ht, spot_cols;
+  double bad_v;
+  parity_rel_acc acc[2];
+} stored_part;
+
+/* The least first bad index (o before ht), the spot sums (exact) and the
+ * columns of another rank's groups folded into so. */
+static int stored_fold(void *ctx, int rank, const void *part, size_t n, gdn_error *e) {
+  parity_stored_oracle *so = ctx;
+  (void)rank;
+  stored_part p;
+  if (n != sizeof p) return gdn_error_set(e, GDN_ERR_INTERNAL, "merging the stored /oracle's checks: %zu bytes", n);
+  memcpy(&p, part, sizeof p);
+  const int ht = (int)p.bad_ht;
+  if (p.bad_at >= 0 && (so->bad_at < 0 || (so->bad_ht && !ht) || (so->bad_ht == ht && p.bad_at < so->bad_at)))
+    so->bad_at = p.bad_at, so->bad_ht = ht, so->bad_v = p.bad_v;
+  parity_rel_acc_merge(&so->acc[0], &p.acc[0]);
+  parity_rel_acc_merge(&so->acc[1], &p.acc[1]);
+  if (p.spot_cols > so->spot_cols) so->spot_cols = p.spot_cols;
+  return GDN_OK;
+}
+
+int parity_stored_oracle_merge(parity_stored_oracle *so, int status, gdn_error *e) {
+  if (parity_dist_size() == 1 || !so->candidate) return status;
+  stored_part *p = gdn_calloc(1, sizeof *p, "the stored /oracle's checks", e);
+  if (!p && !status) status = GDN_ERR_NOMEM;
+  if (p) {
+    p->bad_at = so->bad_at, p->bad_ht = so->bad_ht, p->spot_cols = so->spot_cols, p->bad_v = so->bad_v;
+    p->acc[0] = so->acc[0], p->acc[1] = so->acc[1];
+  }
+  const int rc = parity_dist_allmerge(status, p, p ? sizeof *p : 0, stored_fold, so, e);
+  gdn_free(p);
+  return rc;
 }
 
 void parity_stored_oracle_take(const fix_oracle *fo, const gdn_shape *whole, parity_reference *ref) {

@@ -7,7 +7,7 @@
  * What the file's metadata settles is settled before the run
  * (parity_stored_oracle_open: stale, freshness unknown, precision_bits or
  * certified_bits out of range); the rest is found a group at a time as
- * rank 0 reads each group's slab of /oracle o and ht by hyperslab
+ * each group's owner reads its slab of /oracle o and ht by hyperslab
  * (parity_stored_oracle_group): the first element that is not finite, by
  * its index in the whole dataset (a group's slab keeps the whole order, so
  * the least index over the groups is the whole scan's first), and the
@@ -53,6 +53,11 @@ int parity_stored_oracle_open(parity_stored_oracle *so, const fix_fixture *meta,
  * slab of the stored /oracle. */
 int parity_stored_oracle_group(parity_stored_oracle *so, const gdn_inputs *in, const gdn_outputs *slab, int64_t v0,
                                int64_t whole_hv, gdn_error *e);
+/* Under mpirun, each rank having checked the groups it holds: every
+ * rank's findings merged into every rank's (the least first non-finite
+ * index, the spot sums, exact; collective, status as parity_dist_merge.h),
+ * so that finish gives the one-process verdict.  One process: nothing. */
+int parity_stored_oracle_merge(parity_stored_oracle *so, int status, gdn_error *e);
 /* After every group: *trusted, and when trusted the reference's fields
  * (its outputs are the groups' in scratch); else note and warning set. */
 /* A trusted stored /oracle's certificate into ref, as the whole and the

@@ -8,9 +8,12 @@
 #include "gdn_shape.h"
 #include "kern.h"
 #include "parity_metrics.h"
+#include "parity_dist.h"
+#include "parity_dist_merge.h"
 #include "parity_packing.h"
 #include "parity_packing_group.h"
 #include "parity_padding.h"
+#include "parity_stream_merge.h"
 #include "parity_upstream.h"
 
 /* A tensor's head axis (states (B, H, Dk, Dv), the rest (B, T, H, ...)) and
@@ -138,10 +141,45 @@ int parity_stream_outputs_docs(parity_stream_outputs *so, int64_t g, const gdn_i
     rc = gdn_error_set(e, GDN_ERR_INTERNAL, "head group %lld: the reference's o is not binary64", (long long)g);
   parity_reference alt;
   parity_reference_init(&alt);
-  if (!rc && bound) rc = parity_packing_group_other(in, tier, bits, &alt, e);
+  if (!rc && bound) { /* the group's owner alone: not the oracle dealt over every rank */
+    const int coll = parity_dist_collective();
+    parity_dist_set_collective(0);
+    rc = parity_packing_group_other(in, tier, bits, &alt, e);
+    parity_dist_set_collective(coll);
+  }
   for (size_t i = 0; i < so->n && !rc; i++)
     rc = docs_one(so, i, g, in, rv.d, bound ? alt.out.o : NULL, so->pad && parity_padding_masks(&so->ext[i]), e);
   parity_reference_clear(&alt);
+  return rc;
+}
+
+static int packing_fold(void *ctx, int rank, const void *part, size_t n, gdn_error *e) {
+  parity_stream_outputs *so = ctx;
+  (void)rank;
+  if (n != so->n * sizeof *so->acc)
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "merging the packing maxima: a part of %zu bytes", n);
+  for (size_t i = 0; i < so->n; i++) {
+    parity_packing_acc a;
+    memcpy(&a, (const char *)part + i * sizeof a, sizeof a);
+    for (int p = 0; p < 2; p++) { /* maxima, and a NaN anywhere is the verdict's NaN */
+      if (a.num[p] > so->acc[i].num[p]) so->acc[i].num[p] = a.num[p];
+      if (a.den[p] > so->acc[i].den[p]) so->acc[i].den[p] = a.den[p];
+      so->acc[i].nan[p] |= a.nan[p];
+    }
+  }
+  return GDN_OK;
+}
+
+int parity_stream_outputs_share(parity_stream_outputs *so, int status, gdn_error *e) {
+  if (parity_dist_size() == 1 || !so->n) return status;
+  /* what the outputs hold, as group 0's owner (rank 0) read it */
+  int rc = status ? status : parity_dist_bcast(so->present, so->n * sizeof *so->present, 0, e);
+  if (!rc) rc = parity_dist_bcast(so->out_dtype, so->n * sizeof *so->out_dtype, 0, e);
+  parity_packing_acc *mine = gdn_malloc(so->n * sizeof *mine, "packing maxima", e);
+  if (!mine && !rc) rc = GDN_ERR_NOMEM;
+  if (mine) memcpy(mine, so->acc, so->n * sizeof *mine);
+  rc = parity_dist_allmerge(rc, mine, mine ? so->n * sizeof *mine : 0, packing_fold, so, e);
+  gdn_free(mine);
   return rc;
 }
 
@@ -179,6 +217,7 @@ static int pairs_pass(const parity_stream_outputs *so, int t, opair *p, size_t n
                       const parity_spill_tensor *model, int pass_b, gdn_error *e) {
   int rc = GDN_OK;
   for (int64_t g = 0; g < so->p->n_groups && !rc; g++) {
+    if (!parity_stream_holds(g)) continue; /* each rank its own groups, merged after the pass */
     int64_t h0, h1;
     parity_stream_outputs_heads(so, g, t, &h0, &h1);
     parity_vals rv, sv = {0}, xv;
@@ -214,17 +253,20 @@ static int measure_tensor(const parity_stream_outputs *so, input_ctx *x, int t, 
     opair *q = &p[n++];
     q->i = i;
     q->src = (pair_src){so, &so->t[i][t], &ref[t], t};
-    /* one process: every group here */
     q->gs = (parity_group_src){pair_get, &q->src, so->p->n_groups, head_axis(t), NULL, NULL, NULL};
+    parity_stream_group_net(&q->gs); /* the median's extra rounds count each rank's groups */
     rc = parity_mstream_new(&q->M, &q->gs, dims, bl, so->out_dtype[i][t], e);
     if (!rc && with_model) rc = parity_model_acc_new(&q->MA, dims, bm, head_axis(t), so->out_dtype[i][t], e);
   }
-  if (!rc) rc = pairs_pass(so, t, p, n, ref, model, 0, e);
-  for (size_t k = 0; k < n && !rc; k++) {
-    parity_mstream_between(p[k].M);
-    if (p[k].MA) parity_model_acc_between(p[k].MA);
+  for (int pass = 0; pass < 2; pass++) {
+    if (!rc) rc = pairs_pass(so, t, p, n, ref, model, pass, e);
+    for (size_t k = 0; k < n; k++) /* the floors (pass A), the maxima and the bucket (pass B) over the ranks */
+      if ((rc = parity_stream_merge_pair(rc, p[k].M, p[k].MA, pass, e))) break;
+    for (size_t k = 0; k < n && !rc && !pass; k++) {
+      parity_mstream_between(p[k].M);
+      if (p[k].MA) parity_model_acc_between(p[k].MA);
+    }
   }
-  if (!rc) rc = pairs_pass(so, t, p, n, ref, model, 1, e);
   for (size_t k = 0; k < n && !rc; k++) {
     parity_subject_result *m = &x->meas[so->first + p[k].i];
     if ((rc = parity_mstream_finish(p[k].M, &m->vs_ref[t], e))) break;

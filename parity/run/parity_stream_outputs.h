@@ -6,10 +6,11 @@
  * the whole run measures it once against the reference, with the blocks of
  * kern_config_init's chunk size (the configuration the input stage runs
  * with), and per chunk size adds the error model's statistics (blocks of
- * that chunk size).  Streamed, rank 0 keeps each group's slab of every
- * output in scratch as it loads the group (parity_stream_outputs_keep, the
- * values as stored: float32, or binary64 for bfloat16 and the gradients),
- * and measures from scratch:
+ * that chunk size).  Streamed, the owner of each group (rank g mod N under
+ * mpirun) keeps its slab of every output in scratch as it loads the group
+ * (parity_stream_outputs_keep, the values as stored: float32, or binary64
+ * for bfloat16 and the gradients), and measures its groups from scratch,
+ * the ranks' parts merged (parity_stream_merge.h):
  *
  *   parity_stream_outputs_measure  per chunk size, every (output, tensor)
  *        pair against the reference with parity_mstream (every field of
@@ -91,6 +92,12 @@ int parity_stream_outputs_keep(parity_stream_outputs *so, int64_t g, const fix_f
  * mask, slab by slab).  Nothing without segment ids. */
 int parity_stream_outputs_docs(parity_stream_outputs *so, int64_t g, const gdn_inputs *in,
                                const parity_spill_tensor *ref_o, parity_oracle_tier tier, int bits, gdn_error *e);
+
+/* Under mpirun, after the oracle pass (each group kept, and its packing
+ * maxima added, by its owner): what the outputs hold as rank 0 read them
+ * (the pairs to measure must be the same on every rank) and the packing
+ * maxima merged over the ranks (exact).  Collective; one process: nothing. */
+int parity_stream_outputs_share(parity_stream_outputs *so, int status, gdn_error *e);
 
 /* After the last group: each output's packing verdict (whole: the run's
  * header, its segment ids and packing) recorded in so->ext. */

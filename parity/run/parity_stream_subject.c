@@ -4,7 +4,9 @@
 #include <string.h>
 
 #include "gdn_alloc.h"
+#include "parity_dist_merge.h"
 #include "parity_metrics.h"
+#include "parity_stream_merge.h"
 #include "parity_upstream.h"
 
 static int is_scan(const parity_subject_run *s) {
@@ -46,6 +48,7 @@ static int block_map(const parity_stream_outputs *so, const input_ctx *x, parity
   const int64_t bins = r->block_map.bins;
   int rc = GDN_OK;
   for (int64_t g = 0; g < so->p->n_groups && !rc; g++) {
+    if (!parity_stream_holds(g)) continue; /* each rank its groups' rows, merged below */
     int64_t k0, k1, gd[4];
     gdn_shape gs;
     parity_stream_group(so->p, g, &k0, &k1, &gs);
@@ -60,7 +63,7 @@ static int block_map(const parity_stream_outputs *so, const input_ctx *x, parity
     if (!rc) memcpy(r->block_map.values + k0 * so->r * bins, rows, (size_t)(gd[2] * bins) * sizeof *rows);
     gdn_free(rows);
   }
-  return rc;
+  return parity_stream_merge_disjoint(rc, r->block_map.values, (size_t)(od[2] * bins), e);
 }
 
 /* The case's subject: an output judged in this case, measured against the
@@ -105,9 +108,25 @@ static int vs_metrics(const parity_stream_outputs *so, int t, const parity_spill
   parity_tensors[t].dims(&so->p->whole, dims);
   parity_tensors[t].blocks(&so->p->whole, 64, bl);
   vs_src s = {so, xt, at, t};
-  const parity_group_src gs = {vs_get, &s, so->p->n_groups, parity_stream_outputs_head_axis(t),
-                               NULL, NULL, NULL}; /* one process */
-  int rc = parity_metrics_stream(&gs, dims, bl, ulp, m, e);
+  parity_group_src gs = {vs_get, &s, so->p->n_groups, parity_stream_outputs_head_axis(t), NULL, NULL, NULL};
+  parity_stream_group_net(&gs); /* the median's extra rounds count each rank's groups */
+  memset(m, 0, sizeof *m);
+  parity_mstream *M;
+  int rc = parity_mstream_new(&M, &gs, dims, bl, ulp, e);
+  for (int pass = 0; pass < 2; pass++) { /* each rank its own groups, merged after each pass */
+    for (int64_t g = 0; g < so->p->n_groups && !rc; g++) {
+      if (!parity_stream_holds(g)) continue;
+      parity_vals xv, av;
+      int64_t h0, h1;
+      if (!(rc = vs_get(&s, g, &xv, &av, &h0, &h1, e)))
+        rc = pass ? parity_mstream_add_b(M, xv, av, h0, h1, e) : parity_mstream_add_a(M, xv, av, h0, h1, e);
+    }
+    rc = parity_stream_merge_pair(rc, M, NULL, pass, e);
+    if (!rc && !pass) parity_mstream_between(M);
+  }
+  if (!rc) rc = parity_mstream_finish(M, m, e);
+  if (rc) memset(m, 0, sizeof *m);
+  parity_mstream_free(M);
   m->block_rel = m->elem_rel = 0;
   memset(m->elem_at, 0, sizeof m->elem_at);
   memset(m->block_len, 0, sizeof m->block_len);
@@ -130,6 +149,7 @@ static int subject_groups(const parity_stream_outputs *so, const input_ctx *x, p
   }
   int rc = GDN_OK;
   for (int64_t g = 0; g < so->p->n_groups && !rc; g++) {
+    if (!parity_stream_holds(g)) continue; /* each rank its own groups, the maxima merged below */
     int64_t k0, k1, d[4];
     gdn_shape gs;
     parity_stream_group(so->p, g, &k0, &k1, &gs);
@@ -158,6 +178,8 @@ static int subject_groups(const parity_stream_outputs *so, const input_ctx *x, p
     max_into(r->subject_profile, tmp, r->profile.n);
   }
   gdn_free(tmp);
+  rc = parity_dist_max_f64(rc, &fig[0][0], (size_t)PARITY_UPSTREAM_AC * PARITY_T_N, e);
+  if (r->subject_profile) rc = parity_dist_max_f64(rc, r->subject_profile, (size_t)r->profile.n, e);
   return rc;
 }
 

@@ -9,9 +9,11 @@
  *     metrics and upstream checks against the fixture's scan output
  *     (implementation "scan", one device) or else our scan, and its o
  *     profile against the reference.
- * Each read from scratch a group at a time: maxima over the groups, rows of
- * heads, and parity_metrics_stream for the metrics, so every figure is the
- * whole run's bit for bit.
+ * Each read from scratch a group at a time, each rank its own groups:
+ * maxima over the groups and the ranks, rows of heads from their owners
+ * (parity_stream_merge_disjoint), and parity_mstream's two passes merged
+ * over the ranks for the metrics, so every figure is the whole run's bit
+ * for bit.  Collective under mpirun: every rank calls it for every case.
  */
 #ifndef PARITY_STREAM_SUBJECT_H
 #define PARITY_STREAM_SUBJECT_H

@@ -409,8 +409,9 @@ static int oracle_share(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
 
 /* Rank 0 loads every group (the inputs' hash and kappa are its); the owner
  * computes.  A rank that cannot load a group ends every rank. */
-/* Rank 0's side of a stored /oracle: group g's slab of o and ht into the
- * reference's scratch, checked as it comes (parity_stored_oracle_group). */
+/* The owner's side of a stored /oracle: group g's slab of o and ht into
+ * the reference's scratch, checked as it comes (parity_stored_oracle_group;
+ * the ranks' findings merged after the pass, parity_stored_oracle_merge). */
 static int stored_keep(sctx *c, int64_t g, gdn_error *e) {
   const fix_fixture *slab = c->sr->fixture->slab(c->sr->src.ctx);
   int64_t k0, k1;
@@ -420,6 +421,7 @@ static int stored_keep(sctx *c, int64_t g, gdn_error *e) {
   for (int t = PARITY_T_O; t <= PARITY_T_HT && !rc; t++) {
     rc = spill_set_write_one(c, &c->refs, "reference", g, t, parity_tensor_get(&parity_tensors[t], &slab->oracle.out, NULL), e);
     c->refs.present |= 1u << t;
+    c->rh[g].present |= 1u << t; /* every rank learns it from the group's head (oracle_share) */
   }
   return rc;
 }
@@ -434,7 +436,7 @@ static int oracle_visit(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
   int rc = load_group(c, wrong ? (g + 1) % c->p->n_groups : g, &le);
   if (!rc && g == 0) rc = header_from(c, &le);
   if (!rc && c->hdr.seg) rc = parity_stream_seg_same(&c->hdr, &c->in, g, &le); /* rank 0's header keeps the ids */
-  /* a fixture's outputs and stored /oracle: one process only (refused under mpirun, parity_sweep_run_streamed) */
+  /* a fixture's outputs and stored /oracle: the owner's, measured there (merged: parity_stream_merge.h) */
   if (!rc && c->outs.n) {
     c->outs.pad = parity_padding_tokens(&c->in) > 0; /* the same ids in every group */
     rc = parity_stream_outputs_keep(&c->outs, g, c->sr->fixture->slab(c->sr->src.ctx), &le);
@@ -448,7 +450,7 @@ static int oracle_visit(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
   }
   if (me == owner && (!c->stored || c->sr->grads)) oracle_compute(c, go, g); /* stored: the VJP only */
   if (c->rh[g].rc && parity_dist_size() == 1) return *e = c->rh[g].err, c->rh[g].rc; /* the rest would fail alike */
-  /* packed documents: the packing maxima and the padding mask (one process only, as the outputs) */
+  /* packed documents: the packing maxima (merged over the ranks after the pass) and the padding mask */
   if (c->outs.n)
     return parity_stream_outputs_docs(&c->outs, g, &c->in, &c->refs.t[PARITY_T_O], c->sr->tier, c->sr->oracle_bits, e);
   return GDN_OK;
@@ -470,6 +472,8 @@ static int oracle_pass(sctx *c, gdn_error *e) {
   for (int64_t g = 0; g < c->p->n_groups && !rc; g++) rc = oracle_share(c, &go, g, e);
   if (!rc) rc = parity_stream_merge_kappa(rc, c->kacc, o->n_chunks, e);
   if (!rc) rc = header_share(c, e);
+  if (!rc) rc = parity_stream_outputs_share(&c->outs, rc, e); /* what they hold, their packing maxima */
+  if (!rc && c->stored) rc = parity_stored_oracle_merge(c->sr->fixture->stored, rc, e);
   if (!rc && c->outs.n) rc = parity_stream_outputs_record(&c->outs, &c->hdr, e); /* the packing verdict, merged */
   if (!rc) rc = parity_group_oracle_finish(&go, &c->ref, e);
   parity_group_oracle_clear(&go);
@@ -490,7 +494,8 @@ static int phase_oracle(sctx *c, gdn_error *e) {
   c->stored = so && so->candidate;
   int rc = oracle_pass(c, e), trusted = 0;
   if (!rc && c->stored) {
-    if (parity_dist_rank() == 0) parity_stored_oracle_finish(so, &c->whole, &c->ref, &trusted);
+    /* every rank: the findings were merged (oracle_pass), and each needs the reference's fields */
+    parity_stored_oracle_finish(so, &c->whole, &c->ref, &trusted);
     rc = parity_dist_bcast(&trusted, sizeof trusted, 0, e);
   }
   if (!rc && c->stored && !trusted) { /* computed after all, every group read again */
@@ -1204,9 +1209,6 @@ int parity_sweep_run_streamed(parity_doc *d, const parity_stream_run *sr, const 
   char cross[256];
   parity_sweep_stream_cross_heads(&sr->plan->whole, sr->plan->n_groups, o, cross, sizeof cross);
   if (cross[0]) return gdn_error_set(e, GDN_ERR_INPUT, "%s", cross);
-  if (parity_dist_size() > 1 && sr->fixture && (sr->fixture->n_ext || sr->fixture->stored))
-    return gdn_error_set(e, GDN_ERR_INPUT, "a fixture's /outputs or stored /oracle streamed under mpirun: each rank "
-                         "measures the groups it computed, and the outputs are kept by one process (run it with one)");
   sctx *c = gdn_calloc(1, sizeof *c, "streamed run", e);
   if (!c) return e ? e->code : GDN_ERR_NOMEM;
   rc = ctx_init(c, d, sr, o, e);

@@ -31,12 +31,13 @@
  * with the one-process figures); rank 0 judges and records: its document
  * is the one-process run's.  (16 groups keep up to 16 ranks busy.)
  *
- * A fixture's external outputs are kept in scratch by rank 0 as it loads
- * each group and judged from there (parity_stream_outputs.h,
- * parity_stream_subject.h); its stored /oracle is read into the
- * reference's scratch the same way and trusted or recomputed as the whole
- * check decides (parity_stream_oracle.h; with gradients only the VJP is
- * computed by group).
+ * A fixture's external outputs are kept in scratch by each group's owner
+ * as it loads the group and measured there, the ranks' parts merged
+ * (parity_stream_outputs.h, parity_stream_subject.h); its stored /oracle
+ * is read into the reference's scratch the same way, each rank's checks of
+ * its slabs merged, and trusted or recomputed as the whole check decides
+ * (parity_stream_oracle.h; with gradients only the VJP is computed by
+ * group).
  *
  * Packed documents: every group runs under the run's segment ids
  * (parity_stream_seg.h).  The bfloat16 prelude: each group's inputs are

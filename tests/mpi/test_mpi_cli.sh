@@ -35,6 +35,12 @@
 #               or kernels (stream-oracle, stream-deal) differs; an error
 #               planted in rank 1's groups (stream-plant) fails the run with
 #               the worst element named in a group rank 1 holds.
+#               `check --fixture` of /outputs (with gradients; packed
+#               documents) and a stored /oracle streamed on NP ranks (each
+#               group's owner keeps and measures them): the one-process
+#               whole check's document byte for byte; a stored /oracle wrong
+#               at one head is not used, as in one process; an output wrong
+#               in rank 1's group FAILs at that head and token.
 #   faults      rank 1 killed (SIGKILL) before its exchange, rank 3 after it,
 #               and rank 2's message made invalid: exit 3, one stderr line
 #               naming that rank, no results file and no temporary left, an
@@ -193,6 +199,49 @@ assert w["t"] == s["T"] // 2 and (w["h"] // r) % np == 1, w
 print("planted error found at", w, "(rank 1's group", w["h"] // r, ")")
 PYEOF
   done
+  # check of a fixture's /outputs streamed on NP ranks: each group's outputs
+  # and stored /oracle kept and measured by its owner (the stored /oracle's
+  # checks, the packing maxima and every pair merged): the one-process whole
+  # check's document byte for byte, with gradients, packed documents, and a
+  # stored /oracle the groups show untrusted (recomputed)
+  FX=$(dirname "$G")/../fixtures/gdn-fixture PL=$(dirname "$G")/../fixtures/fixture_plant
+  one_vs_np() { # one_vs_np WANT FILE ARGS...: the same exit WANT and document, one process whole and NP streamed
+    local want=$1 f=$2 rc; shift 2
+    "$G" check --fixture "$f" --threads 1 --reproducible --quiet --json one.json "$@" >/dev/null
+    rc=$?
+    [[ $rc == "$want" ]] || fail "check $f $*: one process: exit $rc, want $want"
+    "${MR[@]}" -np "$NP" "$G" check --fixture "$f" --group-heads 1 --threads 1 --reproducible --quiet \
+      --json n.json "$@" >/dev/null
+    rc=$?
+    [[ $rc == "$want" ]] || fail "check $f $*: streamed on $NP ranks: exit $rc, want $want"
+    cmp one.json n.json || fail "check $f $*: streamed on $NP ranks: the document differs from one process's"
+  }
+  "$FX" synth --shape 1,128,6,16 --key-heads 3 --h0 --grad --kernel-outputs 1,2 --out o.h5 >/dev/null &&
+    "$FX" regen --oracle mpfr o.h5 >/dev/null || fail "synth and regen o.h5"
+  cp o.h5 bad.h5 && cp o.h5 orc.h5 || fail "copies"
+  one_vs_np 0 o.h5
+  one_vs_np 0 o.h5 --grad
+  echo "check (outputs with gradients, stored /oracle): streamed on $NP ranks byte-identical to one process"
+  "$FX" synth --shape 2,128,6,16 --key-heads 3 --h0 --documents 3 --packing reset --kernel-outputs 1,2 \
+    --out p.h5 >/dev/null || fail "synth p.h5"
+  one_vs_np 0 p.h5
+  echo "check (packed documents, outputs): streamed on $NP ranks byte-identical to one process"
+  "$PL" orc.h5 /oracle/o 5 70 71 0.01 >/dev/null || fail "plant /oracle/o"
+  one_vs_np 0 orc.h5
+  grep -q "spot check failed" n.json || fail "a wrong stored /oracle went unnoticed"
+  echo "check (stored /oracle wrong at head 5): not used on $NP ranks, as in one process"
+  # negative control: kernel-scan's o wrong at value head 3 (group 1, rank 1's), token 60
+  "$PL" bad.h5 kernel-scan 3 60 61 0.001 >/dev/null || fail "plant kernel-scan o"
+  one_vs_np 1 bad.h5
+  $PY - n.json "$NP" <<'PYEOF' || fail "check: the planted output's error is not named at head 3, token 60"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = [c for c in d["cases"] if not c["pass"]]
+assert c, "no case failed"
+w = c[0]["impls"]["kernel-scan"]["o"]["worst"]
+assert w["h"] == 3 and w["t"] == 60, w
+print("planted output error found at", w)
+PYEOF
   echo "stream ok"
   ;;
 faults)
