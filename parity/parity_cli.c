@@ -1359,8 +1359,9 @@ static int prepare(cmd_ctx *x, int argc, char **argv, parity_output_opts *oo, ch
   return parse_synth_base(a, &x->base, e);
 }
 
-/* The document finished, every output written, the verdict line. */
-static int finish(run_state *st, const parity_output_opts *oo, FILE *out, gdn_error *e) {
+/* The document finished, every output written, the verdict line (after a
+ * blank line that ends the log; --quiet: the verdict line alone). */
+static int finish(run_state *st, const parity_output_opts *oo, int quiet, FILE *out, gdn_error *e) {
   if (parity_doc_finish(&st->doc, oo->reproducible, e)) return -1;
   /* --audit: embedded, its verdict ANDed into the document's pass */
   if (st->audit && report_audit_embed(st->doc.root, st->audit, e)) return -1;
@@ -1368,7 +1369,7 @@ static int finish(run_state *st, const parity_output_opts *oo, FILE *out, gdn_er
   if (parity_dist_rank() != 0) return 0; /* rank 0 writes and prints the verdict */
   if (parity_output_write_all(oo, st->doc.root, e)) return -1;
   const char *pm = json_string_value(json_object_get(st->doc.root, "planted_mutant"));
-  fputc('\n', out);
+  if (!quiet) fputc('\n', out);
   parity_audit_print_lines(out, st->doc.root);
   fprintf(out, "%s: %zu case%s, %zu failed%s", pass ? "PASS" : "FAIL", st->doc.n_cases,
           st->doc.n_cases == 1 ? "" : "s", st->doc.n_failed,
@@ -1441,7 +1442,7 @@ int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   int status = -1;
   if (!prepare(&x, argc, argv, &oo, &command, e) && !cmd->run(&x, e)) {
     parity_progress_clear(&x.progress);
-    status = cmd->id == CMD_COVERAGE ? finish_coverage(&x, &oo, e) : finish(&x.st, &oo, out, e);
+    status = cmd->id == CMD_COVERAGE ? finish_coverage(&x, &oo, e) : finish(&x.st, &oo, x.so.verbosity == 0, out, e);
   }
   json_decref(x.coverage);
   json_decref(x.st.audit);
