@@ -248,9 +248,7 @@ static int fold_grads(chk_stream *st, const fix_fixture *gx, int64_t k0, gdn_err
   oracle_tally_init(&t);
   const int pc = st->o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL;
   int rc = oracle_kda_vjp_part(&gx->inputs, &gx->chgate, &gx->cot, &st->vc, &ref, &t, e);
-  if (!rc && st->vtally.tier != 0) rc = oracle_tally_merge(&st->vtally, &t, e);
-  else if (!rc)
-    st->vtally = t, oracle_tally_init(&t);
+  if (!rc) rc = parity_recur_tally_take(&st->vtally, &t, e);
   for (int c = 0; !rc && c < st->nc; c++) {
     const int i = st->cs[c].out;
     if (i < 0 || !st->head.outputs[i].has_grads) continue;
@@ -280,9 +278,7 @@ static int run_group(chk_stream *st, int64_t i, int mine, gdn_error *e) {
   int rc = load_group(st, i, &gx, &k0, e);
   if (!rc && mine && !st->t.trusted) {
     rc = oracle_kda_run_part(&gx.inputs, &gx.chgate, &st->oc, &ref, &t, e);
-    if (!rc && st->tally.tier != 0) rc = oracle_tally_merge(&st->tally, &t, e);
-    else if (!rc)
-      st->tally = t, oracle_tally_init(&t);
+    if (!rc) rc = parity_recur_tally_take(&st->tally, &t, e);
   }
   const gdn_outputs *rf = st->t.trusted ? &gx.oracle.out : &ref;
   const int64_t r = st->p.whole.Hv / st->p.whole.Hk;

@@ -228,9 +228,7 @@ static int group_draw(const parity_recur_opts *o, const parity_stream_plan *p, i
   return rc;
 }
 
-/* A group's certificate tally t folded into the run's (the first taken
- * whole, t left empty; later ones merged). */
-static int tally_take(oracle_tally *run, oracle_tally *t, gdn_error *e) {
+int parity_recur_tally_take(oracle_tally *run, oracle_tally *t, gdn_error *e) {
   if (run->tier != 0) return oracle_tally_merge(run, t, e);
   *run = *t;
   oracle_tally_init(t);
@@ -253,7 +251,7 @@ static int run_group(recur_stream *st, int64_t i, int mine, gdn_error *e) {
   oracle_tally_init(&t);
   int rc = group_draw(o, st->p, i, mine, &in, &gate, &k0, e);
   if (!rc && mine) rc = oracle_kda_run_part(&in, &gate, &st->oc, &ref, &t, e);
-  if (!rc && mine) rc = tally_take(&st->tally, &t, e);
+  if (!rc && mine) rc = parity_recur_tally_take(&st->tally, &t, e);
   for (int c = 0; !rc && mine && c < st->nc; c++) rc = fold_case(st, &st->cs[c], &in, &gate, &ref, k0 * r, e);
   if (!rc && parity_dist_rank() == 0) {
     parity_kappa_ch_acc *ka[3 * PARITY_RECUR_MAX_CHUNKS * (PARITY_RECUR_MAX_CHUNKS + 1) + 1];
@@ -464,7 +462,7 @@ static int run_ggroup(recur_gstream *st, int64_t i, int mine, gdn_error *e) {
   if (!rc && mine && !(rc = gdn_cotangents_alloc(&ct, &in.shape, 1, e)))
     gdn_cotangents_synth_heads(&ct, o->shape.Hv, k0 * r, o->seed);
   if (!rc && mine) rc = oracle_kda_vjp_part(&in, &gate, &ct, &st->vc, &ref, &t, e);
-  if (!rc && mine) rc = tally_take(&st->tally, &t, e);
+  if (!rc && mine) rc = parity_recur_tally_take(&st->tally, &t, e);
   for (int c = 0; !rc && mine && c < st->nc; c++) rc = fold_gcase(st, &st->cs[c], &in, &gate, &ct, &ref, k0, e);
   if (!rc && parity_dist_rank() == 0) {
     parity_kappa_ch_acc *ka[3 * PARITY_RECUR_MAX_CHUNKS * (PARITY_RECUR_MAX_CHUNKS + 1) + 1];

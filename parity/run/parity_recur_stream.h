@@ -73,6 +73,10 @@ void parity_recur_err_fold(parity_recur_err *acc, parity_recur_err g, int64_t v0
                            size_t inner);
 void parity_recur_err_finish(parity_recur_err *acc);
 
+/* A group's certificate tally t folded into the run's (the first taken
+ * whole, t left empty; later ones merged). */
+int parity_recur_tally_take(oracle_tally *run, oracle_tally *t, gdn_error *e);
+
 /* Several ranks: every rank's tally (an empty one of tier `tier`, cap
  * `cap` when it ran no group) and its n_err measurements m, sent to every
  * rank in turn (parity_dist_bcast) and merged into each rank's -- maxima,

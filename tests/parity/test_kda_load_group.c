@@ -62,12 +62,20 @@ static void teardown(void) {
   ck_assert_int_eq(system(cmd), 0);
 }
 
-/* 1 when x (outer, hg, inner) equals w (outer, [h0, h0 + hg) of H, inner). */
+/* 1 when x (outer, hg, inner) equals w (outer, [h0, h0 + hg) of H, inner),
+ * elements of es bytes. */
+static int same_rows(const void *x, const void *w, int64_t outer, int64_t H, int64_t h0, int64_t hg, int64_t inner,
+                     size_t es) {
+  const size_t run = (size_t)(hg * inner) * es;
+  for (int64_t o = 0; o < outer; o++)
+    if (memcmp((const char *)x + (size_t)o * run, (const char *)w + (size_t)((o * H + h0) * inner) * es, run))
+      return 0;
+  return 1;
+}
+
 static int same_heads(const double *x, const double *w, int64_t outer, int64_t H, int64_t h0, int64_t hg,
                       int64_t inner) {
-  for (int64_t o = 0; o < outer; o++)
-    if (memcmp(x + o * hg * inner, w + (o * H + h0) * inner, (size_t)(hg * inner) * sizeof *x)) return 0;
-  return 1;
+  return same_rows(x, w, outer, H, h0, hg, inner, sizeof *x);
 }
 
 static int same_outputs(const gdn_outputs *x, const gdn_outputs *w, int64_t v0, int64_t hv) {
@@ -77,13 +85,6 @@ static int same_outputs(const gdn_outputs *x, const gdn_outputs *w, int64_t v0, 
 }
 
 static int same_f32(const float *a, const float *b, size_t n) { return !memcmp(a, b, n * sizeof *a); }
-
-static int same_heads_f32(const float *x, const float *w, int64_t outer, int64_t H, int64_t h0, int64_t hg,
-                          int64_t inner) {
-  for (int64_t o = 0; o < outer; o++)
-    if (memcmp(x + o * hg * inner, w + (o * H + h0) * inner, (size_t)(hg * inner) * sizeof *x)) return 0;
-  return 1;
-}
 
 /* A group's gradients (key heads [k0, k0 + nk)) against the whole set's:
  * dq, dk by key head, dv, dg (per channel), dbeta, dh0 by value head. */
@@ -132,8 +133,8 @@ static int group_matches(const fix_fixture *w, int64_t k0, int64_t k1, int64_t c
   }
   /* the cotangents by value head; the group's grad_problem_sha256 is left to the file's (by blocks) */
   ck_assert(g.has_cotangents && g.cot.dht && !g.grad_problem_sha256[0]);
-  same = same && same_heads_f32(g.cot.d_o, w->cot.d_o, s->B * s->T, 6, v0, hv, s->Dv) &&
-         same_heads_f32(g.cot.dht, w->cot.dht, s->B, 6, v0, hv, s->Dk * s->Dv);
+  same = same && same_rows(g.cot.d_o, w->cot.d_o, s->B * s->T, 6, v0, hv, s->Dv, sizeof(float)) &&
+         same_rows(g.cot.dht, w->cot.dht, s->B, 6, v0, hv, s->Dk * s->Dv, sizeof(float));
   same = same && same_outputs(&g.oracle.out, &w->oracle.out, v0, hv);
   gdn_chgate_clear(&gate);
   gdn_inputs_clear(&in);
