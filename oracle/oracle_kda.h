@@ -60,7 +60,8 @@ int oracle_kda_run_part(const gdn_inputs *in, const gdn_chgate *gate, const orac
  * same steps in double-word arithmetic (~106 bits), K, Q and exp(g) the
  * MPFR preparation at 128 bits rounded to double-word, with the GDN dd
  * tier's sampled certificate (oracle_dd_config: sample_prec,
- * sample_columns; column_block, progress and placement are not used):
+ * sample_columns, and the placement head0, whole_hv; column_block and
+ * progress are not used):
  * sample_columns columns of each (b, j) run by the MPFR token form in
  * lockstep and compared element by element, capped at ORACLE_DD_BITS.  Not
  * computed: the guaranteed running bound (guaranteed_* 0, bound_violations
@@ -69,5 +70,21 @@ int oracle_kda_run_part(const gdn_inputs *in, const gdn_chgate *gate, const orac
  * required. */
 int oracle_kda_run_dd(const gdn_inputs *in, const gdn_chgate *gate, const oracle_dd_config *cfg,
                       gdn_outputs *out, oracle_dd_certificate *cert, gdn_error *e);
+
+/* oracle_kda_run_dd with its certificate as a tally (oracle_part.h,
+ * ORACLE_TALLY_DD, cap ORACLE_DD_BITS, allocated here): the sample's
+ * accumulators of o and ht; the bound's empty; v[0] -1.  Groups of value
+ * heads, each placed by cfg->head0 in a run of cfg->whole_hv heads, give
+ * the whole run's sample columns, and their tallies merged
+ * (oracle_tally_merge), read back by oracle_kda_tally_dd_certificate, the
+ * whole run's certificate bit for bit.  On error out is cleared, the tally
+ * emptied, failed_head the failing head's b Hv + j (in this run's shape). */
+int oracle_kda_run_dd_part(const gdn_inputs *in, const gdn_chgate *gate, const oracle_dd_config *cfg,
+                           gdn_outputs *out, oracle_tally *tally, gdn_error *e);
+/* oracle_kda_run_dd's certificate from a merged tally (s the whole run's
+ * shape): oracle_tally_dd_certificate's, its guaranteed fields 0 and
+ * bound_violations -1, as the KDA dd tier computes no running bound. */
+int oracle_kda_tally_dd_certificate(const oracle_tally *t, const gdn_shape *s, const oracle_dd_config *cfg,
+                                    oracle_dd_certificate *cert, gdn_error *e);
 
 #endif

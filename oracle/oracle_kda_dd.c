@@ -14,13 +14,16 @@
  * Outputs are the hi words (the double-word values rounded to binary64).
  *
  * Certificate: sample_columns contiguous columns of each (b, j), from
- * oracle_dd_sample_start, run in lockstep by the MPFR KDA token form at
+ * oracle_dd_sample_start_in (placed by cfg->head0, whole_hv: a group's
+ * columns are the whole run's), run in lockstep by the MPFR KDA token form at
  * sample_prec bits; each sampled element's double-word value (rounded to
  * 128 bits: 2^-128 relative) is compared with the MPFR value by the rule of
  * oracle_run_certified, capped at ORACLE_DD_BITS.  The GDN dd tier's
  * guaranteed running bound is not computed here: guaranteed_* are 0 and
  * bound_violations -1 (not checked).  Threads over (b, j) items; results
- * are bit-identical for any thread count. */
+ * are bit-identical for any thread count.  The part runner's tally holds
+ * the sample's two accumulators (o, ht) as a GDN dd tally's 0 and 1, its
+ * bound's 2 and 3 empty, v[0] -1 (oracle_part.h). */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -91,6 +94,7 @@ typedef struct kdd_job {
   int64_t ns;    /* sampled columns per (b, j) */
   mpfr_prec_t sample_prec;
   int64_t *fail; /* per item: -1 fine, t < T: non-finite o_t, T: non-finite ht */
+  int64_t head0, whole_hv; /* the sample's placement (oracle_dd_config) */
 } kdd_job;
 
 /* One token's double-word steps on every column (the file's header), row
@@ -133,7 +137,7 @@ static void kdd_item(const kdd_job *jb, kdd_worker *w, int64_t item) {
   const gdn_inputs *in = jb->in;
   const gdn_shape *s = &in->shape;
   const int64_t b = item / s->Hv, j = item % s->Hv, Dk = s->Dk, Dv = s->Dv, ns = jb->ns;
-  const int64_t c0 = ns > 0 ? oracle_dd_sample_start(s, ns, b, j) : 0;
+  const int64_t c0 = ns > 0 ? oracle_dd_sample_start_in(s, ns, b, j, jb->head0, jb->whole_hv) : 0;
   mpfr_ptr tmp = w->x.v[1];
   orc_tok_begin(&w->prep, in, b, j, 0, 0);
   if (ns > 0) orc_tok_begin(&w->smp, in, b, j, c0, ns);
@@ -195,8 +199,8 @@ static void kdd_cert(oracle_dd_certificate *cert, const oracle_dd_config *cfg, c
   cert->normwise_bits = n0 < n1 ? n0 : n1;
 }
 
-int oracle_kda_run_dd(const gdn_inputs *in, const gdn_chgate *gate, const oracle_dd_config *cfg, gdn_outputs *out,
-                      oracle_dd_certificate *cert, gdn_error *e) {
+static int kdd_run(const gdn_inputs *in, const gdn_chgate *gate, const oracle_dd_config *cfg, gdn_outputs *out,
+                   oracle_dd_certificate *cert, oracle_tally *tally, gdn_error *e) {
   if (cert) memset(cert, 0, sizeof *cert);
   if (!out) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle (kda, dd): outputs missing (NULL)");
   gdn_outputs_clear(out);
@@ -204,10 +208,15 @@ int oracle_kda_run_dd(const gdn_inputs *in, const gdn_chgate *gate, const oracle
   int rc;
   if ((rc = oracle_dd_config_validate(cfg, e)) || (rc = orc_kda_check(in, gate, NULL, e))) return rc;
   const gdn_shape *s = &in->shape;
+  if (cfg->whole_hv && cfg->head0 + s->Hv > cfg->whole_hv)
+    return gdn_error_set(e, GDN_ERR_INPUT,
+                         "oracle (kda, dd): heads %lld..%lld placed in a run of %lld value heads (head0 + Hv > "
+                         "whole_hv)",
+                         (long long)cfg->head0, (long long)(cfg->head0 + s->Hv - 1), (long long)cfg->whole_hv);
   const int64_t ns = cfg->sample_columns < s->Dv ? cfg->sample_columns : s->Dv, n_items = s->B * s->Hv;
   if ((rc = gdn_outputs_alloc(out, s, GDN_DTYPE_F64, e))) return rc;
   const int threads = gdn_threads_get(), nt = n_items < threads ? (int)n_items : threads;
-  kdd_job jb = {in, gate, out, ns, cfg->sample_prec, NULL};
+  kdd_job jb = {in, gate, out, ns, cfg->sample_prec, NULL, cfg->head0, cfg->whole_hv};
   kdd_worker *ws = NULL;
   int nw = 0;
   jb.fail = gdn_malloc((size_t)n_items * sizeof(int64_t), "KDA dd item status", e);
@@ -231,6 +240,7 @@ int oracle_kda_run_dd(const gdn_inputs *in, const gdn_chgate *gate, const oracle
   }
   for (int64_t it = 0; it < n_items; it++)
     if (jb.fail[it] >= 0) {
+      if (tally) tally->failed_head = it; /* item b Hv + j: the head's index */
       gdn_error_set(e, GDN_ERR_INPUT,
                     "oracle (kda, dd): the recurrence left binary64's range at b=%lld, value head %lld, %s%lld "
                     "(use the MPFR tier)",
@@ -239,6 +249,7 @@ int oracle_kda_run_dd(const gdn_inputs *in, const gdn_chgate *gate, const oracle
       goto fail;
     }
   kdd_cert(cert, cfg, s, ns, ws, nw);
+  for (int ti = 0; tally && ns > 0 && ti < 2; ti++) orc_tally_put(tally, ti, &ws[0].acc[ti]);
   for (int i = 0; i < nw; i++) kdd_clear(&ws[i]);
   gdn_free(ws);
   gdn_free(jb.fail);
@@ -251,4 +262,35 @@ fail:
   gdn_outputs_clear(out);
   memset(cert, 0, sizeof *cert);
   return e ? e->code : GDN_ERR_NOMEM;
+}
+
+int oracle_kda_run_dd(const gdn_inputs *in, const gdn_chgate *gate, const oracle_dd_config *cfg, gdn_outputs *out,
+                      oracle_dd_certificate *cert, gdn_error *e) {
+  return kdd_run(in, gate, cfg, out, cert, NULL, e);
+}
+
+int oracle_kda_run_dd_part(const gdn_inputs *in, const gdn_chgate *gate, const oracle_dd_config *cfg,
+                           gdn_outputs *out, oracle_tally *tally, gdn_error *e) {
+  int rc = !tally ? gdn_error_set(e, GDN_ERR_INTERNAL, "oracle (kda, dd): tally missing (NULL)")
+                  : oracle_tally_alloc(tally, ORACLE_TALLY_DD, ORACLE_DD_BITS, -1, e);
+  if (rc) {
+    if (out) gdn_outputs_clear(out);
+    return rc;
+  }
+  oracle_dd_certificate c;
+  if ((rc = kdd_run(in, gate, cfg, out, &c, tally, e))) {
+    const int64_t f = tally->failed_head;
+    oracle_tally_clear(tally);
+    tally->failed_head = f;
+  }
+  return rc;
+}
+
+int oracle_kda_tally_dd_certificate(const oracle_tally *t, const gdn_shape *s, const oracle_dd_config *cfg,
+                                    oracle_dd_certificate *cert, gdn_error *e) {
+  int rc = oracle_tally_dd_certificate(t, s, cfg, cert, e);
+  if (rc) return rc;
+  cert->guaranteed_o = cert->guaranteed_ht = cert->guaranteed_bits = cert->guaranteed_normwise = 0;
+  cert->bound_violations = -1;
+  return GDN_OK;
 }

@@ -97,5 +97,14 @@ void oracle_kda_vjp_dd_test_plant(int64_t b, int64_t kh, int64_t jj, int64_t col
  * bit for bit. */
 int oracle_kda_vjp_part(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
                         const oracle_vjp_config *cfg, gdn_grads *out, oracle_tally *tally, gdn_error *e);
+/* oracle_kda_vjp_dd with its certificate as a tally (ORACLE_TALLY_VJP_DD,
+ * cap ORACLE_DD_BITS, allocated here; the six sampled accumulators, empty
+ * with no sample; read back by oracle_tally_vjp_dd_certificate, whose
+ * assembly is this tier's): key-head groups placed by cfg->head0 in a run
+ * of cfg->whole_hv value heads sample the whole run's columns, so their
+ * tallies merged give its certificate bit for bit.  On error the tally is
+ * emptied, failed_head the failing item's b Hk + kh. */
+int oracle_kda_vjp_dd_part(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                           const oracle_vjp_dd_config *cfg, gdn_grads *out, oracle_tally *tally, gdn_error *e);
 
 #endif

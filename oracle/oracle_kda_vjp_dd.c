@@ -193,8 +193,9 @@ static int check_args(const gdn_inputs *in, const gdn_chgate *gate, const gdn_co
   return rc;
 }
 
-int oracle_kda_vjp_dd(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
-                      const oracle_vjp_dd_config *cfg, gdn_grads *out, oracle_vjp_dd_certificate *cert, gdn_error *e) {
+static int kvdd_run(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                    const oracle_vjp_dd_config *cfg, gdn_grads *out, oracle_vjp_dd_certificate *cert,
+                    oracle_tally *tally, gdn_error *e) {
   if (cert) memset(cert, 0, sizeof *cert);
   if (!out) return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle_kda_vjp_dd: gradients missing (NULL)");
   gdn_grads_clear(out);
@@ -227,9 +228,16 @@ int oracle_kda_vjp_dd(const gdn_inputs *in, const gdn_chgate *gate, const gdn_co
     mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
   }
   if (orc_vjp_report_fail(jb.fail, n_items, s, "oracle_kda_vjp_dd", "binary64's range",
-                          "; the MPFR tier has the range for it", e))
+                          "; the MPFR tier has the range for it", e)) {
+    for (int64_t it = 0; tally && it < n_items; it++)
+      if (jb.fail[it] >= 0) {
+        tally->failed_head = it; /* the item reported */
+        break;
+      }
     goto fail;
+  }
   fill_cert(cert, ws, nw, s, cfg, ns);
+  for (int ti = 0; tally && ns > 0 && ti < GDN_GRADS_N; ti++) orc_tally_put(tally, ti, &ws[0].acc[ti]);
   for (int i = 0; i < nw; i++) kdworker_clear(&ws[i]);
   gdn_free(ws);
   gdn_free(jb.fail);
@@ -241,4 +249,26 @@ fail:
   gdn_grads_clear(out);
   memset(cert, 0, sizeof *cert);
   return e ? e->code : GDN_ERR_NOMEM;
+}
+
+int oracle_kda_vjp_dd(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                      const oracle_vjp_dd_config *cfg, gdn_grads *out, oracle_vjp_dd_certificate *cert, gdn_error *e) {
+  return kvdd_run(in, gate, ct, cfg, out, cert, NULL, e);
+}
+
+int oracle_kda_vjp_dd_part(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                           const oracle_vjp_dd_config *cfg, gdn_grads *out, oracle_tally *tally, gdn_error *e) {
+  int rc = !tally ? gdn_error_set(e, GDN_ERR_INTERNAL, "oracle_kda_vjp_dd: tally missing (NULL)")
+                  : oracle_tally_alloc(tally, ORACLE_TALLY_VJP_DD, ORACLE_DD_BITS, -1, e);
+  if (rc) {
+    if (out) gdn_grads_clear(out);
+    return rc;
+  }
+  oracle_vjp_dd_certificate c;
+  if ((rc = kvdd_run(in, gate, ct, cfg, out, &c, tally, e))) {
+    const int64_t f = tally->failed_head;
+    oracle_tally_clear(tally);
+    tally->failed_head = f;
+  }
+  return rc;
 }

@@ -126,11 +126,6 @@ int parity_recur_stream_plan(const parity_recur_opts *o, int with_grad, uint64_t
     if ((rc = group_peak(o, with_grad, p->group, p->resident, &p->peak, e))) return rc;
   }
   if (p->n_groups > 1 || p->forced) {
-    if (o->dd)
-      return gdn_error_set(e, GDN_ERR_INPUT,
-                           "--oracle dd: a --recurrence %s run streamed by key-head group (%s) takes the mpfr oracle "
-                           "only; give --oracle mpfr, or a --max-bytes the whole run fits",
-                           o->rec->name, p->forced ? "--group-heads" : size > 1 ? "under mpirun" : "over --max-bytes");
     if (!strcmp(o->rec->mutants[o->mutant], "gate-other-head"))
       return gdn_error_set(e, GDN_ERR_INPUT,
                            "--mutant gate-other-head: the mutant reads another value head's gate, which a run "
@@ -171,7 +166,8 @@ typedef struct recur_stream {
   recur_case *cs;
   int nc;
   oracle_config oc;
-  oracle_tally tally; /* merged over the groups run so far (tier 0: none yet) */
+  oracle_dd_config dc; /* --oracle dd: each group's sample placed in the whole run (run_group) */
+  oracle_tally tally;  /* merged over the groups run so far (tier 0: none yet) */
 } recur_stream;
 
 static int per_channel(const parity_recur_opts *o) { return o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL; }
@@ -250,7 +246,13 @@ static int run_group(recur_stream *st, int64_t i, int mine, gdn_error *e) {
   gdn_outputs_init(&ref);
   oracle_tally_init(&t);
   int rc = group_draw(o, st->p, i, mine, &in, &gate, &k0, e);
-  if (!rc && mine) rc = oracle_kda_run_part(&in, &gate, &st->oc, &ref, &t, e);
+  if (!rc && mine && o->dd) {
+    oracle_dd_config dc = st->dc;
+    dc.head0 = k0 * r, dc.whole_hv = o->shape.Hv;
+    rc = oracle_kda_run_dd_part(&in, &gate, &dc, &ref, &t, e);
+  } else if (!rc && mine) {
+    rc = oracle_kda_run_part(&in, &gate, &st->oc, &ref, &t, e);
+  }
   if (!rc && mine) rc = parity_recur_tally_take(&st->tally, &t, e);
   for (int c = 0; !rc && mine && c < st->nc; c++) rc = fold_case(st, &st->cs[c], &in, &gate, &ref, k0 * r, e);
   if (!rc && parity_dist_rank() == 0) {
@@ -310,13 +312,29 @@ int parity_recur_dist_merge(oracle_tally *tally, int tier, int cap, parity_recur
   return rc;
 }
 
+/* The reference's certificate from the merged tally, as parity_recur_sweep
+ * records it. */
+static int stream_cert(const recur_stream *st, parity_recur_cert *c, gdn_error *e) {
+  int rc;
+  if (st->o->dd) {
+    oracle_dd_certificate d;
+    if ((rc = oracle_kda_tally_dd_certificate(&st->tally, &st->o->shape, &st->dc, &d, e))) return rc;
+    *c = (parity_recur_cert){"dd", d.precision_bits, d.check_bits, d.certified_bits, d.normwise_bits,
+                             d.sampled_columns};
+    return GDN_OK;
+  }
+  oracle_certificate cert;
+  if ((rc = oracle_tally_certificate(&st->tally, &st->oc, &cert, e))) return rc;
+  *c = (parity_recur_cert){"mpfr", cert.precision_bits, cert.check_bits, cert.certified_bits, 0, 0};
+  return GDN_OK;
+}
+
 /* The document from the merged accumulators, as parity_recur_sweep makes it. */
 static int assemble(recur_stream *st, json_t **doc, int *pass, gdn_error *e) {
   const parity_recur_opts *o = st->o;
-  oracle_certificate cert;
-  int rc = oracle_tally_certificate(&st->tally, &st->oc, &cert, e);
+  parity_recur_cert c;
+  int rc = stream_cert(st, &c, e);
   if (rc) return rc;
-  const parity_recur_cert c = {"mpfr", cert.precision_bits, cert.check_bits, cert.certified_bits, 0, 0};
   if (o->log)
     fprintf(o->log, "recurrence %s (gate %s): oracle %s %d bits, certified %d bits\n", o->rec->name,
             parity_gate_shape_name(o->rec->gate_shape), c.tier, c.precision_bits, c.certified_bits);
@@ -347,10 +365,12 @@ int parity_recur_sweep_streamed(const parity_recur_opts *o, const parity_stream_
   *doc = NULL;
   *pass = 0;
   if (p->n_groups <= 1 && !p->forced && parity_dist_size() <= 1) return parity_recur_sweep(o, doc, pass, e);
-  recur_stream st = {o, p, NULL, 1 + o->n_chunks * (1 + o->n_devices), {0}, {0}};
+  recur_stream st = {o, p, NULL, 1 + o->n_chunks * (1 + o->n_devices), {0}, {0}, {0}};
   oracle_tally_init(&st.tally);
   oracle_config_init(&st.oc);
   st.oc.prec = o->oracle_bits;
+  oracle_dd_config_init(&st.dc); /* parity_recur_sweep's dd configuration */
+  st.dc.sample_prec = o->oracle_bits;
   st.cs = gdn_calloc((size_t)st.nc, sizeof *st.cs, "streamed sweep cases", e);
   if (!st.cs) return GDN_ERR_NOMEM;
   int n = 0;
@@ -373,7 +393,8 @@ int parity_recur_sweep_streamed(const parity_recur_opts *o, const parity_stream_
   if (size > 1) {
     parity_recur_err *m = gdn_calloc((size_t)st.nc * 2, sizeof *m, "measurements", e);
     for (int c = 0; m && c < st.nc; c++) m[2 * c] = st.cs[c].eo, m[2 * c + 1] = st.cs[c].eh;
-    rc = parity_recur_dist_merge(&st.tally, ORACLE_TALLY_MPFR, o->oracle_bits, m, m ? (size_t)st.nc * 2 : 0, rc || !m, e);
+    rc = parity_recur_dist_merge(&st.tally, o->dd ? ORACLE_TALLY_DD : ORACLE_TALLY_MPFR,
+                                 o->dd ? ORACLE_DD_BITS : (int)o->oracle_bits, m, m ? (size_t)st.nc * 2 : 0, rc || !m, e);
     for (int c = 0; !rc && c < st.nc; c++) st.cs[c].eo = m[2 * c], st.cs[c].eh = m[2 * c + 1];
     gdn_free(m);
   }
@@ -399,6 +420,8 @@ typedef struct recur_gstream {
   recur_gcase *cs;
   int nc;
   oracle_vjp_config vc;
+  int dd;                 /* the VJP's dd tier (--oracle dd, or auto's choice at the whole shape) */
+  oracle_vjp_dd_config vdc; /* its configuration, each group's sample placed in the whole run */
   oracle_tally tally;
 } recur_gstream;
 
@@ -461,7 +484,13 @@ static int run_ggroup(recur_gstream *st, int64_t i, int mine, gdn_error *e) {
   int rc = group_draw(o, st->p, i, mine, &in, &gate, &k0, e);
   if (!rc && mine && !(rc = gdn_cotangents_alloc(&ct, &in.shape, 1, e)))
     gdn_cotangents_synth_heads(&ct, o->shape.Hv, k0 * r, o->seed);
-  if (!rc && mine) rc = oracle_kda_vjp_part(&in, &gate, &ct, &st->vc, &ref, &t, e);
+  if (!rc && mine && st->dd) {
+    oracle_vjp_dd_config dc = st->vdc;
+    dc.head0 = k0 * r, dc.whole_hv = o->shape.Hv;
+    rc = oracle_kda_vjp_dd_part(&in, &gate, &ct, &dc, &ref, &t, e);
+  } else if (!rc && mine) {
+    rc = oracle_kda_vjp_part(&in, &gate, &ct, &st->vc, &ref, &t, e);
+  }
   if (!rc && mine) rc = parity_recur_tally_take(&st->tally, &t, e);
   for (int c = 0; !rc && mine && c < st->nc; c++) rc = fold_gcase(st, &st->cs[c], &in, &gate, &ct, &ref, k0, e);
   if (!rc && parity_dist_rank() == 0) {
@@ -481,15 +510,18 @@ static int run_ggroup(recur_gstream *st, int64_t i, int mine, gdn_error *e) {
 static int gassemble(recur_gstream *st, json_t *doc, int *pass, gdn_error *e) {
   const parity_recur_opts *o = st->o;
   oracle_vjp_certificate cert;
-  int rc = oracle_tally_vjp_certificate(&st->tally, &st->vc, &cert, e);
+  oracle_vjp_dd_certificate dcert;
+  int rc = st->dd ? oracle_tally_vjp_dd_certificate(&st->tally, &o->shape, &st->vdc, &dcert, e)
+                  : oracle_tally_vjp_certificate(&st->tally, &st->vc, &cert, e);
   if (rc) return rc;
   const parity_recurrence *rec = o->rec;
   if (o->log)
-    fprintf(o->log, "recurrence %s backward: oracle VJP mpfr %d bits, certified %d bits%s%s\n", rec->name,
-            cert.precision_bits, cert.certified_bits,
+    fprintf(o->log, "recurrence %s backward: oracle VJP %s %d bits, certified %d bits%s%s\n", rec->name,
+            st->dd ? "dd" : "mpfr", st->dd ? dcert.precision_bits : cert.precision_bits,
+            st->dd ? dcert.certified_bits : cert.certified_bits,
             rec->kern_chunked_vjp ? (rec->chunked_vjp_form ? "; chunked backward: " : "") : "; ",
             rec->kern_chunked_vjp ? (rec->chunked_vjp_form ? rec->chunked_vjp_form : "") : rec->chunked_vjp_absent);
-  json_t *g = parity_recur_grad_head(o, st->vjp_mutant, &cert, NULL);
+  json_t *g = parity_recur_grad_head(o, st->vjp_mutant, st->dd ? NULL : &cert, st->dd ? &dcert : NULL);
   if (!g) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
   json_t *cases = json_object_get(g, "cases");
   int failed = 0;
@@ -516,16 +548,16 @@ int parity_recur_grad_streamed(const parity_recur_opts *o, const parity_stream_p
   if (!rec->oracle_vjp || !rec->kern_token_vjp || rec->oracle_vjp != oracle_kda_vjp)
     return gdn_error_set(e, GDN_ERR_INPUT, "--grad: --recurrence %s has no streamed backward", rec->name);
   const parity_oracle_tier asked = o->dd ? PARITY_ORACLE_DD : o->oracle_auto ? PARITY_ORACLE_AUTO : PARITY_ORACLE_MPFR;
-  if (rec->oracle_vjp_dd && parity_oracle_resolve_grads(asked, &o->shape, o->oracle_bits) == PARITY_ORACLE_DD)
-    return gdn_error_set(e, GDN_ERR_INPUT,
-                         "--grad --oracle %s: the VJP's dd tier is not streamed by key-head group; give --oracle "
-                         "mpfr, or a --max-bytes the whole run fits",
-                         o->dd ? "dd" : "auto (dd at this shape)");
   const int nch = rec->kern_chunked_vjp ? o->n_chunks : 0, nd = rec->kern_affine_vjp ? o->n_devices : 0;
-  recur_gstream st = {o, p, vjp_mutant, NULL, 1 + nch * (1 + nd), {0}, {0}};
+  recur_gstream st = {o, p, vjp_mutant, NULL, 1 + nch * (1 + nd), {0}, 0, {0}, {0}};
   oracle_tally_init(&st.tally);
   oracle_vjp_config_init(&st.vc);
   st.vc.prec = o->oracle_bits;
+  /* the tier the whole run resolves at the whole shape (parity_recur_grad.c's run_vjp_oracle) */
+  st.dd = rec->oracle_vjp_dd && parity_oracle_resolve_grads(asked, &o->shape, o->oracle_bits) == PARITY_ORACLE_DD;
+  oracle_vjp_dd_config_init(&st.vdc);
+  st.vdc.sample_prec = o->oracle_bits;
+  st.vdc.sample_columns = PARITY_ORACLE_DD_SAMPLE;
   st.cs = gdn_calloc((size_t)st.nc, sizeof *st.cs, "streamed backward cases", e);
   if (!st.cs) return GDN_ERR_NOMEM;
   int n = 0;
@@ -543,7 +575,9 @@ int parity_recur_grad_streamed(const parity_recur_opts *o, const parity_stream_p
   if (size > 1) {
     parity_recur_err *m = gdn_calloc((size_t)st.nc * GDN_GRADS_N, sizeof *m, "measurements", e);
     for (int c = 0; m && c < st.nc; c++) memcpy(m + c * GDN_GRADS_N, st.cs[c].m, sizeof st.cs[c].m);
-    rc = parity_recur_dist_merge(&st.tally, ORACLE_TALLY_VJP, o->oracle_bits, m, m ? (size_t)st.nc * GDN_GRADS_N : 0, rc || !m, e);
+    rc = parity_recur_dist_merge(&st.tally, st.dd ? ORACLE_TALLY_VJP_DD : ORACLE_TALLY_VJP,
+                                 st.dd ? ORACLE_DD_BITS : (int)o->oracle_bits, m, m ? (size_t)st.nc * GDN_GRADS_N : 0,
+                                 rc || !m, e);
     for (int c = 0; !rc && c < st.nc; c++) memcpy(st.cs[c].m, m + c * GDN_GRADS_N, sizeof st.cs[c].m);
     gdn_free(m);
   }

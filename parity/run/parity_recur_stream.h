@@ -7,7 +7,9 @@
  * heads [k0 r, k1 r), r = Hv / Hk (parity_stream_group's groups).  Each
  * group draws its inputs and its gate bit for bit as the whole draw does
  * (gdn_synth_generate_heads, gdn_chgate_draw_kimi_heads), runs the oracle
- * (its certificate as a tally, oracle_kda_run_part) and every case's kernel,
+ * (its certificate as a tally: oracle_kda_run_part, or with --oracle dd
+ * oracle_kda_run_dd_part, the group's sample columns placed in the whole
+ * run, so they are the whole run's) and every case's kernel,
  * and folds into the run's accumulators, exactly:
  *   - per case and tensor, max |x - r| with its worst index (the whole
  *     tensor's flat index; the least on a tie, as the whole scan keeps the
@@ -34,9 +36,7 @@
  * are dealt round robin (parity_stream_owner; a shape that fits whole in
  * groups of ceil(Hk / ranks) key heads): each rank runs its groups, rank 0
  * also adds every group's kappa_G (from the gate alone) in head order, and
- * the tallies and maxima are sent to every rank and merged.  The dd oracle
- * is not streamed (its sample columns are placed by the group's shape): a
- * streamed run with --oracle dd is refused.
+ * the tallies and maxima are sent to every rank and merged.
  */
 #ifndef PARITY_RECUR_STREAM_H
 #define PARITY_RECUR_STREAM_H
@@ -61,7 +61,7 @@ int parity_recur_stream_bytes(const gdn_shape *whole, int64_t g, int h0, int wit
  * many key heads per group (--group-heads; it must fit).  GDN_ERR_INPUT
  * when one key head is over the budget (the message names the smallest
  * --max-bytes that runs), force_group is above Hk, or a streamed plan meets
- * --oracle dd. */
+ * the mutant gate-other-head. */
 int parity_recur_stream_plan(const parity_recur_opts *o, int with_grad, uint64_t max_bytes, int64_t force_group,
                              parity_stream_plan *p, gdn_error *e);
 
@@ -99,7 +99,9 @@ int parity_recur_sweep_streamed(const parity_recur_opts *o, const parity_stream_
 
 /* The backward (parity_recur_grad.h) of o by the plan p, its "grad"
  * attached to doc (the forward's document) as parity_recur_grad_attach
- * attaches it: the VJP oracle by group (oracle_kda_vjp_part's tallies),
+ * attaches it: the VJP oracle by group (oracle_kda_vjp_part's tallies; in
+ * the dd tier -- --oracle dd, or auto's choice at the whole shape --
+ * oracle_kda_vjp_dd_part's, each group's sample placed in the whole run),
  * cotangents by group (gdn_cotangents_synth_heads), dq and dk folded by
  * key head, dv, dg (per channel), dbeta and dh0 by value head. */
 int parity_recur_grad_streamed(const parity_recur_opts *o, const parity_stream_plan *p, int vjp_mutant, json_t *doc,

@@ -3,8 +3,9 @@
 # the key-head groups dealt over the ranks (group i on rank i mod N), the
 # oracle's tallies and the measurements merged on every rank, rank 0
 # writing: the one-process whole run's document byte for byte
-# (--reproducible), forward with --backend mpi and --grad under plain
-# mpirun, 3 key heads on N ranks (so at 2 ranks one rank holds 2 groups).
+# (--reproducible), forward with --backend mpi, --grad, and --grad
+# --oracle dd (the dd tiers' tallies merged) under plain mpirun, 3 key
+# heads on N ranks (so at 2 ranks one rank holds 2 groups).
 # Negative control: an error planted in rank 1's kernel outputs (o + 1 in the
 # middle of each of its groups, GDN_TEST_MPI_DIE=1:kda-plant), which only
 # rank 1 measures, fails the run (exit 1) and changes the document: rank 1's
@@ -26,7 +27,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY
 MR=("$W" --oversubscribe)
 base=(--recurrence kda --shape 2,64,6,16 --key-heads 3 --dv 8 --h0 --chunk 32 --devices 1,2 --threads 1
       --reproducible --quiet)
-for extra in "--backend mpi" "--grad"; do
+for extra in "--backend mpi" "--grad" "--grad --oracle dd"; do
   read -r -a x <<<"$extra"
   "$G" "${base[@]}" "${x[@]}" --json one.json >/dev/null || fail "$extra one process: exit $?"
   "${MR[@]}" -np "$NP" "$G" "${base[@]}" "${x[@]}" --json n.json >/dev/null || fail "$extra on $NP ranks: exit $?"

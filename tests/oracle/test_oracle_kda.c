@@ -2,7 +2,9 @@
  * uncertified run's bits and certifies ~p bits; any thread count and column
  * block give the same bits; decays per channel are really per channel (a
  * hand-worked case); what it refuses it names; allocation failures leave
- * the outputs cleared; the dd tier agrees with it and certifies itself. */
+ * the outputs cleared; the dd tier agrees with it and certifies itself,
+ * and run by key-head groups (oracle_kda_run_dd_part) gives the whole run's
+ * outputs and, its tallies merged, its certificate bit for bit. */
 #include <check.h>
 #include <math.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "gdn_chgate.h"
 #include "gdn_threads.h"
 #include "oracle_kda.h"
+#include "oracle_part.h"
 
 static const gdn_shape SHAPE = {1, 40, 1, 2, 6, 5};
 
@@ -226,5 +229,100 @@ START_TEST(test_dd_tier) {
 }
 END_TEST
 
+/* One group's dd part: key heads [k0, k1) of shape s, its sample placed in
+ * the whole run (place) or by its own shape (not). */
+static gdn_outputs dd_part(const gdn_shape *s, int64_t k0, int64_t k1, int place, oracle_tally *t) {
+  gdn_error e;
+  gdn_error_init(&e);
+  const int64_t r = s->Hv / s->Hk;
+  gdn_inputs in;
+  gdn_inputs_init(&in);
+  gdn_synth_opts so = {35, GDN_SYNTH_H0, 0};
+  ck_assert_int_eq(gdn_synth_generate_heads(&in, s, k0, k1, &so, &e), GDN_OK);
+  gdn_chgate g;
+  gdn_chgate_init(&g);
+  ck_assert_int_eq(gdn_chgate_draw_kimi_heads(&g, s, k0 * r, k1 * r, 35, &e), GDN_OK);
+  oracle_dd_config cfg;
+  oracle_dd_config_init(&cfg);
+  if (place) cfg.head0 = k0 * r, cfg.whole_hv = s->Hv;
+  gdn_outputs out;
+  gdn_outputs_init(&out);
+  ck_assert_msg(oracle_kda_run_dd_part(&in, &g, &cfg, &out, t, &e) == GDN_OK, "%s", e.msg);
+  gdn_chgate_clear(&g);
+  gdn_inputs_clear(&in);
+  return out;
+}
+
+/* The dd tier by key-head group: each group's o and ht the whole run's
+ * heads bit for bit, and the groups' tallies merged read back as the whole
+ * run's certificate, every field.  Negative control: groups whose sample
+ * is placed by their own shape sample other columns (head 3's start moves),
+ * and their merged certificate is not the whole run's. */
+START_TEST(test_dd_parts) {
+  const gdn_shape s = {2, 50, 3, 6, 8, 12}; /* Hk 3, Hv 6: groups of 1 and 2 key heads */
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_inputs in = tsu_inputs(s, GDN_SYNTH_H0, 35);
+  gdn_chgate g;
+  gdn_chgate_init(&g);
+  ck_assert_int_eq(gdn_chgate_draw_kimi(&g, &s, 35, &e), GDN_OK);
+  oracle_dd_config cfg;
+  oracle_dd_config_init(&cfg);
+  gdn_outputs whole;
+  gdn_outputs_init(&whole);
+  oracle_dd_certificate cw, cp;
+  ck_assert_msg(oracle_kda_run_dd(&in, &g, &cfg, &whole, &cw, &e) == GDN_OK, "%s", e.msg);
+  ck_assert_int_ge(cw.certified_bits, 85);
+  const int64_t cut[3] = {0, 1, 3}; /* groups [0, 1) and [1, 3) */
+  for (int place = 1; place >= 0; place--) {
+    oracle_tally sum;
+    oracle_tally_init(&sum);
+    for (int i = 0; i < 2; i++) {
+      oracle_tally t;
+      oracle_tally_init(&t);
+      gdn_outputs part = dd_part(&s, cut[i], cut[i + 1], place, &t);
+      const int64_t v0 = cut[i] * 2, nv = (cut[i + 1] - cut[i]) * 2;
+      for (int64_t b = 0; b < s.B; b++) {
+        for (int64_t tk = 0; tk < s.T; tk++)
+          ck_assert(!memcmp(gdn_outputs_o(&part, b, tk, 0), gdn_outputs_o(&whole, b, tk, v0),
+                            (size_t)(nv * s.Dv) * sizeof(double)));
+        ck_assert(!memcmp(gdn_outputs_ht(&part, b, 0), gdn_outputs_ht(&whole, b, v0),
+                          (size_t)(nv * s.Dk * s.Dv) * sizeof(double)));
+      }
+      if (i == 0) sum = t, oracle_tally_init(&t);
+      else ck_assert_int_eq(oracle_tally_merge(&sum, &t, &e), GDN_OK);
+      oracle_tally_clear(&t);
+      gdn_outputs_clear(&part);
+    }
+    ck_assert_msg(oracle_kda_tally_dd_certificate(&sum, &s, &cfg, &cp, &e) == GDN_OK, "%s", e.msg);
+    if (place) {
+      ck_assert(!memcmp(&cp, &cw, sizeof cp));
+    } else {
+      const gdn_shape g2 = {s.B, s.T, 2, 4, s.Dk, s.Dv}; /* the second group's own shape */
+      ck_assert_int_ne(oracle_dd_sample_start(&g2, cfg.sample_columns, 0, 1), oracle_dd_sample_start(&s, cfg.sample_columns, 0, 3));
+      ck_assert(memcmp(&cp, &cw, sizeof cp) != 0);
+    }
+    oracle_tally_clear(&sum);
+  }
+  /* a tally of the other tier is refused by name */
+  oracle_tally t;
+  oracle_tally_init(&t);
+  ck_assert_int_eq(oracle_tally_alloc(&t, ORACLE_TALLY_MPFR, 128, -1, &e), GDN_OK);
+  ck_assert_int_eq(oracle_kda_tally_dd_certificate(&t, &s, &cfg, &cp, &e), GDN_ERR_INTERNAL);
+  oracle_tally_clear(&t);
+  /* a placement past the run is refused, nothing computed */
+  cfg.head0 = 2, cfg.whole_hv = 6;
+  gdn_outputs out;
+  gdn_outputs_init(&out);
+  ck_assert_int_eq(oracle_kda_run_dd_part(&in, &g, &cfg, &out, &t, &e), GDN_ERR_INPUT);
+  ck_assert_ptr_null(out.o);
+  ck_assert_msg(strstr(e.msg, "head0 + Hv > whole_hv") != NULL, "%s", e.msg);
+  oracle_tally_clear(&t);
+  gdn_outputs_clear(&whole);
+  gdn_chgate_clear(&g);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
 CKR_MAIN("oracle", "kda", 120, test_certified_and_threads, test_hand_worked, test_refusals, test_alloc_fail,
-         test_dd_tier)
+         test_dd_tier, test_dd_parts)

@@ -10,7 +10,10 @@
  * drops the certificate; a gate moved by 1e-6 relative in one channel breaks
  * the agreement with the MPFR VJP of the unmoved gate; exp(g) beyond
  * binary64 and a missing gate are refused; every allocation failing in turn
- * leaves the gradients cleared. */
+ * leaves the gradients cleared.  Run by key-head groups
+ * (oracle_kda_vjp_dd_part) it gives the whole run's gradients and, its
+ * tallies merged, certificate bit for bit; without the placement the
+ * groups sample other columns and the certificate is not the whole's. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +25,7 @@
 #include "gdn_chgate.h"
 #include "gdn_threads.h"
 #include "oracle_kda_vjp.h"
+#include "oracle_part.h"
 
 static const gdn_shape SHAPE = {2, 20, 1, 2, 6, 5}; /* B T Hk Hv Dk Dv: GQA 2 */
 
@@ -252,5 +256,100 @@ START_TEST(test_alloc_fail) {
 }
 END_TEST
 
+/* Elements per (b, t) row of gradient id (dh0: per b), and per head. */
+static void grad_rows(const gdn_shape *s, gdn_grad_id id, int64_t *heads, int64_t *per_head, int64_t *rows) {
+  const int key = id == GDN_GRAD_DQ || id == GDN_GRAD_DK;
+  *heads = key ? s->Hk : s->Hv;
+  *per_head = id == GDN_GRAD_DV ? s->Dv : id == GDN_GRAD_DBETA ? 1 : id == GDN_GRAD_DH0 ? s->Dk * s->Dv : s->Dk;
+  *rows = id == GDN_GRAD_DH0 ? s->B : s->B * s->T;
+}
+
+/* Group [k0, k1) of the whole shape s: every gradient's rows equal the
+ * whole run's at the group's heads. */
+static void same_group_grads(const gdn_shape *s, gdn_grads *part, gdn_grads *whole, int64_t k0,
+                             int64_t k1) {
+  const int64_t r = s->Hv / s->Hk;
+  const gdn_shape gs = {s->B, s->T, k1 - k0, (k1 - k0) * r, s->Dk, s->Dv};
+  for (int id = 0; id < GDN_GRADS_N; id++) {
+    int64_t H, n, rows, h, nn, rr;
+    grad_rows(s, (gdn_grad_id)id, &H, &n, &rows);
+    grad_rows(&gs, (gdn_grad_id)id, &h, &nn, &rr);
+    const int64_t h0 = H == s->Hk ? k0 : k0 * r;
+    const double *p = gdn_grads_tensor(part, (gdn_grad_id)id), *w = gdn_grads_tensor(whole, (gdn_grad_id)id);
+    for (int64_t x = 0; x < rows; x++)
+      ck_assert_msg(!memcmp(p + x * h * n, w + (x * H + h0) * n, (size_t)(h * n) * sizeof(double)),
+                    "%s: row %lld of key heads %lld..%lld", gdn_grads_name(id), (long long)x, (long long)k0,
+                    (long long)k1 - 1);
+  }
+}
+
+/* One group's dd VJP part, its sample placed in the whole run or not. */
+static gdn_grads vjp_dd_part(const gdn_shape *s, int64_t k0, int64_t k1, int place, oracle_tally *t) {
+  gdn_error e;
+  gdn_error_init(&e);
+  const int64_t r = s->Hv / s->Hk;
+  gdn_inputs in;
+  gdn_inputs_init(&in);
+  gdn_synth_opts so = {23, GDN_SYNTH_H0, 0};
+  ck_assert_int_eq(gdn_synth_generate_heads(&in, s, k0, k1, &so, &e), GDN_OK);
+  gdn_chgate g;
+  gdn_chgate_init(&g);
+  ck_assert_int_eq(gdn_chgate_draw_kimi_heads(&g, s, k0 * r, k1 * r, 23, &e), GDN_OK);
+  gdn_cotangents ct;
+  gdn_cotangents_init(&ct);
+  ck_assert_int_eq(gdn_cotangents_alloc(&ct, &in.shape, 1, &e), GDN_OK);
+  gdn_cotangents_synth_heads(&ct, s->Hv, k0 * r, 24);
+  oracle_vjp_dd_config cfg;
+  oracle_vjp_dd_config_init(&cfg);
+  if (place) cfg.head0 = k0 * r, cfg.whole_hv = s->Hv;
+  gdn_grads out;
+  gdn_grads_init(&out);
+  ck_assert_msg(oracle_kda_vjp_dd_part(&in, &g, &ct, &cfg, &out, t, &e) == GDN_OK, "%s", e.msg);
+  tsu_problem_clear(&in, &ct);
+  gdn_chgate_clear(&g);
+  return out;
+}
+
+START_TEST(test_parts) {
+  const gdn_shape s = {2, 24, 3, 6, 6, 10}; /* Hk 3, Hv 6: groups [0, 1) and [1, 3) */
+  gdn_error e;
+  gdn_error_init(&e);
+  gdn_inputs in = tsu_inputs(s, GDN_SYNTH_H0, 23);
+  gdn_cotangents ct = tsu_cotangents(&in.shape, 1, 24);
+  gdn_chgate g;
+  gdn_chgate_init(&g);
+  ck_assert_int_eq(gdn_chgate_draw_kimi(&g, &s, 23, &e), GDN_OK);
+  oracle_vjp_dd_config cfg;
+  oracle_vjp_dd_config_init(&cfg);
+  gdn_grads whole;
+  gdn_grads_init(&whole);
+  oracle_vjp_dd_certificate cw, cp;
+  ck_assert_msg(oracle_kda_vjp_dd(&in, &g, &ct, &cfg, &whole, &cw, &e) == GDN_OK, "%s", e.msg);
+  ck_assert_int_ge(cw.certified_bits, 90);
+  const int64_t cut[3] = {0, 1, 3};
+  for (int place = 1; place >= 0; place--) {
+    oracle_tally sum;
+    oracle_tally_init(&sum);
+    for (int i = 0; i < 2; i++) {
+      oracle_tally t;
+      oracle_tally_init(&t);
+      gdn_grads part = vjp_dd_part(&s, cut[i], cut[i + 1], place, &t);
+      same_group_grads(&s, &part, &whole, cut[i], cut[i + 1]);
+      if (i == 0) sum = t, oracle_tally_init(&t);
+      else ck_assert_int_eq(oracle_tally_merge(&sum, &t, &e), GDN_OK);
+      oracle_tally_clear(&t);
+      gdn_grads_clear(&part);
+    }
+    ck_assert_msg(oracle_tally_vjp_dd_certificate(&sum, &s, &cfg, &cp, &e) == GDN_OK, "%s", e.msg);
+    if (place) ck_assert(!memcmp(&cp, &cw, sizeof cp));
+    else ck_assert(memcmp(&cp, &cw, sizeof cp) != 0);
+    oracle_tally_clear(&sum);
+  }
+  gdn_grads_clear(&whole);
+  gdn_chgate_clear(&g);
+  tsu_problem_clear(&in, &ct);
+}
+END_TEST
+
 CKR_MAIN("oracle", "kda_vjp_dd", 120, test_against_mpfr, test_equal_gates_is_gdn_dd, test_plant_drops_certificate,
-         test_perturbed_gate_breaks_agreement, test_refusals, test_alloc_fail)
+         test_perturbed_gate_breaks_agreement, test_refusals, test_alloc_fail, test_parts)

@@ -5,7 +5,10 @@
  * groups' certificate tallies merged) and the same hashes; `check` trusts
  * it and reports the whole file's oracle.  The negative control: a group
  * regen at other bits gives another /oracle, which the comparison
- * catches. */
+ * catches.  The same with --oracle dd: each group's sampled columns placed
+ * in the whole run, the tier's certificate (certified, check, normwise
+ * bits, sampled columns) the whole dd regen's; its negative control a
+ * group regen sampling 3 columns where the whole sampled 2. */
 #include <check.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -60,15 +63,19 @@ static void write_kda(const char *p) {
   fix_fixture_clear(&fx);
 }
 
-static void regen(const char *p, int64_t group_heads, int bits) {
+static void regen_tier(const char *p, int64_t group_heads, int bits, int dd, int64_t dd_columns) {
   fix_regen_opts o;
   fix_regen_opts_init(&o);
   o.group_heads = group_heads;
   o.bits = bits;
+  o.dd = dd;
+  o.dd_columns = dd_columns;
   gdn_error e;
   gdn_error_init(&e);
   ck_assert_msg(fix_regen(p, &o, NULL, &e) == 0, "%s", e.msg);
 }
+
+static void regen(const char *p, int64_t group_heads, int bits) { regen_tier(p, group_heads, bits, 0, 2); }
 
 /* 1 when the two files' /oracle (values and attributes) are the same. */
 static int same_oracle(const char *a, const char *b) {
@@ -85,7 +92,11 @@ static int same_oracle(const char *a, const char *b) {
                    x.oracle.precision_bits == y.oracle.precision_bits &&
                    x.oracle.certified_bits == y.oracle.certified_bits &&
                    !strcmp(x.oracle.inputs_sha256, y.oracle.inputs_sha256) &&
-                   !strcmp(x.oracle.problem_sha256, y.oracle.problem_sha256);
+                   !strcmp(x.oracle.problem_sha256, y.oracle.problem_sha256) &&
+                   x.oracle.tier_dd == y.oracle.tier_dd && x.oracle.check_bits == y.oracle.check_bits &&
+                   x.oracle.normwise_bits == y.oracle.normwise_bits &&
+                   x.oracle.guaranteed_bits == y.oracle.guaranteed_bits &&
+                   x.oracle.sampled_columns == y.oracle.sampled_columns;
   fix_fixture_clear(&x);
   fix_fixture_clear(&y);
   return same;
@@ -125,12 +136,43 @@ START_TEST(test_group_regen) {
 }
 END_TEST
 
+START_TEST(test_group_regen_dd) {
+  const char *w = tpath("w.h5"), *g1 = tpath("g1.h5"), *g2 = tpath("g2.h5"), *g3 = tpath("g3.h5");
+  write_kda(w);
+  write_kda(g1);
+  write_kda(g2);
+  write_kda(g3);
+  regen_tier(w, 0, 128, 1, 2);
+  regen_tier(g1, 1, 128, 1, 2);
+  regen_tier(g2, 2, 128, 1, 2);
+  regen_tier(g3, 1, 128, 1, 3);
+  fix_fixture x;
+  fix_fixture_init(&x);
+  gdn_error e;
+  ck_assert_msg(fix_kda_load(&x, g1, 0, &e) == 0, "%s", e.msg);
+  ck_assert(x.oracle.tier_dd);
+  ck_assert_int_eq(x.oracle.precision_bits, 106);
+  ck_assert_int_ge(x.oracle.certified_bits, 85);
+  ck_assert_int_eq(x.oracle.sampled_columns, 2 * shape.B * shape.Hv);
+  fix_fixture_clear(&x);
+  ck_assert(same_oracle(w, g1));
+  ck_assert(same_oracle(w, g2));
+  ck_assert(!same_oracle(w, g3)); /* the negative control */
+  json_t *ow = check_oracle(w), *o1 = check_oracle(g1);
+  ck_assert_str_eq(json_string_value(json_object_get(o1, "tier")), "dd");
+  ck_assert(json_equal(ow, o1));
+  json_decref(ow);
+  json_decref(o1);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("parity");
   TCase *tc = tcase_create("kda_regen_group");
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_group_regen);
+  tcase_add_test(tc, test_group_regen_dd);
   suite_add_tcase(su, tc);
   return ckr_run(su);
 }

@@ -9,8 +9,13 @@
  * asserted against the whole scan); the plan: a shape over --max-bytes
  * streams instead of being refused, a budget under one key head is refused
  * naming the smallest --max-bytes that runs, and that figure runs;
- * --oracle dd and gate-other-head streamed are refused; --grad's backward
- * streamed: byte for byte too, its backward mutant failing alike. */
+ * gate-other-head streamed is refused; --grad's backward streamed: byte
+ * for byte too, its backward mutant failing alike; --oracle dd streamed,
+ * forward and backward: the whole dd run's document byte for byte, its
+ * sample columns and certificate included (negative control: the same
+ * groups under the MPFR oracle give another document, so the tier really
+ * ran; groups sampling by their own shape are caught by the oracle's
+ * tests, test_oracle_kda and test_oracle_kda_vjp_dd). */
 #include <check.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -117,6 +122,29 @@ START_TEST(test_grad_streamed) {
   ck_assert_str_eq(m2, mw);
   free(mw);
   free(m2);
+}
+END_TEST
+
+/* --oracle dd streamed: the document (the "dd" oracle's certificate and
+ * sampled columns, forward and --grad's "grad") the whole dd run's byte for
+ * byte, groups of 1 and of 3 and 1. */
+START_TEST(test_dd_streamed) {
+  parity_recur_opts o = opts(NULL);
+  o.n_chunks = 1;
+  o.dd = 1;
+  int pw, p1, p3;
+  char *w = run_grad(&o, 0, 0, &pw), *g1 = run_grad(&o, 1, 0, &p1), *g3 = run_grad(&o, 3, 0, &p3);
+  ck_assert(pw && p1 && p3);
+  ck_assert_msg(strstr(w, "\"tier\": \"dd\"") && strstr(w, "\"sampled_columns\""), "%s", w);
+  ck_assert_str_eq(g1, w);
+  ck_assert_str_eq(g3, w);
+  o.dd = 0;
+  char *m1 = run_grad(&o, 1, 0, &p1);
+  ck_assert(p1 && strcmp(m1, g1) != 0 && strstr(m1, "\"tier\": \"mpfr\""));
+  free(m1);
+  free(w);
+  free(g1);
+  free(g3);
 }
 END_TEST
 
@@ -243,7 +271,7 @@ START_TEST(test_kappa_groups) {
 END_TEST
 
 /* The plan: over the budget streams; under one key head refused with the
- * figure that runs; that figure runs; dd and gate-other-head refused. */
+ * figure that runs; that figure runs; dd streams; gate-other-head refused. */
 START_TEST(test_plan) {
   parity_recur_opts o = opts(NULL);
   /* planned only: a key head's data (some 18 MB) far above what the process's
@@ -270,9 +298,7 @@ START_TEST(test_plan) {
   }
   ck_assert_int_eq(parity_recur_stream_plan(&o, 0, 0, 5, &p, &e), GDN_ERR_INPUT); /* above Hk */
   o.dd = 1;
-  ck_assert_int_eq(parity_recur_stream_plan(&o, 0, 0, 2, &p, &e), GDN_ERR_INPUT);
-  ck_assert_msg(strstr(e.msg, "--oracle dd"), "%s", e.msg);
-  ck_assert(parity_recur_stream_plan(&o, 0, 0, 0, &p, &e) == GDN_OK); /* dd whole: fine */
+  ck_assert_msg(parity_recur_stream_plan(&o, 0, 0, 2, &p, &e) == GDN_OK, "%s", e.msg); /* dd streams */
   o = opts("gate-other-head");
   ck_assert_int_eq(parity_recur_stream_plan(&o, 0, 0, 2, &p, &e), GDN_ERR_INPUT);
   ck_assert_msg(strstr(e.msg, "gate-other-head"), "%s", e.msg);
@@ -293,6 +319,7 @@ int main(void) {
   tcase_add_test(tc, test_byte_identical);
   tcase_add_test(tc, test_mutant_streamed);
   tcase_add_test(tc, test_grad_streamed);
+  tcase_add_test(tc, test_dd_streamed);
   tcase_add_test(tc, test_modes_streamed);
   tcase_add_test(tc, test_fold);
   tcase_add_test(tc, test_kappa_groups);
