@@ -1,3 +1,4 @@
+#include "parity_stream_tile.h"
 #include "parity_sweep_stream.h"
 
 #include <inttypes.h>
@@ -651,6 +652,29 @@ static void plant_error(parity_subject_run *s) {
   else if (o->o32) o->o32[at] += 1.0f;
 }
 
+/* Whether mutant m reads key heads across this run's head groups
+ * (gqa-tile with grouped heads and more than one group): its rows are
+ * produced on the group's tile view (parity_stream_tile.h). */
+static int tiled(const sctx *c, kern_mutant m) {
+  return m != KERN_MUTANT_NONE && (kern_mutant_row_of(m)->needs & KERN_MUTANT_NEEDS_GQA) && c->p->n_groups > 1 &&
+         c->whole.Hk < c->whole.Hv;
+}
+
+/* The inputs subject s (the candidate, under the planted mutant, or an
+ * extra row) is produced on: the group's, or its tile view, made once per
+ * group when first needed. */
+static const gdn_inputs *subject_inputs(sctx *c, const parity_subject_run *s, int64_t g, parity_stream_tile *tile,
+                                        set_head *h) {
+  const kern_mutant m = s == &c->x.subj[c->x.candidate] ? c->x.cfg.mutant : parity_subject_mutant_of(s->m);
+  if (!tiled(c, m)) return &c->in;
+  int64_t k0, k1;
+  gdn_shape gs;
+  group_of(c, g, &k0, &k1, &gs);
+  if (!tile->view.q && (h->rc = parity_stream_tile_make(tile, &c->in, &c->whole, k0, &c->sr->src, &h->err)))
+    return NULL;
+  return &tile->view;
+}
+
 /* The owner's side: group g's scan and every case's candidate into its
  * scratch (a failure is kept in the set's head and ends the group). */
 static void produce_group(sctx *c, int64_t g) {
@@ -659,7 +683,9 @@ static void produce_group(sctx *c, int64_t g) {
   set_head *hd = &c->sh[g * (int64_t)(1 + c->n_cases)];
   const int wrong = parity_dist_rank() != 0 && parity_dist_test_fault("stream-deal"); /* testing */
   parity_sweep_scan_config(x);
-  parity_produce_ctx cx = {&c->in, &x->cfg, 0, c->sr->grads ? &c->ct : NULL, NULL};
+  parity_produce_ctx cx = {&c->in, &x->cfg, 0, c->sr->grads ? &c->ct : NULL, NULL}, tx;
+  parity_stream_tile tile;
+  parity_stream_tile_init(&tile);
   double t0 = gdn_clock_seconds();
   if ((hd->rc = load_group(c, wrong ? (g + 1) % c->p->n_groups : g, &hd->err)) ||
       (hd->rc = parity_subject_produce(bs, &cx, &hd->err)))
@@ -673,7 +699,8 @@ static void produce_group(sctx *c, int64_t g) {
     x->cfg.prefix = c->case_pre[k];
     cx.want_seams = parity_sweep_want_seams(&c->whole, c->case_dev[k]);
     t0 = gdn_clock_seconds();
-    hk->rc = parity_subject_produce(cs, &cx, &hk->err);
+    tx = cx;
+    if ((tx.in = subject_inputs(c, cs, g, &tile, hk))) hk->rc = parity_subject_produce(cs, &tx, &hk->err);
     if (!hk->rc && !k && parity_dist_rank() && parity_dist_test_fault("stream-plant")) plant_error(cs); /* testing */
     c->case_secs[k] += gdn_clock_seconds() - t0;
     char what[48];
@@ -686,7 +713,8 @@ static void produce_group(sctx *c, int64_t g) {
       set_head *hx = &c->xsh[(size_t)g * c->n_cases * c->n_extra + i];
       parity_subject_run *xs = &x->subj[2 + j];
       t0 = gdn_clock_seconds();
-      hx->rc = parity_subject_produce(xs, &cx, &hx->err);
+      tx = cx;
+      if ((tx.in = subject_inputs(c, xs, g, &tile, hx))) hx->rc = parity_subject_produce(xs, &tx, &hx->err);
       c->case_secs[k] += gdn_clock_seconds() - t0;
       snprintf(what, sizeof what, "case %zu %s", k, xs->name);
       if (!hx->rc) set_keep(c, &c->xsets[i], what, g, -1, xs, hx);
@@ -694,6 +722,7 @@ static void produce_group(sctx *c, int64_t g) {
       parity_subject_release(xs); /* one extra set held at a time, as the whole run's run_stage */
     }
   }
+  parity_stream_tile_clear(&tile);
   parity_subject_park(bs);
 }
 
@@ -1048,28 +1077,6 @@ void parity_sweep_stream_refusal(const gdn_inputs *g, const parity_sweep_opts *o
                "only", o->extra[j]->name, o->extra[j]->stage == PARITY_STAGE_CHUNK ? "chunk size" : "input");
 }
 
-/* A mutant that needs grouped heads to show (kern_mutant.h: gqa-tile, value
- * head hv reading key head hv mod Hk) reads key heads outside its own
- * group's: a group of the run does not hold them, and inside a group the
- * mapping changes (one key head per group hides it altogether). */
-static const char *cross_head_mutant(const parity_sweep_opts *o) {
-  if (kern_mutant_row_of(o->mutant)->needs & KERN_MUTANT_NEEDS_GQA) return kern_mutant_name(o->mutant);
-  for (size_t j = 0; j < o->n_extra; j++) {
-    const kern_mutant m = parity_subject_mutant_of(o->extra[j]);
-    if (m != KERN_MUTANT_NONE && (kern_mutant_row_of(m)->needs & KERN_MUTANT_NEEDS_GQA)) return kern_mutant_name(m);
-  }
-  return NULL;
-}
-
-void parity_sweep_stream_cross_heads(const gdn_shape *whole, int64_t n_groups, const parity_sweep_opts *o, char *why,
-                                     size_t n) {
-  why[0] = '\0';
-  const char *m = cross_head_mutant(o);
-  if (m && n_groups > 1 && whole->Hk < whole->Hv)
-    snprintf(why, n, "mutant %s reads key heads across head groups (value head hv reads key head hv mod Hk), so it "
-             "cannot be produced a head group at a time; run it whole (a larger --max-bytes) or leave it out", m);
-}
-
 /* A set's bytes as binary64 (its float32 tensors take half: an upper
  * bound), the tensors `mask` holds. */
 static double set_bytes(const gdn_shape *s, unsigned mask) {
@@ -1206,9 +1213,6 @@ int parity_sweep_run_streamed(parity_doc *d, const parity_stream_run *sr, const 
   if (rc) return rc;
   if (o->ct)
     return gdn_error_set(e, GDN_ERR_INTERNAL, "a streamed run draws its cotangents by group (parity_stream_run.grads)");
-  char cross[256];
-  parity_sweep_stream_cross_heads(&sr->plan->whole, sr->plan->n_groups, o, cross, sizeof cross);
-  if (cross[0]) return gdn_error_set(e, GDN_ERR_INPUT, "%s", cross);
   sctx *c = gdn_calloc(1, sizeof *c, "streamed run", e);
   if (!c) return e ? e->code : GDN_ERR_NOMEM;
   rc = ctx_init(c, d, sr, o, e);

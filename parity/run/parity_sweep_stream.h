@@ -47,9 +47,12 @@
  * held at a time, into scratch (per case and row); measured a set at a
  * time against the reference and the scan; judged with the case.
  *
+ * A mutant that reads key heads across groups (gqa-tile, with grouped
+ * heads): the candidate under it, or its row, is produced on the group's
+ * tile view (parity_stream_tile.h), which gives it the key heads it reads.
+ *
  * Not streamed (the caller runs these whole or refuses): extra rows of
- * another stage or --backend mpi's, and a mutant that reads key heads
- * across groups (parity_sweep_stream_cross_heads).
+ * another stage or --backend mpi's.
  */
 #ifndef PARITY_SWEEP_STREAM_H
 #define PARITY_SWEEP_STREAM_H
@@ -83,13 +86,6 @@ typedef struct parity_stream_run {
  * Packed documents and the bfloat16 prelude stream; extra rows stream when
  * produced per case (coverage's mutants; not --backend mpi's row). */
 void parity_sweep_stream_refusal(const gdn_inputs *first_group, const parity_sweep_opts *o, char *why, size_t n);
-
-/* Why a run of shape `whole` in n_groups head groups cannot produce its
- * planted mutant or a mutant row ("" when it can): a mutant that reads key
- * heads across groups (gqa-tile) with grouped heads (Hk < Hv) and more
- * than one group.  parity_sweep_run_streamed refuses such a run. */
-void parity_sweep_stream_cross_heads(const gdn_shape *whole, int64_t n_groups, const parity_sweep_opts *o, char *why,
-                                     size_t n);
 
 /* The most scratch bytes the run writes (as binary64 the reference, the
  * scan and one chunk size's cases, each with its extra rows), checked

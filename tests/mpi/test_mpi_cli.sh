@@ -34,7 +34,9 @@
 #               Negative controls: a rank computing the next group's oracle
 #               or kernels (stream-oracle, stream-deal) differs; an error
 #               planted in rank 1's groups (stream-plant) fails the run with
-#               the worst element named in a group rank 1 holds.
+#               the worst element named in a group rank 1 holds.  The
+#               mutant gqa-tile planted, reading key heads across groups
+#               (each group's tile view): FAIL, the whole run's document.
 #               `check --fixture` of /outputs (with gradients; packed
 #               documents) and a stored /oracle streamed on NP ranks (each
 #               group's owner keeps and measures them): the one-process
@@ -199,6 +201,18 @@ assert w["t"] == s["T"] // 2 and (w["h"] // r) % np == 1, w
 print("planted error found at", w, "(rank 1's group", w["h"] // r, ")")
 PYEOF
   done
+  # gqa-tile planted (value head hv reads key head hv mod Hk, across the
+  # groups): each rank produces it on its groups' tile views, FAIL, the
+  # one-process whole run's document byte for byte
+  read -r -a args <<<"--shape 1,128,6,16 --key-heads 3 --h0 --mutant gqa-tile --threads 1 --reproducible --quiet"
+  "$G" "${args[@]}" --json one.json >/dev/null
+  rc=$?
+  [[ $rc == 1 ]] || fail "gqa-tile one process: exit $rc, want 1"
+  "${MR[@]}" -np "$NP" "$G" "${args[@]}" --group-heads 1 --json n.json >/dev/null
+  rc=$?
+  [[ $rc == 1 ]] || fail "gqa-tile streamed on $NP ranks: exit $rc, want 1"
+  cmp one.json n.json || fail "gqa-tile streamed on $NP ranks: the results document differs"
+  echo "gqa-tile: streamed on $NP ranks byte-identical to the one-process whole run (FAIL)"
   # check of a fixture's /outputs streamed on NP ranks: each group's outputs
   # and stored /oracle kept and measured by its owner (the stored /oracle's
   # checks, the packing maxima and every pair merged): the one-process whole

@@ -3,7 +3,9 @@
  * the default grid, GQA with gradients (both oracle tiers), several chunk
  * sizes, chunk sharding and both prefixes, bfloat16, no oracle, a planted
  * mutant -- and the run chosen automatically by --max-bytes gives the same
- * document but for the command it records.  Negative control: the streamed
+ * document but for the command it records; gqa-tile, which reads key
+ * heads across groups, streams on each group's tile view, a FAIL byte for
+ * byte the whole run's.  Negative control: the streamed
  * run with a planted mutant is not the correct run's document (the
  * comparison can fail).  Failure paths: what cannot be streamed is refused
  * naming it, a group over the limit names its peak, an unwritable scratch
@@ -112,6 +114,23 @@ START_TEST(other_configurations) {
 }
 END_TEST
 
+/* gqa-tile planted (value head hv reads key head hv mod Hk): value heads
+ * 0..5 of 3 key heads read key heads 0 1 2 0 1 2, across every group of
+ * one key head and across groups of 2 and 1; streamed on each group's tile
+ * view (parity_stream_tile.h), the whole run's document byte for byte, a
+ * FAIL both ways (the mutant is seen, not lost to the grouping). */
+START_TEST(gqa_tile_streamed) {
+  const char *const tile[] = {"--shape", "1,256,6,16", "--key-heads", "3", "--h0", "--mutant", "gqa-tile", NULL};
+  char a[] = "/tmp/gdn-stream-a-XXXXXX";
+  close(mkstemp(a));
+  cli_result r;
+  ck_assert_int_eq(run_to(tile, NULL, a, &r), 1); /* the whole run kills it */
+  unlink(a);
+  same_both_ways(tile, "1");
+  same_both_ways(tile, "2");
+}
+END_TEST
+
 /* The streamed run with a mutant against the correct whole run: the
  * documents differ (and the verdicts), so the comparison above can fail. */
 START_TEST(negative_control) {
@@ -167,7 +186,6 @@ END_TEST
 
 START_TEST(refusals) {
   static const struct { const char *args[12]; const char *needle; } t[] = {
-      {{"--shape", "1,128,4,16", "--key-heads", "2", "--group-heads", "1", "--mutant", "gqa-tile"}, "across head groups"},
       {{"--shape", "1,128,4,16", "--key-heads", "2", "--group-heads", "3"}, "3 key heads"},
       {{"--shape", "1,128,4,16", "--group-heads", "0"}, "--group-heads"},
       {{"--shape", "1,128,4,16", "--key-heads", "2", "--max-bytes", "100K"}, "one key head alone would need"},
@@ -367,6 +385,6 @@ START_TEST(scratch_checked_before_any_work) {
 END_TEST
 
 CKR_MAIN_ARGS("test_sweep_stream PATH-TO-gdn-parity PATH-TO-gdn-fixture", 2, (&exe, &fixture_exe), "sweep_stream",
-              "sweep_stream", 600, default_grid, gqa_with_gradients, other_configurations, negative_control,
+              "sweep_stream", 600, default_grid, gqa_with_gradients, other_configurations, gqa_tile_streamed, negative_control,
               chosen_by_the_budget, refusals, check_of_a_fixture, synth_by_head_group,
               scratch_checked_before_any_work, grad_budget_monotone)
