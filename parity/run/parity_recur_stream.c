@@ -16,6 +16,7 @@
 #include "oracle_kda.h"
 #include "oracle_kda_vjp.h"
 #include "parity_recur_grad.h"
+#include "parity_recur_other_head.h"
 #include "parity_dist.h"
 #include "parity_kappa_ch.h"
 
@@ -57,9 +58,13 @@ static uint64_t run_part(uint64_t resident) {
   return resident + PARITY_STREAM_SLACK + (uint64_t)gdn_threads_get() * PARITY_STREAM_THREAD;
 }
 
+/* A group of g key heads at its peak; under the mutant gate-other-head a
+ * group of the run holds one key head more while its kernels run
+ * (parity_recur_other_head.h): counted as a group of g + 1. */
 static int group_peak(const parity_recur_opts *o, int with_grad, int64_t g, uint64_t resident, uint64_t *peak,
                       gdn_error *e) {
-  const int rc = parity_recur_stream_bytes(&o->shape, g, o->h0, with_grad, o->oracle_bits, peak, e);
+  const int ext = g < o->shape.Hk && !strcmp(o->rec->mutants[o->mutant], "gate-other-head");
+  const int rc = parity_recur_stream_bytes(&o->shape, g + ext, o->h0, with_grad, o->oracle_bits, peak, e);
   *peak += run_part(resident);
   return rc;
 }
@@ -126,11 +131,6 @@ int parity_recur_stream_plan(const parity_recur_opts *o, int with_grad, uint64_t
     if ((rc = group_peak(o, with_grad, p->group, p->resident, &p->peak, e))) return rc;
   }
   if (p->n_groups > 1 || p->forced) {
-    if (!strcmp(o->rec->mutants[o->mutant], "gate-other-head"))
-      return gdn_error_set(e, GDN_ERR_INPUT,
-                           "--mutant gate-other-head: the mutant reads another value head's gate, which a run "
-                           "streamed by key-head group (%s) may not hold; give a --max-bytes the whole run fits",
-                           p->forced ? "--group-heads" : size > 1 ? "under mpirun" : "over --max-bytes");
     if (o->rec->oracle != oracle_kda_run)
       return gdn_error_set(e, GDN_ERR_INPUT, "--recurrence %s is not streamed by key-head group", o->rec->name);
   }
@@ -172,17 +172,29 @@ typedef struct recur_stream {
 
 static int per_channel(const parity_recur_opts *o) { return o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL; }
 
-/* Case c on group (in, gate, ref) with value heads from v0: measured, folded. */
-static int fold_case(recur_stream *st, recur_case *c, const gdn_inputs *in, const gdn_chgate *gate,
-                     const gdn_outputs *ref, int64_t v0, gdn_error *e) {
+/* Whether the planted mutant reads a value head of the next group
+ * (gate-other-head, several groups): its kernels then run on the extended
+ * group (parity_recur_other_head.h). */
+static int other_head(const recur_stream *st) {
+  return st->p->n_groups > 1 && !strcmp(st->o->rec->mutants[st->o->mutant], "gate-other-head");
+}
+
+/* Case c on group `in` (its reference ref, value heads from v0), its
+ * kernel run on (kin, kgate) -- the group and its gate, or the extended
+ * group cut back to it --: measured, folded. */
+static int fold_case(recur_stream *st, recur_case *c, const gdn_inputs *in, const gdn_outputs *ref, int64_t v0,
+                     const gdn_inputs *kin, const gdn_chgate *kgate, gdn_error *e) {
   const parity_recur_opts *o = st->o;
   kern_config cfg;
   parity_recur_kern_config(o, c->C, c->D, &cfg);
-  gdn_outputs out;
+  gdn_outputs out, ext;
   gdn_outputs_init(&out);
+  gdn_outputs_init(&ext);
   const parity_rec_kernel k = c->C <= 0 ? o->rec->kern_token : c->D > 0 ? o->rec->kern_affine : o->rec->kern_chunked;
-  int rc = k(in, gate, &cfg, o->mutant, &out, e);
-  if (rc) return rc;
+  int rc = k(kin, kgate, &cfg, o->mutant, kin == in ? &out : &ext, e);
+  if (!rc && kin != in) rc = parity_recur_other_head_cut(&ext, &in->shape, &out, e);
+  gdn_outputs_clear(&ext);
+  if (rc) return gdn_outputs_clear(&out), rc;
   const gdn_shape *s = &in->shape, *w = &st->p->whole;
   /* testing (GDN_TEST_MPI_DIE=R:kda-plant): rank R's kernel o off by one in
    * the middle of each of its groups, which only its measurements see */
@@ -237,15 +249,20 @@ static int run_group(recur_stream *st, int64_t i, int mine, gdn_error *e) {
   const parity_recur_opts *o = st->o;
   const int64_t r = o->shape.Hv / o->shape.Hk;
   int64_t k0;
-  gdn_inputs in;
-  gdn_chgate gate;
+  gdn_inputs in, xin;
+  gdn_chgate gate, xgate;
   gdn_outputs ref;
   oracle_tally t;
-  gdn_inputs_init(&in);
-  gdn_chgate_init(&gate);
+  gdn_inputs_init(&in), gdn_inputs_init(&xin);
+  gdn_chgate_init(&gate), gdn_chgate_init(&xgate);
   gdn_outputs_init(&ref);
   oracle_tally_init(&t);
   int rc = group_draw(o, st->p, i, mine, &in, &gate, &k0, e);
+  const int ext = mine && other_head(st);
+  if (!rc && ext) {
+    const gdn_synth_opts so = {o->seed, o->h0 ? GDN_SYNTH_H0 : 0u, 0};
+    rc = parity_recur_other_head_draw(&o->shape, &so, o->seed, k0, k0 + in.shape.Hk, &xin, &xgate, e);
+  }
   if (!rc && mine && o->dd) {
     oracle_dd_config dc = st->dc;
     dc.head0 = k0 * r, dc.whole_hv = o->shape.Hv;
@@ -254,7 +271,8 @@ static int run_group(recur_stream *st, int64_t i, int mine, gdn_error *e) {
     rc = oracle_kda_run_part(&in, &gate, &st->oc, &ref, &t, e);
   }
   if (!rc && mine) rc = parity_recur_tally_take(&st->tally, &t, e);
-  for (int c = 0; !rc && mine && c < st->nc; c++) rc = fold_case(st, &st->cs[c], &in, &gate, &ref, k0 * r, e);
+  for (int c = 0; !rc && mine && c < st->nc; c++)
+    rc = fold_case(st, &st->cs[c], &in, &ref, k0 * r, ext ? &xin : &in, ext ? &xgate : &gate, e);
   if (!rc && parity_dist_rank() == 0) {
     parity_kappa_ch_acc *ka[3 * PARITY_RECUR_MAX_CHUNKS * (PARITY_RECUR_MAX_CHUNKS + 1) + 1];
     int64_t C[sizeof ka / sizeof ka[0]], D[sizeof ka / sizeof ka[0]];
@@ -263,8 +281,8 @@ static int run_group(recur_stream *st, int64_t i, int mine, gdn_error *e) {
   }
   oracle_tally_clear(&t);
   gdn_outputs_clear(&ref);
-  gdn_chgate_clear(&gate);
-  gdn_inputs_clear(&in);
+  gdn_chgate_clear(&gate), gdn_chgate_clear(&xgate);
+  gdn_inputs_clear(&in), gdn_inputs_clear(&xin);
   return rc;
 }
 

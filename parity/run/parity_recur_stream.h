@@ -20,8 +20,9 @@
  *   - the oracle's tallies (maxima), so its certificate is the whole run's.
  * The document is then assembled as the whole sweep assembles it: with
  * --reproducible the JSON is byte-identical to the unstreamed run's.
- * (The mutant gate-other-head reads another value head's gate; streamed,
- * that head is taken within the group, so its numbers are the group's.)
+ * (The mutant gate-other-head reads the next value head's gate; a group's
+ * kernels then run on the group extended by the next key head,
+ * parity_recur_other_head.h, and their outputs are cut back to the group.)
  *
  * The plan (parity_stream_plan, described by parity_stream_describe) counts
  * per group: the inputs, the per-channel gate, three output sets (the
@@ -60,8 +61,8 @@ int parity_recur_stream_bytes(const gdn_shape *whole, int64_t g, int h0, int wit
 /* Plans o's run against max_bytes (0: none); force_group > 0 asks for that
  * many key heads per group (--group-heads; it must fit).  GDN_ERR_INPUT
  * when one key head is over the budget (the message names the smallest
- * --max-bytes that runs), force_group is above Hk, or a streamed plan meets
- * the mutant gate-other-head. */
+ * --max-bytes that runs) or force_group is above Hk.  Under the mutant
+ * gate-other-head a group is counted one key head larger. */
 int parity_recur_stream_plan(const parity_recur_opts *o, int with_grad, uint64_t max_bytes, int64_t force_group,
                              parity_stream_plan *p, gdn_error *e);
 

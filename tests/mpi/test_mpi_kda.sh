@@ -5,7 +5,8 @@
 # writing: the one-process whole run's document byte for byte
 # (--reproducible), forward with --backend mpi, --grad, and --grad
 # --oracle dd (the dd tiers' tallies merged) under plain mpirun, 3 key
-# heads on N ranks (so at 2 ranks one rank holds 2 groups).
+# heads on N ranks (so at 2 ranks one rank holds 2 groups), and the
+# mutant gate-other-head, whose groups read the next group's gate.
 # Negative control: an error planted in rank 1's kernel outputs (o + 1 in the
 # middle of each of its groups, GDN_TEST_MPI_DIE=1:kda-plant), which only
 # rank 1 measures, fails the run (exit 1) and changes the document: rank 1's
@@ -39,6 +40,17 @@ for extra in "--backend mpi" "--grad" "--grad --oracle dd"; do
   cmp -s one.json bad.json && fail "$extra: the error planted on rank 1 went unnoticed"
   echo "$extra: an error planted in rank 1's groups: FAIL, the document differs (negative control)"
 done
+
+# the mutant gate-other-head (each group's last value head reads the next
+# group's gate: run on the extended group): FAIL, the one-process document
+"$G" "${base[@]}" --mutant gate-other-head --json one.json >/dev/null
+rc=$?
+[[ $rc == 1 ]] || fail "gate-other-head one process: exit $rc, want 1"
+"${MR[@]}" -np "$NP" "$G" "${base[@]}" --mutant gate-other-head --json n.json >/dev/null
+rc=$?
+[[ $rc == 1 ]] || fail "gate-other-head on $NP ranks: exit $rc, want 1"
+cmp one.json n.json || fail "gate-other-head on $NP ranks: the results document differs"
+echo "gate-other-head: on $NP ranks byte-identical to the one-process run (FAIL)"
 
 # check FILE on NP ranks against one process (ARGS...): the same exit status WANT and JSON bytes
 same_check() {
