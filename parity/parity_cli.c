@@ -394,9 +394,51 @@ static int stream_oracle_flags(const run_state *st, const gdn_shape *s, int grad
          PARITY_STREAM_BITS(st->oracle_bits);
 }
 
+/* Under mpirun, a case every rank runs (run, check) would otherwise run
+ * whole on every rank: its oracle dealt by head, its kernels and its
+ * measurement repeated on each.  Streamed instead, its key heads split
+ * over the ranks (groups of ceil(Hk / ranks), group g on rank g mod N:
+ * parity_sweep_stream.h), each rank computes and measures its own, and the
+ * document is the whole run's byte for byte.  The group size for that (0:
+ * not under mpirun, or fewer key heads than ranks, where the whole run's
+ * oracle dealt by value head keeps every rank busier). */
+static int64_t dealt_group(const gdn_shape *s) {
+  const int64_t n = parity_dist_size();
+  return parity_dist_collective() && n > 1 && s->Hk >= n ? (s->Hk + n - 1) / n : 0;
+}
+
+/* A plan of groups larger than the ranks' share (dg > 0) planned again at
+ * that share: every rank gets a group (smaller groups fit where larger
+ * ones did). */
+static int dealt_replan(const gdn_shape *s, int flags, int sets, const parity_sweep_opts *o, uint64_t limit,
+                        int64_t dg, parity_stream_plan *plan, gdn_error *e) {
+  if (!dg || plan->group <= dg) return GDN_OK;
+  const int rc = parity_stream_plan_make(s, flags, sets, o, limit, dg, plan, e);
+  plan->forced = 0; /* chosen for the ranks, not asked for */
+  return rc;
+}
+
+static int scratch_room(const parity_stream_plan *plan, const parity_sweep_opts *o, int grads, size_t extra_sets,
+                        gdn_error *e);
+
+/* Whether every rank's scratch folder has room for the dealt run (each
+ * rank's answer sent to all, so that they decide alike: a rank streaming
+ * while another runs whole would wait forever). */
+static int dealt_room(const parity_stream_plan *plan, const parity_sweep_opts *o, int grads, size_t extra_sets) {
+  const unsigned char mine = !scratch_room(plan, o, grads, extra_sets, NULL);
+  int all = 1;
+  for (int r = 0; r < parity_dist_size(); r++) {
+    unsigned char v = mine;
+    if (parity_dist_bcast(&v, 1, r, NULL)) return 0; /* (a failed message: MPI's error ends the run) */
+    all = all && v;
+  }
+  return all;
+}
+
 /* The plan for a synthetic run: *plan->n_groups 1 (and no --group-heads):
  * run it whole; otherwise streamed.  A run over the budget that cannot be
- * streamed keeps the whole run's refusal. */
+ * streamed keeps the whole run's refusal.  Under mpirun, dealt over the
+ * ranks (dealt_group). */
 static int synth_stream_plan(const run_state *st, const parity_synth_spec *sp, const parity_sweep_opts *o,
                              uint64_t limit, parity_stream_plan *plan, gdn_error *e) {
   const int h0 = (sp->synth.flags & GDN_SYNTH_H0) != 0, grads = st->grad || sp->grad;
@@ -407,16 +449,23 @@ static int synth_stream_plan(const run_state *st, const parity_synth_spec *sp, c
   if (st->group_heads && why[0]) return gdn_error_set(e, GDN_ERR_INPUT, "--group-heads: %s", why);
   memset(plan, 0, sizeof *plan);
   plan->n_groups = 1;
-  /* whole when the forward and, with --grad, the gradients fit whole */
-  if (!st->group_heads && (why[0] || (!parity_budget_check(&sp->shape, h0, 3, o, limit, NULL) &&
-                                      !(grads && grads_check_limit(st, &sp->shape, NULL)))))
-    return GDN_OK;
+  const int64_t dg = why[0] ? 0 : dealt_group(&sp->shape);
+  const int fits = !parity_budget_check(&sp->shape, h0, 3, o, limit, NULL) &&
+                   !(grads && grads_check_limit(st, &sp->shape, NULL));
+  /* whole when the forward and, with --grad, the gradients fit whole (and the ranks are not dealt groups) */
+  if (!st->group_heads && (why[0] || (!dg && fits))) return GDN_OK;
   gdn_error quiet;
   gdn_error_init(&quiet);
   int rc =
       parity_stream_plan_make(&sp->shape, flags, 3, o, limit, st->group_heads, plan, st->group_heads ? e : &quiet);
   if (rc && !st->group_heads) /* not even one key head fits: the whole run's refusal says why */
     return stream_refusal_note(&sp->shape, flags, o, limit, e);
+  if (!rc && !st->group_heads) rc = dealt_replan(&sp->shape, flags, 3, o, limit, dg, plan, e);
+  if (!rc && !st->group_heads && fits && !dealt_room(plan, o, grads, 0)) {
+    memset(plan, 0, sizeof *plan); /* dealt for the ranks only, without room for its scratch: whole, as before */
+    plan->n_groups = 1;
+    return GDN_OK;
+  }
   if (rc || !(st->grad || sp->grad)) return rc;
   gdn_shape gs;
   int64_t k0, k1;
@@ -809,6 +858,14 @@ static void fixture_stream_refusal(const fix_group *g, const parity_sweep_opts *
   parity_sweep_stream_refusal(&probe, o, why, n);
 }
 
+/* Whether an output declares per-document final states (judged whole:
+ * stream_refuse_docstate). */
+static int fixture_docstate_any(const fix_fixture *m) {
+  for (size_t i = 0; i < m->n_outputs; i++)
+    if (m->outputs[i].final_state && !strcmp(m->outputs[i].final_state, "per_document")) return 1;
+  return 0;
+}
+
 /* Without a reference only our two kernels can be compared with each
  * other; an output nobody judged must never count as a pass. */
 static int fixture_no_oracle_refusal(const fix_fixture *fx, gdn_error *e) {
@@ -838,6 +895,7 @@ static void fixture_declared_devices(const fix_fixture *fx, parity_sweep_opts *o
  * flags and output sets) and whether it judges gradients. */
 typedef struct stream_shape {
   int flags, sets, grads;
+  int64_t dealt; /* dealt_group's share, or 0 */
 } stream_shape;
 
 /* The fixture streamed by head group, one streamed sweep per run of its
@@ -871,6 +929,7 @@ static int stream_fixture_runs(run_state *st, const char *path, fixture_src *src
       break;
     }
     if ((rc = parity_stream_plan_make(s, sh->flags, sh->sets, &orun, st->max_bytes, st->group_heads, &sp, e)) ||
+        (rc = dealt_replan(s, sh->flags, sh->sets, &orun, st->max_bytes, sh->dealt, &sp, e)) ||
         (rc = scratch_room(&sp, &orun, sh->grads, n, e)) ||
         (rc = parity_stored_oracle_open(&stored, m, st->tier, orun.dtype, e)))
       break;
@@ -917,7 +976,9 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
   *done = 0;
   *one_head = 0;
   struct stat sb;
-  if (!st->group_heads && (stat(path, &sb) || (uint64_t)sb.st_size < st->max_bytes / 8)) return GDN_OK;
+  if (!st->group_heads && !(parity_dist_collective() && parity_dist_size() > 1) &&
+      (stat(path, &sb) || (uint64_t)sb.st_size < st->max_bytes / 8))
+    return GDN_OK;
   fix_load_opts lo;
   fix_load_opts_init(&lo);
   lo.max_bytes = 0; /* a group's slab is counted by the plan below */
@@ -956,9 +1017,11 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
   /* the output sets held: the reference, the scan, one candidate, and the
    * group's slab of each output and of the stored /oracle (as run_fixture counts) */
   const int sets = 3 + (int)m->n_outputs + m->oracle.present;
-  if (!rc && !why[0] &&
-      (st->group_heads || parity_budget_check(s, h0, sets, &o, st->max_bytes, NULL) ||
-       (grads && grads_check_limit(st, s, NULL))) && /* streamed when the forward or the gradients do not fit whole */
+  /* under mpirun dealt over the ranks (dealt_group), unless it runs whole: an output's per-document states */
+  const int64_t dg = why[0] || fixture_docstate_any(m) ? 0 : dealt_group(s);
+  /* streamed when the forward or the gradients do not fit whole */
+  const int over = parity_budget_check(s, h0, sets, &o, st->max_bytes, NULL) || (grads && grads_check_limit(st, s, NULL));
+  if (!rc && !why[0] && (st->group_heads || dg || over) &&
       /* not even one key head fits: the whole check's refusal says why */
       (st->group_heads || !parity_stream_plan_make(s, flags, sets, &o, st->max_bytes, 0, &sp, &quiet) ||
        /* the whole check's refusal follows: what one key head streamed would need */
@@ -966,6 +1029,9 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
     if (st->tier == PARITY_ORACLE_NONE && m->n_outputs)
       rc = fixture_no_oracle_refusal(m, e);
     else if (!(rc = parity_stream_plan_make(s, flags, sets, &o, st->max_bytes, st->group_heads, &sp, e)) &&
+             !(rc = dealt_replan(s, flags, sets, &o, st->max_bytes, st->group_heads ? 0 : dg, &sp, e)) &&
+             /* dealt for the ranks only, without room for its scratch: whole, as before */
+             (st->group_heads || over || dealt_room(&sp, &o, grads, m->n_outputs)) &&
              !(rc = parity_externals_from_fixture(m, &ext, e)) &&
              /* padding's attrs and ht (whole); each group's o is masked as it streams */
              !(rc = parity_padding_note(&m->inputs, ext, m->n_outputs, e)) &&
@@ -973,7 +1039,7 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
       *done = 1;
       for (size_t i = 0; i < m->n_warnings; i++)
         if (o.verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(m->warnings[i]));
-      const stream_shape shp = {flags, sets, grads};
+      const stream_shape shp = {flags, sets, grads, st->group_heads ? 0 : dg};
       rc = stream_fixture_runs(st, path, &src, ext, &plan, &o, &shp, out, e);
     }
   }

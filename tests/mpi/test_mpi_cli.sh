@@ -15,7 +15,9 @@
 #               document of rank 0's entries alone differs (rank 1's parts are
 #               in the merged one).
 #   oracle NP   the oracle dealt over NP ranks (head b Hv + j on rank
-#               (b Hv + j) mod NP): a single case on NP ranks gives the
+#               (b Hv + j) mod NP), in cases of one key head (with as many
+#               key heads as ranks a case is dealt by head group instead:
+#               stream): a single case on NP ranks gives the
 #               one-process results document byte for byte (--reproducible),
 #               with --oracle mpfr and dd, 6 heads (so at 4 ranks some get 1,
 #               some 2) and 1 head (one rank computes it, the rest none);
@@ -34,7 +36,10 @@
 #               Negative controls: a rank computing the next group's oracle
 #               or kernels (stream-oracle, stream-deal) differs; an error
 #               planted in rank 1's groups (stream-plant) fails the run with
-#               the worst element named in a group rank 1 holds.  The
+#               the worst element named in a group rank 1 holds.  Without
+#               --group-heads, a run and a check of NP key heads are dealt
+#               by head group all the same (the note says so; the same
+#               document).  The
 #               mutant gqa-tile planted, reading key heads across groups
 #               (each group's tile view): FAIL, the whole run's document.
 #               `check --fixture` of /outputs (with gradients; packed
@@ -117,22 +122,25 @@ sweep)
   echo "sweep ok: 2 and 3 ranks byte-identical to one process ($(wc -c <one.json) bytes)"
   ;;
 oracle)
+  # one key head (fewer than the ranks): the case runs whole on every rank,
+  # its oracle dealt by value head (a run of Hk >= NP key heads is dealt by
+  # head group instead: part stream)
   for tier in mpfr dd; do
     for shape in 2,48,3,16 1,40,1,16; do
-      a=(--shape $shape --chunk 16 --h0 --oracle $tier --threads 1 --reproducible --quiet)
+      a=(--shape $shape --key-heads 1 --chunk 16 --h0 --oracle $tier --threads 1 --reproducible --quiet)
       "$G" "${a[@]}" --json one.json || fail "$tier $shape one process: exit $?"
       "${MR[@]}" -np "$NP" "$G" "${a[@]}" --json n.json || fail "$tier $shape on $NP ranks: exit $?"
       cmp one.json n.json || fail "$tier $shape on $NP ranks: the results document differs"
       echo "$tier $shape: $NP ranks byte-identical to one process ($(wc -c <one.json) bytes)"
     done
     # negative control: rank 1 computes rank 0's heads (rank 1's are never computed)
-    a=(--shape 2,48,3,16 --chunk 16 --h0 --oracle $tier --threads 1 --reproducible --quiet)
+    a=(--shape 2,48,3,16 --key-heads 1 --chunk 16 --h0 --oracle $tier --threads 1 --reproducible --quiet)
     "$G" "${a[@]}" --json one.json
     GDN_TEST_MPI_DIE=1:oracle-deal "${MR[@]}" -np "$NP" "$G" "${a[@]}" --json bad.json >/dev/null
     [[ -s bad.json ]] || fail "$tier oracle-deal: no document"
     cmp -s one.json bad.json && fail "$tier: a rank computing the wrong heads went unnoticed"
     # --backend mpi: the same oracle, and every subject but affine-prefix-mpi as with --devices NP
-    b=(--shape 2,$((32 * NP)),3,16 --chunk 16 --oracle $tier --threads 1 --reproducible --quiet)
+    b=(--shape 2,$((32 * NP)),3,16 --key-heads 1 --chunk 16 --oracle $tier --threads 1 --reproducible --quiet)
     "$G" "${b[@]}" --devices "$NP" --json one.json || fail "$tier --devices $NP: exit $?"
     "${MR[@]}" -np "$NP" "$G" "${b[@]}" --backend mpi --json n.json || fail "$tier --backend mpi: exit $?"
     $PY - one.json n.json <<'PYEOF' || fail "$tier --backend mpi: the dealt oracle differs"
@@ -147,9 +155,9 @@ for x, y in zip(a["cases"], b["cases"]):
 print("backend ok:", a["oracle"]["tier"], a["oracle"]["certified_bits"], "bits,", len(a["cases"]), "cases")
 PYEOF
   done
-  # --grad: the VJP dealt by items (b, key head), 2 x 2 items, both tiers
+  # --grad: the VJP dealt by items (b, key head), 2 x 1 items, both tiers
   for tier in mpfr dd; do
-    a=(--shape 2,40,4,16 --key-heads 2 --chunk 16 --oracle $tier --grad --threads 1 --reproducible --quiet)
+    a=(--shape 2,40,4,16 --key-heads 1 --chunk 16 --oracle $tier --grad --threads 1 --reproducible --quiet)
     dealt_same "--grad $tier" items "${a[@]}"
     echo "--grad ($tier VJP): $NP ranks byte-identical to one process"
   done
@@ -213,6 +221,15 @@ PYEOF
   [[ $rc == 1 ]] || fail "gqa-tile streamed on $NP ranks: exit $rc, want 1"
   cmp one.json n.json || fail "gqa-tile streamed on $NP ranks: the results document differs"
   echo "gqa-tile: streamed on $NP ranks byte-identical to the one-process whole run (FAIL)"
+  # no --group-heads, Hk >= NP key heads: a run and a check under mpirun
+  # are dealt by head group all the same (groups of ceil(Hk / NP)), the
+  # note says so, and the document is the one-process whole run's
+  read -r -a args <<<"--shape 1,128,$((2 * NP)),16 --key-heads $NP --h0 --grad --chunk 32 --devices 1,2 --threads 1 --reproducible"
+  "$G" "${args[@]}" --quiet --json one.json >/dev/null || fail "default dealing: one process: exit $?"
+  "${MR[@]}" -np "$NP" "$G" "${args[@]}" --json n.json >out.txt 2>&1 || fail "default dealing on $NP ranks: exit $?"
+  grep -q "streamed by head group" out.txt || fail "default dealing on $NP ranks: no note of the head groups: $(head -5 out.txt)"
+  cmp one.json n.json || fail "default dealing on $NP ranks: the results document differs"
+  echo "a run of $NP key heads on $NP ranks: dealt by head group by default, byte-identical to one process"
   # check of a fixture's /outputs streamed on NP ranks: each group's outputs
   # and stored /oracle kept and measured by its owner (the stored /oracle's
   # checks, the packing maxima and every pair merged): the one-process whole
@@ -234,6 +251,12 @@ PYEOF
     "$FX" regen --oracle mpfr o.h5 >/dev/null || fail "synth and regen o.h5"
   cp o.h5 bad.h5 && cp o.h5 orc.h5 || fail "copies"
   one_vs_np 0 o.h5
+  # the same check without --group-heads: dealt by head group by default
+  "${MR[@]}" -np "$NP" "$G" check --fixture o.h5 --threads 1 --reproducible --json n.json >out.txt 2>&1 ||
+    fail "check o.h5 on $NP ranks without --group-heads: exit $?"
+  grep -q "streamed by head group" out.txt || fail "check o.h5 on $NP ranks: not dealt by head group: $(head -5 out.txt)"
+  cmp one.json n.json || fail "check o.h5 on $NP ranks without --group-heads: the document differs"
+  echo "check o.h5 on $NP ranks without --group-heads: dealt by head group, byte-identical to one process"
   one_vs_np 0 o.h5 --grad
   echo "check (outputs with gradients, stored /oracle): streamed on $NP ranks byte-identical to one process"
   "$FX" synth --shape 2,128,6,16 --key-heads 3 --h0 --documents 3 --packing reset --kernel-outputs 1,2 \
