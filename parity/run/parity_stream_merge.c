@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 
 #include "gdn_alloc.h"
+#include "gdn_clock.h"
 #include "parity_dist.h"
 #include "parity_dist_merge.h"
 #include "parity_stream.h"
@@ -67,6 +68,24 @@ int parity_stream_merge_pair(int status, parity_mstream *M, parity_model_acc *MA
   }
   int rc = parity_dist_allmerge(status, buf, buf ? n : 0, pair_part, &p, e);
   gdn_free(buf);
+  return rc;
+}
+
+int parity_stream_passes(int status, int64_t n_groups, parity_stream_visit visit, void *ctx,
+                         parity_mstream *const *M, parity_model_acc *const *MA, size_t n, double *secs, gdn_error *e) {
+  int rc = status;
+  for (int pass = 0; pass < 2; pass++) {
+    const double t0 = gdn_clock_seconds();
+    for (int64_t g = 0; g < n_groups && !rc; g++)
+      if (parity_stream_holds(g)) rc = visit(ctx, g, pass, e); /* each rank its own groups */
+    if (secs) *secs += gdn_clock_seconds() - t0;
+    for (size_t i = 0; i < n; i++) /* the floors (pass A), the maxima and the bucket (pass B) over the ranks */
+      if ((rc = parity_stream_merge_pair(rc, M[i], MA ? MA[i] : NULL, pass, e))) break;
+    for (size_t i = 0; i < n && !rc && !pass; i++) {
+      parity_mstream_between(M[i]);
+      if (MA && MA[i]) parity_model_acc_between(MA[i]);
+    }
+  }
   return rc;
 }
 

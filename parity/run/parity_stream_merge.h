@@ -35,6 +35,22 @@ void parity_stream_group_net(parity_group_src *src);
  * every rank's (MA NULL: no error model). */
 int parity_stream_merge_pair(int status, parity_mstream *M, parity_model_acc *MA, int pass_b, gdn_error *e);
 
+/* Group g's values added to every pair of a measurement, in pass A
+ * (pass_b 0) or B: the caller's visit. */
+typedef int (*parity_stream_visit)(void *ctx, int64_t g, int pass_b, gdn_error *e);
+
+/* The two passes of n pairs' streamed metrics over a run's n_groups head
+ * groups, as every streamed measurement runs them: in each pass, visit
+ * for each group this rank holds (parity_stream_holds), then every pair
+ * (M[i], and MA[i] when MA and it are not NULL) merged over the ranks
+ * (parity_stream_merge_pair); after pass A each pair takes its floors
+ * (parity_mstream_between, parity_model_acc_between).  status: an earlier
+ * failure, carried into the merges so every rank ends alike; *secs (NULL:
+ * not kept) gains the visits' seconds.  Finishing the pairs is the
+ * caller's. */
+int parity_stream_passes(int status, int64_t n_groups, parity_stream_visit visit, void *ctx,
+                         parity_mstream *const *M, parity_model_acc *const *MA, size_t n, double *secs, gdn_error *e);
+
 /* A case's seams' o errors, o profiles (candidate, cand_vs_base),
  * gradient profiles (grad_profile.mask's rows) and n_fig upstream figures
  * (maxima over the ranks, as over the groups), and its block map (each

@@ -211,26 +211,34 @@ typedef struct opair {
   size_t i;
 } opair;
 
-/* One pass (A or B) over the groups for tensor t's pairs: the reference and
- * the model's scale read once per group, each output's slab in turn. */
-static int pairs_pass(const parity_stream_outputs *so, int t, opair *p, size_t n, const parity_spill_tensor *ref,
-                      const parity_spill_tensor *model, int pass_b, gdn_error *e) {
-  int rc = GDN_OK;
-  for (int64_t g = 0; g < so->p->n_groups && !rc; g++) {
-    if (!parity_stream_holds(g)) continue; /* each rank its own groups, merged after the pass */
-    int64_t h0, h1;
-    parity_stream_outputs_heads(so, g, t, &h0, &h1);
-    parity_vals rv, sv = {0}, xv;
-    rc = parity_spill_tensor_read(&ref[t], g, so->buf[1], &rv, e);
-    for (size_t k = 0; k < n && !rc; k++)
-      if (p[k].MA && !sv.d) rc = parity_spill_tensor_read(&model[t], g, so->buf[2], &sv, e);
-    for (size_t k = 0; k < n && !rc; k++) {
-      if ((rc = parity_spill_tensor_read(p[k].src.x, g, so->buf[0], &xv, e))) break;
-      rc = pass_b ? parity_mstream_add_b(p[k].M, xv, rv, h0, h1, e) : parity_mstream_add_a(p[k].M, xv, rv, h0, h1, e);
-      if (rc || !p[k].MA) continue;
-      if (pass_b) parity_model_acc_add_b(p[k].MA, xv, rv, sv.d, h0, h1);
-      else parity_model_acc_add_a(p[k].MA, xv, rv, sv.d, h0, h1);
-    }
+/* Tensor t's pairs, what their visits read. */
+typedef struct pairs_ctx {
+  const parity_stream_outputs *so;
+  int t;
+  opair *p;
+  size_t n;
+  const parity_spill_tensor *ref, *model;
+} pairs_ctx;
+
+/* Group g's visit (pass A or B) for tensor t's pairs: the reference and
+ * the model's scale read once, each output's slab in turn. */
+static int pairs_visit(void *v, int64_t g, int pass_b, gdn_error *e) {
+  const pairs_ctx *c = v;
+  const parity_stream_outputs *so = c->so;
+  const int t = c->t;
+  opair *p = c->p;
+  int64_t h0, h1;
+  parity_stream_outputs_heads(so, g, t, &h0, &h1);
+  parity_vals rv, sv = {0}, xv;
+  int rc = parity_spill_tensor_read(&c->ref[t], g, so->buf[1], &rv, e);
+  for (size_t k = 0; k < c->n && !rc; k++)
+    if (p[k].MA && !sv.d) rc = parity_spill_tensor_read(&c->model[t], g, so->buf[2], &sv, e);
+  for (size_t k = 0; k < c->n && !rc; k++) {
+    if ((rc = parity_spill_tensor_read(p[k].src.x, g, so->buf[0], &xv, e))) break;
+    rc = pass_b ? parity_mstream_add_b(p[k].M, xv, rv, h0, h1, e) : parity_mstream_add_a(p[k].M, xv, rv, h0, h1, e);
+    if (rc || !p[k].MA) continue;
+    if (pass_b) parity_model_acc_add_b(p[k].MA, xv, rv, sv.d, h0, h1);
+    else parity_model_acc_add_a(p[k].MA, xv, rv, sv.d, h0, h1);
   }
   return rc;
 }
@@ -244,8 +252,15 @@ static int measure_tensor(const parity_stream_outputs *so, input_ctx *x, int t, 
   parity_tensors[t].dims(w, dims);
   parity_tensors[t].blocks(w, input_stage.chunk, bl);
   parity_tensors[t].blocks(w, chunk, bm);
-  opair *p = gdn_calloc(so->n, sizeof *p, "output pairs", e);
-  if (!p) return e ? e->code : GDN_ERR_NOMEM;
+  const size_t most = so->n ? so->n : 1;
+  opair *p = gdn_calloc(most, sizeof *p, "output pairs", e);
+  parity_mstream **M = p ? gdn_calloc(most, sizeof *M, "output pairs", e) : NULL;
+  parity_model_acc **MA = M ? gdn_calloc(most, sizeof *MA, "output pairs", e) : NULL;
+  if (!MA) {
+    gdn_free(M);
+    gdn_free(p);
+    return e ? e->code : GDN_ERR_NOMEM;
+  }
   size_t n = 0;
   int rc = GDN_OK;
   for (size_t i = 0; i < so->n && !rc; i++) {
@@ -258,15 +273,11 @@ static int measure_tensor(const parity_stream_outputs *so, input_ctx *x, int t, 
     rc = parity_mstream_new(&q->M, &q->gs, dims, bl, so->out_dtype[i][t], e);
     if (!rc && with_model) rc = parity_model_acc_new(&q->MA, dims, bm, head_axis(t), so->out_dtype[i][t], e);
   }
-  for (int pass = 0; pass < 2; pass++) {
-    if (!rc) rc = pairs_pass(so, t, p, n, ref, model, pass, e);
-    for (size_t k = 0; k < n; k++) /* the floors (pass A), the maxima and the bucket (pass B) over the ranks */
-      if ((rc = parity_stream_merge_pair(rc, p[k].M, p[k].MA, pass, e))) break;
-    for (size_t k = 0; k < n && !rc && !pass; k++) {
-      parity_mstream_between(p[k].M);
-      if (p[k].MA) parity_model_acc_between(p[k].MA);
-    }
-  }
+  for (size_t k = 0; k < n; k++) M[k] = p[k].M, MA[k] = p[k].MA;
+  pairs_ctx cx = {so, t, p, n, ref, model};
+  rc = parity_stream_passes(rc, so->p->n_groups, pairs_visit, &cx, M, MA, n, NULL, e);
+  gdn_free(MA);
+  gdn_free(M);
   for (size_t k = 0; k < n && !rc; k++) {
     parity_subject_result *m = &x->meas[so->first + p[k].i];
     if ((rc = parity_mstream_finish(p[k].M, &m->vs_ref[t], e))) break;

@@ -102,6 +102,21 @@ static int vs_get(void *ctx, int64_t g, parity_vals *x, parity_vals *r, int64_t 
 
 /* parity_metrics_compute_v's figures of a pair, from the stream's (which
  * adds the localized statistic: taken back out). */
+typedef struct vs_pair {
+  vs_src *s;
+  parity_mstream *M;
+} vs_pair;
+
+/* Group g's visit of the one pair. */
+static int vs_visit(void *v, int64_t g, int pass_b, gdn_error *e) {
+  const vs_pair *p = v;
+  parity_vals xv, av;
+  int64_t h0, h1;
+  int rc = vs_get(p->s, g, &xv, &av, &h0, &h1, e);
+  if (!rc) rc = pass_b ? parity_mstream_add_b(p->M, xv, av, h0, h1, e) : parity_mstream_add_a(p->M, xv, av, h0, h1, e);
+  return rc;
+}
+
 static int vs_metrics(const parity_stream_outputs *so, int t, const parity_spill_tensor *xt,
                       const parity_spill_tensor *at, gdn_dtype ulp, parity_metrics *m, gdn_error *e) {
   int64_t dims[4], bl[4];
@@ -111,19 +126,10 @@ static int vs_metrics(const parity_stream_outputs *so, int t, const parity_spill
   parity_group_src gs = {vs_get, &s, so->p->n_groups, parity_stream_outputs_head_axis(t), NULL, NULL, NULL};
   parity_stream_group_net(&gs); /* the median's extra rounds count each rank's groups */
   memset(m, 0, sizeof *m);
-  parity_mstream *M;
-  int rc = parity_mstream_new(&M, &gs, dims, bl, ulp, e);
-  for (int pass = 0; pass < 2; pass++) { /* each rank its own groups, merged after each pass */
-    for (int64_t g = 0; g < so->p->n_groups && !rc; g++) {
-      if (!parity_stream_holds(g)) continue;
-      parity_vals xv, av;
-      int64_t h0, h1;
-      if (!(rc = vs_get(&s, g, &xv, &av, &h0, &h1, e)))
-        rc = pass ? parity_mstream_add_b(M, xv, av, h0, h1, e) : parity_mstream_add_a(M, xv, av, h0, h1, e);
-    }
-    rc = parity_stream_merge_pair(rc, M, NULL, pass, e);
-    if (!rc && !pass) parity_mstream_between(M);
-  }
+  vs_pair vp = {&s, NULL};
+  int rc = parity_mstream_new(&vp.M, &gs, dims, bl, ulp, e);
+  parity_mstream *M = vp.M;
+  rc = parity_stream_passes(rc, so->p->n_groups, vs_visit, &vp, &M, NULL, 1, NULL, e);
   if (!rc) rc = parity_mstream_finish(M, m, e);
   if (rc) memset(m, 0, sizeof *m);
   parity_mstream_free(M);

@@ -236,21 +236,26 @@ static int chunk_visit(sctx *c, int t, int64_t g, mpair *p, size_t n, int pass_b
   return rc;
 }
 
-/* The two passes over the groups for pairs p[0..n), finished into their
- * results and freed. */
+typedef struct visit_ctx {
+  sctx *c;
+  int t;
+  mpair *p;
+  size_t n;
+} visit_ctx;
+
+static int visit_chunk(void *v, int64_t g, int pass_b, gdn_error *e) {
+  visit_ctx *x = v;
+  return chunk_visit(x->c, x->t, g, x->p, x->n, pass_b, e);
+}
+
+/* The two passes over the groups for pairs p[0..n) (parity_stream_passes),
+ * finished into their results and freed. */
 static int chunk_metrics_pairs(sctx *c, int t, mpair *p, size_t n, int rc, gdn_error *e) {
-  for (int pass = 0; pass < 2 && !rc; pass++) {
-    const double t0 = gdn_clock_seconds();
-    for (int64_t g = 0; g < c->p->n_groups && !rc; g++)
-      if (parity_stream_holds(g)) rc = chunk_visit(c, t, g, p, n, pass, e); /* each rank its own groups */
-    c->meas_secs += gdn_clock_seconds() - t0;
-    for (size_t i = 0; i < n; i++) /* the floors (pass A), the maxima and the bucket (pass B) over the ranks */
-      if ((rc = parity_stream_merge_pair(rc, p[i].M, p[i].MA, pass, e))) break;
-    for (size_t i = 0; !rc && !pass && i < n; i++) {
-      parity_mstream_between(p[i].M);
-      if (p[i].MA) parity_model_acc_between(p[i].MA);
-    }
-  }
+  parity_mstream *M[2 * PARITY_MAX_LIST * 3 + 1] = {NULL};
+  parity_model_acc *MA[2 * PARITY_MAX_LIST * 3 + 1] = {NULL};
+  for (size_t i = 0; i < n; i++) M[i] = p[i].M, MA[i] = p[i].MA;
+  visit_ctx vx = {c, t, p, n};
+  rc = parity_stream_passes(rc, c->p->n_groups, visit_chunk, &vx, M, MA, n, &c->meas_secs, e);
   for (size_t i = 0; i < n && !rc; i++)
     if (!(rc = parity_mstream_finish(p[i].M, p[i].out, e))) {
       *p[i].has |= p[i].bit;
