@@ -344,10 +344,12 @@ static int header_share(sctx *c, gdn_error *e) {
 /* A streamed run under mpirun deals whole groups: rank g mod N computes
  * group g (its oracle, its kernels) with all its threads into its own
  * scratch, every rank its groups at once; then the exchange: for each group
- * in order its owner broadcasts what it computed (parity_dist_bcast) and
- * rank 0 keeps it in its scratch, folds the tallies and merges the seam
- * sums.  Errors travel in the heads, so every rank stops alike.  One
- * process: the owner is rank 0, nothing moves. */
+ * in order its owner broadcasts the heads of what it computed (presence,
+ * forms, errors) and the tallies (parity_dist_bcast); rank 0 merges the
+ * seam sums.  The tensors stay in the owner's scratch, where the owner
+ * measures them (parity_stream_merge.h).  Errors travel in the heads, so
+ * every rank stops alike.  One process: the owner is rank 0, nothing
+ * moves. */
 
 /* A group's oracle as its owner found it. */
 typedef struct ref_head {
@@ -359,13 +361,6 @@ typedef struct ref_head {
 } ref_head;
 
 static int owner_of(int64_t g) { return (int)(g % parity_dist_size()); }
-
-/* Tensor t of group g stays in its owner's scratch: the owner measures it
- * (parity_stream_merge.h), so no group's outputs move between ranks. */
-static int share_tensor(sctx *c, spill_set *set, const char *what, int64_t g, int t, int form, gdn_error *e) {
-  (void)c, (void)set, (void)what, (void)g, (void)t, (void)form, (void)e;
-  return GDN_OK;
-}
 
 /* A tally of the owner's (tier 0: none) to every rank, into *t there. */
 static int share_tally(oracle_tally *t, int tier, int cap, int owner, gdn_error *e) {
@@ -402,8 +397,7 @@ static int oracle_share(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
   ref_head hd = c->rh[g];
   int rc = parity_dist_bcast(&hd, sizeof hd, owner, e);
   if (!rc && hd.rc) *e = hd.err, rc = hd.rc;
-  for (int t = 0; t < PARITY_T_N && !rc; t++)
-    if (hd.present & (1u << t)) rc = share_tensor(c, &c->refs, "reference", g, t, 2, e);
+  /* the tensors stay in the owner's scratch: the owner measures them (parity_stream_merge.h) */
   c->refs.present |= hd.present; /* a stored /oracle's o and ht are rank 0's already */
   parity_group_tally *gt = &c->gt[g];
   if (!rc) rc = share_tally(&gt->fwd, hd.tier[0], hd.cap[0], owner, e);
@@ -581,17 +575,15 @@ static void set_keep(sctx *c, spill_set *set, const char *what, int64_t g, int64
   }
 }
 
-/* The exchange of one set of group g (k: its case, -1 the scan); rank 0
- * keeps it and merges the seam sums. */
-static int set_share(sctx *c, spill_set *set, const char *what, int64_t g, int64_t k, const set_head *mine,
-                     gdn_error *e) {
+/* The exchange of one set of group g's head (k: its case, -1 the scan):
+ * every rank learns its presence, forms and error; rank 0 merges the seam
+ * sums. */
+static int set_share(sctx *c, spill_set *set, int64_t g, int64_t k, const set_head *mine, gdn_error *e) {
   const int owner = owner_of(g), me = parity_dist_rank();
   set_head hd = *mine;
   int rc = parity_dist_bcast(&hd, sizeof hd, owner, e);
   if (!rc && hd.rc) *e = hd.err, rc = hd.rc;
-  for (int t = 0; t < PARITY_T_N && !rc; t++)
-    if (hd.present & (1u << t)) rc = share_tensor(c, set, what, g, t, hd.form[t], e);
-  set->present = hd.present;
+  set->present = hd.present; /* its tensors stay in the owner's scratch: the owner measures them */
   memcpy(set->out_dtype, hd.out_dtype, sizeof hd.out_dtype);
   set->has_seams = hd.has_seams;
   for (int64_t d = 1; !rc && k >= 0 && hd.has_seams && d < c->case_dev[k]; d++) {
@@ -635,14 +627,12 @@ static void model_keep(sctx *c, int64_t g) {
   parity_model_clear(&pm); /* o and gr borrowed its tensors */
 }
 
-/* The exchange of group g's model set (model_keep); rank 0 keeps it. */
+/* The exchange of group g's model set's head (model_keep). */
 static int model_share(sctx *c, int64_t g, gdn_error *e) {
   set_head hd = c->mh[g];
   int rc = parity_dist_bcast(&hd, sizeof hd, owner_of(g), e);
   if (!rc && hd.rc) *e = hd.err, rc = hd.rc;
-  for (int t = 0; t < PARITY_T_N && !rc; t++)
-    if (hd.present & (1u << t)) rc = share_tensor(c, &c->model, "model", g, t, hd.form[t], e);
-  c->model.present = hd.present;
+  c->model.present = hd.present; /* its tensors stay in the owner's scratch */
   return rc;
 }
 
@@ -656,6 +646,10 @@ static void plant_error(parity_subject_run *s) {
   if (o->o) o->o[at] += 1.0;
   else if (o->o32) o->o32[at] += 1.0f;
 }
+
+/* --backend mpi's row runs on every rank at once: its devices are the
+ * ranks (gdn_mpi_affine_prefix). */
+static int collective(const parity_subject_run *s) { return parity_subject_mpi && s->m == parity_subject_mpi; }
 
 /* Whether mutant m reads key heads across this run's head groups
  * (gqa-tile with grouped heads and more than one group): its rows are
@@ -717,6 +711,7 @@ static void produce_group(sctx *c, int64_t g) {
       const size_t i = k * c->n_extra + j;
       set_head *hx = &c->xsh[(size_t)g * c->n_cases * c->n_extra + i];
       parity_subject_run *xs = &x->subj[2 + j];
+      if (collective(xs)) continue; /* every rank's at once, group by group: produce_collective */
       t0 = gdn_clock_seconds();
       tx = cx;
       if ((tx.in = subject_inputs(c, xs, g, &tile, hx))) hx->rc = parity_subject_produce(xs, &tx, &hx->err);
@@ -729,6 +724,44 @@ static void produce_group(sctx *c, int64_t g) {
   }
   parity_stream_tile_clear(&tile);
   parity_subject_park(bs);
+}
+
+/* The collective rows, group after group on every rank together (after
+ * each rank's own sets): each case's run gathers the group's o on rank 0
+ * (ht is every rank's), which sends it on to the group's owner; the owner
+ * keeps the set in its scratch as it keeps the others, its head exchanged
+ * with theirs.  An error is kept in the owner's head (every rank meets the
+ * same inputs and the same checks). */
+static void produce_collective(sctx *c) {
+  input_ctx *x = &c->x;
+  for (size_t j = 0; j < c->n_extra; j++) {
+    parity_subject_run *xs = &x->subj[2 + j];
+    if (!collective(xs)) continue;
+    for (int64_t g = 0; g < c->p->n_groups; g++) {
+      set_head mine = {0};
+      mine.rc = load_group(c, g, &mine.err);
+      parity_sweep_scan_config(x);
+      const parity_produce_ctx cx = {&c->in, &x->cfg, 0, NULL, NULL};
+      for (size_t k = 0; k < c->n_cases; k++) {
+        set_head *hx = &c->xsh[(size_t)g * c->n_cases * c->n_extra + k * c->n_extra + j];
+        x->cfg.devices = c->case_dev[k];
+        x->cfg.prefix = c->case_pre[k];
+        const double t0 = gdn_clock_seconds();
+        if (!mine.rc) mine.rc = parity_subject_produce(xs, &cx, &mine.err);
+        gdn_outputs *out = mine.rc ? NULL : (gdn_outputs *)xs->out;
+        if (out && owner_of(g) != 0) /* rank 0's gathered o to the owner (the others' copies unused) */
+          mine.rc = parity_dist_bcast(out->o, gdn_shape_numel_v(&out->shape) * sizeof *out->o, 0, &mine.err);
+        c->case_secs[k] += gdn_clock_seconds() - t0;
+        if (owner_of(g) == parity_dist_rank()) {
+          char what[64];
+          snprintf(what, sizeof what, "case %zu %s", k, xs->name);
+          *hx = mine;
+          if (!hx->rc) set_keep(c, &c->xsets[k * c->n_extra + j], what, g, -1, xs, hx);
+        }
+        parity_subject_release(xs);
+      }
+    }
+  }
 }
 
 static int phase_produce(sctx *c, int64_t chunk, gdn_error *e) {
@@ -751,6 +784,7 @@ static int phase_produce(sctx *c, int64_t chunk, gdn_error *e) {
     parity_progress_end(o->progress);
     if (c->sh[(size_t)g * per].rc) break; /* its error is told in the exchange */
   }
+  produce_collective(c);
   gdn_inputs_clear(&c->in);
   gdn_cotangents_clear(&c->ct);
   parity_subject_release(&c->x.subj[c->x.baseline]); /* the measurements read scratch */
@@ -758,18 +792,12 @@ static int phase_produce(sctx *c, int64_t chunk, gdn_error *e) {
   for (size_t j = 0; j < c->n_extra; j++) parity_subject_release(&c->x.subj[2 + j]);
   int rc = GDN_OK;
   for (int64_t g = 0; g < c->p->n_groups && !rc; g++) {
-    rc = set_share(c, &c->base, "scan", g, -1, &c->sh[(size_t)g * (1 + c->n_cases)], e);
+    rc = set_share(c, &c->base, g, -1, &c->sh[(size_t)g * (1 + c->n_cases)], e);
     if (!rc && c->want_model) rc = model_share(c, g, e);
-    for (size_t k = 0; k < c->n_cases && !rc; k++) {
-      char what[48];
-      snprintf(what, sizeof what, "case %zu", k);
-      rc = set_share(c, &c->cases[k], what, g, (int64_t)k, &c->sh[(size_t)g * (1 + c->n_cases) + 1 + k], e);
-    }
-    for (size_t i = 0; i < c->n_cases * c->n_extra && !rc; i++) { /* no seam sums: -1 */
-      char what[64];
-      snprintf(what, sizeof what, "case %zu %s", i / c->n_extra, c->x.subj[2 + i % c->n_extra].name);
-      rc = set_share(c, &c->xsets[i], what, g, -1, &c->xsh[(size_t)g * c->n_cases * c->n_extra + i], e);
-    }
+    for (size_t k = 0; k < c->n_cases && !rc; k++)
+      rc = set_share(c, &c->cases[k], g, (int64_t)k, &c->sh[(size_t)g * (1 + c->n_cases) + 1 + k], e);
+    for (size_t i = 0; i < c->n_cases * c->n_extra && !rc; i++) /* no seam sums: -1 */
+      rc = set_share(c, &c->xsets[i], g, -1, &c->xsh[(size_t)g * c->n_cases * c->n_extra + i], e);
   }
   return rc;
 }
@@ -1074,10 +1102,7 @@ void parity_sweep_stream_refusal(const gdn_inputs *g, const parity_sweep_opts *o
   (void)g; /* packed documents and the bfloat16 prelude stream (per group: parity_stream_seg.h, gdn_synth.h) */
   why[0] = '\0';
   for (size_t j = 0; j < o->n_extra && !why[0]; j++)
-    if (o->extra[j] == parity_subject_mpi) /* NULL without MPI, never a row then */
-      snprintf(why, n, "--backend mpi's row (%s) runs one case's devices on the ranks, which a run streamed by head "
-               "group deals its head groups to", o->extra[j]->name);
-    else if (o->extra[j]->stage != PARITY_STAGE_CASE)
+    if (o->extra[j]->stage != PARITY_STAGE_CASE)
       snprintf(why, n, "extra subject row %s is produced once per %s, and a streamed run keeps extra rows per case "
                "only", o->extra[j]->name, o->extra[j]->stage == PARITY_STAGE_CHUNK ? "chunk size" : "input");
 }

@@ -51,8 +51,12 @@
  * heads): the candidate under it, or its row, is produced on the group's
  * tile view (parity_stream_tile.h), which gives it the key heads it reads.
  *
+ * --backend mpi's row (its devices are the ranks): every rank runs it
+ * together, group after group, after its own groups; rank 0 gathers each
+ * group's o and sends it to the group's owner, which keeps the set.
+ *
  * Not streamed (the caller runs these whole or refuses): extra rows of
- * another stage or --backend mpi's.
+ * another stage.
  */
 #ifndef PARITY_SWEEP_STREAM_H
 #define PARITY_SWEEP_STREAM_H
@@ -84,7 +88,7 @@ typedef struct parity_stream_run {
 
 /* Why a run cannot be streamed ("" when it can): the message names it.
  * Packed documents and the bfloat16 prelude stream; extra rows stream when
- * produced per case (coverage's mutants; not --backend mpi's row). */
+ * produced per case (coverage's mutants, --backend mpi's row). */
 void parity_sweep_stream_refusal(const gdn_inputs *first_group, const parity_sweep_opts *o, char *why, size_t n);
 
 /* The most scratch bytes the run writes (as binary64 the reference, the

@@ -39,7 +39,9 @@
 #               the worst element named in a group rank 1 holds.  Without
 #               --group-heads, a run and a check of NP key heads are dealt
 #               by head group all the same (the note says so; the same
-#               document).  The
+#               document); so is --backend mpi, its row run by every rank
+#               together a group at a time (against the whole run, which
+#               a scratch folder the ranks cannot use falls back to).  The
 #               mutant gqa-tile planted, reading key heads across groups
 #               (each group's tile view): FAIL, the whole run's document.
 #               `check --fixture` of /outputs (with gradients; packed
@@ -230,6 +232,23 @@ PYEOF
   grep -q "streamed by head group" out.txt || fail "default dealing on $NP ranks: no note of the head groups: $(head -5 out.txt)"
   cmp one.json n.json || fail "default dealing on $NP ranks: the results document differs"
   echo "a run of $NP key heads on $NP ranks: dealt by head group by default, byte-identical to one process"
+  # --backend mpi streamed: its row runs on every rank at once, group after
+  # group, rank 0 sending each group's gathered o to the group's owner; the
+  # whole run (a scratch folder the ranks cannot use: dealt only for the
+  # ranks, so it falls back to whole) and the streamed one (by default and
+  # with --group-heads 1) write the same document
+  read -r -a args <<<"--shape 1,$((48 * NP)),$((2 * NP)),16 --key-heads $NP --chunk 16 --h0 --backend mpi --threads 1 --oracle dd --reproducible"
+  "${MR[@]}" -np "$NP" -x TMPDIR=/nonexistent/gdn-mpi-scratch "$G" "${args[@]}" --json one.json >out.txt 2>&1 ||
+    fail "--backend mpi whole on $NP ranks: exit $?: $(tail -3 out.txt)"
+  grep -q "streamed by head group" out.txt && fail "--backend mpi without scratch room: streamed, not whole"
+  for gh in "" "--group-heads 1"; do
+    read -r -a x <<<"$gh"
+    "${MR[@]}" -np "$NP" "$G" "${args[@]}" "${x[@]}" --json n.json >out.txt 2>&1 ||
+      fail "--backend mpi streamed ($gh) on $NP ranks: exit $?: $(tail -3 out.txt)"
+    grep -q "streamed by head group" out.txt || fail "--backend mpi ($gh) on $NP ranks: not streamed"
+    cmp one.json n.json || fail "--backend mpi streamed ($gh) on $NP ranks: the document differs from the whole run's"
+  done
+  echo "--backend mpi: streamed on $NP ranks byte-identical to the whole run"
   # check of a fixture's /outputs streamed on NP ranks: each group's outputs
   # and stored /oracle kept and measured by its owner (the stored /oracle's
   # checks, the packing maxima and every pair merged): the one-process whole
