@@ -278,11 +278,7 @@ int oracle_kda_run_dd_part(const gdn_inputs *in, const gdn_chgate *gate, const o
     return rc;
   }
   oracle_dd_certificate c;
-  if ((rc = kdd_run(in, gate, cfg, out, &c, tally, e))) {
-    const int64_t f = tally->failed_head;
-    oracle_tally_clear(tally);
-    tally->failed_head = f;
-  }
+  if ((rc = kdd_run(in, gate, cfg, out, &c, tally, e))) orc_tally_drop(tally);
   return rc;
 }
 

@@ -265,10 +265,6 @@ int oracle_kda_vjp_dd_part(const gdn_inputs *in, const gdn_chgate *gate, const g
     return rc;
   }
   oracle_vjp_dd_certificate c;
-  if ((rc = kvdd_run(in, gate, ct, cfg, out, &c, tally, e))) {
-    const int64_t f = tally->failed_head;
-    oracle_tally_clear(tally);
-    tally->failed_head = f;
-  }
+  if ((rc = kvdd_run(in, gate, ct, cfg, out, &c, tally, e))) orc_tally_drop(tally);
   return rc;
 }

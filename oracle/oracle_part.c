@@ -15,12 +15,6 @@
 
 /* A failed run's tally holds partial sums nobody may merge: cleared, but
  * the failing item stays named (failed_head) for the caller's message. */
-static void tally_drop(oracle_tally *t) {
-  int64_t f = t->failed_head;
-  oracle_tally_clear(t);
-  t->failed_head = f;
-}
-
 static int run_part(const gdn_inputs *in, const void *cfg, int dd, const unsigned char *heads,
                     gdn_outputs *out, oracle_tally *tally, gdn_error *e) {
   if (!tally) {
@@ -45,7 +39,7 @@ static int run_part(const gdn_inputs *in, const void *cfg, int dd, const unsigne
     oracle_certificate c;
     rc = orc_run_mpfr(in, cfg, out, &c, heads, tally, e);
   }
-  if (rc) tally_drop(tally);
+  if (rc) orc_tally_drop(tally);
   return rc;
 }
 
@@ -125,7 +119,7 @@ int oracle_vjp_part(const gdn_inputs *in, const gdn_cotangents *ct, const oracle
   if (!rc) rc = oracle_tally_alloc(tally, ORACLE_TALLY_VJP, (int)cfg->prec, -1, e);
   if (rc) return vjp_part_refused(out, rc);
   oracle_vjp_certificate c;
-  if ((rc = orc_vjp_run(in, ct, cfg, out, &c, items, tally, e))) tally_drop(tally);
+  if ((rc = orc_vjp_run(in, ct, cfg, out, &c, items, tally, e))) orc_tally_drop(tally);
   return rc;
 }
 
@@ -157,7 +151,7 @@ int oracle_vjp_dd_part(const gdn_inputs *in, const gdn_cotangents *ct, const ora
                   : oracle_tally_alloc(tally, ORACLE_TALLY_VJP_DD, ORACLE_DD_BITS, -1, e);
   if (rc) return vjp_part_refused(out, rc);
   oracle_vjp_dd_certificate c;
-  if ((rc = orc_vjp_dd_run(in, ct, cfg, out, &c, items, tally, e))) tally_drop(tally);
+  if ((rc = orc_vjp_dd_run(in, ct, cfg, out, &c, items, tally, e))) orc_tally_drop(tally);
   return rc;
 }
 

@@ -76,6 +76,12 @@ int orc_tally_get(const oracle_tally *t, int a, orc_acc *acc, gdn_error *e) {
   return GDN_OK;
 }
 
+void orc_tally_drop(oracle_tally *t) {
+  const int64_t f = t->failed_head;
+  oracle_tally_clear(t);
+  t->failed_head = f;
+}
+
 int orc_tally_same_kind(const oracle_tally *a, int tier, int cap, const char *what, gdn_error *e) {
   if (a->tier == tier && a->cap == cap && a->v) return GDN_OK;
   return gdn_error_set(e, GDN_ERR_INTERNAL, "oracle tally: %s: a %s tally of %d buckets where %s of %d is expected",
