@@ -185,6 +185,19 @@ static int arith_samples(double *acc[PARITY_T_N], const gdn_inputs *in, const gd
   return rc;
 }
 
+/* The underflow part (parity_kappa_model.h): C eta^2 added to every
+ * element's s^2, eta the case's compute format's smallest normal; none in
+ * binary64, whose eta^2 is below binary64's range. */
+static void underflow_part(double *acc[PARITY_T_N], const gdn_shape *S, int64_t C, gdn_dtype dt) {
+  if (dt == GDN_DTYPE_F64) return;
+  const double eta = parity_model_eta(dt), add = (double)C * eta * eta;
+  for (int t = 0; t < PARITY_T_N; t++)
+    if (acc[t])
+      for (size_t i = 0, n = numel(t, S); i < n; i++) acc[t][i] += add;
+}
+
+double parity_model_eta(gdn_dtype dt) { return ldexp(1.0, gdn_dtype_emin(dt)); }
+
 /* The padded chunk ends of the layouts (parity_kappa_model.h): len[t] > 0
  * when token t ends a device's piece of P = T / D tokens (D = 1: the whole
  * sequence) and P is not a multiple of C, so a chunk of len[t] = P mod C
@@ -322,6 +335,7 @@ int parity_model_compute_layouts(parity_model *m, const gdn_inputs *in, const gd
   }
   gdn_free(len);
   if (!rc && acfg) rc = arith_samples(m->s, in, ct, C, acfg, head0, &p, e); /* adds each sample's square / ARITH */
+  if (!rc && acfg) underflow_part(m->s, S, C, acfg->dtype);
   if (!rc && terms && m->s[PARITY_T_DG]) /* dg's own sums, in any order */
     for (size_t i = 0; i < ng; i++) {
       const double r = PARITY_MODEL_TERMS * u_g * terms[i];

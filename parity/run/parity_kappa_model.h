@@ -62,6 +62,26 @@
  * of those terms per token, r_i (kern_vjp_tmpl.h, vj_decay_terms), and
  *     s_dg,i^2 += (PARITY_MODEL_TERMS u_g r_i)^2
  * is the size of their rounding with independent errors in any order.
+ * The underflow part: a correct float32 implementation may flush
+ * subnormal results to zero (TPUs do, and XLA on the CPU), and where it
+ * does not, a subnormal result keeps only an absolute precision.  Either
+ * way a result below eta, the format's smallest normal (2^-126 for float32
+ * and bfloat16, 2^-1022 for float64), may be off by up to eta whatever its
+ * size: an absolute error that the relative parts above, and sampling our
+ * own arithmetic, do not see where another order flushes other
+ * intermediates (a gradient that flows through e^-80, dh0 of a sequence
+ * whose first token's gate is -80, is about 100 eta, and the WY products
+ * associated the other way flush 3.6 times the stock order's error there).
+ * A chunked evaluation reduces each element over the C tokens of a chunk,
+ * each token's term one intermediate that may flush, so with independent
+ * signs every element gets
+ *     s_eta,e^2 = C eta^2
+ * added to s_e^2 before the lift toward the row.  The factors that multiply
+ * a flushed intermediate afterwards (normalised q and k, beta, decays <= 1,
+ * the cotangents) are taken as O(1).  Beside an element of normal size it
+ * is nothing (8 eta = 9.4e-38 at C 64), so no planted error of today moves.
+ * None in binary64 compute (eta^2 = 2^-2044 is below binary64's range, and
+ * binary64 compute is not what the model is for).
  * Deterministic (fixed signs, float64 kernels deterministic for any
  * thread count); per value head, so a head group computes its heads' part exactly as the whole run does (head0:
  * the group's first value head in the whole tensor, for the signs).
@@ -125,6 +145,10 @@ int parity_model_compute_layouts(parity_model *m, const gdn_inputs *in, const gd
  * scratch (binary64 kernels: at most twice the float32 scratch), and
  * whose s (a third) the sweep keeps for a chunk size: parity_budget. */
 size_t parity_model_bytes(const gdn_shape *s, int grads);
+
+/* eta of the underflow part: the smallest normal of the compute format
+ * dt, 2^emin (gdn_dtype_emin). */
+double parity_model_eta(gdn_dtype dt);
 
 /* The sign z_i of sample k at (b, t, value head h): +1 or -1. */
 double parity_model_sign(int k, int64_t b, int64_t t, int64_t h);

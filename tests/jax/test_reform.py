@@ -129,6 +129,25 @@ def test_hillis_steele_cumsum_passes_the_gate(tmp_path):
     assert any(r["tensor"] in ("dq", "dk", "dv", "dg", "dbeta", "dh0") and r["checks"] for r in doc["rules"])
 
 
+def test_flushed_dh0_passes_and_a_dropped_dh0_fails(tmp_path):
+    """The false FAIL the campaign at T 1024 found: with g = -80 on the
+    first token (spike-80, seed 5) dh0 flows through e^-80 and is about 93
+    times float32's smallest normal, and the WY products associated the
+    other way flush more of it than the stock order (rel_fro 4.2e-2, 1.17 of
+    grad-band-float32's limit before the model's underflow part).  It
+    passes now; the same function with no gradient through h0 (dh0 = 0,
+    o and ht right) FAILs on dh0 in the same run."""
+    doc, out = _campaign(tmp_path, "wy_other_order", "1,1024,4,64", 64, "spike-80", 1, "1",
+                         ("--key-heads", "2", "--first-seed", "5",
+                          "--subject-spec", "h0_detached=campaign_planted:h0_detached"))
+    by = {s["name"]: s for s in doc["subjects"]}
+    assert by["wy_other_order"]["runs"] == 1 and by["wy_other_order"]["failed_runs"] == 0, out
+    assert by["h0_detached"]["failed_runs"] == 1, out
+    assert {f["subject"] for f in doc["fails"]} == {"h0_detached"}, out
+    assert {f["tensor"] for f in doc["fails"]} == {"dh0"}, out
+    assert by["wy_other_order"]["worst_ratio"] < 0.5, out
+
+
 def test_campaign(tmp_path):
     """The campaign: every reformulation x GDN_PARITY_REFORM_CAMPAIGN seeds x
     the gate regimes, 1 and 8 devices, gradients; zero FAILs and every rule's

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "gdn_alloc.h"
 #include "gdn_synth.h"
 #include "kern.h"
 #include "parity_kappa_model.h"
@@ -94,4 +95,40 @@ START_TEST(padded_ends_are_probed) {
 }
 END_TEST
 
-CKR_MAIN("kappa_model", "kappa_model", 60, whole_chunks_change_nothing, padded_ends_are_probed)
+/* The underflow part: with v = 0 and no h0 every output is exactly 0, so
+ * G's probes and the arithmetic's samples add nothing, and each element's
+ * s is the underflow part alone, sqrt(C) eta = 8 eta at C 64 (exact: a
+ * power of two), eta the compute format's smallest normal; in binary64
+ * compute none (eta^2 is below binary64's range).  Negative control:
+ * without the case's numerics (acfg NULL) there is no such part and s is
+ * 0. */
+START_TEST(underflow_part) {
+  ck_assert(parity_model_eta(GDN_DTYPE_F32) == 0x1p-126);
+  ck_assert(parity_model_eta(GDN_DTYPE_BF16) == 0x1p-126);
+  ck_assert(parity_model_eta(GDN_DTYPE_F64) == 0x1p-1022);
+  gdn_inputs in;
+  inputs(&in);
+  memset(in.v, 0, gdn_shape_numel_v(&in.shape) * sizeof(float));
+  gdn_free(in.h0), in.h0 = NULL;
+  gdn_error e;
+  gdn_error_init(&e);
+  const gdn_dtype dts[2] = {GDN_DTYPE_F32, GDN_DTYPE_F64};
+  const size_t no = (size_t)T * 2 * 16, nh = 2 * 16 * 16;
+  for (int i = 0; i < 3; i++) {
+    kern_config cfg;
+    kern_config_init(&cfg);
+    cfg.chunk = C;
+    if (i < 2) cfg.dtype = dts[i];
+    parity_model m;
+    parity_model_init(&m);
+    ck_assert_msg(parity_model_compute(&m, &in, NULL, C, 0x1p-24, i < 2 ? &cfg : NULL, 0, &e) == GDN_OK, "%s", e.msg);
+    const double want = i == 0 ? 8 * parity_model_eta(dts[i]) : 0; /* binary64: none */
+    for (size_t j = 0; j < no; j++) ck_assert_msg(m.s[PARITY_T_O][j] == want, "o %zu: %g, want %g", j, m.s[PARITY_T_O][j], want);
+    for (size_t j = 0; j < nh; j++) ck_assert_msg(m.s[PARITY_T_HT][j] == want, "ht %zu: %g", j, m.s[PARITY_T_HT][j]);
+    parity_model_clear(&m);
+  }
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
+CKR_MAIN("kappa_model", "kappa_model", 60, whole_chunks_change_nothing, padded_ends_are_probed, underflow_part)
