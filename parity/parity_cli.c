@@ -404,7 +404,7 @@ static int stream_oracle_flags(const run_state *st, const gdn_shape *s, int grad
  * oracle dealt by value head keeps every rank busier). */
 static int64_t dealt_group(const gdn_shape *s) {
   const int64_t n = parity_dist_size();
-  return parity_dist_collective() && n > 1 && s->Hk >= n ? (s->Hk + n - 1) / n : 0;
+  return parity_dist_collective() && n > 1 && s->Hk >= n ? parity_stream_share(s->Hk, (int)n) : 0;
 }
 
 /* A plan of groups larger than the ranks' share (dg > 0) planned again at

@@ -121,14 +121,14 @@ static int plan(chk_stream *st, uint64_t max_bytes, int64_t force, int *streamed
       if ((rc = group_bytes(st, g, &b, e))) return rc;
       if (b <= max_bytes) break;
     }
-    if (g > 0) g = (Hk + (Hk + g - 1) / g - 1) / ((Hk + g - 1) / g); /* as many groups as needed, evened out */
+    g = parity_stream_even(Hk, g);
   }
   p->group = g > 0 ? g : 1;
   if ((rc = group_bytes(st, p->group, &p->peak, e))) return rc;
   if (g == 0 || (max_bytes && p->peak > max_bytes)) return refuse_budget(st, one, e);
   p->n_groups = (Hk + p->group - 1) / p->group;
-  if (size > 1 && p->n_groups == 1 && !p->forced) { /* under mpirun: the key heads dealt over the ranks */
-    p->group = (Hk + size - 1) / size;
+  if (size > 1 && !p->forced && p->group > parity_stream_share(Hk, size)) { /* under mpirun: dealt over the ranks */
+    p->group = parity_stream_share(Hk, size);
     p->n_groups = (Hk + p->group - 1) / p->group;
     if ((rc = group_bytes(st, p->group, &p->peak, e))) return rc;
   }

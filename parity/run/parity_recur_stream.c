@@ -117,16 +117,15 @@ int parity_recur_stream_plan(const parity_recur_opts *o, int with_grad, uint64_t
       if ((rc = group_peak(o, with_grad, g, p->resident, &b, e))) return rc;
       if (b <= max_bytes) break;
     }
-    /* as many groups as the largest fitting size needs, evened out */
-    if (g > 0) g = (s->Hk + (s->Hk + g - 1) / g - 1) / ((s->Hk + g - 1) / g);
+    g = parity_stream_even(s->Hk, g);
   }
   p->group = g > 0 ? g : 1;
   if ((rc = group_peak(o, with_grad, p->group, p->resident, &p->peak, e))) return rc;
   if (g == 0 || (max_bytes && p->peak > max_bytes)) return refuse(o, p, one, e);
   p->n_groups = (s->Hk + g - 1) / g;
-  const int64_t size = parity_dist_size();
-  if (size > 1 && p->n_groups == 1 && !p->forced) { /* under mpirun: the key heads dealt over the ranks */
-    p->group = (s->Hk + size - 1) / size;
+  const int size = parity_dist_size();
+  if (size > 1 && !p->forced && p->group > parity_stream_share(s->Hk, size)) { /* under mpirun: dealt over the ranks */
+    p->group = parity_stream_share(s->Hk, size);
     p->n_groups = (s->Hk + p->group - 1) / p->group;
     if ((rc = group_peak(o, with_grad, p->group, p->resident, &p->peak, e))) return rc;
   }

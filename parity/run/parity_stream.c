@@ -234,10 +234,7 @@ int parity_stream_plan_make(const gdn_shape *s, int with_h0, int n_outputs, cons
   if (!p->forced && max_bytes && all > max_bytes) {
     g = largest_fitting(s, with_h0, n_outputs, o, max_bytes, p->resident, s->Hk - 1, e);
     if (g < 0) return e ? e->code : GDN_ERR_INPUT;
-    /* as many groups as the largest fitting size needs, evened out (16
-     * key heads in groups of at most 5: 4 groups of 4, not 5 5 5 1): a
-     * smaller peak, and ranks that share the groups share the work */
-    if (g > 0) g = (s->Hk + (s->Hk + g - 1) / g - 1) / ((s->Hk + g - 1) / g);
+    g = parity_stream_even(s->Hk, g);
   }
   p->group = g;
   if ((rc = total_bytes(s, g > 0 ? g : 1, with_h0, n_outputs, o, p->resident, &p->peak, e))) return rc;
@@ -245,6 +242,14 @@ int parity_stream_plan_make(const gdn_shape *s, int with_h0, int n_outputs, cons
   p->n_groups = (s->Hk + g - 1) / g;
   return GDN_OK;
 }
+
+int64_t parity_stream_even(int64_t Hk, int64_t g) {
+  if (g <= 0) return g;
+  const int64_t n = (Hk + g - 1) / g;
+  return (Hk + n - 1) / n;
+}
+
+int64_t parity_stream_share(int64_t Hk, int n_ranks) { return n_ranks > 1 ? (Hk + n_ranks - 1) / n_ranks : Hk; }
 
 void parity_stream_group(const parity_stream_plan *p, int64_t i, int64_t *k0, int64_t *k1, gdn_shape *gs) {
   *k0 = i * p->group;

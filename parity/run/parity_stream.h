@@ -106,6 +106,18 @@ int parity_stream_bytes(const gdn_shape *s, int with_h0, int n_outputs, const pa
 int parity_stream_plan_make(const gdn_shape *s, int with_h0, int n_outputs, const parity_sweep_opts *o,
                             uint64_t max_bytes, int64_t force_group, parity_stream_plan *p, gdn_error *e);
 
+/* The one key-head split of every streamed plan (the sweep's, a case's, a
+ * --recurrence run's and check's).  parity_stream_even: groups of at most
+ * g of Hk key heads evened out, as many groups as g needs, each as large as
+ * that count needs (16 in groups of at most 5: 4 groups of 4, not 5 5 5 1),
+ * a smaller peak, and ranks that share the groups share the work.
+ * parity_stream_share: the group size that deals Hk key heads over
+ * n_ranks ranks, at most one group each, ceil(Hk / n_ranks) (Hk where
+ * n_ranks <= 1); a plan under mpirun whose groups are larger is planned
+ * again at this size, so that no rank waits while another runs two. */
+int64_t parity_stream_even(int64_t Hk, int64_t g);
+int64_t parity_stream_share(int64_t Hk, int n_ranks);
+
 /* Group i's key heads [*k0, *k1) and its shape (B, T, k1 - k0, (k1 - k0) r,
  * Dk, Dv). */
 void parity_stream_group(const parity_stream_plan *p, int64_t i, int64_t *k0, int64_t *k1, gdn_shape *gs);

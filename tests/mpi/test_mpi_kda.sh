@@ -11,6 +11,8 @@
 # middle of each of its groups, GDN_TEST_MPI_DIE=1:kda-plant), which only
 # rank 1 measures, fails the run (exit 1) and changes the document: rank 1's
 # measurements reach the merged one.
+# A budget's groups larger than the ranks' share are split again to it (3
+# ranks: one key head each, where one process runs two groups of 2).
 # Then `check` of a KDA fixture (kernel outputs D 1 and 2 with gradients,
 # /cotangents, h0; with and without a stored /oracle) under mpirun: its
 # key-head groups dealt the same way (parity/run/parity_recur_check_stream.h),
@@ -51,6 +53,21 @@ rc=$?
 [[ $rc == 1 ]] || fail "gate-other-head on $NP ranks: exit $rc, want 1"
 cmp one.json n.json || fail "gate-other-head on $NP ranks: the results document differs"
 echo "gate-other-head: on $NP ranks byte-identical to the one-process run (FAIL)"
+
+# a budget's groups larger than the ranks' share split again to it
+# (parity_stream_share): 3 key heads whose budget allows groups of 2 run
+# one key head a rank on 3 ranks (two groups of 2 on 2 ranks), the
+# document the one-process run's
+bb=(--recurrence kda --shape 1,16384,6,32 --key-heads 3 --h0 --chunk 32 --devices 1 --threads 1 --reproducible
+    --oracle dd --max-bytes 100M --json)
+"$G" "${bb[@]}" one.json >one.err 2>&1 || fail "budget one process: exit $?"
+grep -q "2 key heads (4 value heads) per group, 2 groups" one.err || fail "budget one process: $(cat one.err)"
+"${MR[@]}" -np "$NP" "$G" "${bb[@]}" n.json >n.err 2>&1 || fail "budget on $NP ranks: exit $?"
+want="2 key heads (4 value heads) per group, 2 groups"
+[[ $NP -ge 3 ]] && want="1 key head (2 value heads) per group, 3 groups"
+grep -q "$want" n.err || fail "budget on $NP ranks: want $want: $(cat n.err)"
+cmp one.json n.json || fail "budget on $NP ranks: the results document differs"
+echo "a budget's groups on $NP ranks: $want, byte-identical to the one-process run"
 
 # check FILE on NP ranks against one process (ARGS...): the same exit status WANT and JSON bytes
 same_check() {

@@ -109,6 +109,34 @@ END_TEST
 
 /* Negative controls: a group above Hk, and a limit below even one key
  * head's group, are refused with the numbers. */
+/* The one key-head split (parity_stream_even, parity_stream_share): 16 in
+ * groups of at most 5 are 4 of 4, not 5 5 5 1; dealt over ranks, ceil(Hk /
+ * N): at most one group a rank, every head in one, most ranks busy. */
+START_TEST(one_split) {
+  const int64_t even[][3] = {{16, 5, 4}, {16, 16, 16}, {16, 1, 1}, {7, 3, 3}, {7, 6, 4}, {8, 0, 0}, {3, 2, 2}};
+  for (size_t i = 0; i < sizeof even / sizeof even[0]; i++)
+    ck_assert_int_eq(parity_stream_even(even[i][0], even[i][1]), even[i][2]);
+  ck_assert_int_eq(parity_stream_share(16, 4), 4);
+  ck_assert_int_eq(parity_stream_share(7, 2), 4);
+  ck_assert_int_eq(parity_stream_share(3, 4), 1);
+  ck_assert_int_eq(parity_stream_share(5, 1), 5);
+  ck_assert_int_eq(parity_stream_share(5, 0), 5);
+  for (int64_t Hk = 1; Hk <= 40; Hk++)
+    for (int n = 1; n <= 9; n++) {
+      const int64_t g = parity_stream_share(Hk, n), groups = (Hk + g - 1) / g;
+      ck_assert_int_le(groups, n); /* at most one group a rank */
+      ck_assert(g * n >= Hk);       /* every head in a group */
+      if (Hk >= n) ck_assert_int_ge(groups, (n + 1) / 2); /* and most ranks busy */
+      for (int64_t m = 1; m <= Hk; m++) {
+        const int64_t e = parity_stream_even(Hk, m), ng = (Hk + m - 1) / m;
+        ck_assert_int_le(e, m);                   /* never larger than asked */
+        ck_assert_int_eq((Hk + e - 1) / e, ng);   /* no more groups than m needs */
+        ck_assert_int_le(ng * e - Hk, ng - 1);    /* sizes differ by at most one */
+      }
+    }
+}
+END_TEST
+
 START_TEST(refusals) {
   static const int64_t dev[] = {1};
   parity_sweep_opts o = opts_devices(dev, 1);
@@ -195,5 +223,5 @@ START_TEST(gradients_counted_and_monotone) {
 }
 END_TEST
 
-CKR_MAIN("stream_plan", "stream_plan", 0, layer_under_12_gib, fits_whole_and_forced, refusals,
+CKR_MAIN("stream_plan", "stream_plan", 0, layer_under_12_gib, fits_whole_and_forced, one_split, refusals,
          named_bytes_leave_room, gradients_counted_and_monotone)
