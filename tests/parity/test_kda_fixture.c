@@ -26,27 +26,7 @@
 #include "kern_kda.h"
 #include "parity_kappa_ch.h"
 #include "parity_recur_check.h"
-
-static char dir[64];
-static char path_buf[8][256];
-static int path_k;
-
-static const char *tpath(const char *name) {
-  char *p = path_buf[path_k++ % 8];
-  snprintf(p, 256, "%s/%s", dir, name);
-  return p;
-}
-
-static void setup(void) {
-  snprintf(dir, sizeof dir, "/tmp/test_kda_fixture.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void teardown(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  ck_assert_int_eq(system(cmd), 0);
-}
+#include "../scratch_case.h"
 
 static const gdn_shape shape = {1, 96, 1, 2, 16, 16}; /* B T Hk Hv Dk Dv */
 
@@ -108,7 +88,7 @@ static json_t *find_case(json_t *doc, const char *subject) {
 }
 
 START_TEST(synth_check_passes) {
-  const char *p = tpath("k.h5"), *j = tpath("k.json");
+  const char *p = scratch_case_path("k.h5"), *j = scratch_case_path("k.json");
   write_kda(p, 1);
   gdn_error e;
   ck_assert_msg(check_json(p, j, &e) == 0, "%s", e.msg);
@@ -130,7 +110,7 @@ START_TEST(synth_check_passes) {
 END_TEST
 
 START_TEST(planted_output_fails_at_its_place) {
-  const char *p = tpath("k.h5"), *j = tpath("k.json");
+  const char *p = scratch_case_path("k.h5"), *j = scratch_case_path("k.json");
   write_kda(p, 1);
   /* o[b=0, t=37, h=1, d=5] off by 0.5 of the largest |o| (about 1) */
   const hsize_t flat = ((0 * 96 + 37) * 2 + 1) * 16 + 5;
@@ -193,7 +173,7 @@ static void write_kda_bf16(const char *p) {
  * (a stored output: the file's chunk_size and its devices attribute; a
  * bfloat16 o: u_bf16 + (1 + u_bf16) band, its ht the float32 band). */
 START_TEST(check_band_follows_kappa) {
-  const char *p = tpath("k.h5"), *j = tpath("k.json");
+  const char *p = scratch_case_path("k.h5"), *j = scratch_case_path("k.json");
   write_kda_bf16(p);
   gdn_error e;
   ck_assert_msg(check_json(p, j, &e) == 0, "%s", e.msg);
@@ -243,7 +223,7 @@ END_TEST
 /* o[0, 37, 1, 5] of /outputs/tpu_scan moved by f band max |o| (band: the
  * output case's, C 64, one device): check's verdict on the output. */
 static int planted_at_band(double f) {
-  const char *p = tpath("k.h5"), *j = tpath("k.json");
+  const char *p = scratch_case_path("k.h5"), *j = scratch_case_path("k.json");
   write_kda(p, 1);
   fix_fixture fx;
   make_kda(&fx, 0);
@@ -321,12 +301,12 @@ static void write_npz(const fix_fixture *fx, const char *zpath, int g_rank) {
 }
 
 static int import_npz(const char *recurrence, fix_fixture *out, gdn_error *e) {
-  FILE *f = fopen(tpath("fixture.json"), "w");
+  FILE *f = fopen(scratch_case_path("fixture.json"), "w");
   fprintf(f, "{\"source\": \"tpu-dump\", \"chunk_size\": 64, \"l2norm_in_kernel\": 1, \"inputs\": \"in.npz\"}\n");
   fclose(f);
   fix_import_opts io;
   fix_import_opts_init(&io);
-  io.dir = dir;
+  io.dir = scratch_case_dir;
   io.recurrence = recurrence;
   fix_fixture_init(out);
   return fix_import(out, &io, e);
@@ -336,12 +316,12 @@ START_TEST(npz_rank4_g_round_trips) {
   fix_fixture fx, im, back;
   gdn_error e;
   make_kda(&fx, 0);
-  write_npz(&fx, tpath("in.npz"), 4);
+  write_npz(&fx, scratch_case_path("in.npz"), 4);
   ck_assert_msg(import_npz(NULL, &im, &e) == 0, "%s", e.msg); /* named by g's rank */
   ck_assert_str_eq(im.recurrence, "kda");
-  ck_assert_msg(fix_write(&im, tpath("im.h5"), &e) == 0, "%s", e.msg);
+  ck_assert_msg(fix_write(&im, scratch_case_path("im.h5"), &e) == 0, "%s", e.msg);
   fix_fixture_init(&back);
-  ck_assert_msg(fix_kda_load(&back, tpath("im.h5"), 0, &e) == 0, "%s", e.msg);
+  ck_assert_msg(fix_kda_load(&back, scratch_case_path("im.h5"), 0, &e) == 0, "%s", e.msg);
   const size_t n = gdn_chgate_numel(&shape);
   ck_assert_int_eq(memcmp(back.chgate.g, fx.chgate.g, n * sizeof(float)), 0);
   ck_assert_int_eq(memcmp(back.inputs.v, fx.inputs.v, gdn_shape_numel_v(&shape) * sizeof(float)), 0);
@@ -357,7 +337,7 @@ START_TEST(npz_rank4_g_round_trips) {
   ck_assert_msg(strstr(e.msg, "in.npz:g") && strstr(e.msg, "(1, 96, 2, 16)") && strstr(e.msg, "recurrence is gdn"),
                 "%s", e.msg);
   /* an explicit kda with a rank-3 g */
-  write_npz(&fx, tpath("in.npz"), 3);
+  write_npz(&fx, scratch_case_path("in.npz"), 3);
   ck_assert_int_eq(import_npz("kda", &im, &e), GDN_ERR_INPUT);
   ck_assert_msg(strstr(e.msg, "in.npz:g") && strstr(e.msg, "(1, 96, 2)") && strstr(e.msg, "recurrence is kda"), "%s",
                 e.msg);
@@ -371,7 +351,7 @@ END_TEST
 START_TEST(gate_rank_and_recurrence_must_agree) {
   gdn_error e;
   /* a kda file whose g is rank 3 */
-  const char *g3 = tpath("g3.h5"), *j = tpath("x.json");
+  const char *g3 = scratch_case_path("g3.h5"), *j = scratch_case_path("x.json");
   fix_fixture fx;
   make_kda(&fx, 0);
   gdn_chgate_clear(&fx.chgate);
@@ -383,7 +363,7 @@ START_TEST(gate_rank_and_recurrence_must_agree) {
   ck_assert_int_eq(check_json(g3, j, &e), -1);
   ck_assert_msg(strstr(e.msg, "/inputs/g") && strstr(e.msg, "(1, 96, 2)") && strstr(e.msg, "\"kda\""), "%s", e.msg);
   /* a file without the attribute whose g is rank 4 */
-  const char *g4 = tpath("g4.h5");
+  const char *g4 = scratch_case_path("g4.h5");
   write_kda(g4, 0);
   hid_t f = h5e_open_rw(g4);
   ck_assert_int_ge(H5Adelete(f, "recurrence"), 0);
@@ -396,7 +376,7 @@ START_TEST(gate_rank_and_recurrence_must_agree) {
   ck_assert_int_eq(cli_inproc(avg, &e), -1);
   ck_assert_msg(strstr(e.msg, "--recurrence gdn") && strstr(e.msg, "is a kda fixture"), "%s", e.msg);
   /* a GDN file under --recurrence kda */
-  const char *gdn = tpath("gdn.h5");
+  const char *gdn = scratch_case_path("gdn.h5");
   make_kda(&fx, 0);
   gdn_chgate_clear(&fx.chgate);
   gdn_free(fx.recurrence);
@@ -436,7 +416,7 @@ START_TEST(bf16_inputs_kernels_take_the_bf16_band) {
   ck_assert_int_eq(fix_set_string(&fx.recurrence, "kda", &e), 0);
   ck_assert_int_eq(fix_set_string(&fx.source, "synthetic", &e), 0);
   fx.chunk_size = 32;
-  const char *p = tpath("bf16.h5"), *j = tpath("bf16.json");
+  const char *p = scratch_case_path("bf16.h5"), *j = scratch_case_path("bf16.json");
   ck_assert_msg(fix_write(&fx, p, &e) == 0, "%s", e.msg);
   fix_fixture_clear(&fx);
   ck_assert_msg(check_json(p, j, &e) == 0, "%s", e.msg);
@@ -459,7 +439,7 @@ END_TEST
 
 /* A grid file in the test's folder. */
 static const char *write_grid(const char *name, const char *entries) {
-  const char *p = tpath(name);
+  const char *p = scratch_case_path(name);
   FILE *f = fopen(p, "w");
   fprintf(f, "{\"name\": \"%s\", \"recurrence\": \"kda\", \"entries\": [%s]}\n", name, entries);
   fclose(f);
@@ -474,7 +454,7 @@ START_TEST(kda_grid_coverage_and_sweep) {
   const char *strong = write_grid("strong.json", "{\"shape\": \"1,128,4,16\", \"key_heads\": 2, \"h0\": true, "
                                                  "\"seed\": 1, \"chunk\": [64], \"devices\": [1, 4]}"),
              *weak = write_grid("weak.json", "{\"shape\": \"1,16,1,16\", \"chunk\": [16], \"devices\": [1]}"),
-             *j = tpath("cov.json");
+             *j = scratch_case_path("cov.json");
   gdn_error e;
   char *cov[] = {"gdn-parity", "coverage", "--recurrence", "kda", "--grid", (char *)strong, "--json", (char *)j, NULL};
   ck_assert_msg(cli_inproc(cov, &e) == 0, "%s", e.msg);
@@ -520,7 +500,7 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("kda_fixture");
   TCase *tc = tcase_create("core");
-  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_checked_fixture(tc, scratch_case_setup, scratch_case_teardown);
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, synth_check_passes);
   tcase_add_test(tc, planted_output_fails_at_its_place);

@@ -26,27 +26,7 @@
 #include "gdn_chgate.h"
 #include "gdn_synth.h"
 #include "kern_kda.h"
-
-static char dir[64];
-static char path_buf[8][256];
-static int path_k;
-
-static const char *tpath(const char *name) {
-  char *p = path_buf[path_k++ % 8];
-  snprintf(p, 256, "%s/%s", dir, name);
-  return p;
-}
-
-static void setup(void) {
-  snprintf(dir, sizeof dir, "/tmp/test_kda_oracle.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void teardown(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  ck_assert_int_eq(system(cmd), 0);
-}
+#include "../scratch_case.h"
 
 static const gdn_shape shape = {1, 96, 1, 2, 16, 16}; /* B T Hk Hv Dk Dv */
 
@@ -86,7 +66,7 @@ static void regen(const char *p, int force) {
 }
 
 static json_t *check_doc(const char *p, int want) {
-  const char *j = tpath("c.json");
+  const char *j = scratch_case_path("c.json");
   char *av[] = {"gdn-parity", "check", (char *)p, "--json", (char *)j, "--reproducible", NULL};
   gdn_error e;
   ck_assert_msg(cli_inproc(av, &e) == want, "%s", e.msg);
@@ -113,7 +93,7 @@ static json_t *find_case(json_t *doc, const char *subject) {
 }
 
 START_TEST(regen_then_check_trusts_the_stored_oracle) {
-  const char *p = tpath("k.h5");
+  const char *p = scratch_case_path("k.h5");
   write_kda(p, 1);
   json_t *fly = check_doc(p, 0);
   ck_assert(json_is_false(json_object_get(oracle_of(fly), "from_fixture")));
@@ -155,7 +135,7 @@ START_TEST(regen_then_check_trusts_the_stored_oracle) {
 END_TEST
 
 START_TEST(stale_oracle_is_recomputed_with_a_note) {
-  const char *p = tpath("k.h5");
+  const char *p = scratch_case_path("k.h5");
   write_kda(p, 0);
   regen(p, 0);
   h5e_poke(p, "/inputs/g", 100, -0.25f); /* an input changed after regen */
@@ -188,7 +168,7 @@ END_TEST
  * (columns 2, 6, 10, 14 of Dv = 16) is seen: the stored oracle is not
  * trusted, the fresh one judges -- the kernels pass against it. */
 START_TEST(planted_oracle_value_is_caught) {
-  const char *p = tpath("k.h5");
+  const char *p = scratch_case_path("k.h5");
   write_kda(p, 0);
   regen(p, 0);
   const hsize_t flat = ((0 * 96 + 50) * 2 + 0) * 16 + 6; /* b 0, t 50, h 0, d 6 */
@@ -210,7 +190,7 @@ START_TEST(planted_oracle_value_is_caught) {
 END_TEST
 
 START_TEST(kernel_outputs_pass_and_a_planted_one_fails) {
-  const char *p = tpath("k.h5");
+  const char *p = scratch_case_path("k.h5");
   write_kda(p, 1);
   fix_fixture fx;
   fix_fixture_init(&fx);
@@ -261,7 +241,7 @@ static cli_result *fixture_run(const char *const *args) {
 /* The command line: synth --recurrence kda --kernel-outputs, info, verify
  * (no oracle, fresh, stale: exit 1), regen; --documents still refused. */
 START_TEST(gdn_fixture_commands_read_kda_files) {
-  const char *p = tpath("c.h5");
+  const char *p = scratch_case_path("c.h5");
   const char *synth[] = {"synth", "--shape", "1,64,2,16", "--key-heads", "1", "--recurrence", "kda",
                          "--kernel-outputs", "1,2", "--out", p, NULL};
   cli_result *r = fixture_run(synth);
@@ -290,7 +270,7 @@ START_TEST(gdn_fixture_commands_read_kda_files) {
   r = fixture_run(info);
   ck_assert_msg(r->status == 0 && strstr(r->out, "oracle: STALE"), "%s", r->out);
   const char *docs[] = {"synth", "--shape", "1,64,2,16", "--recurrence", "kda", "--documents", "2", "--out",
-                        tpath("g.h5"), NULL};
+                        scratch_case_path("g.h5"), NULL};
   r = fixture_run(docs);
   ck_assert_msg(r->status == 2 && strstr(r->err, "--documents is not supported for KDA"), "%s", r->err);
 }
@@ -304,7 +284,7 @@ int main(int argc, char **argv) {
   exe_fixture = argv[1];
   Suite *s = suite_create("kda_oracle");
   TCase *tc = tcase_create("kda_oracle");
-  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_checked_fixture(tc, scratch_case_setup, scratch_case_teardown);
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, regen_then_check_trusts_the_stored_oracle);
   tcase_add_test(tc, stale_oracle_is_recomputed_with_a_note);

@@ -29,28 +29,9 @@
 #include "gdn_chgate.h"
 #include "gdn_synth.h"
 #include "oracle_kda.h"
+#include "../scratch_case.h"
 
-static char dir[64];
-static char path_buf[8][256];
-static int path_k;
 static const char *exe_fixture; /* argv[1]: the gdn-fixture program */
-
-static const char *tpath(const char *name) {
-  char *p = path_buf[path_k++ % 8];
-  snprintf(p, 256, "%s/%s", dir, name);
-  return p;
-}
-
-static void setup(void) {
-  snprintf(dir, sizeof dir, "/tmp/test_kda_regen_dd.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void teardown(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  ck_assert_int_eq(system(cmd), 0);
-}
 
 static const gdn_shape shape = {1, 96, 1, 2, 16, 16}; /* B T Hk Hv Dk Dv */
 
@@ -88,7 +69,7 @@ static void regen_dd(const char *p) {
 }
 
 static json_t *check_doc(const char *p, int want, gdn_error *e) {
-  const char *j = tpath("c.json");
+  const char *j = scratch_case_path("c.json");
   char *av[] = {"gdn-parity", "check", (char *)p, "--json", (char *)j, "--reproducible", NULL};
   const int rc = cli_inproc(av, e);
   ck_assert_msg(rc == want, "check exit %d (want %d): %s", rc, want, e->msg);
@@ -106,7 +87,7 @@ static double case_err(json_t *d, size_t i, const char *t) {
 }
 
 START_TEST(stored_dd_oracle_is_the_tier_and_trusted) {
-  const char *p = tpath("k.h5");
+  const char *p = scratch_case_path("k.h5");
   write_kda(p);
   gdn_error e;
   gdn_error_init(&e);
@@ -183,7 +164,7 @@ static void delete_attr(const char *p, const char *name) {
 }
 
 START_TEST(tampered_certificate_and_planted_value) {
-  const char *p = tpath("k.h5");
+  const char *p = scratch_case_path("k.h5");
   gdn_error e;
   gdn_error_init(&e);
   write_kda(p);
@@ -230,7 +211,7 @@ int main(int argc, char **argv) {
   exe_fixture = argv[1];
   Suite *s = suite_create("kda_regen_dd");
   TCase *tc = tcase_create("kda_regen_dd");
-  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_checked_fixture(tc, scratch_case_setup, scratch_case_teardown);
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, stored_dd_oracle_is_the_tier_and_trusted);
   tcase_add_test(tc, tampered_certificate_and_planted_value);

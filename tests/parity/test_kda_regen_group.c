@@ -24,27 +24,7 @@
 #include "fix_write.h"
 #include "gdn_chgate.h"
 #include "gdn_synth.h"
-
-static char dir[64];
-static char path_buf[8][256];
-static int path_k;
-
-static const char *tpath(const char *name) {
-  char *p = path_buf[path_k++ % 8];
-  snprintf(p, 256, "%s/%s", dir, name);
-  return p;
-}
-
-static void setup(void) {
-  snprintf(dir, sizeof dir, "/tmp/test_kda_regen_group.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void teardown(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  ck_assert_int_eq(system(cmd), 0);
-}
+#include "../scratch_case.h"
 
 static const gdn_shape shape = {2, 64, 3, 6, 16, 8}; /* B T Hk Hv Dk Dv */
 
@@ -103,7 +83,7 @@ static int same_oracle(const char *a, const char *b) {
 }
 
 static json_t *check_oracle(const char *p) {
-  const char *j = tpath("c.json");
+  const char *j = scratch_case_path("c.json");
   char *av[] = {"gdn-parity", "check", (char *)p, "--json", (char *)j, "--reproducible", NULL};
   gdn_error e;
   ck_assert_msg(cli_inproc(av, &e) == 0, "%s", e.msg);
@@ -117,7 +97,7 @@ static json_t *check_oracle(const char *p) {
 }
 
 START_TEST(test_group_regen) {
-  const char *w = tpath("w.h5"), *g1 = tpath("g1.h5"), *g2 = tpath("g2.h5"), *g64 = tpath("g64.h5");
+  const char *w = scratch_case_path("w.h5"), *g1 = scratch_case_path("g1.h5"), *g2 = scratch_case_path("g2.h5"), *g64 = scratch_case_path("g64.h5");
   write_kda(w);
   write_kda(g1);
   write_kda(g2);
@@ -137,7 +117,7 @@ START_TEST(test_group_regen) {
 END_TEST
 
 START_TEST(test_group_regen_dd) {
-  const char *w = tpath("w.h5"), *g1 = tpath("g1.h5"), *g2 = tpath("g2.h5"), *g3 = tpath("g3.h5");
+  const char *w = scratch_case_path("w.h5"), *g1 = scratch_case_path("g1.h5"), *g2 = scratch_case_path("g2.h5"), *g3 = scratch_case_path("g3.h5");
   write_kda(w);
   write_kda(g1);
   write_kda(g2);
@@ -169,7 +149,7 @@ END_TEST
 int main(void) {
   Suite *su = suite_create("parity");
   TCase *tc = tcase_create("kda_regen_group");
-  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_checked_fixture(tc, scratch_case_setup, scratch_case_teardown);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_group_regen);
   tcase_add_test(tc, test_group_regen_dd);
