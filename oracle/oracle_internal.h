@@ -170,7 +170,9 @@ void orc_dd_of_mpfr(mpfr_srcptr x, mpfr_ptr tmp, double *hi, double *lo);
 void orc_tally_put(oracle_tally *t, int a, const orc_acc *acc);
 int orc_tally_get(const oracle_tally *t, int a, orc_acc *acc, gdn_error *e);
 int orc_tally_same_kind(const oracle_tally *a, int tier, int cap, const char *what, gdn_error *e);
-/* A failed part's tally emptied, its failed_head kept (oracle_part.h). */
+/* A failed part's tally: it holds partial sums nobody may merge, so it is
+ * emptied, but the failing item stays named (failed_head) for the
+ * caller's message (oracle_part.h). */
 void orc_tally_drop(oracle_tally *t);
 /* The drivers with a selection of heads and a tally (oracle_part.h);
  * heads == NULL and tally == NULL is the whole run.  The tally is

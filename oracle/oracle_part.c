@@ -13,8 +13,6 @@
 #include "gdn_alloc.h"
 #include "oracle_internal.h"
 
-/* A failed run's tally holds partial sums nobody may merge: cleared, but
- * the failing item stays named (failed_head) for the caller's message. */
 static int run_part(const gdn_inputs *in, const void *cfg, int dd, const unsigned char *heads,
                     gdn_outputs *out, oracle_tally *tally, gdn_error *e) {
   if (!tally) {
