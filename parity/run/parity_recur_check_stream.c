@@ -94,6 +94,8 @@ static int refuse_budget(const chk_stream *st, uint64_t one, gdn_error *e) {
                        one, named);
 }
 
+static int peak_of(void *ctx, int64_t g, uint64_t *peak, gdn_error *e) { return group_bytes(ctx, g, peak, e); }
+
 /* The plan: *streamed 0 when the whole check fits and no group is asked. */
 static int plan(chk_stream *st, uint64_t max_bytes, int64_t force, int *streamed, gdn_error *e) {
   parity_stream_plan *p = &st->p;
@@ -114,24 +116,9 @@ static int plan(chk_stream *st, uint64_t max_bytes, int64_t force, int *streamed
   if (force > Hk)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s: --group-heads %" PRId64 ": the fixture has %" PRId64 " key heads",
                          st->path, force, Hk);
-  int64_t g = p->forced ? force : Hk;
-  if (!p->forced && over) {
-    for (g = Hk - 1; g > 0; g--) {
-      uint64_t b;
-      if ((rc = group_bytes(st, g, &b, e))) return rc;
-      if (b <= max_bytes) break;
-    }
-    g = parity_stream_even(Hk, g);
-  }
-  p->group = g > 0 ? g : 1;
-  if ((rc = group_bytes(st, p->group, &p->peak, e))) return rc;
-  if (g == 0 || (max_bytes && p->peak > max_bytes)) return refuse_budget(st, one, e);
-  p->n_groups = (Hk + p->group - 1) / p->group;
-  if (size > 1 && !p->forced && p->group > parity_stream_share(Hk, size)) { /* under mpirun: dealt over the ranks */
-    p->group = parity_stream_share(Hk, size);
-    p->n_groups = (Hk + p->group - 1) / p->group;
-    if ((rc = group_bytes(st, p->group, &p->peak, e))) return rc;
-  }
+  int fits; /* under mpirun dealt over the ranks */
+  if ((rc = parity_stream_plan_groups(p, force, size, peak_of, st, &fits, e))) return rc;
+  if (!fits) return refuse_budget(st, one, e);
   if (st->o->rec->oracle != oracle_kda_run)
     return gdn_error_set(e, GDN_ERR_INPUT, "%s: a %s fixture's check is not streamed by key-head group", st->path,
                          st->o->rec->name);

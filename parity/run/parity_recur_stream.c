@@ -69,6 +69,17 @@ static int group_peak(const parity_recur_opts *o, int with_grad, int64_t g, uint
   return rc;
 }
 
+typedef struct peak_ctx {
+  const parity_recur_opts *o;
+  int with_grad;
+  uint64_t resident;
+} peak_ctx;
+
+static int peak_of(void *ctx, int64_t g, uint64_t *peak, gdn_error *e) {
+  const peak_ctx *c = ctx;
+  return group_peak(c->o, c->with_grad, g, c->resident, peak, e);
+}
+
 static int refuse(const parity_recur_opts *o, const parity_stream_plan *p, uint64_t one, gdn_error *e) {
   const uint64_t named = parity_stream_named_bytes(one, p->resident);
   char lab[160];
@@ -110,25 +121,10 @@ int parity_recur_stream_plan(const parity_recur_opts *o, int with_grad, uint64_t
   if (force_group > s->Hk)
     return gdn_error_set(e, GDN_ERR_INPUT, "--group-heads %" PRId64 ": --recurrence %s shape has %" PRId64
                          " key heads", force_group, o->rec->name, s->Hk);
-  int64_t g = p->forced ? force_group : s->Hk;
-  if (!p->forced && max_bytes && p->whole_bytes > max_bytes) {
-    for (g = s->Hk - 1; g > 0; g--) {
-      uint64_t b;
-      if ((rc = group_peak(o, with_grad, g, p->resident, &b, e))) return rc;
-      if (b <= max_bytes) break;
-    }
-    g = parity_stream_even(s->Hk, g);
-  }
-  p->group = g > 0 ? g : 1;
-  if ((rc = group_peak(o, with_grad, p->group, p->resident, &p->peak, e))) return rc;
-  if (g == 0 || (max_bytes && p->peak > max_bytes)) return refuse(o, p, one, e);
-  p->n_groups = (s->Hk + g - 1) / g;
-  const int size = parity_dist_size();
-  if (size > 1 && !p->forced && p->group > parity_stream_share(s->Hk, size)) { /* under mpirun: dealt over the ranks */
-    p->group = parity_stream_share(s->Hk, size);
-    p->n_groups = (s->Hk + p->group - 1) / p->group;
-    if ((rc = group_peak(o, with_grad, p->group, p->resident, &p->peak, e))) return rc;
-  }
+  peak_ctx pc = {o, with_grad, p->resident};
+  int fits; /* under mpirun dealt over the ranks */
+  if ((rc = parity_stream_plan_groups(p, force_group, parity_dist_size(), peak_of, &pc, &fits, e))) return rc;
+  if (!fits) return refuse(o, p, one, e);
   if (p->n_groups > 1 || p->forced) {
     if (o->rec->oracle != oracle_kda_run)
       return gdn_error_set(e, GDN_ERR_INPUT, "--recurrence %s is not streamed by key-head group", o->rec->name);

@@ -251,6 +251,34 @@ int64_t parity_stream_even(int64_t Hk, int64_t g) {
 
 int64_t parity_stream_share(int64_t Hk, int n_ranks) { return n_ranks > 1 ? (Hk + n_ranks - 1) / n_ranks : Hk; }
 
+int parity_stream_plan_groups(parity_stream_plan *p, int64_t force, int n_ranks, parity_stream_peak_fn peak,
+                              void *ctx, int *fits, gdn_error *e) {
+  const int64_t Hk = p->whole.Hk;
+  const uint64_t max = p->max_bytes;
+  int64_t g = p->forced ? force : Hk;
+  int rc;
+  *fits = 0;
+  if (!p->forced && max && p->whole_bytes > max) {
+    for (g = Hk - 1; g > 0; g--) {
+      uint64_t b;
+      if ((rc = peak(ctx, g, &b, e))) return rc;
+      if (b <= max) break;
+    }
+    g = parity_stream_even(Hk, g);
+  }
+  p->group = g > 0 ? g : 1;
+  if ((rc = peak(ctx, p->group, &p->peak, e))) return rc;
+  if (g == 0 || (max && p->peak > max)) return GDN_OK;
+  *fits = 1;
+  p->n_groups = (Hk + p->group - 1) / p->group;
+  if (n_ranks > 1 && !p->forced && p->group > parity_stream_share(Hk, n_ranks)) { /* dealt over the ranks */
+    p->group = parity_stream_share(Hk, n_ranks);
+    p->n_groups = (Hk + p->group - 1) / p->group;
+    rc = peak(ctx, p->group, &p->peak, e);
+  }
+  return rc;
+}
+
 void parity_stream_group(const parity_stream_plan *p, int64_t i, int64_t *k0, int64_t *k1, gdn_shape *gs) {
   *k0 = i * p->group;
   *k1 = *k0 + p->group < p->whole.Hk ? *k0 + p->group : p->whole.Hk;

@@ -118,6 +118,19 @@ int parity_stream_plan_make(const gdn_shape *s, int with_h0, int n_outputs, cons
 int64_t parity_stream_even(int64_t Hk, int64_t g);
 int64_t parity_stream_share(int64_t Hk, int n_ranks);
 
+/* The peak of a group of g key heads, the caller's own count. */
+typedef int (*parity_stream_peak_fn)(void *ctx, int64_t g, uint64_t *peak, gdn_error *e);
+
+/* The groups of a plan whose whole, whole_bytes, max_bytes and forced are
+ * set, by that split: force key heads a group when forced, else the whole
+ * run, or where whole_bytes is over max_bytes the largest size whose peak
+ * fits, evened out; p->peak that size's; under n_ranks > 1 ranks, unless
+ * forced, a size above the ranks' share planned again at the share.
+ * *fits 0: not even the group chosen fits max_bytes (the caller refuses
+ * with its own message). */
+int parity_stream_plan_groups(parity_stream_plan *p, int64_t force, int n_ranks, parity_stream_peak_fn peak,
+                              void *ctx, int *fits, gdn_error *e);
+
 /* Group i's key heads [*k0, *k1) and its shape (B, T, k1 - k0, (k1 - k0) r,
  * Dk, Dv). */
 void parity_stream_group(const parity_stream_plan *p, int64_t i, int64_t *k0, int64_t *k1, gdn_shape *gs);
