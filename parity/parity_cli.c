@@ -858,12 +858,14 @@ static void fixture_stream_refusal(const fix_group *g, const parity_sweep_opts *
   parity_sweep_stream_refusal(&probe, o, why, n);
 }
 
-/* Whether an output declares per-document final states (judged whole:
- * stream_refuse_docstate). */
-static int fixture_docstate_any(const fix_fixture *m) {
+/* The output sets an output's per-document final states hold beside the
+ * run (parity_docstate_sets; 0 when no output declares them). */
+static int fixture_docstate_sets(const fix_fixture *m, int *sets, gdn_error *e) {
+  *sets = 0;
   for (size_t i = 0; i < m->n_outputs; i++)
-    if (m->outputs[i].final_state && !strcmp(m->outputs[i].final_state, "per_document")) return 1;
-  return 0;
+    if (m->outputs[i].final_state && !strcmp(m->outputs[i].final_state, "per_document"))
+      return parity_docstate_sets(&m->inputs, sets, e);
+  return GDN_OK;
 }
 
 /* Without a reference only our two kernels can be compared with each
@@ -943,7 +945,7 @@ static int stream_fixture_runs(run_state *st, const char *path, fixture_src *src
         fprintf(out, "%s: shard %s (%s)\n", gdn_text_show(path), kern_shard_name(orun.shard), orun.shard_from);
       fprintf(out, "note: %s; scratch files in %s\n", line, parity_spill_dir());
     }
-    const parity_stream_fixture sf = {sub, n, fixture_group_slab, &stored, index};
+    const parity_stream_fixture sf = {sub, n, fixture_group_slab, &stored, index, &m->inputs};
     const parity_stream_run sr = {&sp, {fixture_group_load, src}, base_name, "fixture", path,
                                   m->inputs_sha256, m->has_cotangents ? m->grad_problem_sha256 : NULL,
                                   st->tier, st->oracle_bits, sh->grads, &sf};
@@ -956,27 +958,17 @@ static int stream_fixture_runs(run_state *st, const char *path, fixture_src *src
   return rc;
 }
 
-/* An output's per-document final states (parity_docstate.h) are judged in
- * a whole run only. */
-static int stream_refuse_docstate(const parity_external *ext, size_t n, gdn_error *e) {
-  for (size_t i = 0; i < n; i++)
-    if (parity_docstate_declared(&ext[i]))
-      return gdn_error_set(e, GDN_ERR_INPUT,
-                           "/outputs/%s declares final_state per_document: its per-document states are judged in "
-                           "a whole run only, not streamed by head group (--group-heads, or a run over "
-                           "--max-bytes); run it whole: without --group-heads, --max-bytes large enough",
-                           ext[i].name);
-  return GDN_OK;
-}
-
 /* check of a fixture by head group: asked for (--group-heads), or when the
- * whole run is over --max-bytes.  *done 0: run it whole instead. */
+ * whole run is over --max-bytes.  *done 0: run it whole instead.  A file
+ * under an eighth of --max-bytes is taken to fit whole without opening it,
+ * unless `probe` (the whole check found it did not: per-document final
+ * states' rows can outgrow a small file). */
 static int run_fixture_streamed(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
-                                int shard_given, FILE *out, int *done, uint64_t *one_head, gdn_error *e) {
+                                int shard_given, int probe, FILE *out, int *done, uint64_t *one_head, gdn_error *e) {
   *done = 0;
   *one_head = 0;
   struct stat sb;
-  if (!st->group_heads && !(parity_dist_collective() && parity_dist_size() > 1) &&
+  if (!probe && !st->group_heads && !(parity_dist_collective() && parity_dist_size() > 1) &&
       (stat(path, &sb) || (uint64_t)sb.st_size < st->max_bytes / 8))
     return GDN_OK;
   fix_load_opts lo;
@@ -1016,9 +1008,11 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
       (h0 ? PARITY_STREAM_H0 : 0) | (grads ? PARITY_STREAM_GRADS : 0) | stream_oracle_flags(st, s, grads);
   /* the output sets held: the reference, the scan, one candidate, and the
    * group's slab of each output and of the stored /oracle (as run_fixture counts) */
-  const int sets = 3 + (int)m->n_outputs + m->oracle.present;
-  /* under mpirun dealt over the ranks (dealt_group), unless it runs whole: an output's per-document states */
-  const int64_t dg = why[0] || fixture_docstate_any(m) ? 0 : dealt_group(s);
+  int docs = 0; /* and what per-document final states hold (parity_docstate_sets) */
+  if (!rc) rc = fixture_docstate_sets(m, &docs, e);
+  const int sets = 3 + (int)m->n_outputs + m->oracle.present + docs;
+  /* under mpirun dealt over the ranks (dealt_group) */
+  const int64_t dg = why[0] ? 0 : dealt_group(s);
   /* streamed when the forward or the gradients do not fit whole */
   const int over = parity_budget_check(s, h0, sets, &o, st->max_bytes, NULL) || (grads && grads_check_limit(st, s, NULL));
   if (!rc && !why[0] && (st->group_heads || dg || over) &&
@@ -1034,8 +1028,7 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
              (st->group_heads || over || dealt_room(&sp, &o, grads, m->n_outputs)) &&
              !(rc = parity_externals_from_fixture(m, &ext, e)) &&
              /* padding's attrs and ht (whole); each group's o is masked as it streams */
-             !(rc = parity_padding_note(&m->inputs, ext, m->n_outputs, e)) &&
-             !(rc = stream_refuse_docstate(ext, m->n_outputs, e))) {
+             !(rc = parity_padding_note(&m->inputs, ext, m->n_outputs, e))) {
       *done = 1;
       for (size_t i = 0; i < m->n_warnings; i++)
         if (o.verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(m->warnings[i]));
@@ -1051,12 +1044,21 @@ static int run_fixture_streamed(run_state *st, const char *path, const parity_sw
   return rc;
 }
 
-static int run_fixture(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
-                       int shard_given, FILE *out, gdn_error *e) {
-  int streamed;
-  uint64_t one_head;
-  int src = run_fixture_streamed(st, path, base, chunk_given, shard_given, out, &streamed, &one_head, e);
-  if (src || streamed) return src;
+/* A refusal over --max-bytes says what one key head streamed would need. */
+static void one_head_hint(int rc, uint64_t one_head, gdn_error *e) {
+  if (rc != GDN_ERR_INPUT || !one_head || !e || !strstr(e->msg, "--max-bytes")) return;
+  const size_t n = strlen(e->msg);
+  snprintf(e->msg + n, sizeof e->msg - n,
+           "; streamed by head group, one key head alone would need %.3g GiB (--max-bytes %" PRIu64 ")",
+           (double)one_head / 1073741824.0, one_head);
+}
+
+/* check of a fixture whole (one_head: what one key head streamed would
+ * need, for a refusal's message; 0: not known).  *again (when not NULL)
+ * set where only per-document final states' rows put it over --max-bytes:
+ * the caller may stream it instead. */
+static int run_fixture_whole(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
+                             int shard_given, uint64_t one_head, int *again, FILE *out, gdn_error *e) {
   fix_fixture fx;
   fix_fixture_init(&fx);
   fix_load_opts lo;
@@ -1084,13 +1086,10 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   /* fix_isolate.h: HDF5 reads the file in a probe process first, so a
    * corrupt fixture is refused (exit 2) instead of crashing the gate. */
   int rc = fix_load_isolated(&fx, path, &lo, e);
-  if (rc == GDN_ERR_INPUT && one_head && e && strstr(e->msg, "--max-bytes")) {
-    const size_t n = strlen(e->msg);
-    snprintf(e->msg + n, sizeof e->msg - n,
-             "; streamed by head group, one key head alone would need %.3g GiB (--max-bytes %" PRIu64 ")",
-             (double)one_head / 1073741824.0, one_head);
+  if (rc) {
+    one_head_hint(rc, one_head, e);
+    goto done;
   }
-  if (rc) goto done;
   for (size_t i = 0; i < fx.n_warnings; i++)
     if (base->verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(fx.warnings[i]));
   parity_sweep_opts o = *base;
@@ -1103,10 +1102,13 @@ static int run_fixture(run_state *st, const char *path, const parity_sweep_opts 
   fixture_declared_devices(&fx, &o);
   /* the fixture's data is loaded (counted by the loader); what the run adds:
    * reference + scan + one affine result + the kernels' scratch */
-  if ((rc = parity_sweep_validate(&fx.inputs.shape, &o, e)) ||
+  int docs = 0; /* per-document final states' rows (parity_docstate_sets) */
+  if ((rc = parity_sweep_validate(&fx.inputs.shape, &o, e)) || (rc = fixture_docstate_sets(&fx, &docs, e)) ||
       /* the kernels' scratch beside every output set held: the fixture's too */
       (rc = parity_budget_check(&fx.inputs.shape, fx.inputs.h0 != NULL,
-                                3 + (int)fx.n_outputs + fx.oracle.present, &o, st->max_bytes, e))) {
+                                3 + (int)fx.n_outputs + fx.oracle.present + docs, &o, st->max_bytes, e))) {
+    if (again && docs && rc == GDN_ERR_INPUT) *again = 1;
+    one_head_hint(rc, one_head, e);
     gdn_error_prefix(e, "%s: ", path);
     goto done;
   }
@@ -1159,6 +1161,23 @@ done:
   parity_reference_clear(&ref);
   parity_externals_free(ext, fx.n_outputs);
   fix_fixture_clear(&fx);
+  return rc;
+}
+
+/* A check of a fixture: streamed by head group when asked or over
+ * --max-bytes, else whole; a small file found over it whole only for its
+ * per-document final states is probed for streaming once more. */
+static int run_fixture(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
+                       int shard_given, FILE *out, gdn_error *e) {
+  int rc = GDN_OK, again = 1;
+  for (int probe = 0; probe < 2 && again; probe++) {
+    int streamed;
+    uint64_t one_head;
+    again = 0;
+    rc = run_fixture_streamed(st, path, base, chunk_given, shard_given, probe, out, &streamed, &one_head, e);
+    if (rc || streamed) return rc;
+    rc = run_fixture_whole(st, path, base, chunk_given, shard_given, one_head, probe ? NULL : &again, out, e);
+  }
   return rc;
 }
 

@@ -1,6 +1,7 @@
 #include "parity_docstate.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,9 +35,8 @@ static void copy_token(gdn_inputs *x, int64_t r, int64_t u, const gdn_inputs *in
   x->seg[dst] = in->seg ? in->seg[src] : 1;
 }
 
-/* The N rows whose final states are the documents' (parity_docstate.h):
- * row n is document n's span, then padding (zeroed: segment id 0). */
-static int build_rows(const gdn_inputs *in, const gdn_document *docs, int64_t n, gdn_inputs *x, gdn_error *e) {
+/* The rows' shape: B the documents, T the longest span (at least 1). */
+static gdn_shape rows_shape(const gdn_inputs *in, const gdn_document *docs, int64_t n) {
   int64_t T = 1;
   for (int64_t j = 0; j < n; j++) {
     int64_t t0;
@@ -46,6 +46,13 @@ static int build_rows(const gdn_inputs *in, const gdn_document *docs, int64_t n,
   }
   gdn_shape s = in->shape;
   s.B = n, s.T = T;
+  return s;
+}
+
+/* The N rows whose final states are the documents' (parity_docstate.h):
+ * row n is document n's span, then padding (zeroed: segment id 0). */
+static int build_rows(const gdn_inputs *in, const gdn_document *docs, int64_t n, gdn_inputs *x, gdn_error *e) {
+  const gdn_shape s = rows_shape(in, docs, n);
   int rc;
   if ((rc = gdn_inputs_alloc(x, &s, in->h0 != NULL, e)) || (rc = gdn_inputs_alloc_seg(x, e))) return rc;
   x->l2norm_in_kernel = in->l2norm_in_kernel;
@@ -64,22 +71,46 @@ static int build_rows(const gdn_inputs *in, const gdn_document *docs, int64_t n,
   return GDN_OK;
 }
 
+/* The documents of `in` (at least one), owned by the caller. */
+static int list_docs(const gdn_inputs *in, gdn_document **docs, int64_t *n, gdn_error *e) {
+  int rc = gdn_documents_list(in, docs, n, e);
+  if (!rc && !*n) rc = gdn_error_set(e, GDN_ERR_INPUT, "per-document final states: the inputs hold no document");
+  return rc;
+}
+
 int parity_docstate_rows(const gdn_inputs *in, gdn_inputs *rows, gdn_error *e) {
   gdn_document *docs = NULL;
   int64_t n = 0;
-  int rc = gdn_documents_list(in, &docs, &n, e);
-  if (!rc && !n) rc = gdn_error_set(e, GDN_ERR_INPUT, "per-document final states: the inputs hold no document");
+  int rc = list_docs(in, &docs, &n, e);
   if (!rc) rc = build_rows(in, docs, n, rows, e);
   gdn_free(docs);
   return rc;
 }
 
-int parity_docstate_model(const gdn_inputs *in, int64_t chunk, const kern_config *cfg, parity_model *m,
-                          gdn_error *e) {
+int parity_docstate_shape(const gdn_inputs *in, gdn_shape *rows, gdn_error *e) {
+  gdn_document *docs = NULL;
+  int64_t n = 0;
+  int rc = list_docs(in, &docs, &n, e);
+  if (!rc) *rows = rows_shape(in, docs, n);
+  gdn_free(docs);
+  return rc;
+}
+
+int parity_docstate_sets(const gdn_inputs *in, int *sets, gdn_error *e) {
+  gdn_shape r;
+  int rc = parity_docstate_shape(in, &r, e);
+  if (rc) return rc;
+  const double x = PARITY_DOCSTATE_SETS * (double)r.B * (double)r.T / ((double)in->shape.B * (double)in->shape.T);
+  *sets = x >= 1e9 ? 1000000000 : (int)ceil(x);
+  return GDN_OK;
+}
+
+int parity_docstate_model(const gdn_inputs *in, int64_t chunk, const kern_config *cfg, int64_t head0,
+                          parity_model *m, gdn_error *e) {
   gdn_inputs x;
   gdn_inputs_init(&x);
   int rc = parity_docstate_rows(in, &x, e);
-  if (!rc) rc = parity_model_compute_layouts(m, &x, NULL, chunk, 0x1p-24, cfg, 0, NULL, 0, e);
+  if (!rc) rc = parity_model_compute_layouts(m, &x, NULL, chunk, 0x1p-24, cfg, head0, NULL, 0, e);
   if (rc) gdn_error_prefix(e, "the error model of the per-document final states: ");
   gdn_inputs_clear(&x);
   return rc;
@@ -119,7 +150,21 @@ static int compute_states(const gdn_inputs *in, parity_reference *ref, int bits,
   return rc;
 }
 
-/* What output x's attrs and log say its ht was judged as. */
+int parity_docstate_note(int reset, int64_t n_docs, parity_oracle_tier tier, int certified_bits, parity_external *x,
+                         gdn_error *e) {
+  snprintf(x->final_note, sizeof x->final_note,
+           "ht judged per_document (%" PRId64 " documents): each against the oracle's state at its document's "
+           "last token (%s; %s oracle, %d bits certified), by every rule that judges ht",
+           n_docs,
+           reset ? "packing reset: each document from zero, the row's first from h0"
+                 : "packing leak: the state carried from the row's start",
+           parity_oracle_tier_name(tier), certified_bits);
+  if (parity_json_set(x->attrs, "final_state_judged", json_string(x->final_note)))
+    return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory recording the final state of output %s", x->name);
+  return GDN_OK;
+}
+
+/* The count check (the loader makes it too), then the note. */
 static int note_one(const gdn_inputs *in, const parity_reference *ref, parity_external *x, gdn_error *e) {
   if (x->n_docs != ref->n_docs)
     return gdn_error_set(e, GDN_ERR_INPUT,
@@ -127,16 +172,7 @@ static int note_one(const gdn_inputs *in, const parity_reference *ref, parity_ex
                          "and the segment ids hold %" PRId64 " documents",
                          x->name, x->n_docs, ref->n_docs);
   const int reset = in->seg && in->packing == GDN_PACKING_RESET;
-  snprintf(x->final_note, sizeof x->final_note,
-           "ht judged per_document (%" PRId64 " documents): each against the oracle's state at its document's "
-           "last token (%s; %s oracle, %d bits certified), by every rule that judges ht",
-           ref->n_docs,
-           reset ? "packing reset: each document from zero, the row's first from h0"
-                 : "packing leak: the state carried from the row's start",
-           parity_oracle_tier_name(ref->docs_tier), ref->docs_certified_bits);
-  if (parity_json_set(x->attrs, "final_state_judged", json_string(x->final_note)))
-    return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory recording the final state of output %s", x->name);
-  return GDN_OK;
+  return parity_docstate_note(reset, ref->n_docs, ref->docs_tier, ref->docs_certified_bits, x, e);
 }
 
 int parity_docstate_apply(const gdn_inputs *in, parity_reference *ref, int bits, parity_external *ext, size_t n,

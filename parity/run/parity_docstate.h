@@ -57,14 +57,37 @@ int parity_docstate_declared(const parity_external *x);
 int parity_docstate_apply(const gdn_inputs *in, parity_reference *ref, int bits, parity_external *ext, size_t n,
                           gdn_error *e);
 
-/* The rows above: row n document n's span, then padding; rows initialised. */
+/* The rows above: row n document n's span, then padding; rows initialised.
+ * Their T is the longest span, so a head group's rows (`in` a group's
+ * inputs: the same segment ids) are the whole rows' slab of its heads. */
 int parity_docstate_rows(const gdn_inputs *in, gdn_inputs *rows, gdn_error *e);
+
+/* The rows' shape alone (only in's segment ids, packing and shape are read). */
+int parity_docstate_shape(const gdn_inputs *in, gdn_shape *rows, gdn_error *e);
+
+/* What judging per-document states holds beside a run of in's shape, in
+ * output sets of that shape (parity_budget.h's unit), into *sets:
+ * PARITY_DOCSTATE_SETS x the rows' tokens over in's (N x the longest span
+ * / B T), rounded up.  The rows' inputs, their oracle's outputs (o
+ * included) and the error model's float64 scans over them: measured 6.2
+ * rows' output sets above the same check without such an output (B 1,
+ * T 8192, Hv 4, D 64, 8 documents, packing leak, dd oracle: +828 MB whole,
+ * +390 MB by one key head of two), so 8. */
+#define PARITY_DOCSTATE_SETS 8
+int parity_docstate_sets(const gdn_inputs *in, int *sets, gdn_error *e);
 
 /* The error model of the rows at chunk size `chunk` (cfg: the case's
  * numerics, for the arithmetic's part), m initialised; its s[PARITY_T_HT]
- * is in the per-document layout. */
-int parity_docstate_model(const gdn_inputs *in, int64_t chunk, const kern_config *cfg, parity_model *m,
-                          gdn_error *e);
+ * is in the per-document layout.  head0: in's first value head in the
+ * whole run (0 whole; a head group's own, parity_kappa_model.h). */
+int parity_docstate_model(const gdn_inputs *in, int64_t chunk, const kern_config *cfg, int64_t head0,
+                          parity_model *m, gdn_error *e);
+
+/* Output x's attrs final_state_judged and note: its n_docs states judged
+ * against the oracle's of this tier and certificate; reset: the packing
+ * (segment ids under packing reset, else leak). */
+int parity_docstate_note(int reset, int64_t n_docs, parity_oracle_tier tier, int certified_bits, parity_external *x,
+                         gdn_error *e);
 
 /* The model's statistics of output x's per-document ht against ref's
  * (parity_metrics_model_v), into mt. */

@@ -10,9 +10,11 @@
 #include "parity_metrics.h"
 #include "parity_dist.h"
 #include "parity_dist_merge.h"
+#include "parity_docstate.h"
 #include "parity_packing.h"
 #include "parity_packing_group.h"
 #include "parity_padding.h"
+#include "parity_stream_docstate.h"
 #include "parity_stream_merge.h"
 #include "parity_upstream.h"
 
@@ -45,13 +47,15 @@ int parity_stream_outputs_open(parity_stream_outputs *so, parity_external *ext, 
   so->present = so->t ? gdn_calloc(n, sizeof *so->present, "outputs' tensors", e) : NULL;
   so->out_dtype = so->present ? gdn_calloc(n, sizeof *so->out_dtype, "outputs' dtypes", e) : NULL;
   so->acc = so->out_dtype ? gdn_calloc(n, sizeof *so->acc, "outputs' packing maxima", e) : NULL;
-  if (!so->acc) {
+  so->per_doc = so->acc ? gdn_calloc(n, sizeof *so->per_doc, "outputs' final states", e) : NULL;
+  if (!so->per_doc) {
     parity_stream_outputs_clear(so);
     return e ? e->code : GDN_ERR_NOMEM;
   }
   for (size_t i = 0; i < n; i++)
     for (int t = 0; t < PARITY_T_N; t++) parity_spill_tensor_init(&so->t[i][t]);
   for (size_t i = 0; i < n; i++) parity_packing_acc_init(&so->acc[i]);
+  for (size_t i = 0; i < n; i++) so->per_doc[i] = (unsigned char)parity_docstate_declared(&ext[i]);
   return GDN_OK;
 }
 
@@ -62,6 +66,7 @@ void parity_stream_outputs_clear(parity_stream_outputs *so) {
   gdn_free(so->present);
   gdn_free(so->out_dtype);
   gdn_free(so->acc);
+  gdn_free(so->per_doc);
   parity_stream_outputs_init(so);
 }
 
@@ -75,8 +80,10 @@ int parity_stream_outputs_keep(parity_stream_outputs *so, int64_t g, const fix_f
       return gdn_error_set(e, GDN_ERR_INTERNAL, "head group %lld: output %zu of %zu read", (long long)g, j,
                            slab ? slab->n_outputs : 0);
     const fix_output *fo = &slab->outputs[j];
-    /* ht not judged where the padding convention leaves it unknown (parity_padding_note) */
-    unsigned present = PARITY_TENSOR_O | (fo->has_ht && so->ext[i].has_ht ? PARITY_TENSOR_HT : 0u);
+    /* ht not judged where the padding convention leaves it unknown (parity_padding_note);
+     * per document, its (N, hg, Dk, Dv) slab, judged against the documents' states */
+    const int docs = so->per_doc[i] && fo->ht_docs;
+    unsigned present = PARITY_TENSOR_O | ((fo->has_ht && so->ext[i].has_ht) || docs ? PARITY_TENSOR_HT : 0u);
     so->out_dtype[i][PARITY_T_O] = fo->out.dtype;
     so->out_dtype[i][PARITY_T_HT] = GDN_DTYPE_F32;
     if (fo->has_grads && so->grads) {
@@ -88,13 +95,18 @@ int parity_stream_outputs_keep(parity_stream_outputs *so, int64_t g, const fix_f
     for (int t = 0; t < PARITY_T_N; t++) {
       if (!(present & (1u << t))) continue;
       parity_spill_tensor *st = &so->t[i][t];
+      const int docs_t = docs && t == PARITY_T_HT;
       int rc;
+      if (docs_t && (!so->docs || !so->docs->on))
+        return gdn_error_set(e, GDN_ERR_INTERNAL, "output %s: per-document states without their oracle", so->ext[i].name);
       if (st->f.fd < 0) {
         char what[96];
         snprintf(what, sizeof what, "output %s %s", so->ext[i].name, parity_tensors[t].name);
-        if ((rc = parity_spill_tensor_open(st, what, so->counts[t], so->p->n_groups, e))) return rc;
+        if ((rc = parity_spill_tensor_open(st, what, docs_t ? so->docs->counts : so->counts[t], so->p->n_groups, e)))
+          return rc;
       }
       parity_vals v = parity_tensor_get(&parity_tensors[t], &fo->out, fo->has_grads ? &fo->grads : NULL);
+      if (docs_t) v = parity_vals_f64(fo->ht_docs); /* (N, hg, Dk, Dv): the group's slab of the file's */
       if (t == PARITY_T_O && so->pad && v.f) { /* binary64, to hold the reference's values where masked */
         const size_t m = gdn_shape_numel_v(&fo->out.shape);
         for (size_t k = 0; k < m; k++) so->buf[2][k] = v.f[k];
@@ -243,9 +255,20 @@ static int pairs_visit(void *v, int64_t g, int pass_b, gdn_error *e) {
   return rc;
 }
 
-static int measure_tensor(const parity_stream_outputs *so, input_ctx *x, int t, const parity_spill_tensor *ref,
-                          const parity_spill_tensor *model, int with_model, int64_t chunk, gdn_error *e) {
-  const gdn_shape *w = &so->p->whole;
+/* What tensor t's pairs are measured against: the reference and the
+ * model's scales of the whole shape w (w.B the documents for a
+ * per-document ht), and which outputs (per_doc 0 or 1). */
+typedef struct pair_view {
+  gdn_shape w;
+  const parity_spill_tensor *ref, *model; /* indexed by tensor */
+  int with_model, per_doc;
+} pair_view;
+
+static int measure_tensor(const parity_stream_outputs *so, input_ctx *x, int t, const pair_view *pv, int64_t chunk,
+                          gdn_error *e) {
+  const gdn_shape *w = &pv->w;
+  const parity_spill_tensor *ref = pv->ref, *model = pv->model;
+  const int with_model = pv->with_model;
   kern_config input_stage; /* the configuration the whole run's input stage measures with */
   kern_config_init(&input_stage);
   int64_t dims[4], bl[4], bm[4];
@@ -264,7 +287,7 @@ static int measure_tensor(const parity_stream_outputs *so, input_ctx *x, int t, 
   size_t n = 0;
   int rc = GDN_OK;
   for (size_t i = 0; i < so->n && !rc; i++) {
-    if (!(so->present[i] & (1u << t))) continue;
+    if (!(so->present[i] & (1u << t)) || (t == PARITY_T_HT && so->per_doc[i] != pv->per_doc)) continue;
     opair *q = &p[n++];
     q->i = i;
     q->src = (pair_src){so, &so->t[i][t], &ref[t], t};
@@ -274,6 +297,10 @@ static int measure_tensor(const parity_stream_outputs *so, input_ctx *x, int t, 
     if (!rc && with_model) rc = parity_model_acc_new(&q->MA, dims, bm, head_axis(t), so->out_dtype[i][t], e);
   }
   for (size_t k = 0; k < n; k++) M[k] = p[k].M, MA[k] = p[k].MA;
+  if (!rc && !n) { /* no output holds it (the same on every rank: parity_stream_outputs_share) */
+    gdn_free(MA), gdn_free(M), gdn_free(p);
+    return GDN_OK;
+  }
   pairs_ctx cx = {so, t, p, n, ref, model};
   rc = parity_stream_passes(rc, so->p->n_groups, pairs_visit, &cx, M, MA, n, NULL, e);
   gdn_free(MA);
@@ -300,8 +327,16 @@ int parity_stream_outputs_measure(const parity_stream_outputs *so, input_ctx *x,
   }
   if (!x->ref) return GDN_OK;
   int rc = GDN_OK;
-  for (int t = 0; t < PARITY_T_N && !rc; t++)
-    if (ref_present & (1u << t))
-      rc = measure_tensor(so, x, t, ref, model, (model_present >> t) & 1, chunk, e);
-  return rc;
+  for (int t = 0; t < PARITY_T_N && !rc; t++) {
+    if (!(ref_present & (1u << t))) continue;
+    const pair_view pv = {so->p->whole, ref, model, (model_present >> t) & 1, 0};
+    rc = measure_tensor(so, x, t, &pv, chunk, e);
+  }
+  if (rc || !so->docs || !so->docs->on) return rc;
+  /* per-document ht: against the documents' states, N in place of B (the whole run's measure_subject) */
+  parity_spill_tensor dref[PARITY_T_N], dmodel[PARITY_T_N];
+  dref[PARITY_T_HT] = so->docs->ref;
+  dmodel[PARITY_T_HT] = so->docs->model;
+  const pair_view pv = {so->docs->rows, dref, dmodel, so->docs->model_on, 1};
+  return measure_tensor(so, x, PARITY_T_HT, &pv, chunk, e);
 }

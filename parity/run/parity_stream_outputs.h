@@ -27,6 +27,10 @@
  * is recorded after the last group (parity_stream_outputs_record), before
  * any measurement.
  *
+ * An output of final_state per_document keeps its ht's slab of every
+ * group, (N, hg, Dk, Dv), and is measured against the oracle's states of
+ * parity_stream_docstate.h with N in place of B, as the whole run does.
+ *
  * So the results document equals the unstreamed run's byte for byte
  * (--reproducible).  Memory: none beyond the caller's three read buffers
  * (the largest group slab as binary64 each) and, per pair being measured,
@@ -52,6 +56,7 @@ typedef struct parity_stream_fixture {
   const fix_fixture *(*slab)(void *src_ctx); /* called with parity_group_inputs.ctx */
   struct parity_stored_oracle *stored;        /* its /oracle (parity_stream_oracle.h), NULL: none */
   const size_t *index;                        /* ext[i] is the slab's outputs[index[i]] (NULL: i) */
+  const gdn_inputs *seg_in; /* the file's segment ids and packing: per-document states' rows (NULL: none) */
 } parity_stream_fixture;
 
 typedef struct parity_stream_outputs {
@@ -69,12 +74,18 @@ typedef struct parity_stream_outputs {
   double *buf[3];              /* read buffers (borrowed) */
   struct parity_packing_acc *acc; /* per output: the packing verdict's maxima (parity_packing_group.h) */
   int pad;                     /* the inputs have padding tokens: o is kept as binary64, to be masked */
+  /* final_state per_document (parity_stream_docstate.h): per output whether
+   * it declares it (its ht kept as (N, hg, Dk, Dv) binary64 slabs), and the
+   * oracle's states and the model's scales it is measured against */
+  unsigned char *per_doc;
+  const struct parity_stream_docstate *docs;
 } parity_stream_outputs;
 
 /* Empty (n 0): nothing kept or measured. */
 void parity_stream_outputs_init(parity_stream_outputs *so);
 /* n outputs whose subjects start at index `first`; counts and buf are the
- * caller's and outlive so. */
+ * caller's and outlive so (buf's the largest group slab, a per-document
+ * ht's included); so->docs is set by the caller before the first keep. */
 int parity_stream_outputs_open(parity_stream_outputs *so, parity_external *ext, size_t n, size_t first,
                                const parity_stream_plan *p, int grads, int64_t *const counts[PARITY_T_N],
                                double *const buf[3], gdn_error *e);

@@ -205,8 +205,10 @@ int parity_stream_subject_measure(const parity_stream_outputs *so, const input_c
   r->subject_against = ai;
   double rf[PARITY_T_N] = {0};
   unsigned mask = 0;
+  /* an ht of one state per document (parity_docstate.h) has no row-end state to compare */
+  const int docs = so->per_doc[si - so->first] || (is_output(so, ai) && so->per_doc[ai - so->first]);
   for (int t = 0; t < PARITY_T_N && !rc; t++) {
-    if (!(sp & ap & (1u << t))) continue;
+    if (!(sp & ap & (1u << t)) || (t == PARITY_T_HT && docs)) continue;
     if ((rc = vs_metrics(so, t, &st[t], &at[t], so->out_dtype[si - so->first][t], &r->subject_vs[t], e))) break;
     rf[t] = r->subject_vs[t].rel_fro;
     mask |= 1u << t;

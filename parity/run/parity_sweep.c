@@ -594,7 +594,7 @@ static int chunk_model(input_ctx *x, int64_t chunk, gdn_error *e) {
     if (s->m->stage != PARITY_STAGE_INPUT || !per_document_ht(s, PARITY_T_HT) ||
         !(m->has_vs_ref & PARITY_TENSOR_HT))
       continue;
-    if (!dm.s[PARITY_T_HT]) rc = parity_docstate_model(x->in, chunk, &x->cfg, &dm, e);
+    if (!dm.s[PARITY_T_HT]) rc = parity_docstate_model(x->in, chunk, &x->cfg, 0, &dm, e);
     if (!rc) rc = parity_docstate_model_apply(&dm, x->ref, s->ext, chunk, &m->vs_ref[PARITY_T_HT], e);
   }
   parity_model_clear(&dm);

@@ -10,6 +10,7 @@
 #include "kern_mutant.h"
 #include "parity_dist.h"
 #include "parity_dist_merge.h"
+#include "parity_docstate.h"
 #include "parity_kappa.h"
 #include "parity_log.h"
 #include "parity_metrics.h"
@@ -19,6 +20,7 @@
 #include "parity_spill.h"
 #include "parity_stream_oracle.h"
 #include "parity_stream_subject.h"
+#include "parity_stream_docstate.h"
 #include "parity_stream_merge.h"
 #include "parity_sweep_ctx.h"
 #include "parity_upstream.h"
@@ -85,6 +87,7 @@ typedef struct sctx {
   int want_model;
   double *bm;     /* its read-back buffer */
   parity_stream_outputs outs; /* a fixture's outputs (rank 0) */
+  parity_stream_docstate docs; /* their per-document final states' oracle and model */
   int stored;                 /* this oracle pass reads a fixture's stored /oracle (parity_stream_oracle.h) */
   double meas_secs; /* this rank's own measuring (its groups), for --verbose */
 } sctx;
@@ -450,10 +453,32 @@ static int oracle_visit(sctx *c, parity_group_oracle *go, int64_t g, gdn_error *
   }
   if (me == owner && (!c->stored || c->sr->grads)) oracle_compute(c, go, g); /* stored: the VJP only */
   if (c->rh[g].rc && parity_dist_size() == 1) return *e = c->rh[g].err, c->rh[g].rc; /* the rest would fail alike */
+  int64_t k0, k1;
+  gdn_shape gs;
+  group_of(c, g, &k0, &k1, &gs);
+  parity_stream_docstate_group(&c->docs, g, &c->in, k0); /* its error told in the exchange */
   /* packed documents: the packing maxima (merged over the ranks after the pass) and the padding mask */
   if (c->outs.n)
     return parity_stream_outputs_docs(&c->outs, g, &c->in, &c->refs.t[PARITY_T_O], c->sr->tier, c->sr->oracle_bits, e);
   return GDN_OK;
+}
+
+/* The tier of the per-document states: the reference's (parity_docstate.h),
+ * a stored /oracle's when this pass reads one. */
+static parity_oracle_tier docs_tier(const sctx *c, const parity_group_oracle *go) {
+  if (!c->stored) return go->tier;
+  return c->sr->fixture->stored->attrs.tier_dd ? PARITY_ORACLE_DD : PARITY_ORACLE_MPFR; /* parity_stored_oracle_take */
+}
+
+/* After the pass: the per-document states' certificate, and each such
+ * output's note (parity_docstate_note). */
+static int docs_finish(sctx *c, gdn_error *e) {
+  if (!c->docs.on) return GDN_OK;
+  int rc = parity_stream_docstate_finish(&c->docs, e);
+  for (size_t i = 0; i < c->outs.n && !rc; i++)
+    if (c->outs.per_doc[i])
+      rc = parity_docstate_note(c->docs.reset, c->docs.rows.B, c->docs.tier, c->docs.certified_bits, &c->outs.ext[i], e);
+  return rc;
 }
 
 static int oracle_pass(sctx *c, gdn_error *e) {
@@ -461,7 +486,7 @@ static int oracle_pass(sctx *c, gdn_error *e) {
   parity_group_oracle go;
   parity_group_oracle_init(&go, &c->whole, c->sr->tier, c->sr->oracle_bits, c->sr->grads);
   go.vjp_only = c->stored;
-  int rc = GDN_OK;
+  int rc = parity_stream_docstate_begin(&c->docs, docs_tier(c, &go), c->sr->oracle_bits, e);
   for (int64_t g = 0; g < c->p->n_groups && !rc; g++) {
     char what[64];
     snprintf(what, sizeof what, "oracle, head group %" PRId64 " of %" PRId64, g + 1, c->p->n_groups);
@@ -475,6 +500,7 @@ static int oracle_pass(sctx *c, gdn_error *e) {
   if (!rc) rc = parity_stream_outputs_share(&c->outs, rc, e); /* what they hold, their packing maxima */
   if (!rc && c->stored) rc = parity_stored_oracle_merge(c->sr->fixture->stored, rc, e);
   if (!rc && c->outs.n) rc = parity_stream_outputs_record(&c->outs, &c->hdr, e); /* the packing verdict, merged */
+  if (!rc) rc = docs_finish(c, e);
   if (!rc) rc = parity_group_oracle_finish(&go, &c->ref, e);
   parity_group_oracle_clear(&go);
   return rc;
@@ -625,6 +651,7 @@ static void model_keep(sctx *c, int64_t g) {
     if (pm.s[t]) fake.present |= 1u << t, fake.out_dtype[t] = GDN_DTYPE_F64;
   if (!hd->rc) set_keep(c, &c->model, "model", g, -1, &fake, hd);
   parity_model_clear(&pm); /* o and gr borrowed its tensors */
+  if (!hd->rc) hd->rc = parity_stream_docstate_model(&c->docs, g, &c->in, k0, x->cfg.chunk, &x->cfg, &hd->err);
 }
 
 /* The exchange of group g's model set's head (model_keep). */
@@ -1054,6 +1081,7 @@ static int run_chunk_streamed(sctx *c, size_t ci, gdn_error *e) {
   spill_set_init(&c->model);
   /* chunk_model's condition, the same on every rank (only rank 0 holds the reference) */
   c->want_model = c->sr->tier != PARITY_ORACLE_NONE && o->dtype != GDN_DTYPE_F64 && parity_policy_uses_model(o->policy);
+  c->docs.model_on = c->docs.on && c->want_model;
   c->cases = gdn_calloc(c->n_cases ? c->n_cases : 1, sizeof *c->cases, "case scratch", e);
   c->seams = c->cases ? gdn_calloc(c->n_cases * (c->max_seams ? c->max_seams : 1), sizeof *c->seams, "seam sums", e)
                       : NULL;
@@ -1144,6 +1172,7 @@ static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const p
   spill_set_init(&c->refs);
   spill_set_init(&c->base);
   spill_set_init(&c->model);
+  parity_stream_docstate_init(&c->docs);
   input_ctx *x = &c->x;
   parity_sweep_ctx_init(x, d, o);
   const parity_stream_fixture *fx = sr->fixture;
@@ -1157,7 +1186,12 @@ static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const p
   if (x->n_subj != 2 + n_ext + o->n_extra || (!n_ext && (x->baseline != 0 || x->candidate != 1)))
     return gdn_error_set(e, GDN_ERR_INTERNAL, "a streamed run needs the scan, the candidate and the extra rows only "
                          "(%zu subjects)", x->n_subj);
-  size_t most = 0;
+  int docs = 0; /* an output of per-document final states (parity_stream_docstate.h) */
+  for (size_t i = 0; i < n_ext; i++) docs |= parity_docstate_declared(&fx->ext[i]);
+  if (docs && !fx->seg_in)
+    return gdn_error_set(e, GDN_ERR_INTERNAL, "per-document final states streamed without the segment ids");
+  if ((rc = parity_stream_docstate_open(&c->docs, docs, fx ? fx->seg_in : NULL, c->p, e))) return rc;
+  size_t most = c->docs.most;
   for (int t = 0; t < PARITY_T_N; t++) {
     if (!(c->counts[t] = gdn_calloc((size_t)c->p->n_groups, sizeof(int64_t), "group sizes", e)))
       return e ? e->code : GDN_ERR_NOMEM;
@@ -1182,6 +1216,7 @@ static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const p
   if (n_ext && (rc = parity_stream_outputs_open(&c->outs, fx->ext, n_ext, 2, c->p, sr->grads, c->counts, bufs, e)))
     return rc;
   c->outs.index = fx ? fx->index : NULL;
+  c->outs.docs = &c->docs;
   for (size_t ci = 0; ci < o->n_chunks; ci++) parity_kappa_acc_init(&c->kacc[ci]);
   return GDN_OK;
 }
@@ -1189,6 +1224,7 @@ static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const p
 static void ctx_free(sctx *c) {
   chunk_clear(c);
   parity_stream_outputs_clear(&c->outs);
+  parity_stream_docstate_clear(&c->docs);
   spill_set_close(&c->refs);
   for (int t = 0; t < PARITY_T_N; t++) gdn_free(c->counts[t]);
   gdn_free(c->bx);

@@ -49,7 +49,10 @@
 #               group's owner keeps and measures them): the one-process
 #               whole check's document byte for byte; a stored /oracle wrong
 #               at one head is not used, as in one process; an output wrong
-#               in rank 1's group FAILs at that head and token.
+#               in rank 1's group FAILs at that head and token; an output of
+#               per-document final states (each group's rows' oracle and
+#               model by its owner, the certificate's tallies merged): the
+#               same document.
 #   faults      rank 1 killed (SIGKILL) before its exchange, rank 3 after it,
 #               and rank 2's message made invalid: exit 3, one stderr line
 #               naming that rank, no results file and no temporary left, an
@@ -282,6 +285,28 @@ PYEOF
     --out p.h5 >/dev/null || fail "synth p.h5"
   one_vs_np 0 p.h5
   echo "check (packed documents, outputs): streamed on $NP ranks byte-identical to one process"
+  # per-document final states (final_state per_document): each group's owner
+  # computes its rows' oracle and model and measures its slab of the
+  # (N, Hv, Dk, Dv) ht; the tallies merged.  The states written are each
+  # document's row-end state, wrong for every document but a row's last:
+  # FAIL on ht, the same document as one process's
+  cp p.h5 d.h5 || fail "copy d.h5"
+  $PY - d.h5 <<'PYEOF' || fail "per-document ht into d.h5"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r+") as f:
+    seg = f["/inputs/segment_ids"][...]
+    g = f["/outputs/kernel-scan"]
+    ht = g["ht"][...]
+    rows = [b for b in range(seg.shape[0]) for t in range(seg.shape[1])
+            if seg[b, t] != 0 and (t == 0 or seg[b, t] != seg[b, t - 1])]
+    del g["ht"]
+    g.create_dataset("ht", data=np.stack([ht[b] for b in rows]).astype(np.float32))
+    g.attrs["final_state"] = "per_document"
+    print(len(rows), "documents")
+PYEOF
+  one_vs_np 1 d.h5
+  grep -q "ht judged per_document" n.json || fail "d.h5: the per-document states were not judged"
+  echo "check (per-document final states): streamed on $NP ranks byte-identical to one process"
   "$PL" orc.h5 /oracle/o 5 70 71 0.01 >/dev/null || fail "plant /oracle/o"
   one_vs_np 0 orc.h5
   grep -q "spot check failed" n.json || fail "a wrong stored /oracle went unnoticed"

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "fix.h"
+#include "fix_regen.h"
 #include "gdn_alloc.h"
 #include "gdn_documents.h"
 #include "gdn_synth.h"
@@ -118,10 +119,10 @@ typedef struct setup {
   int64_t n;
 } setup;
 
-static void setup_make(setup *u) {
+static void setup_make_shape(setup *u, gdn_shape shape) {
   gdn_error e;
   gdn_error_init(&e);
-  sfx_make(&u->fx, (gdn_shape){2, 96, 1, 2, 16, 16}, 3, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 32);
+  sfx_make(&u->fx, shape, 3, GDN_SYNTH_H0 | GDN_SYNTH_SLOW_GATES, 32);
   ck_assert_int_eq(gdn_synth_segments(&u->fx.inputs, 3, 3, &e), GDN_OK);
   u->fx.inputs.packing = GDN_PACKING_RESET;
   gdn_document *d = NULL;
@@ -136,6 +137,8 @@ static void setup_make(setup *u) {
   parity_reference_init(&u->ref);
   ck_assert(parity_reference_compute(&u->ref, &u->fx.inputs, PARITY_ORACLE_MPFR, 128, &e) == GDN_OK);
 }
+
+static void setup_make(setup *u) { setup_make_shape(u, (gdn_shape){2, 96, 1, 2, 16, 16}); }
 
 static void setup_clear(setup *u) {
   parity_reference_clear(&u->ref);
@@ -206,18 +209,109 @@ START_TEST(per_document_states_judged) {
   ck_assert_msg(strstr(fl, "x the model's normwise error"), "%s", fl);
   fl[strlen(fl)] = '\n';
   ck_assert_msg(strstr(buf, "FAILED: per_doc_o o "), "%s", buf);
-  /* streamed by head group the per-document states are not judged: refused, not passed over */
-  char *ag[] = {"gdn-parity", "check", "--fixture", path,          "--devices", "1",
-                "--oracle",   "mpfr",  "--group-heads", "1", NULL};
-  out = fopen("/dev/null", "w");
-  st_cli = parity_cli_main(10, ag, out, out, &e);
-  fclose(out);
-  ck_assert_msg(st_cli < 0 && e.code == GDN_ERR_INPUT && strstr(e.msg, "judged in a whole run only"), "%d %s",
-                st_cli, e.msg);
   setup_clear(&u);
   unlink(path);
   unlink(js);
   unlink(log);
+}
+END_TEST
+
+/* `gdn-parity check` of path (--reproducible, --json js), more args after;
+ * its status (1: FAIL). */
+static int check_to(const char *path, const char *tier, const char *js, const char *more) {
+  gdn_error e;
+  gdn_error_init(&e);
+  char *av[16] = {"gdn-parity", "check", "--fixture", (char *)path, "--devices", "1", "--oracle", (char *)tier,
+                  "--json", (char *)js, "--reproducible", NULL};
+  int n = 11;
+  if (more) av[n++] = "--group-heads", av[n++] = (char *)more;
+  av[n] = NULL;
+  FILE *out = fopen("/dev/null", "w");
+  const int st = parity_cli_main(n, av, out, out, &e);
+  fclose(out);
+  ck_assert_msg(st >= 0, "%s", e.msg);
+  return st;
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  ck_assert_ptr_nonnull(f);
+  fseek(f, 0, SEEK_END);
+  const long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  ck_assert_int_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+  b[n] = 0;
+  fclose(f);
+  return b;
+}
+
+/* Streamed by head group (--group-heads 1: Hk 2, Hv 4, two groups) the
+ * per-document states are judged as the whole run judges them
+ * (parity_stream_docstate.h): the same results document byte for byte
+ * (--reproducible), with the MPFR oracle and the dd tier (its sampled
+ * columns placed by whole head, its certificate merged over the groups).
+ * A stored /oracle (regen) too: the states at its tier.
+ * Negative controls: per_doc_head, one document's state wrong at head 3
+ * (the second group's), FAILs streamed on ht with block_rel 1e-4; and the
+ * streamed document of a fixture whose correct output is that wrong one
+ * differs from the correct fixture's (the comparison can fail). */
+START_TEST(per_document_streamed) {
+  gdn_error e;
+  gdn_error_init(&e);
+  setup u;
+  setup_make_shape(&u, (gdn_shape){2, 96, 2, 4, 16, 16});
+  const size_t st = (size_t)(4 * 16 * 16), blk = 16 * 16;
+  add_output(&u.fx, "per_doc", &u.ref, u.docs, u.n, 0);
+  fix_output *h = add_output(&u.fx, "per_doc_head", &u.ref, u.docs, u.n, 0);
+  for (size_t i = 0; i < blk; i++) h->ht_docs[st + 3 * blk + i] = (float)(u.docs[st + 3 * blk + i] * (1 + 1e-4));
+  char path[] = "/tmp/gdn-docstate-XXXXXX.h5", a[] = "/tmp/gdn-docstate-XXXXXX.json",
+       b[] = "/tmp/gdn-docstate-XXXXXX.json";
+  close(mkstemps(path, 3));
+  close(mkstemps(a, 5));
+  close(mkstemps(b, 5));
+  ck_assert_msg(fix_write(&u.fx, path, &e) == GDN_OK, "%s", e.msg);
+  const char *tiers[] = {"mpfr", "dd"};
+  char *first = NULL;
+  for (int k = 0; k < 2; k++) {
+    ck_assert_int_eq(check_to(path, tiers[k], a, NULL), 1);
+    ck_assert_int_eq(check_to(path, tiers[k], b, "1"), 1);
+    char *da = slurp(a), *db = slurp(b);
+    ck_assert_msg(!strcmp(da, db), "%s: whole %s and streamed %s differ", tiers[k], a, b);
+    json_t *doc = NULL;
+    ck_assert_msg(report_json_read(b, &doc, &e) == GDN_OK, "%s", e.msg);
+    ck_assert_msg(passes(doc, "per_doc"), "%s: per_doc streamed: expected PASS", tiers[k]);
+    ck_assert_msg(!passes(doc, "per_doc_head"), "%s: per_doc_head streamed: expected FAIL", tiers[k]);
+    const double br = json_real_value(json_object_get(json_object_get(impl(doc, "per_doc_head"), "ht"), "block_rel"));
+    ck_assert_msg(br > 0.9e-4 && br < 1.1e-4, "block_rel %g", br);
+    const char *fs =
+        json_string_value(json_object_get(json_object_get(impl(doc, "per_doc"), "attrs"), "final_state_judged"));
+    ck_assert_msg(fs && strstr(fs, tiers[k]) && strstr(fs, "per_document"), "%s", fs ? fs : "(none)");
+    json_decref(doc);
+    if (!k) first = da;
+    else free(da);
+    free(db);
+  }
+  /* a stored /oracle (regen, MPFR): the states at its tier, by group as whole */
+  fix_regen_opts ro;
+  fix_regen_opts_init(&ro);
+  ck_assert_msg(fix_regen(path, &ro, NULL, &e) == GDN_OK, "%s", e.msg);
+  ck_assert_int_eq(check_to(path, "auto", a, NULL), 1);
+  ck_assert_int_eq(check_to(path, "auto", b, "1"), 1);
+  char *sa = slurp(a), *sb = slurp(b);
+  ck_assert_msg(!strcmp(sa, sb), "stored /oracle: whole %s and streamed %s differ", a, b);
+  ck_assert_msg(strstr(sb, "\"oracle_from_fixture\": true") && strstr(sb, "ht judged per_document"), "stored /oracle not used");
+  free(sa), free(sb);
+  /* the negative control of the comparison: per_doc wrong as per_doc_head is */
+  fix_output *o = (fix_output *)fix_fixture_find_output(&u.fx, "per_doc");
+  o->ht_docs[st + 3 * blk] *= 1 + 1e-3;
+  ck_assert_msg(fix_write(&u.fx, path, &e) == GDN_OK, "%s", e.msg);
+  ck_assert_int_eq(check_to(path, "mpfr", b, "1"), 1);
+  char *db = slurp(b);
+  ck_assert_msg(strcmp(first, db), "a wrong per_doc gave the correct one's document");
+  free(first), free(db);
+  setup_clear(&u);
+  unlink(path), unlink(a), unlink(b);
 }
 END_TEST
 
@@ -253,7 +347,9 @@ END_TEST
 
 /* Many short documents make the per-document states T/2 times ht's size:
  * bounded by --max-bytes on their own (16 bytes per element, theirs and the
- * oracle's), after the fixture's whole-run limit let the file through. */
+ * oracle's), after the fixture's whole-run limit let the file through; the
+ * rows' own count in the run's budget (parity_docstate_sets) follows the
+ * packing (reset: 8 sets; leak: 384, each row up to its document's end). */
 START_TEST(per_document_bytes_bounded) {
   gdn_error e;
   gdn_error_init(&e);
@@ -263,6 +359,15 @@ START_TEST(per_document_bytes_bounded) {
   for (int t = 0; t < 96; t++) fx.inputs.seg[t] = 1 + t / 2;
   fx.inputs.packing = GDN_PACKING_RESET;
   ck_assert_int_eq(gdn_documents_count(&fx.inputs), 48);
+  /* what the rows hold beside the run, in its output sets (parity_docstate_sets):
+   * 8 x 48 rows of 2 tokens over 96 tokens under reset; of up to 96 under leak */
+  int sets = -1;
+  ck_assert_int_eq(parity_docstate_sets(&fx.inputs, &sets, &e), GDN_OK);
+  ck_assert_int_eq(sets, 8);
+  fx.inputs.packing = GDN_PACKING_LEAK;
+  ck_assert_int_eq(parity_docstate_sets(&fx.inputs, &sets, &e), GDN_OK);
+  ck_assert_int_eq(sets, 8 * 48);
+  fx.inputs.packing = GDN_PACKING_RESET;
   parity_reference r;
   parity_reference_init(&r);
   ck_assert(parity_reference_compute(&r, &fx.inputs, PARITY_ORACLE_MPFR, 64, &e) == GDN_OK);
@@ -397,5 +502,6 @@ START_TEST(per_document_states_exact) {
 }
 END_TEST
 
-CKR_MAIN_FORK(CK_NOFORK, "docstate", "docstate", 300, per_document_states_judged, per_document_count_refused,
+CKR_MAIN_FORK(CK_NOFORK, "docstate", "docstate", 300, per_document_states_judged, per_document_streamed,
+              per_document_count_refused,
               per_document_states_exact, per_document_bytes_bounded, per_document_alloc_failures)
