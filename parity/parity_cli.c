@@ -858,14 +858,16 @@ static void fixture_stream_refusal(const fix_group *g, const parity_sweep_opts *
   parity_sweep_stream_refusal(&probe, o, why, n);
 }
 
-/* The output sets an output's per-document final states hold beside the
- * run (parity_docstate_sets; 0 when no output declares them). */
+/* The output sets the outputs' per-document final states hold beside the
+ * run (parity_docstate_sets; 0 when no output has them). */
 static int fixture_docstate_sets(const fix_fixture *m, int *sets, gdn_error *e) {
+  int n = 0;
   *sets = 0;
-  for (size_t i = 0; i < m->n_outputs; i++)
-    if (m->outputs[i].final_state && !strcmp(m->outputs[i].final_state, "per_document"))
-      return parity_docstate_sets(&m->inputs, sets, e);
-  return GDN_OK;
+  for (size_t i = 0; i < m->n_outputs; i++) {
+    const fix_output *o = &m->outputs[i];
+    n += o->final_state && !strcmp(o->final_state, "per_document") && (o->has_docs_ht || o->ht_docs);
+  }
+  return n ? parity_docstate_sets(&m->inputs, n, sets, e) : GDN_OK;
 }
 
 /* Without a reference only our two kernels can be compared with each
@@ -1055,8 +1057,9 @@ static void one_head_hint(int rc, uint64_t one_head, gdn_error *e) {
 
 /* check of a fixture whole (one_head: what one key head streamed would
  * need, for a refusal's message; 0: not known).  *again (when not NULL)
- * set where only per-document final states' rows put it over --max-bytes:
- * the caller may stream it instead. */
+ * set where it is refused over --max-bytes and an output has per-document
+ * final states, whose rows a small file's size does not show: the caller
+ * may stream it instead (run_fixture). */
 static int run_fixture_whole(run_state *st, const char *path, const parity_sweep_opts *base, int chunk_given,
                              int shard_given, uint64_t one_head, int *again, FILE *out, gdn_error *e) {
   fix_fixture fx;
@@ -1086,12 +1089,11 @@ static int run_fixture_whole(run_state *st, const char *path, const parity_sweep
   /* fix_isolate.h: HDF5 reads the file in a probe process first, so a
    * corrupt fixture is refused (exit 2) instead of crashing the gate. */
   int rc = fix_load_isolated(&fx, path, &lo, e);
-  if (rc) {
+  if (rc) { /* the loader's own bound on the per-document states (fix_load.c) */
+    if (again && rc == GDN_ERR_INPUT && e && strstr(e->msg, "per-document states need")) *again = 1;
     one_head_hint(rc, one_head, e);
     goto done;
   }
-  for (size_t i = 0; i < fx.n_warnings; i++)
-    if (base->verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(fx.warnings[i]));
   parity_sweep_opts o = *base;
   if ((rc = parity_shard_plan_make(&fx, shard_given, base->shard, path, &plan, e))) goto done;
   o.shard = plan.mode[0]; /* validated per run below */
@@ -1112,6 +1114,8 @@ static int run_fixture_whole(run_state *st, const char *path, const parity_sweep
     gdn_error_prefix(e, "%s: ", path);
     goto done;
   }
+  for (size_t i = 0; i < fx.n_warnings; i++) /* once the run goes ahead (a retry streamed prints them) */
+    if (base->verbosity >= 1) fprintf(out, "%s: warning: %s\n", gdn_text_show(path), gdn_text_show(fx.warnings[i]));
   if (st->tier == PARITY_ORACLE_NONE && fx.n_outputs) {
     rc = fixture_no_oracle_refusal(&fx, e);
     gdn_error_prefix(e, "%s: ", path);

@@ -74,6 +74,7 @@ typedef struct parity_external {
    * document, (n_docs, Hv, Dk, Dv) binary64 (NULL: none; has_ht is 0). */
   const double *ht_docs;
   int64_t n_docs;
+  int docs_ht; /* final_state per_document with an ht to judge (in ht_docs, or a group at a time streamed) */
 } parity_external;
 
 /* What a produce function is given.  cfg: the case's numerics and chunk

@@ -96,11 +96,13 @@ int parity_docstate_shape(const gdn_inputs *in, gdn_shape *rows, gdn_error *e) {
   return rc;
 }
 
-int parity_docstate_sets(const gdn_inputs *in, int *sets, gdn_error *e) {
+int parity_docstate_sets(const gdn_inputs *in, int n_outputs, int *sets, gdn_error *e) {
   gdn_shape r;
   int rc = parity_docstate_shape(in, &r, e);
   if (rc) return rc;
-  const double x = PARITY_DOCSTATE_SETS * (double)r.B * (double)r.T / ((double)in->shape.B * (double)in->shape.T);
+  const double B = (double)in->shape.B, T = (double)in->shape.T, Dk = (double)in->shape.Dk;
+  const double x = PARITY_DOCSTATE_SETS * (double)r.B * (double)r.T / (B * T) +
+                   (n_outputs + 6.0) * (double)r.B * Dk / (B * (T + Dk));
   *sets = x >= 1e9 ? 1000000000 : (int)ceil(x);
   return GDN_OK;
 }

@@ -65,16 +65,21 @@ int parity_docstate_rows(const gdn_inputs *in, gdn_inputs *rows, gdn_error *e);
 /* The rows' shape alone (only in's segment ids, packing and shape are read). */
 int parity_docstate_shape(const gdn_inputs *in, gdn_shape *rows, gdn_error *e);
 
-/* What judging per-document states holds beside a run of in's shape, in
- * output sets of that shape (parity_budget.h's unit), into *sets:
- * PARITY_DOCSTATE_SETS x the rows' tokens over in's (N x the longest span
- * / B T), rounded up.  The rows' inputs, their oracle's outputs (o
- * included) and the error model's float64 scans over them: measured 6.2
- * rows' output sets above the same check without such an output (B 1,
- * T 8192, Hv 4, D 64, 8 documents, packing leak, dd oracle: +828 MB whole,
- * +390 MB by one key head of two), so 8. */
+/* What judging n_outputs outputs' per-document states holds beside a run
+ * of in's shape, in output sets of that shape (parity_budget.h's unit:
+ * o and ht, binary64), into *sets, rounded up:
+ *   the rows: PARITY_DOCSTATE_SETS x the rows' tokens over in's (N x the
+ *     longest span / B T): their inputs, their oracle's outputs (o
+ *     included) and the error model's float64 scans over them, measured
+ *     6.2 of the rows' sets above the same check without such an output
+ *     (B 1, T 8192, Hv 4, D 64, 8 documents, packing leak, dd oracle:
+ *     +828 MB whole, +390 MB by one key head of two), so 8;
+ *   the states, (N, Hv, Dk, Dv) binary64, N Dk / (B (T + Dk)) sets each:
+ *     each output's, the oracle's, the model's scales, and a streamed
+ *     run's four read buffers (n_outputs + 6 copies), which many short
+ *     documents make the larger part. */
 #define PARITY_DOCSTATE_SETS 8
-int parity_docstate_sets(const gdn_inputs *in, int *sets, gdn_error *e);
+int parity_docstate_sets(const gdn_inputs *in, int n_outputs, int *sets, gdn_error *e);
 
 /* The error model of the rows at chunk size `chunk` (cfg: the case's
  * numerics, for the arithmetic's part), m initialised; its s[PARITY_T_HT]

@@ -66,15 +66,14 @@ int parity_stream_docstate_open(parity_stream_docstate *d, int on, const gdn_inp
   return GDN_OK;
 }
 
-int parity_stream_docstate_begin(parity_stream_docstate *d, parity_oracle_tier tier, int bits, gdn_error *e) {
-  if (!d->on) return GDN_OK;
+void parity_stream_docstate_begin(parity_stream_docstate *d, parity_oracle_tier tier, int bits) {
+  if (!d->on) return;
   tallies_clear(d);
   memset(d->head, 0, (size_t)d->p->n_groups * sizeof *d->head);
   parity_group_oracle_clear(&d->go);
   parity_group_oracle_init(&d->go, &d->rows, tier, bits, 0);
   parity_spill_tensor_close(&d->ref);
-  parity_spill_tensor_init(&d->ref);
-  return parity_spill_tensor_open(&d->ref, "per-document states", d->counts, d->p->n_groups, e);
+  parity_spill_tensor_init(&d->ref); /* opened by a group's owner, its error exchanged (no rank returns alone) */
 }
 
 void parity_stream_docstate_group(parity_stream_docstate *d, int64_t g, const gdn_inputs *in, int64_t k0) {
@@ -86,6 +85,8 @@ void parity_stream_docstate_group(parity_stream_docstate *d, int64_t g, const gd
   parity_reference_init(&r);
   hd->rc = parity_docstate_rows(in, &x, &hd->err);
   if (!hd->rc) hd->rc = parity_group_oracle_compute(&d->go, &x, k0, NULL, &r, &d->gt[g], &hd->err);
+  if (!hd->rc && d->ref.f.fd < 0)
+    hd->rc = parity_spill_tensor_open(&d->ref, "per-document states", d->counts, d->p->n_groups, &hd->err);
   if (!hd->rc) hd->rc = parity_spill_tensor_write(&d->ref, g, parity_vals_f64(r.out.ht), &hd->err);
   if (hd->rc) gdn_error_prefix(&hd->err, "the oracle's per-document final states: ");
   hd->tier = d->gt[g].fwd.tier, hd->cap = d->gt[g].fwd.cap;

@@ -66,7 +66,7 @@ int parity_stream_docstate_open(parity_stream_docstate *d, int on, const gdn_inp
 void parity_stream_docstate_clear(parity_stream_docstate *d);
 
 /* Before each oracle pass (a stored /oracle refused runs a second). */
-int parity_stream_docstate_begin(parity_stream_docstate *d, parity_oracle_tier tier, int bits, gdn_error *e);
+void parity_stream_docstate_begin(parity_stream_docstate *d, parity_oracle_tier tier, int bits);
 /* The owner's side: group g's states (in: its inputs, key heads from k0);
  * an error is kept for the exchange. */
 void parity_stream_docstate_group(parity_stream_docstate *d, int64_t g, const gdn_inputs *in, int64_t k0);

@@ -55,7 +55,7 @@ int parity_stream_outputs_open(parity_stream_outputs *so, parity_external *ext, 
   for (size_t i = 0; i < n; i++)
     for (int t = 0; t < PARITY_T_N; t++) parity_spill_tensor_init(&so->t[i][t]);
   for (size_t i = 0; i < n; i++) parity_packing_acc_init(&so->acc[i]);
-  for (size_t i = 0; i < n; i++) so->per_doc[i] = (unsigned char)parity_docstate_declared(&ext[i]);
+  for (size_t i = 0; i < n; i++) so->per_doc[i] = (unsigned char)(parity_docstate_declared(&ext[i]) && ext[i].docs_ht);
   return GDN_OK;
 }
 

@@ -476,7 +476,7 @@ static int docs_finish(sctx *c, gdn_error *e) {
   if (!c->docs.on) return GDN_OK;
   int rc = parity_stream_docstate_finish(&c->docs, e);
   for (size_t i = 0; i < c->outs.n && !rc; i++)
-    if (c->outs.per_doc[i])
+    if (c->outs.per_doc[i] && (c->outs.present[i] & PARITY_TENSOR_HT)) /* as the whole run: where it has states */
       rc = parity_docstate_note(c->docs.reset, c->docs.rows.B, c->docs.tier, c->docs.certified_bits, &c->outs.ext[i], e);
   return rc;
 }
@@ -486,7 +486,8 @@ static int oracle_pass(sctx *c, gdn_error *e) {
   parity_group_oracle go;
   parity_group_oracle_init(&go, &c->whole, c->sr->tier, c->sr->oracle_bits, c->sr->grads);
   go.vjp_only = c->stored;
-  int rc = parity_stream_docstate_begin(&c->docs, docs_tier(c, &go), c->sr->oracle_bits, e);
+  parity_stream_docstate_begin(&c->docs, docs_tier(c, &go), c->sr->oracle_bits);
+  int rc = GDN_OK;
   for (int64_t g = 0; g < c->p->n_groups && !rc; g++) {
     char what[64];
     snprintf(what, sizeof what, "oracle, head group %" PRId64 " of %" PRId64, g + 1, c->p->n_groups);
@@ -1187,7 +1188,7 @@ static int ctx_init(sctx *c, parity_doc *d, const parity_stream_run *sr, const p
     return gdn_error_set(e, GDN_ERR_INTERNAL, "a streamed run needs the scan, the candidate and the extra rows only "
                          "(%zu subjects)", x->n_subj);
   int docs = 0; /* an output of per-document final states (parity_stream_docstate.h) */
-  for (size_t i = 0; i < n_ext; i++) docs |= parity_docstate_declared(&fx->ext[i]);
+  for (size_t i = 0; i < n_ext; i++) docs |= parity_docstate_declared(&fx->ext[i]) && fx->ext[i].docs_ht;
   if (docs && !fx->seg_in)
     return gdn_error_set(e, GDN_ERR_INTERNAL, "per-document final states streamed without the segment ids");
   if ((rc = parity_stream_docstate_open(&c->docs, docs, fx ? fx->seg_in : NULL, c->p, e))) return rc;

@@ -251,7 +251,8 @@ static char *slurp(const char *path) {
  * (parity_stream_docstate.h): the same results document byte for byte
  * (--reproducible), with the MPFR oracle and the dd tier (its sampled
  * columns placed by whole head, its certificate merged over the groups).
- * A stored /oracle (regen) too: the states at its tier.
+ * A stored /oracle (regen) too: the states at its tier.  An output that
+ * declares per_document and gives no ht is judged on o alone, both ways.
  * Negative controls: per_doc_head, one document's state wrong at head 3
  * (the second group's), FAILs streamed on ht with block_rel 1e-4; and the
  * streamed document of a fixture whose correct output is that wrong one
@@ -265,6 +266,10 @@ START_TEST(per_document_streamed) {
   add_output(&u.fx, "per_doc", &u.ref, u.docs, u.n, 0);
   fix_output *h = add_output(&u.fx, "per_doc_head", &u.ref, u.docs, u.n, 0);
   for (size_t i = 0; i < blk; i++) h->ht_docs[st + 3 * blk + i] = (float)(u.docs[st + 3 * blk + i] * (1 + 1e-4));
+  fix_output *nh = add_output(&u.fx, "no_ht", &u.ref, u.docs, u.n, 0); /* declares per_document, gives no ht */
+  gdn_free(nh->ht_docs);
+  nh->ht_docs = NULL;
+  nh->n_docs = 0;
   char path[] = "/tmp/gdn-docstate-XXXXXX.h5", a[] = "/tmp/gdn-docstate-XXXXXX.json",
        b[] = "/tmp/gdn-docstate-XXXXXX.json";
   close(mkstemps(path, 3));
@@ -287,6 +292,9 @@ START_TEST(per_document_streamed) {
     const char *fs =
         json_string_value(json_object_get(json_object_get(impl(doc, "per_doc"), "attrs"), "final_state_judged"));
     ck_assert_msg(fs && strstr(fs, tiers[k]) && strstr(fs, "per_document"), "%s", fs ? fs : "(none)");
+    fs = json_string_value(json_object_get(json_object_get(impl(doc, "no_ht"), "attrs"), "final_state_judged"));
+    ck_assert_msg(!fs || !strstr(fs, "per_document"), "no_ht: %s", fs); /* nothing judged: nothing claimed */
+    ck_assert_msg(passes(doc, "no_ht"), "%s: no_ht (o right, no ht): expected PASS", tiers[k]);
     json_decref(doc);
     if (!k) first = da;
     else free(da);
@@ -349,7 +357,8 @@ END_TEST
  * bounded by --max-bytes on their own (16 bytes per element, theirs and the
  * oracle's), after the fixture's whole-run limit let the file through; the
  * rows' own count in the run's budget (parity_docstate_sets) follows the
- * packing (reset: 8 sets; leak: 384, each row up to its document's end). */
+ * packing (reset: 8 sets; leak: 384, each row up to its document's end),
+ * and the states' copies add 48 sets (short documents: N Dk > B T). */
 START_TEST(per_document_bytes_bounded) {
   gdn_error e;
   gdn_error_init(&e);
@@ -360,13 +369,14 @@ START_TEST(per_document_bytes_bounded) {
   fx.inputs.packing = GDN_PACKING_RESET;
   ck_assert_int_eq(gdn_documents_count(&fx.inputs), 48);
   /* what the rows hold beside the run, in its output sets (parity_docstate_sets):
-   * 8 x 48 rows of 2 tokens over 96 tokens under reset; of up to 96 under leak */
+   * 8 x 48 rows of 2 tokens over 96 tokens under reset (of up to 96 under
+   * leak), and 1 + 6 copies of the 48 states, 48 x 16 / (96 + 16) sets each */
   int sets = -1;
-  ck_assert_int_eq(parity_docstate_sets(&fx.inputs, &sets, &e), GDN_OK);
-  ck_assert_int_eq(sets, 8);
+  ck_assert_int_eq(parity_docstate_sets(&fx.inputs, 1, &sets, &e), GDN_OK);
+  ck_assert_int_eq(sets, 8 + 48);
   fx.inputs.packing = GDN_PACKING_LEAK;
-  ck_assert_int_eq(parity_docstate_sets(&fx.inputs, &sets, &e), GDN_OK);
-  ck_assert_int_eq(sets, 8 * 48);
+  ck_assert_int_eq(parity_docstate_sets(&fx.inputs, 1, &sets, &e), GDN_OK);
+  ck_assert_int_eq(sets, 8 * 48 + 48);
   fx.inputs.packing = GDN_PACKING_RESET;
   parity_reference r;
   parity_reference_init(&r);
