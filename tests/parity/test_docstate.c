@@ -35,6 +35,7 @@
 #include "report.h"
 #include "../check_runner.h"
 #include "../test_util_alloc.h"
+#include "../reports/test_util.h"
 #include "synth_fixture.h"
 
 /* The oracle's state after token `last` of row b: the row cut there. */
@@ -234,15 +235,8 @@ static int check_to(const char *path, const char *tier, const char *js, const ch
 }
 
 static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  ck_assert_ptr_nonnull(f);
-  fseek(f, 0, SEEK_END);
-  const long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  ck_assert_int_eq(fread(b, 1, (size_t)n, f), (size_t)n);
-  b[n] = 0;
-  fclose(f);
+  char *b = test_read_file(path, NULL);
+  ck_assert_msg(b != NULL, "%s: unreadable", path);
   return b;
 }
 
