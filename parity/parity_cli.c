@@ -863,10 +863,7 @@ static void fixture_stream_refusal(const fix_group *g, const parity_sweep_opts *
 static int fixture_docstate_sets(const fix_fixture *m, int *sets, gdn_error *e) {
   int n = 0;
   *sets = 0;
-  for (size_t i = 0; i < m->n_outputs; i++) {
-    const fix_output *o = &m->outputs[i];
-    n += o->final_state && !strcmp(o->final_state, "per_document") && (o->has_docs_ht || o->ht_docs);
-  }
+  for (size_t i = 0; i < m->n_outputs; i++) n += fix_output_docs_ht(&m->outputs[i]);
   return n ? parity_docstate_sets(&m->inputs, n, sets, e) : GDN_OK;
 }
 

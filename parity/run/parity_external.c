@@ -89,7 +89,7 @@ int parity_externals_from_fixture(const fix_fixture *fx, parity_external **out, 
     ext[i].has_ht = fo->has_ht;
     ext[i].ht_docs = fo->ht_docs;
     ext[i].n_docs = fo->n_docs;
-    ext[i].docs_ht = fo->has_docs_ht || fo->ht_docs;
+    ext[i].docs_ht = fix_output_docs_ht(fo);
     ext[i].packing_matched = -1;
     ext[i].devices = fo->missing & FIX_ATTR_DEVICES ? 0 : fo->devices;
     const char *note = NULL;
