@@ -308,6 +308,20 @@ int gdn_mpi_bcast_bytes(void *buf, size_t n, int root, gdn_error *e) {
   return GDN_OK;
 }
 
+int gdn_mpi_send_bytes(const void *buf, size_t n, int to, int tag, gdn_error *e) {
+  int rc = int_count(n, "MPI_Send(bytes)", e);
+  if (rc) return rc;
+  MPI_TRY(MPI_Send(buf, (int)n, MPI_BYTE, to, tag, MPI_COMM_WORLD), "MPI_Send(bytes)");
+  return GDN_OK;
+}
+
+int gdn_mpi_recv_bytes(void *buf, size_t n, int from, int tag, gdn_error *e) {
+  int rc = int_count(n, "MPI_Recv(bytes)", e);
+  if (rc) return rc;
+  MPI_TRY(MPI_Recv(buf, (int)n, MPI_BYTE, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv(bytes)");
+  return GDN_OK;
+}
+
 /* o[b, :, j, :] is T rows of Dv doubles, Hv Dv apart: one vector type,
  * sent in place; ht[b, j] is Dk Dv contiguous doubles. */
 int gdn_mpi_bcast_head(gdn_outputs *out, int64_t b, int64_t j, int root, gdn_error *e) {

@@ -88,6 +88,11 @@ void gdn_mpi_abort(int status);
 int gdn_mpi_allgather_f64(const double *mine, size_t n, double *all, gdn_error *e);
 int gdn_mpi_allgather_i64(const int64_t *mine, size_t n, int64_t *all, gdn_error *e);
 int gdn_mpi_bcast_bytes(void *buf, size_t n, int root, gdn_error *e);
+/* n bytes (at most INT_MAX: the caller sends larger buffers in pieces)
+ * from this rank to rank `to`, and their receipt from rank `from`, under
+ * `tag`: a regen's group dealt to its owner (parity/run/parity_regen.c). */
+int gdn_mpi_send_bytes(const void *buf, size_t n, int to, int tag, gdn_error *e);
+int gdn_mpi_recv_bytes(void *buf, size_t n, int from, int tag, gdn_error *e);
 /* Rank root's o[b, :, j, :] and ht[b, j] into every rank's `out` (same
  * shape everywhere), in place. */
 int gdn_mpi_bcast_head(gdn_outputs *out, int64_t b, int64_t j, int root, gdn_error *e);

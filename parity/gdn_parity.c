@@ -3,6 +3,7 @@
  *   gdn-parity --shape B,T,H,D [options]          synthetic case(s): the main job
  *   gdn-parity sweep --grid GRID.json [options]   a grid of cases
  *   gdn-parity trust [options]                    false FAILs of correct reformulations (parity_trust.h)
+ *   gdn-parity regen FILE.h5 [options]            a fixture's /oracle, groups dealt over ranks (parity_regen.h)
  *   gdn-parity --print-policy                     the built-in tolerance policy
  *
  * Exit status: 0 every case within tolerance, 1 at least one case out of

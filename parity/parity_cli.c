@@ -167,6 +167,7 @@ void parity_cli_print_help(FILE *f) {
           "  gdn-parity coverage [--grid GRID.json] [--mutants all|NAME,...] [options]\n"
           "                                                which grid case kills which catalogued mutant\n"
           "  gdn-parity trust [options]                    false FAILs of correct reformulations (trust --help)\n"
+          "  gdn-parity regen FILE.h5 [options]            a fixture's /oracle, dealt over mpirun's ranks (regen --help)\n"
           "  gdn-parity --print-policy                     the built-in tolerance policy\n\n"
           "options:\n",
           GDN_VERSION);
@@ -1487,6 +1488,7 @@ static int finish_coverage(cmd_ctx *x, const parity_output_opts *oo, gdn_error *
 
 int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e) {
   if (argc > 1 && !strcmp(argv[1], "trust")) return parity_trust_main(argc, argv, out, err, e); /* its own options */
+  if (argc > 1 && !strcmp(argv[1], "regen")) return parity_regen_main(argc, argv, out, err, e); /* its own options */
   int first;
   const cmd_row *cmd = find_command(argc, argv, &first, e);
   if (!cmd) return -1;

@@ -16,6 +16,11 @@
 
 int parity_cli_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e);
 
+/* `gdn-parity regen FILE.h5 [options]` (parity_regen_cli.c): a fixture's
+ * /oracle, its head groups dealt over mpirun's ranks; 0 written, -1 with
+ * `e` set. */
+int parity_regen_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e);
+
 /* The option table (for --help and for the test that compares them). */
 const gdn_cli_opt *parity_cli_options(void);
 void parity_cli_print_help(FILE *f);

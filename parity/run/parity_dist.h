@@ -75,6 +75,11 @@ int parity_dist_test_fault(const char *stage);
 /* n bytes from rank `root` into buf on every rank (in pieces under 2^31
  * bytes); one process: nothing.  Collective. */
 int parity_dist_bcast(void *buf, size_t n, int root, gdn_error *e);
+/* n bytes from this rank to rank `to` / from rank `from` into buf (in
+ * pieces under 2^31 bytes), messages between two ranks arriving in the
+ * order sent; one process: GDN_ERR_INTERNAL (nobody to send to). */
+int parity_dist_send(const void *buf, size_t n, int to, gdn_error *e);
+int parity_dist_recv(void *buf, size_t n, int from, gdn_error *e);
 
 /* On: the commands where every rank runs the same cases (a single case,
  * check); off (the default): a sweep, whose entries run on one rank each.

@@ -1,4 +1,4 @@
-"""docs/options.md against the --help of gdn-parity, of gdn-parity trust and
+"""docs/options.md against the --help of gdn-parity, of gdn-parity trust, regen and
 of each gdn-fixture subcommand, both ways (docs_check.check_options); gdn-parity-jax's sections
 are checked by tests/jax/test_options_doc.py.  Negative controls: the page
 with one option removed, with one invented, and with one option's commands
@@ -12,7 +12,8 @@ import docs_check  # noqa: E402
 
 root, gdn_parity, gdn_fixture = sys.argv[1:4]
 helps = {"gdn-parity": docs_check.run_help([gdn_parity]),
-         "gdn-parity trust": docs_check.run_help([gdn_parity, "trust"])}  # trust has its own table
+         "gdn-parity trust": docs_check.run_help([gdn_parity, "trust"]),  # trust has its own table
+         "gdn-parity regen": docs_check.run_help([gdn_parity, "regen"])}  # so has regen
 top = docs_check.run_help([gdn_fixture])
 subs = re.findall(r"^  (\w+)  ", top.split("commands:", 1)[1], re.M)
 assert subs, "gdn-fixture --help lists no commands"

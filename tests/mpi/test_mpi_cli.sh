@@ -53,6 +53,21 @@
 #               per-document final states (each group's rows' oracle and
 #               model by its owner, the certificate's tallies merged): the
 #               same document.
+#   regen NP    gdn-parity regen of a fixture (MPFR and dd; --group-heads 1
+#               and 2; the default groups) on NP ranks: gdn-fixture regen's
+#               file with the same groups, byte for byte, and verify and
+#               check accept it.  Negative control: rank 1 computing the
+#               next group's heads (regen-deal) writes another file.
+#               Failures: an existing /oracle refused on every rank (exit 2,
+#               one line, the file untouched); a group failing on rank 1 or
+#               0 (regen-fail, its last group: exit 3, one line naming its
+#               heads, also under plain mpirun, the file untouched, no
+#               temporary left); a rank unable to open the file
+#               (regen-open: exit 2, one line naming the rank, no rank left
+#               waiting); rank 1 killed while rank 0
+#               writes (regen-die: exit 3, one line naming rank 1, the same);
+#               a KDA fixture refused by name under mpirun (exit 2), written
+#               in one process.
 #   faults      rank 1 killed (SIGKILL) before its exchange, rank 3 after it,
 #               and rank 2's message made invalid: exit 3, one stderr line
 #               naming that rank, no results file and no temporary left, an
@@ -392,6 +407,98 @@ json.dump({'name': 'strict', 'version': 1, 'rules': [r]}, open('strict.json', 'w
   "${MR[@]}" -np 2 "$G" "${args[@]}" --devices 4 2>err.txt; rc=$?
   [[ $rc == 2 && $(wc -l <err.txt) == 1 ]] || fail "--devices 4 on 2 ranks: exit $rc $(cat err.txt)"
   echo "faults ok"
+  ;;
+regen)
+  # gdn-parity regen: a fixture's key-head groups dealt over the ranks,
+  # rank 0 writing the file: gdn-fixture regen's file with the same
+  # groups, byte for byte, MPFR and dd, several groups per rank too
+  FX=$(dirname "$G")/../fixtures/gdn-fixture
+  "$FX" synth --shape 1,128,8,16 --key-heads 4 --h0 --slow-gates --kernel-outputs 1,2 --out a.h5 >/dev/null ||
+    fail "gdn-fixture synth: exit $?"
+  for t in mpfr dd; do
+    for gh in 1 2; do
+      cp a.h5 one.h5 && cp a.h5 n.h5 && cp a.h5 bad.h5 || fail "copy"
+      "$FX" regen one.h5 --oracle $t --group-heads $gh --threads 1 --quiet || fail "$t gdn-fixture regen: exit $?"
+      "${MR[@]}" -np "$NP" "$G" regen n.h5 --oracle $t --group-heads $gh --threads 1 >out.txt ||
+        fail "$t --group-heads $gh on $NP ranks: exit $?"
+      grep -q "($NP ranks)" out.txt || fail "$t: the line does not say the ranks: $(cat out.txt)"
+      cmp one.h5 n.h5 || fail "$t --group-heads $gh on $NP ranks: the file differs from gdn-fixture regen's"
+      "$FX" verify n.h5 >/dev/null || fail "$t --group-heads $gh on $NP ranks: gdn-fixture verify: exit $?"
+      # negative control: rank 1 computing the next group's heads in place
+      # of its own writes another file, which the comparison must see
+      GDN_TEST_MPI_DIE=1:regen-deal "${MR[@]}" -np "$NP" "$G" regen bad.h5 --oracle $t --group-heads $gh \
+        --threads 1 --quiet || fail "$t regen-deal: exit $?"
+      cmp -s one.h5 bad.h5 && fail "$t --group-heads $gh: a rank computing the wrong group went unnoticed"
+      echo "$t --group-heads $gh: $NP ranks byte-identical to one process; a misdealt group caught"
+    done
+  done
+  # the default groups (ceil(Hk / ranks) key heads) are gdn-fixture
+  # regen --group-heads's with that many, and a check of the file passes
+  cp a.h5 d.h5 && cp a.h5 g.h5 || fail "copy"
+  "${MR[@]}" -np "$NP" "$G" regen d.h5 --oracle dd --threads 1 --quiet || fail "default groups: exit $?"
+  "$FX" regen g.h5 --oracle dd --group-heads $(((4 + NP - 1) / NP)) --threads 1 --quiet || fail "regen: exit $?"
+  cmp d.h5 g.h5 || fail "default groups on $NP ranks: not gdn-fixture regen's with ceil(Hk / $NP) key heads"
+  "$G" check --fixture d.h5 --threads 1 --quiet >/dev/null || fail "check of the dealt regen's file: exit $?"
+  # failures: an existing /oracle without --force (every rank refuses it
+  # alike: exit 2, one line); a group failing on rank 1 (exit 3, one line
+  # naming the group, the file unchanged, no temporary left)
+  cp d.h5 keep.h5
+  "$W" --oversubscribe -np "$NP" "$G" regen d.h5 --threads 1 2>err.txt >/dev/null; rc=$?
+  [[ $rc == 2 && $(wc -l <err.txt) == 1 ]] || fail "existing /oracle: exit $rc, want 2 and one line: $(cat err.txt)"
+  grep -q "already has an /oracle" err.txt || fail "existing /oracle: $(cat err.txt)"
+  cmp -s d.h5 keep.h5 || fail "existing /oracle: the file was touched"
+  # a group failing on rank R (its last group: for rank 0 while the others
+  # send, in a later round), and rank R unable to open the file: exit 3 /
+  # 2, one line under plain mpirun too (not one per rank; gdn-mpirun
+  # folds equal lines), naming the group or the rank, the file untouched,
+  # no temporary left, no rank left waiting (timeout)
+  cp a.h5 f.h5
+  for R in 1 0; do
+    last=$((R + NP * ((3 - R) / NP)))
+    GDN_TEST_MPI_DIE=$R:regen-fail timeout 300 mpirun --oversubscribe -np "$NP" "$G" regen f.h5 --group-heads 1 \
+      --threads 1 2>err.txt >/dev/null; rc=$?
+    n=$(grep -c '^gdn-parity: error:' err.txt)
+    [[ $rc != 0 && $rc != 124 && $n == 1 ]] || fail "$R:regen-fail: exit $rc, $n error lines: $(cat err.txt)"
+    grep -q "oracle (key heads $last to $last): failed on purpose" err.txt ||
+      fail "$R:regen-fail: the line does not name group $last: $(cat err.txt)"
+    GDN_TEST_MPI_DIE=$R:regen-fail "$W" --oversubscribe -np "$NP" "$G" regen f.h5 --group-heads 1 --threads 1 \
+      2>err.txt >/dev/null; rc=$?
+    [[ $rc == 3 && $(wc -l <err.txt) == 1 ]] || fail "$R:regen-fail: exit $rc, want 3 and one line: $(cat err.txt)"
+    cmp -s f.h5 a.h5 || fail "$R:regen-fail: the file was touched"
+    ls -a | grep -q '\.tmp' && fail "$R:regen-fail: a temporary was left: $(ls -a)"
+    echo "$R:regen-fail: $(cat err.txt)"
+    GDN_TEST_MPI_DIE=$R:regen-open timeout 300 mpirun --oversubscribe -np "$NP" "$G" regen f.h5 --threads 1 \
+      2>err.txt >/dev/null; rc=$?
+    n=$(grep -c '^gdn-parity: error:' err.txt)
+    [[ $rc != 0 && $rc != 124 && $n == 1 ]] || fail "$R:regen-open: exit $rc, $n error lines: $(cat err.txt)"
+    want="f.h5: not readable here"
+    [[ $R != 0 ]] && want="rank $R: $want"
+    grep -q "$want" err.txt || fail "$R:regen-open: the line does not say '$want': $(cat err.txt)"
+    GDN_TEST_MPI_DIE=$R:regen-open "$W" --oversubscribe -np "$NP" "$G" regen f.h5 --threads 1 2>err.txt >/dev/null
+    rc=$?
+    [[ $rc == 2 && $(wc -l <err.txt) == 1 ]] || fail "$R:regen-open: exit $rc, want 2 and one line: $(cat err.txt)"
+    cmp -s f.h5 a.h5 || fail "$R:regen-open: the file was touched"
+    echo "$R:regen-open: $(cat err.txt)"
+  done
+  # rank 1 killed as it hands its group over (rank 0 writing the
+  # temporary): exit 3, one line naming rank 1, the file untouched, no
+  # temporary left (mpirun's SIGTERM to rank 0 removes it)
+  GDN_TEST_MPI_DIE=1:regen-die "$W" --oversubscribe -np "$NP" "$G" regen f.h5 --group-heads 1 --threads 1 \
+    2>err.txt >/dev/null; rc=$?
+  [[ $rc == 3 && $(wc -l <err.txt) == 1 ]] || fail "regen-die: exit $rc, want 3 and one line: $(cat err.txt)"
+  grep -q "rank 1" err.txt || fail "regen-die: the line does not name rank 1: $(cat err.txt)"
+  cmp -s f.h5 a.h5 || fail "regen-die: the file was touched"
+  ls -a | grep -q '\.tmp' && fail "regen-die: a temporary was left: $(ls -a)"
+  # a Kimi Delta Attention fixture is not dealt yet: refused by name on
+  # every rank (exit 2, one line, untouched); in one process it runs
+  "$FX" synth --shape 1,64,2,8 --recurrence kda --out k.h5 >/dev/null && cp k.h5 k1.h5 || fail "kda synth"
+  "$W" --oversubscribe -np "$NP" "$G" regen k.h5 --threads 1 2>err.txt >/dev/null; rc=$?
+  [[ $rc == 2 && $(wc -l <err.txt) == 1 ]] || fail "kda under mpirun: exit $rc, want 2 and one line: $(cat err.txt)"
+  grep -q "Kimi Delta Attention fixture's oracle is not dealt" err.txt || fail "kda under mpirun: $(cat err.txt)"
+  cmp -s k.h5 k1.h5 || fail "kda under mpirun: the file was touched"
+  "$G" regen k1.h5 --threads 1 --quiet || fail "kda in one process: exit $?"
+  "$FX" verify k1.h5 >/dev/null || fail "kda in one process: verify: exit $?"
+  echo "regen on $NP ranks ok: $(cat err.txt)"
   ;;
 *) fail "unknown part $PART" ;;
 esac
