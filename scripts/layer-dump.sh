@@ -2,16 +2,21 @@
 # A TPU dump of one layer judged end to end, as a user would run it:
 #
 #   scripts/layer-dump.sh [--build DIR] [--out DIR] [--shape B,T,H,D] [--key-heads HK]
-#                         [--oracle dd|mpfr|both] [--threads N] [--plant-head H] [--check-args "ARGS"]
+#                         [--oracle dd|mpfr|both] [--threads N] [--ranks N] [--plant-head H]
+#                         [--check-args "ARGS"]
 #
 #  1. gdn-fixture synth --h0 --grad --kernel-outputs 1,8: the inputs, h0,
 #     /cotangents and two outputs as a TPU run writes them (o, ht and their
 #     gradients dq dk dv dg dbeta dh0, for D = 1 and D = 8 devices).
 #  2. gdn-fixture regen --oracle dd (default; --oracle mpfr the certified
 #     MPFR run, --oracle both runs MPFR on a copy too, for its time): the
-#     /oracle stored with its certificate.
+#     /oracle stored with its certificate.  With --ranks N > 1 (MPI),
+#     mpirun -np N gdn-parity regen instead: the key-head groups dealt over
+#     the ranks, the same file (scripts/gdn-mpirun).
 #  3. gdn-parity check --fixture FILE --grad: PASS expected (exit 0); its
-#     progress line with the ETA (on a pseudo-terminal, through script(1)).
+#     progress line with the ETA (on a pseudo-terminal, through script(1));
+#     with --ranks N under mpirun too, dealt by head group over the ranks
+#     (no progress line there: a rank's stderr is not the terminal).
 #  4. The same file with one output planted wrong (fixtures/fixture_plant:
 #     kernel-affine-prefix-d8's o at value head --plant-head, default H - 1,
 #     the last head group, tokens [T/2, T/2 + 64), x (1 + 2^-10)): check
@@ -22,10 +27,10 @@
 # (regen's).  Default shape 1,16384,32,128 with 16 key heads (the Qwen 3.5
 # layer at 1/16 of its 262,144 tokens).  Exit 0 when step 3 PASSes and step
 # 4 FAILs as said; 1 otherwise; 2 on bad usage; 77 (a skip, to meson) when
-# /usr/bin/time, script(1) or bc is missing.
+# /usr/bin/time, script(1) or bc is missing (or mpirun, with --ranks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=build out=out/layer-dump shape=1,16384,32,128 hk=16 oracle=dd threads="" plant_head="" check_args=""
+build=build out=out/layer-dump shape=1,16384,32,128 hk=16 oracle=dd threads="" plant_head="" check_args="" ranks=1
 while (($#)); do
   case "$1" in
     --build) build=$2; shift 2 ;;
@@ -34,16 +39,20 @@ while (($#)); do
     --key-heads) hk=$2; shift 2 ;;
     --oracle) oracle=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
+    --ranks) ranks=$2; shift 2 ;;
     --plant-head) plant_head=$2; shift 2 ;;
     --check-args) check_args=$2; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "layer-dump.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 case "$oracle" in dd|mpfr|both) ;; *) echo "layer-dump.sh: --oracle dd, mpfr or both" >&2; exit 2 ;; esac
+[[ $ranks =~ ^[1-9][0-9]*$ ]] || { echo "layer-dump.sh: --ranks takes a positive integer, not '$ranks'" >&2; exit 2; }
 fx=$build/fixtures/gdn-fixture par=$build/parity/gdn-parity plant=$build/fixtures/fixture_plant
 for x in "$fx" "$par" "$plant"; do [[ -x $x ]] || { echo "layer-dump.sh: $x not built (ninja -C $build)" >&2; exit 2; }; done
-for t in /usr/bin/time script bc; do
+needs=(/usr/bin/time script bc)
+((ranks > 1)) && needs+=(mpirun)
+for t in "${needs[@]}"; do
   command -v $t >/dev/null || { echo "layer-dump.sh: $t is needed (GNU time, util-linux script, bc); skipped" >&2; exit 77; }
 done
 IFS=, read -r B T H D <<<"$shape"
@@ -51,6 +60,12 @@ plant_head=${plant_head:-$((H - 1))}
 t0=$((T / 2)) t1=$((T / 2 + 64 < T ? T / 2 + 64 : T))
 thr=()
 [[ -n $threads ]] && thr=(--threads "$threads")
+# regen and check: in one process, or over --ranks ranks (gdn-mpirun: one
+# line and gdn-parity's exit status on failure)
+mpi=()
+((ranks > 1)) && mpi=(scripts/gdn-mpirun --oversubscribe -np "$ranks")
+regen_cmd=("$fx" regen)
+((ranks > 1)) && regen_cmd=("${mpi[@]}" "$par" regen)
 mkdir -p "$out"
 f=$out/layer.h5
 
@@ -72,15 +87,19 @@ step() {
 # is drawn; the last one drawn is kept.
 check_pty() {
   local name=$1 json=$2
-  step "$name" script -qfec "$par check --fixture $f --grad ${thr[*]} $check_args --json $json" "$out/$name.tty"
+  step "$name" script -qfec "${mpi[*]} $par check --fixture $f --grad ${thr[*]} $check_args --json $json" "$out/$name.tty"
   CHECK_RC=$(grep -o 'COMMAND_EXIT_CODE="[0-9]*"' "$out/$name.tty" | tail -1 | grep -o '[0-9]*' || true)
   CHECK_RC=${CHECK_RC:-$RC}
   # the line drawn halfway through the run (its ETA still ahead), and the count drawn
   tr '\r' '\n' <"$out/$name.tty" | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' | grep -E 'elapsed, ~' >"$out/$name.progress" || true
-  PROGRESS=$(sed -n "$((($(wc -l <"$out/$name.progress") + 1) / 2))p" "$out/$name.progress")
+  # (none under mpirun: a rank's stderr is mpirun's pipe, not the terminal)
+  local n
+  n=$(wc -l <"$out/$name.progress")
+  PROGRESS=""
+  ((n == 0)) || PROGRESS=$(sed -n "$(((n + 1) / 2))p" "$out/$name.progress")
 }
 
-echo "layer-dump: shape $shape, key heads $hk, oracle $oracle, out $out ($(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
+echo "layer-dump: shape $shape, key heads $hk, oracle $oracle, ranks $ranks, out $out ($(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
 rm -f "$f"
 step synth "$fx" synth --shape "$shape" --key-heads "$hk" --h0 --grad --kernel-outputs 1,8 --max-bytes 0 --out "$f"
 ((RC == 0)) || { cat "$out/synth.log"; exit 1; }
@@ -88,13 +107,13 @@ SYNTH_WALL=$WALL SYNTH_RSS=$RSS SYNTH_CPU=$CPU
 MPFR_WALL=null MPFR_RSS=null MPFR_CPU=null
 if [[ $oracle == both ]]; then
   cp "$f" "$out/layer-mpfr.h5"
-  step regen-mpfr "$fx" regen "$out/layer-mpfr.h5" --oracle mpfr --quiet --max-bytes 0 "${thr[@]}"
+  step regen-mpfr "${regen_cmd[@]}" "$out/layer-mpfr.h5" --oracle mpfr --quiet --max-bytes 0 "${thr[@]}"
   ((RC == 0)) || { cat "$out/regen-mpfr.log"; exit 1; }
   MPFR_WALL=$WALL MPFR_RSS=$RSS MPFR_CPU=$CPU
   rm -f "$out/layer-mpfr.h5"
 fi
 tier=$([[ $oracle == mpfr ]] && echo mpfr || echo dd)
-step regen "$fx" regen "$f" --oracle "$tier" --max-bytes 0 "${thr[@]}"
+step regen "${regen_cmd[@]}" "$f" --oracle "$tier" --max-bytes 0 "${thr[@]}"
 ((RC == 0)) || { cat "$out/regen.log"; exit 1; }
 REGEN_WALL=$WALL REGEN_RSS=$RSS REGEN_CPU=$CPU
 grep -h 'oracle written' "$out/regen.log" || true
@@ -123,7 +142,7 @@ named=0
 ratio=$(printf '%.3f' "$(echo "$CHECK_WALL / $REGEN_WALL" | bc -l)")
 cratio=$(printf '%.3f' "$(echo "$CHECK_CPU / $REGEN_CPU" | bc -l)")
 cat >"$out/layer-dump.json" <<EOF
-{"shape": "$shape", "key_heads": $hk, "cores": $(nproc), "load": "$(cut -d' ' -f1-3 /proc/loadavg)",
+{"shape": "$shape", "key_heads": $hk, "ranks": $ranks, "cores": $(nproc), "load": "$(cut -d' ' -f1-3 /proc/loadavg)",
  "synth": {"wall_s": $SYNTH_WALL, "cpu_s": $SYNTH_CPU, "peak_rss_kib": $SYNTH_RSS},
  "regen": {"tier": "$tier", "wall_s": $REGEN_WALL, "cpu_s": $REGEN_CPU, "peak_rss_kib": $REGEN_RSS},
  "regen_mpfr": {"wall_s": $MPFR_WALL, "cpu_s": $MPFR_CPU, "peak_rss_kib": $MPFR_RSS},
