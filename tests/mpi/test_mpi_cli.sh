@@ -65,9 +65,11 @@
 #               temporary left); a rank unable to open the file
 #               (regen-open: exit 2, one line naming the rank, no rank left
 #               waiting); rank 1 killed while rank 0
-#               writes (regen-die: exit 3, one line naming rank 1, the same);
-#               a KDA fixture refused by name under mpirun (exit 2), written
-#               in one process.
+#               writes (regen-die: exit 3, one line naming rank 1, the same).
+#               A KDA fixture dealt the same way (MPFR and dd, groups of 1
+#               and the default): gdn-fixture regen's file, byte for byte,
+#               its check passing; regen-deal caught; an existing /oracle,
+#               regen-fail and regen-open refused in one line, untouched.
 #   faults      rank 1 killed (SIGKILL) before its exchange, rank 3 after it,
 #               and rank 2's message made invalid: exit 3, one stderr line
 #               naming that rank, no results file and no temporary left, an
@@ -440,13 +442,16 @@ regen)
   cmp d.h5 g.h5 || fail "default groups on $NP ranks: not gdn-fixture regen's with ceil(Hk / $NP) key heads"
   "$G" check --fixture d.h5 --threads 1 --quiet >/dev/null || fail "check of the dealt regen's file: exit $?"
   # failures: an existing /oracle without --force (every rank refuses it
-  # alike: exit 2, one line); a group failing on rank 1 (exit 3, one line
-  # naming the group, the file unchanged, no temporary left)
-  cp d.h5 keep.h5
-  "$W" --oversubscribe -np "$NP" "$G" regen d.h5 --threads 1 2>err.txt >/dev/null; rc=$?
-  [[ $rc == 2 && $(wc -l <err.txt) == 1 ]] || fail "existing /oracle: exit $rc, want 2 and one line: $(cat err.txt)"
-  grep -q "already has an /oracle" err.txt || fail "existing /oracle: $(cat err.txt)"
-  cmp -s d.h5 keep.h5 || fail "existing /oracle: the file was touched"
+  # alike: exit 2, one line, the file untouched)
+  refuses_existing() {
+    cp "$1" keep.h5
+    "$W" --oversubscribe -np "$NP" "$G" regen "$1" --threads 1 2>err.txt >/dev/null
+    local rc=$?
+    [[ $rc == 2 && $(wc -l <err.txt) == 1 ]] || fail "$2existing /oracle: exit $rc, want 2 and one line: $(cat err.txt)"
+    grep -q "already has an /oracle" err.txt || fail "$2existing /oracle: $(cat err.txt)"
+    cmp -s "$1" keep.h5 || fail "$2existing /oracle: the file was touched"
+  }
+  refuses_existing d.h5 ""
   # a group failing on rank R (its last group: for rank 0 while the others
   # send, in a later round), and rank R unable to open the file: exit 3 /
   # 2, one line under plain mpirun too (not one per rank; gdn-mpirun
@@ -489,15 +494,48 @@ regen)
   grep -q "rank 1" err.txt || fail "regen-die: the line does not name rank 1: $(cat err.txt)"
   cmp -s f.h5 a.h5 || fail "regen-die: the file was touched"
   ls -a | grep -q '\.tmp' && fail "regen-die: a temporary was left: $(ls -a)"
-  # a Kimi Delta Attention fixture is not dealt yet: refused by name on
-  # every rank (exit 2, one line, untouched); in one process it runs
-  "$FX" synth --shape 1,64,2,8 --recurrence kda --out k.h5 >/dev/null && cp k.h5 k1.h5 || fail "kda synth"
-  "$W" --oversubscribe -np "$NP" "$G" regen k.h5 --threads 1 2>err.txt >/dev/null; rc=$?
-  [[ $rc == 2 && $(wc -l <err.txt) == 1 ]] || fail "kda under mpirun: exit $rc, want 2 and one line: $(cat err.txt)"
-  grep -q "Kimi Delta Attention fixture's oracle is not dealt" err.txt || fail "kda under mpirun: $(cat err.txt)"
-  cmp -s k.h5 k1.h5 || fail "kda under mpirun: the file was touched"
-  "$G" regen k1.h5 --threads 1 --quiet || fail "kda in one process: exit $?"
-  "$FX" verify k1.h5 >/dev/null || fail "kda in one process: verify: exit $?"
+  # a Kimi Delta Attention fixture is dealt the same way (its rounds are
+  # fix_regen_rounds'): gdn-fixture regen's file with the same groups,
+  # MPFR and dd, groups of 1 and the default ceil(Hk / ranks); a check of
+  # it passes; negative control: regen-deal writes another file; failures:
+  # an existing /oracle, a group failing on rank 1, rank 1 unable to read
+  # the file (exit 2 / 3, one line under plain mpirun, untouched)
+  "$FX" synth --shape 1,64,4,8 --key-heads 4 --recurrence kda --h0 --kernel-outputs 1,2 --out k.h5 >/dev/null ||
+    fail "kda synth"
+  for t in mpfr dd; do
+    for gh in 1 0; do
+      ghf=$gh && [[ $gh == 0 ]] && ghf=$(((4 + NP - 1) / NP))
+      cp k.h5 kone.h5 && cp k.h5 kn.h5 && cp k.h5 kbad.h5 || fail "copy"
+      more=() && [[ $gh != 0 ]] && more=(--group-heads "$gh")
+      "$FX" regen kone.h5 --oracle $t --group-heads "$ghf" --threads 1 --quiet || fail "kda $t regen: exit $?"
+      "${MR[@]}" -np "$NP" "$G" regen kn.h5 --oracle $t "${more[@]}" --threads 1 >out.txt ||
+        fail "kda $t groups $ghf on $NP ranks: exit $?"
+      grep -q "($NP ranks)" out.txt || fail "kda $t: the line does not say the ranks: $(cat out.txt)"
+      cmp kone.h5 kn.h5 || fail "kda $t groups $ghf on $NP ranks: the file differs from gdn-fixture regen's"
+      "$G" check --fixture kn.h5 --threads 1 --quiet >/dev/null || fail "kda $t: check of the dealt file: exit $?"
+      GDN_TEST_MPI_DIE=1:regen-deal "${MR[@]}" -np "$NP" "$G" regen kbad.h5 --oracle $t "${more[@]}" \
+        --threads 1 --quiet || fail "kda $t regen-deal: exit $?"
+      cmp -s kone.h5 kbad.h5 && fail "kda $t groups $ghf: a rank computing the wrong group went unnoticed"
+      echo "kda $t groups of $ghf: $NP ranks byte-identical to one process; a misdealt group caught"
+    done
+  done
+  refuses_existing kn.h5 "kda "
+  cp k.h5 kf.h5
+  GDN_TEST_MPI_DIE=1:regen-fail "$W" --oversubscribe -np "$NP" "$G" regen kf.h5 --group-heads 1 --threads 1 \
+    2>err.txt >/dev/null; rc=$?
+  [[ $rc == 3 && $(wc -l <err.txt) == 1 ]] || fail "kda regen-fail: exit $rc, want 3 and one line: $(cat err.txt)"
+  last=$((1 + NP * ((3 - 1) / NP)))
+  grep -q "oracle (key heads $last to $last): failed on purpose" err.txt ||
+    fail "kda regen-fail: the line does not name group $last: $(cat err.txt)"
+  cmp -s kf.h5 k.h5 || fail "kda regen-fail: the file was touched"
+  ls -a | grep -q '\.tmp' && fail "kda regen-fail: a temporary was left: $(ls -a)"
+  GDN_TEST_MPI_DIE=1:regen-open timeout 300 mpirun --oversubscribe -np "$NP" "$G" regen kf.h5 --threads 1 \
+    2>err.txt >/dev/null; rc=$?
+  n=$(grep -c '^gdn-parity: error:' err.txt)
+  [[ $rc != 0 && $rc != 124 && $n == 1 ]] || fail "kda regen-open: exit $rc, $n error lines: $(cat err.txt)"
+  grep -q "rank 1: kf.h5: not readable here" err.txt || fail "kda regen-open: $(cat err.txt)"
+  cmp -s kf.h5 k.h5 || fail "kda regen-open: the file was touched"
+  echo "kda: $(cat err.txt)"
   echo "regen on $NP ranks ok: $(cat err.txt)"
   ;;
 *) fail "unknown part $PART" ;;
