@@ -38,6 +38,8 @@
 #include "parity_trust.h"
 #include "parity_worst.h"
 #include "parity_spill.h"
+#include "parity_stored_grads.h"
+#include "gdn_clock.h"
 #include "parity_stream_oracle.h"
 #include "parity_stream_outputs.h"
 #include "parity_sweep_stream.h"
@@ -326,7 +328,44 @@ static int grads_setup(const run_state *st, int grad, const gdn_inputs *in, uint
  * output's stored gradients are judged by the same rules as --grad's
  * (normwise, per token, against the stock scan's own error, floors).
  * --grad changes nothing here: the fixture's cotangents are the ones. */
-static int fixture_grads_setup(const run_state *st, const fix_fixture *fx, parity_reference *ref,
+/* A fixture's stored /oracle/grads as the gradients' reference when it may
+ * be trusted (parity_stored_grads.h): *taken 1, the data moved out of fx;
+ * otherwise why not, on the log. */
+static int stored_grads_try(const run_state *st, fix_fixture *fx, parity_reference *ref, parity_sweep_opts *o,
+                            FILE *out, int *taken, gdn_error *e) {
+  char why[200] = "";
+  *taken = 0;
+  if (st->tier == PARITY_ORACLE_NONE || !parity_stored_grads_usable(&fx->oracle, why, sizeof why)) {
+    if (why[0] && o->verbosity >= 1)
+      fprintf(out, "note: the stored /oracle/grads is not used (%s); computing the oracle's VJP\n", why);
+    if (why[0]) parity_stored_grads_note(ref->grad_note, sizeof ref->grad_note, why);
+    return GDN_OK;
+  }
+  double rel = 0, t0 = gdn_clock_seconds();
+  parity_progress_add(o->progress, 1);
+  parity_progress_begin(o->progress, "spot check of the stored /oracle/grads (one key head's VJP)");
+  int rc = parity_stored_grads_spot(&fx->inputs, &fx->cot, &fx->oracle.grads, 0, &rel, e);
+  parity_progress_end(o->progress);
+  parity_progress_clear(o->progress);
+  if (rc) return rc;
+  if (!(rel <= PARITY_STORED_GRADS_SPOT)) {
+    snprintf(why, sizeof why, "spot check: key head 0's VJP recomputed differs from it by %.3g, normwise", rel);
+    if (o->verbosity >= 1)
+      fprintf(out, "warning: the stored /oracle/grads is not trusted (%s); computing the oracle's VJP\n", why);
+    parity_stored_grads_note(ref->grad_note, sizeof ref->grad_note, why);
+    return GDN_OK;
+  }
+  gdn_grads_clear(&ref->grads);
+  ref->grads = fx->oracle.grads; /* moved: fx keeps nothing to free twice */
+  gdn_grads_init(&fx->oracle.grads);
+  parity_stored_grads_take(&fx->oracle, ref);
+  ref->grad_spot_rel = rel;
+  ref->grad_seconds = gdn_clock_seconds() - t0;
+  *taken = 1;
+  return GDN_OK;
+}
+
+static int fixture_grads_setup(const run_state *st, fix_fixture *fx, parity_reference *ref,
                                parity_sweep_opts *o, FILE *out, gdn_error *e) {
   if (fx->inputs.seg)
     return gdn_error_set(e, GDN_ERR_INPUT,
@@ -336,8 +375,14 @@ static int fixture_grads_setup(const run_state *st, const fix_fixture *fx, parit
   if (rc) return rc;
   if (st->grad && o->verbosity >= 1)
     fprintf(out, "note: --grad uses the fixture's /cotangents (grad_problem_sha256 %s)\n", fx->grad_problem_sha256);
+  int taken = 0;
+  if ((rc = stored_grads_try(st, fx, ref, o, out, &taken, e))) return rc;
+  if (taken) {
+    o->ct = &fx->cot;
+    return GDN_OK;
+  }
   /* one step of the progress line: minutes at a layer's length, before the
-   * sweep's first (the stored /oracle holds no gradients) */
+   * sweep's first (no stored gradients to use) */
   parity_progress_add(o->progress, 1);
   parity_progress_begin(o->progress, "oracle VJP of the fixture's /cotangents");
   rc = parity_reference_compute_grads(ref, &fx->inputs, &fx->cot, st->tier, st->oracle_bits, e);
@@ -900,6 +945,20 @@ typedef struct stream_shape {
   int64_t dealt; /* dealt_group's share, or 0 */
 } stream_shape;
 
+/* Whether the file's /oracle/grads may stand in for the oracle's VJP in a
+ * streamed check (the groups then read it: fix_group_read_oracle_grads);
+ * why not on the log, as the whole check says it. */
+static int stream_grads_usable(const run_state *st, fix_group *g, int grads, const parity_sweep_opts *o, FILE *out,
+                               char *why) {
+  why[0] = '\0';
+  const int use = grads && st->tier != PARITY_ORACLE_NONE &&
+                  parity_stored_grads_usable(&fix_group_meta(g)->oracle, why, 200);
+  if (grads && why[0] && o->verbosity >= 1 && parity_dist_rank() == 0)
+    fprintf(out, "note: the stored /oracle/grads is not used (%s); computing the oracle's VJP\n", why);
+  fix_group_read_oracle_grads(g, use);
+  return use;
+}
+
 /* The fixture streamed by head group, one streamed sweep per run of its
  * shard plan (run_fixture_shards' way): run r in its mode, judging the
  * outputs the plan gives it (shallow copies of ext, which keeps ownership;
@@ -915,6 +974,7 @@ static int stream_fixture_runs(run_state *st, const char *path, fixture_src *src
   parity_external *sub = gdn_malloc(no * sizeof *sub, "outputs of a shard run", e);
   size_t *index = sub ? gdn_malloc(no * sizeof *index, "outputs of a shard run", e) : NULL;
   parity_stored_oracle stored; /* its /oracle, trusted or not as the whole check decides */
+  char grads_why[200];         /* why its /oracle/grads is not used ("": it is, or there is none) */
   parity_stored_oracle_init(&stored);
   int rc = index ? GDN_OK : (e ? e->code : GDN_ERR_NOMEM);
   const char *base_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
@@ -945,7 +1005,9 @@ static int stream_fixture_runs(run_state *st, const char *path, fixture_src *src
         fprintf(out, "%s: shard %s (%s)\n", gdn_text_show(path), kern_shard_name(orun.shard), orun.shard_from);
       fprintf(out, "note: %s; scratch files in %s\n", line, parity_spill_dir());
     }
-    const parity_stream_fixture sf = {sub, n, fixture_group_slab, &stored, index, &m->inputs};
+    const parity_stream_fixture sf = {sub, n, fixture_group_slab, &stored, index, &m->inputs,
+                                      stream_grads_usable(st, src->g, sh->grads, &orun, out, grads_why),
+                                      grads_why};
     const parity_stream_run sr = {&sp, {fixture_group_load, src}, base_name, "fixture", path,
                                   m->inputs_sha256, m->has_cotangents ? m->grad_problem_sha256 : NULL,
                                   st->tier, st->oracle_bits, sh->grads, &sf};
@@ -1072,6 +1134,7 @@ static int run_fixture_whole(run_state *st, const char *path, const parity_sweep
    * are judged, and what the sweep holds per output */
   lo.grad_sets = 3;
   lo.grads_always = st->grad;
+  lo.oracle_grads = 1; /* a stored /oracle/grads stands in for the oracle's VJP (counted: one set more) */
   lo.per_output_bytes = parity_budget_per_subject(&st->policy);
   parity_sweep_opts sized = *base;
   if (!chunk_given) sized.n_chunks = 0;

@@ -25,6 +25,8 @@ static const gdn_cli_opt options[] = {
     {"quiet", NULL, "print nothing on success, and no progress line (drawn only when stderr is a terminal)", 0},
     {"group-heads", "N", "key heads per group, group g on rank g mod the ranks (default: the most that fit "
                          "--max-bytes, at most ceil(Hk / ranks); one process: as gdn-fixture regen)", 0},
+    {"grads", NULL, "also store the oracle's gradients for the file's /cotangents (/oracle/grads, the same tier; "
+                    "gdn-parity check then computes no VJP)", 0},
     {"help", NULL, "show this help", 0},
     {NULL, NULL, NULL, 0},
 };
@@ -33,8 +35,8 @@ static const gdn_cli_opt options[] = {
 
 static void print_help(FILE *f) {
   fprintf(f,
-          "usage: [mpirun -np N] gdn-parity regen FILE.h5 [--oracle mpfr|dd] [--oracle-bits N] [--force] "
-          "[--quiet]\n\n"
+          "usage: [mpirun -np N] gdn-parity regen FILE.h5 [--oracle mpfr|dd] [--oracle-bits N] [--grads] "
+          "[--force] [--quiet]\n\n"
           "Computes and stores a fixture's /oracle, as gdn-fixture regen does; under mpirun its key-head\n"
           "groups are dealt over the ranks and rank 0 writes the file, byte for byte the one-process\n"
           "regen's with the same --group-heads.\n\n"
@@ -59,6 +61,7 @@ static int parse_opts(const gdn_cli_args *a, fix_regen_opts *o, gdn_error *e) {
     gdn_threads_set((int)n);
   }
   o->force = GET("force") != NULL;
+  o->grads = GET("grads") != NULL;
   o->max_bytes = FIX_DEFAULT_MAX_BYTES;
   if ((v = GET("max-bytes")) && (rc = gdn_cli_bytes(v, "--max-bytes", &o->max_bytes, e))) return rc;
   if ((v = GET("group-heads")) && (rc = gdn_cli_int64(v, "--group-heads", 1, INT64_MAX, &o->group_heads, e)))
@@ -92,11 +95,13 @@ int parity_regen_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e)
   int rc = parity_regen_run(path, &o, &res, &shared, e);
   gdn_progress_end(&line);
   gdn_progress_clear(&line);
+  char grads[160];
+  fix_regen_grads_line(&res, grads, sizeof grads);
   if (!rc && !quiet)
-    fprintf(out, "%s: /oracle written: precision_bits %lld, certified_bits %lld, inputs_sha256 %s%s (%d rank%s)\n",
+    fprintf(out, "%s: /oracle written: precision_bits %lld, certified_bits %lld, inputs_sha256 %s%s%s (%d rank%s)\n",
             path, (long long)res.precision_bits, (long long)res.certified_bits, res.inputs_sha256,
             res.tier_dd ? "; tier dd (certified on sampled columns; gdn-fixture info shows its certificate)" : "",
-            parity_dist_size(), parity_dist_size() > 1 ? "s" : "");
+            grads, parity_dist_size(), parity_dist_size() > 1 ? "s" : "");
   fix_oracle_clear(&res);
   if (rc && shared && parity_dist_rank() > 0) {
     /* rank 0's error, which rank 0 reports (and ends every rank with, when

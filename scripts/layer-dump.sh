@@ -8,9 +8,11 @@
 #  1. gdn-fixture synth --h0 --grad --kernel-outputs 1,8: the inputs, h0,
 #     /cotangents and two outputs as a TPU run writes them (o, ht and their
 #     gradients dq dk dv dg dbeta dh0, for D = 1 and D = 8 devices).
-#  2. gdn-fixture regen --oracle dd (default; --oracle mpfr the certified
-#     MPFR run, --oracle both runs MPFR on a copy too, for its time): the
-#     /oracle stored with its certificate.  With --ranks N > 1 (MPI),
+#  2. gdn-fixture regen --oracle dd --grads (default; --oracle mpfr the
+#     certified MPFR run, --oracle both runs MPFR on a copy too, for its
+#     time, without --grads): the /oracle stored with its certificate, and
+#     the oracle's gradients for the file's cotangents (/oracle/grads), so
+#     that the check computes no VJP.  With --ranks N > 1 (MPI),
 #     mpirun -np N gdn-parity regen instead: the key-head groups dealt over
 #     the ranks, the same file (scripts/gdn-mpirun).
 #  3. gdn-parity check --fixture FILE --grad: PASS expected (exit 0); its
@@ -42,7 +44,7 @@ while (($#)); do
     --ranks) ranks=$2; shift 2 ;;
     --plant-head) plant_head=$2; shift 2 ;;
     --check-args) check_args=$2; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "layer-dump.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -113,7 +115,7 @@ if [[ $oracle == both ]]; then
   rm -f "$out/layer-mpfr.h5"
 fi
 tier=$([[ $oracle == mpfr ]] && echo mpfr || echo dd)
-step regen "${regen_cmd[@]}" "$f" --oracle "$tier" --max-bytes 0 "${thr[@]}"
+step regen "${regen_cmd[@]}" "$f" --oracle "$tier" --grads --max-bytes 0 "${thr[@]}"
 ((RC == 0)) || { cat "$out/regen.log"; exit 1; }
 REGEN_WALL=$WALL REGEN_RSS=$RSS REGEN_CPU=$CPU
 grep -h 'oracle written' "$out/regen.log" || true
@@ -123,6 +125,7 @@ CHECK_WALL=$WALL CHECK_RSS=$RSS CHECK_CPU=$CPU PASS_RC=$CHECK_RC PASS_PROGRESS=$
 pass_line=$(grep -E '^(PASS|FAIL)' "$out/check.log" | tail -1 || true)
 reference=$(grep -m1 '^reference:' "$out/check.log" || true)
 echo "  $reference"
+grep -m1 '^gradients:' "$out/check.log" | sed 's/^/  /' || true
 echo "  progress: $PASS_PROGRESS"
 echo "  verdict: $pass_line (exit $PASS_RC)"
 

@@ -376,6 +376,11 @@ static int input_oracle_json(json_t *ji, const parity_reference *ref) {
     if (ref->grad_sha256[0]) /* a fixture's cotangents: the identity of the gradient problem */
       bad |= parity_json_set(ji, "grad_problem_sha256", json_string(ref->grad_sha256));
     bad |= parity_json_set(ji, "oracle_grad_certified_bits", json_integer(ref->grad_certified_bits));
+    if (ref->grad_note[0]) bad |= parity_json_set(ji, "oracle_grad_note", json_string(ref->grad_note));
+    if (ref->grads_from_fixture) /* a stored /oracle/grads (regen --grads) and its spot check */
+      bad |= parity_json_set(ji, "oracle_grad_from_fixture", json_true()) |
+             parity_json_set(ji, "oracle_grad_spot_check",
+                             json_pack("{sIso}", "key_heads", (json_int_t)1, "rel", parity_json_real(ref->grad_spot_rel)));
     if (ref->grad_tier == PARITY_ORACLE_DD)
       bad |= parity_json_set(ji, "oracle_grad_normwise_bits", json_integer(ref->grad_normwise_bits));
   }

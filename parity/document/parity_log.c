@@ -12,7 +12,13 @@ static void fmt_e(char *b, size_t n, double x) {
 }
 
 static void log_reference_grads(FILE *f, const parity_reference *ref) {
-  if (ref && ref->has_grads)
+  if (ref && ref->has_grads && ref->grads_from_fixture)
+    fprintf(f,
+            "gradients: the fixture's stored %s VJP (/oracle/grads, gdn-fixture regen --grads), certified %d bits%s; "
+            "spot check: key head 0 recomputed in double-double, normwise difference %.2g\n",
+            parity_oracle_tier_name(ref->grad_tier), ref->grad_certified_bits,
+            ref->grad_tier == PARITY_ORACLE_DD ? " on its sampled columns" : "", ref->grad_spot_rel);
+  else if (ref && ref->has_grads)
     fprintf(f, "gradients: the %s oracle's VJP, certified %d bits%s\n", parity_oracle_tier_name(ref->grad_tier),
             ref->grad_certified_bits, ref->grad_tier == PARITY_ORACLE_DD ? " on its sampled columns" : "");
 }

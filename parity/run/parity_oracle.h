@@ -77,6 +77,9 @@ typedef struct parity_reference {
   int grad_certified_bits;      /* min over the six tensors */
   int grad_normwise_bits;       /* DD: normwise agreement on the sample; MPFR: -1 */
   double grad_seconds;
+  int grads_from_fixture;       /* 1: a fixture's stored /oracle/grads (parity_stored_grads.h) */
+  double grad_spot_rel;         /* and its spot check's normwise difference (one key head recomputed) */
+  char grad_note[240];          /* why a stored /oracle/grads was not used ("" otherwise) */
   /* parity_docstate.h (an output declares final_state per_document): the
    * oracle's state at each document's end, (n_docs, Hv, Dk, Dv) binary64,
    * owned (NULL: not computed), by docs_tier with its certified bits. */

@@ -178,6 +178,7 @@ static int finish_vjp(const parity_group_oracle *go, parity_reference *r, gdn_er
 }
 
 int parity_group_oracle_finish(parity_group_oracle *go, parity_reference *r, gdn_error *e) {
+  if (go->vjp_only && go->grads_stored) return GDN_OK; /* parity_stored_grads_take, by the caller */
   if (go->vjp_only) { /* parity_reference_compute_grads's fields beside a stored forward */
     r->grad_tier = go->grad_tier;
     if (!go->grads || go->grad_tier == PARITY_ORACLE_NONE) return GDN_OK;

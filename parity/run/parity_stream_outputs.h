@@ -57,6 +57,9 @@ typedef struct parity_stream_fixture {
   struct parity_stored_oracle *stored;        /* its /oracle (parity_stream_oracle.h), NULL: none */
   const size_t *index;                        /* ext[i] is the slab's outputs[index[i]] (NULL: i) */
   const gdn_inputs *seg_in; /* the file's segment ids and packing: per-document states' rows (NULL: none) */
+  int grads_usable;         /* its /oracle/grads may stand in for the VJP, spot check pending (each slab holds
+                               its part: parity_stored_grads.h) */
+  const char *grads_why;    /* why not, when it has one ("" or NULL: none) */
 } parity_stream_fixture;
 
 typedef struct parity_stream_outputs {

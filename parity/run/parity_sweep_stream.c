@@ -19,6 +19,7 @@
 #include "parity_stream_seg.h"
 #include "parity_spill.h"
 #include "parity_stream_oracle.h"
+#include "parity_stored_grads.h"
 #include "parity_stream_subject.h"
 #include "parity_stream_docstate.h"
 #include "parity_stream_merge.h"
@@ -89,6 +90,8 @@ typedef struct sctx {
   parity_stream_outputs outs; /* a fixture's outputs (rank 0) */
   parity_stream_docstate docs; /* their per-document final states' oracle and model */
   int stored;                 /* this oracle pass reads a fixture's stored /oracle (parity_stream_oracle.h) */
+  int grads_stored;           /* and its stored /oracle/grads in place of the VJP (parity_stored_grads.h) */
+  double grad_spot_rel;       /* that pass's spot check (group 0's key head 0, rank 0) */
   double meas_secs; /* this rank's own measuring (its groups), for --verbose */
 } sctx;
 
@@ -374,8 +377,32 @@ static int share_tally(oracle_tally *t, int tier, int cap, int owner, gdn_error 
 }
 
 /* The owner's side: group g's oracle into its scratch, its head and tally kept. */
+/* The owner's side of a stored /oracle/grads: group g's slab of the six
+ * gradients into the reference's scratch (no VJP, no tally); group 0 (key
+ * head 0) spot-checked here. */
+static int stored_grads_keep(sctx *c, int64_t g, ref_head *hd, gdn_error *e) {
+  const gdn_grads *sg = &c->sr->fixture->slab(c->sr->src.ctx)->oracle.grads;
+  if (!sg->dq) return gdn_error_set(e, GDN_ERR_INTERNAL, "head group %" PRId64 ": /oracle/grads was not read", g);
+  int rc = g == 0 ? parity_stored_grads_spot(&c->in, &c->ct, sg, 0, &c->grad_spot_rel, e) : GDN_OK;
+  gdn_outputs none;
+  gdn_outputs_init(&none);
+  for (int t = 0; !rc && t < PARITY_T_N; t++) {
+    const parity_vals v = parity_tensor_get(&parity_tensors[t], &none, sg);
+    if (!parity_vals_has(v)) continue;
+    hd->present |= 1u << t;
+    rc = spill_set_write_one(c, &c->refs, "reference", g, t, v, e);
+  }
+  return rc;
+}
+
 static void oracle_compute(sctx *c, parity_group_oracle *go, int64_t g) {
   ref_head *hd = &c->rh[g];
+  if (c->grads_stored) { /* the forward stored too (oracle_visit): nothing computed but the spot check */
+    const double t0 = gdn_clock_seconds();
+    hd->rc = stored_grads_keep(c, g, hd, &hd->err);
+    hd->seconds[0] = 0, hd->seconds[1] = gdn_clock_seconds() - t0;
+    return;
+  }
   int64_t k0, k1;
   gdn_shape gs;
   group_of(c, g, &k0, &k1, &gs);
@@ -486,6 +513,7 @@ static int oracle_pass(sctx *c, gdn_error *e) {
   parity_group_oracle go;
   parity_group_oracle_init(&go, &c->whole, c->sr->tier, c->sr->oracle_bits, c->sr->grads);
   go.vjp_only = c->stored;
+  go.grads_stored = c->grads_stored;
   parity_stream_docstate_begin(&c->docs, docs_tier(c, &go), c->sr->oracle_bits);
   int rc = GDN_OK;
   for (int64_t g = 0; g < c->p->n_groups && !rc; g++) {
@@ -507,6 +535,40 @@ static int oracle_pass(sctx *c, gdn_error *e) {
   return rc;
 }
 
+/* After a pass that read the stored /oracle/grads: its spot check (rank
+ * 0's, group 0) on every rank; passed, the stored certificate into the
+ * reference; failed, the VJP computed by group after all (a second pass,
+ * the forward still the stored one), as the whole check does. */
+static int stored_grads_finish(sctx *c, parity_stored_oracle *so, int log, gdn_error *e) {
+  const parity_sweep_opts *o = c->x.o;
+  int rc = parity_dist_bcast(&c->grad_spot_rel, sizeof c->grad_spot_rel, 0, e);
+  if (rc) return rc;
+  if (c->grad_spot_rel <= PARITY_STORED_GRADS_SPOT) {
+    parity_stored_grads_take(&so->attrs, &c->ref);
+    c->ref.grad_spot_rel = c->grad_spot_rel;
+    return GDN_OK;
+  }
+  char why[200];
+  snprintf(why, sizeof why, "spot check: key head 0's VJP recomputed differs from it by %.3g, normwise",
+           c->grad_spot_rel);
+  if (log) {
+    parity_progress_clear(o->progress);
+    fprintf(o->log, "warning: the stored /oracle/grads is not trusted (%s); computing the oracle's VJP\n", why);
+  }
+  c->grads_stored = 0;
+  spill_set_close(&c->refs);
+  spill_set_init(&c->refs);
+  memset(c->rh, 0, (size_t)c->p->n_groups * sizeof *c->rh);
+  for (size_t ci = 0; ci < o->n_chunks; ci++) parity_kappa_acc_init(&c->kacc[ci]);
+  int trusted = 0;
+  if (!(rc = oracle_pass(c, e))) {
+    parity_stored_oracle_finish(so, &c->whole, &c->ref, &trusted);
+    rc = parity_dist_bcast(&trusted, sizeof trusted, 0, e);
+  }
+  parity_stored_grads_note(c->ref.grad_note, sizeof c->ref.grad_note, why);
+  return rc;
+}
+
 /* The oracle: a fixture's stored /oracle read by group when it may be
  * trusted, else (or when the groups show it may not) computed by group;
  * the reference's note and the warnings are the whole check's. */
@@ -519,6 +581,7 @@ static int phase_oracle(sctx *c, gdn_error *e) {
     fprintf(o->log, "%s: warning: %s\n", c->sr->path, so->warning);
   }
   c->stored = so && so->candidate;
+  c->grads_stored = c->stored && c->sr->grads && c->sr->fixture->grads_usable;
   int rc = oracle_pass(c, e), trusted = 0;
   if (!rc && c->stored) {
     /* every rank: the findings were merged (oracle_pass), and each needs the reference's fields */
@@ -537,6 +600,9 @@ static int phase_oracle(sctx *c, gdn_error *e) {
     for (size_t ci = 0; ci < o->n_chunks; ci++) parity_kappa_acc_init(&c->kacc[ci]);
     rc = oracle_pass(c, e);
   }
+  if (!rc && c->grads_stored) rc = stored_grads_finish(c, so, log, e);
+  else if (!rc && c->ref.has_grads && c->sr->fixture && c->sr->fixture->grads_why && c->sr->fixture->grads_why[0])
+    parity_stored_grads_note(c->ref.grad_note, sizeof c->ref.grad_note, c->sr->fixture->grads_why);
   if (!rc && so && so->note[0] && c->ref.tier != PARITY_ORACLE_NONE)
     snprintf(c->ref.note, sizeof c->ref.note, "%s", so->note);
   return rc;

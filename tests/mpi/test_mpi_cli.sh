@@ -57,7 +57,10 @@
 #               and 2; the default groups) on NP ranks: gdn-fixture regen's
 #               file with the same groups, byte for byte, and verify and
 #               check accept it.  Negative control: rank 1 computing the
-#               next group's heads (regen-deal) writes another file.
+#               next group's heads (regen-deal) writes another file.  With
+#               --grads (the oracle's gradients dealt with it) the same,
+#               and a check of that file on NP ranks takes them: the
+#               one-process document.
 #               Failures: an existing /oracle refused on every rank (exit 2,
 #               one line, the file untouched); a group failing on rank 1 or
 #               0 (regen-fail, its last group: exit 3, one line naming its
@@ -434,6 +437,29 @@ regen)
       echo "$t --group-heads $gh: $NP ranks byte-identical to one process; a misdealt group caught"
     done
   done
+  # regen --grads: each owner's VJP and its tally dealt with its forward:
+  # gdn-fixture regen --grads's file, byte for byte (regen-deal: another
+  # file); a check of it under mpirun takes the stored gradients, the
+  # one-process document byte for byte
+  "$FX" synth --shape 1,64,4,8 --key-heads 4 --h0 --grad --kernel-outputs 1,2 --out gr.h5 >/dev/null ||
+    fail "synth --grad: exit $?"
+  for t in mpfr dd; do
+    cp gr.h5 gone.h5 && cp gr.h5 gn.h5 && cp gr.h5 gbad.h5 || fail "copy"
+    "$FX" regen gone.h5 --grads --oracle $t --group-heads 1 --threads 1 --quiet || fail "$t regen --grads: exit $?"
+    "${MR[@]}" -np "$NP" "$G" regen gn.h5 --grads --oracle $t --group-heads 1 --threads 1 --quiet ||
+      fail "$t regen --grads on $NP ranks: exit $?"
+    cmp gone.h5 gn.h5 || fail "$t regen --grads on $NP ranks: the file differs from gdn-fixture regen's"
+    GDN_TEST_MPI_DIE=1:regen-deal "${MR[@]}" -np "$NP" "$G" regen gbad.h5 --grads --oracle $t --group-heads 1 \
+      --threads 1 --quiet || fail "$t regen --grads regen-deal: exit $?"
+    cmp -s gone.h5 gbad.h5 && fail "$t regen --grads: a rank computing the wrong group went unnoticed"
+  done
+  "$G" check --fixture gn.h5 --threads 1 --reproducible --json gone.json --quiet >/dev/null ||
+    fail "check of the --grads file: exit $?"
+  "${MR[@]}" -np "$NP" "$G" check --fixture gn.h5 --threads 1 --reproducible --json gn.json --quiet >/dev/null ||
+    fail "check of the --grads file on $NP ranks: exit $?"
+  cmp gone.json gn.json || fail "check of the --grads file on $NP ranks: not the one-process document"
+  grep -q '"oracle_grad_from_fixture"' gn.json || fail "check on $NP ranks: the stored gradients were not taken"
+  echo "regen --grads: $NP ranks byte-identical to one process; a misdealt group caught; check takes them"
   # the default groups (ceil(Hk / ranks) key heads) are gdn-fixture
   # regen --group-heads's with that many, and a check of the file passes
   cp a.h5 d.h5 && cp a.h5 g.h5 || fail "copy"

@@ -13,7 +13,7 @@
 
 #include "../check_runner.h"
 
-#include "cli_run.h"
+#include "cli_files.h"
 #include "../reports/test_util.h"
 
 static char *exe, *fixture_exe;
@@ -25,46 +25,13 @@ static void dir_begin(void) {
 }
 static void dir_end(void) { ck_assert_msg(rmdir(dir) == 0, "%s is not empty", dir); }
 
-/* prog sub FILE args... (NULL-terminated); its result in *r. */
-static void run(cli_result *r, char *prog, const char *sub, const char *file, const char *const *args) {
-  char *av[24];
-  int k = 0;
-  av[k++] = prog;
-  av[k++] = (char *)sub;
-  if (file) av[k++] = (char *)file;
-  for (int i = 0; args && args[i]; i++) av[k++] = (char *)args[i];
-  av[k] = NULL;
-  cli_run(r, av);
-}
-
 /* dir/name: a fixture with h0, 4 key heads, 8 value heads. */
 static void synth(const char *name, char *path, size_t n) {
   snprintf(path, n, "%s/%s", dir, name);
   cli_result r;
-  run(&r, fixture_exe, "synth", NULL,
+  cli_run_sub(&r, fixture_exe, "synth", NULL,
       (const char *const[]){"--shape", "1,96,8,8", "--key-heads", "4", "--h0", "--slow-gates", "--out", path, NULL});
   ck_assert_msg(r.status == 0, "synth: %s", r.err);
-}
-
-static void copy(const char *from, const char *to) {
-  size_t n = 0;
-  char *d = test_read_file(from, &n);
-  ck_assert_ptr_nonnull(d);
-  FILE *f = fopen(to, "wb");
-  ck_assert_ptr_nonnull(f);
-  ck_assert_uint_eq(fwrite(d, 1, n, f), n);
-  ck_assert_int_eq(fclose(f), 0);
-  free(d);
-}
-
-static int same_bytes(const char *a, const char *b) {
-  size_t na = 0, nb = 0;
-  char *da = test_read_file(a, &na), *db = test_read_file(b, &nb);
-  ck_assert(da && db);
-  const int same = na == nb && !memcmp(da, db, na);
-  free(da);
-  free(db);
-  return same;
 }
 
 /* gdn-fixture regen and gdn-parity regen with the same options on two
@@ -73,15 +40,15 @@ static void same_as_fixture(const char *src, const char *const *args) {
   char a[128], b[128];
   snprintf(a, sizeof a, "%s/a.h5", dir);
   snprintf(b, sizeof b, "%s/b.h5", dir);
-  copy(src, a);
-  copy(src, b);
+  cli_copy_file(src, a);
+  cli_copy_file(src, b);
   cli_result r;
-  run(&r, fixture_exe, "regen", a, args);
+  cli_run_sub(&r, fixture_exe, "regen", a, args);
   ck_assert_msg(r.status == 0, "gdn-fixture regen: %s", r.err);
-  run(&r, exe, "regen", b, args);
+  cli_run_sub(&r, exe, "regen", b, args);
   ck_assert_msg(r.status == 0, "gdn-parity regen: %s", r.err);
   ck_assert_msg(strstr(r.out, "/oracle written") && strstr(r.out, "(1 rank)"), "%s", r.out);
-  ck_assert_msg(same_bytes(a, b), "gdn-parity regen %s ...: not gdn-fixture regen's file", args[0]);
+  ck_assert_msg(cli_same_bytes(a, b), "gdn-parity regen %s ...: not gdn-fixture regen's file", args[0]);
   unlink(a);
   unlink(b);
 }
@@ -106,14 +73,14 @@ START_TEST(the_comparison_can_fail) {
   synth("f.h5", f, sizeof f);
   snprintf(a, sizeof a, "%s/a.h5", dir);
   snprintf(b, sizeof b, "%s/b.h5", dir);
-  copy(f, a);
-  copy(f, b);
+  cli_copy_file(f, a);
+  cli_copy_file(f, b);
   cli_result r;
-  run(&r, fixture_exe, "regen", a, (const char *const[]){"--group-heads", "1", "--quiet", NULL});
+  cli_run_sub(&r, fixture_exe, "regen", a, (const char *const[]){"--group-heads", "1", "--quiet", NULL});
   ck_assert_int_eq(r.status, 0);
-  run(&r, exe, "regen", b, (const char *const[]){"--group-heads", "1", "--oracle-bits", "96", "--quiet", NULL});
+  cli_run_sub(&r, exe, "regen", b, (const char *const[]){"--group-heads", "1", "--oracle-bits", "96", "--quiet", NULL});
   ck_assert_msg(r.status == 0, "%s", r.err);
-  ck_assert_msg(!same_bytes(a, b), "two regens at 128 and 96 bits wrote the same file");
+  ck_assert_msg(!cli_same_bytes(a, b), "two regens at 128 and 96 bits wrote the same file");
   unlink(a);
   unlink(b);
   unlink(f);
@@ -128,27 +95,27 @@ START_TEST(refusals_leave_the_file) {
   synth("f.h5", f, sizeof f);
   snprintf(keep, sizeof keep, "%s/keep.h5", dir);
   cli_result r;
-  run(&r, exe, "regen", f, (const char *const[]){"--quiet", NULL});
+  cli_run_sub(&r, exe, "regen", f, (const char *const[]){"--quiet", NULL});
   ck_assert_msg(r.status == 0 && !r.out[0], "--quiet: %d [%s] %s", r.status, r.out, r.err);
-  copy(f, keep);
-  run(&r, exe, "regen", f, NULL);
+  cli_copy_file(f, keep);
+  cli_run_sub(&r, exe, "regen", f, NULL);
   ck_assert_msg(r.status == 2 && strstr(r.err, "already has an /oracle") && strstr(r.err, "--force"), "%d %s",
                 r.status, r.err);
-  run(&r, exe, "regen", f, (const char *const[]){"--oracle", "quad", NULL});
+  cli_run_sub(&r, exe, "regen", f, (const char *const[]){"--oracle", "quad", NULL});
   ck_assert_msg(r.status == 2 && strstr(r.err, "'quad' is not mpfr or dd"), "%d %s", r.status, r.err);
-  run(&r, exe, "regen", f, (const char *const[]){"--group-heads", "0", NULL});
+  cli_run_sub(&r, exe, "regen", f, (const char *const[]){"--group-heads", "0", NULL});
   ck_assert_msg(r.status == 2 && strstr(r.err, "--group-heads"), "%d %s", r.status, r.err);
-  run(&r, exe, "regen", f, (const char *const[]){keep, NULL});
+  cli_run_sub(&r, exe, "regen", f, (const char *const[]){keep, NULL});
   ck_assert_msg(r.status == 2 && strstr(r.err, "expected one fixture file, got 2"), "%d %s", r.status, r.err);
-  run(&r, exe, "regen", NULL, NULL);
+  cli_run_sub(&r, exe, "regen", NULL, NULL);
   ck_assert_msg(r.status == 2 && strstr(r.err, "got 0"), "%d %s", r.status, r.err);
-  ck_assert_msg(same_bytes(f, keep), "a refused regen changed the file");
-  run(&r, exe, "regen", f, (const char *const[]){"--force", "--oracle", "dd", "--quiet", NULL});
+  ck_assert_msg(cli_same_bytes(f, keep), "a refused regen changed the file");
+  cli_run_sub(&r, exe, "regen", f, (const char *const[]){"--force", "--oracle", "dd", "--quiet", NULL});
   ck_assert_msg(r.status == 0, "--force: %s", r.err);
-  ck_assert_msg(!same_bytes(f, keep), "--force --oracle dd left the MPFR /oracle");
-  run(&r, exe, "regen", "/nonexistent/x.h5", NULL);
+  ck_assert_msg(!cli_same_bytes(f, keep), "--force --oracle dd left the MPFR /oracle");
+  cli_run_sub(&r, exe, "regen", "/nonexistent/x.h5", NULL);
   ck_assert_msg(r.status == 2 && strstr(r.err, "/nonexistent/x.h5"), "%d %s", r.status, r.err);
-  run(&r, exe, "regen", NULL, (const char *const[]){"--help", NULL});
+  cli_run_sub(&r, exe, "regen", NULL, (const char *const[]){"--help", NULL});
   ck_assert_msg(r.status == 0 && strstr(r.out, "usage: [mpirun -np N] gdn-parity regen"), "%s", r.out);
   unlink(keep);
   unlink(f);
