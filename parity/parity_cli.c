@@ -322,20 +322,18 @@ static int grads_setup(const run_state *st, int grad, const gdn_inputs *in, uint
   return GDN_OK;
 }
 
-/* A fixture with /cotangents (schema v3): the oracle's VJP for them (the
- * tier by parity_oracle_resolve_grads: AUTO counts the VJP's cost), and
- * the sweep told to run our kernels' backward with them, so that every
- * output's stored gradients are judged by the same rules as --grad's
- * (normwise, per token, against the stock scan's own error, floors).
- * --grad changes nothing here: the fixture's cotangents are the ones. */
 /* A fixture's stored /oracle/grads as the gradients' reference when it may
- * be trusted (parity_stored_grads.h): *taken 1, the data moved out of fx;
- * otherwise why not, on the log. */
+ * be trusted (parity_stored_grads.h; only beside its stored forward, ref
+ * from the fixture): *taken 1, the data moved out of fx; otherwise why not,
+ * on the log and in ref->grad_note, and the data freed. */
 static int stored_grads_try(const run_state *st, fix_fixture *fx, parity_reference *ref, parity_sweep_opts *o,
                             FILE *out, int *taken, gdn_error *e) {
   char why[200] = "";
   *taken = 0;
-  if (st->tier == PARITY_ORACLE_NONE || !parity_stored_grads_usable(&fx->oracle, why, sizeof why)) {
+  if (st->tier != PARITY_ORACLE_NONE && parity_stored_grads_usable(&fx->oracle, why, sizeof why) && !ref->from_fixture)
+    snprintf(why, sizeof why, "%s", PARITY_STORED_GRADS_NO_FORWARD);
+  if (st->tier == PARITY_ORACLE_NONE || why[0] || !fx->oracle.has_grads) {
+    gdn_grads_clear(&fx->oracle.grads); /* not used: not held beside the VJP */
     if (why[0] && o->verbosity >= 1)
       fprintf(out, "note: the stored /oracle/grads is not used (%s); computing the oracle's VJP\n", why);
     if (why[0]) parity_stored_grads_note(ref->grad_note, sizeof ref->grad_note, why);
@@ -353,6 +351,7 @@ static int stored_grads_try(const run_state *st, fix_fixture *fx, parity_referen
     if (o->verbosity >= 1)
       fprintf(out, "warning: the stored /oracle/grads is not trusted (%s); computing the oracle's VJP\n", why);
     parity_stored_grads_note(ref->grad_note, sizeof ref->grad_note, why);
+    gdn_grads_clear(&fx->oracle.grads);
     return GDN_OK;
   }
   gdn_grads_clear(&ref->grads);
@@ -365,6 +364,13 @@ static int stored_grads_try(const run_state *st, fix_fixture *fx, parity_referen
   return GDN_OK;
 }
 
+/* A fixture with /cotangents (schema v3): the oracle's VJP for them (its
+ * stored /oracle/grads when taken, stored_grads_try; else computed, the
+ * tier by parity_oracle_resolve_grads: AUTO counts the VJP's cost), and
+ * the sweep told to run our kernels' backward with them, so that every
+ * output's stored gradients are judged by the same rules as --grad's
+ * (normwise, per token, against the stock scan's own error, floors).
+ * --grad changes nothing here: the fixture's cotangents are the ones. */
 static int fixture_grads_setup(const run_state *st, fix_fixture *fx, parity_reference *ref,
                                parity_sweep_opts *o, FILE *out, gdn_error *e) {
   if (fx->inputs.seg)
@@ -1134,7 +1140,8 @@ static int run_fixture_whole(run_state *st, const char *path, const parity_sweep
    * are judged, and what the sweep holds per output */
   lo.grad_sets = 3;
   lo.grads_always = st->grad;
-  lo.oracle_grads = 1; /* a stored /oracle/grads stands in for the oracle's VJP (counted: one set more) */
+  lo.oracle_grads = st->tier != PARITY_ORACLE_NONE; /* a stored /oracle/grads may stand in for the oracle's VJP
+                                                       (counted: one set more; freed when not used) */
   lo.per_output_bytes = parity_budget_per_subject(&st->policy);
   parity_sweep_opts sized = *base;
   if (!chunk_given) sized.n_chunks = 0;

@@ -34,8 +34,9 @@ typedef struct parity_group_oracle {
   int bits, grads;
   int vjp_only;          /* the forward is a fixture's stored /oracle: only the VJP is computed, and
                             finish sets only r's gradient fields (r kept otherwise) */
-  int grads_stored;      /* with vjp_only: the gradients are a fixture's stored /oracle/grads too:
-                            nothing is computed, and finish leaves r's gradient fields to the caller */
+  int grads_stored;      /* set only with vjp_only (the stored gradients come only with the stored
+                            forward): nothing is computed, and finish leaves r's gradient fields to
+                            the caller */
   oracle_tally fwd, vjp; /* merged over the groups run so far (tier 0: none yet) */
   double seconds, grad_seconds;
 } parity_group_oracle;

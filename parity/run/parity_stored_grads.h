@@ -3,7 +3,8 @@
  * oracle's VJP computed by the check (60 % of a check --grad's time at a
  * layer's length).
  *
- * Trusted when present, fresh (its grad_problem_sha256 -- the inputs'
+ * Trusted when the stored forward is (its /oracle taken as the reference),
+ * present, fresh (its grad_problem_sha256 -- the inputs'
  * problem and the cotangents -- equals the file's), certified to at least
  * PARITY_STORED_GRADS_MIN_BITS, and agreeing with a spot check: one key
  * head's VJP (all its value heads, every token) recomputed by the dd tier
@@ -25,7 +26,11 @@
 #include "gdn_inputs.h"
 #include "parity_oracle.h"
 
-#define PARITY_STORED_GRADS_MIN_BITS 53 /* a binary64 gradient's worth */
+#define PARITY_STORED_GRADS_MIN_BITS FIX_ORACLE_GRADS_MIN_BITS
+/* The stored gradients come with the stored forward: when the check does
+ * not take the stored /oracle (stale, weak, its spot check), it takes none
+ * of them either, whole and streamed alike, and says so. */
+#define PARITY_STORED_GRADS_NO_FORWARD "the stored /oracle is not used, so neither are the gradients stored with it"
 #define PARITY_STORED_GRADS_SPOT 0x1p-40 /* the spot check's normwise tolerance */
 
 /* Whether orc's stored gradients may be tried (present, fresh, certified

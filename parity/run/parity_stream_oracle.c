@@ -36,6 +36,7 @@ int parity_stored_oracle_open(parity_stored_oracle *so, const fix_fixture *meta,
   so->precision_bits = fo->precision_bits, so->certified_bits = fo->certified_bits;
   so->attrs = *fo;
   gdn_outputs_init(&so->attrs.out); /* the attributes only: the data stays the file's */
+  gdn_grads_init(&so->attrs.grads);
   so->judged = judged;
   char why[256] = "";
   if (fo->fresh && fo->problem_fresh != 1)

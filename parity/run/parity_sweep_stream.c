@@ -91,6 +91,7 @@ typedef struct sctx {
   parity_stream_docstate docs; /* their per-document final states' oracle and model */
   int stored;                 /* this oracle pass reads a fixture's stored /oracle (parity_stream_oracle.h) */
   int grads_stored;           /* and its stored /oracle/grads in place of the VJP (parity_stored_grads.h) */
+  int stored_checked;         /* the stored /oracle was checked and trusted by an earlier pass: not again */
   double grad_spot_rel;       /* that pass's spot check (group 0's key head 0, rank 0) */
   double meas_secs; /* this rank's own measuring (its groups), for --verbose */
 } sctx;
@@ -376,7 +377,6 @@ static int share_tally(oracle_tally *t, int tier, int cap, int owner, gdn_error 
   return rc ? rc : parity_dist_bcast(t->v, t->n * sizeof *t->v, owner, e);
 }
 
-/* The owner's side: group g's oracle into its scratch, its head and tally kept. */
 /* The owner's side of a stored /oracle/grads: group g's slab of the six
  * gradients into the reference's scratch (no VJP, no tally); group 0 (key
  * head 0) spot-checked here. */
@@ -395,9 +395,12 @@ static int stored_grads_keep(sctx *c, int64_t g, ref_head *hd, gdn_error *e) {
   return rc;
 }
 
+/* The owner's side: group g's oracle into its scratch, its head and tally
+ * kept (with stored gradients, which come only with the stored forward:
+ * nothing computed but the spot check). */
 static void oracle_compute(sctx *c, parity_group_oracle *go, int64_t g) {
   ref_head *hd = &c->rh[g];
-  if (c->grads_stored) { /* the forward stored too (oracle_visit): nothing computed but the spot check */
+  if (c->grads_stored) {
     const double t0 = gdn_clock_seconds();
     hd->rc = stored_grads_keep(c, g, hd, &hd->err);
     hd->seconds[0] = 0, hd->seconds[1] = gdn_clock_seconds() - t0;
@@ -447,7 +450,9 @@ static int stored_keep(sctx *c, int64_t g, gdn_error *e) {
   int64_t k0, k1;
   gdn_shape gs;
   group_of(c, g, &k0, &k1, &gs);
-  int rc = parity_stored_oracle_group(c->sr->fixture->stored, &c->in, &slab->oracle.out, k0 * c->r, c->whole.Hv, e);
+  int rc = c->stored_checked ? GDN_OK
+                             : parity_stored_oracle_group(c->sr->fixture->stored, &c->in, &slab->oracle.out, k0 * c->r,
+                                                          c->whole.Hv, e);
   for (int t = PARITY_T_O; t <= PARITY_T_HT && !rc; t++) {
     rc = spill_set_write_one(c, &c->refs, "reference", g, t, parity_tensor_get(&parity_tensors[t], &slab->oracle.out, NULL), e);
     c->refs.present |= 1u << t;
@@ -527,7 +532,7 @@ static int oracle_pass(sctx *c, gdn_error *e) {
   if (!rc) rc = parity_stream_merge_kappa(rc, c->kacc, o->n_chunks, e);
   if (!rc) rc = header_share(c, e);
   if (!rc) rc = parity_stream_outputs_share(&c->outs, rc, e); /* what they hold, their packing maxima */
-  if (!rc && c->stored) rc = parity_stored_oracle_merge(c->sr->fixture->stored, rc, e);
+  if (!rc && c->stored && !c->stored_checked) rc = parity_stored_oracle_merge(c->sr->fixture->stored, rc, e);
   if (!rc && c->outs.n) rc = parity_stream_outputs_record(&c->outs, &c->hdr, e); /* the packing verdict, merged */
   if (!rc) rc = docs_finish(c, e);
   if (!rc) rc = parity_group_oracle_finish(&go, &c->ref, e);
@@ -556,15 +561,14 @@ static int stored_grads_finish(sctx *c, parity_stored_oracle *so, int log, gdn_e
     fprintf(o->log, "warning: the stored /oracle/grads is not trusted (%s); computing the oracle's VJP\n", why);
   }
   c->grads_stored = 0;
+  c->stored_checked = 1; /* the forward's fields in c->ref stay the first pass's */
   spill_set_close(&c->refs);
   spill_set_init(&c->refs);
   memset(c->rh, 0, (size_t)c->p->n_groups * sizeof *c->rh);
   for (size_t ci = 0; ci < o->n_chunks; ci++) parity_kappa_acc_init(&c->kacc[ci]);
-  int trusted = 0;
-  if (!(rc = oracle_pass(c, e))) {
-    parity_stored_oracle_finish(so, &c->whole, &c->ref, &trusted);
-    rc = parity_dist_bcast(&trusted, sizeof trusted, 0, e);
-  }
+  (void)so;
+  rc = oracle_pass(c, e);
+  c->stored_checked = 0;
   parity_stored_grads_note(c->ref.grad_note, sizeof c->ref.grad_note, why);
   return rc;
 }
@@ -594,6 +598,7 @@ static int phase_oracle(sctx *c, gdn_error *e) {
       fprintf(o->log, "%s: warning: %s\n", c->sr->path, so->warning);
     }
     c->stored = 0;
+    c->grads_stored = 0; /* nor the gradients stored with it (parity_stored_grads.h) */
     spill_set_close(&c->refs);
     spill_set_init(&c->refs);
     memset(c->rh, 0, (size_t)c->p->n_groups * sizeof *c->rh);
@@ -601,8 +606,13 @@ static int phase_oracle(sctx *c, gdn_error *e) {
     rc = oracle_pass(c, e);
   }
   if (!rc && c->grads_stored) rc = stored_grads_finish(c, so, log, e);
-  else if (!rc && c->ref.has_grads && c->sr->fixture && c->sr->fixture->grads_why && c->sr->fixture->grads_why[0])
-    parity_stored_grads_note(c->ref.grad_note, sizeof c->ref.grad_note, c->sr->fixture->grads_why);
+  else if (!rc && c->ref.has_grads && c->sr->fixture) { /* why the stored gradients were not taken, if any */
+    const parity_stream_fixture *f = c->sr->fixture;
+    const char *why = f->grads_why && f->grads_why[0] ? f->grads_why : f->grads_usable ? PARITY_STORED_GRADS_NO_FORWARD : NULL;
+    if (why) parity_stored_grads_note(c->ref.grad_note, sizeof c->ref.grad_note, why);
+    if (why && !(f->grads_why && f->grads_why[0]) && log) /* the other reasons were said before the run */
+      fprintf(o->log, "note: the stored /oracle/grads is not used (%s); computing the oracle's VJP\n", why);
+  }
   if (!rc && so && so->note[0] && c->ref.tier != PARITY_ORACLE_NONE)
     snprintf(c->ref.note, sizeof c->ref.note, "%s", so->note);
   return rc;

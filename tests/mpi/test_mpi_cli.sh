@@ -453,12 +453,28 @@ regen)
       --threads 1 --quiet || fail "$t regen --grads regen-deal: exit $?"
     cmp -s gone.h5 gbad.h5 && fail "$t regen --grads: a rank computing the wrong group went unnoticed"
   done
-  "$G" check --fixture gn.h5 --threads 1 --reproducible --json gone.json --quiet >/dev/null ||
-    fail "check of the --grads file: exit $?"
-  "${MR[@]}" -np "$NP" "$G" check --fixture gn.h5 --threads 1 --reproducible --json gn.json --quiet >/dev/null ||
-    fail "check of the --grads file on $NP ranks: exit $?"
-  cmp gone.json gn.json || fail "check of the --grads file on $NP ranks: not the one-process document"
-  grep -q '"oracle_grad_from_fixture"' gn.json || fail "check on $NP ranks: the stored gradients were not taken"
+  # check FILE in one process and on NP ranks: the same document (in n.json)
+  same_doc() {
+    "$G" check --fixture "$1" --threads 1 --reproducible --json one.json --quiet >/dev/null ||
+      fail "check of $1 ($2): exit $?"
+    "${MR[@]}" -np "$NP" "$G" check --fixture "$1" --threads 1 --reproducible --json n.json --quiet >/dev/null ||
+      fail "check of $1 ($2) on $NP ranks: exit $?"
+    cmp one.json n.json || fail "check of $1 ($2) on $NP ranks: not the one-process document"
+  }
+  same_doc gn.h5 "regen --grads"
+  grep -q '"oracle_grad_from_fixture"' n.json || fail "check on $NP ranks: the stored gradients were not taken"
+  # a stored gradient wrong at key head 0 (its spot check fails: the VJP
+  # computed in a second pass, the stored forward not checked twice), and
+  # the stored forward wrong (neither it nor its gradients used): the
+  # one-process document on NP ranks, each saying why
+  PL=$(dirname "$G")/../fixtures/fixture_plant
+  for what in /oracle/grads/dk /oracle/o; do
+    cp gn.h5 gp.h5 || fail "copy"
+    "$PL" gp.h5 "$what" 0 0 8 0.001 >/dev/null || fail "fixture_plant $what: exit $?"
+    same_doc gp.h5 "$what planted"
+    grep -q '"oracle_grad_note"' n.json || fail "check with $what planted: no oracle_grad_note"
+    grep -q '"oracle_grad_from_fixture"' n.json && fail "check with $what planted: the stored gradients were taken"
+  done
   echo "regen --grads: $NP ranks byte-identical to one process; a misdealt group caught; check takes them"
   # the default groups (ceil(Hk / ranks) key heads) are gdn-fixture
   # regen --group-heads's with that many, and a check of the file passes

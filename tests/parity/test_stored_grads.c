@@ -16,6 +16,8 @@
  *     the forward-only file's; one wrong at key head 1 is not seen (the
  *     spot check samples one key head, as the forward's samples columns:
  *     docs/fixture-schema-v3.md says so) and the check FAILs against it;
+ *   - the stored forward refused (its spot check): its gradients are not
+ *     used either, whole and streamed the same document, which says so;
  *   - other cotangents make it stale: verify exits 1 naming it, check
  *     recomputes and says so;
  *   - refusals: --grads without /cotangents (exit 2, the file unchanged); a
@@ -251,6 +253,24 @@ START_TEST(check_takes_the_stored_vjp) {
     d = check_doc(p1, s ? "1" : NULL, 1, NULL, 0);
     ck_assert(json_is_true(input_field(d, "oracle_grad_from_fixture")));
     json_decref(d);
+  }
+  /* the stored forward wrong (its spot check fails): neither it nor its gradients are used, whole and
+   * streamed alike, and the document says so */
+  const char *fo = at("fo.h5");
+  cli_copy_file(f, fo);
+  h5e_poke(fo, "/oracle/o", 1, 0.5f); /* (b 0, t 0, h 0, d 1): a column the forward's spot check samples */
+  for (int s = 0; s < 2; s++) {
+    json_t *d = check_doc(fo, s ? "1" : NULL, 0, log, sizeof log);
+    ck_assert_ptr_null(input_field(d, "oracle_grad_from_fixture"));
+    ck_assert_msg(strstr(json_string_value(input_field(d, "oracle_grad_note")), "neither are the gradients"),
+                  "no note");
+    ck_assert(!json_is_true(input_field(d, "oracle_from_fixture")));
+    if (!s) whole = d;
+    else {
+      ck_assert_msg(json_equal(d, whole), "streamed and whole differ with the stored forward refused");
+      json_decref(d);
+      json_decref(whole);
+    }
   }
   /* other cotangents: stale, recomputed, said */
   const char *st = at("st.h5");
