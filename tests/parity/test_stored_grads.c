@@ -6,7 +6,8 @@
  *     certificate and grad_problem_sha256; by groups of 1 and 3 key heads
  *     the same values and attributes; the dd tier within 2^-80 of MPFR's
  *     with its own certificate; gdn-parity regen --grads is gdn-fixture's
- *     file.  Negative control: one planted element is found by the same
+ *     file; a regen without --grads drops them, whole and by group.
+ *     Negative control: one planted element is found by the same
  *     comparison;
  *   - check takes the stored gradients instead of computing the VJP: the
  *     document is the forward-only file's but for oracle_grad_from_fixture
@@ -164,6 +165,15 @@ START_TEST(regen_stores_the_vjp) {
   load(at("p.h5"), &x);
   ck_assert_int_eq(differ(&x.oracle.grads, &w.oracle.grads), 1);
   fix_fixture_clear(&x);
+  /* a regen without --grads drops them, whole and by group (no stale gradients outlive their forward) */
+  for (int i = 0; i < 2; i++) {
+    cli_copy_file(at("g1.h5"), at("drop.h5"));
+    regen(at("drop.h5"), i ? (const char *const[]){"--force", "--group-heads", "1", "--quiet", NULL}
+                           : (const char *const[]){"--force", "--quiet", NULL});
+    load(at("drop.h5"), &x);
+    ck_assert_msg(!x.oracle.has_grads && !x.oracle.grads.dq, "regen without --grads left /oracle/grads (%d)", i);
+    fix_fixture_clear(&x);
+  }
   /* gdn-parity regen --grads: gdn-fixture's file */
   cli_copy_file(at("g1.h5"), at("pr.h5"));
   cli_result r;
