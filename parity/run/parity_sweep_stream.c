@@ -566,7 +566,6 @@ static int stored_grads_finish(sctx *c, parity_stored_oracle *so, int log, gdn_e
   spill_set_init(&c->refs);
   memset(c->rh, 0, (size_t)c->p->n_groups * sizeof *c->rh);
   for (size_t ci = 0; ci < o->n_chunks; ci++) parity_kappa_acc_init(&c->kacc[ci]);
-  (void)so;
   rc = oracle_pass(c, e);
   c->stored_checked = 0;
   parity_stored_grads_note(c->ref.grad_note, sizeof c->ref.grad_note, why);
