@@ -20,6 +20,7 @@ void oracle_vjp_config_init(oracle_vjp_config *cfg) {
   cfg->prec = 128;
   cfg->check_prec = 0;
   cfg->checkpoint = 0;
+  cfg->progress = NULL;
 }
 
 int oracle_vjp_config_validate(const oracle_vjp_config *cfg, int certified, gdn_error *e) {
@@ -51,6 +52,7 @@ typedef struct vjob {
   gdn_grads *out;
   int certified;
   int64_t *fail; /* per item: -1, or the token (T: dh0) of the first non-finite value */
+  orc_meter *meter; /* reverse-step token-heads done (oracle_vjp_config.progress) */
 } vjob;
 
 static void vworker_init(vworker *w) {
@@ -130,6 +132,8 @@ static void run_item(const vjob *jb, vworker *w, int64_t item) {
         jb->fail[item] = t;
         return;
       }
+      if (t % ORC_METER_TOKENS == 0) /* tokens [t, t + ORC_METER_TOKENS) done: T in all */
+        orc_meter_add(jb->meter, ((t + ORC_METER_TOKENS < s->T ? t + ORC_METER_TOKENS : s->T) - t) * a->G);
     }
   }
   orc_vjp *r = jb->certified ? &w->ws[1] : a;
@@ -175,7 +179,11 @@ int orc_vjp_run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp
   const int64_t n_items = s->B * s->Hk;
   const int threads = gdn_threads_get();
   const int nt = n_items < threads ? (int)n_items : threads;
-  vjob jb = {in, ct, out, cert != NULL, NULL};
+  int64_t n_sel = 0;
+  for (int64_t i = 0; i < n_items; i++) n_sel += !sel || sel[i];
+  orc_meter meter; /* the selected items' reverse steps: the line reaches 100 % when they are done */
+  orc_meter_init(&meter, cfg->progress, n_sel * s->T * (s->Hv / s->Hk));
+  vjob jb = {in, ct, out, cert != NULL, NULL, &meter};
   vworker *ws = NULL;
   int nw = 0;
   if (!(jb.fail = gdn_malloc((size_t)n_items * sizeof(int64_t), "oracle_vjp item status", e)))
@@ -206,6 +214,7 @@ int orc_vjp_run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_vjp
       }
     goto fail;
   }
+  orc_meter_done(&meter);
   if (cert) {
     cert->precision_bits = (int)cfg->prec;
     cert->check_bits = (int)P;

@@ -63,15 +63,22 @@
 #include "gdn_error.h"
 #include "gdn_grads.h"
 #include "gdn_inputs.h"
+#include "oracle.h" /* oracle_progress */
 
 typedef struct oracle_vjp_config {
   mpfr_prec_t prec;       /* p in [ORACLE_PREC_MIN, ORACLE_PREC_MAX], default 128 */
   mpfr_prec_t check_prec; /* certified only: in (p, ORACLE_CHECK_PREC_MAX]; 0 = p + 64 */
   int64_t checkpoint;     /* K >= 0 tokens between stored states; 0 = ceil(sqrt(T)).
                              Memory only: never changes a result. */
+  const oracle_progress *progress; /* NULL (default): none.  The work is
+                             counted in reverse-step token-heads: each (b,
+                             key head) item adds T x (its value heads) as
+                             its reverse sweep runs, so a part counts its
+                             selected items only; as oracle.h's, calls are
+                             serialised and never change a result. */
 } oracle_vjp_config;
 
-void oracle_vjp_config_init(oracle_vjp_config *cfg); /* 128 bits, check 0, K 0 */
+void oracle_vjp_config_init(oracle_vjp_config *cfg); /* 128 bits, check 0, K 0, no progress */
 int oracle_vjp_config_validate(const oracle_vjp_config *cfg, int certified, gdn_error *e);
 
 typedef struct oracle_vjp_certificate {
@@ -142,6 +149,8 @@ typedef struct oracle_vjp_dd_config {
   int64_t sample_columns;  /* >= 0, default 2 (more than Dv: all); 0 = no sample */
   int64_t checkpoint;      /* as oracle_vjp_config's */
   int64_t head0, whole_hv; /* placement, as oracle_dd_config's (0, 0: the whole run) */
+  const oracle_progress *progress; /* as oracle_vjp_config's (a sampled
+                             column's MPFR steps are not weighted apart) */
 } oracle_vjp_dd_config;
 
 void oracle_vjp_dd_config_init(oracle_vjp_dd_config *cfg);

@@ -19,6 +19,7 @@ void oracle_vjp_dd_config_init(oracle_vjp_dd_config *cfg) {
   cfg->sample_columns = 2;
   cfg->checkpoint = 0;
   cfg->head0 = cfg->whole_hv = 0;
+  cfg->progress = NULL;
 }
 
 static int validate(const oracle_vjp_dd_config *cfg, gdn_error *e) {
@@ -44,6 +45,7 @@ typedef struct djob {
   int64_t ns;
   int64_t *fail; /* per item: -1, or the token (T: dh0) of the first non-finite value */
   int64_t head0, whole_hv; /* the sample's placement (oracle_vjp_dd_config) */
+  orc_meter *meter;        /* reverse-step token-heads done (oracle_vjp_config.progress) */
 } djob;
 
 static void dworker_init(dworker *w) {
@@ -141,6 +143,8 @@ static void run_item(const djob *jb, dworker *w, int64_t item) {
         jb->fail[item] = t;
         return;
       }
+      if (t % ORC_METER_TOKENS == 0) /* tokens [t, t + ORC_METER_TOKENS) done: T in all */
+        orc_meter_add(jb->meter, ((t + ORC_METER_TOKENS < s->T ? t + ORC_METER_TOKENS : s->T) - t) * d->G);
     }
   }
   for (int64_t jj = 0; jj < d->G; jj++) {
@@ -204,7 +208,11 @@ int orc_vjp_dd_run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_
   const int64_t n_items = s->B * s->Hk, ns = cfg->sample_columns < s->Dv ? cfg->sample_columns : s->Dv;
   const int threads = gdn_threads_get();
   const int nt = n_items < threads ? (int)n_items : threads;
-  djob jb = {in, ct, out, ns, NULL, cfg->head0, cfg->whole_hv};
+  int64_t n_sel = 0;
+  for (int64_t i = 0; i < n_items; i++) n_sel += !sel || sel[i];
+  orc_meter meter; /* the selected items' reverse steps: the line reaches 100 % when they are done */
+  orc_meter_init(&meter, cfg->progress, n_sel * s->T * (s->Hv / s->Hk));
+  djob jb = {in, ct, out, ns, NULL, cfg->head0, cfg->whole_hv, &meter};
   dworker *ws = NULL;
   int nw = 0;
   if (!(jb.fail = gdn_malloc((size_t)n_items * sizeof(int64_t), "oracle_vjp_dd item status", e))) goto fail;
@@ -234,6 +242,7 @@ int orc_vjp_dd_run(const gdn_inputs *in, const gdn_cotangents *ct, const oracle_
       }
     goto fail;
   }
+  orc_meter_done(&meter);
   fill_cert(cert, ws, nw, s, cfg, ns);
   for (int ti = 0; tally && ns > 0 && ti < GDN_GRADS_N; ti++) orc_tally_put(tally, ti, &ws[0].acc[ti]);
   for (int i = 0; i < nw; i++) dworker_clear(&ws[i]);

@@ -82,7 +82,8 @@ int parity_regen_main(int argc, char **argv, FILE *out, FILE *err, gdn_error *e)
   const int quiet = GET("quiet") != NULL;
   /* rank 0's progress line: its own groups' share (gdn_progress.h) */
   char what[128];
-  snprintf(what, sizeof what, "oracle (%s) of %s", o.dd ? "dd" : "mpfr", base);
+  /* with --grads the forward and the VJP share the step (fix_regen_meter.h) */
+  snprintf(what, sizeof what, "oracle%s (%s) of %s", o.grads ? " and VJP" : "", o.dd ? "dd" : "mpfr", base);
   gdn_progress line;
   gdn_progress_init(&line, err, !quiet && parity_dist_rank() == 0);
   gdn_progress_add(&line, 1);

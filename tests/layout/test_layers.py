@@ -46,13 +46,14 @@ MAY_USE = {
     "bench": {"core", "oracle", "kernels", "fixtures", "reports", "mpi", "parity", "parity/measure",
               "parity/judge", "parity/document", "parity/run"},
     "frontend": set(),
-    # Five fixtures/ files are libraries of their own (fixtures/meson.build),
+    # Six fixtures/ files are libraries of their own (fixtures/meson.build),
     # kept out of what readers of fixtures link: regen runs the oracle (GDN's
     # and KDA's, their head groups in rounds merging the oracle's tallies),
     # synth --kernel-outputs / --grad runs our kernels.
     "fixtures/fix_regen.c": {"core", "oracle"},
     "fixtures/fix_regen_rounds.c": {"core", "oracle"},
     "fixtures/fix_regen_grads.c": {"core", "oracle"},
+    "fixtures/fix_regen_meter.c": {"core", "oracle"},
     "fixtures/fix_kda_regen.c": {"core", "oracle"},
     "fixtures/fix_synth_grads.c": {"core", "kernels"},
 }

@@ -10,8 +10,13 @@
  *     runs) counts its own heads' work only, so its line ends at 100 %:
  *     total = the selected heads' token-columns, not every head's (which
  *     the meter counted before; the check fails on that total);
+ *   - the VJP (oracle_vjp.h), MPFR certified and dd, whole and as a part
+ *     (selected (b, key head) items): total = the selected items' reverse
+ *     steps, T x their value heads, the same checks, and gradients and
+ *     certificates bit for bit those without a callback;
  *   - negative controls: no callback, no calls; a recorder that sees a
- *     decrease or a short final count is caught by the same checks. */
+ *     decrease or a short final count is caught by the same checks; a
+ *     part's total is told apart from every item's. */
 #include "oracle_test_util.h"
 
 #include "gdn_threads.h"
@@ -158,5 +163,78 @@ START_TEST(part_meter_follows_selection) {
 }
 END_TEST
 
+/* Two runs' gradients bit for bit. */
+static void grads_same(const gdn_grads *a, const gdn_grads *b, const gdn_shape *s) {
+  for (int id = 0; id < GDN_GRADS_N; id++)
+    ck_assert_mem_eq(gdn_grads_tensor_c(a, id), gdn_grads_tensor_c(b, id), gdn_grads_numel(s, id) * sizeof(double));
+}
+
+/* One VJP run (tier dd or MPFR certified, items NULL: whole) with the
+ * recorder r (NULL: none) into g; returns its certificate's bytes in cert. */
+static void vjp_run(int dd, const gdn_inputs *in, const gdn_cotangents *ct, const unsigned char *items, rec *r,
+                    gdn_grads *g, void *cert, size_t *cert_n) {
+  gdn_error e;
+  gdn_error_init(&e);
+  oracle_progress p = {on_progress, r};
+  oracle_tally t;
+  oracle_tally_init(&t);
+  int rc;
+  if (dd) {
+    oracle_vjp_dd_config c;
+    oracle_vjp_dd_config_init(&c);
+    c.progress = r ? &p : NULL;
+    rc = items ? oracle_vjp_dd_part(in, ct, &c, items, g, &t, &e) : oracle_vjp_dd(in, ct, &c, g, cert, &e);
+    *cert_n = items ? 0 : sizeof(oracle_vjp_dd_certificate);
+  } else {
+    oracle_vjp_config c;
+    oracle_vjp_config_init(&c);
+    c.prec = 64;
+    c.progress = r ? &p : NULL;
+    rc = items ? oracle_vjp_part(in, ct, &c, items, g, &t, &e) : oracle_vjp_certified(in, ct, &c, g, cert, &e);
+    *cert_n = items ? 0 : sizeof(oracle_vjp_certificate);
+  }
+  ck_assert_msg(rc == GDN_OK, "%s", e.msg);
+  oracle_tally_clear(&t);
+}
+
+START_TEST(vjp_reports_and_changes_nothing) {
+  const gdn_shape vs = {2, 2100, 2, 4, 4, 3}; /* 3 reporting periods per item; 2 value heads per key head */
+  const unsigned char items[4] = {1, 0, 1, 1};   /* (b, key head) items 0, 2, 3 */
+  gdn_inputs in = tsu_inputs(vs, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, 11);
+  gdn_cotangents ct = tsu_cotangents(&in.shape, 1, 12);
+  const int64_t all = vs.B * vs.T * vs.Hv, part = 3 * vs.T * (vs.Hv / vs.Hk);
+  for (int nt = 1; nt <= 2; nt++) {
+    gdn_threads_set(nt);
+    for (int dd = 0; dd < 2; dd++) {
+      gdn_grads a, b;
+      gdn_grads_init(&a), gdn_grads_init(&b);
+      union {
+        oracle_vjp_certificate m;
+        oracle_vjp_dd_certificate d;
+      } ca, cb;
+      memset(&ca, 0, sizeof ca), memset(&cb, 0, sizeof cb);
+      size_t n;
+      rec r = {0, 0, 0, 0}, none = {0, 0, 0, 0};
+      vjp_run(dd, &in, &ct, NULL, NULL, &a, &ca, &n);
+      vjp_run(dd, &in, &ct, NULL, &r, &b, &cb, &n);
+      ck_assert_msg(!rec_fails(&r, all), "%s: calls %lld last %lld total %lld (want %lld) bad %lld",
+                    dd ? "dd" : "mpfr", (long long)r.calls, (long long)r.last, (long long)r.total, (long long)all,
+                    (long long)r.bad);
+      grads_same(&a, &b, &vs);
+      ck_assert_mem_eq(&ca, &cb, n);
+      ck_assert(rec_fails(&none, all)); /* negative control: no callback, no calls */
+      rec m = {0, 0, 0, 0};
+      vjp_run(dd, &in, &ct, items, &m, &b, NULL, &n);
+      ck_assert_msg(!rec_fails(&m, part), "%s part: total %lld, want %lld", dd ? "dd" : "mpfr", (long long)m.total,
+                    (long long)part);
+      ck_assert(rec_fails(&m, all)); /* every item's total is told apart */
+      gdn_grads_clear(&a), gdn_grads_clear(&b);
+    }
+  }
+  gdn_cotangents_clear(&ct);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
 CKR_MAIN("oracle_progress", "core", 120, dd_reports_and_changes_nothing, mpfr_reports_and_changes_nothing,
-    part_meter_follows_selection)
+    part_meter_follows_selection, vjp_reports_and_changes_nothing)
