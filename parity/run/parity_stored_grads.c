@@ -106,7 +106,8 @@ int parity_stored_grads_spot(const gdn_inputs *in, const gdn_chgate *gate, const
     oracle_vjp_dd_config_init(&cfg);
     cfg.sample_columns = 0; /* the dd values only: the check is against the stored certified values */
     oracle_vjp_dd_certificate cert;
-    rc = gate ? oracle_kda_vjp_dd(&sub, &sgate, &sct, &cfg, &r, &cert, e) : oracle_vjp_dd(&sub, &sct, &cfg, &r, &cert, e);
+    rc = gate ? oracle_kda_vjp_dd(&sub, &sgate, &sct, &cfg, &r, &cert, e)
+              : oracle_vjp_dd(&sub, &sct, &cfg, &r, &cert, e);
   }
   if (!rc) rc = compare(&in->shape, gate != NULL, &sl, stored, &r, rel, e);
   gdn_grads_clear(&r);
