@@ -292,6 +292,7 @@ static int run_group(chk_stream *st, int64_t i, int mine, gdn_error *e) {
   oracle_tally_init(&t);
   int64_t k0;
   int rc = load_group(st, i, &gx, &k0, e);
+  if (!st->sg.taken) gdn_grads_clear(&gx.oracle.grads); /* not the reference: not held beside the VJP */
   if (!rc && mine && !st->t.trusted) {
     rc = oracle_kda_run_part(&gx.inputs, &gx.chgate, &st->oc, &ref, &t, e);
     if (!rc) rc = parity_recur_tally_take(&st->tally, &t, e);
