@@ -26,7 +26,8 @@
  *     recomputes and says so;
  *   - refusals: --grads without /cotangents (exit 2, the file unchanged,
  *     whole and by group); a /oracle/grads without its tier attribute, or
- *     with GDN's rank-3 dg, is refused by the loader. */
+ *     with GDN's rank-3 dg, is refused by the loader; verify and info show
+ *     a fresh one. */
 #include <check.h>
 #include <hdf5.h>
 #include <jansson.h>
@@ -349,6 +350,9 @@ START_TEST(refusals) {
   cli_copy_file(g, g3);
   cli_run_sub(&r, fixture_exe, "verify", g, NULL);
   ck_assert_msg(r.status == 0 && strstr(r.out, "/oracle/grads fresh (tier mpfr"), "%d %s %s", r.status, r.out, r.err);
+  cli_run_sub(&r, fixture_exe, "info", g, NULL);
+  ck_assert_msg(r.status == 0 && strstr(r.out, "grads (/oracle/grads): fresh, tier mpfr, precision_bits 128"), "%d %s",
+                r.status, r.out);
   hid_t h = h5e_open_rw(g), grp = H5Gopen2(h, "/oracle/grads", H5P_DEFAULT);
   ck_assert_int_ge(H5Adelete(grp, "tier"), 0);
   H5Gclose(grp);
