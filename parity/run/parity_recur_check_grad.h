@@ -5,8 +5,9 @@
  * When the fixture has /cotangents and at least one output has gradients,
  * the row's VJP oracle (oracle_kda_vjp.h for KDA) runs once on the
  * fixture's inputs, gate and cotangents, certified (MPFR at oracle_bits,
- * checked at oracle_bits + 64).  Each output with gradients is one case,
- * "output:<name>": each of dq, dk, dv, dg, dbeta, dh0 (dh0 absent without
+ * checked at oracle_bits + 64) -- unless the fixture's stored
+ * /oracle/grads stands in for it (parity_recur_grad_stored_decide).  Each
+ * output with gradients is one case, "output:<name>": each of dq, dk, dv, dg, dbeta, dh0 (dh0 absent without
  * /inputs/h0: null, not judged) measured normwise, err = max |x - r| /
  * max |r|, with where its largest |x - r| lies, and the case passes when
  * every err <= band.  The band is the one `gdn-parity --recurrence kda
@@ -19,7 +20,8 @@
  *
  * Attached to the check document as "grad":
  *   {"oracle": {"tier": "mpfr", "precision_bits", "check_bits",
- *    "certified_bits", "certified": {"dq": bits, ...}}, "cotangents":
+ *    "certified_bits", "certified": {"dq": bits, ...}} (the stored
+ *    gradients taken or not: parity_recur_grad_stored below), "cotangents":
  *    {"from_fixture": true, "dht": bool, "grad_problem_sha256"}, "cases":
  *    [{"subject": "output:<name>", "devices", "band", "kappa_g", "dq":
  *    {"err", "max_abs_err", "max_ref", "worst": {axis: index, ...}}, ...,
