@@ -22,6 +22,8 @@
  *     spot check samples one key head) and the check FAILs against it;
  *   - the stored forward refused (its spot check): its gradients are not
  *     used either, whole and streamed the same document, which says so;
+ *     certified to fewer than 53 bits: not used, said; a dd regen's taken
+ *     with its tier, the cases judged as against the computed VJP;
  *   - other cotangents make it stale: verify exits 1 naming it, check
  *     recomputes and says so;
  *   - refusals: --grads without /cotangents (exit 2, the file unchanged,
@@ -313,6 +315,26 @@ START_TEST(check_takes_the_stored_vjp) {
       json_decref(first);
     }
   }
+  /* certified to fewer than 53 bits: not used, said; the document otherwise the forward-only file's */
+  const char *wk = at("wk.h5");
+  cli_copy_file(f, wk);
+  h5e_set_attr_int(wk, "/oracle/grads", "certified_bits", 40, 1);
+  json_t *dw = check_doc(wk, NULL, 0, log, sizeof log);
+  ck_assert_msg(strstr(log, "/oracle/grads is not used (certified to 40 bits"), "%s", log);
+  ck_assert_msg(strstr(json_string_value(grad_oracle(dw, "note")), "certified to 40 bits"), "no note");
+  equal_but_stored(dw, ref);
+  json_decref(dw);
+  /* a dd regen's: taken with its tier and normwise_bits, the kernels' gradients judged the same */
+  const char *dd = at("dd.h5");
+  cli_copy_file(fw, dd);
+  regen(dd, (const char *const[]){"--grads", "--oracle", "dd", "--force", "--quiet", NULL});
+  dw = check_doc(dd, NULL, 0, NULL, 0);
+  ck_assert(json_is_true(grad_oracle(dw, "from_fixture")));
+  ck_assert_str_eq(json_string_value(grad_oracle(dw, "tier")), "dd");
+  ck_assert_int_ge(json_integer_value(grad_oracle(dw, "normwise_bits")), 80);
+  ck_assert(json_equal(json_object_get(json_object_get(dw, "grad"), "cases"),
+                       json_object_get(json_object_get(ref, "grad"), "cases")));
+  json_decref(dw);
   /* other cotangents: stale, recomputed, said */
   const char *st = at("st.h5");
   cli_copy_file(f, st);
