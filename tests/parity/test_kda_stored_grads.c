@@ -27,7 +27,8 @@
  *   - other cotangents make it stale: verify exits 1 naming it, check
  *     recomputes and says so;
  *   - refusals: --grads without /cotangents (exit 2, the file unchanged,
- *     whole and by group); a /oracle/grads without its tier attribute, or
+ *     whole and by group), or over --max-bytes with the gradients it
+ *     computes (the forward alone fits); a /oracle/grads without its tier attribute, or
  *     with GDN's rank-3 dg, is refused by the loader; verify and info show
  *     a fresh one. */
 #include <check.h>
@@ -365,6 +366,16 @@ START_TEST(refusals) {
   cli_run_sub(&r, exe, "regen", f, (const char *const[]){"--grads", "--group-heads", "1", NULL});
   ck_assert_msg(r.status == 2 && strstr(r.err, "no /cotangents"), "%d %s", r.status, r.err);
   ck_assert(cli_same_bytes(f, keep));
+  /* over --max-bytes with the gradients it would compute (the file alone fits): refused, untouched */
+  const char *c = at("c.h5"), *ckeep = at("ckeep.h5");
+  synth(c, 1);
+  cli_copy_file(c, ckeep);
+  cli_run_sub(&r, fixture_exe, "regen", c, (const char *const[]){"--grads", "--max-bytes", "300K", NULL});
+  ck_assert_msg(r.status == 2 && strstr(r.err, "--grads") && strstr(r.err, "over --max-bytes"), "%d %s", r.status,
+                r.err);
+  ck_assert(cli_same_bytes(c, ckeep));
+  cli_run_sub(&r, fixture_exe, "regen", c, (const char *const[]){"--max-bytes", "300K", "--quiet", NULL});
+  ck_assert_msg(r.status == 0, "%d %s", r.status, r.err);
   /* the loader: /oracle/grads without its tier; a dg of GDN's rank */
   const char *g = at("g.h5"), *g3 = at("g3.h5");
   synth(g, 1);
