@@ -414,6 +414,7 @@ static int run_stream(chk_stream *st, json_t **doc, int *pass, gdn_error *e) {
   const parity_recur_check_opts *o = st->o;
   int64_t k0;
   int rc = load_group(st, 0, &st->head, &k0, e); /* the names and attributes the document gives */
+  gdn_grads_clear(&st->head.oracle.grads); /* its /oracle/grads' attributes only: each group reads its own */
   for (size_t i = 0; !rc && i < st->head.n_outputs; i++) st->grads |= st->head.outputs[i].has_grads;
   st->grads &= st->head.has_cotangents;
   if (!rc && st->grads && !o->rec->oracle_vjp)
