@@ -141,29 +141,40 @@ static void log_stored(const parity_recur_check_opts *o, const fix_oracle *orc, 
             sg->why);
 }
 
+/* {"dq": bits, ...} of n[] (NULL: out of memory). */
+static json_t *tensor_bits_json(const int64_t n[GDN_GRADS_N]) {
+  json_t *bits = json_object();
+  for (int id = 0; bits && id < GDN_GRADS_N; id++)
+    if (json_object_set_new(bits, gdn_grads_name((gdn_grad_id)id), json_integer((json_int_t)n[id])))
+      bits = (json_decref(bits), NULL);
+  return bits;
+}
+
 /* The "grad" object's "oracle": the computed VJP's certificate, or the
- * stored one's (what the file stores: check_bits and the per-tensor
- * certified are null, as the forward's check_bits is for a stored
- * /oracle) with where it came from; a note when a stored one was not
+ * stored one's with where it came from (its check_bits and per-tensor
+ * certified null when the file does not store them: as the forward's
+ * check_bits for a stored /oracle); a note when a stored one was not
  * taken. */
 static json_t *grad_oracle_json(const oracle_vjp_certificate *cert, const fix_oracle *orc,
                                 const parity_recur_grad_stored *sg) {
   json_t *j;
   if (sg->taken) {
-    j = json_pack("{s:s, s:I, s:n, s:I, s:n, s:b, s:{s:i, s:f}}", "tier", orc->grads_tier_dd ? "dd" : "mpfr",
-                  "precision_bits", (json_int_t)orc->grads_precision_bits, "check_bits", "certified_bits",
-                  (json_int_t)orc->grads_certified_bits, "certified", "from_fixture", 1, "spot_check", "key_heads",
-                  1, "rel", sg->spot_rel);
+    const int hc = orc->grads_has_cert;
+    j = json_pack("{s:s, s:I, s:o, s:I, s:o, s:b, s:{s:i, s:f}}", "tier", orc->grads_tier_dd ? "dd" : "mpfr",
+                  "precision_bits", (json_int_t)orc->grads_precision_bits, "check_bits",
+                  hc ? json_integer((json_int_t)orc->grads_check_bits) : json_null(), "certified_bits",
+                  (json_int_t)orc->grads_certified_bits, "certified",
+                  hc ? tensor_bits_json(orc->grads_tensor_bits) : json_null(), "from_fixture", 1, "spot_check",
+                  "key_heads", 1, "rel", sg->spot_rel);
     if (j && orc->grads_tier_dd &&
         json_object_set_new(j, "normwise_bits", json_integer((json_int_t)orc->grads_normwise_bits)))
       j = (json_decref(j), NULL);
     return j;
   }
-  json_t *bits = json_object();
-  for (int id = 0; bits && id < GDN_GRADS_N; id++)
-    json_object_set_new(bits, gdn_grads_name((gdn_grad_id)id), json_integer(cert->certified[id]));
+  int64_t n[GDN_GRADS_N];
+  for (int id = 0; id < GDN_GRADS_N; id++) n[id] = cert->certified[id];
   j = json_pack("{s:s, s:i, s:i, s:i, s:o}", "tier", "mpfr", "precision_bits", cert->precision_bits, "check_bits",
-                cert->check_bits, "certified_bits", cert->certified_bits, "certified", bits);
+                cert->check_bits, "certified_bits", cert->certified_bits, "certified", tensor_bits_json(n));
   char note[320];
   parity_stored_grads_note(note, sizeof note, sg->why);
   if (j && sg->why[0] && json_object_set_new(j, "note", json_string(note))) j = (json_decref(j), NULL);

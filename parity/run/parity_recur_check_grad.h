@@ -53,9 +53,11 @@ int parity_recur_check_grads(const parity_recur_check_opts *o, const fix_fixture
  * spot check -- key head 0's VJP recomputed by the KDA dd VJP, each tensor
  * within PARITY_STORED_GRADS_SPOT normwise.  taken 1: the stored values
  * are the reference, and "grad"'s "oracle" holds the stored certificate
- * (tier, precision_bits, certified_bits, with dd normwise_bits;
- * check_bits and certified null, which the file does not store) with
- * "from_fixture": true and "spot_check": {"key_heads": 1, "rel"}; else
+ * (tier, precision_bits, check_bits, certified_bits, certified, with dd
+ * normwise_bits; check_bits and certified null in a file without the
+ * attribute certificate) with "from_fixture": true and "spot_check":
+ * {"key_heads": 1, "rel"}: for an MPFR regen at the check's bits the
+ * computed document's certificate, field for field; else
  * why (a note in the document: parity_stored_grads_note) and the VJP is
  * computed as without them, the rest of the document the same. */
 typedef struct parity_recur_grad_stored {

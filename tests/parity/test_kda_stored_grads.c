@@ -5,7 +5,8 @@
  * Gated DeltaNet:
  *   - regen --grads stores exactly the KDA VJP oracle's gradients for the
  *     file's cotangents (oracle_kda_vjp certified here, bit for bit), dg
- *     (B, T, Hv, Dk), with its certificate and grad_problem_sha256; by
+ *     (B, T, Hv, Dk), with its certificate (the per-tensor bits too,
+ *     attribute certificate) and grad_problem_sha256; by
  *     groups of 1 and 3 key heads the same values and attributes; the dd
  *     tier within 2^-80 of MPFR's with its own certificate, by group the
  *     same; gdn-parity regen --grads is gdn-fixture's file; a regen without
@@ -13,9 +14,9 @@
  *     planted element is found by the same comparison;
  *   - check takes the stored gradients instead of computing the VJP: the
  *     document is the forward-only file's but for where the gradients came
- *     from (grad.oracle's from_fixture and spot_check, and the certificate
- *     fields the file does not store, null), whole and streamed by head
- *     group (the same document);
+ *     from (grad.oracle's from_fixture and spot_check), whole and streamed
+ *     by head group (the same document); a file without the attribute
+ *     certificate: taken, check_bits and certified null;
  *   - a stored gradient wrong at key head 0 fails the spot check: the VJP is
  *     computed, the document says why (grad.oracle.note) and is otherwise
  *     the forward-only file's; one wrong at key head 1 is not seen (the
@@ -29,8 +30,9 @@
  *   - refusals: --grads without /cotangents (exit 2, the file unchanged,
  *     whole and by group), or over --max-bytes with the gradients it
  *     computes (the forward alone fits); a /oracle/grads without its tier attribute, or
- *     with GDN's rank-3 dg, is refused by the loader; verify and info show
- *     a fresh one. */
+ *     with GDN's rank-3 dg, or a certificate whose least bits are not
+ *     certified_bits, is refused by the loader; verify and info show a
+ *     fresh one. */
 #include <check.h>
 #include <hdf5.h>
 #include <jansson.h>
@@ -107,6 +109,8 @@ static long differ(const gdn_grads *a, const gdn_grads *b) {
 }
 
 static void same_attrs(const fix_oracle *a, const fix_oracle *b) {
+  ck_assert(a->grads_has_cert && b->grads_has_cert && a->grads_check_bits == b->grads_check_bits);
+  ck_assert(!memcmp(a->grads_tensor_bits, b->grads_tensor_bits, sizeof a->grads_tensor_bits));
   ck_assert_int_eq(a->grads_tier_dd, b->grads_tier_dd);
   ck_assert_int_eq(a->grads_precision_bits, b->grads_precision_bits);
   ck_assert_int_eq(a->grads_certified_bits, b->grads_certified_bits);
@@ -181,6 +185,8 @@ START_TEST(regen_stores_the_vjp) {
   ck_assert_int_eq(differ(&w.oracle.grads, &v), 0);
   ck_assert_int_eq(w.oracle.grads_certified_bits, cert.certified_bits);
   ck_assert_int_eq(w.oracle.grads_precision_bits, 128);
+  ck_assert(w.oracle.grads_has_cert && w.oracle.grads_check_bits == cert.check_bits);
+  for (int id = 0; id < GDN_GRADS_N; id++) ck_assert_int_eq(w.oracle.grads_tensor_bits[id], cert.certified[id]);
   for (int i = 0; i < 2; i++) { /* by groups of 1 and 3: the same values and certificate */
     load(at(i ? "g3.h5" : "g1.h5"), &x);
     ck_assert_int_eq(differ(&x.oracle.grads, &w.oracle.grads), 0);
@@ -244,18 +250,12 @@ static json_t *grad_oracle(json_t *d, const char *k) {
 }
 
 /* d without where its gradients came from equals ref: grad.oracle's
- * from_fixture, spot_check and note dropped, and, for stored gradients,
- * the two certificate fields the file does not store (null in d) taken
- * from ref. */
+ * from_fixture, spot_check and note dropped. */
 static void equal_but_stored(json_t *d, json_t *ref) {
   json_t *c = json_deep_copy(d), *o = json_object_get(json_object_get(c, "grad"), "oracle");
   json_object_del(o, "from_fixture");
   json_object_del(o, "spot_check");
   json_object_del(o, "note");
-  for (int i = 0; i < 2; i++) {
-    const char *k = i ? "certified" : "check_bits";
-    if (json_is_null(json_object_get(o, k))) json_object_set(o, k, grad_oracle(ref, k));
-  }
   ck_assert_msg(json_equal(c, ref), "the documents differ beyond the stored gradients' fields");
   json_decref(c);
 }
@@ -273,7 +273,8 @@ START_TEST(check_takes_the_stored_vjp) {
   ck_assert_msg(strstr(log, "gradients: the fixture's stored mpfr VJP"), "%s", log);
   ck_assert(json_is_true(grad_oracle(whole, "from_fixture")));
   ck_assert(json_real_value(json_object_get(grad_oracle(whole, "spot_check"), "rel")) == 0.0);
-  ck_assert(json_is_null(grad_oracle(whole, "check_bits")) && json_is_null(grad_oracle(whole, "certified")));
+  ck_assert_int_eq(json_integer_value(grad_oracle(whole, "check_bits")), 192); /* the stored certificate's */
+  ck_assert(json_equal(grad_oracle(whole, "certified"), grad_oracle(ref, "certified")));
   ck_assert_ptr_null(grad_oracle(ref, "from_fixture"));
   ck_assert_ptr_null(grad_oracle(ref, "note"));
   ck_assert(json_equal(whole, streamed));
@@ -316,10 +317,33 @@ START_TEST(check_takes_the_stored_vjp) {
       json_decref(first);
     }
   }
+  /* a file without the certificate attribute (the per-tensor bits): taken, those two fields null */
+  const char *nc = at("nc.h5");
+  cli_copy_file(f, nc);
+  hid_t h = h5e_open_rw(nc), grp = H5Gopen2(h, "/oracle/grads", H5P_DEFAULT);
+  ck_assert_int_ge(H5Adelete(grp, "certificate"), 0);
+  H5Gclose(grp);
+  H5Fclose(h);
+  json_t *dn = check_doc(nc, NULL, 0, NULL, 0);
+  ck_assert(json_is_true(grad_oracle(dn, "from_fixture")));
+  ck_assert(json_is_null(grad_oracle(dn, "check_bits")) && json_is_null(grad_oracle(dn, "certified")));
+  json_object_del(json_object_get(json_object_get(dn, "grad"), "oracle"), "check_bits");
+  json_object_del(json_object_get(json_object_get(dn, "grad"), "oracle"), "certified");
+  json_t *rc2 = json_deep_copy(ref);
+  json_object_del(json_object_get(json_object_get(rc2, "grad"), "oracle"), "check_bits");
+  json_object_del(json_object_get(json_object_get(rc2, "grad"), "oracle"), "certified");
+  equal_but_stored(dn, rc2);
+  json_decref(rc2);
+  json_decref(dn);
   /* certified to fewer than 53 bits: not used, said; the document otherwise the forward-only file's */
   const char *wk = at("wk.h5");
   cli_copy_file(f, wk);
   h5e_set_attr_int(wk, "/oracle/grads", "certified_bits", 40, 1);
+  h = h5e_open_rw(wk); /* its per-tensor bits, which would contradict 40, gone too */
+  grp = H5Gopen2(h, "/oracle/grads", H5P_DEFAULT);
+  ck_assert_int_ge(H5Adelete(grp, "certificate"), 0);
+  H5Gclose(grp);
+  H5Fclose(h);
   json_t *dw = check_doc(wk, NULL, 0, log, sizeof log);
   ck_assert_msg(strstr(log, "/oracle/grads is not used (certified to 40 bits"), "%s", log);
   ck_assert_msg(strstr(json_string_value(grad_oracle(dw, "note")), "certified to 40 bits"), "no note");
@@ -406,6 +430,29 @@ START_TEST(refusals) {
   cli_run_sub(&r, fixture_exe, "verify", g3, NULL);
   ck_assert_msg(r.status == 2 && strstr(r.err, "/oracle/grads/dg") && strstr(r.err, "(B, T, Hv, Dk)"), "%d %s",
                 r.status, r.err);
+  /* a certificate whose least tensor bits are not certified_bits */
+  const char *gc = at("gc.h5");
+  synth(gc, 1);
+  regen(gc, (const char *const[]){"--grads", "--quiet", NULL});
+  fix_fixture x;
+  load(gc, &x);
+  long long cert[7] = {x.oracle.grads_check_bits};
+  for (int id = 0; id < GDN_GRADS_N; id++) cert[1 + id] = x.oracle.grads_tensor_bits[id] + 1;
+  fix_fixture_clear(&x);
+  const hsize_t seven = 7;
+  h = h5e_open_rw(gc);
+  grp = H5Gopen2(h, "/oracle/grads", H5P_DEFAULT);
+  ck_assert_int_ge(H5Adelete(grp, "certificate"), 0);
+  sp = H5Screate_simple(1, &seven, NULL);
+  hid_t a = H5Acreate2(grp, "certificate", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+  ck_assert_int_ge(H5Awrite(a, H5T_NATIVE_LLONG, cert), 0);
+  H5Aclose(a);
+  H5Sclose(sp);
+  H5Gclose(grp);
+  H5Fclose(h);
+  cli_run_sub(&r, fixture_exe, "verify", gc, NULL);
+  ck_assert_msg(r.status == 2 && strstr(r.err, "/oracle/grads") && strstr(r.err, "certificate"), "%d %s", r.status,
+                r.err);
   dir_end();
 }
 END_TEST
