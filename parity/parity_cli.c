@@ -342,7 +342,7 @@ static int stored_grads_try(const run_state *st, fix_fixture *fx, parity_referen
   double rel = 0, t0 = gdn_clock_seconds();
   parity_progress_add(o->progress, 1);
   parity_progress_begin(o->progress, "spot check of the stored /oracle/grads (one key head's VJP)");
-  int rc = parity_stored_grads_spot(&fx->inputs, &fx->cot, &fx->oracle.grads, 0, &rel, e);
+  int rc = parity_stored_grads_spot(&fx->inputs, NULL, &fx->cot, &fx->oracle.grads, 0, &rel, e);
   parity_progress_end(o->progress);
   parity_progress_clear(o->progress);
   if (rc) return rc;

@@ -215,7 +215,7 @@ int parity_recur_check(const parity_recur_check_opts *o, const fix_fixture *fx, 
   if (json_object_set_new(d, "n_cases", json_integer((json_int_t)json_array_size(cases))) ||
       json_object_set_new(d, "n_failed", json_integer(failed)) || json_object_set_new(d, "pass", json_boolean(*pass)))
     rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
-  if (!rc) rc = parity_recur_check_grads(o, fx, d, pass, e); /* stored gradients, if any */
+  if (!rc) rc = parity_recur_check_grads(o, fx, t.trusted, d, pass, e); /* stored gradients, if any */
 done:
   gdn_outputs_clear(&ref);
   if (rc) {

@@ -3,9 +3,11 @@
 #include "parity_recur_check_grad.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "gdn_chgrads.h"
+#include "parity_stored_grads.h"
 
 /* The dims and axis names of gradient id (dg per channel when pc). */
 static int grad_axes(const gdn_shape *s, int pc, gdn_grad_id id, int64_t d[4], const char *n[4]) {
@@ -100,18 +102,94 @@ static int judge_output(const parity_recur_check_opts *o, const fix_fixture *fx,
   return parity_recur_check_grad_judge(o, s, x, m, band, kj, cases, failed, e);
 }
 
-json_t *parity_recur_check_grad_begin(const parity_recur_check_opts *o, int dht, const char *grad_problem_sha256,
-                                      const oracle_vjp_certificate *cert) {
-  if (o->log)
-    fprintf(o->log, "%s: gradients (the file's /cotangents%s): oracle VJP mpfr %d bits, certified %d bits\n", o->name,
-            dht ? ", dht given" : "", cert->precision_bits, cert->certified_bits);
+int parity_recur_grad_stored_decide(const fix_oracle *orc, int forward_trusted, const gdn_inputs *in,
+                                    const gdn_chgate *gate, const gdn_cotangents *ct, parity_recur_grad_stored *sg,
+                                    gdn_error *e) {
+  memset(sg, 0, sizeof *sg);
+  if (!orc->has_grads) return GDN_OK;
+  if (parity_stored_grads_usable(orc, sg->why, sizeof sg->why) && !forward_trusted)
+    snprintf(sg->why, sizeof sg->why, "%s", PARITY_STORED_GRADS_NO_FORWARD);
+  else if (!sg->why[0] && !orc->grads_per_channel) /* never from fix_kda_load: a guard, not a rule */
+    snprintf(sg->why, sizeof sg->why, "its dg is not per channel, as this recurrence's gate is");
+  if (sg->why[0]) return GDN_OK;
+  const int rc = parity_stored_grads_spot(in, gate, ct, &orc->grads, 0, &sg->spot_rel, e);
+  if (rc) return rc;
+  sg->taken = sg->spot_rel <= PARITY_STORED_GRADS_SPOT;
+  if (!sg->taken) {
+    sg->spot_failed = 1;
+    snprintf(sg->why, sizeof sg->why, "spot check: key head 0's VJP recomputed differs from it by %.3g, normwise",
+             sg->spot_rel);
+  }
+  return GDN_OK;
+}
+
+/* The stored gradients' verdict on the log: taken (with its spot check),
+ * or why not (GDN's check's words, parity_cli.c). */
+static void log_stored(const parity_recur_check_opts *o, const fix_oracle *orc, const parity_recur_grad_stored *sg) {
+  if (!o->log) return;
+  if (sg->taken)
+    fprintf(o->log,
+            "%s: gradients: the fixture's stored %s VJP (/oracle/grads, gdn-fixture regen --grads), certified %lld "
+            "bits%s; spot check: key head 0 recomputed in double-double, normwise difference %.2g\n",
+            o->name, orc->grads_tier_dd ? "dd" : "mpfr", (long long)orc->grads_certified_bits,
+            orc->grads_tier_dd ? " on its sampled columns" : "", sg->spot_rel);
+  else if (sg->spot_failed)
+    fprintf(o->log, "%s: warning: the stored /oracle/grads is not trusted (%s); computing the oracle's VJP\n",
+            o->name, sg->why);
+  else if (sg->why[0])
+    fprintf(o->log, "%s: note: the stored /oracle/grads is not used (%s); computing the oracle's VJP\n", o->name,
+            sg->why);
+}
+
+/* {"dq": bits, ...} of n[] (NULL: out of memory). */
+static json_t *tensor_bits_json(const int64_t n[GDN_GRADS_N]) {
   json_t *bits = json_object();
   for (int id = 0; bits && id < GDN_GRADS_N; id++)
-    json_object_set_new(bits, gdn_grads_name((gdn_grad_id)id), json_integer(cert->certified[id]));
-  return json_pack("{s:{s:s, s:i, s:i, s:i, s:o}, s:{s:b, s:b, s:s}, s:[]}", "oracle", "tier", "mpfr",
-                   "precision_bits", cert->precision_bits, "check_bits", cert->check_bits, "certified_bits",
-                   cert->certified_bits, "certified", bits, "cotangents", "from_fixture", 1, "dht", dht,
-                   "grad_problem_sha256", grad_problem_sha256, "cases");
+    if (json_object_set_new(bits, gdn_grads_name((gdn_grad_id)id), json_integer((json_int_t)n[id])))
+      bits = (json_decref(bits), NULL);
+  return bits;
+}
+
+/* The "grad" object's "oracle": the computed VJP's certificate, or the
+ * stored one's with where it came from (its check_bits and per-tensor
+ * certified null when the file does not store them: as the forward's
+ * check_bits for a stored /oracle); a note when a stored one was not
+ * taken. */
+static json_t *grad_oracle_json(const oracle_vjp_certificate *cert, const fix_oracle *orc,
+                                const parity_recur_grad_stored *sg) {
+  json_t *j;
+  if (sg->taken) {
+    const int hc = orc->grads_has_cert;
+    j = json_pack("{s:s, s:I, s:o, s:I, s:o, s:b, s:{s:i, s:f}}", "tier", orc->grads_tier_dd ? "dd" : "mpfr",
+                  "precision_bits", (json_int_t)orc->grads_precision_bits, "check_bits",
+                  hc ? json_integer((json_int_t)orc->grads_check_bits) : json_null(), "certified_bits",
+                  (json_int_t)orc->grads_certified_bits, "certified",
+                  hc ? tensor_bits_json(orc->grads_tensor_bits) : json_null(), "from_fixture", 1, "spot_check",
+                  "key_heads", 1, "rel", sg->spot_rel);
+    if (j && orc->grads_tier_dd &&
+        json_object_set_new(j, "normwise_bits", json_integer((json_int_t)orc->grads_normwise_bits)))
+      j = (json_decref(j), NULL);
+    return j;
+  }
+  int64_t n[GDN_GRADS_N];
+  for (int id = 0; id < GDN_GRADS_N; id++) n[id] = cert->certified[id];
+  j = json_pack("{s:s, s:i, s:i, s:i, s:o}", "tier", "mpfr", "precision_bits", cert->precision_bits, "check_bits",
+                cert->check_bits, "certified_bits", cert->certified_bits, "certified", tensor_bits_json(n));
+  char note[320];
+  parity_stored_grads_note(note, sizeof note, sg->why);
+  if (j && sg->why[0] && json_object_set_new(j, "note", json_string(note))) j = (json_decref(j), NULL);
+  return j;
+}
+
+json_t *parity_recur_check_grad_begin(const parity_recur_check_opts *o, int dht, const char *grad_problem_sha256,
+                                      const oracle_vjp_certificate *cert, const fix_oracle *orc,
+                                      const parity_recur_grad_stored *sg) {
+  log_stored(o, orc, sg);
+  if (o->log && !sg->taken)
+    fprintf(o->log, "%s: gradients (the file's /cotangents%s): oracle VJP mpfr %d bits, certified %d bits\n", o->name,
+            dht ? ", dht given" : "", cert->precision_bits, cert->certified_bits);
+  return json_pack("{s:o, s:{s:b, s:b, s:s}, s:[]}", "oracle", grad_oracle_json(cert, orc, sg), "cotangents",
+                   "from_fixture", 1, "dht", dht, "grad_problem_sha256", grad_problem_sha256, "cases");
 }
 
 int parity_recur_check_grad_end(json_t *doc, json_t *g, int gfailed, int *pass, gdn_error *e) {
@@ -129,8 +207,8 @@ int parity_recur_check_grad_end(json_t *doc, json_t *g, int gfailed, int *pass, 
   return GDN_OK;
 }
 
-int parity_recur_check_grads(const parity_recur_check_opts *o, const fix_fixture *fx, json_t *doc, int *pass,
-                             gdn_error *e) {
+int parity_recur_check_grads(const parity_recur_check_opts *o, const fix_fixture *fx, int forward_trusted,
+                             json_t *doc, int *pass, gdn_error *e) {
   int any = 0;
   for (size_t i = 0; i < fx->n_outputs; i++) any |= fx->outputs[i].has_grads;
   if (!any || !fx->has_cotangents) return GDN_OK;
@@ -143,16 +221,22 @@ int parity_recur_check_grads(const parity_recur_check_opts *o, const fix_fixture
   oracle_vjp_config_init(&vc);
   vc.prec = o->oracle_bits;
   oracle_vjp_certificate cert;
+  memset(&cert, 0, sizeof cert);
   json_t *g = NULL;
-  int failed = 0, rc = o->rec->oracle_vjp(&fx->inputs, &fx->chgate, &fx->cot, &vc, &ref, &cert, e);
+  parity_recur_grad_stored sg;
+  int failed = 0,
+      rc = parity_recur_grad_stored_decide(&fx->oracle, forward_trusted, &fx->inputs, &fx->chgate, &fx->cot, &sg, e);
+  if (!rc && !sg.taken) rc = o->rec->oracle_vjp(&fx->inputs, &fx->chgate, &fx->cot, &vc, &ref, &cert, e);
   if (rc) goto done;
-  if (!(g = parity_recur_check_grad_begin(o, fx->cot.dht != NULL, fx->grad_problem_sha256, &cert))) {
+  const gdn_grads *rf = sg.taken ? &fx->oracle.grads : &ref;
+  if (!(g = parity_recur_check_grad_begin(o, fx->cot.dht != NULL, fx->grad_problem_sha256, &cert, &fx->oracle,
+                                          &sg))) {
     rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
     goto done;
   }
   for (size_t i = 0; i < fx->n_outputs && !rc; i++)
     if (fx->outputs[i].has_grads)
-      rc = judge_output(o, fx, &fx->outputs[i], &ref, json_object_get(g, "cases"), &failed, e);
+      rc = judge_output(o, fx, &fx->outputs[i], rf, json_object_get(g, "cases"), &failed, e);
   if (!rc) rc = parity_recur_check_grad_end(doc, g, failed, pass, e), g = NULL; /* doc holds g from here */
 done:
   json_decref(g);

@@ -6,6 +6,7 @@
 
 #include <sys/stat.h>
 
+#include "fix_grads.h"
 #include "fix_isolate.h"
 #include "fix_kda_group.h"
 #include "gdn_alloc.h"
@@ -50,6 +51,7 @@ typedef struct chk_stream {
   oracle_vjp_config vc;    /* their VJP oracle's, */
   oracle_tally vtally;     /* its certificate merged over the groups */
   char gh[FIX_SHA256_HEX]; /* the file's grad_problem_sha256 (by blocks) */
+  parity_recur_grad_stored sg; /* the stored /oracle/grads taken as the VJP's reference, or why not */
   parity_recur_trust t;
   fix_fixture head; /* group 0 without its arrays' data kept: chunk_size, outputs' names, /oracle's attributes */
   char ih[FIX_SHA256_HEX], ph[FIX_SHA256_HEX];
@@ -125,7 +127,9 @@ static int plan(chk_stream *st, uint64_t max_bytes, int64_t force, int *streamed
   return GDN_OK;
 }
 
-/* Group i read by hyperslab, its /oracle's freshness set from the whole file's hashes. */
+/* Group i read by hyperslab, its /oracle's freshness set from the whole
+ * file's hashes (its /oracle/grads' too once the gradients' hash is
+ * known: st->gh). */
 static int load_group(chk_stream *st, int64_t i, fix_fixture *gx, int64_t *k0, gdn_error *e) {
   int64_t k1;
   gdn_shape gs;
@@ -134,10 +138,29 @@ static int load_group(chk_stream *st, int64_t i, fix_fixture *gx, int64_t *k0, g
   if (rc) return rc;
   memcpy(gx->inputs_sha256, st->ih, FIX_SHA256_HEX);
   memcpy(gx->problem_sha256, st->ph, FIX_SHA256_HEX);
+  memcpy(gx->grad_problem_sha256, st->gh, FIX_SHA256_HEX);
   fix_oracle *s = &gx->oracle;
   s->fresh = !strcmp(s->inputs_sha256, st->ih);
   s->problem_fresh = !s->problem_sha256[0] ? -1 : !strcmp(s->problem_sha256, st->ph);
+  fix_grads_oracle_freshness(gx);
   return GDN_OK;
+}
+
+/* Whether the stored /oracle/grads stands for the VJP, as the whole check
+ * decides (parity_recur_grad_stored_decide): on the first group, which
+ * holds key head 0, its freshness the whole file's hash's.  Every rank
+ * decides alike (the same bytes, the same arithmetic). */
+static int stored_grads_pass(chk_stream *st, gdn_error *e) {
+  memset(&st->sg, 0, sizeof st->sg);
+  if (!st->head.oracle.has_grads) return GDN_OK;
+  fix_fixture gx;
+  fix_fixture_init(&gx);
+  int64_t k0;
+  int rc = load_group(st, 0, &gx, &k0, e);
+  if (!rc)
+    rc = parity_recur_grad_stored_decide(&gx.oracle, st->t.trusted, &gx.inputs, &gx.chgate, &gx.cot, &st->sg, e);
+  fix_fixture_clear(&gx);
+  return rc;
 }
 
 /* The first pass: whether the stored /oracle stands, as parity_recur_oracle_trust decides on the whole. */
@@ -234,8 +257,14 @@ static int fold_grads(chk_stream *st, const fix_fixture *gx, int64_t k0, gdn_err
   oracle_tally t;
   oracle_tally_init(&t);
   const int pc = st->o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL;
-  int rc = oracle_kda_vjp_part(&gx->inputs, &gx->chgate, &gx->cot, &st->vc, &ref, &t, e);
-  if (!rc) rc = parity_recur_tally_take(&st->vtally, &t, e);
+  int rc = GDN_OK;
+  if (!st->sg.taken) {
+    rc = oracle_kda_vjp_part(&gx->inputs, &gx->chgate, &gx->cot, &st->vc, &ref, &t, e);
+    if (!rc) rc = parity_recur_tally_take(&st->vtally, &t, e);
+  } else if (!gx->oracle.has_grads) {
+    rc = gdn_error_set(e, GDN_ERR_INPUT, "%s: key heads from %" PRId64 ": no /oracle/grads read", st->path, k0);
+  }
+  const gdn_grads *rf = st->sg.taken ? &gx->oracle.grads : &ref; /* the stored slab: the same values */
   for (int c = 0; !rc && c < st->nc; c++) {
     const int i = st->cs[c].out;
     if (i < 0 || !st->head.outputs[i].has_grads) continue;
@@ -244,7 +273,7 @@ static int fold_grads(chk_stream *st, const fix_fixture *gx, int64_t k0, gdn_err
       rc = gdn_error_set(e, GDN_ERR_INPUT, "%s: key heads from %" PRId64 ": /outputs/%s/grads hold other gradients "
                          "than the first group's", st->path, k0, x->name);
     else
-      parity_recur_grads_fold(st->cs[c].eg, &x->grads, &ref, &st->p.whole, k0, pc, x->grads_present);
+      parity_recur_grads_fold(st->cs[c].eg, &x->grads, rf, &st->p.whole, k0, pc, x->grads_present);
   }
   oracle_tally_clear(&t);
   gdn_grads_clear(&ref);
@@ -263,6 +292,7 @@ static int run_group(chk_stream *st, int64_t i, int mine, gdn_error *e) {
   oracle_tally_init(&t);
   int64_t k0;
   int rc = load_group(st, i, &gx, &k0, e);
+  if (!st->sg.taken) gdn_grads_clear(&gx.oracle.grads); /* not the reference: not held beside the VJP */
   if (!rc && mine && !st->t.trusted) {
     rc = oracle_kda_run_part(&gx.inputs, &gx.chgate, &st->oc, &ref, &t, e);
     if (!rc) rc = parity_recur_tally_take(&st->tally, &t, e);
@@ -286,9 +316,10 @@ static int run_group(chk_stream *st, int64_t i, int mine, gdn_error *e) {
 static int assemble_grads(chk_stream *st, json_t *d, int *pass, gdn_error *e) {
   const parity_recur_check_opts *o = st->o;
   oracle_vjp_certificate cert;
-  int rc = oracle_tally_vjp_certificate(&st->vtally, &st->vc, &cert, e);
+  memset(&cert, 0, sizeof cert);
+  int rc = st->sg.taken ? GDN_OK : oracle_tally_vjp_certificate(&st->vtally, &st->vc, &cert, e);
   if (rc) return rc;
-  json_t *g = parity_recur_check_grad_begin(o, st->head.cot.dht != NULL, st->gh, &cert);
+  json_t *g = parity_recur_check_grad_begin(o, st->head.cot.dht != NULL, st->gh, &cert, &st->head.oracle, &st->sg);
   if (!g) return gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
   int failed = 0;
   for (int i = 0; !rc && i < st->nc; i++) {
@@ -368,7 +399,8 @@ static int merge_ranks(chk_stream *st, int failed, gdn_error *e) {
     memcpy(m + c * per + 2, st->cs[c].eg, sizeof st->cs[c].eg);
   }
   int rc = parity_recur_dist_merge(&st->tally, ORACLE_TALLY_MPFR, st->o->oracle_bits, m, m ? n : 0, failed || !m, e);
-  if (!rc && st->grads) rc = parity_recur_dist_merge(&st->vtally, ORACLE_TALLY_VJP, st->o->oracle_bits, NULL, 0, 0, e);
+  if (!rc && st->grads && !st->sg.taken) /* taken: no VJP, no tally (every rank decided alike) */
+    rc = parity_recur_dist_merge(&st->vtally, ORACLE_TALLY_VJP, st->o->oracle_bits, NULL, 0, 0, e);
   for (int c = 0; !rc && c < st->nc; c++) {
     st->cs[c].eo = m[c * per], st->cs[c].eh = m[c * per + 1];
     memcpy(st->cs[c].eg, m + c * per + 2, sizeof st->cs[c].eg);
@@ -382,6 +414,7 @@ static int run_stream(chk_stream *st, json_t **doc, int *pass, gdn_error *e) {
   const parity_recur_check_opts *o = st->o;
   int64_t k0;
   int rc = load_group(st, 0, &st->head, &k0, e); /* the names and attributes the document gives */
+  gdn_grads_clear(&st->head.oracle.grads); /* its /oracle/grads' attributes only: each group reads its own */
   for (size_t i = 0; !rc && i < st->head.n_outputs; i++) st->grads |= st->head.outputs[i].has_grads;
   st->grads &= st->head.has_cotangents;
   if (!rc && st->grads && !o->rec->oracle_vjp)
@@ -397,6 +430,7 @@ static int run_stream(chk_stream *st, json_t **doc, int *pass, gdn_error *e) {
   if (!rc) rc = trust_pass(st, e);
   if (!rc && o->log && st->t.why[0])
     fprintf(o->log, "%s: warning: the stored /oracle is not used (%s); computing a fresh one\n", o->name, st->t.why);
+  if (!rc && st->grads) rc = stored_grads_pass(st, e);
   const int size = parity_dist_size(), rank = parity_dist_rank();
   for (int64_t i = 0; !rc && i < st->p.n_groups; i++)
     if (rank == 0 || parity_stream_owner(i, size) == rank) rc = run_group(st, i, parity_stream_owner(i, size) == rank, e);

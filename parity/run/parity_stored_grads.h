@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "fix_fixture.h"
+#include "gdn_chgate.h"
 #include "gdn_error.h"
 #include "gdn_grads.h"
 #include "gdn_inputs.h"
@@ -40,9 +41,10 @@ int parity_stored_grads_usable(const fix_oracle *orc, char *why, size_t n);
 /* Key head kh of in (and its cotangents) recomputed by the dd VJP and
  * compared with stored (in's shape: the whole run or a group's slab):
  * *rel the largest normwise difference over the six tensors (+inf for a
- * NaN). */
-int parity_stored_grads_spot(const gdn_inputs *in, const gdn_cotangents *ct, const gdn_grads *stored, int64_t kh,
-                             double *rel, gdn_error *e);
+ * NaN).  gate: a KDA fixture's per-channel gate (the KDA dd VJP,
+ * oracle_kda_vjp.h; stored's dg per channel); NULL: Gated DeltaNet's. */
+int parity_stored_grads_spot(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotangents *ct,
+                             const gdn_grads *stored, int64_t kh, double *rel, gdn_error *e);
 
 /* "stored /oracle/grads not used: WHY; recomputed" into note (n bytes): the
  * document's oracle_grad_note, the same words whole and streamed. */

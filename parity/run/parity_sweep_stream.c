@@ -383,7 +383,7 @@ static int share_tally(oracle_tally *t, int tier, int cap, int owner, gdn_error 
 static int stored_grads_keep(sctx *c, int64_t g, ref_head *hd, gdn_error *e) {
   const gdn_grads *sg = &c->sr->fixture->slab(c->sr->src.ctx)->oracle.grads;
   if (!sg->dq) return gdn_error_set(e, GDN_ERR_INTERNAL, "head group %" PRId64 ": /oracle/grads was not read", g);
-  int rc = g == 0 ? parity_stored_grads_spot(&c->in, &c->ct, sg, 0, &c->grad_spot_rel, e) : GDN_OK;
+  int rc = g == 0 ? parity_stored_grads_spot(&c->in, NULL, &c->ct, sg, 0, &c->grad_spot_rel, e) : GDN_OK;
   gdn_outputs none;
   gdn_outputs_init(&none);
   for (int t = 0; !rc && t < PARITY_T_N; t++) {

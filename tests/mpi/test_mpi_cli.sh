@@ -561,6 +561,31 @@ regen)
       echo "kda $t groups of $ghf: $NP ranks byte-identical to one process; a misdealt group caught"
     done
   done
+  # regen --grads of a KDA fixture: its VJP's gradients (dg per channel)
+  # dealt with the forward as GDN's: gdn-fixture regen --grads's file with
+  # the same groups, byte for byte, MPFR and dd, groups of 1 and the
+  # default (regen-deal: another file); a check of it on NP ranks takes
+  # them (key_heads: the gradients' spot check), the one-process document
+  "$FX" synth --shape 1,64,4,8 --key-heads 4 --recurrence kda --h0 --grad --kernel-outputs 1,2 --out kg.h5 \
+    >/dev/null || fail "kda synth --grad"
+  for t in mpfr dd; do
+    for gh in 1 0; do
+      ghf=$gh && [[ $gh == 0 ]] && ghf=$(((4 + NP - 1) / NP))
+      cp kg.h5 kgone.h5 && cp kg.h5 kgn.h5 && cp kg.h5 kgbad.h5 || fail "copy"
+      more=() && [[ $gh != 0 ]] && more=(--group-heads "$gh")
+      "$FX" regen kgone.h5 --grads --oracle $t --group-heads "$ghf" --threads 1 --quiet ||
+        fail "kda $t regen --grads: exit $?"
+      "${MR[@]}" -np "$NP" "$G" regen kgn.h5 --grads --oracle $t "${more[@]}" --threads 1 --quiet ||
+        fail "kda $t regen --grads, groups of $ghf on $NP ranks: exit $?"
+      cmp kgone.h5 kgn.h5 || fail "kda $t regen --grads, groups of $ghf on $NP ranks: not gdn-fixture regen's file"
+      GDN_TEST_MPI_DIE=1:regen-deal "${MR[@]}" -np "$NP" "$G" regen kgbad.h5 --grads --oracle $t "${more[@]}" \
+        --threads 1 --quiet || fail "kda $t regen --grads regen-deal: exit $?"
+      cmp -s kgone.h5 kgbad.h5 && fail "kda $t regen --grads, groups of $ghf: a misdealt group went unnoticed"
+    done
+  done
+  same_doc kgn.h5 "kda regen --grads"
+  grep -q '"key_heads": 1' n.json || fail "kda check on $NP ranks: the stored gradients were not taken"
+  echo "kda regen --grads: $NP ranks byte-identical to one process; a misdealt group caught; check takes them"
   refuses_existing kn.h5 "kda "
   cp k.h5 kf.h5
   GDN_TEST_MPI_DIE=1:regen-fail "$W" --oversubscribe -np "$NP" "$G" regen kf.h5 --group-heads 1 --threads 1 \
