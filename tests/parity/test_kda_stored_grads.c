@@ -84,11 +84,7 @@ static void synth(const char *path, int grad) {
   ck_assert_msg(r.status == 0, "synth: %s", r.err);
 }
 
-static void regen(const char *path, const char *const *args) {
-  cli_result r;
-  cli_run_sub(&r, fixture_exe, "regen", path, args);
-  ck_assert_msg(r.status == 0, "regen: %s", r.err);
-}
+static void regen(const char *path, const char *const *args) { cli_regen(fixture_exe, path, args); }
 
 /* fx: not holding anything (load initialises it; clear it after use). */
 static void load(const char *path, fix_fixture *fx) {
@@ -226,16 +222,7 @@ END_TEST
  * exit status want; the document with its file-naming field removed. */
 static json_t *check_doc(const char *path, const char *group, int want, char *log, size_t n) {
   const char *jp = at("doc.json");
-  cli_result r;
-  const char *args[16] = {"--fixture", path, "--reproducible", "--threads", "2", "--json", jp, NULL};
-  if (group) args[7] = "--group-heads", args[8] = group;
-  cli_run_sub(&r, exe, "check", NULL, args);
-  ck_assert_msg(r.status == want, "check %s: %d %s %s", path, r.status, r.out, r.err);
-  if (log) {
-    log[0] = '\0';
-    strncat(log, r.out, n - 1);
-    strncat(log, r.err, n - 1 - strlen(log));
-  }
+  cli_check_json(exe, path, group, want, jp, log, n);
   json_error_t je;
   json_t *d = json_load_file(jp, 0, &je);
   ck_assert_ptr_nonnull(d);
