@@ -26,6 +26,7 @@ typedef struct kda_job {
   int certified;
   int64_t nb, nblk;
   int64_t *fail; /* per item: -1 fine, t < T: non-finite o_t, T: non-finite ht */
+  orc_meter *meter; /* token-columns done (the check run at P is not counted apart) */
 } kda_job;
 
 static void worker_init(kda_worker *w) {
@@ -88,7 +89,9 @@ static void run_item(const kda_job *jb, kda_worker *w, int64_t item) {
         jb->fail[item] = t;
         return;
       }
+    if ((t + 1) % ORC_METER_TOKENS == 0) orc_meter_add(jb->meter, ORC_METER_TOKENS * nc);
   }
+  orc_meter_add(jb->meter, s->T % ORC_METER_TOKENS * nc);
   double *ht = gdn_outputs_ht(jb->out, b, j);
   for (int64_t i = 0; i < s->Dk; i++)
     for (int64_t c = 0; c < nc; c++)
@@ -149,7 +152,9 @@ static int kda_run(const gdn_inputs *in, const gdn_chgate *gate, const oracle_co
   const mpfr_prec_t P = cfg->check_prec ? cfg->check_prec : cfg->prec + 64;
   if ((rc = gdn_outputs_alloc(out, s, GDN_DTYPE_F64, e))) return rc;
   const int threads = gdn_threads_get();
-  kda_job jb = {in, gate, out, cert != NULL, 0, 1, NULL};
+  orc_meter meter; /* every head's token-columns */
+  orc_meter_init(&meter, cfg->progress, s->B * s->Hv * s->T * s->Dv);
+  kda_job jb = {in, gate, out, cert != NULL, 0, 1, NULL, &meter};
   /* columns per item: as the GDN token form (results never depend on it) */
   jb.nb = cfg->column_block > 0 ? cfg->column_block : 64;
   if (jb.nb > s->Dv) jb.nb = s->Dv;
@@ -189,6 +194,7 @@ static int kda_run(const gdn_inputs *in, const gdn_chgate *gate, const oracle_co
                     (long long)jb.fail[it]);
       goto fail;
     }
+  orc_meter_done(&meter);
   if (cert) cert_fill(cert, cfg, P, ws, nw, tally);
   for (int i = 0; i < nw; i++) worker_clear(&ws[i]);
   gdn_free(ws);

@@ -28,6 +28,9 @@
  * OpenMP over (b, j, block of columns) items; bit-identical results for any
  * thread count.  Memory: O(Dk x columns) MPFR numbers per thread, whatever
  * T.  Time: the GDN token form's plus Dk exp per token and item.
+ * Progress (cfg->progress, oracle.h): every head's token-columns, as the
+ * GDN token form counts them (a part's run counts its whole inputs, which
+ * are its group's heads).
  */
 #ifndef ORACLE_KDA_H
 #define ORACLE_KDA_H
@@ -60,8 +63,9 @@ int oracle_kda_run_part(const gdn_inputs *in, const gdn_chgate *gate, const orac
  * same steps in double-word arithmetic (~106 bits), K, Q and exp(g) the
  * MPFR preparation at 128 bits rounded to double-word, with the GDN dd
  * tier's sampled certificate (oracle_dd_config: sample_prec,
- * sample_columns, and the placement head0, whole_hv; column_block and
- * progress are not used):
+ * sample_columns, and the placement head0, whole_hv; column_block is not
+ * used; progress counts Dv double-word columns and the sampled ones as
+ * oracle.h says, every head's):
  * sample_columns columns of each (b, j) run by the MPFR token form in
  * lockstep and compared element by element, capped at ORACLE_DD_BITS.  Not
  * computed: the guaranteed running bound (guaranteed_* 0, bound_violations

@@ -95,7 +95,12 @@ typedef struct kdd_job {
   mpfr_prec_t sample_prec;
   int64_t *fail; /* per item: -1 fine, t < T: non-finite o_t, T: non-finite ht */
   int64_t head0, whole_hv; /* the sample's placement (oracle_dd_config) */
+  orc_meter *meter;        /* token-columns done, a sampled column ORACLE_PROGRESS_MPFR_WEIGHT more */
 } kdd_job;
+
+/* One item's token-columns a token: Dv in double-word, the ns sampled
+ * ones also in MPFR (oracle.h: an MPFR column weighs ORACLE_PROGRESS_MPFR_WEIGHT). */
+static int64_t kdd_weight(const gdn_shape *s, int64_t ns) { return s->Dv + ns * ORACLE_PROGRESS_MPFR_WEIGHT; }
 
 /* One token's double-word steps on every column (the file's header), row
  * by row; the loops over columns are `omp simd` over independent columns,
@@ -167,7 +172,9 @@ static void kdd_item(const kdd_job *jb, kdd_worker *w, int64_t item) {
       o[c] = w->oh[c];
     }
     for (int64_t c = 0; c < ns; c++) kdd_cmp(w, 0, (orc_dd){w->oh[c0 + c], w->ol[c0 + c]}, w->smp.o[c]);
+    if ((t + 1) % ORC_METER_TOKENS == 0) orc_meter_add(jb->meter, ORC_METER_TOKENS * kdd_weight(s, ns));
   }
+  orc_meter_add(jb->meter, s->T % ORC_METER_TOKENS * kdd_weight(s, ns));
   double *ht = gdn_outputs_ht(jb->out, b, j);
   for (int64_t x = 0; x < Dk * Dv; x++) {
     if (!isfinite(w->hh[x]) || !isfinite(w->hl[x])) {
@@ -216,7 +223,9 @@ static int kdd_run(const gdn_inputs *in, const gdn_chgate *gate, const oracle_dd
   const int64_t ns = cfg->sample_columns < s->Dv ? cfg->sample_columns : s->Dv, n_items = s->B * s->Hv;
   if ((rc = gdn_outputs_alloc(out, s, GDN_DTYPE_F64, e))) return rc;
   const int threads = gdn_threads_get(), nt = n_items < threads ? (int)n_items : threads;
-  kdd_job jb = {in, gate, out, ns, cfg->sample_prec, NULL, cfg->head0, cfg->whole_hv};
+  orc_meter meter; /* every head's token-columns */
+  orc_meter_init(&meter, cfg->progress, n_items * s->T * kdd_weight(s, ns));
+  kdd_job jb = {in, gate, out, ns, cfg->sample_prec, NULL, cfg->head0, cfg->whole_hv, &meter};
   kdd_worker *ws = NULL;
   int nw = 0;
   jb.fail = gdn_malloc((size_t)n_items * sizeof(int64_t), "KDA dd item status", e);
@@ -248,6 +257,7 @@ static int kdd_run(const gdn_inputs *in, const gdn_chgate *gate, const oracle_dd
                     (long long)jb.fail[it]);
       goto fail;
     }
+  orc_meter_done(&meter);
   kdd_cert(cert, cfg, s, ns, ws, nw);
   for (int ti = 0; tally && ns > 0 && ti < 2; ti++) orc_tally_put(tally, ti, &ws[0].acc[ti]);
   for (int i = 0; i < nw; i++) kdd_clear(&ws[i]);

@@ -25,6 +25,7 @@ typedef struct kvjob {
   gdn_grads *out;
   int certified;
   int64_t *fail;
+  orc_meter *meter; /* reverse-step token-heads done (oracle_vjp_config.progress) */
 } kvjob;
 
 static void kvworker_init(kvworker *w) {
@@ -100,6 +101,8 @@ static void run_item(const kvjob *jb, kvworker *w, int64_t item) {
         jb->fail[item] = t;
         return;
       }
+      if (t % ORC_METER_TOKENS == 0) /* tokens [t, t + ORC_METER_TOKENS) done: T in all */
+        orc_meter_add(jb->meter, ((t + ORC_METER_TOKENS < s->T ? t + ORC_METER_TOKENS : s->T) - t) * a->G);
     }
   }
   for (int64_t jj = 0; jj < a->G; jj++) {
@@ -142,7 +145,9 @@ static int kda_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotan
   const int64_t n_items = s->B * s->Hk;
   const int threads = gdn_threads_get();
   const int nt = n_items < threads ? (int)n_items : threads;
-  kvjob jb = {in, gate, ct, out, cert != NULL, NULL};
+  orc_meter meter; /* every item's reverse steps */
+  orc_meter_init(&meter, cfg->progress, n_items * s->T * (s->Hv / s->Hk));
+  kvjob jb = {in, gate, ct, out, cert != NULL, NULL, &meter};
   kvworker *ws = NULL;
   int nw = 0;
   if (!(jb.fail = gdn_malloc((size_t)n_items * sizeof(int64_t), "oracle_kda_vjp item status", e))) goto fail;
@@ -164,6 +169,7 @@ static int kda_vjp(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cotan
   }
   if (orc_vjp_report_fail(jb.fail, n_items, s, "oracle_kda_vjp", "MPFR's exponent range", ": |g| is too large", e))
     goto fail;
+  orc_meter_done(&meter);
   if (cert) cert_fill(cert, cfg, P, ws, nw, tally);
   for (int i = 0; i < nw; i++) kvworker_clear(&ws[i]);
   gdn_free(ws);

@@ -32,7 +32,9 @@
  * certified[] per tensor in gdn_grad_id order.  Inputs and gate are checked
  * as oracle_kda_run checks them (the token form; no packed documents), the
  * cotangents as oracle_vjp.  Items (b, key head) in parallel; bit-identical
- * for any thread count.  On any error `out` is left cleared.
+ * for any thread count.  On any error `out` is left cleared.  Progress
+ * (cfg->progress, both tiers): the reverse steps, T x the item's value heads
+ * per (b, key head) item, as oracle_vjp counts them.
  */
 #ifndef ORACLE_KDA_VJP_H
 #define ORACLE_KDA_VJP_H

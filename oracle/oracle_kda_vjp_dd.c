@@ -33,6 +33,7 @@ typedef struct kdjob {
   int64_t ns;
   int64_t *fail; /* per item: -1, or the token (T: dh0) of the first non-finite value */
   int64_t head0, whole_hv;
+  orc_meter *meter; /* reverse-step token-heads done (oracle_vjp_dd_config.progress) */
 } kdjob;
 
 static void kdworker_init(kdworker *w) {
@@ -153,6 +154,8 @@ static void run_item(const kdjob *jb, kdworker *w, int64_t item) {
         jb->fail[item] = t;
         return;
       }
+      if (t % ORC_METER_TOKENS == 0) /* tokens [t, t + ORC_METER_TOKENS) done: T in all */
+        orc_meter_add(jb->meter, ((t + ORC_METER_TOKENS < s->T ? t + ORC_METER_TOKENS : s->T) - t) * d->G);
     }
   }
   if (!emit_dh0(jb, w)) jb->fail[item] = s->T;
@@ -207,7 +210,9 @@ static int kvdd_run(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cota
   const int64_t n_items = s->B * s->Hk, ns = cfg->sample_columns < s->Dv ? cfg->sample_columns : s->Dv;
   const int threads = gdn_threads_get();
   const int nt = n_items < threads ? (int)n_items : threads;
-  kdjob jb = {in, gate, ct, out, ns, NULL, cfg->head0, cfg->whole_hv};
+  orc_meter meter; /* every item's reverse steps */
+  orc_meter_init(&meter, cfg->progress, n_items * s->T * (s->Hv / s->Hk));
+  kdjob jb = {in, gate, ct, out, ns, NULL, cfg->head0, cfg->whole_hv, &meter};
   kdworker *ws = NULL;
   int nw = 0;
   if (!(jb.fail = gdn_malloc((size_t)n_items * sizeof(int64_t), "oracle_kda_vjp_dd item status", e))) goto fail;
@@ -236,6 +241,7 @@ static int kvdd_run(const gdn_inputs *in, const gdn_chgate *gate, const gdn_cota
       }
     goto fail;
   }
+  orc_meter_done(&meter);
   fill_cert(cert, ws, nw, s, cfg, ns);
   for (int ti = 0; tally && ns > 0 && ti < GDN_GRADS_N; ti++) orc_tally_put(tally, ti, &ws[0].acc[ti]);
   for (int i = 0; i < nw; i++) kdworker_clear(&ws[i]);

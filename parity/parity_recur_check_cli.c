@@ -148,9 +148,13 @@ int parity_recur_check_dispatch(const gdn_cli_opt *t, const gdn_cli_args *a, FIL
   u[nu++] = (gdn_path_use){"--summary", oo.summary, 1};
   if (parity_output_check_paths(&oo, e) || gdn_path_check_uses(u, nu, e)) return -1;
   o.log = gdn_cli_get(t, a, "quiet") || parity_dist_rank() != 0 ? NULL : out; /* rank 0 speaks */
+  parity_progress line; /* on a terminal only (gdn_progress.h), rank 0's, not with --quiet */
+  parity_progress_init(&line, stderr, o.log != NULL);
+  o.progress = &line;
   json_t *docs = json_array();
   int all = 1, rc = docs ? 0 : gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
   for (int i = 0; i < n && !rc; i++) rc = check_file(&o, files[i], mb, gh, docs, &all, out, e);
+  parity_progress_clear(&line);
   if (!rc && parity_dist_rank() == 0 && (oo.json || oo.report || oo.junit || oo.summary)) {
     json_t *top = json_array_size(docs) == 1 ? json_incref(json_array_get(docs, 0)) : json_incref(docs);
     rc = parity_output_write_all(&oo, top, e);

@@ -6,6 +6,7 @@
 
 #include "kern_config.h"
 #include "parity_recur_check_grad.h"
+#include "parity_recur_step.h"
 
 
 /* The index of flat position `at` in dims (4 axes) as an object of names. */
@@ -175,6 +176,18 @@ static int run_cases(const parity_recur_check_opts *o, const fix_fixture *fx, co
   return GDN_OK;
 }
 
+/* The row's oracle of fx, a step of the progress line advancing inside it
+ * (minutes at a layer's length). */
+static int oracle_with_line(const parity_recur_check_opts *o, const fix_fixture *fx, oracle_config *oc,
+                            gdn_outputs *ref, oracle_certificate *cert, gdn_error *e) {
+  oracle_progress op;
+  oc->progress = parity_recur_step_begin(o->progress, o->name, "oracle (mpfr)", "", &op);
+  const int rc = o->rec->oracle(&fx->inputs, &fx->chgate, oc, ref, cert, e);
+  oc->progress = NULL;
+  parity_recur_step_end(o->progress);
+  return rc;
+}
+
 int parity_recur_check(const parity_recur_check_opts *o, const fix_fixture *fx, json_t **doc, int *pass,
                        gdn_error *e) {
   *doc = NULL;
@@ -193,7 +206,7 @@ int parity_recur_check(const parity_recur_check_opts *o, const fix_fixture *fx, 
   if (t.trusted) {
     cert.precision_bits = (int)fx->oracle.precision_bits;
     cert.certified_bits = (int)fx->oracle.certified_bits;
-  } else if ((rc = o->rec->oracle(&fx->inputs, &fx->chgate, &oc, &ref, &cert, e))) {
+  } else if ((rc = oracle_with_line(o, fx, &oc, &ref, &cert, e))) {
     goto done;
   }
   if (o->log && t.why[0])

@@ -49,6 +49,7 @@
 
 #include "fix_fixture.h"
 #include "gdn_error.h"
+#include "parity_progress.h"
 #include "parity_recur_sweep.h"
 #include "parity_recurrence.h"
 
@@ -64,6 +65,7 @@ typedef struct parity_recur_check_opts {
   int n_devices;
   int oracle_bits;
   FILE *log; /* a line per case (NULL: silent) */
+  parity_progress *progress; /* the terminal's line (NULL: none): a step per oracle run, advancing inside it */
 } parity_recur_check_opts;
 
 /* Whether fx's stored /oracle stands as the reference, as for Gated

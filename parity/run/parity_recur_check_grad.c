@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gdn_chgrads.h"
+#include "parity_recur_step.h"
 #include "parity_stored_grads.h"
 
 /* The dims and axis names of gradient id (dg per channel when pc). */
@@ -207,6 +208,18 @@ int parity_recur_check_grad_end(json_t *doc, json_t *g, int gfailed, int *pass, 
   return GDN_OK;
 }
 
+/* The row's VJP oracle of fx's cotangents, a step of the progress line
+ * advancing inside it. */
+static int vjp_with_line(const parity_recur_check_opts *o, const fix_fixture *fx, oracle_vjp_config *vc,
+                         gdn_grads *ref, oracle_vjp_certificate *cert, gdn_error *e) {
+  oracle_progress op;
+  vc->progress = parity_recur_step_begin(o->progress, o->name, "oracle VJP", "'s /cotangents", &op);
+  const int rc = o->rec->oracle_vjp(&fx->inputs, &fx->chgate, &fx->cot, vc, ref, cert, e);
+  vc->progress = NULL;
+  parity_recur_step_end(o->progress);
+  return rc;
+}
+
 int parity_recur_check_grads(const parity_recur_check_opts *o, const fix_fixture *fx, int forward_trusted,
                              json_t *doc, int *pass, gdn_error *e) {
   int any = 0;
@@ -226,7 +239,7 @@ int parity_recur_check_grads(const parity_recur_check_opts *o, const fix_fixture
   parity_recur_grad_stored sg;
   int failed = 0,
       rc = parity_recur_grad_stored_decide(&fx->oracle, forward_trusted, &fx->inputs, &fx->chgate, &fx->cot, &sg, e);
-  if (!rc && !sg.taken) rc = o->rec->oracle_vjp(&fx->inputs, &fx->chgate, &fx->cot, &vc, &ref, &cert, e);
+  if (!rc && !sg.taken) rc = vjp_with_line(o, fx, &vc, &ref, &cert, e);
   if (rc) goto done;
   const gdn_grads *rf = sg.taken ? &fx->oracle.grads : &ref;
   if (!(g = parity_recur_check_grad_begin(o, fx->cot.dht != NULL, fx->grad_problem_sha256, &cert, &fx->oracle,

@@ -9,6 +9,7 @@
 #include "fix_grads.h"
 #include "fix_isolate.h"
 #include "fix_kda_group.h"
+#include "fix_regen_meter.h"
 #include "gdn_alloc.h"
 #include "gdn_chgate.h"
 #include "gdn_threads.h"
@@ -19,6 +20,7 @@
 #include "parity_dist.h"
 #include "parity_kappa_ch.h"
 #include "parity_recur_check_grad.h"
+#include "parity_recur_step.h"
 #include "parity_recur_stream.h"
 #include "parity_stream.h"
 
@@ -55,6 +57,10 @@ typedef struct chk_stream {
   parity_recur_trust t;
   fix_fixture head; /* group 0 without its arrays' data kept: chunk_size, outputs' names, /oracle's attributes */
   char ih[FIX_SHA256_HEX], ph[FIX_SHA256_HEX];
+  fix_regen_meter meter; /* the progress line over this rank's groups' oracle runs (off: no line) */
+  int fwd_runs;          /* the forward oracle runs here (not trusted); the VJP's: grads && !sg.taken */
+  oracle_progress up;    /* the meter's way to the line */
+  int lined;             /* a step was begun (an oracle runs here) */
 } chk_stream;
 
 /* What a group of g key heads holds at its peak, the run's part included. */
@@ -259,7 +265,9 @@ static int fold_grads(chk_stream *st, const fix_fixture *gx, int64_t k0, gdn_err
   const int pc = st->o->rec->gate_shape == PARITY_GATE_HEAD_TOKEN_CHANNEL;
   int rc = GDN_OK;
   if (!st->sg.taken) {
-    rc = oracle_kda_vjp_part(&gx->inputs, &gx->chgate, &gx->cot, &st->vc, &ref, &t, e);
+    oracle_vjp_config vc = st->vc; /* the VJP's share follows the forward's, when that runs */
+    vc.progress = fix_regen_meter_run(&st->meter, gx->inputs.shape.Hk, st->fwd_runs);
+    rc = oracle_kda_vjp_part(&gx->inputs, &gx->chgate, &gx->cot, &vc, &ref, &t, e);
     if (!rc) rc = parity_recur_tally_take(&st->vtally, &t, e);
   } else if (!gx->oracle.has_grads) {
     rc = gdn_error_set(e, GDN_ERR_INPUT, "%s: key heads from %" PRId64 ": no /oracle/grads read", st->path, k0);
@@ -293,8 +301,11 @@ static int run_group(chk_stream *st, int64_t i, int mine, gdn_error *e) {
   int64_t k0;
   int rc = load_group(st, i, &gx, &k0, e);
   if (!st->sg.taken) gdn_grads_clear(&gx.oracle.grads); /* not the reference: not held beside the VJP */
+  const int64_t heads = gx.inputs.shape.Hk;
   if (!rc && mine && !st->t.trusted) {
-    rc = oracle_kda_run_part(&gx.inputs, &gx.chgate, &st->oc, &ref, &t, e);
+    oracle_config oc = st->oc;
+    oc.progress = fix_regen_meter_run(&st->meter, heads, 0);
+    rc = oracle_kda_run_part(&gx.inputs, &gx.chgate, &oc, &ref, &t, e);
     if (!rc) rc = parity_recur_tally_take(&st->tally, &t, e);
   }
   const gdn_outputs *rf = st->t.trusted ? &gx.oracle.out : &ref;
@@ -304,6 +315,7 @@ static int run_group(chk_stream *st, int64_t i, int mine, gdn_error *e) {
                        st->path, k0, gx.n_outputs, st->head.n_outputs);
   for (int c = 0; !rc && c < st->nc; c++) rc = fold_case(st, &st->cs[c], &gx, rf, k0 * r, mine, e);
   if (!rc && mine && st->grads) rc = fold_grads(st, &gx, k0, e);
+  if (mine) fix_regen_meter_next(&st->meter, heads);
   oracle_tally_clear(&t);
   gdn_outputs_clear(&ref);
   fix_fixture_clear(&gx);
@@ -409,6 +421,32 @@ static int merge_ranks(chk_stream *st, int failed, gdn_error *e) {
   return rc;
 }
 
+/* One step of the progress line over this rank's groups' oracle runs,
+ * each run's share of it fix_regen_meter's (the forward, then the VJP at
+ * FIX_REGEN_VJP_WEIGHT times it; either alone when the other is stored);
+ * no step when neither runs.  The kernels' cases between the runs leave
+ * the line where it is. */
+static void line_begin(chk_stream *st, int rank, int size) {
+  st->fwd_runs = !st->t.trusted;
+  const int vjp_runs = st->grads && !st->sg.taken;
+  int64_t heads = 0, k0, k1;
+  gdn_shape gs;
+  for (int64_t i = 0; i < st->p.n_groups; i++)
+    if (parity_stream_owner(i, size) == rank) parity_stream_group(&st->p, i, &k0, &k1, &gs), heads += k1 - k0;
+  st->lined = st->fwd_runs || vjp_runs;
+  const oracle_progress *up =
+      st->lined ? parity_recur_step_begin(st->o->progress, st->o->name, st->fwd_runs && vjp_runs ? "oracle and VJP"
+                                                       : vjp_runs               ? "oracle VJP"
+                                                                                : "oracle (mpfr)",
+                                                ", by key-head group", &st->up)
+                : NULL;
+  fix_regen_meter_init(&st->meter, up, heads, st->fwd_runs && vjp_runs);
+}
+
+static void line_end(chk_stream *st) {
+  if (st->lined) parity_recur_step_end(st->o->progress);
+}
+
 /* Both passes over the planned groups, then the document. */
 static int run_stream(chk_stream *st, json_t **doc, int *pass, gdn_error *e) {
   const parity_recur_check_opts *o = st->o;
@@ -432,8 +470,10 @@ static int run_stream(chk_stream *st, json_t **doc, int *pass, gdn_error *e) {
     fprintf(o->log, "%s: warning: the stored /oracle is not used (%s); computing a fresh one\n", o->name, st->t.why);
   if (!rc && st->grads) rc = stored_grads_pass(st, e);
   const int size = parity_dist_size(), rank = parity_dist_rank();
+  if (!rc) line_begin(st, rank, size);
   for (int64_t i = 0; !rc && i < st->p.n_groups; i++)
     if (rank == 0 || parity_stream_owner(i, size) == rank) rc = run_group(st, i, parity_stream_owner(i, size) == rank, e);
+  line_end(st);
   if (size > 1) rc = merge_ranks(st, rc, e);
   if (!rc && rank == 0) rc = assemble(st, doc, pass, e); /* the other ranks: no document */
   return rc;

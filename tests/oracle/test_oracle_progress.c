@@ -14,12 +14,22 @@
  *     (selected (b, key head) items): total = the selected items' reverse
  *     steps, T x their value heads, the same checks, and gradients and
  *     certificates bit for bit those without a callback;
+ *   - Kimi Delta Attention's oracles (oracle_kda.h, oracle_kda_vjp.h), the
+ *     forward MPFR certified and dd, the VJP MPFR certified and dd: the
+ *     same totals as GDN's (token-columns, sampled dd columns weighted;
+ *     reverse steps), the same checks, results bit for bit;
  *   - negative controls: no callback, no calls; a recorder that sees a
  *     decrease or a short final count is caught by the same checks; a
  *     part's total is told apart from every item's. */
 #include "oracle_test_util.h"
 
+#include <stdlib.h>
+
+#include "gdn_chgate.h"
+#include "gdn_chgrads.h"
 #include "gdn_threads.h"
+#include "oracle_kda.h"
+#include "oracle_kda_vjp.h"
 #include "oracle_part.h"
 #include "../check_runner.h"
 
@@ -236,5 +246,113 @@ START_TEST(vjp_reports_and_changes_nothing) {
 }
 END_TEST
 
+/* One KDA run, forward (vjp 0) or VJP, tier dd or MPFR certified, with the
+ * recorder r (NULL: none): its results' and certificate's bytes appended
+ * to *buf (so that two runs compare with one memcmp). */
+typedef struct kbuf {
+  unsigned char *p;
+  size_t n;
+} kbuf;
+
+static void kbuf_put(kbuf *b, const void *x, size_t n) {
+  b->p = realloc(b->p, b->n + n);
+  ck_assert_ptr_nonnull(b->p);
+  memcpy(b->p + b->n, x, n);
+  b->n += n;
+}
+
+static void kda_run_rec(int vjp, int dd, const gdn_inputs *in, const gdn_chgate *g, const gdn_cotangents *ct, rec *r,
+                        kbuf *b) {
+  gdn_error e;
+  gdn_error_init(&e);
+  oracle_progress p = {on_progress, r};
+  const oracle_progress *pp = r ? &p : NULL;
+  const gdn_shape *s = &in->shape;
+  int rc;
+  if (!vjp) {
+    gdn_outputs o;
+    gdn_outputs_init(&o);
+    if (dd) {
+      oracle_dd_config c;
+      oracle_dd_config_init(&c);
+      c.sample_columns = 2, c.progress = pp;
+      oracle_dd_certificate cert;
+      rc = oracle_kda_run_dd(in, g, &c, &o, &cert, &e);
+      kbuf_put(b, &cert, sizeof cert);
+    } else {
+      oracle_config c = otu_cfg(64, ORACLE_FORM_TOKEN, 0);
+      c.progress = pp;
+      oracle_certificate cert;
+      memset(&cert, 0, sizeof cert);
+      rc = oracle_kda_run(in, g, &c, &o, &cert, &e);
+      kbuf_put(b, &cert, sizeof cert);
+    }
+    ck_assert_msg(rc == GDN_OK, "%s", e.msg);
+    kbuf_put(b, o.o, (size_t)gdn_shape_numel_v(s) * sizeof(double));
+    kbuf_put(b, o.ht, (size_t)gdn_shape_numel_state(s) * sizeof(double));
+    gdn_outputs_clear(&o);
+    return;
+  }
+  gdn_grads gr;
+  gdn_grads_init(&gr);
+  if (dd) {
+    oracle_vjp_dd_config c;
+    oracle_vjp_dd_config_init(&c);
+    c.progress = pp;
+    oracle_vjp_dd_certificate cert;
+    rc = oracle_kda_vjp_dd(in, g, ct, &c, &gr, &cert, &e);
+    kbuf_put(b, &cert, sizeof cert);
+  } else {
+    oracle_vjp_config c;
+    oracle_vjp_config_init(&c);
+    c.prec = 64, c.progress = pp;
+    oracle_vjp_certificate cert;
+    memset(&cert, 0, sizeof cert);
+    rc = oracle_kda_vjp(in, g, ct, &c, &gr, &cert, &e);
+    kbuf_put(b, &cert, sizeof cert);
+  }
+  ck_assert_msg(rc == GDN_OK, "%s", e.msg);
+  for (int id = 0; id < GDN_GRADS_N; id++)
+    kbuf_put(b, gdn_grads_tensor_c(&gr, id), gdn_chgrads_numel(s, (gdn_grad_id)id) * sizeof(double));
+  gdn_grads_clear(&gr);
+}
+
+START_TEST(kda_reports_and_changes_nothing) {
+  const gdn_shape ks = {1, 2100, 1, 2, 4, 3}; /* 3 reporting periods per item; 2 value heads per key head */
+  gdn_inputs in = tsu_inputs(ks, GDN_SYNTH_SLOW_GATES | GDN_SYNTH_H0, 13);
+  gdn_cotangents ct = tsu_cotangents(&in.shape, 1, 14);
+  gdn_chgate g;
+  gdn_chgate_init(&g);
+  gdn_error e;
+  gdn_error_init(&e);
+  ck_assert_int_eq(gdn_chgate_draw_kimi(&g, &ks, 13, &e), GDN_OK);
+  const int64_t fwd_mpfr = ks.B * ks.Hv * ks.T * ks.Dv,
+                fwd_dd = ks.B * ks.Hv * ks.T * (ks.Dv + 2 * ORACLE_PROGRESS_MPFR_WEIGHT), back = ks.B * ks.T * ks.Hv;
+  for (int nt = 1; nt <= 2; nt++) {
+    gdn_threads_set(nt);
+    for (int k = 0; k < 4; k++) {
+      const int vjp = k / 2, dd = k % 2;
+      const int64_t want = vjp ? back : dd ? fwd_dd : fwd_mpfr;
+      kbuf a = {NULL, 0}, b = {NULL, 0};
+      rec r = {0, 0, 0, 0}, none = {0, 0, 0, 0};
+      kda_run_rec(vjp, dd, &in, &g, &ct, NULL, &a);
+      kda_run_rec(vjp, dd, &in, &g, &ct, &r, &b);
+      ck_assert_msg(!rec_fails(&r, want), "kda %s %s: calls %lld last %lld total %lld (want %lld) bad %lld",
+                    vjp ? "vjp" : "forward", dd ? "dd" : "mpfr", (long long)r.calls, (long long)r.last,
+                    (long long)r.total, (long long)want, (long long)r.bad);
+      ck_assert_uint_eq(a.n, b.n);
+      ck_assert_mem_eq(a.p, b.p, a.n);
+      ck_assert(rec_fails(&none, want)); /* negative control: no callback, no calls */
+      /* negative control: the unweighted dd total (every column as one) is told apart */
+      if (!vjp && dd) ck_assert(rec_fails(&r, fwd_mpfr));
+      free(a.p), free(b.p);
+    }
+  }
+  gdn_chgate_clear(&g);
+  gdn_cotangents_clear(&ct);
+  gdn_inputs_clear(&in);
+}
+END_TEST
+
 CKR_MAIN("oracle_progress", "core", 120, dd_reports_and_changes_nothing, mpfr_reports_and_changes_nothing,
-    part_meter_follows_selection, vjp_reports_and_changes_nothing)
+    part_meter_follows_selection, vjp_reports_and_changes_nothing, kda_reports_and_changes_nothing)
