@@ -188,7 +188,7 @@ static int oracle_with_line(const parity_recur_check_opts *o, const fix_fixture 
   return rc;
 }
 
-int parity_recur_check(const parity_recur_check_opts *o, const fix_fixture *fx, json_t **doc, int *pass,
+int parity_recur_check(const parity_recur_check_opts *o, fix_fixture *fx, json_t **doc, int *pass,
                        gdn_error *e) {
   *doc = NULL;
   *pass = 0;
@@ -201,7 +201,9 @@ int parity_recur_check(const parity_recur_check_opts *o, const fix_fixture *fx, 
   memset(&cert, 0, sizeof cert);
   json_t *d = NULL;
   parity_recur_trust t;
-  int failed = 0, rc = parity_recur_oracle_trust(o, fx, &t, e);
+  parity_recur_grad_stored sg; /* decided first: a stored set not taken is freed before anything runs */
+  int failed = 0, judged = 0, rc = parity_recur_oracle_trust(o, fx, &t, e);
+  if (!rc) rc = parity_recur_check_grads_decide(o, fx, t.trusted, &sg, &judged, e);
   if (rc) goto done;
   if (t.trusted) {
     cert.precision_bits = (int)fx->oracle.precision_bits;
@@ -228,7 +230,7 @@ int parity_recur_check(const parity_recur_check_opts *o, const fix_fixture *fx, 
   if (json_object_set_new(d, "n_cases", json_integer((json_int_t)json_array_size(cases))) ||
       json_object_set_new(d, "n_failed", json_integer(failed)) || json_object_set_new(d, "pass", json_boolean(*pass)))
     rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
-  if (!rc) rc = parity_recur_check_grads(o, fx, t.trusted, d, pass, e); /* stored gradients, if any */
+  if (!rc && judged) rc = parity_recur_check_grads(o, fx, &sg, d, pass, e); /* stored gradients, if any */
 done:
   gdn_outputs_clear(&ref);
   if (rc) {

@@ -108,8 +108,10 @@ json_t *parity_recur_check_doc_head(const parity_recur_check_opts *o, const gdn_
                                     const parity_recur_trust *t);
 
 /* Judges fx (loaded by fix_kda_load); *doc (the caller's reference) and
- * *pass as parity_recur_sweep's. */
-int parity_recur_check(const parity_recur_check_opts *o, const fix_fixture *fx, json_t **doc, int *pass,
+ * *pass as parity_recur_sweep's.  A stored /oracle/grads that is not taken
+ * (parity_recur_check_grads_decide, before anything runs) is freed from
+ * fx, so it is never held beside the run's own sets. */
+int parity_recur_check(const parity_recur_check_opts *o, fix_fixture *fx, json_t **doc, int *pass,
                        gdn_error *e);
 
 #endif

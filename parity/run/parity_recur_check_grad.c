@@ -220,14 +220,24 @@ static int vjp_with_line(const parity_recur_check_opts *o, const fix_fixture *fx
   return rc;
 }
 
-int parity_recur_check_grads(const parity_recur_check_opts *o, const fix_fixture *fx, int forward_trusted,
-                             json_t *doc, int *pass, gdn_error *e) {
-  int any = 0;
-  for (size_t i = 0; i < fx->n_outputs; i++) any |= fx->outputs[i].has_grads;
-  if (!any || !fx->has_cotangents) return GDN_OK;
-  if (!o->rec->oracle_vjp)
-    return gdn_error_set(e, GDN_ERR_INPUT, "%s: the %s recurrence has no VJP oracle to judge gradients by", o->name,
-                         o->rec->name);
+int parity_recur_check_grads_decide(const parity_recur_check_opts *o, fix_fixture *fx, int forward_trusted,
+                                    parity_recur_grad_stored *sg, int *judged, gdn_error *e) {
+  memset(sg, 0, sizeof *sg);
+  *judged = 0;
+  for (size_t i = 0; i < fx->n_outputs; i++) *judged |= fx->outputs[i].has_grads;
+  *judged &= fx->has_cotangents;
+  int rc = GDN_OK;
+  if (*judged && !o->rec->oracle_vjp)
+    rc = gdn_error_set(e, GDN_ERR_INPUT, "%s: the %s recurrence has no VJP oracle to judge gradients by", o->name,
+                       o->rec->name);
+  else if (*judged)
+    rc = parity_recur_grad_stored_decide(&fx->oracle, forward_trusted, &fx->inputs, &fx->chgate, &fx->cot, sg, e);
+  if (!rc && !sg->taken) gdn_grads_clear(&fx->oracle.grads); /* not the reference: not held (its attributes stay) */
+  return rc;
+}
+
+int parity_recur_check_grads(const parity_recur_check_opts *o, const fix_fixture *fx,
+                             const parity_recur_grad_stored *sg, json_t *doc, int *pass, gdn_error *e) {
   gdn_grads ref;
   gdn_grads_init(&ref);
   oracle_vjp_config vc;
@@ -236,14 +246,11 @@ int parity_recur_check_grads(const parity_recur_check_opts *o, const fix_fixture
   oracle_vjp_certificate cert;
   memset(&cert, 0, sizeof cert);
   json_t *g = NULL;
-  parity_recur_grad_stored sg;
-  int failed = 0,
-      rc = parity_recur_grad_stored_decide(&fx->oracle, forward_trusted, &fx->inputs, &fx->chgate, &fx->cot, &sg, e);
-  if (!rc && !sg.taken) rc = vjp_with_line(o, fx, &vc, &ref, &cert, e);
+  int failed = 0, rc = sg->taken ? GDN_OK : vjp_with_line(o, fx, &vc, &ref, &cert, e);
   if (rc) goto done;
-  const gdn_grads *rf = sg.taken ? &fx->oracle.grads : &ref;
+  const gdn_grads *rf = sg->taken ? &fx->oracle.grads : &ref;
   if (!(g = parity_recur_check_grad_begin(o, fx->cot.dht != NULL, fx->grad_problem_sha256, &cert, &fx->oracle,
-                                          &sg))) {
+                                          sg))) {
     rc = gdn_error_set(e, GDN_ERR_NOMEM, "out of memory (results)");
     goto done;
   }

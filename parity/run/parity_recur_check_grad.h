@@ -40,12 +40,6 @@
 #include "parity_recur_check.h"
 #include "parity_recur_sweep.h"
 
-/* forward_trusted: the check took the fixture's stored /oracle as the
- * forward's reference (parity_recur_oracle_trust); its /oracle/grads may
- * then stand in for the VJP (parity_recur_grad_stored_decide). */
-int parity_recur_check_grads(const parity_recur_check_opts *o, const fix_fixture *fx, int forward_trusted,
-                             json_t *doc, int *pass, gdn_error *e);
-
 /* A KDA fixture's stored gradient oracle (/oracle/grads, regen --grads) as
  * the reference instead of the VJP computed here, by GDN's rule
  * (parity_stored_grads.h): only beside a trusted stored forward, present,
@@ -73,6 +67,21 @@ typedef struct parity_recur_grad_stored {
 int parity_recur_grad_stored_decide(const fix_oracle *orc, int forward_trusted, const gdn_inputs *in,
                                     const gdn_chgate *gate, const gdn_cotangents *ct, parity_recur_grad_stored *sg,
                                     gdn_error *e);
+
+/* Before the forward's cases: *judged 1 when fx's gradients are judged
+ * (/cotangents, and an output with gradients), and then the decision for
+ * its stored /oracle/grads (parity_recur_grad_stored_decide; forward_trusted:
+ * the check took the stored /oracle as the forward's reference,
+ * parity_recur_oracle_trust).  A stored set not taken -- or not judged at
+ * all -- is freed from fx here (fx->oracle.grads cleared, its attributes
+ * kept), so it is never held beside the run's own sets: the whole check's
+ * peak is then what the plan of parity_recur_check_stream.h counts. */
+int parity_recur_check_grads_decide(const parity_recur_check_opts *o, fix_fixture *fx, int forward_trusted,
+                                    parity_recur_grad_stored *sg, int *judged, gdn_error *e);
+/* After them: the VJP oracle (unless sg->taken), each output's gradients
+ * judged, "grad" added to doc and *pass updated. */
+int parity_recur_check_grads(const parity_recur_check_opts *o, const fix_fixture *fx,
+                             const parity_recur_grad_stored *sg, json_t *doc, int *pass, gdn_error *e);
 
 /* The pieces, for a check that measures by head group
  * (parity_recur_check_stream.h) and must write the same document.

@@ -29,7 +29,8 @@
  *     recomputes and says so;
  *   - refusals: --grads without /cotangents (exit 2, the file unchanged,
  *     whole and by group), or over --max-bytes with the gradients it
- *     computes (the forward alone fits); a /oracle/grads without its tier attribute, or
+ *     computes (the forward alone fits), but not for the stored
+ *     /oracle/grads a regen never reads; a /oracle/grads without its tier attribute, or
  *     with GDN's rank-3 dg, or a certificate whose least bits are not
  *     certified_bits, is refused by the loader; verify and info show a
  *     fresh one. */
@@ -47,8 +48,11 @@
 #include "../fixtures/h5_edit.h"
 #include "cli_files.h"
 #include "fix_kda.h"
+#include "gdn_alloc.h"
 #include "gdn_chgrads.h"
 #include "oracle_kda_vjp.h"
+#include "parity_recur_check.h"
+#include "parity_recurrence.h"
 
 static char *exe, *fixture_exe;
 static char dir[64];
@@ -365,6 +369,63 @@ START_TEST(check_takes_the_stored_vjp) {
 }
 END_TEST
 
+/* fx's stored gradient set's bytes (binary64). */
+static long long set_bytes(const gdn_shape *s) {
+  long long n = 0;
+  for (int id = 0; id < GDN_GRADS_N; id++) n += 8 * (long long)gdn_chgrads_numel(s, (gdn_grad_id)id);
+  return n;
+}
+
+/* The whole check of path in this process (parity_recur_check, as gdn-parity check runs it): its heap peak
+ * (gdn_alloc's accounting) from the loaded fixture on, with `extra` bytes held beside it throughout. */
+static long long check_peak(const char *path, long long extra, const char *want_note) {
+  gdn_error e;
+  gdn_error_init(&e);
+  fix_fixture fx;
+  load(path, &fx);
+  parity_recur_check_opts o;
+  memset(&o, 0, sizeof o);
+  o.rec = parity_recurrence_find("kda", &e);
+  ck_assert_ptr_nonnull(o.rec);
+  o.name = path, o.oracle_bits = 128;
+  void *held = extra ? gdn_malloc((size_t)extra, "held", &e) : NULL;
+  gdn_alloc_peak_reset();
+  json_t *doc = NULL;
+  int pass = 0;
+  ck_assert_msg(parity_recur_check(&o, &fx, &doc, &pass, &e) == GDN_OK, "%s", e.msg);
+  const long long peak = gdn_alloc_bytes_peak();
+  ck_assert(pass);
+  json_t *note = grad_oracle(doc, "note");
+  if (want_note) ck_assert_msg(note && strstr(json_string_value(note), want_note), "%s: no note", path);
+  ck_assert(!fx.oracle.grads.dq); /* an untaken set is freed (its attributes stay) */
+  json_decref(doc);
+  gdn_free(held);
+  fix_fixture_clear(&fx);
+  return peak;
+}
+
+/* A stored set not taken is freed before the VJP is computed: the whole
+ * check's heap peak is the forward-only file's (which computes the same
+ * VJP), not one gradient set more.  Negative control: the same bound
+ * fails for the forward-only run holding one set more. */
+START_TEST(untaken_set_not_held) {
+  dir_begin();
+  const char *f = at("f.h5"), *fw = at("fw.h5"), *p0 = at("p0.h5");
+  synth(f, 1);
+  cli_copy_file(f, fw);
+  regen(f, (const char *const[]){"--grads", "--quiet", NULL});
+  regen(fw, (const char *const[]){"--quiet", NULL});
+  cli_copy_file(f, p0);
+  h5e_poke(p0, "/oracle/grads/dk", (5 * 4 + 0) * 8 + 3, 0.5f); /* key head 0: the spot check refuses it */
+  const gdn_shape s = {1, 64, 4, 8, 8, 8};
+  const long long set = set_bytes(&s), base = check_peak(fw, 0, NULL), untaken = check_peak(p0, 0, "spot check");
+  ck_assert_msg(llabs(untaken - base) < set / 2, "peak %lld, the forward-only file's %lld, a set %lld", untaken, base,
+                set);
+  ck_assert(llabs(check_peak(fw, set, NULL) - base) >= set / 2); /* negative control */
+  dir_end();
+}
+END_TEST
+
 START_TEST(refusals) {
   dir_begin();
   const char *f = at("f.h5"), *keep = at("keep.h5");
@@ -386,6 +447,21 @@ START_TEST(refusals) {
                 r.err);
   ck_assert(cli_same_bytes(c, ckeep));
   cli_run_sub(&r, fixture_exe, "regen", c, (const char *const[]){"--max-bytes", "300K", "--quiet", NULL});
+  ck_assert_msg(r.status == 0, "%d %s", r.status, r.err);
+  /* a file with stored gradients: regen never reads them (fix_kda_load_forward), so --grads --force needs
+   * exactly what the file without them needs.  At B 1, T 64, Hk 4, Hv 8, Dk = Dv = 8: the float32 inputs
+   * 4 (2 x 2,048 + 4,096 + 4,096 + 2 x 512 + 512) = 55,296, the cotangents 18,432, two outputs with their
+   * gradients 2 (36,864 + 106,496), the stored forward 36,864, the oracle's o and ht 36,864 and the
+   * gradient set it computes 106,496: 540,672 bytes.  That limit passes, one byte less is refused; counting
+   * the stored set (106,496 more) the limit would have been refused too. */
+  const char *sg = at("sg.h5");
+  synth(sg, 1);
+  regen(sg, (const char *const[]){"--grads", "--quiet", NULL});
+  cli_run_sub(&r, fixture_exe, "regen", sg, (const char *const[]){"--grads", "--force", "--max-bytes", "540671", NULL});
+  ck_assert_msg(r.status == 2 && strstr(r.err, "need 5.41e+05 bytes, over --max-bytes 540671"), "%d %s", r.status,
+                r.err);
+  cli_run_sub(&r, fixture_exe, "regen", sg,
+              (const char *const[]){"--grads", "--force", "--max-bytes", "540672", "--quiet", NULL});
   ck_assert_msg(r.status == 0, "%d %s", r.status, r.err);
   /* the loader: /oracle/grads without its tier; a dg of GDN's rank */
   const char *g = at("g.h5"), *g3 = at("g3.h5");
@@ -445,4 +521,5 @@ START_TEST(refusals) {
 END_TEST
 
 CKR_MAIN_ARGS("test_kda_stored_grads PATH-TO-gdn-parity PATH-TO-gdn-fixture", 2, (&exe, &fixture_exe),
-              "kda_stored_grads", "kda_stored_grads", 600, regen_stores_the_vjp, check_takes_the_stored_vjp, refusals)
+              "kda_stored_grads", "kda_stored_grads", 600, regen_stores_the_vjp, check_takes_the_stored_vjp, refusals,
+              untaken_set_not_held)
