@@ -54,12 +54,12 @@ static inline void scratch_rmdir(const char *dir) {
   rmdir(dir);
 }
 
-/* dir/name, in one of 16 rotating buffers: a result stays valid for the
- * next 15 calls, enough for one command line. */
+/* dir/name, in one of 64 rotating buffers: a result stays valid for the
+ * next 63 calls, enough for one command line or one test's named files. */
 static inline char *scratch_join(const char *dir, const char *name) {
-  static char buf[16][700];
+  static char buf[64][700];
   static int k;
-  char *b = buf[k++ % 16];
+  char *b = buf[k++ % 64];
   snprintf(b, sizeof buf[0], "%s/%s", dir, name);
   return b;
 }

@@ -43,7 +43,7 @@ __attribute__((unused)) static void cli_scratch_remove(void) {
   free(cli_dir);
   cli_dir = NULL;
 }
-/* cli_dir/name (scratch_join: valid for the next 15 calls). */
+/* cli_dir/name (scratch_join: valid for the next 63 calls). */
 __attribute__((unused)) static char *cli_path(const char *name) { return scratch_join(cli_dir, name); }
 
 /* A run's four report files (--json, --report, --junit, --summary), each a

@@ -55,26 +55,11 @@
 #include "parity_recurrence.h"
 
 static char *exe, *fixture_exe;
-static char dir[64];
-
-static void dir_begin(void) {
-  snprintf(dir, sizeof dir, "/tmp/gdn-kda-stored-grads-XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void dir_end(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  ck_assert_int_eq(system(cmd), 0);
-}
-
-static const char *at(const char *name) {
-  static char b[64][160]; /* a ring: names stay valid for 64 calls */
-  static int k;
-  char *p = b[k++ % 64];
-  snprintf(p, 160, "%s/%s", dir, name);
-  return p;
-}
+/* The test's files, in a fresh scratch folder (cli_run.h) removed with
+ * whatever is left in it. */
+static void dir_begin(void) { cli_scratch_make(); }
+static void dir_end(void) { cli_scratch_remove(); }
+static const char *at(const char *name) { return cli_path(name); }
 
 /* f.h5: a KDA fixture, h0, 4 key heads of 2 value heads (B 1, T 64, Dk =
  * Dv = 8), cotangents, two kernel outputs with their gradients; `grad` 0:
